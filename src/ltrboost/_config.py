@@ -1,0 +1,60 @@
+"""Dtypes and constants shared by every layer, each with the reason it is what it is."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Binned features: at most 255 value bins plus one bin for missing values fit a uint8,
+# which keeps the binned matrix 8x smaller than float64 and histogram loads cache-friendly.
+X_BINNED_DTYPE = np.uint8
+MAX_BINS = 255
+
+# Per-document gradients and hessians: float32 halves memory traffic in the histogram
+# kernels; all *sums* (histograms, gains, leaf values) are float64 because histogram
+# subtraction (parent - sibling) suffers catastrophic cancellation in float32.
+G_H_DTYPE = np.float32
+SUM_DTYPE = np.float64
+
+# Raw scores of the ensemble are float64: they accumulate hundreds of small leaf values.
+SCORE_DTYPE = np.float64
+
+# Histograms are float64 arrays of shape (n_features, n_bins, 3); the last axis holds
+# HIST_GRAD, HIST_HESS, HIST_COUNT.  A plain 3-column float array (rather than a
+# structured dtype) lets Numba vectorise the subtraction trick.
+HIST_GRAD = 0
+HIST_HESS = 1
+HIST_COUNT = 2
+N_HIST_STATS = 3
+
+# Index arrays: int32 row ids are enough for 2^31 documents and halve the memory of the
+# partition array compared to int64.
+INDEX_DTYPE = np.int32
+QUERY_OFFSET_DTYPE = np.int64
+
+# Labels at or above this cannot use the exponential gain 2^y - 1 without losing
+# precision (LightGBM and XGBoost both stop at 31 for the same reason).
+MAX_EXP_GAIN_LABEL = 31
+
+# One tree is a structured array of nodes (sklearn's PREDICTOR_RECORD_DTYPE idea).
+# ``num_threshold``: go left when x <= num_threshold (x NaN -> missing_go_to_left).
+# ``bin_threshold``: the same rule on binned data (bin <= bin_threshold); the two are
+# exactly equivalent because binning maps x to #{thresholds < x}.
+NODE_DTYPE = np.dtype(
+    [
+        ("value", np.float64),
+        ("feature_idx", np.int32),
+        ("num_threshold", np.float64),
+        ("bin_threshold", np.uint8),
+        ("missing_go_to_left", np.uint8),
+        ("is_leaf", np.uint8),
+        ("left", np.int32),
+        ("right", np.int32),
+        ("gain", np.float64),
+        ("count", np.int64),
+        ("sum_hessians", np.float64),
+        ("depth", np.int32),
+    ]
+)
+
+# Stands in for +inf gains/values where a finite number is needed (see LightGBM AvoidInf()).
+ALMOST_INF = 1e300

@@ -1,0 +1,272 @@
+"""RankingDataset: features, labels and query structure, with all array-level validation.
+
+Queries are described once, by ``query_offsets`` (int64, length ``n_queries + 1``):
+documents ``query_offsets[q]:query_offsets[q + 1]`` belong to query ``q``.  Users may give
+either query ids (``qid=``, one per document, LETOR/XGBoost style) or group sizes
+(``group=``, LightGBM style).  Documents of one query need *not* be contiguous when given by
+``qid``: they are grouped stably, in order of first appearance, and the permutation is kept
+so that per-document outputs can be returned in input order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ltrboost._config import QUERY_OFFSET_DTYPE
+
+
+class LTRInputError(ValueError):
+    """Bad input data.  ``path`` and ``line`` (1-based) locate the problem when known.
+
+    The message always reads ``path:line: problem`` (or ``row N: problem`` for arrays), so a
+    CLI can print ``str(err)`` as its one-line diagnostic.
+    """
+
+    def __init__(self, msg: str, path: str | None = None, line: int | None = None):
+        self.path = path
+        self.line = line
+        self.problem = msg
+        where = ""
+        if path is not None and line is not None:
+            where = f"{path}:{line}: "
+        elif path is not None:
+            where = f"{path}: "
+        elif line is not None:
+            where = f"row {line}: "
+        super().__init__(where + msg)
+
+
+@dataclass
+class PreferencePairs:
+    """Explicit preferences: document ``preferred[k]`` should rank above ``other[k]``.
+
+    Row indices are positions in the dataset (after grouping by query); both documents of a
+    pair must belong to the same query.  ``weight`` defaults to 1.
+    """
+
+    preferred: NDArray[np.int32]
+    other: NDArray[np.int32]
+    weight: NDArray[np.float64] | None = None
+
+    def __len__(self) -> int:
+        return int(self.preferred.shape[0])
+
+
+@dataclass
+class RankingDataset:
+    """Features ``X`` (n_samples, n_features), labels ``y`` (float64), queries, weights.
+
+    ``order`` is the permutation applied to the user's rows (``X = X_user[order]``), or None
+    when the input was already grouped.  ``weights`` are per document (LightGBM's
+    convention); None means all ones.
+    """
+
+    X: Any
+    y: NDArray[np.float64] | None
+    query_offsets: NDArray[np.int64]
+    weights: NDArray[np.float32] | None = None
+    pairs: PreferencePairs | None = None
+    order: NDArray[np.int64] | None = None
+    query_ids: NDArray[Any] | None = None
+    feature_names: list[str] | None = None
+    source: str | None = None
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.query_offsets[-1])
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.query_offsets.shape[0] - 1)
+
+    @property
+    def query_sizes(self) -> NDArray[np.int64]:
+        return np.diff(self.query_offsets)
+
+
+def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int64]:
+    """Offsets from LightGBM-style group sizes; sizes must be positive and sum to n_samples."""
+    sizes = np.asarray(group)
+    if sizes.ndim != 1:
+        raise LTRInputError(f"group must be 1-D (query sizes), got shape {sizes.shape}")
+    if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
+        if not np.all(np.isfinite(sizes)) or np.any(sizes != np.round(sizes)):
+            raise LTRInputError("group must hold whole numbers (documents per query)")
+    sizes = sizes.astype(np.int64)
+    if np.any(sizes <= 0):
+        bad = int(np.flatnonzero(sizes <= 0)[0])
+        raise LTRInputError(
+            f"group[{bad}]={sizes[bad]}: every query needs at least one document"
+        )
+    total = int(sizes.sum())
+    if total != n_samples:
+        raise LTRInputError(
+            f"group sizes sum to {total} but there are {n_samples} rows; "
+            "group= takes the number of documents of each query, in row order"
+        )
+    offsets = np.zeros(sizes.shape[0] + 1, dtype=QUERY_OFFSET_DTYPE)
+    np.cumsum(sizes, out=offsets[1:])
+    return offsets
+
+
+def group_by_qid(
+    qid: ArrayLike,
+) -> tuple[NDArray[np.int64], NDArray[np.int64] | None, NDArray[Any]]:
+    """Group documents by query id, stably, in order of first appearance.
+
+    Returns
+    -------
+    query_offsets : ndarray of shape (n_queries + 1,), dtype=int64
+    order : ndarray of shape (n_samples,), dtype=int64, or None
+        Row permutation that makes queries contiguous; None when they already are.
+    query_ids : ndarray of shape (n_queries,)
+        The id of each query, in the grouped order.
+    """
+    qid = np.asarray(qid)
+    if qid.ndim != 1:
+        raise LTRInputError(f"qid must be 1-D, got shape {qid.shape}")
+    n = qid.shape[0]
+    if n == 0:
+        return np.zeros(1, dtype=QUERY_OFFSET_DTYPE), None, qid[:0]
+    if qid.dtype.kind == "f" and not np.all(np.isfinite(qid)):
+        bad = int(np.flatnonzero(~np.isfinite(qid))[0])
+        raise LTRInputError(f"qid is {qid[bad]}", line=bad)
+    starts = np.flatnonzero(np.concatenate(([True], qid[1:] != qid[:-1])))
+    run_ids = qid[starts]
+    uniq, first_pos = np.unique(run_ids, return_index=True)
+    if uniq.shape[0] == run_ids.shape[0]:
+        # Already contiguous: every run is a distinct query.
+        offsets = np.empty(starts.shape[0] + 1, dtype=QUERY_OFFSET_DTYPE)
+        offsets[:-1] = starts
+        offsets[-1] = n
+        return offsets, None, run_ids
+    # Not contiguous: group stably in order of first appearance.
+    _, inverse = np.unique(qid, return_inverse=True)
+    uniq_all, first_idx = np.unique(qid, return_index=True)
+    rank_of_uniq = np.empty(uniq_all.shape[0], dtype=np.int64)
+    rank_of_uniq[np.argsort(first_idx, kind="stable")] = np.arange(uniq_all.shape[0])
+    key = rank_of_uniq[inverse.ravel()]
+    order = np.argsort(key, kind="stable").astype(np.int64)
+    sizes = np.bincount(key, minlength=uniq_all.shape[0])
+    offsets = np.zeros(uniq_all.shape[0] + 1, dtype=QUERY_OFFSET_DTYPE)
+    np.cumsum(sizes, out=offsets[1:])
+    query_ids = uniq_all[np.argsort(first_idx, kind="stable")]
+    return offsets, order, query_ids
+
+
+def check_labels(y: ArrayLike, n_samples: int, *, name: str = "y") -> NDArray[np.float64]:
+    """Labels as float64; NaN/inf are refused with the first offending row."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        y = np.ravel(y) if (y.ndim == 2 and 1 in y.shape) else y
+    if y.ndim != 1:
+        raise LTRInputError(f"{name} must be 1-D, got shape {y.shape}")
+    if y.shape[0] != n_samples:
+        raise LTRInputError(f"{name} has {y.shape[0]} rows but X has {n_samples}")
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError) as e:
+        raise LTRInputError(f"{name} must be numeric: {e}") from None
+    bad = ~np.isfinite(y)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise LTRInputError(f"label {name}[{row}]={y[row]} is not finite", line=None)
+    return y
+
+
+def make_dataset(
+    X: Any,
+    y: ArrayLike | None = None,
+    *,
+    qid: ArrayLike | None = None,
+    group: ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None,
+    feature_names: list[str] | None = None,
+    require_labels: bool = True,
+) -> RankingDataset:
+    """Validate user arrays and build a :class:`RankingDataset`.
+
+    Exactly one of ``qid`` (query id per row) or ``group`` (documents per query) must be
+    given.  ``X`` may be a NumPy array, a pandas DataFrame or a SciPy sparse matrix; it is
+    converted to a dense float array (float32 kept, anything else float64).  NaN marks a
+    missing value; +/-inf is refused (clip it or replace it by NaN).
+    """
+    X, names = as_feature_matrix(X)
+    if feature_names is None:
+        feature_names = names
+    n = X.shape[0]
+    if (qid is None) == (group is None):
+        raise LTRInputError(
+            "give exactly one of qid= (a query id per row) or group= (documents per query)"
+            + (", not both" if qid is not None else "")
+        )
+    order = None
+    query_ids = None
+    if qid is not None:
+        qid_arr = np.asarray(qid)
+        if qid_arr.ndim != 1 or qid_arr.shape[0] != n:
+            raise LTRInputError(f"qid has shape {qid_arr.shape} but X has {n} rows")
+        offsets, order, query_ids = group_by_qid(qid_arr)
+    else:
+        offsets = query_offsets_from_group(group, n)
+    y_arr = None
+    if y is not None:
+        y_arr = check_labels(y, n)
+    elif require_labels:
+        raise LTRInputError("labels y are required")
+    w = None
+    if sample_weight is not None:
+        w = np.asarray(sample_weight, dtype=np.float64).ravel()
+        if w.shape[0] != n:
+            raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            row = int(np.flatnonzero(~np.isfinite(w) | (w < 0))[0])
+            raise LTRInputError(f"sample_weight[{row}]={w[row]} must be finite and >= 0")
+        w = w.astype(np.float32)
+    if order is not None:
+        X = X[order]
+        if y_arr is not None:
+            y_arr = y_arr[order]
+        if w is not None:
+            w = w[order]
+    return RankingDataset(
+        X=X,
+        y=y_arr,
+        query_offsets=offsets,
+        weights=w,
+        order=order,
+        query_ids=query_ids,
+        feature_names=feature_names,
+    )
+
+
+def as_feature_matrix(X: Any) -> tuple[NDArray[np.floating], list[str] | None]:
+    """Dense 2-D float matrix from NumPy / pandas / SciPy sparse input; refuses inf."""
+    names = None
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # pandas DataFrame
+        names = [str(c) for c in X.columns]
+        X = X.to_numpy(dtype=np.float64, na_value=np.nan)
+    elif hasattr(X, "toarray") and hasattr(X, "tocsr"):  # scipy.sparse
+        X = X.toarray()
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.dtype != np.float32:
+        try:
+            X = X.astype(np.float64)
+        except (TypeError, ValueError) as e:
+            raise LTRInputError(f"X must be numeric: {e}") from None
+    inf = np.isinf(X)
+    if inf.any():
+        row, col = np.argwhere(inf)[0]
+        raise LTRInputError(
+            f"feature {col} is {X[row, col]}: infinite values are not allowed "
+            "(use NaN for a missing value, or clip)",
+            line=int(row),
+        )
+    return X, names

@@ -1,0 +1,115 @@
+"""The objective interface every ranker plugs into, and the conventions all of them share.
+
+Conventions
+-----------
+* ``gradients`` are dL/ds (the derivative of the loss with respect to the score), so the
+  descent direction is ``-gradients``.  The papers' "lambda" (seed 001) is ``-gradients``.
+* ``hessians`` are the diagonal second derivatives d2L/ds2 used by the Newton leaf value
+  ``-G / (H + l2_regularization)`` and by the ``newton`` split gain (seed 000, eq. 9).
+* Rank vs document (XGBoost's rule): ``rank_hi`` / ``rank_lo`` are positions in the list
+  sorted by current score; ``doc_hi`` / ``doc_lo`` are row indices inside the query.
+* Per-document ``weights`` multiply each document's gradient and hessian after the
+  per-query term is computed (LightGBM's convention).
+* Randomness (sampled pairs) is seeded per query as ``seed + iteration * n_queries + q``
+  so that results do not depend on the thread count.
+
+An objective is a small class registered by name in :mod:`ltrboost.objectives.registry`.
+Each one's docstring states its loss with the seed equation it implements.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltrboost.dataset import RankingDataset
+
+
+class PairTerms(NamedTuple):
+    """Second-order pair contributions for the exact OLE criterion (seed 000, eq. 13).
+
+    Query-grouped CSR: pairs ``pair_offsets[q]:pair_offsets[q+1]`` belong to query ``q``.
+    ``doc_i`` / ``doc_j`` are global row ids (int32); ``rho`` (float64) is the amount the pair
+    adds to *both* documents' hessians.  When both documents fall on the same side of a
+    split the pair's loss does not change with that side's shift, so ``2 * rho`` must be
+    removed from that side's hessian sum.
+    """
+
+    pair_offsets: NDArray[np.int64]
+    doc_i: NDArray[np.int32]
+    doc_j: NDArray[np.int32]
+    rho: NDArray[np.float64]
+
+
+class Objective:
+    """Base class: a loss over scores of grouped documents.
+
+    Class attributes
+    ----------------
+    name : registry name shared by Python, CLI and the model file.
+    is_pairwise : True when the loss couples documents of a query (OLE then differs from
+        Newton and :meth:`pair_terms` returns data).
+    hessian_is_constant : True when hessians never change (lets the engine skip work).
+    leaf_rule : ``"newton"`` (-G/(H+l2)), ``"mean_target"`` (GBRank: mean of the
+        regression targets) or ``"line_search"`` (QBRank).
+    needs_integer_labels : True when labels must be non-negative integer grades.
+    update_rule : ``"additive"`` (F_k = F_{k-1} + eta * f_k) or ``"averaged"`` (GBRank,
+        F_k = (k F_{k-1} + eta f_k) / (k + 1)).
+    """
+
+    name: ClassVar[str] = ""
+    is_pairwise: ClassVar[bool] = False
+    hessian_is_constant: ClassVar[bool] = False
+    leaf_rule: ClassVar[Literal["newton", "mean_target", "line_search"]] = "newton"
+    needs_integer_labels: ClassVar[bool] = False
+    update_rule: ClassVar[Literal["additive", "averaged"]] = "additive"
+    default_metric: ClassVar[str] = "ndcg@10"
+
+    def __init__(self, **params: Any) -> None:
+        self.params = dict(params)
+
+    # number of score columns (one tree per output per round; McRank has K+1)
+    def n_outputs(self, data: RankingDataset) -> int:
+        return 1
+
+    def get_params(self) -> dict[str, Any]:
+        """Parameters that define the objective (stored in the model file)."""
+        return dict(self.params)
+
+    def prepare(self, data: RankingDataset) -> None:
+        """Validate labels and cache per-dataset constants (idcg, label order, ...)."""
+
+    def init_score(self, data: RankingDataset) -> NDArray[np.float64]:
+        """Initial raw score per output, shape (n_outputs,)."""
+        return np.zeros(self.n_outputs(data), dtype=np.float64)
+
+    def gradient_hessian(
+        self,
+        scores: NDArray[np.float64],
+        data: RankingDataset,
+        gradients_out: NDArray[np.float32],
+        hessians_out: NDArray[np.float32],
+        iteration: int = 0,
+    ) -> None:
+        """Write dL/ds and d2L/ds2 per document into the preallocated outputs.
+
+        ``scores`` has shape (n_samples,) for single-output objectives and
+        (n_outputs, n_samples) otherwise; the outputs have the same shape.
+        """
+        raise NotImplementedError
+
+    def pair_terms(
+        self, scores: NDArray[np.float64], data: RankingDataset, iteration: int = 0
+    ) -> PairTerms | None:
+        """Pair hessian contributions for the OLE criterion; None for pointwise losses."""
+        return None
+
+    def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
+        """The objective value (used by finite-difference tests and line searches)."""
+        raise NotImplementedError
+
+    def transform(self, raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Ranking score from raw scores (n_outputs, n) -> (n,); identity by default."""
+        return raw_scores[0]
