@@ -1,0 +1,182 @@
+"""Quantile binning of raw features into a uint8 matrix (one extra bin for missing values).
+
+For each feature, up to ``max_bins`` bins are made from midpoints between distinct values
+(when a feature has at most ``max_bins`` distinct values) or from quantiles of a subsample.
+A value ``x`` maps to bin ``#{thresholds < x}``: bin ``b`` holds ``thresholds[b-1] < x <=
+thresholds[b]``, so the split "bin <= b" is exactly the split "x <= thresholds[b]" on raw
+data and a model trained on binned data predicts identically on raw data.
+NaN maps to the missing bin ``max_bins`` (the last one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltrboost._config import MAX_BINS, X_BINNED_DTYPE
+from ltrboost._numba import parallel_kernel, prange
+
+# Thresholds are computed on at most this many rows (sklearn's subsample=2e5): quantiles
+# of 200k values are accurate to far below a bin width and binning stays O(n).
+DEFAULT_SUBSAMPLE = 200_000
+
+
+class BinMapper:
+    """Learn per-feature bin thresholds and map features to bins.
+
+    Parameters
+    ----------
+    max_bins : int, default=255
+        Bins for non-missing values, 2..255.  Missing values use one extra bin, index
+        ``max_bins``.
+    subsample : int or None, default=200_000
+        Rows used to compute quantiles (None: all rows).
+    random_state : int or None
+        Seeds the subsample.
+
+    Attributes
+    ----------
+    bin_thresholds_ : list of ndarray of float64
+        ``bin_thresholds_[f]`` is sorted and strictly increasing; feature f has
+        ``len(bin_thresholds_[f]) + 1`` value bins.
+    n_bins_non_missing_ : ndarray of shape (n_features,), dtype=int32
+    missing_bin_ : int (= max_bins)
+    has_missing_ : ndarray of shape (n_features,), dtype=bool
+    """
+
+    def __init__(
+        self,
+        max_bins: int = MAX_BINS,
+        subsample: int | None = DEFAULT_SUBSAMPLE,
+        random_state: int | None = None,
+    ) -> None:
+        if not 2 <= int(max_bins) <= MAX_BINS:
+            raise ValueError(f"max_bins={max_bins} must be between 2 and {MAX_BINS}")
+        self.max_bins = int(max_bins)
+        self.subsample = subsample
+        self.random_state = random_state
+
+    @property
+    def missing_bin_(self) -> int:
+        return self.max_bins
+
+    @property
+    def n_bins_total(self) -> int:
+        """Bins per feature in histograms: value bins plus the missing bin."""
+        return self.max_bins + 1
+
+    def fit(self, X: NDArray[np.floating]) -> BinMapper:
+        n_samples, n_features = X.shape
+        if self.subsample is not None and n_samples > self.subsample:
+            rng = np.random.default_rng(self.random_state)
+            rows = np.sort(rng.choice(n_samples, self.subsample, replace=False))
+            Xs = X[rows]
+        else:
+            Xs = X
+        self.bin_thresholds_ = [
+            _find_thresholds(Xs[:, f], self.max_bins) for f in range(n_features)
+        ]
+        self.n_bins_non_missing_ = np.array(
+            [t.shape[0] + 1 for t in self.bin_thresholds_], dtype=np.int32
+        )
+        self.has_missing_ = np.isnan(Xs).any(axis=0) if Xs.size else np.zeros(
+            n_features, dtype=bool
+        )
+        self.n_features_ = n_features
+        return self
+
+    def thresholds_matrix(self) -> NDArray[np.float64]:
+        """Thresholds padded with +inf into one (n_features, max_bins) array for kernels."""
+        out = np.full((self.n_features_, self.max_bins), np.inf, dtype=np.float64)
+        for f, t in enumerate(self.bin_thresholds_):
+            out[f, : t.shape[0]] = t
+        return out
+
+    def transform(self, X: NDArray[np.floating]) -> NDArray[np.uint8]:
+        """Binned matrix, shape (n_samples, n_features), dtype uint8, Fortran order."""
+        if X.shape[1] != self.n_features_:
+            raise ValueError(
+                f"X has {X.shape[1]} features but the binner was fitted with "
+                f"{self.n_features_}"
+            )
+        out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        _map_to_bins(
+            X, self.thresholds_matrix(), self.n_bins_non_missing_, self.missing_bin_, out
+        )
+        # Features that had no NaN at fit time may still have NaN later: they go to the
+        # missing bin, and the split stored for such a feature decides their side.
+        return out
+
+    def fit_transform(self, X: NDArray[np.floating]) -> NDArray[np.uint8]:
+        return self.fit(X).transform(X)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_bins": self.max_bins,
+            "thresholds": [t.tolist() for t in self.bin_thresholds_],
+        }
+
+
+def _find_thresholds(col: NDArray[np.floating], max_bins: int) -> NDArray[np.float64]:
+    """Bin thresholds of one feature (NaN ignored): midpoints or quantiles."""
+    col = np.asarray(col, dtype=np.float64)
+    col = col[~np.isnan(col)]
+    if col.size == 0:
+        return np.zeros(0, dtype=np.float64)
+    distinct = np.unique(col)  # sorted
+    if distinct.shape[0] <= max_bins:
+        mids = distinct[:-1] * 0.5 + distinct[1:] * 0.5  # no overflow near +-max
+        # The midpoint of two adjacent floats can round onto the upper one; then use the
+        # lower one, so both values stay in different bins (the rule is x <= t).
+        mids = np.where(mids >= distinct[1:], distinct[:-1], mids)
+    else:
+        # Quantiles of the sorted column; "midpoint"-like interpolation keeps the
+        # thresholds between observed values, so no bin is empty by construction.
+        percentiles = np.linspace(0, 100, num=max_bins + 1)[1:-1]
+        mids = np.percentile(col, percentiles, method="midpoint")
+        mids = np.unique(mids)
+    mids = mids[np.isfinite(mids)]
+    return np.ascontiguousarray(mids, dtype=np.float64)
+
+
+# --- kernels ---
+
+
+@parallel_kernel
+def _map_to_bins(X, thresholds, n_bins_non_missing, missing_bin, out):
+    # X: IN float (n_samples, n_features); thresholds: IN float64 (n_features, max_bins)
+    # padded with +inf; out: OUT uint8 (n_samples, n_features), F-order.
+    n_samples, n_features = X.shape
+    for f in range(n_features):
+        n_thr = n_bins_non_missing[f] - 1
+        thr = thresholds[f]
+        for i in prange(n_samples):
+            x = X[i, f]
+            if np.isnan(x):
+                out[i, f] = missing_bin
+            else:
+                # binary search: number of thresholds strictly below x
+                lo = 0
+                hi = n_thr
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if thr[mid] < x:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                out[i, f] = lo
+
+
+# --- references ---
+
+
+def _map_to_bins_reference(X, thresholds_list, missing_bin):
+    out = np.empty(X.shape, dtype=np.uint8)
+    for f, thr in enumerate(thresholds_list):
+        col = np.asarray(X[:, f], dtype=np.float64)
+        b = np.searchsorted(thr, col, side="left")
+        b[np.isnan(col)] = missing_bin
+        out[:, f] = b
+    return out

@@ -1,0 +1,374 @@
+"""Split finding on histograms and the partition of a node's rows.
+
+The grower owns one ``partition`` array (int32 row ids); every node is the view
+``partition[start:stop]``.  Splitting a node reorders that view in place so the left
+child's rows come first (stable, so row order inside a child is deterministic)::
+
+    partition: [ ... | l l r l r r l | ... ]   ->   [ ... | l l l l r r r | ... ]
+                     start         stop                 start  ^mid     stop
+
+Thresholds: feature ``f`` has value bins ``0 .. n_bins_non_missing[f]-1`` and the missing
+bin ``missing_bin``.  A split at ``bin_threshold = b`` sends bins ``<= b`` left; missing
+values go left or right as ``missing_go_to_left`` says.  Both directions are tried when the
+node has missing values; otherwise missing values (seen later at prediction) follow the
+child with more documents.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost.criteria import _leaf_value, _split_gain
+
+
+class SplitInfo(NamedTuple):
+    """The best split of a node (gain <= 0 means: do not split)."""
+
+    gain: float
+    feature_idx: int
+    bin_idx: int
+    missing_go_to_left: bool
+    sum_gradient_left: float
+    sum_hessian_left: float  # objective hessians (uncorrected)
+    count_left: int
+    sum_gradient_right: float
+    sum_hessian_right: float
+    count_right: int
+    value_left: float  # Newton leaf values (OLE-corrected under "ole")
+    value_right: float
+
+
+class SplitParams(NamedTuple):
+    min_samples_leaf: int
+    min_sum_hessian_in_leaf: float
+    l2_regularization: float
+    min_gain_to_split: float
+    criterion_code: int  # 0 newton, 1 se, 2 ole
+
+
+NO_PAIRS = np.zeros((1, 1, 3), dtype=np.float64)
+
+
+def find_node_split(
+    hist: NDArray[np.float64],
+    feature_indices: NDArray[np.int32],
+    n_bins_non_missing: NDArray[np.int32],
+    missing_bin: int,
+    sum_gradients: float,
+    sum_hessians: float,
+    count: int,
+    params: SplitParams,
+    pair_hist: NDArray[np.float64] | None = None,
+    pair_sum: float = 0.0,
+    buffers: tuple[NDArray, ...] | None = None,
+) -> SplitInfo | None:
+    """Best split over the selected features, or None when no valid split exists.
+
+    ``pair_hist`` (n_features, n_bins, 3) and ``pair_sum`` are the node's pair hessian
+    histograms for the ``"ole"`` criterion (see :mod:`ltrboost.histogram`).
+    """
+    n_features = hist.shape[0]
+    if buffers is None:
+        buffers = alloc_split_buffers(n_features)
+    gains, bins, miss_left, stats = buffers
+    use_pairs = pair_hist is not None
+    _find_best_split_per_feature(
+        hist,
+        feature_indices,
+        n_bins_non_missing,
+        missing_bin,
+        float(sum_gradients),
+        float(sum_hessians),
+        float(count),
+        params.min_samples_leaf,
+        params.min_sum_hessian_in_leaf,
+        params.l2_regularization,
+        params.criterion_code,
+        pair_hist if use_pairs else NO_PAIRS,
+        use_pairs,
+        float(pair_sum),
+        gains,
+        bins,
+        miss_left,
+        stats,
+    )
+    sel_gains = gains[feature_indices]
+    k = int(np.argmax(sel_gains))  # ties -> lowest selected feature index
+    best = float(sel_gains[k])
+    if not best > params.min_gain_to_split or not np.isfinite(best):
+        return None
+    f = int(feature_indices[k])
+    gl, hl, nl, hl_c, hr_c = stats[f]
+    gr = sum_gradients - gl
+    hr = sum_hessians - hl
+    nr = count - nl
+    l2 = params.l2_regularization
+    return SplitInfo(
+        gain=best,
+        feature_idx=f,
+        bin_idx=int(bins[f]),
+        missing_go_to_left=bool(miss_left[f]),
+        sum_gradient_left=float(gl),
+        sum_hessian_left=float(hl),
+        count_left=int(round(nl)),
+        sum_gradient_right=float(gr),
+        sum_hessian_right=float(hr),
+        count_right=int(round(nr)),
+        value_left=float(_leaf_value(gl, hl_c, l2)),
+        value_right=float(_leaf_value(gr, hr_c, l2)),
+    )
+
+
+def alloc_split_buffers(n_features: int) -> tuple[NDArray, ...]:
+    return (
+        np.empty(n_features, dtype=np.float64),
+        np.empty(n_features, dtype=np.int32),
+        np.empty(n_features, dtype=np.uint8),
+        np.empty((n_features, 5), dtype=np.float64),
+    )
+
+
+def split_indices(
+    partition: NDArray[np.int32],
+    start: int,
+    stop: int,
+    X_binned: NDArray[np.uint8],
+    feature_idx: int,
+    bin_idx: int,
+    missing_go_to_left: bool,
+    missing_bin: int,
+    buffer: NDArray[np.int32],
+    n_threads: int,
+) -> int:
+    """Stable in-place partition of ``partition[start:stop]``; returns the left size."""
+    n = stop - start
+    n_chunks = max(1, min(n_threads, n // 16384))
+    return int(
+        _split_indices(
+            partition[start:stop],
+            X_binned[:, feature_idx],
+            bin_idx,
+            missing_go_to_left,
+            missing_bin,
+            buffer[:n],
+            n_chunks,
+        )
+    )
+
+
+# --- kernels ---
+
+
+@parallel_kernel
+def _find_best_split_per_feature(
+    hist, feature_indices, n_bins_non_missing, missing_bin,
+    sum_g, sum_h, count,
+    min_samples_leaf, min_sum_hessian, l2, criterion_code,
+    pair_hist, use_pairs, pair_sum,
+    gains_out, bins_out, miss_left_out, stats_out,
+):
+    # hist: IN (n_features, n_bins, 3); pair_hist: IN (n_features, n_bins, 3) holding per
+    # bin the pair-rho sums P_max (by max bin), P_min (by min bin) and Q (pairs with one
+    # missing document, by the other's bin); pair_sum: IN total rho of the node's pairs.
+    # *_out: OUT per feature: best gain (-inf if none), bin, missing side, and
+    # stats = (G_left, H_left, n_left, H_left_for_value, H_right_for_value).
+    use_counts = criterion_code == 1
+    ole = criterion_code == 2 and use_pairs
+    parent_h_crit = count if use_counts else sum_h
+    if ole:
+        parent_h_crit = sum_h - 2.0 * pair_sum
+    for k in prange(feature_indices.shape[0]):
+        f = feature_indices[k]
+        h = hist[f]
+        nb = n_bins_non_missing[f]
+        miss_g = h[missing_bin, 0]
+        miss_h = h[missing_bin, 1]
+        miss_n = h[missing_bin, 2]
+        best_gain = -np.inf
+        best_bin = 0
+        best_ml = 0
+        b_gl = 0.0
+        b_hl = 0.0
+        b_nl = 0.0
+        b_hlc = 0.0
+        b_hrc = 0.0
+        # total pair mass of non-missing pairs whose min bin is > b, and Q beyond b
+        pmin_total = 0.0
+        q_total = 0.0
+        if ole:
+            for b in range(nb):
+                pmin_total += pair_hist[f, b, 1]
+                q_total += pair_hist[f, b, 2]
+        for direction in range(2):
+            # direction 0: missing right; 1: missing left (only if the node has missing)
+            if direction == 1 and miss_n == 0.0:
+                break
+            gl = 0.0
+            hl = 0.0
+            nl = 0.0
+            if direction == 1:
+                gl = miss_g
+                hl = miss_h
+                nl = miss_n
+            cum_pmax = 0.0
+            cum_pmin = 0.0
+            cum_q = 0.0
+            last = nb - 1 if direction == 1 else nb
+            if direction == 0 and miss_n == 0.0:
+                last = nb - 1
+            for b in range(last):
+                gl += h[b, 0]
+                hl += h[b, 1]
+                nl += h[b, 2]
+                if ole:
+                    cum_pmax += pair_hist[f, b, 0]
+                    cum_pmin += pair_hist[f, b, 1]
+                    cum_q += pair_hist[f, b, 2]
+                nr = count - nl
+                if nl < min_samples_leaf or nr < min_samples_leaf:
+                    continue
+                hr = sum_h - hl
+                if hl < min_sum_hessian or hr < min_sum_hessian:
+                    continue
+                gr = sum_g - gl
+                if use_counts:
+                    hl_crit = nl
+                    hr_crit = nr
+                else:
+                    hl_crit = hl
+                    hr_crit = hr
+                hl_val = hl
+                hr_val = hr
+                if ole:
+                    # rho mass of the pairs wholly left / wholly right of threshold b
+                    if direction == 0:
+                        # missing right: left iff max bin <= b; right iff min bin > b
+                        left_pairs = cum_pmax
+                        right_pairs = pair_sum - cum_pmin
+                    else:
+                        # missing left: a pair with one missing document is wholly left
+                        # iff the other's bin <= b, wholly right never
+                        both_missing = pair_hist[f, missing_bin, 1]
+                        left_pairs = cum_pmax + cum_q + both_missing
+                        right_pairs = (pmin_total - cum_pmin) - (q_total - cum_q)
+                    hl_val = hl - 2.0 * left_pairs  # eq. 13, exact one-leaf hessian
+                    hr_val = hr - 2.0 * right_pairs
+                    hl_crit = hl_val
+                    hr_crit = hr_val
+                gain = _split_gain(gl, hl_crit, gr, hr_crit, sum_g, parent_h_crit, l2)
+                if gain > best_gain:
+                    best_gain = gain
+                    best_bin = b
+                    best_ml = direction
+                    b_gl = gl
+                    b_hl = hl
+                    b_nl = nl
+                    b_hlc = hl_val
+                    b_hrc = hr_val
+        if miss_n == 0.0 and best_gain > -np.inf:
+            # no missing values here: unseen missing values follow the larger child
+            best_ml = 1 if b_nl >= count - b_nl else 0
+        gains_out[f] = best_gain
+        bins_out[f] = best_bin
+        miss_left_out[f] = best_ml
+        stats_out[f, 0] = b_gl
+        stats_out[f, 1] = b_hl
+        stats_out[f, 2] = b_nl
+        stats_out[f, 3] = b_hlc
+        stats_out[f, 4] = b_hrc
+
+
+@parallel_kernel
+def _split_indices(rows, col, bin_idx, missing_left, missing_bin, buffer, n_chunks):
+    # rows: IN/OUT int32 node rows (reordered: left first, stable); col: IN uint8 the
+    # split feature's column; buffer: scratch int32 of the same length.
+    n = rows.shape[0]
+    chunk = (n + n_chunks - 1) // n_chunks
+    n_left_chunk = np.zeros(n_chunks, dtype=np.int64)
+    for c in prange(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        cnt = 0
+        for i in range(lo, hi):
+            b = col[rows[i]]
+            if b == missing_bin:
+                go_left = missing_left
+            else:
+                go_left = b <= bin_idx
+            if go_left:
+                cnt += 1
+        n_left_chunk[c] = cnt
+    left_off = np.zeros(n_chunks, dtype=np.int64)
+    right_off = np.zeros(n_chunks, dtype=np.int64)
+    n_left = 0
+    for c in range(n_chunks):
+        left_off[c] = n_left
+        n_left += n_left_chunk[c]
+    acc = n_left
+    for c in range(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        right_off[c] = acc
+        acc += (hi - lo) - n_left_chunk[c]
+    for c in prange(n_chunks):
+        lo = c * chunk
+        hi = min(n, lo + chunk)
+        li = left_off[c]
+        ri = right_off[c]
+        for i in range(lo, hi):
+            r = rows[i]
+            b = col[r]
+            if b == missing_bin:
+                go_left = missing_left
+            else:
+                go_left = b <= bin_idx
+            if go_left:
+                buffer[li] = r
+                li += 1
+            else:
+                buffer[ri] = r
+                ri += 1
+    for i in prange(n):
+        rows[i] = buffer[i]
+    return n_left
+
+
+# --- references ---
+
+
+def _find_best_split_reference(
+    hist, n_bins_non_missing, missing_bin, sum_g, sum_h, count, params
+):
+    """Brute force over every feature, threshold and missing side (no pairs)."""
+    best = (-np.inf, -1, -1, False)
+    l2 = params.l2_regularization
+    se = params.criterion_code == 1
+
+    def score(g, h):
+        return g * g / (h + l2) if h + l2 > 0 else 0.0
+
+    for f in range(hist.shape[0]):
+        nb = int(n_bins_non_missing[f])
+        miss = hist[f, missing_bin]
+        for ml in (False, True):
+            if ml and miss[2] == 0:
+                continue
+            for b in range(nb if (not ml and miss[2] > 0) else nb - 1):
+                left = hist[f, : b + 1].sum(axis=0) + (miss if ml else 0.0)
+                gl, hl, nl = left
+                gr, hr, nr = sum_g - gl, sum_h - hl, count - nl
+                if min(nl, nr) < params.min_samples_leaf:
+                    continue
+                if min(hl, hr) < params.min_sum_hessian_in_leaf:
+                    continue
+                if se:
+                    gain = score(gl, nl) + score(gr, nr) - score(sum_g, count)
+                else:
+                    gain = score(gl, hl) + score(gr, hr) - score(sum_g, sum_h)
+                if gain > best[0]:
+                    best = (gain, f, b, ml)
+    return best

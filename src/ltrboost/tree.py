@@ -1,0 +1,150 @@
+"""Trees as NODE_DTYPE arrays, and the prediction kernels (binned and raw features).
+
+A node goes left when ``x <= num_threshold`` (raw) or ``bin <= bin_threshold`` (binned);
+NaN / the missing bin go where ``missing_go_to_left`` says.  Both rules select the same
+child for every value (see :mod:`ltrboost.binning`), so training-time scores computed on
+binned data equal predictions on raw data exactly.
+
+An ensemble is packed into flat arrays (:class:`PackedEnsemble`) with per-tree offsets;
+child indices stay local to their tree.  Raw prediction runs ``prange`` over rows and, for
+each row, over trees in order, so the float64 sum is accumulated in the same order as the
+incremental training scores.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltrboost._config import NODE_DTYPE
+from ltrboost._numba import parallel_kernel, prange
+
+
+class PackedEnsemble(NamedTuple):
+    value: NDArray[np.float64]
+    feature_idx: NDArray[np.int32]
+    num_threshold: NDArray[np.float64]
+    missing_go_to_left: NDArray[np.uint8]
+    is_leaf: NDArray[np.uint8]
+    left: NDArray[np.int32]
+    right: NDArray[np.int32]
+    tree_offsets: NDArray[np.int64]  # (n_trees + 1,)
+    tree_output: NDArray[np.int32]  # which score column each tree adds to
+
+
+def pack_trees(trees: list[NDArray], outputs: list[int]) -> PackedEnsemble:
+    """Concatenate node arrays (NODE_DTYPE) into flat per-field arrays."""
+    if trees:
+        allnodes = np.concatenate(trees)
+    else:
+        allnodes = np.zeros(0, dtype=NODE_DTYPE)
+    offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+    np.cumsum([t.shape[0] for t in trees], out=offsets[1:])
+    return PackedEnsemble(
+        value=np.ascontiguousarray(allnodes["value"]),
+        feature_idx=np.ascontiguousarray(allnodes["feature_idx"]),
+        num_threshold=np.ascontiguousarray(allnodes["num_threshold"]),
+        missing_go_to_left=np.ascontiguousarray(allnodes["missing_go_to_left"]),
+        is_leaf=np.ascontiguousarray(allnodes["is_leaf"]),
+        left=np.ascontiguousarray(allnodes["left"]),
+        right=np.ascontiguousarray(allnodes["right"]),
+        tree_offsets=offsets,
+        tree_output=np.asarray(outputs, dtype=np.int32),
+    )
+
+
+def predict_raw(
+    ens: PackedEnsemble, X: NDArray[np.floating], out: NDArray[np.float64]
+) -> None:
+    """Add the ensemble's outputs for raw features ``X`` to ``out`` (n_outputs, n)."""
+    if ens.tree_offsets.shape[0] <= 1 or X.shape[0] == 0:
+        return
+    _predict_raw(
+        ens.value, ens.feature_idx, ens.num_threshold, ens.missing_go_to_left,
+        ens.is_leaf, ens.left, ens.right, ens.tree_offsets, ens.tree_output, X, out,
+    )
+
+
+def predict_binned_tree(
+    nodes: NDArray, X_binned: NDArray[np.uint8], missing_bin: int, out: NDArray[np.float64]
+) -> None:
+    """Add one tree's output on binned data to ``out`` (n_samples,)."""
+    _predict_binned_one_tree(
+        nodes["value"].copy(), nodes["feature_idx"].copy(),
+        nodes["bin_threshold"].copy(), nodes["missing_go_to_left"].copy(),
+        nodes["is_leaf"].copy(), nodes["left"].copy(), nodes["right"].copy(),
+        X_binned, missing_bin, out,
+    )
+
+
+# --- kernels ---
+
+
+@parallel_kernel
+def _predict_raw(
+    value, feature_idx, num_threshold, missing_left, is_leaf, left, right,
+    tree_offsets, tree_output, X, out,
+):
+    # X: IN float (n_samples, n_features); out: IN/OUT float64 (n_outputs, n_samples)
+    n_samples = X.shape[0]
+    n_trees = tree_offsets.shape[0] - 1
+    for i in prange(n_samples):
+        for t in range(n_trees):
+            base = tree_offsets[t]
+            k = base
+            while not is_leaf[k]:
+                x = X[i, feature_idx[k]]
+                if np.isnan(x):
+                    go_left = missing_left[k] != 0
+                else:
+                    go_left = x <= num_threshold[k]
+                k = base + (left[k] if go_left else right[k])
+            out[tree_output[t], i] += value[k]
+
+
+@parallel_kernel
+def _predict_binned_one_tree(
+    value, feature_idx, bin_threshold, missing_left, is_leaf, left, right,
+    X_binned, missing_bin, out,
+):
+    # X_binned: IN uint8 (n_samples, n_features); out: IN/OUT float64 (n_samples,)
+    for i in prange(X_binned.shape[0]):
+        k = 0
+        while not is_leaf[k]:
+            b = X_binned[i, feature_idx[k]]
+            if b == missing_bin:
+                go_left = missing_left[k] != 0
+            else:
+                go_left = b <= bin_threshold[k]
+            k = left[k] if go_left else right[k]
+        out[i] += value[k]
+
+
+@parallel_kernel
+def _add_leaf_values(partition, leaf_starts, leaf_stops, leaf_values, out):
+    # Training-score update from the grower's partition: rows of leaf l get its value.
+    for l in prange(leaf_starts.shape[0]):
+        v = leaf_values[l]
+        for t in range(leaf_starts[l], leaf_stops[l]):
+            out[partition[t]] += v
+
+
+# --- references ---
+
+
+def _predict_raw_reference(trees: list[NDArray], outputs: list[int], X, n_outputs):
+    out = np.zeros((n_outputs, X.shape[0]), dtype=np.float64)
+    for nodes, o in zip(trees, outputs, strict=True):
+        for i in range(X.shape[0]):
+            k = 0
+            while not nodes[k]["is_leaf"]:
+                x = X[i, nodes[k]["feature_idx"]]
+                if np.isnan(x):
+                    left = bool(nodes[k]["missing_go_to_left"])
+                else:
+                    left = x <= nodes[k]["num_threshold"]
+                k = nodes[k]["left"] if left else nodes[k]["right"]
+            out[o, i] += nodes[k]["value"]
+    return out
