@@ -192,6 +192,7 @@ class CallbackEnv:
     best_iteration: int
     best_score: float | None
     elapsed: float
+    snapshot: Callable[[], Booster] | None = None  # the model so far (for checkpoints)
 
 
 class Booster:
@@ -421,6 +422,25 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
             best_iter = int(np.argmax(hist)) + 1
             best_score = float(hist[best_iter - 1])
 
+    def make_booster() -> Booster:
+        return Booster(
+            objective=objective.name,
+            objective_params=objective.get_params(),
+            init_score=init,
+            trees=list(trees),
+            tree_outputs=list(outputs),
+            n_features=n_features,
+            update_rule=objective.update_rule,
+            best_iteration=(
+                best_iter if (valid_state and params.early_stopping_rounds) else None
+            ),
+            params=asdict(params),
+            feature_names=train_set.feature_names,
+            evals_result={k: {m: list(v) for m, v in d.items()}
+                          for k, d in evals_result.items()},
+            n_outputs=n_out,
+        )
+
     for it in range(start_iter, int(params.n_estimators)):
         scores = raw / (it + 1) if averaged else raw
         obj_scores = scores[0] if n_out == 1 else scores
@@ -488,6 +508,7 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
             best_iteration=best_iter,
             best_score=best_score,
             elapsed=time.perf_counter() - t_start,
+            snapshot=lambda: make_booster(),
         )
         for cb in callbacks:
             if cb(env):
@@ -495,22 +516,7 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
         if stop:
             break
 
-    booster = Booster(
-        objective=objective.name,
-        objective_params=objective.get_params(),
-        init_score=init,
-        trees=trees,
-        tree_outputs=outputs,
-        n_features=n_features,
-        update_rule=objective.update_rule,
-        best_iteration=best_iter if (valid_state and params.early_stopping_rounds) else None,
-        params=asdict(params),
-        feature_names=train_set.feature_names,
-        evals_result=evals_result,
-        n_outputs=n_out,
-    )
-    booster.rng_state_ = None
-    return booster
+    return make_booster()
 
 
 def _apply_tree_train(grown, values, out, X_binned, missing_bin, bagged) -> None:

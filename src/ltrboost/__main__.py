@@ -1,0 +1,7 @@
+"""``python -m ltrboost`` runs the CLI."""
+
+import sys
+
+from ltrboost.cli import main
+
+sys.exit(main())

@@ -1,0 +1,292 @@
+"""Command-line interface: ``ltrboost train | predict | eval``.
+
+The CLI has no logic of its own: each subcommand calls one public function.  Every
+training parameter of :class:`~ltrboost.booster.BoosterParams` is a flag spelled in
+kebab-case (``--min-samples-leaf``), so the CLI and the Python API cannot drift apart.
+Bad input exits with status 2 and one line ``ltrboost: error: FILE:LINE: problem`` on
+stderr, never a traceback.  Ctrl-C exits with status 130 and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import fields
+from typing import Any
+
+from ltrboost._version import __version__
+from ltrboost.booster import BoosterParams
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _parse_bool(s: str) -> bool:
+    v = s.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {s!r}")
+
+
+def _parse_any(s: str) -> Any:
+    """Numbers as numbers, JSON lists/objects as such, anything else as a string."""
+    try:
+        return json.loads(s)
+    except ValueError:
+        return s
+
+
+def _none_or(typ):
+    def conv(s: str):
+        if s.strip().lower() in ("none", "null", ""):
+            return None
+        return typ(s)
+
+    conv.__name__ = getattr(typ, "__name__", "value")
+    return conv
+
+
+def _arg_type(annotation: str):
+    ann = annotation.replace(" ", "")
+    base = ann.split("|")[0]
+    nullable = "None" in ann.split("|")
+    typ: Any
+    if base == "int":
+        typ = int
+    elif base == "float":
+        typ = float
+    elif base == "bool":
+        typ = _parse_bool
+    elif base == "str" and "list" not in ann:
+        typ = str
+    elif base == "str":
+        typ = str  # comma-separated lists are split by the booster
+    else:
+        typ = _parse_any
+    return _none_or(typ) if nullable else typ
+
+
+def add_training_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per BoosterParams field, defaulting to 'not given'."""
+    group = parser.add_argument_group("training parameters (see README for each)")
+    for f in fields(BoosterParams):
+        group.add_argument(
+            _flag(f.name),
+            dest=f.name,
+            type=_arg_type(str(f.type)),
+            default=argparse.SUPPRESS,
+            metavar=f.name.upper(),
+            help=f"default: {f.default!r}",
+        )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ltrboost",
+        description="Learning to rank with gradient-boosted regression trees.",
+    )
+    parser.add_argument("--version", action="version", version=f"ltrboost {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train a ranker on a LETOR/svmlight file")
+    p.add_argument("train", help="training data (LETOR/svmlight with qid:, or a .query sidecar)")
+    p.add_argument("--valid", action="append", default=[], help="validation file (repeatable)")
+    p.add_argument("--output", "-o", default="model.json", help="model file to write (JSON)")
+    p.add_argument("--metric", dest="eval_metric", help="comma-separated metrics, e.g. ndcg@10,err")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--missing", choices=("zero", "nan"), default="zero",
+                   help="value of features absent from a sparse line (default zero)")
+    p.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
+                   help="also write the model every N rounds (atomically)")
+    p.add_argument("--resume", default=None, metavar="MODEL",
+                   help="continue training from this model file")
+    add_training_flags(p)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("predict", help="write one score per data line, in input order")
+    p.add_argument("model")
+    p.add_argument("data")
+    p.add_argument("--output", "-o", default="-", help="score file (default: stdout)")
+    p.add_argument("--missing", choices=("zero", "nan"), default="zero")
+    p.add_argument("--iteration", type=int, default=None,
+                   help="use the first N rounds (default: best iteration, else all)")
+    p.add_argument("--n-threads", type=int, default=None)
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("eval", help="evaluate a model on labelled data")
+    p.add_argument("model")
+    p.add_argument("data", nargs="+")
+    p.add_argument("--metric", default="ndcg@1,ndcg@3,ndcg@5,ndcg@10,err@10,map")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--missing", choices=("zero", "nan"), default="zero")
+    p.add_argument("--iteration", type=int, default=None)
+    p.set_defaults(func=cmd_eval)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ltrboost.dataset import LTRInputError
+    from ltrboost.io.model_json import ModelFormatError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (LTRInputError, ModelFormatError, ValueError, OSError) as e:
+        msg = str(e)
+        if isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
+            msg = f"{e.filename}: {e.strerror}"
+        print(f"ltrboost: error: {msg}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("ltrboost: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+# ---------------------------------------------------------------------------- train
+def _load(path: str, *, missing: str = "zero", n_features: int | None = None,
+          require_qid: bool = True):
+    from ltrboost.dataset import LTRInputError, make_dataset
+    from ltrboost.io.letor import load_svmlight
+
+    data = load_svmlight(path, n_features=n_features, missing=missing)
+    if data.qid is None:
+        if require_qid:
+            raise LTRInputError(
+                "no qid: on any line and no .query file beside it; queries are required",
+                path=str(path),
+            )
+        return data, None
+    ds = make_dataset(data.X, data.y, qid=data.qid)
+    ds.source = str(path)
+    return data, ds
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from ltrboost.booster import train
+    from ltrboost.io.model_json import load_model
+
+    names = {f.name for f in fields(BoosterParams)}
+    params = BoosterParams(**{k: v for k, v in vars(args).items() if k in names})
+    params.validate()
+    _, train_set = _load(args.train, missing=args.missing)
+    n_features = train_set.X.shape[1]
+    valid_sets = []
+    for k, vpath in enumerate(args.valid):
+        _, vs = _load(vpath, missing=args.missing, n_features=n_features)
+        valid_sets.append((os.path.basename(vpath) if len(args.valid) > 1 else "valid", vs))
+    init_model = load_model(args.resume) if args.resume else None
+    if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
+        raise ValueError("validation data has more features than the training data")
+    callbacks = []
+    bar = None
+    if not args.quiet:
+        bar = _progress_bar(params)
+        callbacks.append(bar)
+    if args.checkpoint_every:
+        callbacks.append(_Checkpoint(args.output, args.checkpoint_every))
+    try:
+        booster = train(params, train_set, valid_sets, callbacks=callbacks,
+                        init_model=init_model)
+    finally:
+        if bar is not None:
+            bar.close()
+    booster.save_model(args.output)
+    best = booster.best_iteration
+    summary = f"wrote {args.output}: {booster.n_iterations} rounds"
+    if best is not None:
+        summary += f", best iteration {best}"
+    if valid_sets and booster.evals_result:
+        first = next(iter(booster.evals_result.values()))
+        for m, vals in first.items():
+            if vals:
+                i = (best or len(vals)) - 1
+                summary += f", {m}={vals[i]:.4f}"
+    print(summary, file=sys.stderr)
+    return 0
+
+
+class _Checkpoint:
+    """Write the model every N rounds (atomically), so a killed run loses little."""
+
+    def __init__(self, path: str, every: int) -> None:
+        if every < 1:
+            raise ValueError(f"--checkpoint-every={every} must be >= 1")
+        self.path = path
+        self.every = every
+
+    def __call__(self, env) -> None:
+        if (env.iteration + 1) % self.every == 0 and env.snapshot is not None:
+            env.snapshot().save_model(self.path)
+
+
+def _progress_bar(params: BoosterParams):
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=int(params.n_estimators), unit="tree", dynamic_ncols=True,
+               file=sys.stderr)
+
+    def callback(env) -> None:
+        bar.update(env.iteration + 1 - bar.n)
+        if env.evaluation:
+            name, res = next(iter(env.evaluation.items()))
+            m, v = next(iter(res.items()))
+            best = f"{env.best_score:.4f}@{env.best_iteration}" if env.best_score is not None else "-"
+            bar.set_postfix_str(f"{name} {m}={v:.4f} best={best}", refresh=False)
+
+    callback.close = bar.close  # type: ignore[attr-defined]
+    return callback
+
+
+# -------------------------------------------------------------------------- predict
+def cmd_predict(args: argparse.Namespace) -> int:
+    from ltrboost.io.letor import load_svmlight
+    from ltrboost.io.model_json import atomic_write_text, load_model
+
+    booster = load_model(args.model)
+    data = load_svmlight(args.data, n_features=booster.n_features, missing=args.missing)
+    scores = booster.predict(data.X, iteration=args.iteration, n_threads=args.n_threads)
+    text = "".join(f"{s!r}\n" for s in scores.tolist())
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(args.output, text)
+    return 0
+
+
+# ----------------------------------------------------------------------------- eval
+def cmd_eval(args: argparse.Namespace) -> int:
+    from ltrboost.io.model_json import load_model
+    from ltrboost.metrics import evaluate, parse_metric_list
+
+    booster = load_model(args.model)
+    metrics = parse_metric_list(args.metric)
+    results = {}
+    for path in args.data:
+        _, ds = _load(path, missing=args.missing, n_features=booster.n_features)
+        scores = booster.predict(ds.X, iteration=args.iteration)
+        results[path] = evaluate(scores, ds.y, ds.query_offsets, metrics=metrics)
+        results[path]["n_queries"] = ds.n_queries
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    header = ["data", *metrics, "queries"]
+    rows = [[p, *(f"{r[m]:.4f}" for m in metrics), str(r["n_queries"])]
+            for p, r in results.items()]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

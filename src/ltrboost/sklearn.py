@@ -1,0 +1,288 @@
+"""``Ranker``: the scikit-learn style estimator, a thin adapter over :func:`booster.train`.
+
+Every constructor argument is a training parameter of :class:`~ltrboost.booster.BoosterParams`
+with the same name and default; the CLI exposes each one as a kebab-case flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator
+
+from ltrboost.booster import Booster, BoosterParams, CallbackEnv, train
+from ltrboost.dataset import RankingDataset, make_dataset
+
+PARAM_NAMES = [f.name for f in fields(BoosterParams)]
+
+
+class Ranker(BaseEstimator):
+    """Gradient-boosted tree ranker (LambdaMART by default).
+
+    Parameters are those of :class:`~ltrboost.booster.BoosterParams`: ``objective``,
+    ``n_estimators``, ``learning_rate``, ``max_leaf_nodes``, ``max_depth``,
+    ``min_samples_leaf``, ``min_sum_hessian_in_leaf``, ``l2_regularization``,
+    ``min_gain_to_split``, ``max_bins``, ``split_criterion``, ``growth``, ``subsample``
+    (fraction of queries per round), ``colsample_bytree``, ``random_state``,
+    ``n_threads``, ``early_stopping_rounds``, ``eval_metric`` and the objective's own
+    (``sigma``, ``lambda_metric``, ``truncation_level``, ``pair_method``,
+    ``pairs_per_sample``, ``lambda_normalization``, ``gain``, ``relevance_threshold``,
+    ``positive_threshold``, ``label_scale``, ``tau``, ``preference_weight``,
+    ``use_label_pairs``; None = the objective's default).
+
+    Attributes
+    ----------
+    booster_ : Booster
+    best_iteration_ : int or None
+    evals_result_ : dict
+    n_features_in_ : int
+    feature_importances_ : ndarray of shape (n_features,)  (total split gain, normalised)
+
+    Examples
+    --------
+    >>> from ltrboost import Ranker
+    >>> from ltrboost.datasets import make_ranking
+    >>> X, y, qid = make_ranking(n_queries=50, random_state=0)
+    >>> model = Ranker(n_estimators=20).fit(X, y, qid=qid)
+    >>> scores = model.predict(X)
+    """
+
+    def __init__(
+        self,
+        *,
+        objective: str = "lambdamart",
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        max_leaf_nodes: int = 31,
+        max_depth: int | None = None,
+        min_samples_leaf: int = 20,
+        min_sum_hessian_in_leaf: float = 1e-3,
+        l2_regularization: float = 0.0,
+        min_gain_to_split: float = 0.0,
+        max_bins: int = 255,
+        split_criterion: str = "newton",
+        growth: str = "best_first",
+        subsample: float = 1.0,
+        colsample_bytree: float = 1.0,
+        random_state: int = 0,
+        n_threads: int | None = None,
+        early_stopping_rounds: int | None = None,
+        eval_metric: str | list[str] | None = None,
+        sigma: float | None = None,
+        lambda_metric: str | None = None,
+        truncation_level: int | None = None,
+        pair_method: str | None = None,
+        pairs_per_sample: int | None = None,
+        lambda_normalization: bool | None = None,
+        gain: str | None = None,
+        relevance_threshold: float | None = None,
+        positive_threshold: float | None = None,
+        label_scale: Any = None,
+        tau: Any = None,
+        preference_weight: float | None = None,
+        use_label_pairs: bool | None = None,
+    ) -> None:
+        self.objective = objective
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_leaf_nodes = max_leaf_nodes
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.min_sum_hessian_in_leaf = min_sum_hessian_in_leaf
+        self.l2_regularization = l2_regularization
+        self.min_gain_to_split = min_gain_to_split
+        self.max_bins = max_bins
+        self.split_criterion = split_criterion
+        self.growth = growth
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_metric = eval_metric
+        self.sigma = sigma
+        self.lambda_metric = lambda_metric
+        self.truncation_level = truncation_level
+        self.pair_method = pair_method
+        self.pairs_per_sample = pairs_per_sample
+        self.lambda_normalization = lambda_normalization
+        self.gain = gain
+        self.relevance_threshold = relevance_threshold
+        self.positive_threshold = positive_threshold
+        self.label_scale = label_scale
+        self.tau = tau
+        self.preference_weight = preference_weight
+        self.use_label_pairs = use_label_pairs
+
+    def _booster_params(self, **overrides: Any) -> BoosterParams:
+        p = {name: getattr(self, name) for name in PARAM_NAMES}
+        p.update({k: v for k, v in overrides.items() if v is not None})
+        return BoosterParams(**p)
+
+    def fit(
+        self,
+        X: Any,
+        y: ArrayLike,
+        *,
+        qid: ArrayLike | None = None,
+        group: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+        pairs: Any = None,
+        eval_set: Sequence[tuple] | None = None,
+        eval_names: Sequence[str] | None = None,
+        eval_metric: str | list[str] | None = None,
+        early_stopping_rounds: int | None = None,
+        callbacks: Sequence[Callable[[CallbackEnv], bool | None]] = (),
+        init_model: Booster | None = None,
+    ) -> Ranker:
+        """Fit on documents ``X`` with graded labels ``y`` grouped by ``qid`` or ``group``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features); NaN = missing.
+        y : array-like of shape (n_samples,)
+        qid : query id per row (rows of a query need not be contiguous), or
+        group : documents per query, in row order (LightGBM style). Exactly one.
+        sample_weight : per-document weights (LightGBM's convention).
+        pairs : optional explicit preferences, array of shape (n_pairs, 2) or (n_pairs, 3)
+            of (preferred_row, other_row[, weight]) in the caller's row numbering.
+        eval_set : list of (X, y, qid) tuples; the first drives early stopping.
+            Give ``("group", sizes)`` as a 4th element ``(X, y, None, sizes)`` for sizes.
+        eval_metric, early_stopping_rounds : override the constructor's values.
+        """
+        params = self._booster_params(
+            eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
+        )
+        train_set = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
+        if pairs is not None:
+            train_set.pairs = _pairs_from_array(pairs, train_set)
+        valid_sets = []
+        for k, es in enumerate(eval_set or ()):
+            name = (eval_names[k] if eval_names else None) or f"valid_{k}"
+            valid_sets.append((name, _eval_dataset(es)))
+        self.booster_ = train(
+            params, train_set, valid_sets, callbacks=callbacks, init_model=init_model
+        )
+        self.n_features_in_ = self.booster_.n_features
+        if train_set.feature_names is not None:
+            self.feature_names_in_ = np.asarray(train_set.feature_names, dtype=object)
+        return self
+
+    @property
+    def best_iteration_(self) -> int | None:
+        return self.booster_.best_iteration
+
+    @property
+    def evals_result_(self) -> dict:
+        return self.booster_.evals_result
+
+    @property
+    def feature_importances_(self) -> NDArray[np.float64]:
+        from ltrboost.booster import _feature_importance_gain
+
+        imp = _feature_importance_gain(self.booster_)
+        total = imp.sum()
+        return imp / total if total > 0 else imp
+
+    def predict(self, X: Any, *, iteration: int | None = None) -> NDArray[np.float64]:
+        """Ranking scores (higher ranks higher); comparable only within a query."""
+        self._check_fitted()
+        return self.booster_.predict(X, iteration=iteration)
+
+    def predict_proba(self, X: Any, *, iteration: int | None = None):
+        """Grade probabilities (objective ``mcrank`` only), shape (n_samples, n_grades)."""
+        self._check_fitted()
+        obj = self.booster_._objective_instance()
+        if not hasattr(obj, "predict_proba"):
+            raise AttributeError(
+                f"predict_proba is only available for objective='mcrank', "
+                f"not {self.booster_.objective!r}"
+            )
+        return obj.predict_proba(self.booster_.predict_raw(X, iteration=iteration))
+
+    def score(
+        self, X: Any, y: ArrayLike, *, qid: ArrayLike | None = None,
+        group: ArrayLike | None = None, metric: str | None = None,
+    ) -> float:
+        """Mean ``metric`` over queries (default: the first eval metric, else ndcg@10)."""
+        from ltrboost.metrics import get_metric
+
+        self._check_fitted()
+        ds = make_dataset(X, y, qid=qid, group=group)
+        if metric is None:
+            m = self.eval_metric
+            metric = (m.split(",")[0] if isinstance(m, str) else m[0]) if m else "ndcg@10"
+        scores = self.booster_.predict(ds.X)
+        return float(get_metric(metric)(scores, ds.y, ds.query_offsets))
+
+    def save_model(self, path: str) -> None:
+        self._check_fitted()
+        self.booster_.save_model(path)
+
+    @classmethod
+    def from_booster(cls, booster: Booster) -> Ranker:
+        params = {k: v for k, v in booster.params.items() if k in PARAM_NAMES}
+        est = cls(**params)
+        est.booster_ = booster
+        est.n_features_in_ = booster.n_features
+        return est
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "booster_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this Ranker is not fitted yet; call fit() first")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+def _eval_dataset(es: tuple) -> RankingDataset:
+    if len(es) == 3:
+        X, y, qid = es
+        return make_dataset(X, y, qid=qid)
+    if len(es) == 4:
+        X, y, qid, group = es
+        return make_dataset(X, y, qid=qid, group=group)
+    raise ValueError("each eval_set entry must be (X, y, qid) or (X, y, qid, group)")
+
+
+def _pairs_from_array(pairs: Any, ds: RankingDataset):
+    """Explicit preference pairs in the user's row numbering -> dataset rows."""
+    from ltrboost.dataset import LTRInputError, PreferencePairs
+
+    arr = np.asarray(pairs, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] not in (2, 3):
+        raise LTRInputError("pairs must have shape (n_pairs, 2) or (n_pairs, 3)")
+    idx = arr[:, :2]
+    if np.any(idx != np.round(idx)) or np.any(idx < 0) or np.any(idx >= ds.n_samples):
+        bad = int(np.flatnonzero(
+            np.any((idx != np.round(idx)) | (idx < 0) | (idx >= ds.n_samples), axis=1)
+        )[0])
+        raise LTRInputError(f"pair {bad}: row index outside 0..{ds.n_samples - 1}")
+    idx = idx.astype(np.int64)
+    if ds.order is not None:  # map user rows to grouped rows
+        inv = np.empty_like(ds.order)
+        inv[ds.order] = np.arange(ds.order.shape[0])
+        idx = inv[idx]
+    q_of_row = np.repeat(np.arange(ds.n_queries), ds.query_sizes)
+    cross = q_of_row[idx[:, 0]] != q_of_row[idx[:, 1]]
+    if cross.any():
+        bad = int(np.flatnonzero(cross)[0])
+        raise LTRInputError(f"pair {bad}: the two documents belong to different queries")
+    same = idx[:, 0] == idx[:, 1]
+    if same.any():
+        bad = int(np.flatnonzero(same)[0])
+        raise LTRInputError(f"pair {bad}: a document cannot be preferred to itself")
+    w = arr[:, 2] if arr.shape[1] == 3 else None
+    return PreferencePairs(
+        preferred=idx[:, 0].astype(np.int32),
+        other=idx[:, 1].astype(np.int32),
+        weight=None if w is None else w.astype(np.float64),
+    )
