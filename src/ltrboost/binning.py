@@ -125,7 +125,11 @@ def _find_thresholds(col: NDArray[np.floating], max_bins: int) -> NDArray[np.flo
     col = col[~np.isnan(col)]
     if col.size == 0:
         return np.zeros(0, dtype=np.float64)
-    distinct = np.unique(col)  # sorted
+    col = np.sort(col)
+    new_value = np.empty(col.shape[0], dtype=bool)
+    new_value[0] = True
+    np.not_equal(col[1:], col[:-1], out=new_value[1:])
+    distinct = col[new_value]
     if distinct.shape[0] <= max_bins:
         mids = distinct[:-1] * 0.5 + distinct[1:] * 0.5  # no overflow near +-max
         # The midpoint of two adjacent floats can round onto the upper one; then use the
@@ -134,8 +138,12 @@ def _find_thresholds(col: NDArray[np.floating], max_bins: int) -> NDArray[np.flo
     else:
         # Quantiles of the sorted column; "midpoint"-like interpolation keeps the
         # thresholds between observed values, so no bin is empty by construction.
+        # (col is sorted, so the percentiles are direct index look-ups)
         percentiles = np.linspace(0, 100, num=max_bins + 1)[1:-1]
-        mids = np.percentile(col, percentiles, method="midpoint")
+        pos = percentiles / 100.0 * (col.shape[0] - 1)
+        lo = np.floor(pos).astype(np.intp)
+        hi = np.ceil(pos).astype(np.intp)
+        mids = col[lo] * 0.5 + col[hi] * 0.5
         mids = np.unique(mids)
     mids = mids[np.isfinite(mids)]
     return np.ascontiguousarray(mids, dtype=np.float64)
@@ -146,27 +154,34 @@ def _find_thresholds(col: NDArray[np.floating], max_bins: int) -> NDArray[np.flo
 
 @parallel_kernel
 def _map_to_bins(X, thresholds, n_bins_non_missing, missing_bin, out):
-    # X: IN float (n_samples, n_features); thresholds: IN float64 (n_features, max_bins)
-    # padded with +inf; out: OUT uint8 (n_samples, n_features), F-order.
+    # X: IN float (n_samples, n_features), any order; thresholds: IN float64
+    # (n_features, max_bins) padded with +inf; out: OUT uint8 (n_samples, n_features).
+    # Rows are processed in blocks so that a block of a C-ordered X stays in cache while
+    # every feature of it is binned (a plain per-feature pass strides through all of X).
     n_samples, n_features = X.shape
-    for f in range(n_features):
-        n_thr = n_bins_non_missing[f] - 1
-        thr = thresholds[f]
-        for i in prange(n_samples):
-            x = X[i, f]
-            if np.isnan(x):
-                out[i, f] = missing_bin
-            else:
-                # binary search: number of thresholds strictly below x
-                lo = 0
-                hi = n_thr
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if thr[mid] < x:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                out[i, f] = lo
+    block = 256
+    n_blocks = (n_samples + block - 1) // block
+    for blk in prange(n_blocks):
+        lo_row = blk * block
+        hi_row = min(n_samples, lo_row + block)
+        for f in range(n_features):
+            n_thr = n_bins_non_missing[f] - 1
+            thr = thresholds[f]
+            for i in range(lo_row, hi_row):
+                x = X[i, f]
+                if np.isnan(x):
+                    out[i, f] = missing_bin
+                else:
+                    # binary search: number of thresholds strictly below x
+                    lo = 0
+                    hi = n_thr
+                    while lo < hi:
+                        mid = (lo + hi) >> 1
+                        if thr[mid] < x:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    out[i, f] = lo
 
 
 # --- references ---

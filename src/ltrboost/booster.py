@@ -355,8 +355,6 @@ def _metric_names(params: BoosterParams, objective) -> list[str]:
 
 
 def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_threads):
-    from ltrboost.metrics import get_metric
-
     t_start = time.perf_counter()
     rng = np.random.default_rng(params.random_state)
     objective.prepare(train_set)
@@ -389,6 +387,8 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
 
     metric_names = _metric_names(params, objective)
     valid_state = []
+    if valid_sets:
+        from ltrboost.metrics import get_metric
     for name, vs in valid_sets:
         if vs.y is None:
             raise ValueError(f"validation set {name!r} has no labels")
