@@ -16,6 +16,8 @@ import sys
 from dataclasses import fields
 from typing import Any
 
+import numpy as np
+
 from ltrboost._version import __version__
 from ltrboost.booster import BoosterParams
 
@@ -129,6 +131,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--missing", choices=("zero", "nan"), default="zero")
     p.add_argument("--iteration", type=int, default=None)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "generate", help="write a synthetic LETOR dataset (train/vali/test) to a folder"
+    )
+    p.add_argument("folder")
+    p.add_argument("--n-queries", type=int, default=300, help="queries in train (default 300)")
+    p.add_argument("--docs-per-query", type=int, default=40)
+    p.add_argument("--n-features", type=int, default=30)
+    p.add_argument("--random-state", type=int, default=0)
+    p.set_defaults(func=cmd_generate)
     return parser
 
 
@@ -285,6 +297,37 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    return 0
+
+
+# ------------------------------------------------------------------------- generate
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Synthetic train/vali/test files (60/20/20 split of queries) from one generator."""
+    from ltrboost.datasets import make_ranking
+    from ltrboost.io.letor import dump_svmlight
+
+    if args.n_queries < 1:
+        raise ValueError(f"--n-queries={args.n_queries} must be >= 1")
+    n_total = args.n_queries + 2 * max(1, args.n_queries // 3)
+    X, y, qid = make_ranking(
+        n_queries=n_total,
+        docs_per_query=args.docs_per_query,
+        n_features=args.n_features,
+        random_state=args.random_state,
+    )
+    os.makedirs(args.folder, exist_ok=True)
+    n_valid = max(1, args.n_queries // 3)
+    cut1 = args.n_queries
+    cut2 = args.n_queries + n_valid
+    uq = np.unique(qid)
+    parts = {
+        "train.txt": np.isin(qid, uq[:cut1]),
+        "vali.txt": np.isin(qid, uq[cut1:cut2]),
+        "test.txt": np.isin(qid, uq[cut2:]),
+    }
+    for name, mask in parts.items():
+        dump_svmlight(os.path.join(args.folder, name), X[mask], y[mask], qid[mask])
+    print(f"wrote {', '.join(parts)} to {args.folder}", file=sys.stderr)
     return 0
 
 
