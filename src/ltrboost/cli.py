@@ -141,6 +141,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-features", type=int, default=30)
     p.add_argument("--random-state", type=int, default=0)
     p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser(
+        "experiment",
+        help="seed 000's protocol: {mcrank, lambdamart} x {se, ole} x leaves x learning rates",
+    )
+    p.add_argument("folder", help="folder with Fold*/train.txt, vali.txt, test.txt")
+    p.add_argument("--output", "-o", default="experiment-report")
+    p.add_argument("--systems", default="mcrank,lambdamart")
+    p.add_argument("--criteria", default="se,ole")
+    p.add_argument("--leaves", default="10,20")
+    p.add_argument("--learning-rates", default="0.06,0.10,0.12")
+    p.add_argument("--max-trees", type=int, default=None,
+                   help="cap on trees (default: 1000 LambdaMART, 2500 McRank as the paper)")
+    p.add_argument("--growth", default="breadth_first",
+                   help="node order (the paper grew trees width-first)")
+    p.add_argument("--min-samples-leaf", type=int, default=20)
+    p.add_argument("--n-threads", type=int, default=None)
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=cmd_experiment)
     return parser
 
 
@@ -329,6 +348,27 @@ def cmd_generate(args: argparse.Namespace) -> int:
         dump_svmlight(os.path.join(args.folder, name), X[mask], y[mask], qid[mask])
     print(f"wrote {', '.join(parts)} to {args.folder}", file=sys.stderr)
     return 0
+
+
+# ----------------------------------------------------------------------- experiment
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from ltrboost.experiment import run_experiment
+
+    def split(s: str, typ):
+        return [typ(v) for v in s.split(",") if v.strip()]
+
+    summary = run_experiment(
+        args.folder, args.output,
+        systems=split(args.systems, str), criteria=split(args.criteria, str),
+        leaves=split(args.leaves, int), learning_rates=split(args.learning_rates, float),
+        max_trees=args.max_trees, growth=args.growth,
+        min_samples_leaf=args.min_samples_leaf, n_threads=args.n_threads,
+        progress=not args.quiet,
+    )
+    with open(os.path.join(args.output, "table.md")) as f:
+        print(f.read())
+    print(f"report written to {args.output}", file=sys.stderr)
+    return 0 if summary["n_cells"] else 1
 
 
 if __name__ == "__main__":  # pragma: no cover
