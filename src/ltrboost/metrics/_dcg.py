@@ -1,29 +1,47 @@
-"""Gains, discounts and the ideal-DCG cache, shared by the metrics and by ``lambdamart``.
+"""Shared ranking engine: ranking order, gains, discounts, ideal DCG and input checks.
 
-One DCG engine serves both the evaluation metrics and the LambdaMART |delta NDCG|
-(LightGBM's ``DCGCalculator`` and XGBoost's ``NDCGCache`` are shared the same way), so the
-objective optimises exactly the number the metric reports.
+One engine serves both the evaluation metrics and the LambdaMART |delta NDCG|
+(LightGBM's ``DCGCalculator`` and XGBoost's ``NDCGCache`` are shared the same way), so
+the objective optimises exactly the number the metric reports.
 
-Conventions (documented once, here):
+Conventions (documented once, here; every metric and objective follows them):
 
-* gain ``"exp"``: ``2^y - 1`` (Burges); gain ``"linear"``: ``y`` (Jarvelin & Kekalainen).
-* discount at 0-based rank ``r``: ``1 / log2(r + 2)``.
-* ``k = 0`` means "no cut-off" (the whole list).
+* Data model: ``scores`` and labels ``y`` are float64 arrays of shape (n_samples,);
+  ``query_offsets`` is int64 of shape (n_queries + 1,) and query ``q`` owns rows
+  ``query_offsets[q]:query_offsets[q + 1]``.
+* **Ranking of a query**: its documents sorted by score, highest first; documents with
+  equal scores keep their input order (a stable sort of ``-score``, LightGBM's
+  ``std::stable_sort`` convention).  :func:`rank_order` and the kernels
+  :func:`_rank_order_one_query` (full order) / :func:`_ranked_prefix_one_query` (top k)
+  are the only implementations of this rule.  Because of it, a metric can depend on the
+  input order of tied documents, and only on that.
+* gain ``"exp"``: ``2^y - 1`` (Burges); gain ``"linear"``: ``y`` (Jarvelin &
+  Kekalainen).
+* discount at 0-based rank ``r``: ``1 / log2(r + 2)`` (``1 / log2(i + 1)`` for 1-based
+  ``i``, seed 003 and seed 004's DCG-5).
+* ``k = 0`` means "no cut-off" (the whole list); a ``k`` larger than a query is the
+  whole query.
+* Labels must be finite and non-negative; scores must not be NaN (infinite scores rank
+  first or last, as ordinary numbers would).
 """
 
 from __future__ import annotations
 
-import numpy as np
-from numpy.typing import NDArray
+import math
+from itertools import pairwise
 
-from ltrboost._config import MAX_EXP_GAIN_LABEL
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ltrboost._config import INDEX_DTYPE, MAX_EXP_GAIN_LABEL, QUERY_OFFSET_DTYPE
 from ltrboost._numba import kernel, parallel_kernel, prange
 
 GAINS = ("exp", "linear")
 
 
 def label_gains(y: NDArray[np.floating], gain: str = "exp") -> NDArray[np.float64]:
-    """Per-document gain of label ``y``: ``2^y - 1`` (``"exp"``) or ``y`` (``"linear"``).
+    """Per-document gain of label ``y``: ``2^y - 1`` (``"exp"``) or ``y``
+    (``"linear"``).
 
     Raises ValueError for a label that the exponential gain cannot represent exactly.
     """
@@ -31,8 +49,9 @@ def label_gains(y: NDArray[np.floating], gain: str = "exp") -> NDArray[np.float6
     if gain == "exp":
         if y.size and float(np.max(y)) > MAX_EXP_GAIN_LABEL:
             raise ValueError(
-                f"label {float(np.max(y)):g} is too large for the exponential gain 2^y-1 "
-                f"(at most {MAX_EXP_GAIN_LABEL}); use gain='linear' or rescale the labels"
+                f"label {float(np.max(y)):g} is too large for the exponential gain "
+                f"2^y-1 (at most {MAX_EXP_GAIN_LABEL}); use gain='linear' or rescale "
+                "the labels"
             )
         return np.exp2(y) - 1.0
     if gain == "linear":
@@ -55,6 +74,154 @@ def inverse_max_dcg(
     out = np.empty(query_offsets.shape[0] - 1, dtype=np.float64)
     _inverse_max_dcg_all_queries(gains, query_offsets, k, out)
     return out
+
+
+def rank_order(
+    scores: NDArray[np.float64], query_offsets: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Row indices of every query's documents in ranked order (the ranking convention).
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_samples,), dtype=float64
+        Model scores; must not contain NaN.
+    query_offsets : ndarray of shape (n_queries + 1,), dtype=int64
+        Query boundaries.
+
+    Returns
+    -------
+    order : ndarray of shape (n_samples,), dtype=int64
+        ``order[query_offsets[q]:query_offsets[q + 1]]`` are the global row indices of
+        query ``q`` sorted by score descending, ties in input order.
+    """
+    query_offsets, n_samples = _validate_query_offsets(query_offsets, None)
+    scores = _validate_scores(scores, n_samples)
+    local = np.empty(n_samples, dtype=INDEX_DTYPE)
+    scratch = np.empty(n_samples, dtype=INDEX_DTYPE)
+    _rank_order_all_queries(scores, query_offsets, local, scratch)
+    starts = np.repeat(query_offsets[:-1], np.diff(query_offsets))
+    return starts + local
+
+
+def _validate_query_offsets(
+    query_offsets: ArrayLike, n_samples: int | None
+) -> tuple[NDArray[np.int64], int]:
+    """Check query boundaries and return them as C-contiguous int64 with ``n_samples``.
+
+    ``query_offsets`` must be 1-D integers, start at 0, never decrease and end at
+    ``n_samples`` (when given).  Empty queries (two equal offsets) are allowed; metrics
+    score them like queries without relevant documents.
+    """
+    qo = np.asarray(query_offsets)
+    if qo.ndim != 1 or qo.shape[0] < 2:
+        raise ValueError(
+            "query_offsets must be 1-D with n_queries + 1 >= 2 entries, "
+            f"got shape {qo.shape}"
+        )
+    if qo.dtype.kind not in "iu" and not (
+        qo.dtype.kind == "f" and np.isfinite(qo).all() and (qo == np.round(qo)).all()
+    ):
+        raise ValueError(f"query_offsets must hold integers, got dtype {qo.dtype}")
+    qo = np.ascontiguousarray(qo, dtype=QUERY_OFFSET_DTYPE)
+    if qo[0] != 0:
+        raise ValueError(f"query_offsets[0]={int(qo[0])} must be 0")
+    steps = np.diff(qo)
+    if steps.size and int(steps.min()) < 0:
+        q = int(np.flatnonzero(steps < 0)[0])
+        raise ValueError(
+            f"query_offsets must be non-decreasing, but query_offsets[{q + 1}]="
+            f"{int(qo[q + 1])} < query_offsets[{q}]={int(qo[q])}"
+        )
+    if n_samples is not None and int(qo[-1]) != n_samples:
+        raise ValueError(
+            f"query_offsets[-1]={int(qo[-1])} must equal the number of labels, "
+            f"but y has length {n_samples}"
+        )
+    return qo, int(qo[-1])
+
+
+def _validate_labels(y: ArrayLike) -> NDArray[np.float64]:
+    """Labels as a C-contiguous float64 1-D array; refuses NaN, inf and negatives."""
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D of shape (n_samples,), got shape {y.shape}")
+    bad = ~np.isfinite(y)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"label y[{row}]={y[row]} is not finite")
+    if y.size and float(y.min()) < 0.0:
+        row = int(np.argmin(y))
+        raise ValueError(
+            f"label y[{row}]={y[row]:g} is negative; relevance grades must be >= 0"
+        )
+    return y
+
+
+def _validate_scores(scores: ArrayLike, n_samples: int) -> NDArray[np.float64]:
+    """Scores as a C-contiguous float64 1-D array of length ``n_samples``, without NaN.
+
+    Allocation-free when ``scores`` already is float64 and contiguous (the
+    early-stopping path): the NaN scan is a single sum, refined only when it is NaN.
+    """
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    if scores.ndim != 1:
+        raise ValueError(
+            f"scores must be 1-D of shape (n_samples,), got shape {scores.shape}"
+        )
+    if scores.shape[0] != n_samples:
+        raise ValueError(
+            f"scores has length {scores.shape[0]} but y has length {n_samples}"
+        )
+    # sum() is NaN iff a score is NaN or both +inf and -inf occur; only then look
+    # closer.
+    with np.errstate(invalid="ignore"):
+        total = scores.sum()
+    if np.isnan(total) and np.isnan(scores).any():
+        row = int(np.flatnonzero(np.isnan(scores))[0])
+        raise ValueError(f"scores[{row}] is NaN; a ranking needs comparable scores")
+    return scores
+
+
+def _validate_k(k: int) -> int:
+    """A cut-off: an integer >= 0 (0 = whole list)."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
+        raise ValueError(f"k={k!r} must be an integer >= 0 (0 means no cut-off)")
+    return int(k)
+
+
+def _validate_empty_query_score(value: float) -> float:
+    """The score of a query the metric is undefined on: any finite number."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"empty_query_score={value!r} must be a number (usually 1.0 or 0.0)"
+        ) from None
+    if not math.isfinite(v):
+        raise ValueError(f"empty_query_score={value!r} must be finite")
+    return v
+
+
+def _binary_relevance(
+    y: NDArray[np.float64], query_offsets: NDArray[np.int64], relevance_threshold: float
+) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """Binary relevance ``y >= relevance_threshold`` (uint8), relevant count per query.
+
+    The definition of "relevant" shared by AP, RR and P@k (ranx's ``rel_lvl``).
+    """
+    try:
+        threshold = float(relevance_threshold)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"relevance_threshold={relevance_threshold!r} must be a number"
+        ) from None
+    if not math.isfinite(threshold):
+        raise ValueError(f"relevance_threshold={relevance_threshold!r} must be finite")
+    rel = (y >= threshold).astype(np.uint8)
+    cumulative = np.zeros(y.shape[0] + 1, dtype=np.int64)
+    np.cumsum(rel, out=cumulative[1:])
+    n_relevant = cumulative[query_offsets[1:]] - cumulative[query_offsets[:-1]]
+    return rel, n_relevant
 
 
 # --- kernels ---
@@ -80,7 +247,8 @@ def _max_dcg_one_query(gains_q, k):
 
 @parallel_kernel
 def _inverse_max_dcg_all_queries(gains, query_offsets, k, out):
-    # gains: IN float64 (n_samples,); query_offsets: IN int64; out: OUT float64 (n_queries,)
+    # gains: IN float64 (n_samples,); query_offsets: IN int64
+    # out: OUT float64 (n_queries,)
     n_queries = query_offsets.shape[0] - 1
     for q in prange(n_queries):
         lo = query_offsets[q]
@@ -89,15 +257,159 @@ def _inverse_max_dcg_all_queries(gains, query_offsets, k, out):
         out[q] = 1.0 / m if m > 0.0 else 0.0
 
 
+# Runs up to this length are insertion-sorted before merging: fewer moves than merging
+# single elements, and most queries (LETOR: tens of documents) never reach the merge.
+_INSERTION_RUN = 16
+
+
+@kernel
+def _insertion_sort_desc(scores_q, order, lo, hi):
+    """Sort ``order[lo:hi]`` by ``scores_q`` descending, in place (stable insertion)."""
+    for i in range(lo + 1, hi):
+        doc = order[i]
+        s = scores_q[doc]
+        j = i - 1
+        # Strict '<': an equal score never moves past an earlier one -> stable.
+        while j >= lo and scores_q[order[j]] < s:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = doc
+
+
+@kernel
+def _rank_order_one_query(scores_q, order, scratch):
+    """Ranking of one query: ``order`` <- positions by score desc, ties by position.
+
+    Parameters
+    ----------
+    scores_q : ndarray of shape (n,), dtype=float64      # IN, no NaN
+    order : ndarray of shape (n,), integer                # OUT, local positions
+    scratch : ndarray of shape (n,), same dtype as order  # clobbered
+
+    A bottom-up merge sort (stable, no allocation): runs of ``_INSERTION_RUN`` are
+    insertion-sorted, then merged in passes that alternate between ``order`` and
+    ``scratch``.  Taking the left element unless the right one is *strictly* greater
+    keeps equal scores in input order, which is the ranking convention of this module.
+    """
+    n = scores_q.shape[0]
+    for i in range(n):
+        order[i] = i
+    for lo in range(0, n, _INSERTION_RUN):
+        _insertion_sort_desc(scores_q, order, lo, min(lo + _INSERTION_RUN, n))
+    if n <= _INSERTION_RUN:
+        return
+    src = order
+    dst = scratch
+    in_order = True  # whether the sorted runs currently live in `order`
+    width = _INSERTION_RUN
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            o = lo
+            while i < mid and j < hi:
+                if scores_q[src[j]] > scores_q[src[i]]:
+                    dst[o] = src[j]
+                    j += 1
+                else:
+                    dst[o] = src[i]
+                    i += 1
+                o += 1
+            while i < mid:
+                dst[o] = src[i]
+                i += 1
+                o += 1
+            while j < hi:
+                dst[o] = src[j]
+                j += 1
+                o += 1
+        src, dst = dst, src
+        in_order = not in_order
+        width *= 2
+    if not in_order:
+        for i in range(n):
+            order[i] = scratch[i]
+
+
+# Cut-offs up to this use a bounded insertion (top-k selection) instead of a full sort:
+# O(n + k * insertions) against O(n log n); the common ndcg@10 / err@10 early-stopping
+# metrics touch only the first few ranks.
+_TOP_K_SELECT_MAX = 32
+
+
+@kernel
+def _top_k_order_one_query(scores_q, k, order):
+    """The first ``min(k, n)`` positions of the ranking into ``order`` (k >= 1).
+
+    Same convention as :func:`_rank_order_one_query` (score desc, ties by position):
+    a later document enters the kept prefix only with a *strictly* higher score than its
+    last member, and is inserted after every kept document with a score >= its own.
+    Returns ``min(k, n)``.
+    """
+    n = scores_q.shape[0]
+    kk = min(k, n)
+    for i in range(kk):
+        order[i] = i
+    _insertion_sort_desc(scores_q, order, 0, kk)
+    if kk == 0:
+        return kk
+    for i in range(kk, n):
+        s = scores_q[i]
+        if s > scores_q[order[kk - 1]]:
+            j = kk - 1
+            while j > 0 and scores_q[order[j - 1]] < s:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = i
+    return kk
+
+
+@kernel
+def _ranked_prefix_one_query(scores_q, k, order, scratch):
+    """Put the first ``kk`` documents of the ranking in ``order[:kk]``; return ``kk``.
+
+    ``kk = min(k, n)`` (``n`` when ``k <= 0``).  Small cut-offs select, others sort
+    fully; both follow the ranking convention, so callers need not care which ran.
+    """
+    n = scores_q.shape[0]
+    if 0 < k <= _TOP_K_SELECT_MAX:
+        return _top_k_order_one_query(scores_q, k, order)
+    _rank_order_one_query(scores_q, order, scratch)
+    return n if (k <= 0 or k > n) else k
+
+
+@parallel_kernel
+def _rank_order_all_queries(scores, query_offsets, order, scratch):
+    # scores: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,)
+    # order: OUT int (n_samples,), local positions per query; scratch: clobbered
+    n_queries = query_offsets.shape[0] - 1
+    for q in prange(n_queries):
+        lo = query_offsets[q]
+        hi = query_offsets[q + 1]
+        _rank_order_one_query(scores[lo:hi], order[lo:hi], scratch[lo:hi])
+
+
 # --- references ---
 
 
 def _inverse_max_dcg_reference(gains, query_offsets, k):
     out = []
-    for lo, hi in zip(query_offsets[:-1], query_offsets[1:], strict=True):
+    for lo, hi in pairwise(query_offsets):
         g = np.sort(gains[lo:hi])[::-1]
         if k > 0:
             g = g[:k]
         m = float(np.sum(g / np.log2(np.arange(g.size) + 2.0)))
         out.append(1.0 / m if m > 0 else 0.0)
     return np.asarray(out, dtype=np.float64)
+
+
+def _rank_order_reference(scores, query_offsets):
+    """Global row indices in ranked order: ``np.lexsort`` on (query, -score, row)."""
+    n = scores.shape[0]
+    query_of_row = np.repeat(
+        np.arange(query_offsets.shape[0] - 1), np.diff(query_offsets)
+    )
+    # lexsort: last key is primary -> by query, then by score descending, then by row.
+    return np.lexsort((np.arange(n), -scores, query_of_row)).astype(np.int64)

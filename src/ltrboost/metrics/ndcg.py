@@ -1,0 +1,193 @@
+"""DCG@k and NDCG@k per query (Jarvelin & Kekalainen 2002; Burges et al. 2005).
+
+Definitions (the ranking, gains, discounts and ``k`` conventions are those of
+:mod:`ltrboost.metrics._dcg`):
+
+* ``DCG@k = sum_{r < k} gain(y_(r)) / log2(r + 2)`` over 0-based ranks ``r`` of the
+  query's ranking (seed 003, "DCG@K"; seed 004's DCG-5 is ``DCG@5``).
+* ``NDCG@k = DCG@k / IDCG@k``, where the ideal ranking sorts the query's *own* labels in
+  decreasing order (seed 003's worked example: ``r = [0, 1, 0, 1, 1]`` with linear gain
+  has ideal ``[1, 1, 1, 0, 0]`` and NDCG@5 = 1.45 / 2.13 = 0.68).
+* A query whose ideal DCG is 0 (no document with positive gain, or no document at all)
+  has no defined NDCG; it scores ``empty_query_score``: 1.0 by default as in LightGBM's
+  ``NDCGMetric`` and XGBoost, 0.0 selectable (ranx, trec_eval).  DCG is a plain sum and
+  such a query simply scores 0.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ltrboost._config import INDEX_DTYPE
+from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost.metrics._dcg import (
+    _ranked_prefix_one_query,
+    _validate_empty_query_score,
+    _validate_k,
+    _validate_labels,
+    _validate_query_offsets,
+    _validate_scores,
+    discounts,
+    inverse_max_dcg,
+    label_gains,
+)
+
+
+class NDCGEvaluator:
+    """DCG@k or NDCG@k of each query, for labels and queries fixed once.
+
+    Construction validates the labels and precomputes everything that does not depend on
+    the scores (gains, ``1 / IDCG@k`` per query, the discount table, sort buffers), so
+    :meth:`per_query` does no allocation beyond its output.  Not safe to call from two
+    Python threads at once (the sort buffers are shared).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Graded relevance labels, finite and >= 0.
+    query_offsets : array-like of shape (n_queries + 1,), integer
+        Query ``q`` owns rows ``query_offsets[q]:query_offsets[q + 1]``.
+    k : int, default=0
+        Cut-off; 0 means the whole list.
+    gain : {"exp", "linear"}, default="exp"
+        ``2^y - 1`` or ``y``.  ``"exp"`` refuses labels above 31.
+    normalize : bool, default=True
+        True for NDCG@k, False for DCG@k.
+    empty_query_score : float, default=1.0
+        NDCG of a query whose ideal DCG is 0.
+    """
+
+    pooled = False
+
+    def __init__(
+        self,
+        y: ArrayLike,
+        query_offsets: ArrayLike,
+        *,
+        k: int = 0,
+        gain: str = "exp",
+        normalize: bool = True,
+        empty_query_score: float = 1.0,
+    ) -> None:
+        self.y = _validate_labels(y)
+        self.query_offsets, self.n_samples = _validate_query_offsets(
+            query_offsets, self.y.shape[0]
+        )
+        self.n_queries = self.query_offsets.shape[0] - 1
+        self.k = _validate_k(k)
+        self.normalize = bool(normalize)
+        self.empty_query_score = _validate_empty_query_score(empty_query_score)
+        self.gains = label_gains(self.y, gain)
+        self.gain = gain
+        if self.normalize:
+            self.inverse_max_dcgs = inverse_max_dcg(
+                self.gains, self.query_offsets, self.k
+            )
+        else:
+            self.inverse_max_dcgs = np.zeros(0, dtype=np.float64)
+        max_len = int(np.diff(self.query_offsets).max())
+        if self.k > 0:
+            max_len = min(max_len, self.k)
+        self.discount_table = discounts(max_len)
+        self._order = np.empty(self.n_samples, dtype=INDEX_DTYPE)
+        self._scratch = np.empty(self.n_samples, dtype=INDEX_DTYPE)
+
+    def per_query(
+        self, scores: ArrayLike, out: NDArray[np.float64] | None = None
+    ) -> NDArray[np.float64]:
+        """(N)DCG@k of every query for ``scores``, shape (n_queries,), into ``out``."""
+        scores = _validate_scores(scores, self.n_samples)
+        if out is None:
+            out = np.empty(self.n_queries, dtype=np.float64)
+        _ndcg_all_queries(
+            scores,
+            self.gains,
+            self.query_offsets,
+            self.k,
+            self.normalize,
+            self.inverse_max_dcgs,
+            self.empty_query_score,
+            self.discount_table,
+            self._order,
+            self._scratch,
+            out,
+        )
+        return out
+
+
+# --- kernels ---
+
+
+@kernel
+def _dcg_one_query(scores_q, gains_q, k, discount_table, order, scratch):
+    """DCG@k of one query under the ranking convention.
+
+    Parameters
+    ----------
+    scores_q, gains_q : ndarray of shape (n,), dtype=float64   # IN
+    k : int                                                    # 0 = whole list
+    discount_table : ndarray, dtype=float64                   # IN, 1/log2(r+2),
+                                                               # length >= min(k, n)
+    order, scratch : ndarray of shape (n,), integer            # clobbered sort buffers
+    """
+    kk = _ranked_prefix_one_query(scores_q, k, order, scratch)
+    dcg = 0.0
+    for r in range(kk):
+        dcg += gains_q[order[r]] * discount_table[r]  # gain(y_(r)) / log2(r + 2)
+    return dcg
+
+
+@parallel_kernel
+def _ndcg_all_queries(
+    scores,
+    gains,
+    query_offsets,
+    k,
+    normalize,
+    inverse_max_dcgs,
+    empty_query_score,
+    discount_table,
+    order,
+    scratch,
+    out,
+):
+    # scores, gains: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,)
+    # inverse_max_dcgs: IN float64 (n_queries,), 0 where IDCG@k = 0 (read if normalize)
+    # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
+    n_queries = query_offsets.shape[0] - 1
+    for q in prange(n_queries):
+        lo = query_offsets[q]
+        hi = query_offsets[q + 1]
+        if normalize and inverse_max_dcgs[q] == 0.0:
+            out[q] = empty_query_score  # NDCG undefined: no positive gain in the query
+            continue
+        dcg = _dcg_one_query(
+            scores[lo:hi], gains[lo:hi], k, discount_table, order[lo:hi], scratch[lo:hi]
+        )
+        out[q] = dcg * inverse_max_dcgs[q] if normalize else dcg
+
+
+# --- references ---
+
+
+def _ndcg_reference(
+    scores, y, query_offsets, *, k=0, gain="exp", normalize=True, empty_query_score=1.0
+):
+    """Plain NumPy (N)DCG@k per query: stable argsort, vectorised sums."""
+    g_all = np.power(2.0, y) - 1.0 if gain == "exp" else np.asarray(y, dtype=float)
+    out = np.empty(len(query_offsets) - 1)
+    for q, (lo, hi) in enumerate(pairwise(query_offsets)):
+        g = g_all[lo:hi]
+        ranked = g[np.argsort(-scores[lo:hi], kind="stable")]
+        cut = len(g) if k == 0 else min(k, len(g))
+        disc = 1.0 / np.log2(np.arange(cut) + 2.0)
+        dcg = float(np.sum(ranked[:cut] * disc))
+        if not normalize:
+            out[q] = dcg
+            continue
+        idcg = float(np.sum(np.sort(g)[::-1][:cut] * disc))
+        out[q] = dcg / idcg if idcg > 0 else empty_query_score
+    return out

@@ -1,0 +1,154 @@
+"""Reciprocal rank per query, RR@k (the per-query term of MRR; Voorhees, TREC-8, 1999).
+
+Definition (ranking and ``k`` conventions of :mod:`ltrboost.metrics._dcg`; relevance
+``y >= relevance_threshold`` as in :mod:`ltrboost.metrics.ap`): ``RR@k = 1 / r`` where
+``r`` is the 1-based rank of the first relevant document, and 0 when it is ranked below
+``k``.  A query without relevant documents has no first relevant document and scores
+``empty_query_score`` (1.0 by default; 0.0 as ranx/trec_eval).
+
+The kernel does not sort: the rank of the best-ranked relevant document is the number
+of documents that the ranking convention puts before it, counted in one pass (O(n)
+instead of O(n log n), and no buffers).
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost.metrics._dcg import (
+    _binary_relevance,
+    _validate_empty_query_score,
+    _validate_k,
+    _validate_labels,
+    _validate_query_offsets,
+    _validate_scores,
+)
+
+
+class RREvaluator:
+    """RR@k of each query, for labels and queries fixed once.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Graded relevance labels, finite and >= 0.
+    query_offsets : array-like of shape (n_queries + 1,), integer
+        Query ``q`` owns rows ``query_offsets[q]:query_offsets[q + 1]``.
+    k : int, default=0
+        Cut-off; 0 means the whole list.
+    relevance_threshold : float, default=1.0
+        Labels at or above it are relevant.
+    empty_query_score : float, default=1.0
+        RR of a query without relevant documents.
+    """
+
+    pooled = False
+
+    def __init__(
+        self,
+        y: ArrayLike,
+        query_offsets: ArrayLike,
+        *,
+        k: int = 0,
+        relevance_threshold: float = 1.0,
+        empty_query_score: float = 1.0,
+    ) -> None:
+        self.y = _validate_labels(y)
+        self.query_offsets, self.n_samples = _validate_query_offsets(
+            query_offsets, self.y.shape[0]
+        )
+        self.n_queries = self.query_offsets.shape[0] - 1
+        self.k = _validate_k(k)
+        self.empty_query_score = _validate_empty_query_score(empty_query_score)
+        self.relevant, self.n_relevant = _binary_relevance(
+            self.y, self.query_offsets, relevance_threshold
+        )
+
+    def per_query(
+        self, scores: ArrayLike, out: NDArray[np.float64] | None = None
+    ) -> NDArray[np.float64]:
+        """RR@k of every query for ``scores``, shape (n_queries,), into ``out``."""
+        scores = _validate_scores(scores, self.n_samples)
+        if out is None:
+            out = np.empty(self.n_queries, dtype=np.float64)
+        _rr_all_queries(
+            scores,
+            self.relevant,
+            self.n_relevant,
+            self.query_offsets,
+            self.k,
+            self.empty_query_score,
+            out,
+        )
+        return out
+
+
+# --- kernels ---
+
+
+@kernel
+def _rr_one_query(scores_q, relevant_q, k):
+    """RR@k of one query that has at least one relevant document.
+
+    Parameters
+    ----------
+    scores_q : ndarray of shape (n,), dtype=float64   # IN
+    relevant_q : ndarray of shape (n,), dtype=uint8  # IN, 1 = relevant, not all 0
+    k : int                                           # 0 = whole list
+    """
+    n = scores_q.shape[0]
+    # The first relevant document of the ranking: highest score, earliest on ties
+    # (strict '>' keeps the earliest).
+    best = -1
+    for i in range(n):
+        if relevant_q[i] and (best < 0 or scores_q[i] > scores_q[best]):
+            best = i
+    # Its 0-based rank: documents with a higher score, or an equal score and earlier.
+    s_best = scores_q[best]
+    rank = 0
+    for i in range(n):
+        if scores_q[i] > s_best or (scores_q[i] == s_best and i < best):
+            rank += 1
+    if k > 0 and rank >= k:
+        return 0.0
+    return 1.0 / (rank + 1.0)
+
+
+@parallel_kernel
+def _rr_all_queries(
+    scores, relevant, n_relevant, query_offsets, k, empty_query_score, out
+):
+    # scores: IN float64 (n_samples,); relevant: IN uint8 (n_samples,)
+    # n_relevant: IN int64 (n_queries,); query_offsets: IN int64 (n_queries + 1,)
+    # out: OUT float64 (n_queries,)
+    n_queries = query_offsets.shape[0] - 1
+    for q in prange(n_queries):
+        lo = query_offsets[q]
+        hi = query_offsets[q + 1]
+        if n_relevant[q] == 0:
+            out[q] = empty_query_score
+        else:
+            out[q] = _rr_one_query(scores[lo:hi], relevant[lo:hi], k)
+
+
+# --- references ---
+
+
+def _rr_reference(
+    scores, y, query_offsets, *, k=0, relevance_threshold=1.0, empty_query_score=1.0
+):
+    """Plain NumPy RR@k per query: first relevant position in the stable ranking."""
+    out = np.empty(len(query_offsets) - 1)
+    for q, (lo, hi) in enumerate(pairwise(query_offsets)):
+        rel = y[lo:hi] >= relevance_threshold
+        if not rel.any():
+            out[q] = empty_query_score
+            continue
+        ranked = rel[np.argsort(-scores[lo:hi], kind="stable")]
+        first = int(np.argmax(ranked))  # 0-based rank of the first relevant document
+        out[q] = 0.0 if (k > 0 and first >= k) else 1.0 / (first + 1)
+    return out
