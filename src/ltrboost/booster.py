@@ -38,7 +38,13 @@ from ltrboost.dataset import RankingDataset
 from ltrboost.grower import GROWTH_POLICIES, GrowerParams, TreeGrower
 from ltrboost.criteria import CRITERIA
 from ltrboost.objectives.registry import get_objective
-from ltrboost.tree import PackedEnsemble, _add_leaf_values, pack_trees, predict_binned_tree, predict_raw
+from ltrboost.tree import (
+    PackedEnsemble,
+    add_leaf_values,
+    pack_trees,
+    predict_binned_tree,
+    predict_raw,
+)
 
 # Parameters that belong to objectives (passed through when the objective takes them).
 OBJECTIVE_PARAM_NAMES = (
@@ -530,7 +536,7 @@ def _apply_tree_train(grown, values, out, X_binned, missing_bin, bagged) -> None
     starts = np.array([s for s, _, _ in grown.leaf_ranges], dtype=np.int64)
     stops = np.array([e for _, e, _ in grown.leaf_ranges], dtype=np.int64)
     vals = np.array([values[k] for _, _, k in grown.leaf_ranges], dtype=np.float64)
-    _add_leaf_values(grown.partition, starts, stops, vals, out)
+    add_leaf_values(grown.partition, starts, stops, vals, out)
 
 
 def _draw_bag(rng, subsample: float, query_offsets):

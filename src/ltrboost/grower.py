@@ -35,10 +35,9 @@ from ltrboost._numba import kernel, parallel_kernel, prange
 from ltrboost.criteria import CRITERION_CODES, _leaf_value
 from ltrboost.histogram import (
     HistogramPool,
-    _build_histogram,
-    _build_histogram_root,
-    _gather,
-    _subtract_histograms,
+    build_histogram,
+    build_histogram_root,
+    subtract_histograms,
 )
 from ltrboost.splitting import (
     SplitInfo,
@@ -192,14 +191,14 @@ class TreeGrower:
         # root
         hist = self.pool.get()
         if sample_indices is None:
-            _build_histogram_root(self.X_binned, gradients, hessians, feats, hist)
+            build_histogram_root(self.X_binned, gradients, hessians, feats, hist)
             sum_g = float(np.sum(gradients, dtype=np.float64))
             sum_h = float(np.sum(hessians, dtype=np.float64))
         else:
-            og = self._ordered_g[:n]
-            oh = self._ordered_h[:n]
-            _gather(partition, gradients, hessians, og, oh)
-            _build_histogram(self.X_binned, partition, og, oh, feats, hist)
+            og, oh = build_histogram(
+                self.X_binned, partition, gradients, hessians, feats,
+                self._ordered_g, self._ordered_h, hist,
+            )
             sum_g = float(np.sum(og, dtype=np.float64))
             sum_h = float(np.sum(oh, dtype=np.float64))
         ids = itertools.count()
@@ -291,11 +290,11 @@ class TreeGrower:
         small, large = (left, right) if left.count <= right.count else (right, left)
         small.hist = self.pool.get()
         rows = self._part[small.start : small.stop]
-        og = self._ordered_g[: small.count]
-        oh = self._ordered_h[: small.count]
-        _gather(rows, self._gradients, self._hessians, og, oh)
-        _build_histogram(self.X_binned, rows, og, oh, self._features, small.hist)
-        _subtract_histograms(node.hist, small.hist, self._features)
+        build_histogram(
+            self.X_binned, rows, self._gradients, self._hessians, self._features,
+            self._ordered_g, self._ordered_h, small.hist,
+        )
+        subtract_histograms(node.hist, small.hist, self._features)
         large.hist = node.hist
         node.hist = None
         return left, right

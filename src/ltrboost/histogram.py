@@ -43,6 +43,47 @@ class HistogramPool:
             self._free.append(hist)
 
 
+# Below this many (rows x features) element updates a kernel runs serially: a parallel
+# launch costs more than the work.
+PARALLEL_MIN_WORK = 100_000
+
+
+def build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
+    """Root histogram of all rows for the selected features (serial when small)."""
+    if X_binned.shape[0] * feature_indices.shape[0] < PARALLEL_MIN_WORK:
+        _histogram_root_body(X_binned, gradients, hessians, feature_indices, 0,
+                             feature_indices.shape[0], hist_out)
+    else:
+        _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out)
+
+
+def build_histogram(X_binned, sample_indices, gradients, hessians, feature_indices,
+                    ordered_gradients, ordered_hessians, hist_out):
+    """Gather the node's gradients, then build its histogram (serial when small)."""
+    n = sample_indices.shape[0]
+    og = ordered_gradients[:n]
+    oh = ordered_hessians[:n]
+    if n < PARALLEL_MIN_WORK:
+        _gather_body(sample_indices, gradients, hessians, og, oh, 0, n)
+    else:
+        _gather(sample_indices, gradients, hessians, og, oh)
+    if n * feature_indices.shape[0] < PARALLEL_MIN_WORK:
+        _histogram_body(X_binned, sample_indices, og, oh, feature_indices, 0,
+                        feature_indices.shape[0], hist_out)
+    else:
+        _build_histogram(X_binned, sample_indices, og, oh, feature_indices, hist_out)
+    return og, oh
+
+
+def subtract_histograms(parent_inout, sibling, feature_indices):
+    """``parent_inout -= sibling`` on the selected features (serial when small)."""
+    if feature_indices.shape[0] * parent_inout.shape[1] < PARALLEL_MIN_WORK // 4:
+        _subtract_body(parent_inout, sibling, feature_indices, 0,
+                       feature_indices.shape[0])
+    else:
+        _subtract_histograms(parent_inout, sibling, feature_indices)
+
+
 def reduce_histograms(histograms: list[NDArray[np.float64]]) -> NDArray[np.float64]:
     """Sum histograms computed on disjoint shards of a node's rows (fixed order)."""
     out = histograms[0].copy()
@@ -52,16 +93,21 @@ def reduce_histograms(histograms: list[NDArray[np.float64]]) -> NDArray[np.float
 
 
 # --- kernels ---
+#
+# Each histogram kernel is a serial body over a range of selected features plus a
+# parallel driver that splits the features between threads.  The Python wrappers above
+# call the body directly when the work is small: launching a parallel region costs tens
+# of microseconds (more on a busy machine), which dominates small nodes.
 
 
-@parallel_kernel
-def _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
+@kernel
+def _histogram_root_body(X_binned, gradients, hessians, feature_indices, k_lo, k_hi,
+                         hist_out):
     # X_binned: IN uint8 (n_samples, n_features) F-order; gradients/hessians: IN float32
-    # (n_samples,); feature_indices: IN int32 selected features; hist_out: OUT float64
-    # (n_features, n_bins, 3) -- only rows of selected features are written.
+    # (n_samples,); feature_indices[k_lo:k_hi]: IN features to build; hist_out: OUT.
     n_samples = X_binned.shape[0]
     n_bins = hist_out.shape[1]
-    for k in prange(feature_indices.shape[0]):
+    for k in range(k_lo, k_hi):
         f = feature_indices[k]
         h = hist_out[f]
         for b in range(n_bins):
@@ -77,24 +123,41 @@ def _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_o
 
 
 @parallel_kernel
-def _gather(sample_indices, gradients, hessians, ordered_gradients, ordered_hessians):
-    # ordered_*: OUT float32 (n_node,) = gradients[sample_indices]
-    for i in prange(sample_indices.shape[0]):
+def _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
+    # Root histogram over all rows (no gather); parallel over features.
+    n = feature_indices.shape[0]
+    for k in prange(n):
+        _histogram_root_body(X_binned, gradients, hessians, feature_indices, k, k + 1,
+                             hist_out)
+
+
+@kernel
+def _gather_body(sample_indices, gradients, hessians, ordered_gradients,
+                 ordered_hessians, lo, hi):
+    for i in range(lo, hi):
         idx = sample_indices[i]
         ordered_gradients[i] = gradients[idx]
         ordered_hessians[i] = hessians[idx]
 
 
 @parallel_kernel
-def _build_histogram(
-    X_binned, sample_indices, ordered_gradients, ordered_hessians, feature_indices,
-    hist_out,
-):
-    # sample_indices: IN int32 rows of the node; ordered_*: IN float32, gathered in the
-    # same order; hist_out: OUT (n_features, n_bins, 3), selected features only.
+def _gather(sample_indices, gradients, hessians, ordered_gradients, ordered_hessians):
+    # ordered_*: OUT float32 (n_node,) = gradients[sample_indices]
+    n = sample_indices.shape[0]
+    chunk = 65536
+    for c in prange((n + chunk - 1) // chunk):
+        _gather_body(sample_indices, gradients, hessians, ordered_gradients,
+                     ordered_hessians, c * chunk, min(n, (c + 1) * chunk))
+
+
+@kernel
+def _histogram_body(X_binned, sample_indices, ordered_gradients, ordered_hessians,
+                    feature_indices, k_lo, k_hi, hist_out):
+    # sample_indices: IN int32 rows of the node; ordered_*: IN float32 gathered in the
+    # same order; hist_out: OUT (n_features, n_bins, 3) for features k_lo..k_hi-1.
     n = sample_indices.shape[0]
     n_bins = hist_out.shape[1]
-    for k in prange(feature_indices.shape[0]):
+    for k in range(k_lo, k_hi):
         f = feature_indices[k]
         h = hist_out[f]
         for b in range(n_bins):
@@ -110,10 +173,21 @@ def _build_histogram(
 
 
 @parallel_kernel
-def _subtract_histograms(parent_inout, sibling, feature_indices):
-    # parent_inout: IN parent histogram, OUT parent - sibling (the larger child's).
+def _build_histogram(
+    X_binned, sample_indices, ordered_gradients, ordered_hessians, feature_indices,
+    hist_out,
+):
+    # Node histogram from gathered gradients; parallel over features.
+    n = feature_indices.shape[0]
+    for k in prange(n):
+        _histogram_body(X_binned, sample_indices, ordered_gradients, ordered_hessians,
+                        feature_indices, k, k + 1, hist_out)
+
+
+@kernel
+def _subtract_body(parent_inout, sibling, feature_indices, k_lo, k_hi):
     n_bins = parent_inout.shape[1]
-    for k in prange(feature_indices.shape[0]):
+    for k in range(k_lo, k_hi):
         f = feature_indices[k]
         for b in range(n_bins):
             parent_inout[f, b, 0] -= sibling[f, b, 0]
@@ -121,14 +195,12 @@ def _subtract_histograms(parent_inout, sibling, feature_indices):
             parent_inout[f, b, 2] -= sibling[f, b, 2]
 
 
-@kernel
-def _sum_node(ordered_gradients, ordered_hessians):
-    g = 0.0
-    h = 0.0
-    for i in range(ordered_gradients.shape[0]):
-        g += ordered_gradients[i]
-        h += ordered_hessians[i]
-    return g, h
+@parallel_kernel
+def _subtract_histograms(parent_inout, sibling, feature_indices):
+    # parent_inout: IN parent histogram, OUT parent - sibling (the larger child's).
+    n = feature_indices.shape[0]
+    for k in prange(n):
+        _subtract_body(parent_inout, sibling, feature_indices, k, k + 1)
 
 
 # --- references ---

@@ -52,6 +52,10 @@ class SplitParams(NamedTuple):
 
 NO_PAIRS = np.zeros((1, 1, 3), dtype=np.float64)
 
+# Below these sizes the serial kernels run: a parallel launch costs more than the work.
+SERIAL_SPLIT_WORK = 8_192  # selected features x bins
+SERIAL_PARTITION_ROWS = 32_768
+
 
 def find_node_split(
     hist: NDArray[np.float64],
@@ -76,7 +80,9 @@ def find_node_split(
         buffers = alloc_split_buffers(n_features)
     gains, bins, miss_left, stats = buffers
     use_pairs = pair_hist is not None
-    _find_best_split_per_feature(
+    n_sel = feature_indices.shape[0]
+    serial = n_sel * hist.shape[1] < SERIAL_SPLIT_WORK
+    args = (
         hist,
         feature_indices,
         n_bins_non_missing,
@@ -96,6 +102,10 @@ def find_node_split(
         miss_left,
         stats,
     )
+    if serial:
+        _best_split_body(args[0], args[1], 0, n_sel, *args[2:])
+    else:
+        _find_best_split_per_feature(*args)
     sel_gains = gains[feature_indices]
     k = int(np.argmax(sel_gains))  # ties -> lowest selected feature index
     best = float(sel_gains[k])
@@ -146,6 +156,13 @@ def split_indices(
 ) -> int:
     """Stable in-place partition of ``partition[start:stop]``; returns the left size."""
     n = stop - start
+    if n < SERIAL_PARTITION_ROWS or n_threads <= 1:
+        return int(
+            _split_indices_serial(
+                partition[start:stop], X_binned[:, feature_idx], bin_idx,
+                missing_go_to_left, missing_bin, buffer[:n],
+            )
+        )
     n_chunks = max(1, min(n_threads, n // 16384))
     return int(
         _split_indices(
@@ -171,6 +188,24 @@ def _find_best_split_per_feature(
     pair_hist, use_pairs, pair_sum,
     gains_out, bins_out, miss_left_out, stats_out,
 ):
+    # Parallel driver over features; see _best_split_body.
+    for k in prange(feature_indices.shape[0]):
+        _best_split_body(
+            hist, feature_indices, k, k + 1, n_bins_non_missing, missing_bin,
+            sum_g, sum_h, count, min_samples_leaf, min_sum_hessian, l2,
+            criterion_code, pair_hist, use_pairs, pair_sum,
+            gains_out, bins_out, miss_left_out, stats_out,
+        )
+
+
+@kernel
+def _best_split_body(
+    hist, feature_indices, k_lo, k_hi, n_bins_non_missing, missing_bin,
+    sum_g, sum_h, count,
+    min_samples_leaf, min_sum_hessian, l2, criterion_code,
+    pair_hist, use_pairs, pair_sum,
+    gains_out, bins_out, miss_left_out, stats_out,
+):
     # hist: IN (n_features, n_bins, 3); pair_hist: IN (n_features, n_bins, 3) holding per
     # bin the pair-rho sums P_max (by max bin), P_min (by min bin) and Q (pairs with one
     # missing document, by the other's bin); pair_sum: IN total rho of the node's pairs.
@@ -181,7 +216,7 @@ def _find_best_split_per_feature(
     parent_h_crit = count if use_counts else sum_h
     if ole:
         parent_h_crit = sum_h - 2.0 * pair_sum
-    for k in prange(feature_indices.shape[0]):
+    for k in range(k_lo, k_hi):
         f = feature_indices[k]
         h = hist[f]
         nb = n_bins_non_missing[f]
@@ -280,6 +315,30 @@ def _find_best_split_per_feature(
         stats_out[f, 2] = b_nl
         stats_out[f, 3] = b_hlc
         stats_out[f, 4] = b_hrc
+
+
+@kernel
+def _split_indices_serial(rows, col, bin_idx, missing_left, missing_bin, buffer):
+    # Serial stable partition: lefts compacted in place, rights staged in buffer.
+    n = rows.shape[0]
+    n_left = 0
+    n_right = 0
+    for i in range(n):
+        r = rows[i]
+        b = col[r]
+        if b == missing_bin:
+            go_left = missing_left
+        else:
+            go_left = b <= bin_idx
+        if go_left:
+            rows[n_left] = r
+            n_left += 1
+        else:
+            buffer[n_right] = r
+            n_right += 1
+    for i in range(n_right):
+        rows[n_left + i] = buffer[i]
+    return n_left
 
 
 @parallel_kernel

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import NODE_DTYPE
-from ltrboost._numba import parallel_kernel, prange
+from ltrboost._numba import kernel, parallel_kernel, prange
 
 
 class PackedEnsemble(NamedTuple):
@@ -67,16 +67,33 @@ def predict_raw(
     )
 
 
+# Below this many rows prediction runs serially (a parallel launch costs more).
+SERIAL_PREDICT_ROWS = 20_000
+
+
 def predict_binned_tree(
     nodes: NDArray, X_binned: NDArray[np.uint8], missing_bin: int, out: NDArray[np.float64]
 ) -> None:
     """Add one tree's output on binned data to ``out`` (n_samples,)."""
-    _predict_binned_one_tree(
-        nodes["value"].copy(), nodes["feature_idx"].copy(),
-        nodes["bin_threshold"].copy(), nodes["missing_go_to_left"].copy(),
-        nodes["is_leaf"].copy(), nodes["left"].copy(), nodes["right"].copy(),
-        X_binned, missing_bin, out,
+    args = (
+        np.ascontiguousarray(nodes["value"]), np.ascontiguousarray(nodes["feature_idx"]),
+        np.ascontiguousarray(nodes["bin_threshold"]),
+        np.ascontiguousarray(nodes["missing_go_to_left"]),
+        np.ascontiguousarray(nodes["is_leaf"]), np.ascontiguousarray(nodes["left"]),
+        np.ascontiguousarray(nodes["right"]), X_binned, missing_bin, out,
     )
+    if X_binned.shape[0] < SERIAL_PREDICT_ROWS:
+        _predict_binned_rows(*args, 0, X_binned.shape[0])
+    else:
+        _predict_binned_one_tree(*args)
+
+
+def add_leaf_values(partition, leaf_starts, leaf_stops, leaf_values, out) -> None:
+    """Training-score update from the grower's partition (serial when small)."""
+    if partition.shape[0] < SERIAL_PREDICT_ROWS:
+        _add_leaf_values_serial(partition, leaf_starts, leaf_stops, leaf_values, out)
+    else:
+        _add_leaf_values(partition, leaf_starts, leaf_stops, leaf_values, out)
 
 
 # --- kernels ---
@@ -110,7 +127,20 @@ def _predict_binned_one_tree(
     X_binned, missing_bin, out,
 ):
     # X_binned: IN uint8 (n_samples, n_features); out: IN/OUT float64 (n_samples,)
-    for i in prange(X_binned.shape[0]):
+    n = X_binned.shape[0]
+    chunk = 4096
+    for c in prange((n + chunk - 1) // chunk):
+        _predict_binned_rows(value, feature_idx, bin_threshold, missing_left, is_leaf,
+                             left, right, X_binned, missing_bin, out, c * chunk,
+                             min(n, (c + 1) * chunk))
+
+
+@kernel
+def _predict_binned_rows(
+    value, feature_idx, bin_threshold, missing_left, is_leaf, left, right,
+    X_binned, missing_bin, out, lo, hi,
+):
+    for i in range(lo, hi):
         k = 0
         while not is_leaf[k]:
             b = X_binned[i, feature_idx[k]]
@@ -120,6 +150,14 @@ def _predict_binned_one_tree(
                 go_left = b <= bin_threshold[k]
             k = left[k] if go_left else right[k]
         out[i] += value[k]
+
+
+@kernel
+def _add_leaf_values_serial(partition, leaf_starts, leaf_stops, leaf_values, out):
+    for l in range(leaf_starts.shape[0]):
+        v = leaf_values[l]
+        for t in range(leaf_starts[l], leaf_stops[l]):
+            out[partition[t]] += v
 
 
 @parallel_kernel
