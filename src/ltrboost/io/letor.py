@@ -1,0 +1,1256 @@
+"""Read and write svmlight / LETOR text: ``label [qid:Q] idx:val ... [# comment]``.
+
+:func:`load_svmlight` parses a whole file into dense NumPy arrays with two Numba passes
+over its bytes (count, then parse into a row/column/value list that is scattered into
+``X``), and reports every problem as :class:`~ltrboost.dataset.LTRInputError` naming
+``path:line``.  :func:`dump_svmlight` writes the same format atomically and exactly
+(every value is written in its shortest round-trip form).
+
+Grammar accepted by the reader (one data line)::
+
+    line    := ws* label (ws+ "qid:" integer)? (ws+ index ":" value)* ws* ("#" comment)?
+    label   := number (finite)
+    index   := [0-9]+ (1 .. 2**31 - 1, 1-based)
+    value   := number | nan (missing) ; inf is rejected
+    number  := [+-]? (digits ["." digits?] | "." digits) ([eE] [+-]? digits)?
+               | [+-]? (nan | inf | infinity)          (case-insensitive)
+    ws      := space, tab, CR, VT, FF                  (lines end at LF)
+
+Numbers are converted exactly as Python's ``float()`` converts the same text: Clinger's
+fast path, then the Eisel-Lemire algorithm (Lemire, "Number parsing at a gigabyte per
+second", Software: Practice and Experience 51(8), 2021; its fallback-free form is
+proved in Mushtak & Lemire, 2023), and ``float()`` itself for the rare token outside
+both (more than 19 significant digits, absurd exponents).
+
+Conventions, documented once here:
+
+* Blank lines and comment-only lines are skipped; line numbers still count them.
+* Features absent from a line are 0.0 (the svmlight convention) or NaN with
+  ``missing="nan"``.  A value written as ``nan`` is always NaN (a missing value);
+  ``inf`` is an error, as is a number that overflows to infinity.
+* Feature indices need not be sorted on a line, but may not repeat.
+* ``qid:`` is all-or-nothing: on every data line or on none.  Query ids need *not* be
+  contiguous; :func:`ltrboost.dataset.group_by_qid` groups them later.
+* Zero-based files (feature index 0) are rejected: LETOR, LightGBM and XGBoost text
+  files are 1-based.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ltrboost._numba import kernel
+from ltrboost.dataset import LTRInputError
+from ltrboost.io.queryfile import _atomic_write, read_query_file
+
+__all__ = ["LetorData", "dump_svmlight", "load_svmlight", "parse_docids"]
+
+MISSING_OPTIONS = ("zero", "nan")
+
+# A typo such as ``100000000:0.5`` would otherwise ask for a dense matrix of ~1e8
+# columns per row and end the process with an out-of-memory kill.  Refuse a dense X
+# larger than both of these unless the caller confirms the width with ``n_features=``.
+_DENSE_GUARD_BYTES = 1 << 30
+_DENSE_GUARD_RATIO = 64
+
+_MAX_INDEX = 2**31 - 1  # LightGBM and XGBoost store feature indices in int32
+_BOM = b"\xef\xbb\xbf"
+
+
+class LetorData(NamedTuple):
+    """What :func:`load_svmlight` returns.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=float64, C order
+    y : ndarray of shape (n_samples,), dtype=float64
+    qid : ndarray of shape (n_samples,), dtype=int64, or None
+        None when the file has no ``qid:`` and no ``.query`` sizes were found.
+    comments : list of str, or None
+        Text after ``#`` on each data line, stripped (``""`` when there is none);
+        only with ``return_comments=True``.
+    """
+
+    X: NDArray[np.float64]
+    y: NDArray[np.float64]
+    qid: NDArray[np.int64] | None
+    comments: list[str] | None
+
+
+def load_svmlight(
+    path: str | os.PathLike[str],
+    *,
+    n_features: int | None = None,
+    query_file: str | os.PathLike[str] | None = None,
+    missing: str = "zero",
+    return_comments: bool = False,
+) -> LetorData:
+    """Load an svmlight / LETOR text file into dense arrays.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The data file (UTF-8; a BOM and CRLF line ends are accepted).
+    n_features : int, optional
+        Width of ``X``.  Narrower files are padded with absent features; a feature
+        index above ``n_features`` is an error naming its line.  Default: the largest
+        index in the file.
+    query_file : str or path-like, optional
+        LightGBM ``.query`` file of query sizes, for a data file without ``qid:``.
+        Default: ``path + ".query"`` when that file exists and ``path`` has no ``qid:``.
+        Queries read this way get ids ``0 .. n_queries - 1``.
+    missing : {"zero", "nan"}, default="zero"
+        Value of a feature absent from a line.
+    return_comments : bool, default=False
+        Also return the text after ``#`` of each data line.
+
+    Returns
+    -------
+    LetorData
+        ``(X, y, qid, comments)``; see :class:`LetorData`.
+
+    Raises
+    ------
+    LTRInputError
+        For any malformed input, as ``path:line: problem`` (1-based line): no data
+        lines, a missing or non-numeric or non-finite label, ``qid:`` on some lines
+        only, a non-integer ``qid``, a malformed ``index:value`` token, a feature index
+        that is not positive, repeats on its line or exceeds ``n_features``, an
+        infinite value, text that is not UTF-8, ``.query`` sizes that do not add up to
+        the number of rows (the error names the ``.query`` file).
+    ValueError
+        For a bad ``n_features`` or ``missing`` argument.
+    """
+    spath = os.fspath(path)
+    if missing not in MISSING_OPTIONS:
+        raise ValueError(f"missing={missing!r} is not one of {MISSING_OPTIONS}")
+    n_features = _check_n_features(n_features)
+    data = Path(spath).read_bytes()
+    X, y, qid, comments, lines = _parse_bytes(
+        data, spath, n_features, missing, return_comments
+    )
+    qid = _attach_queries(spath, query_file, qid, lines)
+    return LetorData(X, y, qid, comments)
+
+
+def parse_docids(comments: Iterable[str | None]) -> list[str | None]:
+    """Extract the LETOR document id (``docid = GX000-00-0000000``) from each comment.
+
+    Parameters
+    ----------
+    comments : iterable of str or None
+        For instance ``load_svmlight(path, return_comments=True).comments``.
+
+    Returns
+    -------
+    list of str or None
+        The id after ``docid =`` (spaces around ``=`` optional), or None where a
+        comment has none.
+    """
+    out: list[str | None] = []
+    for comment in comments:
+        match = _DOCID_RE.search(comment) if comment else None
+        out.append(match.group(1) if match else None)
+    return out
+
+
+def dump_svmlight(
+    path: str | os.PathLike[str],
+    X: ArrayLike,
+    y: ArrayLike,
+    qid: ArrayLike | None = None,
+    comments: Sequence[str] | None = None,
+    *,
+    zero_based: bool = False,
+) -> None:
+    """Write arrays as svmlight / LETOR text, atomically and exactly.
+
+    Each line is ``label [qid:Q] idx:val ... [# comment]``.  Values are written in
+    Python's shortest round-trip form (``repr``, with a trailing ``.0`` dropped), so
+    :func:`load_svmlight` returns bit-identical numbers.  Zeros are written (LETOR
+    files are dense); NaN features are *skipped*, i.e. written as absent, which is the
+    svmlight way to say "missing" and what other readers understand.  Load with
+    ``missing="nan"`` to get the NaNs back.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Destination.  The text goes to a temporary file in the same directory, is
+        flushed and ``fsync``-ed, then replaces ``path`` with ``os.replace``.
+    X : array-like of shape (n_samples, n_features)
+        Finite numbers or NaN.
+    y : array-like of shape (n_samples,)
+        Finite labels.
+    qid : array-like of shape (n_samples,), optional
+        Integer query ids, written as ``qid:Q``.
+    comments : sequence of str, optional
+        Written after ``#``, one per row; may not contain a line break.
+    zero_based : bool, default=False
+        Write feature indices from 0 (for tools that expect it).  :func:`load_svmlight`
+        reads only 1-based files.
+
+    Raises
+    ------
+    ValueError
+        On shape mismatches, non-finite labels, infinite features, non-integer qids or
+        comments with line breaks.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    n_samples = X.shape[0]
+    if y.shape != (n_samples,):
+        raise ValueError(f"y has shape {y.shape}, expected ({n_samples},)")
+    if not np.all(np.isfinite(y)):
+        bad = int(np.flatnonzero(~np.isfinite(y))[0])
+        raise ValueError(f"y[{bad}]={y[bad]}: labels must be finite")
+    if np.isinf(X).any():
+        row, col = (int(v) for v in np.argwhere(np.isinf(X))[0])
+        raise ValueError(
+            f"X[{row}, {col}] is infinite; use NaN for a missing value "
+            "(load_svmlight rejects inf)"
+        )
+    qid_list: list[int] | None = None
+    if qid is not None:
+        q = np.asarray(qid)
+        if q.shape != (n_samples,):
+            raise ValueError(f"qid has shape {q.shape}, expected ({n_samples},)")
+        if q.size and q.dtype.kind not in "iu":
+            if q.dtype.kind != "f" or not np.all(np.isfinite(q) & (q == np.round(q))):
+                raise ValueError("qid must hold integers")
+        qid_list = q.astype(np.int64).tolist()
+    if comments is not None:
+        comments = list(comments)
+        if len(comments) != n_samples:
+            raise ValueError(
+                f"comments has {len(comments)} entries, expected {n_samples}"
+            )
+        for k, text in enumerate(comments):
+            if "\n" in text or "\r" in text:
+                raise ValueError(f"comments[{k}] contains a line break")
+    offset = 0 if zero_based else 1
+    names = [f" {j + offset}:" for j in range(X.shape[1])]
+
+    def lines() -> Iterable[str]:
+        for i in range(n_samples):
+            parts = [_format_number(float(y[i]))]
+            if qid_list is not None:
+                parts.append(f" qid:{qid_list[i]}")
+            for name, v in zip(names, X[i].tolist(), strict=True):
+                if v == v:  # NaN != NaN: skipped, i.e. missing
+                    parts.append(name)
+                    parts.append(_format_number(v))
+            if comments is not None:
+                parts.append(" # " + comments[i] if comments[i] else " #")
+            parts.append("\n")
+            yield "".join(parts)
+
+    _atomic_write(path, lines())
+
+
+# --- helpers (Python) ---
+
+_DOCID_RE = re.compile(r"\bdocid\s*=\s*(\S+)")
+
+# Error codes written by ``_parse_letor`` into ``info[_I_ERR]``.
+_E_NONE = 0
+_E_NO_LABEL = 1
+_E_BAD_LABEL = 2
+_E_NONFINITE_LABEL = 3
+_E_QID_MISSING = 4
+_E_QID_UNEXPECTED = 5
+_E_BAD_QID = 6
+_E_BAD_TOKEN = 7
+_E_QID_POSITION = 8
+_E_BAD_INDEX = 9
+_E_INDEX_NONPOS = 10
+_E_INDEX_OVERFLOW = 11
+_E_INDEX_TOO_BIG = 12
+_E_BAD_VALUE = 13
+_E_INF_VALUE = 14
+_E_DUP_INDEX = 15
+
+# Layout of the kernel's ``info`` output.
+_I_ROWS = 0
+_I_TOKENS = 1
+_I_SLOW = 2
+_I_MAX_IDX = 3
+_I_MAX_IDX_LINE = 4
+_I_HAS_QID = 5
+_I_FIRST_LINE = 6
+_I_ERR = 7
+_I_ERR_LINE = 8
+_I_ERR_START = 9
+_I_ERR_END = 10
+_I_ERR_AUX = 11
+_I_LINES = 12
+_N_INFO = 13
+
+
+def _check_n_features(n_features: Any) -> int | None:
+    """Validate ``n_features`` (None or a non-negative int)."""
+    if n_features is None:
+        return None
+    if isinstance(n_features, bool) or not isinstance(n_features, int | np.integer):
+        raise ValueError(f"n_features={n_features!r} must be an int or None")
+    if not 0 <= int(n_features) <= _MAX_INDEX:
+        raise ValueError(f"n_features={n_features} must be between 0 and {_MAX_INDEX}")
+    return int(n_features)
+
+
+def _format_number(v: float) -> str:
+    """Shortest text that ``float()`` maps back to exactly ``v`` ("2" for 2.0)."""
+    text = repr(v)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _token_text(data: bytes, start: int, end: int) -> str:
+    """Bytes ``data[start:end]`` as a short printable string for a message."""
+    text = data[start:end].decode("utf-8", errors="replace")
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_utf8(data: bytes, path: str) -> None:
+    """Raise ``LTRInputError`` at the first byte that is not UTF-8."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise LTRInputError(
+            f"not UTF-8 text (byte 0x{data[err.start]:02x}); is this a binary file?",
+            path=path,
+            line=line,
+        ) from None
+
+
+def _empty_file_error(path: str) -> LTRInputError:
+    return LTRInputError(
+        "no data lines (the file is empty or holds only blank and comment lines)",
+        path=path,
+        line=1,
+    )
+
+
+def _parse_bytes(
+    data: bytes,
+    path: str,
+    n_features: int | None,
+    missing: str,
+    return_comments: bool,
+) -> tuple[
+    NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | None, Any, Any
+]:
+    """Parse file contents with the kernels.
+
+    Returns ``(X, y, qid_or_None, comments_or_None, row_lines)`` where ``row_lines``
+    (int64, one per data row) holds the 1-based line of each row.
+    """
+    buf = np.frombuffer(data, dtype=np.uint8)
+    n_newlines, n_colons, non_ascii = _count_bytes(buf)
+    if non_ascii:
+        _check_utf8(data, path)
+    start = len(_BOM) if data.startswith(_BOM) else 0
+
+    cap_rows = n_newlines + 1
+    y = np.empty(cap_rows, dtype=np.float64)
+    qid = np.empty(cap_rows, dtype=np.int64)
+    row_line = np.empty(cap_rows, dtype=np.int64)
+    row_ptr = np.empty(cap_rows + 1, dtype=np.int64)
+    com_start = np.empty(cap_rows, dtype=np.int64)
+    com_end = np.empty(cap_rows, dtype=np.int64)
+    cols = np.empty(n_colons, dtype=np.int32)
+    vals = np.empty(n_colons, dtype=np.float64)
+    info = np.zeros(_N_INFO, dtype=np.int64)
+    limit = -1 if n_features is None else n_features
+    cap_slow = 256
+    while True:
+        slow_start = np.empty(cap_slow, dtype=np.int64)
+        slow_end = np.empty(cap_slow, dtype=np.int64)
+        slow_slot = np.empty(cap_slow, dtype=np.int64)
+        _parse_letor(
+            buf, start, limit, y, qid, row_line, row_ptr, cols, vals,
+            com_start, com_end, slow_start, slow_end, slow_slot, info,
+        )  # fmt: skip
+        if info[_I_SLOW] <= cap_slow:
+            break
+        cap_slow = int(info[_I_SLOW])  # rare: many tokens beyond the fast paths
+
+    n_rows = int(info[_I_ROWS])
+    # Tokens outside the kernel's exact paths: convert with float(), as promised.
+    slow_err: LTRInputError | None = None
+    for k in range(int(info[_I_SLOW])):
+        s, e, slot = int(slow_start[k]), int(slow_end[k]), int(slow_slot[k])
+        v = float(data[s:e])
+        if slot < 0:
+            row = -slot - 1
+            y[row] = v
+            if not math.isfinite(v):
+                # The row being parsed when the kernel stopped has no row_line yet.
+                line = int(row_line[row]) if row < n_rows else int(info[_I_ERR_LINE])
+                slow_err = LTRInputError(
+                    f"label {_token_text(data, s, e)!r} is not a finite number",
+                    path=path,
+                    line=line,
+                )
+                break
+        else:
+            vals[slot] = v
+            if not math.isfinite(v):
+                row = int(np.searchsorted(row_ptr[: n_rows + 1], slot, "right")) - 1
+                # A token of the row being parsed when the kernel stopped is not yet
+                # in row_ptr; its line is the error line.
+                line = int(row_line[row]) if row < n_rows else int(info[_I_ERR_LINE])
+                slow_err = LTRInputError(
+                    f"feature value {_token_text(data, s, e)!r} overflows to infinity; "
+                    "use nan for a missing value (features must be finite)",
+                    path=path,
+                    line=line,
+                )
+                break
+    code = int(info[_I_ERR])
+    if slow_err is not None and (code == _E_NONE or slow_err.line <= info[_I_ERR_LINE]):
+        raise slow_err
+    if code != _E_NONE:
+        raise _kernel_error(data, path, info, n_features)
+    if n_rows == 0:
+        raise _empty_file_error(path)
+
+    max_idx = int(info[_I_MAX_IDX])
+    width = max_idx if n_features is None else n_features
+    if n_features is None:
+        nbytes = n_rows * width * 8
+        if nbytes > max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * len(data)):
+            raise LTRInputError(
+                f"feature index {max_idx} makes X {n_rows} x {width} float64 "
+                f"({nbytes / 2**30:.1f} GiB), far more than the file's size; if that "
+                f"is intended pass n_features={max_idx}",
+                path=path,
+                line=int(info[_I_MAX_IDX_LINE]),
+            )
+    fill = 0.0 if missing == "zero" else np.nan
+    X = np.full((n_rows, width), fill, dtype=np.float64)  # C order
+    _fill_dense(row_ptr, cols, vals, n_rows, X)
+    y_out = y[:n_rows].copy()
+    qid_out = qid[:n_rows].copy() if info[_I_HAS_QID] == 1 else None
+    comments = None
+    if return_comments:
+        comments = [
+            data[s:e].decode("utf-8").strip() if s >= 0 else ""
+            for s, e in zip(
+                com_start[:n_rows].tolist(), com_end[:n_rows].tolist(), strict=True
+            )
+        ]
+    return X, y_out, qid_out, comments, row_line[:n_rows].copy()
+
+
+def _kernel_error(
+    data: bytes, path: str, info: NDArray[np.int64], n_features: int | None
+) -> LTRInputError:
+    """Turn the kernel's error code into an ``LTRInputError`` with a message."""
+    code = int(info[_I_ERR])
+    line = int(info[_I_ERR_LINE])
+    aux = int(info[_I_ERR_AUX])
+    tok = _token_text(data, int(info[_I_ERR_START]), int(info[_I_ERR_END]))
+    messages = {
+        _E_NO_LABEL: f"no label: a data line starts with its label, found {tok!r}",
+        _E_BAD_LABEL: f"label {tok!r} is not a number",
+        _E_NONFINITE_LABEL: f"label {tok!r} is not a finite number",
+        _E_QID_MISSING: (
+            f"this line has no qid: but line {aux} has one; "
+            "either every data line has qid: or none does"
+        ),
+        _E_QID_UNEXPECTED: (
+            f"this line has qid: but line {aux} has none; "
+            "either every data line has qid: or none does"
+        ),
+        _E_BAD_QID: f"qid {tok!r} is not an integer (int64)",
+        _E_BAD_TOKEN: f"malformed feature {tok!r}: expected index:value",
+        _E_QID_POSITION: f"{tok!r}: qid: must come right after the label",
+        _E_BAD_INDEX: f"feature index {tok!r} is not an integer",
+        _E_INDEX_NONPOS: (
+            f"feature index {tok!r} is not positive; feature indices are 1-based"
+        ),
+        _E_INDEX_OVERFLOW: f"feature index {tok!r} is too large (at most {_MAX_INDEX})",
+        _E_INDEX_TOO_BIG: (
+            f"feature index {aux} is larger than n_features={n_features}"
+        ),
+        _E_BAD_VALUE: f"feature value {tok!r} is not a number",
+        _E_INF_VALUE: (
+            f"feature value {tok!r} is infinite; use nan for a missing value "
+            "(features must be finite)"
+        ),
+        _E_DUP_INDEX: f"feature index {aux} appears more than once on this line",
+    }
+    return LTRInputError(messages[code], path=path, line=line)
+
+
+def _attach_queries(
+    path: str,
+    query_file: str | os.PathLike[str] | None,
+    qid: NDArray[np.int64] | None,
+    row_lines: NDArray[np.int64],
+) -> NDArray[np.int64] | None:
+    """Apply the ``.query`` convention to a file without ``qid:``."""
+    n_rows = row_lines.shape[0]
+    if qid is not None:
+        if query_file is not None:
+            raise LTRInputError(
+                "the file has qid: on every line, so "
+                f"query_file={os.fspath(query_file)!r} would define the queries twice; "
+                "pass one or the other",
+                path=path,
+                line=int(row_lines[0]),
+            )
+        return qid
+    if query_file is None:
+        sidecar = path + ".query"
+        if not os.path.isfile(sidecar):
+            return None
+        query_file = sidecar
+    qpath = os.fspath(query_file)
+    sizes = read_query_file(qpath)
+    cumulative = np.cumsum(sizes)
+    over = np.flatnonzero(cumulative > n_rows)
+    if over.size or cumulative[-1] != n_rows:
+        # Line numbers of the .query file: skip blank lines as read_query_file does.
+        size_lines = [
+            k + 1
+            for k, raw in enumerate(Path(qpath).read_bytes().split(b"\n"))
+            if raw.strip(b" \t\r\v\f").strip(_BOM)
+        ]
+        k = int(over[0]) if over.size else sizes.shape[0] - 1
+        raise LTRInputError(
+            f"query sizes add up to {int(cumulative[k])} by this line but {path} has "
+            f"{n_rows} data rows; the sizes must add up to the number of rows",
+            path=qpath,
+            line=size_lines[k],
+        )
+    return np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+
+
+def _power_of_five_table() -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """128-bit truncated approximations of 5**q, q in [-342, 308], as (high, low) words.
+
+    Normalised so the top bit is set; negative powers are reciprocals rounded up.  This
+    is the table of Lemire's fast_float (``script/table_generation.py``), computed
+    exactly with Python integers rather than pasted.
+    """
+    hi: list[int] = []
+    lo: list[int] = []
+    mask = (1 << 64) - 1
+    for q in range(_SMALLEST_POW10, _LARGEST_POW10 + 1):
+        if q < 0:
+            power5 = 5**-q
+            # smallest z with 2**z >= power5 (5**k is no power of 2)
+            z = power5.bit_length()
+            if q >= -27:
+                c = 2 ** (z + 127) // power5 + 1
+            else:
+                c = 2 ** (2 * z + 128) // power5 + 1
+                while c >= 1 << 128:
+                    c //= 2
+        else:
+            c = 5**q
+            while c < 1 << 127:
+                c *= 2
+            while c >= 1 << 128:
+                c //= 2
+        hi.append(c >> 64)
+        lo.append(c & mask)
+    return np.array(hi, dtype=np.uint64), np.array(lo, dtype=np.uint64)
+
+
+_SMALLEST_POW10 = -342  # below: every 19-digit mantissa rounds to 0.0
+_LARGEST_POW10 = 308  # above: every non-zero mantissa overflows to inf
+_POW5_HI, _POW5_LO = _power_of_five_table()
+_POW10 = np.array([10.0**k for k in range(23)])  # exact in float64 up to 1e22
+# _POW2[k] = 2**(k - 1075) for a biased exponent k (index 0 underflows and is unused).
+_POW2 = np.ldexp(1.0, np.arange(2047) - 1075)
+
+# Constants for the uint64 arithmetic of the kernels: mixing uint64 with Python ints
+# makes Numba promote to float64, so every operand is a typed uint64.
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+_U3 = np.uint64(3)
+_U10 = np.uint64(10)
+_U32 = np.uint64(32)
+_U63 = np.uint64(63)
+_M32 = np.uint64(0xFFFFFFFF)
+_MAX64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+_PRECISION_MASK = np.uint64(0xFFFFFFFFFFFFFFFF >> 55)  # 52 explicit bits + 3
+_HIDDEN_BIT = np.uint64(1 << 52)
+_TWO53 = np.uint64(1 << 53)
+
+# Status of ``_parse_number``.
+_NUM_OK = 0
+_NUM_SLOW = 1
+_NUM_BAD = 2
+_NUM_NAN = 3
+_NUM_INF = 4
+
+
+# --- kernels ---
+
+
+@kernel
+def _count_bytes(buf):
+    """Line feeds, colons and whether any byte is >= 0x80, in one pass.
+
+    ``buf`` : uint8[:] (IN).  Returns ``(n_newlines, n_colons, non_ascii)``; the counts
+    bound the number of rows and of ``index:value`` tokens.
+    """
+    n_nl = 0
+    n_colon = 0
+    high = 0
+    for k in range(buf.shape[0]):
+        c = buf[k]
+        n_nl += c == 10
+        n_colon += c == 58
+        high |= c
+    return n_nl, n_colon, high >= 128
+
+
+@kernel
+def _mul_64x64(a, b):
+    """Full 128-bit product of two uint64, as (high, low) uint64 words."""
+    a_lo = a & _M32
+    a_hi = a >> _U32
+    b_lo = b & _M32
+    b_hi = b >> _U32
+    p0 = a_lo * b_lo
+    p1 = a_lo * b_hi
+    p2 = a_hi * b_lo
+    p3 = a_hi * b_hi
+    mid = (p0 >> _U32) + (p1 & _M32) + (p2 & _M32)  # < 3 * 2**32: no overflow
+    low = (p0 & _M32) | (mid << _U32)
+    high = p3 + (p1 >> _U32) + (p2 >> _U32) + (mid >> _U32)
+    return high, low
+
+
+@kernel
+def _leading_zeros(w):
+    """Number of leading zero bits of a non-zero uint64."""
+    n = 0
+    for shift in (32, 16, 8, 4, 2, 1):
+        if (w >> np.uint64(64 - shift)) == _U0:
+            n += shift
+            w = w << np.uint64(shift)
+    return n
+
+
+@kernel
+def _eisel_lemire(w, q):
+    """Correctly rounded ``w * 10**q`` for a non-zero uint64 ``w``, as float64.
+
+    Lemire (2021), Algorithm 1, in the fallback-free form of fast_float's
+    ``compute_float`` (Mushtak & Lemire 2023 prove the two-word product always
+    suffices).  ``q`` must lie in [-342, 308]; the caller handles the rest.
+    """
+    lz = _leading_zeros(w)
+    w = w << np.uint64(lz)
+    index = q - _SMALLEST_POW10
+    high, low = _mul_64x64(w, _POW5_HI[index])
+    if (high & _PRECISION_MASK) == _PRECISION_MASK:
+        # The first word may be off by one in its low bits: add the second word.
+        high2, _ = _mul_64x64(w, _POW5_LO[index])
+        # low + high2 modulo 2**64, with the carry into high, written without
+        # overflowing (so it also runs, warning-free, with NUMBA_DISABLE_JIT=1).
+        if high2 > _MAX64 - low:
+            low = high2 - (_MAX64 - low) - _U1
+            high = high + _U1
+        else:
+            low = low + high2
+    upperbit = np.int64(high >> _U63)
+    shift = upperbit + 9
+    mantissa = high >> np.uint64(shift)
+    # power(q) = floor(q * log2(10)) + 63, via the 16-bit fixed-point constant.
+    power2 = (((152170 + 65536) * q) >> 16) + 63 + upperbit - lz + 1023
+    if power2 <= 0:  # subnormal (or zero)
+        if -power2 + 1 >= 64:
+            return 0.0
+        mantissa = mantissa >> np.uint64(-power2 + 1)
+        mantissa = mantissa + (mantissa & _U1)
+        mantissa = mantissa >> _U1
+        # mantissa == 2**52 here means rounding reached the smallest normal number.
+        return float(mantissa) * _POW2[1]  # 2**-1074
+    # Exactly halfway between two doubles: round to even (only possible for small q).
+    if low <= _U1 and q >= -4 and q <= 23 and (mantissa & _U3) == _U1:
+        if (mantissa << np.uint64(shift)) == high:
+            mantissa = mantissa & ~_U1
+    mantissa = mantissa + (mantissa & _U1)
+    mantissa = mantissa >> _U1
+    if mantissa >= _TWO53:
+        mantissa = _HIDDEN_BIT
+        power2 += 1
+    if power2 >= 2047:
+        return math.inf
+    mantissa = mantissa | _HIDDEN_BIT
+    # An exact product: the result is a normal double (ldexp is a libm call).
+    return float(mantissa) * _POW2[power2]
+
+
+@kernel
+def _parse_number(buf, s, e):
+    """Parse the number starting at ``buf[s]`` (uint8), reading no further than ``e``.
+
+    Reads the longest run of bytes that can continue the grammar's ``number``, and
+    returns ``(status, value, end)`` with ``end`` the first byte not read; the caller
+    decides whether ``buf[end]`` may follow a number.  ``status``: ``_NUM_OK`` (finite
+    ``value``, equal to Python's ``float()`` of the text), ``_NUM_NAN``, ``_NUM_INF``
+    (``value`` +-inf, spelled out or overflowed), ``_NUM_BAD`` (the run is no complete
+    number) or ``_NUM_SLOW`` (valid, but outside the exact paths here: the caller
+    converts the text with ``float()``).
+    """
+    if s >= e:
+        return _NUM_BAD, 0.0, s
+    i = s
+    negative = False
+    c = buf[i]
+    if c == 43 or c == 45:  # + -
+        negative = c == 45
+        i += 1
+        if i >= e:
+            return _NUM_BAD, 0.0, i
+        c = buf[i]
+    if c >= 65:  # a letter: nan, inf or infinity, case-insensitive
+        if i + 3 <= e:
+            c0 = c | 32
+            c1 = buf[i + 1] | 32
+            c2 = buf[i + 2] | 32
+            if c0 == 110 and c1 == 97 and c2 == 110:  # nan
+                # float("-nan") sets the sign bit; copysign does (negation may not).
+                nan = math.copysign(math.nan, -1.0 if negative else 1.0)
+                return _NUM_NAN, nan, i + 3
+            if c0 == 105 and c1 == 110 and c2 == 102:  # inf
+                v = -math.inf if negative else math.inf
+                if (
+                    i + 8 <= e
+                    and (buf[i + 3] | 32) == 105
+                    and (buf[i + 4] | 32) == 110
+                    and (buf[i + 5] | 32) == 105
+                    and (buf[i + 6] | 32) == 116
+                    and (buf[i + 7] | 32) == 121
+                ):  # inity
+                    return _NUM_INF, v, i + 8
+                return _NUM_INF, v, i + 3
+        return _NUM_BAD, 0.0, i
+    # Decimal: mantissa w of at most 19 significant digits, value w * 10**dexp.
+    w = _U0
+    n_digits = 0
+    dexp = 0
+    any_digit = False
+    inexact = False  # a non-zero digit was dropped after the 19th
+    while i < e:
+        d = np.int64(buf[i]) - 48
+        if d < 0 or d > 9:
+            break
+        any_digit = True
+        if n_digits == 0 and d == 0:
+            pass  # leading zero
+        elif n_digits < 19:
+            w = w * _U10 + np.uint64(d)
+            n_digits += 1
+        else:
+            inexact |= d != 0
+            dexp += 1
+        i += 1
+    if i < e and buf[i] == 46:  # .
+        i += 1
+        while i < e:
+            d = np.int64(buf[i]) - 48
+            if d < 0 or d > 9:
+                break
+            any_digit = True
+            if n_digits == 0 and d == 0:
+                dexp -= 1
+            elif n_digits < 19:
+                w = w * _U10 + np.uint64(d)
+                n_digits += 1
+                dexp -= 1
+            else:
+                inexact |= d != 0
+            i += 1
+    if not any_digit:
+        return _NUM_BAD, 0.0, i
+    if i < e and (buf[i] | 32) == 101:  # e E
+        i += 1
+        exp_negative = False
+        if i < e and (buf[i] == 43 or buf[i] == 45):
+            exp_negative = buf[i] == 45
+            i += 1
+        exponent = 0
+        exp_digits = False
+        while i < e:
+            d = np.int64(buf[i]) - 48
+            if d < 0 or d > 9:
+                break
+            exp_digits = True
+            if exponent < 100_000_000:
+                exponent = exponent * 10 + d
+            else:
+                inexact = True  # absurd exponent: let float() decide
+            i += 1
+        if not exp_digits:
+            return _NUM_BAD, 0.0, i
+        dexp += -exponent if exp_negative else exponent
+    if w == _U0:
+        return _NUM_OK, -0.0 if negative else 0.0, i
+    if inexact:
+        return _NUM_SLOW, 0.0, i
+    # Clinger's fast path: w and 10**|dexp| are exact doubles, so one rounding.
+    if w <= _TWO53 and dexp >= -22 and dexp <= 22:
+        if dexp >= 0:
+            v = float(w) * _POW10[dexp]
+        else:
+            v = float(w) / _POW10[-dexp]
+        return _NUM_OK, -v if negative else v, i
+    if dexp < _SMALLEST_POW10:
+        return _NUM_OK, -0.0 if negative else 0.0, i
+    if dexp > _LARGEST_POW10:
+        return _NUM_INF, -math.inf if negative else math.inf, i
+    v = _eisel_lemire(w, dexp)
+    if v == math.inf:
+        return _NUM_INF, -math.inf if negative else math.inf, i
+    return _NUM_OK, -v if negative else v, i
+
+
+@kernel
+def _is_space(c):
+    """Whitespace inside a line: space, tab, CR, VT, FF (LF ends the line)."""
+    return c == 32 or (c >= 9 and c <= 13 and c != 10)
+
+
+@kernel
+def _ends_token(buf, i):
+    """Whether a token ends before ``buf[i]``: end of data, whitespace, LF or ``#``."""
+    if i >= buf.shape[0]:
+        return True
+    c = buf[i]
+    return c == 32 or (c >= 9 and c <= 13) or c == 35
+
+
+@kernel
+def _token_end(buf, i):
+    """Index of the first byte at or after ``i`` that ends a token."""
+    while not _ends_token(buf, i):
+        i += 1
+    return i
+
+
+@kernel
+def _feature_error(buf, ts, n_features_limit):
+    """Classify the bad ``index:value`` token at ``ts``: ``(code, start, end, aux)``.
+
+    Only called once the fast path of ``_parse_letor`` refused the token's shape or
+    index, so it runs on error paths only; checks go left to right (shape, then index),
+    as the reference does.  Value errors are named by the caller, which has just parsed
+    the value.
+    """
+    te = _token_end(buf, ts)
+    colon = -1
+    n_colons = 0
+    for k in range(ts, te):
+        if buf[k] == 58:
+            n_colons += 1
+            if colon < 0:
+                colon = k
+    # "qid:" after a feature, or twice: a misplaced qid, not a malformed feature.
+    if colon - ts == 3 and buf[ts] == 113 and buf[ts + 1] == 105 and buf[ts + 2] == 100:
+        return _E_QID_POSITION, ts, te, 0
+    if n_colons != 1 or colon == ts or colon == te - 1:
+        return _E_BAD_TOKEN, ts, te, 0
+    k = ts
+    if buf[k] == 45:  # a '-' gets its own message
+        k += 1
+    if k == colon:
+        return _E_BAD_INDEX, ts, colon, 0
+    idx = 0
+    for j in range(k, colon):
+        d = np.int64(buf[j]) - 48
+        if d < 0 or d > 9:
+            return _E_BAD_INDEX, ts, colon, 0
+        if idx <= _MAX_INDEX:
+            idx = idx * 10 + d
+    if buf[ts] == 45 or idx == 0:
+        return _E_INDEX_NONPOS, ts, colon, 0
+    if idx > _MAX_INDEX:
+        return _E_INDEX_OVERFLOW, ts, colon, 0
+    return _E_INDEX_TOO_BIG, ts, te, idx  # the only error left for a valid index
+
+
+@kernel
+def _parse_letor(
+    buf, pos, n_features_limit, y, qid, row_line, row_ptr, cols, vals,
+    com_start, com_end, slow_start, slow_end, slow_slot, info,
+):  # fmt: skip
+    """Parse LETOR lines from ``buf[pos:]`` into row and token arrays, in one pass.
+
+    ``buf`` uint8[:] (IN); ``pos`` first byte after a BOM; ``n_features_limit`` largest
+    allowed index, or -1 for none.  Per data row (OUT): ``y``, ``qid``, ``row_line``
+    (1-based line), ``row_ptr`` (CSR offsets into the token arrays, length
+    ``n_rows + 1``), ``com_start``/``com_end`` (byte span of the comment, -1 if none).
+    Per feature token (OUT): ``cols`` (1-based index, int32), ``vals``.  Tokens beyond
+    the exact float paths (OUT): ``slow_start``/``slow_end`` byte spans and
+    ``slow_slot`` (token index, or ``-(row + 1)`` for a label); only the first
+    ``len(slow_start)`` are stored, all are counted.  ``info`` (OUT): counts and the
+    first error (``_I_*`` layout); the kernel stops at the first error, never raises.
+
+    Every byte is read once on the happy path: numbers are parsed where they start and
+    must be followed by a token end; anything else falls to ``_feature_error`` (or the
+    label checks), which re-reads the bad token to name the problem.
+    """
+    n = buf.shape[0]
+    cap_slow = slow_start.shape[0]
+    line = 0
+    n_rows = 0
+    n_tok = 0
+    n_slow = 0
+    max_idx = 0
+    max_idx_line = 0
+    has_qid = -1
+    first_line = 0
+    err = _E_NONE
+    err_start = 0
+    err_end = 0
+    err_aux = 0
+    row_ptr[0] = 0
+    while pos < n:
+        line += 1
+        i = pos
+        while i < n and _is_space(buf[i]):
+            i += 1
+        if i >= n or buf[i] == 10 or buf[i] == 35:  # blank or comment-only line
+            while i < n and buf[i] != 10:
+                i += 1
+            pos = i + 1
+            continue
+
+        # Label: the first token.
+        ts = i
+        status, v, i = _parse_number(buf, ts, n)
+        if status == _NUM_BAD or not _ends_token(buf, i):
+            te = _token_end(buf, ts)
+            err = _E_BAD_LABEL
+            for k in range(ts, te):
+                if buf[k] == 58:  # a colon: this is a feature, the label is missing
+                    err = _E_NO_LABEL
+            err_start, err_end = ts, te
+            break
+        if status == _NUM_NAN or status == _NUM_INF:
+            err, err_start, err_end = _E_NONFINITE_LABEL, ts, i
+            break
+        if status == _NUM_SLOW:
+            if n_slow < cap_slow:
+                slow_start[n_slow] = ts
+                slow_end[n_slow] = i
+                slow_slot[n_slow] = -(n_rows + 1)
+            n_slow += 1
+        y[n_rows] = v
+
+        # Optional qid:Q right after the label.
+        while i < n and _is_space(buf[i]):
+            i += 1
+        line_has_qid = 0
+        if (
+            i + 4 <= n
+            and buf[i] == 113
+            and buf[i + 1] == 105
+            and buf[i + 2] == 100
+            and buf[i + 3] == 58
+        ):  # "qid:"
+            line_has_qid = 1
+            ts = i
+            te = _token_end(buf, i + 4)
+            q, ok = _parse_int64(buf, i + 4, te)
+            if not ok:
+                err, err_start, err_end = _E_BAD_QID, ts, te
+                break
+            qid[n_rows] = q
+            i = te
+        if has_qid < 0:
+            has_qid = line_has_qid
+            first_line = line
+        elif line_has_qid != has_qid:
+            err = _E_QID_UNEXPECTED if line_has_qid else _E_QID_MISSING
+            err_start, err_end, err_aux = ts, i, first_line
+            break
+
+        # Features: index:value tokens until LF or '#'.
+        row_start = n_tok
+        increasing = True
+        prev = 0
+        while True:
+            while i < n and _is_space(buf[i]):
+                i += 1
+            if i >= n or buf[i] == 10 or buf[i] == 35:
+                break
+            ts = i
+            idx = 0
+            while i < n:
+                d = np.int64(buf[i]) - 48
+                if d < 0 or d > 9:
+                    break
+                if idx <= _MAX_INDEX:
+                    idx = idx * 10 + d
+                i += 1
+            if not (
+                i > ts
+                and i < n
+                and buf[i] == 58
+                and idx >= 1
+                and idx <= _MAX_INDEX
+                and (n_features_limit < 0 or idx <= n_features_limit)
+            ):
+                err, err_start, err_end, err_aux = _feature_error(
+                    buf, ts, n_features_limit
+                )
+                break
+            vs = i + 1
+            status, v, i = _parse_number(buf, vs, n)
+            if status == _NUM_BAD or status == _NUM_INF or not _ends_token(buf, i):
+                te = _token_end(buf, i)
+                err, err_start, err_end = _E_BAD_VALUE, vs, te
+                if status == _NUM_INF and i == te:
+                    err = _E_INF_VALUE
+                if te == vs:  # "5:" with nothing after the colon
+                    err, err_start = _E_BAD_TOKEN, ts
+                for k in range(vs, te):
+                    if buf[k] == 58:  # a second colon
+                        err, err_start = _E_BAD_TOKEN, ts
+                break
+            if status == _NUM_SLOW:
+                if n_slow < cap_slow:
+                    slow_start[n_slow] = vs
+                    slow_end[n_slow] = i
+                    slow_slot[n_slow] = n_tok
+                n_slow += 1
+            cols[n_tok] = idx
+            vals[n_tok] = v
+            n_tok += 1
+            if idx <= prev:
+                increasing = False
+            prev = idx
+            if idx > max_idx:
+                max_idx = idx
+                max_idx_line = line
+        if err != _E_NONE:
+            break
+        if not increasing:
+            # Rare: indices out of order; sort a copy to find repeats.
+            dup = _first_repeat(cols[row_start:n_tok].copy())
+            if dup > 0:
+                err, err_aux = _E_DUP_INDEX, dup
+                break
+        if i < n and buf[i] == 35:
+            com_start[n_rows] = i + 1
+            while i < n and buf[i] != 10:
+                i += 1
+            com_end[n_rows] = i
+        else:
+            com_start[n_rows] = -1
+            com_end[n_rows] = -1
+        pos = i + 1  # buf[i] is LF (or i == n)
+        row_line[n_rows] = line
+        n_rows += 1
+        row_ptr[n_rows] = n_tok
+    info[_I_ROWS] = n_rows
+    info[_I_TOKENS] = n_tok
+    info[_I_SLOW] = n_slow
+    info[_I_MAX_IDX] = max_idx
+    info[_I_MAX_IDX_LINE] = max_idx_line
+    info[_I_HAS_QID] = has_qid
+    info[_I_FIRST_LINE] = first_line
+    info[_I_ERR] = err
+    info[_I_ERR_LINE] = line if err != _E_NONE else 0
+    info[_I_ERR_START] = err_start
+    info[_I_ERR_END] = err_end
+    info[_I_ERR_AUX] = err_aux
+    info[_I_LINES] = line
+
+
+@kernel
+def _first_repeat(a):
+    """Sort ``a`` (int32[:], IN/OUT) in place; return a value found twice, or 0.
+
+    Heapsort, O(k log k) for any order, in its one-loop form (heap construction while
+    ``start > 0``, then extraction).  ``np.sort`` would do, but compiling it adds
+    seconds to the first call, for a path taken only by lines with unsorted indices.
+    """
+    n = a.shape[0]
+    start = n // 2
+    end = n
+    while end > 1:
+        if start > 0:
+            start -= 1
+        else:
+            end -= 1
+            a[0], a[end] = a[end], a[0]
+        # Sift a[start] down within the max-heap a[:end].
+        root = start
+        while True:
+            child = 2 * root + 1
+            if child >= end:
+                break
+            if child + 1 < end and a[child + 1] > a[child]:
+                child += 1
+            if a[root] >= a[child]:
+                break
+            a[root], a[child] = a[child], a[root]
+            root = child
+    for k in range(1, n):
+        if a[k] == a[k - 1]:
+            return a[k]
+    return 0
+
+
+@kernel
+def _parse_int64(buf, s, e):
+    """``[+-]?[0-9]+`` in ``buf[s:e]`` as int64; returns ``(value, ok)``.
+
+    Values beyond +-(2**63 - 1) are not ok.
+    """
+    if s >= e:
+        return 0, False
+    i = s
+    negative = buf[i] == 45
+    if buf[i] == 43 or buf[i] == 45:
+        i += 1
+    if i >= e:
+        return 0, False
+    q = 0
+    while i < e:
+        d = np.int64(buf[i]) - 48
+        if d < 0 or d > 9:
+            return 0, False
+        if q > (9223372036854775807 - d) // 10:
+            return 0, False
+        q = q * 10 + d
+        i += 1
+    return (-q if negative else q), True
+
+
+@kernel
+def _fill_dense(row_ptr, cols, vals, n_rows, X):
+    """Scatter CSR tokens into dense ``X`` (IN/OUT, pre-filled with the missing value).
+
+    ``row_ptr`` int64[n_rows + 1], ``cols`` int32 (1-based), ``vals`` float64 (IN).
+    """
+    for r in range(n_rows):
+        for k in range(row_ptr[r], row_ptr[r + 1]):
+            X[r, cols[k] - 1] = vals[k]
+
+
+# --- references ---
+
+_WS_RE = re.compile(r"[ \t\r\v\f]+")
+_NUMBER_RE = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:nan|inf|infinity))",
+    re.ASCII,  # in Unicode mode (?i) would let U+0131 (dotless i) match 'i'
+)
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+
+
+def _parse_bytes_reference(
+    data: bytes,
+    path: str,
+    n_features: int | None,
+    missing: str,
+) -> tuple[Any, Any, Any, list[str]]:
+    """Plain-Python twin of :func:`_parse_bytes`, for tests: ``(X, y, qid, comments)``.
+
+    Written from the grammar in the module docstring with regular expressions and
+    ``float()``; it raises ``LTRInputError`` at the same line as the kernel.  ``.query``
+    handling is not part of it.
+    """
+    _check_utf8(data, path)
+    n_bytes = len(data)
+    text = data.removeprefix(_BOM).decode("utf-8")
+    rows: list[dict[int, float]] = []
+    labels: list[float] = []
+    qids: list[int] = []
+    comments: list[str] = []
+    row_lines: list[int] = []
+    has_qid: bool | None = None
+    first_line = 0
+
+    def fail(msg: str, line: int) -> LTRInputError:
+        return LTRInputError(msg, path=path, line=line)
+
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        body, hash_, comment = raw.partition("#")
+        tokens = [t for t in _WS_RE.split(body) if t]
+        if not tokens:
+            continue
+        label_tok = tokens.pop(0)
+        if ":" in label_tok:
+            raise fail("no label", lineno)
+        if not _NUMBER_RE.fullmatch(label_tok):
+            raise fail("label is not a number", lineno)
+        label = float(label_tok)
+        if not math.isfinite(label):
+            raise fail("label is not a finite number", lineno)
+        line_has_qid = bool(tokens) and tokens[0].startswith("qid:")
+        if line_has_qid:
+            q_tok = tokens.pop(0)[4:]
+            if not _INT_RE.fullmatch(q_tok) or abs(int(q_tok)) > 2**63 - 1:
+                raise fail("qid is not an integer", lineno)
+            qids.append(int(q_tok))
+        if has_qid is None:
+            has_qid, first_line = line_has_qid, lineno
+        elif has_qid != line_has_qid:
+            raise fail(f"qid: on some lines only (line {first_line})", lineno)
+        features: dict[int, float] = {}
+        duplicate = 0
+        for tok in tokens:
+            if tok.count(":") != 1 or tok.startswith(":") or tok.endswith(":"):
+                raise fail("malformed feature", lineno)
+            idx_tok, val_tok = tok.split(":")
+            if not re.fullmatch(r"-?[0-9]+", idx_tok):
+                raise fail("feature index is not an integer", lineno)
+            idx = int(idx_tok)
+            if idx <= 0 or idx_tok.startswith("-"):
+                raise fail("feature index is not positive", lineno)
+            if idx > _MAX_INDEX:
+                raise fail("feature index is too large", lineno)
+            if n_features is not None and idx > n_features:
+                raise fail("feature index is larger than n_features", lineno)
+            if not _NUMBER_RE.fullmatch(val_tok):
+                raise fail("feature value is not a number", lineno)
+            value = float(val_tok)
+            if math.isinf(value):
+                raise fail("feature value is infinite", lineno)
+            if idx in features and not duplicate:
+                duplicate = idx
+            features[idx] = value
+        if duplicate:
+            # Reported once the whole line is read, as the kernel does.
+            raise fail(f"feature index {duplicate} appears more than once", lineno)
+        rows.append(features)
+        row_lines.append(lineno)
+        labels.append(label)
+        comments.append(comment.strip() if hash_ else "")
+    if not rows:
+        raise _empty_file_error(path)
+    width = n_features
+    if width is None:
+        width = max((max(r) for r in rows if r), default=0)
+        limit = max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * n_bytes)
+        if len(rows) * width * 8 > limit:
+            line = next(row_lines[i] for i, r in enumerate(rows) if width in r)
+            raise fail("feature index makes X too large; pass n_features", line)
+    fill = 0.0 if missing == "zero" else np.nan
+    X = np.full((len(rows), width), fill)
+    for i, features in enumerate(rows):
+        for idx, value in features.items():
+            X[i, idx - 1] = value
+    qid_arr = np.asarray(qids, dtype=np.int64) if has_qid else None
+    return X, np.asarray(labels, dtype=np.float64), qid_arr, comments

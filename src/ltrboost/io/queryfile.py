@@ -1,0 +1,176 @@
+"""LightGBM ``.query`` files: the number of documents of each query, one per line.
+
+A ``.query`` file sits next to a data file without ``qid:`` (``rank.train`` ->
+``rank.train.query``) and lists, in row order, how many consecutive rows belong to each
+query.  This module reads and writes such files; :mod:`ltrboost.io.letor` uses the
+reader for the sidecar convention.  Writing is atomic (temporary file in the same
+directory, ``fsync``, ``os.replace``), a helper :mod:`ltrboost.io.letor` shares.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ltrboost.dataset import LTRInputError
+
+__all__ = ["read_query_file", "write_query_file"]
+
+# Whitespace that may surround a size; the same ASCII set the LETOR reader accepts.
+_WS = " \t\r\v\f"
+_BOM = b"\xef\xbb\xbf"
+
+
+def read_query_file(path: str | os.PathLike[str]) -> NDArray[np.int64]:
+    """Read query sizes from a LightGBM ``.query`` file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Text file with one positive integer per line.  Surrounding whitespace, blank
+        lines (still counted for line numbers), CRLF line ends and a UTF-8 BOM are
+        accepted.
+
+    Returns
+    -------
+    sizes : ndarray of shape (n_queries,), dtype=int64
+        Documents per query, in row order.
+
+    Raises
+    ------
+    LTRInputError
+        ``path:line: problem`` for a line that is not a positive integer, for a file
+        that is not UTF-8 text, and for a file with no sizes at all.
+    """
+    spath = os.fspath(path)
+    data = Path(spath).read_bytes()
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise LTRInputError(
+            f"not UTF-8 text (byte 0x{data[err.start]:02x}); "
+            "a .query file holds one integer per line",
+            path=spath,
+            line=line,
+        ) from None
+    sizes: list[int] = []
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        token = raw.strip(_WS)
+        if not token:
+            continue
+        # int() would also take "1_000", "+3" or non-ASCII digits: plain digits only.
+        if not (token.isascii() and token.isdigit()):
+            raise LTRInputError(
+                f"query size {_shorten(token)!r} is not a positive integer "
+                "(one number of documents per line)",
+                path=spath,
+                line=lineno,
+            )
+        size = int(token)
+        if size <= 0:
+            raise LTRInputError(
+                f"query size {size}: every query needs at least one document",
+                path=spath,
+                line=lineno,
+            )
+        sizes.append(size)
+    if not sizes:
+        raise LTRInputError(
+            "no query sizes (the file is empty or blank)", path=spath, line=1
+        )
+    return np.asarray(sizes, dtype=np.int64)
+
+
+def write_query_file(path: str | os.PathLike[str], sizes: ArrayLike) -> None:
+    """Write query sizes, one per line, atomically.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Destination; replaced atomically, so readers never see a half-written file.
+    sizes : array-like of shape (n_queries,)
+        Positive whole numbers.
+
+    Raises
+    ------
+    ValueError
+        When ``sizes`` is not 1-D or holds a value that is not a positive whole number.
+    """
+    arr = np.asarray(sizes)
+    if arr.ndim != 1:
+        raise ValueError(f"sizes must be 1-D, got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        if arr.dtype.kind != "f" or not np.all(np.isfinite(arr)):
+            raise ValueError("sizes must hold whole numbers of documents")
+        if np.any(arr != np.round(arr)):
+            raise ValueError("sizes must hold whole numbers of documents")
+    ints = arr.astype(np.int64)
+    if np.any(ints <= 0):
+        bad = int(np.flatnonzero(ints <= 0)[0])
+        raise ValueError(f"sizes[{bad}]={ints[bad]}: every query needs a document")
+    _atomic_write(path, (f"{int(s)}\n" for s in ints.tolist()))
+
+
+def _shorten(text: str, limit: int = 40) -> str:
+    """``text`` cut to ``limit`` characters for an error message."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _atomic_write(path: str | os.PathLike[str], chunks: Iterable[str]) -> None:
+    """Write UTF-8 ``chunks`` to ``path`` atomically.
+
+    The text goes to a temporary file in the destination's directory (so ``os.replace``
+    is a rename on one file system), is flushed and ``fsync``-ed, then replaces
+    ``path``.  On any error the temporary file is removed and ``path`` is untouched.
+    A new file gets mode 0o644; an existing file keeps its mode.
+    """
+    target = Path(os.fspath(path))
+    directory = target.parent
+    fd, tmp_name = tempfile.mkstemp(
+        dir=directory, prefix=f".{target.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            try:
+                mode = target.stat().st_mode & 0o7777
+            except FileNotFoundError:
+                mode = 0o644
+            os.fchmod(handle.fileno(), mode)
+            buffer: list[str] = []
+            size = 0
+            for chunk in chunks:
+                buffer.append(chunk)
+                size += len(chunk)
+                if size >= 1 << 20:
+                    handle.write("".join(buffer))
+                    buffer.clear()
+                    size = 0
+            handle.write("".join(buffer))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    # Make the rename itself durable; not every platform lets a directory be opened.
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
