@@ -1,0 +1,293 @@
+"""Tests for ltrboost.histogram: root, brute and subtraction kernels vs reference."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from ltrboost._config import HIST_COUNT, HIST_GRAD, HIST_HESS, N_HIST_STATS
+from ltrboost._numba import threads
+from ltrboost.histogram import (
+    HistogramPool,
+    _build_histogram,
+    _build_histogram_reference,
+    _build_histogram_root,
+    _gather,
+    _subtract_histograms,
+    reduce_histograms,
+)
+
+SEEDS = [0, 1, 2, 3]
+
+
+def _kernel_root(X_binned, g, h, n_bins, features=None):
+    if features is None:
+        features = np.arange(X_binned.shape[1], dtype=np.int32)
+    out = np.full((X_binned.shape[1], n_bins, N_HIST_STATS), np.nan)
+    _build_histogram_root(X_binned, g, h, features, out)
+    return out
+
+
+def _kernel_brute(X_binned, rows, g, h, n_bins, features=None):
+    if features is None:
+        features = np.arange(X_binned.shape[1], dtype=np.int32)
+    og = np.empty(rows.shape[0], dtype=np.float32)
+    oh = np.empty(rows.shape[0], dtype=np.float32)
+    _gather(rows, g, h, og, oh)
+    out = np.full((X_binned.shape[1], n_bins, N_HIST_STATS), np.nan)
+    _build_histogram(X_binned, rows, og, oh, features, out)
+    return out
+
+
+def _random_problem(seed, n_samples=2000, n_features=5, n_bins=17):
+    rng = np.random.default_rng(seed)
+    X_binned = np.asfortranarray(
+        rng.integers(0, n_bins, size=(n_samples, n_features)).astype(np.uint8)
+    )
+    X_binned[:, 1] = 3  # constant column: every row in one bin
+    X_binned[: n_samples // 3, 2] = n_bins - 1  # many rows in the (missing) last bin
+    g = rng.normal(size=n_samples).astype(np.float32)
+    h = rng.uniform(0.1, 2.0, size=n_samples).astype(np.float32)
+    h[rng.random(n_samples) < 0.1] = 0.0
+    return rng, X_binned, g, h
+
+
+# ---------------------------------------------------------------- hand case
+
+
+def _hand_case():
+    X_binned = np.asfortranarray(
+        np.array([[0, 2], [1, 2], [0, 0], [2, 1], [0, 2]], dtype=np.uint8)
+    )
+    g = np.array([1.0, -2.0, 0.5, 3.0, -1.0], dtype=np.float32)
+    h = np.array([1.0, 2.0, 0.5, 1.5, 3.0], dtype=np.float32)
+    rows = np.array([0, 1, 4], dtype=np.int32)
+    # feature 0 over rows {0,1,4}: bin0 <- rows 0,4 ; bin1 <- row 1 ; bin2 empty
+    # feature 1 over rows {0,1,4}: all in bin 2
+    expected = np.zeros((2, 3, 3))
+    expected[0, 0] = [0.0, 4.0, 2]
+    expected[0, 1] = [-2.0, 2.0, 1]
+    expected[1, 2] = [-2.0, 6.0, 3]
+    return X_binned, g, h, rows, expected
+
+
+@pytest.mark.parametrize("impl", ["reference", "kernel"])
+def test_hand_case(impl):
+    X_binned, g, h, rows, expected = _hand_case()
+    if impl == "reference":
+        got = _build_histogram_reference(X_binned, rows, g, h, 3)
+    else:
+        got = _kernel_brute(X_binned, rows, g, h, 3)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("impl", ["reference", "kernel"])
+def test_hand_case_root(impl):
+    X_binned, g, h, _, _ = _hand_case()
+    expected = np.zeros((2, 3, 3))
+    expected[0, 0] = [0.5, 4.5, 3]
+    expected[0, 1] = [-2.0, 2.0, 1]
+    expected[0, 2] = [3.0, 1.5, 1]
+    expected[1, 0] = [0.5, 0.5, 1]
+    expected[1, 1] = [3.0, 1.5, 1]
+    expected[1, 2] = [-2.0, 6.0, 3]
+    if impl == "reference":
+        got = _build_histogram_reference(X_binned, np.arange(5), g, h, 3)
+    else:
+        got = _kernel_root(X_binned, g, h, 3)
+    np.testing.assert_array_equal(got, expected)
+
+
+# ---------------------------------------------------------------- kernel vs reference
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_root_matches_reference(seed):
+    _, X_binned, g, h = _random_problem(seed)
+    n_bins = 17
+    ref = _build_histogram_reference(
+        X_binned, np.arange(X_binned.shape[0]), g, h, n_bins
+    )
+    got = _kernel_root(X_binned, g, h, n_bins)
+    # same float64 additions in the same row order -> exact
+    np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n_rows", [0, 1, 7, 1000])
+def test_brute_matches_reference(seed, n_rows):
+    rng, X_binned, g, h = _random_problem(seed)
+    n_bins = 17
+    rows = rng.choice(X_binned.shape[0], n_rows, replace=False).astype(np.int32)
+    ref = _build_histogram_reference(X_binned, rows, g, h, n_bins)
+    got = _kernel_brute(X_binned, rows, g, h, n_bins)
+    np.testing.assert_array_equal(got, ref)
+    if n_rows == 0:  # an empty node: every bin zero, not stale
+        assert not got.any()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_brute_is_permutation_invariant(seed):
+    rng, X_binned, g, h = _random_problem(seed)
+    rows = rng.choice(X_binned.shape[0], 600, replace=False).astype(np.int32)
+    a = _kernel_brute(X_binned, rows, g, h, 17)
+    b = _kernel_brute(X_binned, rng.permutation(rows), g, h, 17)
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(a[..., HIST_COUNT], b[..., HIST_COUNT])
+
+
+def test_gather():
+    rng = np.random.default_rng(0)
+    g = rng.normal(size=100).astype(np.float32)
+    h = rng.normal(size=100).astype(np.float32)
+    rows = rng.choice(100, 40, replace=False).astype(np.int32)
+    og = np.empty(40, dtype=np.float32)
+    oh = np.empty(40, dtype=np.float32)
+    _gather(rows, g, h, og, oh)
+    np.testing.assert_array_equal(og, g[rows])
+    np.testing.assert_array_equal(oh, h[rows])
+
+
+# ---------------------------------------------------------------- invariants
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_subtraction_equals_brute_force_of_sibling(seed):
+    rng, X_binned, g, h = _random_problem(seed)
+    n_bins = 17
+    n = X_binned.shape[0]
+    parent_rows = rng.choice(n, 1500, replace=False).astype(np.int32)
+    go_left = rng.random(parent_rows.shape[0]) < 0.3
+    left, right = parent_rows[go_left], parent_rows[~go_left]
+    feats = np.arange(X_binned.shape[1], dtype=np.int32)
+
+    parent = _kernel_brute(X_binned, parent_rows, g, h, n_bins)
+    small = _kernel_brute(X_binned, left, g, h, n_bins)
+    _subtract_histograms(parent, small, feats)  # parent buffer now holds the sibling
+    brute_right = _build_histogram_reference(X_binned, right, g, h, n_bins)
+    np.testing.assert_allclose(parent, brute_right, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(parent[..., HIST_COUNT], brute_right[..., HIST_COUNT])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_subtraction_from_root_histogram(seed):
+    _, X_binned, g, h = _random_problem(seed)
+    n = X_binned.shape[0]
+    mask = X_binned[:, 0] <= 5
+    feats = np.arange(X_binned.shape[1], dtype=np.int32)
+    root = _kernel_root(X_binned, g, h, 17)
+    left = _kernel_brute(X_binned, np.flatnonzero(mask).astype(np.int32), g, h, 17)
+    _subtract_histograms(root, left, feats)
+    brute = _build_histogram_reference(X_binned, np.flatnonzero(~mask), g, h, 17)
+    np.testing.assert_allclose(root, brute, rtol=1e-9, atol=1e-9)
+    # the sibling of an empty child is the parent itself
+    empty = _kernel_brute(X_binned, np.zeros(0, dtype=np.int32), g, h, 17)
+    full = _kernel_root(X_binned, g, h, 17)
+    expected = full.copy()
+    _subtract_histograms(full, empty, feats)
+    np.testing.assert_array_equal(full, expected)
+    assert n == X_binned.shape[0]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_sum_over_bins_equals_node_totals(seed):
+    rng, X_binned, g, h = _random_problem(seed)
+    rows = rng.choice(X_binned.shape[0], 777, replace=False).astype(np.int32)
+    hist = _kernel_brute(X_binned, rows, g, h, 17)
+    G = np.sum(g[rows], dtype=np.float64)
+    H = np.sum(h[rows], dtype=np.float64)
+    for f in range(X_binned.shape[1]):
+        np.testing.assert_allclose(
+            hist[f, :, HIST_GRAD].sum(), G, rtol=1e-10, atol=1e-10
+        )
+        np.testing.assert_allclose(hist[f, :, HIST_HESS].sum(), H, rtol=1e-10)
+        assert hist[f, :, HIST_COUNT].sum() == rows.shape[0]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_selected_features_only(seed):
+    rng, X_binned, g, h = _random_problem(seed)
+    n_bins = 17
+    feats = np.array([1, 3], dtype=np.int32)
+    others = [0, 2, 4]
+    rows = rng.choice(X_binned.shape[0], 500, replace=False).astype(np.int32)
+    ref = _build_histogram_reference(X_binned, rows, g, h, n_bins)
+
+    brute = _kernel_brute(X_binned, rows, g, h, n_bins, feats)
+    np.testing.assert_array_equal(brute[feats], ref[feats])
+    assert np.isnan(brute[others]).all()  # untouched
+
+    root = _kernel_root(X_binned, g, h, n_bins, feats)
+    ref_root = _build_histogram_reference(
+        X_binned, np.arange(X_binned.shape[0]), g, h, n_bins
+    )
+    np.testing.assert_array_equal(root[feats], ref_root[feats])
+    assert np.isnan(root[others]).all()
+
+    sentinel = np.full_like(ref_root, 7.0)
+    sentinel[feats] = ref_root[feats]
+    _subtract_histograms(sentinel, ref, feats)
+    assert (sentinel[others] == 7.0).all()
+    np.testing.assert_allclose(sentinel[feats], ref_root[feats] - ref[feats])
+
+
+def _n_threads_options():
+    max_threads = numba.config.NUMBA_NUM_THREADS
+    return [1, 2] if max_threads >= 2 else [1]
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_independent_of_thread_count(seed):
+    if len(_n_threads_options()) < 2:
+        pytest.skip("needs NUMBA_NUM_THREADS >= 2")
+    rng, X_binned, g, h = _random_problem(seed, n_samples=5000, n_features=9)
+    rows = rng.choice(X_binned.shape[0], 3000, replace=False).astype(np.int32)
+    feats = np.arange(9, dtype=np.int32)
+    results = []
+    for n_threads in _n_threads_options():
+        with threads(n_threads):
+            assert numba.get_num_threads() == n_threads
+            root = _kernel_root(X_binned, g, h, 17)
+            brute = _kernel_brute(X_binned, rows, g, h, 17)
+            sub = root.copy()
+            _subtract_histograms(sub, brute, feats)
+            results.append((root, brute, sub))
+    for a, b in zip(results[0], results[1], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_threads_context_manager_restores():
+    before = numba.get_num_threads()
+    with threads(1):
+        assert numba.get_num_threads() == 1
+    assert numba.get_num_threads() == before
+
+
+# ---------------------------------------------------------------- pool / reduce
+
+
+def test_pool_reuses_buffers():
+    pool = HistogramPool(4, 9)
+    a = pool.get()
+    assert a.shape == (4, 9, N_HIST_STATS)
+    assert a.dtype == np.float64
+    pool.release(a)
+    pool.release(None)
+    assert pool.get() is a
+    assert pool.get() is not a
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reduce_shards_equals_whole(seed):
+    rng, X_binned, g, h = _random_problem(seed)
+    rows = rng.permutation(X_binned.shape[0]).astype(np.int32)
+    shards = np.array_split(rows, 3)
+    parts = [_kernel_brute(X_binned, s, g, h, 17) for s in shards]
+    before = [p.copy() for p in parts]
+    total = reduce_histograms(parts)
+    for p, b in zip(parts, before, strict=True):  # inputs are not modified
+        np.testing.assert_array_equal(p, b)
+    whole = _build_histogram_reference(X_binned, rows, g, h, 17)
+    np.testing.assert_allclose(total, whole, rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(total[..., HIST_COUNT], whole[..., HIST_COUNT])
