@@ -1,0 +1,679 @@
+"""LambdaMART: |dZ| kernels, gradients against a NumPy reference and against finite
+differences of the frozen-weight surrogate, PairTerms, determinism, hand examples."""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import pytest
+
+from ltrboost.dataset import RankingDataset
+from ltrboost.objectives.lambdamart import (
+    LambdaMART,
+    _ap_prefix,
+    _ap_reference,
+    _delta_ap,
+    _delta_err,
+    _delta_ndcg,
+    _err_prefix,
+    _err_reference,
+    _lambdamart_reference,
+)
+from ltrboost.objectives.registry import get_objective
+
+SEEDS = [0, 1, 2]
+METRICS = ["ndcg", "err", "map"]
+
+
+def make_data(seed, sizes=(1, 2, 4, 6, 9, 13, 5), max_label=4, ties=True, weights=None):
+    """Random queries including a 1-document query, an all-equal-labels query, an
+    all-zero-labels query (zero IDCG) and tied scores."""
+    rng = np.random.default_rng(seed)
+    sizes = [*list(sizes), 4, 3]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(offsets[-1])
+    y = rng.integers(0, max_label + 1, n).astype(np.float64)
+    y[offsets[-3] : offsets[-2]] = 2.0  # all labels equal
+    y[offsets[-2] : offsets[-1]] = 0.0  # zero ideal DCG, no relevant document
+    s = rng.normal(size=n)
+    if ties:
+        s = np.round(s * 2) / 2  # many tied scores
+    w = None
+    if weights == "query":
+        wq = rng.uniform(0.5, 2.0, len(sizes))
+        w = np.repeat(wq, sizes).astype(np.float32)
+    elif weights == "doc":
+        w = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    data = RankingDataset(X=np.zeros((n, 1)), y=y, query_offsets=offsets, weights=w)
+    return data, s
+
+
+def grad_hess(obj, s, data, iteration=0):
+    g = np.full(data.n_samples, np.nan, dtype=np.float32)
+    h = np.full(data.n_samples, np.nan, dtype=np.float32)
+    obj.gradient_hessian(s, data, g, h, iteration=iteration)
+    return g, h
+
+
+# --- |dZ| kernels --------------------------------------------------------------------
+
+
+def delta_err(r, p, s, x, y):
+    a, b = min(x, y), max(x, y)
+    return _delta_err(r[a], r[b], p[a], p[b], s[b] - s[a + 1], a, b)
+
+
+def delta_ap(rel, c, t, x, y):
+    a, b = min(x, y), max(x, y)
+    return _delta_ap(rel[a], rel[b], c[a], c[b], t[b] - t[a + 1], a, b)
+
+
+def test_delta_ndcg_seed003_example():
+    # seed 003: r = [0, 1, 0, 1, 1], linear gain, 3 relevant -> NDCG@5 = 0.68;
+    # swapping ranks 1 and 2 gives 0.85 (dNDCG = 0.17), ranks 3 and 4 gives 0.71 (0.03)
+    r = np.array([0.0, 1.0, 0.0, 1.0, 1.0])
+    disc = 1.0 / np.log2(np.arange(5) + 2.0)
+    idcg = disc[:3].sum()
+    assert np.sum(r * disc) / idcg == pytest.approx(0.68, abs=0.005)
+    d01 = _delta_ndcg(r[0], r[1], disc[0], disc[1], 1.0 / idcg)
+    d23 = _delta_ndcg(r[2], r[3], disc[2], disc[3], 1.0 / idcg)
+    assert d01 == pytest.approx(0.17, abs=0.005)
+    assert d23 == pytest.approx(0.03, abs=0.005)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_delta_err_matches_bruteforce_swap(seed):
+    rng = np.random.default_rng(seed)
+    for n in [2, 3, 7, 20]:
+        y = rng.integers(0, 5, n).astype(np.float64)
+        r = (np.exp2(y) - 1.0) / 16.0
+        p = np.empty(n + 1)
+        s = np.empty(n + 1)
+        _err_prefix(r, p, s)
+        assert s[n] == pytest.approx(_err_reference(r), rel=1e-12)
+        base = _err_reference(r)
+        for a in range(n):
+            for b in range(n):
+                if a == b:
+                    continue
+                swapped = r.copy()
+                swapped[[a, b]] = r[[b, a]]
+                expected = _err_reference(swapped) - base
+                got = delta_err(r, p, s, a, b)
+                assert got == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_delta_ap_matches_bruteforce_swap(seed):
+    rng = np.random.default_rng(seed)
+    for n in [2, 3, 7, 20]:
+        rel = (rng.random(n) < 0.4).astype(np.float64)
+        if rel.sum() == 0:
+            rel[n - 1] = 1.0
+        c = np.empty(n + 1)
+        t = np.empty(n + 1)
+        _ap_prefix(rel, c, t)
+        base = _ap_reference(rel)
+        for a in range(n):
+            for b in range(n):
+                if a == b:
+                    continue
+                swapped = rel.copy()
+                swapped[[a, b]] = rel[[b, a]]
+                expected = _ap_reference(swapped) - base
+                got = delta_ap(rel, c, t, a, b) / rel.sum()
+                assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_delta_ap_hand_example():
+    # [rel, irr]: AP = 1; swapped [irr, rel]: AP = 1/2
+    rel = np.array([1.0, 0.0])
+    c = np.empty(3)
+    t = np.empty(3)
+    _ap_prefix(rel, c, t)
+    assert delta_ap(rel, c, t, 0, 1) == pytest.approx(-0.5)
+    assert delta_ap(
+        np.array([0.0, 1.0]), np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.0, 0.5]), 0, 1
+    ) == pytest.approx(0.5)
+
+
+# --- hand-computed 3-document example ---------------------------------------------
+
+
+def _three_doc_data():
+    y = np.array([2.0, 0.0, 1.0])
+    s = np.array([0.0, 1.0, 0.5])  # ranking: doc1 (r0), doc2 (r1), doc0 (r2)
+    data = RankingDataset(X=np.zeros((3, 1)), y=y, query_offsets=np.array([0, 3]))
+    return data, s
+
+
+def _three_doc_expected(normalize):
+    # gains 2^y - 1 = [3, 0, 1]; ranks r(doc0)=2, r(doc1)=0, r(doc2)=1
+    d = [1.0 / math.log2(2 + k) for k in range(3)]  # discounts of ranks 0, 1, 2
+    idcg = 3 * d[0] + 1 * d[1] + 0 * d[2]
+    s = [0.0, 1.0, 0.5]
+    # pairs (i preferred, j): (0,1), (0,2), (2,1)
+    pairs = [
+        (0, 1, abs(3 - 0) * abs(d[2] - d[0]) / idcg),
+        (0, 2, abs(3 - 1) * abs(d[2] - d[1]) / idcg),
+        (2, 1, abs(1 - 0) * abs(d[1] - d[0]) / idcg),
+    ]
+    g = [0.0, 0.0, 0.0]
+    h = [0.0, 0.0, 0.0]
+    sum_lambdas = 0.0
+    for i, j, dz in pairs:
+        if normalize:  # best score 1.0 != worst score 0.0
+            dz /= 0.01 + abs(s[i] - s[j])
+        rho = 1.0 / (1.0 + math.exp(s[i] - s[j]))
+        g[i] -= dz * rho
+        g[j] += dz * rho
+        h[i] += dz * rho * (1 - rho)
+        h[j] += dz * rho * (1 - rho)
+        sum_lambdas += 2 * dz * rho
+    if normalize:
+        f = math.log2(1 + sum_lambdas) / sum_lambdas
+        g = [x * f for x in g]
+        h = [x * f for x in h]
+    return np.array(g), np.array(h)
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_three_documents_by_hand(normalize):
+    data, s = _three_doc_data()
+    obj = LambdaMART(lambda_normalization=normalize, pair_method="all")
+    g, h = grad_hess(obj, s, data)
+    eg, eh = _three_doc_expected(normalize)
+    np.testing.assert_allclose(g, eg, rtol=1e-6)
+    np.testing.assert_allclose(h, eh, rtol=1e-6)
+    # spelled out for the unnormalised case: g_0 = -(dZ01 rho01 + dZ02 rho02)
+    if not normalize:
+        d = [1.0, 1.0 / math.log2(3), 0.5]
+        idcg = 3 + d[1]
+        dz01 = 3 * (1.0 - 0.5) / idcg
+        dz02 = 2 * (d[1] - 0.5) / idcg
+        rho01 = 1 / (1 + math.exp(-1.0))
+        rho02 = 1 / (1 + math.exp(-0.5))
+        assert g[0] == pytest.approx(-(dz01 * rho01 + dz02 * rho02), rel=1e-6)
+    assert g.sum() == pytest.approx(0.0, abs=1e-7)  # forces cancel within a query
+
+
+# --- kernel vs reference -------------------------------------------------------------
+
+CONFIGS = [
+    dict(pair_method="topk", truncation_level=3),
+    dict(pair_method="topk", truncation_level=30),
+    dict(pair_method="all", truncation_level=None),
+    dict(pair_method="all", truncation_level=2),
+    dict(pair_method="sampled", truncation_level=5, pairs_per_sample=2),
+]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("weights", [None, "doc"])
+def test_kernel_matches_reference(seed, metric, normalize, config, weights):
+    data, s = make_data(seed, weights=weights)
+    params = dict(
+        lambda_metric=metric,
+        lambda_normalization=normalize,
+        sigma=1.3,
+        random_state=11,
+        **config,
+    )
+    obj = LambdaMART(**params)
+    g, h = grad_hess(obj, s, data, iteration=2)
+    rg, rh, rloss, rpairs = _lambdamart_reference(
+        s, data.y, data.query_offsets, weights=data.weights, iteration=2, **params
+    )
+    scale = max(1.0, np.abs(rg).max())
+    np.testing.assert_allclose(g, rg, atol=1e-6 * scale, rtol=1e-5)
+    np.testing.assert_allclose(h, rh, atol=1e-6 * scale, rtol=1e-5)
+    assert obj.loss(s, data, iteration=2) == pytest.approx(rloss, rel=1e-10)
+    pt = obj.pair_terms(s, data, iteration=2)
+    assert [(int(i), int(j)) for i, j in zip(pt.doc_i, pt.doc_j, strict=True)] == [
+        (i, j) for i, j, _ in rpairs
+    ]
+    np.testing.assert_allclose(
+        pt.rho, [r for _, _, r in rpairs], rtol=1e-10, atol=1e-15
+    )
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_gain_linear_and_relevance_threshold(metric):
+    data, s = make_data(5, max_label=6)
+    params = dict(
+        lambda_metric=metric, gain="linear", relevance_threshold=3, pair_method="all"
+    )
+    g, h = grad_hess(LambdaMART(**params), s, data)
+    rg, rh, _, _ = _lambdamart_reference(s, data.y, data.query_offsets, **params)
+    np.testing.assert_allclose(g, rg, atol=1e-6, rtol=1e-5)
+    np.testing.assert_allclose(h, rh, atol=1e-6, rtol=1e-5)
+
+
+# --- finite differences of the frozen surrogate -----------------------------------
+
+
+def _check_finite_differences(obj, s, data, eps1=1e-5, eps2=1e-3, iteration=0):
+    g, h = grad_hess(obj, s, data, iteration=iteration)
+
+    def f(x):
+        return obj.loss_fixed_weights(x, data, s, iteration=iteration)
+
+    f0 = f(s)
+    assert f0 == pytest.approx(obj.loss(s, data, iteration=iteration), rel=1e-12)
+    num_g = np.empty(s.size)
+    num_h = np.empty(s.size)
+    for k in range(s.size):
+        e = np.zeros(s.size)
+        e[k] = eps1
+        num_g[k] = (f(s + e) - f(s - e)) / (2 * eps1)
+        e[k] = eps2
+        num_h[k] = (f(s + e) - 2 * f0 + f(s - e)) / eps2**2
+    scale = max(1.0, np.abs(num_g).max())
+    np.testing.assert_allclose(g, num_g, rtol=1e-4, atol=1e-6 * scale)
+    np.testing.assert_allclose(h, num_h, rtol=1e-3, atol=1e-5 * scale)
+    return g, h
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("pair_method", ["topk", "all", "sampled"])
+def test_gradients_hessians_numerically(seed, metric, normalize, pair_method):
+    data, s = make_data(seed)
+    obj = LambdaMART(
+        lambda_metric=metric,
+        lambda_normalization=normalize,
+        pair_method=pair_method,
+        truncation_level=3,
+        sigma=0.7,
+    )
+    g, h = _check_finite_differences(obj, s, data, iteration=1)
+    assert np.abs(g).max() > 0  # the test is not vacuous
+    # documents of queries that contribute nothing
+    off = data.query_offsets
+    for q in (0, data.n_queries - 2, data.n_queries - 1):
+        assert np.all(g[off[q] : off[q + 1]] == 0)
+        assert np.all(h[off[q] : off[q + 1]] == 0)
+
+
+def test_gradients_numerically_with_query_weights():
+    data, s = make_data(4, weights="query")
+    obj = LambdaMART(pair_method="all", truncation_level=None)
+    _check_finite_differences(obj, s, data)
+
+
+def test_frozen_loss_is_not_the_moving_loss():
+    # |dZ| depends on the ranks: away from the reference the two losses differ
+    data, s = make_data(0, ties=False)
+    obj = LambdaMART(pair_method="all")
+    s2 = s + np.random.default_rng(1).normal(size=s.size)
+    assert obj.loss_fixed_weights(s2, data, s) != pytest.approx(obj.loss(s2, data))
+
+
+# --- PairTerms -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("pair_method", ["topk", "all", "sampled"])
+@pytest.mark.parametrize("weights", [None, "query"])
+def test_pair_terms_sum_to_hessians(seed, metric, pair_method, weights):
+    data, s = make_data(seed, weights=weights)
+    obj = LambdaMART(lambda_metric=metric, pair_method=pair_method, truncation_level=3)
+    _, h = grad_hess(obj, s, data)
+    pt = obj.pair_terms(s, data)
+    assert pt.doc_i.dtype == np.int32
+    assert pt.doc_j.dtype == np.int32
+    assert pt.rho.dtype == np.float64
+    assert pt.pair_offsets.dtype == np.int64
+    assert pt.pair_offsets[0] == 0
+    assert pt.pair_offsets[-1] == pt.rho.size
+    per_doc = np.zeros(data.n_samples)
+    np.add.at(per_doc, pt.doc_i, pt.rho)
+    np.add.at(per_doc, pt.doc_j, pt.rho)
+    np.testing.assert_allclose(per_doc, h, rtol=1e-5, atol=1e-7)
+    # CSR by query, preferred document first
+    off = data.query_offsets
+    for q in range(data.n_queries):
+        sl = slice(pt.pair_offsets[q], pt.pair_offsets[q + 1])
+        for d in (pt.doc_i[sl], pt.doc_j[sl]):
+            assert np.all((d >= off[q]) & (d < off[q + 1]))
+        assert np.all(data.y[pt.doc_i[sl]] > data.y[pt.doc_j[sl]])
+
+
+def test_pair_terms_are_exactly_the_enumerated_pairs():
+    from ltrboost.objectives._pairs import _enumerate_pairs_one_query_reference
+
+    data, s = make_data(3)
+    k = 4
+    obj = LambdaMART(pair_method="topk", truncation_level=k)
+    pt = obj.pair_terms(s, data)
+    off = data.query_offsets
+    for q in range(data.n_queries):
+        lo, hi = off[q], off[q + 1]
+        order = np.argsort(-s[lo:hi], kind="stable")
+        rank = np.empty(hi - lo, dtype=np.int64)
+        rank[order] = np.arange(hi - lo)
+        a, b = _enumerate_pairs_one_query_reference(
+            data.y[lo:hi][order], "topk", k, 1, 0
+        )
+        expected = set(zip(a.tolist(), b.tolist(), strict=True))
+        sl = slice(pt.pair_offsets[q], pt.pair_offsets[q + 1])
+        ri, rj = rank[pt.doc_i[sl] - lo], rank[pt.doc_j[sl] - lo]
+        got = list(
+            zip(np.minimum(ri, rj).tolist(), np.maximum(ri, rj).tolist(), strict=True)
+        )
+        assert len(got) == len(set(got))
+        assert set(got) == expected
+
+
+def test_pair_terms_conserve_total_hessian_with_document_weights():
+    # per-document weights: each pair carries (w_i + w_j)/2 rho, so per query
+    # sum(2 rho) == sum(h) although per document the two differ
+    data, s = make_data(2, weights="doc")
+    obj = LambdaMART(pair_method="all")
+    _, h = grad_hess(obj, s, data)
+    pt = obj.pair_terms(s, data)
+    off = data.query_offsets
+    for q in range(data.n_queries):
+        sl = slice(pt.pair_offsets[q], pt.pair_offsets[q + 1])
+        assert 2 * pt.rho[sl].sum() == pytest.approx(
+            h[off[q] : off[q + 1]].sum(), rel=1e-5
+        )
+
+
+# --- determinism ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pair_method", ["topk", "sampled"])
+def test_same_result_for_any_thread_count(pair_method):
+    data, s = make_data(0, sizes=[7] * 40 + [1, 30])
+    obj = LambdaMART(pair_method=pair_method, lambda_metric="err", random_state=3)
+    prev = numba.get_num_threads()
+    try:
+        results = []
+        for n_threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            numba.set_num_threads(n_threads)
+            g, h = grad_hess(obj, s, data, iteration=5)
+            pt = obj.pair_terms(s, data, iteration=5)
+            results.append((g, h, pt, obj.loss(s, data, iteration=5)))
+    finally:
+        numba.set_num_threads(prev)
+    for g, h, pt, loss in results[1:]:
+        np.testing.assert_array_equal(g, results[0][0])
+        np.testing.assert_array_equal(h, results[0][1])
+        for a, b in zip(pt, results[0][2], strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert loss == results[0][3]
+
+
+def test_sampled_pairs_reproducible_by_seed_and_iteration():
+    data, s = make_data(1, sizes=[12] * 10)
+    a = grad_hess(LambdaMART(pair_method="sampled", random_state=1), s, data, 3)
+    b = grad_hess(LambdaMART(pair_method="sampled", random_state=1), s, data, 3)
+    c = grad_hess(LambdaMART(pair_method="sampled", random_state=2), s, data, 3)
+    d = grad_hess(LambdaMART(pair_method="sampled", random_state=1), s, data, 4)
+    np.testing.assert_array_equal(a[0], b[0])
+    assert not np.array_equal(a[0], c[0])
+    assert not np.array_equal(a[0], d[0])
+    # the per-query seed is random_state + iteration * n_queries + q
+    e = grad_hess(
+        LambdaMART(pair_method="sampled", random_state=1 + data.n_queries), s, data, 2
+    )
+    np.testing.assert_array_equal(a[0], e[0])
+
+
+# --- ties, validation, registry ------------------------------------------------------
+
+
+def test_ties_keep_input_order():
+    # equal scores: the first document in input order is ranked first
+    y = np.array([0.0, 1.0])
+    data = RankingDataset(X=np.zeros((2, 1)), y=y, query_offsets=np.array([0, 2]))
+    obj = LambdaMART(pair_method="topk", truncation_level=1, lambda_normalization=False)
+    g, _ = grad_hess(obj, np.zeros(2), data)
+    # rank 0 = doc 0 (label 0), rank 1 = doc 1: the pair (0, 1) is in the top-1
+    dz = 1.0 * (1.0 - 1.0 / math.log2(3)) / 1.0
+    np.testing.assert_allclose(g, [0.5 * dz, -0.5 * dz], rtol=1e-6)
+
+
+def test_label_validation():
+    off = np.array([0, 3])
+    X = np.zeros((3, 1))
+    obj = LambdaMART()
+    with pytest.raises(ValueError, match="non-negative integer"):
+        obj.prepare(
+            RankingDataset(X=X, y=np.array([0.0, -1.0, 2.0]), query_offsets=off)
+        )
+    with pytest.raises(ValueError, match="non-negative integer"):
+        obj.prepare(RankingDataset(X=X, y=np.array([0.0, 0.5, 2.0]), query_offsets=off))
+    with pytest.raises(ValueError, match="gain='linear'"):
+        obj.prepare(
+            RankingDataset(X=X, y=np.array([0.0, 40.0, 2.0]), query_offsets=off)
+        )
+    LambdaMART(gain="linear").prepare(
+        RankingDataset(X=X, y=np.array([0.0, 40.0, 2.0]), query_offsets=off)
+    )
+    with pytest.raises(ValueError, match="ERR"):
+        LambdaMART(lambda_metric="err").prepare(
+            RankingDataset(X=X, y=np.array([0.0, 40.0, 2.0]), query_offsets=off)
+        )
+    with pytest.raises(ValueError, match="ranknet"):
+        obj.prepare(RankingDataset(X=X, y=None, query_offsets=off))
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        (dict(lambda_metric="mrr"), "lambda_metric"),
+        (dict(sigma=0.0), "sigma=0.0"),
+        (dict(sigma=-1), "sigma"),
+        (dict(pair_method="pairs"), "pair_method"),
+        (dict(truncation_level=0), "truncation_level"),
+        (dict(pairs_per_sample=0), "pairs_per_sample"),
+        (dict(gain="log"), "gain"),
+        (dict(random_state=-1), "random_state"),
+    ],
+)
+def test_bad_parameters(params, match):
+    with pytest.raises(ValueError, match=match):
+        LambdaMART(**params)
+
+
+def test_registry_and_params():
+    obj = get_objective("lambdamart", lambda_metric="map", truncation_level=None)
+    assert isinstance(obj, LambdaMART)
+    assert obj.is_pairwise
+    assert obj.name == "lambdamart"
+    p = obj.get_params()
+    assert p["lambda_metric"] == "map"
+    assert p["truncation_level"] is None
+    assert p["sigma"] == 1.0
+    assert p["pair_method"] == "topk"
+    assert obj.default_metric == "map"
+
+
+def test_constants_are_cached_per_dataset():
+    data, s = make_data(0)
+    obj = LambdaMART()
+    obj.prepare(data)
+    n_keys = len(data.cache)
+    grad_hess(obj, s, data)
+    assert len(data.cache) == n_keys
+
+
+# --- agreement with LightGBM and XGBoost ------------------------------------------
+#
+# Neither library exposes its gradients, so one boosting round with learning rate 1, no
+# regularisation and one split candidate per document is trained, starting from our
+# scores (init_score / base_margin).  Each leaf then stores sum(h) ("leaf_weight" /
+# "cover") and -sum(g)/sum(h) (the leaf value), which must equal the sums of our
+# gradients and hessians over the leaf's documents.
+
+
+def _leaf_sums_lightgbm(y, group, scores, weight=None, **params):
+    lgb = pytest.importorskip("lightgbm")
+    n = y.size
+    X = np.arange(n, dtype=np.float64).reshape(-1, 1)
+    p = dict(
+        objective="lambdarank",
+        num_leaves=n,
+        min_data_in_leaf=1,
+        min_data_in_bin=1,
+        min_sum_hessian_in_leaf=0.0,
+        min_gain_to_split=0.0,
+        lambda_l2=0.0,
+        learning_rate=1.0,
+        max_bin=n + 1,
+        verbose=-1,
+        num_threads=1,
+        deterministic=True,
+    )
+    p.update(params)
+    ds = lgb.Dataset(X, y, group=group, init_score=scores, weight=weight, params=p)
+    booster = lgb.train(p, ds, num_boost_round=1)
+    leaves = booster.predict(X, pred_leaf=True).ravel().astype(int)
+
+    def walk(node):
+        if "leaf_index" in node:
+            yield node
+        else:
+            yield from walk(node["left_child"])
+            yield from walk(node["right_child"])
+
+    tree = booster.dump_model()["tree_info"][0]["tree_structure"]
+    sums = {
+        nd["leaf_index"]: (-nd["leaf_value"] * nd["leaf_weight"], nd["leaf_weight"])
+        for nd in walk(tree)
+    }
+    return leaves, sums
+
+
+def _leaf_sums_xgboost(y, group, scores, objective, **params):
+    xgb = pytest.importorskip("xgboost")
+    import json
+
+    n = y.size
+    X = np.arange(n, dtype=np.float64).reshape(-1, 1)
+    d = xgb.DMatrix(X, label=y, base_margin=scores)
+    d.set_group(group)
+    p = dict(
+        objective=objective,
+        eta=1.0,
+        reg_lambda=0.0,
+        min_child_weight=0.0,
+        max_depth=12,
+        tree_method="exact",
+        base_score=0.0,
+        lambdarank_pair_method="topk",
+        lambdarank_num_pair_per_sample=n,
+        nthread=1,
+    )
+    p.update(params)
+    booster = xgb.train(p, d, num_boost_round=1)
+    leaves = booster.predict(d, pred_leaf=True).astype(int).ravel()
+    sums = {}
+
+    def walk(node):
+        if "leaf" in node:
+            sums[node["nodeid"]] = (-node["leaf"] * node["cover"], node["cover"])
+        else:
+            for child in node["children"]:
+                walk(child)
+
+    walk(json.loads(booster.get_dump(with_stats=True, dump_format="json")[0]))
+    return leaves, sums
+
+
+def _assert_leaf_sums(leaves, sums, g, h, h_factor=1.0, rtol=1e-5):
+    G = np.array([g[leaves == k].sum() for k in sums], dtype=np.float64)
+    H = np.array([h[leaves == k].sum() for k in sums], dtype=np.float64) * h_factor
+    eG = np.array([v[0] for v in sums.values()])
+    eH = np.array([v[1] for v in sums.values()])
+    np.testing.assert_allclose(G, eG, rtol=rtol, atol=rtol * np.abs(eG).max())
+    np.testing.assert_allclose(H, eH, rtol=rtol, atol=rtol * np.abs(eH).max())
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("sigma", [1.0, 2.0])
+@pytest.mark.parametrize("truncation_level", [3, 30])
+@pytest.mark.parametrize("ties", [False, True])
+def test_agrees_with_lightgbm_lambdarank(normalize, sigma, truncation_level, ties):
+    rng = np.random.default_rng(0)
+    group = [6, 5, 7, 1, 4]
+    n = sum(group)
+    y = rng.integers(0, 4, n).astype(np.float64)
+    s = rng.normal(size=n)
+    if ties:
+        s = np.round(s)
+    w = rng.uniform(0.5, 2.0, n).astype(
+        np.float32
+    )  # per-document, LightGBM's convention
+    leaves, sums = _leaf_sums_lightgbm(
+        y,
+        group,
+        s,
+        weight=w,
+        lambdarank_norm=normalize,
+        sigmoid=sigma,
+        lambdarank_truncation_level=truncation_level,
+    )
+    off = np.concatenate([[0], np.cumsum(group)]).astype(np.int64)
+    data = RankingDataset(X=np.zeros((n, 1)), y=y, query_offsets=off, weights=w)
+    obj = LambdaMART(
+        lambda_normalization=normalize, sigma=sigma, truncation_level=truncation_level
+    )
+    g, h = grad_hess(obj, s, data)
+    # LightGBM tabulates the sigmoid (2^20 bins): agreement to ~1e-4
+    _assert_leaf_sums(leaves, sums, g, h, rtol=2e-3)
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize(
+    ("metric", "objective"), [("ndcg", "rank:ndcg"), ("map", "rank:map")]
+)
+def test_agrees_with_xgboost(normalize, metric, objective):
+    # XGBoost's hessian is 2 rho (1 - rho) |dZ| (no sigma): ours times 2 with sigma = 1.
+    # lambdarank_normalization + lambdarank_score_normalization: lambda_normalization
+    rng = np.random.default_rng(1)
+    group = [6, 5, 7, 4]
+    n = sum(group)
+    max_label = 3 if metric == "ndcg" else 1
+    y = rng.integers(0, max_label + 1, n).astype(np.float64)
+    s = rng.normal(size=n)  # no ties: XGBoost ranks float32 predictions
+    leaves, sums = _leaf_sums_xgboost(
+        y,
+        group,
+        s,
+        objective,
+        lambdarank_normalization=normalize,
+        lambdarank_score_normalization=normalize,
+    )
+    off = np.concatenate([[0], np.cumsum(group)]).astype(np.int64)
+    data = RankingDataset(X=np.zeros((n, 1)), y=y, query_offsets=off)
+    obj = LambdaMART(
+        lambda_metric=metric,
+        lambda_normalization=normalize,
+        pair_method="all",
+        truncation_level=None,
+    )
+    g, h = grad_hess(obj, s, data)
+    _assert_leaf_sums(leaves, sums, g, h, h_factor=2.0, rtol=1e-4)
+
+
+def test_pair_terms_fixed_weights_at_reference_equal_pair_terms():
+    data, s = make_data(1)
+    obj = LambdaMART(lambda_metric="err")
+    a = obj.pair_terms(s, data)
+    b = obj.pair_terms_fixed_weights(s, data, s.copy())
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-12)
+    # away from the reference the pair set stays the reference's
+    c = obj.pair_terms_fixed_weights(s[::-1].copy(), data, s)
+    np.testing.assert_array_equal(a.doc_i, c.doc_i)
+    np.testing.assert_array_equal(a.doc_j, c.doc_j)
