@@ -79,7 +79,7 @@ class BoosterParams:
     Early stopping: ``early_stopping_rounds`` on the first metric of ``eval_metric`` over
     the first validation set.
     Objective: ``objective`` and the objective parameters in ``OBJECTIVE_PARAM_NAMES``
-    (None means the objective's own default).
+    (None means the objective's own default; ``truncation_level=0`` means all pairs).
     """
 
     objective: str = "lambdamart"
@@ -187,6 +187,8 @@ def make_objective(params: BoosterParams):
         kwargs = {k: v for k, v in kwargs.items() if k in sig.parameters}
     if "random_state" in sig.parameters:
         kwargs["random_state"] = params.random_state
+    if kwargs.get("truncation_level") == 0:
+        kwargs["truncation_level"] = None  # 0 = no truncation: every pair
     return get_objective(params.objective, **kwargs)
 
 

@@ -173,6 +173,8 @@ def model_from_json(text: str, path: str | None = None):
         d = json.loads(text, parse_constant=_reject_constant)
     except (json.JSONDecodeError, ValueError) as e:
         raise ModelFormatError(f"not valid JSON ({e})", path) from None
+    except RecursionError:
+        raise ModelFormatError("JSON nested too deeply", path) from None
     return booster_from_dict(d, path=path)
 
 
@@ -289,8 +291,10 @@ def _tree_from_dict(t, t_idx, n_features, n_outputs, fail):
                 fail(f"{where} node {k}: bin_threshold {v} is out of range")
             if key == "missing_left" and v not in (0, 1):
                 fail(f"{where} node {k}: missing_left must be 0 or 1")
-            if key in ("count", "depth") and not -(2**62) <= v <= 2**62:
-                fail(f"{where} node {k}: {key} out of range")
+            if typ is int and key not in ("bin_threshold", "missing_left"):
+                lo, hi = (-(2**62), 2**62) if key == "count" else (-(2**31), 2**31 - 1)
+                if not lo <= v <= hi:
+                    fail(f"{where} node {k}: {key} {v} is out of range")
             nodes[k][fld] = v
         nodes[k]["is_leaf"] = 1 if is_leaf else 0
         if is_leaf:
