@@ -287,3 +287,20 @@ def test_subsample_is_reproducible_by_random_state():
     binned = a.transform(X)
     np.testing.assert_array_equal(binned, _reference_bins(X, a))
     _assert_threshold_equivalence(X, binned, a)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("n", [255, 256, 257, 1000])  # around the kernel's row blocks
+def test_kernel_any_memory_layout(layout, n):
+    rng = np.random.default_rng(n)
+    base = _random_matrix(rng, 2 * n, np.float64)
+    binner = BinMapper(max_bins=40).fit(base)
+    if layout == "C":
+        X = np.ascontiguousarray(base[:n])
+    elif layout == "F":
+        X = np.asfortranarray(base[:n])
+    else:
+        X = base[::2]  # a non-contiguous view
+    expected = _reference_bins(np.ascontiguousarray(X), binner)
+    np.testing.assert_array_equal(_kernel_bins(X, binner), expected)
+    np.testing.assert_array_equal(binner.transform(X), expected)

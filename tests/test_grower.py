@@ -25,6 +25,22 @@ from ltrboost.objectives.registry import register
 from ltrboost.splitting import SplitParams, find_node_split
 
 SEEDS = [0, 1, 2]
+
+
+def _force_kernel_path(monkeypatch, path):
+    """Make the engine use its serial kernel bodies ("serial") or its parallel drivers
+    ("parallel") whatever the problem size (normally chosen by size thresholds)."""
+    import ltrboost.histogram
+    import ltrboost.splitting
+    import ltrboost.tree
+
+    big = 2**62 if path == "serial" else 0
+    monkeypatch.setattr(ltrboost.histogram, "PARALLEL_MIN_WORK", big)
+    monkeypatch.setattr(ltrboost.splitting, "SERIAL_SPLIT_WORK", big)
+    monkeypatch.setattr(ltrboost.splitting, "SERIAL_PARTITION_ROWS", big)
+    monkeypatch.setattr(ltrboost.tree, "SERIAL_PREDICT_ROWS", big)
+
+
 NODE_FIELDS_BUT_GAIN = (
     "value",
     "feature_idx",
@@ -951,3 +967,45 @@ def test_ole_tree_after_a_root_split_that_separates_every_pair_equals_newton():
         newton[0]["gain"] + G * G / H - G * G / (H - 2 * P), rel=1e-9
     )
     assert ole[0]["value"] == pytest.approx(-G / (H - 2 * P), rel=1e-9)
+
+
+# ====================================================================== kernel paths
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_serial_and_parallel_kernel_paths_grow_identical_trees(monkeypatch, seed):
+    """The engine switches between serial kernel bodies and parallel drivers by size;
+    both must grow the same tree, with the same row partition (the serial path is
+    the one the brute-force tests above exercise on small data)."""
+    rng, _, y, binner, X_binned = _data(seed, n=700)
+    g, h = _logistic_grad_hess(rng.normal(size=y.shape[0]), (y > 1).astype(float))
+    bag = np.sort(rng.choice(y.shape[0], 500, replace=False)).astype(np.int32)
+    _, ob, oXb, og, oh, opairs = _ole_problem(seed, pointwise_h=0.5)
+    cases = [
+        (binner, X_binned, dict(max_leaf_nodes=12), (g, h), {}),
+        (
+            binner,
+            X_binned,
+            dict(max_leaf_nodes=9, growth="depth_first", split_criterion="se"),
+            (g, h),
+            dict(sample_indices=bag, feature_indices=np.array([0, 2, 3], np.int32)),
+        ),
+        (
+            ob,
+            oXb,
+            dict(max_leaf_nodes=8, split_criterion="ole"),
+            (og, oh),
+            dict(pairs=opairs),
+        ),
+    ]
+    for b, Xb, kw, (gg, hh), grow_kw in cases:
+        out = {}
+        for path in ("serial", "parallel"):
+            with monkeypatch.context() as m:
+                _force_kernel_path(m, path)
+                grown = _grower(b, Xb, **kw).grow(gg, hh, **grow_kw)
+                out[path] = (grown.nodes, grown.partition.copy(), grown.leaf_ranges)
+        np.testing.assert_array_equal(out["serial"][0], out["parallel"][0])
+        np.testing.assert_array_equal(out["serial"][1], out["parallel"][1])
+        assert out["serial"][2] == out["parallel"][2]
+        assert out["serial"][0].shape[0] >= 5

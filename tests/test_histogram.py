@@ -6,37 +6,53 @@ import numba
 import numpy as np
 import pytest
 
+import ltrboost.histogram as histogram
 from ltrboost._config import HIST_COUNT, HIST_GRAD, HIST_HESS, N_HIST_STATS
 from ltrboost._numba import threads
 from ltrboost.histogram import (
     HistogramPool,
-    _build_histogram,
     _build_histogram_reference,
-    _build_histogram_root,
     _gather,
-    _subtract_histograms,
+    build_histogram,
+    build_histogram_root,
     reduce_histograms,
+    subtract_histograms,
 )
 
 SEEDS = [0, 1, 2, 3]
+
+
+@pytest.fixture(autouse=True, params=["serial", "parallel"])
+def kernel_path(request, monkeypatch):
+    """Run every test through the serial bodies and through the parallel drivers (the
+    wrappers pick one by size; the threshold is forced here)."""
+    threshold = 2**62 if request.param == "serial" else 0
+    monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", threshold)
+    return request.param
+
+
+def _subtract_histograms(parent_inout, sibling, feature_indices):
+    subtract_histograms(parent_inout, sibling, feature_indices)
 
 
 def _kernel_root(X_binned, g, h, n_bins, features=None):
     if features is None:
         features = np.arange(X_binned.shape[1], dtype=np.int32)
     out = np.full((X_binned.shape[1], n_bins, N_HIST_STATS), np.nan)
-    _build_histogram_root(X_binned, g, h, features, out)
+    build_histogram_root(X_binned, g, h, features, out)
     return out
 
 
 def _kernel_brute(X_binned, rows, g, h, n_bins, features=None):
     if features is None:
         features = np.arange(X_binned.shape[1], dtype=np.int32)
-    og = np.empty(rows.shape[0], dtype=np.float32)
-    oh = np.empty(rows.shape[0], dtype=np.float32)
-    _gather(rows, g, h, og, oh)
+    # scratch buffers longer than the node, as the grower passes them
+    og = np.full(rows.shape[0] + 5, np.nan, dtype=np.float32)
+    oh = np.full(rows.shape[0] + 5, np.nan, dtype=np.float32)
     out = np.full((X_binned.shape[1], n_bins, N_HIST_STATS), np.nan)
-    _build_histogram(X_binned, rows, og, oh, features, out)
+    og_used, oh_used = build_histogram(X_binned, rows, g, h, features, og, oh, out)
+    np.testing.assert_array_equal(og_used, g[rows])
+    np.testing.assert_array_equal(oh_used, h[rows])
     return out
 
 
@@ -291,3 +307,27 @@ def test_reduce_shards_equals_whole(seed):
     whole = _build_histogram_reference(X_binned, rows, g, h, 17)
     np.testing.assert_allclose(total, whole, rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(total[..., HIST_COUNT], whole[..., HIST_COUNT])
+
+
+def test_large_node_paths_agree_with_reference(kernel_path):
+    """A node above the real size threshold (PARALLEL_MIN_WORK rows), and many features
+    x bins for the subtraction, under both forced paths."""
+    rng = np.random.default_rng(5)
+    n, n_features, n_bins = 100_000 + 4321, 3, 256
+    X_binned = np.asfortranarray(
+        rng.integers(0, n_bins, size=(n, n_features)).astype(np.uint8)
+    )
+    g = rng.normal(size=n).astype(np.float32)
+    h = rng.uniform(size=n).astype(np.float32)
+    rows = np.sort(rng.choice(n, n - 17, replace=False)).astype(np.int32)
+    ref = _build_histogram_reference(X_binned, rows, g, h, n_bins)
+    np.testing.assert_array_equal(_kernel_brute(X_binned, rows, g, h, n_bins), ref)
+    root_ref = _build_histogram_reference(X_binned, np.arange(n), g, h, n_bins)
+    np.testing.assert_array_equal(_kernel_root(X_binned, g, h, n_bins), root_ref)
+    wide = rng.normal(size=(120, n_bins, 3))
+    small = rng.normal(size=(120, n_bins, 3))
+    feats = np.arange(0, 120, 2, dtype=np.int32)
+    expected = wide.copy()
+    expected[feats] -= small[feats]
+    subtract_histograms(wide, small, feats)
+    np.testing.assert_array_equal(wide, expected)

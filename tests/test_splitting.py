@@ -6,6 +6,7 @@ import numba
 import numpy as np
 import pytest
 
+import ltrboost.splitting as splitting
 from ltrboost._numba import threads
 from ltrboost.criteria import CRITERION_CODES
 from ltrboost.histogram import _build_histogram_reference
@@ -17,6 +18,15 @@ from ltrboost.splitting import (
 )
 
 SEEDS = [0, 1, 2, 3, 4]
+
+
+@pytest.fixture(params=["serial", "parallel"])
+def split_path(request, monkeypatch):
+    """Force the serial bodies or the parallel drivers (normally chosen by size)."""
+    threshold = 2**62 if request.param == "serial" else 0
+    monkeypatch.setattr(splitting, "SERIAL_SPLIT_WORK", threshold)
+    monkeypatch.setattr(splitting, "SERIAL_PARTITION_ROWS", threshold)
+    return request.param
 
 
 def _params(
@@ -74,6 +84,7 @@ def _split_via(impl, hist, n_bins_nm, sum_g, sum_h, count, params):
 
 
 @pytest.mark.parametrize("impl", ["reference", "kernel"])
+@pytest.mark.usefixtures("split_path")
 def test_hand_case_newton_missing_left_wins(impl):
     # Candidates (G^2/H per side, parent 25/9):
     #  missing right: b0 8+1/7, b1 9+0.2, b2 0+25
@@ -106,6 +117,7 @@ def test_hand_case_split_info_fields():
 
 
 @pytest.mark.parametrize("impl", ["reference", "kernel"])
+@pytest.mark.usefixtures("split_path")
 def test_hand_case_min_samples_leaf(impl):
     # min_samples_leaf=3 leaves missing left b0 (3|4) 27+16/6, missing right b1 (4|3)
     hist = _hist_from_bins(HAND_BINS, 4)
@@ -118,6 +130,7 @@ def test_hand_case_min_samples_leaf(impl):
 
 
 @pytest.mark.parametrize("impl", ["reference", "kernel"])
+@pytest.mark.usefixtures("split_path")
 def test_hand_case_se(impl):
     # SE uses counts: missing right b1 (n 4|3): 36/4 + 1/3 ; missing left b1 (5|2):
     # 121/5 + 36/2 = 42.2 <- best ; parent 25/7
@@ -251,6 +264,7 @@ PARAM_GRID = [
 @pytest.mark.parametrize(
     "kw", PARAM_GRID, ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items())
 )
+@pytest.mark.usefixtures("split_path")
 def test_kernel_matches_reference(seed, kw):
     hist, nb, missing_bin, sum_g, sum_h, count = _random_node(seed)
     params = _params(**kw)
@@ -300,6 +314,7 @@ def test_kernel_matches_reference(seed, kw):
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("criterion", ["newton", "se"])
+@pytest.mark.usefixtures("split_path")
 def test_kernel_matches_reference_with_ties(seed, criterion):
     hist, nb, missing_bin, sum_g, sum_h, count = _random_node(seed, integer_g=True)
     params = _params(criterion, min_samples_leaf=5)
@@ -328,6 +343,7 @@ def test_kernel_matches_reference_with_ties(seed, criterion):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.usefixtures("split_path")
 def test_feature_subset(seed):
     hist, nb, missing_bin, sum_g, sum_h, count = _random_node(seed)
     params = _params()
@@ -419,6 +435,7 @@ def _check_split_indices(rng, n_samples, start, stop, bin_idx, missing_left, n_t
         (70_000, 0, 70_000, 1),
     ],
 )
+@pytest.mark.usefixtures("split_path")
 def test_split_indices_is_stable_mask_partition(
     seed, missing_left, n_samples, start, stop, n_threads
 ):
@@ -443,3 +460,38 @@ def test_split_indices_chunk_counts_agree(n_threads):
     for k, p in results[1:]:
         assert k == results[0][0]
         np.testing.assert_array_equal(p, results[0][1])
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+@pytest.mark.parametrize("criterion", ["newton", "se"])
+def test_wide_histogram_uses_parallel_path_and_matches_reference(seed, criterion):
+    """40 features x 256 bins is above the real serial threshold (SERIAL_SPLIT_WORK)."""
+    hist, nb, missing_bin, sum_g, sum_h, count = _random_node(
+        seed, n=3000, n_features=40, max_bins=255
+    )
+    assert hist.shape[0] * hist.shape[1] >= splitting.SERIAL_SPLIT_WORK
+    params = _params(criterion, min_samples_leaf=10)
+    feats = np.arange(hist.shape[0], dtype=np.int32)
+    ref_gain, ref_f, ref_b, ref_ml = _find_best_split_reference(
+        hist, nb, missing_bin, sum_g, sum_h, count, params
+    )
+    info = find_node_split(hist, feats, nb, missing_bin, sum_g, sum_h, count, params)
+    assert info.gain == pytest.approx(ref_gain, rel=1e-9)
+    assert (info.feature_idx, info.bin_idx) == (ref_f, ref_b)
+    if hist[ref_f, missing_bin, 2] > 0:
+        assert info.missing_go_to_left == ref_ml
+
+
+def test_serial_and_parallel_split_search_identical(monkeypatch):
+    hist, nb, missing_bin, sum_g, sum_h, count = _random_node(0, n_features=9)
+    feats = np.array([0, 2, 3, 5, 8], dtype=np.int32)
+    res = []
+    for threshold in (2**62, 0):
+        monkeypatch.setattr(splitting, "SERIAL_SPLIT_WORK", threshold)
+        for crit in ("newton", "se", "ole"):
+            res.append(
+                find_node_split(
+                    hist, feats, nb, missing_bin, sum_g, sum_h, count, _params(crit)
+                )
+            )
+    assert res[:3] == res[3:]

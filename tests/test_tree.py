@@ -18,12 +18,27 @@ from ltrboost.objectives.registry import register
 from ltrboost.tree import (
     _add_leaf_values,
     _predict_raw_reference,
+    add_leaf_values,
     pack_trees,
     predict_binned_tree,
     predict_raw,
 )
 
 SEEDS = [0, 1, 2]
+
+
+def _force_kernel_path(monkeypatch, path):
+    """Make the engine use its serial kernel bodies ("serial") or its parallel drivers
+    ("parallel") whatever the problem size (normally chosen by size thresholds)."""
+    import ltrboost.histogram
+    import ltrboost.splitting
+    import ltrboost.tree
+
+    big = 2**62 if path == "serial" else 0
+    monkeypatch.setattr(ltrboost.histogram, "PARALLEL_MIN_WORK", big)
+    monkeypatch.setattr(ltrboost.splitting, "SERIAL_SPLIT_WORK", big)
+    monkeypatch.setattr(ltrboost.splitting, "SERIAL_PARTITION_ROWS", big)
+    monkeypatch.setattr(ltrboost.tree, "SERIAL_PREDICT_ROWS", big)
 
 
 # ====================================================================== test objectives
@@ -303,9 +318,9 @@ def _train_recording(monkeypatch, params, ds):
         original(grown, values, out, *args, **kwargs)
         seen["raw"] = out  # a view of the training raw scores, updated in place
 
-    monkeypatch.setattr(booster_mod, "_apply_tree_train", spy)
-    booster = train(params, ds)
-    monkeypatch.undo()
+    with monkeypatch.context() as m:
+        m.setattr(booster_mod, "_apply_tree_train", spy)
+        booster = train(params, ds)
     return booster, seen["raw"].copy()
 
 
@@ -507,3 +522,91 @@ def test_booster_passes_ole_pairs_of_the_bag_only(monkeypatch, subsample):
         H_c = np.sum(h[rows], dtype=np.float64) - 2.0 * rho[inside].sum()
         G = np.sum(g[rows], dtype=np.float64)
         assert nodes[k]["value"] == pytest.approx(-G / H_c, rel=1e-7, abs=1e-12)
+
+
+# ====================================================================== kernel paths
+
+
+def test_serial_and_parallel_prediction_paths_identical(monkeypatch):
+    _, X, _ = _data(7, n=1000)
+    binner, X_binned, trees = _random_trees(7, X)
+    grower = TreeGrower(
+        X_binned,
+        binner.n_bins_non_missing_,
+        binner.missing_bin_,
+        binner.thresholds_matrix(),
+        GrowerParams(max_leaf_nodes=9, min_samples_leaf=3),
+    )
+    grown = grower.grow(
+        np.linspace(-1, 1, X.shape[0]).astype(np.float32),
+        np.ones(X.shape[0], dtype=np.float32),
+    )
+    starts = np.array([s for s, _, _ in grown.leaf_ranges], dtype=np.int64)
+    stops = np.array([e for _, e, _ in grown.leaf_ranges], dtype=np.int64)
+    vals = np.array([grown.nodes["value"][k] for _, _, k in grown.leaf_ranges])
+    out = {}
+    for path in ("serial", "parallel"):
+        with monkeypatch.context() as m:
+            _force_kernel_path(m, path)
+            binned = _binned_sum(trees, [0] * 4, X_binned, binner.missing_bin_, 1)
+            leafwise = np.zeros(X.shape[0])
+            add_leaf_values(grown.partition, starts, stops, vals, leafwise)
+            out[path] = (binned, leafwise)
+    np.testing.assert_array_equal(out["serial"][0], out["parallel"][0])
+    np.testing.assert_array_equal(out["serial"][1], out["parallel"][1])
+    raw = np.zeros((1, X.shape[0]))
+    predict_raw(pack_trees(trees, [0] * 4), X, raw)
+    np.testing.assert_array_equal(out["serial"][0], raw)
+    via_tree = np.zeros(X.shape[0])
+    predict_binned_tree(grown.nodes, X_binned, binner.missing_bin_, via_tree)
+    np.testing.assert_array_equal(out["parallel"][1], via_tree)
+
+
+def test_large_data_binned_prediction_above_serial_threshold():
+    """More rows than SERIAL_PREDICT_ROWS: the real parallel path, raw == binned."""
+    import ltrboost.tree
+
+    rng = np.random.default_rng(8)
+    n = ltrboost.tree.SERIAL_PREDICT_ROWS + 4097
+    X = rng.normal(size=(n, 3))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    binner, X_binned, trees = _random_trees(8, X, n_trees=3)
+    raw = np.zeros((1, n))
+    predict_raw(pack_trees(trees, [0] * 3), X, raw)
+    np.testing.assert_array_equal(
+        raw, _binned_sum(trees, [0] * 3, X_binned, binner.missing_bin_, 1)
+    )
+
+
+@pytest.mark.usefixtures("_no_metrics")
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(objective="_test_ls", subsample=0.7, colsample_bytree=0.6),
+        dict(objective="_test_ranknet", split_criterion="ole"),
+    ],
+    ids=_ids,
+)
+def test_booster_identical_on_serial_and_parallel_paths(monkeypatch, kw):
+    _, X, y = _data(9, n=300)
+    ds = make_dataset(X, y, group=[15] * 20)
+    params = (
+        dict(
+            n_estimators=4,
+            max_leaf_nodes=6,
+            min_samples_leaf=3,
+            max_bins=31,
+            random_state=1,
+            n_threads=2,
+        )
+        | kw
+    )
+    res = {}
+    for path in ("serial", "parallel"):
+        with monkeypatch.context() as m:
+            _force_kernel_path(m, path)
+            booster, train_scores = _train_recording(m, params, ds)
+            res[path] = booster
+            np.testing.assert_array_equal(booster.predict_raw(X)[0], train_scores)
+    for ta, tb in zip(res["serial"].trees, res["parallel"].trees, strict=True):
+        np.testing.assert_array_equal(ta, tb)
