@@ -115,8 +115,12 @@ def worker(spec: dict) -> dict:
             n_jobs=s["threads"], eval_metric="ndcg@10",
             early_stopping_rounds=s["early_stopping"], random_state=0,
         )
-        model.fit(tr.X, tr.y, qid=tr.qid, eval_set=[(va.X, va.y)], eval_qid=[va.qid],
-                  verbose=False)
+        # XGBoost needs qid sorted: number the contiguous query runs instead
+        def runs(q):
+            return np.cumsum(np.r_[0, q[1:] != q[:-1]])
+
+        model.fit(tr.X, tr.y, qid=runs(tr.qid), eval_set=[(va.X, va.y)],
+                  eval_qid=[runs(va.qid)], verbose=False)
         fit_s = time.perf_counter() - t0
         scores = model.predict(te.X, iteration_range=(0, model.best_iteration + 1))
         best = model.best_iteration + 1
