@@ -202,11 +202,16 @@ def _brute_split(X_binned, rows, g, h, binner, params, pairs=None, features=None
                 both_r = ~left[pi] & ~left[pj]
                 hl_c = hl - 2.0 * rho[both_l].sum()
                 hr_c = (H - hl) - 2.0 * rho[both_r].sum()
+                cross = rho.sum() - rho[both_l].sum() - rho[both_r].sum()
                 gain = (
                     _side_score(gl, hl_c, l2)
                     + _side_score(G - gl, hr_c, l2)
                     - _side_score(G, H_parent, l2)
                 )
+                if gain > best[0]:
+                    ole_reported = _two_leaf_gain_reference(
+                        gl, hl_c, G - gl, hr_c, cross, G, H_parent, l2
+                    )
             else:
                 gain = (
                     _side_score(gl, hl, l2)
@@ -215,7 +220,21 @@ def _brute_split(X_binned, rows, g, h, binner, params, pairs=None, features=None
                 )
             if gain > best[0]:
                 best = (gain, f, b, ml)
+    if ole and best[1] >= 0:
+        # the split is chosen by eq. 13; the reported node gain includes the coupling
+        # of the two leaves through crossing pairs
+        best = (ole_reported, *best[1:])
     return best
+
+
+def _two_leaf_gain_reference(gl, a, gr, b, cross, G, parent_h, l2):
+    """Plain-NumPy two-leaf Newton decrease with the crossing-pair coupling."""
+    M = np.array([[a + l2, -cross], [-cross, b + l2]])
+    g = np.array([gl, gr])
+    parent = G * G / (parent_h + l2) if parent_h + l2 > 0 else 0.0
+    if a + l2 > 0 and b + l2 > 0 and np.linalg.det(M) > 0:
+        return float(g @ np.linalg.solve(M, g)) - parent
+    return _side_score(gl, a, l2) + _side_score(gr, b, l2) - parent
 
 
 def _assert_tree_invariants(
@@ -859,8 +878,8 @@ def test_ole_grown_tree_against_brute_force(seed, kw):
 
 def test_ole_pairs_crossing_the_split_do_not_change_the_sides():
     """With every pair crossing the only threshold, each side's OLE hessian is its plain
-    sum: side scores and leaf values equal Newton's; only the parent term G^2/(H - 2P)
-    differs (and vanishes with G = 0).  Pairs inside one side change everything."""
+    sum: leaf values equal Newton's, the node gain is the coupled two-leaf decrease.
+    Pairs inside one side change everything."""
     n_bins, missing_bin = 3, 2
     X_binned = np.asfortranarray(np.array([[0]] * 4 + [[1]] * 4, dtype=np.uint8))
     h = np.array([1.0, 2.0, 1.5, 1.0, 0.5, 1.0, 2.0, 1.0], dtype=np.float32)
@@ -917,11 +936,13 @@ def test_ole_pairs_crossing_the_split_do_not_change_the_sides():
         assert (ole.value_left, ole.value_right) == pytest.approx(
             (newton.value_left, newton.value_right)
         )
+        # every pair crosses: the two leaves are coupled by -P, the parent's one-leaf
+        # hessian is H - 2P, and the node gain is the exact two-leaf decrease
+        gl, gr = float(g[:4].sum()), float(g[4:].sum())
         assert ole.gain == pytest.approx(
-            newton.gain + G * G / H - G * G / (H - 2 * P), rel=1e-12
+            _two_leaf_gain_reference(gl, 5.5, gr, 4.5, P, G, H - 2 * P, 0.0), rel=1e-10
         )
-        if G == 0.0:
-            assert ole.gain == pytest.approx(newton.gain, rel=1e-12)
+        assert ole.gain >= -1e-12  # restricting both leaves to one value is a special case
         inside = split(2, same_side)
         assert inside.value_left != pytest.approx(newton.value_left)
         assert inside.value_right != pytest.approx(newton.value_right)
@@ -963,8 +984,12 @@ def test_ole_tree_after_a_root_split_that_separates_every_pair_equals_newton():
     _compare_structure(newton[1:], ole[1:])
     G, H = float(np.sum(g, dtype=np.float64)), float(np.sum(h, dtype=np.float64))
     P = pairs[2].sum()
+    # the root's gain is the coupled two-leaf decrease (every pair crosses its split)
+    left = ~group_a  # feature 0 == 0 goes left
+    gl = float(np.sum(g[left], dtype=np.float64))
+    hl = float(np.sum(h[left], dtype=np.float64))
     assert ole[0]["gain"] == pytest.approx(
-        newton[0]["gain"] + G * G / H - G * G / (H - 2 * P), rel=1e-9
+        _two_leaf_gain_reference(gl, hl, G - gl, H - hl, P, G, H - 2 * P, 0.0), rel=1e-9
     )
     assert ole[0]["value"] == pytest.approx(-G / (H - 2 * P), rel=1e-9)
 

@@ -10,7 +10,7 @@ import pytest
 import ltrboost.booster as booster_mod
 from ltrboost._config import NODE_DTYPE
 from ltrboost.binning import BinMapper
-from ltrboost.booster import train
+from ltrboost.booster import BoosterParams, train
 from ltrboost.dataset import make_dataset
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.objectives.base import Objective, PairTerms
@@ -369,7 +369,11 @@ def test_booster_predicts_its_training_scores_bitwise(monkeypatch, kw, dtype):
     np.testing.assert_array_equal(pred, train_scores)  # bitwise
 
     # the same sum, tree by tree, on the training bins
-    binner = BinMapper(params["max_bins"], random_state=params["random_state"])
+    binner = BinMapper(
+        params["max_bins"],
+        random_state=params["random_state"],
+        min_samples_bin=BoosterParams().min_samples_bin,
+    )
     X_binned = binner.fit_transform(ds.X)
     manual = _binned_sum(
         booster.trees,

@@ -35,6 +35,9 @@ class BinMapper:
         Rows used to compute quantiles (None: all rows).
     random_state : int or None
         Seeds the subsample.
+    min_samples_bin : int, default=1
+        A bin of a feature with few distinct values is closed only once it holds this
+        many documents (LightGBM's ``min_data_in_bin``; the booster uses 3 like it).
 
     Attributes
     ----------
@@ -51,9 +54,13 @@ class BinMapper:
         max_bins: int = MAX_BINS,
         subsample: int | None = DEFAULT_SUBSAMPLE,
         random_state: int | None = None,
+        min_samples_bin: int = 1,
     ) -> None:
         if not 2 <= int(max_bins) <= MAX_BINS:
             raise ValueError(f"max_bins={max_bins} must be between 2 and {MAX_BINS}")
+        if int(min_samples_bin) < 1:
+            raise ValueError(f"min_samples_bin={min_samples_bin} must be >= 1")
+        self.min_samples_bin = int(min_samples_bin)
         self.max_bins = int(max_bins)
         self.subsample = subsample
         self.random_state = random_state
@@ -76,7 +83,8 @@ class BinMapper:
         else:
             Xs = X
         self.bin_thresholds_ = [
-            _find_thresholds(Xs[:, f], self.max_bins) for f in range(n_features)
+            _find_thresholds(Xs[:, f], self.max_bins, self.min_samples_bin)
+            for f in range(n_features)
         ]
         self.n_bins_non_missing_ = np.array(
             [t.shape[0] + 1 for t in self.bin_thresholds_], dtype=np.int32
@@ -119,8 +127,16 @@ class BinMapper:
         }
 
 
-def _find_thresholds(col: NDArray[np.floating], max_bins: int) -> NDArray[np.float64]:
-    """Bin thresholds of one feature (NaN ignored): midpoints or quantiles."""
+def _find_thresholds(
+    col: NDArray[np.floating], max_bins: int, min_samples_bin: int = 1
+) -> NDArray[np.float64]:
+    """Bin thresholds of one feature (NaN ignored): midpoints or quantiles.
+
+    With few distinct values, each gets its own bin, except that a bin is only closed
+    once it holds ``min_samples_bin`` documents (LightGBM's ``min_data_in_bin``): rare
+    values are merged into their upper neighbour, so splits cannot isolate a handful of
+    documents by a value seen once (a regulariser that matters on small sparse data).
+    """
     col = np.asarray(col, dtype=np.float64)
     col = col[~np.isnan(col)]
     if col.size == 0:
@@ -131,10 +147,19 @@ def _find_thresholds(col: NDArray[np.floating], max_bins: int) -> NDArray[np.flo
     np.not_equal(col[1:], col[:-1], out=new_value[1:])
     distinct = col[new_value]
     if distinct.shape[0] <= max_bins:
-        mids = distinct[:-1] * 0.5 + distinct[1:] * 0.5  # no overflow near +-max
+        if min_samples_bin > 1 and distinct.shape[0] > 1:
+            starts = np.flatnonzero(new_value)
+            counts = np.diff(np.r_[starts, col.shape[0]])
+            keep = _greedy_bin_ends(counts, min_samples_bin)
+            lower = distinct[:-1][keep]
+            upper = distinct[1:][keep]
+        else:
+            lower = distinct[:-1]
+            upper = distinct[1:]
+        mids = lower * 0.5 + upper * 0.5  # no overflow near +-max
         # The midpoint of two adjacent floats can round onto the upper one; then use the
         # lower one, so both values stay in different bins (the rule is x <= t).
-        mids = np.where(mids >= distinct[1:], distinct[:-1], mids)
+        mids = np.where(mids >= upper, lower, mids)
     else:
         # Quantiles of the sorted column; "midpoint"-like interpolation keeps the
         # thresholds between observed values, so no bin is empty by construction.
@@ -147,6 +172,29 @@ def _find_thresholds(col: NDArray[np.floating], max_bins: int) -> NDArray[np.flo
         mids = np.unique(mids)
     mids = mids[np.isfinite(mids)]
     return np.ascontiguousarray(mids, dtype=np.float64)
+
+
+def _greedy_bin_ends(counts: NDArray[np.int64], min_count: int) -> NDArray[np.bool_]:
+    """For each gap between consecutive distinct values: close a bin there?
+
+    Bins are closed greedily from the smallest value once they hold ``min_count``
+    documents; the last bin takes what is left, and is merged into the previous one
+    when it is too small.
+    """
+    n_gaps = counts.shape[0] - 1
+    keep = np.zeros(n_gaps, dtype=bool)
+    acc = 0
+    last_cut = -1
+    for k in range(n_gaps):
+        acc += counts[k]
+        if acc >= min_count:
+            keep[k] = True
+            acc = 0
+            last_cut = k
+    tail = counts[last_cut + 1 :].sum()
+    if last_cut >= 0 and tail < min_count:
+        keep[last_cut] = False
+    return keep
 
 
 # --- kernels ---

@@ -71,7 +71,8 @@ class BoosterParams:
     Engine: ``n_estimators`` rounds (one tree per output per round), ``learning_rate``
     (shrinkage eta), ``max_leaf_nodes``, ``max_depth`` (None: unlimited),
     ``min_samples_leaf``, ``min_sum_hessian_in_leaf``, ``l2_regularization`` (lambda in
-    -G/(H+lambda)), ``min_gain_to_split``, ``max_bins`` (<= 255, plus a missing bin),
+    -G/(H+lambda)), ``min_gain_to_split``, ``max_bins`` (<= 255, plus a missing bin), ``min_samples_bin`` (documents a bin of a
+    low-cardinality feature must hold, LightGBM's ``min_data_in_bin``, default 3),
     ``split_criterion`` ("newton" | "se" | "ole"), ``growth`` ("best_first" |
     "breadth_first" | "depth_first"), ``subsample`` (fraction of *queries* per round),
     ``colsample_bytree`` (fraction of features per tree), ``random_state``,
@@ -92,6 +93,7 @@ class BoosterParams:
     l2_regularization: float = 0.0
     min_gain_to_split: float = 0.0
     max_bins: int = 255
+    min_samples_bin: int = 3
     split_criterion: str = "newton"
     growth: str = "best_first"
     subsample: float = 1.0
@@ -146,6 +148,10 @@ class BoosterParams:
             f"l2_regularization={self.l2_regularization} must be >= 0",
         )
         check(2 <= int(self.max_bins) <= 255, f"max_bins={self.max_bins} must be in [2, 255]")
+        check(
+            int(self.min_samples_bin) >= 1,
+            f"min_samples_bin={self.min_samples_bin} must be >= 1",
+        )
         check(
             self.split_criterion in CRITERIA,
             f"split_criterion={self.split_criterion!r} is not one of {CRITERIA}",
@@ -369,7 +375,11 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
     n_out = objective.n_outputs(train_set)
     n = train_set.n_samples
 
-    binner = BinMapper(params.max_bins, random_state=params.random_state)
+    binner = BinMapper(
+        params.max_bins,
+        random_state=params.random_state,
+        min_samples_bin=int(params.min_samples_bin),
+    )
     X_binned = binner.fit_transform(train_set.X)
     grower = TreeGrower(
         X_binned,

@@ -26,7 +26,7 @@ class Ranker(BaseEstimator):
     Parameters are those of :class:`~ltrboost.booster.BoosterParams`: ``objective``,
     ``n_estimators``, ``learning_rate``, ``max_leaf_nodes``, ``max_depth``,
     ``min_samples_leaf``, ``min_sum_hessian_in_leaf``, ``l2_regularization``,
-    ``min_gain_to_split``, ``max_bins``, ``split_criterion``, ``growth``, ``subsample``
+    ``min_gain_to_split``, ``max_bins``, ``min_samples_bin``, ``split_criterion``, ``growth``, ``subsample``
     (fraction of queries per round), ``colsample_bytree``, ``random_state``,
     ``n_threads``, ``early_stopping_rounds``, ``eval_metric`` and the objective's own
     (``sigma``, ``lambda_metric``, ``truncation_level``, ``pair_method``,
@@ -64,6 +64,7 @@ class Ranker(BaseEstimator):
         l2_regularization: float = 0.0,
         min_gain_to_split: float = 0.0,
         max_bins: int = 255,
+        min_samples_bin: int = 3,
         split_criterion: str = "newton",
         growth: str = "best_first",
         subsample: float = 1.0,
@@ -96,6 +97,7 @@ class Ranker(BaseEstimator):
         self.l2_regularization = l2_regularization
         self.min_gain_to_split = min_gain_to_split
         self.max_bins = max_bins
+        self.min_samples_bin = min_samples_bin
         self.split_criterion = split_criterion
         self.growth = growth
         self.subsample = subsample

@@ -108,11 +108,13 @@ def find_node_split(
         _find_best_split_per_feature(*args)
     sel_gains = gains[feature_indices]
     k = int(np.argmax(sel_gains))  # ties -> lowest selected feature index
-    best = float(sel_gains[k])
-    if not best > params.min_gain_to_split or not np.isfinite(best):
-        return None
     f = int(feature_indices[k])
-    gl, hl, nl, hl_c, hr_c = stats[f]
+    # the split is *chosen* by sel_gains (eq. 9 / eq. 13); the gain that orders nodes
+    # and decides whether to split is stats[f, 5] (differs only under "ole")
+    best = float(stats[f, 5])
+    if not np.isfinite(sel_gains[k]) or not best > params.min_gain_to_split:
+        return None
+    gl, hl, nl, hl_c, hr_c, _ = stats[f]
     gr = sum_gradients - gl
     hr = sum_hessians - hl
     nr = count - nl
@@ -138,7 +140,7 @@ def alloc_split_buffers(n_features: int) -> tuple[NDArray, ...]:
         np.empty(n_features, dtype=np.float64),
         np.empty(n_features, dtype=np.int32),
         np.empty(n_features, dtype=np.uint8),
-        np.empty((n_features, 5), dtype=np.float64),
+        np.empty((n_features, 6), dtype=np.float64),
     )
 
 
@@ -210,7 +212,8 @@ def _best_split_body(
     # bin the pair-rho sums P_max (by max bin), P_min (by min bin) and Q (pairs with one
     # missing document, by the other's bin); pair_sum: IN total rho of the node's pairs.
     # *_out: OUT per feature: best gain (-inf if none), bin, missing side, and
-    # stats = (G_left, H_left, n_left, H_left_for_value, H_right_for_value).
+    # stats = (G_left, H_left, n_left, H_left_for_value, H_right_for_value, gain) where
+    # gain is the node gain reported for the chosen split (see _two_leaf_gain).
     use_counts = criterion_code == 1
     ole = criterion_code == 2 and use_pairs
     parent_h_crit = count if use_counts else sum_h
@@ -231,6 +234,7 @@ def _best_split_body(
         b_nl = 0.0
         b_hlc = 0.0
         b_hrc = 0.0
+        b_cross = 0.0
         # total pair mass of non-missing pairs whose min bin is > b, and Q beyond b
         pmin_total = 0.0
         q_total = 0.0
@@ -304,9 +308,16 @@ def _best_split_body(
                     b_nl = nl
                     b_hlc = hl_val
                     b_hrc = hr_val
+                    if ole:
+                        b_cross = pair_sum - left_pairs - right_pairs
         if miss_n == 0.0 and best_gain > -np.inf:
             # no missing values here: unseen missing values follow the larger child
             best_ml = 1 if b_nl >= count - b_nl else 0
+        reported = best_gain
+        if ole and best_gain > -np.inf:
+            reported = _two_leaf_gain(b_gl, b_hlc, sum_g - b_gl, b_hrc, b_cross,
+                                      sum_g, parent_h_crit, l2)
+        stats_out[f, 5] = reported
         gains_out[f] = best_gain
         bins_out[f] = best_bin
         miss_left_out[f] = best_ml
@@ -315,6 +326,31 @@ def _best_split_body(
         stats_out[f, 2] = b_nl
         stats_out[f, 3] = b_hlc
         stats_out[f, 4] = b_hrc
+
+
+@kernel
+def _two_leaf_gain(g_l, a, g_r, b, cross, g, parent_h, l2):
+    """Exact second-order loss decrease of a split under a pairwise loss (OLE nodes).
+
+    Eq. 13 of seed 000 fits the two leaves separately (diagonal hessians ``a``, ``b``:
+    each side's hessian minus twice the pairs wholly inside it).  Pairs crossing the split
+    also couple the two leaf values: d2L/do_l do_r = -cross.  Choosing the split by
+    eq. 13 is the paper's rule and is kept; but to *compare* nodes (best-first order) and
+    to decide whether a node is worth splitting, the gain must be the decrease of the
+    same quadratic model that the parent's one-leaf term uses, i.e. with the coupling:
+    ``g^T M^-1 g - G^2/(a + b - 2 cross)`` with ``M = [[a, -cross], [-cross, b]]``
+    (+ l2 on the diagonal).  It is >= 0 whenever M is positive definite (restricting the
+    two leaves to one value is a special case).  Otherwise fall back to eq. 13.
+    """
+    if cross == 0.0:  # uncoupled leaves: exactly eq. 13 (same arithmetic as Newton)
+        return _split_gain(g_l, a, g_r, b, g, parent_h, l2)
+    aa = a + l2
+    bb = b + l2
+    det = aa * bb - cross * cross
+    parent = g * g / (parent_h + l2) if parent_h + l2 > 0.0 else 0.0
+    if aa > 0.0 and bb > 0.0 and det > 0.0:
+        return (bb * g_l * g_l + 2.0 * cross * g_l * g_r + aa * g_r * g_r) / det - parent
+    return _split_gain(g_l, a, g_r, b, g, parent_h, l2)
 
 
 @kernel
