@@ -101,6 +101,70 @@ def reduce_histograms(histograms: list[NDArray[np.float64]]) -> NDArray[np.float
 
 
 @kernel
+def _accumulate(col, rows, gradients, hessians, n, h):
+    """Add rows' gradients/hessians/counts to one feature's histogram ``h`` (zeroed).
+
+    ``rows`` None: rows 0..n-1 (the root).  Four sub-histograms take consecutive rows in
+    turn and are summed at the end: when neighbouring rows fall in the same bin (common
+    for sparse, count-like features) a single histogram serialises on the store-to-load
+    latency of that bin; four independent chains run in parallel in the CPU (measured
+    ~25-30% faster).  The summation order is fixed, so results do not depend on threads.
+    """
+    nb = h.shape[0]
+    sub = np.zeros((4, nb, 3))
+    m = n - (n % 4)
+    if rows is None:
+        for i in range(0, m, 4):
+            b0 = col[i]
+            b1 = col[i + 1]
+            b2 = col[i + 2]
+            b3 = col[i + 3]
+            sub[0, b0, 0] += gradients[i]
+            sub[0, b0, 1] += hessians[i]
+            sub[0, b0, 2] += 1.0
+            sub[1, b1, 0] += gradients[i + 1]
+            sub[1, b1, 1] += hessians[i + 1]
+            sub[1, b1, 2] += 1.0
+            sub[2, b2, 0] += gradients[i + 2]
+            sub[2, b2, 1] += hessians[i + 2]
+            sub[2, b2, 2] += 1.0
+            sub[3, b3, 0] += gradients[i + 3]
+            sub[3, b3, 1] += hessians[i + 3]
+            sub[3, b3, 2] += 1.0
+        for i in range(m, n):
+            b0 = col[i]
+            sub[0, b0, 0] += gradients[i]
+            sub[0, b0, 1] += hessians[i]
+            sub[0, b0, 2] += 1.0
+    else:
+        for i in range(0, m, 4):
+            b0 = col[rows[i]]
+            b1 = col[rows[i + 1]]
+            b2 = col[rows[i + 2]]
+            b3 = col[rows[i + 3]]
+            sub[0, b0, 0] += gradients[i]
+            sub[0, b0, 1] += hessians[i]
+            sub[0, b0, 2] += 1.0
+            sub[1, b1, 0] += gradients[i + 1]
+            sub[1, b1, 1] += hessians[i + 1]
+            sub[1, b1, 2] += 1.0
+            sub[2, b2, 0] += gradients[i + 2]
+            sub[2, b2, 1] += hessians[i + 2]
+            sub[2, b2, 2] += 1.0
+            sub[3, b3, 0] += gradients[i + 3]
+            sub[3, b3, 1] += hessians[i + 3]
+            sub[3, b3, 2] += 1.0
+        for i in range(m, n):
+            b0 = col[rows[i]]
+            sub[0, b0, 0] += gradients[i]
+            sub[0, b0, 1] += hessians[i]
+            sub[0, b0, 2] += 1.0
+    for b in range(nb):
+        for s in range(3):
+            h[b, s] = (sub[0, b, s] + sub[1, b, s]) + (sub[2, b, s] + sub[3, b, s])
+
+
+@kernel
 def _histogram_root_body(X_binned, gradients, hessians, feature_indices, k_lo, k_hi,
                          hist_out):
     # X_binned: IN uint8 (n_samples, n_features) F-order; gradients/hessians: IN float32
@@ -114,12 +178,7 @@ def _histogram_root_body(X_binned, gradients, hessians, feature_indices, k_lo, k
             h[b, 0] = 0.0
             h[b, 1] = 0.0
             h[b, 2] = 0.0
-        col = X_binned[:, f]
-        for i in range(n_samples):
-            b = col[i]
-            h[b, 0] += gradients[i]
-            h[b, 1] += hessians[i]
-            h[b, 2] += 1.0
+        _accumulate(X_binned[:, f], None, gradients, hessians, n_samples, h)
 
 
 @parallel_kernel
@@ -164,12 +223,8 @@ def _histogram_body(X_binned, sample_indices, ordered_gradients, ordered_hessian
             h[b, 0] = 0.0
             h[b, 1] = 0.0
             h[b, 2] = 0.0
-        col = X_binned[:, f]
-        for i in range(n):
-            b = col[sample_indices[i]]
-            h[b, 0] += ordered_gradients[i]
-            h[b, 1] += ordered_hessians[i]
-            h[b, 2] += 1.0
+        _accumulate(X_binned[:, f], sample_indices, ordered_gradients, ordered_hessians,
+                    n, h)
 
 
 @parallel_kernel

@@ -556,6 +556,18 @@ def _logistic(x):
 
 
 @kernel
+def _sigmoid_pair(x):
+    """``(rho, 1 - rho)`` with ``rho = 1 / (1 + exp(x))``: one exp, no log, no overflow."""
+    if x >= 0.0:
+        t = math.exp(-x)
+        inv = 1.0 / (1.0 + t)
+        return t * inv, inv
+    t = math.exp(x)
+    inv = 1.0 / (1.0 + t)
+    return inv, t * inv
+
+
+@kernel
 def _delta_ndcg(gain_i, gain_j, discount_i, discount_j, inv_idcg):
     """|dNDCG| of swapping two documents: |gain_i - gain_j| |D_i - D_j| / IDCG.
 
@@ -784,16 +796,17 @@ def _lambdamart_one_query(
 
         # --- its loss, derivatives and share of sum_lambdas ---
         if loss_code == LOSS_LOGISTIC:
-            rho, one_minus_rho, softplus = _logistic(
-                sigma * (scores_q[doc_i] - scores_q[doc_j])
-            )
+            x_ij = sigma * (scores_q[doc_i] - scores_q[doc_j])
+            rho, one_minus_rho = _sigmoid_pair(x_ij)
             grad = sigma * dz * rho  # = -lambda_ij (seed 001)
             hess = sigma * sigma * dz * rho * one_minus_rho
-            pair_loss = dz * softplus
+            pair_loss = 0.0
+            if want_loss:  # log1p costs as much as the rest of the pair
+                pair_loss = dz * _logistic(x_ij)[2]
             if same_scores:
                 sum_lambdas += 2.0 * grad
             else:
-                rho_ref, _, _ = _logistic(sigma * (ref_q[doc_i] - ref_q[doc_j]))
+                rho_ref, _ = _sigmoid_pair(sigma * (ref_q[doc_i] - ref_q[doc_j]))
                 sum_lambdas += 2.0 * sigma * dz * rho_ref
         else:  # RankBoost: exp(s_j - s_i), seed 000 example 3
             e = math.exp(min(scores_q[doc_j] - scores_q[doc_i], EXP_CLIP))

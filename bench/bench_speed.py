@@ -1,0 +1,299 @@
+"""Speed and memory side by side: ltrboost vs LightGBM vs XGBoost, same data and settings.
+
+Usage::
+
+    python -m bench.bench_speed [--sizes 100000,500000,2000000] [--trees 200] [--repeats 3]
+                                [--scaling] [--output bench/results/speed.md]
+
+Data: ``ltrboost.datasets.make_ranking_mslr_like`` (136 features, ~120 documents per
+query, MSLR-like grades), generated once per size and saved under
+``bench/results/cache``; every library reads the same arrays.  A separate test set of
+20% of the size is generated with another seed.
+
+Shared settings: LambdaMART / ``lambdarank`` / ``rank:ndcg``, 255 bins, 31 leaves grown
+leaf-wise (XGBoost ``lossguide``), learning rate 0.1, at least 20 documents per leaf,
+2 threads, ``--trees`` rounds, pairs truncated to those with one document in the top 30
+of the current ranking (LightGBM ``lambdarank_truncation_level=30``, ltrboost
+``truncation_level=30``, XGBoost ``lambdarank_pair_method=topk`` with
+``lambdarank_num_pair_per_sample=30``), NDCG gain 2^y - 1, no early stopping.
+
+Each measurement runs in a fresh subprocess (peak RSS = that process's ``ru_maxrss``);
+numbers are medians over ``--repeats`` runs.  ltrboost's JIT compilation is measured
+separately: a first process with an empty Numba cache vs a second process using it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench._common import (
+    REPO,
+    group_sizes,
+    machine_description,
+    markdown_table,
+    peak_rss_mb,
+    run_worker,
+)
+
+CACHE = REPO / "bench" / "results" / "cache"
+SETTINGS = dict(leaves=31, learning_rate=0.1, max_bins=255, min_leaf=20, threads=2,
+                truncation=30)
+
+
+def data_paths(n_samples: int, docs_per_query: int | None = None) -> dict[str, str]:
+    """Generate (once) and cache train/test arrays; return their .npy paths."""
+    from ltrboost.datasets import make_ranking_mslr_like
+
+    tag = f"n{n_samples}" + (f"_d{docs_per_query}" if docs_per_query else "")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    paths = {k: str(CACHE / f"{tag}_{k}.npy") for k in
+             ("Xtr", "ytr", "qtr", "Xte", "yte", "qte")}
+    if all(os.path.exists(p) for p in paths.values()):
+        return paths
+    kw = {} if docs_per_query is None else {"docs_per_query": docs_per_query}
+    Xtr, ytr, qtr = make_ranking_mslr_like(n_samples, random_state=0, **kw)
+    Xte, yte, qte = make_ranking_mslr_like(max(n_samples // 5, 1000), random_state=1, **kw)
+    for k, v in zip(paths, (Xtr, ytr, qtr, Xte, yte, qte), strict=True):
+        np.save(paths[k], v)
+    return paths
+
+
+def worker(spec: dict) -> dict:
+    lib = spec["lib"]
+    s = SETTINGS
+    d = {k: np.load(v) for k, v in spec["paths"].items()}
+    Xtr, ytr, qtr, Xte, yte, qte = (d[k] for k in ("Xtr", "ytr", "qtr", "Xte", "yte", "qte"))
+    n_trees = spec["trees"]
+    out: dict = {}
+    if lib == "ltrboost":
+        from ltrboost.binning import BinMapper
+        from ltrboost.booster import BoosterParams, train
+        from ltrboost.dataset import make_dataset
+
+        ds = make_dataset(Xtr, ytr, qid=qtr)
+        t0 = time.perf_counter()
+        BinMapper(s["max_bins"], random_state=0, min_samples_bin=3).fit_transform(ds.X)
+        out["construct_s"] = time.perf_counter() - t0
+        params = BoosterParams(
+            objective="lambdamart", n_estimators=n_trees, learning_rate=s["learning_rate"],
+            max_leaf_nodes=s["leaves"], min_samples_leaf=s["min_leaf"],
+            max_bins=s["max_bins"], truncation_level=s["truncation"], n_threads=s["threads"],
+        )
+        t0 = time.perf_counter()
+        booster = train(params, ds)
+        out["train_s"] = time.perf_counter() - t0 - out["construct_s"]
+
+        def predict(X):
+            return booster.predict(X, n_threads=s["threads"])
+    elif lib == "lightgbm":
+        import lightgbm as lgb
+
+        t0 = time.perf_counter()
+        dtrain = lgb.Dataset(Xtr, ytr, group=group_sizes(qtr),
+                             params={"max_bin": s["max_bins"], "verbose": -1,
+                                     "num_threads": s["threads"]})
+        dtrain.construct()
+        out["construct_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        model = lgb.train(
+            {"objective": "lambdarank", "num_leaves": s["leaves"],
+             "learning_rate": s["learning_rate"], "min_data_in_leaf": s["min_leaf"],
+             "max_bin": s["max_bins"], "lambdarank_truncation_level": s["truncation"],
+             "num_threads": s["threads"], "verbose": -1, "seed": 0},
+            dtrain, num_boost_round=n_trees,
+        )
+        out["train_s"] = time.perf_counter() - t0
+
+        def predict(X):
+            return model.predict(X, num_threads=s["threads"])
+    elif lib == "xgboost":
+        import xgboost as xgb
+
+        t0 = time.perf_counter()
+        dtrain = xgb.QuantileDMatrix(Xtr, ytr, qid=qtr, max_bin=s["max_bins"],
+                                     nthread=s["threads"])
+        out["construct_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        model = xgb.train(
+            {"objective": "rank:ndcg", "tree_method": "hist", "grow_policy": "lossguide",
+             "max_leaves": s["leaves"], "max_depth": 0, "eta": s["learning_rate"],
+             "max_bin": s["max_bins"], "lambdarank_pair_method": "topk",
+             "lambdarank_num_pair_per_sample": s["truncation"], "nthread": s["threads"],
+             "seed": 0},
+            dtrain, num_boost_round=n_trees,
+        )
+        out["train_s"] = time.perf_counter() - t0
+
+        def predict(X):
+            return model.inplace_predict(X)
+    else:
+        raise ValueError(lib)
+    out["per_tree_ms"] = 1000 * out["train_s"] / n_trees
+    predict(Xte[:100])  # warm-up
+    t0 = time.perf_counter()
+    scores = predict(Xte)
+    out["predict_docs_per_s"] = Xte.shape[0] / (time.perf_counter() - t0)
+    # batch of one query, repeated
+    q_sizes = group_sizes(qte)
+    first = Xte[: q_sizes[0]]
+    reps = 200
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        predict(first)
+    out["predict_one_query_docs_per_s"] = reps * first.shape[0] / (time.perf_counter() - t0)
+    from ltrboost.metrics import evaluate
+
+    offsets = np.r_[0, np.cumsum(q_sizes)]
+    out["test_ndcg@10"] = evaluate(np.asarray(scores, np.float64), yte.astype(np.float64),
+                                   offsets, metrics=["ndcg@10"])["ndcg@10"]
+    out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def jit_worker(spec: dict) -> dict:
+    """Time a tiny end-to-end training (compilation dominates in a fresh cache)."""
+    t0 = time.perf_counter()
+    from ltrboost import Ranker
+    from ltrboost.datasets import make_ranking
+
+    X, y, q = make_ranking(n_queries=20, docs_per_query=20, random_state=0)
+    Ranker(n_estimators=2, n_threads=2).fit(X, y, qid=q, eval_set=[(X, y, q)])
+    return {"seconds": time.perf_counter() - t0}
+
+
+def measure_jit() -> dict:
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env_backup = os.environ.get("NUMBA_CACHE_DIR")
+        os.environ["NUMBA_CACHE_DIR"] = cache_dir
+        try:
+            first = run_worker("bench_speed", {"jit": True})["seconds"]
+            second = run_worker("bench_speed", {"jit": True})["seconds"]
+        finally:
+            if env_backup is None:
+                os.environ.pop("NUMBA_CACHE_DIR", None)
+            else:
+                os.environ["NUMBA_CACHE_DIR"] = env_backup
+    return {"first_process_s": first, "cached_process_s": second}
+
+
+def run_grid(sizes, libs, trees, repeats, docs_per_query=None):
+    results = {}
+    for n in sizes:
+        paths = data_paths(n, docs_per_query)
+        for lib in libs:
+            runs = [run_worker("bench_speed", {"lib": lib, "paths": paths, "trees": trees},
+                               timeout=7200) for _ in range(repeats)]
+            med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            results[(n, lib)] = med
+            print(f"n={n} d={docs_per_query} {lib}: " + ", ".join(
+                f"{k}={v:.4g}" for k, v in med.items()), file=sys.stderr, flush=True)
+    return results
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "-"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--sizes", default="100000,500000,2000000")
+    ap.add_argument("--libs", default="ltrboost,lightgbm,xgboost")
+    ap.add_argument("--trees", type=int, default=200)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scaling", action="store_true",
+                    help="also vary documents per query at a fixed total (plot)")
+    ap.add_argument("--output", default=str(REPO / "bench" / "results" / "speed.md"))
+    args = ap.parse_args(argv)
+    if args.worker:
+        spec = json.loads(args.worker)
+        print(json.dumps(jit_worker(spec) if spec.get("jit") else worker(spec)))
+        return 0
+    sizes = [int(s) for s in args.sizes.split(",")]
+    libs = args.libs.split(",")
+    jit = measure_jit()
+    print(f"JIT: {jit}", file=sys.stderr)
+    results = run_grid(sizes, libs, args.trees, args.repeats)
+    rows = []
+    fields = [("construct_s", "construct/bin s", False), ("per_tree_ms", "ms/tree", False),
+              ("predict_docs_per_s", "predict docs/s (test set)", True),
+              ("predict_one_query_docs_per_s", "predict docs/s (one query)", True),
+              ("peak_rss_mb", "peak RSS MB", False), ("test_ndcg@10", "test NDCG@10", True)]
+    for n in sizes:
+        for key, label, _ in fields:
+            vals = {lib: results[(n, lib)][key] for lib in libs}
+            row = [f"{n:,}", label, *(f"{vals[lib]:.4g}" for lib in libs)]
+            if "ltrboost" in vals:
+                for other in ("lightgbm", "xgboost"):
+                    if other in vals:
+                        row.append(ratio(vals["ltrboost"], vals[other]))
+            rows.append(row)
+    header = ["docs", "measure", *libs] + [f"ltrboost/{o}" for o in ("lightgbm", "xgboost")
+                                           if o in libs and "ltrboost" in libs]
+    lines = [
+        f"Machine: {machine_description()}",
+        "",
+        f"Command: `python -m bench.bench_speed --sizes {args.sizes} --trees {args.trees} "
+        f"--repeats {args.repeats}{' --scaling' if args.scaling else ''}`",
+        "",
+        f"ltrboost JIT compilation: {jit['first_process_s']:.1f} s in a first process "
+        f"(empty Numba cache, tiny data end to end), {jit['cached_process_s']:.1f} s in a "
+        "second process using the cache.",
+        "",
+        markdown_table(header, rows),
+    ]
+    if args.scaling:
+        total = max(sizes[0], 200_000)
+        per_q = [20, 50, 120, 300, 1000]
+        sc = {}
+        for dpq in per_q:
+            r = run_grid([total], libs, max(args.trees // 4, 20), 1, docs_per_query=dpq)
+            for lib in libs:
+                sc[(dpq, lib)] = r[(total, lib)]["per_tree_ms"]
+        lines += ["", f"Scaling with documents per query at {total:,} documents "
+                  "(ms per tree):", "",
+                  markdown_table(["docs/query", *libs],
+                                 [[str(d), *(f"{sc[(d, lib)]:.1f}" for lib in libs)]
+                                  for d in per_q])]
+        _plot(sizes, per_q, libs, results, sc, Path(args.output).parent)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(text)
+    return 0
+
+
+def _plot(sizes, per_q, libs, results, sc, folder: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for lib in libs:
+        axes[0].plot(sizes, [results[(n, lib)]["per_tree_ms"] for n in sizes], "o-", label=lib)
+        axes[1].plot(per_q, [sc[(d, lib)] for d in per_q], "o-", label=lib)
+    axes[0].set(xscale="log", yscale="log", xlabel="training documents",
+                ylabel="ms per tree", title="training time vs size")
+    axes[1].set(xscale="log", yscale="log", xlabel="documents per query",
+                ylabel="ms per tree", title="training time vs query size")
+    for ax in axes:
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "scaling.png", dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
