@@ -363,9 +363,8 @@ def _metric_names(params: BoosterParams, objective) -> list[str]:
     m = params.eval_metric
     if m is None:
         return [objective.default_metric]
-    if isinstance(m, str):
-        return [s.strip() for s in m.split(",") if s.strip()]
-    return list(m)
+    names = [s.strip() for s in m.split(",")] if isinstance(m, str) else list(m)
+    return list(dict.fromkeys(n for n in names if n))  # unique, first one drives
 
 
 def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_threads):
