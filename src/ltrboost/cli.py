@@ -110,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write the model every N rounds (atomically)")
     p.add_argument("--resume", default=None, metavar="MODEL",
                    help="continue training from this model file")
+    p.add_argument("--pairs", default=None, metavar="FILE",
+                   help="explicit preferences, one 'qid preferred_docid other_docid "
+                        "[weight]' per line (docids from '#docid = ...' comments); for "
+                        "ranknet, rankboost, gbrank, qbrank")
     add_training_flags(p)
     p.set_defaults(func=cmd_train)
 
@@ -184,11 +188,12 @@ def main(argv: list[str] | None = None) -> int:
 
 # ---------------------------------------------------------------------------- train
 def _load(path: str, *, missing: str = "zero", n_features: int | None = None,
-          require_qid: bool = True):
+          require_qid: bool = True, return_comments: bool = False):
     from ltrboost.dataset import LTRInputError, make_dataset
     from ltrboost.io.letor import load_svmlight
 
-    data = load_svmlight(path, n_features=n_features, missing=missing)
+    data = load_svmlight(path, n_features=n_features, missing=missing,
+                         return_comments=return_comments)
     if data.qid is None:
         if require_qid:
             raise LTRInputError(
@@ -208,7 +213,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     names = {f.name for f in fields(BoosterParams)}
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in names})
     params.validate()
-    _, train_set = _load(args.train, missing=args.missing)
+    raw_train, train_set = _load(args.train, missing=args.missing,
+                                 return_comments=args.pairs is not None)
+    if args.pairs is not None:
+        from ltrboost.io.letor import parse_docids
+        from ltrboost.io.pairs import pairs_for_dataset, read_pairs_file
+
+        pref, oth, w = read_pairs_file(args.pairs, raw_train.qid,
+                                       parse_docids(raw_train.comments))
+        train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
     n_features = train_set.X.shape[1]
     valid_sets = []
     for k, vpath in enumerate(args.valid):

@@ -1,0 +1,139 @@
+"""Preference-pair files (``--pairs``): ``qid preferred_docid other_docid [weight]``.
+
+One pair per line; blank lines and lines starting with ``#`` are skipped.  Document ids are
+those of the LETOR comments (``#docid = GX000-00-0000000 ...``) of the data file the pairs
+belong to; ``qid`` must be the query both documents belong to.  The weight defaults to 1
+and must be finite and positive.
+
+Errors (:class:`~ltrboost.dataset.LTRInputError`, naming the pairs file and line): too few
+or too many fields, a weight that is not a positive number, an unknown query, an unknown
+document id for that query, a document preferred to itself, and *contradicting* pairs
+(``a > b`` on one line and ``b > a`` on another; the message names both lines).  A pair
+given twice is allowed (its weights add up in the loss).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltrboost.dataset import LTRInputError, PreferencePairs
+
+
+def read_pairs_file(
+    path: str | os.PathLike,
+    qid: NDArray[np.integer],
+    docids: Sequence[str | None],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Read pairs and map them to row numbers of the data file.
+
+    Parameters
+    ----------
+    path : the pairs file.
+    qid : ndarray of shape (n_samples,), the query id of each data row.
+    docids : the document id of each data row (None where the row has none).
+
+    Returns
+    -------
+    preferred, other : ndarray of int64, row numbers in the data file's order.
+    weight : ndarray of float64.
+    """
+    path = os.fspath(path)
+    index: dict[tuple[str, str], int] = {}
+    for row, (q, d) in enumerate(zip(np.asarray(qid).tolist(), docids, strict=True)):
+        if d is not None:
+            index.setdefault((str(q), d), row)
+    known_q = {str(q) for q in np.unique(qid).tolist()}
+    preferred: list[int] = []
+    other: list[int] = []
+    weight: list[float] = []
+    seen: dict[tuple[int, int], int] = {}
+    try:
+        f = open(path, encoding="utf-8-sig")
+    except OSError as e:
+        raise LTRInputError(f"cannot read pairs file: {e.strerror}", path=path) from None
+    with f:
+        try:
+            lines = f.read().splitlines()
+        except UnicodeDecodeError:
+            raise LTRInputError("not a UTF-8 text file", path=path) from None
+    for lineno, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) not in (3, 4):
+            raise LTRInputError(
+                f"expected 'qid preferred_docid other_docid [weight]', got {len(parts)} "
+                "fields",
+                path=path,
+                line=lineno,
+            )
+        q, a, b = parts[:3]
+        w = 1.0
+        if len(parts) == 4:
+            try:
+                w = float(parts[3])
+            except ValueError:
+                w = math.nan
+            if not math.isfinite(w) or w <= 0:
+                raise LTRInputError(
+                    f"weight {parts[3]!r} is not a positive number", path=path, line=lineno
+                )
+        if q not in known_q:
+            raise LTRInputError(f"unknown query {q!r}", path=path, line=lineno)
+        rows = []
+        for d in (a, b):
+            r = index.get((q, d))
+            if r is None:
+                raise LTRInputError(
+                    f"document {d!r} is not a document of query {q!r} in the data "
+                    "(docids come from '#docid = ...' comments)",
+                    path=path,
+                    line=lineno,
+                )
+            rows.append(r)
+        if rows[0] == rows[1]:
+            raise LTRInputError(
+                f"document {a!r} cannot be preferred to itself", path=path, line=lineno
+            )
+        key = (rows[0], rows[1])
+        if (rows[1], rows[0]) in seen:
+            raise LTRInputError(
+                f"pair contradicts line {seen[(rows[1], rows[0])]}: {b!r} was preferred "
+                f"to {a!r} there",
+                path=path,
+                line=lineno,
+            )
+        seen.setdefault(key, lineno)
+        preferred.append(rows[0])
+        other.append(rows[1])
+        weight.append(w)
+    return (
+        np.asarray(preferred, dtype=np.int64),
+        np.asarray(other, dtype=np.int64),
+        np.asarray(weight, dtype=np.float64),
+    )
+
+
+def pairs_for_dataset(
+    preferred: NDArray[np.int64],
+    other: NDArray[np.int64],
+    weight: NDArray[np.float64] | None,
+    order: NDArray[np.int64] | None,
+) -> PreferencePairs:
+    """Map data-file rows to dataset rows (datasets group queries: ``X = X_file[order]``)."""
+    if order is not None:
+        inv = np.empty_like(order)
+        inv[order] = np.arange(order.shape[0])
+        preferred = inv[preferred]
+        other = inv[other]
+    return PreferencePairs(
+        preferred=preferred.astype(np.int32),
+        other=other.astype(np.int32),
+        weight=None if weight is None else np.asarray(weight, dtype=np.float64),
+    )
