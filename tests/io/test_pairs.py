@@ -1,0 +1,66 @@
+"""Preference-pair files: mapping to rows, and every documented error names file:line."""
+
+import numpy as np
+import pytest
+
+from ltrboost.dataset import LTRInputError
+from ltrboost.io.pairs import pairs_for_dataset, read_pairs_file
+
+QID = np.array([7, 7, 7, 9, 9])
+DOCIDS = ["a", "b", "c", "a", "d"]
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "pairs.txt"
+    p.write_text(text)
+    return p
+
+
+def test_pairs_map_to_rows_with_weights(tmp_path):
+    p = _write(tmp_path, "# comment\n7 a b\n\n9 d a 2.5\n7 c a\n")
+    pref, oth, w = read_pairs_file(p, QID, DOCIDS)
+    np.testing.assert_array_equal(pref, [0, 4, 2])
+    np.testing.assert_array_equal(oth, [1, 3, 0])
+    np.testing.assert_array_equal(w, [1.0, 2.5, 1.0])
+
+
+def test_pairs_follow_the_dataset_grouping():
+    order = np.array([0, 2, 1, 3])  # X = X_file[order]
+    pp = pairs_for_dataset(np.array([1]), np.array([2]), None, order)
+    assert (pp.preferred[0], pp.other[0]) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("7 a\n", 1, "fields"),
+        ("7 a b c d e\n", 1, "fields"),
+        ("7 a b -1\n", 1, "positive number"),
+        ("7 a b nan\n", 1, "positive number"),
+        ("7 a b x\n", 1, "positive number"),
+        ("\n8 a b\n", 2, "unknown query"),
+        ("7 a zz\n", 1, "'zz' is not a document of query '7'"),
+        ("7 a d\n", 1, "'d' is not a document of query '7'"),
+        ("7 a a\n", 1, "itself"),
+        ("7 a b\n7 c b\n7 b a\n", 3, "contradicts line 1"),
+    ],
+)
+def test_pair_file_errors_name_file_and_line(tmp_path, text, line, fragment):
+    p = _write(tmp_path, text)
+    with pytest.raises(LTRInputError) as e:
+        read_pairs_file(p, QID, DOCIDS)
+    assert e.value.path == str(p)
+    assert e.value.line == line
+    assert fragment in str(e.value)
+    assert str(e.value).startswith(f"{p}:{line}: ")
+
+
+def test_repeated_pair_is_allowed(tmp_path):
+    p = _write(tmp_path, "7 a b\n7 a b 3\n")
+    pref, _, w = read_pairs_file(p, QID, DOCIDS)
+    assert pref.shape[0] == 2 and w.sum() == 4.0
+
+
+def test_missing_file_is_an_input_error(tmp_path):
+    with pytest.raises(LTRInputError, match="cannot read"):
+        read_pairs_file(tmp_path / "nope.txt", QID, DOCIDS)
