@@ -293,7 +293,8 @@ def _progress_bar(params: BoosterParams):
 # -------------------------------------------------------------------------- predict
 def cmd_predict(args: argparse.Namespace) -> int:
     from ltrboost.io.letor import load_svmlight
-    from ltrboost.io.model_json import atomic_write_text, load_model
+    from ltrboost.io._atomic import atomic_write_text
+    from ltrboost.io.model_json import load_model
 
     booster = load_model(args.model)
     data = load_svmlight(args.data, n_features=booster.n_features, missing=args.missing)

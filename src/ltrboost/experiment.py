@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltrboost.io.model_json import atomic_write_text
+from ltrboost.io._atomic import atomic_write_text
 
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@10", "err")
 DEFAULT_TREES = {"lambdamart": 1000, "mcrank": 2500}

@@ -49,7 +49,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._numba import kernel
 from ltrboost.dataset import LTRInputError
-from ltrboost.io.queryfile import _atomic_write, read_query_file
+from ltrboost.io._atomic import atomic_write
+from ltrboost.io.queryfile import read_query_file
 
 __all__ = ["LetorData", "dump_svmlight", "load_svmlight", "parse_docids"]
 
@@ -254,7 +255,7 @@ def dump_svmlight(
             parts.append("\n")
             yield "".join(parts)
 
-    _atomic_write(path, lines())
+    atomic_write(path, lines())
 
 
 # --- helpers (Python) ---

@@ -33,13 +33,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from typing import Any
 
 import numpy as np
 
 from ltrboost._config import NODE_DTYPE
 from ltrboost._version import __version__
+from ltrboost.io._atomic import atomic_write_text
 
 FORMAT_NAME = "ltrboost-model"
 FORMAT_VERSION = 1
@@ -120,29 +120,6 @@ def booster_to_dict(booster) -> dict[str, Any]:
         "evals_result": _jsonable(booster.evals_result),
         "trees": trees,
     }
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new, never half.
-
-    The data goes to a temporary file in the same directory, is flushed and fsync'ed,
-    then renamed over ``path`` with ``os.replace`` (atomic on POSIX and Windows).
-    """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".ltrboost-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def save_model(booster, path: str | os.PathLike) -> None:

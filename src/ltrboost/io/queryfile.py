@@ -10,14 +10,13 @@ directory, ``fsync``, ``os.replace``), a helper :mod:`ltrboost.io.letor` shares.
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost.dataset import LTRInputError
+from ltrboost.io._atomic import atomic_write
 
 __all__ = ["read_query_file", "write_query_file"]
 
@@ -116,7 +115,7 @@ def write_query_file(path: str | os.PathLike[str], sizes: ArrayLike) -> None:
     if np.any(ints <= 0):
         bad = int(np.flatnonzero(ints <= 0)[0])
         raise ValueError(f"sizes[{bad}]={ints[bad]}: every query needs a document")
-    _atomic_write(path, (f"{int(s)}\n" for s in ints.tolist()))
+    atomic_write(path, (f"{int(s)}\n" for s in ints.tolist()))
 
 
 def _shorten(text: str, limit: int = 40) -> str:
@@ -124,53 +123,3 @@ def _shorten(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _atomic_write(path: str | os.PathLike[str], chunks: Iterable[str]) -> None:
-    """Write UTF-8 ``chunks`` to ``path`` atomically.
-
-    The text goes to a temporary file in the destination's directory (so ``os.replace``
-    is a rename on one file system), is flushed and ``fsync``-ed, then replaces
-    ``path``.  On any error the temporary file is removed and ``path`` is untouched.
-    A new file gets mode 0o644; an existing file keeps its mode.
-    """
-    target = Path(os.fspath(path))
-    directory = target.parent
-    fd, tmp_name = tempfile.mkstemp(
-        dir=directory, prefix=f".{target.name}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            try:
-                mode = target.stat().st_mode & 0o7777
-            except FileNotFoundError:
-                mode = 0o644
-            os.fchmod(handle.fileno(), mode)
-            buffer: list[str] = []
-            size = 0
-            for chunk in chunks:
-                buffer.append(chunk)
-                size += len(chunk)
-                if size >= 1 << 20:
-                    handle.write("".join(buffer))
-                    buffer.clear()
-                    size = 0
-            handle.write("".join(buffer))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    # Make the rename itself durable; not every platform lets a directory be opened.
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
