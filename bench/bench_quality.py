@@ -37,8 +37,13 @@ from bench._common import (
 
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "err@10"]
 SETTINGS = dict(
-    leaves=31, learning_rate=0.1, max_bins=255, min_leaf=20, early_stopping=50,
-    truncation=30, threads=2,
+    leaves=31,
+    learning_rate=0.1,
+    max_bins=255,
+    min_leaf=20,
+    early_stopping=50,
+    truncation=30,
+    threads=2,
 )
 
 
@@ -49,12 +54,24 @@ def datasets(names: list[str]) -> list[tuple[str, str, str, str]]:
     if "mq2008" in names:
         for k in range(1, 6):
             d = SHARED_DATA / "MQ2008" / f"Fold{k}"
-            out.append((f"MQ2008/Fold{k}", str(d / "train.txt"), str(d / "vali.txt"),
-                        str(d / "test.txt")))
+            out.append(
+                (
+                    f"MQ2008/Fold{k}",
+                    str(d / "train.txt"),
+                    str(d / "vali.txt"),
+                    str(d / "test.txt"),
+                )
+            )
     if "lightgbm_example" in names:
         d = SHARED_DATA / "lightgbm_example"
-        out.append(("lightgbm_example", str(d / "rank.train"), str(d / "rank.test"),
-                    str(d / "rank.test")))
+        out.append(
+            (
+                "lightgbm_example",
+                str(d / "rank.train"),
+                str(d / "rank.test"),
+                str(d / "rank.test"),
+            )
+        )
     return out
 
 
@@ -76,11 +93,16 @@ def worker(spec: dict) -> dict:
         from ltrboost import Ranker
 
         model = Ranker(
-            objective="lambdamart", n_estimators=spec["trees"],
-            learning_rate=s["learning_rate"], max_leaf_nodes=s["leaves"],
-            min_samples_leaf=s["min_leaf"], max_bins=s["max_bins"],
-            truncation_level=s["truncation"], n_threads=s["threads"],
-            early_stopping_rounds=s["early_stopping"], eval_metric="ndcg@10",
+            objective="lambdamart",
+            n_estimators=spec["trees"],
+            learning_rate=s["learning_rate"],
+            max_leaf_nodes=s["leaves"],
+            min_samples_leaf=s["min_leaf"],
+            max_bins=s["max_bins"],
+            truncation_level=s["truncation"],
+            n_threads=s["threads"],
+            early_stopping_rounds=s["early_stopping"],
+            eval_metric="ndcg@10",
         )
         model.fit(tr.X, tr.y, qid=tr.qid, eval_set=[(va.X, va.y, va.qid)])
         fit_s = time.perf_counter() - t0
@@ -90,15 +112,24 @@ def worker(spec: dict) -> dict:
         import lightgbm as lgb
 
         model = lgb.LGBMRanker(
-            objective="lambdarank", n_estimators=spec["trees"],
-            learning_rate=s["learning_rate"], num_leaves=s["leaves"],
-            min_child_samples=s["min_leaf"], max_bin=s["max_bins"],
-            lambdarank_truncation_level=s["truncation"], n_jobs=s["threads"],
-            verbose=-1, random_state=0,
+            objective="lambdarank",
+            n_estimators=spec["trees"],
+            learning_rate=s["learning_rate"],
+            num_leaves=s["leaves"],
+            min_child_samples=s["min_leaf"],
+            max_bin=s["max_bins"],
+            lambdarank_truncation_level=s["truncation"],
+            n_jobs=s["threads"],
+            verbose=-1,
+            random_state=0,
         )
         model.fit(
-            tr.X, tr.y, group=group_sizes(tr.qid), eval_set=[(va.X, va.y)],
-            eval_group=[group_sizes(va.qid)], eval_at=[10],
+            tr.X,
+            tr.y,
+            group=group_sizes(tr.qid),
+            eval_set=[(va.X, va.y)],
+            eval_group=[group_sizes(va.qid)],
+            eval_at=[10],
             callbacks=[lgb.early_stopping(s["early_stopping"], verbose=False)],
         )
         fit_s = time.perf_counter() - t0
@@ -108,19 +139,34 @@ def worker(spec: dict) -> dict:
         import xgboost as xgb
 
         model = xgb.XGBRanker(
-            objective="rank:ndcg", n_estimators=spec["trees"],
-            learning_rate=s["learning_rate"], max_leaves=s["leaves"], max_depth=0,
-            grow_policy="lossguide", tree_method="hist", max_bin=s["max_bins"],
-            lambdarank_pair_method="topk", lambdarank_num_pair_per_sample=s["truncation"],
-            n_jobs=s["threads"], eval_metric="ndcg@10",
-            early_stopping_rounds=s["early_stopping"], random_state=0,
+            objective="rank:ndcg",
+            n_estimators=spec["trees"],
+            learning_rate=s["learning_rate"],
+            max_leaves=s["leaves"],
+            max_depth=0,
+            grow_policy="lossguide",
+            tree_method="hist",
+            max_bin=s["max_bins"],
+            lambdarank_pair_method="topk",
+            lambdarank_num_pair_per_sample=s["truncation"],
+            n_jobs=s["threads"],
+            eval_metric="ndcg@10",
+            early_stopping_rounds=s["early_stopping"],
+            random_state=0,
         )
+
         # XGBoost needs qid sorted: number the contiguous query runs instead
         def runs(q):
             return np.cumsum(np.r_[0, q[1:] != q[:-1]])
 
-        model.fit(tr.X, tr.y, qid=runs(tr.qid), eval_set=[(va.X, va.y)],
-                  eval_qid=[runs(va.qid)], verbose=False)
+        model.fit(
+            tr.X,
+            tr.y,
+            qid=runs(tr.qid),
+            eval_set=[(va.X, va.y)],
+            eval_qid=[runs(va.qid)],
+            verbose=False,
+        )
         fit_s = time.perf_counter() - t0
         scores = model.predict(te.X, iteration_range=(0, model.best_iteration + 1))
         best = model.best_iteration + 1
@@ -131,10 +177,18 @@ def worker(spec: dict) -> dict:
 
     ds = make_dataset(te.X, te.y, qid=te.qid)
     order = ds.order if ds.order is not None else slice(None)
-    res = evaluate(np.asarray(scores, dtype=np.float64)[order], ds.y, ds.query_offsets,
-                   metrics=METRICS)
-    return {"metrics": res, "fit_s": fit_s, "best_iteration": best,
-            "peak_rss_mb": peak_rss_mb()}
+    res = evaluate(
+        np.asarray(scores, dtype=np.float64)[order],
+        ds.y,
+        ds.query_offsets,
+        metrics=METRICS,
+    )
+    return {
+        "metrics": res,
+        "fit_s": fit_s,
+        "best_iteration": best,
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,12 +209,17 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[str, str], dict] = {}
     for name, tr, va, te in datasets(args.datasets.split(",")):
         for lib in libs:
-            r = run_worker("bench_quality", {"lib": lib, "train": tr, "valid": va,
-                                             "test": te, "trees": args.trees})
+            r = run_worker(
+                "bench_quality",
+                {"lib": lib, "train": tr, "valid": va, "test": te, "trees": args.trees},
+            )
             results[(name, lib)] = r
-            print(f"{name:18s} {lib:9s} ndcg@10={r['metrics']['ndcg@10']:.4f} "
-                  f"fit={r['fit_s']:.2f}s best={r['best_iteration']} "
-                  f"rss={r['peak_rss_mb']:.0f}MB", file=sys.stderr)
+            print(
+                f"{name:18s} {lib:9s} ndcg@10={r['metrics']['ndcg@10']:.4f} "
+                f"fit={r['fit_s']:.2f}s best={r['best_iteration']} "
+                f"rss={r['peak_rss_mb']:.0f}MB",
+                file=sys.stderr,
+            )
     # table: per dataset group (MQ2008 mean over folds, lightgbm example)
     groups: dict[str, list[str]] = {}
     for name, _ in results:
@@ -172,18 +231,23 @@ def main(argv: list[str] | None = None) -> int:
         for lib in libs:
             rs = [results[(n, lib)] for n in names]
             m = {k: np.mean([r["metrics"][k] for r in rs]) for k in METRICS}
-            rows.append([
-                g + (f" ({len(names)} folds, mean)" if len(names) > 1 else ""), lib,
-                *(f"{m[k]:.4f}" for k in METRICS),
-                f"{np.mean([r['fit_s'] for r in rs]):.2f}",
-                f"{np.mean([r['best_iteration'] for r in rs]):.0f}",
-                f"{max(r['peak_rss_mb'] for r in rs):.0f}",
-            ])
+            rows.append(
+                [
+                    g + (f" ({len(names)} folds, mean)" if len(names) > 1 else ""),
+                    lib,
+                    *(f"{m[k]:.4f}" for k in METRICS),
+                    f"{np.mean([r['fit_s'] for r in rs]):.2f}",
+                    f"{np.mean([r['best_iteration'] for r in rs]):.0f}",
+                    f"{max(r['peak_rss_mb'] for r in rs):.0f}",
+                ]
+            )
     table = markdown_table(
         ["data", "library", *METRICS, "train s", "best iter", "peak RSS MB"], rows
     )
-    text = (f"Machine: {machine_description()}\n\nCommand: `python -m bench.bench_quality "
-            f"--trees {args.trees} --datasets {args.datasets}`\n\n{table}\n")
+    text = (
+        f"Machine: {machine_description()}\n\nCommand: `python -m bench.bench_quality "
+        f"--trees {args.trees} --datasets {args.datasets}`\n\n{table}\n"
+    )
     print(text)
     if args.output:
         with open(args.output, "w") as f:

@@ -45,8 +45,9 @@ from bench._common import (
 )
 
 CACHE = REPO / "bench" / "results" / "cache"
-SETTINGS = dict(leaves=31, learning_rate=0.1, max_bins=255, min_leaf=20, threads=2,
-                truncation=30)
+SETTINGS = dict(
+    leaves=31, learning_rate=0.1, max_bins=255, min_leaf=20, threads=2, truncation=30
+)
 
 
 def data_paths(n_samples: int, docs_per_query: int | None = None) -> dict[str, str]:
@@ -55,13 +56,17 @@ def data_paths(n_samples: int, docs_per_query: int | None = None) -> dict[str, s
 
     tag = f"n{n_samples}" + (f"_d{docs_per_query}" if docs_per_query else "")
     CACHE.mkdir(parents=True, exist_ok=True)
-    paths = {k: str(CACHE / f"{tag}_{k}.npy") for k in
-             ("Xtr", "ytr", "qtr", "Xte", "yte", "qte")}
+    paths = {
+        k: str(CACHE / f"{tag}_{k}.npy")
+        for k in ("Xtr", "ytr", "qtr", "Xte", "yte", "qte")
+    }
     if all(os.path.exists(p) for p in paths.values()):
         return paths
     kw = {} if docs_per_query is None else {"docs_per_query": docs_per_query}
     Xtr, ytr, qtr = make_ranking_mslr_like(n_samples, random_state=0, **kw)
-    Xte, yte, qte = make_ranking_mslr_like(max(n_samples // 5, 1000), random_state=1, **kw)
+    Xte, yte, qte = make_ranking_mslr_like(
+        max(n_samples // 5, 1000), random_state=1, **kw
+    )
     for k, v in zip(paths, (Xtr, ytr, qtr, Xte, yte, qte), strict=True):
         np.save(paths[k], v)
     return paths
@@ -71,7 +76,9 @@ def worker(spec: dict) -> dict:
     lib = spec["lib"]
     s = SETTINGS
     d = {k: np.load(v) for k, v in spec["paths"].items()}
-    Xtr, ytr, qtr, Xte, yte, qte = (d[k] for k in ("Xtr", "ytr", "qtr", "Xte", "yte", "qte"))
+    Xtr, ytr, qtr, Xte, yte, qte = (
+        d[k] for k in ("Xtr", "ytr", "qtr", "Xte", "yte", "qte")
+    )
     n_trees = spec["trees"]
     out: dict = {}
     if lib == "ltrboost":
@@ -84,9 +91,14 @@ def worker(spec: dict) -> dict:
         BinMapper(s["max_bins"], random_state=0, min_samples_bin=3).fit_transform(ds.X)
         out["construct_s"] = time.perf_counter() - t0
         params = BoosterParams(
-            objective="lambdamart", n_estimators=n_trees, learning_rate=s["learning_rate"],
-            max_leaf_nodes=s["leaves"], min_samples_leaf=s["min_leaf"],
-            max_bins=s["max_bins"], truncation_level=s["truncation"], n_threads=s["threads"],
+            objective="lambdamart",
+            n_estimators=n_trees,
+            learning_rate=s["learning_rate"],
+            max_leaf_nodes=s["leaves"],
+            min_samples_leaf=s["min_leaf"],
+            max_bins=s["max_bins"],
+            truncation_level=s["truncation"],
+            n_threads=s["threads"],
         )
         t0 = time.perf_counter()
         booster = train(params, ds)
@@ -98,18 +110,33 @@ def worker(spec: dict) -> dict:
         import lightgbm as lgb
 
         t0 = time.perf_counter()
-        dtrain = lgb.Dataset(Xtr, ytr, group=group_sizes(qtr),
-                             params={"max_bin": s["max_bins"], "verbose": -1,
-                                     "num_threads": s["threads"]})
+        dtrain = lgb.Dataset(
+            Xtr,
+            ytr,
+            group=group_sizes(qtr),
+            params={
+                "max_bin": s["max_bins"],
+                "verbose": -1,
+                "num_threads": s["threads"],
+            },
+        )
         dtrain.construct()
         out["construct_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         model = lgb.train(
-            {"objective": "lambdarank", "num_leaves": s["leaves"],
-             "learning_rate": s["learning_rate"], "min_data_in_leaf": s["min_leaf"],
-             "max_bin": s["max_bins"], "lambdarank_truncation_level": s["truncation"],
-             "num_threads": s["threads"], "verbose": -1, "seed": 0},
-            dtrain, num_boost_round=n_trees,
+            {
+                "objective": "lambdarank",
+                "num_leaves": s["leaves"],
+                "learning_rate": s["learning_rate"],
+                "min_data_in_leaf": s["min_leaf"],
+                "max_bin": s["max_bins"],
+                "lambdarank_truncation_level": s["truncation"],
+                "num_threads": s["threads"],
+                "verbose": -1,
+                "seed": 0,
+            },
+            dtrain,
+            num_boost_round=n_trees,
         )
         out["train_s"] = time.perf_counter() - t0
 
@@ -119,17 +146,27 @@ def worker(spec: dict) -> dict:
         import xgboost as xgb
 
         t0 = time.perf_counter()
-        dtrain = xgb.QuantileDMatrix(Xtr, ytr, qid=qtr, max_bin=s["max_bins"],
-                                     nthread=s["threads"])
+        dtrain = xgb.QuantileDMatrix(
+            Xtr, ytr, qid=qtr, max_bin=s["max_bins"], nthread=s["threads"]
+        )
         out["construct_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         model = xgb.train(
-            {"objective": "rank:ndcg", "tree_method": "hist", "grow_policy": "lossguide",
-             "max_leaves": s["leaves"], "max_depth": 0, "eta": s["learning_rate"],
-             "max_bin": s["max_bins"], "lambdarank_pair_method": "topk",
-             "lambdarank_num_pair_per_sample": s["truncation"], "nthread": s["threads"],
-             "seed": 0},
-            dtrain, num_boost_round=n_trees,
+            {
+                "objective": "rank:ndcg",
+                "tree_method": "hist",
+                "grow_policy": "lossguide",
+                "max_leaves": s["leaves"],
+                "max_depth": 0,
+                "eta": s["learning_rate"],
+                "max_bin": s["max_bins"],
+                "lambdarank_pair_method": "topk",
+                "lambdarank_num_pair_per_sample": s["truncation"],
+                "nthread": s["threads"],
+                "seed": 0,
+            },
+            dtrain,
+            num_boost_round=n_trees,
         )
         out["train_s"] = time.perf_counter() - t0
 
@@ -149,12 +186,18 @@ def worker(spec: dict) -> dict:
     t0 = time.perf_counter()
     for _ in range(reps):
         predict(first)
-    out["predict_one_query_docs_per_s"] = reps * first.shape[0] / (time.perf_counter() - t0)
+    out["predict_one_query_docs_per_s"] = (
+        reps * first.shape[0] / (time.perf_counter() - t0)
+    )
     from ltrboost.metrics import evaluate
 
     offsets = np.r_[0, np.cumsum(q_sizes)]
-    out["test_ndcg@10"] = evaluate(np.asarray(scores, np.float64), yte.astype(np.float64),
-                                   offsets, metrics=["ndcg@10"])["ndcg@10"]
+    out["test_ndcg@10"] = evaluate(
+        np.asarray(scores, np.float64),
+        yte.astype(np.float64),
+        offsets,
+        metrics=["ndcg@10"],
+    )["ndcg@10"]
     out["peak_rss_mb"] = peak_rss_mb()
     return out
 
@@ -190,12 +233,22 @@ def run_grid(sizes, libs, trees, repeats, docs_per_query=None):
     for n in sizes:
         paths = data_paths(n, docs_per_query)
         for lib in libs:
-            runs = [run_worker("bench_speed", {"lib": lib, "paths": paths, "trees": trees},
-                               timeout=7200) for _ in range(repeats)]
+            runs = [
+                run_worker(
+                    "bench_speed",
+                    {"lib": lib, "paths": paths, "trees": trees},
+                    timeout=7200,
+                )
+                for _ in range(repeats)
+            ]
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             results[(n, lib)] = med
-            print(f"n={n} d={docs_per_query} {lib}: " + ", ".join(
-                f"{k}={v:.4g}" for k, v in med.items()), file=sys.stderr, flush=True)
+            print(
+                f"n={n} d={docs_per_query} {lib}: "
+                + ", ".join(f"{k}={v:.4g}" for k, v in med.items()),
+                file=sys.stderr,
+                flush=True,
+            )
     return results
 
 
@@ -210,8 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--libs", default="ltrboost,lightgbm,xgboost")
     ap.add_argument("--trees", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--scaling", action="store_true",
-                    help="also vary documents per query at a fixed total (plot)")
+    ap.add_argument(
+        "--scaling",
+        action="store_true",
+        help="also vary documents per query at a fixed total (plot)",
+    )
     ap.add_argument("--output", default=str(REPO / "bench" / "results" / "speed.md"))
     args = ap.parse_args(argv)
     if args.worker:
@@ -224,10 +280,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"JIT: {jit}", file=sys.stderr)
     results = run_grid(sizes, libs, args.trees, args.repeats)
     rows = []
-    fields = [("construct_s", "construct/bin s", False), ("per_tree_ms", "ms/tree", False),
-              ("predict_docs_per_s", "predict docs/s (test set)", True),
-              ("predict_one_query_docs_per_s", "predict docs/s (one query)", True),
-              ("peak_rss_mb", "peak RSS MB", False), ("test_ndcg@10", "test NDCG@10", True)]
+    fields = [
+        ("construct_s", "construct/bin s", False),
+        ("per_tree_ms", "ms/tree", False),
+        ("predict_docs_per_s", "predict docs/s (test set)", True),
+        ("predict_one_query_docs_per_s", "predict docs/s (one query)", True),
+        ("peak_rss_mb", "peak RSS MB", False),
+        ("test_ndcg@10", "test NDCG@10", True),
+    ]
     for n in sizes:
         for key, label, _ in fields:
             vals = {lib: results[(n, lib)][key] for lib in libs}
@@ -237,8 +297,11 @@ def main(argv: list[str] | None = None) -> int:
                     if other in vals:
                         row.append(ratio(vals["ltrboost"], vals[other]))
             rows.append(row)
-    header = ["docs", "measure", *libs] + [f"ltrboost/{o}" for o in ("lightgbm", "xgboost")
-                                           if o in libs and "ltrboost" in libs]
+    header = ["docs", "measure", *libs] + [
+        f"ltrboost/{o}"
+        for o in ("lightgbm", "xgboost")
+        if o in libs and "ltrboost" in libs
+    ]
     lines = [
         f"Machine: {machine_description()}",
         "",
@@ -259,11 +322,15 @@ def main(argv: list[str] | None = None) -> int:
             r = run_grid([total], libs, max(args.trees // 4, 20), 1, docs_per_query=dpq)
             for lib in libs:
                 sc[(dpq, lib)] = r[(total, lib)]["per_tree_ms"]
-        lines += ["", f"Scaling with documents per query at {total:,} documents "
-                  "(ms per tree):", "",
-                  markdown_table(["docs/query", *libs],
-                                 [[str(d), *(f"{sc[(d, lib)]:.1f}" for lib in libs)]
-                                  for d in per_q])]
+        lines += [
+            "",
+            f"Scaling with documents per query at {total:,} documents (ms per tree):",
+            "",
+            markdown_table(
+                ["docs/query", *libs],
+                [[str(d), *(f"{sc[(d, lib)]:.1f}" for lib in libs)] for d in per_q],
+            ),
+        ]
         _plot(sizes, per_q, libs, results, sc, Path(args.output).parent)
     text = "\n".join(lines) + "\n"
     print(text)
@@ -282,12 +349,24 @@ def _plot(sizes, per_q, libs, results, sc, folder: Path) -> None:
         return
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for lib in libs:
-        axes[0].plot(sizes, [results[(n, lib)]["per_tree_ms"] for n in sizes], "o-", label=lib)
+        axes[0].plot(
+            sizes, [results[(n, lib)]["per_tree_ms"] for n in sizes], "o-", label=lib
+        )
         axes[1].plot(per_q, [sc[(d, lib)] for d in per_q], "o-", label=lib)
-    axes[0].set(xscale="log", yscale="log", xlabel="training documents",
-                ylabel="ms per tree", title="training time vs size")
-    axes[1].set(xscale="log", yscale="log", xlabel="documents per query",
-                ylabel="ms per tree", title="training time vs query size")
+    axes[0].set(
+        xscale="log",
+        yscale="log",
+        xlabel="training documents",
+        ylabel="ms per tree",
+        title="training time vs size",
+    )
+    axes[1].set(
+        xscale="log",
+        yscale="log",
+        xlabel="documents per query",
+        ylabel="ms per tree",
+        title="training time vs query size",
+    )
     for ax in axes:
         ax.legend()
     fig.tight_layout()

@@ -89,8 +89,8 @@ class BinMapper:
         self.n_bins_non_missing_ = np.array(
             [t.shape[0] + 1 for t in self.bin_thresholds_], dtype=np.int32
         )
-        self.has_missing_ = np.isnan(Xs).any(axis=0) if Xs.size else np.zeros(
-            n_features, dtype=bool
+        self.has_missing_ = (
+            np.isnan(Xs).any(axis=0) if Xs.size else np.zeros(n_features, dtype=bool)
         )
         self.n_features_ = n_features
         return self
@@ -111,7 +111,11 @@ class BinMapper:
             )
         out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
         _map_to_bins(
-            X, self.thresholds_matrix(), self.n_bins_non_missing_, self.missing_bin_, out
+            X,
+            self.thresholds_matrix(),
+            self.n_bins_non_missing_,
+            self.missing_bin_,
+            out,
         )
         # Features that had no NaN at fit time may still have NaN later: they go to the
         # missing bin, and the split stored for such a feature decides their side.

@@ -24,7 +24,7 @@ import inspect
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -32,11 +32,10 @@ from numpy.typing import NDArray
 
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
 from ltrboost._numba import threads
-from ltrboost._version import __version__
 from ltrboost.binning import BinMapper
+from ltrboost.criteria import CRITERIA
 from ltrboost.dataset import RankingDataset
 from ltrboost.grower import GROWTH_POLICIES, GrowerParams, TreeGrower
-from ltrboost.criteria import CRITERIA
 from ltrboost.objectives.registry import get_objective
 from ltrboost.tree import (
     PackedEnsemble,
@@ -122,7 +121,10 @@ class BoosterParams:
             if not cond:
                 raise ValueError(msg)
 
-        check(int(self.n_estimators) >= 1, f"n_estimators={self.n_estimators} must be >= 1")
+        check(
+            int(self.n_estimators) >= 1,
+            f"n_estimators={self.n_estimators} must be >= 1",
+        )
         check(
             math.isfinite(self.learning_rate) and self.learning_rate > 0,
             f"learning_rate={self.learning_rate} must be > 0",
@@ -147,7 +149,10 @@ class BoosterParams:
             self.l2_regularization >= 0,
             f"l2_regularization={self.l2_regularization} must be >= 0",
         )
-        check(2 <= int(self.max_bins) <= 255, f"max_bins={self.max_bins} must be in [2, 255]")
+        check(
+            2 <= int(self.max_bins) <= 255,
+            f"max_bins={self.max_bins} must be in [2, 255]",
+        )
         check(
             int(self.min_samples_bin) >= 1,
             f"min_samples_bin={self.min_samples_bin} must be >= 1",
@@ -156,7 +161,10 @@ class BoosterParams:
             self.split_criterion in CRITERIA,
             f"split_criterion={self.split_criterion!r} is not one of {CRITERIA}",
         )
-        check(self.growth in GROWTH_POLICIES, f"growth={self.growth!r} is not one of {GROWTH_POLICIES}")
+        check(
+            self.growth in GROWTH_POLICIES,
+            f"growth={self.growth!r} is not one of {GROWTH_POLICIES}",
+        )
         check(0 < self.subsample <= 1, f"subsample={self.subsample} must be in (0, 1]")
         check(
             0 < self.colsample_bytree <= 1,
@@ -264,7 +272,11 @@ class Booster:
 
     def _resolve_iterations(self, iteration: int | None) -> int:
         if iteration is None:
-            n = self.best_iteration if self.best_iteration is not None else self.n_iterations
+            n = (
+                self.best_iteration
+                if self.best_iteration is not None
+                else self.n_iterations
+            )
         else:
             n = int(iteration)
         if not 0 <= n <= self.n_iterations:
@@ -274,7 +286,9 @@ class Booster:
         return n
 
     def predict_raw(
-        self, X: NDArray[np.floating], iteration: int | None = None,
+        self,
+        X: NDArray[np.floating],
+        iteration: int | None = None,
         n_threads: int | None = None,
     ) -> NDArray[np.float64]:
         """Raw scores, shape (n_outputs, n_samples), using the first ``iteration`` rounds
@@ -297,7 +311,9 @@ class Booster:
         return out
 
     def predict(
-        self, X: NDArray[np.floating], iteration: int | None = None,
+        self,
+        X: NDArray[np.floating],
+        iteration: int | None = None,
         n_threads: int | None = None,
     ) -> NDArray[np.float64]:
         """Ranking scores, shape (n_samples,): higher means ranked higher."""
@@ -355,8 +371,15 @@ def train(
         raise ValueError("the training set is empty")
     objective = make_objective(params)
     with threads(params.n_threads) as n_threads:
-        return _train(params, objective, train_set, list(valid_sets), callbacks,
-                      init_model, n_threads)
+        return _train(
+            params,
+            objective,
+            train_set,
+            list(valid_sets),
+            callbacks,
+            init_model,
+            n_threads,
+        )
 
 
 def _metric_names(params: BoosterParams, objective) -> list[str]:
@@ -422,8 +445,19 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
     }
     start_iter = 0
     if init_model is not None:
-        start_iter = _resume_from(init_model, objective, params, raw, valid_state,
-                                  trees, outputs, evals_result, rng, train_set, binner)
+        start_iter = _resume_from(
+            init_model,
+            objective,
+            params,
+            raw,
+            valid_state,
+            trees,
+            outputs,
+            evals_result,
+            rng,
+            train_set,
+            binner,
+        )
 
     gradients = np.zeros((n_out, n), dtype=G_H_DTYPE)
     hessians = np.zeros((n_out, n), dtype=G_H_DTYPE)
@@ -453,8 +487,9 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
             ),
             params=asdict(params),
             feature_names=train_set.feature_names,
-            evals_result={k: {m: list(v) for m, v in d.items()}
-                          for k, d in evals_result.items()},
+            evals_result={
+                k: {m: list(v) for m, v in d.items()} for k, d in evals_result.items()
+            },
             n_outputs=n_out,
         )
 
@@ -474,23 +509,37 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
                 if in_bag is not None:
                     keep = in_bag[di] & in_bag[dj]
                     di, dj, rho = di[keep], dj[keep], rho[keep]
-                pairs = (np.ascontiguousarray(di, dtype=np.int32),
-                         np.ascontiguousarray(dj, dtype=np.int32),
-                         np.ascontiguousarray(rho, dtype=np.float64))
+                pairs = (
+                    np.ascontiguousarray(di, dtype=np.int32),
+                    np.ascontiguousarray(dj, dtype=np.int32),
+                    np.ascontiguousarray(rho, dtype=np.float64),
+                )
         for k in range(n_out):
             feats = _draw_features(rng, params.colsample_bytree, n_features)
             grown = grower.grow(gradients[k], hessians[k], sample_indices, feats, pairs)
             nodes = grown.nodes
             if objective.leaf_rule == "line_search":
                 delta = np.zeros(n, dtype=np.float64)
-                _apply_tree_train(grown, nodes["value"], delta, X_binned,
-                                  binner.missing_bin_, sample_indices is not None)
+                _apply_tree_train(
+                    grown,
+                    nodes["value"],
+                    delta,
+                    X_binned,
+                    binner.missing_bin_,
+                    sample_indices is not None,
+                )
                 alpha = float(objective.line_search(obj_scores, delta, train_set))
                 nodes["value"] *= alpha * lr
             else:
                 nodes["value"] *= lr
-            _apply_tree_train(grown, nodes["value"], raw[k], X_binned,
-                              binner.missing_bin_, sample_indices is not None)
+            _apply_tree_train(
+                grown,
+                nodes["value"],
+                raw[k],
+                X_binned,
+                binner.missing_bin_,
+                sample_indices is not None,
+            )
             for _, _, Xb, rv, _ in valid_state:
                 predict_binned_tree(nodes, Xb, binner.missing_bin_, rv[k])
             trees.append(nodes)
@@ -513,9 +562,8 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
             if best_score is None or first > best_score:
                 best_score = first
                 best_iter = it + 1
-            elif (
-                params.early_stopping_rounds is not None
-                and it + 1 - best_iter >= int(params.early_stopping_rounds)
+            elif params.early_stopping_rounds is not None and it + 1 - best_iter >= int(
+                params.early_stopping_rounds
             ):
                 stop = True
         env = CallbackEnv(
@@ -573,8 +621,19 @@ def _draw_features(rng, fraction: float, n_features: int):
     return np.sort(rng.choice(n_features, size=k, replace=False)).astype(np.int32)
 
 
-def _resume_from(init_model, objective, params, raw, valid_state, trees, outputs,
-                 evals_result, rng, train_set, binner) -> int:
+def _resume_from(
+    init_model,
+    objective,
+    params,
+    raw,
+    valid_state,
+    trees,
+    outputs,
+    evals_result,
+    rng,
+    train_set,
+    binner,
+) -> int:
     """Load a previous booster's trees, replay its scores and random draws."""
     if init_model.objective != objective.name:
         raise ValueError(

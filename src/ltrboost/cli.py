@@ -95,25 +95,52 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ltrboost",
         description="Learning to rank with gradient-boosted regression trees.",
     )
-    parser.add_argument("--version", action="version", version=f"ltrboost {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"ltrboost {__version__}"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train a ranker on a LETOR/svmlight file")
-    p.add_argument("train", help="training data (LETOR/svmlight with qid:, or a .query sidecar)")
-    p.add_argument("--valid", action="append", default=[], help="validation file (repeatable)")
-    p.add_argument("--output", "-o", default="model.json", help="model file to write (JSON)")
-    p.add_argument("--metric", dest="eval_metric", help="comma-separated metrics, e.g. ndcg@10,err")
+    p.add_argument(
+        "train", help="training data (LETOR/svmlight with qid:, or a .query sidecar)"
+    )
+    p.add_argument(
+        "--valid", action="append", default=[], help="validation file (repeatable)"
+    )
+    p.add_argument(
+        "--output", "-o", default="model.json", help="model file to write (JSON)"
+    )
+    p.add_argument(
+        "--metric", dest="eval_metric", help="comma-separated metrics, e.g. ndcg@10,err"
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    p.add_argument("--missing", choices=("zero", "nan"), default="zero",
-                   help="value of features absent from a sparse line (default zero)")
-    p.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
-                   help="also write the model every N rounds (atomically)")
-    p.add_argument("--resume", default=None, metavar="MODEL",
-                   help="continue training from this model file")
-    p.add_argument("--pairs", default=None, metavar="FILE",
-                   help="explicit preferences, one 'qid preferred_docid other_docid "
-                        "[weight]' per line (docids from '#docid = ...' comments); for "
-                        "ranknet, rankboost, gbrank, qbrank")
+    p.add_argument(
+        "--missing",
+        choices=("zero", "nan"),
+        default="zero",
+        help="value of features absent from a sparse line (default zero)",
+    )
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=None,
+        metavar="N",
+        help="also write the model every N rounds (atomically)",
+    )
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="MODEL",
+        help="continue training from this model file",
+    )
+    p.add_argument(
+        "--pairs",
+        default=None,
+        metavar="FILE",
+        help="explicit preferences, one 'qid preferred_docid other_docid "
+        "[weight]' per line (docids from '#docid = ...' comments); for "
+        "ranknet, rankboost, gbrank, qbrank",
+    )
     add_training_flags(p)
     p.set_defaults(func=cmd_train)
 
@@ -122,8 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("data")
     p.add_argument("--output", "-o", default="-", help="score file (default: stdout)")
     p.add_argument("--missing", choices=("zero", "nan"), default="zero")
-    p.add_argument("--iteration", type=int, default=None,
-                   help="use the first N rounds (default: best iteration, else all)")
+    p.add_argument(
+        "--iteration",
+        type=int,
+        default=None,
+        help="use the first N rounds (default: best iteration, else all)",
+    )
     p.add_argument("--n-threads", type=int, default=None)
     p.set_defaults(func=cmd_predict)
 
@@ -140,7 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
         "generate", help="write a synthetic LETOR dataset (train/vali/test) to a folder"
     )
     p.add_argument("folder")
-    p.add_argument("--n-queries", type=int, default=300, help="queries in train (default 300)")
+    p.add_argument(
+        "--n-queries", type=int, default=300, help="queries in train (default 300)"
+    )
     p.add_argument("--docs-per-query", type=int, default=40)
     p.add_argument("--n-features", type=int, default=30)
     p.add_argument("--random-state", type=int, default=0)
@@ -156,10 +189,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--criteria", default="se,ole")
     p.add_argument("--leaves", default="10,20")
     p.add_argument("--learning-rates", default="0.06,0.10,0.12")
-    p.add_argument("--max-trees", type=int, default=None,
-                   help="cap on trees (default: 1000 LambdaMART, 2500 McRank as the paper)")
-    p.add_argument("--growth", default="breadth_first",
-                   help="node order (the paper grew trees width-first)")
+    p.add_argument(
+        "--max-trees",
+        type=int,
+        default=None,
+        help="cap on trees (default: 1000 LambdaMART, 2500 McRank as the paper)",
+    )
+    p.add_argument(
+        "--growth",
+        default="breadth_first",
+        help="node order (the paper grew trees width-first)",
+    )
     p.add_argument("--min-samples-leaf", type=int, default=20)
     p.add_argument("--n-threads", type=int, default=None)
     p.add_argument("--quiet", "-q", action="store_true")
@@ -187,13 +227,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # ---------------------------------------------------------------------------- train
-def _load(path: str, *, missing: str = "zero", n_features: int | None = None,
-          require_qid: bool = True, return_comments: bool = False):
+def _load(
+    path: str,
+    *,
+    missing: str = "zero",
+    n_features: int | None = None,
+    require_qid: bool = True,
+    return_comments: bool = False,
+):
     from ltrboost.dataset import LTRInputError, make_dataset
     from ltrboost.io.letor import load_svmlight
 
-    data = load_svmlight(path, n_features=n_features, missing=missing,
-                         return_comments=return_comments)
+    data = load_svmlight(
+        path, n_features=n_features, missing=missing, return_comments=return_comments
+    )
     if data.qid is None:
         if require_qid:
             raise LTRInputError(
@@ -213,20 +260,24 @@ def cmd_train(args: argparse.Namespace) -> int:
     names = {f.name for f in fields(BoosterParams)}
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in names})
     params.validate()
-    raw_train, train_set = _load(args.train, missing=args.missing,
-                                 return_comments=args.pairs is not None)
+    raw_train, train_set = _load(
+        args.train, missing=args.missing, return_comments=args.pairs is not None
+    )
     if args.pairs is not None:
         from ltrboost.io.letor import parse_docids
         from ltrboost.io.pairs import pairs_for_dataset, read_pairs_file
 
-        pref, oth, w = read_pairs_file(args.pairs, raw_train.qid,
-                                       parse_docids(raw_train.comments))
+        pref, oth, w = read_pairs_file(
+            args.pairs, raw_train.qid, parse_docids(raw_train.comments)
+        )
         train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
     n_features = train_set.X.shape[1]
     valid_sets = []
     for k, vpath in enumerate(args.valid):
         _, vs = _load(vpath, missing=args.missing, n_features=n_features)
-        valid_sets.append((os.path.basename(vpath) if len(args.valid) > 1 else "valid", vs))
+        valid_sets.append(
+            (os.path.basename(vpath) if len(args.valid) > 1 else "valid", vs)
+        )
     init_model = load_model(args.resume) if args.resume else None
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
@@ -238,8 +289,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.checkpoint_every:
         callbacks.append(_Checkpoint(args.output, args.checkpoint_every))
     try:
-        booster = train(params, train_set, valid_sets, callbacks=callbacks,
-                        init_model=init_model)
+        booster = train(
+            params, train_set, valid_sets, callbacks=callbacks, init_model=init_model
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -275,15 +327,20 @@ class _Checkpoint:
 def _progress_bar(params: BoosterParams):
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=int(params.n_estimators), unit="tree", dynamic_ncols=True,
-               file=sys.stderr)
+    bar = tqdm(
+        total=int(params.n_estimators), unit="tree", dynamic_ncols=True, file=sys.stderr
+    )
 
     def callback(env) -> None:
         bar.update(env.iteration + 1 - bar.n)
         if env.evaluation:
             name, res = next(iter(env.evaluation.items()))
             m, v = next(iter(res.items()))
-            best = f"{env.best_score:.4f}@{env.best_iteration}" if env.best_score is not None else "-"
+            best = (
+                f"{env.best_score:.4f}@{env.best_iteration}"
+                if env.best_score is not None
+                else "-"
+            )
             bar.set_postfix_str(f"{name} {m}={v:.4f} best={best}", refresh=False)
 
     callback.close = bar.close  # type: ignore[attr-defined]
@@ -292,8 +349,8 @@ def _progress_bar(params: BoosterParams):
 
 # -------------------------------------------------------------------------- predict
 def cmd_predict(args: argparse.Namespace) -> int:
-    from ltrboost.io.letor import load_svmlight
     from ltrboost.io._atomic import atomic_write_text
+    from ltrboost.io.letor import load_svmlight
     from ltrboost.io.model_json import load_model
 
     booster = load_model(args.model)
@@ -324,8 +381,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(json.dumps(results, indent=2))
         return 0
     header = ["data", *metrics, "queries"]
-    rows = [[p, *(f"{r[m]:.4f}" for m in metrics), str(r["n_queries"])]
-            for p, r in results.items()]
+    rows = [
+        [p, *(f"{r[m]:.4f}" for m in metrics), str(r["n_queries"])]
+        for p, r in results.items()
+    ]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for row in rows:
@@ -372,11 +431,16 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         return [typ(v) for v in s.split(",") if v.strip()]
 
     summary = run_experiment(
-        args.folder, args.output,
-        systems=split(args.systems, str), criteria=split(args.criteria, str),
-        leaves=split(args.leaves, int), learning_rates=split(args.learning_rates, float),
-        max_trees=args.max_trees, growth=args.growth,
-        min_samples_leaf=args.min_samples_leaf, n_threads=args.n_threads,
+        args.folder,
+        args.output,
+        systems=split(args.systems, str),
+        criteria=split(args.criteria, str),
+        leaves=split(args.leaves, int),
+        learning_rates=split(args.learning_rates, float),
+        max_trees=args.max_trees,
+        growth=args.growth,
+        min_samples_leaf=args.min_samples_leaf,
+        n_threads=args.n_threads,
         progress=not args.quiet,
     )
     with open(os.path.join(args.output, "table.md")) as f:

@@ -159,7 +159,9 @@ def group_by_qid(
     return offsets, order, query_ids
 
 
-def check_labels(y: ArrayLike, n_samples: int, *, name: str = "y") -> NDArray[np.float64]:
+def check_labels(
+    y: ArrayLike, n_samples: int, *, name: str = "y"
+) -> NDArray[np.float64]:
     """Labels as float64; NaN/inf are refused with the first offending row."""
     y = np.asarray(y)
     if y.ndim != 1:
@@ -226,7 +228,9 @@ def make_dataset(
             raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
         if not np.all(np.isfinite(w)) or np.any(w < 0):
             row = int(np.flatnonzero(~np.isfinite(w) | (w < 0))[0])
-            raise LTRInputError(f"sample_weight[{row}]={w[row]} must be finite and >= 0")
+            raise LTRInputError(
+                f"sample_weight[{row}]={w[row]} must be finite and >= 0"
+            )
         w = w.astype(np.float32)
     if order is not None:
         X = X[order]
@@ -255,7 +259,9 @@ def as_feature_matrix(X: Any) -> tuple[NDArray[np.floating], list[str] | None]:
         X = X.toarray()
     X = np.asarray(X)
     if X.ndim != 2:
-        raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+        raise LTRInputError(
+            f"X must be 2-D (n_samples, n_features), got shape {X.shape}"
+        )
     if X.dtype != np.float32:
         try:
             X = X.astype(np.float64)

@@ -48,8 +48,10 @@ class Cell:
 
     @property
     def key(self) -> str:
-        return (f"{self.system}_{self.criterion}_L{self.leaves}_"
-                f"lr{self.learning_rate:g}_{self.fold}")
+        return (
+            f"{self.system}_{self.criterion}_L{self.leaves}_"
+            f"lr{self.learning_rate:g}_{self.fold}"
+        )
 
 
 def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
@@ -91,16 +93,23 @@ def run_experiment(
     os.makedirs(cells_dir, exist_ok=True)
     cells = [
         Cell(s, c, int(nl), float(lr), f[0])
-        for s, c, nl, lr, f in itertools.product(systems, criteria, leaves,
-                                                 learning_rates, folds)
+        for s, c, nl, lr, f in itertools.product(
+            systems, criteria, leaves, learning_rates, folds
+        )
     ]
-    todo = [c for c in cells if not os.path.exists(os.path.join(cells_dir, c.key + ".json"))]
+    todo = [
+        c for c in cells if not os.path.exists(os.path.join(cells_dir, c.key + ".json"))
+    ]
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(cells), initial=len(cells) - len(todo), unit="cell",
-                   file=sys.stderr)
+        bar = tqdm(
+            total=len(cells),
+            initial=len(cells) - len(todo),
+            unit="cell",
+            file=sys.stderr,
+        )
     data_cache: dict[str, tuple] = {}
     fold_paths = {f[0]: f[1:] for f in folds}
     for cell in todo:
@@ -117,9 +126,13 @@ def run_experiment(
         tr_ds, va_ds, te_ds = data_cache[cell.fold]
         n_trees = max_trees or DEFAULT_TREES.get(cell.system, 1000)
         params = BoosterParams(
-            objective=cell.system, n_estimators=n_trees,
-            learning_rate=cell.learning_rate, max_leaf_nodes=cell.leaves,
-            split_criterion=cell.criterion, growth=growth, n_threads=n_threads,
+            objective=cell.system,
+            n_estimators=n_trees,
+            learning_rate=cell.learning_rate,
+            max_leaf_nodes=cell.leaves,
+            split_criterion=cell.criterion,
+            growth=growth,
+            n_threads=n_threads,
             eval_metric=["ndcg@10", *(m for m in METRICS if m != "ndcg@10")],
             min_samples_leaf=min_samples_leaf,
         )
@@ -145,7 +158,9 @@ def run_experiment(
             },
             "final_train_loss": final_loss,
         }
-        atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
+        atomic_write_text(
+            os.path.join(cells_dir, cell.key + ".json"), json.dumps(result)
+        )
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -164,27 +179,70 @@ def write_report(output: str, cells: list[Cell]) -> dict:
         for split, curves in r["curves"].items():
             n = len(curves[METRICS[0]])
             for it in range(n):
-                rows.append([c.system, c.criterion, c.leaves, c.learning_rate, c.fold,
-                             split, it + 1, *(f"{curves[m][it]:.6f}" for m in METRICS)])
+                rows.append(
+                    [
+                        c.system,
+                        c.criterion,
+                        c.leaves,
+                        c.learning_rate,
+                        c.fold,
+                        split,
+                        it + 1,
+                        *(f"{curves[m][it]:.6f}" for m in METRICS),
+                    ]
+                )
     with open(os.path.join(output, "iterations.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["system", "criterion", "leaves", "learning_rate", "fold", "split",
-                    "iteration", *METRICS])
+        w.writerow(
+            [
+                "system",
+                "criterion",
+                "leaves",
+                "learning_rate",
+                "fold",
+                "split",
+                "iteration",
+                *METRICS,
+            ]
+        )
         w.writerows(rows)
     with open(os.path.join(output, "final_loss.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["system", "criterion", "leaves", "learning_rate", "fold",
-                    "final_train_loss", "seconds", "best_iteration"])
+        w.writerow(
+            [
+                "system",
+                "criterion",
+                "leaves",
+                "learning_rate",
+                "fold",
+                "final_train_loss",
+                "seconds",
+                "best_iteration",
+            ]
+        )
         for c, r in results.items():
-            w.writerow([c.system, c.criterion, c.leaves, c.learning_rate, c.fold,
-                        r["final_train_loss"], f"{r['seconds']:.2f}", r["best_iteration"]])
+            w.writerow(
+                [
+                    c.system,
+                    c.criterion,
+                    c.leaves,
+                    c.learning_rate,
+                    c.fold,
+                    r["final_train_loss"],
+                    f"{r['seconds']:.2f}",
+                    r["best_iteration"],
+                ]
+            )
     # table.md: mean over folds of the test metric at the best validation iteration
     summary: dict = {}
     for c, r in results.items():
         k = (c.system, c.leaves, c.learning_rate, c.criterion)
         summary.setdefault(k, []).append(r["test_at_best"])
-    lines = ["Test metrics at the best validation NDCG@10 iteration, mean over folds, "
-             "as SE / OLE; `*` marks OLE better than SE by more than 0.1 point.", ""]
+    lines = [
+        "Test metrics at the best validation NDCG@10 iteration, mean over folds, "
+        "as SE / OLE; `*` marks OLE better than SE by more than 0.1 point.",
+        "",
+    ]
     header = "| system | leaves | learning rate | " + " | ".join(METRICS) + " |"
     lines += [header, "|" + "---|" * (3 + len(METRICS))]
     table = {}
@@ -203,11 +261,16 @@ def write_report(output: str, cells: list[Cell]) -> dict:
                     table[(system, nl, lr, m)] = (a, b)
                     mark = "*" if b - a > 0.001 else ""
                     cells_txt.append(f"{100 * a:.2f} / {100 * b:.2f}{mark}")
-                lines.append(f"| {system} | {nl} | {lr:g} | " + " | ".join(cells_txt) + " |")
+                lines.append(
+                    f"| {system} | {nl} | {lr:g} | " + " | ".join(cells_txt) + " |"
+                )
     wins = sum(1 for (a, b) in table.values() if b - a > 0.001)
     losses = sum(1 for (a, b) in table.values() if a - b > 0.001)
-    lines += ["", f"OLE better by > 0.1 point in {wins} of {len(table)} cells, "
-              f"worse by > 0.1 point in {losses}."]
+    lines += [
+        "",
+        f"OLE better by > 0.1 point in {wins} of {len(table)} cells, "
+        f"worse by > 0.1 point in {losses}.",
+    ]
     atomic_write_text(os.path.join(output, "table.md"), "\n".join(lines) + "\n")
     _plot(output, results)
     return {"table": table, "wins": wins, "losses": losses, "n_cells": len(table)}
@@ -223,11 +286,18 @@ def _plot(output: str, results: dict) -> None:
         return
     for system in sorted({c.system for c in results}):
         fig, ax = plt.subplots(figsize=(7, 4))
-        configs = sorted({(c.leaves, c.learning_rate) for c in results if c.system == system})
+        configs = sorted(
+            {(c.leaves, c.learning_rate) for c in results if c.system == system}
+        )
         for nl, lr in configs:
             diffs = []
             for c, r in results.items():
-                if (c.system, c.leaves, c.learning_rate, c.criterion) != (system, nl, lr, "ole"):
+                if (c.system, c.leaves, c.learning_rate, c.criterion) != (
+                    system,
+                    nl,
+                    lr,
+                    "ole",
+                ):
                     continue
                 twin = Cell(system, "se", nl, lr, c.fold)
                 if twin not in results:
@@ -239,7 +309,9 @@ def _plot(output: str, results: dict) -> None:
             if diffs:
                 n = min(d.size for d in diffs)
                 mean = np.mean([d[:n] for d in diffs], axis=0)
-                ax.plot(np.arange(1, n + 1), 100 * mean, label=f"{nl} leaves, lr {lr:g}")
+                ax.plot(
+                    np.arange(1, n + 1), 100 * mean, label=f"{nl} leaves, lr {lr:g}"
+                )
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xlabel("iteration (trees)")
         ax.set_ylabel("OLE - SE, test NDCG@10 (points)")

@@ -118,7 +118,9 @@ class TreeGrower:
                 f"max_leaf_nodes={params.max_leaf_nodes} should not be smaller than 2"
             )
         if params.growth not in GROWTH_POLICIES:
-            raise ValueError(f"growth={params.growth!r} is not one of {GROWTH_POLICIES}")
+            raise ValueError(
+                f"growth={params.growth!r} is not one of {GROWTH_POLICIES}"
+            )
         if params.split_criterion not in CRITERION_CODES:
             raise ValueError(
                 f"split_criterion={params.split_criterion!r} is not one of "
@@ -169,7 +171,9 @@ class TreeGrower:
         self._gradients = gradients
         self._hessians = hessians
         self._features = feats
-        use_pairs = p.split_criterion == "ole" and pairs is not None and len(pairs[0]) > 0
+        use_pairs = (
+            p.split_criterion == "ole" and pairs is not None and len(pairs[0]) > 0
+        )
         self._pairs = pairs if use_pairs else None
         if sample_indices is None:
             n = self.n_samples
@@ -196,20 +200,34 @@ class TreeGrower:
             sum_h = float(np.sum(hessians, dtype=np.float64))
         else:
             og, oh = build_histogram(
-                self.X_binned, partition, gradients, hessians, feats,
-                self._ordered_g, self._ordered_h, hist,
+                self.X_binned,
+                partition,
+                gradients,
+                hessians,
+                feats,
+                self._ordered_g,
+                self._ordered_h,
+                hist,
             )
             sum_g = float(np.sum(og, dtype=np.float64))
             sum_h = float(np.sum(oh, dtype=np.float64))
         ids = itertools.count()
         self._n_splits = 0
         root = TreeNode(
-            node_id=next(ids), depth=0, start=0, stop=n, sum_gradients=sum_g,
-            sum_hessians=sum_h, value=0.0, hist=hist,
-            pair_start=0, pair_stop=len(pairs[0]) if use_pairs else 0,
+            node_id=next(ids),
+            depth=0,
+            start=0,
+            stop=n,
+            sum_gradients=sum_g,
+            sum_hessians=sum_h,
+            value=0.0,
+            hist=hist,
+            pair_start=0,
+            pair_stop=len(pairs[0]) if use_pairs else 0,
         )
-        root.value = _leaf_value(sum_g, sum_h - 2.0 * self._node_pair_sum(root),
-                                 p.l2_regularization)
+        root.value = _leaf_value(
+            sum_g, sum_h - 2.0 * self._node_pair_sum(root), p.l2_regularization
+        )
         heap: list[tuple] = []
         order = itertools.count()
         self._consider(root, heap, order)
@@ -267,21 +285,40 @@ class TreeGrower:
     def _apply_split(self, node: TreeNode, ids: itertools.count):
         info = node.split_info
         n_left = split_indices(
-            self._part, node.start, node.stop, self.X_binned, info.feature_idx,
-            info.bin_idx, info.missing_go_to_left, self.missing_bin, self._buffer,
+            self._part,
+            node.start,
+            node.stop,
+            self.X_binned,
+            info.feature_idx,
+            info.bin_idx,
+            info.missing_go_to_left,
+            self.missing_bin,
+            self._buffer,
             self.n_threads,
         )
         mid = node.start + n_left
         self._n_splits += 1
         left = TreeNode(
-            node_id=next(ids), depth=node.depth + 1, start=node.start, stop=mid,
-            sum_gradients=info.sum_gradient_left, sum_hessians=info.sum_hessian_left,
-            value=info.value_left, seq=self._n_splits, side=0,
+            node_id=next(ids),
+            depth=node.depth + 1,
+            start=node.start,
+            stop=mid,
+            sum_gradients=info.sum_gradient_left,
+            sum_hessians=info.sum_hessian_left,
+            value=info.value_left,
+            seq=self._n_splits,
+            side=0,
         )
         right = TreeNode(
-            node_id=next(ids), depth=node.depth + 1, start=mid, stop=node.stop,
-            sum_gradients=info.sum_gradient_right, sum_hessians=info.sum_hessian_right,
-            value=info.value_right, seq=self._n_splits, side=1,
+            node_id=next(ids),
+            depth=node.depth + 1,
+            start=mid,
+            stop=node.stop,
+            sum_gradients=info.sum_gradient_right,
+            sum_hessians=info.sum_hessian_right,
+            value=info.value_right,
+            seq=self._n_splits,
+            side=1,
         )
         node.left, node.right = left, right
         if self._pairs is not None:
@@ -291,8 +328,14 @@ class TreeGrower:
         small.hist = self.pool.get()
         rows = self._part[small.start : small.stop]
         build_histogram(
-            self.X_binned, rows, self._gradients, self._hessians, self._features,
-            self._ordered_g, self._ordered_h, small.hist,
+            self.X_binned,
+            rows,
+            self._gradients,
+            self._hessians,
+            self._features,
+            self._ordered_g,
+            self._ordered_h,
+            small.hist,
         )
         subtract_histograms(node.hist, small.hist, self._features)
         large.hist = node.hist
@@ -310,17 +353,31 @@ class TreeGrower:
         doc_i, doc_j, rho = self._pairs
         idx = self._pair_part[node.pair_start : node.pair_stop]
         _build_pair_histogram(
-            self.X_binned, doc_i, doc_j, rho, idx, self._features, self.missing_bin,
+            self.X_binned,
+            doc_i,
+            doc_j,
+            rho,
+            idx,
+            self._features,
+            self.missing_bin,
             self._pair_hist,
         )
         return self._pair_hist, float(np.sum(rho[idx]))
 
-    def _split_pairs(self, node: TreeNode, left: TreeNode, right: TreeNode, info) -> None:
+    def _split_pairs(
+        self, node: TreeNode, left: TreeNode, right: TreeNode, info
+    ) -> None:
         doc_i, doc_j, _ = self._pairs
         seg = self._pair_part[node.pair_start : node.pair_stop]
         n_l, n_r = _partition_pairs(
-            seg, doc_i, doc_j, self.X_binned[:, info.feature_idx], info.bin_idx,
-            info.missing_go_to_left, self.missing_bin, self._pair_buf[: seg.shape[0]],
+            seg,
+            doc_i,
+            doc_j,
+            self.X_binned[:, info.feature_idx],
+            info.bin_idx,
+            info.missing_go_to_left,
+            self.missing_bin,
+            self._pair_buf[: seg.shape[0]],
         )
         left.pair_start = node.pair_start
         left.pair_stop = node.pair_start + n_l
@@ -366,7 +423,9 @@ class TreeGrower:
                 info = nd.split_info
                 rec["feature_idx"] = info.feature_idx
                 rec["bin_threshold"] = info.bin_idx
-                rec["num_threshold"] = self._num_threshold(info.feature_idx, info.bin_idx)
+                rec["num_threshold"] = self._num_threshold(
+                    info.feature_idx, info.bin_idx
+                )
                 rec["missing_go_to_left"] = info.missing_go_to_left
                 rec["gain"] = info.gain
                 rec["left"] = index[id(nd.left)]

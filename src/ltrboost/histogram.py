@@ -51,14 +51,29 @@ PARALLEL_MIN_WORK = 100_000
 def build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
     """Root histogram of all rows for the selected features (serial when small)."""
     if X_binned.shape[0] * feature_indices.shape[0] < PARALLEL_MIN_WORK:
-        _histogram_root_body(X_binned, gradients, hessians, feature_indices, 0,
-                             feature_indices.shape[0], hist_out)
+        _histogram_root_body(
+            X_binned,
+            gradients,
+            hessians,
+            feature_indices,
+            0,
+            feature_indices.shape[0],
+            hist_out,
+        )
     else:
         _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out)
 
 
-def build_histogram(X_binned, sample_indices, gradients, hessians, feature_indices,
-                    ordered_gradients, ordered_hessians, hist_out):
+def build_histogram(
+    X_binned,
+    sample_indices,
+    gradients,
+    hessians,
+    feature_indices,
+    ordered_gradients,
+    ordered_hessians,
+    hist_out,
+):
     """Gather the node's gradients, then build its histogram (serial when small)."""
     n = sample_indices.shape[0]
     og = ordered_gradients[:n]
@@ -68,8 +83,16 @@ def build_histogram(X_binned, sample_indices, gradients, hessians, feature_indic
     else:
         _gather(sample_indices, gradients, hessians, og, oh)
     if n * feature_indices.shape[0] < PARALLEL_MIN_WORK:
-        _histogram_body(X_binned, sample_indices, og, oh, feature_indices, 0,
-                        feature_indices.shape[0], hist_out)
+        _histogram_body(
+            X_binned,
+            sample_indices,
+            og,
+            oh,
+            feature_indices,
+            0,
+            feature_indices.shape[0],
+            hist_out,
+        )
     else:
         _build_histogram(X_binned, sample_indices, og, oh, feature_indices, hist_out)
     return og, oh
@@ -78,8 +101,9 @@ def build_histogram(X_binned, sample_indices, gradients, hessians, feature_indic
 def subtract_histograms(parent_inout, sibling, feature_indices):
     """``parent_inout -= sibling`` on the selected features (serial when small)."""
     if feature_indices.shape[0] * parent_inout.shape[1] < PARALLEL_MIN_WORK // 4:
-        _subtract_body(parent_inout, sibling, feature_indices, 0,
-                       feature_indices.shape[0])
+        _subtract_body(
+            parent_inout, sibling, feature_indices, 0, feature_indices.shape[0]
+        )
     else:
         _subtract_histograms(parent_inout, sibling, feature_indices)
 
@@ -165,8 +189,9 @@ def _accumulate(col, rows, gradients, hessians, n, h):
 
 
 @kernel
-def _histogram_root_body(X_binned, gradients, hessians, feature_indices, k_lo, k_hi,
-                         hist_out):
+def _histogram_root_body(
+    X_binned, gradients, hessians, feature_indices, k_lo, k_hi, hist_out
+):
     # X_binned: IN uint8 (n_samples, n_features) F-order; gradients/hessians: IN float32
     # (n_samples,); feature_indices[k_lo:k_hi]: IN features to build; hist_out: OUT.
     n_samples = X_binned.shape[0]
@@ -186,13 +211,15 @@ def _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_o
     # Root histogram over all rows (no gather); parallel over features.
     n = feature_indices.shape[0]
     for k in prange(n):
-        _histogram_root_body(X_binned, gradients, hessians, feature_indices, k, k + 1,
-                             hist_out)
+        _histogram_root_body(
+            X_binned, gradients, hessians, feature_indices, k, k + 1, hist_out
+        )
 
 
 @kernel
-def _gather_body(sample_indices, gradients, hessians, ordered_gradients,
-                 ordered_hessians, lo, hi):
+def _gather_body(
+    sample_indices, gradients, hessians, ordered_gradients, ordered_hessians, lo, hi
+):
     for i in range(lo, hi):
         idx = sample_indices[i]
         ordered_gradients[i] = gradients[idx]
@@ -205,13 +232,28 @@ def _gather(sample_indices, gradients, hessians, ordered_gradients, ordered_hess
     n = sample_indices.shape[0]
     chunk = 65536
     for c in prange((n + chunk - 1) // chunk):
-        _gather_body(sample_indices, gradients, hessians, ordered_gradients,
-                     ordered_hessians, c * chunk, min(n, (c + 1) * chunk))
+        _gather_body(
+            sample_indices,
+            gradients,
+            hessians,
+            ordered_gradients,
+            ordered_hessians,
+            c * chunk,
+            min(n, (c + 1) * chunk),
+        )
 
 
 @kernel
-def _histogram_body(X_binned, sample_indices, ordered_gradients, ordered_hessians,
-                    feature_indices, k_lo, k_hi, hist_out):
+def _histogram_body(
+    X_binned,
+    sample_indices,
+    ordered_gradients,
+    ordered_hessians,
+    feature_indices,
+    k_lo,
+    k_hi,
+    hist_out,
+):
     # sample_indices: IN int32 rows of the node; ordered_*: IN float32 gathered in the
     # same order; hist_out: OUT (n_features, n_bins, 3) for features k_lo..k_hi-1.
     n = sample_indices.shape[0]
@@ -223,20 +265,33 @@ def _histogram_body(X_binned, sample_indices, ordered_gradients, ordered_hessian
             h[b, 0] = 0.0
             h[b, 1] = 0.0
             h[b, 2] = 0.0
-        _accumulate(X_binned[:, f], sample_indices, ordered_gradients, ordered_hessians,
-                    n, h)
+        _accumulate(
+            X_binned[:, f], sample_indices, ordered_gradients, ordered_hessians, n, h
+        )
 
 
 @parallel_kernel
 def _build_histogram(
-    X_binned, sample_indices, ordered_gradients, ordered_hessians, feature_indices,
+    X_binned,
+    sample_indices,
+    ordered_gradients,
+    ordered_hessians,
+    feature_indices,
     hist_out,
 ):
     # Node histogram from gathered gradients; parallel over features.
     n = feature_indices.shape[0]
     for k in prange(n):
-        _histogram_body(X_binned, sample_indices, ordered_gradients, ordered_hessians,
-                        feature_indices, k, k + 1, hist_out)
+        _histogram_body(
+            X_binned,
+            sample_indices,
+            ordered_gradients,
+            ordered_hessians,
+            feature_indices,
+            k,
+            k + 1,
+            hist_out,
+        )
 
 
 @kernel

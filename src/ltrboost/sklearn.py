@@ -159,7 +159,9 @@ class Ranker(BaseEstimator):
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
-        train_set = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
+        train_set = make_dataset(
+            X, y, qid=qid, group=group, sample_weight=sample_weight
+        )
         if pairs is not None:
             train_set.pairs = _pairs_from_array(pairs, train_set)
         valid_sets = []
@@ -207,8 +209,13 @@ class Ranker(BaseEstimator):
         return obj.predict_proba(self.booster_.predict_raw(X, iteration=iteration))
 
     def score(
-        self, X: Any, y: ArrayLike, *, qid: ArrayLike | None = None,
-        group: ArrayLike | None = None, metric: str | None = None,
+        self,
+        X: Any,
+        y: ArrayLike,
+        *,
+        qid: ArrayLike | None = None,
+        group: ArrayLike | None = None,
+        metric: str | None = None,
     ) -> float:
         """Mean ``metric`` over queries (default: the first eval metric, else ndcg@10)."""
         from ltrboost.metrics import get_metric
@@ -217,7 +224,9 @@ class Ranker(BaseEstimator):
         ds = make_dataset(X, y, qid=qid, group=group)
         if metric is None:
             m = self.eval_metric
-            metric = (m.split(",")[0] if isinstance(m, str) else m[0]) if m else "ndcg@10"
+            metric = (
+                (m.split(",")[0] if isinstance(m, str) else m[0]) if m else "ndcg@10"
+            )
         scores = self.booster_.predict(ds.X)
         return float(get_metric(metric)(scores, ds.y, ds.query_offsets))
 
@@ -264,9 +273,13 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
         raise LTRInputError("pairs must have shape (n_pairs, 2) or (n_pairs, 3)")
     idx = arr[:, :2]
     if np.any(idx != np.round(idx)) or np.any(idx < 0) or np.any(idx >= ds.n_samples):
-        bad = int(np.flatnonzero(
-            np.any((idx != np.round(idx)) | (idx < 0) | (idx >= ds.n_samples), axis=1)
-        )[0])
+        bad = int(
+            np.flatnonzero(
+                np.any(
+                    (idx != np.round(idx)) | (idx < 0) | (idx >= ds.n_samples), axis=1
+                )
+            )[0]
+        )
         raise LTRInputError(f"pair {bad}: row index outside 0..{ds.n_samples - 1}")
     idx = idx.astype(np.int64)
     if ds.order is not None:  # map user rows to grouped rows
@@ -277,7 +290,9 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
     cross = q_of_row[idx[:, 0]] != q_of_row[idx[:, 1]]
     if cross.any():
         bad = int(np.flatnonzero(cross)[0])
-        raise LTRInputError(f"pair {bad}: the two documents belong to different queries")
+        raise LTRInputError(
+            f"pair {bad}: the two documents belong to different queries"
+        )
     same = idx[:, 0] == idx[:, 1]
     if same.any():
         bad = int(np.flatnonzero(same)[0])

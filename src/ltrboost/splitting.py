@@ -161,8 +161,12 @@ def split_indices(
     if n < SERIAL_PARTITION_ROWS or n_threads <= 1:
         return int(
             _split_indices_serial(
-                partition[start:stop], X_binned[:, feature_idx], bin_idx,
-                missing_go_to_left, missing_bin, buffer[:n],
+                partition[start:stop],
+                X_binned[:, feature_idx],
+                bin_idx,
+                missing_go_to_left,
+                missing_bin,
+                buffer[:n],
             )
         )
     n_chunks = max(1, min(n_threads, n // 16384))
@@ -184,29 +188,73 @@ def split_indices(
 
 @parallel_kernel
 def _find_best_split_per_feature(
-    hist, feature_indices, n_bins_non_missing, missing_bin,
-    sum_g, sum_h, count,
-    min_samples_leaf, min_sum_hessian, l2, criterion_code,
-    pair_hist, use_pairs, pair_sum,
-    gains_out, bins_out, miss_left_out, stats_out,
+    hist,
+    feature_indices,
+    n_bins_non_missing,
+    missing_bin,
+    sum_g,
+    sum_h,
+    count,
+    min_samples_leaf,
+    min_sum_hessian,
+    l2,
+    criterion_code,
+    pair_hist,
+    use_pairs,
+    pair_sum,
+    gains_out,
+    bins_out,
+    miss_left_out,
+    stats_out,
 ):
     # Parallel driver over features; see _best_split_body.
     for k in prange(feature_indices.shape[0]):
         _best_split_body(
-            hist, feature_indices, k, k + 1, n_bins_non_missing, missing_bin,
-            sum_g, sum_h, count, min_samples_leaf, min_sum_hessian, l2,
-            criterion_code, pair_hist, use_pairs, pair_sum,
-            gains_out, bins_out, miss_left_out, stats_out,
+            hist,
+            feature_indices,
+            k,
+            k + 1,
+            n_bins_non_missing,
+            missing_bin,
+            sum_g,
+            sum_h,
+            count,
+            min_samples_leaf,
+            min_sum_hessian,
+            l2,
+            criterion_code,
+            pair_hist,
+            use_pairs,
+            pair_sum,
+            gains_out,
+            bins_out,
+            miss_left_out,
+            stats_out,
         )
 
 
 @kernel
 def _best_split_body(
-    hist, feature_indices, k_lo, k_hi, n_bins_non_missing, missing_bin,
-    sum_g, sum_h, count,
-    min_samples_leaf, min_sum_hessian, l2, criterion_code,
-    pair_hist, use_pairs, pair_sum,
-    gains_out, bins_out, miss_left_out, stats_out,
+    hist,
+    feature_indices,
+    k_lo,
+    k_hi,
+    n_bins_non_missing,
+    missing_bin,
+    sum_g,
+    sum_h,
+    count,
+    min_samples_leaf,
+    min_sum_hessian,
+    l2,
+    criterion_code,
+    pair_hist,
+    use_pairs,
+    pair_sum,
+    gains_out,
+    bins_out,
+    miss_left_out,
+    stats_out,
 ):
     # hist: IN (n_features, n_bins, 3); pair_hist: IN (n_features, n_bins, 3) holding per
     # bin the pair-rho sums P_max (by max bin), P_min (by min bin) and Q (pairs with one
@@ -315,8 +363,9 @@ def _best_split_body(
             best_ml = 1 if b_nl >= count - b_nl else 0
         reported = best_gain
         if ole and best_gain > -np.inf:
-            reported = _two_leaf_gain(b_gl, b_hlc, sum_g - b_gl, b_hrc, b_cross,
-                                      sum_g, parent_h_crit, l2)
+            reported = _two_leaf_gain(
+                b_gl, b_hlc, sum_g - b_gl, b_hrc, b_cross, sum_g, parent_h_crit, l2
+            )
         stats_out[f, 5] = reported
         gains_out[f] = best_gain
         bins_out[f] = best_bin
@@ -349,7 +398,9 @@ def _two_leaf_gain(g_l, a, g_r, b, cross, g, parent_h, l2):
     det = aa * bb - cross * cross
     parent = g * g / (parent_h + l2) if parent_h + l2 > 0.0 else 0.0
     if aa > 0.0 and bb > 0.0 and det > 0.0:
-        return (bb * g_l * g_l + 2.0 * cross * g_l * g_r + aa * g_r * g_r) / det - parent
+        return (
+            bb * g_l * g_l + 2.0 * cross * g_l * g_r + aa * g_r * g_r
+        ) / det - parent
     return _split_gain(g_l, a, g_r, b, g, parent_h, l2)
 
 

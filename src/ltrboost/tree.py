@@ -62,8 +62,17 @@ def predict_raw(
     if ens.tree_offsets.shape[0] <= 1 or X.shape[0] == 0:
         return
     _predict_raw(
-        ens.value, ens.feature_idx, ens.num_threshold, ens.missing_go_to_left,
-        ens.is_leaf, ens.left, ens.right, ens.tree_offsets, ens.tree_output, X, out,
+        ens.value,
+        ens.feature_idx,
+        ens.num_threshold,
+        ens.missing_go_to_left,
+        ens.is_leaf,
+        ens.left,
+        ens.right,
+        ens.tree_offsets,
+        ens.tree_output,
+        X,
+        out,
     )
 
 
@@ -72,15 +81,23 @@ SERIAL_PREDICT_ROWS = 20_000
 
 
 def predict_binned_tree(
-    nodes: NDArray, X_binned: NDArray[np.uint8], missing_bin: int, out: NDArray[np.float64]
+    nodes: NDArray,
+    X_binned: NDArray[np.uint8],
+    missing_bin: int,
+    out: NDArray[np.float64],
 ) -> None:
     """Add one tree's output on binned data to ``out`` (n_samples,)."""
     args = (
-        np.ascontiguousarray(nodes["value"]), np.ascontiguousarray(nodes["feature_idx"]),
+        np.ascontiguousarray(nodes["value"]),
+        np.ascontiguousarray(nodes["feature_idx"]),
         np.ascontiguousarray(nodes["bin_threshold"]),
         np.ascontiguousarray(nodes["missing_go_to_left"]),
-        np.ascontiguousarray(nodes["is_leaf"]), np.ascontiguousarray(nodes["left"]),
-        np.ascontiguousarray(nodes["right"]), X_binned, missing_bin, out,
+        np.ascontiguousarray(nodes["is_leaf"]),
+        np.ascontiguousarray(nodes["left"]),
+        np.ascontiguousarray(nodes["right"]),
+        X_binned,
+        missing_bin,
+        out,
     )
     if X_binned.shape[0] < SERIAL_PREDICT_ROWS:
         _predict_binned_rows(*args, 0, X_binned.shape[0])
@@ -101,8 +118,17 @@ def add_leaf_values(partition, leaf_starts, leaf_stops, leaf_values, out) -> Non
 
 @parallel_kernel
 def _predict_raw(
-    value, feature_idx, num_threshold, missing_left, is_leaf, left, right,
-    tree_offsets, tree_output, X, out,
+    value,
+    feature_idx,
+    num_threshold,
+    missing_left,
+    is_leaf,
+    left,
+    right,
+    tree_offsets,
+    tree_output,
+    X,
+    out,
 ):
     # X: IN float (n_samples, n_features); out: IN/OUT float64 (n_outputs, n_samples)
     n_samples = X.shape[0]
@@ -123,22 +149,51 @@ def _predict_raw(
 
 @parallel_kernel
 def _predict_binned_one_tree(
-    value, feature_idx, bin_threshold, missing_left, is_leaf, left, right,
-    X_binned, missing_bin, out,
+    value,
+    feature_idx,
+    bin_threshold,
+    missing_left,
+    is_leaf,
+    left,
+    right,
+    X_binned,
+    missing_bin,
+    out,
 ):
     # X_binned: IN uint8 (n_samples, n_features); out: IN/OUT float64 (n_samples,)
     n = X_binned.shape[0]
     chunk = 4096
     for c in prange((n + chunk - 1) // chunk):
-        _predict_binned_rows(value, feature_idx, bin_threshold, missing_left, is_leaf,
-                             left, right, X_binned, missing_bin, out, c * chunk,
-                             min(n, (c + 1) * chunk))
+        _predict_binned_rows(
+            value,
+            feature_idx,
+            bin_threshold,
+            missing_left,
+            is_leaf,
+            left,
+            right,
+            X_binned,
+            missing_bin,
+            out,
+            c * chunk,
+            min(n, (c + 1) * chunk),
+        )
 
 
 @kernel
 def _predict_binned_rows(
-    value, feature_idx, bin_threshold, missing_left, is_leaf, left, right,
-    X_binned, missing_bin, out, lo, hi,
+    value,
+    feature_idx,
+    bin_threshold,
+    missing_left,
+    is_leaf,
+    left,
+    right,
+    X_binned,
+    missing_bin,
+    out,
+    lo,
+    hi,
 ):
     for i in range(lo, hi):
         k = 0

@@ -94,7 +94,9 @@ def booster_to_dict(booster) -> dict[str, Any]:
                 # leaves carry no threshold; +inf thresholds (last bin) become null
                 vals = [
                     None if (leaf or not math.isfinite(v)) else float(v)
-                    for v, leaf in zip(col.tolist(), nodes["is_leaf"].tolist(), strict=True)
+                    for v, leaf in zip(
+                        col.tolist(), nodes["is_leaf"].tolist(), strict=True
+                    )
                 ]
                 t[key] = vals
             else:
@@ -103,7 +105,9 @@ def booster_to_dict(booster) -> dict[str, Any]:
     for t in trees:
         for v in t["value"]:
             if not math.isfinite(v):
-                raise ValueError("model has a non-finite leaf value; refusing to save it")
+                raise ValueError(
+                    "model has a non-finite leaf value; refusing to save it"
+                )
     return {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -135,7 +139,9 @@ def load_model(path: str | os.PathLike):
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except UnicodeDecodeError:
-        raise ModelFormatError("not a text file (is this an ltrboost JSON model?)", path) from None
+        raise ModelFormatError(
+            "not a text file (is this an ltrboost JSON model?)", path
+        ) from None
     except OSError as e:
         raise ModelFormatError(f"cannot read: {e.strerror}", path) from None
     return model_from_json(text, path=path)
@@ -171,8 +177,12 @@ def booster_from_dict(d: Any, path: str | None = None):
             f"(supports {FORMAT_VERSION}); upgrade ltrboost"
         )
     for key, typ in (
-        ("objective", str), ("n_features", int), ("n_outputs", int),
-        ("init_score", list), ("trees", list), ("update_rule", str),
+        ("objective", str),
+        ("n_features", int),
+        ("n_outputs", int),
+        ("init_score", list),
+        ("trees", list),
+        ("update_rule", str),
     ):
         if not isinstance(d.get(key), typ) or isinstance(d.get(key), bool):
             fail(f"field {key!r} is missing or not a {typ.__name__}")
@@ -204,9 +214,7 @@ def booster_from_dict(d: Any, path: str | None = None):
     if not isinstance(obj_params, dict):
         fail("objective_params must be an object")
     names = d.get("feature_names")
-    if names is not None and (
-        not isinstance(names, list) or len(names) != n_features
-    ):
+    if names is not None and (not isinstance(names, list) or len(names) != n_features):
         fail("feature_names must list n_features names")
     return Booster(
         objective=d["objective"],
@@ -279,7 +287,9 @@ def _tree_from_dict(t, t_idx, n_features, n_outputs, fail):
                 fail(f"{where} node {k}: a leaf must have feature -1")
         else:
             if not 0 <= feat[k] < n_features:
-                fail(f"{where} node {k}: feature {feat[k]} is outside 0..{n_features - 1}")
+                fail(
+                    f"{where} node {k}: feature {feat[k]} is outside 0..{n_features - 1}"
+                )
             for child in (left[k], right[k]):
                 if not 0 < child < n:
                     fail(f"{where} node {k}: child {child} points outside the tree")

@@ -55,7 +55,9 @@ def read_pairs_file(
     try:
         f = open(path, encoding="utf-8-sig")
     except OSError as e:
-        raise LTRInputError(f"cannot read pairs file: {e.strerror}", path=path) from None
+        raise LTRInputError(
+            f"cannot read pairs file: {e.strerror}", path=path
+        ) from None
     with f:
         try:
             lines = f.read().splitlines()
@@ -82,7 +84,9 @@ def read_pairs_file(
                 w = math.nan
             if not math.isfinite(w) or w <= 0:
                 raise LTRInputError(
-                    f"weight {parts[3]!r} is not a positive number", path=path, line=lineno
+                    f"weight {parts[3]!r} is not a positive number",
+                    path=path,
+                    line=lineno,
                 )
         if q not in known_q:
             raise LTRInputError(f"unknown query {q!r}", path=path, line=lineno)
