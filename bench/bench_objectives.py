@@ -116,7 +116,9 @@ def run_xgboost(objective, train, test, trees):
         proba = booster.predict(xgb.DMatrix(te.X))
         scores = proba @ np.arange(n_class)
     else:
-        d = xgb.DMatrix(tr.X, tr.y, qid=runs(tr.qid))
+        # rank:map takes binary labels only (ltrboost's map lambdas binarise y >= 1)
+        y = (tr.y >= 1).astype(np.float64) if objective == "rank:map" else tr.y
+        d = xgb.DMatrix(tr.X, y, qid=runs(tr.qid))
         extra = {"lambdarank_pair_method": "topk",
                  "lambdarank_num_pair_per_sample": 30} if objective == "rank:map" else {
             "lambdarank_pair_method": "mean", "lambdarank_num_pair_per_sample": 1}
