@@ -519,12 +519,6 @@ def test_train_bad_parameter_quiet(
     assert not Path("model.json").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: cli.cmd_train draws the tqdm progress bar before train() validates "
-    "objective / eval_metric / objective parameters, so a bad value leaves a bar line "
-    "on stderr before the error line (two lines, not one)",
-)
 @pytest.mark.parametrize(
     ("flag", "value"), [("--objective", "nope"), ("--pair-method", "bogus")]
 )
@@ -535,11 +529,6 @@ def test_train_bad_parameter_with_progress_bar(
     assert_one_line_error(rc, err, flag.lstrip("-").replace("-", "_"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: cli.cmd_train tests `if args.checkpoint_every:` so 0 silently "
-    "disables checkpoints, while _Checkpoint refuses every other value < 1",
-)
 def test_checkpoint_every_zero_is_refused(data_dir: Path, in_tmp: Path, capsys) -> None:
     rc, _, err = run(
         [

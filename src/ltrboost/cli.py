@@ -281,13 +281,20 @@ def cmd_train(args: argparse.Namespace) -> int:
     init_model = load_model(args.resume) if args.resume else None
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
+    # Validate everything a bad flag could break before drawing the progress bar, so
+    # that an error stays one line.
+    from ltrboost.booster import _metric_names, make_objective
+    from ltrboost.metrics import get_metric
+
+    for m in _metric_names(params, make_objective(params)):
+        get_metric(m)
     callbacks = []
+    if args.checkpoint_every is not None:
+        callbacks.append(_Checkpoint(args.output, args.checkpoint_every))
     bar = None
     if not args.quiet:
         bar = _progress_bar(params)
         callbacks.append(bar)
-    if args.checkpoint_every:
-        callbacks.append(_Checkpoint(args.output, args.checkpoint_every))
     try:
         booster = train(
             params, train_set, valid_sets, callbacks=callbacks, init_model=init_model
