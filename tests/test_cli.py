@@ -457,13 +457,18 @@ BAD_DATA = {
     "zero_index.txt": ("1 qid:1 0:0.5\n", "zero_index.txt:1:"),
     "infinite_value.txt": ("1 qid:1 1:0.5\n0 qid:1 1:inf\n", "infinite_value.txt:2:"),
     "qid_not_integer.txt": ("1 qid:x 1:0.5\n", "qid_not_integer.txt:1:"),
+    "repeated_index.txt": ("1 qid:1 1:0.5 1:0.3\n", "repeated_index.txt:1:"),
+    "not_utf8.txt": (b"1 qid:1 1:0.5\n0 qid:1 1:0.3 # caf\xe9\n", "not_utf8.txt:2:"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(BAD_DATA))
 def test_train_bad_data_file(name: str, in_tmp: Path, capsys) -> None:
     content, needle = BAD_DATA[name]
-    Path(name).write_text(content)
+    if isinstance(content, bytes):
+        Path(name).write_bytes(content)
+    else:
+        Path(name).write_text(content)
     rc, _, err = run(["train", name, "-q", "--n-estimators", "2"], capsys)
     assert_one_line_error(rc, err, needle)
     assert not Path("model.json").exists()
@@ -620,6 +625,25 @@ def test_nonexistent_model_and_data(
     assert_one_line_error(rc, err, "missing.txt")
     rc, _, err = run(["eval", model_path, "missing.txt"], capsys)
     assert_one_line_error(rc, err, "missing.txt")
+
+
+def test_predict_iteration_out_of_range(
+    model_path: Path, data_dir: Path, capsys
+) -> None:
+    rc, out, err = run(
+        ["predict", model_path, data_dir / "test.txt", "--iteration", "999"], capsys
+    )
+    assert_one_line_error(rc, err, "iteration=999")
+    assert out == ""
+
+
+def test_resume_with_another_objective(
+    model_path: Path, data_dir: Path, in_tmp: Path, capsys
+) -> None:
+    argv = ["train", data_dir / "train.txt", "-q", "--resume", model_path]
+    rc, _, err = run([*argv, "--objective", "ranknet"], capsys)
+    assert_one_line_error(rc, err, "objective")
+    assert not Path("model.json").exists()
 
 
 def test_eval_bad_metric(model_path: Path, data_dir: Path, capsys) -> None:
