@@ -399,9 +399,7 @@ def test_sigint_exits_130_and_keeps_the_previous_file(long_run, capsys) -> None:
     err = err_path.read_text()
     assert rc == 130, err
     assert "Traceback" not in err
-    assert (
-        err.rstrip("\n").split("\n")[-1] == "ltrboost: interrupted; nothing was written"
-    )
+    assert err.rstrip("\n").split("\n")[-1].startswith("ltrboost: interrupted")
     assert model.read_bytes() == before
     assert sorted(p.name for p in model.parent.iterdir()) == [
         "d",
