@@ -255,14 +255,6 @@ def test_invalid_param_raises_value_error_naming_it(
         train({"n_estimators": 2, name: value}, train_set)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: BoosterParams.validate (booster.py) never checks min_gain_to_split: "
-    "NaN is accepted and silently turns every tree into a single leaf (splitting.py "
-    "tests `not best > min_gain_to_split`, always true for NaN); a negative value lets "
-    "splits that lose gain through.  Fix: in validate(), check(math.isfinite(v) and "
-    "v >= 0, f'min_gain_to_split={v} must be >= 0')",
-)
 @pytest.mark.parametrize("value", [math.nan, -1.0])
 def test_invalid_min_gain_to_split(value: float, split_data) -> None:
     train_set, _ = split_data

@@ -170,15 +170,6 @@ def test_resume_with_another_objective_is_refused(data) -> None:
         train(dict(FAST, objective="ranknet"), train_set, init_model=first)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: booster._resume_from never compares init_model.n_features with the "
-    "training data's width: resuming on narrower data replays the old trees with "
-    "predict_raw reading past the end of X's rows, then saves n_features=new width "
-    "while old trees still split on the dropped columns, so the file cannot be loaded "
-    "('feature 7 is outside 0..6').  Fix: raise ValueError in _resume_from when "
-    "init_model.n_features != train_set.X.shape[1]",
-)
 def test_resume_on_narrower_data_is_refused(data) -> None:
     train_set, _ = data
     first = train(dict(FAST, n_estimators=3), train_set)
@@ -187,14 +178,6 @@ def test_resume_on_narrower_data_is_refused(data) -> None:
         train(dict(FAST, n_estimators=5), narrow, init_model=first)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: cli.cmd_train reads the training file with its own width (largest "
-    "index present) and not the --resume model's n_features; a file whose last "
-    "feature is absent on every line (legal sparse svmlight) yields an unloadable "
-    "model (see booster._resume_from).  Fix: load the --resume model first and pass "
-    "n_features=init_model.n_features to _load() for train and valid files",
-)
 def test_cli_resume_on_file_without_last_feature(tmp_path: Path, capsys) -> None:
     folder = tmp_path / "d"
     generate(folder, 20, 6, 8)

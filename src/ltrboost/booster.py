@@ -68,7 +68,7 @@ class BoosterParams:
     """Every training parameter, with its default.  Names follow sklearn HGB.
 
     Engine: ``n_estimators`` rounds (one tree per output per round), ``learning_rate``
-    (shrinkage eta), ``max_leaf_nodes``, ``max_depth`` (None: unlimited),
+    (shrinkage eta; None = the objective's default, 0.1, or 1.0 for ``gbrank``), ``max_leaf_nodes``, ``max_depth`` (None: unlimited),
     ``min_samples_leaf``, ``min_sum_hessian_in_leaf``, ``l2_regularization`` (lambda in
     -G/(H+lambda)), ``min_gain_to_split``, ``max_bins`` (<= 255, plus a missing bin), ``min_samples_bin`` (documents a bin of a
     low-cardinality feature must hold, LightGBM's ``min_data_in_bin``, default 3),
@@ -84,7 +84,7 @@ class BoosterParams:
 
     objective: str = "lambdamart"
     n_estimators: int = 100
-    learning_rate: float = 0.1
+    learning_rate: float | None = None
     max_leaf_nodes: int = 31
     max_depth: int | None = None
     min_samples_leaf: int = 20
@@ -126,7 +126,8 @@ class BoosterParams:
             f"n_estimators={self.n_estimators} must be >= 1",
         )
         check(
-            math.isfinite(self.learning_rate) and self.learning_rate > 0,
+            self.learning_rate is None
+            or (math.isfinite(self.learning_rate) and self.learning_rate > 0),
             f"learning_rate={self.learning_rate} must be > 0",
         )
         check(
@@ -148,6 +149,10 @@ class BoosterParams:
         check(
             self.l2_regularization >= 0,
             f"l2_regularization={self.l2_regularization} must be >= 0",
+        )
+        check(
+            math.isfinite(self.min_gain_to_split) and self.min_gain_to_split >= 0,
+            f"min_gain_to_split={self.min_gain_to_split} must be finite and >= 0",
         )
         check(
             2 <= int(self.max_bins) <= 255,
@@ -465,7 +470,12 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
     best_iter = 0
     n_features = train_set.X.shape[1]
     q_offsets = train_set.query_offsets
-    lr = float(params.learning_rate)
+    # None: the objective's own default (0.1, or 1.0 for GBRank's averaged update).
+    lr = float(
+        objective.default_learning_rate
+        if params.learning_rate is None
+        else params.learning_rate
+    )
     is_pairwise_ole = params.split_criterion == "ole" and objective.is_pairwise
     if best_score is None and start_iter > 0 and valid_state:
         hist = evals_result[valid_state[0][0]][metric_names[0]]
@@ -643,6 +653,11 @@ def _resume_from(
     n_out = raw.shape[0]
     if init_model.n_outputs != n_out:
         raise ValueError("cannot resume: the model has a different number of outputs")
+    if init_model.n_features != train_set.X.shape[1]:
+        raise ValueError(
+            f"cannot resume: the model was trained on {init_model.n_features} features, "
+            f"the training data has {train_set.X.shape[1]}"
+        )
     done = init_model.n_iterations
     trees.extend(t.copy() for t in init_model.trees[: done * n_out])
     outputs.extend(init_model.tree_outputs[: done * n_out])

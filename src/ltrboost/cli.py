@@ -260,8 +260,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     names = {f.name for f in fields(BoosterParams)}
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in names})
     params.validate()
+    # A resumed model fixes the feature count: a sparse file may not mention the
+    # last features at all.
+    init_model = load_model(args.resume) if args.resume else None
     raw_train, train_set = _load(
-        args.train, missing=args.missing, return_comments=args.pairs is not None
+        args.train,
+        missing=args.missing,
+        return_comments=args.pairs is not None,
+        n_features=init_model.n_features if init_model is not None else None,
     )
     if args.pairs is not None:
         from ltrboost.io.letor import parse_docids
@@ -278,7 +284,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         valid_sets.append(
             (os.path.basename(vpath) if len(args.valid) > 1 else "valid", vs)
         )
-    init_model = load_model(args.resume) if args.resume else None
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
     # Validate everything a bad flag could break before drawing the progress bar, so

@@ -56,7 +56,7 @@ class Ranker(BaseEstimator):
         *,
         objective: str = "lambdamart",
         n_estimators: int = 100,
-        learning_rate: float = 0.1,
+        learning_rate: float | None = None,
         max_leaf_nodes: int = 31,
         max_depth: int | None = None,
         min_samples_leaf: int = 20,

@@ -158,7 +158,10 @@ def _err_all_queries(scores, stop_probabilities, query_offsets, k, order, scratc
 
 def _err_reference(scores, y, query_offsets, *, k=0, max_grade=None):
     """Plain NumPy ERR@k per query: stable argsort, cumulative product of (1 - R)."""
-    y_max = float(np.max(y)) if max_grade is None else float(max_grade)
+    if max_grade is not None:
+        y_max = float(max_grade)
+    else:
+        y_max = float(np.max(y)) if y.size else 0.0
     stop_all = (np.power(2.0, y) - 1.0) / np.power(2.0, y_max)
     out = np.empty(len(query_offsets) - 1)
     for q, (lo, hi) in enumerate(pairwise(query_offsets)):

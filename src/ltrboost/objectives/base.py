@@ -66,6 +66,8 @@ class Objective:
     needs_integer_labels: ClassVar[bool] = False
     update_rule: ClassVar[Literal["additive", "averaged"]] = "additive"
     default_metric: ClassVar[str] = "ndcg@10"
+    # Shrinkage used when ``learning_rate`` is left unset (None).
+    default_learning_rate: ClassVar[float] = 0.1
 
     def __init__(self, **params: Any) -> None:
         self.params = dict(params)

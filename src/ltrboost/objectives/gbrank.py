@@ -232,8 +232,9 @@ class GBRank(Objective):
     violated: for a pair fitted exactly the gap ``d_k = h_k(x) - h_k(y)`` follows
     ``d_k = ((k - eta) d_{k-1} + 2 eta tau) / (k + 1)`` and settles at
     ``2 eta tau / (1 + eta) < tau``, so the targets barely move between rounds and the
-    trees repeat.  Use ``learning_rate >= 1`` (1 reaches the margin exactly); the
-    package default 0.1 suits the additive objectives, not this one.
+    trees repeat.  Use ``learning_rate >= 1`` (1 reaches the margin exactly); this is
+    GBRank's default (``learning_rate=None`` gives 1.0), while the additive objectives
+    default to 0.1.
 
     ``is_pairwise`` is False: the tree solves a plain least-squares problem on targets
     frozen at ``h_{k-1}``, a derivative-additive loss of the tree outputs, for which
@@ -257,6 +258,7 @@ class GBRank(Objective):
     hessian_is_constant: ClassVar[bool] = False
     leaf_rule: ClassVar[str] = "mean_target"  # computed by the engine as -G/(H+l2)
     update_rule: ClassVar[str] = "averaged"
+    default_learning_rate: ClassVar[float] = 1.0
 
     def __init__(
         self,
