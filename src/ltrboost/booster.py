@@ -68,7 +68,8 @@ class BoosterParams:
     """Every training parameter, with its default.  Names follow sklearn HGB.
 
     Engine: ``n_estimators`` rounds (one tree per output per round), ``learning_rate``
-    (shrinkage eta; None = the objective's default, 0.1, or 1.0 for ``gbrank``), ``max_leaf_nodes``, ``max_depth`` (None: unlimited),
+    (shrinkage eta; None = the objective's default, 0.1, or 1.0 for ``gbrank``),
+    ``max_leaf_nodes``, ``max_depth`` (None: unlimited),
     ``min_samples_leaf``, ``min_sum_hessian_in_leaf``, ``l2_regularization`` (lambda in
     -G/(H+lambda)), ``min_gain_to_split``, ``max_bins`` (<= 255, plus a missing bin), ``min_samples_bin`` (documents a bin of a
     low-cardinality feature must hold, LightGBM's ``min_data_in_bin``, default 3),
