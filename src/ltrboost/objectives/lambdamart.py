@@ -687,28 +687,34 @@ def _lambdamart_ndcg_fused(
     n_pairs = 0
     for a in range(n_outer):
         la = lab[a]
+        va = v[a]
+        da = disc[a]
+        sa = s[a]
+        g_a = g_acc[a]  # row a only adds to a's sums (b > a): keep them in registers
+        h_a = h_acc[a]
         for b in range(a + 1, n):
             lb = lab[b]
             if la == lb:
                 continue
-            if la > lb:
-                r_i = a
-                r_j = b
-            else:
-                r_i = b
-                r_j = a
-            dz = _delta_ndcg(v[r_i], v[r_j], disc[r_i], disc[r_j], inv_norm_q)
+            # t = +1 when a is the preferred document, -1 when b is: every quantity
+            # below is the general loop's with (i, j) = (a, b) or (b, a); flipping a
+            # sign is exact, so the sums are bit-identical.
+            t = 1.0 if la > lb else -1.0
+            dz = _delta_ndcg(va, v[b], da, disc[b], inv_norm_q)
+            diff = t * (sa - s[b])  # s_i - s_j
             if scale_by_diff:
-                dz /= 0.01 + abs(s[r_i] - s[r_j])
-            rho, one_minus_rho = _sigmoid_pair(sigma * (s[r_i] - s[r_j]))
+                dz /= 0.01 + abs(diff)
+            rho, one_minus_rho = _sigmoid_pair(sigma * diff)
             grad = sigma * dz * rho
             hess = sigma * sigma * dz * rho * one_minus_rho
             sum_lambdas += 2.0 * grad
-            g_acc[r_i] -= grad
-            g_acc[r_j] += grad
-            h_acc[r_i] += hess
-            h_acc[r_j] += hess
+            g_a -= t * grad
+            g_acc[b] += t * grad
+            h_a += hess
+            h_acc[b] += hess
             n_pairs += 1
+        g_acc[a] = g_a
+        h_acc[a] = h_a
     factor = 1.0
     if normalize and sum_lambdas > 0.0:
         factor = math.log2(1.0 + sum_lambdas) / sum_lambdas
