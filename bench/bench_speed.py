@@ -87,6 +87,16 @@ def worker(spec: dict) -> dict:
         from ltrboost.dataset import make_dataset
 
         ds = make_dataset(Xtr, ytr, qid=qtr)
+        # Load the compiled kernels (Numba cache) before timing: compilation is
+        # measured separately (measure_jit).
+        small = make_dataset(Xtr[:2000], ytr[:2000], qid=qtr[:2000])
+        train(
+            BoosterParams(
+                objective="lambdamart", n_estimators=1, truncation_level=30,
+                n_threads=s["threads"],
+            ),
+            small,
+        )  # fmt: skip
         t0 = time.perf_counter()
         BinMapper(s["max_bins"], random_state=0, min_samples_bin=3).fit_transform(ds.X)
         out["construct_s"] = time.perf_counter() - t0
@@ -228,10 +238,11 @@ def measure_jit() -> dict:
     return {"first_process_s": first, "cached_process_s": second}
 
 
-def run_grid(sizes, libs, trees, repeats, docs_per_query=None):
+def run_grid(sizes, libs, trees, repeats, docs_per_query=None, single_above=None):
     results = {}
     for n in sizes:
         paths = data_paths(n, docs_per_query)
+        n_runs = 1 if single_above is not None and n > single_above else repeats
         for lib in libs:
             runs = [
                 run_worker(
@@ -239,7 +250,7 @@ def run_grid(sizes, libs, trees, repeats, docs_per_query=None):
                     {"lib": lib, "paths": paths, "trees": trees},
                     timeout=7200,
                 )
-                for _ in range(repeats)
+                for _ in range(n_runs)
             ]
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             results[(n, lib)] = med
@@ -264,6 +275,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trees", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument(
+        "--single-run-above",
+        type=int,
+        default=None,
+        metavar="DOCS",
+        help="sizes above DOCS documents run once instead of --repeats times",
+    )
+    ap.add_argument(
         "--scaling",
         action="store_true",
         help="also vary documents per query at a fixed total (plot)",
@@ -278,7 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     libs = args.libs.split(",")
     jit = measure_jit()
     print(f"JIT: {jit}", file=sys.stderr)
-    results = run_grid(sizes, libs, args.trees, args.repeats)
+    results = run_grid(
+        sizes, libs, args.trees, args.repeats, single_above=args.single_run_above
+    )
     rows = []
     fields = [
         ("construct_s", "construct/bin s", False),
@@ -306,7 +326,13 @@ def main(argv: list[str] | None = None) -> int:
         f"Machine: {machine_description()}",
         "",
         f"Command: `python -m bench.bench_speed --sizes {args.sizes} --trees {args.trees} "
-        f"--repeats {args.repeats}{' --scaling' if args.scaling else ''}`",
+        f"--repeats {args.repeats}"
+        + (
+            f" --single-run-above {args.single_run_above}"
+            if args.single_run_above
+            else ""
+        )
+        + f"{' --scaling' if args.scaling else ''}`",
         "",
         f"ltrboost JIT compilation: {jit['first_process_s']:.1f} s in a first process "
         f"(empty Numba cache, tiny data end to end), {jit['cached_process_s']:.1f} s in a "

@@ -262,6 +262,12 @@ def test_invalid_min_gain_to_split(value: float, split_data) -> None:
         train({"n_estimators": 2, "min_gain_to_split": value}, train_set)
 
 
+def test_invalid_eval_metric_without_validation(split_data) -> None:
+    train_set, _ = split_data
+    with pytest.raises(ValueError, match="ndgc@10"):
+        train({"n_estimators": 2, "eval_metric": "ndgc@10"}, train_set)
+
+
 def test_invalid_eval_metric_with_validation(split_data) -> None:
     train_set, valid_set = split_data
     with pytest.raises(ValueError, match="ndgc@10"):

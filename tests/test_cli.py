@@ -564,6 +564,8 @@ def test_train_output_directory_missing(data_dir: Path, in_tmp: Path, capsys) ->
         capsys,
     )
     assert_one_line_error(rc, err, "nodir")
+    assert "m.json" in err
+    assert ".tmp" not in err  # the user's path, not the temporary file's
     assert not Path("nodir").exists()
 
 

@@ -376,6 +376,10 @@ def train(
     if train_set.n_samples == 0:
         raise ValueError("the training set is empty")
     objective = make_objective(params)
+    from ltrboost.metrics import get_metric
+
+    for name in _metric_names(params, objective):  # a typo fails now, valid set or not
+        get_metric(name)
     with threads(params.n_threads) as n_threads:
         return _train(
             params,

@@ -222,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ltrboost: error: {msg}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("ltrboost: interrupted; nothing was written", file=sys.stderr)
+        print(
+            "ltrboost: interrupted; files already written (e.g. checkpoints) are "
+            "complete, none was left half-written",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
 
 

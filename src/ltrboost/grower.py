@@ -440,31 +440,50 @@ class TreeGrower:
 # --- kernels ---
 
 
-@parallel_kernel
+@kernel
 def _build_pair_histogram(
     X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, missing_bin, out
 ):
     # out: OUT (n_features, n_bins, 3): [P_max by max bin, P_min by min bin, Q by the
     # non-missing bin of pairs with exactly one missing document], selected features.
+    # The node's pairs are gathered once into contiguous arrays, so that the pass made
+    # for every feature reads them sequentially (like the ordered gradients of the
+    # document histograms) instead of through ``pair_indices`` each time.
+    m = pair_indices.shape[0]
+    di = np.empty(m, dtype=doc_i.dtype)
+    dj = np.empty(m, dtype=doc_j.dtype)
+    r = np.empty(m, dtype=np.float64)
+    for t in range(m):
+        p = pair_indices[t]
+        di[t] = doc_i[p]
+        dj[t] = doc_j[p]
+        r[t] = rho[p]
+    _pair_histogram_gathered(X_binned, di, dj, r, feature_indices, missing_bin, out)
+
+
+@parallel_kernel
+def _pair_histogram_gathered(X_binned, di, dj, r, feature_indices, missing_bin, out):
+    # di, dj, r: IN the node's pairs, contiguous; parallel over features.
     n_bins = out.shape[1]
+    m = di.shape[0]
     for k in prange(feature_indices.shape[0]):
         f = feature_indices[k]
+        h = out[f]
         for b in range(n_bins):
-            out[f, b, 0] = 0.0
-            out[f, b, 1] = 0.0
-            out[f, b, 2] = 0.0
+            h[b, 0] = 0.0
+            h[b, 1] = 0.0
+            h[b, 2] = 0.0
         col = X_binned[:, f]
-        for t in range(pair_indices.shape[0]):
-            p = pair_indices[t]
-            bi = col[doc_i[p]]
-            bj = col[doc_j[p]]
-            r = rho[p]
+        for t in range(m):
+            bi = col[di[t]]
+            bj = col[dj[t]]
+            rt = r[t]
             hi = bi if bi > bj else bj
             lo = bj if bi > bj else bi
-            out[f, hi, 0] += r
-            out[f, lo, 1] += r
+            h[hi, 0] += rt
+            h[lo, 1] += rt
             if hi == missing_bin and lo != missing_bin:
-                out[f, lo, 2] += r
+                h[lo, 2] += rt
 
 
 @kernel

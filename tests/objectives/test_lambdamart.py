@@ -720,3 +720,26 @@ def test_fused_ndcg_path_is_bit_identical_to_general_loop(
     assert out[False][0] == out[True][0] > 0
     np.testing.assert_array_equal(out[False][1], out[True][1])
     np.testing.assert_array_equal(out[False][2], out[True][2])
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 2.0])
+def test_sigmoid_from_exp_matches_direct_form(sigma):
+    """The ratio form e_j / (e_i + e_j) equals 1 / (1 + exp(x)), also where it falls
+    back to the direct form (scores far below the query's best).  Its relative error
+    is that of rounding ``s - s_max`` (~ulp(|s_max|) * sigma: 1e-13 for scores of
+    300); gradients are float32 anyway."""
+    from ltrboost.objectives.lambdamart import _sigmoid_from_exp, _sigmoid_pair
+
+    rng = np.random.default_rng(0)
+    scores = np.concatenate([rng.normal(0, 5, 200), [-400.0, -800.0, 300.0]])
+    s_max = scores.max()
+    e = np.exp(sigma * (scores - s_max))
+    for i in range(0, scores.size, 7):
+        for j in range(scores.size):
+            x = sigma * (scores[i] - scores[j])
+            rho, omr = _sigmoid_from_exp(e[i], e[j], x)
+            r_ref, o_ref = _sigmoid_pair(x)
+            assert rho == pytest.approx(r_ref, rel=1e-11, abs=1e-300)
+            assert omr == pytest.approx(o_ref, rel=1e-11, abs=1e-300)
+            assert math.isfinite(rho)
+            assert math.isfinite(omr)

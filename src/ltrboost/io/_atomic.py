@@ -18,6 +18,10 @@ def atomic_write(path: str | os.PathLike[str], chunks: Iterable[str]) -> None:
     """
     target = Path(os.fspath(path))
     directory = target.parent
+    if not directory.is_dir():  # name the user's path, not the temporary file's
+        raise FileNotFoundError(
+            2, f"cannot write {target}: directory {directory} does not exist", str(target)
+        )
     fd, tmp_name = tempfile.mkstemp(
         dir=directory, prefix=f".{target.name}.", suffix=".tmp"
     )

@@ -569,6 +569,27 @@ def _sigmoid_pair(x):
     return inv, t * inv
 
 
+# Below this, exp(sigma (s - s_max)) is too close to the subnormal range for the ratio
+# form of :func:`_sigmoid_from_exp` to keep full precision.
+_TINY_EXP = 1e-280
+
+
+@kernel
+def _sigmoid_from_exp(e_i, e_j, x):
+    """``(rho, 1 - rho)``, ``rho = 1 / (1 + exp(x))``, from per-document exponentials.
+
+    With ``e_d = exp(sigma (s_d - s_max))`` of the query and ``x = sigma (s_i - s_j)``,
+    ``exp(x) = e_i / e_j`` and so ``rho = e_j / (e_i + e_j)``: one division per pair
+    instead of an ``exp`` (the exponentials cost one per document, not per pair).
+    ``e <= 1`` never overflows; when either is tiny (scores more than ~640/sigma below
+    the query's best) the direct form is used.
+    """
+    if e_i < _TINY_EXP or e_j < _TINY_EXP:
+        return _sigmoid_pair(x)
+    inv = 1.0 / (e_i + e_j)
+    return e_j * inv, e_i * inv
+
+
 @kernel
 def _delta_ndcg(gain_i, gain_j, discount_i, discount_j, inv_idcg):
     """|dNDCG| of swapping two documents: |gain_i - gain_j| |D_i - D_j| / IDCG.
@@ -680,6 +701,9 @@ def _lambdamart_ndcg_fused(
         v[r] = values_q[d]
         lab[r] = labels_q[d]
         disc[r] = _discount(r)
+    ex = np.empty(n)  # exp(sigma (s - s_max)); s[0] is the query's highest score
+    for r in range(n):
+        ex[r] = math.exp(sigma * (s[r] - s[0]))
     g_acc = np.zeros(n)  # by rank
     h_acc = np.zeros(n)
     scale_by_diff = normalize and s[0] != s[n - 1]
@@ -690,6 +714,7 @@ def _lambdamart_ndcg_fused(
         va = v[a]
         da = disc[a]
         sa = s[a]
+        ea = ex[a]
         g_a = g_acc[a]  # row a only adds to a's sums (b > a): keep them in registers
         h_a = h_acc[a]
         for b in range(a + 1, n):
@@ -704,7 +729,11 @@ def _lambdamart_ndcg_fused(
             diff = t * (sa - s[b])  # s_i - s_j
             if scale_by_diff:
                 dz /= 0.01 + abs(diff)
-            rho, one_minus_rho = _sigmoid_pair(sigma * diff)
+            eb = ex[b]
+            if t > 0.0:
+                rho, one_minus_rho = _sigmoid_from_exp(ea, eb, sigma * diff)
+            else:
+                rho, one_minus_rho = _sigmoid_from_exp(eb, ea, sigma * diff)
             grad = sigma * dz * rho
             hess = sigma * sigma * dz * rho * one_minus_rho
             sum_lambdas += 2.0 * grad
@@ -839,6 +868,13 @@ def _lambdamart_one_query(
     scale_by_diff = normalize and ref_q[order[0]] != ref_q[order[n - 1]]
     has_w = weights_q.shape[0] > 0
 
+    ex = np.empty(n if loss_code == LOSS_LOGISTIC else 0)  # see _sigmoid_from_exp
+    if loss_code == LOSS_LOGISTIC:
+        s_max = scores_q[0]
+        for d in range(1, n):
+            s_max = max(s_max, scores_q[d])
+        for d in range(n):
+            ex[d] = math.exp(sigma * (scores_q[d] - s_max))
     g_acc = np.zeros(n)  # unnormalised, unweighted, float64
     h_acc = np.zeros(n)
     sum_lambdas = 0.0
@@ -886,7 +922,7 @@ def _lambdamart_one_query(
         # --- its loss, derivatives and share of sum_lambdas ---
         if loss_code == LOSS_LOGISTIC:
             x_ij = sigma * (scores_q[doc_i] - scores_q[doc_j])
-            rho, one_minus_rho = _sigmoid_pair(x_ij)
+            rho, one_minus_rho = _sigmoid_from_exp(ex[doc_i], ex[doc_j], x_ij)
             grad = sigma * dz * rho  # = -lambda_ij (seed 001)
             hess = sigma * sigma * dz * rho * one_minus_rho
             pair_loss = 0.0

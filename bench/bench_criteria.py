@@ -1,0 +1,128 @@
+"""Cost of the split criteria: training time of ``se``, ``newton`` and ``ole`` side by side.
+
+Usage::
+
+    python -m bench.bench_criteria [--trees 50] [--synthetic 500000] [--synthetic-trees 10]
+                                   [--output bench/results/criteria.md]
+
+Seed 000 reports that its exact OLE criterion costs about 1.3x the SE criterion for
+pairwise losses.  This script measures ours: ``lambdamart`` (pairwise: OLE builds pair
+histograms by max/min bin for every node it considers) and ``mcrank`` (pointwise: OLE
+is Newton, Theorem 1, and must cost the same) with each criterion, on MQ2008 Fold1 from
+``../shared/data`` (when present) and on ``make_ranking_mslr_like`` data of
+``--synthetic`` documents.  Same settings for every criterion: 31 leaves best-first,
+learning rate 0.1, at least 20 documents per leaf, 255 bins, LambdaMART pairs truncated
+at 30, 2 threads, a fixed number of trees (no early stopping).  Every run is a fresh
+subprocess after a warm-up run, so compilation is not timed.  Reported: seconds of
+``train`` (binning included) and the ratio to ``se``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from bench._common import (
+    REPO,
+    SHARED_DATA,
+    machine_description,
+    markdown_table,
+    run_worker,
+)
+
+CRITERIA = ("se", "newton", "ole")
+SYSTEMS = ("lambdamart", "mcrank")
+
+
+def _data(spec: dict):
+    from ltrboost.dataset import make_dataset
+
+    if spec["data"] == "mq2008":
+        from ltrboost.io.letor import load_svmlight
+
+        d = load_svmlight(str(SHARED_DATA / "MQ2008" / "Fold1" / "train.txt"))
+        return make_dataset(d.X, d.y, qid=d.qid)
+    from ltrboost.datasets import make_ranking_mslr_like
+
+    X, y, q = make_ranking_mslr_like(int(spec["data"]), random_state=0)
+    return make_dataset(X, y, qid=q)
+
+
+def worker(spec: dict) -> dict:
+    from ltrboost.booster import BoosterParams, train
+
+    ds = _data(spec)
+    params = dict(
+        objective=spec["system"],
+        split_criterion=spec["criterion"],
+        learning_rate=0.1,
+        max_leaf_nodes=31,
+        min_samples_leaf=20,
+        max_bins=255,
+        n_threads=2,
+    )
+    if spec["system"] == "lambdamart":
+        params["truncation_level"] = 30
+    train(BoosterParams(n_estimators=2, **params), ds)  # compile / load the cache
+    t0 = time.perf_counter()
+    train(BoosterParams(n_estimators=spec["trees"], **params), ds)
+    return {"seconds": time.perf_counter() - t0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--trees", type=int, default=50, help="trees on MQ2008 Fold1")
+    ap.add_argument("--synthetic", type=int, default=500_000, help="documents (0: skip)")
+    ap.add_argument("--synthetic-trees", type=int, default=10)
+    ap.add_argument("--output", default=str(REPO / "bench" / "results" / "criteria.md"))
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return 0
+    datasets = []
+    if SHARED_DATA.exists():
+        datasets.append(("mq2008", "MQ2008 Fold1", args.trees))
+    if args.synthetic > 0:
+        datasets.append(
+            (str(args.synthetic), f"synthetic {args.synthetic:,}", args.synthetic_trees)
+        )
+    rows = []
+    for key, label, trees in datasets:
+        for system in SYSTEMS:
+            secs = {}
+            for criterion in CRITERIA:
+                spec = {"data": key, "system": system, "criterion": criterion}
+                secs[criterion] = run_worker(
+                    "bench_criteria", {**spec, "trees": trees}, timeout=7200
+                )["seconds"]
+                print(f"{label} {system} {criterion}: {secs[criterion]:.2f} s",
+                      file=sys.stderr, flush=True)  # fmt: skip
+            rows.append(
+                [label, system, str(trees)]
+                + [f"{secs[c]:.2f}" for c in CRITERIA]
+                + [f"{secs[c] / secs['se']:.2f}" for c in ("newton", "ole")]
+            )
+    header = ["data", "objective", "trees", *(f"{c} s" for c in CRITERIA)]
+    header += ["newton/se", "ole/se"]
+    text = "\n".join(
+        [
+            f"Machine: {machine_description()}",
+            "",
+            f"Command: `python -m bench.bench_criteria --trees {args.trees} "
+            f"--synthetic {args.synthetic} --synthetic-trees {args.synthetic_trees}`",
+            "",
+            markdown_table(header, rows),
+        ]
+    )
+    print(text)
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
