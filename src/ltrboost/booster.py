@@ -376,10 +376,7 @@ def train(
     if train_set.n_samples == 0:
         raise ValueError("the training set is empty")
     objective = make_objective(params)
-    from ltrboost.metrics import get_metric
-
-    for name in _metric_names(params, objective):  # a typo fails now, valid set or not
-        get_metric(name)
+    check_metrics(params, objective)  # a typo fails now, valid set or not
     with threads(params.n_threads) as n_threads:
         return _train(
             params,
@@ -390,6 +387,16 @@ def train(
             init_model,
             n_threads,
         )
+
+
+def check_metrics(params: BoosterParams, objective=None) -> None:
+    """Raise ValueError naming the first unknown metric of ``params.eval_metric``."""
+    from ltrboost.metrics import get_metric
+
+    if objective is None:
+        objective = make_objective(params)
+    for name in _metric_names(params, objective):
+        get_metric(name)
 
 
 def _metric_names(params: BoosterParams, objective) -> list[str]:

@@ -292,11 +292,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ValueError("validation data has more features than the training data")
     # Validate everything a bad flag could break before drawing the progress bar, so
     # that an error stays one line.
-    from ltrboost.booster import _metric_names, make_objective
-    from ltrboost.metrics import get_metric
+    from ltrboost.booster import check_metrics
 
-    for m in _metric_names(params, make_objective(params)):
-        get_metric(m)
+    check_metrics(params)
     callbacks = []
     if args.checkpoint_every is not None:
         callbacks.append(_Checkpoint(args.output, args.checkpoint_every))

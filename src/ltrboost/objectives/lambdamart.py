@@ -591,6 +591,14 @@ def _sigmoid_from_exp(e_i, e_j, x):
 
 
 @kernel
+def _exp_below_max(scores_q, s_max, sigma, out):
+    """``out[d] = exp(sigma (scores_q[d] - s_max))`` (<= 1): the e_d of
+    :func:`_sigmoid_from_exp`."""
+    for d in range(scores_q.shape[0]):
+        out[d] = math.exp(sigma * (scores_q[d] - s_max))
+
+
+@kernel
 def _delta_ndcg(gain_i, gain_j, discount_i, discount_j, inv_idcg):
     """|dNDCG| of swapping two documents: |gain_i - gain_j| |D_i - D_j| / IDCG.
 
@@ -701,9 +709,8 @@ def _lambdamart_ndcg_fused(
         v[r] = values_q[d]
         lab[r] = labels_q[d]
         disc[r] = _discount(r)
-    ex = np.empty(n)  # exp(sigma (s - s_max)); s[0] is the query's highest score
-    for r in range(n):
-        ex[r] = math.exp(sigma * (s[r] - s[0]))
+    ex = np.empty(n)
+    _exp_below_max(s, s[0], sigma, ex)  # s[0] is the query's highest score
     g_acc = np.zeros(n)  # by rank
     h_acc = np.zeros(n)
     scale_by_diff = normalize and s[0] != s[n - 1]
@@ -870,11 +877,7 @@ def _lambdamart_one_query(
 
     ex = np.empty(n if loss_code == LOSS_LOGISTIC else 0)  # see _sigmoid_from_exp
     if loss_code == LOSS_LOGISTIC:
-        s_max = scores_q[0]
-        for d in range(1, n):
-            s_max = max(s_max, scores_q[d])
-        for d in range(n):
-            ex[d] = math.exp(sigma * (scores_q[d] - s_max))
+        _exp_below_max(scores_q, scores_q.max(), sigma, ex)
     g_acc = np.zeros(n)  # unnormalised, unweighted, float64
     h_acc = np.zeros(n)
     sum_lambdas = 0.0
