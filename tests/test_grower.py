@@ -410,6 +410,29 @@ def test_bag_and_feature_subset(seed):
     np.testing.assert_array_equal(full_again, fresh)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_row_major_histograms_grow_the_same_tree(seed, monkeypatch):
+    """Small nodes are built from a row-major copy of the bins; forcing that path for
+    every node, or never taking it, grows the same tree (histograms differ only in
+    summation order)."""
+    import ltrboost.histogram
+
+    rng, _, y, binner, X_binned = _data(seed, n=3000)
+    g, h = _logistic_grad_hess(rng.normal(size=y.shape[0]), (y > 1).astype(float))
+    trees = {}
+    for name, density in (("columns", 2**40), ("rows", 1)):
+        monkeypatch.setattr(ltrboost.histogram, "ROW_MAJOR_MAX_DENSITY", density)
+        grower = _grower(binner, X_binned, max_leaf_nodes=20)
+        trees[name] = grower.grow(g, h).nodes
+        assert (grower._X_rows is not None) == (name == "rows")
+    a, b = trees["columns"], trees["rows"]
+    assert a.shape[0] > 20
+    for fld in ("feature_idx", "bin_threshold", "missing_go_to_left", "is_leaf", "count"):
+        np.testing.assert_array_equal(a[fld], b[fld], err_msg=fld)
+    np.testing.assert_allclose(a["value"], b["value"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a["gain"], b["gain"], rtol=1e-9, atol=1e-12)
+
+
 # ====================================================================== growth policies
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -31,6 +33,17 @@ def kernel_path(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(autouse=True, params=["columns", "rows"])
+def layout(request, monkeypatch):
+    """Build node histograms from the column-major bins and from the row-major copy
+    (the grower's path for sparse nodes) when every feature is selected."""
+    monkeypatch.setattr(sys.modules[__name__], "_LAYOUT", request.param)
+    return request.param
+
+
+_LAYOUT = "columns"
+
+
 def _subtract_histograms(parent_inout, sibling, feature_indices):
     subtract_histograms(parent_inout, sibling, feature_indices)
 
@@ -50,7 +63,12 @@ def _kernel_brute(X_binned, rows, g, h, n_bins, features=None):
     og = np.full(rows.shape[0] + 5, np.nan, dtype=np.float32)
     oh = np.full(rows.shape[0] + 5, np.nan, dtype=np.float32)
     out = np.full((X_binned.shape[1], n_bins, N_HIST_STATS), np.nan)
-    og_used, oh_used = build_histogram(X_binned, rows, g, h, features, og, oh, out)
+    X_rows = None
+    if _LAYOUT == "rows" and features.shape[0] == X_binned.shape[1]:
+        X_rows = np.ascontiguousarray(X_binned)
+    og_used, oh_used = build_histogram(
+        X_binned, rows, g, h, features, og, oh, out, X_rows=X_rows
+    )
     np.testing.assert_array_equal(og_used, g[rows])
     np.testing.assert_array_equal(oh_used, h[rows])
     return out
@@ -271,6 +289,52 @@ def test_independent_of_thread_count(seed):
             results.append((root, brute, sub))
     for a, b in zip(results[0], results[1], strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("n_node", [0, 1, 9, 40, 3000])
+@pytest.mark.parametrize("n_features", [3, 4, 13])
+def test_row_major_equals_column_major(n_node, n_features):
+    """The row-wise kernel (any feature blocking, with prefetching) gives the column
+    kernel's histogram up to summation order."""
+    rng, X_binned, g, h = _random_problem(5, n_samples=4000, n_features=n_features)
+    rows = np.sort(rng.choice(4000, n_node, replace=False)).astype(np.int32)
+    ref = _build_histogram_reference(X_binned, rows, g, h, 17)
+    feats = np.arange(n_features, dtype=np.int32)
+    og = np.empty(4000, dtype=np.float32)
+    oh = np.empty(4000, dtype=np.float32)
+    out = np.full_like(ref, np.nan)
+    build_histogram(X_binned, rows, g, h, feats, og, oh, out, X_rows=np.ascontiguousarray(X_binned))
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-9)
+    og_, oh_ = og[:n_node], oh[:n_node]
+    for block in (1, 2, 5, 64):
+        out2 = np.full_like(ref, np.nan)
+        histogram._build_histogram_rows(
+            np.ascontiguousarray(X_binned), rows, og_, oh_, block, out2
+        )
+        np.testing.assert_array_equal(out2, out)
+
+
+def test_use_row_major_density_rule():
+    d = histogram.ROW_MAJOR_MAX_DENSITY
+    assert histogram.use_row_major(1000, 1000 * d)
+    assert not histogram.use_row_major(1001, 1000 * d)
+
+
+def test_prefetch_is_a_no_op_on_results():
+    from ltrboost._numba import kernel, prefetch
+
+    @kernel
+    def total(a, idx):
+        s = 0.0
+        for i in range(idx.shape[0]):
+            prefetch(a, idx[(i + 3) % idx.shape[0]])
+            s += a[idx[i]]
+        return s
+
+    a = np.arange(100, dtype=np.float64)
+    idx = np.array([5, 99, 0, 42], dtype=np.int64)
+    assert total(a, idx) == 146.0
+    assert total(a[::3], idx[:2].astype(np.int32) // 3) == a[::3][[1, 33]].sum()
 
 
 def test_threads_context_manager_restores():

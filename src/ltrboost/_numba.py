@@ -12,10 +12,54 @@ import os
 from collections.abc import Iterator
 
 import numba
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 kernel = numba.njit(cache=True, nogil=True)
 parallel_kernel = numba.njit(cache=True, nogil=True, parallel=True)
 prange = numba.prange
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """``prefetch(a, i)``: ask the CPU to bring ``a[i]``'s cache line in (1-D ``a``).
+
+    A hint (LLVM ``llvm.prefetch``, read, high locality): no effect on results, no
+    fault on any address.  Used where a kernel's next reads are at data-dependent
+    addresses the hardware prefetcher cannot predict (rows of a node, in order).
+    """
+    if not isinstance(arr, types.Array) or arr.ndim != 1:
+        return None
+    if not isinstance(idx, types.Integer):
+        return None
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty, idxty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        i = context.cast(builder, args[1], idxty, types.intp)
+        ptr = cgutils.get_item_pointer2(
+            context,
+            builder,
+            ary.data,
+            cgutils.unpack_tuple(builder, ary.shape),
+            cgutils.unpack_tuple(builder, ary.strides),
+            aryty.layout,
+            [i],
+            wraparound=False,
+            boundscheck=False,
+        )
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        # (address, rw=0 read, locality=3 keep in all levels, cache type=1 data)
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 def _resolve_n_threads(n_threads: int | None) -> int:

@@ -38,6 +38,7 @@ from ltrboost.histogram import (
     build_histogram,
     build_histogram_root,
     subtract_histograms,
+    use_row_major,
 )
 from ltrboost.splitting import (
     SplitInfo,
@@ -149,6 +150,7 @@ class TreeGrower:
         self._ordered_g = np.empty(n_samples, dtype=np.float32)
         self._ordered_h = np.empty(n_samples, dtype=np.float32)
         self.all_features = np.arange(n_features, dtype=np.int32)
+        self._X_rows: NDArray[np.uint8] | None = None
 
     # ------------------------------------------------------------------ public
     def grow(
@@ -336,11 +338,26 @@ class TreeGrower:
             self._ordered_g,
             self._ordered_h,
             small.hist,
+            X_rows=self._row_major(rows.shape[0]),
         )
         subtract_histograms(node.hist, small.hist, self._features)
         large.hist = node.hist
         node.hist = None
         return left, right
+
+    def _row_major(self, n_node: int) -> NDArray[np.uint8] | None:
+        """The row-major copy of the bins if a node of ``n_node`` rows is built from it.
+
+        Only when every feature is selected (the row-wise kernel builds all of them);
+        the copy (``n_samples x n_features`` bytes) is made at the first such node.
+        """
+        if self._features.shape[0] != self.n_features or not use_row_major(
+            n_node, self.n_samples
+        ):
+            return None
+        if self._X_rows is None:
+            self._X_rows = np.ascontiguousarray(self.X_binned)
+        return self._X_rows
 
     # --- pairs (OLE) ---
     def _node_pair_sum(self, node: TreeNode) -> float:
