@@ -722,6 +722,55 @@ def test_fused_ndcg_path_is_bit_identical_to_general_loop(
     np.testing.assert_array_equal(out[False][2], out[True][2])
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("truncation", [0, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ndcg_driver_is_bit_identical_to_general_driver(seed, truncation, weighted):
+    """The dedicated NDCG driver (what a plain LambdaMART run calls) gives the general
+    driver's gradients, hessians and pair counts bit for bit, over queries that use the
+    fused loop and queries that have nothing to rank (one document, one label, no
+    positive gain)."""
+    from ltrboost.objectives._pairs import PAIR_ALL, PAIR_TOPK
+    from ltrboost.objectives.lambdamart import (
+        _lambdamart_all_queries,
+        _lambdamart_ndcg_all_queries,
+    )
+
+    rng = np.random.default_rng(seed)
+    sizes = [1, 6, 0, 9, 4, 12, 2]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n, nq = int(offsets[-1]), len(sizes)
+    labels = rng.integers(0, 4, n).astype(np.float64)
+    labels[offsets[4] : offsets[5]] = 2.0  # one label only
+    scores = np.round(rng.normal(size=n) * 2) / 2
+    values = 2.0**labels - 1.0
+    inv_norm = rng.uniform(0.01, 0.1, nq)
+    inv_norm[3] = 0.0  # no positive gain
+    weights = rng.uniform(0.5, 2, n).astype(np.float32) if weighted else np.zeros(
+        0, np.float32
+    )
+    method = PAIR_TOPK if truncation else PAIR_ALL
+    zeros_q = np.zeros(nq + 1, np.int64)
+    g1, h1 = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float32)
+    c1 = np.full(nq, -1, np.int64)
+    _lambdamart_ndcg_all_queries(
+        scores, labels, values, inv_norm, weights, offsets, method, truncation, 1.3,
+        True, g1, h1, c1,
+    )  # fmt: skip
+    g2, h2 = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float32)
+    c2 = np.full(nq, -1, np.int64)
+    _lambdamart_all_queries(
+        scores, scores, labels, values, inv_norm, weights, offsets, zeros_q,
+        np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), method, truncation,
+        1, 0, 1, 0, 1.3, True, True, False, True, False, True, zeros_q, g2, h2,
+        np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), c2, np.zeros(nq),
+    )  # fmt: skip
+    np.testing.assert_array_equal(c1, c2)
+    np.testing.assert_array_equal(g1, g2)
+    np.testing.assert_array_equal(h1, h2)
+    assert c1.sum() > 0
+
+
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 2.0])
 def test_sigmoid_from_exp_matches_direct_form(sigma):
     """The ratio form e_j / (e_i + e_j) equals 1 / (1 + exp(x)), also where it falls

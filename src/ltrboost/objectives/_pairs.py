@@ -115,13 +115,14 @@ def query_seed_base(random_state: int, iteration: int, n_queries: int) -> int:
 def _rank_order(scores_q):
     """Ranking of one query: indices by score, highest first, ties in input order.
 
-    scores_q: IN float64 (n,).  Returns int64 (n,).  Delegates to the one implementation
+    scores_q: IN float64 (n,).  Returns int32 (n,).  Delegates to the one implementation
     of the ranking rule, :func:`ltrboost.metrics._dcg._rank_order_one_query`, so that
-    the objectives' ranks are the metrics' ranks.
+    the objectives' ranks are the metrics' ranks (int32 like the metrics' buffers: one
+    compiled sort, not two).
     """
     n = scores_q.shape[0]
-    order = np.empty(n, dtype=np.int64)
-    scratch = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int32)
+    scratch = np.empty(n, dtype=np.int32)
     _rank_order_one_query(scores_q, order, scratch)
     return order
 

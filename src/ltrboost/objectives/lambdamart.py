@@ -222,6 +222,31 @@ class _PairwiseObjective(Objective):
             )
         counts = np.zeros(n_queries, dtype=np.int64)
         losses = np.zeros(n_queries, dtype=np.float64)
+        if (
+            self._metric_code == METRIC_NDCG
+            and self._loss_code == LOSS_LOGISTIC
+            and self._method != PAIR_SAMPLED
+            and const.xpair_i.shape[0] == 0
+            and same
+            and want_gh
+            and not (count_only or want_pairs or want_loss)
+        ):
+            _lambdamart_ndcg_all_queries(
+                scores,
+                const.labels,
+                const.values,
+                const.inv_norm,
+                const.weights,
+                data.query_offsets,
+                self._method,
+                self._truncation,
+                self._sigma,
+                self._normalize,
+                gradients,
+                hessians,
+                counts,
+            )
+            return counts, losses
         _lambdamart_all_queries(
             scores,
             ref,
@@ -1036,6 +1061,40 @@ def _lambdamart_all_queries(
         )  # fmt: skip
         counts_out[q] = count
         loss_out[q] = loss
+
+
+@parallel_kernel
+def _lambdamart_ndcg_all_queries(
+    scores, labels, values, inv_norm, weights, query_offsets, method, truncation,
+    sigma, normalize, gradients, hessians, counts_out,
+):  # fmt: skip
+    """Parallel driver of the common case only (:func:`_lambdamart_ndcg_fused`).
+
+    Same inputs and outputs as :func:`_lambdamart_all_queries` restricted to NDCG
+    lambdas, logistic loss, ``all``/``topk`` pairs, no explicit pairs, gradients and
+    hessians only.  A separate driver so that a plain LambdaMART run never compiles the
+    general per-query kernel (most of the package's first-run compilation time).
+    """
+    n_queries = query_offsets.shape[0] - 1
+    has_w = weights.shape[0] > 0
+    for q in prange(n_queries):
+        lo = query_offsets[q]
+        hi = query_offsets[q + 1]
+        n = hi - lo
+        for d in range(lo, hi):
+            gradients[d] = 0.0
+            hessians[d] = 0.0
+        counts_out[q] = 0
+        labels_q = labels[lo:hi]
+        if n < 2 or inv_norm[q] <= 0.0 or not _has_two_labels(labels_q):
+            continue
+        scores_q = scores[lo:hi]
+        counts_out[q] = _lambdamart_ndcg_fused(
+            scores_q, labels_q, values[lo:hi], inv_norm[q],
+            weights[lo:hi] if has_w else weights[0:0], _rank_order(scores_q),
+            _n_outer_ranks(n, method, truncation), sigma, normalize,
+            gradients[lo:hi], hessians[lo:hi],
+        )  # fmt: skip
 
 
 # --- references ---
