@@ -411,7 +411,8 @@ def test_bag_and_feature_subset(seed):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_row_major_histograms_grow_the_same_tree(seed, monkeypatch):
+@pytest.mark.parametrize("subset", [False, True])
+def test_row_major_histograms_grow_the_same_tree(seed, subset, monkeypatch):
     """Small nodes are built from a row-major copy of the bins; forcing that path for
     every node, or never taking it, grows the same tree (histograms differ only in
     summation order)."""
@@ -423,7 +424,8 @@ def test_row_major_histograms_grow_the_same_tree(seed, monkeypatch):
     for name, density in (("columns", 2**40), ("rows", 1)):
         monkeypatch.setattr(ltrboost.histogram, "ROW_MAJOR_MAX_DENSITY", density)
         grower = _grower(binner, X_binned, max_leaf_nodes=20)
-        trees[name] = grower.grow(g, h).nodes
+        feats = np.array([0, 2, 3], dtype=np.int32) if subset else None
+        trees[name] = grower.grow(g, h, feature_indices=feats).nodes
         assert (grower._X_rows is not None) == (name == "rows")
     a, b = trees["columns"], trees["rows"]
     assert a.shape[0] > 20

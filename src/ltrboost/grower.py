@@ -348,12 +348,12 @@ class TreeGrower:
     def _row_major(self, n_node: int) -> NDArray[np.uint8] | None:
         """The row-major copy of the bins if a node of ``n_node`` rows is built from it.
 
-        Only when every feature is selected (the row-wise kernel builds all of them);
-        the copy (``n_samples x n_features`` bytes) is made at the first such node.
+        The row-wise kernel builds every feature, selected or not (with
+        ``colsample_bytree`` the extra ones are never read and still cost less than the
+        column pass over the selected ones); the copy (``n_samples x n_features``
+        bytes) is made at the first such node.
         """
-        if self._features.shape[0] != self.n_features or not use_row_major(
-            n_node, self.n_samples
-        ):
+        if not use_row_major(n_node, self.n_samples):
             return None
         if self._X_rows is None:
             self._X_rows = np.ascontiguousarray(self.X_binned)

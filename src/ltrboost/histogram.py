@@ -11,6 +11,9 @@ Named tricks (sklearn/LightGBM):
   is scanned in parallel.
 * **subtraction**: only the smaller child is built; the larger is ``parent - smaller``,
   computed in place in the parent's buffer.
+* **rows**: a node holding at most 1/32 of the data is built from a row-major copy of the
+  bins, all features of a row in one pass, prefetching rows ahead (its rows are far apart
+  in every column, so the column pass would miss the cache on each read).
 
 :func:`reduce_histograms` is the single point where per-shard histograms are combined; a
 distributed backend sums shard histograms there (element-wise sum is exact in the sense
@@ -79,9 +82,9 @@ def build_histogram(
     """Gather the node's gradients, then build its histogram (serial when small).
 
     ``X_rows``: a row-major (C-order) copy of ``X_binned``.  When given, every feature
-    is built in one pass over the node's rows (``feature_indices`` must then be all
-    features): worth it for nodes whose rows are sparse in the data (see
-    :func:`use_row_major`), where each column read would fetch its own cache line.
+    (not only ``feature_indices``) is built in one pass over the node's rows: worth it
+    for nodes whose rows are sparse in the data (see :func:`use_row_major`), where each
+    column read would fetch its own cache line.
     """
     n = sample_indices.shape[0]
     og = ordered_gradients[:n]
