@@ -304,7 +304,8 @@ def test_row_major_equals_column_major(n_node, n_features):
     og = np.empty(4000, dtype=np.float32)
     oh = np.empty(4000, dtype=np.float32)
     out = np.full_like(ref, np.nan)
-    build_histogram(X_binned, rows, g, h, feats, og, oh, out, X_rows=np.ascontiguousarray(X_binned))
+    X_rows = np.ascontiguousarray(X_binned)
+    build_histogram(X_binned, rows, g, h, feats, og, oh, out, X_rows=X_rows)
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-9)
     og_, oh_ = og[:n_node], oh[:n_node]
     for block in (1, 2, 5, 64):

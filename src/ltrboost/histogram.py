@@ -11,9 +11,9 @@ Named tricks (sklearn/LightGBM):
   is scanned in parallel.
 * **subtraction**: only the smaller child is built; the larger is ``parent - smaller``,
   computed in place in the parent's buffer.
-* **rows**: a node holding at most 1/32 of the data is built from a row-major copy of the
-  bins, all features of a row in one pass, prefetching rows ahead (its rows are far apart
-  in every column, so the column pass would miss the cache on each read).
+* **rows**: a node holding at most 1/32 of the data is built from a row-major copy
+  of the bins, all features of a row in one pass, prefetching rows ahead (its rows
+  are far apart in every column: the column pass would miss the cache on each read).
 
 :func:`reduce_histograms` is the single point where per-shard histograms are combined; a
 distributed backend sums shard histograms there (element-wise sum is exact in the sense
@@ -98,7 +98,9 @@ def build_histogram(
         n_blocks = min(n_features, 2 * numba.get_num_threads())
         block = -(-n_features // n_blocks)
         if n * n_features < PARALLEL_MIN_WORK:
-            _histogram_rows_body(X_rows, sample_indices, og, oh, 0, n_features, hist_out)
+            _histogram_rows_body(
+                X_rows, sample_indices, og, oh, 0, n_features, hist_out
+            )
         else:
             _build_histogram_rows(X_rows, sample_indices, og, oh, block, hist_out)
     elif n * feature_indices.shape[0] < PARALLEL_MIN_WORK:
@@ -117,11 +119,11 @@ def build_histogram(
     return og, oh
 
 
-# A node is built from the row-major copy when at most one in this many rows of the data
-# belongs to it: then its rows are far apart in a column (two rows rarely share a 64-byte
-# line), so the column-wise pass pays about one cache miss per row and feature, while
-# the row-wise pass fetches a row's bins for all its features in one or two lines.
-# Measured at 500k rows x 136 features (bench note in bench/README.md): row-wise is ~3x
+# A node is built from the row-major copy when at most one in this many rows of the
+# data belongs to it: then its rows are far apart in a column (two rows rarely share a
+# 64-byte line), so the column-wise pass pays about one cache miss per row and
+# feature, while the row-wise pass fetches a row's bins for all its features in one or
+# two lines.  Measured at 500k rows x 136 features (bench/README.md): row-wise is ~3x
 # faster at 0.5-1% density, equal at ~5%, 1.3x slower at 20%.
 ROW_MAJOR_MAX_DENSITY = 32
 # Rows ahead whose bins the row-wise kernel prefetches.
