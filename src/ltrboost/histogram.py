@@ -342,12 +342,7 @@ def _histogram_rows_body(
     # data, so the block of a row a few iterations ahead is prefetched: without it
     # every row waits for a memory fetch (measured ~1.6x slower at 1-2% density).
     n = sample_indices.shape[0]
-    n_bins = hist_out.shape[1]
-    for f in range(f_lo, f_hi):
-        for b in range(n_bins):
-            hist_out[f, b, 0] = 0.0
-            hist_out[f, b, 1] = 0.0
-            hist_out[f, b, 2] = 0.0
+    hist_out[f_lo:f_hi] = 0.0
     for i in range(n):
         if i + ROW_PREFETCH_DISTANCE < n:
             ahead = X_rows[sample_indices[i + ROW_PREFETCH_DISTANCE]]
