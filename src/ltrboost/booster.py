@@ -336,6 +336,14 @@ class Booster:
 
         return booster_to_dict(self)
 
+    def export(self, path: str, format: str, feature_names=None, **options) -> None:
+        """Write the model as ``format`` (lightgbm, xgboost, xgboost-dump, solr, ranklib,
+        onnx) for the engine that serves it; see :func:`ltrboost.export.export_model`
+        and docs/deploy.md."""
+        from ltrboost.export import export_model
+
+        export_model(self, path, format, feature_names, **options)
+
 
 def _feature_importance_gain(booster: Booster) -> NDArray[np.float64]:
     imp = np.zeros(booster.n_features, dtype=np.float64)

@@ -1,4 +1,4 @@
-"""Command-line interface: ``ltrboost train | predict | eval``.
+"""Command-line interface: ``ltrboost train | predict | eval | export``.
 
 The CLI has no logic of its own: each subcommand calls one public function.  Every
 training parameter of :class:`~ltrboost.booster.BoosterParams` is a flag spelled in
@@ -166,6 +166,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--missing", choices=("zero", "nan"), default="zero")
     p.add_argument("--iteration", type=int, default=None)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "export",
+        help="write a model for a search engine or serving stack (see docs/deploy.md)",
+    )
+    p.add_argument("model")
+    p.add_argument(
+        "--format",
+        "-f",
+        required=True,
+        help="lightgbm | xgboost | xgboost-dump | solr | ranklib | onnx",
+    )
+    p.add_argument("--output", "-o", required=True, help="file to write")
+    p.add_argument(
+        "--feature-names",
+        default=None,
+        metavar="FILE",
+        help="the engine's feature names, one per line, in ltrboost's feature order",
+    )
+    p.add_argument("--iteration", type=int, default=None)
+    p.add_argument(
+        "--name", default=None, help="model name (solr, _createmodel); default: file stem"
+    )
+    p.add_argument(
+        "--createmodel",
+        default=None,
+        metavar="FILE",
+        help="xgboost-dump: also write the OpenSearch/ES LTR _createmodel body ('-': print)",
+    )
+    p.add_argument(
+        "--assume-no-missing",
+        action="store_true",
+        help="ranklib: features are never missing in the engine (RankLib reads them as 0)",
+    )
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
         "generate", help="write a synthetic LETOR dataset (train/vali/test) to a folder"
@@ -403,6 +438,35 @@ def cmd_eval(args: argparse.Namespace) -> int:
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    return 0
+
+
+# --------------------------------------------------------------------------- export
+def cmd_export(args: argparse.Namespace) -> int:
+    from ltrboost.export import createmodel_body, export_model
+    from ltrboost.io.model_json import load_model
+
+    if args.createmodel is not None and args.format != "xgboost-dump":
+        raise ValueError("--createmodel is only for --format xgboost-dump")
+    booster = load_model(args.model)
+    to_stdout = args.createmodel == "-"
+    export_model(
+        booster,
+        args.output,
+        args.format,
+        args.feature_names,
+        iteration=args.iteration,
+        name=args.name,
+        assume_no_missing=args.assume_no_missing,
+        createmodel=None if to_stdout else args.createmodel,
+    )
+    if to_stdout:
+        name = args.name or os.path.splitext(os.path.basename(args.output))[0]
+        sys.stdout.write(
+            createmodel_body(
+                booster, args.feature_names, name=name, iteration=args.iteration
+            )
+        )
     return 0
 
 

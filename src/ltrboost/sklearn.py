@@ -234,6 +234,11 @@ class Ranker(BaseEstimator):
         self._check_fitted()
         self.booster_.save_model(path)
 
+    def export(self, path: str, format: str, feature_names=None, **options) -> None:
+        """Write the model for a search engine / serving stack; see ``Booster.export``."""
+        self._check_fitted()
+        self.booster_.export(path, format=format, feature_names=feature_names, **options)
+
     @classmethod
     def from_booster(cls, booster: Booster) -> Ranker:
         params = {k: v for k, v in booster.params.items() if k in PARAM_NAMES}

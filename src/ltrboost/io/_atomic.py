@@ -67,3 +67,33 @@ def atomic_write(path: str | os.PathLike[str], chunks: Iterable[str]) -> None:
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` atomically (see :func:`atomic_write`)."""
     atomic_write(path, (text,))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (same guarantees as :func:`atomic_write`)."""
+    target = Path(os.fspath(path))
+    directory = target.parent
+    if not directory.is_dir():
+        raise FileNotFoundError(
+            2, f"cannot write {target}: directory {directory} does not exist", str(target)
+        )
+    fd, tmp_name = tempfile.mkstemp(
+        dir=directory, prefix=f".{target.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            try:
+                mode = target.stat().st_mode & 0o7777
+            except FileNotFoundError:
+                mode = 0o644
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise

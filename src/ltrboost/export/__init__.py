@@ -1,0 +1,138 @@
+"""Export a trained model to the formats that search engines and serving stacks read.
+
+``export_model(booster, path, format=..., feature_names=...)`` (also
+``Booster.export`` / ``Ranker.export`` and ``ltrboost export``) writes one of
+:data:`FORMATS`; see ``docs/deploy.md`` for how each consumer loads it.  Every exporter
+reads the trees through :func:`ltrboost.export._trees.collect` and chooses its thresholds
+so that the consumer routes every finite float32 feature value and NaN exactly as
+ltrboost does (each module's docstring states the consumer's rule).
+
+The ``onnx`` package is imported only when exporting ONNX (``pip install 'ltrboost[onnx]'``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from ltrboost.export._trees import ExportError, collect, read_feature_names
+
+FORMATS = ("lightgbm", "xgboost", "xgboost-dump", "solr", "ranklib", "onnx")
+
+__all__ = ["FORMATS", "ExportError", "createmodel_body", "export_bytes", "export_model"]
+
+
+def _names(feature_names) -> list[str] | None:
+    if feature_names is None:
+        return None
+    if isinstance(feature_names, str | os.PathLike):
+        try:
+            return read_feature_names(os.fspath(feature_names))
+        except OSError as e:
+            raise ExportError(f"cannot read feature names {feature_names}: {e.strerror}") from None
+    return [str(s) for s in feature_names]
+
+
+def _check_format(format: str) -> str:
+    if format not in FORMATS:
+        raise ExportError(f"unknown export format {format!r}; one of: {', '.join(FORMATS)}")
+    return format
+
+
+def export_bytes(
+    booster,
+    format: str,
+    feature_names: Sequence[str] | str | os.PathLike | None = None,
+    *,
+    iteration: int | None = None,
+    name: str = "ltrboost",
+    assume_no_missing: bool = False,
+) -> bytes:
+    """The exported model as bytes (UTF-8 text for every format but ``onnx``).
+
+    ``feature_names``: the engine's name of ltrboost feature ``i`` (a list, or a file
+    with one name per line); default the model's names, else ``f0, f1, ...``.
+    ``iteration``: rounds to export (default as ``predict``: the best iteration, else
+    all).  ``name``: the model name written into ``solr`` files.  ``assume_no_missing``:
+    ``ranklib`` only, see :mod:`ltrboost.export.ranklib`.
+    """
+    _check_format(format)
+    model = collect(booster, _names(feature_names), iteration=iteration)
+    if format == "lightgbm":
+        from ltrboost.export.lightgbm import to_lightgbm
+
+        return to_lightgbm(model).encode()
+    if format == "xgboost":
+        from ltrboost.export.xgboost import to_xgboost
+
+        return to_xgboost(model).encode()
+    if format == "xgboost-dump":
+        from ltrboost.export.xgboost import to_xgboost_dump
+
+        return to_xgboost_dump(model).encode()
+    if format == "solr":
+        from ltrboost.export.solr import to_solr
+
+        return to_solr(model, name).encode()
+    if format == "ranklib":
+        from ltrboost.export.ranklib import to_ranklib
+
+        return to_ranklib(model, assume_no_missing=assume_no_missing).encode()
+    from ltrboost.export.onnx import to_onnx_bytes
+
+    return to_onnx_bytes(model)
+
+
+def createmodel_body(
+    booster,
+    feature_names: Sequence[str] | str | os.PathLike | None = None,
+    *,
+    name: str = "ltrboost",
+    iteration: int | None = None,
+) -> str:
+    """OpenSearch / Elasticsearch LTR ``_createmodel`` request body (``model/xgboost+json``)."""
+    from ltrboost.export.xgboost import createmodel_body as body
+
+    model = collect(booster, _names(feature_names), iteration=iteration)
+    return json.dumps(body(model, name), indent=1) + "\n"
+
+
+def export_model(
+    booster,
+    path: str | os.PathLike,
+    format: str,
+    feature_names: Sequence[str] | str | os.PathLike | None = None,
+    *,
+    iteration: int | None = None,
+    name: str | None = None,
+    assume_no_missing: bool = False,
+    createmodel: str | os.PathLike | None = None,
+) -> None:
+    """Write ``booster`` to ``path`` in ``format`` (atomically: all or nothing).
+
+    ``createmodel`` (``xgboost-dump`` only): also write the OpenSearch / ES LTR
+    ``_createmodel`` request body there.  ``name`` defaults to the file's stem.
+    Other arguments as :func:`export_bytes`.
+    """
+    from ltrboost.io._atomic import atomic_write_bytes
+
+    _check_format(format)
+    if createmodel is not None and format != "xgboost-dump":
+        raise ExportError("createmodel= is only for format 'xgboost-dump'")
+    name = name or Path(os.fspath(path)).stem or "ltrboost"
+    data = export_bytes(
+        booster,
+        format,
+        feature_names,
+        iteration=iteration,
+        name=name,
+        assume_no_missing=assume_no_missing,
+    )
+    extra = None
+    if createmodel is not None:
+        extra = createmodel_body(booster, feature_names, name=name, iteration=iteration)
+    atomic_write_bytes(path, data)
+    if extra is not None:
+        atomic_write_bytes(createmodel, extra.encode())

@@ -1,0 +1,217 @@
+"""What every exporter needs from a :class:`~ltrboost.booster.Booster`, format-neutral.
+
+ltrboost routes a row at an internal node to the left child when ``x <= t`` (``t`` is
+the float64 ``num_threshold``) and a NaN where ``missing_go_to_left`` says (see
+:mod:`ltrboost.tree`).  The score of output ``k`` is ``init_score[k] + sum of the leaf
+values of its trees`` (the leaves already hold the learning rate and QBRank's line-search
+step), divided by ``T + 1`` for GBRank's averaged update (``T`` rounds).
+
+:func:`collect` turns that into an :class:`ExportModel`: per output, an ordered list of
+:class:`ExportTree` whose leaf values have the divisor folded in, preceded by a one-leaf
+*bias tree* holding ``init_score[k] / divisor`` when that is not zero (or when there are
+no trees): several consumers have no base score, and a tree in front keeps the order of
+the float64 additions equal to ltrboost's own.
+
+Threshold helpers map ``x <= t`` (float64) to each consumer's comparison so that every
+finite float32 feature value and NaN reach the same leaf.  (ltrboost refuses infinite
+inputs, so the route of +-inf is not part of the contract.)  ``t`` can be ``+inf``: a split
+that only separates missing from present values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+FLT_MAX = float(np.finfo(np.float32).max)
+DBL_MAX = float(np.finfo(np.float64).max)
+
+# Formats that can evaluate mcrank's softmax + expected grade (the others refuse it).
+MULTI_OUTPUT_FORMATS = ("onnx",)
+
+
+class ExportError(ValueError):
+    """A model that a format cannot represent exactly, or bad export arguments."""
+
+
+@dataclass
+class ExportTree:
+    """One tree in ltrboost's node layout (root 0, local child indices)."""
+
+    feature: NDArray[np.int32]
+    threshold: NDArray[np.float64]  # x <= threshold goes left (float64)
+    missing_left: NDArray[np.bool_]
+    is_leaf: NDArray[np.bool_]
+    left: NDArray[np.int32]
+    right: NDArray[np.int32]
+    value: NDArray[np.float64]  # leaf values, divisor folded in
+    depth: NDArray[np.int32]
+    output: int = 0
+    is_bias: bool = False
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.feature.shape[0])
+
+    def bfs_order(self) -> list[int]:
+        """Node indices in breadth-first order from the root (XGBoost's numbering)."""
+        order = [0]
+        i = 0
+        while i < len(order):
+            k = order[i]
+            if not self.is_leaf[k]:
+                order.append(int(self.left[k]))
+                order.append(int(self.right[k]))
+            i += 1
+        return order
+
+
+@dataclass
+class ExportModel:
+    objective: str
+    n_features: int
+    n_outputs: int
+    feature_names: list[str]
+    trees: list[ExportTree]  # every output's trees, in ltrboost's order
+    init_score: NDArray[np.float64]
+    divisor: float  # 1, or T + 1 for GBRank's averaged update
+    n_iterations: int
+    averaged: bool = False
+    raw_trees: list[ExportTree] = field(default_factory=list)  # undivided (LightGBM)
+
+    def check_single_output(self, fmt: str) -> None:
+        if self.n_outputs != 1:
+            raise ExportError(
+                f"format {fmt!r} cannot represent objective {self.objective!r} "
+                f"({self.n_outputs} trees per round combined by softmax into an "
+                f"expected grade); formats that can: {', '.join(MULTI_OUTPUT_FORMATS)}"
+            )
+
+
+def _tree_from_nodes(nodes, divisor: float, output: int) -> ExportTree:
+    is_leaf = nodes["is_leaf"].astype(bool)
+    value = np.where(is_leaf, nodes["value"], 0.0).astype(np.float64)
+    if divisor != 1.0:
+        value = value / divisor
+    return ExportTree(
+        feature=nodes["feature_idx"].astype(np.int32),
+        threshold=nodes["num_threshold"].astype(np.float64),
+        missing_left=nodes["missing_go_to_left"].astype(bool),
+        is_leaf=is_leaf,
+        left=nodes["left"].astype(np.int32),
+        right=nodes["right"].astype(np.int32),
+        value=value,
+        depth=nodes["depth"].astype(np.int32),
+        output=int(output),
+    )
+
+
+def bias_tree(value: float, output: int) -> ExportTree:
+    return ExportTree(
+        feature=np.zeros(1, np.int32),
+        threshold=np.zeros(1, np.float64),
+        missing_left=np.zeros(1, bool),
+        is_leaf=np.ones(1, bool),
+        left=np.zeros(1, np.int32),
+        right=np.zeros(1, np.int32),
+        value=np.array([value], np.float64),
+        depth=np.zeros(1, np.int32),
+        output=int(output),
+        is_bias=True,
+    )
+
+
+def collect(booster, feature_names=None, iteration: int | None = None) -> ExportModel:
+    """The booster's first ``iteration`` rounds (default as in ``predict``), folded."""
+    n_iter = booster._resolve_iterations(iteration)
+    n_out = int(booster.n_outputs)
+    k = n_iter * n_out
+    averaged = booster.update_rule == "averaged"
+    divisor = float(n_iter + 1) if averaged else 1.0
+    init = np.asarray(booster.init_score, dtype=np.float64).reshape(n_out)
+    names = resolve_feature_names(booster, feature_names)
+    trees: list[ExportTree] = []
+    raw: list[ExportTree] = []
+    for o in range(n_out):
+        if init[o] != 0.0 or n_iter == 0:
+            trees.append(bias_tree(init[o] / divisor, o))
+    for o in range(n_out):
+        raw.append(bias_tree(init[o], o))
+    for nodes, o in zip(booster.trees[:k], booster.tree_outputs[:k], strict=True):
+        trees.append(_tree_from_nodes(nodes, divisor, o))
+        raw.append(_tree_from_nodes(nodes, 1.0, o))
+    return ExportModel(
+        objective=booster.objective,
+        n_features=int(booster.n_features),
+        n_outputs=n_out,
+        feature_names=names,
+        trees=trees,
+        init_score=init,
+        divisor=divisor,
+        n_iterations=n_iter,
+        averaged=averaged,
+        raw_trees=raw,
+    )
+
+
+def resolve_feature_names(booster, feature_names) -> list[str]:
+    """Explicit names > the booster's (from a DataFrame) > ``f0, f1, ...``."""
+    n = int(booster.n_features)
+    if feature_names is None:
+        feature_names = booster.feature_names or [f"f{i}" for i in range(n)]
+    names = [str(s) for s in feature_names]
+    if len(names) != n:
+        raise ExportError(
+            f"{len(names)} feature names given but the model has {n} features"
+        )
+    seen: set[str] = set()
+    for i, s in enumerate(names):
+        if not s or any(c.isspace() for c in s):
+            raise ExportError(f"feature name {i + 1} ({s!r}) is empty or has whitespace")
+        if s in seen:
+            raise ExportError(f"feature name {s!r} appears more than once")
+        seen.add(s)
+    return names
+
+
+def read_feature_names(path: str) -> list[str]:
+    """One name per line; blank lines and ``#`` comments ignored."""
+    with open(path, encoding="utf-8") as fh:
+        lines = [ln.strip() for ln in fh]
+    return [ln for ln in lines if ln and not ln.startswith("#")]
+
+
+# --- thresholds ---------------------------------------------------------------------
+
+
+def f32_floor(t: NDArray[np.float64] | float) -> NDArray[np.float32]:
+    """The largest float32 ``m <= t`` (float32 ``x <= t`` iff ``x <= m``)."""
+    t = np.asarray(t, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        m = t.astype(np.float32)
+    too_big = m.astype(np.float64) > t
+    m = np.where(too_big, np.nextafter(m, np.float32(-np.inf)), m)
+    return m.astype(np.float32)
+
+
+def f32_str(v) -> str:
+    """Shortest decimal that parses back to the float32 ``v`` (Java's Float.parseFloat)."""
+    v = np.float32(v)
+    if np.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return str(v)  # NumPy prints the shortest round-trip float32 decimal
+
+
+def f32_json(v) -> float:
+    """A Python float whose JSON text is the shortest float32 decimal of ``v``."""
+    return float(f32_str(v))
+
+
+def f64_str(v: float) -> str:
+    """Round-trip decimal of a float64 (``repr``); +-inf clamped to +-DBL_MAX."""
+    v = float(v)
+    if np.isinf(v):
+        v = DBL_MAX if v > 0 else -DBL_MAX
+    return repr(v)

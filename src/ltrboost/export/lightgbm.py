@@ -1,0 +1,91 @@
+"""LightGBM text model (``lightgbm.Booster(model_file=...)``).
+
+LightGBM (``Tree::NumericalDecision`` in ``include/LightGBM/tree.h``) sends a row left when
+``x <= threshold`` with ``x`` converted to double, and NaN to the default side when the
+node's missing type is NaN (``decision_type`` = 8, plus 2 for default-left): the same rule
+as ltrboost, so thresholds are written as they are (17 significant digits round-trip
+exactly).  A ``+inf`` threshold (a missing-vs-present split) becomes ``DBL_MAX``.
+
+Scores are the sum of the trees in file order starting from 0, so a one-leaf tree holding
+the initial score keeps ltrboost's float64 additions in the same order: the result is
+identical, not merely close.  GBRank's averaged update ``(F_0 + sum) / (T + 1)`` uses
+LightGBM's ``average_output`` (``GBDT::Predict`` divides by the number of iterations):
+the bias tree makes that ``T + 1``.
+"""
+
+from __future__ import annotations
+
+from ltrboost.export._trees import ExportModel, ExportTree, f64_str
+
+
+def _tree_block(index: int, tree: ExportTree) -> str:
+    if tree.is_leaf[0]:
+        return (
+            f"Tree={index}\nnum_leaves=1\nnum_cat=0\nsplit_feature=\nsplit_gain=\n"
+            f"threshold=\ndecision_type=\nleft_child=\nright_child=\n"
+            f"leaf_value={f64_str(tree.value[0])}\nleaf_weight=0\nleaf_count=0\n"
+            f"internal_value=\ninternal_weight=\ninternal_count=\n"
+            f"is_linear=0\nshrinkage=1\n\n\n"
+        )
+    inner = [k for k in tree.bfs_order() if not tree.is_leaf[k]]
+    leaves = [k for k in tree.bfs_order() if tree.is_leaf[k]]
+    inner_id = {k: i for i, k in enumerate(inner)}
+    leaf_id = {k: i for i, k in enumerate(leaves)}
+
+    def child(c: int) -> str:
+        return str(inner_id[c]) if not tree.is_leaf[c] else str(~leaf_id[c])
+
+    n_in = len(inner)
+    lines = [
+        f"Tree={index}",
+        f"num_leaves={len(leaves)}",
+        "num_cat=0",
+        "split_feature=" + " ".join(str(int(tree.feature[k])) for k in inner),
+        "split_gain=" + " ".join("0" for _ in inner),
+        "threshold=" + " ".join(f64_str(tree.threshold[k]) for k in inner),
+        "decision_type="
+        + " ".join("10" if tree.missing_left[k] else "8" for k in inner),
+        "left_child=" + " ".join(child(int(tree.left[k])) for k in inner),
+        "right_child=" + " ".join(child(int(tree.right[k])) for k in inner),
+        "leaf_value=" + " ".join(f64_str(tree.value[k]) for k in leaves),
+        "leaf_weight=" + " ".join("0" for _ in leaves),
+        "leaf_count=" + " ".join("0" for _ in leaves),
+        "internal_value=" + " ".join("0" for _ in range(n_in)),
+        "internal_weight=" + " ".join("0" for _ in range(n_in)),
+        "internal_count=" + " ".join("0" for _ in range(n_in)),
+        "is_linear=0",
+        "shrinkage=1",
+    ]
+    return "\n".join(lines) + "\n\n\n"
+
+
+def to_lightgbm(model: ExportModel) -> str:
+    model.check_single_output("lightgbm")
+    # averaged: every tree undivided, a bias tree always, LightGBM divides by T + 1;
+    # additive: the divisor is 1 and a bias tree only where the initial score is not 0.
+    trees = model.raw_trees if model.averaged else model.trees
+    if not trees:
+        raise AssertionError("collect() always yields a tree when there are none")
+    header = [
+        "tree",
+        "version=v4",
+        "num_class=1",
+        "num_tree_per_iteration=1",
+        "label_index=0",
+        f"max_feature_idx={model.n_features - 1}",
+        "objective=lambdarank",
+    ]
+    if model.averaged:
+        header.append("average_output")
+    header += [
+        "feature_names=" + " ".join(model.feature_names),
+        "feature_infos=" + " ".join("none" for _ in range(model.n_features)),
+        "",
+    ]
+    body = [_tree_block(i, t) for i, t in enumerate(trees)]
+    params = (
+        "end of trees\n\nparameters:\n[boosting: gbdt]\n[objective: lambdarank]\n"
+        "end of parameters\n\npandas_categorical:null\n"
+    )
+    return "\n".join(header) + "\n" + "".join(body) + params
+

@@ -1,0 +1,79 @@
+"""RankLib ensemble text (``## LambdaMART`` header, ``<ensemble>`` XML body).
+
+RankLib (``ciir.umass.edu.learning.tree.Ensemble`` / ``Split``, the codelibs fork the
+OpenSearch / Elasticsearch LTR plugin loads as ``model/ranklib``) keeps features and
+thresholds as float32, goes left when ``x <= threshold`` and scores
+``sum_i weight_i * output(tree_i)``; features are 1-based positions in the feature set.
+Thresholds are ``m``, the largest float32 ``<= t`` (selecting the same float32 inputs as
+ltrboost's ``x <= t``); weights are 1 and leaf outputs carry everything else.
+
+RankLib has no missing values: an absent feature is 0.  A model is exported only when
+that changes no route, i.e. every split sends NaN the way it sends 0; otherwise the
+export is refused unless ``assume_no_missing=True`` (CLI ``--assume-no-missing``) says
+the engine never lacks a feature (or missing means 0 in your training data too, e.g.
+``ltrboost train --missing zero``).
+"""
+
+from __future__ import annotations
+
+from ltrboost.export._trees import (
+    FLT_MAX,
+    ExportError, ExportModel, ExportTree,
+    f32_floor,
+    f32_str,
+)
+
+
+def nan_routes_like_zero(tree: ExportTree) -> list[int]:
+    """Split nodes where NaN does not go where 0 goes (0 <= t is left)."""
+    bad = []
+    for k in range(tree.n_nodes):
+        if not tree.is_leaf[k]:
+            zero_left = 0.0 <= tree.threshold[k]
+            if bool(tree.missing_left[k]) != zero_left:
+                bad.append(k)
+    return bad
+
+
+def _split(tree: ExportTree, k: int, m, pos: str | None, indent: str, out: list[str]):
+    tag = f'<split pos="{pos}">' if pos else "<split>"
+    if tree.is_leaf[k]:
+        out.append(f"{indent}{tag}\n{indent}\t<output> {float(tree.value[k])!r} </output>")
+        out.append(f"{indent}</split>")
+        return
+    out.append(f"{indent}{tag}")
+    out.append(f"{indent}\t<feature> {int(tree.feature[k]) + 1} </feature>")
+    thr = f32_str(min(m[k], FLT_MAX))  # +inf (missing-vs-present): all go left
+    out.append(f"{indent}\t<threshold> {thr} </threshold>")
+    _split(tree, int(tree.left[k]), m, "left", indent + "\t", out)
+    _split(tree, int(tree.right[k]), m, "right", indent + "\t", out)
+    out.append(f"{indent}</split>")
+
+
+def to_ranklib(model: ExportModel, assume_no_missing: bool = False) -> str:
+    model.check_single_output("ranklib")
+    if not assume_no_missing:
+        n_bad = sum(len(nan_routes_like_zero(t)) for t in model.trees)
+        if n_bad:
+            raise ExportError(
+                f"ranklib has no missing values (an absent feature reads as 0) but "
+                f"{n_bad} split(s) of this model send NaN where 0 does not go; if "
+                "features are never missing in the engine (or missing means 0, as with "
+                "'ltrboost train --missing zero'), pass assume_no_missing=True / "
+                "--assume-no-missing, else use xgboost-dump (model/xgboost+json), "
+                "which keeps the NaN direction"
+            )
+    lines = [
+        "## LambdaMART",
+        f"## exported by ltrboost: objective = {model.objective}",
+        f"## No. of trees = {len(model.trees)}",
+        "## Learning rate = 1 (folded into the leaf outputs)",
+        "## feature id i = the i-th feature of the feature set (1-based)",
+        "<ensemble>",
+    ]
+    for i, tree in enumerate(model.trees):
+        lines.append(f'\t<tree id="{i + 1}" weight="1">')
+        _split(tree, 0, f32_floor(tree.threshold), None, "\t\t", lines)
+        lines.append("\t</tree>")
+    lines.append("</ensemble>")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,192 @@
+"""Independent evaluators of exported files, written from the consumers' documented rules.
+
+Solr and RankLib are Java and cannot run here; these small evaluators follow their
+classes (cited per function) and never call ltrboost's export code.  Also: probe rows
+placed at, just below and just above every split threshold, and per-query ranking
+checks.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+F32 = np.float32
+
+
+def our_leaves(booster, X) -> list[np.ndarray]:
+    """Per tree (booster order), the ltrboost node index of the leaf each row reaches."""
+    out = []
+    Xd = np.asarray(X, dtype=np.float64)
+    for nodes in booster.trees:
+        leaf = np.empty(Xd.shape[0], dtype=np.int64)
+        for i in range(Xd.shape[0]):
+            k = 0
+            while not nodes[k]["is_leaf"]:
+                x = Xd[i, nodes[k]["feature_idx"]]
+                if np.isnan(x):
+                    go = bool(nodes[k]["missing_go_to_left"])
+                else:
+                    go = x <= nodes[k]["num_threshold"]
+                k = nodes[k]["left"] if go else nodes[k]["right"]
+            leaf[i] = k
+        out.append(leaf)
+    return out
+
+
+def probe_rows(booster, X, max_rows: int = 4000, seed: int = 0) -> np.ndarray:
+    """float32 rows: ``X`` plus, for every split, copies of a few rows with the split's
+    feature set to the float32 just below / at / just above the threshold and NaN."""
+    X = np.asarray(X, dtype=np.float32)
+    rng = np.random.default_rng(seed)
+    rows = [X]
+    for nodes in booster.trees:
+        for nd in nodes[nodes["is_leaf"] == 0]:
+            t = float(nd["num_threshold"])
+            with np.errstate(over="ignore"):
+                m = F32(t)  # then the largest float32 <= t
+                if float(m) > t:
+                    m = np.nextafter(m, F32(-np.inf))
+                up = np.nextafter(m, F32(np.inf))
+                vals = [m, np.nextafter(m, F32(-np.inf)), up, F32(np.nan)]
+            vals = [v for v in vals if not np.isinf(v)]
+            base = X[rng.integers(0, X.shape[0], size=len(vals))].copy()
+            base[np.arange(len(vals)), int(nd["feature_idx"])] = vals
+            rows.append(base)
+    out = np.concatenate(rows)
+    if out.shape[0] > max_rows:
+        keep = np.r_[np.arange(X.shape[0]), rng.choice(np.arange(X.shape[0], out.shape[0]), max_rows - X.shape[0], replace=False)]
+        out = out[np.sort(keep)]
+    return out
+
+
+def assert_same_rankings(ours, theirs, qid, tol: float) -> None:
+    """Within each query, any two documents whose ltrboost scores differ by more than
+    ``tol`` are in the same order in the consumer's scores (tol=0: exact ties too)."""
+    ours = np.asarray(ours, dtype=np.float64)
+    theirs = np.asarray(theirs, dtype=np.float64)
+    for q in np.unique(qid):
+        idx = np.flatnonzero(qid == q)
+        a, b = ours[idx], theirs[idx]
+        d_ours = a[:, None] - a[None, :]
+        d_theirs = b[:, None] - b[None, :]
+        strict = np.abs(d_ours) > tol
+        assert np.all(np.sign(d_ours[strict]) == np.sign(d_theirs[strict])), q
+        if tol == 0:
+            assert np.all((d_ours == 0) == (d_theirs == 0)), q
+
+
+# --- Solr: org.apache.solr.ltr.model.MultipleAdditiveTreesModel ----------------------
+
+
+def solr_check_schema(body: dict) -> None:
+    assert body["class"] == "org.apache.solr.ltr.model.MultipleAdditiveTreesModel"
+    assert isinstance(body["name"], str) and body["name"]
+    names = [f["name"] for f in body["features"]]
+    assert len(set(names)) == len(names)
+    params = body["params"]
+    assert params["isNullSameAsZero"] is False
+    assert isinstance(params["trees"], list) and params["trees"]
+
+    def node(n: dict) -> None:
+        if "feature" not in n:  # a leaf (RegressionTreeNode.isLeaf: feature == null)
+            assert set(n) == {"value"}
+            float(n["value"])
+            return
+        assert set(n) == {"feature", "threshold", "missing", "left", "right"}
+        assert n["feature"] in names
+        float(n["threshold"])
+        assert n["missing"] in ("left", "right")
+        node(n["left"])
+        node(n["right"])
+
+    for t in params["trees"]:
+        assert set(t) == {"weight", "root"}
+        float(t["weight"])
+        node(t["root"])
+
+
+def solr_score(body: dict, X) -> np.ndarray:
+    """MultipleAdditiveTreesModel.score in float32: threshold = parseFloat + 1e-6f
+    (setThreshold), left when x <= threshold (scoreNode), NaN follows "missing"
+    (isNullSameAsZero=false), tree score = weight * value, model score = float sum."""
+    names = [f["name"] for f in body["features"]]
+    index = {n: i for i, n in enumerate(names)}
+    slack = F32(1e-6)
+    X = np.asarray(X, dtype=np.float32)
+    out = np.zeros(X.shape[0], dtype=np.float32)
+    for t in body["params"]["trees"]:
+        w = F32(float(t["weight"]))
+        for i in range(X.shape[0]):
+            n = t["root"]
+            while "feature" in n:
+                x = X[i, index[n["feature"]]]
+                if np.isnan(x):
+                    go = n["missing"] == "left"
+                else:
+                    go = x <= F32(F32(float(n["threshold"])) + slack)
+                n = n["left"] if go else n["right"]
+            out[i] = F32(out[i] + F32(w * F32(float(n["value"]))))
+    return out
+
+
+# --- RankLib: ciir.umass.edu.learning.tree.Ensemble / RegressionTree / Split ----------
+
+
+def ranklib_parse(text: str) -> list[tuple[float, ET.Element]]:
+    lines = text.splitlines()
+    assert lines[0] in ("## LambdaMART", "## MART")
+    body = "\n".join(ln for ln in lines if not ln.startswith("##"))
+    root = ET.fromstring(body)
+    assert root.tag == "ensemble"
+    trees = []
+    for k, tree in enumerate(root, start=1):
+        assert tree.tag == "tree" and int(tree.get("id")) == k
+        (split,) = list(tree)
+        trees.append((float(tree.get("weight")), split))
+    return trees
+
+
+def _ranklib_check(split: ET.Element, n_features: int) -> None:
+    kids = {c.tag for c in split}
+    if "output" in kids:
+        assert kids == {"output"}
+        return
+    assert kids == {"feature", "threshold", "split"}
+    fid = int(split.find("feature").text)
+    assert 1 <= fid <= n_features
+    float(split.find("threshold").text)
+    pos = [c.get("pos") for c in split.findall("split")]
+    assert pos == ["left", "right"]
+    for c in split.findall("split"):
+        _ranklib_check(c, n_features)
+
+
+def ranklib_check_schema(text: str, n_features: int) -> None:
+    for _, split in ranklib_parse(text):
+        _ranklib_check(split, n_features)
+
+
+def ranklib_score(text: str, X) -> np.ndarray:
+    """Ensemble.eval: sum of weight * tree output (double); Split.eval goes left when
+    the float feature value <= the float threshold; feature ids are 1-based; an absent
+    feature is 0 (NaN is given as 0 here)."""
+    X = np.nan_to_num(np.asarray(X, dtype=np.float32), nan=0.0)
+    out = np.zeros(X.shape[0], dtype=np.float64)
+    for w, root in ranklib_parse(text):
+        for i in range(X.shape[0]):
+            s = root
+            while s.find("output") is None:
+                fid = int(s.find("feature").text)
+                thr = F32(float(s.find("threshold").text))
+                left, right = s.findall("split")
+                s = left if X[i, fid - 1] <= thr else right
+            out[i] += float(F32(w)) * float(s.find("output").text)
+    return out
+
+
+def load_json(path) -> object:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
