@@ -57,7 +57,14 @@ def probe_rows(booster, X, max_rows: int = 4000, seed: int = 0) -> np.ndarray:
             rows.append(base)
     out = np.concatenate(rows)
     if out.shape[0] > max_rows:
-        keep = np.r_[np.arange(X.shape[0]), rng.choice(np.arange(X.shape[0], out.shape[0]), max_rows - X.shape[0], replace=False)]
+        keep = np.r_[
+            np.arange(X.shape[0]),
+            rng.choice(
+                np.arange(X.shape[0], out.shape[0]),
+                max_rows - X.shape[0],
+                replace=False,
+            ),
+        ]
         out = out[np.sort(keep)]
     return out
 
@@ -83,12 +90,14 @@ def assert_same_rankings(ours, theirs, qid, tol: float) -> None:
 
 def solr_check_schema(body: dict) -> None:
     assert body["class"] == "org.apache.solr.ltr.model.MultipleAdditiveTreesModel"
-    assert isinstance(body["name"], str) and body["name"]
+    assert isinstance(body["name"], str)
+    assert body["name"]
     names = [f["name"] for f in body["features"]]
     assert len(set(names)) == len(names)
     params = body["params"]
     assert params["isNullSameAsZero"] is False
-    assert isinstance(params["trees"], list) and params["trees"]
+    assert isinstance(params["trees"], list)
+    assert params["trees"]
 
     def node(n: dict) -> None:
         if "feature" not in n:  # a leaf (RegressionTreeNode.isLeaf: feature == null)
@@ -143,7 +152,8 @@ def ranklib_parse(text: str) -> list[tuple[float, ET.Element]]:
     assert root.tag == "ensemble"
     trees = []
     for k, tree in enumerate(root, start=1):
-        assert tree.tag == "tree" and int(tree.get("id")) == k
+        assert tree.tag == "tree"
+        assert int(tree.get("id")) == k
         (split,) = list(tree)
         trees.append((float(tree.get("weight")), split))
     return trees

@@ -169,7 +169,9 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
     seen: set[str] = set()
     for i, s in enumerate(names):
         if not s or any(c.isspace() for c in s):
-            raise ExportError(f"feature name {i + 1} ({s!r}) is empty or has whitespace")
+            raise ExportError(
+                f"feature name {i + 1} ({s!r}) is empty or has whitespace"
+            )
         if s in seen:
             raise ExportError(f"feature name {s!r} appears more than once")
         seen.add(s)

@@ -88,4 +88,3 @@ def to_lightgbm(model: ExportModel) -> str:
         "end of parameters\n\npandas_categorical:null\n"
     )
     return "\n".join(header) + "\n" + "".join(body) + params
-

@@ -9,8 +9,9 @@ left child).  onnxruntime evaluates in float32, so scores differ from ltrboost's
 rounding only; every row reaches the same leaves.
 
 The initial scores are one-leaf trees (as in the other formats).  McRank (one tree per
-grade) becomes a ``C``-target ensemble (each tree adds to its grade's target), then ``Softmax`` over the grades and a ``MatMul`` with ``[0, 1, .., C-1]``:
-the expected grade that ``Booster.predict`` returns.
+grade) becomes a ``C``-target ensemble (each tree adds to its grade's target), then
+``Softmax`` over the grades and a ``MatMul`` with ``[0, 1, .., C-1]``: the expected
+grade that ``Booster.predict`` returns.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ ML_OPSET = 3
 
 def _require_onnx():
     try:
-        import onnx  # noqa: F401
+        import onnx
     except ImportError:
         from ltrboost.export._trees import ExportError
 

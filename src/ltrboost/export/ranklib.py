@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from ltrboost.export._trees import (
     FLT_MAX,
-    ExportError, ExportModel, ExportTree,
+    ExportError,
+    ExportModel,
+    ExportTree,
     f32_floor,
     f32_str,
 )
@@ -38,7 +40,9 @@ def nan_routes_like_zero(tree: ExportTree) -> list[int]:
 def _split(tree: ExportTree, k: int, m, pos: str | None, indent: str, out: list[str]):
     tag = f'<split pos="{pos}">' if pos else "<split>"
     if tree.is_leaf[k]:
-        out.append(f"{indent}{tag}\n{indent}\t<output> {float(tree.value[k])!r} </output>")
+        out.append(
+            f"{indent}{tag}\n{indent}\t<output> {float(tree.value[k])!r} </output>"
+        )
         out.append(f"{indent}</split>")
         return
     out.append(f"{indent}{tag}")

@@ -5,9 +5,11 @@ Solr (``org.apache.solr.ltr.model.MultipleAdditiveTreesModel``) evaluates in flo
 ``scoreNode`` goes left when ``x <= that``, a tree scores ``weight * leaf value`` and the
 model sums the trees.  For every split the exported threshold ``s`` is a float32 chosen
 so that ``float32(s + 1e-6f)`` is ``m``, the largest float32 ``<= t`` (then Solr's test
-selects exactly the float32 inputs that ltrboost's ``x <= t`` does).  Where no such
-``s`` exists (``|m|`` around 1e-7 and below, except 0) the export is refused, naming
-the feature and threshold.
+selects exactly the float32 inputs that ltrboost's ``x <= t`` does).  Near 0 (``|m|``
+below about 1e-6) the float32 grid of ``s + 1e-6f`` is coarser than the one of ``m`` and
+no such ``s`` may exist: the smallest reachable threshold above ``m`` is used and a
+:class:`SolrThresholdWarning` names the widest gap (values in it, within ~1e-13 above
+the threshold, go left instead of right).
 
 Missing values: every split carries ``"missing": "left" | "right"`` and the model sets
 ``"isNullSameAsZero": false`` (Solr >= 9.2, SOLR-16596) so an absent feature is NaN and
@@ -20,10 +22,26 @@ are folded into the leaf values).
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 
-from ltrboost.export._trees import ExportError, ExportModel, ExportTree, f32_floor, f32_str
+from ltrboost.export._trees import (
+    ExportModel,
+    ExportTree,
+    f32_floor,
+    f32_str,
+)
+
+
+class SolrThresholdWarning(UserWarning):
+    """Some thresholds route a sliver of float32 values differently in Solr; ``gaps``
+    lists them as (feature name, m, Solr's threshold): values in (m, threshold]."""
+
+    def __init__(self, message: str, gaps: list[tuple[str, float, float]]):
+        super().__init__(message)
+        self.gaps = gaps
+
 
 SOLR_CLASS = "org.apache.solr.ltr.model.MultipleAdditiveTreesModel"
 NODE_SPLIT_SLACK = np.float32(1e-6)
@@ -34,43 +52,40 @@ def solr_effective(s: np.float32) -> np.float32:
     return np.float32(np.float32(s) + NODE_SPLIT_SLACK)
 
 
-def solr_threshold(m: np.float32) -> np.float32 | None:
-    """A float32 ``s`` with ``float32(s + 1e-6f) == m``, or None when there is none."""
+def solr_threshold(m: np.float32) -> tuple[np.float32, bool]:
+    """The float32 ``s`` whose Solr threshold ``float32(s + 1e-6f)`` is the smallest one
+    ``>= m``, and whether it routes exactly (is below the next float32 after ``m``)."""
     m = np.float32(m)
     if np.isinf(m):
-        return m
+        return m, True
+    down, up = np.float32(-np.inf), np.float32(np.inf)
     s = np.float32(np.float64(m) - np.float64(NODE_SPLIT_SLACK))
-    for _ in range(64):
-        e = solr_effective(s)
-        if e == m:
-            return s
-        s = np.nextafter(s, np.float32(-np.inf) if e > m else np.float32(np.inf))
-    # rounding may have overshot by one step back and forth: try a small window
-    base = np.float32(np.float64(m) - np.float64(NODE_SPLIT_SLACK))
-    cand = base
-    for _ in range(8):
-        cand = np.nextafter(cand, np.float32(-np.inf))
-        if solr_effective(cand) == m:
-            return cand
-    return None
+    for _ in range(10_000):  # solr_effective is monotone in s: walk to the boundary
+        if solr_effective(s) < m:
+            s = np.nextafter(s, up)
+        elif solr_effective(np.nextafter(s, down)) >= m:
+            s = np.nextafter(s, down)
+        else:
+            break
+    return s, bool(solr_effective(s) < np.nextafter(m, up))
 
 
-def _node(tree: ExportTree, k: int, names: list[str], m: np.ndarray) -> dict:
+def _node(
+    tree: ExportTree, k: int, names: list[str], m: np.ndarray, inexact: list
+) -> dict:
     if tree.is_leaf[k]:
         return {"value": f32_str(tree.value[k])}
-    s = solr_threshold(m[k])
-    if s is None:
-        raise ExportError(
-            f"solr: the split threshold {float(tree.threshold[k])!r} of feature "
-            f"{names[tree.feature[k]]!r} cannot be written exactly (Solr adds 1e-6 "
-            "to every threshold in float32); rescale that feature or use another format"
+    s, exact = solr_threshold(m[k])
+    if not exact:
+        inexact.append(
+            (names[int(tree.feature[k])], float(m[k]), float(solr_effective(s)))
         )
     return {
         "feature": names[int(tree.feature[k])],
         "threshold": f32_str(s),
         "missing": "left" if tree.missing_left[k] else "right",
-        "left": _node(tree, int(tree.left[k]), names, m),
-        "right": _node(tree, int(tree.right[k]), names, m),
+        "left": _node(tree, int(tree.left[k]), names, m, inexact),
+        "right": _node(tree, int(tree.right[k]), names, m, inexact),
     }
 
 
@@ -78,9 +93,21 @@ def to_solr_dict(model: ExportModel, name: str, store: str | None = None) -> dic
     model.check_single_output("solr")
     names = model.feature_names
     trees = []
+    inexact: list[tuple[str, float, float]] = []
     for tree in model.trees:
         m = f32_floor(tree.threshold)
-        trees.append({"weight": "1", "root": _node(tree, 0, names, m)})
+        trees.append({"weight": "1", "root": _node(tree, 0, names, m, inexact)})
+    if inexact:
+        f, lo, hi = max(inexact, key=lambda t: t[2] - t[1])
+        warnings.warn(
+            SolrThresholdWarning(
+                f"solr: {len(inexact)} split threshold(s) near 0 cannot be written exactly "
+                f"(Solr adds 1e-6f to each in float32); values in a gap just above them go "
+                f"left instead of right, the widest: {f} in ({lo!r}, {hi!r}]",
+                inexact,
+            ),
+            stacklevel=2,
+        )
     body = {
         "class": SOLR_CLASS,
         "name": name,

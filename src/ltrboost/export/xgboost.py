@@ -95,7 +95,10 @@ def to_xgboost_dict(model: ExportModel) -> dict:
         n = len(t.left)
         trees.append(
             {
-                "base_weights": [f32_json(v) if lf else 0.0 for v, lf in zip(t.cond, t.is_leaf, strict=True)],
+                "base_weights": [
+                    f32_json(v) if lf else 0.0
+                    for v, lf in zip(t.cond, t.is_leaf, strict=True)
+                ],
                 "categories": [],
                 "categories_nodes": [],
                 "categories_segments": [],
@@ -166,27 +169,23 @@ def dump_trees(model: ExportModel) -> list[dict]:
     """The trees as ``get_dump(dump_format="json")`` objects, feature names as ``split``."""
     model.check_single_output("xgboost-dump")
     names = model.feature_names
-    out = []
-    for tree in model.trees:
-        t = xgb_tree(tree)
+    return [_dump_node(xgb_tree(tree), 0, names) for tree in model.trees]
 
-        def node(i: int) -> dict:
-            if t.is_leaf[i]:
-                return {"nodeid": i, "leaf": f32_json(t.cond[i])}
-            yes, no = t.left[i], t.right[i]
-            return {
-                "nodeid": i,
-                "depth": t.depth[i],
-                "split": names[t.feature[i]],
-                "split_condition": f32_json(t.cond[i]),
-                "yes": yes,
-                "no": no,
-                "missing": yes if t.default_left[i] else no,
-                "children": [node(yes), node(no)],
-            }
 
-        out.append(node(0))
-    return out
+def _dump_node(t: XGBTree, i: int, names: list[str]) -> dict:
+    if t.is_leaf[i]:
+        return {"nodeid": i, "leaf": f32_json(t.cond[i])}
+    yes, no = t.left[i], t.right[i]
+    return {
+        "nodeid": i,
+        "depth": t.depth[i],
+        "split": names[t.feature[i]],
+        "split_condition": f32_json(t.cond[i]),
+        "yes": yes,
+        "no": no,
+        "missing": yes if t.default_left[i] else no,
+        "children": [_dump_node(t, yes, names), _dump_node(t, no, names)],
+    }
 
 
 def to_xgboost_dump(model: ExportModel) -> str:
