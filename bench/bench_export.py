@@ -10,7 +10,7 @@ documents; a LambdaMART model of ``--trees`` trees with ``--leaves`` leaves (at 
 documents per leaf) is trained on them and exported to every format.  Throughput: each
 consumer scores the same ``--docs`` documents (float32) with ``--threads`` threads --
 ltrboost ``Booster.predict``, LightGBM ``Booster.predict``, XGBoost ``inplace_predict``
-and onnxruntime ``InferenceSession.run`` -- best of ``--repeats`` runs after one warm-up;
+and onnxruntime ``InferenceSession.run`` -- best of ``--repeats`` runs after a warm-up;
 the last column is the largest difference from ltrboost's scores.  Solr and RankLib
 (Java) and the tree dump have no consumer here: export time and size only.
 """
@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from bench._common import machine_description
+
+SUFFIX = {"lightgbm": ".txt", "ranklib": ".txt", "onnx": ".onnx"}
 
 
 def best_of(fn, repeats: int) -> tuple[float, object]:
@@ -71,7 +73,7 @@ def main(argv=None) -> None:
     files = {}
     rows = []
     for fmt in FORMATS:
-        path = tmp / f"model.{fmt}.{'onnx' if fmt == 'onnx' else 'txt' if fmt in ('lightgbm', 'ranklib') else 'json'}"
+        path = tmp / f"model.{fmt}{SUFFIX.get(fmt, '.json')}"
         opts = {"assume_no_missing": True} if fmt == "ranklib" else {}
         t, _ = best_of(lambda p=path, f=fmt, o=opts: export_model(b, p, f, **o), 1)
         files[fmt] = path

@@ -1,4 +1,4 @@
-"""Independent evaluators of exported files, written from the consumers' documented rules.
+"""Independent evaluators of exported files, from the consumers' documented rules.
 
 Solr and RankLib are Java and cannot run here; these small evaluators follow their
 classes (cited per function) and never call ltrboost's export code.  Also: probe rows
@@ -17,7 +17,7 @@ F32 = np.float32
 
 
 def our_leaves(booster, X) -> list[np.ndarray]:
-    """Per tree (booster order), the ltrboost node index of the leaf each row reaches."""
+    """Per tree (booster order), the ltrboost node index of the leaf of each row."""
     out = []
     Xd = np.asarray(X, dtype=np.float64)
     for nodes in booster.trees:

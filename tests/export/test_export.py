@@ -142,7 +142,8 @@ def check_xgboost(b, X, qid, tmp_path):
 
 def assert_dump_equal(a, b):
     if isinstance(a, dict):
-        assert isinstance(b, dict) and set(a) == set(b), (a, b)
+        assert isinstance(b, dict), (a, b)
+        assert set(a) == set(b), (a, b)
         for k in a:
             assert_dump_equal(a[k], b[k])
     elif isinstance(a, list):

@@ -1,13 +1,14 @@
 """Export a trained model to the formats that search engines and serving stacks read.
 
-``export_model(booster, path, format=..., feature_names=...)`` (also
-``Booster.export`` / ``Ranker.export`` and ``ltrboost export``) writes one of
-:data:`FORMATS`; see ``docs/deploy.md`` for how each consumer loads it.  Every exporter
-reads the trees through :func:`ltrboost.export._trees.collect` and chooses its thresholds
-so that the consumer routes every finite float32 feature value and NaN exactly as
-ltrboost does (each module's docstring states the consumer's rule).
+``export_model(booster, path, format=..., feature_names=...)`` (also ``Booster.export``
+/ ``Ranker.export`` and ``ltrboost export``) writes one of :data:`FORMATS`; see
+``docs/deploy.md`` for how each consumer loads it.  Every exporter reads the trees
+through :func:`ltrboost.export._trees.collect` and chooses its thresholds so that the
+consumer routes every finite float32 feature value and NaN exactly as ltrboost does
+(each module's docstring states the consumer's rule).
 
-The ``onnx`` package is imported only when exporting ONNX (``pip install 'ltrboost[onnx]'``).
+The ``onnx`` package is imported only when exporting ONNX (``pip install
+'ltrboost[onnx]'``).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def createmodel_body(
     name: str = "ltrboost",
     iteration: int | None = None,
 ) -> str:
-    """OpenSearch / Elasticsearch LTR ``_createmodel`` request body (``model/xgboost+json``)."""
+    """OpenSearch / Elasticsearch LTR ``_createmodel`` body (``model/xgboost+json``)."""
     from ltrboost.export.xgboost import createmodel_body as body
 
     model = collect(booster, _names(feature_names), iteration=iteration)

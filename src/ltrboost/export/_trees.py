@@ -3,8 +3,8 @@
 ltrboost routes a row at an internal node to the left child when ``x <= t`` (``t`` is
 the float64 ``num_threshold``) and a NaN where ``missing_go_to_left`` says (see
 :mod:`ltrboost.tree`).  The score of output ``k`` is ``init_score[k] + sum of the leaf
-values of its trees`` (the leaves already hold the learning rate and QBRank's line-search
-step), divided by ``T + 1`` for GBRank's averaged update (``T`` rounds).
+values of its trees`` (the leaves already hold the learning rate and QBRank's
+line-search step), divided by ``T + 1`` for GBRank's averaged update (``T`` rounds).
 
 :func:`collect` turns that into an :class:`ExportModel`: per output, an ordered list of
 :class:`ExportTree` whose leaf values have the divisor folded in, preceded by a one-leaf
@@ -14,8 +14,8 @@ the float64 additions equal to ltrboost's own.
 
 Threshold helpers map ``x <= t`` (float64) to each consumer's comparison so that every
 finite float32 feature value and NaN reach the same leaf.  (ltrboost refuses infinite
-inputs, so the route of +-inf is not part of the contract.)  ``t`` can be ``+inf``: a split
-that only separates missing from present values.
+inputs, so the route of +-inf is not part of the contract.)  ``t`` can be ``+inf``: a
+split that only separates missing from present values.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def f32_floor(t: NDArray[np.float64] | float) -> NDArray[np.float32]:
 
 
 def f32_str(v) -> str:
-    """Shortest decimal that parses back to the float32 ``v`` (Java's Float.parseFloat)."""
+    """Shortest decimal that parses back to the float32 ``v`` (Float.parseFloat)."""
     v = np.float32(v)
     if np.isinf(v):
         return "Infinity" if v > 0 else "-Infinity"

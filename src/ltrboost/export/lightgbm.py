@@ -1,16 +1,17 @@
 """LightGBM text model (``lightgbm.Booster(model_file=...)``).
 
-LightGBM (``Tree::NumericalDecision`` in ``include/LightGBM/tree.h``) sends a row left when
-``x <= threshold`` with ``x`` converted to double, and NaN to the default side when the
-node's missing type is NaN (``decision_type`` = 8, plus 2 for default-left): the same rule
-as ltrboost, so thresholds are written as they are (17 significant digits round-trip
-exactly).  A ``+inf`` threshold (a missing-vs-present split) becomes ``DBL_MAX``.
+LightGBM (``Tree::NumericalDecision`` in ``include/LightGBM/tree.h``) sends a row left
+when ``x <= threshold`` with ``x`` converted to double, and NaN to the default side when
+the node's missing type is NaN (``decision_type`` = 8, plus 2 for default-left): the
+same rule as ltrboost, so thresholds are written as they are (17 significant digits
+round-trip exactly).  A ``+inf`` threshold (a missing-vs-present split) becomes
+``DBL_MAX``.
 
-Scores are the sum of the trees in file order starting from 0, so a one-leaf tree holding
-the initial score keeps ltrboost's float64 additions in the same order: the result is
-identical, not merely close.  GBRank's averaged update ``(F_0 + sum) / (T + 1)`` uses
-LightGBM's ``average_output`` (``GBDT::Predict`` divides by the number of iterations):
-the bias tree makes that ``T + 1``.
+Scores are the sum of the trees in file order starting from 0, so a one-leaf tree
+holding the initial score keeps ltrboost's float64 additions in the same order: the
+result is identical, not merely close.  GBRank's averaged update ``(F_0 + sum) / (T +
+1)`` uses LightGBM's ``average_output`` (``GBDT::Predict`` divides by the number of
+iterations): the bias tree makes that ``T + 1``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ONNX graph with an ``ai.onnx.ml`` ``TreeEnsembleRegressor`` (needs the ``onnx`` extra).
+"""ONNX graph with an ``ai.onnx.ml`` ``TreeEnsembleRegressor`` (the ``onnx`` extra).
 
 Input ``features``: float32 ``[N, n_features]``; output ``score``: float32 ``[N]``.
 Nodes use ``BRANCH_LEQ`` (``x <= value``) with ``value`` the largest float32 ``<= t``,

@@ -2,14 +2,14 @@
 
 Solr (``org.apache.solr.ltr.model.MultipleAdditiveTreesModel``) evaluates in float32:
 ``setThreshold`` stores ``Float.parseFloat(threshold) + NODE_SPLIT_SLACK`` (``1e-6f``),
-``scoreNode`` goes left when ``x <= that``, a tree scores ``weight * leaf value`` and the
-model sums the trees.  For every split the exported threshold ``s`` is a float32 chosen
-so that ``float32(s + 1e-6f)`` is ``m``, the largest float32 ``<= t`` (then Solr's test
-selects exactly the float32 inputs that ltrboost's ``x <= t`` does).  Near 0 (``|m|``
-below about 1e-6) the float32 grid of ``s + 1e-6f`` is coarser than the one of ``m`` and
-no such ``s`` may exist: the smallest reachable threshold above ``m`` is used and a
-:class:`SolrThresholdWarning` names the widest gap (values in it, within ~1e-13 above
-the threshold, go left instead of right).
+``scoreNode`` goes left when ``x <= that``, a tree scores ``weight * leaf value`` and
+the model sums the trees.  For every split the exported threshold ``s`` is a float32
+chosen so that ``float32(s + 1e-6f)`` is ``m``, the largest float32 ``<= t`` (then
+Solr's test selects exactly the float32 inputs that ltrboost's ``x <= t`` does).  Near 0
+(``|m|`` below about 1e-6) the float32 grid of ``s + 1e-6f`` is coarser than the one of
+``m`` and no such ``s`` may exist: the smallest reachable threshold above ``m`` is used
+and a :class:`SolrThresholdWarning` names the widest gap (values in it, within ~1e-13
+above the threshold, go left instead of right).
 
 Missing values: every split carries ``"missing": "left" | "right"`` and the model sets
 ``"isNullSameAsZero": false`` (Solr >= 9.2, SOLR-16596) so an absent feature is NaN and
@@ -101,8 +101,9 @@ def to_solr_dict(model: ExportModel, name: str, store: str | None = None) -> dic
         f, lo, hi = max(inexact, key=lambda t: t[2] - t[1])
         warnings.warn(
             SolrThresholdWarning(
-                f"solr: {len(inexact)} split threshold(s) near 0 cannot be written exactly "
-                f"(Solr adds 1e-6f to each in float32); values in a gap just above them go "
+                f"solr: {len(inexact)} split threshold(s) near 0 cannot be written "
+                f"exactly (Solr adds 1e-6f to each in float32); values in a gap just "
+                f"above them go "
                 f"left instead of right, the widest: {f} in ({lo!r}, {hi!r}]",
                 inexact,
             ),

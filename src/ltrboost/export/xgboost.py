@@ -2,13 +2,12 @@
 
 XGBoost (``GetNextNode`` in ``src/predictor/predict_fn.h``) converts features to float32
 and goes left ("yes") when ``x < split_condition`` (float32), and takes ``default_left``
-for NaN.  ltrboost's ``x <= t`` (float64) selects, among float32 ``x``, exactly
-``x <= m`` with ``m`` the largest float32 ``<= t``, i.e. ``x < nextafter(m, +inf)``:
-that is the exported ``split_condition``.  When ``m`` is the largest finite float32 (or
-``t = +inf``, a missing-vs-present split) no finite float32 condition sends every
-finite value left; the node is written with its children swapped and the condition
-``-FLT_MAX`` (``x < -FLT_MAX`` is false for every finite ``x``), and the NaN side
-swapped too.
+for NaN.  ltrboost's ``x <= t`` (float64) selects, among float32 ``x``, exactly ``x <=
+m`` with ``m`` the largest float32 ``<= t``, i.e. ``x < nextafter(m, +inf)``: that is
+the exported ``split_condition``.  When ``m`` is the largest finite float32 (or ``t =
++inf``, a missing-vs-present split) no finite float32 condition sends every finite value
+left; the node is written with its children swapped and the condition ``-FLT_MAX`` (``x
+< -FLT_MAX`` is false for every finite ``x``), and the NaN side swapped too.
 
 Leaf values and sums are float32 in XGBoost: scores differ from ltrboost's float64 ones
 by rounding only (every row reaches the same leaves).  ``base_score`` is 0: the initial
@@ -16,9 +15,9 @@ score is a one-leaf tree, which the dump (which has no base score) needs anyway.
 
 The tree dump is what ``Booster.get_dump(dump_format="json")`` prints for the exported
 model; the OpenSearch / Elasticsearch LTR plugin reads it as ``model/xgboost+json``
-(``NaiveAdditiveDecisionTree``: NaN follows ``missing``, otherwise ``x < split_condition``
-goes to ``yes``; trees summed with weight 1, no base score) and Vespa's ``xgboost(...)``
-rank feature reads it too.
+(``NaiveAdditiveDecisionTree``: NaN follows ``missing``, otherwise ``x <
+split_condition`` goes to ``yes``; trees summed with weight 1, no base score) and
+Vespa's ``xgboost(...)`` rank feature reads it too.
 """
 
 from __future__ import annotations
@@ -166,7 +165,7 @@ def to_xgboost(model: ExportModel) -> str:
 
 
 def dump_trees(model: ExportModel) -> list[dict]:
-    """The trees as ``get_dump(dump_format="json")`` objects, feature names as ``split``."""
+    """The trees as ``get_dump(dump_format="json")`` objects, names as ``split``."""
     model.check_single_output("xgboost-dump")
     names = model.feature_names
     return [_dump_node(xgb_tree(tree), 0, names) for tree in model.trees]
@@ -193,7 +192,7 @@ def to_xgboost_dump(model: ExportModel) -> str:
 
 
 def createmodel_body(model: ExportModel, name: str) -> dict:
-    """The body of ``POST _ltr/_featureset/<set>/_createmodel`` (OpenSearch / ES LTR)."""
+    """Body of ``POST _ltr/_featureset/<set>/_createmodel`` (OpenSearch / ES LTR)."""
     definition = json.dumps(dump_trees(model), separators=(",", ":"))
     return {
         "model": {
