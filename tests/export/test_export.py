@@ -419,3 +419,34 @@ def test_import_ltrboost_does_not_import_onnx():
     code = "import sys, ltrboost; ltrboost.Booster; print('onnx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_threshold_maps_select_the_same_float32_values():
+    """For random float64 thresholds (many just off a float32), the float32 values on
+    both sides route by the exported comparisons exactly as by ``x <= t``."""
+    from ltrboost.export._trees import f32_floor
+    from ltrboost.export.solr import solr_effective, solr_threshold
+
+    rng = np.random.default_rng(0)
+    f = rng.normal(size=3000).astype(np.float32) * 10.0 ** rng.integers(-5, 6, 3000)
+    t = f.astype(np.float64) + rng.choice([-1, 0, 1], 3000) * np.abs(f) * 1e-9
+    t = np.r_[t, 0.0, -0.0, 1e-300, -1e-300, 1.5, 3.4e38, 3.5e38]
+    m = f32_floor(t)
+    with np.errstate(over="ignore"):
+        up = np.nextafter(m, np.float32(np.inf))
+        down = np.nextafter(m, np.float32(-np.inf))
+    for x, expect in ((m, True), (down, True), (up, False)):
+        ok = np.isfinite(x)
+        assert np.all((x[ok].astype(np.float64) <= t[ok]) == expect)
+    # XGBoost / dump: x < nextafter(m) <=> x <= m (no float32 between m and up)
+    assert np.all(m < up)
+    # Solr: float32(s + 1e-6f) is the smallest reachable threshold >= m; exact when
+    # it lies below the next float32
+    for mi in m[np.isfinite(m)][:400]:
+        s, exact = solr_threshold(mi)
+        e = solr_effective(s)
+        assert e >= mi
+        assert solr_effective(np.nextafter(s, np.float32(-np.inf))) < mi
+        assert exact == bool(e < np.nextafter(mi, np.float32(np.inf)))
+        if abs(mi) >= 1e-5 or mi == 0:
+            assert exact
