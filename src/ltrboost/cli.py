@@ -448,18 +448,24 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.createmodel is not None and args.format != "xgboost-dump":
         raise ValueError("--createmodel is only for --format xgboost-dump")
+    import warnings
+
     booster = load_model(args.model)
     to_stdout = args.createmodel == "-"
-    export_model(
-        booster,
-        args.output,
-        args.format,
-        args.feature_names,
-        iteration=args.iteration,
-        name=args.name,
-        assume_no_missing=args.assume_no_missing,
-        createmodel=None if to_stdout else args.createmodel,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export_model(
+            booster,
+            args.output,
+            args.format,
+            args.feature_names,
+            iteration=args.iteration,
+            name=args.name,
+            assume_no_missing=args.assume_no_missing,
+            createmodel=None if to_stdout else args.createmodel,
+        )
+    for w in caught:
+        print(f"ltrboost: warning: {w.message}", file=sys.stderr)
     if to_stdout:
         name = args.name or os.path.splitext(os.path.basename(args.output))[0]
         sys.stdout.write(
