@@ -304,9 +304,9 @@ def _hand_tree(threshold: float, missing_left: int, feature: int = 0):
     nodes = np.zeros(5, dtype=NODE_DTYPE)
     nodes[0] = (0.0, feature, threshold, 0, missing_left, 0, 1, 2, 1.0, 10, 1.0, 0)
     nodes[1] = (0.0, 1, 0.5, 0, 1 - missing_left, 0, 3, 4, 1.0, 5, 1.0, 1)
-    nodes[2] = (-0.75, 0, 0.0, 0, 0, 1, 0, 0, 0.0, 5, 1.0, 1)
-    nodes[3] = (0.125, 0, 0.0, 0, 0, 1, 0, 0, 0.0, 3, 1.0, 2)
-    nodes[4] = (0.5, 0, 0.0, 0, 0, 1, 0, 0, 0.0, 2, 1.0, 2)
+    nodes[2] = (-0.75, -1, 0.0, 0, 0, 1, -1, -1, 0.0, 5, 1.0, 1)  # leaves as
+    nodes[3] = (0.125, -1, 0.0, 0, 0, 1, -1, -1, 0.0, 3, 1.0, 2)  # the grower
+    nodes[4] = (0.5, -1, 0.0, 0, 0, 1, -1, -1, 0.0, 2, 1.0, 2)  # writes them
     return nodes
 
 

@@ -177,3 +177,27 @@ def test_real_data_inf_threshold(shared_data_dir, tmp_path):
         pytest.skip("no +inf split grown on this data")
     check_all(b, X, qid, tmp_path)
     assert C  # the evaluators are exercised through check_all
+
+
+def test_cli_solr_near_zero_threshold_warns_in_one_line(tmp_path, capsys):
+    from test_export import _hand_tree
+
+    from ltrboost import Booster
+
+    b = Booster(
+        objective="lambdamart",
+        objective_params={},
+        init_score=np.array([0.0]),
+        trees=[_hand_tree(7.39e-8, 1)],
+        tree_outputs=[0],
+        n_features=2,
+    )
+    b.save_model(str(tmp_path / "m.json"))
+    rc, out, err = run(
+        ["export", tmp_path / "m.json", "-f", "solr", "-o", tmp_path / "s.json"], capsys
+    )
+    assert rc == 0
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("ltrboost: warning: solr: 1 split")
+    assert json.loads((tmp_path / "s.json").read_text())["name"] == "s"
