@@ -10,13 +10,15 @@ NaN maps to the missing bin ``max_bins`` (the last one).
 
 from __future__ import annotations
 
+import os
+import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import MAX_BINS, X_BINNED_DTYPE
-from ltrboost._numba import parallel_kernel, prange
+from ltrboost._numba import kernel, parallel_kernel, prange
 
 # Thresholds are computed on at most this many rows (sklearn's subsample=2e5): quantiles
 # of 200k values are accurate to far below a bin width and binning stays O(n).
@@ -247,3 +249,139 @@ def _map_to_bins_reference(X, thresholds_list, missing_bin):
         b[np.isnan(col)] = missing_bin
         out[:, f] = b
     return out
+
+
+# --- features that cannot split ---
+
+
+class UsedFeatures:
+    """The columns of a training matrix that can split, and the maps to and from them.
+
+    A column is *used* when it holds at least two distinct values, NaN counting as one
+    value (a column of one value and NaNs can still split "missing" from the rest).  A
+    column that never occurs in a sparse file (all zero, or all NaN under
+    ``--missing nan``) or is constant cannot be chosen by any split, so training bins,
+    histograms and searches only the used columns (LightGBM drops such "trivial"
+    features the same way) and the trees are written with the original column ids: the
+    model, its predictions and its random draws are the same as if every column had
+    been kept, while memory and time no longer depend on the unused ones.
+
+    Attributes
+    ----------
+    n_features : int
+        Columns of the full matrix.
+    ids : ndarray of int32, sorted
+        Original ids of the used columns; a compact feature ``k`` is column ``ids[k]``.
+    all_used : bool
+        True when nothing is dropped (then every method is the identity).
+    """
+
+    def __init__(self, X: NDArray[np.floating]) -> None:
+        self.n_features = int(X.shape[1])
+        varies = np.zeros(self.n_features, dtype=np.bool_)
+        if X.shape[0] > 0 and X.shape[1] > 0:
+            _columns_vary(X, varies)
+        self.ids = np.flatnonzero(varies).astype(np.int32)
+        self.all_used = self.ids.shape[0] == self.n_features
+        if self.n_used == 0:
+            warnings.warn(
+                f"all {self.n_features} feature columns are constant (or absent): "
+                "no tree can split, the model predicts one constant score",
+                UserWarning,
+                stacklevel=4,
+            )
+
+    @property
+    def n_used(self) -> int:
+        return int(self.ids.shape[0])
+
+    def take(self, X: NDArray[np.floating]) -> NDArray[np.floating]:
+        """The used columns of ``X`` (``X`` itself when all are used)."""
+        return X if self.all_used else np.ascontiguousarray(X[:, self.ids])
+
+    def to_compact(self, feature_ids: NDArray[np.int32] | None):
+        """Original ids (e.g. a ``colsample_bytree`` draw) -> compact ids of the used
+        ones among them (None stays None: all features)."""
+        if feature_ids is None or self.all_used:
+            return feature_ids
+        pos = np.searchsorted(self.ids, feature_ids)
+        pos = np.minimum(pos, max(self.n_used - 1, 0))
+        keep = (
+            self.ids[pos] == feature_ids
+            if self.n_used
+            else np.zeros(feature_ids.shape, bool)
+        )
+        return pos[keep].astype(np.int32)
+
+    def to_original(self, nodes: NDArray) -> NDArray:
+        """A copy of a tree's nodes whose ``feature_idx`` are original column ids."""
+        if self.all_used:
+            return nodes
+        out = nodes.copy()
+        inner = out["is_leaf"] == 0
+        out["feature_idx"][inner] = self.ids[out["feature_idx"][inner]]
+        return out
+
+
+# Histograms of one node are n_features x (max_bins + 1) x 3 float64; a training run
+# may hold one per open leaf (best-first growth keeps every splittable leaf's) plus the
+# OLE pair histogram.  Refuse up front rather than fail in the middle of a tree.
+_HISTOGRAM_LIMIT_ENV = "LTRBOOST_MAX_HISTOGRAM_BYTES"
+
+
+def histogram_memory_limit() -> int:
+    """Bytes the histograms of a training run may take.
+
+    ``$LTRBOOST_MAX_HISTOGRAM_BYTES`` when set, else half the machine's physical memory
+    (8 GiB when unknown)."""
+    env = os.environ.get(_HISTOGRAM_LIMIT_ENV)
+    if env:
+        return int(float(env))
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        phys = 16 << 30
+    return int(phys) // 2
+
+
+def check_histogram_memory(
+    used: UsedFeatures, max_bins: int, max_leaf_nodes: int, with_pairs: bool
+) -> None:
+    """Raise ValueError when the histograms of training would not fit.
+
+    Estimate: ``n_used_features * (max_bins + 1) * 3 * 8`` bytes per histogram, times
+    ``max_leaf_nodes + 1`` histograms in flight (+1 for the OLE pair histogram).
+    """
+    per_hist = used.n_used * (int(max_bins) + 1) * 3 * 8
+    n_hist = int(max_leaf_nodes) + 1 + (1 if with_pairs else 0)
+    need = per_hist * n_hist
+    limit = histogram_memory_limit()
+    if need > limit:
+        raise ValueError(
+            f"training needs {need / 2**30:.1f} GiB of histograms "
+            f"({used.n_used} used features x {int(max_bins) + 1} bins x 3 x 8 bytes x "
+            f"{n_hist} nodes in flight; {used.n_features - used.n_used} of "
+            f"{used.n_features} columns are constant or absent and cost nothing), "
+            f"over the limit of {limit / 2**30:.1f} GiB: lower max_bins or "
+            f"max_leaf_nodes, select features, or raise ${_HISTOGRAM_LIMIT_ENV}"
+        )
+
+
+@kernel
+def _columns_vary(X, out):
+    # X: IN float (n_samples >= 1, n_features); out: OUT bool (n_features,): the column
+    # holds two distinct values (NaN counts as one).  Row by row: C order streams.
+    n_samples, n_features = X.shape
+    for f in range(n_features):
+        out[f] = False
+    for i in range(1, n_samples):
+        for f in range(n_features):
+            if out[f]:
+                continue
+            a = X[0, f]
+            b = X[i, f]
+            if np.isnan(a):
+                if not np.isnan(b):
+                    out[f] = True
+            elif np.isnan(b) or a != b:
+                out[f] = True

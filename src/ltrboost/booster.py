@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
 from ltrboost._numba import threads
-from ltrboost.binning import BinMapper
+from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory
 from ltrboost.criteria import CRITERIA
 from ltrboost.dataset import RankingDataset
 from ltrboost.grower import GROWTH_POLICIES, GrowerParams, TreeGrower
@@ -427,7 +427,15 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
         random_state=params.random_state,
         min_samples_bin=int(params.min_samples_bin),
     )
-    X_binned = binner.fit_transform(train_set.X)
+    # constant / absent columns cost nothing: trees are grown on the others
+    used = UsedFeatures(train_set.X)
+    check_histogram_memory(
+        used,
+        params.max_bins,
+        params.max_leaf_nodes,
+        params.split_criterion == "ole" and objective.is_pairwise,
+    )
+    X_binned = binner.fit_transform(used.take(train_set.X))
     grower = TreeGrower(
         X_binned,
         binner.n_bins_non_missing_,
@@ -457,7 +465,7 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
     for name, vs in valid_sets:
         if vs.y is None:
             raise ValueError(f"validation set {name!r} has no labels")
-        Xb = binner.transform(vs.X)
+        Xb = binner.transform(used.take(vs.X))
         rv = np.empty((n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = init[:, None]
         bound = [get_metric(m).bind(vs.y, vs.query_offsets) for m in metric_names]
@@ -545,7 +553,9 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
                     np.ascontiguousarray(rho, dtype=np.float64),
                 )
         for k in range(n_out):
-            feats = _draw_features(rng, params.colsample_bytree, n_features)
+            feats = used.to_compact(
+                _draw_features(rng, params.colsample_bytree, n_features)
+            )
             grown = grower.grow(gradients[k], hessians[k], sample_indices, feats, pairs)
             nodes = grown.nodes
             if objective.leaf_rule == "line_search":
@@ -572,7 +582,7 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
             )
             for _, _, Xb, rv, _ in valid_state:
                 predict_binned_tree(nodes, Xb, binner.missing_bin_, rv[k])
-            trees.append(nodes)
+            trees.append(used.to_original(nodes))
             outputs.append(k)
 
         # evaluation

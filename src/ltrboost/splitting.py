@@ -76,6 +76,8 @@ def find_node_split(
     histograms for the ``"ole"`` criterion (see :mod:`ltrboost.histogram`).
     """
     n_features = hist.shape[0]
+    if feature_indices.shape[0] == 0:
+        return None  # no usable feature (all constant, or none drawn): a leaf
     if buffers is None:
         buffers = alloc_split_buffers(n_features)
     gains, bins, miss_left, stats = buffers
