@@ -206,3 +206,74 @@ def test_histogram_memory_over_the_limit_is_refused(monkeypatch) -> None:
     train(dict(n_estimators=1, max_leaf_nodes=3, min_samples_leaf=1), ds)  # 4 fit
     with pytest.raises(ValueError, match=r"histograms \(10 used features x 256 bins"):
         train(dict(n_estimators=1, max_leaf_nodes=4, min_samples_leaf=1), ds)
+
+
+# --- pairs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method,trunc", [("all", -1), ("topk", 3), ("topk", 50)])
+@pytest.mark.parametrize("cap", [1, 2, 5, 1000])
+def test_pair_chunks_concatenate_to_all_pairs(method, trunc, cap) -> None:
+    from ltrboost.objectives import _pairs
+
+    rng = np.random.default_rng(cap)
+    labels = rng.integers(0, 3, 17).astype(np.float64)
+    code = _pairs.PAIR_METHODS[method]
+    full = np.empty(17 * 16, dtype=np.int64), np.empty(17 * 16, dtype=np.int64)
+    n_full = _pairs._enumerate_pairs_one_query(labels, code, trunc, 1, 0, *full)
+    cursor = np.array([0, 1], dtype=np.int64)
+    buf = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+    got_hi: list[int] = []
+    got_lo: list[int] = []
+    while True:
+        k = _pairs._enumerate_pairs_chunk(labels, code, trunc, cursor, *buf)
+        got_hi += buf[0][:k].tolist()
+        got_lo += buf[1][:k].tolist()
+        if k < cap:
+            break
+    assert got_hi == full[0][:n_full].tolist()
+    assert got_lo == full[1][:n_full].tolist()
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(objective="ranknet"),
+        dict(objective="rankboost"),
+        dict(objective="ranknet", split_criterion="ole"),
+        dict(objective="lambdamart", lambda_metric="err", truncation_level=0),
+        dict(objective="lambdamart", lambda_metric="map", pair_method="topk"),
+    ],
+)
+def test_streamed_pairs_give_the_same_model(params, monkeypatch) -> None:
+    """Pairs through a buffer of 3 (many chunks per query) or 1 train bit-identically."""
+    from ltrboost.objectives import _pairs
+
+    X, y, qid = make_ranking(
+        n_queries=8, docs_per_query=(3, 40), n_features=4, random_state=5
+    )[:3]
+    w = np.random.default_rng(0).uniform(0.5, 2, X.shape[0])
+    preds = []
+    for chunk in (1 << 20, 3, 1):
+        monkeypatch.setattr(_pairs, "PAIR_CHUNK", chunk)
+        ds = make_dataset(X, y, qid=qid, sample_weight=w)
+        b = train(dict(params, n_estimators=3, min_samples_leaf=2), ds)
+        preds.append(b.predict(X).tobytes())
+    assert preds[0] == preds[1] == preds[2]
+
+
+def test_ole_pairs_over_the_limit_are_refused_naming_the_query(monkeypatch) -> None:
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", "100")
+    y = np.r_[np.tile([0.0, 1.0], 4), np.tile([0.0, 1.0, 2.0], 10)]
+    qid = np.r_[np.full(8, 7), np.full(30, 42)]
+    X = np.random.default_rng(0).normal(size=(38, 3))
+    ds = make_dataset(X, y, qid=qid)
+    params = dict(objective="ranknet", split_criterion="ole", n_estimators=2)
+    with pytest.raises(ValueError, match=r"query 42 alone has 300 pairs \(30 doc"):
+        train(params, ds)
+    with pytest.raises(ValueError, match="pair_method='topk'"):
+        train(dict(params, objective="rankboost"), ds)
+    # the advice works: top-3 truncation keeps the pair count under the limit
+    train(dict(params, pair_method="topk", truncation_level=2), ds)
+    # and the other criteria never hold the pairs
+    train(dict(params, split_criterion="newton"), ds)

@@ -33,14 +33,17 @@ never wraps and reads the same jitted or under ``NUMBA_DISABLE_JIT=1`` (NumPy sc
 warn on uint64 overflow).  The integer in ``[0, m)`` is ``hash % m``; its relative bias,
 at most ``m / 2**32``, is negligible for query sizes (1e-5 for 40 000 documents).
 
-The objectives' per-query kernels call :func:`_enumerate_pairs_one_query` into a
-per-query buffer (sized by :func:`_max_pairs_one_query`) and then walk the buffer, so
-the pairs they use are by construction the pairs tested here.  Helpers called once per
+The objectives' per-query kernels call :func:`_enumerate_pairs_one_query` (or, for
+``all``/``topk`` in LambdaMART/RankNet/RankBoost, :func:`_enumerate_pairs_chunk`, the
+same pairs in the same order through a buffer of at most ``PAIR_CHUNK``) and then walk
+the buffer, so the pairs they use are by construction the pairs tested here.  Helpers called once per
 pair take scalars only: a Numba call that is not inlined pays reference counting for
 every array argument, which costs more than the pair itself.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 from numpy.typing import NDArray
@@ -61,6 +64,22 @@ _MUL1 = np.uint64(0x7FEB352D)
 _MUL2 = np.uint64(0x846CA68B)
 _KEY_SEED = np.uint64(0x9E3779B9)
 _KEY_COUNTER = np.uint64(0x632BE5AB)
+
+# Label pairs a pairwise objective holds at once per query ("all"/"topk" are streamed
+# through a buffer of this many; 2 int64 per pair: 16 MiB per thread).  Read at each
+# call, so tests may lower it.
+PAIR_CHUNK = 1 << 20
+
+# The OLE criterion needs every pair of a round in memory at once (about 40 bytes each
+# in the objective's PairTerms and the grower's partition): more than this is refused
+# with a message naming the largest query.  ``$LTRBOOST_MAX_OLE_PAIRS`` overrides it.
+MAX_OLE_PAIRS = 50_000_000
+
+
+def max_ole_pairs() -> int:
+    """The OLE pair limit: ``$LTRBOOST_MAX_OLE_PAIRS`` when set, else MAX_OLE_PAIRS."""
+    env = os.environ.get("LTRBOOST_MAX_OLE_PAIRS")
+    return int(float(env)) if env else int(MAX_OLE_PAIRS)
 
 
 def pair_method_code(
@@ -278,6 +297,43 @@ def _enumerate_pairs_one_query(
                 rank_hi_out[k] = a
                 rank_lo_out[k] = b
                 k += 1
+    return k
+
+
+
+@kernel
+def _enumerate_pairs_chunk(
+    labels_ranked, method, truncation, cursor, rank_hi_out, rank_lo_out
+):
+    """The next pairs of ``"all"``/``"topk"``, at most ``len(rank_hi_out)``; their count.
+
+    The double loop of :func:`_enumerate_pairs_one_query` resumed at ``cursor``
+    (IN/OUT int64 (2,): ``rank_hi, rank_lo`` of the next candidate; start at
+    ``(0, 1)``).  Calls until one returns less than the buffer length give exactly the
+    pairs of :func:`_enumerate_pairs_one_query`, in its order, with memory bounded by
+    the buffer instead of quadratic in the query length.
+    """
+    n = labels_ranked.shape[0]
+    cap = rank_hi_out.shape[0]
+    n_outer = _n_outer_ranks(n, method, truncation)
+    a = cursor[0]
+    b = cursor[1]
+    k = 0
+    while a < n_outer:
+        while b < n:
+            if labels_ranked[a] != labels_ranked[b]:
+                if k == cap:
+                    cursor[0] = a
+                    cursor[1] = b
+                    return k
+                rank_hi_out[k] = a
+                rank_lo_out[k] = b
+                k += 1
+            b += 1
+        a += 1
+        b = a + 1
+    cursor[0] = a
+    cursor[1] = b
     return k
 
 

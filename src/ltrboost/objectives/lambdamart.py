@@ -31,9 +31,11 @@ from ltrboost._config import MAX_EXP_GAIN_LABEL
 from ltrboost._numba import kernel, parallel_kernel, prange
 from ltrboost.dataset import RankingDataset
 from ltrboost.metrics._dcg import _discount, inverse_max_dcg, label_gains
+from ltrboost.objectives import _pairs
 from ltrboost.objectives._pairs import (
     PAIR_SAMPLED,
     _count_pairs_one_query,
+    _enumerate_pairs_chunk,
     _enumerate_pairs_one_query,
     _enumerate_pairs_one_query_reference,
     _has_two_labels,
@@ -280,6 +282,7 @@ class _PairwiseObjective(Objective):
             pair_out[2],
             counts,
             losses,
+            _pairs.PAIR_CHUNK,  # read per call: tests shrink it
         )
         return counts, losses
 
@@ -335,6 +338,7 @@ class _PairwiseObjective(Objective):
         offsets = np.zeros(data.n_queries + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         total = int(offsets[-1])
+        _check_ole_pair_count(counts, data, self.name)
         out = (
             np.empty(total, dtype=np.int32),
             np.empty(total, dtype=np.int32),
@@ -383,6 +387,27 @@ class _PairwiseObjective(Objective):
     ) -> PairTerms:
         """:meth:`pair_terms` with pairs and weights frozen at ``reference_scores``."""
         return self._pair_terms(scores, reference_scores, data, iteration)
+
+
+def _check_ole_pair_count(
+    counts: NDArray[np.int64], data: RankingDataset, objective: str
+) -> None:
+    """Refuse to hold more than ``_pairs.max_ole_pairs()`` pairs (OLE), naming the
+    query with the most pairs and what to change."""
+    total = int(counts.sum())
+    limit = _pairs.max_ole_pairs()
+    if total <= limit:
+        return
+    q = int(np.argmax(counts))
+    name = data.query_ids[q] if data.query_ids is not None else q
+    n_q = int(data.query_offsets[q + 1] - data.query_offsets[q])
+    raise ValueError(
+        f"split_criterion='ole' holds every pair of a round in memory: {total} pairs "
+        f"(~{total * 40 / 2**30:.1f} GiB) are over the limit of {limit} "
+        f"($LTRBOOST_MAX_OLE_PAIRS); query {name} alone has {int(counts[q])} pairs "
+        f"({n_q} documents). Use pair_method='topk' with a truncation_level, "
+        f"pair_method='sampled', or split_criterion='newton' ({objective})"
+    )
 
 
 @register
@@ -818,6 +843,7 @@ def _lambdamart_one_query(
     pair_i_out,
     pair_j_out,
     pair_rho_out,
+    pair_chunk,
 ):
     """One query (LightGBM's ``GetGradientsForOneQuery``); returns (n_pairs, loss).
 
@@ -826,10 +852,11 @@ def _lambdamart_one_query(
     weights_q: IN float32 (n,) or (0,).   xp_*: IN explicit pairs (rows in the query).
     grad_q, hess_q: OUT float32 (n,) when ``want_gh``. pair_*_out: OUT this query's
     slice of the PairTerms arrays when ``want_pairs``. ``count_only``: only count the
-    pairs (sizes the PairTerms arrays).
+    pairs (sizes the PairTerms arrays).  ``pair_chunk``: the most label pairs held at
+    once (``_pairs.PAIR_CHUNK``).
 
-    The label pairs are first enumerated into a buffer of rank pairs
-    (``_enumerate_pairs_one_query``), then one loop walks the label pairs followed by
+    The label pairs are enumerated into a buffer of rank pairs, in chunks of at most
+    ``pair_chunk`` (``_enumerate_pairs_chunk``), and one loop walks them followed by
     the explicit pairs.  The pair body is written once, inline: a helper function taking
     the arrays would not be inlined by Numba and would pay reference counting on every
     array argument for every pair (measured: several times the cost of the pair).
@@ -869,18 +896,19 @@ def _lambdamart_one_query(
             )
         return count, 0.0
 
-    n_lab = 0
-    cap = (
-        _max_pairs_one_query(n, method, truncation, pairs_per_sample)
-        if use_labels
-        else 0
-    )
+    # Label pairs go through a buffer of at most ``pair_chunk`` pairs: "all"/"topk"
+    # resume their double loop where the previous chunk stopped, so memory stays linear
+    # in the query length; "sampled" has n * pairs_per_sample pairs, written at once.
+    # The pairs are visited in the same order as unchunked, so results are identical.
+    cap = 0
+    if use_labels:
+        cap = _max_pairs_one_query(n, method, truncation, pairs_per_sample)
+        if method != PAIR_SAMPLED:
+            cap = min(cap, max(pair_chunk, 1))
     rank_a = np.empty(cap, dtype=np.int64)
     rank_b = np.empty(cap, dtype=np.int64)
-    if use_labels:
-        n_lab = _enumerate_pairs_one_query(
-            labels_ranked, method, truncation, pairs_per_sample, seed, rank_a, rank_b
-        )
+    cursor = np.zeros(2, dtype=np.int64)  # (rank_hi, rank_lo) to resume from
+    cursor[1] = 1
     rank_of = np.empty(n, dtype=np.int64)  # document -> rank (explicit pairs)
     for r in range(n):
         rank_of[order[r]] = r
@@ -907,80 +935,100 @@ def _lambdamart_one_query(
     h_acc = np.zeros(n)
     sum_lambdas = 0.0
     loss = 0.0
-    n_pairs = n_lab + n_x
-    for k in range(n_pairs):
-        # --- the pair: doc_i preferred to doc_j, and its |dZ| ---
-        if k < n_lab:
-            r_i = rank_a[k]
-            r_j = rank_b[k]
-            if labels_ranked[r_i] < labels_ranked[r_j]:
-                r_i, r_j = r_j, r_i
-            doc_i = order[r_i]
-            doc_j = order[r_j]
-            lo = min(r_i, r_j)
-            hi = max(r_i, r_j)
-            if metric == METRIC_NONE:
-                dz = 1.0
-            elif metric == METRIC_NDCG:  # pa holds the discounts of the ranks
-                dz = _delta_ndcg(
-                    values_ranked[r_i], values_ranked[r_j], pa[r_i], pa[r_j], inv_norm_q
+    k = -1  # index of the pair in this query's PairTerms slice
+    labels_left = use_labels
+    explicit_left = n_x > 0
+    while labels_left or explicit_left:
+        is_label = labels_left
+        if labels_left:
+            if method == PAIR_SAMPLED:
+                n_in = _enumerate_pairs_one_query(
+                    labels_ranked, method, truncation, pairs_per_sample, seed,
+                    rank_a, rank_b,
+                )  # fmt: skip
+                labels_left = False
+            else:
+                n_in = _enumerate_pairs_chunk(
+                    labels_ranked, method, truncation, cursor, rank_a, rank_b
                 )
-            elif metric == METRIC_ERR:
-                dz = abs(
-                    _delta_err(
-                        values_ranked[lo], values_ranked[hi], pa[lo], pa[hi],
-                        pb[hi] - pb[lo + 1], lo, hi,
+                labels_left = n_in == cap  # a full chunk: maybe more to come
+        else:
+            n_in = n_x
+            explicit_left = False
+        for t in range(n_in):
+            k += 1
+            # --- the pair: doc_i preferred to doc_j, and its |dZ| ---
+            if is_label:
+                r_i = rank_a[t]
+                r_j = rank_b[t]
+                if labels_ranked[r_i] < labels_ranked[r_j]:
+                    r_i, r_j = r_j, r_i
+                doc_i = order[r_i]
+                doc_j = order[r_j]
+                lo = min(r_i, r_j)
+                hi = max(r_i, r_j)
+                if metric == METRIC_NONE:
+                    dz = 1.0
+                elif metric == METRIC_NDCG:  # pa holds the discounts of the ranks
+                    dz = _delta_ndcg(
+                        values_ranked[r_i], values_ranked[r_j], pa[r_i], pa[r_j], inv_norm_q
                     )
-                )  # fmt: skip
-            else:
-                dz = inv_norm_q * abs(
-                    _delta_ap(
-                        values_ranked[lo], values_ranked[hi], pa[lo], pa[hi],
-                        pb[hi] - pb[lo + 1], lo, hi,
-                    )
-                )  # fmt: skip
-        else:  # explicit preference pair: |dZ| = its weight, whatever the metric
-            x = k - n_lab
-            doc_i = xp_i[x]
-            doc_j = xp_j[x]
-            dz = xp_w[x]
-        if scale_by_diff:  # LightGBM lambdarank_norm: regularise by the score distance
-            dz /= 0.01 + abs(ref_q[doc_i] - ref_q[doc_j])
+                elif metric == METRIC_ERR:
+                    dz = abs(
+                        _delta_err(
+                            values_ranked[lo], values_ranked[hi], pa[lo], pa[hi],
+                            pb[hi] - pb[lo + 1], lo, hi,
+                        )
+                    )  # fmt: skip
+                else:
+                    dz = inv_norm_q * abs(
+                        _delta_ap(
+                            values_ranked[lo], values_ranked[hi], pa[lo], pa[hi],
+                            pb[hi] - pb[lo + 1], lo, hi,
+                        )
+                    )  # fmt: skip
+            else:  # explicit preference pair: |dZ| = its weight, whatever the metric
+                x = t
+                doc_i = xp_i[x]
+                doc_j = xp_j[x]
+                dz = xp_w[x]
+            if scale_by_diff:  # LightGBM lambdarank_norm: regularise by the score distance
+                dz /= 0.01 + abs(ref_q[doc_i] - ref_q[doc_j])
 
-        # --- its loss, derivatives and share of sum_lambdas ---
-        if loss_code == LOSS_LOGISTIC:
-            x_ij = sigma * (scores_q[doc_i] - scores_q[doc_j])
-            rho, one_minus_rho = _sigmoid_from_exp(ex[doc_i], ex[doc_j], x_ij)
-            grad = sigma * dz * rho  # = -lambda_ij (seed 001)
-            hess = sigma * sigma * dz * rho * one_minus_rho
-            pair_loss = 0.0
-            if want_loss:  # log1p costs as much as the rest of the pair
-                pair_loss = dz * _logistic(x_ij)[2]
-            if same_scores:
+            # --- its loss, derivatives and share of sum_lambdas ---
+            if loss_code == LOSS_LOGISTIC:
+                x_ij = sigma * (scores_q[doc_i] - scores_q[doc_j])
+                rho, one_minus_rho = _sigmoid_from_exp(ex[doc_i], ex[doc_j], x_ij)
+                grad = sigma * dz * rho  # = -lambda_ij (seed 001)
+                hess = sigma * sigma * dz * rho * one_minus_rho
+                pair_loss = 0.0
+                if want_loss:  # log1p costs as much as the rest of the pair
+                    pair_loss = dz * _logistic(x_ij)[2]
+                if same_scores:
+                    sum_lambdas += 2.0 * grad
+                else:
+                    rho_ref, _ = _sigmoid_pair(sigma * (ref_q[doc_i] - ref_q[doc_j]))
+                    sum_lambdas += 2.0 * sigma * dz * rho_ref
+            else:  # RankBoost: exp(s_j - s_i), seed 000 example 3
+                e = math.exp(min(scores_q[doc_j] - scores_q[doc_i], EXP_CLIP))
+                grad = dz * e
+                hess = dz * e
+                pair_loss = dz * e
                 sum_lambdas += 2.0 * grad
-            else:
-                rho_ref, _ = _sigmoid_pair(sigma * (ref_q[doc_i] - ref_q[doc_j]))
-                sum_lambdas += 2.0 * sigma * dz * rho_ref
-        else:  # RankBoost: exp(s_j - s_i), seed 000 example 3
-            e = math.exp(min(scores_q[doc_j] - scores_q[doc_i], EXP_CLIP))
-            grad = dz * e
-            hess = dz * e
-            pair_loss = dz * e
-            sum_lambdas += 2.0 * grad
 
-        g_acc[doc_i] -= grad
-        g_acc[doc_j] += grad
-        h_acc[doc_i] += hess
-        h_acc[doc_j] += hess
-        w_pair = 1.0
-        if has_w:  # float64 before adding: float32 + float32 would round
-            w_pair = 0.5 * (np.float64(weights_q[doc_i]) + np.float64(weights_q[doc_j]))
-        if want_pairs:
-            pair_i_out[k] = row_offset + doc_i
-            pair_j_out[k] = row_offset + doc_j
-            pair_rho_out[k] = hess * w_pair
-        if want_loss:
-            loss += pair_loss * w_pair
+            g_acc[doc_i] -= grad
+            g_acc[doc_j] += grad
+            h_acc[doc_i] += hess
+            h_acc[doc_j] += hess
+            w_pair = 1.0
+            if has_w:  # float64 before adding: float32 + float32 would round
+                w_pair = 0.5 * (np.float64(weights_q[doc_i]) + np.float64(weights_q[doc_j]))
+            if want_pairs:
+                pair_i_out[k] = row_offset + doc_i
+                pair_j_out[k] = row_offset + doc_j
+                pair_rho_out[k] = hess * w_pair
+            if want_loss:
+                loss += pair_loss * w_pair
 
     factor = 1.0
     if normalize and sum_lambdas > 0.0:  # LightGBM lambdarank_norm
@@ -990,6 +1038,7 @@ def _lambdamart_one_query(
             w = weights_q[d] if has_w else 1.0
             grad_q[d] = g_acc[d] * factor * w
             hess_q[d] = h_acc[d] * factor * w
+    n_pairs = k + 1
     if want_pairs and factor != 1.0:
         for k in range(n_pairs):
             pair_rho_out[k] *= factor
@@ -1030,6 +1079,7 @@ def _lambdamart_all_queries(
     pair_rho,
     counts_out,
     loss_out,
+    pair_chunk,
 ):
     """Parallel driver over queries; every query writes only its own slices.
 
@@ -1057,7 +1107,7 @@ def _lambdamart_all_queries(
             metric, loss_code, sigma, normalize, same_scores,
             count_only, want_gh, want_pairs, want_loss, lo,
             gradients[lo:hi], hessians[lo:hi],
-            pair_i[p0:p1], pair_j[p0:p1], pair_rho[p0:p1],
+            pair_i[p0:p1], pair_j[p0:p1], pair_rho[p0:p1], pair_chunk,
         )  # fmt: skip
         counts_out[q] = count
         loss_out[q] = loss
