@@ -36,9 +36,9 @@ at most ``m / 2**32``, is negligible for query sizes (1e-5 for 40 000 documents)
 The objectives' per-query kernels call :func:`_enumerate_pairs_one_query` (or, for
 ``all``/``topk`` in LambdaMART/RankNet/RankBoost, :func:`_enumerate_pairs_chunk`, the
 same pairs in the same order through a buffer of at most ``PAIR_CHUNK``) and then walk
-the buffer, so the pairs they use are by construction the pairs tested here.  Helpers called once per
-pair take scalars only: a Numba call that is not inlined pays reference counting for
-every array argument, which costs more than the pair itself.
+the buffer, so the pairs they use are by construction the pairs tested here.  Helpers
+called once per pair take scalars only: a Numba call that is not inlined pays reference
+counting for every array argument, which costs more than the pair itself.
 """
 
 from __future__ import annotations
@@ -300,12 +300,9 @@ def _enumerate_pairs_one_query(
     return k
 
 
-
 @kernel
-def _enumerate_pairs_chunk(
-    labels_ranked, method, truncation, cursor, rank_hi_out, rank_lo_out
-):
-    """The next pairs of ``"all"``/``"topk"``, at most ``len(rank_hi_out)``; their count.
+def _enumerate_pairs_chunk(labels_ranked, method, truncation, cursor, hi_out, lo_out):
+    """The next pairs of ``"all"``/``"topk"``, at most ``len(hi_out)``; their count.
 
     The double loop of :func:`_enumerate_pairs_one_query` resumed at ``cursor``
     (IN/OUT int64 (2,): ``rank_hi, rank_lo`` of the next candidate; start at
@@ -314,7 +311,7 @@ def _enumerate_pairs_chunk(
     the buffer instead of quadratic in the query length.
     """
     n = labels_ranked.shape[0]
-    cap = rank_hi_out.shape[0]
+    cap = hi_out.shape[0]
     n_outer = _n_outer_ranks(n, method, truncation)
     a = cursor[0]
     b = cursor[1]
@@ -326,8 +323,8 @@ def _enumerate_pairs_chunk(
                     cursor[0] = a
                     cursor[1] = b
                     return k
-                rank_hi_out[k] = a
-                rank_lo_out[k] = b
+                hi_out[k] = a
+                lo_out[k] = b
                 k += 1
             b += 1
         a += 1
