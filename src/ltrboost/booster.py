@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._checks import check_param_types, check_round_finite
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
 from ltrboost._numba import threads
 from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory
@@ -76,7 +77,10 @@ class BoosterParams:
     ``split_criterion`` ("newton" | "se" | "ole"), ``growth`` ("best_first" |
     "breadth_first" | "depth_first"), ``subsample`` (fraction of *queries* per round),
     ``colsample_bytree`` (fraction of features per tree), ``random_state``,
-    ``n_threads`` (None: all cores).
+    ``n_threads`` (None, 0 or negative: all cores; more than the cores: capped at
+    them; a thread count never changes the model).
+    Integer parameters must be integers (``1.5`` and ``True`` are refused) and real
+    ones finite real numbers.
     Early stopping: ``early_stopping_rounds`` on the first metric of ``eval_metric`` over
     the first validation set.
     Objective: ``objective`` and the objective parameters in ``OBJECTIVE_PARAM_NAMES``
@@ -121,6 +125,8 @@ class BoosterParams:
         def check(cond: bool, msg: str) -> None:
             if not cond:
                 raise ValueError(msg)
+
+        check_param_types(self)  # integers, finite reals, booleans; then the ranges
 
         check(
             int(self.n_estimators) >= 1,
@@ -385,7 +391,10 @@ def train(
         raise ValueError("the training set is empty")
     objective = make_objective(params)
     check_metrics(params, objective)  # a typo fails now, valid set or not
-    with threads(params.n_threads) as n_threads:
+    # NaN/inf is detected after each tree (check_round_finite) and reported as one
+    # error naming the round; NumPy's overflow warnings before it would only be noise.
+    quiet = np.errstate(over="ignore", invalid="ignore")
+    with threads(params.n_threads) as n_threads, quiet:
         return _train(
             params,
             objective,
@@ -580,6 +589,11 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
                 binner.missing_bin_,
                 sample_indices is not None,
             )
+            check_round_finite(  # the first NaN/inf stops training, naming the round
+                it, gradients=gradients[k], hessians=hessians[k],
+                leaf_values=nodes["value"], scores=raw[k],
+                params=params, train_set=train_set, learning_rate=lr,
+            )  # fmt: skip
             for _, _, Xb, rv, _ in valid_state:
                 predict_binned_tree(nodes, Xb, binner.missing_bin_, rv[k])
             trees.append(used.to_original(nodes))

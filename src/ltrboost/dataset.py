@@ -170,6 +170,7 @@ def check_labels(
         raise LTRInputError(f"{name} must be 1-D, got shape {y.shape}")
     if y.shape[0] != n_samples:
         raise LTRInputError(f"{name} has {y.shape[0]} rows but X has {n_samples}")
+    _refuse_complex(y, name)
     try:
         y = y.astype(np.float64)
     except (TypeError, ValueError) as e:
@@ -223,13 +224,18 @@ def make_dataset(
         raise LTRInputError("labels y are required")
     w = None
     if sample_weight is not None:
-        w = np.asarray(sample_weight, dtype=np.float64).ravel()
+        w = np.asarray(sample_weight)
+        _refuse_complex(w, "sample_weight")
+        w = np.asarray(w, dtype=np.float64).ravel()
         if w.shape[0] != n:
             raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            row = int(np.flatnonzero(~np.isfinite(w) | (w < 0))[0])
+        # weights are kept as float32: larger ones would become inf
+        bad = ~np.isfinite(w) | (w < 0) | (w > _FLOAT32_MAX)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
             raise LTRInputError(
-                f"sample_weight[{row}]={w[row]} must be finite and >= 0"
+                f"sample_weight[{row}]={w[row]} must be finite, >= 0 and at most "
+                f"{_FLOAT32_MAX:.4g} (weights are float32)"
             )
         w = w.astype(np.float32)
     if order is not None:
@@ -254,10 +260,15 @@ def as_feature_matrix(X: Any) -> tuple[NDArray[np.floating], list[str] | None]:
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # pandas DataFrame
         names = [str(c) for c in X.columns]
+        for c, dt in zip(names, X.dtypes, strict=True):
+            if getattr(dt, "kind", "") == "c":
+                raise LTRInputError(f"X column {c!r} is complex; features must be real")
         X = X.to_numpy(dtype=np.float64, na_value=np.nan)
     elif hasattr(X, "toarray") and hasattr(X, "tocsr"):  # scipy.sparse
+        _refuse_complex(X, "X")
         X = X.toarray()
     X = np.asarray(X)
+    _refuse_complex(X, "X")
     if X.ndim != 2:
         raise LTRInputError(
             f"X must be 2-D (n_samples, n_features), got shape {X.shape}"
@@ -276,3 +287,17 @@ def as_feature_matrix(X: Any) -> tuple[NDArray[np.floating], list[str] | None]:
             line=int(row),
         )
     return X, names
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _refuse_complex(a: Any, name: str) -> None:
+    """Complex input would silently lose its imaginary part in a float conversion."""
+    dtype = getattr(a, "dtype", None)
+    if dtype is not None and dtype.kind == "c":
+        raise LTRInputError(f"{name} is complex ({dtype}); it must hold real numbers")
+    if dtype is not None and dtype == object:
+        for v in np.asarray(a).ravel()[:1000]:  # a cheap look at object arrays
+            if isinstance(v, complex):
+                raise LTRInputError(f"{name} holds complex numbers; it must be real")

@@ -1,0 +1,147 @@
+"""Checks of training parameters and of the numbers a training run produces.
+
+* :func:`check_param_types`: integer parameters are integers (not ``1.5``, not
+  ``True``), real parameters are finite real numbers (not complex, not ``inf``),
+  booleans are booleans; a parameter whose default is not None may not be None.
+  Called by :meth:`ltrboost.booster.BoosterParams.validate`, before any range check.
+* :func:`check_round_finite`: after each tree, the gradients, the tree's leaf values
+  and the updated scores must be finite; the first non-finite one stops training with
+  :class:`NonFiniteTrainingError` naming the round, what went non-finite and the
+  magnitudes that usually cause it (a huge ``learning_rate`` or ``sigma``, huge labels
+  or weights), instead of training every round and failing only at save time (CLI) or
+  returning NaN scores (Python).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import MISSING, fields
+from typing import Any
+
+import numpy as np
+
+INT_PARAMS = (
+    "n_estimators",
+    "max_leaf_nodes",
+    "max_depth",
+    "min_samples_leaf",
+    "max_bins",
+    "min_samples_bin",
+    "random_state",
+    "n_threads",
+    "early_stopping_rounds",
+    "truncation_level",
+    "pairs_per_sample",
+)
+REAL_PARAMS = (
+    "learning_rate",
+    "min_sum_hessian_in_leaf",
+    "l2_regularization",
+    "min_gain_to_split",
+    "subsample",
+    "colsample_bytree",
+    "sigma",
+    "relevance_threshold",
+    "positive_threshold",
+    "preference_weight",
+)
+BOOL_PARAMS = ("lambda_normalization", "use_label_pairs")
+
+
+class NonFiniteTrainingError(ValueError):
+    """Training produced NaN or inf (gradients, leaf values or scores)."""
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
+
+
+def check_param_types(params: Any) -> None:
+    """Raise ValueError naming the first parameter of the wrong type or non-finite."""
+    defaults = {
+        f.name: (None if f.default is MISSING else f.default) for f in fields(params)
+    }
+    for name in INT_PARAMS + REAL_PARAMS + BOOL_PARAMS:
+        v = getattr(params, name)
+        if v is None:
+            if defaults.get(name) is not None:
+                raise ValueError(
+                    f"{name}=None is not allowed (default {defaults[name]})"
+                )
+            continue
+        if name in INT_PARAMS and not _is_int(v):
+            raise ValueError(f"{name}={v!r} must be an integer")
+        if name in REAL_PARAMS:
+            if not _is_real(v):
+                raise ValueError(f"{name}={v!r} must be a real number")
+            if not math.isfinite(v):
+                raise ValueError(f"{name}={v!r} must be finite")
+        if name in BOOL_PARAMS and not isinstance(v, bool | np.bool_):
+            raise ValueError(f"{name}={v!r} must be True or False")
+    for name in ("tau", "label_scale"):  # numbers or names: numbers must be finite
+        v = getattr(params, name)
+        values = v if isinstance(v, list | tuple) else [v]
+        for x in values:
+            if isinstance(x, complex | np.complexfloating) or (
+                _is_real(x) and not math.isfinite(x)
+            ):
+                raise ValueError(f"{name}={v!r} must hold finite real numbers")
+
+
+def _all_finite(a: np.ndarray) -> bool:
+    if a.size == 0:
+        return True
+    return bool(np.isfinite(a.min()) and np.isfinite(a.max()))  # NaN propagates
+
+
+def check_round_finite(
+    iteration: int,
+    *,
+    gradients: np.ndarray | None = None,
+    hessians: np.ndarray | None = None,
+    leaf_values: np.ndarray | None = None,
+    scores: np.ndarray | None = None,
+    params: Any = None,
+    train_set: Any = None,
+    learning_rate: float | None = None,
+) -> None:
+    """Raise :class:`NonFiniteTrainingError` if any given array holds NaN or inf."""
+    for what, arr in (
+        ("gradients", gradients),
+        ("hessians", hessians),
+        ("leaf values", leaf_values),
+        ("training scores", scores),
+    ):
+        if arr is not None and not _all_finite(np.asarray(arr)):
+            raise NonFiniteTrainingError(
+                f"round {iteration + 1}: the {what} are not finite (NaN or inf), "
+                f"training stopped; {_likely_causes(params, train_set, learning_rate)}"
+            )
+
+
+def _likely_causes(params: Any, train_set: Any, learning_rate: float | None) -> str:
+    parts = []
+    if learning_rate is not None:
+        parts.append(f"learning_rate={learning_rate:g}")
+    if params is not None:
+        for name in ("sigma", "l2_regularization"):
+            v = getattr(params, name, None)
+            if v is not None:
+                parts.append(f"{name}={v:g}")
+    if train_set is not None:
+        y = getattr(train_set, "y", None)
+        if y is not None and y.size:
+            parts.append(f"labels up to {float(np.max(np.abs(y))):g}")
+        w = getattr(train_set, "weights", None)
+        if w is not None and w.size:
+            parts.append(f"weights up to {float(np.max(w)):g}")
+    return (
+        "likely cause: a parameter or data too large for float arithmetic ("
+        + ", ".join(parts)
+        + "); lower learning_rate/sigma or rescale labels/weights"
+    )

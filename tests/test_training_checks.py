@@ -1,0 +1,181 @@
+"""Parameters and data are checked up front; training stops at the first NaN/inf (#18).
+
+* Integer parameters must be integers (``1.5``, ``True``, ``2.0`` refused), real ones
+  finite real numbers (``inf``, NaN, complex refused).
+* ``n_threads``: None, 0 or negative = all cores, above the cores = capped; the trees
+  do not depend on it.
+* Complex ``X``, ``y`` or weights are refused (a float conversion would drop the
+  imaginary part); weights beyond float32 are refused.
+* Settings that overflow (``learning_rate=1e308``, ``sigma=1e308``, labels ~1e300,
+  weights ~1e38) stop in round 1 with ``NonFiniteTrainingError`` naming the round and
+  the magnitudes involved, in Python and in the CLI (one line, status 2, no file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ltrboost import train
+from ltrboost._checks import NonFiniteTrainingError
+from ltrboost.cli import main
+from ltrboost.dataset import LTRInputError, make_dataset
+from ltrboost.datasets import make_ranking
+
+X, Y, QID = make_ranking(
+    n_queries=8, docs_per_query=(4, 10), n_features=4, random_state=1
+)[:3]
+BASE = dict(n_estimators=3, min_samples_leaf=2, max_leaf_nodes=4)
+
+
+def _ds(X=X, y=Y, w=None):
+    return make_dataset(X, y, qid=QID, sample_weight=w)
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("n_estimators", 1.5),
+        ("n_estimators", True),
+        ("n_estimators", 2.0),
+        ("n_estimators", "3"),
+        ("max_leaf_nodes", np.float64(4)),
+        ("max_depth", 2.5),
+        ("min_samples_leaf", False),
+        ("n_threads", 1.0),
+        ("n_threads", True),
+        ("random_state", None),
+        ("truncation_level", 3.0),
+        ("learning_rate", 1j),
+        ("learning_rate", "0.1"),
+        ("lambda_normalization", "yes"),
+        ("n_estimators", None),
+    ],
+)
+def test_wrong_parameter_types_are_refused(name, value) -> None:
+    with pytest.raises(ValueError, match=name):
+        train(dict(BASE, **{name: value}), _ds())
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("learning_rate", float("inf")),
+        ("learning_rate", float("nan")),
+        ("l2_regularization", float("inf")),
+        ("min_sum_hessian_in_leaf", float("inf")),
+        ("subsample", float("nan")),
+        ("sigma", float("inf")),
+        ("tau", float("inf")),
+        ("preference_weight", float("nan")),
+    ],
+)
+def test_non_finite_parameters_are_refused_up_front(name, value) -> None:
+    obj = {"sigma": "ranknet", "tau": "gbrank", "preference_weight": "qbrank"}
+    params = dict(BASE, objective=obj.get(name, "lambdamart"), **{name: value})
+    with pytest.raises(ValueError, match=f"{name}=.*(finite|must be)"):
+        train(params, _ds())
+
+
+def test_integer_like_numpy_parameters_are_accepted() -> None:
+    train(dict(BASE, n_estimators=np.int64(2), learning_rate=np.float32(0.1)), _ds())
+
+
+@pytest.mark.parametrize("n_threads", [0, -1, 1000])
+def test_n_threads_zero_negative_and_huge_mean_all_cores(n_threads) -> None:
+    ref = train(dict(BASE, n_threads=1), _ds())
+    got = train(dict(BASE, n_threads=n_threads), _ds())
+    for a, b in zip(ref.trees, got.trees, strict=True):
+        assert a.tobytes() == b.tobytes()
+    assert ref.predict(X).tobytes() == got.predict(X, n_threads=n_threads).tobytes()
+
+
+def test_complex_arrays_are_refused() -> None:
+    with pytest.raises(LTRInputError, match="X is complex"):
+        _ds(X=X + 0j)
+    with pytest.raises(LTRInputError, match="y is complex"):
+        _ds(y=Y + 1j)
+    with pytest.raises(LTRInputError, match="sample_weight is complex"):
+        _ds(w=np.ones(len(Y), dtype=np.complex64))
+    with pytest.raises(LTRInputError, match="complex"):
+        _ds(X=X.astype(object) + 1j)
+    booster = train(BASE, _ds())
+    with pytest.raises(LTRInputError, match="X is complex"):
+        booster.predict(X + 0j)
+
+
+def test_complex_sparse_and_pandas_are_refused() -> None:
+    sparse = pytest.importorskip("scipy.sparse")
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(LTRInputError, match="X is complex"):
+        _ds(X=sparse.csr_matrix(X + 1j))
+    df = pd.DataFrame(X, columns=list("abcd"))
+    df["c"] = df["c"] + 1j
+    with pytest.raises(LTRInputError, match="column 'c' is complex"):
+        _ds(X=df)
+
+
+def test_weights_beyond_float32_are_refused() -> None:
+    w = np.ones(len(Y))
+    w[3] = 1e39
+    with pytest.raises(LTRInputError, match=r"sample_weight\[3\]=1e\+39.*float32"):
+        _ds(w=w)
+    w[3] = 3e38  # representable: accepted by the dataset (training may overflow)
+    assert np.isfinite(_ds(w=w).weights).all()
+
+
+@pytest.mark.parametrize(
+    "params,data,cause",
+    [
+        (dict(learning_rate=1e308), {}, "learning_rate=1e\\+308"),
+        (dict(objective="ranknet", sigma=1e308), {}, "sigma=1e\\+308"),
+        (dict(objective="mart"), dict(y=Y * 1e300 + 1e300), "labels up to"),
+        (
+            dict(objective="mart"),
+            dict(w=np.full(len(Y), 3e38)),
+            "weights up to 3e\\+38",
+        ),
+        (dict(objective="mcrank", learning_rate=1e308), {}, "learning_rate=1e\\+308"),
+    ],
+)
+def test_non_finite_training_stops_at_the_first_round(params, data, cause) -> None:
+    rounds = []
+    with pytest.raises(NonFiniteTrainingError, match=f"round 1: .*{cause}"):
+        train(
+            dict(BASE, **params),
+            _ds(**data),
+            callbacks=[lambda env: rounds.append(env.iteration)],
+        )
+    assert rounds == []
+
+
+def test_non_finite_training_cli_one_line_no_file(tmp_path: Path, capsys) -> None:
+    from ltrboost.io.letor import dump_svmlight
+
+    data = tmp_path / "train.txt"
+    dump_svmlight(data, X, Y, qid=QID)
+    out = tmp_path / "m.json"
+    code = main(
+        ["train", str(data), "-q", "-o", str(out), "--n-estimators", "3"]
+        + ["--learning-rate", "1e308", "--min-samples-leaf", "2"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("ltrboost: error: round 1: the leaf values are not finite")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_overflow_in_a_later_round_stops_there() -> None:
+    """RankBoost with learning_rate=1e308: round 1's leaves are finite (|value| < 1),
+    round 2's scores overflow; the error names round 2 and one round was completed."""
+    rounds = []
+    with pytest.raises(NonFiniteTrainingError, match="round 2: the training scores"):
+        train(
+            dict(BASE, objective="rankboost", learning_rate=1e308),
+            _ds(),
+            callbacks=[lambda env: rounds.append(env.iteration)],
+        )
+    assert rounds == [0]
