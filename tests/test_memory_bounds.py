@@ -203,9 +203,16 @@ def test_histogram_memory_over_the_limit_is_refused(monkeypatch) -> None:
     )[:3]
     monkeypatch.setenv("LTRBOOST_MAX_HISTOGRAM_BYTES", str(10 * 256 * 24 * 4))
     ds = make_dataset(X, y, qid=qid)
-    train(dict(n_estimators=1, max_leaf_nodes=3, min_samples_leaf=1), ds)  # 4 fit
+    p = dict(n_estimators=1, min_samples_leaf=1)
+    train(dict(p, max_leaf_nodes=3), ds)  # 3 + 1 histograms fit
     with pytest.raises(ValueError, match=r"histograms \(10 used features x 256 bins"):
-        train(dict(n_estimators=1, max_leaf_nodes=4, min_samples_leaf=1), ds)
+        train(dict(p, max_leaf_nodes=4), ds)
+    # the bound also follows the data: 20 rows hold at most 3 splittable leaves of
+    # 2 * 3 rows, and a depth of 1 at most 2 leaves
+    train(dict(p, max_leaf_nodes=31, min_samples_leaf=3), ds)
+    train(dict(p, max_leaf_nodes=31, max_depth=1), ds)
+    with pytest.raises(ValueError, match="5 nodes in flight"):
+        train(dict(p, max_leaf_nodes=31, max_depth=2), ds)
 
 
 # --- pairs ---------------------------------------------------------------------------

@@ -345,21 +345,29 @@ def histogram_memory_limit() -> int:
 
 
 def check_histogram_memory(
-    used: UsedFeatures, max_bins: int, max_leaf_nodes: int, with_pairs: bool
+    used: UsedFeatures, params: Any, n_samples: int, with_pairs: bool
 ) -> None:
     """Raise ValueError when the histograms of training would not fit.
 
-    Estimate: ``n_used_features * (max_bins + 1) * 3 * 8`` bytes per histogram, times
-    ``max_leaf_nodes + 1`` histograms in flight (+1 for the OLE pair histogram).
+    One histogram is ``n_used_features * (max_bins + 1) * 3 * 8`` bytes.  A grower
+    holds one per splittable leaf plus the one being built: at most ``min(
+    max_leaf_nodes, 2 ** max_depth, n_samples // (2 * min_samples_leaf)) + 1`` (the
+    splittable leaves are disjoint and hold ``2 * min_samples_leaf`` rows each), plus
+    the OLE pair histogram.  ``params``: a :class:`~ltrboost.booster.BoosterParams`.
     """
-    per_hist = used.n_used * (int(max_bins) + 1) * 3 * 8
-    n_hist = int(max_leaf_nodes) + 1 + (1 if with_pairs else 0)
+    max_bins = int(params.max_bins)
+    leaves = int(params.max_leaf_nodes)
+    if params.max_depth is not None:
+        leaves = min(leaves, 2 ** min(int(params.max_depth), 62))
+    leaves = min(leaves, max(1, int(n_samples) // (2 * int(params.min_samples_leaf))))
+    per_hist = used.n_used * (max_bins + 1) * 3 * 8
+    n_hist = leaves + 1 + (1 if with_pairs else 0)
     need = per_hist * n_hist
     limit = histogram_memory_limit()
     if need > limit:
         raise ValueError(
             f"training needs {need / 2**30:.1f} GiB of histograms "
-            f"({used.n_used} used features x {int(max_bins) + 1} bins x 3 x 8 bytes x "
+            f"({used.n_used} used features x {max_bins + 1} bins x 3 x 8 bytes x "
             f"{n_hist} nodes in flight; {used.n_features - used.n_used} of "
             f"{used.n_features} columns are constant or absent and cost nothing), "
             f"over the limit of {limit / 2**30:.1f} GiB: lower max_bins or "

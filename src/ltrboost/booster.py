@@ -439,10 +439,7 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
     # constant / absent columns cost nothing: trees are grown on the others
     used = UsedFeatures(train_set.X)
     check_histogram_memory(
-        used,
-        params.max_bins,
-        params.max_leaf_nodes,
-        params.split_criterion == "ole" and objective.is_pairwise,
+        used, params, n, params.split_criterion == "ole" and objective.is_pairwise
     )
     X_binned = binner.fit_transform(used.take(train_set.X))
     grower = TreeGrower(
