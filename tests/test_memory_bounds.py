@@ -218,7 +218,7 @@ def test_histogram_memory_over_the_limit_is_refused(monkeypatch) -> None:
 # --- pairs ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method,trunc", [("all", -1), ("topk", 3), ("topk", 50)])
+@pytest.mark.parametrize(("method", "trunc"), [("all", -1), ("topk", 3), ("topk", 50)])
 @pytest.mark.parametrize("cap", [1, 2, 5, 1000])
 def test_pair_chunks_concatenate_to_all_pairs(method, trunc, cap) -> None:
     from ltrboost.objectives import _pairs
@@ -253,7 +253,7 @@ def test_pair_chunks_concatenate_to_all_pairs(method, trunc, cap) -> None:
     ],
 )
 def test_streamed_pairs_give_the_same_model(params, monkeypatch) -> None:
-    """Pairs through a buffer of 3 (many chunks per query) or 1 train bit-identically."""
+    """Pairs through a buffer of 3 (many chunks per query) or of 1: bit-identical."""
     from ltrboost.objectives import _pairs
 
     X, y, qid = make_ranking(

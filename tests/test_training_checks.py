@@ -35,7 +35,7 @@ def _ds(X=X, y=Y, w=None):
 
 
 @pytest.mark.parametrize(
-    "name,value",
+    ("name", "value"),
     [
         ("n_estimators", 1.5),
         ("n_estimators", True),
@@ -60,7 +60,7 @@ def test_wrong_parameter_types_are_refused(name, value) -> None:
 
 
 @pytest.mark.parametrize(
-    "name,value",
+    ("name", "value"),
     [
         ("learning_rate", float("inf")),
         ("learning_rate", float("nan")),
@@ -127,7 +127,7 @@ def test_weights_beyond_float32_are_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    "params,data,cause",
+    ("params", "data", "cause"),
     [
         (dict(learning_rate=1e308), {}, "learning_rate=1e\\+308"),
         (dict(objective="ranknet", sigma=1e308), {}, "sigma=1e\\+308"),
@@ -158,13 +158,25 @@ def test_non_finite_training_cli_one_line_no_file(tmp_path: Path, capsys) -> Non
     dump_svmlight(data, X, Y, qid=QID)
     out = tmp_path / "m.json"
     code = main(
-        ["train", str(data), "-q", "-o", str(out), "--n-estimators", "3"]
-        + ["--learning-rate", "1e308", "--min-samples-leaf", "2"]
+        [
+            "train",
+            str(data),
+            "-q",
+            "-o",
+            str(out),
+            "--n-estimators",
+            "3",
+            "--learning-rate",
+            "1e308",
+            "--min-samples-leaf",
+            "2",
+        ]
     )
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("ltrboost: error: round 1: the leaf values are not finite")
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
     assert not out.exists()
 
 

@@ -843,7 +843,7 @@ def _lambdamart_one_query(
     pair_i_out,
     pair_j_out,
     pair_rho_out,
-    pair_chunk,
+    pair_chunk=1 << 20,
 ):
     """One query (LightGBM's ``GetGradientsForOneQuery``); returns (n_pairs, loss).
 
@@ -1079,7 +1079,7 @@ def _lambdamart_all_queries(
     pair_rho,
     counts_out,
     loss_out,
-    pair_chunk,
+    pair_chunk=1 << 20,
 ):
     """Parallel driver over queries; every query writes only its own slices.
 
