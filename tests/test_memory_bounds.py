@@ -284,3 +284,19 @@ def test_ole_pairs_over_the_limit_are_refused_naming_the_query(monkeypatch) -> N
     train(dict(params, pair_method="topk", truncation_level=2), ds)
     # and the other criteria never hold the pairs
     train(dict(params, split_criterion="newton"), ds)
+
+
+@pytest.mark.parametrize("objective", ["gbrank", "qbrank"])
+def test_gbrank_qbrank_long_query_is_refused_naming_it(objective, monkeypatch) -> None:
+    """GBRank/QBRank hold a query's n (n - 1) / 2 label pairs at once: over the limit
+    (here 100 pairs: a query of 15 documents has 105) they refuse, naming the query."""
+    monkeypatch.setenv("LTRBOOST_MAX_QUERY_PAIRS", "100")
+    rng = np.random.default_rng(0)
+    qid = np.r_[np.full(14, 3), np.full(15, 9)]
+    y = rng.integers(0, 3, qid.shape[0]).astype(np.float64)
+    X = rng.normal(size=(qid.shape[0], 2))
+    params = dict(objective=objective, n_estimators=1, min_samples_leaf=1)
+    with pytest.raises(ValueError, match=r"query 9 has 15 documents.*105 document pa"):
+        train(params, make_dataset(X, y, qid=qid))
+    keep = qid == 3  # 14 documents: 91 pairs fit
+    train(params, make_dataset(X[keep], y[keep], qid=qid[keep]))

@@ -76,6 +76,33 @@ PAIR_CHUNK = 1 << 20
 MAX_OLE_PAIRS = 50_000_000
 
 
+# GBRank and QBRank enumerate a query's label pairs into one buffer of n (n - 1) / 2
+# pairs (16 bytes each, per query in flight): a longer query is refused, naming it.
+MAX_QUERY_PAIRS = 50_000_000
+
+
+def check_query_pair_buffer(data, objective: str) -> None:
+    """Raise ValueError when the longest query's pair buffer exceeds the limit
+    (``$LTRBOOST_MAX_QUERY_PAIRS``, else ``MAX_QUERY_PAIRS``)."""
+    sizes = np.diff(data.query_offsets)
+    if sizes.size == 0:
+        return
+    q = int(np.argmax(sizes))
+    n = int(sizes[q])
+    pairs = n * (n - 1) // 2
+    env = os.environ.get("LTRBOOST_MAX_QUERY_PAIRS")
+    limit = int(float(env)) if env else int(MAX_QUERY_PAIRS)
+    if pairs > limit:
+        name = data.query_ids[q] if data.query_ids is not None else q
+        raise ValueError(
+            f"query {name} has {n} documents: {objective} holds its {pairs} document "
+            f"pairs at once ({pairs * 16 / 2**30:.1f} GiB), over the limit of {limit} "
+            "($LTRBOOST_MAX_QUERY_PAIRS); split or truncate the query, or use "
+            "ranknet/rankboost/lambdamart, which stream pairs (and offer "
+            "pair_method='topk' with a truncation_level, or 'sampled')"
+        )
+
+
 def max_ole_pairs() -> int:
     """The OLE pair limit: ``$LTRBOOST_MAX_OLE_PAIRS`` when set, else MAX_OLE_PAIRS."""
     env = os.environ.get("LTRBOOST_MAX_OLE_PAIRS")

@@ -51,6 +51,7 @@ from ltrboost.objectives._pairs import (
     _enumerate_pairs_one_query,
     _has_two_labels,
     _max_pairs_one_query,
+    check_query_pair_buffer,
 )
 from ltrboost.objectives.base import Objective
 from ltrboost.objectives.lambdamart import _doc_weights, _no_explicit_pairs
@@ -165,6 +166,8 @@ def _preference_constants(
             )
     else:
         labels = np.zeros(data.n_samples, dtype=np.float64)
+    if use_labels:
+        check_query_pair_buffer(data, objective)  # label pairs: n^2/2 per query
     xpairs = _explicit_pairs(data) if has_pairs else _no_explicit_pairs(data.n_queries)
     const = _PreferenceConstants(
         labels, has_labels, bool(use_labels), _doc_weights(data), *xpairs
