@@ -300,3 +300,29 @@ def test_gbrank_qbrank_long_query_is_refused_naming_it(objective, monkeypatch) -
         train(params, make_dataset(X, y, qid=qid))
     keep = qid == 3  # 14 documents: 91 pairs fit
     train(params, make_dataset(X[keep], y[keep], qid=qid[keep]))
+
+
+def test_cli_out_of_memory_is_one_error_line(tmp_path: Path) -> None:
+    """Predicting 1000 rows with a 200000-feature model needs a 1.6 GB dense X: under
+    the address-space limit the CLI reports it in one line, status 2, no traceback."""
+    from ltrboost.cli import main
+
+    train_file = tmp_path / "high.txt"
+    train_file.write_text(HIGH_INDEX_FILE)
+    model = tmp_path / "m.json"
+    args = ["train", str(train_file), "-q", "-o", str(model), "--min-samples-leaf", "1"]
+    assert main([*args, "--n-estimators", "2"]) == 0
+    data = tmp_path / "many.txt"
+    data.write_text("0 qid:1 1:0.5\n" * 999 + "1 qid:1 1:0.5 200000:2\n")
+    proc = _run_limited(
+        f"""
+        import sys
+        from ltrboost.cli import main
+        sys.exit(main(["predict", {str(model)!r}, {str(data)!r},
+                       "-o", {str(tmp_path / "p.txt")!r}]))
+        """,
+        tmp_path,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.startswith("ltrboost: error: out of memory: Unable to allocate")
+    assert "Traceback" not in proc.stderr

@@ -256,6 +256,14 @@ def main(argv: list[str] | None = None) -> int:
             msg = f"{e.filename}: {e.strerror}"
         print(f"ltrboost: error: {msg}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except MemoryError as e:  # e.g. NumPy: "Unable to allocate 2.4 GiB for an array …"
+        detail = f": {e}" if str(e) else ""
+        print(
+            f"ltrboost: error: out of memory{detail}; the data or the settings need more "
+            "memory than this process may use (README: Errors and guarantees)",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(
             "ltrboost: interrupted; files already written (e.g. checkpoints) are "
