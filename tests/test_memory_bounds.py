@@ -326,3 +326,18 @@ def test_cli_out_of_memory_is_one_error_line(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.startswith("ltrboost: error: out of memory: Unable to allocate")
     assert "Traceback" not in proc.stderr
+
+
+def test_resume_with_unused_columns_equals_uninterrupted() -> None:
+    """Feature draws are over the original columns, so resuming (which replays them)
+    gives the uninterrupted model when columns are dropped."""
+    X, y, qid = make_ranking(
+        n_queries=10, docs_per_query=(4, 10), n_features=4, random_state=2
+    )[:3]
+    Xw, _ = _wide(X, np.random.default_rng(1))
+    ds = make_dataset(Xw, y, qid=qid)
+    p = dict(n_estimators=4, min_samples_leaf=2, colsample_bytree=0.5, subsample=0.8)
+    full = train(p, ds)
+    half = train(dict(p, n_estimators=2), ds)
+    resumed = train(p, make_dataset(Xw, y, qid=qid), init_model=half)
+    assert [t.tobytes() for t in resumed.trees] == [t.tobytes() for t in full.trees]
