@@ -191,3 +191,13 @@ def test_overflow_in_a_later_round_stops_there() -> None:
             callbacks=[lambda env: rounds.append(env.iteration)],
         )
     assert rounds == [0]
+
+
+def test_predict_n_threads_type_is_checked() -> None:
+    booster = train(BASE, _ds())
+    for bad in (1.5, True, "2"):
+        with pytest.raises(ValueError, match="n_threads"):
+            booster.predict(X, n_threads=bad)
+    ref = booster.predict(X, n_threads=1)
+    for ok in (None, 0, -1, 1000, np.int64(2)):
+        assert booster.predict(X, n_threads=ok).tobytes() == ref.tobytes()

@@ -110,18 +110,26 @@ def check_round_finite(
     train_set: Any = None,
     learning_rate: float | None = None,
 ) -> None:
-    """Raise :class:`NonFiniteTrainingError` if any given array holds NaN or inf."""
-    for what, arr in (
-        ("gradients", gradients),
-        ("hessians", hessians),
-        ("leaf values", leaf_values),
-        ("training scores", scores),
-    ):
-        if arr is not None and not _all_finite(np.asarray(arr)):
-            raise NonFiniteTrainingError(
-                f"round {iteration + 1}: the {what} are not finite (NaN or inf), "
-                f"training stopped; {_likely_causes(params, train_set, learning_rate)}"
-            )
+    """Raise :class:`NonFiniteTrainingError` if the tree or the scores hold NaN/inf.
+
+    Per tree only the leaf values (a few numbers) and the scores (two passes) are
+    read; a NaN or inf gradient always reaches a leaf value (its leaf's sum), and only
+    then are the gradients and hessians looked at, to name the first non-finite one.
+    """
+    bad = None
+    if leaf_values is not None and not _all_finite(np.asarray(leaf_values)):
+        bad = "leaf values"
+        for what, arr in (("gradients", gradients), ("hessians", hessians)):
+            if arr is not None and not _all_finite(np.asarray(arr)):
+                bad = what
+                break
+    elif scores is not None and not _all_finite(np.asarray(scores)):
+        bad = "training scores"
+    if bad is not None:
+        raise NonFiniteTrainingError(
+            f"round {iteration + 1}: the {bad} are not finite (NaN or inf), "
+            f"training stopped; {_likely_causes(params, train_set, learning_rate)}"
+        )
 
 
 def _likely_causes(params: Any, train_set: Any, learning_rate: float | None) -> str:

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 
 import numba
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -63,7 +64,16 @@ def prefetch(typingctx, arr, idx):
 
 
 def _resolve_n_threads(n_threads: int | None) -> int:
-    """Map the user's ``n_threads`` to a concrete count (None or <=0 -> all cores)."""
+    """Map the user's ``n_threads`` to a concrete count.
+
+    None, 0 or a negative number: all cores (LightGBM's 0, scikit-learn's -1); more
+    than the cores (or than ``NUMBA_NUM_THREADS``): capped.  Not an integer (``1.5``,
+    ``True``): ValueError.
+    """
+    if n_threads is not None and (
+        isinstance(n_threads, bool) or not isinstance(n_threads, int | np.integer)
+    ):
+        raise ValueError(f"n_threads={n_threads!r} must be an integer or None")
     max_threads = numba.config.NUMBA_NUM_THREADS
     if n_threads is None or n_threads <= 0:
         cpu = os.cpu_count() or 1
