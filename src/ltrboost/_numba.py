@@ -1,25 +1,212 @@
-"""The one place Numba is configured: decorator presets and a thread-count context manager.
+"""The one place Numba is configured: decorator presets, kernel cache, compile events.
 
 Every kernel in the package is decorated with :data:`kernel` or :data:`parallel_kernel`;
-change compilation flags here, never per function.  ``cache=True`` writes compiled code
-next to the modules so a second process starts without recompiling.
+change compilation flags here, never per function.
+
+Cache (``cache=True``): compiled kernels are written to disk so that a second process
+loads them instead of compiling again.  Where, in order of precedence:
+
+1. ``NUMBA_CACHE_DIR`` when set (Numba's own setting, it always wins);
+2. the package's ``__pycache__`` folders when the package folder is writable (a
+   development checkout, a user's virtual environment);
+3. otherwise (a read-only or system-wide install) a per-user folder:
+   ``$XDG_CACHE_HOME/ltrboost/numba``, default ``~/.cache/ltrboost/numba``
+   (``%LOCALAPPDATA%\\ltrboost\\numba`` on Windows);
+4. when nothing is writable, kernels are compiled in every process (one warning).
+
+The choice is made once, when this module is imported, and applies to ltrboost's
+kernels only (Numba's global configuration is left as it was).
+
+Compilation is observable: :func:`compile_stats` counts the kernels this process
+compiled (cache loads are not compilations), the ``ltrboost`` logger says at INFO when
+compilation starts, and :func:`add_compile_listener` lets a front end (the CLI's
+progress bar) show it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-from collections.abc import Iterator
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numba
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
+from numba.core import event as _numba_event
 from numba.extending import intrinsic
 
-kernel = numba.njit(cache=True, nogil=True)
-parallel_kernel = numba.njit(cache=True, nogil=True, parallel=True)
+logger = logging.getLogger("ltrboost")
+
+
+def user_cache_dir() -> str:
+    """The per-user kernel cache used when the package folder is not writable."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base and os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA")
+    if not base:
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ltrboost", "numba")
+
+
+def _writable_folder(path: str) -> bool:
+    """Numba's own test: the folder can be created and a file written in it."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+def _choose_cache_dir() -> str | None:
+    """Folder for ltrboost's kernel cache; None = Numba's own choice (1. or 2.)."""
+    if numba.config.CACHE_DIR:
+        return None  # NUMBA_CACHE_DIR wins
+    package = os.path.dirname(os.path.abspath(__file__))
+    if _writable_folder(os.path.join(package, "__pycache__")):
+        return None
+    return user_cache_dir()
+
+
+_CACHE_DIR = _choose_cache_dir()
+
+
+def cache_location() -> str:
+    """Where this process reads and writes compiled kernels (for messages and docs)."""
+    if numba.config.CACHE_DIR:
+        return os.path.abspath(numba.config.CACHE_DIR)
+    if _CACHE_DIR is not None:
+        return _CACHE_DIR
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+
+
+def _preset(**options: Any) -> Callable[[Callable], Any]:
+    """``numba.njit(cache=True, **options)`` that caches in the folder chosen above."""
+    cached = numba.njit(cache=True, **options)
+    uncached = numba.njit(cache=False, **options)
+
+    def decorate(fn: Callable) -> Any:
+        # The cache locator is chosen when the dispatcher is created, from
+        # numba.config.CACHE_DIR: point it at our folder for this one call only.
+        saved = numba.config.CACHE_DIR
+        if _CACHE_DIR is not None:
+            numba.config.CACHE_DIR = _CACHE_DIR
+        try:
+            return cached(fn)
+        except RuntimeError as e:  # "no locator available": nothing is writable
+            if "locator" not in str(e):
+                raise
+            _warn_uncached(str(e))
+            return uncached(fn)
+        finally:
+            numba.config.CACHE_DIR = saved
+
+    return decorate
+
+
+_warned_uncached = False
+
+
+def _warn_uncached(reason: str) -> None:
+    global _warned_uncached
+    if not _warned_uncached:
+        _warned_uncached = True
+        warnings.warn(
+            f"ltrboost: no writable folder for the kernel cache ({reason}); kernels "
+            "will be compiled in every process.  Set NUMBA_CACHE_DIR or XDG_CACHE_HOME "
+            "to a writable folder.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+kernel = _preset(nogil=True)
+parallel_kernel = _preset(nogil=True, parallel=True)
 prange = numba.prange
+
+
+# --------------------------------------------------------------- compile events
+class _CompileMonitor(_numba_event.Listener):
+    """Counts and times compilations of ltrboost's kernels (Numba "numba:compile"
+    events, which fire on a cache miss only; loading from the cache is silent).
+
+    Nested events (a kernel compiling the kernels it calls) are folded into the
+    outermost one, per thread.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.n_compiled = 0  # outermost ltrboost compilations
+        self.seconds = 0.0  # wall time inside them
+        self.listeners: list[Any] = []
+
+    @staticmethod
+    def _ours(event: Any) -> bool:
+        disp = event.data.get("dispatcher") if event.data else None
+        module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
+        return module.startswith("ltrboost")
+
+    def on_start(self, event: Any) -> None:
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        if depth or not self._ours(event):
+            return
+        self._local.t0 = time.perf_counter()
+        self._local.counting = True
+        with self._lock:
+            first = self.n_compiled == 0
+        if first:
+            logger.info(
+                "compiling kernels, first run only: later runs load them from %s",
+                cache_location(),
+            )
+        name = event.data["dispatcher"].py_func.__qualname__
+        for listener in list(self.listeners):
+            listener.compile_started(name)
+
+    def on_end(self, event: Any) -> None:
+        depth = getattr(self._local, "depth", 1) - 1
+        self._local.depth = depth
+        if depth or not getattr(self._local, "counting", False):
+            return
+        self._local.counting = False
+        dt = time.perf_counter() - self._local.t0
+        with self._lock:
+            self.n_compiled += 1
+            self.seconds += dt
+        name = event.data["dispatcher"].py_func.__qualname__
+        logger.debug("compiled %s in %.2f s", name, dt)
+        for listener in list(self.listeners):
+            listener.compile_finished(name, dt)
+
+
+_monitor = _CompileMonitor()
+_numba_event.register("numba:compile", _monitor)
+
+
+def compile_stats() -> dict[str, float]:
+    """``{"kernels": n, "seconds": s}``: ltrboost kernels compiled by this process so
+    far (not counting kernels loaded from the cache) and the time spent on them."""
+    return {"kernels": _monitor.n_compiled, "seconds": _monitor.seconds}
+
+
+def add_compile_listener(listener: Any) -> None:
+    """Call ``listener.compile_started(name)`` / ``compile_finished(name, seconds)``
+    around each compilation of an ltrboost kernel (any thread)."""
+    _monitor.listeners.append(listener)
+
+
+def remove_compile_listener(listener: Any) -> None:
+    with contextlib.suppress(ValueError):
+        _monitor.listeners.remove(listener)
 
 
 @intrinsic
