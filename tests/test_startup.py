@@ -9,6 +9,7 @@ nothing.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import logging
 import os
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import ltrboost
@@ -273,3 +275,53 @@ def test_read_only_install_caches_kernels_in_the_user_folder(tmp_path: Path) -> 
     finally:
         for d, _, _ in os.walk(site):
             os.chmod(d, os.stat(d).st_mode | stat.S_IWUSR)
+
+
+# ------------------------------------------------- thread driver over queries
+def test_query_blocks_cover_all_queries_in_order() -> None:
+    offsets = np.array([0, 1, 50, 51, 52, 200, 201, 400], dtype=np.int64)
+    for n in range(1, 10):
+        blocks = _numba.query_blocks(offsets, n)
+        assert blocks[0][0] == 0
+        assert blocks[-1][1] == offsets.shape[0] - 1
+        assert all(b0[1] == b1[0] for b0, b1 in itertools.pairwise(blocks))
+        assert all(q1 > q0 for q0, q1 in blocks)
+        assert len(blocks) <= n
+
+
+def test_threaded_query_kernels_match_references(monkeypatch) -> None:
+    """Split into blocks on two threads (even for tiny data), the metric and
+    LambdaMART kernels give the NumPy references' / the serial run's results."""
+    from ltrboost.metrics import evaluate
+    from ltrboost.metrics.ndcg import _ndcg_reference
+
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 30, size=40)
+    offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    y = rng.integers(0, 5, size=offsets[-1]).astype(np.float64)
+    s = rng.normal(size=offsets[-1])
+    serial = evaluate(s, y, offsets, metrics=["ndcg@5", "err@5", "map", "mrr"])
+    booster_serial = _fit(y, offsets)
+    monkeypatch.setattr(_numba, "MIN_DOCS_PER_THREAD", 1)
+    with _numba.threads(2):
+        threaded = evaluate(s, y, offsets, metrics=["ndcg@5", "err@5", "map", "mrr"])
+    assert threaded == serial
+    np.testing.assert_allclose(
+        threaded["ndcg@5"], np.mean(_ndcg_reference(s, y, offsets, k=5)), rtol=1e-12
+    )
+    assert _fit(y, offsets) == booster_serial
+
+
+def _fit(y, offsets) -> str:
+    """JSON of a small LambdaMART model (gradients run through over_queries)."""
+    import tempfile
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(y.shape[0], 3))
+    qid = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
+    ds = ltrboost.make_dataset(X, y, qid=qid)
+    params = dict(n_estimators=3, max_leaf_nodes=4, min_samples_leaf=3, n_threads=2)
+    booster = ltrboost.train(params, ds, [("v", ds)])
+    with tempfile.TemporaryDirectory() as d:
+        booster.save_model(os.path.join(d, "m.json"))
+        return Path(d, "m.json").read_text()

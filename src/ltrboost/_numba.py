@@ -26,6 +26,7 @@ progress bar) show it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import tempfile
@@ -272,3 +273,73 @@ def threads(n_threads: int | None) -> Iterator[int]:
         yield n
     finally:
         numba.set_num_threads(previous)
+
+
+# ------------------------------------------------- thread driver over queries
+# A query-parallel loop compiled with ``parallel=True`` costs ~1-3 s more to compile
+# than the same loop compiled serially (the parfor is lowered into a gufunc of its
+# own).  Loops whose iterations are independent queries are therefore compiled once,
+# serially and ``nogil``, over a range of queries, and :func:`over_queries` runs
+# contiguous blocks of queries on Python threads: same outputs (each query writes
+# only its own slots), one compiled function instead of a parfor.
+MIN_DOCS_PER_THREAD = 20_000  # below this a second thread costs more than it saves
+
+_pool: Any = None
+_pool_lock = threading.Lock()
+
+
+def _executor(n: int) -> Any:
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < n:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="ltrboost")
+        return _pool
+
+
+def query_blocks(query_offsets: Any, n_blocks: int) -> list[tuple[int, int]]:
+    """Split queries ``0..n_queries`` into at most ``n_blocks`` contiguous, non-empty
+    ``(q0, q1)`` blocks of about equal numbers of documents."""
+    import numpy as np
+
+    offsets = np.asarray(query_offsets)
+    n_queries = offsets.shape[0] - 1
+    n_blocks = max(1, min(int(n_blocks), n_queries))
+    if n_blocks == 1:
+        return [(0, n_queries)]
+    n_docs = float(offsets[-1])
+    targets = np.arange(1, n_blocks) * (n_docs / n_blocks)
+    cuts = np.searchsorted(offsets, targets, side="left").tolist()
+    bounds = sorted({0, n_queries, *(min(max(c, 0), n_queries) for c in cuts)})
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def over_queries(
+    kernel_range: Callable[..., Any],
+    query_offsets: Any,
+    *args: Any,
+    min_docs_per_thread: int | None = None,
+) -> None:
+    """Run ``kernel_range(q0, q1, *args)`` for all queries, on up to
+    ``numba.get_num_threads()`` threads (the count :func:`threads` set).
+
+    ``kernel_range`` must be a ``nogil`` kernel whose queries are independent (each
+    writes only its own outputs), so the result does not depend on the split.
+    """
+    n_queries = len(query_offsets) - 1
+    if n_queries <= 0:
+        return
+    n_docs = int(query_offsets[-1])
+    if min_docs_per_thread is None:
+        min_docs_per_thread = MIN_DOCS_PER_THREAD
+    n_threads = min(numba.get_num_threads(), n_docs // max(min_docs_per_thread, 1))
+    blocks = query_blocks(query_offsets, n_threads)
+    if len(blocks) == 1:
+        kernel_range(0, n_queries, *args)
+        return
+    pool = _executor(len(blocks))
+    futures = [pool.submit(kernel_range, q0, q1, *args) for q0, q1 in blocks[1:]]
+    kernel_range(blocks[0][0], blocks[0][1], *args)  # this thread does a block too
+    for f in futures:
+        f.result()
