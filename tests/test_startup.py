@@ -325,3 +325,30 @@ def _fit(y, offsets) -> str:
     with tempfile.TemporaryDirectory() as d:
         booster.save_model(os.path.join(d, "m.json"))
         return Path(d, "m.json").read_text()
+
+
+def test_threaded_row_kernels_match_serial_and_reference(monkeypatch) -> None:
+    """Binning and raw-feature prediction split into row blocks on two threads give
+    the serial results, which match the NumPy references."""
+    from ltrboost import binning, tree
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 4))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    mapper = binning.BinMapper(max_bins=16).fit(X)
+    ref = binning._map_to_bins_reference(X, mapper.bin_thresholds_, mapper.missing_bin_)
+    serial = mapper.transform(X)
+    y = rng.integers(0, 3, size=X.shape[0]).astype(np.float64)
+    qid = np.repeat(np.arange(300), 10)
+    booster = ltrboost.train(
+        dict(n_estimators=4, max_leaf_nodes=5, n_threads=1),
+        ltrboost.make_dataset(X, y, qid=qid),
+    )
+    pred_serial = booster.predict(X, n_threads=1)
+    monkeypatch.setattr(binning, "_MAP_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(tree, "PREDICT_ROWS_PER_THREAD", 1)
+    with _numba.threads(2):
+        threaded = mapper.transform(X)
+    np.testing.assert_array_equal(serial, ref)
+    np.testing.assert_array_equal(threaded, serial)
+    np.testing.assert_array_equal(booster.predict(X, n_threads=2), pred_serial)

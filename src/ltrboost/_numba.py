@@ -343,3 +343,31 @@ def over_queries(
     kernel_range(blocks[0][0], blocks[0][1], *args)  # this thread does a block too
     for f in futures:
         f.result()
+
+
+def over_rows(
+    kernel_range: Callable[..., Any],
+    n_rows: int,
+    *args: Any,
+    min_rows_per_thread: int,
+    align: int = 1,
+) -> None:
+    """Run ``kernel_range(r0, r1, *args)`` for rows ``0..n_rows`` in contiguous blocks
+    (starts multiples of ``align``) on up to ``numba.get_num_threads()`` threads; rows
+    must be independent, as for :func:`over_queries`."""
+    n_rows = int(n_rows)
+    if n_rows <= 0:
+        return
+    n_threads = min(numba.get_num_threads(), n_rows // max(min_rows_per_thread, 1))
+    if n_threads <= 1:
+        kernel_range(0, n_rows, *args)
+        return
+    step = -(-n_rows // n_threads)
+    step = -(-step // align) * align
+    bounds = [*range(0, n_rows, step), n_rows]
+    blocks = list(itertools.pairwise(bounds))
+    pool = _executor(len(blocks))
+    futures = [pool.submit(kernel_range, r0, r1, *args) for r0, r1 in blocks[1:]]
+    kernel_range(blocks[0][0], blocks[0][1], *args)
+    for f in futures:
+        f.result()
