@@ -9,8 +9,9 @@ index files exist and are still valid for this CPU and source) or guessing it fr
 slow first tree (a large data set is slow too).
 
 While kernels compile, a status line on a terminal shows the notice and its own
-elapsed time; it ends when no kernel has compiled for :data:`IDLE_S` seconds and is
-replaced by one line "compiled N kernels in S s".  With a progress bar attached (on a
+elapsed time (erased whenever no kernel is compiling, so that the program's own output
+is not mixed into it); when no kernel has compiled for :data:`IDLE_S` seconds, one line
+"compiled N kernels in S s" reports the burst.  With a progress bar attached (on a
 terminal or not), the notice is the bar's description, and the compile seconds are
 taken out of the bar's clock so that its rate and ETA count training only.  Without a
 terminal and without a bar (logs, scripts, tests) nothing is written, so an error stays
@@ -84,11 +85,11 @@ class CompileNotice:
     def compile_started(self, name: str) -> None:
         with self._lock:
             self._active += 1
-            if self._burst_start is not None:
-                return
-            self._burst_start = time.perf_counter()
-            self._burst_kernels = 0
-        self._show(0.0)
+            if self._burst_start is None:
+                self._burst_start = time.perf_counter()
+                self._burst_kernels = 0
+            start = self._burst_start
+        self._show(time.perf_counter() - start)
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._tick, name="ltrboost-compile-notice", daemon=True
@@ -104,6 +105,10 @@ class CompileNotice:
             self.total_seconds += seconds
             if self._bar is not None:
                 self._unaccounted += seconds
+            clear = self._active == 0 and self._bar is None and self.tty
+        if clear:  # the program may print before the next kernel: free the line
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
 
     # -- display
     def _tick(self) -> None:
@@ -113,11 +118,12 @@ class CompileNotice:
                 idle = (
                     self._active == 0 and time.perf_counter() - self._last_end >= IDLE_S
                 )
+                active = self._active > 0
             if start is None:
                 continue
             if idle:
                 self._finish_burst()
-            else:
+            elif active:
                 self._show(time.perf_counter() - start)
 
     def _show(self, elapsed: float) -> None:
@@ -147,5 +153,5 @@ class CompileNotice:
             bar.set_description_str("", refresh=False)
             bar.write(line, file=self.stream)
         elif self.tty:
-            self.stream.write("\r\x1b[K" + line + "\n")
+            self.stream.write(line + "\n")
             self.stream.flush()
