@@ -352,3 +352,31 @@ def test_threaded_row_kernels_match_serial_and_reference(monkeypatch) -> None:
     np.testing.assert_array_equal(serial, ref)
     np.testing.assert_array_equal(threaded, serial)
     np.testing.assert_array_equal(booster.predict(X, n_threads=2), pred_serial)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_thread_driver_works_in_a_forked_child(monkeypatch) -> None:
+    """The shared pool is re-created after a fork (its threads stay in the parent)."""
+    import multiprocessing
+
+    from ltrboost.metrics import evaluate
+
+    rng = np.random.default_rng(6)
+    offsets = np.arange(0, 401, 10, dtype=np.int64)
+    y = rng.integers(0, 3, size=400).astype(np.float64)
+    s = rng.normal(size=400)
+    monkeypatch.setattr(_numba, "MIN_DOCS_PER_THREAD", 1)
+    with _numba.threads(2):
+        expected = evaluate(s, y, offsets, metrics=["ndcg@5"])  # creates the pool
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_evaluate_threaded, (s, y, offsets)).get(timeout=120)
+    assert got == expected
+
+
+def _evaluate_threaded(s, y, offsets):
+    from ltrboost.metrics import evaluate
+
+    _numba.MIN_DOCS_PER_THREAD = 1
+    with _numba.threads(2):
+        return evaluate(s, y, offsets, metrics=["ndcg@5"])

@@ -285,16 +285,20 @@ def threads(n_threads: int | None) -> Iterator[int]:
 MIN_DOCS_PER_THREAD = 20_000  # below this a second thread costs more than it saves
 
 _pool: Any = None
+_pool_pid = -1
 _pool_lock = threading.Lock()
 
 
 def _executor(n: int) -> Any:
-    global _pool
+    """A shared thread pool of at least ``n`` workers (a new one after a fork: the
+    parent's worker threads do not exist in the child)."""
+    global _pool, _pool_pid
     with _pool_lock:
-        if _pool is None or _pool._max_workers < n:
+        if _pool is None or _pool._max_workers < n or _pool_pid != os.getpid():
             from concurrent.futures import ThreadPoolExecutor
 
             _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="ltrboost")
+            _pool_pid = os.getpid()
         return _pool
 
 
