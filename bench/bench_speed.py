@@ -25,8 +25,8 @@ Cold start (``--cold-start``, also part of the full run): README's first command
 folder and in a second process reusing it.  Inside each process the command runs twice;
 "first call" minus "repeat" is what the process spent on compiling (or, in the second
 process, loading) kernels and importing.  ``import`` is the median over repeated
-``python -c "import numpy, ltrboost"`` minus ``python -c "import numpy"``; ``help`` is the
-median of ``python -m ltrboost --help``.  Because wall seconds on a shared machine
+``python -c "import numpy, ltrboost"`` minus ``python -c "import numpy"``; ``help``
+is the median of ``python -m ltrboost --help``.  Because wall seconds on a shared machine
 swing with its load, the CPU seconds the compiling thread spent inside Numba's
 ``numba:compile`` events (outermost only; cache loads fire none) are reported too.
 
