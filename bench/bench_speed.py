@@ -26,8 +26,8 @@ folder and in a second process reusing it.  Inside each process the command runs
 "first call" minus "repeat" is what the process spent on compiling (or, in the second
 process, loading) kernels and importing.  ``import`` is the median over repeated
 ``python -c "import numpy, ltrboost"`` minus ``python -c "import numpy"``; ``help``
-is the median of ``python -m ltrboost --help``.  Because wall seconds on a shared machine
-swing with its load, the CPU seconds the compiling thread spent inside Numba's
+is the median of ``python -m ltrboost --help``.  Because wall seconds on a shared
+machine swing with its load, the CPU seconds the compiling thread spent inside Numba's
 ``numba:compile`` events (outermost only; cache loads fire none) are reported too.
 
 Each measurement runs in a fresh subprocess (peak RSS = that process's ``ru_maxrss``);
