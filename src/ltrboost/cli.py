@@ -6,9 +6,8 @@ kebab-case (``--min-samples-leaf``), so the CLI and the Python API cannot drift 
 Bad input exits with status 2 and one line ``ltrboost: error: FILE:LINE: problem`` on
 stderr, never a traceback.  Ctrl-C exits with status 130 and writes nothing.
 
-Start-up is kept short: this module imports neither NumPy's heavy users (Numba, the
-kernels, scikit-learn) nor tqdm at import time.  Each command imports what it needs
-when it runs, and ``main`` adds the training flags (which need
+Start-up is kept short: importing this module loads neither Numba, the kernels,
+scikit-learn nor tqdm.  Each command imports what it needs when it runs, and ``main`` adds the training flags (which need
 :class:`~ltrboost.booster.BoosterParams`, hence the engine) only to a subcommand that is
 actually parsed or whose help is printed, so ``ltrboost --help`` stays fast.
 """
