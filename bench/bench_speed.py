@@ -5,6 +5,7 @@ Usage::
     python -m bench.bench_speed [--sizes 100000,500000,2000000] [--trees 200] [--repeats 3]
                                 [--scaling] [--output bench/results/speed.md]
     python -m bench.bench_speed --jit-only    # compilation time only
+    python -m bench.bench_speed --cold-start  # cold-start table only
 
 Data: ``ltrboost.datasets.make_ranking_mslr_like`` (136 features, ~120 documents per
 query, MSLR-like grades), generated once per size and saved under
@@ -17,6 +18,17 @@ leaf-wise (XGBoost ``lossguide``), learning rate 0.1, at least 20 documents per 
 of the current ranking (LightGBM ``lambdarank_truncation_level=30``, ltrboost
 ``truncation_level=30``, XGBoost ``lambdarank_pair_method=topk`` with
 ``lambdarank_num_pair_per_sample=30``), NDCG gain 2^y - 1, no early stopping.
+
+Cold start (``--cold-start``, also part of the full run): README's first command
+(``ltrboost generate``, ``ltrboost train`` with early stopping, ``ltrboost eval``) and a
+100k-document fit, each in a first process with ``NUMBA_CACHE_DIR`` pointed at an empty
+folder and in a second process reusing it.  Inside each process the command runs twice;
+"first call" minus "repeat" is what the process spent on compiling (or, in the second
+process, loading) kernels and importing.  ``import`` is the median over repeated
+``python -c "import numpy, ltrboost"`` minus ``python -c "import numpy"``; ``help``
+is the median of ``python -m ltrboost --help``.  Because wall seconds on a shared
+machine swing with its load, the CPU seconds the compiling thread spent inside Numba's
+``numba:compile`` events (outermost only; cache loads fire none) are reported too.
 
 Each measurement runs in a fresh subprocess (peak RSS = that process's ``ru_maxrss``);
 numbers are medians over ``--repeats`` runs.  ltrboost's JIT compilation is measured
@@ -252,6 +264,222 @@ def measure_jit(n: int | None = None) -> dict:
     return {"first_process_s": first, "cached_process_s": second}
 
 
+README_TRAIN = (
+    "train data/train.txt --valid data/vali.txt --objective lambdamart "
+    "--n-estimators 300 --learning-rate 0.1 --max-leaf-nodes 31 "
+    "--early-stopping-rounds 30 --metric ndcg@10 --output model.json"
+).split()
+README_EVAL = "eval model.json data/test.txt".split()
+
+
+def cold_worker(spec: dict) -> dict:
+    """Run README's train and eval commands (or a 100k fit) twice in this process."""
+    import contextlib
+    import io
+
+    out: dict = {}
+    compiled = _compile_recorder()
+    t0 = time.perf_counter()
+    if spec.get("n"):
+        import ltrboost
+        from ltrboost.datasets import make_ranking_mslr_like
+
+        X, y, q = make_ranking_mslr_like(spec["n"], random_state=0)
+        params = dict(
+            objective="lambdamart", n_estimators=2, n_threads=2, truncation_level=30
+        )
+        for key in ("fit", "fit_repeat"):
+            t = time.perf_counter()
+            ds = ltrboost.make_dataset(X, y, qid=q)
+            ltrboost.train(params, ds).predict(X)
+            out[key] = time.perf_counter() - t
+    else:
+        from ltrboost.cli import main
+
+        sink = io.StringIO()
+        for cmd, args in (("train", README_TRAIN), ("eval", README_EVAL)):
+            for key in (cmd, cmd + "_repeat"):
+                t = time.perf_counter()
+                with contextlib.redirect_stderr(sink), contextlib.redirect_stdout(sink):
+                    rc = main(args + (["--quiet"] if cmd == "train" else []))
+                if rc:
+                    raise RuntimeError(sink.getvalue())
+                out[key] = time.perf_counter() - t
+    out["process"] = time.perf_counter() - t0
+    out["compile_cpu"], out["compile_wall"], out["n_compiled"] = compiled()
+    return out
+
+
+def _compile_recorder():
+    """Sum CPU and wall seconds of Numba's outermost "numba:compile" events of
+    ltrboost kernels (cache misses only) from now on; returns a reader."""
+    import threading
+
+    from numba.core import event
+
+    state = {"cpu": 0.0, "wall": 0.0, "n": 0}
+    local = threading.local()
+
+    class Recorder(event.Listener):
+        def on_start(self, ev):
+            local.depth = getattr(local, "depth", 0) + 1
+            if local.depth == 1:
+                local.t = (time.thread_time(), time.perf_counter())
+
+        def on_end(self, ev):
+            local.depth -= 1
+            if local.depth == 0:
+                state["cpu"] += time.thread_time() - local.t[0]
+                state["wall"] += time.perf_counter() - local.t[1]
+                state["n"] += 1
+
+    event.register("numba:compile", Recorder())
+    return lambda: (state["cpu"], state["wall"], state["n"])
+
+
+def _median_wall(cmd: list[str], repeats: int, env: dict | None = None) -> float:
+    import subprocess
+
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        subprocess.run(cmd, env=env, cwd=REPO, check=True, capture_output=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _cache_counts(folder: str) -> tuple[int, int]:
+    """(functions, compiled specialisations) in a Numba cache folder."""
+    nbi = nbc = 0
+    for _, _, files in os.walk(folder):
+        nbi += sum(f.endswith(".nbi") for f in files)
+        nbc += sum(f.endswith(".nbc") for f in files)
+    return nbi, nbc
+
+
+def measure_cold_start(repeats: int = 7, n_large: int = 100_000) -> dict:
+    """Cold-start numbers (see the module docstring); runs in temporary folders."""
+    res: dict = {}
+    env0 = dict(os.environ)
+    src = str(REPO / "src")
+    env0["PYTHONPATH"] = os.pathsep.join(
+        p for p in (src, str(REPO), env0.get("PYTHONPATH")) if p
+    )
+    py = sys.executable
+    res["import_numpy_s"] = _median_wall([py, "-c", "import numpy"], repeats, env0)
+    res["import_s"] = _median_wall(
+        [py, "-c", "import numpy, ltrboost"], repeats, env0
+    )
+    res["import_engine_s"] = _median_wall(
+        [py, "-c", "from ltrboost import train"], repeats, env0
+    )
+    res["help_s"] = _median_wall([py, "-m", "ltrboost", "--help"], repeats, env0)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = os.path.join(tmp, "work")
+        os.makedirs(work)
+        cache = os.path.join(tmp, "numba")
+        env = dict(env0, NUMBA_CACHE_DIR=cache)
+        import subprocess
+
+        subprocess.run(
+            [py, "-m", "ltrboost", "generate", os.path.join(work, "data")],
+            env=env, check=True, capture_output=True,
+        )  # fmt: skip
+        for label, spec in (("readme", {"cwd": work}), ("n100k", {"n": n_large})):
+            shutil_rm(cache)
+            runs = []
+            for _ in range(2):
+                cmd = [py, "-m", "bench.bench_speed", "--worker", json.dumps(
+                    {"cold": True, **spec})]  # fmt: skip
+                t = time.perf_counter()
+                proc = subprocess.run(
+                    cmd, env=env, cwd=spec.get("cwd", REPO),
+                    capture_output=True, text=True,
+                )  # fmt: skip
+                wall = time.perf_counter() - t
+                if proc.returncode:
+                    raise RuntimeError(proc.stderr[-3000:])
+                r = json.loads(proc.stdout.strip().splitlines()[-1])
+                r["wall"] = wall
+                runs.append(r)
+                if len(runs) == 1:
+                    res[label + "_cache"] = _cache_counts(cache)
+            res[label] = runs
+    return res
+
+
+def shutil_rm(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def cold_start_lines(cs: dict) -> list[str]:
+    """Markdown table of :func:`measure_cold_start`'s result."""
+    rows = []
+    for label, name, pairs in (
+        ("readme", "README: `ltrboost train` (first call / repeat)", ("train",)),
+        ("readme", "README: `ltrboost eval` (first call / repeat)", ("eval",)),
+        ("n100k", "100k docs: 2-tree fit + predict (first / repeat)", ("fit",)),
+    ):
+        (key,) = pairs
+        first, second = cs[label]
+        rows.append(
+            [
+                name,
+                f"{first[key]:.2f} / {first[key + '_repeat']:.2f}",
+                f"{first[key] - first[key + '_repeat']:.2f}",
+                f"{second[key]:.2f} / {second[key + '_repeat']:.2f}",
+                f"{second[key] - second[key + '_repeat']:.2f}",
+            ]
+        )
+    for label, name in (("readme", "README train + eval"), ("n100k", "100k docs")):
+        first, second = cs[label]
+        rows.append(
+            [
+                f"{name}: Numba compile events, CPU s / wall s (kernels)",
+                f"{first['compile_cpu']:.2f} / {first['compile_wall']:.2f} "
+                f"({first['n_compiled']})",
+                "",
+                f"{second['compile_cpu']:.2f} / {second['compile_wall']:.2f} "
+                f"({second['n_compiled']})",
+                "",
+            ]
+        )
+    for label, name in (("readme", "README train + eval"), ("n100k", "100k docs")):
+        first, second = cs[label]
+        fn, spec = cs[label + "_cache"]
+        rows.append(
+            [
+                f"{name}: whole process ({fn} functions, "
+                f"{spec} specialisations cached)",
+                f"{first['wall']:.2f}",
+                "",
+                f"{second['wall']:.2f}",
+                "",
+            ]
+        )
+    table = markdown_table(
+        [
+            "cold start",
+            "first process s",
+            "compile s",
+            "second process s",
+            "load s",
+        ],
+        rows,
+    )
+    return [
+        table,
+        "",
+        f"`import numpy, ltrboost`: {cs['import_s']:.3f} s "
+        f"({cs['import_s'] - cs['import_numpy_s']:+.3f} s beyond `import numpy`'s "
+        f"{cs['import_numpy_s']:.3f} s); `from ltrboost import train` (loads Numba "
+        f"and the engine): {cs['import_engine_s']:.3f} s; `ltrboost --help`: "
+        f"{cs['help_s']:.3f} s (medians of fresh processes).",
+    ]
+
+
 def run_grid(sizes, libs, trees, repeats, docs_per_query=None, single_above=None):
     results = {}
     for n in sizes:
@@ -306,11 +534,23 @@ def main(argv: list[str] | None = None) -> int:
         help="only measure compilation: tiny data and 100k documents, first vs "
         "second process",
     )
+    ap.add_argument(
+        "--cold-start",
+        action="store_true",
+        help="only the cold-start table (README's command and 100k documents, first "
+        "vs second process; import and --help time)",
+    )
     ap.add_argument("--output", default=str(REPO / "bench" / "results" / "speed.md"))
     args = ap.parse_args(argv)
     if args.worker:
         spec = json.loads(args.worker)
-        print(json.dumps(jit_worker(spec) if spec.get("jit") else worker(spec)))
+        if spec.get("cold"):
+            print(json.dumps(cold_worker(spec)))
+        else:
+            print(json.dumps(jit_worker(spec) if spec.get("jit") else worker(spec)))
+        return 0
+    if args.cold_start:
+        print("\n".join(cold_start_lines(measure_cold_start())))
         return 0
     if args.jit_only:
         for n in (None, 100_000):
@@ -326,6 +566,7 @@ def main(argv: list[str] | None = None) -> int:
     libs = args.libs.split(",")
     jit = measure_jit()
     print(f"JIT: {jit}", file=sys.stderr)
+    cold = cold_start_lines(measure_cold_start())
     results = run_grid(
         sizes, libs, args.trees, args.repeats, single_above=args.single_run_above
     )
@@ -369,6 +610,10 @@ def main(argv: list[str] | None = None) -> int:
         "second process using the cache.",
         "",
         markdown_table(header, rows),
+        "",
+        "Cold start (`--cold-start`):",
+        "",
+        *cold,
     ]
     if args.scaling:
         total = max(sizes[0], 200_000)

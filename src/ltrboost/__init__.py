@@ -3,13 +3,50 @@
 Public names: :class:`Ranker` (scikit-learn estimator), :func:`train` and
 :class:`Booster` (lower-level API), :class:`RankingDataset` / :func:`make_dataset`,
 :func:`load_model`, :func:`load_svmlight`, :func:`dump_svmlight`.
+
+Importing the package is cheap: the public names are resolved on first use (module
+``__getattr__``, PEP 562), so ``import ltrboost`` does not import Numba, scikit-learn or
+the kernels; ``ltrboost.train`` imports the engine, ``ltrboost.Ranker`` scikit-learn.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ltrboost._version import __version__
-from ltrboost.booster import Booster, BoosterParams, train
-from ltrboost.dataset import LTRInputError, RankingDataset, make_dataset
-from ltrboost.io.model_json import ModelFormatError, load_model
-from ltrboost.sklearn import Ranker
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
+    from ltrboost.booster import Booster, BoosterParams, train
+    from ltrboost.dataset import LTRInputError, RankingDataset, make_dataset
+    from ltrboost.io.model_json import ModelFormatError, load_model
+    from ltrboost.sklearn import Ranker
+
+# public name -> module that defines it (imported on first access)
+_LAZY = {
+    "Booster": "ltrboost.booster",
+    "BoosterParams": "ltrboost.booster",
+    "train": "ltrboost.booster",
+    "LTRInputError": "ltrboost.dataset",
+    "RankingDataset": "ltrboost.dataset",
+    "make_dataset": "ltrboost.dataset",
+    "ModelFormatError": "ltrboost.io.model_json",
+    "load_model": "ltrboost.io.model_json",
+    "Ranker": "ltrboost.sklearn",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ltrboost' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def load_svmlight(*args, **kwargs):

@@ -1,26 +1,214 @@
-"""The one place Numba is configured: decorator presets and a thread-count context manager.
+"""The one place Numba is configured: decorator presets, kernel cache, compile events.
 
 Every kernel in the package is decorated with :data:`kernel` or :data:`parallel_kernel`;
-change compilation flags here, never per function.  ``cache=True`` writes compiled code
-next to the modules so a second process starts without recompiling.
+change compilation flags here, never per function.
+
+Cache (``cache=True``): compiled kernels are written to disk so that a second process
+loads them instead of compiling again.  Where, in order of precedence:
+
+1. ``NUMBA_CACHE_DIR`` when set (Numba's own setting, it always wins);
+2. the package's ``__pycache__`` folders when the package folder is writable (a
+   development checkout, a user's virtual environment);
+3. otherwise (a read-only or system-wide install) a per-user folder:
+   ``$XDG_CACHE_HOME/ltrboost/numba``, default ``~/.cache/ltrboost/numba``
+   (``%LOCALAPPDATA%\\ltrboost\\numba`` on Windows);
+4. when nothing is writable, kernels are compiled in every process (one warning).
+
+The choice is made once, when this module is imported, and applies to ltrboost's
+kernels only (Numba's global configuration is left as it was).
+
+Compilation is observable: :func:`compile_stats` counts the kernels this process
+compiled (cache loads are not compilations), the ``ltrboost`` logger says at INFO when
+compilation starts, and :func:`add_compile_listener` lets a front end (the CLI's
+progress bar) show it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import logging
 import os
-from collections.abc import Iterator
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
+from numba.core import event as _numba_event
 from numba.extending import intrinsic
 
-kernel = numba.njit(cache=True, nogil=True)
-parallel_kernel = numba.njit(cache=True, nogil=True, parallel=True)
+logger = logging.getLogger("ltrboost")
+
+
+def user_cache_dir() -> str:
+    """The per-user kernel cache used when the package folder is not writable."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base and os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA")
+    if not base:
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ltrboost", "numba")
+
+
+def _writable_folder(path: str) -> bool:
+    """Numba's own test: the folder can be created and a file written in it."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+def _choose_cache_dir() -> str | None:
+    """Folder for ltrboost's kernel cache; None = Numba's own choice (1. or 2.)."""
+    if numba.config.CACHE_DIR:
+        return None  # NUMBA_CACHE_DIR wins
+    package = os.path.dirname(os.path.abspath(__file__))
+    if _writable_folder(os.path.join(package, "__pycache__")):
+        return None
+    return user_cache_dir()
+
+
+_CACHE_DIR = _choose_cache_dir()
+
+
+def cache_location() -> str:
+    """Where this process reads and writes compiled kernels (for messages and docs)."""
+    if numba.config.CACHE_DIR:
+        return os.path.abspath(numba.config.CACHE_DIR)
+    if _CACHE_DIR is not None:
+        return _CACHE_DIR
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+
+
+def _preset(**options: Any) -> Callable[[Callable], Any]:
+    """``numba.njit(cache=True, **options)`` that caches in the folder chosen above."""
+    cached = numba.njit(cache=True, **options)
+    uncached = numba.njit(cache=False, **options)
+
+    def decorate(fn: Callable) -> Any:
+        # The cache locator is chosen when the dispatcher is created, from
+        # numba.config.CACHE_DIR: point it at our folder for this one call only.
+        saved = numba.config.CACHE_DIR
+        if _CACHE_DIR is not None:
+            numba.config.CACHE_DIR = _CACHE_DIR
+        try:
+            return cached(fn)
+        except RuntimeError as e:  # "no locator available": nothing is writable
+            if "locator" not in str(e):
+                raise
+            _warn_uncached(str(e))
+            return uncached(fn)
+        finally:
+            numba.config.CACHE_DIR = saved
+
+    return decorate
+
+
+_warned_uncached = False
+
+
+def _warn_uncached(reason: str) -> None:
+    global _warned_uncached
+    if not _warned_uncached:
+        _warned_uncached = True
+        warnings.warn(
+            f"ltrboost: no writable folder for the kernel cache ({reason}); kernels "
+            "will be compiled in every process.  Set NUMBA_CACHE_DIR or XDG_CACHE_HOME "
+            "to a writable folder.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+kernel = _preset(nogil=True)
+parallel_kernel = _preset(nogil=True, parallel=True)
 prange = numba.prange
+
+
+# --------------------------------------------------------------- compile events
+class _CompileMonitor(_numba_event.Listener):
+    """Counts and times compilations of ltrboost's kernels (Numba "numba:compile"
+    events, which fire on a cache miss only; loading from the cache is silent).
+
+    Nested events (a kernel compiling the kernels it calls) are folded into the
+    outermost one, per thread.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.n_compiled = 0  # outermost ltrboost compilations
+        self.seconds = 0.0  # wall time inside them
+        self.listeners: list[Any] = []
+
+    @staticmethod
+    def _ours(event: Any) -> bool:
+        disp = event.data.get("dispatcher") if event.data else None
+        module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
+        return module.startswith("ltrboost")
+
+    def on_start(self, event: Any) -> None:
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        if depth or not self._ours(event):
+            return
+        self._local.t0 = time.perf_counter()
+        self._local.counting = True
+        with self._lock:
+            first = self.n_compiled == 0
+        if first:
+            logger.info(
+                "compiling kernels, first run only: later runs load them from %s",
+                cache_location(),
+            )
+        name = event.data["dispatcher"].py_func.__qualname__
+        for listener in list(self.listeners):
+            listener.compile_started(name)
+
+    def on_end(self, event: Any) -> None:
+        depth = getattr(self._local, "depth", 1) - 1
+        self._local.depth = depth
+        if depth or not getattr(self._local, "counting", False):
+            return
+        self._local.counting = False
+        dt = time.perf_counter() - self._local.t0
+        with self._lock:
+            self.n_compiled += 1
+            self.seconds += dt
+        name = event.data["dispatcher"].py_func.__qualname__
+        logger.debug("compiled %s in %.2f s", name, dt)
+        for listener in list(self.listeners):
+            listener.compile_finished(name, dt)
+
+
+_monitor = _CompileMonitor()
+_numba_event.register("numba:compile", _monitor)
+
+
+def compile_stats() -> dict[str, float]:
+    """``{"kernels": n, "seconds": s}``: ltrboost kernels compiled by this process so
+    far (not counting kernels loaded from the cache) and the time spent on them."""
+    return {"kernels": _monitor.n_compiled, "seconds": _monitor.seconds}
+
+
+def add_compile_listener(listener: Any) -> None:
+    """Call ``listener.compile_started(name)`` / ``compile_finished(name, seconds)``
+    around each compilation of an ltrboost kernel (any thread)."""
+    _monitor.listeners.append(listener)
+
+
+def remove_compile_listener(listener: Any) -> None:
+    with contextlib.suppress(ValueError):
+        _monitor.listeners.remove(listener)
 
 
 @intrinsic
@@ -95,3 +283,105 @@ def threads(n_threads: int | None) -> Iterator[int]:
         yield n
     finally:
         numba.set_num_threads(previous)
+
+
+# ------------------------------------------------- thread driver over queries
+# A query-parallel loop compiled with ``parallel=True`` costs ~1-3 s more to compile
+# than the same loop compiled serially (the parfor is lowered into a gufunc of its
+# own).  Loops whose iterations are independent queries are therefore compiled once,
+# serially and ``nogil``, over a range of queries, and :func:`over_queries` runs
+# contiguous blocks of queries on Python threads: same outputs (each query writes
+# only its own slots), one compiled function instead of a parfor.
+MIN_DOCS_PER_THREAD = 20_000  # below this a second thread costs more than it saves
+
+_pool: Any = None
+_pool_pid = -1
+_pool_lock = threading.Lock()
+
+
+def _executor(n: int) -> Any:
+    """A shared thread pool of at least ``n`` workers (a new one after a fork: the
+    parent's worker threads do not exist in the child)."""
+    global _pool, _pool_pid
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < n or _pool_pid != os.getpid():
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="ltrboost")
+            _pool_pid = os.getpid()
+        return _pool
+
+
+def query_blocks(query_offsets: Any, n_blocks: int) -> list[tuple[int, int]]:
+    """Split queries ``0..n_queries`` into at most ``n_blocks`` contiguous, non-empty
+    ``(q0, q1)`` blocks of about equal numbers of documents."""
+    import numpy as np
+
+    offsets = np.asarray(query_offsets)
+    n_queries = offsets.shape[0] - 1
+    n_blocks = max(1, min(int(n_blocks), n_queries))
+    if n_blocks == 1:
+        return [(0, n_queries)]
+    n_docs = float(offsets[-1])
+    targets = np.arange(1, n_blocks) * (n_docs / n_blocks)
+    cuts = np.searchsorted(offsets, targets, side="left").tolist()
+    bounds = sorted({0, n_queries, *(min(max(c, 0), n_queries) for c in cuts)})
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def over_queries(
+    kernel_range: Callable[..., Any],
+    query_offsets: Any,
+    *args: Any,
+    min_docs_per_thread: int | None = None,
+) -> None:
+    """Run ``kernel_range(q0, q1, *args)`` for all queries, on up to
+    ``numba.get_num_threads()`` threads (the count :func:`threads` set).
+
+    ``kernel_range`` must be a ``nogil`` kernel whose queries are independent (each
+    writes only its own outputs), so the result does not depend on the split.
+    """
+    n_queries = len(query_offsets) - 1
+    if n_queries <= 0:
+        return
+    n_docs = int(query_offsets[-1])
+    if min_docs_per_thread is None:
+        min_docs_per_thread = MIN_DOCS_PER_THREAD
+    n_threads = min(numba.get_num_threads(), n_docs // max(min_docs_per_thread, 1))
+    blocks = query_blocks(query_offsets, n_threads)
+    if len(blocks) == 1:
+        kernel_range(0, n_queries, *args)
+        return
+    pool = _executor(len(blocks))
+    futures = [pool.submit(kernel_range, q0, q1, *args) for q0, q1 in blocks[1:]]
+    kernel_range(blocks[0][0], blocks[0][1], *args)  # this thread does a block too
+    for f in futures:
+        f.result()
+
+
+def over_rows(
+    kernel_range: Callable[..., Any],
+    n_rows: int,
+    *args: Any,
+    min_rows_per_thread: int,
+    align: int = 1,
+) -> None:
+    """Run ``kernel_range(r0, r1, *args)`` for rows ``0..n_rows`` in contiguous blocks
+    (starts multiples of ``align``) on up to ``numba.get_num_threads()`` threads; rows
+    must be independent, as for :func:`over_queries`."""
+    n_rows = int(n_rows)
+    if n_rows <= 0:
+        return
+    n_threads = min(numba.get_num_threads(), n_rows // max(min_rows_per_thread, 1))
+    if n_threads <= 1:
+        kernel_range(0, n_rows, *args)
+        return
+    step = -(-n_rows // n_threads)
+    step = -(-step // align) * align
+    bounds = [*range(0, n_rows, step), n_rows]
+    blocks = list(itertools.pairwise(bounds))
+    pool = _executor(len(blocks))
+    futures = [pool.submit(kernel_range, r0, r1, *args) for r0, r1 in blocks[1:]]
+    kernel_range(blocks[0][0], blocks[0][1], *args)
+    for f in futures:
+        f.result()

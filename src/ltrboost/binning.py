@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import MAX_BINS, X_BINNED_DTYPE
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_rows
 
 # Thresholds are computed on at most this many rows (sklearn's subsample=2e5): quantiles
 # of 200k values are accurate to far below a bin width and binning stays O(n).
@@ -206,18 +206,29 @@ def _greedy_bin_ends(counts: NDArray[np.int64], min_count: int) -> NDArray[np.bo
 # --- kernels ---
 
 
-@parallel_kernel
 def _map_to_bins(X, thresholds, n_bins_non_missing, missing_bin, out):
     # X: IN float (n_samples, n_features), any order; thresholds: IN float64
     # (n_features, max_bins) padded with +inf; out: OUT uint8 (n_samples, n_features).
-    # Rows are processed in blocks so that a block of a C-ordered X stays in cache while
-    # every feature of it is binned (a plain per-feature pass strides through all of X).
-    n_samples, n_features = X.shape
+    # Rows are independent: blocks of rows on threads (no parfor to compile).
+    over_rows(
+        _map_to_bins_rows, X.shape[0], X, thresholds, n_bins_non_missing, missing_bin,
+        out, min_rows_per_thread=_MAP_ROWS_PER_THREAD, align=_MAP_BLOCK,
+    )  # fmt: skip
+
+
+_MAP_BLOCK = 256
+_MAP_ROWS_PER_THREAD = 4096
+
+
+@kernel
+def _map_to_bins_rows(r0, r1, X, thresholds, n_bins_non_missing, missing_bin, out):
+    # rows r0..r1-1 of _map_to_bins.  Rows are processed in blocks so that a block of a
+    # C-ordered X stays in cache while every feature of it is binned (a plain
+    # per-feature pass strides through all of X).
+    n_features = X.shape[1]
     block = 256
-    n_blocks = (n_samples + block - 1) // block
-    for blk in prange(n_blocks):
-        lo_row = blk * block
-        hi_row = min(n_samples, lo_row + block)
+    for lo_row in range(r0, r1, block):
+        hi_row = min(r1, lo_row + block)
         for f in range(n_features):
             n_thr = n_bins_non_missing[f] - 1
             thr = thresholds[f]

@@ -5,6 +5,11 @@ training parameter of :class:`~ltrboost.booster.BoosterParams` is a flag spelled
 kebab-case (``--min-samples-leaf``), so the CLI and the Python API cannot drift apart.
 Bad input exits with status 2 and one line ``ltrboost: error: FILE:LINE: problem`` on
 stderr, never a traceback.  Ctrl-C exits with status 130 and writes nothing.
+
+Start-up is kept short: importing this module loads neither Numba, the kernels,
+scikit-learn nor tqdm.  Each command imports what it needs when it runs, and ``main`` adds the training flags (which need
+:class:`~ltrboost.booster.BoosterParams`, hence the engine) only to a subcommand that is
+actually parsed or whose help is printed, so ``ltrboost --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -14,12 +19,12 @@ import json
 import os
 import sys
 from dataclasses import fields
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ltrboost._version import __version__
-from ltrboost.booster import BoosterParams
+
+if TYPE_CHECKING:
+    from ltrboost.booster import BoosterParams
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -78,6 +83,8 @@ def _arg_type(annotation: str):
 
 def add_training_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per BoosterParams field, defaulting to 'not given'."""
+    from ltrboost.booster import BoosterParams
+
     group = parser.add_argument_group("training parameters (see README for each)")
     for f in fields(BoosterParams):
         group.add_argument(
@@ -90,7 +97,44 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _LazyParser(argparse.ArgumentParser):
+    """A subcommand parser whose slow-to-build flags are added on first real use.
+
+    ``defer(fn)`` registers ``fn(parser)``; it runs once, before this parser parses
+    arguments or formats its help/usage, so the result is the same parser as an eager
+    build.  The top-level ``--help`` lists subcommands without building them.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deferred: list[Any] = []
+
+    def defer(self, fn: Any, *, lazy: bool = True) -> None:
+        if lazy:
+            self._deferred.append(fn)
+        else:
+            fn(self)
+
+    def _build(self) -> None:
+        while self._deferred:
+            self._deferred.pop(0)(self)
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        self._build()
+        return super().parse_known_args(*args, **kwargs)
+
+    def format_help(self) -> str:
+        self._build()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._build()
+        return super().format_usage()
+
+
+def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
+    """The CLI's parser.  ``lazy=True`` (what :func:`main` uses) defers the training
+    flags, which import the engine, until the ``train`` subcommand is parsed."""
     parser = argparse.ArgumentParser(
         prog="ltrboost",
         description="Learning to rank with gradient-boosted regression trees.",
@@ -98,7 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action="version", version=f"ltrboost {__version__}"
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_LazyParser
+    )
 
     p = sub.add_parser("train", help="train a ranker on a LETOR/svmlight file")
     p.add_argument(
@@ -141,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
         "[weight]' per line (docids from '#docid = ...' comments); for "
         "ranknet, rankboost, gbrank, qbrank",
     )
-    add_training_flags(p)
+    p.defer(add_training_flags, lazy=lazy)
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("predict", help="write one score per data line, in input order")
@@ -246,10 +292,15 @@ def main(argv: list[str] | None = None) -> int:
     from ltrboost.dataset import LTRInputError
     from ltrboost.io.model_json import ModelFormatError
 
-    parser = build_parser()
+    parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        if getattr(args, "quiet", False):
+            return int(args.func(args) or 0)
+        from ltrboost._compile_notice import CompileNotice
+
+        with CompileNotice() as args.compile_notice:
+            return int(args.func(args) or 0)
     except (LTRInputError, ModelFormatError, ValueError, OSError) as e:
         msg = str(e)
         if isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
@@ -301,7 +352,7 @@ def _load(
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ltrboost.booster import train
+    from ltrboost.booster import BoosterParams, train
     from ltrboost.io.model_json import load_model
 
     names = {f.name for f in fields(BoosterParams)}
@@ -343,7 +394,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         callbacks.append(_Checkpoint(args.output, args.checkpoint_every))
     bar = None
     if not args.quiet:
-        bar = _progress_bar(params)
+        bar = _progress_bar(params, getattr(args, "compile_notice", None))
         callbacks.append(bar)
     try:
         booster = train(
@@ -381,14 +432,21 @@ class _Checkpoint:
             env.snapshot().save_model(self.path)
 
 
-def _progress_bar(params: BoosterParams):
+def _progress_bar(params: BoosterParams, notice=None):
     from tqdm.auto import tqdm
 
     bar = tqdm(
         total=int(params.n_estimators), unit="tree", dynamic_ncols=True, file=sys.stderr
     )
+    if notice is not None:
+        notice.attach_bar(bar)
 
     def callback(env) -> None:
+        if notice is not None:
+            # Compilation is reported by the notice: keep it out of the rate and ETA.
+            compiling = notice.take_compile_seconds()
+            bar.start_t += compiling
+            bar.last_print_t += compiling
         bar.update(env.iteration + 1 - bar.n)
         if env.evaluation:
             name, res = next(iter(env.evaluation.items()))
@@ -400,7 +458,12 @@ def _progress_bar(params: BoosterParams):
             )
             bar.set_postfix_str(f"{name} {m}={v:.4f} best={best}", refresh=False)
 
-    callback.close = bar.close  # type: ignore[attr-defined]
+    def close() -> None:
+        if notice is not None:
+            notice.attach_bar(None)
+        bar.close()
+
+    callback.close = close  # type: ignore[attr-defined]
     return callback
 
 
@@ -487,6 +550,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------- generate
 def cmd_generate(args: argparse.Namespace) -> int:
     """Synthetic train/vali/test files (60/20/20 split of queries) from one generator."""
+    import numpy as np
+
     from ltrboost.datasets import make_ranking
     from ltrboost.io.letor import dump_svmlight
 

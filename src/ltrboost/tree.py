@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import NODE_DTYPE
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_rows, parallel_kernel, prange
 
 
 class PackedEnsemble(NamedTuple):
@@ -78,6 +78,7 @@ def predict_raw(
 
 # Below this many rows prediction runs serially (a parallel launch costs more).
 SERIAL_PREDICT_ROWS = 20_000
+PREDICT_ROWS_PER_THREAD = 1024  # raw-feature prediction: fewer rows stay on one thread
 
 
 def predict_binned_tree(
@@ -116,7 +117,6 @@ def add_leaf_values(partition, leaf_starts, leaf_stops, leaf_values, out) -> Non
 # --- kernels ---
 
 
-@parallel_kernel
 def _predict_raw(
     value,
     feature_idx,
@@ -131,9 +131,22 @@ def _predict_raw(
     out,
 ):
     # X: IN float (n_samples, n_features); out: IN/OUT float64 (n_outputs, n_samples)
-    n_samples = X.shape[0]
+    # Rows are independent: blocks of rows on threads (no parfor to compile).
+    over_rows(
+        _predict_raw_rows, X.shape[0], value, feature_idx, num_threshold,
+        missing_left, is_leaf, left, right, tree_offsets, tree_output, X, out,
+        min_rows_per_thread=PREDICT_ROWS_PER_THREAD,
+    )  # fmt: skip
+
+
+@kernel
+def _predict_raw_rows(
+    r0, r1, value, feature_idx, num_threshold, missing_left, is_leaf, left, right,
+    tree_offsets, tree_output, X, out,
+):  # fmt: skip
+    # rows r0..r1-1 of _predict_raw
     n_trees = tree_offsets.shape[0] - 1
-    for i in prange(n_samples):
+    for i in range(r0, r1):
         for t in range(n_trees):
             base = tree_offsets[t]
             k = base

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import INDEX_DTYPE, MAX_EXP_GAIN_LABEL, QUERY_OFFSET_DTYPE
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries, parallel_kernel, prange
 
 GAINS = ("exp", "linear")
 
@@ -251,12 +251,16 @@ def _max_dcg_one_query(gains_q, k):
     return s
 
 
-@parallel_kernel
 def _inverse_max_dcg_all_queries(gains, query_offsets, k, out):
     # gains: IN float64 (n_samples,); query_offsets: IN int64
     # out: OUT float64 (n_queries,)
-    n_queries = query_offsets.shape[0] - 1
-    for q in prange(n_queries):
+    over_queries(_inverse_max_dcg_queries, query_offsets, gains, query_offsets, k, out)
+
+
+@kernel
+def _inverse_max_dcg_queries(q0, q1, gains, query_offsets, k, out):
+    # queries q0..q1-1 of _inverse_max_dcg_all_queries (see _numba.over_queries)
+    for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
         m = _max_dcg_one_query(gains[lo:hi], k)

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import INDEX_DTYPE
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries
 from ltrboost.metrics._dcg import (
     _binary_relevance,
     _ranked_prefix_one_query,
@@ -125,7 +125,6 @@ def _ap_one_query(scores_q, relevant_q, n_relevant, k, order, scratch):
     return total / denominator
 
 
-@parallel_kernel
 def _ap_all_queries(
     scores,
     relevant,
@@ -140,8 +139,19 @@ def _ap_all_queries(
     # scores: IN float64 (n_samples,); relevant: IN uint8 (n_samples,)
     # n_relevant: IN int64 (n_queries,); query_offsets: IN int64 (n_queries + 1,)
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
-    n_queries = query_offsets.shape[0] - 1
-    for q in prange(n_queries):
+    over_queries(
+        _ap_queries, query_offsets, scores, relevant, n_relevant, query_offsets, k,
+        empty_query_score, order, scratch, out
+    )
+
+
+@kernel
+def _ap_queries(
+    q0, q1, scores, relevant, n_relevant, query_offsets, k, empty_query_score,
+    order, scratch, out
+):  # fmt: skip
+    # queries q0..q1-1 of _ap_all_queries (see _numba.over_queries)
+    for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
         if n_relevant[q] == 0:

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import INDEX_DTYPE
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries
 from ltrboost.metrics._dcg import (
     _ranked_prefix_one_query,
     _validate_k,
@@ -140,12 +140,21 @@ def _err_one_query(scores_q, stop_q, k, order, scratch):
     return err
 
 
-@parallel_kernel
 def _err_all_queries(scores, stop_probabilities, query_offsets, k, order, scratch, out):
     # scores, stop_probabilities: IN float64 (n_samples,); query_offsets: IN int64
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
-    n_queries = query_offsets.shape[0] - 1
-    for q in prange(n_queries):
+    over_queries(
+        _err_queries, query_offsets, scores, stop_probabilities, query_offsets, k,
+        order, scratch, out
+    )
+
+
+@kernel
+def _err_queries(
+    q0, q1, scores, stop_probabilities, query_offsets, k, order, scratch, out
+):  # fmt: skip
+    # queries q0..q1-1 of _err_all_queries (see _numba.over_queries)
+    for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
         out[q] = _err_one_query(

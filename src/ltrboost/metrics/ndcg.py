@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import INDEX_DTYPE
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries
 from ltrboost.metrics._dcg import (
     _ranked_prefix_one_query,
     _validate_empty_query_score,
@@ -140,7 +140,6 @@ def _dcg_one_query(scores_q, gains_q, k, discount_table, order, scratch):
     return dcg
 
 
-@parallel_kernel
 def _ndcg_all_queries(
     scores,
     gains,
@@ -157,8 +156,19 @@ def _ndcg_all_queries(
     # scores, gains: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,)
     # inverse_max_dcgs: IN float64 (n_queries,), 0 where IDCG@k = 0 (read if normalize)
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
-    n_queries = query_offsets.shape[0] - 1
-    for q in prange(n_queries):
+    over_queries(
+        _ndcg_queries, query_offsets, scores, gains, query_offsets, k, normalize,
+        inverse_max_dcgs, empty_query_score, discount_table, order, scratch, out,
+    )  # fmt: skip
+
+
+@kernel
+def _ndcg_queries(
+    q0, q1, scores, gains, query_offsets, k, normalize, inverse_max_dcgs,
+    empty_query_score, discount_table, order, scratch, out,
+):  # fmt: skip
+    # queries q0..q1-1 of _ndcg_all_queries (see _numba.over_queries)
+    for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
         if normalize and inverse_max_dcgs[q] == 0.0:

@@ -18,7 +18,7 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries
 from ltrboost.metrics._dcg import (
     _binary_relevance,
     _validate_empty_query_score,
@@ -118,15 +118,24 @@ def _rr_one_query(scores_q, relevant_q, k):
     return 1.0 / (rank + 1.0)
 
 
-@parallel_kernel
 def _rr_all_queries(
     scores, relevant, n_relevant, query_offsets, k, empty_query_score, out
 ):
     # scores: IN float64 (n_samples,); relevant: IN uint8 (n_samples,)
     # n_relevant: IN int64 (n_queries,); query_offsets: IN int64 (n_queries + 1,)
     # out: OUT float64 (n_queries,)
-    n_queries = query_offsets.shape[0] - 1
-    for q in prange(n_queries):
+    over_queries(
+        _rr_queries, query_offsets, scores, relevant, n_relevant, query_offsets, k,
+        empty_query_score, out
+    )
+
+
+@kernel
+def _rr_queries(
+    q0, q1, scores, relevant, n_relevant, query_offsets, k, empty_query_score, out
+):  # fmt: skip
+    # queries q0..q1-1 of _rr_all_queries (see _numba.over_queries)
+    for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
         if n_relevant[q] == 0:

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import MAX_EXP_GAIN_LABEL
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries, parallel_kernel, prange
 from ltrboost.dataset import RankingDataset
 from ltrboost.metrics._dcg import _discount, inverse_max_dcg, label_gains
 from ltrboost.objectives import _pairs
@@ -1113,7 +1113,6 @@ def _lambdamart_all_queries(
         loss_out[q] = loss
 
 
-@parallel_kernel
 def _lambdamart_ndcg_all_queries(
     scores, labels, values, inv_norm, weights, query_offsets, method, truncation,
     sigma, normalize, gradients, hessians, counts_out,
@@ -1124,10 +1123,24 @@ def _lambdamart_ndcg_all_queries(
     lambdas, logistic loss, ``all``/``topk`` pairs, no explicit pairs, gradients and
     hessians only.  A separate driver so that a plain LambdaMART run never compiles the
     general per-query kernel (most of the package's first-run compilation time).
+    Threads run blocks of queries of the serial kernel :func:`_lambdamart_ndcg_queries`
+    (:func:`ltrboost._numba.over_queries`; no parfor to compile).
     """
-    n_queries = query_offsets.shape[0] - 1
+    over_queries(
+        _lambdamart_ndcg_queries, query_offsets, scores, labels, values, inv_norm,
+        weights, query_offsets, method, truncation, sigma, normalize, gradients,
+        hessians, counts_out,
+    )  # fmt: skip
+
+
+@kernel
+def _lambdamart_ndcg_queries(
+    q0, q1, scores, labels, values, inv_norm, weights, query_offsets, method,
+    truncation, sigma, normalize, gradients, hessians, counts_out,
+):  # fmt: skip
+    # queries q0..q1-1 of _lambdamart_ndcg_all_queries
     has_w = weights.shape[0] > 0
-    for q in prange(n_queries):
+    for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
         n = hi - lo
