@@ -1,4 +1,6 @@
-"""Shared fixtures: seeds, a NumPy generator, synthetic ranking data, shared data dir.
+"""Shared fixtures: seeds, a NumPy generator, synthetic ranking data, shared data dir,
+test-only objectives (registered only while a module that asks for them runs) and the
+helpers several test files use (handed out as fixtures, so no test imports conftest).
 
 ``global_random_seed`` runs a test once per seed in ``LTRBOOST_SEED`` (sklearn's
 ``global_random_seed`` idea): unset -> 0, 1 and 42; ``"all"`` -> 0..99; ``"7"``,
@@ -8,7 +10,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,8 @@ import numpy as np
 import pytest
 
 from ltrboost.datasets import make_ranking
+from ltrboost.objectives.base import Objective, PairTerms
+from ltrboost.objectives.registry import register, unregister
 
 
 def _seeds_from_env() -> list[int]:
@@ -76,3 +80,156 @@ def shared_data_dir() -> Path:
     if not path.is_dir():
         pytest.skip("../shared/data not available")
     return path
+
+
+# ====================================================================== test objectives
+
+
+class _TestLeastSquares(Objective):
+    """L = sum (s - y)^2; g = 2 (s - y), h = 2 (the MART objective, test-only)."""
+
+    name = "_test_ls"
+    hessian_is_constant = True
+
+    def gradient_hessian(self, scores, data, gradients_out, hessians_out, iteration=0):
+        gradients_out[:] = 2.0 * (scores - data.y)
+        hessians_out[:] = 2.0
+
+    def loss(self, scores, data):
+        return float(np.sum((scores - data.y) ** 2))
+
+
+def all_label_pairs(data: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (i, j) in a query with y_i > y_j: global doc indices and per-query offsets."""
+    di, dj, offs = [], [], [0]
+    y = data.y
+    for q in range(data.n_queries):
+        lo, hi = data.query_offsets[q], data.query_offsets[q + 1]
+        yi = y[lo:hi]
+        i, j = np.nonzero(yi[:, None] > yi[None, :])
+        di.append(i + lo)
+        dj.append(j + lo)
+        offs.append(offs[-1] + i.shape[0])
+    return (
+        np.concatenate(di).astype(np.int32),
+        np.concatenate(dj).astype(np.int32),
+        np.array(offs, dtype=np.int64),
+    )
+
+
+class _TestRankNet(Objective):
+    """RankNet over all label pairs, sigma = 1, written plainly (test-only):
+    C = log(1 + exp(-(s_i - s_j))), rho = p (1 - p), p = 1 / (1 + exp(s_i - s_j))."""
+
+    name = "_test_ranknet"
+    is_pairwise = True
+
+    def _terms(self, scores, data):
+        di, dj, offs = all_label_pairs(data)
+        p = 1.0 / (1.0 + np.exp(scores[di] - scores[dj]))
+        return di, dj, offs, p, p * (1.0 - p)
+
+    def gradient_hessian(self, scores, data, gradients_out, hessians_out, iteration=0):
+        di, dj, _, p, rho = self._terms(scores, data)
+        g = np.zeros(data.n_samples)
+        h = np.full(data.n_samples, 0.1)  # keeps one-document leaves finite
+        np.add.at(g, di, -p)
+        np.add.at(g, dj, p)
+        np.add.at(h, di, rho)
+        np.add.at(h, dj, rho)
+        gradients_out[:] = g
+        hessians_out[:] = h
+
+    def pair_terms(self, scores, data, iteration=0):
+        di, dj, offs, _, rho = self._terms(scores, data)
+        return PairTerms(offs, di, dj, rho)
+
+
+TEST_OBJECTIVES = (_TestLeastSquares, _TestRankNet)
+
+
+@pytest.fixture(scope="module")
+def test_objectives_registered() -> Iterator[None]:
+    """Register ``_test_ls`` and ``_test_ranknet`` for the requesting module only.
+
+    Registering at import would make them visible to every module collected later
+    (tests parametrized over ``available_objectives()`` would depend on collection
+    order); module scope lets module-scoped fixtures train with them.
+    """
+    for cls in TEST_OBJECTIVES:
+        register(cls)
+    try:
+        yield
+    finally:
+        for cls in TEST_OBJECTIVES:
+            unregister(cls.name)
+
+
+@pytest.fixture(name="all_label_pairs")
+def _all_label_pairs_fixture() -> Callable[[Any], tuple[np.ndarray, ...]]:
+    """:func:`all_label_pairs` (every labelled pair per query)."""
+    return all_label_pairs
+
+
+# ====================================================================== shared helpers
+
+
+def _force_kernel_path(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    import ltrboost.histogram
+    import ltrboost.splitting
+    import ltrboost.tree
+
+    big = 2**62 if path == "serial" else 0
+    monkeypatch.setattr(ltrboost.histogram, "PARALLEL_MIN_WORK", big)
+    monkeypatch.setattr(ltrboost.splitting, "SERIAL_SPLIT_WORK", big)
+    monkeypatch.setattr(ltrboost.splitting, "SERIAL_PARTITION_ROWS", big)
+    monkeypatch.setattr(ltrboost.tree, "SERIAL_PREDICT_ROWS", big)
+
+
+@pytest.fixture
+def force_kernel_path() -> Callable[[pytest.MonkeyPatch, str], None]:
+    """``force_kernel_path(monkeypatch, "serial" | "parallel")`` makes the engine use its
+    serial kernel bodies or its parallel drivers whatever the problem size (normally
+    chosen by size thresholds); pass a ``monkeypatch.context()`` to scope it."""
+    return _force_kernel_path
+
+
+def _random_ranking(
+    seed: int,
+    n_queries: int = 60,
+    score_levels: int | None = None,
+    n_grades: int = 5,
+    relevant_fraction: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    sizes = rng.choice([1, 1, 2, 3, 5, 8, 16, 17, 33, 40, 100], size=n_queries)
+    query_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    n = int(query_offsets[-1])
+    if relevant_fraction is None:
+        y = rng.integers(0, n_grades, n).astype(np.float64)
+    else:
+        y = (rng.random(n) < relevant_fraction) * rng.integers(1, n_grades, n).astype(
+            np.float64
+        )
+    y[query_offsets[0] : query_offsets[1]] = 2.0  # all labels equal
+    y[query_offsets[1] : query_offsets[2]] = 0.0  # nothing relevant
+    if score_levels is None:
+        scores = rng.normal(size=n)
+    else:
+        scores = rng.integers(0, score_levels, n).astype(np.float64)
+    return scores, y, query_offsets
+
+
+@pytest.fixture
+def random_ranking() -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``random_ranking(seed, n_queries=60, score_levels=None, n_grades=5,
+    relevant_fraction=None) -> (scores, y, query_offsets)`` for the metric tests.
+
+    Queries of 1..100 documents; the first has all labels equal (2), the second none
+    relevant (0). Labels are uniform in ``0..n_grades-1``, or with ``relevant_fraction``
+    mostly 0 (each document relevant with that probability, grade ``1..n_grades-1``), so
+    the first relevant document is often deep. ``score_levels`` draws integer scores
+    from that many values (many ties); ``None`` draws normal scores.
+    """
+    return _random_ranking
+

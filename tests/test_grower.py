@@ -20,25 +20,9 @@ from ltrboost.grower import (
     _build_pair_histogram,
     _partition_pairs,
 )
-from ltrboost.objectives.base import Objective
-from ltrboost.objectives.registry import register
 from ltrboost.splitting import SplitParams, find_node_split
 
 SEEDS = [0, 1, 2]
-
-
-def _force_kernel_path(monkeypatch, path):
-    """Make the engine use its serial kernel bodies ("serial") or its parallel drivers
-    ("parallel") whatever the problem size (normally chosen by size thresholds)."""
-    import ltrboost.histogram
-    import ltrboost.splitting
-    import ltrboost.tree
-
-    big = 2**62 if path == "serial" else 0
-    monkeypatch.setattr(ltrboost.histogram, "PARALLEL_MIN_WORK", big)
-    monkeypatch.setattr(ltrboost.splitting, "SERIAL_SPLIT_WORK", big)
-    monkeypatch.setattr(ltrboost.splitting, "SERIAL_PARTITION_ROWS", big)
-    monkeypatch.setattr(ltrboost.tree, "SERIAL_PREDICT_ROWS", big)
 
 
 NODE_FIELDS_BUT_GAIN = (
@@ -624,32 +608,7 @@ def test_se_differs_from_newton_for_non_constant_hessians():
 # ---------------------------------------------------------------- boosting, Theorem 2
 
 
-@register
-class _TestLeastSquares(Objective):
-    """L = sum (s - y)^2; g = 2 (s - y), h = 2 (the MART objective, test-only)."""
-
-    name = "_test_ls"
-    hessian_is_constant = True
-
-    def gradient_hessian(self, scores, data, gradients_out, hessians_out, iteration=0):
-        gradients_out[:] = 2.0 * (scores - data.y)
-        hessians_out[:] = 2.0
-
-    def loss(self, scores, data):
-        return float(np.sum((scores - data.y) ** 2))
-
-
-@pytest.fixture
-def _no_metrics(monkeypatch):
-    """train() imports ltrboost.metrics.get_metric even without validation sets; the
-    metrics package may not exist yet, and these tests evaluate nothing."""
-    import ltrboost.metrics as metrics
-
-    if not hasattr(metrics, "get_metric"):
-        monkeypatch.setattr(metrics, "get_metric", None, raising=False)
-
-
-@pytest.mark.usefixtures("_no_metrics")
+@pytest.mark.usefixtures("test_objectives_registered")  # _test_ls
 def test_theorem2_boosted_models_identical():
     from ltrboost.booster import train
 
@@ -1024,7 +983,9 @@ def test_ole_tree_after_a_root_split_that_separates_every_pair_equals_newton():
 
 
 @pytest.mark.parametrize("seed", SEEDS[:2])
-def test_serial_and_parallel_kernel_paths_grow_identical_trees(monkeypatch, seed):
+def test_serial_and_parallel_kernel_paths_grow_identical_trees(
+    monkeypatch, force_kernel_path, seed
+):
     """The engine switches between serial kernel bodies and parallel drivers by size;
     both must grow the same tree, with the same row partition (the serial path is
     the one the brute-force tests above exercise on small data)."""
@@ -1053,7 +1014,7 @@ def test_serial_and_parallel_kernel_paths_grow_identical_trees(monkeypatch, seed
         out = {}
         for path in ("serial", "parallel"):
             with monkeypatch.context() as m:
-                _force_kernel_path(m, path)
+                force_kernel_path(m, path)
                 grown = _grower(b, Xb, **kw).grow(gg, hh, **grow_kw)
                 out[path] = (grown.nodes, grown.partition.copy(), grown.leaf_ranges)
         np.testing.assert_array_equal(out["serial"][0], out["parallel"][0])

@@ -13,8 +13,6 @@ from ltrboost.binning import BinMapper
 from ltrboost.booster import BoosterParams, train
 from ltrboost.dataset import make_dataset
 from ltrboost.grower import GrowerParams, TreeGrower
-from ltrboost.objectives.base import Objective, PairTerms
-from ltrboost.objectives.registry import register
 from ltrboost.tree import (
     _add_leaf_values,
     _predict_raw_reference,
@@ -26,93 +24,8 @@ from ltrboost.tree import (
 
 SEEDS = [0, 1, 2]
 
-
-def _force_kernel_path(monkeypatch, path):
-    """Make the engine use its serial kernel bodies ("serial") or its parallel drivers
-    ("parallel") whatever the problem size (normally chosen by size thresholds)."""
-    import ltrboost.histogram
-    import ltrboost.splitting
-    import ltrboost.tree
-
-    big = 2**62 if path == "serial" else 0
-    monkeypatch.setattr(ltrboost.histogram, "PARALLEL_MIN_WORK", big)
-    monkeypatch.setattr(ltrboost.splitting, "SERIAL_SPLIT_WORK", big)
-    monkeypatch.setattr(ltrboost.splitting, "SERIAL_PARTITION_ROWS", big)
-    monkeypatch.setattr(ltrboost.tree, "SERIAL_PREDICT_ROWS", big)
-
-
-# ====================================================================== test objectives
-
-
-@register
-class _TestLeastSquares(Objective):
-    """L = sum (s - y)^2; g = 2 (s - y), h = 2 (the MART objective, test-only)."""
-
-    name = "_test_ls"
-    hessian_is_constant = True
-
-    def gradient_hessian(self, scores, data, gradients_out, hessians_out, iteration=0):
-        gradients_out[:] = 2.0 * (scores - data.y)
-        hessians_out[:] = 2.0
-
-    def loss(self, scores, data):
-        return float(np.sum((scores - data.y) ** 2))
-
-
-def _all_label_pairs(data):
-    di, dj, offs = [], [], [0]
-    y = data.y
-    for q in range(data.n_queries):
-        lo, hi = data.query_offsets[q], data.query_offsets[q + 1]
-        yi = y[lo:hi]
-        i, j = np.nonzero(yi[:, None] > yi[None, :])
-        di.append(i + lo)
-        dj.append(j + lo)
-        offs.append(offs[-1] + i.shape[0])
-    return (
-        np.concatenate(di).astype(np.int32),
-        np.concatenate(dj).astype(np.int32),
-        np.array(offs, dtype=np.int64),
-    )
-
-
-@register
-class _TestRankNet(Objective):
-    """RankNet over all label pairs, sigma = 1, written plainly (test-only):
-    C = log(1 + exp(-(s_i - s_j))), rho = p (1 - p), p = 1 / (1 + exp(s_i - s_j))."""
-
-    name = "_test_ranknet"
-    is_pairwise = True
-
-    def _terms(self, scores, data):
-        di, dj, offs = _all_label_pairs(data)
-        p = 1.0 / (1.0 + np.exp(scores[di] - scores[dj]))
-        return di, dj, offs, p, p * (1.0 - p)
-
-    def gradient_hessian(self, scores, data, gradients_out, hessians_out, iteration=0):
-        di, dj, _, p, rho = self._terms(scores, data)
-        g = np.zeros(data.n_samples)
-        h = np.full(data.n_samples, 0.1)  # keeps one-document leaves finite
-        np.add.at(g, di, -p)
-        np.add.at(g, dj, p)
-        np.add.at(h, di, rho)
-        np.add.at(h, dj, rho)
-        gradients_out[:] = g
-        hessians_out[:] = h
-
-    def pair_terms(self, scores, data, iteration=0):
-        di, dj, offs, _, rho = self._terms(scores, data)
-        return PairTerms(offs, di, dj, rho)
-
-
-@pytest.fixture
-def _no_metrics(monkeypatch):
-    """train() imports ltrboost.metrics.get_metric even without validation sets; the
-    metrics package may not exist yet, and these tests evaluate nothing."""
-    import ltrboost.metrics as metrics
-
-    if not hasattr(metrics, "get_metric"):
-        monkeypatch.setattr(metrics, "get_metric", None, raising=False)
+# _test_ls and _test_ranknet (tests/conftest.py) are registered while this module runs
+pytestmark = pytest.mark.usefixtures("test_objectives_registered")
 
 
 # ====================================================================== helpers
@@ -341,7 +254,6 @@ def _ids(kw):
     return "-".join(f"{k}={v}" for k, v in kw.items())
 
 
-@pytest.mark.usefixtures("_no_metrics")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("kw", BOOSTER_GRID, ids=_ids)
 def test_booster_predicts_its_training_scores_bitwise(monkeypatch, kw, dtype):
@@ -409,7 +321,6 @@ def test_booster_predicts_its_training_scores_bitwise(monkeypatch, kw, dtype):
     assert not np.array_equal(pred, np.full_like(pred, booster.init_score[0]))
 
 
-@pytest.mark.usefixtures("_no_metrics")
 @pytest.mark.parametrize("objective", ["_test_ls", "_test_ranknet"])
 def test_bagging_and_colsample_reproducible_and_thread_independent(objective):
     if numba.config.NUMBA_NUM_THREADS < 2:
@@ -448,9 +359,10 @@ def test_bagging_and_colsample_reproducible_and_thread_independent(objective):
     assert all(len(u) <= 3 for u in used)
 
 
-@pytest.mark.usefixtures("_no_metrics")
 @pytest.mark.parametrize("subsample", [1.0, 0.5])
-def test_booster_passes_ole_pairs_of_the_bag_only(monkeypatch, subsample):
+def test_booster_passes_ole_pairs_of_the_bag_only(
+    monkeypatch, subsample, all_label_pairs
+):
     """Under "ole" the grower gets exactly the objective's pairs whose two documents are
     both in the round's bag, and the first tree's leaves are -G / (sum h - 2 sum rho)
     over the bag rows and the pairs inside each leaf (learning_rate = 1)."""
@@ -501,7 +413,7 @@ def test_booster_passes_ole_pairs_of_the_bag_only(monkeypatch, subsample):
         assert bag.shape[0] < ds.n_samples
     in_bag = np.zeros(ds.n_samples, dtype=bool)
     in_bag[bag] = True
-    di, dj, _ = _all_label_pairs(ds)
+    di, dj, _ = all_label_pairs(ds)
     keep = in_bag[di] & in_bag[dj]
     expected = sorted(zip(di[keep].tolist(), dj[keep].tolist(), strict=True))
     assert sorted(zip(pairs[0].tolist(), pairs[1].tolist(), strict=True)) == expected
@@ -531,7 +443,7 @@ def test_booster_passes_ole_pairs_of_the_bag_only(monkeypatch, subsample):
 # ====================================================================== kernel paths
 
 
-def test_serial_and_parallel_prediction_paths_identical(monkeypatch):
+def test_serial_and_parallel_prediction_paths_identical(monkeypatch, force_kernel_path):
     _, X, _ = _data(7, n=1000)
     binner, X_binned, trees = _random_trees(7, X)
     grower = TreeGrower(
@@ -551,7 +463,7 @@ def test_serial_and_parallel_prediction_paths_identical(monkeypatch):
     out = {}
     for path in ("serial", "parallel"):
         with monkeypatch.context() as m:
-            _force_kernel_path(m, path)
+            force_kernel_path(m, path)
             binned = _binned_sum(trees, [0] * 4, X_binned, binner.missing_bin_, 1)
             leafwise = np.zeros(X.shape[0])
             add_leaf_values(grown.partition, starts, stops, vals, leafwise)
@@ -582,7 +494,6 @@ def test_large_data_binned_prediction_above_serial_threshold():
     )
 
 
-@pytest.mark.usefixtures("_no_metrics")
 @pytest.mark.parametrize(
     "kw",
     [
@@ -591,7 +502,9 @@ def test_large_data_binned_prediction_above_serial_threshold():
     ],
     ids=_ids,
 )
-def test_booster_identical_on_serial_and_parallel_paths(monkeypatch, kw):
+def test_booster_identical_on_serial_and_parallel_paths(
+    monkeypatch, force_kernel_path, kw
+):
     _, X, y = _data(9, n=300)
     ds = make_dataset(X, y, group=[15] * 20)
     params = (
@@ -608,7 +521,7 @@ def test_booster_identical_on_serial_and_parallel_paths(monkeypatch, kw):
     res = {}
     for path in ("serial", "parallel"):
         with monkeypatch.context() as m:
-            _force_kernel_path(m, path)
+            force_kernel_path(m, path)
             booster, train_scores = _train_recording(m, params, ds)
             res[path] = booster
             np.testing.assert_array_equal(booster.predict_raw(X)[0], train_scores)

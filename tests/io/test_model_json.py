@@ -23,23 +23,10 @@ from ltrboost.io.model_json import (
     load_model,
     save_model,
 )
-from ltrboost.objectives.base import Objective
-from ltrboost.objectives.registry import register
 
-
-@register
-class _TestLeastSquares(Objective):
-    """L = sum (s - y)^2; g = 2 (s - y), h = 2 (the MART objective, test-only)."""
-
-    name = "_test_ls"
-    hessian_is_constant = True
-
-    def gradient_hessian(self, scores, data, gradients_out, hessians_out, iteration=0):
-        gradients_out[:] = 2.0 * (scores - data.y)
-        hessians_out[:] = 2.0
-
-    def loss(self, scores, data):
-        return float(np.sum((scores - data.y) ** 2))
+# the models here are trained with _test_ls (tests/conftest.py), registered while this
+# module runs so that loading them finds it
+pytestmark = pytest.mark.usefixtures("test_objectives_registered")
 
 
 @pytest.fixture(scope="module")
@@ -54,34 +41,23 @@ def data():
 
 
 @pytest.fixture(scope="module")
-def booster(data):
+def booster(data, test_objectives_registered):
     X, y = data
-    import ltrboost.metrics as metrics
-
-    # train() imports ltrboost.metrics.get_metric even without validation sets; the
-    # metrics package may not exist yet and nothing is evaluated here
-    missing = not hasattr(metrics, "get_metric")
-    if missing:
-        metrics.get_metric = None
-    try:
-        b = train(
-            dict(
-                objective="_test_ls",
-                n_estimators=5,
-                learning_rate=0.37,
-                max_leaf_nodes=7,
-                min_samples_leaf=4,
-                max_bins=63,
-                subsample=0.8,
-                colsample_bytree=0.75,
-                random_state=3,
-                n_threads=2,
-            ),
-            make_dataset(X, y, group=[30] * 10),
-        )
-    finally:
-        if missing:
-            del metrics.get_metric
+    b = train(
+        dict(
+            objective="_test_ls",
+            n_estimators=5,
+            learning_rate=0.37,
+            max_leaf_nodes=7,
+            min_samples_leaf=4,
+            max_bins=63,
+            subsample=0.8,
+            colsample_bytree=0.75,
+            random_state=3,
+            n_threads=2,
+        ),
+        make_dataset(X, y, group=[30] * 10),
+    )
     b.feature_names = ["a", "b", "c", "d"]
     b.evals_result = {"valid": {"ndcg@10": [0.25, 0.5, 0.1 + 0.2, 0.5, 0.75]}}
     b.best_iteration = 4

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -26,21 +28,11 @@ RR_IMPLS = pytest.mark.parametrize(
 )
 
 
-def random_ranking(seed, n_queries=60, score_levels=None, n_grades=3):
-    """Queries of 1..100 documents; one has all labels equal, one no relevant doc."""
-    rng = np.random.default_rng(seed)
-    sizes = rng.choice([1, 1, 2, 3, 5, 8, 16, 17, 33, 40, 100], size=n_queries)
-    query_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    n = int(query_offsets[-1])
-    # mostly irrelevant documents, so the first relevant one is often deep
-    y = (rng.random(n) < 0.2) * rng.integers(1, n_grades, n).astype(np.float64)
-    y[query_offsets[0] : query_offsets[1]] = 2.0
-    y[query_offsets[1] : query_offsets[2]] = 0.0
-    if score_levels is None:
-        scores = rng.normal(size=n)
-    else:
-        scores = rng.integers(0, score_levels, n).astype(np.float64)
-    return scores, y, query_offsets
+@pytest.fixture
+def random_ranking(random_ranking):
+    """conftest's ``random_ranking`` with mostly irrelevant documents (grades 0..2), so
+    the first relevant one is often deep."""
+    return functools.partial(random_ranking, n_grades=3, relevant_fraction=0.2)
 
 
 def _ranked(rel):
@@ -137,7 +129,7 @@ def test_rr_empty_query_score(impl, empty):
 @pytest.mark.parametrize("score_levels", [None, 2, 10])
 @pytest.mark.parametrize("k", [0, 1, 3, 10, 33, 1000])
 @pytest.mark.parametrize("threshold", [1.0, 2.0])
-def test_kernels_match_references(seed, score_levels, k, threshold):
+def test_kernels_match_references(random_ranking, seed, score_levels, k, threshold):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     params = dict(k=k, relevance_threshold=threshold, empty_query_score=0.5)
     np.testing.assert_allclose(
@@ -155,7 +147,7 @@ def test_kernels_match_references(seed, score_levels, k, threshold):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning")
-def test_matches_ranx(seed):
+def test_matches_ranx(random_ranking, seed):
     ranx = pytest.importorskip("ranx")
     scores, y, qo = random_ranking(seed + 10)  # distinct scores
     keep = [q for q in range(len(qo) - 1) if (y[qo[q] : qo[q + 1]] >= 1).any()]
@@ -179,7 +171,7 @@ def test_matches_ranx(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("name", ["map", "map@5", "mrr", "mrr@3"])
-def test_permutation_invariance(seed, name):
+def test_permutation_invariance(random_ranking, seed, name):
     scores, y, qo = random_ranking(seed)
     rng = np.random.default_rng(seed)
     perm = np.concatenate(
@@ -192,7 +184,7 @@ def test_permutation_invariance(seed, name):
 
 
 @pytest.mark.parametrize("name", ["map", "mrr@5"])
-def test_empty_query_score_moves_the_mean(name):
+def test_empty_query_score_moves_the_mean(random_ranking, name):
     scores, y, qo = random_ranking(2)
     n_empty = sum(not (y[qo[q] : qo[q + 1]] >= 1).any() for q in range(len(qo) - 1))
     assert n_empty >= 1
@@ -202,7 +194,7 @@ def test_empty_query_score_moves_the_mean(name):
 
 
 @pytest.mark.parametrize("name", ["map", "map@10", "mrr", "mrr@10"])
-def test_bind_equals_unbound(name):
+def test_bind_equals_unbound(random_ranking, name):
     scores, y, qo = random_ranking(8, score_levels=6)
     metric = get_metric(name)
     bound = metric.bind(y, qo)

@@ -27,22 +27,6 @@ IMPLS = pytest.mark.parametrize(
 )
 
 
-def random_ranking(seed, n_queries=60, score_levels=None, n_grades=5):
-    """Queries of 1..100 documents; one has all labels equal, one no relevant doc."""
-    rng = np.random.default_rng(seed)
-    sizes = rng.choice([1, 1, 2, 3, 5, 8, 16, 17, 33, 40, 100], size=n_queries)
-    query_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    n = int(query_offsets[-1])
-    y = rng.integers(0, n_grades, n).astype(np.float64)
-    y[query_offsets[0] : query_offsets[1]] = 2.0
-    y[query_offsets[1] : query_offsets[2]] = 0.0
-    if score_levels is None:
-        scores = rng.normal(size=n)
-    else:
-        scores = rng.integers(0, score_levels, n).astype(np.float64)
-    return scores, y, query_offsets
-
-
 def err_by_loops(scores, y, query_offsets, k=0, max_grade=None):
     """ERR straight from Chapelle et al. (2009), Algorithm 2, with Python lists.
 
@@ -117,7 +101,7 @@ def test_query_without_relevant_documents_scores_zero(impl):
 @pytest.mark.parametrize("score_levels", [None, 3])
 @pytest.mark.parametrize("k", [0, 1, 3, 10, 33, 1000])
 @pytest.mark.parametrize("max_grade", [None, 6.0])
-def test_kernel_matches_reference_and_loops(seed, score_levels, k, max_grade):
+def test_kernel_matches_reference_and_loops(random_ranking, seed, score_levels, k, max_grade):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     got = _kernel(scores, y, qo, k=k, max_grade=max_grade)
     np.testing.assert_allclose(
@@ -132,7 +116,7 @@ def test_kernel_matches_reference_and_loops(seed, score_levels, k, max_grade):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_metric_mean_matches_loops(seed):
+def test_metric_mean_matches_loops(random_ranking, seed):
     scores, y, qo = random_ranking(seed + 20)
     assert get_metric("err@10")(scores, y, qo) == pytest.approx(
         err_by_loops(scores, y, qo, k=10).mean(), rel=1e-12
@@ -146,7 +130,7 @@ def test_metric_mean_matches_loops(seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_permutation_invariance(seed):
+def test_permutation_invariance(random_ranking, seed):
     scores, y, qo = random_ranking(seed)
     rng = np.random.default_rng(seed)
     perm = np.concatenate(
@@ -158,7 +142,7 @@ def test_permutation_invariance(seed):
     )
 
 
-def test_err_bounds_and_perfect_ranking():
+def test_err_bounds_and_perfect_ranking(random_ranking):
     scores, y, qo = random_ranking(4)
     metric = get_metric("err")
     best = metric.per_query(y.copy(), y, qo)
@@ -186,7 +170,7 @@ def test_large_grades_do_not_overflow():
     assert value == pytest.approx(1.0)
 
 
-def test_bind_fixes_max_grade_and_equals_unbound():
+def test_bind_fixes_max_grade_and_equals_unbound(random_ranking):
     scores, y, qo = random_ranking(9, score_levels=4)
     metric = get_metric("err@10")
     bound = metric.bind(y, qo)

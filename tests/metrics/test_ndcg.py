@@ -34,25 +34,6 @@ IMPLS = pytest.mark.parametrize(
 )
 
 
-def random_ranking(seed, n_queries=60, score_levels=None, n_grades=5):
-    """Queries of 1..100 documents, with one all-equal-labels and one irrelevant query.
-
-    ``score_levels`` draws integer scores from that many values (many ties).
-    """
-    rng = np.random.default_rng(seed)
-    sizes = rng.choice([1, 1, 2, 3, 5, 8, 16, 17, 33, 40, 100], size=n_queries)
-    query_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    n = int(query_offsets[-1])
-    y = rng.integers(0, n_grades, n).astype(np.float64)
-    y[query_offsets[0] : query_offsets[1]] = 2.0  # all labels equal
-    y[query_offsets[1] : query_offsets[2]] = 0.0  # nothing relevant
-    if score_levels is None:
-        scores = rng.normal(size=n)
-    else:
-        scores = rng.integers(0, score_levels, n).astype(np.float64)
-    return scores, y, query_offsets
-
-
 # --- seed 003 and hand-computed cases ---
 
 
@@ -162,7 +143,7 @@ def test_one_document_and_empty_queries(impl):
 @pytest.mark.parametrize("score_levels", [None, 3, 20])
 @pytest.mark.parametrize("k", [0, 1, 3, 10, 32, 33, 1000])
 @pytest.mark.parametrize("gain", ["exp", "linear"])
-def test_kernel_matches_reference(seed, score_levels, k, gain):
+def test_kernel_matches_reference(random_ranking, seed, score_levels, k, gain):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     for normalize in (True, False):
         params = dict(k=k, gain=gain, normalize=normalize, empty_query_score=0.25)
@@ -176,7 +157,7 @@ def test_kernel_matches_reference(seed, score_levels, k, gain):
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("score_levels", [None, 2, 7])
-def test_rank_order_matches_stable_reference(seed, score_levels):
+def test_rank_order_matches_stable_reference(random_ranking, seed, score_levels):
     scores, _, qo = random_ranking(seed, score_levels=score_levels)
     np.testing.assert_array_equal(
         rank_order(scores, qo), _rank_order_reference(scores, qo)
@@ -227,7 +208,7 @@ def _ranx_inputs(scores, y, qo):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("k", [1, 3, 5, 10])
 @pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning")
-def test_matches_ranx(seed, k):
+def test_matches_ranx(random_ranking, seed, k):
     ranx = pytest.importorskip("ranx")
     scores, y, qo = random_ranking(seed + 10, score_levels=None)  # no score ties
     qrels, run = _ranx_inputs(scores, y, qo)
@@ -251,7 +232,7 @@ def test_matches_ranx(seed, k):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("name", ["ndcg@5", "ndcg", "dcg@3"])
-def test_permutation_invariance(seed, name):
+def test_permutation_invariance(random_ranking, seed, name):
     scores, y, qo = random_ranking(seed, score_levels=None)  # distinct scores
     rng = np.random.default_rng(seed)
     perm = np.concatenate(
@@ -263,7 +244,7 @@ def test_permutation_invariance(seed, name):
     )
 
 
-def test_linear_and_exp_gain():
+def test_linear_and_exp_gain(random_ranking):
     scores, y, qo = random_ranking(5)
     binary = (y >= 2).astype(float)
     exp, lin = get_metric("ndcg@10"), get_metric("ndcg@10", gain="linear")
@@ -278,7 +259,7 @@ def test_linear_and_exp_gain():
         exp(scores, big, qo)
 
 
-def test_perfect_ranking_scores_one():
+def test_perfect_ranking_scores_one(random_ranking):
     _, y, qo = random_ranking(7)
     metric = get_metric("ndcg@10")
     # rank by label: NDCG is 1 for every query whatever the gain
@@ -287,7 +268,7 @@ def test_perfect_ranking_scores_one():
 
 
 @pytest.mark.parametrize("name", ["ndcg@10", "ndcg", "dcg@5"])
-def test_bind_equals_unbound(name):
+def test_bind_equals_unbound(random_ranking, name):
     scores, y, qo = random_ranking(11, score_levels=5)
     metric = get_metric(name)
     bound = metric.bind(y, qo)

@@ -42,22 +42,6 @@ PAIR_PER_QUERY_IMPLS = pytest.mark.parametrize(
 )
 
 
-def random_ranking(seed, n_queries=60, score_levels=None, n_grades=5):
-    """Queries of 1..100 documents; one has all labels equal, one no relevant doc."""
-    rng = np.random.default_rng(seed)
-    sizes = rng.choice([1, 1, 2, 3, 5, 8, 16, 17, 33, 40, 100], size=n_queries)
-    query_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    n = int(query_offsets[-1])
-    y = rng.integers(0, n_grades, n).astype(np.float64)
-    y[query_offsets[0] : query_offsets[1]] = 2.0
-    y[query_offsets[1] : query_offsets[2]] = 0.0
-    if score_levels is None:
-        scores = rng.normal(size=n)
-    else:
-        scores = rng.integers(0, score_levels, n).astype(np.float64)
-    return scores, y, query_offsets
-
-
 # --- P@k by hand ---
 
 
@@ -86,7 +70,7 @@ def test_precision_ties_keep_input_order(impl):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("score_levels", [None, 3])
 @pytest.mark.parametrize("k", [1, 3, 10, 33, 500])
-def test_precision_kernel_matches_reference(seed, score_levels, k):
+def test_precision_kernel_matches_reference(random_ranking, seed, score_levels, k):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     np.testing.assert_allclose(
         _p_kernel(scores, y, qo, k=k, relevance_threshold=2),
@@ -97,7 +81,7 @@ def test_precision_kernel_matches_reference(seed, score_levels, k):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("k", [1, 3, 5])
 @pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning")
-def test_precision_matches_ranx(seed, k):
+def test_precision_matches_ranx(random_ranking, seed, k):
     ranx = pytest.importorskip("ranx")
     scores, y, qo = random_ranking(seed + 10)
     # ranx divides by the query length when it is shorter than k: compare on long ones
@@ -205,7 +189,7 @@ def test_pair_precision_without_pairs(impl, empty):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("score_levels", [None, 2, 5])
 @pytest.mark.parametrize("percent", [100, 50, 10, 2.5, 0.1, 99.9])
-def test_pair_precision_kernel_matches_reference(seed, score_levels, percent):
+def test_pair_precision_kernel_matches_reference(random_ranking, seed, score_levels, percent):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     assert _pair_kernel(scores, y, qo, percent=percent) == pytest.approx(
         _pair_precision_reference(scores, y, qo, percent=percent), rel=1e-12
@@ -226,7 +210,7 @@ def test_pair_precision_kernel_matches_reference(seed, score_levels, percent):
     )
 
 
-def test_pair_precision_at_100_is_pairwise_accuracy():
+def test_pair_precision_at_100_is_pairwise_accuracy(random_ranking):
     # an independent count over all same-query pairs with different labels
     scores, y, qo = random_ranking(13, score_levels=4)
     right = total = 0
@@ -246,7 +230,9 @@ def test_pair_precision_at_100_is_pairwise_accuracy():
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("score_levels", [None, 3])
 @pytest.mark.parametrize("name", ["pair_precision", "pair_precision@10%"])
-def test_pair_precision_permutation_invariance_even_with_ties(seed, score_levels, name):
+def test_pair_precision_permutation_invariance_even_with_ties(
+    random_ranking, seed, score_levels, name
+):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     rng = np.random.default_rng(seed)
     perm = np.concatenate(
@@ -258,7 +244,7 @@ def test_pair_precision_permutation_invariance_even_with_ties(seed, score_levels
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("k", [1, 5])
-def test_precision_at_k_permutation_invariance(seed, k):
+def test_precision_at_k_permutation_invariance(random_ranking, seed, k):
     scores, y, qo = random_ranking(seed)
     rng = np.random.default_rng(seed)
     perm = np.concatenate(
@@ -270,7 +256,7 @@ def test_precision_at_k_permutation_invariance(seed, k):
     )
 
 
-def test_pair_precision_decreases_with_k_for_a_good_ranker():
+def test_pair_precision_decreases_with_k_for_a_good_ranker(random_ranking):
     # scores = label + noise: confident (large-margin) pairs are more often right
     rng = np.random.default_rng(0)
     _, y, qo = random_ranking(0)
@@ -280,7 +266,7 @@ def test_pair_precision_decreases_with_k_for_a_good_ranker():
 
 
 @pytest.mark.parametrize("name", ["p@3", "pair_precision", "pair_precision@20%"])
-def test_bind_equals_unbound(name):
+def test_bind_equals_unbound(random_ranking, name):
     scores, y, qo = random_ranking(5, score_levels=6)
     metric = get_metric(name)
     bound = metric.bind(y, qo)

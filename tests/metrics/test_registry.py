@@ -41,22 +41,6 @@ ALL_NAMES = [
 ]
 
 
-def random_ranking(seed, n_queries=60, score_levels=None, n_grades=5):
-    """Queries of 1..100 documents; one has all labels equal, one no relevant doc."""
-    rng = np.random.default_rng(seed)
-    sizes = rng.choice([1, 1, 2, 3, 5, 8, 16, 17, 33, 40, 100], size=n_queries)
-    query_offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    n = int(query_offsets[-1])
-    y = rng.integers(0, n_grades, n).astype(np.float64)
-    y[query_offsets[0] : query_offsets[1]] = 2.0
-    y[query_offsets[1] : query_offsets[2]] = 0.0
-    if score_levels is None:
-        scores = rng.normal(size=n)
-    else:
-        scores = rng.integers(0, score_levels, n).astype(np.float64)
-    return scores, y, query_offsets
-
-
 def reference_value(name, scores, y, qo, empty=1.0, weights=None):
     """The dataset value of ``name`` from the plain-NumPy references only."""
     m = get_metric(name)
@@ -195,7 +179,7 @@ def test_metric_forms_are_all_accepted():
 @pytest.mark.parametrize("name", ALL_NAMES)
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("score_levels", [None, 4])
-def test_every_metric_matches_reference(name, seed, score_levels):
+def test_every_metric_matches_reference(random_ranking, name, seed, score_levels):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     weights = np.random.default_rng(seed).random(len(qo) - 1)
     metric = get_metric(name)
@@ -229,7 +213,7 @@ def test_kernels_match_references_on_arbitrary_inputs(sizes, data, name):
 # --- evaluate ---
 
 
-def test_evaluate_returns_canonical_names_in_order():
+def test_evaluate_returns_canonical_names_in_order(random_ranking):
     scores, y, qo = random_ranking(1)
     result = evaluate(scores, y, qo, ["NDCG@10", "err", "map@5", "pair_precision@100%"])
     assert list(result) == ["ndcg@10", "err", "map@5", "pair_precision"]
@@ -239,7 +223,7 @@ def test_evaluate_returns_canonical_names_in_order():
     assert as_text == {"ndcg@10": result["ndcg@10"], "err": result["err"]}
 
 
-def test_evaluate_passes_options_and_weights():
+def test_evaluate_passes_options_and_weights(random_ranking):
     scores, y, qo = random_ranking(2)
     w = np.random.default_rng(0).random(len(qo) - 1)
     result = evaluate(
@@ -261,7 +245,7 @@ def test_evaluate_passes_options_and_weights():
     assert evaluate(scores, y, qo, [linear])["dcg@3"] == linear(scores, y, qo)
 
 
-def test_empty_query_score_changes_only_normalised_metrics():
+def test_empty_query_score_changes_only_normalised_metrics(random_ranking):
     scores, y, qo = random_ranking(3)
     for name in ("ndcg@10", "map", "mrr"):
         one = get_metric(name, empty_query_score=1)(scores, y, qo)
@@ -277,7 +261,7 @@ def test_empty_query_score_changes_only_normalised_metrics():
 
 
 @pytest.mark.parametrize("name", ALL_NAMES)
-def test_bind_equals_unbound(name):
+def test_bind_equals_unbound(random_ranking, name):
     scores, y, qo = random_ranking(4, score_levels=8)
     w = np.random.default_rng(4).random(len(qo) - 1)
     metric = get_metric(name)
@@ -294,7 +278,7 @@ def test_bind_equals_unbound(name):
         np.testing.assert_array_equal(bound.per_query(s), metric.per_query(s, y, qo))
 
 
-def test_bound_metric_accepts_float32_and_lists():
+def test_bound_metric_accepts_float32_and_lists(random_ranking):
     scores, y, qo = random_ranking(6)
     bound = get_metric("ndcg@5").bind(list(y), list(qo))
     expected = get_metric("ndcg@5")(scores.astype(np.float32).astype(float), y, qo)
@@ -303,7 +287,7 @@ def test_bound_metric_accepts_float32_and_lists():
 
 
 @pytest.mark.parametrize("name", ["ndcg@10", "err", "map", "pair_precision@10%"])
-def test_results_do_not_depend_on_thread_count(name):
+def test_results_do_not_depend_on_thread_count(random_ranking, name):
     scores, y, qo = random_ranking(12, n_queries=300, score_levels=5)
     w = np.random.default_rng(1).random(len(qo) - 1)
     bound = get_metric(name).bind(y, qo, query_weights=w)
@@ -363,7 +347,7 @@ def test_query_offsets_validation():
     assert metric(s, y, np.array([0.0, 2.0, 4.0])) == 1.0  # whole floats are fine
 
 
-def test_query_weights_validation():
+def test_query_weights_validation(random_ranking):
     scores, y, qo = random_ranking(0, n_queries=5)
     metric = get_metric("ndcg@10")
     with pytest.raises(ValueError, match="there are 5 queries"):

@@ -17,6 +17,15 @@ def register(cls: type[Objective]) -> type[Objective]:
     return cls
 
 
+def unregister(name: str) -> None:
+    """Remove the objective registered as ``name`` (no-op when absent).
+
+    For objectives registered for a limited time, e.g. the test suite's test-only
+    objectives, which must not stay visible to code that lists the registry.
+    """
+    _REGISTRY.pop(name, None)
+
+
 def _load_builtin() -> None:
     # Importing the modules registers their classes; done lazily to keep import order
     # simple (objectives import metrics, never the other way round).
