@@ -24,16 +24,16 @@ from ltrboost.histogram import (
 SEEDS = [0, 1, 2, 3]
 
 
-@pytest.fixture(autouse=True, params=["serial", "parallel"])
+@pytest.fixture(params=["serial", "parallel"])
 def kernel_path(request, monkeypatch):
-    """Run every test through the serial bodies and through the parallel drivers (the
+    """Run a test through the serial bodies and through the parallel drivers (the
     wrappers pick one by size; the threshold is forced here)."""
     threshold = 2**62 if request.param == "serial" else 0
     monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", threshold)
     return request.param
 
 
-@pytest.fixture(autouse=True, params=["columns", "rows"])
+@pytest.fixture(params=["columns", "rows"])
 def layout(request, monkeypatch):
     """Build node histograms from the column-major bins and from the row-major copy
     (the grower's path for sparse nodes, which builds unselected features too)."""
@@ -42,6 +42,11 @@ def layout(request, monkeypatch):
 
 
 _LAYOUT = "columns"
+
+# Tests of the kernels run on both paths and, where they build node histograms with
+# _kernel_brute, from both layouts; tests of code neither fixture affects run once.
+BOTH_PATHS = pytest.mark.usefixtures("kernel_path")
+BOTH_PATHS_AND_LAYOUTS = pytest.mark.usefixtures("kernel_path", "layout")
 
 
 def _subtract_histograms(parent_inout, sibling, feature_indices):
@@ -104,6 +109,7 @@ def _hand_case():
     return X_binned, g, h, rows, expected
 
 
+@BOTH_PATHS_AND_LAYOUTS
 @pytest.mark.parametrize("impl", ["reference", "kernel"])
 def test_hand_case(impl):
     X_binned, g, h, rows, expected = _hand_case()
@@ -114,6 +120,7 @@ def test_hand_case(impl):
     np.testing.assert_array_equal(got, expected)
 
 
+@BOTH_PATHS
 @pytest.mark.parametrize("impl", ["reference", "kernel"])
 def test_hand_case_root(impl):
     X_binned, g, h, _, _ = _hand_case()
@@ -134,6 +141,7 @@ def test_hand_case_root(impl):
 # ---------------------------------------------------------------- kernel vs reference
 
 
+@BOTH_PATHS
 @pytest.mark.parametrize("seed", SEEDS)
 def test_root_matches_reference(seed):
     _, X_binned, g, h = _random_problem(seed)
@@ -146,6 +154,7 @@ def test_root_matches_reference(seed):
     np.testing.assert_array_equal(got, ref)
 
 
+@BOTH_PATHS_AND_LAYOUTS
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("n_rows", [0, 1, 7, 1000])
 def test_brute_matches_reference(seed, n_rows):
@@ -159,6 +168,7 @@ def test_brute_matches_reference(seed, n_rows):
         assert not got.any()
 
 
+@BOTH_PATHS_AND_LAYOUTS
 @pytest.mark.parametrize("seed", SEEDS)
 def test_brute_is_permutation_invariant(seed):
     rng, X_binned, g, h = _random_problem(seed)
@@ -184,6 +194,7 @@ def test_gather():
 # ---------------------------------------------------------------- invariants
 
 
+@BOTH_PATHS_AND_LAYOUTS
 @pytest.mark.parametrize("seed", SEEDS)
 def test_subtraction_equals_brute_force_of_sibling(seed):
     rng, X_binned, g, h = _random_problem(seed)
@@ -202,6 +213,7 @@ def test_subtraction_equals_brute_force_of_sibling(seed):
     np.testing.assert_array_equal(parent[..., HIST_COUNT], brute_right[..., HIST_COUNT])
 
 
+@BOTH_PATHS_AND_LAYOUTS
 @pytest.mark.parametrize("seed", SEEDS)
 def test_subtraction_from_root_histogram(seed):
     _, X_binned, g, h = _random_problem(seed)
@@ -222,6 +234,7 @@ def test_subtraction_from_root_histogram(seed):
     assert n == X_binned.shape[0]
 
 
+@BOTH_PATHS_AND_LAYOUTS
 @pytest.mark.parametrize("seed", SEEDS)
 def test_sum_over_bins_equals_node_totals(seed):
     rng, X_binned, g, h = _random_problem(seed)
@@ -237,6 +250,7 @@ def test_sum_over_bins_equals_node_totals(seed):
         assert hist[f, :, HIST_COUNT].sum() == rows.shape[0]
 
 
+@BOTH_PATHS_AND_LAYOUTS
 @pytest.mark.parametrize("seed", SEEDS)
 def test_selected_features_only(seed):
     rng, X_binned, g, h = _random_problem(seed)
@@ -272,6 +286,7 @@ def _n_threads_options():
     return [1, 2] if max_threads >= 2 else [1]
 
 
+@BOTH_PATHS_AND_LAYOUTS
 @pytest.mark.parametrize("seed", SEEDS[:2])
 def test_independent_of_thread_count(seed):
     if len(_n_threads_options()) < 2:
@@ -292,6 +307,7 @@ def test_independent_of_thread_count(seed):
         np.testing.assert_array_equal(a, b)
 
 
+@BOTH_PATHS
 @pytest.mark.parametrize("n_node", [0, 1, 9, 40, 3000])
 @pytest.mark.parametrize("n_features", [3, 4, 13])
 def test_row_major_equals_column_major(n_node, n_features):
@@ -375,7 +391,8 @@ def test_reduce_shards_equals_whole(seed):
     np.testing.assert_array_equal(total[..., HIST_COUNT], whole[..., HIST_COUNT])
 
 
-def test_large_node_paths_agree_with_reference(kernel_path):
+@BOTH_PATHS_AND_LAYOUTS
+def test_large_node_paths_agree_with_reference():
     """A node above the real size threshold (PARALLEL_MIN_WORK rows), and many features
     x bins for the subtraction, under both forced paths."""
     rng = np.random.default_rng(5)

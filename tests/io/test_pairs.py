@@ -58,7 +58,8 @@ def test_pair_file_errors_name_file_and_line(tmp_path, text, line, fragment):
 def test_repeated_pair_is_allowed(tmp_path):
     p = _write(tmp_path, "7 a b\n7 a b 3\n")
     pref, _, w = read_pairs_file(p, QID, DOCIDS)
-    assert pref.shape[0] == 2 and w.sum() == 4.0
+    assert pref.shape[0] == 2
+    assert w.sum() == 4.0
 
 
 def test_missing_file_is_an_input_error(tmp_path):

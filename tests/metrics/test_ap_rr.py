@@ -125,10 +125,9 @@ def test_rr_empty_query_score(impl, empty):
 # --- kernel against reference ---
 
 
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("score_levels", [None, 2, 10])
-@pytest.mark.parametrize("k", [0, 1, 3, 10, 33, 1000])
-@pytest.mark.parametrize("threshold", [1.0, 2.0])
+@pytest.mark.seed_per_case(
+    range(4), score_levels=[None, 2, 10], k=[0, 1, 3, 10, 33, 1000], threshold=[1.0, 2.0]
+)
 def test_kernels_match_references(random_ranking, seed, score_levels, k, threshold):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     params = dict(k=k, relevance_threshold=threshold, empty_query_score=0.5)

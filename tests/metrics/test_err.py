@@ -97,10 +97,9 @@ def test_query_without_relevant_documents_scores_zero(impl):
 # --- against the reference and the plain-Python model ---
 
 
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("score_levels", [None, 3])
-@pytest.mark.parametrize("k", [0, 1, 3, 10, 33, 1000])
-@pytest.mark.parametrize("max_grade", [None, 6.0])
+@pytest.mark.seed_per_case(
+    range(4), score_levels=[None, 3], k=[0, 1, 3, 10, 33, 1000], max_grade=[None, 6.0]
+)
 def test_kernel_matches_reference_and_loops(random_ranking, seed, score_levels, k, max_grade):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     got = _kernel(scores, y, qo, k=k, max_grade=max_grade)

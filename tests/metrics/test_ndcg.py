@@ -139,10 +139,9 @@ def test_one_document_and_empty_queries(impl):
 # --- kernel against reference ---
 
 
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("score_levels", [None, 3, 20])
-@pytest.mark.parametrize("k", [0, 1, 3, 10, 32, 33, 1000])
-@pytest.mark.parametrize("gain", ["exp", "linear"])
+@pytest.mark.seed_per_case(
+    range(4), score_levels=[None, 3, 20], k=[0, 1, 3, 10, 32, 33, 1000], gain=["exp", "linear"]
+)
 def test_kernel_matches_reference(random_ranking, seed, score_levels, k, gain):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     for normalize in (True, False):

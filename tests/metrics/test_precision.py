@@ -186,9 +186,9 @@ def test_pair_precision_without_pairs(impl, empty):
 # --- pair precision: kernels against references ---
 
 
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("score_levels", [None, 2, 5])
-@pytest.mark.parametrize("percent", [100, 50, 10, 2.5, 0.1, 99.9])
+@pytest.mark.seed_per_case(
+    range(4), score_levels=[None, 2, 5], percent=[100, 50, 10, 2.5, 0.1, 99.9]
+)
 def test_pair_precision_kernel_matches_reference(random_ranking, seed, score_levels, percent):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     assert _pair_kernel(scores, y, qo, percent=percent) == pytest.approx(

@@ -210,11 +210,9 @@ CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("metric", METRICS)
-@pytest.mark.parametrize("normalize", [False, True])
-@pytest.mark.parametrize("config", CONFIGS)
-@pytest.mark.parametrize("weights", [None, "doc"])
+@pytest.mark.seed_per_case(
+    SEEDS, metric=METRICS, normalize=[False, True], config=CONFIGS, weights=[None, "doc"]
+)
 def test_kernel_matches_reference(seed, metric, normalize, config, weights):
     data, s = make_data(seed, weights=weights)
     params = dict(
@@ -279,10 +277,9 @@ def _check_finite_differences(obj, s, data, eps1=1e-5, eps2=1e-3, iteration=0):
     return g, h
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("metric", METRICS)
-@pytest.mark.parametrize("normalize", [False, True])
-@pytest.mark.parametrize("pair_method", ["topk", "all", "sampled"])
+@pytest.mark.seed_per_case(
+    SEEDS, metric=METRICS, normalize=[False, True], pair_method=["topk", "all", "sampled"]
+)
 def test_gradients_hessians_numerically(seed, metric, normalize, pair_method):
     data, s = make_data(seed)
     obj = LambdaMART(

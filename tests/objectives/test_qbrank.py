@@ -274,10 +274,9 @@ def test_explicit_pairs_with_labelled_part():
 # --- kernel vs reference --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("w", [0.0, 0.5, 1.0])
-@pytest.mark.parametrize("tau", ["grade_difference", 0.5])
-@pytest.mark.parametrize("weights", [None, "doc"])
+@pytest.mark.seed_per_case(
+    SEEDS, w=[0.0, 0.5, 1.0], tau=["grade_difference", 0.5], weights=[None, "doc"]
+)
 @pytest.mark.parametrize(
     ("pairs", "use_label_pairs"), [(False, None), (True, None), (True, False)]
 )
