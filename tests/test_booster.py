@@ -44,6 +44,26 @@ def test_registry_has_the_core_objectives() -> None:
         assert get_objective(name).name == name
 
 
+def test_registry_register_unregister() -> None:
+    from ltrboost.objectives.base import Objective
+    from ltrboost.objectives.registry import register, unregister
+
+    class _Temporary(Objective):
+        name = "_temporary"
+
+    # test-only objectives (tests/conftest.py) are registered only while a module that
+    # asks for them runs, so the parametrizations above do not depend on collection order
+    assert not [n for n in available_objectives() if n.startswith("_test")]
+    assert "_test_" not in "".join(OBJECTIVES)
+    register(_Temporary)
+    try:
+        assert isinstance(get_objective("_temporary"), _Temporary)
+    finally:
+        unregister("_temporary")
+    assert "_temporary" not in available_objectives()
+    unregister("_temporary")  # absent: no error
+
+
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_every_objective_improves_validation_ndcg(objective: str, split_data) -> None:
     train_set, valid_set = split_data
