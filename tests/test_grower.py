@@ -410,7 +410,7 @@ def test_row_major_histograms_grow_the_same_tree(seed, subset, monkeypatch):
         grower = _grower(binner, X_binned, max_leaf_nodes=20)
         feats = np.array([0, 2, 3], dtype=np.int32) if subset else None
         trees[name] = grower.grow(g, h, feature_indices=feats).nodes
-        assert (grower._X_rows is not None) == (name == "rows")
+        assert (grower.histograms.shards[0]._X_rows is not None) == (name == "rows")
     a, b = trees["columns"], trees["rows"]
     assert a.shape[0] > 20
     for fld in ("feature_idx", "bin_threshold", "missing_go_to_left", "is_leaf"):

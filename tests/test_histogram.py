@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ltrboost.histogram as histogram
-from ltrboost._config import HIST_COUNT, HIST_GRAD, HIST_HESS, N_HIST_STATS
+from ltrboost._config import N_HIST_STATS
 from ltrboost._numba import threads
 from ltrboost.histogram import (
     HistogramPool,
@@ -20,6 +20,8 @@ from ltrboost.histogram import (
     reduce_histograms,
     subtract_histograms,
 )
+
+HIST_GRAD, HIST_HESS, HIST_COUNT = 0, 1, 2  # the last axis of a histogram
 
 SEEDS = [0, 1, 2, 3]
 

@@ -52,7 +52,7 @@ def test_import_loads_no_engine_and_names_resolve_on_use() -> None:
         "import ltrboost.booster, ltrboost.sklearn\n"
         "same = [ltrboost.train is ltrboost.booster.train,\n"
         "        ltrboost.Ranker is ltrboost.sklearn.Ranker,\n"
-        "        ltrboost.load_model.__module__ == 'ltrboost.io.model_json']\n"
+        "        ltrboost.load_model.__module__ == 'ltrboost.model']\n"
         "every = all(hasattr(ltrboost, n) for n in ltrboost.__all__)\n"
         "print(json.dumps({'before': before, 'same': same, 'all': every}))"
     )

@@ -17,21 +17,23 @@ from typing import TYPE_CHECKING, Any
 from ltrboost._version import __version__
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
-    from ltrboost.booster import Booster, BoosterParams, train
+    from ltrboost.booster import train
     from ltrboost.dataset import LTRInputError, RankingDataset, make_dataset
-    from ltrboost.io.model_json import ModelFormatError, load_model
+    from ltrboost.io.model_json import ModelFormatError
+    from ltrboost.model import Booster, load_model
+    from ltrboost.params import BoosterParams
     from ltrboost.sklearn import Ranker
 
 # public name -> module that defines it (imported on first access)
 _LAZY = {
-    "Booster": "ltrboost.booster",
-    "BoosterParams": "ltrboost.booster",
+    "Booster": "ltrboost.model",
+    "BoosterParams": "ltrboost.params",
     "train": "ltrboost.booster",
     "LTRInputError": "ltrboost.dataset",
     "RankingDataset": "ltrboost.dataset",
     "make_dataset": "ltrboost.dataset",
     "ModelFormatError": "ltrboost.io.model_json",
-    "load_model": "ltrboost.io.model_json",
+    "load_model": "ltrboost.model",
     "Ranker": "ltrboost.sklearn",
 }
 

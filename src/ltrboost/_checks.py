@@ -21,32 +21,12 @@ from typing import Any
 
 import numpy as np
 
-INT_PARAMS = (
-    "n_estimators",
-    "max_leaf_nodes",
-    "max_depth",
-    "min_samples_leaf",
-    "max_bins",
-    "min_samples_bin",
-    "random_state",
-    "n_threads",
-    "early_stopping_rounds",
-    "truncation_level",
-    "pairs_per_sample",
-)
-REAL_PARAMS = (
-    "learning_rate",
-    "min_sum_hessian_in_leaf",
-    "l2_regularization",
-    "min_gain_to_split",
-    "subsample",
-    "colsample_bytree",
-    "sigma",
-    "relevance_threshold",
-    "positive_threshold",
-    "preference_weight",
-)
-BOOL_PARAMS = ("lambda_normalization", "use_label_pairs")
+from ltrboost.params import BOOL_PARAM_NAMES, INT_PARAM_NAMES, REAL_PARAM_NAMES
+
+# parameter names by type: from the one parameter list (ltrboost.params)
+INT_PARAMS = INT_PARAM_NAMES
+REAL_PARAMS = REAL_PARAM_NAMES
+BOOL_PARAMS = BOOL_PARAM_NAMES
 
 
 class NonFiniteTrainingError(ValueError):

@@ -18,12 +18,10 @@ SUM_DTYPE = np.float64
 # Raw scores of the ensemble are float64: they accumulate hundreds of small leaf values.
 SCORE_DTYPE = np.float64
 
-# Histograms are float64 arrays of shape (n_features, n_bins, 3); the last axis holds
-# HIST_GRAD, HIST_HESS, HIST_COUNT.  A plain 3-column float array (rather than a
-# structured dtype) lets Numba vectorise the subtraction trick.
-HIST_GRAD = 0
-HIST_HESS = 1
-HIST_COUNT = 2
+# Histograms are float64 arrays of shape (n_features, n_bins, N_HIST_STATS); the last
+# axis holds the sum of gradients (0), of hessians (1) and the count (2).  A plain
+# 3-column float array (rather than a structured dtype) lets Numba vectorise the
+# subtraction trick.
 N_HIST_STATS = 3
 
 # Index arrays: int32 row ids are enough for 2^31 documents and halve the memory of the
@@ -55,6 +53,3 @@ NODE_DTYPE = np.dtype(
         ("depth", np.int32),
     ]
 )
-
-# Stands in for +inf gains/values where a finite number is needed (see LightGBM AvoidInf()).
-ALMOST_INF = 1e300

@@ -71,11 +71,6 @@ class BinMapper:
     def missing_bin_(self) -> int:
         return self.max_bins
 
-    @property
-    def n_bins_total(self) -> int:
-        """Bins per feature in histograms: value bins plus the missing bin."""
-        return self.max_bins + 1
-
     def fit(self, X: NDArray[np.floating]) -> BinMapper:
         n_samples, n_features = X.shape
         if self.subsample is not None and n_samples > self.subsample:

@@ -1,14 +1,14 @@
 """Command-line interface: ``ltrboost train | predict | eval | export``.
 
 The CLI has no logic of its own: each subcommand calls one public function.  Every
-training parameter of :class:`~ltrboost.booster.BoosterParams` is a flag spelled in
-kebab-case (``--min-samples-leaf``), so the CLI and the Python API cannot drift apart.
+training parameter of :data:`ltrboost.params.PARAMS` is a flag spelled in kebab-case
+(``--min-samples-leaf``), so the CLI and the Python API cannot drift apart.
 Bad input exits with status 2 and one line ``ltrboost: error: FILE:LINE: problem`` on
 stderr, never a traceback.  Ctrl-C exits with status 130 and writes nothing.
 
 Start-up is kept short: importing this module loads neither Numba, the kernels,
-scikit-learn nor tqdm.  Each command imports what it needs when it runs, and ``main`` adds the training flags (which need
-:class:`~ltrboost.booster.BoosterParams`, hence the engine) only to a subcommand that is
+scikit-learn nor tqdm.  Each command imports what it needs when it runs, and ``main`` adds the training flags (built from
+the plain parameter list :mod:`ltrboost.params`) only to a subcommand that is
 actually parsed or whose help is printed, so ``ltrboost --help`` stays fast.
 """
 
@@ -18,13 +18,12 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ltrboost._version import __version__
 
-if TYPE_CHECKING:
-    from ltrboost.booster import BoosterParams
+# the parameter list is plain Python (no engine import): flags cost nothing to build
+from ltrboost.params import PARAM_NAMES, PARAMS, BoosterParams
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -82,18 +81,16 @@ def _arg_type(annotation: str):
 
 
 def add_training_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per BoosterParams field, defaulting to 'not given'."""
-    from ltrboost.booster import BoosterParams
-
+    """One flag per training parameter, defaulting to 'not given'."""
     group = parser.add_argument_group("training parameters (see README for each)")
-    for f in fields(BoosterParams):
+    for p in PARAMS:
         group.add_argument(
-            _flag(f.name),
-            dest=f.name,
-            type=_arg_type(str(f.type)),
+            _flag(p.name),
+            dest=p.name,
+            type=_arg_type(p.annotation),
             default=argparse.SUPPRESS,
-            metavar=f.name.upper(),
-            help=f"default: {f.default!r}",
+            metavar=p.name.upper(),
+            help=f"{p.doc} (default: {p.default!r})".replace("%", "%%"),
         )
 
 
@@ -352,11 +349,10 @@ def _load(
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ltrboost.booster import BoosterParams, train
-    from ltrboost.io.model_json import load_model
+    from ltrboost.booster import train
+    from ltrboost.model import load_model
 
-    names = {f.name for f in fields(BoosterParams)}
-    params = BoosterParams(**{k: v for k, v in vars(args).items() if k in names})
+    params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
     params.validate()
     # A resumed model fixes the feature count: a sparse file may not mention the
     # last features at all.
@@ -471,7 +467,7 @@ def _progress_bar(params: BoosterParams, notice=None):
 def cmd_predict(args: argparse.Namespace) -> int:
     from ltrboost.io._atomic import atomic_write_text
     from ltrboost.io.letor import load_svmlight
-    from ltrboost.io.model_json import load_model
+    from ltrboost.model import load_model
 
     booster = load_model(args.model)
     data = load_svmlight(args.data, n_features=booster.n_features, missing=args.missing)
@@ -486,8 +482,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ltrboost.io.model_json import load_model
     from ltrboost.metrics import evaluate, parse_metric_list
+    from ltrboost.model import load_model
 
     booster = load_model(args.model)
     metrics = parse_metric_list(args.metric)
@@ -515,7 +511,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- export
 def cmd_export(args: argparse.Namespace) -> int:
     from ltrboost.export import createmodel_body, export_model
-    from ltrboost.io.model_json import load_model
+    from ltrboost.model import load_model
 
     if args.createmodel is not None and args.format != "xgboost-dump":
         raise ValueError("--createmodel is only for --format xgboost-dump")

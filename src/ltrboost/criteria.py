@@ -13,6 +13,7 @@ side of a split, and ``lam`` for ``l2_regularization``.
   ``H`` the pairs whose two documents both fall on that side are removed,
   ``H_side = sum_{d in side} h_d - 2 sum_{(i,j) in side} rho_ij``; ``G`` is unchanged.
   The grower passes those corrected sums in; the gain formula is the Newton one.
+  :func:`ole_hessian` is that correction, the one place it is written.
 
 Leaf values are always the Newton step ``-G / (H + lam)`` of the objective's own
 gradients and hessians (with the OLE-corrected ``H`` under ``"ole"``).
@@ -46,6 +47,17 @@ def _split_gain(g_left, h_left, g_right, h_right, g_parent, h_parent, l2):
         + _side_score(g_right, h_right, l2)
         - _side_score(g_parent, h_parent, l2)
     )
+
+
+@kernel
+def ole_hessian(h, pair_rho_sum):
+    """Eq. 13 of seed 000: the exact one-leaf hessian ``H - 2 * sum rho`` of a side.
+
+    ``h`` is the side's sum of per-document hessians and ``pair_rho_sum`` the total
+    ``rho`` of the pairs whose two documents both fall on that side (their loss does not
+    move when the side is shifted, so they must leave its second derivative).
+    """
+    return h - 2.0 * pair_rho_sum
 
 
 @kernel

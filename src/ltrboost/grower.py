@@ -1,6 +1,6 @@
-"""TreeGrower: grows one regression tree on binned data from gradients and hessians.
+"""TreeGrower: grows one regression tree from gradients and hessians.
 
-Pure Python policy over Numba kernels (sklearn's design): a priority queue of splittable
+The grower owns only the node order (sklearn's design): a priority queue of splittable
 nodes, popped by the growth policy, until ``max_leaf_nodes`` leaves exist or nothing can
 be split.
 
@@ -11,68 +11,67 @@ be split.
 Seed 000 found depth-first poor and used width-first for its experiments; all three are
 offered so users can see it.
 
-Histograms: the root's is built over all rows; for each split the smaller child's is built
-and the larger child's is ``parent - smaller`` (in the parent's buffer).  Buffers come from a
-:class:`~ltrboost.histogram.HistogramPool` kept for the whole training run.
+It talks to the data through two seams (``../shared/DESIGN.md``, "Layers"):
 
-Pairs (``"ole"`` criterion): each node also owns a slice of a pair-partition array; pairs
-whose documents go to different children drop out (their loss moves with both leaves, so
-they never enter a one-leaf hessian correction again).
+* a :class:`~ltrboost.histogram.HistogramBuilder` (``histograms=``): rows -> node
+  histograms, the root's sums and count, the split of a node's rows, pair histograms;
+  all of them reduced over the builder's shards, so ``min_samples_leaf`` and the leaf
+  values see global counts and sums however the rows are sharded;
+* a :class:`~ltrboost.splitting.Splitter` (``splitter=``): histograms -> best split
+  under the criterion, and leaf values.
+
+Histograms: the root's is built over all rows; for each split the smaller child's is
+built and the larger child's is ``parent - smaller`` (in the parent's buffer).  Counts
+of the children come from the histogram the split was chosen on.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+from collections import namedtuple
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._config import INDEX_DTYPE, NODE_DTYPE
-from ltrboost._numba import kernel, parallel_kernel, prange
-from ltrboost.criteria import CRITERION_CODES, _leaf_value
-from ltrboost.histogram import (
-    HistogramPool,
-    build_histogram,
-    build_histogram_root,
-    subtract_histograms,
-    use_row_major,
+from ltrboost._config import NODE_DTYPE
+from ltrboost.criteria import CRITERION_CODES
+from ltrboost.histogram import (  # noqa: F401  (pair kernel: old import path)
+    HistogramBuilder,
+    _build_pair_histogram,
 )
-from ltrboost.splitting import (
+from ltrboost.params import DEFAULTS, TREE_PARAM_NAMES
+from ltrboost.splitting import (  # noqa: F401  (pair kernel: old import path)
     SplitInfo,
     SplitParams,
-    alloc_split_buffers,
-    find_node_split,
-    split_indices,
+    Splitter,
+    _partition_pairs,
 )
 
 GROWTH_POLICIES = ("best_first", "breadth_first", "depth_first")
 
-
-class GrowerParams(NamedTuple):
-    max_leaf_nodes: int = 31
-    max_depth: int | None = None
-    min_samples_leaf: int = 20
-    min_sum_hessian_in_leaf: float = 1e-3
-    l2_regularization: float = 0.0
-    min_gain_to_split: float = 0.0
-    split_criterion: Literal["newton", "se", "ole"] = "newton"
-    growth: Literal["best_first", "breadth_first", "depth_first"] = "best_first"
+GrowerParams = namedtuple(
+    "GrowerParams",
+    TREE_PARAM_NAMES,
+    defaults=[DEFAULTS[name] for name in TREE_PARAM_NAMES],
+)
+GrowerParams.__doc__ = (
+    "The parameters of one tree's growth: the ``tree`` group of "
+    ":data:`ltrboost.params.PARAMS` (" + ", ".join(TREE_PARAM_NAMES) + ")."
+)
 
 
 @dataclass(eq=False)
 class TreeNode:
     node_id: int
     depth: int
-    start: int
-    stop: int
+    rows: Any  # the histogram builder's handle of the node's rows
+    count: int  # documents in the node (global: from the histograms)
     sum_gradients: float
     sum_hessians: float
     value: float
-    pair_start: int = 0
-    pair_stop: int = 0
     seq: int = 0  # index of the split that created the node (depth-first order)
     side: int = 0  # 0 left child, 1 right child
     hist: NDArray[np.float64] | None = None
@@ -80,39 +79,45 @@ class TreeNode:
     left: TreeNode | None = None
     right: TreeNode | None = None
 
-    @property
-    def count(self) -> int:
-        return self.stop - self.start
-
 
 class GrownTree(NamedTuple):
     nodes: NDArray  # NODE_DTYPE, values NOT yet shrunk
-    leaf_ranges: list[tuple[int, int, int]]  # (start, stop, node_index) into partition
-    partition: NDArray[np.int32]
+    # (start, stop, node_index) into ``partition`` per leaf (single-shard builders)
+    leaf_ranges: list[tuple[int, int, int]]
+    partition: NDArray[np.int32] | None
+    leaves: list[tuple[Any, int]]  # (builder rows handle, node_index) per leaf
 
 
 class TreeGrower:
-    """Reusable grower bound to one binned training matrix.
+    """Reusable grower bound to one training set.
 
     Parameters
     ----------
     X_binned : ndarray of shape (n_samples, n_features), dtype=uint8, Fortran order
+        The local rows; may be None when ``histograms`` is given.
     n_bins_non_missing : ndarray of shape (n_features,), dtype=int32
     missing_bin : int
     bin_thresholds : ndarray of shape (n_features, max_bins), dtype=float64
         Numeric thresholds (+inf padded) so nodes carry ``num_threshold``.
     params : GrowerParams
     n_threads : int
+    histograms : HistogramBuilder, optional
+        Where node histograms come from; default: one local shard over ``X_binned``.
+    splitter : Splitter, optional
+        Default: the criterion and limits of ``params``.
     """
 
     def __init__(
         self,
-        X_binned: NDArray[np.uint8],
+        X_binned: NDArray[np.uint8] | None,
         n_bins_non_missing: NDArray[np.int32],
         missing_bin: int,
         bin_thresholds: NDArray[np.float64],
         params: GrowerParams,
         n_threads: int = 1,
+        *,
+        histograms: HistogramBuilder | None = None,
+        splitter: Splitter | None = None,
     ) -> None:
         if params.max_leaf_nodes < 2:
             raise ValueError(
@@ -127,30 +132,30 @@ class TreeGrower:
                 f"split_criterion={params.split_criterion!r} is not one of "
                 f"{tuple(CRITERION_CODES)}"
             )
-        self.X_binned = X_binned
+        if histograms is None:
+            histograms = HistogramBuilder.local(X_binned, missing_bin, n_threads)
+        if splitter is None:
+            splitter = Splitter(
+                n_bins_non_missing,
+                missing_bin,
+                SplitParams(
+                    min_samples_leaf=params.min_samples_leaf,
+                    min_sum_hessian_in_leaf=params.min_sum_hessian_in_leaf,
+                    l2_regularization=params.l2_regularization,
+                    min_gain_to_split=params.min_gain_to_split,
+                    criterion_code=CRITERION_CODES[params.split_criterion],
+                ),
+            )
+        self.histograms = histograms
+        self.splitter = splitter
+        self.X_binned = X_binned  # the local rows (None when only a builder is given)
         self.n_bins_non_missing = n_bins_non_missing
         self.missing_bin = int(missing_bin)
+        self.n_threads = n_threads
         self.bin_thresholds = bin_thresholds
         self.params = params
-        self.n_threads = n_threads
-        n_samples, n_features = X_binned.shape
-        self.n_samples = n_samples
-        self.n_features = n_features
-        self.pool = HistogramPool(n_features, missing_bin + 1)
-        self.split_params = SplitParams(
-            min_samples_leaf=params.min_samples_leaf,
-            min_sum_hessian_in_leaf=params.min_sum_hessian_in_leaf,
-            l2_regularization=params.l2_regularization,
-            min_gain_to_split=params.min_gain_to_split,
-            criterion_code=CRITERION_CODES[params.split_criterion],
-        )
-        self._split_buffers = alloc_split_buffers(n_features)
-        self._partition = np.empty(n_samples, dtype=INDEX_DTYPE)
-        self._buffer = np.empty(n_samples, dtype=INDEX_DTYPE)
-        self._ordered_g = np.empty(n_samples, dtype=np.float32)
-        self._ordered_h = np.empty(n_samples, dtype=np.float32)
-        self.all_features = np.arange(n_features, dtype=np.int32)
-        self._X_rows: NDArray[np.uint8] | None = None
+        self.n_features = histograms.n_features
+        self.all_features = np.arange(self.n_features, dtype=np.int32)
 
     # ------------------------------------------------------------------ public
     def grow(
@@ -170,65 +175,30 @@ class TreeGrower:
         """
         p = self.params
         feats = self.all_features if feature_indices is None else feature_indices
-        self._gradients = gradients
-        self._hessians = hessians
         self._features = feats
         use_pairs = (
             p.split_criterion == "ole" and pairs is not None and len(pairs[0]) > 0
         )
-        self._pairs = pairs if use_pairs else None
-        if sample_indices is None:
-            n = self.n_samples
-            partition = self._partition
-            partition[:] = np.arange(n, dtype=INDEX_DTYPE)
-        else:
-            n = sample_indices.shape[0]
-            partition = self._partition[:n]
-            partition[:] = sample_indices
-        self._part = partition
-        if use_pairs:
-            self._pair_part = np.arange(len(pairs[0]), dtype=np.int64)
-            self._pair_side = np.empty(len(pairs[0]), dtype=np.int8)
-            self._pair_buf = np.empty(len(pairs[0]), dtype=np.int64)
-            self._pair_hist = np.empty(
-                (self.n_features, self.missing_bin + 1, 3), dtype=np.float64
-            )
-
-        # root
-        hist = self.pool.get()
-        if sample_indices is None:
-            build_histogram_root(self.X_binned, gradients, hessians, feats, hist)
-            sum_g = float(np.sum(gradients, dtype=np.float64))
-            sum_h = float(np.sum(hessians, dtype=np.float64))
-        else:
-            og, oh = build_histogram(
-                self.X_binned,
-                partition,
-                gradients,
-                hessians,
-                feats,
-                self._ordered_g,
-                self._ordered_h,
-                hist,
-            )
-            sum_g = float(np.sum(og, dtype=np.float64))
-            sum_h = float(np.sum(oh, dtype=np.float64))
+        self._use_pairs = use_pairs
+        data = self.histograms
+        root_rows = data.start_tree(
+            gradients, hessians, sample_indices, feats, pairs if use_pairs else None
+        )
+        stats = data.root(root_rows, feats)
         ids = itertools.count()
         self._n_splits = 0
         root = TreeNode(
             node_id=next(ids),
             depth=0,
-            start=0,
-            stop=n,
-            sum_gradients=sum_g,
-            sum_hessians=sum_h,
+            rows=root_rows,
+            count=stats.count,
+            sum_gradients=stats.sum_gradients,
+            sum_hessians=stats.sum_hessians,
             value=0.0,
-            hist=hist,
-            pair_start=0,
-            pair_stop=len(pairs[0]) if use_pairs else 0,
+            hist=stats.hist,
         )
-        root.value = _leaf_value(
-            sum_g, sum_h - 2.0 * self._node_pair_sum(root), p.l2_regularization
+        root.value = self.splitter.leaf_value(
+            root.sum_gradients, root.sum_hessians, self._pair_sum(root)
         )
         heap: list[tuple] = []
         order = itertools.count()
@@ -242,11 +212,22 @@ class TreeGrower:
                 self._consider(child, heap, order)
         # release buffers of nodes left unsplit in the heap
         for _, _, node in heap:
-            self.pool.release(node.hist)
+            data.release(node.hist)
             node.hist = None
-        return self._finalize(root, partition)
+        return self._finalize(root)
+
+    def add_to_scores(
+        self, grown: GrownTree, values: NDArray[np.float64], out: NDArray[np.float64]
+    ) -> None:
+        """Add the tree, with leaf ``values``, to the training scores ``out``."""
+        nodes = grown.nodes.copy()
+        nodes["value"] = values
+        self.histograms.add_tree(nodes, grown.leaves, out)
 
     # ----------------------------------------------------------------- internals
+    def _pair_sum(self, node: TreeNode) -> float:
+        return self.histograms.pair_sum(node.rows) if self._use_pairs else 0.0
+
     def _consider(self, node: TreeNode, heap: list, order: itertools.count) -> None:
         """Find the node's best split and queue it, or make it a leaf."""
         p = self.params
@@ -256,23 +237,21 @@ class TreeGrower:
         if can_split:
             pair_hist = None
             pair_sum = 0.0
-            if self._pairs is not None:
-                pair_hist, pair_sum = self._build_pair_hist(node)
-            node.split_info = find_node_split(
+            if self._use_pairs:
+                pair_hist, pair_sum = self.histograms.pair_histogram(
+                    node.rows, self._features
+                )
+            node.split_info = self.splitter.find_split(
                 node.hist,
                 self._features,
-                self.n_bins_non_missing,
-                self.missing_bin,
                 node.sum_gradients,
                 node.sum_hessians,
                 node.count,
-                self.split_params,
                 pair_hist=pair_hist,
                 pair_sum=pair_sum,
-                buffers=self._split_buffers,
             )
         if node.split_info is None:
-            self.pool.release(node.hist)
+            self.histograms.release(node.hist)
             node.hist = None
             return
         c = next(order)
@@ -286,25 +265,14 @@ class TreeGrower:
 
     def _apply_split(self, node: TreeNode, ids: itertools.count):
         info = node.split_info
-        n_left = split_indices(
-            self._part,
-            node.start,
-            node.stop,
-            self.X_binned,
-            info.feature_idx,
-            info.bin_idx,
-            info.missing_go_to_left,
-            self.missing_bin,
-            self._buffer,
-            self.n_threads,
-        )
-        mid = node.start + n_left
+        data = self.histograms
+        left_rows, right_rows = data.split(node.rows, info)
         self._n_splits += 1
         left = TreeNode(
             node_id=next(ids),
             depth=node.depth + 1,
-            start=node.start,
-            stop=mid,
+            rows=left_rows,
+            count=info.count_left,
             sum_gradients=info.sum_gradient_left,
             sum_hessians=info.sum_hessian_left,
             value=info.value_left,
@@ -314,8 +282,8 @@ class TreeGrower:
         right = TreeNode(
             node_id=next(ids),
             depth=node.depth + 1,
-            start=mid,
-            stop=node.stop,
+            rows=right_rows,
+            count=info.count_right,
             sum_gradients=info.sum_gradient_right,
             sum_hessians=info.sum_hessian_right,
             value=info.value_right,
@@ -323,96 +291,21 @@ class TreeGrower:
             side=1,
         )
         node.left, node.right = left, right
-        if self._pairs is not None:
-            self._split_pairs(node, left, right, info)
+        if self._use_pairs:
+            # OLE leaf values use the corrected hessians of each child's own pairs
+            for child in (left, right):
+                child.value = self.splitter.leaf_value(
+                    child.sum_gradients, child.sum_hessians, self._pair_sum(child)
+                )
         # histograms: brute force on the smaller child, subtraction for the larger
         small, large = (left, right) if left.count <= right.count else (right, left)
-        small.hist = self.pool.get()
-        rows = self._part[small.start : small.stop]
-        build_histogram(
-            self.X_binned,
-            rows,
-            self._gradients,
-            self._hessians,
-            self._features,
-            self._ordered_g,
-            self._ordered_h,
-            small.hist,
-            X_rows=self._row_major(rows.shape[0]),
-        )
-        subtract_histograms(node.hist, small.hist, self._features)
-        large.hist = node.hist
+        small.hist = data.build(small.rows, self._features)
+        large.hist = data.subtract(node.hist, small.hist, self._features)
         node.hist = None
         return left, right
 
-    def _row_major(self, n_node: int) -> NDArray[np.uint8] | None:
-        """The row-major copy of the bins if a node of ``n_node`` rows is built from it.
-
-        The row-wise kernel builds every feature, selected or not (with
-        ``colsample_bytree`` the extra ones are never read and still cost less than the
-        column pass over the selected ones); the copy (``n_samples x n_features``
-        bytes) is made at the first such node.
-        """
-        if not use_row_major(n_node, self.n_samples):
-            return None
-        if self._X_rows is None:
-            self._X_rows = np.ascontiguousarray(self.X_binned)
-        return self._X_rows
-
-    # --- pairs (OLE) ---
-    def _node_pair_sum(self, node: TreeNode) -> float:
-        if self._pairs is None or node.pair_stop <= node.pair_start:
-            return 0.0
-        idx = self._pair_part[node.pair_start : node.pair_stop]
-        return float(np.sum(self._pairs[2][idx]))
-
-    def _build_pair_hist(self, node: TreeNode):
-        doc_i, doc_j, rho = self._pairs
-        idx = self._pair_part[node.pair_start : node.pair_stop]
-        _build_pair_histogram(
-            self.X_binned,
-            doc_i,
-            doc_j,
-            rho,
-            idx,
-            self._features,
-            self.missing_bin,
-            self._pair_hist,
-        )
-        return self._pair_hist, float(np.sum(rho[idx]))
-
-    def _split_pairs(
-        self, node: TreeNode, left: TreeNode, right: TreeNode, info
-    ) -> None:
-        doc_i, doc_j, _ = self._pairs
-        seg = self._pair_part[node.pair_start : node.pair_stop]
-        n_l, n_r = _partition_pairs(
-            seg,
-            doc_i,
-            doc_j,
-            self.X_binned[:, info.feature_idx],
-            info.bin_idx,
-            info.missing_go_to_left,
-            self.missing_bin,
-            self._pair_buf[: seg.shape[0]],
-        )
-        left.pair_start = node.pair_start
-        left.pair_stop = node.pair_start + n_l
-        right.pair_start = left.pair_stop
-        right.pair_stop = left.pair_stop + n_r
-        # OLE leaf values use the corrected hessians of each child
-        l2 = self.params.l2_regularization
-        left.value = _leaf_value(
-            left.sum_gradients, left.sum_hessians - 2.0 * self._node_pair_sum(left), l2
-        )
-        right.value = _leaf_value(
-            right.sum_gradients,
-            right.sum_hessians - 2.0 * self._node_pair_sum(right),
-            l2,
-        )
-
     # --- output ---
-    def _finalize(self, root: TreeNode, partition: NDArray[np.int32]) -> GrownTree:
+    def _finalize(self, root: TreeNode) -> GrownTree:
         nodes_list: list[TreeNode] = []
         stack = [root]
         while stack:  # pre-order numbering: root 0, then left subtree, then right
@@ -423,7 +316,7 @@ class TreeGrower:
                 stack.append(nd.left)
         index = {id(nd): k for k, nd in enumerate(nodes_list)}
         nodes = np.zeros(len(nodes_list), dtype=NODE_DTYPE)
-        leaf_ranges = []
+        leaves = []
         for k, nd in enumerate(nodes_list):
             rec = nodes[k]
             rec["value"] = nd.value
@@ -435,7 +328,7 @@ class TreeGrower:
                 rec["feature_idx"] = -1
                 rec["left"] = -1
                 rec["right"] = -1
-                leaf_ranges.append((nd.start, nd.stop, k))
+                leaves.append((nd.rows, k))
             else:
                 info = nd.split_info
                 rec["feature_idx"] = info.feature_idx
@@ -447,86 +340,14 @@ class TreeGrower:
                 rec["gain"] = info.gain
                 rec["left"] = index[id(nd.left)]
                 rec["right"] = index[id(nd.right)]
-        return GrownTree(nodes=nodes, leaf_ranges=leaf_ranges, partition=partition)
+        partition = self.histograms.partition
+        leaf_ranges = []
+        if partition is not None:
+            leaf_ranges = [(r[0].start, r[0].stop, k) for r, k in leaves]
+        return GrownTree(
+            nodes=nodes, leaf_ranges=leaf_ranges, partition=partition, leaves=leaves
+        )
 
     def _num_threshold(self, feature_idx: int, bin_idx: int) -> float:
         # bin <= b  <=>  x <= thresholds[b]; the last value bin has no threshold (+inf).
         return float(self.bin_thresholds[feature_idx, bin_idx])
-
-
-# --- kernels ---
-
-
-@kernel
-def _build_pair_histogram(
-    X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, missing_bin, out
-):
-    # out: OUT (n_features, n_bins, 3): [P_max by max bin, P_min by min bin, Q by the
-    # non-missing bin of pairs with exactly one missing document], selected features.
-    # The node's pairs are gathered once into contiguous arrays, so that the pass made
-    # for every feature reads them sequentially (like the ordered gradients of the
-    # document histograms) instead of through ``pair_indices`` each time.
-    m = pair_indices.shape[0]
-    di = np.empty(m, dtype=doc_i.dtype)
-    dj = np.empty(m, dtype=doc_j.dtype)
-    r = np.empty(m, dtype=np.float64)
-    for t in range(m):
-        p = pair_indices[t]
-        di[t] = doc_i[p]
-        dj[t] = doc_j[p]
-        r[t] = rho[p]
-    _pair_histogram_gathered(X_binned, di, dj, r, feature_indices, missing_bin, out)
-
-
-@parallel_kernel
-def _pair_histogram_gathered(X_binned, di, dj, r, feature_indices, missing_bin, out):
-    # di, dj, r: IN the node's pairs, contiguous; parallel over features.
-    n_bins = out.shape[1]
-    m = di.shape[0]
-    for k in prange(feature_indices.shape[0]):
-        f = feature_indices[k]
-        h = out[f]
-        for b in range(n_bins):
-            h[b, 0] = 0.0
-            h[b, 1] = 0.0
-            h[b, 2] = 0.0
-        col = X_binned[:, f]
-        for t in range(m):
-            bi = col[di[t]]
-            bj = col[dj[t]]
-            rt = r[t]
-            hi = bi if bi > bj else bj
-            lo = bj if bi > bj else bi
-            h[hi, 0] += rt
-            h[lo, 1] += rt
-            if hi == missing_bin and lo != missing_bin:
-                h[lo, 2] += rt
-
-
-@kernel
-def _partition_pairs(seg, doc_i, doc_j, col, bin_idx, missing_left, missing_bin, buf):
-    # seg: IN/OUT pair ids of the node -> [both left | both right | (dropped)]
-    n = seg.shape[0]
-    n_l = 0
-    for t in range(n):
-        p = seg[t]
-        bi = col[doc_i[p]]
-        bj = col[doc_j[p]]
-        li = missing_left if bi == missing_bin else bi <= bin_idx
-        lj = missing_left if bj == missing_bin else bj <= bin_idx
-        if li and lj:
-            buf[n_l] = p
-            n_l += 1
-    n_r = 0
-    for t in range(n):
-        p = seg[t]
-        bi = col[doc_i[p]]
-        bj = col[doc_j[p]]
-        li = missing_left if bi == missing_bin else bi <= bin_idx
-        lj = missing_left if bj == missing_bin else bj <= bin_idx
-        if (not li) and (not lj):
-            buf[n_l + n_r] = p
-            n_r += 1
-    for t in range(n_l + n_r):
-        seg[t] = buf[t]
-    return n_l, n_r

@@ -1,7 +1,17 @@
-"""Gradient/hessian histograms per feature, built by Numba kernels.
+"""Gradient/hessian histograms per feature: the histogram seam of the tree layer.
 
-A histogram is a float64 array of shape ``(n_features, n_bins, 3)`` holding, per bin, the
-sum of gradients, the sum of hessians and the document count (``_config.HIST_*``).
+A histogram is a float64 array of shape ``(n_features, n_bins, 3)`` holding, per bin,
+the sum of gradients (index 0), the sum of hessians (1) and the document count (2).
+
+The grower talks to a :class:`HistogramBuilder`, never to the kernels: it asks for the
+root's histogram with its sums and count, for a node's histogram, for the larger
+sibling by subtraction, for the split of a node's rows and (``"ole"``) for the node's
+pair histograms.  A builder holds one or more *shards* of rows
+(:class:`LocalHistograms`, the rows of this process); every statistic the grower sees
+is the shards' partial results summed by :func:`reduce_histograms`, so counts and sums
+are global whatever the sharding.  A distributed backend (Dask: one shard per worker)
+and a single-machine one are two sets of shards behind the same builder; a test grows
+the same tree from one shard and from two.
 
 Named tricks (sklearn/LightGBM):
 
@@ -15,19 +25,26 @@ Named tricks (sklearn/LightGBM):
   of the bins, all features of a row in one pass, prefetching rows ahead (its rows
   are far apart in every column: the column pass would miss the cache on each read).
 
-:func:`reduce_histograms` is the single point where per-shard histograms are combined; a
-distributed backend sums shard histograms there (element-wise sum is exact in the sense
-that it is order-independent up to float64 rounding of a fixed-order sum).
+:func:`reduce_histograms` is the single point where per-shard histograms are combined
+(element-wise sum in a fixed shard order; one shard is returned as it is).
+
+Pairs (``"ole"`` criterion, seed 000 eq. 13): each node also owns a slice of a
+pair-partition array; its pair histograms bin each pair's ``rho`` by the larger and the
+smaller bin of its two documents (see :func:`_pair_histogram_gathered`).
 """
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._config import N_HIST_STATS, SUM_DTYPE
+from ltrboost._config import INDEX_DTYPE, N_HIST_STATS, SUM_DTYPE
 from ltrboost._numba import kernel, parallel_kernel, prange, prefetch
+from ltrboost.splitting import SplitInfo, _partition_pairs, split_indices
+from ltrboost.tree import add_leaf_values, predict_binned_tree
 
 
 class HistogramPool:
@@ -145,12 +162,385 @@ def subtract_histograms(parent_inout, sibling, feature_indices):
         _subtract_histograms(parent_inout, sibling, feature_indices)
 
 
-def reduce_histograms(histograms: list[NDArray[np.float64]]) -> NDArray[np.float64]:
-    """Sum histograms computed on disjoint shards of a node's rows (fixed order)."""
-    out = histograms[0].copy()
-    for h in histograms[1:]:
-        out += h
+def reduce_histograms(
+    histograms: list[NDArray[np.float64]],
+    out: NDArray[np.float64] | None = None,
+    feature_indices: NDArray[np.int32] | None = None,
+) -> NDArray[np.float64]:
+    """Sum histograms computed on disjoint shards of a node's rows (fixed order).
+
+    One histogram is its own sum and is returned as it is (the single-shard path pays
+    nothing).  Otherwise the sum is written to ``out`` (a new array when None), only for
+    ``feature_indices`` when given (the other features of shard buffers are not built);
+    the inputs are not modified.
+    """
+    if len(histograms) == 1:
+        return histograms[0]
+    if out is None:
+        out = np.zeros_like(histograms[0])
+    if feature_indices is None:
+        np.copyto(out, histograms[0])
+        for h in histograms[1:]:
+            out += h
+    else:
+        out[feature_indices] = histograms[0][feature_indices]
+        for h in histograms[1:]:
+            out[feature_indices] += h[feature_indices]
     return out
+
+
+class NodeHistogram(NamedTuple):
+    """A node's histogram with its totals: what the splitter needs from the data."""
+
+    hist: NDArray[np.float64]
+    sum_gradients: float
+    sum_hessians: float
+    count: int
+
+
+class RowRange(NamedTuple):
+    """A node's rows in one shard: ``partition[start:stop]`` and its pair slice."""
+
+    start: int
+    stop: int
+    pair_start: int = 0
+    pair_stop: int = 0
+
+
+class LocalHistograms:
+    """One shard of rows held in this process: rows -> partial node histograms.
+
+    Owns the binned rows of the shard, the row partition (every node is the view
+    ``partition[start:stop]``, see :mod:`ltrboost.splitting`), the gathered-gradient
+    buffers and, under ``"ole"``, the pair partition.  Its results are *partial*: the
+    :class:`HistogramBuilder` sums them over shards.
+
+    Parameters
+    ----------
+    X_binned : ndarray (n_rows, n_features), uint8, Fortran order: the shard's rows.
+    missing_bin : int
+    n_threads : int
+    row_start : int
+        Global index of the shard's first row: the shard holds rows
+        ``row_start .. row_start + n_rows - 1`` of the training set (whole queries).
+    pool : HistogramPool, optional
+        Buffers shared with the builder (a shard's histogram may become a node's).
+    """
+
+    def __init__(
+        self,
+        X_binned: NDArray[np.uint8],
+        missing_bin: int,
+        n_threads: int = 1,
+        row_start: int = 0,
+        pool: HistogramPool | None = None,
+    ) -> None:
+        self.X_binned = X_binned
+        self.missing_bin = int(missing_bin)
+        self.n_threads = n_threads
+        self.row_start = int(row_start)
+        self.n_samples, self.n_features = X_binned.shape
+        self.pool = pool or HistogramPool(self.n_features, self.missing_bin + 1)
+        n = self.n_samples
+        self._partition_buffer = np.empty(n, dtype=INDEX_DTYPE)
+        # the current tree's rows (the bag): node rows are views partition[start:stop]
+        self.partition = self._partition_buffer
+        self._buffer = np.empty(n, dtype=INDEX_DTYPE)
+        self._ordered_g = np.empty(n, dtype=np.float32)
+        self._ordered_h = np.empty(n, dtype=np.float32)
+        self._X_rows: NDArray[np.uint8] | None = None
+        self._pairs: tuple[NDArray, NDArray, NDArray] | None = None
+
+    # --- one tree ---
+    def start_tree(self, gradients, hessians, sample_indices, feature_indices, pairs):
+        """Bind the tree's inputs (shard-local rows); return the root's rows."""
+        self._gradients = gradients
+        self._hessians = hessians
+        self._features = feature_indices
+        self._bagged = sample_indices is not None
+        if sample_indices is None:
+            n = self.n_samples
+            self._part = self._partition_buffer
+            self._part[:] = np.arange(n, dtype=INDEX_DTYPE)
+        else:
+            n = sample_indices.shape[0]
+            self._part = self._partition_buffer[:n]
+            self._part[:] = sample_indices
+        self.partition = self._part
+        self._pairs = pairs
+        n_pairs = 0
+        if pairs is not None:
+            n_pairs = len(pairs[0])
+            self._pair_part = np.arange(n_pairs, dtype=np.int64)
+            self._pair_buf = np.empty(n_pairs, dtype=np.int64)
+            self._pair_hist = np.empty(
+                (self.n_features, self.missing_bin + 1, 3), dtype=np.float64
+            )
+        return RowRange(0, n, 0, n_pairs)
+
+    def root_histogram(self, rows: RowRange) -> NodeHistogram:
+        """The root's partial histogram, with the shard's sums and row count."""
+        hist = self.pool.get()
+        if not self._bagged:
+            build_histogram_root(
+                self.X_binned, self._gradients, self._hessians, self._features, hist
+            )
+            sum_g = float(np.sum(self._gradients, dtype=np.float64))
+            sum_h = float(np.sum(self._hessians, dtype=np.float64))
+        else:
+            og, oh = build_histogram(
+                self.X_binned,
+                self._part,
+                self._gradients,
+                self._hessians,
+                self._features,
+                self._ordered_g,
+                self._ordered_h,
+                hist,
+            )
+            sum_g = float(np.sum(og, dtype=np.float64))
+            sum_h = float(np.sum(oh, dtype=np.float64))
+        return NodeHistogram(hist, sum_g, sum_h, rows.stop - rows.start)
+
+    def node_histogram(self, rows: RowRange) -> NDArray[np.float64]:
+        """A node's partial histogram (brute force over its rows of this shard)."""
+        hist = self.pool.get()
+        node_rows = self._part[rows.start : rows.stop]
+        build_histogram(
+            self.X_binned,
+            node_rows,
+            self._gradients,
+            self._hessians,
+            self._features,
+            self._ordered_g,
+            self._ordered_h,
+            hist,
+            X_rows=self._row_major(node_rows.shape[0]),
+        )
+        return hist
+
+    def _row_major(self, n_node: int) -> NDArray[np.uint8] | None:
+        """The row-major copy of the bins if a node of ``n_node`` rows is built from it.
+
+        The row-wise kernel builds every feature, selected or not (with
+        ``colsample_bytree`` the extra ones are never read and still cost less than the
+        column pass over the selected ones); the copy (``n_samples x n_features``
+        bytes) is made at the first such node.
+        """
+        if not use_row_major(n_node, self.n_samples):
+            return None
+        if self._X_rows is None:
+            self._X_rows = np.ascontiguousarray(self.X_binned)
+        return self._X_rows
+
+    def split_rows(self, rows: RowRange, info: SplitInfo) -> tuple[RowRange, RowRange]:
+        """Partition the node's rows (and pairs) by the split; the children's rows.
+
+        Pairs whose documents go to different children drop out: their loss moves with
+        both leaves, so they never enter a one-leaf hessian correction again.
+        """
+        n_left = split_indices(
+            self._part,
+            rows.start,
+            rows.stop,
+            self.X_binned,
+            info.feature_idx,
+            info.bin_idx,
+            info.missing_go_to_left,
+            self.missing_bin,
+            self._buffer,
+            self.n_threads,
+        )
+        mid = rows.start + n_left
+        lp0 = lp1 = rp0 = rp1 = 0
+        if self._pairs is not None:
+            doc_i, doc_j, _ = self._pairs
+            seg = self._pair_part[rows.pair_start : rows.pair_stop]
+            n_l, n_r = _partition_pairs(
+                seg,
+                doc_i,
+                doc_j,
+                self.X_binned[:, info.feature_idx],
+                info.bin_idx,
+                info.missing_go_to_left,
+                self.missing_bin,
+                self._pair_buf[: seg.shape[0]],
+            )
+            lp0, lp1 = rows.pair_start, rows.pair_start + n_l
+            rp0, rp1 = lp1, lp1 + n_r
+        return (
+            RowRange(rows.start, mid, lp0, lp1),
+            RowRange(mid, rows.stop, rp0, rp1),
+        )
+
+    def pair_sum(self, rows: RowRange) -> float:
+        """Total ``rho`` of the node's pairs in this shard (0 without pairs)."""
+        if self._pairs is None or rows.pair_stop <= rows.pair_start:
+            return 0.0
+        idx = self._pair_part[rows.pair_start : rows.pair_stop]
+        return float(np.sum(self._pairs[2][idx]))
+
+    def pair_histogram(self, rows: RowRange) -> tuple[NDArray[np.float64], float]:
+        """The node's partial pair histograms ``(P_max, P_min, Q)`` and pair sum.
+
+        The returned array is the shard's buffer, overwritten by the next call.
+        """
+        doc_i, doc_j, rho = self._pairs
+        idx = self._pair_part[rows.pair_start : rows.pair_stop]
+        _build_pair_histogram(
+            self.X_binned,
+            doc_i,
+            doc_j,
+            rho,
+            idx,
+            self._features,
+            self.missing_bin,
+            self._pair_hist,
+        )
+        return self._pair_hist, float(np.sum(rho[idx]))
+
+    def add_tree(self, nodes, leaves, out) -> None:
+        """Add a grown tree's leaf values (``nodes["value"]``) to the shard's scores.
+
+        ``leaves``: (rows, node index) per leaf.  Out-of-bag rows are in no leaf's rows:
+        a bagged tree is predicted on the shard's binned rows instead.
+        """
+        if self._bagged:
+            predict_binned_tree(nodes, self.X_binned, self.missing_bin, out)
+            return
+        starts = np.array([r.start for r, _ in leaves], dtype=np.int64)
+        stops = np.array([r.stop for r, _ in leaves], dtype=np.int64)
+        vals = np.array([nodes["value"][k] for _, k in leaves], dtype=np.float64)
+        add_leaf_values(self.partition, starts, stops, vals, out)
+
+
+class HistogramBuilder:
+    """The grower's view of the data: global node histograms, sums and counts.
+
+    Sums the partial results of its shards with :func:`reduce_histograms`; with one
+    shard (local training) every reduction returns the shard's own result.  Row handles
+    (``rows``) are opaque to the grower: one :class:`RowRange` per shard.
+
+    Parameters
+    ----------
+    shards : sequence of LocalHistograms
+        Disjoint, in row order, together every training row (each holding whole
+        queries, so that every pair lies in one shard).
+    """
+
+    def __init__(self, shards) -> None:
+        self.shards = list(shards)
+        first = self.shards[0]
+        self.n_features = first.n_features
+        self.missing_bin = first.missing_bin
+        self.pool = first.pool
+        self._bounds = [(s.row_start, s.row_start + s.n_samples) for s in self.shards]
+
+    @classmethod
+    def local(cls, X_binned, missing_bin, n_threads=1) -> HistogramBuilder:
+        """A builder over one shard: all rows of ``X_binned`` in this process."""
+        return cls([LocalHistograms(X_binned, missing_bin, n_threads)])
+
+    @property
+    def partition(self) -> NDArray[np.int32] | None:
+        """The row partition of a single-shard builder (None when sharded)."""
+        return self.shards[0].partition if len(self.shards) == 1 else None
+
+    def start_tree(
+        self, gradients, hessians, sample_indices, feature_indices, pairs
+    ) -> Any:
+        """Hand each shard its rows' inputs; return the root's rows (one per shard)."""
+        if len(self.shards) == 1 and self._bounds[0][0] == 0:
+            return (
+                self.shards[0].start_tree(
+                    gradients, hessians, sample_indices, feature_indices, pairs
+                ),
+            )
+        roots = []
+        for shard, (lo, hi) in zip(self.shards, self._bounds, strict=True):
+            si = None
+            if sample_indices is not None:
+                si = sample_indices[(sample_indices >= lo) & (sample_indices < hi)]
+                si = (si - lo).astype(INDEX_DTYPE)
+            sp = None
+            if pairs is not None:
+                di, dj, rho = pairs
+                keep = (di >= lo) & (di < hi)
+                sp = (
+                    (di[keep] - lo).astype(np.int32),
+                    (dj[keep] - lo).astype(np.int32),
+                    rho[keep],
+                )
+            roots.append(
+                shard.start_tree(
+                    gradients[lo:hi], hessians[lo:hi], si, feature_indices, sp
+                )
+            )
+        return tuple(roots)
+
+    def _reduce(self, parts, features) -> NDArray[np.float64]:
+        out = None if len(parts) == 1 else self.pool.get()
+        total = reduce_histograms(parts, out, features)
+        if len(parts) > 1:
+            for p in parts:
+                self.pool.release(p)
+        return total
+
+    def root(self, rows, feature_indices) -> NodeHistogram:
+        """The root's histogram with its gradient and hessian sums and its count."""
+        parts = [s.root_histogram(r) for s, r in zip(self.shards, rows, strict=True)]
+        sum_g, sum_h, count = parts[0][1:]
+        for p in parts[1:]:
+            sum_g += p.sum_gradients
+            sum_h += p.sum_hessians
+            count += p.count
+        hist = self._reduce([p.hist for p in parts], feature_indices)
+        return NodeHistogram(hist, sum_g, sum_h, count)
+
+    def build(self, rows, feature_indices) -> NDArray[np.float64]:
+        """A node's histogram, built from its rows (the smaller child's)."""
+        parts = [s.node_histogram(r) for s, r in zip(self.shards, rows, strict=True)]
+        return self._reduce(parts, feature_indices)
+
+    def subtract(self, parent, child, feature_indices) -> NDArray[np.float64]:
+        """The sibling's histogram ``parent - child``, in the parent's buffer."""
+        subtract_histograms(parent, child, feature_indices)
+        return parent
+
+    def release(self, hist) -> None:
+        self.pool.release(hist)
+
+    def split(self, rows, info: SplitInfo):
+        """The children's rows after the split (every shard partitions its own)."""
+        pairs = [s.split_rows(r, info) for s, r in zip(self.shards, rows, strict=True)]
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+    def pair_sum(self, rows) -> float:
+        """Total ``rho`` of the node's pairs."""
+        if len(self.shards) == 1:
+            return self.shards[0].pair_sum(rows[0])
+        total = 0.0
+        for s, r in zip(self.shards, rows, strict=True):
+            total += s.pair_sum(r)
+        return total
+
+    def pair_histogram(self, rows, feature_indices) -> tuple[NDArray, float]:
+        """The node's pair histograms ``(P_max, P_min, Q)`` and its pair sum."""
+        parts = [s.pair_histogram(r) for s, r in zip(self.shards, rows, strict=True)]
+        if len(parts) == 1:
+            return parts[0]
+        total = reduce_histograms([p[0] for p in parts], None, feature_indices)
+        psum = parts[0][1]
+        for p in parts[1:]:
+            psum += p[1]
+        return total, psum
+
+    def add_tree(self, nodes, leaves, out) -> None:
+        """Add the tree's leaf values to every shard's rows of the scores ``out``."""
+        for k, (shard, (lo, hi)) in enumerate(
+            zip(self.shards, self._bounds, strict=True)
+        ):
+            shard.add_tree(nodes, [(r[k], i) for r, i in leaves], out[lo:hi])
 
 
 # --- kernels ---
@@ -394,6 +784,52 @@ def _subtract_histograms(parent_inout, sibling, feature_indices):
     n = feature_indices.shape[0]
     for k in prange(n):
         _subtract_body(parent_inout, sibling, feature_indices, k, k + 1)
+
+
+@kernel
+def _build_pair_histogram(
+    X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, missing_bin, out
+):
+    # out: OUT (n_features, n_bins, 3): [P_max by max bin, P_min by min bin, Q by the
+    # non-missing bin of pairs with exactly one missing document], selected features.
+    # The node's pairs are gathered once into contiguous arrays, so that the pass made
+    # for every feature reads them sequentially (like the ordered gradients of the
+    # document histograms) instead of through ``pair_indices`` each time.
+    m = pair_indices.shape[0]
+    di = np.empty(m, dtype=doc_i.dtype)
+    dj = np.empty(m, dtype=doc_j.dtype)
+    r = np.empty(m, dtype=np.float64)
+    for t in range(m):
+        p = pair_indices[t]
+        di[t] = doc_i[p]
+        dj[t] = doc_j[p]
+        r[t] = rho[p]
+    _pair_histogram_gathered(X_binned, di, dj, r, feature_indices, missing_bin, out)
+
+
+@parallel_kernel
+def _pair_histogram_gathered(X_binned, di, dj, r, feature_indices, missing_bin, out):
+    # di, dj, r: IN the node's pairs, contiguous; parallel over features.
+    n_bins = out.shape[1]
+    m = di.shape[0]
+    for k in prange(feature_indices.shape[0]):
+        f = feature_indices[k]
+        h = out[f]
+        for b in range(n_bins):
+            h[b, 0] = 0.0
+            h[b, 1] = 0.0
+            h[b, 2] = 0.0
+        col = X_binned[:, f]
+        for t in range(m):
+            bi = col[di[t]]
+            bj = col[dj[t]]
+            rt = r[t]
+            hi = bi if bi > bj else bj
+            lo = bj if bi > bj else bi
+            h[hi, 0] += rt
+            h[lo, 1] += rt
+            if hi == missing_bin and lo != missing_bin:
+                h[lo, 2] += rt
 
 
 # --- references ---

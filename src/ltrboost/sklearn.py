@@ -1,38 +1,35 @@
 """``Ranker``: the scikit-learn style estimator, a thin adapter over :func:`booster.train`.
 
-Every constructor argument is a training parameter of :class:`~ltrboost.booster.BoosterParams`
-with the same name and default; the CLI exposes each one as a kebab-case flag.
+Every training parameter of :data:`ltrboost.params.PARAMS` is a constructor argument
+with the same name and default (the CLI exposes each one as a kebab-case flag), followed
+by the estimator's own :data:`ESTIMATOR_PARAM_NAMES`.  The constructor spells them out
+because scikit-learn reads its signature; a test checks it against the list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import fields
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
-from ltrboost.booster import Booster, BoosterParams, CallbackEnv, train
+from ltrboost.booster import CallbackEnv, train
 from ltrboost.dataset import RankingDataset, make_dataset
+from ltrboost.model import Booster
+from ltrboost.params import PARAM_NAMES, BoosterParams
 
-PARAM_NAMES = [f.name for f in fields(BoosterParams)]
+# Constructor arguments that are not training parameters (after PARAM_NAMES).
+ESTIMATOR_PARAM_NAMES: tuple[str, ...] = ()
 
 
 class Ranker(BaseEstimator):
     """Gradient-boosted tree ranker (LambdaMART by default).
 
-    Parameters are those of :class:`~ltrboost.booster.BoosterParams`: ``objective``,
-    ``n_estimators``, ``learning_rate``, ``max_leaf_nodes``, ``max_depth``,
-    ``min_samples_leaf``, ``min_sum_hessian_in_leaf``, ``l2_regularization``,
-    ``min_gain_to_split``, ``max_bins``, ``min_samples_bin``, ``split_criterion``, ``growth``, ``subsample``
-    (fraction of queries per round), ``colsample_bytree``, ``random_state``,
-    ``n_threads``, ``early_stopping_rounds``, ``eval_metric`` and the objective's own
-    (``sigma``, ``lambda_metric``, ``truncation_level``, ``pair_method``,
-    ``pairs_per_sample``, ``lambda_normalization``, ``gain``, ``relevance_threshold``,
-    ``positive_threshold``, ``label_scale``, ``tau``, ``preference_weight``,
-    ``use_label_pairs``; None = the objective's default).
+    Parameters are the training parameters of :data:`ltrboost.params.PARAMS`, with the
+    same names and defaults (each one's meaning: ``help(ltrboost.BoosterParams)``); the
+    objective's own ones default to None, the objective's default.
 
     Attributes
     ----------
@@ -186,9 +183,7 @@ class Ranker(BaseEstimator):
 
     @property
     def feature_importances_(self) -> NDArray[np.float64]:
-        from ltrboost.booster import _feature_importance_gain
-
-        imp = _feature_importance_gain(self.booster_)
+        imp = self.booster_.feature_importance()
         total = imp.sum()
         return imp / total if total > 0 else imp
 
@@ -200,7 +195,7 @@ class Ranker(BaseEstimator):
     def predict_proba(self, X: Any, *, iteration: int | None = None):
         """Grade probabilities (objective ``mcrank`` only), shape (n_samples, n_grades)."""
         self._check_fitted()
-        obj = self.booster_._objective_instance()
+        obj = self.booster_.get_objective()
         if not hasattr(obj, "predict_proba"):
             raise AttributeError(
                 f"predict_proba is only available for objective='mcrank', "

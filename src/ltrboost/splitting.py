@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._numba import kernel, parallel_kernel, prange
-from ltrboost.criteria import _leaf_value, _split_gain
+from ltrboost.criteria import _leaf_value, _split_gain, ole_hessian
 
 
 class SplitInfo(NamedTuple):
@@ -135,6 +135,61 @@ def find_node_split(
         value_left=float(_leaf_value(gl, hl_c, l2)),
         value_right=float(_leaf_value(gr, hr_c, l2)),
     )
+
+
+class Splitter:
+    """The split seam of the tree layer: histograms -> best split, sums -> leaf value.
+
+    Knows the bins (``n_bins_non_missing``, ``missing_bin``) and the criterion, nothing
+    about rows: it sees only (reduced) histograms and totals, so a local and a
+    distributed grower choose the same split from the same histograms.
+    """
+
+    def __init__(
+        self,
+        n_bins_non_missing: NDArray[np.int32],
+        missing_bin: int,
+        params: SplitParams,
+    ) -> None:
+        self.n_bins_non_missing = n_bins_non_missing
+        self.missing_bin = int(missing_bin)
+        self.params = params
+        self._buffers = alloc_split_buffers(n_bins_non_missing.shape[0])
+
+    def find_split(
+        self,
+        hist: NDArray[np.float64],
+        feature_indices: NDArray[np.int32],
+        sum_gradients: float,
+        sum_hessians: float,
+        count: int,
+        pair_hist: NDArray[np.float64] | None = None,
+        pair_sum: float = 0.0,
+    ) -> SplitInfo | None:
+        """The node's best split (None: make it a leaf); see :func:`find_node_split`."""
+        return find_node_split(
+            hist,
+            feature_indices,
+            self.n_bins_non_missing,
+            self.missing_bin,
+            sum_gradients,
+            sum_hessians,
+            count,
+            self.params,
+            pair_hist=pair_hist,
+            pair_sum=pair_sum,
+            buffers=self._buffers,
+        )
+
+    def leaf_value(
+        self, sum_gradients: float, sum_hessians: float, pair_sum: float = 0.0
+    ) -> float:
+        """Newton value ``-G / (H + lam)`` with the OLE-corrected ``H`` (eq. 13)."""
+        return _leaf_value(
+            sum_gradients,
+            ole_hessian(sum_hessians, pair_sum),
+            self.params.l2_regularization,
+        )
 
 
 def alloc_split_buffers(n_features: int) -> tuple[NDArray, ...]:
@@ -268,7 +323,7 @@ def _best_split_body(
     ole = criterion_code == 2 and use_pairs
     parent_h_crit = count if use_counts else sum_h
     if ole:
-        parent_h_crit = sum_h - 2.0 * pair_sum
+        parent_h_crit = ole_hessian(sum_h, pair_sum)
     for k in range(k_lo, k_hi):
         f = feature_indices[k]
         h = hist[f]
@@ -344,8 +399,8 @@ def _best_split_body(
                         both_missing = pair_hist[f, missing_bin, 1]
                         left_pairs = cum_pmax + cum_q + both_missing
                         right_pairs = (pmin_total - cum_pmin) - (q_total - cum_q)
-                    hl_val = hl - 2.0 * left_pairs  # eq. 13, exact one-leaf hessian
-                    hr_val = hr - 2.0 * right_pairs
+                    hl_val = ole_hessian(hl, left_pairs)
+                    hr_val = ole_hessian(hr, right_pairs)
                     hl_crit = hl_val
                     hr_crit = hr_val
                 gain = _split_gain(gl, hl_crit, gr, hr_crit, sum_g, parent_h_crit, l2)
@@ -483,6 +538,35 @@ def _split_indices(rows, col, bin_idx, missing_left, missing_bin, buffer, n_chun
     for i in prange(n):
         rows[i] = buffer[i]
     return n_left
+
+
+@kernel
+def _partition_pairs(seg, doc_i, doc_j, col, bin_idx, missing_left, missing_bin, buf):
+    # seg: IN/OUT pair ids of the node -> [both left | both right | (dropped)]
+    n = seg.shape[0]
+    n_l = 0
+    for t in range(n):
+        p = seg[t]
+        bi = col[doc_i[p]]
+        bj = col[doc_j[p]]
+        li = missing_left if bi == missing_bin else bi <= bin_idx
+        lj = missing_left if bj == missing_bin else bj <= bin_idx
+        if li and lj:
+            buf[n_l] = p
+            n_l += 1
+    n_r = 0
+    for t in range(n):
+        p = seg[t]
+        bi = col[doc_i[p]]
+        bj = col[doc_j[p]]
+        li = missing_left if bi == missing_bin else bi <= bin_idx
+        lj = missing_left if bj == missing_bin else bj <= bin_idx
+        if (not li) and (not lj):
+            buf[n_l + n_r] = p
+            n_r += 1
+    for t in range(n_l + n_r):
+        seg[t] = buf[t]
+    return n_l, n_r
 
 
 # --- references ---

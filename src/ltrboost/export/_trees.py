@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost.model import averaged_divisor
+
 FLT_MAX = float(np.finfo(np.float32).max)
 DBL_MAX = float(np.finfo(np.float64).max)
 
@@ -129,7 +131,7 @@ def collect(booster, feature_names=None, iteration: int | None = None) -> Export
     n_out = int(booster.n_outputs)
     k = n_iter * n_out
     averaged = booster.update_rule == "averaged"
-    divisor = float(n_iter + 1) if averaged else 1.0
+    divisor = float(averaged_divisor(n_iter)) if averaged else 1.0
     init = np.asarray(booster.init_score, dtype=np.float64).reshape(n_out)
     names = resolve_feature_names(booster, feature_names)
     trees: list[ExportTree] = []

@@ -26,6 +26,23 @@ numbers are refused on write and on load (a NaN leaf would silently poison score
 Loading checks every structural invariant (children inside the tree, every node reachable
 exactly once, no cycles, features inside ``n_features``) and raises
 :class:`ModelFormatError` naming the file and the problem; it never executes anything.
+
+This module reads and writes plain dicts and imports no model class: a model is given
+as its *fields* (a mapping with the keyword arguments of ``ltrboost.model.Booster``:
+``objective``, ``trees`` as ``NODE_DTYPE`` arrays, ...), and the model layer
+(:mod:`ltrboost.model`) converts a ``Booster`` to and from them.
+
+* :func:`tree_to_dict` / :func:`tree_from_dict`: one tree <-> its JSON object, each
+  usable on its own (e.g. by a checkpoint writer);
+* :func:`model_to_dict` / :func:`model_fields_from_dict`: fields <-> the JSON document
+  (validated on the way in);
+* :func:`write_model` / :func:`read_model_fields` / :func:`model_fields_from_json`:
+  fields <-> the file or its text.
+
+The names used before that split (``save_model``, ``booster_to_dict`` taking a
+``Booster``; ``load_model``, ``model_from_json``, ``booster_from_dict`` returning one)
+still work from here: the writers accept any object with ``model_fields()``, the
+readers forward to :mod:`ltrboost.model`.
 """
 
 from __future__ import annotations
@@ -33,6 +50,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -84,56 +102,72 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
-def booster_to_dict(booster) -> dict[str, Any]:
-    trees = []
-    for nodes, out in zip(booster.trees, booster.tree_outputs, strict=True):
-        t: dict[str, Any] = {"output": int(out)}
-        for key, (fld, typ) in _TREE_FIELDS.items():
-            col = nodes[fld]
-            if key == "threshold":
-                # leaves carry no threshold; +inf thresholds (last bin) become null
-                vals = [
-                    None if (leaf or not math.isfinite(v)) else float(v)
-                    for v, leaf in zip(
-                        col.tolist(), nodes["is_leaf"].tolist(), strict=True
-                    )
-                ]
-                t[key] = vals
-            else:
-                t[key] = [typ(v) for v in col.tolist()]
-        trees.append(t)
-    for t in trees:
-        for v in t["value"]:
-            if not math.isfinite(v):
-                raise ValueError(
-                    "model has a non-finite leaf value; refusing to save it"
-                )
+def tree_to_dict(nodes: np.ndarray, output: int = 0) -> dict[str, Any]:
+    """One tree (``NODE_DTYPE`` array) as its JSON object; refuses non-finite leaves."""
+    t: dict[str, Any] = {"output": int(output)}
+    for key, (fld, typ) in _TREE_FIELDS.items():
+        col = nodes[fld]
+        if key == "threshold":
+            # leaves carry no threshold; +inf thresholds (last bin) become null
+            vals = [
+                None if (leaf or not math.isfinite(v)) else float(v)
+                for v, leaf in zip(col.tolist(), nodes["is_leaf"].tolist(), strict=True)
+            ]
+            t[key] = vals
+        else:
+            t[key] = [typ(v) for v in col.tolist()]
+    for v in t["value"]:
+        if not math.isfinite(v):
+            raise ValueError("model has a non-finite leaf value; refusing to save it")
+    return t
+
+
+def _as_fields(model: Any) -> Mapping[str, Any]:
+    """A model's fields: a mapping as it is, else ``model.model_fields()``."""
+    return model if isinstance(model, Mapping) else model.model_fields()
+
+
+def model_to_dict(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON document of a model given its fields (or an object with
+    ``model_fields()``)."""
+    f = _as_fields(fields)
+    tree_dicts = [
+        tree_to_dict(nodes, out)
+        for nodes, out in zip(f["trees"], f["tree_outputs"], strict=True)
+    ]
     return {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "library_version": __version__,
-        "objective": booster.objective,
-        "objective_params": _jsonable(booster.objective_params),
-        "n_features": int(booster.n_features),
-        "n_outputs": int(booster.n_outputs),
-        "feature_names": booster.feature_names,
-        "init_score": [float(v) for v in booster.init_score],
-        "update_rule": booster.update_rule,
-        "best_iteration": booster.best_iteration,
-        "params": _jsonable(booster.params),
-        "evals_result": _jsonable(booster.evals_result),
-        "trees": trees,
+        "objective": f["objective"],
+        "objective_params": _jsonable(f["objective_params"]),
+        "n_features": int(f["n_features"]),
+        "n_outputs": int(f["n_outputs"]),
+        "feature_names": f["feature_names"],
+        "init_score": [float(v) for v in f["init_score"]],
+        "update_rule": f["update_rule"],
+        "best_iteration": f["best_iteration"],
+        "params": _jsonable(f["params"]),
+        "evals_result": _jsonable(f["evals_result"]),
+        "trees": tree_dicts,
     }
 
 
-def save_model(booster, path: str | os.PathLike) -> None:
-    """Write the booster as JSON, atomically."""
-    text = json.dumps(booster_to_dict(booster), allow_nan=False, separators=(",", ":"))
+booster_to_dict = model_to_dict  # the name used before the model layer moved out
+
+
+def write_model(model, path: str | os.PathLike) -> None:
+    """Write a model (its fields, or an object with ``model_fields()``) as JSON,
+    atomically."""
+    text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
     atomic_write_text(path, text)
 
 
-def load_model(path: str | os.PathLike):
-    """Read and validate a model file written by :func:`save_model`."""
+save_model = write_model  # the name used before the model layer moved out
+
+
+def read_model_fields(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a model file; the validated fields (see :func:`model_fields_from_dict`)."""
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as f:
@@ -144,25 +178,31 @@ def load_model(path: str | os.PathLike):
         ) from None
     except OSError as e:
         raise ModelFormatError(f"cannot read: {e.strerror}", path) from None
-    return model_from_json(text, path=path)
+    return model_fields_from_json(text, path=path)
 
 
 def _reject_constant(name: str):
     raise ValueError(f"non-finite number {name}")
 
 
-def model_from_json(text: str, path: str | None = None):
+def model_fields_from_json(text: str, path: str | None = None) -> dict[str, Any]:
+    """Parse and validate model text; the model's fields (see
+    :func:`model_fields_from_dict`)."""
     try:
         d = json.loads(text, parse_constant=_reject_constant)
     except (json.JSONDecodeError, ValueError) as e:
         raise ModelFormatError(f"not valid JSON ({e})", path) from None
     except RecursionError:
         raise ModelFormatError("JSON nested too deeply", path) from None
-    return booster_from_dict(d, path=path)
+    return model_fields_from_dict(d, path=path)
 
 
-def booster_from_dict(d: Any, path: str | None = None):
-    from ltrboost.booster import Booster
+def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
+    """Validate a model document; return the model's fields as plain values.
+
+    The keys are the keyword arguments of ``ltrboost.model.Booster``; trees are
+    ``NODE_DTYPE`` arrays.  Raises :class:`ModelFormatError` on any invalid input.
+    """
     from ltrboost.objectives.registry import available_objectives
 
     def fail(msg: str):
@@ -202,7 +242,9 @@ def booster_from_dict(d: Any, path: str | None = None):
     trees = []
     outputs = []
     for t_idx, t in enumerate(d["trees"]):
-        nodes, out = _tree_from_dict(t, t_idx, n_features, n_outputs, fail)
+        nodes, out = tree_from_dict(
+            t, n_features=n_features, n_outputs=n_outputs, index=t_idx, path=path
+        )
         trees.append(nodes)
         outputs.append(out)
     best = d.get("best_iteration")
@@ -216,28 +258,43 @@ def booster_from_dict(d: Any, path: str | None = None):
     names = d.get("feature_names")
     if names is not None and (not isinstance(names, list) or len(names) != n_features):
         fail("feature_names must list n_features names")
-    return Booster(
-        objective=d["objective"],
-        objective_params=obj_params,
-        init_score=np.asarray(init, dtype=np.float64),
-        trees=trees,
-        tree_outputs=outputs,
-        n_features=n_features,
-        update_rule=d["update_rule"],
-        best_iteration=best,
-        params=d.get("params") or {},
-        feature_names=names,
-        evals_result=d.get("evals_result") or {},
-        n_outputs=n_outputs,
-    )
+    return {
+        "objective": d["objective"],
+        "objective_params": obj_params,
+        "init_score": np.asarray(init, dtype=np.float64),
+        "trees": trees,
+        "tree_outputs": outputs,
+        "n_features": n_features,
+        "update_rule": d["update_rule"],
+        "best_iteration": best,
+        "params": d.get("params") or {},
+        "feature_names": names,
+        "evals_result": d.get("evals_result") or {},
+        "n_outputs": n_outputs,
+    }
 
 
 def _finite_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _tree_from_dict(t, t_idx, n_features, n_outputs, fail):
-    where = f"tree {t_idx}"
+def tree_from_dict(
+    t: Any,
+    *,
+    n_features: int,
+    n_outputs: int = 1,
+    index: int = 0,
+    path: str | None = None,
+) -> tuple[np.ndarray, int]:
+    """One tree's JSON object -> ``(NODE_DTYPE array, output)``, fully validated.
+
+    Raises :class:`ModelFormatError` naming ``path`` and tree ``index`` on any problem.
+    """
+
+    def fail(msg: str):
+        raise ModelFormatError(msg, path)
+
+    where = f"tree {index}"
     if not isinstance(t, dict):
         fail(f"{where} is not an object")
     out = t.get("output")
@@ -307,3 +364,18 @@ def _tree_from_dict(t, t_idx, n_features, n_outputs, fail):
     if not seen.all():
         fail(f"{where}: node {int(np.flatnonzero(~seen)[0])} is unreachable")
     return nodes, out
+
+
+# --- readers used before the model layer moved out: they return a Booster ---
+
+
+_MODEL_ALIASES = ("load_model", "model_from_json", "booster_from_dict")
+
+
+def __getattr__(name: str):
+    # This module imports no model class; the old names resolve when first asked for.
+    if name in _MODEL_ALIASES:
+        import ltrboost.model
+
+        return getattr(ltrboost.model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -108,6 +108,20 @@ class Objective:
         """Pair hessian contributions for the OLE criterion; None for pointwise losses."""
         return None
 
+    def line_search(
+        self,
+        scores: NDArray[np.float64],
+        delta: NDArray[np.float64],
+        data: RankingDataset,
+    ) -> float | None:
+        """The step ``alpha`` along a new tree's unscaled output ``delta``.
+
+        Called by the booster only when ``leaf_rule == "line_search"`` (QBRank); the
+        tree's values are then scaled by ``alpha * learning_rate``.  None here: other
+        objectives take no line search.
+        """
+        return None
+
     def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
         """The objective value (used by finite-difference tests and line searches)."""
         raise NotImplementedError

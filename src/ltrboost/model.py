@@ -1,0 +1,209 @@
+"""The trained model: :class:`Booster` (trees, objective, initial scores, update rule).
+
+Knows prediction and conversion to and from the plain fields of a model file; the JSON
+layer (:mod:`ltrboost.io.model_json`) reads and writes those fields and knows no model
+class.  Training lives in :mod:`ltrboost.booster`.
+
+Update rules
+------------
+* ``additive`` (every objective but GBRank): ``F_k = F_{k-1} + eta * f_k``.
+* ``averaged`` (GBRank, seed 002): ``F_k = (k F_{k-1} + eta g_k) / (k + 1)``, which
+  unrolls to ``F_T = (F_0 + eta * sum_k g_k) / (T + 1)``; the booster keeps the sum
+  and divides by :func:`averaged_divisor`, so prediction after reloading reproduces
+  it exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltrboost._config import SCORE_DTYPE
+from ltrboost._numba import threads
+from ltrboost.io import model_json
+from ltrboost.objectives.registry import get_objective
+from ltrboost.tree import PackedEnsemble, pack_trees, predict_raw
+
+
+def averaged_divisor(n_rounds: int) -> int:
+    """What the kept sum ``F_0 + eta * sum_k g_k`` of ``n_rounds`` finished rounds is
+    divided by under the ``averaged`` update rule: ``n_rounds + 1`` (seed 002)."""
+    return n_rounds + 1
+
+
+class Booster:
+    """A trained ensemble: trees, objective, initial scores and the update rule.
+
+    Prediction uses numeric thresholds only, so a booster loaded from JSON predicts
+    exactly as the one that was trained.
+    """
+
+    def __init__(
+        self,
+        *,
+        objective: str,
+        objective_params: dict[str, Any],
+        init_score: NDArray[np.float64],
+        trees: list[NDArray],
+        tree_outputs: list[int],
+        n_features: int,
+        update_rule: str = "additive",
+        best_iteration: int | None = None,
+        params: dict[str, Any] | None = None,
+        feature_names: list[str] | None = None,
+        evals_result: dict[str, dict[str, list[float]]] | None = None,
+        n_outputs: int = 1,
+    ) -> None:
+        self.objective = objective
+        self.objective_params = dict(objective_params)
+        self.init_score = np.asarray(init_score, dtype=np.float64)
+        self.trees = trees
+        self.tree_outputs = list(tree_outputs)
+        self.n_features = int(n_features)
+        self.update_rule = update_rule
+        self.best_iteration = best_iteration
+        self.params = dict(params or {})
+        self.feature_names = feature_names
+        self.evals_result = evals_result or {}
+        self.n_outputs = int(n_outputs)
+        self._packed: dict[int, PackedEnsemble] = {}
+        self._objective = None
+
+    @property
+    def n_iterations(self) -> int:
+        return len(self.trees) // max(self.n_outputs, 1)
+
+    def get_objective(self):
+        """The objective instance (``transform``, ``predict_proba`` for McRank, ...)."""
+        if self._objective is None:
+            self._objective = get_objective(self.objective, **self.objective_params)
+        return self._objective
+
+    _objective_instance = get_objective  # old private name, still used by branches
+
+    def _packed_for(self, n_iter: int) -> PackedEnsemble:
+        if n_iter not in self._packed:
+            k = n_iter * self.n_outputs
+            self._packed[n_iter] = pack_trees(self.trees[:k], self.tree_outputs[:k])
+        return self._packed[n_iter]
+
+    def _resolve_iterations(self, iteration: int | None) -> int:
+        if iteration is None:
+            n = (
+                self.best_iteration
+                if self.best_iteration is not None
+                else self.n_iterations
+            )
+        else:
+            n = int(iteration)
+        if not 0 <= n <= self.n_iterations:
+            raise ValueError(
+                f"iteration={iteration} must be between 0 and {self.n_iterations}"
+            )
+        return n
+
+    def predict_raw(
+        self,
+        X: NDArray[np.floating],
+        iteration: int | None = None,
+        n_threads: int | None = None,
+    ) -> NDArray[np.float64]:
+        """Raw scores, shape (n_outputs, n_samples), using the first ``iteration``
+        rounds (default: the best iteration when early stopping chose one, else all)."""
+        from ltrboost.dataset import as_feature_matrix
+
+        X, _ = as_feature_matrix(X)
+        if X.shape[1] != self.n_features:
+            raise ValueError(
+                f"X has {X.shape[1]} features but the model was trained with "
+                f"{self.n_features}"
+            )
+        n_iter = self._resolve_iterations(iteration)
+        out = np.empty((self.n_outputs, X.shape[0]), dtype=SCORE_DTYPE)
+        out[:] = self.init_score[:, None]
+        with threads(n_threads):
+            predict_raw(self._packed_for(n_iter), X, out)
+        if self.update_rule == "averaged":
+            out /= averaged_divisor(n_iter)
+        return out
+
+    def predict(
+        self,
+        X: NDArray[np.floating],
+        iteration: int | None = None,
+        n_threads: int | None = None,
+    ) -> NDArray[np.float64]:
+        """Ranking scores, shape (n_samples,): higher means ranked higher."""
+        raw = self.predict_raw(X, iteration=iteration, n_threads=n_threads)
+        return np.ascontiguousarray(self.get_objective().transform(raw))
+
+    def feature_importance(self) -> NDArray[np.float64]:
+        """Total split gain per feature over all trees (not normalised)."""
+        imp = np.zeros(self.n_features, dtype=np.float64)
+        for nodes in self.trees:
+            inner = nodes[nodes["is_leaf"] == 0]
+            np.add.at(imp, inner["feature_idx"], inner["gain"])
+        return imp
+
+    def export(self, path: str, format: str, feature_names=None, **options) -> None:
+        """Write the model as ``format`` (lightgbm, xgboost, xgboost-dump, solr, ranklib,
+        onnx) for the engine that serves it; see :func:`ltrboost.export.export_model`
+        and docs/deploy.md."""
+        from ltrboost.export import export_model
+
+        export_model(self, path, format, feature_names, **options)
+
+    # --- model files ---
+    def model_fields(self) -> dict[str, Any]:
+        """The model as plain fields (the keyword arguments of this class), as the
+        JSON layer :mod:`ltrboost.io.model_json` reads and writes them."""
+        return {
+            "objective": self.objective,
+            "objective_params": self.objective_params,
+            "init_score": self.init_score,
+            "trees": self.trees,
+            "tree_outputs": self.tree_outputs,
+            "n_features": self.n_features,
+            "update_rule": self.update_rule,
+            "best_iteration": self.best_iteration,
+            "params": self.params,
+            "feature_names": self.feature_names,
+            "evals_result": self.evals_result,
+            "n_outputs": self.n_outputs,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The model file's JSON document (see :mod:`ltrboost.io.model_json`)."""
+        return model_json.model_to_dict(self.model_fields())
+
+    @classmethod
+    def from_dict(cls, d: Any, path: str | None = None) -> Booster:
+        """A booster from a model document; ``ModelFormatError`` if it is invalid."""
+        return cls(**model_json.model_fields_from_dict(d, path=path))
+
+    def save_model(self, path: str | os.PathLike) -> None:
+        """Write the model as JSON, atomically."""
+        model_json.save_model(self, path)
+
+
+def load_model(path: str | os.PathLike) -> Booster:
+    """Read and validate a model file written by :meth:`Booster.save_model`."""
+    return Booster(**model_json.read_model_fields(path))
+
+
+def model_from_json(text: str, path: str | None = None) -> Booster:
+    """A booster from the text of a model file."""
+    return Booster(**model_json.model_fields_from_json(text, path=path))
+
+
+def booster_from_dict(d: Any, path: str | None = None) -> Booster:
+    """A booster from a parsed model document (alias of :meth:`Booster.from_dict`)."""
+    return Booster.from_dict(d, path=path)
+
+
+def feature_importance_gain(booster: Booster) -> NDArray[np.float64]:
+    """Total split gain per feature (see :meth:`Booster.feature_importance`)."""
+    return booster.feature_importance()

@@ -1,0 +1,280 @@
+"""The one list of training parameters: name, default, type, group and meaning.
+
+Everything that spells parameters out derives from :data:`PARAMS`:
+
+* :class:`BoosterParams` (the dataclass ``train()`` takes) has one field per entry, in
+  this order (the order is also the order of ``params`` in a saved model file);
+* :data:`TREE_PARAM_NAMES` are the fields of :class:`ltrboost.grower.GrowerParams`;
+* :data:`OBJECTIVE_PARAM_NAMES` are passed to the objective when it accepts them;
+* the CLI has one flag per entry (``--max-leaf-nodes``);
+* :class:`ltrboost.sklearn.Ranker` keeps an explicit keyword-only ``__init__``
+  (scikit-learn inspects its signature), and a test checks it against this list.
+
+Groups: ``"engine"`` (the boosting loop), ``"tree"`` (one tree's growth),
+``"early_stopping"`` and ``"objective"`` (None there means the objective's own default).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, NamedTuple
+
+
+class Param(NamedTuple):
+    name: str
+    default: Any
+    annotation: str  # the field's type, as written in the dataclass (the CLI parses it)
+    group: str  # "engine" | "tree" | "early_stopping" | "objective"
+    doc: str
+
+
+PARAMS: tuple[Param, ...] = (
+    Param("objective", "lambdamart", "str", "engine", "registered objective name"),
+    Param(
+        "n_estimators", 100, "int", "engine", "boosting rounds (one tree per output)"
+    ),
+    Param(
+        "learning_rate",
+        None,
+        "float | None",
+        "engine",
+        "shrinkage eta; None: the objective's default (0.1, or 1.0 for gbrank)",
+    ),
+    Param("max_leaf_nodes", 31, "int", "tree", "leaves per tree"),
+    Param("max_depth", None, "int | None", "tree", "None: unlimited"),
+    Param("min_samples_leaf", 20, "int", "tree", "documents per leaf, at least"),
+    Param("min_sum_hessian_in_leaf", 1e-3, "float", "tree", "hessian sum per leaf"),
+    Param("l2_regularization", 0.0, "float", "tree", "lambda in -G/(H+lambda)"),
+    Param("min_gain_to_split", 0.0, "float", "tree", "smallest gain that splits"),
+    Param(
+        "max_bins", 255, "int", "engine", "value bins per feature (<= 255) + missing"
+    ),
+    Param(
+        "min_samples_bin",
+        3,
+        "int",
+        "engine",
+        "documents a bin of a low-cardinality feature must hold (min_data_in_bin)",
+    ),
+    Param("split_criterion", "newton", "str", "tree", '"newton" | "se" | "ole"'),
+    Param(
+        "growth",
+        "best_first",
+        "str",
+        "tree",
+        '"best_first" | "breadth_first" | "depth_first"',
+    ),
+    Param("subsample", 1.0, "float", "engine", "fraction of queries per round"),
+    Param("colsample_bytree", 1.0, "float", "engine", "fraction of features per tree"),
+    Param("random_state", 0, "int", "engine", "seed of every random draw"),
+    Param(
+        "n_threads",
+        None,
+        "int | None",
+        "engine",
+        "None, 0 or negative: all cores; more: capped (never changes the model)",
+    ),
+    Param(
+        "early_stopping_rounds",
+        None,
+        "int | None",
+        "early_stopping",
+        "stop after this many rounds without improvement of the first metric",
+    ),
+    Param(
+        "eval_metric",
+        None,
+        "str | list[str] | None",
+        "early_stopping",
+        "metrics on the validation sets; None: the objective's default",
+    ),
+    Param(
+        "sigma", None, "float | None", "objective", "sigmoid scale of pairwise losses"
+    ),
+    Param(
+        "lambda_metric",
+        None,
+        "str | None",
+        "objective",
+        'LambdaMART\'s Z: "ndcg", "err", "map"',
+    ),
+    Param(
+        "truncation_level",
+        None,
+        "int | None",
+        "objective",
+        "pairs with a document in the top k; 0: every pair",
+    ),
+    Param("pair_method", None, "str | None", "objective", '"all" | "topk" | "sampled"'),
+    Param(
+        "pairs_per_sample",
+        None,
+        "int | None",
+        "objective",
+        "pairs drawn per document (sampled)",
+    ),
+    Param(
+        "lambda_normalization",
+        None,
+        "bool | None",
+        "objective",
+        "LightGBM's lambdarank normalisation",
+    ),
+    Param("gain", None, "str | None", "objective", '"exp" (2^y - 1) | "linear" (y)'),
+    Param("relevance_threshold", None, "float | None", "objective", "binary relevance"),
+    Param(
+        "positive_threshold", None, "float | None", "objective", "logistic positives"
+    ),
+    Param("label_scale", None, "Any", "objective", "logistic pseudo-response scale"),
+    Param("tau", None, "Any", "objective", "pair margin (gbrank, qbrank)"),
+    Param(
+        "preference_weight",
+        None,
+        "float | None",
+        "objective",
+        "qbrank's w (pairs part)",
+    ),
+    Param("use_label_pairs", None, "bool | None", "objective", "pairs from labels too"),
+)
+
+PARAM_NAMES: tuple[str, ...] = tuple(p.name for p in PARAMS)
+DEFAULTS: dict[str, Any] = {p.name: p.default for p in PARAMS}
+TREE_PARAM_NAMES: tuple[str, ...] = tuple(p.name for p in PARAMS if p.group == "tree")
+OBJECTIVE_PARAM_NAMES: tuple[str, ...] = tuple(
+    p.name for p in PARAMS if p.group == "objective"
+)
+# by type (the annotation's first member), for the type checks of ltrboost._checks
+INT_PARAM_NAMES: tuple[str, ...] = tuple(
+    p.name for p in PARAMS if p.annotation.split(" |")[0] == "int"
+)
+REAL_PARAM_NAMES: tuple[str, ...] = tuple(
+    p.name for p in PARAMS if p.annotation.split(" |")[0] == "float"
+)
+BOOL_PARAM_NAMES: tuple[str, ...] = tuple(
+    p.name for p in PARAMS if p.annotation.split(" |")[0] == "bool"
+)
+
+
+class _BoosterParamsMethods:
+    """Methods of :class:`BoosterParams` (its fields come from :data:`PARAMS`)."""
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first parameter of a wrong type (integers must
+        be integers: ``1.5`` and ``True`` are refused; reals finite real numbers) or
+        out of range."""
+        from ltrboost._checks import check_param_types
+        from ltrboost.criteria import CRITERIA
+        from ltrboost.grower import GROWTH_POLICIES
+
+        def check(cond: bool, msg: str) -> None:
+            if not cond:
+                raise ValueError(msg)
+
+        check_param_types(self)  # integers, finite reals, booleans; then the ranges
+
+        check(
+            int(self.n_estimators) >= 1,
+            f"n_estimators={self.n_estimators} must be >= 1",
+        )
+        check(
+            self.learning_rate is None
+            or (math.isfinite(self.learning_rate) and self.learning_rate > 0),
+            f"learning_rate={self.learning_rate} must be > 0",
+        )
+        check(
+            int(self.max_leaf_nodes) >= 2,
+            f"max_leaf_nodes={self.max_leaf_nodes} should not be smaller than 2",
+        )
+        check(
+            self.max_depth is None or int(self.max_depth) >= 1,
+            f"max_depth={self.max_depth} must be >= 1 or None",
+        )
+        check(
+            int(self.min_samples_leaf) >= 1,
+            f"min_samples_leaf={self.min_samples_leaf} must be >= 1",
+        )
+        check(
+            self.min_sum_hessian_in_leaf >= 0,
+            f"min_sum_hessian_in_leaf={self.min_sum_hessian_in_leaf} must be >= 0",
+        )
+        check(
+            self.l2_regularization >= 0,
+            f"l2_regularization={self.l2_regularization} must be >= 0",
+        )
+        check(
+            math.isfinite(self.min_gain_to_split) and self.min_gain_to_split >= 0,
+            f"min_gain_to_split={self.min_gain_to_split} must be finite and >= 0",
+        )
+        check(
+            2 <= int(self.max_bins) <= 255,
+            f"max_bins={self.max_bins} must be in [2, 255]",
+        )
+        check(
+            int(self.min_samples_bin) >= 1,
+            f"min_samples_bin={self.min_samples_bin} must be >= 1",
+        )
+        check(
+            self.split_criterion in CRITERIA,
+            f"split_criterion={self.split_criterion!r} is not one of {CRITERIA}",
+        )
+        check(
+            self.growth in GROWTH_POLICIES,
+            f"growth={self.growth!r} is not one of {GROWTH_POLICIES}",
+        )
+        check(0 < self.subsample <= 1, f"subsample={self.subsample} must be in (0, 1]")
+        check(
+            0 < self.colsample_bytree <= 1,
+            f"colsample_bytree={self.colsample_bytree} must be in (0, 1]",
+        )
+        check(
+            self.early_stopping_rounds is None or int(self.early_stopping_rounds) >= 1,
+            f"early_stopping_rounds={self.early_stopping_rounds} must be >= 1 or None",
+        )
+
+    @classmethod
+    def from_dict(cls, params: dict[str, Any]):
+        """Build from a dict, refusing unknown names (a typo must not pass silently)."""
+        unknown = sorted(set(params) - set(PARAM_NAMES))
+        if unknown:
+            raise ValueError(
+                f"unknown parameter(s) {unknown}; valid: {sorted(PARAM_NAMES)}"
+            )
+        return cls(**params)
+
+    def objective_kwargs(self) -> dict[str, Any]:
+        """The objective parameters that were set (None: the objective's default)."""
+        return {
+            k: getattr(self, k)
+            for k in OBJECTIVE_PARAM_NAMES
+            if getattr(self, k) is not None
+        }
+
+    def tree_kwargs(self) -> dict[str, Any]:
+        """The parameters of one tree's growth, as :class:`GrowerParams` takes them."""
+        out = {}
+        for p in PARAMS:
+            if p.group != "tree":
+                continue
+            v = getattr(self, p.name)
+            if v is not None and p.annotation.startswith("int"):
+                v = int(v)
+            elif v is not None and p.annotation.startswith("float"):
+                v = float(v)
+            out[p.name] = v
+        return out
+
+
+BoosterParams = dataclasses.make_dataclass(
+    "BoosterParams",
+    [(p.name, p.annotation, dataclasses.field(default=p.default)) for p in PARAMS],
+    bases=(_BoosterParamsMethods,),
+)
+BoosterParams.__module__ = __name__
+BoosterParams.__doc__ = (
+    "Every training parameter, with its default (names follow scikit-learn's HGB).\n\n"
+    "One field per entry of :data:`ltrboost.params.PARAMS`, in that order:\n\n"
+    + "\n".join(f"* ``{p.name}`` = ``{p.default!r}``: {p.doc}" for p in PARAMS)
+    + "\n\nEarly stopping uses the first metric of ``eval_metric`` on the first "
+    "validation set.  ``truncation_level=0`` means all pairs."
+)
