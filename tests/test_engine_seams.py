@@ -89,9 +89,7 @@ def _sharded(X_binned, binner, cut):
     """Two shards: rows [0, cut) and [cut, n), each with its own binned block."""
     shards = [
         LocalHistograms(np.asfortranarray(X_binned[:cut]), binner.missing_bin_, 2, 0),
-        LocalHistograms(
-            np.asfortranarray(X_binned[cut:]), binner.missing_bin_, 2, row_start=cut
-        ),
+        LocalHistograms(np.asfortranarray(X_binned[cut:]), binner.missing_bin_, 2, row_start=cut),
     ]
     return HistogramBuilder(shards)
 
@@ -149,9 +147,7 @@ def test_two_shards_grow_the_identical_tree(seed, case):
     cut = int(offsets[2])
     one_grower = _grower(binner, X_binned, **spec["kw"])
     one = one_grower.grow(g, h, **grow_kw)
-    two_grower = _grower(
-        binner, None, histograms=_sharded(X_binned, binner, cut), **spec["kw"]
-    )
+    two_grower = _grower(binner, None, histograms=_sharded(X_binned, binner, cut), **spec["kw"])
     two = two_grower.grow(g, h, **grow_kw)
     assert one.nodes.shape[0] >= 5
     np.testing.assert_array_equal(one.nodes, two.nodes)
@@ -177,9 +173,7 @@ def test_root_statistics_come_from_the_reduction():
     assert stats.count == n
     assert stats.sum_gradients == float(np.sum(g, dtype=np.float64))
     assert stats.sum_hessians == float(np.sum(h, dtype=np.float64))
-    ref = _build_histogram_reference(
-        X_binned, np.arange(n), g, h, binner.missing_bin_ + 1
-    )
+    ref = _build_histogram_reference(X_binned, np.arange(n), g, h, binner.missing_bin_ + 1)
     np.testing.assert_array_equal(stats.hist, ref)
 
 
@@ -285,9 +279,7 @@ def test_booster_dict_round_trip_and_old_names(tmp_path):
     again = Booster.from_dict(b.to_dict())
     np.testing.assert_array_equal(again.predict(X), b.predict(X))
     # the JSON layer works on plain fields, without the model class
-    fields = model_json.model_fields_from_dict(
-        model_json.model_to_dict(b.model_fields())
-    )
+    fields = model_json.model_fields_from_dict(model_json.model_to_dict(b.model_fields()))
     assert model_json.model_to_dict(fields) == b.to_dict()
     assert sorted(fields) == sorted(b.model_fields())
     path = tmp_path / "m.json"
@@ -302,12 +294,8 @@ def test_sklearn_uses_public_names_only():
     source = (SRC / "sklearn.py").read_text()
     tree = ast.parse(source)
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-            "ltrboost"
-        ):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ltrboost"):
             assert not [a.name for a in node.names if a.name.startswith("_")]
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             inner = node.value
-            assert not (
-                isinstance(inner, ast.Attribute) and inner.attr == "booster_"
-            ), node.attr
+            assert not (isinstance(inner, ast.Attribute) and inner.attr == "booster_"), node.attr

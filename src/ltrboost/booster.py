@@ -260,9 +260,7 @@ class Training:
             )
         n_out = self.n_out
         if init_model.n_outputs != n_out:
-            raise ValueError(
-                "cannot resume: the model has a different number of outputs"
-            )
+            raise ValueError("cannot resume: the model has a different number of outputs")
         if init_model.n_features != self.n_features:
             raise ValueError(
                 f"cannot resume: the model was trained on {init_model.n_features} "
@@ -328,9 +326,7 @@ class Training:
         """Every metric on every validation set after round ``iteration``."""
         evaluation: dict[str, dict[str, float]] = {}
         for v in self.valid:
-            vscores = (
-                v.raw / averaged_divisor(iteration + 1) if self.averaged else v.raw
-            )
+            vscores = v.raw / averaged_divisor(iteration + 1) if self.averaged else v.raw
             ranked = self.objective.transform(vscores)
             res = {}
             for mname, bm in zip(self.metric_names, v.metrics, strict=True):
@@ -361,16 +357,12 @@ class Training:
         obj_scores = scores[0] if n_out == 1 else scores
         obj_g = gradients[0] if n_out == 1 else gradients
         obj_h = hessians[0] if n_out == 1 else hessians
-        self.objective.gradient_hessian(
-            obj_scores, self.train_set, obj_g, obj_h, iteration=it
-        )
+        self.objective.gradient_hessian(obj_scores, self.train_set, obj_g, obj_h, iteration=it)
         sample_indices, in_bag = self.draw_bag()
         pairs = self.ole_pairs(obj_scores, in_bag, it)
         for k in range(n_out):
             feats = self.used.to_compact(self.draw_features())
-            grown = self.grower.grow(
-                gradients[k], hessians[k], sample_indices, feats, pairs
-            )
+            grown = self.grower.grow(gradients[k], hessians[k], sample_indices, feats, pairs)
             nodes = grown.nodes
             if self.objective.leaf_rule == "line_search":
                 alpha = self.line_search(grown, obj_scores)
@@ -385,9 +377,7 @@ class Training:
                 learning_rate=self.learning_rate,
             )  # fmt: skip
             for v in self.valid:
-                predict_binned_tree(
-                    nodes, v.X_binned, self.binner.missing_bin_, v.raw[k]
-                )
+                predict_binned_tree(nodes, v.X_binned, self.binner.missing_bin_, v.raw[k])
             self.trees.append(self.used.to_original(nodes))
             self.outputs.append(k)
 
@@ -402,14 +392,11 @@ class Training:
             tree_outputs=list(self.outputs),
             n_features=self.n_features,
             update_rule=self.objective.update_rule,
-            best_iteration=(
-                self.best_iter if (self.valid and p.early_stopping_rounds) else None
-            ),
+            best_iteration=(self.best_iter if (self.valid and p.early_stopping_rounds) else None),
             params=asdict(p),
             feature_names=self.train_set.feature_names,
             evals_result={
-                k: {m: list(v) for m, v in d.items()}
-                for k, d in self.evals_result.items()
+                k: {m: list(v) for m, v in d.items()} for k, d in self.evals_result.items()
             },
             n_outputs=self.n_out,
         )

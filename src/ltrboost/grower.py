@@ -120,17 +120,12 @@ class TreeGrower:
         splitter: Splitter | None = None,
     ) -> None:
         if params.max_leaf_nodes < 2:
-            raise ValueError(
-                f"max_leaf_nodes={params.max_leaf_nodes} should not be smaller than 2"
-            )
+            raise ValueError(f"max_leaf_nodes={params.max_leaf_nodes} should not be smaller than 2")
         if params.growth not in GROWTH_POLICIES:
-            raise ValueError(
-                f"growth={params.growth!r} is not one of {GROWTH_POLICIES}"
-            )
+            raise ValueError(f"growth={params.growth!r} is not one of {GROWTH_POLICIES}")
         if params.split_criterion not in CRITERION_CODES:
             raise ValueError(
-                f"split_criterion={params.split_criterion!r} is not one of "
-                f"{tuple(CRITERION_CODES)}"
+                f"split_criterion={params.split_criterion!r} is not one of {tuple(CRITERION_CODES)}"
             )
         if histograms is None:
             histograms = HistogramBuilder.local(X_binned, missing_bin, n_threads)
@@ -164,8 +159,7 @@ class TreeGrower:
         hessians: NDArray[np.float32],
         sample_indices: NDArray[np.int32] | None = None,
         feature_indices: NDArray[np.int32] | None = None,
-        pairs: tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.float64]]
-        | None = None,
+        pairs: tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.float64]] | None = None,
     ) -> GrownTree:
         """Grow one tree.  ``sample_indices`` restricts it to a bag of rows.
 
@@ -176,9 +170,7 @@ class TreeGrower:
         p = self.params
         feats = self.all_features if feature_indices is None else feature_indices
         self._features = feats
-        use_pairs = (
-            p.split_criterion == "ole" and pairs is not None and len(pairs[0]) > 0
-        )
+        use_pairs = p.split_criterion == "ole" and pairs is not None and len(pairs[0]) > 0
         self._use_pairs = use_pairs
         data = self.histograms
         root_rows = data.start_tree(
@@ -238,9 +230,7 @@ class TreeGrower:
             pair_hist = None
             pair_sum = 0.0
             if self._use_pairs:
-                pair_hist, pair_sum = self.histograms.pair_histogram(
-                    node.rows, self._features
-                )
+                pair_hist, pair_sum = self.histograms.pair_histogram(node.rows, self._features)
             node.split_info = self.splitter.find_split(
                 node.hist,
                 self._features,
@@ -333,9 +323,7 @@ class TreeGrower:
                 info = nd.split_info
                 rec["feature_idx"] = info.feature_idx
                 rec["bin_threshold"] = info.bin_idx
-                rec["num_threshold"] = self._num_threshold(
-                    info.feature_idx, info.bin_idx
-                )
+                rec["num_threshold"] = self._num_threshold(info.feature_idx, info.bin_idx)
                 rec["missing_go_to_left"] = info.missing_go_to_left
                 rec["gain"] = info.gain
                 rec["left"] = index[id(nd.left)]
@@ -344,9 +332,7 @@ class TreeGrower:
         leaf_ranges = []
         if partition is not None:
             leaf_ranges = [(r[0].start, r[0].stop, k) for r, k in leaves]
-        return GrownTree(
-            nodes=nodes, leaf_ranges=leaf_ranges, partition=partition, leaves=leaves
-        )
+        return GrownTree(nodes=nodes, leaf_ranges=leaf_ranges, partition=partition, leaves=leaves)
 
     def _num_threshold(self, feature_idx: int, bin_idx: int) -> float:
         # bin <= b  <=>  x <= thresholds[b]; the last value bin has no threshold (+inf).

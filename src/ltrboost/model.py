@@ -92,17 +92,11 @@ class Booster:
 
     def _resolve_iterations(self, iteration: int | None) -> int:
         if iteration is None:
-            n = (
-                self.best_iteration
-                if self.best_iteration is not None
-                else self.n_iterations
-            )
+            n = self.best_iteration if self.best_iteration is not None else self.n_iterations
         else:
             n = int(iteration)
         if not 0 <= n <= self.n_iterations:
-            raise ValueError(
-                f"iteration={iteration} must be between 0 and {self.n_iterations}"
-            )
+            raise ValueError(f"iteration={iteration} must be between 0 and {self.n_iterations}")
         return n
 
     def predict_raw(
@@ -118,8 +112,7 @@ class Booster:
         X, _ = as_feature_matrix(X)
         if X.shape[1] != self.n_features:
             raise ValueError(
-                f"X has {X.shape[1]} features but the model was trained with "
-                f"{self.n_features}"
+                f"X has {X.shape[1]} features but the model was trained with {self.n_features}"
             )
         n_iter = self._resolve_iterations(iteration)
         out = np.empty((self.n_outputs, X.shape[0]), dtype=SCORE_DTYPE)

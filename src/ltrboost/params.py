@@ -31,9 +31,7 @@ class Param(NamedTuple):
 
 PARAMS: tuple[Param, ...] = (
     Param("objective", "lambdamart", "str", "engine", "registered objective name"),
-    Param(
-        "n_estimators", 100, "int", "engine", "boosting rounds (one tree per output)"
-    ),
+    Param("n_estimators", 100, "int", "engine", "boosting rounds (one tree per output)"),
     Param(
         "learning_rate",
         None,
@@ -47,9 +45,7 @@ PARAMS: tuple[Param, ...] = (
     Param("min_sum_hessian_in_leaf", 1e-3, "float", "tree", "hessian sum per leaf"),
     Param("l2_regularization", 0.0, "float", "tree", "lambda in -G/(H+lambda)"),
     Param("min_gain_to_split", 0.0, "float", "tree", "smallest gain that splits"),
-    Param(
-        "max_bins", 255, "int", "engine", "value bins per feature (<= 255) + missing"
-    ),
+    Param("max_bins", 255, "int", "engine", "value bins per feature (<= 255) + missing"),
     Param(
         "min_samples_bin",
         3,
@@ -89,9 +85,7 @@ PARAMS: tuple[Param, ...] = (
         "early_stopping",
         "metrics on the validation sets; None: the objective's default",
     ),
-    Param(
-        "sigma", None, "float | None", "objective", "sigmoid scale of pairwise losses"
-    ),
+    Param("sigma", None, "float | None", "objective", "sigmoid scale of pairwise losses"),
     Param(
         "lambda_metric",
         None,
@@ -123,9 +117,7 @@ PARAMS: tuple[Param, ...] = (
     ),
     Param("gain", None, "str | None", "objective", '"exp" (2^y - 1) | "linear" (y)'),
     Param("relevance_threshold", None, "float | None", "objective", "binary relevance"),
-    Param(
-        "positive_threshold", None, "float | None", "objective", "logistic positives"
-    ),
+    Param("positive_threshold", None, "float | None", "objective", "logistic positives"),
     Param("label_scale", None, "Any", "objective", "logistic pseudo-response scale"),
     Param("tau", None, "Any", "objective", "pair margin (gbrank, qbrank)"),
     Param(
@@ -141,9 +133,7 @@ PARAMS: tuple[Param, ...] = (
 PARAM_NAMES: tuple[str, ...] = tuple(p.name for p in PARAMS)
 DEFAULTS: dict[str, Any] = {p.name: p.default for p in PARAMS}
 TREE_PARAM_NAMES: tuple[str, ...] = tuple(p.name for p in PARAMS if p.group == "tree")
-OBJECTIVE_PARAM_NAMES: tuple[str, ...] = tuple(
-    p.name for p in PARAMS if p.group == "objective"
-)
+OBJECTIVE_PARAM_NAMES: tuple[str, ...] = tuple(p.name for p in PARAMS if p.group == "objective")
 # by type (the annotation's first member), for the type checks of ltrboost._checks
 INT_PARAM_NAMES: tuple[str, ...] = tuple(
     p.name for p in PARAMS if p.annotation.split(" |")[0] == "int"
@@ -237,18 +227,12 @@ class _BoosterParamsMethods:
         """Build from a dict, refusing unknown names (a typo must not pass silently)."""
         unknown = sorted(set(params) - set(PARAM_NAMES))
         if unknown:
-            raise ValueError(
-                f"unknown parameter(s) {unknown}; valid: {sorted(PARAM_NAMES)}"
-            )
+            raise ValueError(f"unknown parameter(s) {unknown}; valid: {sorted(PARAM_NAMES)}")
         return cls(**params)
 
     def objective_kwargs(self) -> dict[str, Any]:
         """The objective parameters that were set (None: the objective's default)."""
-        return {
-            k: getattr(self, k)
-            for k in OBJECTIVE_PARAM_NAMES
-            if getattr(self, k) is not None
-        }
+        return {k: getattr(self, k) for k in OBJECTIVE_PARAM_NAMES if getattr(self, k) is not None}
 
     def tree_kwargs(self) -> dict[str, Any]:
         """The parameters of one tree's growth, as :class:`GrowerParams` takes them."""
