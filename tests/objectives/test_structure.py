@@ -210,3 +210,16 @@ def test_check_preference_pairs():
         check_preference_pairs([0], [6], None, offsets)
     with pytest.raises(LTRInputError, match=r"weight\[0\]"):
         check_preference_pairs([0], [1], [-1.0], offsets)
+
+
+def test_label_range_errors_name_the_row():
+    """Labels the exponential gain or ERR's lambdas cannot take name their row."""
+    from ltrboost.objectives.lambdamart import LambdaMART
+
+    y = np.array([0.0, 2.0, 40.0, 1.0])
+    data = RankingDataset(X=np.zeros((4, 1)), y=y, query_offsets=np.array([0, 4]))
+    for obj in (LambdaMART(), LambdaMART(lambda_metric="err")):
+        with pytest.raises(LTRInputError) as e:
+            obj.prepare(data)
+        assert e.value.row == 2
+        assert e.value.line is None

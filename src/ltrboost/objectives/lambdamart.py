@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._numba import kernel, over_queries
-from ltrboost.dataset import RankingDataset
+from ltrboost.dataset import LTRInputError, RankingDataset
 from ltrboost.metrics import ap as _ap
 from ltrboost.metrics import err as _err
 from ltrboost.metrics._dcg import _discount, inverse_max_dcg, label_gains
@@ -200,11 +200,12 @@ class LambdaMART(PairwiseObjective):
         elif self._metric_code == METRIC_ERR:
             y_max = float(y.max()) if y.size else 0.0
             if y_max > MAX_DELTA_ERR_GRADE:
-                raise ValueError(
+                raise LTRInputError(
                     f"label {y_max:g} is too large for ERR's lambdas (at most "
                     f"{MAX_DELTA_ERR_GRADE}: |delta ERR| loses its precision above, "
                     "see ltrboost.metrics.err); rescale the labels or use "
-                    "lambda_metric='ndcg' with gain='linear'"
+                    "lambda_metric='ndcg' with gain='linear'",
+                    row=int(np.flatnonzero(y > MAX_DELTA_ERR_GRADE)[0]),
                 )
             values = stop_probabilities(y, y_max)  # the metric's R (metrics.err)
             inv_norm = np.ones(n_queries, dtype=np.float64)
