@@ -30,6 +30,4 @@ def test_means_match_reference():
     v = rng.random(37)
     w = rng.random(37)
     assert _mean(v) == pytest.approx(_weighted_mean_reference(v), rel=1e-13)
-    assert _weighted_mean(v, w) == pytest.approx(
-        _weighted_mean_reference(v, w), rel=1e-13
-    )
+    assert _weighted_mean(v, w) == pytest.approx(_weighted_mean_reference(v, w), rel=1e-13)

@@ -162,9 +162,7 @@ def test_check_labels_names_the_row():
     with pytest.raises(LTRInputError, match="non-negative integer grade; ctx") as e:
         check_labels(np.array([0.0, 1.0, 2.5]), 3, integer=True, context="ctx")
     assert e.value.row == 2
-    np.testing.assert_array_equal(
-        check_labels([[1, 2, 3]], 3), np.array([1.0, 2.0, 3.0])
-    )
+    np.testing.assert_array_equal(check_labels([[1, 2, 3]], 3), np.array([1.0, 2.0, 3.0]))
     with pytest.raises(LTRInputError, match="1-D"):
         check_labels(np.zeros((2, 2)), None)
 
@@ -182,9 +180,7 @@ def test_objectives_and_metrics_refuse_the_same_label_the_same_way():
     with pytest.raises(LTRInputError) as e:
         get_metric("ndcg")(np.zeros(3), y, np.array([0, 3]))
     messages.append(e.value)
-    assert all(
-        m.row == 1 and "label y[1]=inf is not finite" in str(m) for m in messages
-    )
+    assert all(m.row == 1 and "label y[1]=inf is not finite" in str(m) for m in messages)
 
 
 def test_ltr_input_error_line_is_one_based_and_row_zero_based():

@@ -50,13 +50,9 @@ class QueryMetricEvaluator:
     # whether _compute sorts (needs the two int buffers of n_samples)
     sorts: ClassVar[bool] = True
 
-    def __init__(
-        self, y: ArrayLike, query_offsets: ArrayLike, *, k: int | None = 0
-    ) -> None:
+    def __init__(self, y: ArrayLike, query_offsets: ArrayLike, *, k: int | None = 0) -> None:
         self.y = _validate_labels(y)
-        self.query_offsets, self.n_samples = _validate_query_offsets(
-            query_offsets, self.y.shape[0]
-        )
+        self.query_offsets, self.n_samples = _validate_query_offsets(query_offsets, self.y.shape[0])
         self.n_queries = self.query_offsets.shape[0] - 1
         if k is not None:
             self.k = _validate_k(k)

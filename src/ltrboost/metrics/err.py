@@ -147,8 +147,8 @@ def delta_err(r_a, r_b, p_a, p_b, middle, a, b):
         rank b:        p_b R_b/(b+1)         -> p_b (1 - R_b)/(1 - R_a) R_a/(b+1)
         k > b:         unchanged (both factors (1 - R_a)(1 - R_b) still above)
 
-    Needs R_a < 1; accurate for ``y_max <= MAX_DELTA_ERR_GRADE`` (module docstring).  Scalars only (called once per pair;
-    array arguments would cost reference counting).
+    Needs R_a < 1; accurate for ``y_max <= MAX_DELTA_ERR_GRADE`` (module docstring).
+    Scalars only (called once per pair; array arguments would cost reference counting).
     """
     return (
         (r_b - r_a) * p_a / (a + 1.0)

@@ -163,9 +163,7 @@ def dataset_labels(
         if integer
         else f"objective {objective!r} needs finite labels"
     )
-    y = check_labels(
-        data.y, data.n_samples, integer=integer, context=context
-    )
+    y = check_labels(data.y, data.n_samples, integer=integer, context=context)
     data.cache[key] = data.y
     if integer:
         data.cache["labels_checked_finite"] = data.y
@@ -182,8 +180,7 @@ def doc_weights(data: RankingDataset) -> NDArray[np.float32]:
     w = np.ascontiguousarray(data.weights, dtype=np.float32)
     if w.shape != (data.n_samples,):
         raise ValueError(
-            f"weights has shape {w.shape}; expected ({data.n_samples},), "
-            "one per document"
+            f"weights has shape {w.shape}; expected ({data.n_samples},), one per document"
         )
     return w
 
@@ -203,14 +200,10 @@ def single_output_views(
 ) -> tuple[NDArray[np.float64], NDArray[np.float32], NDArray[np.float32]]:
     """Accept (n,) or (1, n) arrays; return 1-D views writing through to the outputs."""
     if scores.shape not in ((n,), (1, n)):
-        raise ValueError(
-            f"scores has shape {scores.shape}, expected ({n},) or (1, {n})"
-        )
+        raise ValueError(f"scores has shape {scores.shape}, expected ({n},) or (1, {n})")
     for name, out in (("gradients_out", gradients_out), ("hessians_out", hessians_out)):
         if out.shape not in ((n,), (1, n)):
-            raise ValueError(
-                f"{name} has shape {out.shape}, expected ({n},) or (1, {n})"
-            )
+            raise ValueError(f"{name} has shape {out.shape}, expected ({n},) or (1, {n})")
         if out.dtype != np.float32 or not out.flags.c_contiguous:
             raise ValueError(f"{name} must be a C-contiguous float32 array")
     s = np.ascontiguousarray(scores, dtype=np.float64).reshape(n)
@@ -221,9 +214,7 @@ def single_output_scores(scores: NDArray[np.float64], n: int) -> NDArray[np.floa
     """Scores of shape (n,) or (1, n) as a float64 (n,) array."""
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape not in ((n,), (1, n)):
-        raise ValueError(
-            f"scores has shape {scores.shape}, expected ({n},) or (1, {n})"
-        )
+        raise ValueError(f"scores has shape {scores.shape}, expected ({n},) or (1, {n})")
     return scores.reshape(n)
 
 
@@ -238,7 +229,5 @@ def check_use_label_pairs(use_label_pairs: Any) -> bool | None:
     if use_label_pairs is None:
         return None
     if not isinstance(use_label_pairs, bool | np.bool_):
-        raise ValueError(
-            f"use_label_pairs={use_label_pairs!r} should be True, False or None"
-        )
+        raise ValueError(f"use_label_pairs={use_label_pairs!r} should be True, False or None")
     return bool(use_label_pairs)

@@ -147,8 +147,7 @@ class LambdaMART(PairwiseObjective):
             self._metric_code = LAMBDA_METRICS[lambda_metric]
         except (KeyError, TypeError):
             raise ValueError(
-                f"lambda_metric={lambda_metric!r} is not one of "
-                f"{sorted(LAMBDA_METRICS)}"
+                f"lambda_metric={lambda_metric!r} is not one of {sorted(LAMBDA_METRICS)}"
             ) from None
         if gain not in ("exp", "linear"):
             raise ValueError(f"gain={gain!r} is not one of ('exp', 'linear')")
@@ -157,13 +156,9 @@ class LambdaMART(PairwiseObjective):
                 f"lambda_normalization={lambda_normalization!r} should be True or False"
             )
         if not math.isfinite(float(relevance_threshold)):
-            raise ValueError(
-                f"relevance_threshold={relevance_threshold!r} must be finite"
-            )
+            raise ValueError(f"relevance_threshold={relevance_threshold!r} must be finite")
         self._sigma = self._check_sigma(sigma)
-        self._set_pair_params(
-            pair_method, truncation_level, pairs_per_sample, random_state
-        )
+        self._set_pair_params(pair_method, truncation_level, pairs_per_sample, random_state)
         self._loss_code = LOSS_LOGISTIC
         self._normalize = bool(lambda_normalization)
         self._gain = gain

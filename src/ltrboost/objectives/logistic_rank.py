@@ -80,9 +80,7 @@ class LogisticRank(Objective):
         if positive_threshold is not None:
             positive_threshold = float(positive_threshold)
             if not math.isfinite(positive_threshold):
-                raise ValueError(
-                    f"positive_threshold={positive_threshold} must be a finite grade"
-                )
+                raise ValueError(f"positive_threshold={positive_threshold} must be a finite grade")
         if init not in ("logodds", "mean", "zero"):
             raise ValueError(f"init={init!r} is not one of ('logodds', 'mean', 'zero')")
         super().__init__(
@@ -179,13 +177,9 @@ def _normalise_label_scale(
         try:
             g, c = float(grade), float(scale)
         except (TypeError, ValueError):
-            raise ValueError(
-                f"label_scale entry {grade!r}: {scale!r} is not a number"
-            ) from None
+            raise ValueError(f"label_scale entry {grade!r}: {scale!r} is not a number") from None
         if not (math.isfinite(c) and c > 0):
-            raise ValueError(
-                f"label_scale[{grade!r}]={scale!r}: scales must be finite and > 0"
-            )
+            raise ValueError(f"label_scale[{grade!r}]={scale!r}: scales must be finite and > 0")
         out[g] = c
     return out
 
@@ -205,9 +199,7 @@ def _label_scales(
 
 
 @parallel_kernel
-def _logistic_rank_gradient_hessian(
-    scores, y, threshold, scales, weights, gradients, hessians
-):
+def _logistic_rank_gradient_hessian(scores, y, threshold, scales, weights, gradients, hessians):
     """Friedman two-class deviance with per-document scale c (see LogisticRank).
 
     g = -w c u with u = 2 t sigmoid(-2 t s); h = w c |u| (2 - |u|)

@@ -87,14 +87,10 @@ class McRank(Objective):
                 raise ValueError(f"max_label={max_label!r} must be an integer grade")
             max_label = int(max_label)
             if not 1 <= max_label <= MCRANK_MAX_LABEL:
-                raise ValueError(
-                    f"max_label={max_label} must be between 1 and {MCRANK_MAX_LABEL}"
-                )
+                raise ValueError(f"max_label={max_label} must be between 1 and {MCRANK_MAX_LABEL}")
         if init not in ("prior", "zero"):
             raise ValueError(f"init={init!r} is not one of ('prior', 'zero')")
-        super().__init__(
-            max_label=max_label, friedman_factor=bool(friedman_factor), init=init
-        )
+        super().__init__(max_label=max_label, friedman_factor=bool(friedman_factor), init=init)
 
     def _grades(self, data: RankingDataset) -> tuple[NDArray[np.float64], int]:
         """Validated labels and K (resolved from the labels the first time)."""
@@ -178,9 +174,7 @@ class McRank(Objective):
         y, K = self._grades(data)
         scores = np.asarray(scores, dtype=np.float64)
         if scores.shape != (K + 1, y.shape[0]):
-            raise ValueError(
-                f"scores has shape {scores.shape}, expected {(K + 1, y.shape[0])}"
-            )
+            raise ValueError(f"scores has shape {scores.shape}, expected {(K + 1, y.shape[0])}")
         log_p = _log_softmax(scores)
         rows = np.arange(y.shape[0])
         nll = -log_p[y.astype(np.int64), rows]
@@ -190,9 +184,7 @@ class McRank(Objective):
         """Class probabilities, shape (n_samples, n_outputs); each row sums to 1."""
         raw = np.asarray(raw_scores, dtype=np.float64)
         if raw.ndim != 2 or raw.shape[0] < 2:
-            raise ValueError(
-                f"raw_scores has shape {raw.shape}, expected (n_outputs, n_samples)"
-            )
+            raise ValueError(f"raw_scores has shape {raw.shape}, expected (n_outputs, n_samples)")
         return np.exp(_log_softmax(raw)).T
 
     def transform(self, raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -149,9 +149,7 @@ class PairwiseObjective(Objective):
             or not isinstance(random_state, int | np.integer)
             or random_state < 0
         ):
-            raise ValueError(
-                f"random_state={random_state!r} should be a non-negative integer"
-            )
+            raise ValueError(f"random_state={random_state!r} should be a non-negative integer")
         self._random_state = int(random_state)
 
     @staticmethod
@@ -248,9 +246,7 @@ class PairwiseObjective(Objective):
                 f"gradients_out/hessians_out have shapes {gradients_out.shape}, "
                 f"{hessians_out.shape}; expected ({n},)"
             )
-        if not (
-            np.shares_memory(g, gradients_out) and np.shares_memory(h, hessians_out)
-        ):
+        if not (np.shares_memory(g, gradients_out) and np.shares_memory(h, hessians_out)):
             raise ValueError("gradients_out and hessians_out must be contiguous arrays")
         self._gradients(scores, data, iteration, g, h)
 
@@ -307,9 +303,7 @@ class PairwiseObjective(Objective):
         _losses_all_queries(s, ref, *self._engine_inputs(data, iteration), same, losses)
         return float(np.sum(losses))
 
-    def loss(
-        self, scores: NDArray[np.float64], data: RankingDataset, iteration: int = 0
-    ) -> float:
+    def loss(self, scores: NDArray[np.float64], data: RankingDataset, iteration: int = 0) -> float:
         """The pairwise surrogate at ``scores`` with |dZ| and pairs taken at ``scores``.
 
         For RankNet / RankBoost with ``pair_method="all"`` this is a smooth function of
@@ -345,9 +339,7 @@ class PairwiseObjective(Objective):
         return self._pair_terms(scores, reference_scores, data, iteration)
 
 
-def _check_ole_pair_count(
-    counts: NDArray[np.int64], data: RankingDataset, objective: str
-) -> None:
+def _check_ole_pair_count(counts: NDArray[np.int64], data: RankingDataset, objective: str) -> None:
     """Refuse to hold more than ``pair_selection.max_ole_pairs()`` pairs (OLE), naming
     the query with the most pairs and what to change."""
     total = int(counts.sum())
@@ -385,9 +377,7 @@ class LabelOrPairObjective(PairwiseObjective):
         use_label_pairs: bool | None,
         random_state: int,
     ) -> None:
-        self._set_pair_params(
-            pair_method, truncation_level, pairs_per_sample, random_state
-        )
+        self._set_pair_params(pair_method, truncation_level, pairs_per_sample, random_state)
         self._use_label_pairs = check_use_label_pairs(use_label_pairs)
         self._metric_code = METRIC_NONE
         self._normalize = False
@@ -1221,9 +1211,7 @@ def pair_engine_reference(
     random_state: int = 0,
     iteration: int = 0,
     reference_scores: NDArray[np.float64] | None = None,
-) -> tuple[
-    NDArray[np.float64], NDArray[np.float64], float, list[tuple[int, int, float]]
-]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float, list[tuple[int, int, float]]]:
     """NumPy twin of the engine for label pairs: (gradients, hessians, loss, pairs).
 
     |dZ| is computed by brute force: the metric of the ranked list with the two
@@ -1232,9 +1220,7 @@ def pair_engine_reference(
     doc_j, rho) with global rows, query by query.
     """
     scores = np.asarray(scores, dtype=np.float64)
-    ref_all = (
-        scores if reference_scores is None else np.asarray(reference_scores, float)
-    )
+    ref_all = scores if reference_scores is None else np.asarray(reference_scores, float)
     n_all = scores.size
     g = np.zeros(n_all)
     h = np.zeros(n_all)

@@ -127,12 +127,9 @@ def pair_method_code(
     if truncation_level is None:
         trunc = -1
     else:
-        if isinstance(truncation_level, bool) or not isinstance(
-            truncation_level, int | np.integer
-        ):
+        if isinstance(truncation_level, bool) or not isinstance(truncation_level, int | np.integer):
             raise ValueError(
-                f"truncation_level={truncation_level!r} must be a positive integer "
-                "or None"
+                f"truncation_level={truncation_level!r} must be a positive integer or None"
             )
         if truncation_level < 1:
             raise ValueError(
@@ -145,9 +142,7 @@ def pair_method_code(
         or not isinstance(pairs_per_sample, int | np.integer)
         or pairs_per_sample < 1
     ):
-        raise ValueError(
-            f"pairs_per_sample={pairs_per_sample!r} should be a positive integer"
-        )
+        raise ValueError(f"pairs_per_sample={pairs_per_sample!r} should be a positive integer")
     return code, trunc
 
 

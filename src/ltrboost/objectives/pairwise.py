@@ -2,8 +2,8 @@
 
 The classes live in :mod:`.ranknet` and :mod:`.rankboost`; this module keeps the old
 import path.  Both run on the pairwise engine of :mod:`ltrboost.objectives.pair_engine`
-with |delta Z| = 1 and no normalisation (RankNet is LambdaMART without the |delta Z| weight, seed 001),
-so pair enumeration, weights, ``PairTerms`` and the loss are shared, not duplicated.
+with |delta Z| = 1 and no normalisation (RankNet is LambdaMART without the |delta Z|
+weight, seed 001), so pair enumeration, weights, ``PairTerms`` and the loss are shared.
 
 Pairs of a query
 ----------------

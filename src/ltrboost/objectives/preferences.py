@@ -77,9 +77,7 @@ def no_explicit_pairs(n_queries: int) -> tuple[NDArray[Any], ...]:
 
 def explicit_pairs(
     data: RankingDataset,
-) -> tuple[
-    NDArray[np.int64], NDArray[np.int32], NDArray[np.int32], NDArray[np.float64]
-]:
+) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int32], NDArray[np.float64]]:
     """``data.pairs`` as CSR by query with rows local to their query (stable order).
 
     Returns ``(offsets, preferred, other, weight)``: pairs ``offsets[q]:offsets[q+1]``
@@ -91,9 +89,7 @@ def explicit_pairs(
     if pp is None or len(pp) == 0:
         return no_explicit_pairs(n_queries)
     offsets = data.query_offsets
-    pref, other, w, q_pref = check_preference_pairs(
-        pp.preferred, pp.other, pp.weight, offsets
-    )
+    pref, other, w, q_pref = check_preference_pairs(pp.preferred, pp.other, pp.weight, offsets)
     order = np.argsort(q_pref, kind="stable")
     xoff = np.zeros(n_queries + 1, dtype=np.int64)
     np.cumsum(np.bincount(q_pref, minlength=n_queries), out=xoff[1:])
@@ -116,15 +112,11 @@ def check_tau(tau: Any) -> float | str:
     if isinstance(tau, str):
         if tau == TAU_GRADE_DIFFERENCE:
             return tau
-        raise ValueError(
-            f"tau={tau!r} must be a positive number or {TAU_GRADE_DIFFERENCE!r}"
-        )
+        raise ValueError(f"tau={tau!r} must be a positive number or {TAU_GRADE_DIFFERENCE!r}")
     if isinstance(tau, bool | np.bool_) or not isinstance(
         tau, int | float | np.integer | np.floating
     ):
-        raise ValueError(
-            f"tau={tau!r} must be a positive number or {TAU_GRADE_DIFFERENCE!r}"
-        )
+        raise ValueError(f"tau={tau!r} must be a positive number or {TAU_GRADE_DIFFERENCE!r}")
     if not (math.isfinite(tau) and tau > 0):
         raise ValueError(f"tau={tau} must be a positive finite number")
     return float(tau)
@@ -191,9 +183,7 @@ def preference_constants(
     labels_suffice: bool = False,
 ) -> PreferenceConstants:
     """Validate labels and explicit pairs once per dataset; the result is cached."""
-    use_labels = check_pair_sources(
-        data, use_label_pairs, objective, labels_suffice=labels_suffice
-    )
+    use_labels = check_pair_sources(data, use_label_pairs, objective, labels_suffice=labels_suffice)
     # the checks above run on every call: they depend on the objective, not the key
     key = ("preference_pairs", use_label_pairs)
     const = data.cache.get(key)
@@ -201,9 +191,7 @@ def preference_constants(
         return const
     has_labels = data.y is not None
     if has_labels:
-        labels = check_labels(
-            data.y, data.n_samples, context=f"objective {objective!r}"
-        )
+        labels = check_labels(data.y, data.n_samples, context=f"objective {objective!r}")
     else:
         labels = np.zeros(data.n_samples, dtype=np.float64)
     if use_labels:
@@ -250,9 +238,7 @@ def preference_pairs_reference(
     preferred: NDArray[np.integer] | None = None,
     other: NDArray[np.integer] | None = None,
     pair_weight: NDArray[np.float64] | None = None,
-) -> tuple[
-    NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]
-]:
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
     """Every pair as global rows: ``(x preferred, y other, omega, tau_p)`` (NumPy).
 
     Label pairs come from ``np.triu_indices`` per query (labels differing, oriented by
@@ -278,9 +264,7 @@ def preference_pairs_reference(
         xs.append(p)
         ys.append(np.asarray(other, dtype=np.int64))
         om.append(
-            np.ones(p.size)
-            if pair_weight is None
-            else np.asarray(pair_weight, dtype=np.float64)
+            np.ones(p.size) if pair_weight is None else np.asarray(pair_weight, dtype=np.float64)
         )
         taus.append(np.full(p.size, EXPLICIT_PAIR_TAU if grade else float(tau)))
     if not xs:
