@@ -129,9 +129,7 @@ class GBRank(Objective):
 
         Every other document gets ``g = h = 0``; ``-g / h`` is each document's target.
         """
-        s, g, h = single_output_views(
-            scores, gradients_out, hessians_out, data.n_samples
-        )
+        s, g, h = single_output_views(scores, gradients_out, hessians_out, data.n_samples)
         self._run(s, data, g, h, _EMPTY_F64, _EMPTY_F64)
 
     def regression_targets(
@@ -152,9 +150,7 @@ class GBRank(Objective):
     def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
         """``1/2 sum omega (nu_x + nu_y)/2 max{0, h(y) - h(x) + tau}^2``."""
         s = np.ascontiguousarray(single_output_scores(scores, data.n_samples))
-        return float(
-            np.sum(self._run(s, data, _EMPTY_F32, _EMPTY_F32, _EMPTY_F64, _EMPTY_F64))
-        )
+        return float(np.sum(self._run(s, data, _EMPTY_F32, _EMPTY_F32, _EMPTY_F64, _EMPTY_F64)))
 
     def transform(self, raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:
         """Rank by the (averaged) raw score."""
@@ -166,20 +162,9 @@ class GBRank(Objective):
 
 @kernel
 def _gbrank_one_query(
-    scores_q,
-    labels_q,
-    weights_q,
-    use_labels,
-    tau,
-    tau_grade,
-    xp_i,
-    xp_j,
-    xp_w,
-    grad_q,
-    hess_q,
-    target_q,
-    target_w_q,
-):
+    scores_q, labels_q, weights_q, use_labels, tau, tau_grade, xp_i, xp_j, xp_w, grad_q, hess_q,
+    target_q, target_w_q,
+):  # fmt: skip
     """One query of GBRank; returns its loss ``1/2 sum omega nu_p max{0, m}^2``.
 
     scores_q, labels_q: IN float64 (n,).  weights_q: IN float32 (n,) or (0,).
@@ -221,11 +206,7 @@ def _gbrank_one_query(
             w_sum[i] += omega
             t_sum[j] += omega * (scores_q[i] - t)
             w_sum[j] += omega
-            nu = (
-                0.5 * (np.float64(weights_q[i]) + np.float64(weights_q[j]))
-                if has_w
-                else 1.0
-            )
+            nu = 0.5 * (np.float64(weights_q[i]) + np.float64(weights_q[j])) if has_w else 1.0
             loss += 0.5 * omega * nu * m * m
     if grad_q.shape[0] > 0:
         for d in range(n):
@@ -244,23 +225,9 @@ def _gbrank_one_query(
 
 
 def _gbrank_all_queries(
-    scores,
-    labels,
-    weights,
-    query_offsets,
-    use_labels,
-    tau,
-    tau_grade,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    gradients,
-    hessians,
-    targets,
-    target_weights,
-    loss_out,
-):
+    scores, labels, weights, query_offsets, use_labels, tau, tau_grade, xpair_offsets, xpair_i,
+    xpair_j, xpair_w, gradients, hessians, targets, target_weights, loss_out,
+):  # fmt: skip
     """Parallel driver over queries; every query writes only its own slices.
 
     IN: scores, labels float64 (n_samples,); weights float32 (n_samples,) or (0,);
@@ -269,48 +236,17 @@ def _gbrank_all_queries(
     float64 (n_samples,) or (0,); loss_out float64 (n_queries,).
     """
     over_queries(
-        _gbrank_queries,
-        query_offsets,
-        scores,
-        labels,
-        weights,
-        query_offsets,
-        use_labels,
-        tau,
-        tau_grade,
-        xpair_offsets,
-        xpair_i,
-        xpair_j,
-        xpair_w,
-        gradients,
-        hessians,
-        targets,
-        target_weights,
-        loss_out,
-    )
+        _gbrank_queries, query_offsets, scores, labels, weights, query_offsets, use_labels, tau,
+        tau_grade, xpair_offsets, xpair_i, xpair_j, xpair_w, gradients, hessians, targets,
+        target_weights, loss_out,
+    )  # fmt: skip
 
 
 @kernel
 def _gbrank_queries(
-    q0,
-    q1,
-    scores,
-    labels,
-    weights,
-    query_offsets,
-    use_labels,
-    tau,
-    tau_grade,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    gradients,
-    hessians,
-    targets,
-    target_weights,
-    loss_out,
-):
+    q0, q1, scores, labels, weights, query_offsets, use_labels, tau, tau_grade, xpair_offsets,
+    xpair_i, xpair_j, xpair_w, gradients, hessians, targets, target_weights, loss_out,
+):  # fmt: skip
     # queries q0..q1-1 of _gbrank_all_queries (see ltrboost._numba.over_queries)
     has_w = weights.shape[0] > 0
     want_gh = gradients.shape[0] > 0

@@ -320,20 +320,9 @@ def _lambdamart_ndcg_fused(
 
 
 def _lambdamart_ndcg_all_queries(
-    scores,
-    labels,
-    values,
-    inv_norm,
-    weights,
-    query_offsets,
-    method,
-    truncation,
-    sigma,
-    normalize,
-    gradients,
-    hessians,
-    counts_out,
-):
+    scores, labels, values, inv_norm, weights, query_offsets, method, truncation, sigma,
+    normalize, gradients, hessians, counts_out,
+):  # fmt: skip
     """Parallel driver of the common case only (:func:`_lambdamart_ndcg_fused`).
 
     The outputs of :func:`.pair_engine._gradients_all_queries` for NDCG lambdas,
@@ -342,42 +331,16 @@ def _lambdamart_ndcg_all_queries(
     compilation time).
     """
     over_queries(
-        _lambdamart_ndcg_queries,
-        query_offsets,
-        scores,
-        labels,
-        values,
-        inv_norm,
-        weights,
-        query_offsets,
-        method,
-        truncation,
-        sigma,
-        normalize,
-        gradients,
-        hessians,
-        counts_out,
-    )
+        _lambdamart_ndcg_queries, query_offsets, scores, labels, values, inv_norm, weights,
+        query_offsets, method, truncation, sigma, normalize, gradients, hessians, counts_out,
+    )  # fmt: skip
 
 
 @kernel
 def _lambdamart_ndcg_queries(
-    q0,
-    q1,
-    scores,
-    labels,
-    values,
-    inv_norm,
-    weights,
-    query_offsets,
-    method,
-    truncation,
-    sigma,
-    normalize,
-    gradients,
-    hessians,
-    counts_out,
-):
+    q0, q1, scores, labels, values, inv_norm, weights, query_offsets, method, truncation, sigma,
+    normalize, gradients, hessians, counts_out,
+):  # fmt: skip
     # queries q0..q1-1 of _lambdamart_ndcg_all_queries (see ltrboost._numba.over_queries)
     has_w = weights.shape[0] > 0
     for q in range(q0, q1):

@@ -689,85 +689,25 @@ def _pair_weight(weights_q, i, j):
 
 
 def _gradients_all_queries(
-    scores,
-    labels,
-    values,
-    inv_norm,
-    weights,
-    query_offsets,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    method,
-    truncation,
-    pairs_per_sample,
-    seed_base,
-    metric,
-    loss_code,
-    sigma,
-    normalize,
-    pair_chunk,
-    gradients,
-    hessians,
-    counts_out,
-):
+    scores, labels, values, inv_norm, weights, query_offsets, xpair_offsets, xpair_i, xpair_j,
+    xpair_w, method, truncation, pairs_per_sample, seed_base, metric, loss_code, sigma,
+    normalize, pair_chunk, gradients, hessians, counts_out,
+):  # fmt: skip
     """Gradients and hessians (OUT float32 (n_samples,)) and pair counts per query."""
     over_queries(
-        _gradients_queries,
-        query_offsets,
-        scores,
-        labels,
-        values,
-        inv_norm,
-        weights,
-        query_offsets,
-        xpair_offsets,
-        xpair_i,
-        xpair_j,
-        xpair_w,
-        method,
-        truncation,
-        pairs_per_sample,
-        seed_base,
-        metric,
-        loss_code,
-        sigma,
-        normalize,
-        pair_chunk,
-        gradients,
-        hessians,
-        counts_out,
-    )
+        _gradients_queries, query_offsets, scores, labels, values, inv_norm, weights,
+        query_offsets, xpair_offsets, xpair_i, xpair_j, xpair_w, method, truncation,
+        pairs_per_sample, seed_base, metric, loss_code, sigma, normalize, pair_chunk, gradients,
+        hessians, counts_out,
+    )  # fmt: skip
 
 
 @kernel
 def _gradients_queries(
-    q0,
-    q1,
-    scores,
-    labels,
-    values,
-    inv_norm,
-    weights,
-    query_offsets,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    method,
-    truncation,
-    pairs_per_sample,
-    seed_base,
-    metric,
-    loss_code,
-    sigma,
-    normalize,
-    pair_chunk,
-    gradients,
-    hessians,
-    counts_out,
-):
+    q0, q1, scores, labels, values, inv_norm, weights, query_offsets, xpair_offsets, xpair_i,
+    xpair_j, xpair_w, method, truncation, pairs_per_sample, seed_base, metric, loss_code, sigma,
+    normalize, pair_chunk, gradients, hessians, counts_out,
+):  # fmt: skip
     # queries q0..q1-1 of _gradients_all_queries (see ltrboost._numba.over_queries)
     has_w = weights.shape[0] > 0
     for q in range(q0, q1):
@@ -823,79 +763,25 @@ def _gradients_queries(
 
 
 def _pair_counts_all_queries(
-    ref_scores,
-    labels,
-    values,
-    inv_norm,
-    weights,
-    query_offsets,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    method,
-    truncation,
-    pairs_per_sample,
-    seed_base,
-    metric,
-    loss_code,
-    sigma,
-    normalize,
-    pair_chunk,
-    counts_out,
-):
+    ref_scores, labels, values, inv_norm, weights, query_offsets, xpair_offsets, xpair_i,
+    xpair_j, xpair_w, method, truncation, pairs_per_sample, seed_base, metric, loss_code, sigma,
+    normalize, pair_chunk, counts_out,
+):  # fmt: skip
     """Pairs per query at ``ref_scores`` (OUT int64 (n_queries,)): sizes PairTerms."""
     over_queries(
-        _pair_counts_queries,
-        query_offsets,
-        ref_scores,
-        labels,
-        values,
-        inv_norm,
-        weights,
-        query_offsets,
-        xpair_offsets,
-        xpair_i,
-        xpair_j,
-        xpair_w,
-        method,
-        truncation,
-        pairs_per_sample,
-        seed_base,
-        metric,
-        loss_code,
-        sigma,
-        normalize,
-        pair_chunk,
+        _pair_counts_queries, query_offsets, ref_scores, labels, values, inv_norm, weights,
+        query_offsets, xpair_offsets, xpair_i, xpair_j, xpair_w, method, truncation,
+        pairs_per_sample, seed_base, metric, loss_code, sigma, normalize, pair_chunk,
         counts_out,
-    )
+    )  # fmt: skip
 
 
 @kernel
 def _pair_counts_queries(
-    q0,
-    q1,
-    ref_scores,
-    labels,
-    values,
-    inv_norm,
-    weights,
-    query_offsets,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    method,
-    truncation,
-    pairs_per_sample,
-    seed_base,
-    metric,
-    loss_code,
-    sigma,
-    normalize,
-    pair_chunk,
-    counts_out,
-):
+    q0, q1, ref_scores, labels, values, inv_norm, weights, query_offsets, xpair_offsets,
+    xpair_i, xpair_j, xpair_w, method, truncation, pairs_per_sample, seed_base, metric,
+    loss_code, sigma, normalize, pair_chunk, counts_out,
+):  # fmt: skip
     # queries q0..q1-1 of _pair_counts_all_queries (see ltrboost._numba.over_queries)
     for q in range(q0, q1):
         lo = query_offsets[q]
@@ -908,98 +794,31 @@ def _pair_counts_queries(
 
 
 def _pair_terms_all_queries(
-    scores,
-    ref_scores,
-    labels,
-    values,
-    inv_norm,
-    weights,
-    query_offsets,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    method,
-    truncation,
-    pairs_per_sample,
-    seed_base,
-    metric,
-    loss_code,
-    sigma,
-    normalize,
-    pair_chunk,
-    same_scores,
-    pair_offsets,
-    pair_i,
-    pair_j,
+    scores, ref_scores, labels, values, inv_norm, weights, query_offsets, xpair_offsets,
+    xpair_i, xpair_j, xpair_w, method, truncation, pairs_per_sample, seed_base, metric,
+    loss_code, sigma, normalize, pair_chunk, same_scores, pair_offsets, pair_i, pair_j,
     pair_rho,
-):
+):  # fmt: skip
     """The OLE pair terms, OUT at ``pair_offsets`` (:func:`_pair_counts_all_queries`).
 
     ``pair_i`` / ``pair_j`` int32 global rows (preferred first); ``pair_rho`` float64
     the pair's hessian times ``(w_i + w_j) / 2`` times the query's normalisation.
     """
     over_queries(
-        _pair_terms_queries,
-        query_offsets,
-        scores,
-        ref_scores,
-        labels,
-        values,
-        inv_norm,
-        weights,
-        query_offsets,
-        xpair_offsets,
-        xpair_i,
-        xpair_j,
-        xpair_w,
-        method,
-        truncation,
-        pairs_per_sample,
-        seed_base,
-        metric,
-        loss_code,
-        sigma,
-        normalize,
-        pair_chunk,
-        same_scores,
-        pair_offsets,
-        pair_i,
-        pair_j,
-        pair_rho,
-    )
+        _pair_terms_queries, query_offsets, scores, ref_scores, labels, values, inv_norm,
+        weights, query_offsets, xpair_offsets, xpair_i, xpair_j, xpair_w, method, truncation,
+        pairs_per_sample, seed_base, metric, loss_code, sigma, normalize, pair_chunk,
+        same_scores, pair_offsets, pair_i, pair_j, pair_rho,
+    )  # fmt: skip
 
 
 @kernel
 def _pair_terms_queries(
-    q0,
-    q1,
-    scores,
-    ref_scores,
-    labels,
-    values,
-    inv_norm,
-    weights,
-    query_offsets,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    method,
-    truncation,
-    pairs_per_sample,
-    seed_base,
-    metric,
-    loss_code,
-    sigma,
-    normalize,
-    pair_chunk,
-    same_scores,
-    pair_offsets,
-    pair_i,
-    pair_j,
+    q0, q1, scores, ref_scores, labels, values, inv_norm, weights, query_offsets, xpair_offsets,
+    xpair_i, xpair_j, xpair_w, method, truncation, pairs_per_sample, seed_base, metric,
+    loss_code, sigma, normalize, pair_chunk, same_scores, pair_offsets, pair_i, pair_j,
     pair_rho,
-):
+):  # fmt: skip
     # queries q0..q1-1 of _pair_terms_all_queries (see ltrboost._numba.over_queries)
     has_w = weights.shape[0] > 0
     for q in range(q0, q1):
@@ -1046,29 +865,10 @@ def _pair_terms_queries(
 
 
 def _losses_all_queries(
-    scores,
-    ref_scores,
-    labels,
-    values,
-    inv_norm,
-    weights,
-    query_offsets,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    method,
-    truncation,
-    pairs_per_sample,
-    seed_base,
-    metric,
-    loss_code,
-    sigma,
-    normalize,
-    pair_chunk,
-    same_scores,
-    loss_out,
-):
+    scores, ref_scores, labels, values, inv_norm, weights, query_offsets, xpair_offsets,
+    xpair_i, xpair_j, xpair_w, method, truncation, pairs_per_sample, seed_base, metric,
+    loss_code, sigma, normalize, pair_chunk, same_scores, loss_out,
+):  # fmt: skip
     """The surrogate loss of every query (OUT float64 (n_queries,)).
 
     Pair ``(i, j)`` adds ``|dZ| log(1 + exp(-sigma (s_i - s_j)))`` (or ``|dZ| exp(s_j -
@@ -1076,60 +876,19 @@ def _losses_all_queries(
     normalisation factor.
     """
     over_queries(
-        _losses_queries,
-        query_offsets,
-        scores,
-        ref_scores,
-        labels,
-        values,
-        inv_norm,
-        weights,
-        query_offsets,
-        xpair_offsets,
-        xpair_i,
-        xpair_j,
-        xpair_w,
-        method,
-        truncation,
-        pairs_per_sample,
-        seed_base,
-        metric,
-        loss_code,
-        sigma,
-        normalize,
-        pair_chunk,
-        same_scores,
-        loss_out,
-    )
+        _losses_queries, query_offsets, scores, ref_scores, labels, values, inv_norm, weights,
+        query_offsets, xpair_offsets, xpair_i, xpair_j, xpair_w, method, truncation,
+        pairs_per_sample, seed_base, metric, loss_code, sigma, normalize, pair_chunk,
+        same_scores, loss_out,
+    )  # fmt: skip
 
 
 @kernel
 def _losses_queries(
-    q0,
-    q1,
-    scores,
-    ref_scores,
-    labels,
-    values,
-    inv_norm,
-    weights,
-    query_offsets,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    method,
-    truncation,
-    pairs_per_sample,
-    seed_base,
-    metric,
-    loss_code,
-    sigma,
-    normalize,
-    pair_chunk,
-    same_scores,
-    loss_out,
-):
+    q0, q1, scores, ref_scores, labels, values, inv_norm, weights, query_offsets, xpair_offsets,
+    xpair_i, xpair_j, xpair_w, method, truncation, pairs_per_sample, seed_base, metric,
+    loss_code, sigma, normalize, pair_chunk, same_scores, loss_out,
+):  # fmt: skip
     # queries q0..q1-1 of _losses_all_queries (see ltrboost._numba.over_queries)
     has_w = weights.shape[0] > 0
     logistic = loss_code == LOSS_LOGISTIC

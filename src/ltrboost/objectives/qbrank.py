@@ -96,9 +96,7 @@ class QBRank(Objective):
         if isinstance(w, bool | np.bool_) or not isinstance(
             w, int | float | np.integer | np.floating
         ):
-            raise ValueError(
-                f"preference_weight={w!r} must be a number between 0 and 1"
-            )
+            raise ValueError(f"preference_weight={w!r} must be a number between 0 and 1")
         if not (0.0 <= w <= 1.0):
             raise ValueError(f"preference_weight={w} must be between 0 and 1")
         tau = check_tau(tau)
@@ -136,9 +134,7 @@ class QBRank(Objective):
             return np.array([float(np.mean(c.labels))], dtype=np.float64)
         w = c.weights.astype(np.float64)
         total = float(w.sum())
-        mean = (
-            float(np.dot(w, c.labels) / total) if total > 0 else float(c.labels.mean())
-        )
+        mean = float(np.dot(w, c.labels) / total) if total > 0 else float(c.labels.mean())
         return np.array([mean], dtype=np.float64)
 
     # -- engine calls -----------------------------------------------------------------
@@ -172,9 +168,7 @@ class QBRank(Objective):
         iteration: int = 0,
     ) -> None:
         """Write ``dR/dh`` and Algorithm 2's per-document weight ``W`` (see class)."""
-        s, g, h = single_output_views(
-            scores, gradients_out, hessians_out, data.n_samples
-        )
+        s, g, h = single_output_views(scores, gradients_out, hessians_out, data.n_samples)
         self._run(s, _EMPTY_F64, 0.0, data, g, h)
 
     def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
@@ -263,23 +257,9 @@ def _minimise_convex_piecewise_quadratic(
 
 @kernel
 def _qbrank_one_query(
-    scores_q,
-    delta_q,
-    alpha,
-    labels_q,
-    weights_q,
-    use_labels,
-    labelled,
-    tau,
-    tau_grade,
-    w_pref,
-    xp_i,
-    xp_j,
-    xp_w,
-    grad_q,
-    hess_q,
-    out,
-):
+    scores_q, delta_q, alpha, labels_q, weights_q, use_labels, labelled, tau, tau_grade, w_pref,
+    xp_i, xp_j, xp_w, grad_q, hess_q, out,
+):  # fmt: skip
     """One query of QBRank at ``s = scores + alpha * delta``.
 
     scores_q, labels_q: IN float64 (n,).  delta_q: IN float64 (n,) or (0,) (zero).
@@ -361,25 +341,9 @@ def _qbrank_one_query(
 
 
 def _qbrank_all_queries(
-    scores,
-    delta,
-    alpha,
-    labels,
-    weights,
-    query_offsets,
-    use_labels,
-    labelled,
-    tau,
-    tau_grade,
-    w_pref,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    gradients,
-    hessians,
-    out,
-):
+    scores, delta, alpha, labels, weights, query_offsets, use_labels, labelled, tau, tau_grade,
+    w_pref, xpair_offsets, xpair_i, xpair_j, xpair_w, gradients, hessians, out,
+):  # fmt: skip
     """Parallel driver over queries; every query writes only its own slices.
 
     IN: scores, labels float64 (n_samples,); delta float64 (n_samples,) or (0,);
@@ -387,52 +351,17 @@ def _qbrank_all_queries(
     OUT: gradients, hessians float32 (n_samples,) or (0,); out float64 (n_queries, 3).
     """
     over_queries(
-        _qbrank_queries,
-        query_offsets,
-        scores,
-        delta,
-        alpha,
-        labels,
-        weights,
-        query_offsets,
-        use_labels,
-        labelled,
-        tau,
-        tau_grade,
-        w_pref,
-        xpair_offsets,
-        xpair_i,
-        xpair_j,
-        xpair_w,
-        gradients,
-        hessians,
-        out,
-    )
+        _qbrank_queries, query_offsets, scores, delta, alpha, labels, weights, query_offsets,
+        use_labels, labelled, tau, tau_grade, w_pref, xpair_offsets, xpair_i, xpair_j, xpair_w,
+        gradients, hessians, out,
+    )  # fmt: skip
 
 
 @kernel
 def _qbrank_queries(
-    q0,
-    q1,
-    scores,
-    delta,
-    alpha,
-    labels,
-    weights,
-    query_offsets,
-    use_labels,
-    labelled,
-    tau,
-    tau_grade,
-    w_pref,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    gradients,
-    hessians,
-    out,
-):
+    q0, q1, scores, delta, alpha, labels, weights, query_offsets, use_labels, labelled, tau,
+    tau_grade, w_pref, xpair_offsets, xpair_i, xpair_j, xpair_w, gradients, hessians, out,
+):  # fmt: skip
     # queries q0..q1-1 of _qbrank_all_queries (see ltrboost._numba.over_queries)
     has_w = weights.shape[0] > 0
     has_d = delta.shape[0] > 0
@@ -520,9 +449,7 @@ def _qbrank_line_search_reference(
         bz, r = (1.0 - w) * nu, np.asarray(labels, dtype=np.float64) - s
 
     def dphi(a: float) -> float:
-        return float(
-            np.sum(cp * np.maximum(m + a * e, 0.0) * e) - np.sum(bz * (r - a * dl) * dl)
-        )
+        return float(np.sum(cp * np.maximum(m + a * e, 0.0) * e) - np.sum(bz * (r - a * dl) * dl))
 
     if not dphi(0.0) < 0:
         return 0.0
