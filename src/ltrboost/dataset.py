@@ -20,15 +20,34 @@ from ltrboost._config import QUERY_OFFSET_DTYPE
 
 
 class LTRInputError(ValueError):
-    """Bad input data.  ``path`` and ``line`` (1-based) locate the problem when known.
+    """Bad input data, located where possible.
 
-    The message always reads ``path:line: problem`` (or ``row N: problem`` for arrays), so a
-    CLI can print ``str(err)`` as its one-line diagnostic.
+    Attributes
+    ----------
+    path : str or None
+        The file the problem is in.
+    line : int or None
+        **1-based** line number in ``path`` (text files).
+    row : int or None
+        **0-based** row index into an array (labels, features, pairs given as arrays).
+    problem : str
+        The message without the location.
+
+    The message reads ``path:line: problem``, ``path: problem`` or ``row N: problem`` (for
+    arrays), so a CLI can print ``str(err)`` as its one-line diagnostic.
     """
 
-    def __init__(self, msg: str, path: str | None = None, line: int | None = None):
+    def __init__(
+        self,
+        msg: str,
+        path: str | None = None,
+        line: int | None = None,
+        *,
+        row: int | None = None,
+    ):
         self.path = path
         self.line = line
+        self.row = row
         self.problem = msg
         where = ""
         if path is not None and line is not None:
@@ -36,7 +55,9 @@ class LTRInputError(ValueError):
         elif path is not None:
             where = f"{path}: "
         elif line is not None:
-            where = f"row {line}: "
+            where = f"line {line}: "
+        elif row is not None:
+            where = f"row {row}: "
         super().__init__(where + msg)
 
 
@@ -135,7 +156,7 @@ def group_by_qid(
         return np.zeros(1, dtype=QUERY_OFFSET_DTYPE), None, qid[:0]
     if qid.dtype.kind == "f" and not np.all(np.isfinite(qid)):
         bad = int(np.flatnonzero(~np.isfinite(qid))[0])
-        raise LTRInputError(f"qid is {qid[bad]}", line=bad)
+        raise LTRInputError(f"qid is {qid[bad]}", row=bad)
     starts = np.flatnonzero(np.concatenate(([True], qid[1:] != qid[:-1])))
     run_ids = qid[starts]
     uniq, first_pos = np.unique(run_ids, return_index=True)
@@ -160,26 +181,133 @@ def group_by_qid(
 
 
 def check_labels(
-    y: ArrayLike, n_samples: int, *, name: str = "y"
+    y: ArrayLike,
+    n_samples: int | None = None,
+    *,
+    name: str = "y",
+    nonnegative: bool = False,
+    integer: bool = False,
+    context: str = "",
 ) -> NDArray[np.float64]:
-    """Labels as float64; NaN/inf are refused with the first offending row."""
-    y = np.asarray(y)
-    if y.ndim != 1:
-        y = np.ravel(y) if (y.ndim == 2 and 1 in y.shape) else y
-    if y.ndim != 1:
-        raise LTRInputError(f"{name} must be 1-D, got shape {y.shape}")
-    if y.shape[0] != n_samples:
-        raise LTRInputError(f"{name} has {y.shape[0]} rows but X has {n_samples}")
-    _refuse_complex(y, name)
+    """The one label check: labels as C-contiguous float64 of shape (n_samples,).
+
+    Used by :func:`make_dataset`, by every objective and by every metric, so a label is
+    refused with the same message wherever it enters.  Always refuses NaN and +-inf;
+    ``nonnegative`` refuses labels < 0 (metrics: relevance grades); ``integer`` refuses
+    anything but the grades 0, 1, 2, ... (objectives that need integer grades).  The
+    first offending row is named (``LTRInputError.row``, 0-based).  ``n_samples=None``
+    skips the length check and refuses anything but 1-D input; otherwise a (1, n) or
+    (n, 1) array is flattened.  ``context`` is appended to the messages (e.g. which
+    objective needs the property).
+    """
+    arr = np.asarray(y)
+    if n_samples is not None and arr.ndim == 2 and 1 in arr.shape:
+        arr = np.ravel(arr)
+    if arr.ndim != 1:
+        raise LTRInputError(
+            f"{name} must be 1-D of shape (n_samples,), got shape {arr.shape}"
+        )
+    if n_samples is not None and arr.shape[0] != n_samples:
+        raise LTRInputError(f"{name} has {arr.shape[0]} rows but X has {n_samples}")
+    _refuse_complex(arr, name)
     try:
-        y = y.astype(np.float64)
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
     except (TypeError, ValueError) as e:
         raise LTRInputError(f"{name} must be numeric: {e}") from None
-    bad = ~np.isfinite(y)
+    suffix = f"; {context}" if context else ""
+    bad = ~np.isfinite(arr)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise LTRInputError(f"label {name}[{row}]={y[row]} is not finite", line=None)
-    return y
+        raise LTRInputError(
+            f"label {name}[{row}]={arr[row]} is not finite{suffix}", row=row
+        )
+    if integer:
+        bad = (arr < 0) | (arr != np.floor(arr))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise LTRInputError(
+                f"label {name}[{row}]={arr[row]:g} is not a non-negative integer "
+                f"grade{suffix}",
+                row=row,
+            )
+    elif nonnegative and arr.size and float(arr.min()) < 0.0:
+        row = int(np.argmin(arr))
+        raise LTRInputError(
+            f"label {name}[{row}]={arr[row]:g} is negative; relevance grades must be "
+            f">= 0{suffix}",
+            row=row,
+        )
+    return arr
+
+
+def check_preference_pairs(
+    preferred: ArrayLike,
+    other: ArrayLike,
+    weight: ArrayLike | None,
+    query_offsets: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+    """The one check of explicit preference pairs given as arrays of dataset rows.
+
+    Returns ``(preferred, other, weight, query)`` as int64 / int64 / float64 / int64
+    (``weight`` all ones when None; ``query`` the query of each pair).  Refuses, naming
+    the first offending pair (``LTRInputError.row`` = pair index): non-integer or
+    out-of-range rows, a document preferred to itself, a pair spanning two queries, a
+    negative or non-finite weight.  (Pairs read from a file are checked line by line by
+    :mod:`ltrboost.io.pairs`, which knows the file's lines; its output passes here too.)
+    """
+    pref = np.asarray(preferred)
+    oth = np.asarray(other)
+    if pref.ndim != 1 or oth.shape != pref.shape:
+        raise LTRInputError(
+            f"pairs.preferred and pairs.other must be 1-D of equal length, got shapes "
+            f"{pref.shape} and {oth.shape}"
+        )
+    if not (
+        np.issubdtype(pref.dtype, np.integer) and np.issubdtype(oth.dtype, np.integer)
+    ):
+        raise LTRInputError("pairs.preferred and pairs.other must hold integer row ids")
+    pref = pref.astype(np.int64)
+    oth = oth.astype(np.int64)
+    n = int(query_offsets[-1])
+    bad = (pref < 0) | (pref >= n) | (oth < 0) | (oth >= n)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise LTRInputError(
+            f"pair {k}: rows ({pref[k]}, {oth[k]}) out of range for {n} documents",
+            row=k,
+        )
+    same = pref == oth
+    if same.any():
+        k = int(np.flatnonzero(same)[0])
+        raise LTRInputError(
+            f"pair {k}: document {pref[k]} is preferred to itself", row=k
+        )
+    q_pref = np.searchsorted(query_offsets, pref, side="right") - 1
+    q_other = np.searchsorted(query_offsets, oth, side="right") - 1
+    cross = q_pref != q_other
+    if cross.any():
+        k = int(np.flatnonzero(cross)[0])
+        raise LTRInputError(
+            f"pair {k}: rows {pref[k]} and {oth[k]} belong to different queries "
+            f"({q_pref[k]} and {q_other[k]}); a preference compares documents of one "
+            "query",
+            row=k,
+        )
+    if weight is None:
+        w = np.ones(pref.shape[0], dtype=np.float64)
+    else:
+        w = np.asarray(weight, dtype=np.float64)
+        if w.shape != pref.shape:
+            raise LTRInputError(
+                f"pairs.weight has shape {w.shape}; expected {pref.shape}, one per pair"
+            )
+        badw = ~np.isfinite(w) | (w < 0)
+        if badw.any():
+            k = int(np.flatnonzero(badw)[0])
+            raise LTRInputError(
+                f"pairs.weight[{k}]={w[k]} must be finite and >= 0", row=k
+            )
+    return pref, oth, w, q_pref.astype(np.int64)
 
 
 def make_dataset(
@@ -284,7 +412,7 @@ def as_feature_matrix(X: Any) -> tuple[NDArray[np.floating], list[str] | None]:
         raise LTRInputError(
             f"feature {col} is {X[row, col]}: infinite values are not allowed "
             "(use NaN for a missing value, or clip)",
-            line=int(row),
+            row=int(row),
         )
     return X, names
 

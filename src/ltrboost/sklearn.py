@@ -266,7 +266,7 @@ def _eval_dataset(es: tuple) -> RankingDataset:
 
 def _pairs_from_array(pairs: Any, ds: RankingDataset):
     """Explicit preference pairs in the user's row numbering -> dataset rows."""
-    from ltrboost.dataset import LTRInputError, PreferencePairs
+    from ltrboost.dataset import LTRInputError, PreferencePairs, check_preference_pairs
 
     arr = np.asarray(pairs, dtype=np.float64)
     if arr.ndim != 2 or arr.shape[1] not in (2, 3):
@@ -280,24 +280,17 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
                 )
             )[0]
         )
-        raise LTRInputError(f"pair {bad}: row index outside 0..{ds.n_samples - 1}")
+        raise LTRInputError(
+            f"pair {bad}: row index outside 0..{ds.n_samples - 1}", row=bad
+        )
     idx = idx.astype(np.int64)
     if ds.order is not None:  # map user rows to grouped rows
         inv = np.empty_like(ds.order)
         inv[ds.order] = np.arange(ds.order.shape[0])
         idx = inv[idx]
-    q_of_row = np.repeat(np.arange(ds.n_queries), ds.query_sizes)
-    cross = q_of_row[idx[:, 0]] != q_of_row[idx[:, 1]]
-    if cross.any():
-        bad = int(np.flatnonzero(cross)[0])
-        raise LTRInputError(
-            f"pair {bad}: the two documents belong to different queries"
-        )
-    same = idx[:, 0] == idx[:, 1]
-    if same.any():
-        bad = int(np.flatnonzero(same)[0])
-        raise LTRInputError(f"pair {bad}: a document cannot be preferred to itself")
     w = arr[:, 2] if arr.shape[1] == 3 else None
+    # same-query, self-preference and weight checks: the package's one pair check
+    check_preference_pairs(idx[:, 0], idx[:, 1], w, ds.query_offsets)
     return PreferencePairs(
         preferred=idx[:, 0].astype(np.int32),
         other=idx[:, 1].astype(np.int32),

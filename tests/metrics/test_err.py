@@ -178,3 +178,41 @@ def test_bind_fixes_max_grade_and_equals_unbound(random_ranking):
         s = scores + rng.normal(size=scores.shape)
         assert bound(s) == metric(s, y, qo)
     assert bound._evaluator.max_grade == y.max()
+
+
+def _exact_err(ranked_labels, y_max):
+    """ERR in exact rational arithmetic (independent of float rounding)."""
+    from fractions import Fraction
+
+    total, reach = Fraction(0), Fraction(1)
+    for r, y in enumerate(ranked_labels):
+        stop = Fraction(2 ** int(y) - 1, 2 ** int(y_max))
+        total += reach * stop / (r + 1)
+        reach *= 1 - stop
+    return total
+
+
+@pytest.mark.parametrize("y_max", [31, 32, 40, 60])
+def test_grades_above_31_match_exact_arithmetic(y_max):
+    """The metric accepts grades above 31 (the exponential gain's bound) and stays
+    accurate there: R = 2^(y - y_max) - 2^-y_max is exact for integer grades."""
+    rng = np.random.default_rng(y_max)
+    y = rng.integers(0, y_max + 1, 12).astype(np.float64)
+    y[3] = y_max
+    s = rng.normal(size=12)
+    qo = np.array([0, 12])
+    got = get_metric("err")(s, y, qo)
+    ranked = y[np.argsort(-s, kind="stable")]
+    assert got == pytest.approx(float(_exact_err(ranked, y_max)), rel=1e-14)
+
+
+def test_stop_probabilities_equal_the_textbook_formula():
+    """For integer grades up to 53 the overflow-free form is bit for bit
+    (2^y - 1) / 2^y_max, the form LambdaMART used before sharing it."""
+    from ltrboost.metrics.err import stop_probabilities
+
+    for y_max in range(54):
+        y = np.arange(y_max + 1, dtype=np.float64)
+        np.testing.assert_array_equal(
+            stop_probabilities(y, float(y_max)), (np.exp2(y) - 1.0) / np.exp2(y_max)
+        )

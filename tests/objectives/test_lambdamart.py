@@ -456,12 +456,41 @@ def test_label_validation():
     LambdaMART(gain="linear").prepare(
         RankingDataset(X=X, y=np.array([0.0, 40.0, 2.0]), query_offsets=off)
     )
+    # |delta ERR| takes grades up to 31 (its error grows like 2^y_max eps above); the
+    # ERR metric accepts larger ones (tests/metrics/test_err.py)
+    LambdaMART(lambda_metric="err").prepare(
+        RankingDataset(X=X, y=np.array([0.0, 31.0, 2.0]), query_offsets=off)
+    )
     with pytest.raises(ValueError, match="ERR"):
         LambdaMART(lambda_metric="err").prepare(
-            RankingDataset(X=X, y=np.array([0.0, 40.0, 2.0]), query_offsets=off)
+            RankingDataset(X=X, y=np.array([0.0, 32.0, 2.0]), query_offsets=off)
         )
     with pytest.raises(ValueError, match="ranknet"):
         obj.prepare(RankingDataset(X=X, y=None, query_offsets=off))
+
+
+def test_err_lambdas_use_the_metrics_stop_probabilities():
+    """One ERR: every pair's |dZ| is the change of ``get_metric("err")`` itself when the
+    two documents swap ranks, up to the largest grade the lambdas accept (31)."""
+    from ltrboost.metrics import get_metric
+
+    rng = np.random.default_rng(5)
+    n = 8
+    y = rng.choice([0.0, 3.0, 17.0, 31.0], n)
+    y[0], y[1] = 31.0, 0.0
+    s = rng.normal(size=n)
+    off = np.array([0, n])
+    data = RankingDataset(X=np.zeros((n, 1)), y=y, query_offsets=off)
+    obj = LambdaMART(lambda_metric="err", pair_method="all", lambda_normalization=False)
+    terms = obj.pair_terms(s, data)
+    err = get_metric("err")
+    base = err(s, y, off)
+    for i, j, rho in zip(terms.doc_i, terms.doc_j, terms.rho, strict=True):
+        swapped = s.copy()
+        swapped[[i, j]] = s[[j, i]]
+        dz = abs(err(swapped, y, off) - base)
+        r = 1 / (1 + np.exp(s[i] - s[j]))
+        assert rho == pytest.approx(dz * r * (1 - r), rel=1e-6, abs=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -681,63 +710,24 @@ def test_pair_terms_fixed_weights_at_reference_equal_pair_terms():
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("normalize", [False, True])
-@pytest.mark.parametrize("truncation", [0, 2, 30])
+@pytest.mark.parametrize("truncation", [0, 3, 30])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_fused_ndcg_path_is_bit_identical_to_general_loop(
+def test_ndcg_driver_is_bit_identical_to_general_engine(
     seed, normalize, truncation, weighted
 ):
-    """The fused kernel (gradients only) equals the general pair loop bit for bit.
-
-    Asking for the loss as well forces the general loop, which computes the same
-    gradients; both must agree exactly, not just within a tolerance.
-    """
-    from ltrboost.objectives._pairs import PAIR_ALL, PAIR_TOPK
-    from ltrboost.objectives.lambdamart import _lambdamart_one_query
-
-    rng = np.random.default_rng(seed)
-    n = 25
-    labels = rng.integers(0, 5, n).astype(np.float64)
-    scores = np.round(rng.normal(size=n) * 2) / 2
-    values = 2.0**labels - 1.0
-    weights = rng.uniform(0.5, 2, n).astype(np.float32) if weighted else np.zeros(
-        0, np.float32
-    )
-    empty_i = np.zeros(0, np.int64)
-    out = {}
-    for want_loss in (False, True):
-        g = np.full(n, np.nan, np.float32)
-        h = np.full(n, np.nan, np.float32)
-        count, _ = _lambdamart_one_query(
-            scores, scores, labels, values, 0.037, weights, empty_i, empty_i,
-            np.zeros(0), PAIR_TOPK if truncation else PAIR_ALL, truncation, 1, 0,
-            1, 0, 1.7, normalize, True, False, True, False, want_loss, 0, g, h,
-            np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0),
-        )  # fmt: skip
-        out[want_loss] = (count, g, h)
-    assert out[False][0] == out[True][0] > 0
-    np.testing.assert_array_equal(out[False][1], out[True][1])
-    np.testing.assert_array_equal(out[False][2], out[True][2])
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("truncation", [0, 3])
-@pytest.mark.parametrize("weighted", [False, True])
-def test_ndcg_driver_is_bit_identical_to_general_driver(seed, truncation, weighted):
-    """The dedicated NDCG driver (what a plain LambdaMART run calls) gives the general
-    driver's gradients, hessians and pair counts bit for bit, over queries that use the
+    """LambdaMART's fused NDCG driver (what a plain run calls) gives the general
+    engine's gradients, hessians and pair counts bit for bit, over queries that use the
     fused loop and queries that have nothing to rank (one document, one label, no
     positive gain)."""
-    from ltrboost.objectives._pairs import PAIR_ALL, PAIR_TOPK
-    from ltrboost.objectives.lambdamart import (
-        _lambdamart_all_queries,
-        _lambdamart_ndcg_all_queries,
-    )
+    from ltrboost.objectives.lambdamart import _lambdamart_ndcg_all_queries
+    from ltrboost.objectives.pair_engine import METRIC_NDCG, _gradients_all_queries
+    from ltrboost.objectives.pair_selection import PAIR_ALL, PAIR_TOPK
 
     rng = np.random.default_rng(seed)
-    sizes = [1, 6, 0, 9, 4, 12, 2]
+    sizes = [1, 6, 0, 9, 4, 12, 2, 25]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     n, nq = int(offsets[-1]), len(sizes)
-    labels = rng.integers(0, 4, n).astype(np.float64)
+    labels = rng.integers(0, 5, n).astype(np.float64)
     labels[offsets[4] : offsets[5]] = 2.0  # one label only
     scores = np.round(rng.normal(size=n) * 2) / 2
     values = 2.0**labels - 1.0
@@ -752,19 +742,19 @@ def test_ndcg_driver_is_bit_identical_to_general_driver(seed, truncation, weight
     c1 = np.full(nq, -1, np.int64)
     _lambdamart_ndcg_all_queries(
         scores, labels, values, inv_norm, weights, offsets, method, truncation, 1.3,
-        True, g1, h1, c1,
+        normalize, g1, h1, c1,
     )  # fmt: skip
-    g2, h2 = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float32)
-    c2 = np.full(nq, -1, np.int64)
-    _lambdamart_all_queries(
-        scores, scores, labels, values, inv_norm, weights, offsets, zeros_q,
-        np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), method, truncation,
-        1, 0, 1, 0, 1.3, True, True, False, True, False, True, zeros_q, g2, h2,
-        np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), c2, np.zeros(nq),
-    )  # fmt: skip
-    np.testing.assert_array_equal(c1, c2)
-    np.testing.assert_array_equal(g1, g2)
-    np.testing.assert_array_equal(h1, h2)
+    for chunk in (1 << 20, 2):  # the engine streams label pairs in chunks
+        g2, h2 = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float32)
+        c2 = np.full(nq, -1, np.int64)
+        _gradients_all_queries(
+            scores, labels, values, inv_norm, weights, offsets, zeros_q,
+            np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), method,
+            truncation, 1, 0, METRIC_NDCG, 0, 1.3, normalize, chunk, g2, h2, c2,
+        )  # fmt: skip
+        np.testing.assert_array_equal(c1, c2)
+        np.testing.assert_array_equal(g1, g2)
+        np.testing.assert_array_equal(h1, h2)
     assert c1.sum() > 0
 
 

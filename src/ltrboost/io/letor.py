@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._numba import kernel
-from ltrboost.dataset import LTRInputError
+from ltrboost.dataset import LTRInputError, check_labels
 from ltrboost.io._atomic import atomic_write
 from ltrboost.io.queryfile import read_query_file
 
@@ -205,15 +205,13 @@ def dump_svmlight(
         comments with line breaks.
     """
     X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
     n_samples = X.shape[0]
+    y = np.asarray(y, dtype=np.float64)
     if y.shape != (n_samples,):
         raise ValueError(f"y has shape {y.shape}, expected ({n_samples},)")
-    if not np.all(np.isfinite(y)):
-        bad = int(np.flatnonzero(~np.isfinite(y))[0])
-        raise ValueError(f"y[{bad}]={y[bad]}: labels must be finite")
+    y = check_labels(y, n_samples)  # the package's one label check (finite)
     if np.isinf(X).any():
         row, col = (int(v) for v in np.argwhere(np.isinf(X))[0])
         raise ValueError(

@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import INDEX_DTYPE, MAX_EXP_GAIN_LABEL, QUERY_OFFSET_DTYPE
 from ltrboost._numba import kernel, over_queries, parallel_kernel, prange
+from ltrboost.dataset import LTRInputError, check_labels
 
 GAINS = ("exp", "linear")
 
@@ -43,15 +44,17 @@ def label_gains(y: NDArray[np.floating], gain: str = "exp") -> NDArray[np.float6
     """Per-document gain of label ``y``: ``2^y - 1`` (``"exp"``) or ``y``
     (``"linear"``).
 
-    Raises ValueError for a label that the exponential gain cannot represent exactly.
+    Raises :class:`~ltrboost.dataset.LTRInputError` (a ValueError) naming the first row
+    (``.row``) whose label the exponential gain cannot represent exactly.
     """
     y = np.asarray(y, dtype=np.float64)
     if gain == "exp":
         if y.size and float(np.max(y)) > MAX_EXP_GAIN_LABEL:
-            raise ValueError(
-                f"label {float(np.max(y)):g} is too large for the exponential gain "
-                f"2^y-1 (at most {MAX_EXP_GAIN_LABEL}); use gain='linear' or rescale "
-                "the labels"
+            row = int(np.flatnonzero(y > MAX_EXP_GAIN_LABEL)[0])
+            raise LTRInputError(
+                f"label {y[row]:g} is too large for the exponential gain 2^y-1 (at most "
+                f"{MAX_EXP_GAIN_LABEL}); use gain='linear' or rescale the labels",
+                row=row,
             )
         return np.exp2(y) - 1.0
     if gain == "linear":
@@ -141,20 +144,11 @@ def _validate_query_offsets(
 
 
 def _validate_labels(y: ArrayLike) -> NDArray[np.float64]:
-    """Labels as a C-contiguous float64 1-D array; refuses NaN, inf and negatives."""
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D of shape (n_samples,), got shape {y.shape}")
-    bad = ~np.isfinite(y)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"label y[{row}]={y[row]} is not finite")
-    if y.size and float(y.min()) < 0.0:
-        row = int(np.argmin(y))
-        raise ValueError(
-            f"label y[{row}]={y[row]:g} is negative; relevance grades must be >= 0"
-        )
-    return y
+    """Labels as a C-contiguous float64 1-D array; refuses NaN, inf and negatives.
+
+    The check is :func:`ltrboost.dataset.check_labels`, the one every objective uses.
+    """
+    return check_labels(y, None, nonnegative=True)
 
 
 def _validate_scores(scores: ArrayLike, n_samples: int) -> NDArray[np.float64]:

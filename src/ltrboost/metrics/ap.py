@@ -13,6 +13,10 @@ score 1 even when the query has more than k relevant documents; ranx and trec_ev
 divide by ``n_rel`` instead, so their ``map@k`` is smaller when ``n_rel > k`` (without a
 cut-off all agree).  A query without relevant documents has no defined AP and scores
 ``empty_query_score`` (1.0 by default, as LightGBM; 0.0 as ranx/trec_eval).
+
+:func:`ap_prefix` and :func:`delta_ap` differentiate AP for LambdaMART: the exact change
+of AP (over the whole list) when two documents swap ranks, O(1) per pair (XGBoost's
+``DeltaMAP``).
 """
 
 from __future__ import annotations
@@ -22,37 +26,27 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._config import INDEX_DTYPE
 from ltrboost._numba import kernel, over_queries
 from ltrboost.metrics._dcg import (
     _binary_relevance,
     _ranked_prefix_one_query,
     _validate_empty_query_score,
-    _validate_k,
-    _validate_labels,
-    _validate_query_offsets,
-    _validate_scores,
 )
+from ltrboost.metrics.base import QueryMetricEvaluator
 
 
-class APEvaluator:
+class APEvaluator(QueryMetricEvaluator):
     """AP@k of each query, for labels and queries fixed once.
 
     Parameters
     ----------
-    y : array-like of shape (n_samples,)
-        Graded relevance labels, finite and >= 0.
-    query_offsets : array-like of shape (n_queries + 1,), integer
-        Query ``q`` owns rows ``query_offsets[q]:query_offsets[q + 1]``.
-    k : int, default=0
-        Cut-off; 0 means the whole list.
+    y, query_offsets, k
+        As for :class:`~ltrboost.metrics.base.QueryMetricEvaluator`.
     relevance_threshold : float, default=1.0
         Labels at or above it are relevant.
     empty_query_score : float, default=1.0
         AP of a query without relevant documents.
     """
-
-    pooled = False
 
     def __init__(
         self,
@@ -63,26 +57,13 @@ class APEvaluator:
         relevance_threshold: float = 1.0,
         empty_query_score: float = 1.0,
     ) -> None:
-        self.y = _validate_labels(y)
-        self.query_offsets, self.n_samples = _validate_query_offsets(
-            query_offsets, self.y.shape[0]
-        )
-        self.n_queries = self.query_offsets.shape[0] - 1
-        self.k = _validate_k(k)
+        super().__init__(y, query_offsets, k=k)
         self.empty_query_score = _validate_empty_query_score(empty_query_score)
         self.relevant, self.n_relevant = _binary_relevance(
             self.y, self.query_offsets, relevance_threshold
         )
-        self._order = np.empty(self.n_samples, dtype=INDEX_DTYPE)
-        self._scratch = np.empty(self.n_samples, dtype=INDEX_DTYPE)
 
-    def per_query(
-        self, scores: ArrayLike, out: NDArray[np.float64] | None = None
-    ) -> NDArray[np.float64]:
-        """AP@k of every query for ``scores``, shape (n_queries,), into ``out``."""
-        scores = _validate_scores(scores, self.n_samples)
-        if out is None:
-            out = np.empty(self.n_queries, dtype=np.float64)
+    def _compute(self, scores: NDArray[np.float64], out: NDArray[np.float64]) -> None:
         _ap_all_queries(
             scores,
             self.relevant,
@@ -94,10 +75,48 @@ class APEvaluator:
             self._scratch,
             out,
         )
-        return out
 
 
 # --- kernels ---
+
+
+@kernel
+def ap_prefix(rel_ranked, c_out, t_out):
+    """Prefix counts for AP over a ranked list of binary relevances (for
+    :func:`delta_ap`).
+
+    rel_ranked: IN float64 (n,) 1.0 relevant, 0.0 not, in rank order.
+    c_out: OUT float64 (n + 1,): c[r] = number of relevant documents above rank r.
+    t_out: OUT float64 (n + 1,): t[r] = sum_{k<r, relevant} 1 / (k + 1).
+    """
+    n = rel_ranked.shape[0]
+    c_out[0] = 0.0
+    t_out[0] = 0.0
+    for r in range(n):
+        c_out[r + 1] = c_out[r] + rel_ranked[r]
+        t_out[r + 1] = t_out[r] + rel_ranked[r] / (r + 1.0)
+
+
+@kernel
+def delta_ap(rel_a, rel_b, c_a, c_b, middle, a, b):
+    """(AP(after swapping ranks a < b) - AP(before)) times the number of relevant docs.
+
+    rel_a, rel_b: relevance (0/1) at ranks a and b; c_a, c_b: ``c[a]``, ``c[b]``;
+    middle: ``t[b] - t[a + 1]`` (see ``ap_prefix``).  With exactly one of the two
+    relevant (otherwise 0) and AP = (1/N) sum over relevant k of (relevant at or above
+    k)/(k + 1)::
+
+        relevant at a moves down to b:  c_b/(b+1) - (c_a+1)/(a+1) - M
+        relevant at b moves up to a:    (c_a+1)/(a+1) - (c_b+1)/(b+1) + M
+        with M = sum_{a<k<b, relevant} 1/(k+1)
+
+    (the relevant documents strictly between lose, resp. gain, one relevant above them).
+    """
+    if rel_a == rel_b:
+        return 0.0
+    if rel_a > 0.0:
+        return c_b / (b + 1.0) - (c_a + 1.0) / (a + 1.0) - middle
+    return (c_a + 1.0) / (a + 1.0) - (c_b + 1.0) / (b + 1.0) + middle
 
 
 @kernel
@@ -168,6 +187,15 @@ def _ap_queries(
 
 
 # --- references ---
+
+
+def _ap_ranked_reference(rel_ranked: NDArray[np.float64]) -> float:
+    """AP of a ranked list of 0/1 relevances (0 when nothing is relevant)."""
+    rel = np.asarray(rel_ranked, dtype=bool)
+    if not rel.any():
+        return 0.0
+    prec = np.cumsum(rel) / np.arange(1, rel.size + 1)
+    return float(np.sum(prec[rel]) / rel.sum())
 
 
 def _ap_reference(

@@ -1,4 +1,5 @@
-"""DCG@k and NDCG@k per query (Jarvelin & Kekalainen 2002; Burges et al. 2005).
+"""DCG@k and NDCG@k per query (Jarvelin & Kekalainen 2002; Burges et al. 2005), and
+|delta NDCG| of a swap (:func:`delta_ndcg`, LambdaMART's pair weight).
 
 Definitions (the ranking, gains, discounts and ``k`` conventions are those of
 :mod:`ltrboost.metrics._dcg`):
@@ -21,37 +22,27 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._config import INDEX_DTYPE
 from ltrboost._numba import kernel, over_queries
 from ltrboost.metrics._dcg import (
     _ranked_prefix_one_query,
     _validate_empty_query_score,
-    _validate_k,
-    _validate_labels,
-    _validate_query_offsets,
-    _validate_scores,
     discounts,
     inverse_max_dcg,
     label_gains,
 )
+from ltrboost.metrics.base import QueryMetricEvaluator
 
 
-class NDCGEvaluator:
+class NDCGEvaluator(QueryMetricEvaluator):
     """DCG@k or NDCG@k of each query, for labels and queries fixed once.
 
     Construction validates the labels and precomputes everything that does not depend on
-    the scores (gains, ``1 / IDCG@k`` per query, the discount table, sort buffers), so
-    :meth:`per_query` does no allocation beyond its output.  Not safe to call from two
-    Python threads at once (the sort buffers are shared).
+    the scores (gains, ``1 / IDCG@k`` per query, the discount table, sort buffers).
 
     Parameters
     ----------
-    y : array-like of shape (n_samples,)
-        Graded relevance labels, finite and >= 0.
-    query_offsets : array-like of shape (n_queries + 1,), integer
-        Query ``q`` owns rows ``query_offsets[q]:query_offsets[q + 1]``.
-    k : int, default=0
-        Cut-off; 0 means the whole list.
+    y, query_offsets, k
+        As for :class:`~ltrboost.metrics.base.QueryMetricEvaluator`.
     gain : {"exp", "linear"}, default="exp"
         ``2^y - 1`` or ``y``.  ``"exp"`` refuses labels above 31.
     normalize : bool, default=True
@@ -59,8 +50,6 @@ class NDCGEvaluator:
     empty_query_score : float, default=1.0
         NDCG of a query whose ideal DCG is 0.
     """
-
-    pooled = False
 
     def __init__(
         self,
@@ -72,12 +61,7 @@ class NDCGEvaluator:
         normalize: bool = True,
         empty_query_score: float = 1.0,
     ) -> None:
-        self.y = _validate_labels(y)
-        self.query_offsets, self.n_samples = _validate_query_offsets(
-            query_offsets, self.y.shape[0]
-        )
-        self.n_queries = self.query_offsets.shape[0] - 1
-        self.k = _validate_k(k)
+        super().__init__(y, query_offsets, k=k)
         self.normalize = bool(normalize)
         self.empty_query_score = _validate_empty_query_score(empty_query_score)
         self.gains = label_gains(self.y, gain)
@@ -92,16 +76,8 @@ class NDCGEvaluator:
         if self.k > 0:
             max_len = min(max_len, self.k)
         self.discount_table = discounts(max_len)
-        self._order = np.empty(self.n_samples, dtype=INDEX_DTYPE)
-        self._scratch = np.empty(self.n_samples, dtype=INDEX_DTYPE)
 
-    def per_query(
-        self, scores: ArrayLike, out: NDArray[np.float64] | None = None
-    ) -> NDArray[np.float64]:
-        """(N)DCG@k of every query for ``scores``, shape (n_queries,), into ``out``."""
-        scores = _validate_scores(scores, self.n_samples)
-        if out is None:
-            out = np.empty(self.n_queries, dtype=np.float64)
+    def _compute(self, scores: NDArray[np.float64], out: NDArray[np.float64]) -> None:
         _ndcg_all_queries(
             scores,
             self.gains,
@@ -115,10 +91,21 @@ class NDCGEvaluator:
             self._scratch,
             out,
         )
-        return out
 
 
 # --- kernels ---
+
+
+@kernel
+def delta_ndcg(gain_i, gain_j, discount_i, discount_j, inv_idcg):
+    """|dNDCG| when two documents swap ranks: ``|gain_i - gain_j| |D_i - D_j| / IDCG``.
+
+    The derivative LambdaMART weighs a pair with (seed 001, "LambdaMART"; LightGBM's
+    ``GetGradientsForOneQuery``).  The discounts are those of the two current ranks,
+    *without* the cut-off (LightGBM), and ``inv_idcg`` is ``1 / IDCG@k``.  Scalars
+    only: it is called once per pair.
+    """
+    return abs(gain_i - gain_j) * abs(discount_i - discount_j) * inv_idcg
 
 
 @kernel

@@ -46,16 +46,14 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._config import INDEX_DTYPE
 from ltrboost._numba import kernel, parallel_kernel, prange
 from ltrboost.metrics._dcg import (
     _binary_relevance,
     _ranked_prefix_one_query,
     _validate_empty_query_score,
-    _validate_labels,
-    _validate_query_offsets,
     _validate_scores,
 )
+from ltrboost.metrics.base import QueryMetricEvaluator
 
 # Columns of the per-query pair counts (int64, shape (n_queries, 4)).
 _ABOVE = 0  # pairs strictly above the cut value
@@ -64,22 +62,18 @@ _TIED = 2  # pairs exactly at the cut value
 _TIED_CORRECT = 3  # ... of which correctly ordered
 
 
-class PrecisionEvaluator:
+class PrecisionEvaluator(QueryMetricEvaluator):
     """P@k of each query, for labels and queries fixed once.
 
     Parameters
     ----------
-    y : array-like of shape (n_samples,)
-        Graded relevance labels, finite and >= 0.
-    query_offsets : array-like of shape (n_queries + 1,), integer
-        Query ``q`` owns rows ``query_offsets[q]:query_offsets[q + 1]``.
+    y, query_offsets
+        As for :class:`~ltrboost.metrics.base.QueryMetricEvaluator`.
     k : int
         Cut-off, >= 1.
     relevance_threshold : float, default=1.0
         Labels at or above it are relevant.
     """
-
-    pooled = False
 
     def __init__(
         self,
@@ -89,27 +83,14 @@ class PrecisionEvaluator:
         k: int,
         relevance_threshold: float = 1.0,
     ) -> None:
-        self.y = _validate_labels(y)
-        self.query_offsets, self.n_samples = _validate_query_offsets(
-            query_offsets, self.y.shape[0]
-        )
-        self.n_queries = self.query_offsets.shape[0] - 1
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1 for precision at k")
-        self.k = int(k)
+        super().__init__(y, query_offsets, k=int(k))
         self.relevant, _ = _binary_relevance(
             self.y, self.query_offsets, relevance_threshold
         )
-        self._order = np.empty(self.n_samples, dtype=INDEX_DTYPE)
-        self._scratch = np.empty(self.n_samples, dtype=INDEX_DTYPE)
 
-    def per_query(
-        self, scores: ArrayLike, out: NDArray[np.float64] | None = None
-    ) -> NDArray[np.float64]:
-        """P@k of every query for ``scores``, shape (n_queries,), into ``out``."""
-        scores = _validate_scores(scores, self.n_samples)
-        if out is None:
-            out = np.empty(self.n_queries, dtype=np.float64)
+    def _compute(self, scores: NDArray[np.float64], out: NDArray[np.float64]) -> None:
         _precision_all_queries(
             scores,
             self.relevant,
@@ -119,10 +100,9 @@ class PrecisionEvaluator:
             self._scratch,
             out,
         )
-        return out
 
 
-class PairPrecisionEvaluator:
+class PairPrecisionEvaluator(QueryMetricEvaluator):
     """Pair precision at K% (seed 004), for labels and queries fixed once.
 
     Construction counts each query's pairs with different labels and allocates the pair
@@ -146,6 +126,7 @@ class PairPrecisionEvaluator:
     """
 
     pooled = True
+    sorts = False  # ranks pairs by |margin|, not documents by score
 
     def __init__(
         self,
@@ -155,11 +136,7 @@ class PairPrecisionEvaluator:
         percent: float | Fraction = 100,
         empty_query_score: float = 1.0,
     ) -> None:
-        self.y = _validate_labels(y)
-        self.query_offsets, self.n_samples = _validate_query_offsets(
-            query_offsets, self.y.shape[0]
-        )
-        self.n_queries = self.query_offsets.shape[0] - 1
+        super().__init__(y, query_offsets, k=None)
         self.percent = _validate_percent(percent)
         self.empty_query_score = _validate_empty_query_score(empty_query_score)
         self.n_pairs = np.empty(self.n_queries, dtype=np.int64)
@@ -177,13 +154,8 @@ class PairPrecisionEvaluator:
         self._counts = np.empty((self.n_queries, 4), dtype=np.int64)
         self._unit_weights = np.ones(self.n_queries, dtype=np.float64)
 
-    def per_query(
-        self, scores: ArrayLike, out: NDArray[np.float64] | None = None
-    ) -> NDArray[np.float64]:
-        """Pair precision at K% inside each query, shape (n_queries,), into ``out``."""
-        scores = _validate_scores(scores, self.n_samples)
-        if out is None:
-            out = np.empty(self.n_queries, dtype=np.float64)
+    def _compute(self, scores: NDArray[np.float64], out: NDArray[np.float64]) -> None:
+        """Pair precision at K% inside each query (its own top K%)."""
         _pair_margins_all_queries(
             scores, self.y, self.query_offsets, self.pair_offsets, self._margins
         )
@@ -195,7 +167,6 @@ class PairPrecisionEvaluator:
             self._abs_margins,
             out,
         )
-        return out
 
     def pooled_value(
         self, scores: ArrayLike, query_weights: NDArray[np.float64] | None = None

@@ -19,34 +19,24 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._numba import kernel, over_queries
-from ltrboost.metrics._dcg import (
-    _binary_relevance,
-    _validate_empty_query_score,
-    _validate_k,
-    _validate_labels,
-    _validate_query_offsets,
-    _validate_scores,
-)
+from ltrboost.metrics._dcg import _binary_relevance, _validate_empty_query_score
+from ltrboost.metrics.base import QueryMetricEvaluator
 
 
-class RREvaluator:
+class RREvaluator(QueryMetricEvaluator):
     """RR@k of each query, for labels and queries fixed once.
 
     Parameters
     ----------
-    y : array-like of shape (n_samples,)
-        Graded relevance labels, finite and >= 0.
-    query_offsets : array-like of shape (n_queries + 1,), integer
-        Query ``q`` owns rows ``query_offsets[q]:query_offsets[q + 1]``.
-    k : int, default=0
-        Cut-off; 0 means the whole list.
+    y, query_offsets, k
+        As for :class:`~ltrboost.metrics.base.QueryMetricEvaluator`.
     relevance_threshold : float, default=1.0
         Labels at or above it are relevant.
     empty_query_score : float, default=1.0
         RR of a query without relevant documents.
     """
 
-    pooled = False
+    sorts = False  # one pass per query, no sort (module docstring)
 
     def __init__(
         self,
@@ -57,24 +47,13 @@ class RREvaluator:
         relevance_threshold: float = 1.0,
         empty_query_score: float = 1.0,
     ) -> None:
-        self.y = _validate_labels(y)
-        self.query_offsets, self.n_samples = _validate_query_offsets(
-            query_offsets, self.y.shape[0]
-        )
-        self.n_queries = self.query_offsets.shape[0] - 1
-        self.k = _validate_k(k)
+        super().__init__(y, query_offsets, k=k)
         self.empty_query_score = _validate_empty_query_score(empty_query_score)
         self.relevant, self.n_relevant = _binary_relevance(
             self.y, self.query_offsets, relevance_threshold
         )
 
-    def per_query(
-        self, scores: ArrayLike, out: NDArray[np.float64] | None = None
-    ) -> NDArray[np.float64]:
-        """RR@k of every query for ``scores``, shape (n_queries,), into ``out``."""
-        scores = _validate_scores(scores, self.n_samples)
-        if out is None:
-            out = np.empty(self.n_queries, dtype=np.float64)
+    def _compute(self, scores: NDArray[np.float64], out: NDArray[np.float64]) -> None:
         _rr_all_queries(
             scores,
             self.relevant,
@@ -84,7 +63,6 @@ class RREvaluator:
             self.empty_query_score,
             out,
         )
-        return out
 
 
 # --- kernels ---

@@ -15,6 +15,19 @@ Conventions
 
 An objective is a small class registered by name in :mod:`ltrboost.objectives.registry`.
 Each one's docstring states its loss with the seed equation it implements.
+
+Where things live
+-----------------
+* this module: the interface and the helpers every objective shares (labels, document
+  weights, single-output score arrays);
+* :mod:`.pair_selection`: which pairs of a query a pairwise objective walks;
+* :mod:`.pair_engine`: the pairwise gradient engine (RankNet, RankBoost, LambdaMART);
+* :mod:`.preferences`: explicit preference pairs and the margin ``tau`` (GBRank, QBRank);
+* one module per ranker: :mod:`.mart`, :mod:`.logistic_rank`, :mod:`.mcrank`,
+  :mod:`.ranknet`, :mod:`.rankboost`, :mod:`.lambdamart`, :mod:`.gbrank`, :mod:`.qbrank`
+  (:mod:`.pointwise` and :mod:`.pairwise` re-export the old names).
+The metric an objective differentiates (|delta Z| of NDCG, ERR, AP) lives beside the
+metric in :mod:`ltrboost.metrics`.
 """
 
 from __future__ import annotations
@@ -24,7 +37,12 @@ from typing import Any, ClassVar, Literal, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost.dataset import RankingDataset
+from ltrboost.dataset import RankingDataset, check_labels
+
+# Constant initial scores are clipped to class frequencies in [PRIOR_EPS, 1 - PRIOR_EPS]
+# so that a training set with one class only (all documents irrelevant, say) gets a
+# finite start (LogisticRank, McRank).
+PRIOR_EPS = 1e-6
 
 
 class PairTerms(NamedTuple):
@@ -129,3 +147,101 @@ class Objective:
     def transform(self, raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:
         """Ranking score from raw scores (n_outputs, n) -> (n,); identity by default."""
         return raw_scores[0]
+
+
+# --------------------------------------------------------------------------------------
+# helpers shared by the objectives
+# --------------------------------------------------------------------------------------
+
+
+def dataset_labels(
+    data: RankingDataset, objective: str, *, integer: bool = False
+) -> NDArray[np.float64]:
+    """The dataset's labels as float64, checked once per dataset by
+    :func:`ltrboost.dataset.check_labels` (finite; ``integer``: grades 0, 1, ...).
+
+    Refuses a label-less dataset.  The check is remembered in ``data.cache`` (keyed on
+    the label array's identity), so calling this every boosting round costs nothing.
+    """
+    if data.y is None:
+        raise ValueError(
+            f"objective {objective!r} needs labels, but the dataset has none "
+            "(build it with make_dataset(X, y, ...))"
+        )
+    key = "labels_checked_integer" if integer else "labels_checked_finite"
+    if data.cache.get(key) is data.y:
+        return np.asarray(data.y, dtype=np.float64)
+    context = (
+        f"objective {objective!r} needs grades 0, 1, ..., K (round or re-map the "
+        "labels, or use 'mart' for real-valued relevance)"
+        if integer
+        else f"objective {objective!r} needs finite labels"
+    )
+    y = check_labels(data.y, data.n_samples, integer=integer, context=context)
+    data.cache[key] = data.y
+    if integer:
+        data.cache["labels_checked_finite"] = data.y
+    return y
+
+
+def doc_weights(data: RankingDataset) -> NDArray[np.float32]:
+    """Per-document weights as contiguous float32, or an empty array meaning "all ones".
+
+    One array type for both cases keeps one compiled specialisation per kernel.
+    """
+    if data.weights is None:
+        return np.zeros(0, dtype=np.float32)
+    w = np.ascontiguousarray(data.weights, dtype=np.float32)
+    if w.shape != (data.n_samples,):
+        raise ValueError(
+            f"weights has shape {w.shape}; expected ({data.n_samples},), one per document"
+        )
+    return w
+
+
+def doc_weights_float64(data: RankingDataset, n: int) -> NDArray[np.float64]:
+    """Per-document weights as float64, ones when the dataset has none."""
+    if data.weights is None:
+        return np.ones(n, dtype=np.float64)
+    return np.asarray(data.weights, dtype=np.float64)
+
+
+def single_output_views(
+    scores: NDArray[np.float64],
+    gradients_out: NDArray[np.float32],
+    hessians_out: NDArray[np.float32],
+    n: int,
+) -> tuple[NDArray[np.float64], NDArray[np.float32], NDArray[np.float32]]:
+    """Accept (n,) or (1, n) arrays; return 1-D views writing through to the outputs."""
+    if scores.shape not in ((n,), (1, n)):
+        raise ValueError(f"scores has shape {scores.shape}, expected ({n},) or (1, {n})")
+    for name, out in (("gradients_out", gradients_out), ("hessians_out", hessians_out)):
+        if out.shape not in ((n,), (1, n)):
+            raise ValueError(f"{name} has shape {out.shape}, expected ({n},) or (1, {n})")
+        if out.dtype != np.float32 or not out.flags.c_contiguous:
+            raise ValueError(f"{name} must be a C-contiguous float32 array")
+    s = np.ascontiguousarray(scores, dtype=np.float64).reshape(n)
+    return s, gradients_out.reshape(n), hessians_out.reshape(n)
+
+
+def single_output_scores(scores: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    """Scores of shape (n,) or (1, n) as a float64 (n,) array."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape not in ((n,), (1, n)):
+        raise ValueError(f"scores has shape {scores.shape}, expected ({n},) or (1, {n})")
+    return scores.reshape(n)
+
+
+def identity_transform(raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Ranking score of a single-output objective: the raw score itself."""
+    raw = np.asarray(raw_scores, dtype=np.float64)
+    return raw if raw.ndim == 1 else raw[0]
+
+
+def check_use_label_pairs(use_label_pairs: Any) -> bool | None:
+    """``use_label_pairs`` of the objectives that take explicit pairs: True/False/None."""
+    if use_label_pairs is None:
+        return None
+    if not isinstance(use_label_pairs, bool | np.bool_):
+        raise ValueError(f"use_label_pairs={use_label_pairs!r} should be True, False or None")
+    return bool(use_label_pairs)

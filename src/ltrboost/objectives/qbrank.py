@@ -1,9 +1,9 @@
 """QBRank (seed 004, Algorithm 2): preference and labelled data in one quadratic risk.
 
-Pairs, margins and weights follow :mod:`ltrboost.objectives.gbrank` (label pairs from
-the grades, explicit ``data.pairs``, ``tau`` constant or the grade difference, document
-weights multiplying g and h).  The risk, the derivation of ``g`` and ``h`` and the line
-search are in :class:`QBRank`'s docstring.
+Pairs, margins and weights follow :mod:`ltrboost.objectives.preferences` (label pairs
+from the grades, explicit ``data.pairs``, ``tau`` constant or the grade difference,
+document weights multiplying g and h).  The risk is in :class:`QBRank`'s docstring; the
+derivation of ``g`` and ``h`` and the line search in ``docs/theory.md`` ("QBRank").
 """
 
 from __future__ import annotations
@@ -15,20 +15,24 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries
 from ltrboost.dataset import RankingDataset
-from ltrboost.objectives.base import Objective
-from ltrboost.objectives.gbrank import (
+from ltrboost.objectives.base import (
+    Objective,
+    check_use_label_pairs,
+    identity_transform,
+    single_output_scores,
+    single_output_views,
+)
+from ltrboost.objectives.preferences import (
     EXPLICIT_PAIR_TAU,
     TAU_GRADE_DIFFERENCE,
-    _check_tau,
-    _check_use_label_pairs,
-    _label_pair_buffers,
-    _preference_constants,
-    _PreferenceConstants,
-    _tau_codes,
+    PreferenceConstants,
+    check_tau,
+    label_pair_buffers,
+    preference_constants,
+    tau_codes,
 )
-from ltrboost.objectives.pointwise import _single_output_scores, _single_output_views
 from ltrboost.objectives.registry import register
 
 _EMPTY_F32 = np.zeros(0, dtype=np.float32)
@@ -45,69 +49,19 @@ LS_MAX_EVAL = 100
 class QBRank(Objective):
     r"""QBRank: boosted quadratic approximations of a preference + regression risk.
 
-    Risk (seed 004, section 3, "THE OBJECTIVE FUNCTION"; ``w`` is
-    ``preference_weight``)::
+    Risk (seed 004, section 3; ``w`` is ``preference_weight``, ``omega`` the pair
+    weight, ``l_z`` the label as given)::
 
         R(h) = w/2 sum_{pairs x > y} omega (max{0, h(y) - h(x) + tau})^2
-             + (1 - w)/2 sum_{labelled z} (l_z - h(z))^2
+             + (1 - w)/2 sum_{labelled z} (l_z - h(z))^2                   (QB-1)
 
-    ``omega`` is the pair weight (1 for label pairs).  Every document of a dataset
-    with labels is a labelled ``z``; ``l_z`` is its label *as given* (no rescaling:
-    with ``tau = "grade_difference"`` both parts vanish at ``h = l``, so they agree;
-    with a constant ``tau`` rescale the labels yourself if their scale should differ).
-    A query whose documents share one grade has no label pair and still learns through
-    the labelled part when ``w < 1`` (the seed's single-label data L_1).  :meth:`loss`
-    returns ``R`` (document weights as in :mod:`ltrboost.objectives.gbrank`).
-
-    **Gradients and hessians** (``gradients`` are dR/dh; the seed's targets are -g).
-    With ``m_p = h(y) - h(x) + tau`` for pair ``p = (x, y)``::
-
-        g_d = - w sum_{p: d = x} omega max{0, m_p} + w sum_{p: d = y} omega max{0, m_p}
-              - (1 - w) (l_d - h(d))                                   (exact dR/dh(d))
-        h_d =   w sum_{p: d in p} omega  +  (1 - w)                    (Algorithm 2's W)
-
-    times the document weight (the ``1 - w`` terms only when the dataset has labels,
-    none for ``w = 1``).  Derivation: the general method (seed 004, eq. 3, 5-6)
-    minimises the quadratic model ``R(h_k) + grad R^T g + 1/2 g^T W g`` over the weak
-    learner's functions with a diagonal ``W``; for a tree with leaf values ``v_L`` the
-    minimiser is ``v_L = -sum_{d in L} grad R_d / sum_{d in L} W_d``, the engine's
-    Newton leaf ``-G / H`` with ``g = grad R`` and ``h = W``.  Equivalently the tree is
-    the weighted least-squares fit (eq. 3) of targets ``r_d = -g_d / h_d`` with weights
-    ``h_d``.  Algorithm 2, step 1, builds its training set from *every* pair of S (a
-    satisfied pair contributes targets 0) with weight ``w`` per pair entry, and the
-    labelled documents with targets ``l - h`` and weight ``1 - w``; its remark averages
-    the targets of a document that appears several times.  The weighted average of a
-    document's entries is ``sum(weight * target) / sum(weight) = -g_d / h_d`` with the
-    ``g_d`` and ``h_d`` above (``sum(weight * target)`` is the negative gradient, the
-    seed's "components of the *negative* gradient"), so the Newton leaf is exactly the
-    least-squares fit of Algorithm 2's training set, repeated entries included.
-
-    ``h`` does not depend on the scores (``hessian_is_constant``).  It is not the exact
-    diagonal of the Hessian of ``R`` (that counts only violated pairs: ``h`` exceeds it
-    by ``w`` times the weight of the document's satisfied pairs), nor the seed's
-    ``diag(2, 2)`` upper bound of a violated pair's block (that would weigh pair entries
-    ``2 w``): Algorithm 2 weighs them ``w``, and the line search below fixes the step
-    length whatever the scale of ``W``.  ``W`` is diagonal, so the regression is
-    derivative-additive and OLE equals Newton (``is_pairwise`` False, no
-    :meth:`pair_terms`).
-
-    **Step** (Algorithm 2, step 2): ``h_m = h_{m-1} + eta s_m g_m`` with ``s_m`` found
-    by line search.  The booster grows the tree ``delta`` (Newton leaf values) and
-    calls :meth:`line_search`, which returns the ``alpha >= 0`` minimising
-    ``phi(alpha) = R(h + alpha delta)``; leaves are then scaled by ``alpha * eta``.
-    ``phi`` is a convex piecewise quadratic (each pair's hinge is a breakpoint), so
-    ``phi'`` is piecewise linear and nondecreasing.  If ``phi'(0) >= 0`` the tree is no
-    descent direction and ``alpha = 0``.  Otherwise Newton's method runs on ``phi'``
-    from 0: a Newton step taken inside the linear piece that holds the root lands on it
-    exactly, and one that falls short has crossed a breakpoint, so few steps are needed
-    (before ``phi'`` changes sign a flat piece, ``phi'' = 0``, is crossed by doubling).
-    Once a bracket ``[lo, hi]`` with ``phi'(lo) < 0 <= phi'(hi)`` exists, a Newton step
-    is kept only if it stays inside and is at most half the step before the last one
-    (Numerical Recipes' ``rtsafe``); otherwise the bracket is bisected.  The search
-    stops when ``|phi'| <= 1e-12 |phi'(0)|`` or the bracket is shorter than 1e-12 of
-    its right end (at most 100 evaluations, each one pass over the pairs, parallel over
-    queries, summed in query order) and returns the evaluated ``alpha`` of smallest
-    ``phi``.
+    ``gradients`` are the exact dR/dh (QB-2) and ``hessians`` Algorithm 2's diagonal
+    weight ``W`` (QB-3: ``w`` per pair the document is in, plus ``1 - w``; constant),
+    so the Newton leaf is the least-squares fit of Algorithm 2's training set (seed
+    004, eq. 3, 5-6).  The step ``alpha`` minimising ``R(h + alpha delta)`` (QB-4) comes
+    from :meth:`line_search`, a safeguarded Newton search on the convex piecewise
+    quadratic; leaves are scaled by ``alpha * eta``.  Derivation and the line search:
+    ``docs/theory.md``, section "QBRank".
 
     Parameters
     ----------
@@ -142,13 +96,11 @@ class QBRank(Objective):
         if isinstance(w, bool | np.bool_) or not isinstance(
             w, int | float | np.integer | np.floating
         ):
-            raise ValueError(
-                f"preference_weight={w!r} must be a number between 0 and 1"
-            )
+            raise ValueError(f"preference_weight={w!r} must be a number between 0 and 1")
         if not (0.0 <= w <= 1.0):
             raise ValueError(f"preference_weight={w} must be between 0 and 1")
-        tau = _check_tau(tau)
-        use_label_pairs = _check_use_label_pairs(use_label_pairs)
+        tau = check_tau(tau)
+        use_label_pairs = check_use_label_pairs(use_label_pairs)
         if init not in ("mean", "zero"):
             raise ValueError(f"init={init!r} is not one of ('mean', 'zero')")
         super().__init__(
@@ -158,12 +110,12 @@ class QBRank(Objective):
             init=init,
         )
         self._w = float(w)
-        self._tau, self._tau_grade = _tau_codes(tau)
+        self._tau, self._tau_grade = tau_codes(tau)
 
     # -- per-dataset constants ---------------------------------------------------------
 
-    def _constants(self, data: RankingDataset) -> _PreferenceConstants:
-        return _preference_constants(
+    def _constants(self, data: RankingDataset) -> PreferenceConstants:
+        return preference_constants(
             data,
             self.params["use_label_pairs"],
             self.name,
@@ -182,9 +134,7 @@ class QBRank(Objective):
             return np.array([float(np.mean(c.labels))], dtype=np.float64)
         w = c.weights.astype(np.float64)
         total = float(w.sum())
-        mean = (
-            float(np.dot(w, c.labels) / total) if total > 0 else float(c.labels.mean())
-        )
+        mean = float(np.dot(w, c.labels) / total) if total > 0 else float(c.labels.mean())
         return np.array([mean], dtype=np.float64)
 
     # -- engine calls -----------------------------------------------------------------
@@ -218,14 +168,12 @@ class QBRank(Objective):
         iteration: int = 0,
     ) -> None:
         """Write ``dR/dh`` and Algorithm 2's per-document weight ``W`` (see class)."""
-        s, g, h = _single_output_views(
-            scores, gradients_out, hessians_out, data.n_samples
-        )
+        s, g, h = single_output_views(scores, gradients_out, hessians_out, data.n_samples)
         self._run(s, _EMPTY_F64, 0.0, data, g, h)
 
     def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
         """The risk ``R`` at ``scores``."""
-        s = np.ascontiguousarray(_single_output_scores(scores, data.n_samples))
+        s = np.ascontiguousarray(single_output_scores(scores, data.n_samples))
         return float(self._run(s, _EMPTY_F64, 0.0, data)[0])
 
     def line_search(
@@ -239,8 +187,8 @@ class QBRank(Objective):
         ``delta`` is the new tree's unscaled output on every training document.
         """
         n = data.n_samples
-        s = np.ascontiguousarray(_single_output_scores(scores, n))
-        d = np.ascontiguousarray(_single_output_scores(delta, n))
+        s = np.ascontiguousarray(single_output_scores(scores, n))
+        d = np.ascontiguousarray(single_output_scores(delta, n))
         if not np.all(np.isfinite(d)):
             raise ValueError("delta holds non-finite values")
 
@@ -252,8 +200,7 @@ class QBRank(Objective):
 
     def transform(self, raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:
         """Rank by the raw score (identity)."""
-        raw = np.asarray(raw_scores, dtype=np.float64)
-        return raw if raw.ndim == 1 else raw[0]
+        return identity_transform(raw_scores)
 
 
 def _minimise_convex_piecewise_quadratic(
@@ -310,23 +257,9 @@ def _minimise_convex_piecewise_quadratic(
 
 @kernel
 def _qbrank_one_query(
-    scores_q,
-    delta_q,
-    alpha,
-    labels_q,
-    weights_q,
-    use_labels,
-    labelled,
-    tau,
-    tau_grade,
-    w_pref,
-    xp_i,
-    xp_j,
-    xp_w,
-    grad_q,
-    hess_q,
-    out,
-):
+    scores_q, delta_q, alpha, labels_q, weights_q, use_labels, labelled, tau, tau_grade, w_pref,
+    xp_i, xp_j, xp_w, grad_q, hess_q, out,
+):  # fmt: skip
     """One query of QBRank at ``s = scores + alpha * delta``.
 
     scores_q, labels_q: IN float64 (n,).  delta_q: IN float64 (n,) or (0,) (zero).
@@ -338,7 +271,7 @@ def _qbrank_one_query(
     has_w = weights_q.shape[0] > 0
     has_d = delta_q.shape[0] > 0
     want_gh = grad_q.shape[0] > 0
-    a_buf, b_buf, n_lab = _label_pair_buffers(labels_q, use_labels)
+    a_buf, b_buf, n_lab = label_pair_buffers(labels_q, use_labels)
     n_pairs = n_lab + xp_i.shape[0]
     g_acc = np.zeros(n if want_gh else 0, dtype=np.float64)
     h_acc = np.zeros(n if want_gh else 0, dtype=np.float64)
@@ -407,38 +340,33 @@ def _qbrank_one_query(
     out[2] = d2
 
 
-@parallel_kernel
 def _qbrank_all_queries(
-    scores,
-    delta,
-    alpha,
-    labels,
-    weights,
-    query_offsets,
-    use_labels,
-    labelled,
-    tau,
-    tau_grade,
-    w_pref,
-    xpair_offsets,
-    xpair_i,
-    xpair_j,
-    xpair_w,
-    gradients,
-    hessians,
-    out,
-):
+    scores, delta, alpha, labels, weights, query_offsets, use_labels, labelled, tau, tau_grade,
+    w_pref, xpair_offsets, xpair_i, xpair_j, xpair_w, gradients, hessians, out,
+):  # fmt: skip
     """Parallel driver over queries; every query writes only its own slices.
 
     IN: scores, labels float64 (n_samples,); delta float64 (n_samples,) or (0,);
     weights float32 (n_samples,) or (0,); query_offsets int64; explicit pairs in CSR.
     OUT: gradients, hessians float32 (n_samples,) or (0,); out float64 (n_queries, 3).
     """
-    n_queries = query_offsets.shape[0] - 1
+    over_queries(
+        _qbrank_queries, query_offsets, scores, delta, alpha, labels, weights, query_offsets,
+        use_labels, labelled, tau, tau_grade, w_pref, xpair_offsets, xpair_i, xpair_j, xpair_w,
+        gradients, hessians, out,
+    )  # fmt: skip
+
+
+@kernel
+def _qbrank_queries(
+    q0, q1, scores, delta, alpha, labels, weights, query_offsets, use_labels, labelled, tau,
+    tau_grade, w_pref, xpair_offsets, xpair_i, xpair_j, xpair_w, gradients, hessians, out,
+):  # fmt: skip
+    # queries q0..q1-1 of _qbrank_all_queries (see ltrboost._numba.over_queries)
     has_w = weights.shape[0] > 0
     has_d = delta.shape[0] > 0
     want_gh = gradients.shape[0] > 0
-    for q in prange(n_queries):
+    for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
         w_lo = lo if has_w else 0
@@ -471,7 +399,7 @@ def _qbrank_reference(
     weights: NDArray[np.floating] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """Vectorised ``(g, h, R)`` on pair arrays from
-    :func:`ltrboost.objectives.gbrank._preference_pairs_reference`."""
+    :func:`ltrboost.objectives.preferences.preference_pairs_reference`."""
     s = np.asarray(scores, dtype=np.float64)
     n = s.size
     nu = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -521,9 +449,7 @@ def _qbrank_line_search_reference(
         bz, r = (1.0 - w) * nu, np.asarray(labels, dtype=np.float64) - s
 
     def dphi(a: float) -> float:
-        return float(
-            np.sum(cp * np.maximum(m + a * e, 0.0) * e) - np.sum(bz * (r - a * dl) * dl)
-        )
+        return float(np.sum(cp * np.maximum(m + a * e, 0.0) * e) - np.sum(bz * (r - a * dl) * dl))
 
     if not dphi(0.0) < 0:
         return 0.0

@@ -8,6 +8,18 @@ from ltrboost.objectives.base import Objective
 
 _REGISTRY: dict[str, type[Objective]] = {}
 
+# One module per ranker (each registers its class when imported).
+_BUILTIN_MODULES = (
+    "mart",
+    "logistic_rank",
+    "mcrank",
+    "ranknet",
+    "rankboost",
+    "lambdamart",
+    "gbrank",
+    "qbrank",
+)
+
 
 def register(cls: type[Objective]) -> type[Objective]:
     """Class decorator: make ``cls`` available under ``cls.name``."""
@@ -31,12 +43,8 @@ def _load_builtin() -> None:
     # simple (objectives import metrics, never the other way round).
     import importlib
 
-    for mod in ("pointwise", "pairwise", "lambdamart", "gbrank", "qbrank"):
-        try:
-            importlib.import_module(f"ltrboost.objectives.{mod}")
-        except ModuleNotFoundError as e:  # a module not written yet
-            if e.name != f"ltrboost.objectives.{mod}":
-                raise
+    for mod in _BUILTIN_MODULES:
+        importlib.import_module(f"ltrboost.objectives.{mod}")
 
 
 def available_objectives() -> list[str]:

@@ -1,0 +1,75 @@
+"""The skeleton every per-query metric evaluator shares (NDCG, ERR, AP, RR, P@k, pair
+precision): labels and queries fixed once, then ``per_query(scores) -> (n_queries,)``.
+
+A metric module subclasses :class:`QueryMetricEvaluator`, calls ``super().__init__``
+(which validates labels, query boundaries and the cut-off and allocates the sort
+buffers), precomputes what does not depend on the scores, and implements
+:meth:`QueryMetricEvaluator._compute`, which calls its parallel kernel.  Evaluators
+allocate nothing per call beyond the output, and are not safe to call from two Python
+threads at once (the sort buffers are shared).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ltrboost._config import INDEX_DTYPE
+from ltrboost.metrics._dcg import (
+    _validate_k,
+    _validate_labels,
+    _validate_query_offsets,
+    _validate_scores,
+)
+
+
+class QueryMetricEvaluator:
+    """A metric of each query, for labels and queries fixed once.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Graded relevance labels, finite and >= 0.
+    query_offsets : array-like of shape (n_queries + 1,), integer
+        Query ``q`` owns rows ``query_offsets[q]:query_offsets[q + 1]``.
+    k : int or None, default=0
+        Cut-off (0 = whole list); None for a metric without one.
+
+    Attributes
+    ----------
+    y, query_offsets, n_samples, n_queries, k
+        The validated inputs.
+    pooled : bool (class attribute)
+        True when the dataset value is not a mean of the per-query values
+        (:meth:`pooled_value` then gives it).
+    """
+
+    pooled: ClassVar[bool] = False
+    # whether _compute sorts (needs the two int buffers of n_samples)
+    sorts: ClassVar[bool] = True
+
+    def __init__(self, y: ArrayLike, query_offsets: ArrayLike, *, k: int | None = 0) -> None:
+        self.y = _validate_labels(y)
+        self.query_offsets, self.n_samples = _validate_query_offsets(query_offsets, self.y.shape[0])
+        self.n_queries = self.query_offsets.shape[0] - 1
+        if k is not None:
+            self.k = _validate_k(k)
+        if self.sorts:
+            self._order = np.empty(self.n_samples, dtype=INDEX_DTYPE)
+            self._scratch = np.empty(self.n_samples, dtype=INDEX_DTYPE)
+
+    def per_query(
+        self, scores: ArrayLike, out: NDArray[np.float64] | None = None
+    ) -> NDArray[np.float64]:
+        """The metric of every query for ``scores``: shape (n_queries,), in ``out``."""
+        scores = _validate_scores(scores, self.n_samples)
+        if out is None:
+            out = np.empty(self.n_queries, dtype=np.float64)
+        self._compute(scores, out)
+        return out
+
+    def _compute(self, scores: NDArray[np.float64], out: NDArray[np.float64]) -> None:
+        """Write every query's value into ``out`` (scores already validated)."""
+        raise NotImplementedError

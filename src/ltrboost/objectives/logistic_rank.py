@@ -1,0 +1,248 @@
+"""LogisticRank (seed 002): pointwise logistic loss with per-grade scaling.
+
+The derivation of its gradients and hessians, and why the Newton leaf is the seed's
+``gamma``, is in ``docs/theory.md`` (section "LogisticRank").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltrboost._numba import parallel_kernel, prange
+from ltrboost.dataset import RankingDataset
+from ltrboost.objectives.base import (
+    PRIOR_EPS,
+    Objective,
+    dataset_labels,
+    doc_weights,
+    doc_weights_float64,
+    identity_transform,
+    single_output_scores,
+    single_output_views,
+)
+from ltrboost.objectives.registry import register
+
+
+@register
+class LogisticRank(Objective):
+    """Yahoo's LogisticRank: pointwise logistic loss with per-grade scaling (seed 002).
+
+    Targets ``t_d = +1`` if ``y_d >= positive_threshold`` else ``-1``; Friedman's
+    two-class deviance weighted by a per-grade scale ``c_d`` and the document weight::
+
+        L = sum_d w_d c_d log(1 + exp(-2 t_d s_d))                        (LR-1)
+        g_d = -w_d c_d u_d,   h_d = w_d c_d |u_d| (2 - |u_d|)              (LR-2, LR-3)
+
+    with ``u_d = 2 t_d / (1 + exp(2 t_d s_d))`` (Friedman's ``y~``), so the Newton leaf
+    ``-G / H`` is exactly seed 002's ``gamma = sum y~ / sum |y~| (2 - |y~|)`` (LR-4).
+    Derivation, the scaled case and why Friedman's factor 2: ``docs/theory.md``,
+    section "LogisticRank".
+
+    Parameters
+    ----------
+    positive_threshold : float or None, default=None
+        Grades ``>= positive_threshold`` are positive.  None resolves at :meth:`prepare`
+        to ``max(1, ceil(K / 2))`` with ``K`` the largest training grade, and stores the
+        value in the parameters.  On the 5-grade scale (0 bad .. 4 perfect) this is 2:
+        perfect, excellent and good are positive, fair and bad negative (seed 002's
+        three scaled grades; Yahoo's choice).  Binary 0/1 labels get 1.
+    label_scale : None, mapping or sequence, default=None
+        Scale ``c`` of each grade.  None: ``y - positive_threshold + 1`` for positives
+        and 1 for negatives (on 0..4: perfect 3, excellent 2, good 1, others 1; seed
+        002).  A mapping ``{grade: scale}`` (keys may be strings, as after a JSON round
+        trip; grades not listed get 1; ``{}`` turns scaling off), or a sequence whose
+        ``k``-th entry is the scale of grade ``k``.  Scales must be finite and > 0.
+    init : {"logodds", "mean", "zero"}, default="logodds"
+        Initial raw score.  ``"logodds"``: ``F_0 = 1/2 log(W+ / W-)`` with ``W+-`` the
+        (weight x scale) mass of positives / negatives, i.e. ``artanh`` of their
+        weighted mean of ``t``: the exact constant minimiser of ``L`` (seed 003's
+        ``F_0 = argmin_gamma``), and Friedman's
+        ``F_0 = 1/2 log((1 + ybar) / (1 - ybar))``.  ``"mean"``: seed 002's literal
+        ``F_0 = ybar``, the weighted mean of the +-1 targets (first-order approximation
+        of the former).  Class frequencies are clipped to ``[1e-6, 1 - 1e-6]`` so a
+        one-class training set gets a finite start.
+    """
+
+    name: ClassVar[str] = "logistic_rank"
+
+    def __init__(
+        self,
+        *,
+        positive_threshold: float | None = None,
+        label_scale: Mapping[Any, float] | Sequence[float] | None = None,
+        init: str = "logodds",
+    ) -> None:
+        if positive_threshold is not None:
+            positive_threshold = float(positive_threshold)
+            if not math.isfinite(positive_threshold):
+                raise ValueError(f"positive_threshold={positive_threshold} must be a finite grade")
+        if init not in ("logodds", "mean", "zero"):
+            raise ValueError(f"init={init!r} is not one of ('logodds', 'mean', 'zero')")
+        super().__init__(
+            positive_threshold=positive_threshold,
+            label_scale=_normalise_label_scale(label_scale),
+            init=init,
+        )
+
+    # -- per-dataset constants ---------------------------------------------------------
+
+    def _threshold(self, y: NDArray[np.float64]) -> float:
+        t = self.params["positive_threshold"]
+        if t is None:
+            top = float(y.max()) if y.size else 0.0
+            t = float(max(1.0, math.ceil(top / 2.0)))
+            self.params["positive_threshold"] = t
+        return float(t)
+
+    def _targets(
+        self, data: RankingDataset
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        """(labels, per-document scales c_d, threshold); scales cached on ``data``."""
+        y = dataset_labels(data, self.name)
+        t = self._threshold(y)
+        scale_spec = self.params["label_scale"]
+        key = (
+            self.name,
+            t,
+            None if scale_spec is None else tuple(sorted(scale_spec.items())),
+        )
+        cached = data.cache.get("logistic_rank_scales")
+        if cached is not None and cached[0] == key and cached[1].shape[0] == y.shape[0]:
+            return y, cached[1], t
+        scales = _label_scales(y, t, scale_spec)
+        data.cache["logistic_rank_scales"] = (key, scales)
+        return y, scales, t
+
+    def prepare(self, data: RankingDataset) -> None:
+        self._targets(data)
+
+    def init_score(self, data: RankingDataset) -> NDArray[np.float64]:
+        if self.params["init"] == "zero" or data.n_samples == 0:
+            return np.zeros(1, dtype=np.float64)
+        y, c, t = self._targets(data)
+        mass = doc_weights_float64(data, y.shape[0]) * c
+        total = float(mass.sum())
+        p = float(mass[y >= t].sum()) / total if total > 0 else 0.5
+        p = min(max(p, PRIOR_EPS), 1.0 - PRIOR_EPS)
+        if self.params["init"] == "mean":
+            return np.array([2.0 * p - 1.0], dtype=np.float64)  # mean of t in {-1, +1}
+        return np.array([0.5 * math.log(p / (1.0 - p))], dtype=np.float64)
+
+    def gradient_hessian(
+        self,
+        scores: NDArray[np.float64],
+        data: RankingDataset,
+        gradients_out: NDArray[np.float32],
+        hessians_out: NDArray[np.float32],
+        iteration: int = 0,
+    ) -> None:
+        y, c, t = self._targets(data)
+        s, g, h = single_output_views(scores, gradients_out, hessians_out, y.shape[0])
+        _logistic_rank_gradient_hessian(s, y, t, c, doc_weights(data), g, h)
+
+    def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
+        y, c, t = self._targets(data)
+        s = single_output_scores(scores, y.shape[0])
+        sign = np.where(y >= t, 1.0, -1.0)
+        w = doc_weights_float64(data, y.shape[0])
+        return float(np.dot(w * c, np.logaddexp(0.0, -2.0 * sign * s)))
+
+    def transform(self, raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Rank by the raw score (identity; P(relevant) = sigmoid(2 s) is monotone)."""
+        return identity_transform(raw_scores)
+
+
+def _normalise_label_scale(
+    spec: Mapping[Any, float] | Sequence[float] | None,
+) -> dict[float, float] | None:
+    """Canonical ``{grade: scale}`` (float keys) from a mapping or a sequence."""
+    if spec is None:
+        return None
+    if isinstance(spec, Mapping):
+        items = list(spec.items())
+    elif isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence | np.ndarray):
+        raise ValueError(
+            f"label_scale={spec!r} must be None, a mapping {{grade: scale}} or a "
+            "sequence of scales indexed by grade"
+        )
+    else:
+        items = list(enumerate(spec))
+    out: dict[float, float] = {}
+    for grade, scale in items:
+        try:
+            g, c = float(grade), float(scale)
+        except (TypeError, ValueError):
+            raise ValueError(f"label_scale entry {grade!r}: {scale!r} is not a number") from None
+        if not (math.isfinite(c) and c > 0):
+            raise ValueError(f"label_scale[{grade!r}]={scale!r}: scales must be finite and > 0")
+        out[g] = c
+    return out
+
+
+def _label_scales(
+    y: NDArray[np.float64], threshold: float, spec: dict[float, float] | None
+) -> NDArray[np.float64]:
+    """Per-document scale ``c_d`` (float64) from the labels."""
+    if spec is None:
+        return np.where(y >= threshold, y - threshold + 1.0, 1.0)
+    grades, inverse = np.unique(y, return_inverse=True)
+    per_grade = np.array([spec.get(float(g), 1.0) for g in grades], dtype=np.float64)
+    return per_grade[inverse.ravel()]
+
+
+# --- kernels ---
+
+
+@parallel_kernel
+def _logistic_rank_gradient_hessian(scores, y, threshold, scales, weights, gradients, hessians):
+    """Friedman two-class deviance with per-document scale c (see LogisticRank).
+
+    g = -w c u with u = 2 t sigmoid(-2 t s); h = w c |u| (2 - |u|)
+      = 4 w c sigmoid(-2 t s) sigmoid(2 t s).
+
+    scores : (n,) float64  # IN
+    y : (n,) float64; t = +1 where y >= threshold else -1  # IN
+    scales : (n,) float64, c > 0  # IN
+    weights : (n,) or (0,) float32; empty means all ones  # IN
+    gradients, hessians : (n,) float32  # OUT
+    """
+    n = scores.shape[0]
+    weighted = weights.shape[0] > 0
+    for i in prange(n):
+        t = 1.0 if y[i] >= threshold else -1.0
+        m = 2.0 * t * scores[i]
+        # q = sigmoid(-m) = P(wrong class); 1 - q computed without cancellation
+        if m >= 0.0:
+            e = math.exp(-m)
+            q = e / (1.0 + e)
+            one_minus_q = 1.0 / (1.0 + e)
+        else:
+            e = math.exp(m)
+            q = 1.0 / (1.0 + e)
+            one_minus_q = e / (1.0 + e)
+        wc = scales[i] * (np.float64(weights[i]) if weighted else 1.0)
+        gradients[i] = -wc * 2.0 * t * q  # -w c u
+        hessians[i] = wc * 4.0 * q * one_minus_q  # w c |u| (2 - |u|)
+
+
+# --- references ---
+
+
+def _logistic_rank_gradient_hessian_reference(
+    scores: NDArray[np.float64],
+    y: NDArray[np.float64],
+    threshold: float,
+    scales: NDArray[np.float64],
+    weights: NDArray[np.float32] | None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    w = np.ones_like(y) if weights is None else weights.astype(np.float64)
+    t = np.where(y >= threshold, 1.0, -1.0)
+    # Friedman's pseudo-response y~ = 2t / (1 + exp(2 t s)), written via logaddexp
+    u = 2.0 * t * np.exp(-np.logaddexp(0.0, 2.0 * t * scores))
+    abs_u = np.abs(u)
+    return -w * scales * u, w * scales * abs_u * (2.0 - abs_u)
