@@ -24,7 +24,7 @@ import inspect
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -32,10 +32,17 @@ from numpy.typing import NDArray
 
 from ltrboost._checks import check_param_types, check_round_finite
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
+from ltrboost._evaluation import (
+    _bind_metrics,
+    _metrics,
+    _params_for_model,
+    check_training_setup,
+    metric_options,
+)
 from ltrboost._numba import threads
 from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory
 from ltrboost.criteria import CRITERIA
-from ltrboost.dataset import RankingDataset
+from ltrboost.dataset import RankingDataset, rows_located
 from ltrboost.grower import GROWTH_POLICIES, GrowerParams, TreeGrower
 from ltrboost.objectives.registry import get_objective
 from ltrboost.tree import (
@@ -307,7 +314,7 @@ class Booster:
         (default: the best iteration when early stopping chose one, else all)."""
         from ltrboost.dataset import as_feature_matrix
 
-        X, _ = as_feature_matrix(X)
+        X, _ = as_feature_matrix(X, self.feature_names)
         if X.shape[1] != self.n_features:
             raise ValueError(
                 f"X has {X.shape[1]} features but the model was trained with "
@@ -350,6 +357,27 @@ class Booster:
 
         export_model(self, path, format, feature_names, **options)
 
+    # Inspection: thin wrappers over ltrboost.inspection (documented there).
+    def feature_importance(
+        self, importance_type: str = "gain", iteration: int | None = None
+    ) -> NDArray[np.float64]:
+        """Per-feature total split gain (or number of splits), shape (n_features,)."""
+        from ltrboost.inspection import feature_importance
+
+        return feature_importance(self, importance_type, iteration)
+
+    def trees_to_dataframe(self):
+        """Every node of every tree as a row of a pandas DataFrame."""
+        from ltrboost.inspection import trees_to_dataframe
+
+        return trees_to_dataframe(self)
+
+    def dump_text(self, iteration: int | None = None) -> str:
+        """The trees as indented text, one node per line."""
+        from ltrboost.inspection import dump_text
+
+        return dump_text(self, iteration)
+
 
 def _feature_importance_gain(booster: Booster) -> NDArray[np.float64]:
     imp = np.zeros(booster.n_features, dtype=np.float64)
@@ -391,6 +419,7 @@ def train(
         raise ValueError("the training set is empty")
     objective = make_objective(params)
     check_metrics(params, objective)  # a typo fails now, valid set or not
+    check_training_setup(params, objective, valid_sets)
     # NaN/inf is detected after each tree (check_round_finite) and reported as one
     # error naming the round; NumPy's overflow warnings before it would only be noise.
     quiet = np.errstate(over="ignore", invalid="ignore")
@@ -412,22 +441,20 @@ def check_metrics(params: BoosterParams, objective=None) -> None:
 
     if objective is None:
         objective = make_objective(params)
-    for name in _metric_names(params, objective):
-        get_metric(name)
+    for name, fn in _metrics(params, objective):
+        if fn is None:
+            get_metric(name, **metric_options(params))
 
 
 def _metric_names(params: BoosterParams, objective) -> list[str]:
-    m = params.eval_metric
-    if m is None:
-        return [objective.default_metric]
-    names = [s.strip() for s in m.split(",")] if isinstance(m, str) else list(m)
-    return list(dict.fromkeys(n for n in names if n))  # unique, first one drives
+    return [name for name, _ in _metrics(params, objective)]
 
 
 def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_threads):
     t_start = time.perf_counter()
     rng = np.random.default_rng(params.random_state)
-    objective.prepare(train_set)
+    with rows_located(train_set):
+        objective.prepare(train_set)
     n_out = objective.n_outputs(train_set)
     n = train_set.n_samples
 
@@ -466,15 +493,13 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
 
     metric_names = _metric_names(params, objective)
     valid_state = []
-    if valid_sets:
-        from ltrboost.metrics import get_metric
     for name, vs in valid_sets:
         if vs.y is None:
             raise ValueError(f"validation set {name!r} has no labels")
         Xb = binner.transform(used.take(vs.X))
         rv = np.empty((n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = init[:, None]
-        bound = [get_metric(m).bind(vs.y, vs.query_offsets) for m in metric_names]
+        bound = _bind_metrics(params, objective, vs)
         valid_state.append((name, vs, Xb, rv, bound))
 
     trees: list[NDArray] = []
@@ -529,7 +554,7 @@ def _train(params, objective, train_set, valid_sets, callbacks, init_model, n_th
             best_iteration=(
                 best_iter if (valid_state and params.early_stopping_rounds) else None
             ),
-            params=asdict(params),
+            params=_params_for_model(params),
             feature_names=train_set.feature_names,
             evals_result={
                 k: {m: list(v) for m, v in d.items()} for k, d in evals_result.items()
