@@ -85,24 +85,20 @@ def big_labels(folder) -> tuple[Path, Path]:
 def test_linear_gain_reaches_valid_and_eval(big_labels, tmp_path, capsys) -> None:
     tr, va = big_labels
     model = tmp_path / "m.json"
-    rc, _, err = run(
-        ["train", tr, "--gain", "linear", "--valid", va, "-o", model, *FLAGS], capsys
-    )
+    rc, _, err = run(["train", tr, "--gain", "linear", "--valid", va, "-o", model, *FLAGS], capsys)
     assert rc == 0, err
     booster = load_model(model)
     d = load_svmlight(va)
     ds = make_dataset(d.X, d.y, qid=d.qid)
-    expected = evaluate(
-        booster.predict(ds.X), ds.y, ds.query_offsets, ["ndcg@10"], gain="linear"
-    )["ndcg@10"]
+    expected = evaluate(booster.predict(ds.X), ds.y, ds.query_offsets, ["ndcg@10"], gain="linear")[
+        "ndcg@10"
+    ]
     assert booster.evals_result["valid"]["ndcg@10"][-1] == pytest.approx(expected)
     # eval reads the gain from the model, or takes --gain
     rc, out, err = run(["eval", model, va, "--metric", "ndcg@10", "--json"], capsys)
     assert rc == 0, err
     assert json.loads(out)[str(va)]["ndcg@10"] == pytest.approx(expected)
-    rc, _, err = run(
-        ["eval", model, va, "--metric", "ndcg@10", "--gain", "exp"], capsys
-    )
+    rc, _, err = run(["eval", model, va, "--metric", "ndcg@10", "--gain", "exp"], capsys)
     one_line_error(rc, err, "too large for the exponential gain")
 
 
@@ -128,9 +124,7 @@ def test_eval_relevance_threshold_flag(folder, tmp_path, capsys) -> None:
             capsys,
         )
         assert rc == 0
-        want = evaluate(
-            s, ds.y, ds.query_offsets, ["map"], relevance_threshold=float(t)
-        )
+        want = evaluate(s, ds.y, ds.query_offsets, ["map"], relevance_threshold=float(t))
         assert json.loads(out)[str(va)]["map"] == pytest.approx(want["map"])
 
 

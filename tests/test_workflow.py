@@ -110,9 +110,7 @@ def test_score_accepts_sample_weight(data) -> None:
     qw = [w[r][0] for r in _groups(qv)]
     expected = float(np.average(per_query, weights=qw))
     assert est.score(Xv, yv, qid=qv, sample_weight=w) == pytest.approx(expected)
-    assert est.score(Xv, yv, qid=qv, sample_weight=None) == pytest.approx(
-        ndcg_ref(sv, yv, qv, 10)
-    )
+    assert est.score(Xv, yv, qid=qv, sample_weight=None) == pytest.approx(ndcg_ref(sv, yv, qv, 10))
 
 
 def test_gridsearch_over_pipeline_with_metadata_routing(data) -> None:
@@ -152,9 +150,7 @@ def test_eval_names_must_be_distinct_and_complete(data) -> None:
         "b": 5,
     }
     with pytest.raises(ValueError, match="distinct names"):
-        train(
-            FAST, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, yv, qid=qv))] * 2
-        )
+        train(FAST, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, yv, qid=qv))] * 2)
 
 
 # ------------------------------------------------------------ bug 5: init_model
@@ -164,9 +160,7 @@ def test_init_model_adds_n_estimators_rounds(kind, data, tmp_path) -> None:
     first = Ranker(**dict(FAST, n_estimators=3)).fit(X, y, qid=qid)
     init = {"booster": first.booster_, "ranker": first, "path": tmp_path / "m.json"}
     first.save_model(str(tmp_path / "m.json"))
-    more = Ranker(**dict(FAST, n_estimators=2)).fit(
-        X, y, qid=qid, init_model=init[kind]
-    )
+    more = Ranker(**dict(FAST, n_estimators=2)).fit(X, y, qid=qid, init_model=init[kind])
     assert more.booster_.n_iterations == 5
     whole = Ranker(**dict(FAST, n_estimators=5)).fit(X, y, qid=qid)
     np.testing.assert_array_equal(more.predict(Xv), whole.predict(Xv))
@@ -210,10 +204,7 @@ def test_callable_eval_metric(data, tmp_path) -> None:
 
     def top1(scores, labels, query_offsets):
         calls.append(len(query_offsets) - 1)
-        best = [
-            labels[a:b][np.argmax(scores[a:b])]
-            for a, b in itertools.pairwise(query_offsets)
-        ]
+        best = [labels[a:b][np.argmax(scores[a:b])] for a, b in itertools.pairwise(query_offsets)]
         return float(np.mean(best))
 
     est = Ranker(**dict(FAST, n_estimators=8), eval_metric=[top1, "ndcg@3"])
@@ -273,9 +264,7 @@ def test_cross_val_score_with_group_kfold_and_scorer(data) -> None:
         expected.append(ndcg_ref(est.predict(X[te]), y[te], qid[te], 5))
     np.testing.assert_allclose(got, expected)
     # default scoring: Ranker.score reads the qid column too
-    assert np.all(
-        np.isfinite(cross_val_score(Ranker(**FAST), df, y, groups=qid, cv=cv))
-    )
+    assert np.all(np.isfinite(cross_val_score(Ranker(**FAST), df, y, groups=qid, cv=cv)))
     with pytest.raises(ValueError, match="qid"):
         scorer(Ranker(**FAST).fit(X, y, qid=qid), X, y)
 
@@ -305,9 +294,7 @@ def _walk(df_tree, x):
     while not node.loc[k, "is_leaf"]:
         v = x[node.loc[k, "feature_idx"]]
         go_left = (
-            node.loc[k, "missing_go_to_left"]
-            if np.isnan(v)
-            else (v <= node.loc[k, "threshold"])
+            node.loc[k, "missing_go_to_left"] if np.isnan(v) else (v <= node.loc[k, "threshold"])
         )
         k = node.loc[k, "left"] if go_left else node.loc[k, "right"]
     return node.loc[k, "value"]
@@ -322,9 +309,7 @@ def test_trees_to_dataframe_reproduces_predictions_and_importances(data) -> None
     assert set(df.loc[~df["is_leaf"], "feature"]) <= {f"f{k}" for k in range(5)}
     # an independent walk of the table gives the model's scores
     for row in Xv[:4]:
-        walked = booster.init_score[0] + sum(
-            _walk(t, row) for _, t in df.groupby("tree")
-        )
+        walked = booster.init_score[0] + sum(_walk(t, row) for _, t in df.groupby("tree"))
         assert walked == pytest.approx(booster.predict(row[None, :])[0])
     inner = df[~df["is_leaf"]]
     split = inner.groupby("feature_idx").size().reindex(range(5), fill_value=0)

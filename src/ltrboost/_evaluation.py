@@ -53,9 +53,7 @@ def check_training_setup(params, objective, valid_sets) -> None:
     unused = [
         k
         for k in OBJECTIVE_PARAM_NAMES
-        if getattr(params, k) is not None
-        and k not in _EVALUATION_PARAM_NAMES
-        and k not in accepted
+        if getattr(params, k) is not None and k not in _EVALUATION_PARAM_NAMES and k not in accepted
     ]
     if unused:
         warnings.warn(
@@ -125,7 +123,5 @@ def _params_for_model(params) -> dict[str, Any]:
     if p["eval_metric"] is not None and not isinstance(p["eval_metric"], str):
         m = p["eval_metric"]
         m = [m] if callable(m) else m
-        p["eval_metric"] = [
-            getattr(x, "__name__", "custom") if callable(x) else x for x in m
-        ]
+        p["eval_metric"] = [getattr(x, "__name__", "custom") if callable(x) else x for x in m]
     return p

@@ -31,9 +31,7 @@ def _trees(booster: Any, iteration: int | None) -> list[NDArray]:
         return list(booster.trees)
     n = int(iteration)
     if not 0 <= n <= booster.n_iterations:
-        raise ValueError(
-            f"iteration={iteration} must be between 0 and {booster.n_iterations}"
-        )
+        raise ValueError(f"iteration={iteration} must be between 0 and {booster.n_iterations}")
     return list(booster.trees[: n * booster.n_outputs])
 
 
@@ -51,9 +49,7 @@ def feature_importance(
         Count only the trees of the first ``iteration`` rounds.
     """
     if importance_type not in IMPORTANCE_TYPES:
-        raise ValueError(
-            f"importance_type={importance_type!r} is not one of {IMPORTANCE_TYPES}"
-        )
+        raise ValueError(f"importance_type={importance_type!r} is not one of {IMPORTANCE_TYPES}")
     imp = np.zeros(booster.n_features, dtype=np.float64)
     for nodes in _trees(booster, iteration):
         inner = nodes[nodes["is_leaf"] == 0]
@@ -158,8 +154,7 @@ def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) ->
             pad = "  " * indent
             if node["is_leaf"]:
                 lines.append(
-                    f"{pad}{k}:leaf={float(node['value']):.{precision}g} "
-                    f"count={int(node['count'])}"
+                    f"{pad}{k}:leaf={float(node['value']):.{precision}g} count={int(node['count'])}"
                 )
                 continue
             left, right = int(node["left"]), int(node["right"])
@@ -175,9 +170,7 @@ def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) ->
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def model_summary(
-    booster: Any, top: int = 10, importance_type: str = "gain"
-) -> dict[str, Any]:
+def model_summary(booster: Any, top: int = 10, importance_type: str = "gain") -> dict[str, Any]:
     """What ``ltrboost inspect`` prints, as a JSON-ready dict."""
     split = feature_importance(booster, "split")
     gain = feature_importance(booster, "gain")
