@@ -60,6 +60,7 @@ def test_selected_estimator_checks(check: str) -> None:
 
 def test_params_are_the_booster_params() -> None:
     params = Ranker().get_params()
+    assert params.pop("importance_type") == "gain"  # inspection, not training
     defaults = {
         f: getattr(BoosterParams(), f) for f in BoosterParams.__dataclass_fields__
     }

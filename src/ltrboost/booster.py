@@ -29,7 +29,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,9 +37,16 @@ from numpy.typing import NDArray
 
 from ltrboost._checks import check_round_finite
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
+from ltrboost._evaluation import (
+    _bind_metrics,
+    _metrics,
+    _params_for_model,
+    check_training_setup,
+    metric_options,
+)
 from ltrboost._numba import threads
 from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory
-from ltrboost.dataset import RankingDataset
+from ltrboost.dataset import RankingDataset, rows_located
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.model import Booster, averaged_divisor, feature_importance_gain
 from ltrboost.objectives.registry import get_objective
@@ -120,6 +127,7 @@ def train(
         raise ValueError("the training set is empty")
     objective = make_objective(params)
     check_metrics(params, objective)  # a typo fails now, valid set or not
+    check_training_setup(params, objective, valid_sets)
     # NaN/inf is detected after each tree (check_round_finite) and reported as one
     # error naming the round; NumPy's overflow warnings before it would only be noise.
     quiet = np.errstate(over="ignore", invalid="ignore")
@@ -134,18 +142,15 @@ def check_metrics(params: BoosterParams, objective=None) -> None:
 
     if objective is None:
         objective = make_objective(params)
-    for name in metric_names(params, objective):
-        get_metric(name)
+    for name, fn in _metrics(params, objective):
+        if fn is None:
+            get_metric(name, **metric_options(params))
 
 
 def metric_names(params: BoosterParams, objective) -> list[str]:
     """The metrics evaluated each round (unique, in order; the first one drives early
     stopping): ``params.eval_metric`` or the objective's default."""
-    m = params.eval_metric
-    if m is None:
-        return [objective.default_metric]
-    names = [s.strip() for s in m.split(",")] if isinstance(m, str) else list(m)
-    return list(dict.fromkeys(n for n in names if n))  # unique, first one drives
+    return [name for name, _ in _metrics(params, objective)]
 
 
 _metric_names = metric_names  # old private name
@@ -178,7 +183,8 @@ class Training:
         self.train_set = train_set
         self.n_threads = n_threads
         self.rng = np.random.default_rng(params.random_state)
-        objective.prepare(train_set)
+        with rows_located(train_set):
+            objective.prepare(train_set)
         self.n_out = objective.n_outputs(train_set)
         self.n = train_set.n_samples
         self.n_features = train_set.X.shape[1]
@@ -239,14 +245,12 @@ class Training:
 
     def bind_validation(self, name: str, vs: RankingDataset) -> _Valid:
         """Bin a validation set and bind its metrics; its scores start at init."""
-        from ltrboost.metrics import get_metric
-
         if vs.y is None:
             raise ValueError(f"validation set {name!r} has no labels")
         Xb = self.binner.transform(self.used.take(vs.X))
         rv = np.empty((self.n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = self.init[:, None]
-        bound = [get_metric(m).bind(vs.y, vs.query_offsets) for m in self.metric_names]
+        bound = _bind_metrics(self.params, self.objective, vs)
         return _Valid(name, vs, Xb, rv, bound)
 
     def resume(self, init_model: Booster) -> int:
@@ -393,7 +397,7 @@ class Training:
             n_features=self.n_features,
             update_rule=self.objective.update_rule,
             best_iteration=(self.best_iter if (self.valid and p.early_stopping_rounds) else None),
-            params=asdict(p),
+            params=_params_for_model(p),
             feature_names=self.train_set.feature_names,
             evals_result={
                 k: {m: list(v) for m, v in d.items()} for k, d in self.evals_result.items()

@@ -1,4 +1,5 @@
-"""Command-line interface: ``ltrboost train | predict | eval | export``.
+"""Command-line interface: ``ltrboost train | predict | eval | export | cv |
+inspect``.
 
 The CLI has no logic of its own: each subcommand calls one public function.  Every
 training parameter of :data:`ltrboost.params.PARAMS` is a flag spelled in kebab-case
@@ -18,6 +19,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from typing import Any
 
 from ltrboost._version import __version__
@@ -80,10 +82,41 @@ def _arg_type(annotation: str):
     return _none_or(typ) if nullable else typ
 
 
+class _MetricFlag(argparse.Action):
+    """``--metric`` and its deprecated alias ``--eval-metric``: one value, not two.
+
+    Both set ``eval_metric``; given both with different values is an error instead of
+    the later one silently winning.
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        before = getattr(namespace, self.dest, None)
+        if before is not None and before != values:
+            parser.error(
+                f"--metric and --eval-metric (a deprecated alias) disagree: "
+                f"{before!r} vs {values!r}; give --metric once"
+            )
+        setattr(namespace, self.dest, values)
+
+
 def add_training_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per training parameter, defaulting to 'not given'."""
+    """One flag per training parameter, defaulting to 'not given'.
+
+    ``eval_metric`` is spelled ``--metric`` (added by the subcommand); ``--eval-metric``
+    stays accepted as a hidden, deprecated alias.
+    """
     group = parser.add_argument_group("training parameters (see README for each)")
     for p in PARAMS:
+        if p.name == "eval_metric":
+            group.add_argument(
+                "--eval-metric",
+                dest="eval_metric",
+                type=_arg_type(p.annotation),
+                action=_MetricFlag,
+                default=argparse.SUPPRESS,
+                help=argparse.SUPPRESS,
+            )
+            continue
         group.add_argument(
             _flag(p.name),
             dest=p.name,
@@ -92,6 +125,22 @@ def add_training_flags(parser: argparse.ArgumentParser) -> None:
             metavar=p.name.upper(),
             help=f"{p.doc} (default: {p.default!r})".replace("%", "%%"),
         )
+
+
+def _add_metric_option_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--gain",
+        choices=("exp", "linear"),
+        default=None,
+        help="NDCG/DCG gain 2^y-1 or y (default: the model's gain, else exp)",
+    )
+    p.add_argument(
+        "--relevance-threshold",
+        type=float,
+        default=None,
+        metavar="T",
+        help="MAP/MRR/P@k count labels >= T as relevant (default: the model's, else 1)",
+    )
 
 
 class _LazyParser(argparse.ArgumentParser):
@@ -154,7 +203,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "--output", "-o", default="model.json", help="model file to write (JSON)"
     )
     p.add_argument(
-        "--metric", dest="eval_metric", help="comma-separated metrics, e.g. ndcg@10,err"
+        "--metric",
+        dest="eval_metric",
+        type=_none_or(str),
+        action=_MetricFlag,
+        default=None,
+        help="comma-separated validation metrics, the first drives early stopping "
+        "(default: the objective's, ndcg@10)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument(
@@ -208,7 +263,44 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--missing", choices=("zero", "nan"), default="zero")
     p.add_argument("--iteration", type=int, default=None)
+    _add_metric_option_flags(p)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "cv", help="cross-validate over query folds: mean and std of each metric"
+    )
+    p.add_argument("data", help="LETOR/svmlight file with qid: (or a .query sidecar)")
+    p.add_argument("--folds", type=int, default=5, help="query folds (default 5)")
+    p.add_argument(
+        "--metric",
+        dest="eval_metric",
+        type=_none_or(str),
+        action=_MetricFlag,
+        default=None,
+        help="comma-separated metrics reported per fold (default ndcg@10)",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--missing", choices=("zero", "nan"), default="zero")
+    p.defer(add_training_flags, lazy=lazy)
+    p.set_defaults(func=cmd_cv)
+
+    p = sub.add_parser(
+        "inspect",
+        help="summarise a model: objective, trees, features used, top importances",
+    )
+    p.add_argument("model")
+    p.add_argument("--top", type=int, default=10, help="features listed (default 10)")
+    p.add_argument(
+        "--importance-type",
+        choices=("gain", "split"),
+        default="gain",
+        help="rank features by total split gain (default) or number of splits",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--dump", action="store_true", help="also print every tree as indented text"
+    )
+    p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser(
         "export",
@@ -292,12 +384,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     try:
-        if getattr(args, "quiet", False):
-            return int(args.func(args) or 0)
-        from ltrboost._compile_notice import CompileNotice
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            if getattr(args, "quiet", False):
+                return int(args.func(args) or 0)
+            from ltrboost._compile_notice import CompileNotice
 
-        with CompileNotice() as args.compile_notice:
-            return int(args.func(args) or 0)
+            with CompileNotice() as args.compile_notice:
+                return int(args.func(args) or 0)
     except (LTRInputError, ModelFormatError, ValueError, OSError) as e:
         msg = str(e)
         if isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
@@ -319,6 +413,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one ``ltrboost: warning: ...`` line, like errors."""
+    print(f"ltrboost: warning: {message}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------- train
@@ -345,6 +444,8 @@ def _load(
         return data, None
     ds = make_dataset(data.X, data.y, qid=data.qid)
     ds.source = str(path)
+    if data.lines is not None:  # label errors then name FILE:LINE
+        ds.row_lines = data.lines if ds.order is None else data.lines[ds.order]
     return data, ds
 
 
@@ -373,11 +474,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
     n_features = train_set.X.shape[1]
     valid_sets = []
-    for k, vpath in enumerate(args.valid):
+    for vpath, name in zip(args.valid, _valid_names(args.valid), strict=True):
         _, vs = _load(vpath, missing=args.missing, n_features=n_features)
-        valid_sets.append(
-            (os.path.basename(vpath) if len(args.valid) > 1 else "valid", vs)
-        )
+        valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
     # Validate everything a bad flag could break before drawing the progress bar, so
@@ -385,6 +484,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.booster import check_metrics
 
     check_metrics(params)
+    if params.early_stopping_rounds is not None and not valid_sets:
+        raise ValueError(
+            f"--early-stopping-rounds={params.early_stopping_rounds} needs a "
+            "validation file (--valid FILE)"
+        )
     callbacks = []
     if args.checkpoint_every is not None:
         callbacks.append(_Checkpoint(args.output, args.checkpoint_every))
@@ -414,6 +518,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _valid_names(paths: list[str]) -> list[str]:
+    """Distinct names for validation files: "valid" for one file, else the basename,
+    or the path as given where two basenames coincide (d1/vali.txt, d2/vali.txt)."""
+    if len(paths) == 1:
+        return ["valid"]
+    base = [os.path.basename(p) for p in paths]
+    names = [b if base.count(b) == 1 else p for b, p in zip(base, paths, strict=True)]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"the same validation file is given twice: {dup}")
+    return names
+
+
 class _Checkpoint:
     """Write the model every N rounds (atomically), so a killed run loses little."""
 
@@ -428,11 +545,23 @@ class _Checkpoint:
             env.snapshot().save_model(self.path)
 
 
-def _progress_bar(params: BoosterParams, notice=None):
+def _progress_bar(
+    params: BoosterParams, notice=None, file=None, mininterval: float = 0.1
+):
+    """A tqdm bar as a training callback; ``callback.close()`` ends it.
+
+    The metric is set before the bar advances, so every redraw shows the tree just
+    finished.  When training stops early the bar is closed at 100% of the rounds
+    actually run, with "early stop" in its text.
+    """
     from tqdm.auto import tqdm
 
     bar = tqdm(
-        total=int(params.n_estimators), unit="tree", dynamic_ncols=True, file=sys.stderr
+        total=int(params.n_estimators),
+        unit="tree",
+        dynamic_ncols=True,
+        file=sys.stderr if file is None else file,
+        mininterval=mininterval,
     )
     if notice is not None:
         notice.attach_bar(bar)
@@ -443,7 +572,6 @@ def _progress_bar(params: BoosterParams, notice=None):
             compiling = notice.take_compile_seconds()
             bar.start_t += compiling
             bar.last_print_t += compiling
-        bar.update(env.iteration + 1 - bar.n)
         if env.evaluation:
             name, res = next(iter(env.evaluation.items()))
             m, v = next(iter(res.items()))
@@ -453,10 +581,17 @@ def _progress_bar(params: BoosterParams, notice=None):
                 else "-"
             )
             bar.set_postfix_str(f"{name} {m}={v:.4f} best={best}", refresh=False)
+        bar.update(env.iteration + 1 - bar.n)
 
     def close() -> None:
         if notice is not None:
             notice.attach_bar(None)
+        # Stopped early (not by an error or Ctrl-C): end the bar at the rounds run.
+        if 0 < bar.n < bar.total and sys.exc_info()[0] is None:
+            bar.total = bar.n
+            note = f"{bar.postfix or ''} early stop".strip()
+            bar.set_postfix_str(note, refresh=False)
+            bar.refresh()
         bar.close()
 
     callback.close = close  # type: ignore[attr-defined]
@@ -482,16 +617,21 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
+    from ltrboost.dataset import rows_located
     from ltrboost.metrics import evaluate, parse_metric_list
     from ltrboost.model import load_model
 
     booster = load_model(args.model)
     metrics = parse_metric_list(args.metric)
+    options = _metric_options(args, booster.params)
     results = {}
     for path in args.data:
         _, ds = _load(path, missing=args.missing, n_features=booster.n_features)
         scores = booster.predict(ds.X, iteration=args.iteration)
-        results[path] = evaluate(scores, ds.y, ds.query_offsets, metrics=metrics)
+        with rows_located(ds):
+            results[path] = evaluate(
+                scores, ds.y, ds.query_offsets, metrics=metrics, **options
+            )
         results[path]["n_queries"] = ds.n_queries
     if args.json:
         print(json.dumps(results, indent=2))
@@ -540,6 +680,139 @@ def cmd_export(args: argparse.Namespace) -> int:
                 booster, args.feature_names, name=name, iteration=args.iteration
             )
         )
+    return 0
+
+
+def _metric_options(args: argparse.Namespace, model_params: dict) -> dict[str, Any]:
+    """``--gain`` / ``--relevance-threshold``, else the values the model was trained
+    with (so ``ltrboost eval`` judges a model as its validation did)."""
+    from ltrboost.booster import metric_options
+
+    options = metric_options(model_params)
+    if args.gain is not None:
+        options["gain"] = args.gain
+    if args.relevance_threshold is not None:
+        options["relevance_threshold"] = args.relevance_threshold
+    return options
+
+
+# ------------------------------------------------------------------------------- cv
+def cmd_cv(args: argparse.Namespace) -> int:
+    """Train on all query folds but one, score the held-out fold; mean and std."""
+    import numpy as np
+
+    from ltrboost.booster import metric_options, train
+    from ltrboost.dataset import make_dataset, rows_located
+    from ltrboost.metrics import evaluate, parse_metric_list
+
+    params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
+    params.validate()
+    if params.early_stopping_rounds is not None:
+        raise ValueError(
+            "--early-stopping-rounds is not available in cv (there is no "
+            "validation set inside a fold); set --n-estimators instead"
+        )
+    metrics = parse_metric_list(params.eval_metric or "ndcg@10")
+    params.eval_metric = None
+    data, ds = _load(args.data, missing=args.missing)
+    folds = query_folds(data.qid, args.folds, params.random_state)
+    options = metric_options(params)
+    per_fold = []
+    for k in range(args.folds):
+        test = folds == k
+        tr = make_dataset(data.X[~test], data.y[~test], qid=data.qid[~test])
+        te = make_dataset(data.X[test], data.y[test], qid=data.qid[test])
+        for part, rows in ((tr, ~test), (te, test)):
+            part.source = ds.source
+            lines = data.lines[rows]
+            part.row_lines = lines if part.order is None else lines[part.order]
+        booster = train(params, tr)
+        with rows_located(te):
+            res = evaluate(
+                booster.predict(te.X), te.y, te.query_offsets, metrics, **options
+            )
+        res["n_queries"] = te.n_queries
+        per_fold.append(res)
+        if not args.json:
+            cells = "  ".join(f"{m}={res[m]:.4f}" for m in metrics)
+            print(f"fold {k + 1}/{args.folds}: {cells}  ({te.n_queries} queries)")
+    summary = {
+        m: {
+            "mean": float(np.mean([r[m] for r in per_fold])),
+            "std": float(np.std([r[m] for r in per_fold])),
+        }
+        for m in metrics
+    }
+    if args.json:
+        print(json.dumps({"folds": per_fold, "summary": summary}, indent=2))
+        return 0
+    for m, v in summary.items():
+        print(f"{m}: {v['mean']:.4f} +- {v['std']:.4f} over {args.folds} query folds")
+    return 0
+
+
+def query_folds(qid, n_folds: int, random_state: int):
+    """Fold number (0 .. n_folds - 1) of every row; whole queries stay together.
+
+    Queries are shuffled with ``random_state`` and dealt round-robin, so fold sizes
+    differ by at most one query.
+    """
+    import numpy as np
+
+    if qid is None:
+        raise ValueError("cv needs query ids (qid: on the lines or a .query file)")
+    uniq, inverse = np.unique(qid, return_inverse=True)
+    if not 2 <= n_folds <= uniq.shape[0]:
+        raise ValueError(
+            f"--folds={n_folds} must be between 2 and the number of queries "
+            f"({uniq.shape[0]})"
+        )
+    perm = np.random.default_rng(random_state).permutation(uniq.shape[0])
+    fold_of_query = np.empty(uniq.shape[0], dtype=np.int64)
+    fold_of_query[perm] = np.arange(uniq.shape[0]) % n_folds
+    return fold_of_query[inverse.ravel()]
+
+
+# -------------------------------------------------------------------------- inspect
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from ltrboost.inspection import dump_text, model_summary
+    from ltrboost.io.model_json import load_model
+
+    booster = load_model(args.model)
+    info = model_summary(booster, top=args.top, importance_type=args.importance_type)
+    if args.json:
+        if args.dump:
+            info["dump"] = dump_text(booster)
+        print(json.dumps(info, indent=2))
+        return 0
+    lp = info["leaves_per_tree"]
+    best = info["best_iteration"]
+    print(f"model       {args.model}")
+    print(f"objective   {info['objective']} {json.dumps(info['objective_params'])}")
+    print(
+        f"trees       {info['n_trees']} ({info['n_iterations']} rounds x "
+        f"{info['n_outputs']} outputs), best iteration "
+        f"{best if best is not None else '-'}"
+    )
+    print(
+        f"leaves      {lp['min']}..{lp['max']} per tree (mean {lp['mean']:.1f}), "
+        f"max depth {info['max_depth']}"
+    )
+    print(f"features    {info['n_features_used']} of {info['n_features']} used")
+    rows = [
+        (f["feature"], str(f["split"]), f"{f['gain']:.6g}", f"{f['gain_share']:.1%}")
+        for f in info["top_features"]
+    ]
+    if rows:
+        header = ("feature", "splits", "gain", "gain %")
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+        print(f"\ntop {len(rows)} features by {info['importance_type']}:")
+        for line in (header, *rows):
+            cells = (c.ljust(w) for c, w in zip(line, widths, strict=True))
+            print("  ".join(cells).rstrip())
+    if args.dump:
+        print()
+        print(dump_text(booster), end="")
     return 0
 
 

@@ -10,6 +10,9 @@ so that per-document outputs can be returned in input order.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +98,8 @@ class RankingDataset:
     query_ids: NDArray[Any] | None = None
     feature_names: list[str] | None = None
     source: str | None = None
+    # 1-based line of each (grouped) row in ``source``, when the data came from a file
+    row_lines: NDArray[np.int64] | None = None
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -383,14 +388,25 @@ def make_dataset(
     )
 
 
-def as_feature_matrix(X: Any) -> tuple[NDArray[np.floating], list[str] | None]:
-    """Dense 2-D float matrix from NumPy / pandas / SciPy sparse input; refuses inf."""
+def as_feature_matrix(
+    X: Any, feature_names: list[str] | None = None
+) -> tuple[NDArray[np.floating], list[str] | None]:
+    """Dense 2-D float matrix from NumPy / pandas / SciPy sparse input; refuses inf.
+
+    A DataFrame's columns must be numeric (a string or categorical column is an error
+    naming it).  With ``feature_names`` (the names stored at fit time) a DataFrame's
+    columns are taken by name, in the stored order; a missing or unknown name raises.
+    """
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # pandas DataFrame
         names = [str(c) for c in X.columns]
         for c, dt in zip(names, X.dtypes, strict=True):
             if getattr(dt, "kind", "") == "c":
                 raise LTRInputError(f"X column {c!r} is complex; features must be real")
+        if feature_names is not None and names != list(feature_names):
+            X = _columns_by_name(X, names, list(feature_names))
+            names = list(feature_names)
+        _check_numeric_columns(X)
         X = X.to_numpy(dtype=np.float64, na_value=np.nan)
     elif hasattr(X, "toarray") and hasattr(X, "tocsr"):  # scipy.sparse
         _refuse_complex(X, "X")
@@ -429,3 +445,67 @@ def _refuse_complex(a: Any, name: str) -> None:
         for v in np.asarray(a).ravel()[:1000]:  # a cheap look at object arrays
             if isinstance(v, complex):
                 raise LTRInputError(f"{name} holds complex numbers; it must be real")
+
+
+def _columns_by_name(X: Any, names: list[str], expected: list[str]) -> Any:
+    """``X``'s columns reordered to ``expected``; LTRInputError if the sets differ."""
+    missing = [c for c in expected if c not in names]
+    unknown = [c for c in names if c not in expected]
+    if missing or unknown or len(set(names)) != len(names):
+        parts = []
+        if missing:
+            parts.append(f"missing columns {missing}")
+        if unknown:
+            parts.append(f"unknown columns {unknown}")
+        if not parts:
+            parts.append("duplicate column names")
+        raise LTRInputError(
+            "the DataFrame's columns do not match the feature names seen at fit time: "
+            + "; ".join(parts)
+        )
+    position = {c: k for k, c in enumerate(names)}
+    return X.iloc[:, [position[c] for c in expected]]
+
+
+def _check_numeric_columns(X: Any) -> None:
+    """Refuse a DataFrame column that is not numeric or boolean, naming it."""
+    for k, dtype in enumerate(X.dtypes):
+        kind = getattr(dtype, "kind", "O")
+        if str(dtype) == "category" or kind not in "biuf":
+            raise LTRInputError(
+                f"column {str(X.columns[k])!r} has dtype {dtype}; features must be "
+                "numeric (encode strings and categories as numbers first, e.g. "
+                "with .cat.codes or an OrdinalEncoder)"
+            )
+
+
+_ROW_IN_MESSAGE = re.compile(r"\by\[(\d+)\]")
+
+
+@contextmanager
+def rows_located(ds: RankingDataset) -> Iterator[None]:
+    """Rewrite an error naming a row of ``ds`` as ``FILE:LINE: problem``.
+
+    The row is ``i`` of ``y[i]`` in the message, else the 0-based ``row`` of an
+    :class:`LTRInputError` without a path.  Only for datasets read from a file
+    (``ds.source`` and ``ds.row_lines`` set); the line is 1-based, as in every other
+    input error.  Other errors pass unchanged.
+    """
+    try:
+        yield
+    except ValueError as e:
+        if ds.source is None or ds.row_lines is None:
+            raise
+        problem = getattr(e, "problem", None) or str(e)
+        match = _ROW_IN_MESSAGE.search(problem)
+        if match is not None:
+            row = int(match.group(1))
+            problem = problem.replace(f"y[{row}]", "label", 1)
+            problem = problem.replace("label label", "label")
+        elif isinstance(e, LTRInputError) and e.path is None and e.row is not None:
+            row = int(e.row)  # ``row N: problem``, N a 0-based row of ``ds``
+        else:
+            raise
+        if not 0 <= row < ds.row_lines.shape[0]:
+            raise
+        raise LTRInputError(problem, path=ds.source, line=int(ds.row_lines[row])) from e

@@ -109,7 +109,7 @@ class Booster:
         rounds (default: the best iteration when early stopping chose one, else all)."""
         from ltrboost.dataset import as_feature_matrix
 
-        X, _ = as_feature_matrix(X)
+        X, _ = as_feature_matrix(X, self.feature_names)
         if X.shape[1] != self.n_features:
             raise ValueError(
                 f"X has {X.shape[1]} features but the model was trained with {self.n_features}"
@@ -133,13 +133,27 @@ class Booster:
         raw = self.predict_raw(X, iteration=iteration, n_threads=n_threads)
         return np.ascontiguousarray(self.get_objective().transform(raw))
 
-    def feature_importance(self) -> NDArray[np.float64]:
-        """Total split gain per feature over all trees (not normalised)."""
-        imp = np.zeros(self.n_features, dtype=np.float64)
-        for nodes in self.trees:
-            inner = nodes[nodes["is_leaf"] == 0]
-            np.add.at(imp, inner["feature_idx"], inner["gain"])
-        return imp
+    # Inspection: thin wrappers over ltrboost.inspection (documented there).
+    def feature_importance(
+        self, importance_type: str = "gain", iteration: int | None = None
+    ) -> NDArray[np.float64]:
+        """Per-feature total split gain (or number of splits), shape (n_features,);
+        not normalised."""
+        from ltrboost.inspection import feature_importance
+
+        return feature_importance(self, importance_type, iteration)
+
+    def trees_to_dataframe(self):
+        """Every node of every tree as a row of a pandas DataFrame."""
+        from ltrboost.inspection import trees_to_dataframe
+
+        return trees_to_dataframe(self)
+
+    def dump_text(self, iteration: int | None = None) -> str:
+        """The trees as indented text, one node per line."""
+        from ltrboost.inspection import dump_text
+
+        return dump_text(self, iteration)
 
     def export(self, path: str, format: str, feature_names=None, **options) -> None:
         """Write the model as ``format`` (lightgbm, xgboost, xgboost-dump, solr, ranklib,

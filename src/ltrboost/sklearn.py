@@ -8,6 +8,7 @@ because scikit-learn reads its signature; a test checks it against the list.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from ltrboost.model import Booster
 from ltrboost.params import PARAM_NAMES, BoosterParams
 
 # Constructor arguments that are not training parameters (after PARAM_NAMES).
-ESTIMATOR_PARAM_NAMES: tuple[str, ...] = ()
+ESTIMATOR_PARAM_NAMES: tuple[str, ...] = ("importance_type",)
 
 
 class Ranker(BaseEstimator):
@@ -29,7 +30,9 @@ class Ranker(BaseEstimator):
 
     Parameters are the training parameters of :data:`ltrboost.params.PARAMS`, with the
     same names and defaults (each one's meaning: ``help(ltrboost.BoosterParams)``); the
-    objective's own ones default to None, the objective's default.
+    objective's own ones default to None, the objective's default.  One more, not a
+    training parameter: ``importance_type`` ("gain", default, or "split") chooses what
+    ``feature_importances_`` counts.
 
     Attributes
     ----------
@@ -37,7 +40,9 @@ class Ranker(BaseEstimator):
     best_iteration_ : int or None
     evals_result_ : dict
     n_features_in_ : int
-    feature_importances_ : ndarray of shape (n_features,)  (total split gain, normalised)
+    feature_importances_ : ndarray of shape (n_features,)
+        Total split gain (or number of splits, ``importance_type="split"``) of each
+        feature, normalised to sum to 1.
 
     Examples
     --------
@@ -83,6 +88,7 @@ class Ranker(BaseEstimator):
         tau: Any = None,
         preference_weight: float | None = None,
         use_label_pairs: bool | None = None,
+        importance_type: str = "gain",
     ) -> None:
         self.objective = objective
         self.n_estimators = n_estimators
@@ -116,6 +122,7 @@ class Ranker(BaseEstimator):
         self.tau = tau
         self.preference_weight = preference_weight
         self.use_label_pairs = use_label_pairs
+        self.importance_type = importance_type
 
     def _booster_params(self, **overrides: Any) -> BoosterParams:
         p = {name: getattr(self, name) for name in PARAM_NAMES}
@@ -136,35 +143,62 @@ class Ranker(BaseEstimator):
         eval_metric: str | list[str] | None = None,
         early_stopping_rounds: int | None = None,
         callbacks: Sequence[Callable[[CallbackEnv], bool | None]] = (),
-        init_model: Booster | None = None,
+        init_model: Booster | Ranker | str | None = None,
     ) -> Ranker:
         """Fit on documents ``X`` with graded labels ``y`` grouped by ``qid`` or ``group``.
 
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features); NaN = missing.
+            A DataFrame may carry the query ids as a column named ``qid`` (XGBoost's
+            convention), used when neither ``qid=`` nor ``group=`` is given; that
+            column is not a feature.
         y : array-like of shape (n_samples,)
         qid : query id per row (rows of a query need not be contiguous), or
-        group : documents per query, in row order (LightGBM style). Exactly one.
+        group : documents per query, in row order (LightGBM style). Exactly one
+            (or a ``qid`` column in ``X``).
         sample_weight : per-document weights (LightGBM's convention).
         pairs : optional explicit preferences, array of shape (n_pairs, 2) or (n_pairs, 3)
             of (preferred_row, other_row[, weight]) in the caller's row numbering.
         eval_set : list of (X, y, qid) tuples; the first drives early stopping.
-            Give ``("group", sizes)`` as a 4th element ``(X, y, None, sizes)`` for sizes.
+            Give sizes as a 4th element ``(X, y, None, sizes)``;
+            ``(X, y)`` alone when ``X`` is a DataFrame with a ``qid`` column.
+        eval_names : one distinct name per ``eval_set`` entry (default ``valid_K``).
         eval_metric, early_stopping_rounds : override the constructor's values.
+            ``eval_metric`` may hold callables ``f(scores, labels, query_offsets) ->
+            float`` (higher is better) besides metric names.
+        init_model : Booster, fitted Ranker or model file path, optional
+            Continue boosting from this model: ``n_estimators`` *more* rounds are
+            added to it (as LightGBM's and XGBoost's ``init_model``/``xgb_model``).
         """
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
+        X, qid = _split_qid_column(X, qid, group)
         train_set = make_dataset(
             X, y, qid=qid, group=group, sample_weight=sample_weight
         )
         if pairs is not None:
             train_set.pairs = _pairs_from_array(pairs, train_set)
+        eval_set = list(eval_set or ())
+        if eval_names is not None:
+            eval_names = list(eval_names)
+            if len(eval_names) != len(eval_set):
+                raise ValueError(
+                    f"eval_names has {len(eval_names)} names but eval_set has "
+                    f"{len(eval_set)} entries; give one name per validation set"
+                )
+            dup = sorted({n for n in eval_names if eval_names.count(n) > 1})
+            if dup:
+                raise ValueError(f"eval_names must be distinct; repeated: {dup}")
         valid_sets = []
-        for k, es in enumerate(eval_set or ()):
+        for k, es in enumerate(eval_set):
             name = (eval_names[k] if eval_names else None) or f"valid_{k}"
             valid_sets.append((name, _eval_dataset(es)))
+        init_model = _as_booster(init_model)
+        if init_model is not None:
+            # n_estimators counts the rounds added to init_model (LightGBM, XGBoost)
+            params.n_estimators = init_model.n_iterations + int(params.n_estimators)
         self.booster_ = train(
             params, train_set, valid_sets, callbacks=callbacks, init_model=init_model
         )
@@ -183,18 +217,31 @@ class Ranker(BaseEstimator):
 
     @property
     def feature_importances_(self) -> NDArray[np.float64]:
-        imp = self.booster_.feature_importance()
+        self._check_fitted()
+        imp = self.booster_.feature_importance(self.importance_type)
         total = imp.sum()
         return imp / total if total > 0 else imp
 
     def predict(self, X: Any, *, iteration: int | None = None) -> NDArray[np.float64]:
-        """Ranking scores (higher ranks higher); comparable only within a query."""
+        """Ranking scores (higher ranks higher); comparable only within a query.
+
+        A DataFrame's columns are matched to the fit-time names (any order); a ``qid``
+        column that was not a feature is ignored.
+        """
         self._check_fitted()
+        X, _ = self._drop_qid_column(X)
         return self.booster_.predict(X, iteration=iteration)
+
+    def _drop_qid_column(self, X: Any) -> tuple[Any, Any]:
+        names = self.booster_.feature_names
+        if _has_qid_column(X) and (names is None or "qid" not in names):
+            return X.drop(columns="qid"), X["qid"].to_numpy()
+        return X, None
 
     def predict_proba(self, X: Any, *, iteration: int | None = None):
         """Grade probabilities (objective ``mcrank`` only), shape (n_samples, n_grades)."""
         self._check_fitted()
+        X, _ = self._drop_qid_column(X)
         obj = self.booster_.get_objective()
         if not hasattr(obj, "predict_proba"):
             raise AttributeError(
@@ -210,20 +257,44 @@ class Ranker(BaseEstimator):
         *,
         qid: ArrayLike | None = None,
         group: ArrayLike | None = None,
-        metric: str | None = None,
+        sample_weight: ArrayLike | None = None,
+        metric: str | Callable | None = None,
     ) -> float:
-        """Mean ``metric`` over queries (default: the first eval metric, else ndcg@10)."""
+        """Mean ``metric`` over queries (default: the first eval metric, else ndcg@10).
+
+        Queries come from ``qid=``, ``group=`` or a ``qid`` column of a DataFrame ``X``.
+        The metric uses the model's ``gain`` and ``relevance_threshold``.
+        ``sample_weight`` (per document, as in ``fit``) weights each query by the mean
+        weight of its documents (LightGBM's query weights).
+        """
+        from ltrboost.booster import metric_options
         from ltrboost.metrics import get_metric
 
         self._check_fitted()
-        ds = make_dataset(X, y, qid=qid, group=group)
+        X, qid_col = self._drop_qid_column(X)
+        if qid is None and group is None:
+            qid = qid_col
+        ds = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
         if metric is None:
             m = self.eval_metric
+            if isinstance(m, str):
+                m = m.split(",")
+            elif callable(m):
+                m = [m]
             metric = (
-                (m.split(",")[0] if isinstance(m, str) else m[0]) if m else "ndcg@10"
+                m[0].strip()
+                if m and isinstance(m[0], str)
+                else (m[0] if m else "ndcg@10")
             )
         scores = self.booster_.predict(ds.X)
-        return float(get_metric(metric)(scores, ds.y, ds.query_offsets))
+        if callable(metric):
+            return float(metric(scores, ds.y, ds.query_offsets))
+        qw = None
+        if ds.weights is not None:
+            sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])
+            qw = sums / ds.query_sizes
+        opts = metric_options(self.booster_.params)
+        return float(get_metric(metric, **opts)(scores, ds.y, ds.query_offsets, qw))
 
     def save_model(self, path: str) -> None:
         self._check_fitted()
@@ -254,14 +325,48 @@ class Ranker(BaseEstimator):
         return tags
 
 
+def _has_qid_column(X: Any) -> bool:
+    return hasattr(X, "columns") and hasattr(X, "drop") and "qid" in list(X.columns)
+
+
+def _split_qid_column(X: Any, qid: Any, group: Any) -> tuple[Any, Any]:
+    """A DataFrame's ``qid`` column as the query ids when neither qid= nor group=."""
+    if qid is None and group is None and _has_qid_column(X):
+        return X.drop(columns="qid"), X["qid"].to_numpy()
+    return X, qid
+
+
+def _as_booster(model: Any) -> Booster | None:
+    """A Booster from a Booster, a fitted Ranker or a model file path."""
+    if model is None or isinstance(model, Booster):
+        return model
+    if isinstance(model, Ranker):
+        model._check_fitted()
+        return model.booster_
+    if isinstance(model, (str, os.PathLike)):
+        from ltrboost.io.model_json import load_model
+
+        return load_model(model)
+    raise TypeError(
+        "init_model must be a Booster, a fitted Ranker or a model file path, not "
+        f"{type(model).__name__}"
+    )
+
+
 def _eval_dataset(es: tuple) -> RankingDataset:
+    if len(es) == 2 and _has_qid_column(es[0]):
+        X, qid = _split_qid_column(es[0], None, None)
+        return make_dataset(X, es[1], qid=qid)
     if len(es) == 3:
         X, y, qid = es
         return make_dataset(X, y, qid=qid)
     if len(es) == 4:
         X, y, qid, group = es
         return make_dataset(X, y, qid=qid, group=group)
-    raise ValueError("each eval_set entry must be (X, y, qid) or (X, y, qid, group)")
+    raise ValueError(
+        "each eval_set entry must be (X, y, qid), (X, y, qid, group) or (X, y) with "
+        "a qid column in the DataFrame X"
+    )
 
 
 def _pairs_from_array(pairs: Any, ds: RankingDataset):

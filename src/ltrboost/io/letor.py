@@ -78,12 +78,15 @@ class LetorData(NamedTuple):
     comments : list of str, or None
         Text after ``#`` on each data line, stripped (``""`` when there is none);
         only with ``return_comments=True``.
+    lines : ndarray of shape (n_samples,), dtype=int64
+        The 1-based line of each row in the file (for error messages).
     """
 
     X: NDArray[np.float64]
     y: NDArray[np.float64]
     qid: NDArray[np.int64] | None
     comments: list[str] | None
+    lines: NDArray[np.int64] | None = None
 
 
 def load_svmlight(
@@ -139,7 +142,7 @@ def load_svmlight(
         data, spath, n_features, missing, return_comments
     )
     qid = _attach_queries(spath, query_file, qid, lines)
-    return LetorData(X, y, qid, comments)
+    return LetorData(X, y, qid, comments, lines)
 
 
 def parse_docids(comments: Iterable[str | None]) -> list[str | None]:

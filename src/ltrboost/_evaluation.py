@@ -1,0 +1,127 @@
+"""Evaluation during training: metric options, custom metrics, setup checks.
+
+Kept out of :mod:`ltrboost.booster` so the boosting loop only calls these helpers.
+
+* :func:`metric_options`: ``gain`` and ``relevance_threshold`` are objective parameters
+  *and* evaluation options, so validation metrics, early stopping, ``Ranker.score`` and
+  ``ltrboost eval`` judge a model with the gains it was trained for.
+* ``eval_metric`` may mix metric names and callables ``f(scores, labels,
+  query_offsets) -> float`` (higher is better), named by their ``__name__``.
+* :func:`check_training_setup`: early stopping needs a validation set, validation
+  sets need distinct names, parameters the objective ignores are warned about.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from dataclasses import asdict
+from typing import Any
+
+from ltrboost.dataset import RankingDataset, rows_located
+
+# Objective parameters that evaluation reads too: never reported as unused.
+_EVALUATION_PARAM_NAMES = ("gain", "relevance_threshold")
+
+
+def metric_options(params: Any) -> dict[str, Any]:
+    """Options of :func:`~ltrboost.metrics.get_metric` implied by training parameters.
+
+    ``gain`` and ``relevance_threshold`` configure the objective *and* the evaluation
+    (validation metrics, early stopping, ``Ranker.score``, ``ltrboost eval``), so that a
+    model is judged by the gains it was trained for.
+    """
+    get = params.get if isinstance(params, dict) else lambda k: getattr(params, k)
+    return {k: get(k) for k in _EVALUATION_PARAM_NAMES if get(k) is not None}
+
+
+def check_training_setup(params, objective, valid_sets) -> None:
+    """Refuse early stopping without a validation set, duplicate validation names; warn
+    about parameters the objective ignores."""
+    if params.early_stopping_rounds is not None and not valid_sets:
+        raise ValueError(
+            f"early_stopping_rounds={params.early_stopping_rounds} needs a validation "
+            "set (eval_set= in Python, --valid on the command line)"
+        )
+    names = [name for name, _ in valid_sets]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"validation sets must have distinct names; repeated: {dup}")
+    from ltrboost.booster import OBJECTIVE_PARAM_NAMES
+
+    accepted = inspect.signature(type(objective).__init__).parameters
+    unused = [
+        k
+        for k in OBJECTIVE_PARAM_NAMES
+        if getattr(params, k) is not None and k not in _EVALUATION_PARAM_NAMES and k not in accepted
+    ]
+    if unused:
+        warnings.warn(
+            f"objective {params.objective!r} does not use "
+            + ", ".join(f"{k}={getattr(params, k)!r}" for k in unused)
+            + "; these parameters are ignored",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _metrics(params, objective) -> list[tuple[str, Any]]:
+    """(name, callable or None) per evaluation metric, unique by name, first drives.
+
+    ``eval_metric`` is a name, a comma-separated string, a callable
+    ``f(scores, labels, query_offsets) -> float`` (higher is better; named by its
+    ``__name__``) or a list mixing names and callables.
+    """
+    m = params.eval_metric
+    if m is None:
+        return [(objective.default_metric, None)]
+    items = [s.strip() for s in m.split(",")] if isinstance(m, str) else m
+    if callable(items):
+        items = [items]
+    out: dict[str, Any] = {}
+    for item in items:
+        if callable(item):
+            out.setdefault(getattr(item, "__name__", "custom"), item)
+        elif not isinstance(item, str):
+            raise ValueError(
+                f"eval_metric entries must be metric names or callables "
+                f"f(scores, labels, query_offsets) -> float, not {item!r}"
+            )
+        elif item:
+            out.setdefault(item, None)
+    return list(out.items())
+
+
+def _bind_metrics(params, objective, vs: RankingDataset) -> list:
+    """One scorer ``f(scores) -> float`` per metric of :func:`_metrics`, on ``vs``."""
+    from ltrboost.metrics import get_metric
+
+    bound = []
+    for name, fn in _metrics(params, objective):
+        if fn is None:
+            metric = get_metric(name, **metric_options(params))
+            with rows_located(vs):
+                bound.append(metric.bind(vs.y, vs.query_offsets))
+        else:
+            bound.append(_CustomMetric(fn, vs))
+    return bound
+
+
+class _CustomMetric:
+    """A user metric ``fn(scores, labels, query_offsets) -> float`` bound to data."""
+
+    def __init__(self, fn, vs: RankingDataset) -> None:
+        self.fn, self.y, self.query_offsets = fn, vs.y, vs.query_offsets
+
+    def __call__(self, scores) -> float:
+        return float(self.fn(scores, self.y, self.query_offsets))
+
+
+def _params_for_model(params) -> dict[str, Any]:
+    """``asdict(params)`` with callable metrics replaced by their names (JSON-safe)."""
+    p = asdict(params)
+    if p["eval_metric"] is not None and not isinstance(p["eval_metric"], str):
+        m = p["eval_metric"]
+        m = [m] if callable(m) else m
+        p["eval_metric"] = [getattr(x, "__name__", "custom") if callable(x) else x for x in m]
+    return p

@@ -1,0 +1,211 @@
+"""Looking inside a trained model: importances, trees as a table, text dump, summary.
+
+All functions take a :class:`~ltrboost.booster.Booster`; ``Booster`` exposes them as
+methods (``feature_importance``, ``trees_to_dataframe``, ``dump_text``) and
+:class:`~ltrboost.Ranker` as ``feature_importances_``.  ``ltrboost inspect MODEL``
+prints :func:`model_summary`.
+
+Importance types (LightGBM's names):
+
+* ``"split"``: how many internal nodes split on the feature;
+* ``"gain"``: the total gain of those splits (the split criterion's loss reduction,
+  as stored in each node's ``gain`` field).  The default here, as in earlier
+  releases' ``feature_importances_``; LightGBM's default is ``"split"``.
+
+Only the first ``iteration`` rounds count when ``iteration`` is given (default: all
+trees, as LightGBM's ``Booster.feature_importance``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+IMPORTANCE_TYPES = ("split", "gain")
+
+
+def _trees(booster: Any, iteration: int | None) -> list[NDArray]:
+    if iteration is None:
+        return list(booster.trees)
+    n = int(iteration)
+    if not 0 <= n <= booster.n_iterations:
+        raise ValueError(f"iteration={iteration} must be between 0 and {booster.n_iterations}")
+    return list(booster.trees[: n * booster.n_outputs])
+
+
+def feature_importance(
+    booster: Any, importance_type: str = "gain", iteration: int | None = None
+) -> NDArray[np.float64]:
+    """Total importance of every feature, ndarray of shape (n_features,), float64.
+
+    Parameters
+    ----------
+    booster : Booster
+    importance_type : {"gain", "split"}, default="gain"
+        Number of splits on the feature, or the summed gain of those splits.
+    iteration : int, optional
+        Count only the trees of the first ``iteration`` rounds.
+    """
+    if importance_type not in IMPORTANCE_TYPES:
+        raise ValueError(f"importance_type={importance_type!r} is not one of {IMPORTANCE_TYPES}")
+    imp = np.zeros(booster.n_features, dtype=np.float64)
+    for nodes in _trees(booster, iteration):
+        inner = nodes[nodes["is_leaf"] == 0]
+        weights = 1.0 if importance_type == "split" else inner["gain"]
+        np.add.at(imp, inner["feature_idx"], weights)
+    return imp
+
+
+def feature_names(booster: Any) -> list[str]:
+    """The stored feature names, else ``f0, f1, ...`` (0-based column numbers)."""
+    if booster.feature_names is not None:
+        return [str(n) for n in booster.feature_names]
+    return [f"f{k}" for k in range(booster.n_features)]
+
+
+def trees_to_dataframe(booster: Any):
+    """Every node of every tree as one row of a pandas DataFrame.
+
+    Columns: ``tree`` (0-based tree index), ``iteration`` (0-based round),
+    ``output`` (score column the tree adds to; 0 except for McRank), ``node`` (index in
+    the tree, root 0), ``depth``, ``is_leaf``, ``feature`` (name, None for leaves),
+    ``feature_idx`` (-1 for leaves), ``threshold`` (go left when ``x <= threshold``),
+    ``missing_go_to_left``, ``left`` / ``right`` (child node indices, -1 for leaves),
+    ``value`` (leaf value after shrinkage; the node's would-be value for internal
+    nodes), ``gain``, ``count`` (training documents reaching the node) and
+    ``sum_hessians``.
+
+    A document's raw score is ``init_score[output]`` plus the values of the leaves it
+    reaches; for ``gbrank`` (``update_rule == "averaged"``) that sum is divided by
+    ``n_iterations + 1``.
+    """
+    import pandas as pd
+
+    names = feature_names(booster)
+    n_out = max(booster.n_outputs, 1)
+    parts = []
+    for t, nodes in enumerate(booster.trees):
+        leaf = nodes["is_leaf"].astype(bool)
+        fidx = np.where(leaf, -1, nodes["feature_idx"]).astype(np.int64)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "tree": t,
+                    "iteration": t // n_out,
+                    "output": int(booster.tree_outputs[t]),
+                    "node": np.arange(nodes.shape[0]),
+                    "depth": nodes["depth"].astype(np.int64),
+                    "is_leaf": leaf,
+                    "feature": [None if f < 0 else names[f] for f in fidx],
+                    "feature_idx": fidx,
+                    "threshold": np.where(leaf, np.nan, nodes["num_threshold"]),
+                    "missing_go_to_left": nodes["missing_go_to_left"].astype(bool),
+                    "left": np.where(leaf, -1, nodes["left"]).astype(np.int64),
+                    "right": np.where(leaf, -1, nodes["right"]).astype(np.int64),
+                    "value": nodes["value"].astype(np.float64),
+                    "gain": np.where(leaf, np.nan, nodes["gain"]),
+                    "count": nodes["count"].astype(np.int64),
+                    "sum_hessians": nodes["sum_hessians"].astype(np.float64),
+                }
+            )
+        )
+    if not parts:
+        return pd.DataFrame(
+            columns=[
+                "tree",
+                "iteration",
+                "output",
+                "node",
+                "depth",
+                "is_leaf",
+                "feature",
+                "feature_idx",
+                "threshold",
+                "missing_go_to_left",
+                "left",
+                "right",
+                "value",
+                "gain",
+                "count",
+                "sum_hessians",
+            ]
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) -> str:
+    """The trees as indented text, one node per line (like XGBoost's text dump)::
+
+    tree 0 (output 0)
+    0:[f3<=0.5] yes=1 no=2 missing=yes gain=12.3 count=400
+      1:leaf=0.0123 count=250
+      2:leaf=-0.0456 count=150
+    """
+    names = feature_names(booster)
+    lines: list[str] = []
+    for t, nodes in enumerate(_trees(booster, iteration)):
+        lines.append(f"tree {t} (output {int(booster.tree_outputs[t])})")
+        stack = [(0, 0)]
+        while stack:
+            k, indent = stack.pop()
+            node = nodes[k]
+            pad = "  " * indent
+            if node["is_leaf"]:
+                lines.append(
+                    f"{pad}{k}:leaf={float(node['value']):.{precision}g} count={int(node['count'])}"
+                )
+                continue
+            left, right = int(node["left"]), int(node["right"])
+            missing = "yes" if node["missing_go_to_left"] else "no"
+            lines.append(
+                f"{pad}{k}:[{names[int(node['feature_idx'])]}<="
+                f"{float(node['num_threshold']):.{precision}g}] yes={left} no={right} "
+                f"missing={missing} gain={float(node['gain']):.{precision}g} "
+                f"count={int(node['count'])}"
+            )
+            stack.append((right, indent + 1))
+            stack.append((left, indent + 1))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def model_summary(booster: Any, top: int = 10, importance_type: str = "gain") -> dict[str, Any]:
+    """What ``ltrboost inspect`` prints, as a JSON-ready dict."""
+    split = feature_importance(booster, "split")
+    gain = feature_importance(booster, "gain")
+    names = feature_names(booster)
+    key = gain if importance_type == "gain" else split
+    order = np.argsort(-key, kind="stable")[: max(int(top), 0)]
+    total_gain = float(gain.sum())
+    leaves = [int(t["is_leaf"].sum()) for t in booster.trees]
+    depths = [int(t["depth"].max()) if t.shape[0] else 0 for t in booster.trees]
+    return {
+        "objective": booster.objective,
+        "objective_params": dict(booster.objective_params),
+        "n_iterations": int(booster.n_iterations),
+        "n_trees": len(booster.trees),
+        "n_outputs": int(booster.n_outputs),
+        "best_iteration": booster.best_iteration,
+        "n_features": int(booster.n_features),
+        "n_features_used": int(np.count_nonzero(split)),
+        "leaves_per_tree": {
+            "min": min(leaves, default=0),
+            "mean": float(np.mean(leaves)) if leaves else 0.0,
+            "max": max(leaves, default=0),
+        },
+        "max_depth": max(depths, default=0),
+        "learning_rate": booster.params.get("learning_rate"),
+        "importance_type": importance_type,
+        "top_features": [
+            {
+                "feature": names[k],
+                "feature_idx": int(k),
+                "split": int(split[k]),
+                "gain": float(gain[k]),
+                "gain_share": float(gain[k] / total_gain) if total_gain > 0 else 0.0,
+            }
+            for k in order
+            if key[k] > 0
+        ],
+    }

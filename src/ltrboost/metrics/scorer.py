@@ -1,0 +1,112 @@
+"""scikit-learn scorers for ranking metrics: ``make_scorer("ndcg@10")``.
+
+A ranking metric needs the query of every row, which scikit-learn's ``scoring=``
+protocol (``scorer(estimator, X, y)``) does not carry.  The scorer finds it in one of
+two ways:
+
+1. a ``qid`` column of a pandas DataFrame ``X`` (XGBoost's convention; the
+   :class:`~ltrboost.Ranker` ignores that column as a feature), so
+   ``cross_val_score``/``GridSearchCV`` work with no metadata routing at all;
+2. metadata routing: ``make_scorer("ndcg@10").set_score_request(qid=True)`` under
+   ``sklearn.set_config(enable_metadata_routing=True)`` and ``fit(..., qid=qid)``.
+
+Example
+-------
+>>> import pandas as pd
+>>> from sklearn.model_selection import GroupKFold, cross_val_score
+>>> from ltrboost import Ranker
+>>> from ltrboost.datasets import make_ranking
+>>> from ltrboost.metrics import make_scorer
+>>> X, y, qid = make_ranking(n_queries=30, random_state=0)
+>>> df = pd.DataFrame(X).add_prefix("f").assign(qid=qid)
+>>> scores = cross_val_score(Ranker(n_estimators=5), df, y, groups=qid,
+...                          cv=GroupKFold(3), scoring=make_scorer("ndcg@10"))
+>>> scores.shape
+(3,)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ltrboost.metrics.registry import get_metric
+
+try:  # the scorer base class gives set_score_request (metadata routing)
+    from sklearn.metrics._scorer import _BaseScorer
+except ImportError:  # pragma: no cover - an sklearn without it: plain callable
+    _BaseScorer = object  # type: ignore[assignment,misc]
+
+
+class RankingScorer(_BaseScorer):
+    """``scorer(estimator, X, y, *, qid=None, group=None, sample_weight=None)``.
+
+    Made by :func:`make_scorer`; the mean of a ranking metric over the queries of
+    ``X``.  Queries come from ``qid=`` / ``group=`` (metadata routing) or from a
+    ``qid`` column of a DataFrame ``X``.  ``sample_weight`` (per document) weights
+    each query by the mean weight of its documents.
+    """
+
+    def __init__(self, metric: str, **options: Any) -> None:
+        self.metric = get_metric(metric, **options)
+        if _BaseScorer is not object:
+            super().__init__(score_func=self.metric, sign=1, kwargs={})
+
+    def __repr__(self) -> str:
+        return f"make_scorer({self.metric.name!r})"
+
+    def __call__(self, estimator, X, y_true, **kwargs) -> float:
+        return self._score(None, estimator, X, y_true, **kwargs)
+
+    def _score(
+        self,
+        method_caller,
+        estimator,
+        X,
+        y_true,
+        *,
+        qid=None,
+        group=None,
+        sample_weight=None,
+        **_: Any,
+    ) -> float:
+        from ltrboost.dataset import make_dataset
+
+        if qid is None and group is None:
+            if hasattr(X, "columns") and "qid" in list(X.columns):
+                qid = X["qid"].to_numpy()
+            else:
+                raise ValueError(
+                    "the scorer needs the query of every row: give X as a DataFrame "
+                    "with a 'qid' column, or route qid= with metadata routing "
+                    "(make_scorer(...).set_score_request(qid=True))"
+                )
+        scores = np.asarray(estimator.predict(X), dtype=np.float64)
+        ds = make_dataset(
+            scores[:, None], y_true, qid=qid, group=group, sample_weight=sample_weight
+        )
+        qw = None
+        if ds.weights is not None:
+            sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])
+            qw = sums / ds.query_sizes
+        return float(self.metric(ds.X[:, 0], ds.y, ds.query_offsets, qw))
+
+
+def make_scorer(metric: str = "ndcg@10", **options: Any) -> RankingScorer:
+    """A scikit-learn scorer (``scoring=``) for the ranking metric ``metric``.
+
+    Parameters
+    ----------
+    metric : str, default="ndcg@10"
+        A metric name of :func:`~ltrboost.metrics.get_metric`.
+    **options
+        ``gain``, ``relevance_threshold``, ``empty_query_score``, ``max_grade``, as in
+        :func:`~ltrboost.metrics.get_metric`.
+
+    Returns
+    -------
+    RankingScorer
+        Higher is better, as scikit-learn expects.
+    """
+    return RankingScorer(metric, **options)
