@@ -263,11 +263,15 @@ def test_checkpoint_every_2_leaves_a_valid_model(
     import ltrboost.io.model_json as model_json
 
     original = model_json.save_model
-    saved: list[int] = []
+    saved: list[tuple[str, int]] = []
 
-    def recording_save(booster, path) -> None:
-        original(booster, path)
-        saved.append(load_model(path).n_iterations)  # valid after every write
+    def recording_save(booster, path, **kw) -> None:
+        original(booster, path, **kw)
+        # valid after every write, and identical to a fresh serialization
+        assert Path(path).read_text() == "".join(
+            model_json.model_json_chunks(booster)
+        )
+        saved.append((Path(path).name, load_model(path).n_iterations))
 
     monkeypatch.setattr(model_json, "save_model", recording_save)
     out = tmp_path / "m.json"
@@ -286,10 +290,12 @@ def test_checkpoint_every_2_leaves_a_valid_model(
         capsys,
     )
     assert rc == 0
-    assert saved == [2, 4, 6, 7]  # three checkpoints, then the final model
+    # three checkpoints to their own file, then the final model to the output
+    ck = "m.json.checkpoint"
+    assert saved == [(ck, 2), (ck, 4), (ck, 6), ("m.json", 7)]
     assert load_model(out).n_iterations == 7
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "m.json"]
-    assert leftovers == []
+    assert leftovers == []  # the checkpoint is removed once the output is written
 
 
 def test_resume_continues_training(data_dir: Path, tmp_path: Path, capsys) -> None:

@@ -62,12 +62,6 @@ def model_bytes(booster, path: Path) -> bytes:
     return path.read_bytes()
 
 
-def without_n_threads(text: bytes) -> dict:
-    d = json.loads(text)
-    d["params"].pop("n_threads")
-    return d
-
-
 # -------------------------------------------------------------------- determinism
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_same_seed_same_file_any_thread_count(objective: str, data, tmp_path) -> None:
@@ -83,7 +77,9 @@ def test_same_seed_same_file_any_thread_count(objective: str, data, tmp_path) ->
         files[run_idx] = model_bytes(booster, tmp_path / f"m{run_idx}.json")
     assert files[0] == files[1]
     assert files[2] == files[3]
-    assert without_n_threads(files[0]) == without_n_threads(files[2])
+    # n_threads is a run-time setting, kept out of the file: byte-identical files
+    assert files[0] == files[2]
+    assert "n_threads" not in json.loads(files[0])["params"]
     # the seed matters: another random_state gives another model
     other = train(dict(params, random_state=8), train_set)
     assert model_bytes(other, tmp_path / "other.json") != files[0]
@@ -230,6 +226,7 @@ def test_cli_checkpoint_then_resume_equals_uninterrupted(
     assert main([*common, "-o", str(full)]) == 0
 
     # the same run, interrupted (Ctrl-C) after round 5: the checkpoint of round 4 stays
+    # in run.json.checkpoint; run.json is written only by a run that finishes
     original_call = cli._Checkpoint.__call__
 
     def interrupting_call(self, env):
@@ -243,11 +240,13 @@ def test_cli_checkpoint_then_resume_equals_uninterrupted(
     err = capsys.readouterr().err
     assert "interrupted" in err
     assert "Traceback" not in err
-    assert load_model(out).n_iterations == 4  # the last checkpoint
+    checkpoint = tmp_path / "run.json.checkpoint"
+    assert not out.exists()
+    assert load_model(checkpoint).n_iterations == 4  # the last checkpoint
     monkeypatch.setattr(cli._Checkpoint, "__call__", original_call)
 
-    # resume from the checkpoint, into the same file
-    assert main([*common, "--resume", str(out), "-o", str(out)]) == 0
+    # resume from the checkpoint into the output; the checkpoint is removed at the end
+    assert main([*common, "--resume", str(checkpoint), "-o", str(out)]) == 0
     assert out.read_bytes() == full.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "full.json", "run.json"]
 
@@ -315,19 +314,21 @@ def long_run(tmp_path: Path) -> tuple[Path, list[str]]:
 
 @POSIX_ONLY
 def test_sigkill_during_checkpointing_leaves_a_valid_model(long_run, capsys) -> None:
-    """SIGKILL ~1 s after the first checkpoint replaced the previous model.
+    """SIGKILL ~1 s after the first checkpoint: the previous model at the output is
+    untouched (checkpoints go to ``m.json.checkpoint``) and the checkpoint loads.
 
-    Observed while writing this test (15 kills at random moments 0.5-3 s into a
-    checkpoint-every-round run): the model always loaded (``os.replace`` of an
+    Observed with the earlier design (15 kills at random moments 0.5-3 s into a
+    checkpoint-every-round run): the file always loaded (``os.replace`` of an
     fsync-ed temporary file is atomic); 14 runs left nothing else, one left a single
-    ``.m.json.<random>.tmp`` (the kill landed inside a write; nothing can clean up
-    after SIGKILL).  The atomic writer names temporaries ``.<target>.<random>.tmp``,
-    not ``.ltrboost-*.tmp``.
+    temporary file (the kill landed inside a write; nothing can clean up after
+    SIGKILL).  The atomic writer names temporaries ``.<target>.<random>.tmp``.
     """
     capsys.readouterr()
     model, argv = long_run
     tmp_path = model.parent
+    checkpoint = tmp_path / "m.json.checkpoint"
     assert load_model(model).n_iterations == 2
+    previous = model.read_bytes()
     before = _signature(model)
     proc = subprocess.Popen(
         [*argv, "-q", "--checkpoint-every", "1"],
@@ -336,7 +337,7 @@ def test_sigkill_during_checkpointing_leaves_a_valid_model(long_run, capsys) -> 
     )
     try:
         deadline = time.monotonic() + 120
-        while _signature(model) == before:
+        while not checkpoint.exists():
             assert proc.poll() is None, proc.stderr.read().decode()
             assert time.monotonic() < deadline, "no checkpoint within 120 s"
             time.sleep(0.01)
@@ -349,13 +350,20 @@ def test_sigkill_during_checkpointing_leaves_a_valid_model(long_run, capsys) -> 
             proc.kill()
             proc.wait()
         proc.stderr.close()
-    booster = load_model(model)  # never half-written
+    # the previous complete model is intact, not replaced by a checkpoint
+    assert _signature(model) == before
+    assert model.read_bytes() == previous
+    booster = load_model(checkpoint)  # never half-written
     assert booster.n_iterations >= 1
     assert len(booster.trees) == booster.n_iterations
-    others = sorted(p.name for p in tmp_path.iterdir() if p.name not in ("d", "m.json"))
+    others = sorted(
+        p.name
+        for p in tmp_path.iterdir()
+        if p.name not in ("d", "m.json", "m.json.checkpoint")
+    )
     assert len(others) <= 1, others
     for name in others:
-        assert re.fullmatch(r"\.m\.json\..+\.tmp", name), name
+        assert re.fullmatch(r"\.m\.json\.checkpoint\..+\.tmp", name), name
 
 
 @POSIX_ONLY

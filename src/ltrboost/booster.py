@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,12 +129,36 @@ def train(
     objective = make_objective(params)
     check_metrics(params, objective)  # a typo fails now, valid set or not
     check_training_setup(params, objective, valid_sets)
+    warn_if_pairs_ignored(objective, train_set)
+    if getattr(objective, "uses_preference_pairs", False):
+        from ltrboost.objectives.pairwise import refuse_contradicting_pairs
+
+        refuse_contradicting_pairs(train_set)
     # NaN/inf is detected after each tree (check_round_finite) and reported as one
     # error naming the round; NumPy's overflow warnings before it would only be noise.
     quiet = np.errstate(over="ignore", invalid="ignore")
     with threads(params.n_threads) as n_threads, quiet:
         run = Training(params, objective, train_set, list(valid_sets), n_threads)
         return run.run(callbacks, init_model)
+
+
+def warn_if_pairs_ignored(objective, train_set: RankingDataset) -> None:
+    """Warn (:class:`PairsIgnoredWarning`) when explicit pairs would change nothing."""
+    from ltrboost.objectives.base import PairsIgnoredWarning
+
+    if (
+        train_set.pairs is not None
+        and len(train_set.pairs) > 0
+        and not getattr(objective, "uses_preference_pairs", False)
+    ):
+        warnings.warn(
+            PairsIgnoredWarning(
+                f"objective {objective.name!r} ignores explicit preference pairs; the "
+                "model is the same as without them (pairs are used by ranknet, "
+                "rankboost, gbrank and qbrank)"
+            ),
+            stacklevel=3,
+        )
 
 
 def check_metrics(params: BoosterParams, objective=None) -> None:

@@ -215,15 +215,17 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument(
         "--missing",
         choices=("zero", "nan"),
-        default="zero",
-        help="value of features absent from a sparse line (default zero)",
+        default=None,
+        help="value of features absent from a sparse line (default zero, or the "
+        "resumed model's); recorded in the model, and used by predict and eval",
     )
     p.add_argument(
         "--checkpoint-every",
         type=int,
         default=None,
         metavar="N",
-        help="also write the model every N rounds (atomically)",
+        help="also write the model every N rounds to OUTPUT.checkpoint (atomically); "
+        "the output itself is written only at the end, then the checkpoint is removed",
     )
     p.add_argument(
         "--resume",
@@ -246,7 +248,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("data")
     p.add_argument("--output", "-o", default="-", help="score file (default: stdout)")
-    p.add_argument("--missing", choices=("zero", "nan"), default="zero")
+    p.add_argument(
+        "--missing",
+        choices=("zero", "nan"),
+        default=None,
+        help="absent sparse features (default: the model's convention; a different "
+        "one is an error)",
+    )
     p.add_argument(
         "--iteration",
         type=int,
@@ -261,7 +269,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("data", nargs="+")
     p.add_argument("--metric", default="ndcg@1,ndcg@3,ndcg@5,ndcg@10,err@10,map")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--missing", choices=("zero", "nan"), default="zero")
+    p.add_argument(
+        "--missing",
+        choices=("zero", "nan"),
+        default=None,
+        help="absent sparse features (default: the model's convention; a different "
+        "one is an error)",
+    )
     p.add_argument("--iteration", type=int, default=None)
     _add_metric_option_flags(p)
     p.set_defaults(func=cmd_eval)
@@ -394,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                 return int(args.func(args) or 0)
     except (LTRInputError, ModelFormatError, ValueError, OSError) as e:
         msg = str(e)
-        if isinstance(e, OSError) and e.filename and str(e.filename) not in msg:
+        if isinstance(e, OSError) and e.filename:  # FILE: problem, like data errors
             msg = f"{e.filename}: {e.strerror}"
         print(f"ltrboost: error: {msg}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -420,6 +434,17 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"ltrboost: warning: {message}", file=sys.stderr)
 
 
+def resolve_missing(flag: str | None, model, model_path: str) -> str:
+    """Missing-value convention: the model's, unless a flag contradicts it (error)."""
+    recorded = getattr(model, "missing", None) if model is not None else None
+    if flag is not None and recorded is not None and flag != recorded:
+        raise ValueError(
+            f"{model_path}: the model was trained with --missing {recorded}; "
+            f"--missing {flag} would score its features differently (drop the flag)"
+        )
+    return flag or recorded or "zero"
+
+
 # ---------------------------------------------------------------------------- train
 def _load(
     path: str,
@@ -429,12 +454,17 @@ def _load(
     require_qid: bool = True,
     return_comments: bool = False,
 ):
-    from ltrboost.dataset import LTRInputError, make_dataset
     from ltrboost.io.letor import load_svmlight
 
     data = load_svmlight(
         path, n_features=n_features, missing=missing, return_comments=return_comments
     )
+    return _with_dataset(data, path, require_qid)
+
+
+def _with_dataset(data, path: str, require_qid: bool = True):
+    from ltrboost.dataset import LTRInputError, make_dataset
+
     if data.qid is None:
         if require_qid:
             raise LTRInputError(
@@ -449,18 +479,74 @@ def _load(
     return data, ds
 
 
+# A model claiming more features than this does not set the width of the matrix: the
+# data is read at its own width (the reader bounds it by the file's size) and padded
+# only up to the features the trees use.
+_WIDE_MODEL = 1 << 16
+
+
+def _read_for_model(path: str, booster, missing: str):
+    """``(LetorData, booster)`` for prediction, memory bounded by the data and the
+    trees, never by the model's ``n_features`` claim.  For a wide model the booster
+    returned is a view with the matrix's width: the same predictions (no tree uses
+    another feature)."""
+    import copy
+
+    import numpy as np
+
+    from ltrboost.dataset import LTRInputError
+    from ltrboost.io.letor import load_svmlight
+
+    n_model = booster.n_features
+    if n_model <= _WIDE_MODEL:
+        return load_svmlight(path, n_features=n_model, missing=missing), booster
+    try:
+        data = load_svmlight(path, missing=missing)
+    except LTRInputError as e:
+        if "pass n_features=" not in e.problem:
+            raise
+        # the data itself uses so high an index that the reader's size guard trips:
+        # read it at the model's width, as any prediction of such data must
+        return load_svmlight(path, n_features=n_model, missing=missing), booster
+    width = data.X.shape[1]
+    if width > n_model:  # read again with the model's width: the error names the line
+        load_svmlight(path, n_features=n_model, missing=missing)
+    used = -1
+    for nodes in booster.trees:
+        inner = nodes["feature_idx"][nodes["is_leaf"] == 0]
+        if inner.size:
+            used = max(used, int(inner.max()))
+    X = data.X
+    if width < used + 1:
+        fill = 0.0 if missing == "zero" else np.nan
+        pad = np.full((X.shape[0], used + 1 - width), fill, dtype=X.dtype)
+        X = np.ascontiguousarray(np.concatenate([X, pad], axis=1))
+    view = copy.copy(booster)
+    view.n_features = X.shape[1]
+    return data._replace(X=X), view
+
+
 def cmd_train(args: argparse.Namespace) -> int:
-    from ltrboost.booster import train
+    from ltrboost.booster import make_objective, train
+    from ltrboost.io._atomic import file_state
     from ltrboost.model import load_model
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
     params.validate()
+    if args.pairs is not None and not make_objective(params).uses_preference_pairs:
+        raise ValueError(
+            f"--pairs: objective {params.objective!r} ignores explicit preference "
+            "pairs (they are used by ranknet, rankboost, gbrank and qbrank)"
+        )
+    # What is at the output now: at the end, warn if another run replaced it meanwhile.
+    output_state = file_state(args.output)
     # A resumed model fixes the feature count: a sparse file may not mention the
     # last features at all.
     init_model = load_model(args.resume) if args.resume else None
+    missing = resolve_missing(args.missing, init_model, args.resume)
     raw_train, train_set = _load(
         args.train,
-        missing=args.missing,
+        missing=missing,
         return_comments=args.pairs is not None,
         n_features=init_model.n_features if init_model is not None else None,
     )
@@ -475,7 +561,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     n_features = train_set.X.shape[1]
     valid_sets = []
     for vpath, name in zip(args.valid, _valid_names(args.valid), strict=True):
-        _, vs = _load(vpath, missing=args.missing, n_features=n_features)
+        _, vs = _load(vpath, missing=missing, n_features=n_features)
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
@@ -490,8 +576,12 @@ def cmd_train(args: argparse.Namespace) -> int:
             "validation file (--valid FILE)"
         )
     callbacks = []
+    checkpoint = None
     if args.checkpoint_every is not None:
-        callbacks.append(_Checkpoint(args.output, args.checkpoint_every))
+        _check_checkpointable(args.output)
+        checkpoint = _Checkpoint(checkpoint_path(args.output), args.checkpoint_every)
+        checkpoint.missing = missing
+        callbacks.append(checkpoint)
     bar = None
     if not args.quiet:
         bar = _progress_bar(params, getattr(args, "compile_notice", None))
@@ -503,7 +593,20 @@ def cmd_train(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    booster.save_model(args.output)
+    from ltrboost.io.model_json import save_model
+
+    booster.missing = missing
+    save_model(
+        booster,
+        args.output,
+        tree_cache=None if checkpoint is None else checkpoint.cache,
+        unchanged_since=output_state,
+    )
+    if checkpoint is not None:  # the output now holds everything it had
+        try:
+            os.unlink(checkpoint.path)
+        except FileNotFoundError:
+            pass
     best = booster.best_iteration
     summary = f"wrote {args.output}: {booster.n_iterations} rounds"
     if best is not None:
@@ -531,18 +634,51 @@ def _valid_names(paths: list[str]) -> list[str]:
     return names
 
 
+def _check_checkpointable(output: str) -> None:
+    """``OUTPUT.checkpoint`` only makes sense beside a regular file (or a new one)."""
+    import stat
+
+    try:
+        st = os.stat(output)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(
+            f"--checkpoint-every: --output {output} is not a regular file; checkpoints "
+            "are written beside the output as OUTPUT.checkpoint, so give a file name"
+        )
+
+
+def checkpoint_path(output: str) -> str:
+    """Where ``--checkpoint-every`` writes: ``OUTPUT.checkpoint``, never the output."""
+    return output + ".checkpoint"
+
+
 class _Checkpoint:
-    """Write the model every N rounds (atomically), so a killed run loses little."""
+    """Write the model every N rounds (atomically) to its own file, so a killed run
+    loses little and never replaces a previous complete model at the output.
+
+    Finished trees are serialized once (:class:`TreeJSONCache`): a checkpoint costs the
+    new trees plus a copy of the cached text, not a re-serialization of every tree.
+    """
 
     def __init__(self, path: str, every: int) -> None:
+        from ltrboost.io.model_json import TreeJSONCache
+
         if every < 1:
             raise ValueError(f"--checkpoint-every={every} must be >= 1")
         self.path = path
         self.every = every
+        self.cache = TreeJSONCache()
+        self.missing: str | None = None
 
     def __call__(self, env) -> None:
+        from ltrboost.io.model_json import save_model
+
         if (env.iteration + 1) % self.every == 0 and env.snapshot is not None:
-            env.snapshot().save_model(self.path)
+            booster = env.snapshot()
+            booster.missing = self.missing
+            save_model(booster, self.path, tree_cache=self.cache)
 
 
 def _progress_bar(
@@ -600,18 +736,19 @@ def _progress_bar(
 
 # -------------------------------------------------------------------------- predict
 def cmd_predict(args: argparse.Namespace) -> int:
-    from ltrboost.io._atomic import atomic_write_text
-    from ltrboost.io.letor import load_svmlight
+    from ltrboost.io._atomic import atomic_write_text, file_state
     from ltrboost.model import load_model
 
+    output_state = file_state(args.output) if args.output != "-" else None
     booster = load_model(args.model)
-    data = load_svmlight(args.data, n_features=booster.n_features, missing=args.missing)
+    missing = resolve_missing(args.missing, booster, args.model)
+    data, booster = _read_for_model(args.data, booster, missing)
     scores = booster.predict(data.X, iteration=args.iteration, n_threads=args.n_threads)
     text = "".join(f"{s!r}\n" for s in scores.tolist())
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        atomic_write_text(args.output, text)
+        atomic_write_text(args.output, text, unchanged_since=output_state)
     return 0
 
 
@@ -622,12 +759,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from ltrboost.model import load_model
 
     booster = load_model(args.model)
+    missing = resolve_missing(args.missing, booster, args.model)
     metrics = parse_metric_list(args.metric)
     options = _metric_options(args, booster.params)
     results = {}
     for path in args.data:
-        _, ds = _load(path, missing=args.missing, n_features=booster.n_features)
-        scores = booster.predict(ds.X, iteration=args.iteration)
+        data, fitted = _read_for_model(path, booster, missing)
+        _, ds = _with_dataset(data, path)
+        scores = fitted.predict(ds.X, iteration=args.iteration)
         with rows_located(ds):
             results[path] = evaluate(
                 scores, ds.y, ds.query_offsets, metrics=metrics, **options

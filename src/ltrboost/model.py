@@ -56,6 +56,7 @@ class Booster:
         feature_names: list[str] | None = None,
         evals_result: dict[str, dict[str, list[float]]] | None = None,
         n_outputs: int = 1,
+        missing: str | None = None,
     ) -> None:
         self.objective = objective
         self.objective_params = dict(objective_params)
@@ -69,6 +70,9 @@ class Booster:
         self.feature_names = feature_names
         self.evals_result = evals_result or {}
         self.n_outputs = int(n_outputs)
+        # the convention for features absent from sparse LETOR lines ("zero" | "nan"),
+        # recorded by the CLI; None when trained from arrays
+        self.missing = missing
         self._packed: dict[int, PackedEnsemble] = {}
         self._objective = None
 
@@ -180,6 +184,7 @@ class Booster:
             "feature_names": self.feature_names,
             "evals_result": self.evals_result,
             "n_outputs": self.n_outputs,
+            "missing": getattr(self, "missing", None),
         }
 
     def to_dict(self) -> dict[str, Any]:

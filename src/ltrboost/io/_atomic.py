@@ -1,55 +1,215 @@
-"""Atomic file writes: readers see the old file or the new one, never half of one."""
+"""Output files that never destroy data: atomic replace, through links and devices.
+
+:func:`atomic_write` decides by what the output path *is*:
+
+* a regular file, or nothing yet: the text goes to a temporary file in the target's
+  folder, is flushed and ``fsync``-ed, then renamed over the target, so readers (and a
+  crash or ``kill -9``) see the old file or the new one, never half of one;
+* a symbolic link: it is followed, the file it points to is replaced, the link is kept;
+* a descriptor of this process (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
+  ``/proc/self/fd/N``): written to that descriptor, as the shell opened it (append
+  mode is respected), nothing renamed;
+* a character device or a FIFO (a terminal, ``/dev/null``, a named pipe): opened and
+  written in place, never renamed or replaced;
+* a directory, socket or block device: refused (``IsADirectoryError`` / ``OSError``).
+
+Every error names the user's path (``OSError.filename``), never the temporary file: a
+full disk reads ``model.json: No space left on device``.  ``unchanged_since`` (a
+:func:`file_state` taken when a run started) warns with :class:`OutputChangedWarning`
+when another process replaced the target in the meantime (two runs writing one output:
+the earlier model is about to be overwritten).
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import stat
 import tempfile
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 
-def atomic_write(path: str | os.PathLike[str], chunks: Iterable[str]) -> None:
-    """Write UTF-8 ``chunks`` to ``path`` atomically.
+class OutputChangedWarning(UserWarning):
+    """The output file changed since this run started (another process wrote it)."""
 
-    The text goes to a temporary file in the destination's directory (so ``os.replace``
-    is a rename on one file system), is flushed and ``fsync``-ed, then replaces
-    ``path``.  On any error the temporary file is removed and ``path`` is untouched.
-    A new file gets mode 0o644; an existing file keeps its mode.
+
+# ``unchanged_since`` default: no check.
+UNKNOWN_STATE: Any = object()
+
+_FD_PATH = re.compile(r"^/(?:dev/fd|proc/(self|thread-self|\d+)/fd)/(\d+)$")
+_STD_NAMES = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def file_state(path: str | os.PathLike[str]) -> tuple[int, int, int, int] | None:
+    """Identity of the file at ``path`` (after links): (device, inode, size, mtime_ns),
+    or None when nothing is there.  Compare two with ``==``."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _own_descriptor(path: str) -> int | None:
+    """The descriptor number when ``path`` (or a link on its way) names one of ours."""
+    p = os.path.abspath(path)
+    for _ in range(40):
+        if p in _STD_NAMES and not os.path.islink(p):
+            return _STD_NAMES[p]
+        m = _FD_PATH.match(p)
+        if m:
+            pid = m.group(1)
+            if pid in (None, "self", "thread-self") or int(pid) == os.getpid():
+                return int(m.group(2))
+            return None
+        if not os.path.islink(p):
+            return None
+        p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
+    return None
+
+
+def _named(e: OSError, path: str, doing: str) -> OSError:
+    """The same error class and errno, naming the user's path."""
+    strerror = e.strerror or str(e)
+    err = type(e)(e.errno or errno.EIO, f"{strerror} ({doing})", path)
+    return err
+
+
+def _write_fd(fd: int, blobs: Iterable[bytes]) -> None:
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):  # keep Python's buffered text in order
+        try:
+            if stream is not None and stream.fileno() == fd:
+                stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    for blob in blobs:
+        data = memoryview(blob)
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
+
+
+def _utf8(chunks: Iterable[str]) -> Iterable[bytes]:
+    for chunk in chunks:
+        yield chunk.encode("utf-8")
+
+
+def atomic_write(
+    path: str | os.PathLike[str],
+    chunks: Iterable[str],
+    *,
+    unchanged_since: Any = UNKNOWN_STATE,
+) -> None:
+    """Write UTF-8 ``chunks`` to ``path`` without ever leaving a half-written file.
+
+    See the module docstring for links, devices and refused outputs.  For a regular
+    file: on any error the temporary file is removed and the target is untouched; a new
+    file gets mode 0o644, an existing file keeps its mode.  ``unchanged_since``: a
+    :func:`file_state` (None = "did not exist") taken when the run started; if the
+    target's state differs now, :class:`OutputChangedWarning` is issued before it is
+    replaced.
     """
-    target = Path(os.fspath(path))
+    _write(path, _utf8(chunks), unchanged_since)
+
+
+def atomic_write_text(
+    path: str | os.PathLike[str], text: str, *, unchanged_since: Any = UNKNOWN_STATE
+) -> None:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_write`)."""
+    _write(path, (text.encode("utf-8"),), unchanged_since)
+
+
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, *, unchanged_since: Any = UNKNOWN_STATE
+) -> None:
+    """Write ``data`` to ``path`` with the guarantees of :func:`atomic_write`."""
+    _write(path, (bytes(data),), unchanged_since)
+
+
+def _write(path, blobs: Iterable[bytes], unchanged_since: Any) -> None:
+    user_path = os.fspath(path)
+    fd = _own_descriptor(user_path)
+    if fd is not None:
+        try:
+            _write_fd(fd, blobs)
+        except OSError as e:
+            raise _named(e, user_path, "writing") from None
+        return
+    target = Path(os.path.realpath(user_path))
+    try:
+        st = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    except OSError as e:  # a symlink loop, a permission problem on the way
+        raise _named(e, user_path, "looking at the output") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory; give a file name", user_path)
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+            try:
+                with open(target, "wb") as handle:
+                    for blob in blobs:
+                        handle.write(blob)
+            except OSError as e:
+                raise _named(e, user_path, "writing") from None
+            return
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(
+                errno.EINVAL,
+                "not a regular file (a socket or block device?); not replacing it",
+                user_path,
+            )
     directory = target.parent
     if not directory.is_dir():  # name the user's path, not the temporary file's
         raise FileNotFoundError(
-            2, f"cannot write {target}: directory {directory} does not exist", str(target)
+            errno.ENOENT,
+            f"cannot write: directory {directory} does not exist",
+            user_path,
         )
-    fd, tmp_name = tempfile.mkstemp(
-        dir=directory, prefix=f".{target.name}.", suffix=".tmp"
-    )
+    if unchanged_since is not UNKNOWN_STATE:
+        now = None if st is None else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if now != unchanged_since:
+            warnings.warn(
+                OutputChangedWarning(
+                    f"{user_path} changed since this run started (another run wrote "
+                    "it?); replacing it with this run's output"
+                ),
+                stacklevel=3,
+            )
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            try:
-                mode = target.stat().st_mode & 0o7777
-            except FileNotFoundError:
-                mode = 0o644
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _named(e, user_path, "creating a temporary file beside it") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            mode = 0o644 if st is None else st.st_mode & 0o7777
             os.fchmod(handle.fileno(), mode)
-            buffer: list[str] = []
+            buffer: list[bytes] = []
             size = 0
-            for chunk in chunks:
-                buffer.append(chunk)
-                size += len(chunk)
+            for blob in blobs:
+                buffer.append(blob)
+                size += len(blob)
                 if size >= 1 << 20:
-                    handle.write("".join(buffer))
+                    handle.write(b"".join(buffer))
                     buffer.clear()
                     size = 0
-            handle.write("".join(buffer))
+            handle.write(b"".join(buffer))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, target)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp_name)
         except FileNotFoundError:
             pass
+        if isinstance(e, OSError) and e.filename != user_path:
+            raise _named(e, user_path, "writing; the previous file is intact") from None
         raise
     # Make the rename itself durable; not every platform lets a directory be opened.
     try:
@@ -62,38 +222,3 @@ def atomic_write(path: str | os.PathLike[str], chunks: Iterable[str]) -> None:
         pass
     finally:
         os.close(dir_fd)
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` atomically (see :func:`atomic_write`)."""
-    atomic_write(path, (text,))
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (same guarantees as :func:`atomic_write`)."""
-    target = Path(os.fspath(path))
-    directory = target.parent
-    if not directory.is_dir():
-        raise FileNotFoundError(
-            2, f"cannot write {target}: directory {directory} does not exist", str(target)
-        )
-    fd, tmp_name = tempfile.mkstemp(
-        dir=directory, prefix=f".{target.name}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            try:
-                mode = target.stat().st_mode & 0o7777
-            except FileNotFoundError:
-                mode = 0o644
-            os.fchmod(handle.fileno(), mode)
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise

@@ -23,9 +23,13 @@ Layout (``format_version`` 1)::
 Floats are written with Python's shortest round-trip repr, so a loaded model predicts
 bit-identically.  Leaves have ``feature = -1`` and ``left = right = -1``.  Non-finite
 numbers are refused on write and on load (a NaN leaf would silently poison scores).
-Loading checks every structural invariant (children inside the tree, every node reachable
-exactly once, no cycles, features inside ``n_features``) and raises
-:class:`ModelFormatError` naming the file and the problem; it never executes anything.
+Loading refuses duplicate JSON keys, checks every field against the schema
+(:mod:`ltrboost.io.model_schema`) and every structural invariant (children inside the
+tree, every node reachable exactly once, no cycles, features inside ``n_features``) and
+raises :class:`ModelFormatError` naming the file and the problem; it never executes
+anything.  ``missing`` ("zero" | "nan" | null) is the convention for features absent
+from sparse LETOR lines the model was trained with; run-time settings (``n_threads``)
+are not written.  :class:`TreeJSONCache` lets checkpoints reuse finished trees' text.
 
 This module reads and writes plain dicts and imports no model class: a model is given
 as its *fields* (a mapping with the keyword arguments of ``ltrboost.model.Booster``:
@@ -57,10 +61,19 @@ import numpy as np
 
 from ltrboost._config import NODE_DTYPE
 from ltrboost._version import __version__
-from ltrboost.io._atomic import atomic_write_text
+from ltrboost.io._atomic import UNKNOWN_STATE, atomic_write
+from ltrboost.io.model_schema import (  # ModelFormatError is public here too
+    TREE_KEYS,
+    ModelFormatError,
+    is_int,
+    validate_model_dict,
+)
 
-FORMAT_NAME = "ltrboost-model"
-FORMAT_VERSION = 1
+# Run-time settings: they never change the model, so they are kept out of the file
+# (files are byte-identical for any n_threads).
+RUNTIME_PARAMS = ("n_threads",)
+
+from ltrboost.io.model_schema import FORMAT_NAME, FORMAT_VERSION  # noqa: E402
 
 _TREE_FIELDS = {
     # json key: (NODE_DTYPE field, python type)
@@ -76,14 +89,6 @@ _TREE_FIELDS = {
     "sum_hessians": ("sum_hessians", float),
     "depth": ("depth", int),
 }
-
-
-class ModelFormatError(ValueError):
-    """A model file that is not a valid ltrboost model."""
-
-    def __init__(self, msg: str, path: str | None = None):
-        self.path = path
-        super().__init__(f"{path}: {msg}" if path else msg)
 
 
 def _jsonable(x: Any) -> Any:
@@ -127,14 +132,9 @@ def _as_fields(model: Any) -> Mapping[str, Any]:
     return model if isinstance(model, Mapping) else model.model_fields()
 
 
-def model_to_dict(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON document of a model given its fields (or an object with
-    ``model_fields()``)."""
-    f = _as_fields(fields)
-    tree_dicts = [
-        tree_to_dict(nodes, out)
-        for nodes, out in zip(f["trees"], f["tree_outputs"], strict=True)
-    ]
+def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
+    """Every field of the JSON document but ``trees`` (which comes last)."""
+    params = {k: v for k, v in _jsonable(f["params"]).items() if k not in RUNTIME_PARAMS}
     return {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -146,21 +146,90 @@ def model_to_dict(fields: Mapping[str, Any]) -> dict[str, Any]:
         "feature_names": f["feature_names"],
         "init_score": [float(v) for v in f["init_score"]],
         "update_rule": f["update_rule"],
+        # the data convention for absent sparse features ("zero" | "nan" | None)
+        "missing": f.get("missing"),
         "best_iteration": f["best_iteration"],
-        "params": _jsonable(f["params"]),
+        "params": params,
         "evals_result": _jsonable(f["evals_result"]),
-        "trees": tree_dicts,
     }
+
+
+def model_to_dict(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON document of a model given its fields (or an object with
+    ``model_fields()``)."""
+    f = _as_fields(fields)
+    d = _header_dict(f)
+    d["trees"] = [
+        tree_to_dict(nodes, out) for nodes, out in zip(f["trees"], f["tree_outputs"], strict=True)
+    ]
+    return d
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, allow_nan=False, separators=(",", ":"))
+
+
+class TreeJSONCache:
+    """Serialized trees kept between checkpoints, so a checkpoint costs the text of the
+    new trees plus a copy of the cached text, not a re-serialization of the model.
+
+    Trees are matched by identity (a finished tree's node array is never modified); a
+    model whose trees are not the cached ones (e.g. another model) is re-serialized.
+    """
+
+    def __init__(self) -> None:
+        self._nodes: list[Any] = []
+        self._text: list[str] = []
+
+    def texts(self, fields: Mapping[str, Any]) -> list[str]:
+        trees, outputs = fields["trees"], fields["tree_outputs"]
+        k = 0
+        n = min(len(trees), len(self._nodes))
+        while k < n and trees[k] is self._nodes[k]:
+            k += 1
+        del self._nodes[k:], self._text[k:]
+        for nodes, out in zip(trees[k:], outputs[k:], strict=True):
+            self._nodes.append(nodes)
+            self._text.append(_dumps(tree_to_dict(nodes, out)))
+        return self._text
+
+
+def model_json_chunks(model: Any, tree_cache: TreeJSONCache | None = None) -> list[str]:
+    """The model file's text in chunks (trees last); joined it equals the compact
+    ``json.dumps(model_to_dict(model))``."""
+    f = _as_fields(model)
+    head = _dumps(_header_dict(f))
+    if tree_cache is None:
+        tree_texts = [
+            _dumps(tree_to_dict(nodes, out))
+            for nodes, out in zip(f["trees"], f["tree_outputs"], strict=True)
+        ]
+    else:
+        tree_texts = tree_cache.texts(f)
+    chunks = [head[:-1], ',"trees":[']
+    for k, t in enumerate(tree_texts):
+        if k:
+            chunks.append(",")
+        chunks.append(t)
+    chunks.append("]}")
+    return chunks
 
 
 booster_to_dict = model_to_dict  # the name used before the model layer moved out
 
 
-def write_model(model, path: str | os.PathLike) -> None:
+def write_model(
+    model,
+    path: str | os.PathLike,
+    *,
+    tree_cache: TreeJSONCache | None = None,
+    unchanged_since: Any = UNKNOWN_STATE,
+) -> None:
     """Write a model (its fields, or an object with ``model_fields()``) as JSON,
-    atomically."""
-    text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
-    atomic_write_text(path, text)
+    atomically (symlinks, devices and ``unchanged_since``: see
+    :func:`ltrboost.io._atomic.atomic_write`)."""
+    chunks = model_json_chunks(model, tree_cache)  # fails before touching the file
+    atomic_write(path, chunks, unchanged_since=unchanged_since)
 
 
 save_model = write_model  # the name used before the model layer moved out
@@ -185,11 +254,38 @@ def _reject_constant(name: str):
     raise ValueError(f"non-finite number {name}")
 
 
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):  # 1e400 overflows to inf
+        raise ValueError(f"number {text[:40]} is out of the float range")
+    return v
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in d:
+            raise _DuplicateKey(k)
+        d[k] = v
+    return d
+
+
 def model_fields_from_json(text: str, path: str | None = None) -> dict[str, Any]:
     """Parse and validate model text; the model's fields (see
     :func:`model_fields_from_dict`)."""
     try:
-        d = json.loads(text, parse_constant=_reject_constant)
+        d = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_no_duplicate_keys,
+        )
+    except _DuplicateKey as e:
+        raise ModelFormatError(f"duplicate key {e.args[0]!r} in one JSON object", path) from None
     except (json.JSONDecodeError, ValueError) as e:
         raise ModelFormatError(f"not valid JSON ({e})", path) from None
     except RecursionError:
@@ -200,45 +296,18 @@ def model_fields_from_json(text: str, path: str | None = None) -> dict[str, Any]
 def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
     """Validate a model document; return the model's fields as plain values.
 
+    Every field is checked first by :func:`ltrboost.io.model_schema.validate_model_dict`.
     The keys are the keyword arguments of ``ltrboost.model.Booster``; trees are
     ``NODE_DTYPE`` arrays.  Raises :class:`ModelFormatError` on any invalid input.
     """
-    from ltrboost.objectives.registry import available_objectives
 
     def fail(msg: str):
         raise ModelFormatError(msg, path)
 
-    if not isinstance(d, dict) or d.get("format") != FORMAT_NAME:
-        fail("not an ltrboost model (missing 'format': 'ltrboost-model')")
-    ver = d.get("format_version")
-    if ver != FORMAT_VERSION:
-        fail(
-            f"format_version {ver!r} is not supported by ltrboost {__version__} "
-            f"(supports {FORMAT_VERSION}); upgrade ltrboost"
-        )
-    for key, typ in (
-        ("objective", str),
-        ("n_features", int),
-        ("n_outputs", int),
-        ("init_score", list),
-        ("trees", list),
-        ("update_rule", str),
-    ):
-        if not isinstance(d.get(key), typ) or isinstance(d.get(key), bool):
-            fail(f"field {key!r} is missing or not a {typ.__name__}")
-    if d["objective"] not in available_objectives():
-        fail(f"unknown objective {d['objective']!r}")
-    if d["update_rule"] not in ("additive", "averaged"):
-        fail(f"unknown update_rule {d['update_rule']!r}")
+    validate_model_dict(d, path)
     n_features = d["n_features"]
     n_outputs = d["n_outputs"]
-    if n_features < 1 or n_outputs < 1:
-        fail("n_features and n_outputs must be >= 1")
     init = d["init_score"]
-    if len(init) != n_outputs or not all(_finite_number(v) for v in init):
-        fail("init_score must hold n_outputs finite numbers")
-    if len(d["trees"]) % n_outputs:
-        fail("the number of trees is not a multiple of n_outputs")
     trees = []
     outputs = []
     for t_idx, t in enumerate(d["trees"]):
@@ -247,30 +316,29 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         )
         trees.append(nodes)
         outputs.append(out)
-    best = d.get("best_iteration")
-    if best is not None and (
-        not isinstance(best, int) or not 0 <= best <= len(trees) // n_outputs
-    ):
-        fail(f"best_iteration {best!r} is out of range")
-    obj_params = d.get("objective_params") or {}
-    if not isinstance(obj_params, dict):
-        fail("objective_params must be an object")
-    names = d.get("feature_names")
-    if names is not None and (not isinstance(names, list) or len(names) != n_features):
-        fail("feature_names must list n_features names")
+    # Leaf values that can add up to +-inf would give non-finite scores at predict time.
+    bound = np.abs(np.asarray(init, dtype=np.float64))
+    with np.errstate(over="ignore"):
+        for nodes, out in zip(trees, outputs, strict=True):
+            bound[out] += float(np.max(np.abs(nodes["value"])))
+    if not np.all(np.isfinite(bound)):
+        fail("leaf values can add up to a non-finite score")
     return {
         "objective": d["objective"],
-        "objective_params": obj_params,
+        "objective_params": d.get("objective_params") or {},
         "init_score": np.asarray(init, dtype=np.float64),
         "trees": trees,
         "tree_outputs": outputs,
         "n_features": n_features,
         "update_rule": d["update_rule"],
-        "best_iteration": best,
-        "params": d.get("params") or {},
-        "feature_names": names,
+        "best_iteration": d.get("best_iteration"),
+        "params": {
+            k: v for k, v in (d.get("params") or {}).items() if k not in RUNTIME_PARAMS
+        },
+        "feature_names": d.get("feature_names"),
         "evals_result": d.get("evals_result") or {},
         "n_outputs": n_outputs,
+        "missing": d.get("missing"),
     }
 
 
@@ -297,8 +365,11 @@ def tree_from_dict(
     where = f"tree {index}"
     if not isinstance(t, dict):
         fail(f"{where} is not an object")
+    unknown = sorted(set(t) - TREE_KEYS)
+    if unknown:
+        fail(f"{where}: unknown field(s) {unknown}")
     out = t.get("output")
-    if not isinstance(out, int) or not 0 <= out < n_outputs:
+    if not is_int(out) or not 0 <= out < n_outputs:
         fail(f"{where}: output {out!r} is out of range")
     n = None
     for key in _TREE_FIELDS:

@@ -45,6 +45,12 @@ from ltrboost.dataset import RankingDataset, check_labels
 PRIOR_EPS = 1e-6
 
 
+class PairsIgnoredWarning(UserWarning):
+    """Explicit preference pairs were given to an objective that does not use them
+    (``lambdamart``, ``mart``, ``mcrank``, ``logistic_rank``): the model is the same as
+    without them.  The CLI refuses ``--pairs`` with such an objective."""
+
+
 class PairTerms(NamedTuple):
     """Second-order pair contributions for the exact OLE criterion (seed 000, eq. 13).
 
@@ -86,6 +92,9 @@ class Objective:
     default_metric: ClassVar[str] = "ndcg@10"
     # Shrinkage used when ``learning_rate`` is left unset (None).
     default_learning_rate: ClassVar[float] = 0.1
+    # True when explicit preference pairs (``RankingDataset.pairs``) change the loss;
+    # training warns with :class:`PairsIgnoredWarning` when pairs are given otherwise.
+    uses_preference_pairs: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         self.params = dict(params)

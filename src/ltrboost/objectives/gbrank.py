@@ -72,6 +72,7 @@ class GBRank(Objective):
     """
 
     name: ClassVar[str] = "gbrank"
+    uses_preference_pairs: ClassVar[bool] = True
     is_pairwise: ClassVar[bool] = False
     hessian_is_constant: ClassVar[bool] = False
     leaf_rule: ClassVar[str] = "mean_target"  # computed by the engine as -G/(H+l2)

@@ -367,6 +367,8 @@ class LabelOrPairObjective(PairwiseObjective):
     :mod:`.preferences`).
     """
 
+    uses_preference_pairs = True
+
     _use_label_pairs: bool | None = None
 
     def _init_common(

@@ -26,7 +26,14 @@ from ltrboost.objectives.pair_engine import (
     LabelOrPairObjective as _LabelOrPairObjective,
 )
 from ltrboost.objectives.preferences import explicit_pairs as _explicit_pairs
+from ltrboost.objectives.preferences import refuse_contradicting_pairs
 from ltrboost.objectives.rankboost import RankBoost
 from ltrboost.objectives.ranknet import RankNet
 
-__all__ = ["RankBoost", "RankNet", "_LabelOrPairObjective", "_explicit_pairs"]
+__all__ = [
+    "RankBoost",
+    "RankNet",
+    "_LabelOrPairObjective",
+    "_explicit_pairs",
+    "refuse_contradicting_pairs",
+]

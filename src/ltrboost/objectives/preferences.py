@@ -276,3 +276,43 @@ def preference_pairs_reference(
         np.concatenate(om),
         np.concatenate(taus),
     )
+
+
+def refuse_contradicting_pairs(data: RankingDataset) -> None:
+    """Raise ValueError when ``data.pairs`` holds ``a > b`` and ``b > a``.
+
+    The CLI refuses such a pairs file naming its lines; ``train`` (so ``Ranker.fit``)
+    calls this for the objectives that use pairs."""
+    pp = data.pairs
+    if pp is None or len(pp) == 0:
+        return
+    pref = np.asarray(pp.preferred)
+    other = np.asarray(pp.other)
+    if (
+        pref.ndim != 1
+        or other.shape != pref.shape
+        or not np.issubdtype(pref.dtype, np.integer)
+        or not np.issubdtype(other.dtype, np.integer)
+        or pref.min() < 0
+        or other.min() < 0
+    ):
+        return  # _explicit_pairs reports these problems
+    pref = pref.astype(np.int64)
+    other = other.astype(np.int64)
+    n = max(
+        int(data.n_samples), int(pref.max(initial=0)) + 1, int(other.max(initial=0)) + 1
+    )
+    key = pref * n + other
+    rev = other * n + pref
+    sorted_keys = np.sort(key)
+    pos = np.minimum(np.searchsorted(sorted_keys, rev), sorted_keys.shape[0] - 1)
+    contra = (sorted_keys[pos] == rev) & (pref != other)
+    if contra.any():
+        k = int(np.flatnonzero(contra)[0])
+        j = int(np.flatnonzero(key == rev[k])[0])
+        raise ValueError(
+            f"pair {k} (row {pref[k]} preferred to row {other[k]}) contradicts pair {j}"
+            " (the reverse preference); drop one of them"
+        )
+
+

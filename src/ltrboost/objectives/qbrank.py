@@ -80,6 +80,7 @@ class QBRank(Objective):
     """
 
     name: ClassVar[str] = "qbrank"
+    uses_preference_pairs: ClassVar[bool] = True
     is_pairwise: ClassVar[bool] = False
     hessian_is_constant: ClassVar[bool] = True
     leaf_rule: ClassVar[str] = "line_search"

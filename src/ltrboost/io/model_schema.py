@@ -1,0 +1,350 @@
+"""The model file's schema: every field, its type and range, checked in one place.
+
+:func:`validate_model_dict` is called by
+:func:`ltrboost.io.model_json.booster_from_dict` on every model read (file, string or
+dict) *before* anything is built from it, so a hand-edited or corrupt file fails with
+:class:`ModelFormatError` (``FILE: problem``), never with a traceback from deeper code
+or with an allocation sized by a claim.
+
+Rules (format_version 1)
+------------------------
+* The top level is an object with exactly the known fields (``_TOP_LEVEL``); required
+  ones must be present; an unknown field is refused (a typo must not pass silently).
+* JSON booleans are never integers or numbers (``format_version: true`` is refused).
+* ``objective`` is a registered objective; ``objective_params`` names only parameters
+  the objective's constructor accepts, each of a JSON type its annotation allows, and
+  the objective must accept the values (its own range checks run here, not at predict
+  time).
+* ``update_rule`` is the objective's own rule (a lambdamart model cannot be "averaged");
+  ``n_outputs`` is 1 for single-output objectives (McRank: one per grade).
+* No number anywhere in the file may overflow to infinity (``1e400``).
+* ``n_features`` is at most :data:`MAX_N_FEATURES` and, beyond
+  :data:`FREE_N_FEATURES`, must be backed by the file: named in ``feature_names`` or
+  used by a split.  A 50,000,000-feature claim in a small file is refused instead of
+  allocating gigabytes at predict time.
+* ``params`` is a mapping of known training parameters that pass
+  :meth:`BoosterParams.validate`; ``n_threads`` (a run-time setting, no longer written)
+  is ignored when present.
+* ``evals_result`` is ``{set: {metric: [finite numbers, at most one per round]}}``.
+* ``missing`` is ``"zero"``, ``"nan"`` or null (the data convention the model was
+  trained with; null when unknown, e.g. trained from arrays).
+* Trees: exactly the known per-node columns, equal lengths, integers where integers
+  belong, finite numbers, children inside the tree, every node reachable exactly once,
+  features inside ``n_features`` (checked by ``model_json._tree_from_dict``), and the
+  leaf values of all trees cannot add up to a non-finite score.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any
+
+FORMAT_NAME = "ltrboost-model"
+FORMAT_VERSION = 1
+
+# A model may declare up to this many features without naming them or splitting on the
+# highest.  (The CLI's predict and eval never allocate by the claim: a wide model's data
+# is read at the data's own width.)
+FREE_N_FEATURES = 1 << 24
+# Feature indices are int32 in LightGBM, XGBoost and the LETOR reader.
+MAX_N_FEATURES = 2**31 - 1
+# McRank has one output per grade 0..31.
+MAX_N_OUTPUTS = 32
+MISSING_CONVENTIONS = ("zero", "nan")
+
+# field -> required?
+_TOP_LEVEL = {
+    "format": True,
+    "format_version": True,
+    "library_version": False,
+    "objective": True,
+    "objective_params": False,
+    "n_features": True,
+    "n_outputs": True,
+    "feature_names": False,
+    "init_score": True,
+    "update_rule": True,
+    "missing": False,
+    "best_iteration": False,
+    "params": False,
+    "evals_result": False,
+    "trees": True,
+}
+
+TREE_KEYS = frozenset(
+    {
+        "output",
+        "value",
+        "feature",
+        "threshold",
+        "bin_threshold",
+        "missing_left",
+        "left",
+        "right",
+        "gain",
+        "count",
+        "sum_hessians",
+        "depth",
+    }
+)
+
+
+class ModelFormatError(ValueError):
+    """A model file that is not a valid ltrboost model."""
+
+    def __init__(self, msg: str, path: str | None = None):
+        self.path = path
+        super().__init__(f"{path}: {msg}" if path else msg)
+
+
+def is_int(v: Any) -> bool:
+    """A JSON integer (a bool is not one)."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_number(v: Any) -> bool:
+    """A finite JSON number (a bool is not one)."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _type_name(v: Any) -> str:
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+        type(None): "null",
+    }.get(type(v), type(v).__name__)
+
+
+def validate_model_dict(d: Any, path: str | None = None) -> None:
+    """Raise :class:`ModelFormatError` unless ``d`` is a valid format-1 model dict."""
+
+    def fail(msg: str):
+        raise ModelFormatError(msg, path)
+
+    if not isinstance(d, dict) or d.get("format") != FORMAT_NAME:
+        fail(f"not an ltrboost model (missing 'format': {FORMAT_NAME!r})")
+    ver = d.get("format_version")
+    if not is_int(ver) or ver != FORMAT_VERSION:
+        from ltrboost._version import __version__
+
+        fail(
+            f"format_version {ver!r} is not supported by ltrboost {__version__} "
+            f"(supports {FORMAT_VERSION}); upgrade ltrboost"
+        )
+    unknown = sorted(set(d) - set(_TOP_LEVEL))
+    if unknown:
+        fail(f"unknown field(s) {unknown}")
+    for key, required in _TOP_LEVEL.items():
+        if required and key not in d:
+            fail(f"required field {key!r} is missing")
+
+    def want(key: str, ok: bool, what: str) -> None:
+        if not ok:
+            fail(f"field {key!r} must be {what}, got {_type_name(d.get(key))}")
+
+    if "library_version" in d:
+        want("library_version", isinstance(d["library_version"], str), "a string")
+    want("objective", isinstance(d["objective"], str), "a string")
+    want("n_features", is_int(d["n_features"]), "an integer")
+    want("n_outputs", is_int(d["n_outputs"]), "an integer")
+    want("init_score", isinstance(d["init_score"], list), "a list")
+    want("update_rule", isinstance(d["update_rule"], str), "a string")
+    want("trees", isinstance(d["trees"], list), "a list")
+
+    from ltrboost.objectives.registry import _REGISTRY, available_objectives
+
+    objective = d["objective"]
+    if objective not in available_objectives():
+        fail(f"unknown objective {objective!r}")
+    obj_cls = _REGISTRY[objective]
+    if d["update_rule"] not in ("additive", "averaged"):
+        fail(f"unknown update_rule {d['update_rule']!r}")
+    if d["update_rule"] != obj_cls.update_rule:
+        fail(
+            f"update_rule {d['update_rule']!r} does not match objective {objective!r} "
+            f"(which uses {obj_cls.update_rule!r})"
+        )
+
+    n_outputs = d["n_outputs"]
+    if not 1 <= n_outputs <= MAX_N_OUTPUTS:
+        fail(f"n_outputs {n_outputs} is not between 1 and {MAX_N_OUTPUTS}")
+    init = d["init_score"]
+    if len(init) != n_outputs or not all(is_number(v) for v in init):
+        fail("init_score must hold n_outputs finite numbers")
+    trees = d["trees"]
+    if len(trees) % n_outputs:
+        fail("the number of trees is not a multiple of n_outputs")
+    n_iterations = len(trees) // n_outputs
+
+    names = d.get("feature_names")
+    if names is not None and (
+        not isinstance(names, list) or not all(isinstance(s, str) for s in names)
+    ):
+        fail("feature_names must be null or a list of strings")
+    _check_n_features(d["n_features"], names, trees, fail)
+
+    obj_params = d.get("objective_params", {})
+    if obj_params is None:
+        obj_params = {}
+    if not isinstance(obj_params, dict):
+        fail(f"objective_params must be an object, got {_type_name(obj_params)}")
+    check_objective_params(objective, obj_params, fail)
+    _check_n_outputs(obj_cls, obj_params, n_outputs, fail)
+
+    missing = d.get("missing")
+    if missing is not None and missing not in MISSING_CONVENTIONS:
+        fail(f"missing must be one of {MISSING_CONVENTIONS} or null, got {missing!r}")
+
+    best = d.get("best_iteration")
+    if best is not None and (not is_int(best) or not 0 <= best <= n_iterations):
+        fail(f"best_iteration {best!r} is out of range 0..{n_iterations}")
+
+    params = d.get("params", {})
+    if params is None:
+        params = {}
+    _check_params(params, fail)
+    evals = d.get("evals_result", {})
+    if evals is None:
+        evals = {}
+    _check_evals_result(evals, n_iterations, fail)
+
+
+def _check_n_features(n_features: int, names, trees: list, fail) -> None:
+    if not 1 <= n_features <= MAX_N_FEATURES:
+        fail(f"n_features {n_features} is not between 1 and {MAX_N_FEATURES}")
+    if names is not None and len(names) != n_features:
+        fail(f"feature_names lists {len(names)} names but n_features is {n_features}")
+    if n_features <= FREE_N_FEATURES or names is not None:
+        return
+    used = -1
+    for t in trees:
+        feats = t.get("feature") if isinstance(t, dict) else None
+        if isinstance(feats, list):
+            for f in feats:
+                if is_int(f) and f > used:
+                    used = f
+    if n_features > used + 1:
+        fail(
+            f"n_features {n_features} is more than {FREE_N_FEATURES} and more than the "
+            f"trees use (highest feature {used}) without feature_names; the claim "
+            "would cost a dense column per feature at prediction time"
+        )
+
+
+def _check_n_outputs(obj_cls, obj_params: dict, n_outputs: int, fail) -> None:
+    """Single-output objectives have one output; McRank one per grade 0..max_label."""
+    from ltrboost.objectives.base import Objective
+
+    if obj_cls.n_outputs is Objective.n_outputs and n_outputs != 1:
+        fail(f"objective {obj_cls.name!r} has one output, not n_outputs {n_outputs}")
+    max_label = obj_params.get("max_label")
+    if is_int(max_label) and n_outputs != max_label + 1:
+        fail(f"n_outputs {n_outputs} does not match max_label {max_label} (grades 0..K)")
+
+
+def _accepted_types(annotation: Any) -> set[type] | None:
+    """JSON types a constructor annotation allows (None: anything)."""
+    if annotation is inspect.Parameter.empty:
+        return None
+    text = annotation if isinstance(annotation, str) else str(annotation)
+    tokens = {t.strip().split("[")[0] for t in text.split("|")}
+    allowed: set[type] = set()
+    if "Any" in tokens:
+        return None
+    if "None" in tokens:
+        allowed.add(type(None))
+    if "bool" in tokens:
+        allowed.add(bool)
+    if "int" in tokens:
+        allowed.add(int)
+    if "float" in tokens:
+        allowed |= {int, float}
+    if "str" in tokens:
+        allowed.add(str)
+    if tokens & {"Sequence", "list", "tuple"}:
+        allowed.add(list)
+    if tokens & {"Mapping", "dict"}:
+        allowed.add(dict)
+    return allowed
+
+
+def check_objective_params(objective: str, params: dict, fail) -> None:
+    """Names, JSON types and ranges of an objective's stored parameters.
+
+    The names and types come from the objective's constructor signature, the ranges
+    from the constructor itself (it is called here, on plain JSON values only).
+    """
+    from ltrboost.objectives.registry import _REGISTRY
+
+    cls = _REGISTRY[objective]
+    sig = inspect.signature(cls.__init__)
+    accepted = {
+        name: p
+        for name, p in sig.parameters.items()
+        if name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    var_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+    for name, value in params.items():
+        if name not in accepted:
+            if var_kw:
+                continue
+            fail(
+                f"objective_params: {name!r} is not a parameter of objective "
+                f"{objective!r} (accepted: {sorted(accepted)})"
+            )
+        types = _accepted_types(accepted[name].annotation)
+        if types is not None and type(value) not in types:
+            wanted = sorted("null" if t is type(None) else _type_name(t()) for t in types)
+            fail(f"objective_params: {name} must be {' or '.join(wanted)}, got {_type_name(value)}")
+    try:
+        cls(**params)
+    except (ValueError, TypeError, OverflowError) as e:
+        fail(f"objective_params: {e}")
+
+
+def _check_params(params: Any, fail) -> None:
+    from dataclasses import fields
+
+    from ltrboost.params import BoosterParams
+
+    if not isinstance(params, dict):
+        fail(f"params must be an object, got {_type_name(params)}")
+    known = {f.name for f in fields(BoosterParams)}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        fail(f"params: unknown training parameter(s) {unknown}")
+    for name, value in params.items():
+        ok = value is None or isinstance(value, bool | str) or is_number(value)
+        if isinstance(value, list):
+            ok = all(isinstance(v, str | int | float) for v in value)
+        if isinstance(value, dict):  # label_scale may be a mapping
+            ok = all(is_number(v) for v in value.values())
+        if not ok:
+            fail(f"params: {name} has an unsupported value {value!r}"[:200])
+    # A run-time setting: not part of the model (older files stored it).
+    kept = {k: v for k, v in params.items() if k != "n_threads"}
+    try:
+        BoosterParams(**kept).validate()
+    except (ValueError, TypeError, OverflowError) as e:
+        fail(f"params: {e}")
+
+
+def _check_evals_result(evals: Any, n_iterations: int, fail) -> None:
+    if not isinstance(evals, dict):
+        fail(f"evals_result must be an object, got {_type_name(evals)}")
+    for name, per_metric in evals.items():
+        if not isinstance(per_metric, dict):
+            fail(f"evals_result[{name!r}] must be an object of metric lists")
+        for metric, values in per_metric.items():
+            if not isinstance(values, list) or not all(is_number(v) for v in values):
+                fail(f"evals_result[{name!r}][{metric!r}] must be a list of numbers")
+            if len(values) > n_iterations:
+                fail(
+                    f"evals_result[{name!r}][{metric!r}] has {len(values)} values for "
+                    f"{n_iterations} rounds"
+                )
