@@ -47,7 +47,7 @@ def check_training_setup(params, objective, valid_sets) -> None:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"validation sets must have distinct names; repeated: {dup}")
-    from ltrboost.booster import OBJECTIVE_PARAM_NAMES
+    from ltrboost.params import OBJECTIVE_PARAM_NAMES
 
     accepted = inspect.signature(type(objective).__init__).parameters
     unused = [

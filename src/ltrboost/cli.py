@@ -915,7 +915,7 @@ def query_folds(qid, n_folds: int, random_state: int):
 # -------------------------------------------------------------------------- inspect
 def cmd_inspect(args: argparse.Namespace) -> int:
     from ltrboost.inspection import dump_text, model_summary
-    from ltrboost.io.model_json import load_model
+    from ltrboost.model import load_model
 
     booster = load_model(args.model)
     info = model_summary(booster, top=args.top, importance_type=args.importance_type)

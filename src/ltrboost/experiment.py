@@ -84,9 +84,10 @@ def run_experiment(
     progress: bool = True,
 ) -> dict:
     """Run (or resume) the grid and write the report; returns the summary table data."""
-    from ltrboost.booster import BoosterParams, train
+    from ltrboost.booster import train
     from ltrboost.dataset import make_dataset
     from ltrboost.io.letor import load_svmlight
+    from ltrboost.params import BoosterParams
 
     folds = find_folds(folder)
     cells_dir = os.path.join(output, "cells")

@@ -344,7 +344,7 @@ def _as_booster(model: Any) -> Booster | None:
         model._check_fitted()
         return model.booster_
     if isinstance(model, (str, os.PathLike)):
-        from ltrboost.io.model_json import load_model
+        from ltrboost.model import load_model
 
         return load_model(model)
     raise TypeError(
