@@ -42,9 +42,7 @@ def run_worker(module: str, spec: dict, timeout: float = 3600) -> dict:
     cmd = [sys.executable, "-m", f"bench.{module}", "--worker", json.dumps(spec)]
     env = dict(os.environ)
     env.setdefault("PYTHONHASHSEED", "0")
-    proc = subprocess.run(
-        cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"worker failed ({spec}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

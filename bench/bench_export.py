@@ -96,9 +96,7 @@ def main(argv=None) -> None:
 
         xb = xgb.Booster(model_file=str(files["xgboost"]))
         xb.set_param({"nthread": args.threads})
-        t, s = best_of(
-            lambda: xb.inplace_predict(X, validate_features=False), args.repeats
-        )
+        t, s = best_of(lambda: xb.inplace_predict(X, validate_features=False), args.repeats)
         pred.append(("XGBoost (float32)", t, float(np.max(np.abs(s - ours)))))
     except ImportError:
         pass
@@ -108,9 +106,7 @@ def main(argv=None) -> None:
         so = ort.SessionOptions()
         so.intra_op_num_threads = args.threads
         so.inter_op_num_threads = 1
-        sess = ort.InferenceSession(
-            str(files["onnx"]), so, providers=["CPUExecutionProvider"]
-        )
+        sess = ort.InferenceSession(str(files["onnx"]), so, providers=["CPUExecutionProvider"])
         t, s = best_of(lambda: sess.run(None, {"features": X})[0], args.repeats)
         pred.append(("onnxruntime (float32)", t, float(np.max(np.abs(s - ours)))))
     except ImportError:
@@ -137,8 +133,7 @@ def main(argv=None) -> None:
     ]
     for name, t, diff in pred:
         lines.append(
-            f"| {name} | {t:.3f} | {args.docs / t:,.0f} | {ours_t / t:.2f}x | "
-            f"{diff:.1e} |"
+            f"| {name} | {t:.3f} | {args.docs / t:,.0f} | {ours_t / t:.2f}x | {diff:.1e} |"
         )
     text = "\n".join(lines) + "\n"
     print(text)

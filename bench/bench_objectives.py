@@ -46,14 +46,30 @@ OBJECTIVES = [
 def datasets():
     d = SHARED_DATA
     return [
-        ("MQ2008/Fold1", d / "MQ2008/Fold1/train.txt", d / "MQ2008/Fold1/vali.txt",
-         d / "MQ2008/Fold1/test.txt"),
-        ("lightgbm_example", d / "lightgbm_example/rank.train", None,
-         d / "lightgbm_example/rank.test"),
-        ("mslr_tiny", d / "mslr_tiny/search_tiny_train.txt", None,
-         d / "mslr_tiny/search_tiny_test.txt"),
-        ("trec_news", d / "trec_news/trec_news_2018.train", None,
-         d / "trec_news/trec_news_2018.test"),
+        (
+            "MQ2008/Fold1",
+            d / "MQ2008/Fold1/train.txt",
+            d / "MQ2008/Fold1/vali.txt",
+            d / "MQ2008/Fold1/test.txt",
+        ),
+        (
+            "lightgbm_example",
+            d / "lightgbm_example/rank.train",
+            None,
+            d / "lightgbm_example/rank.test",
+        ),
+        (
+            "mslr_tiny",
+            d / "mslr_tiny/search_tiny_train.txt",
+            None,
+            d / "mslr_tiny/search_tiny_test.txt",
+        ),
+        (
+            "trec_news",
+            d / "trec_news/trec_news_2018.train",
+            None,
+            d / "trec_news/trec_news_2018.test",
+        ),
     ]
 
 
@@ -78,9 +94,26 @@ def run_ltrboost(name, extra, train, valid, test, trees, tmp):
     if objective not in available_objectives():
         return None
     model = os.path.join(tmp, "m.json")
-    argv = ["train", str(train), "--objective", objective, "--n-estimators", str(trees),
-            "--learning-rate", "0.1", "--max-leaf-nodes", "31", "--min-samples-leaf", "10",
-            "--n-threads", "2", "--quiet", "--output", model, *extra]
+    argv = [
+        "train",
+        str(train),
+        "--objective",
+        objective,
+        "--n-estimators",
+        str(trees),
+        "--learning-rate",
+        "0.1",
+        "--max-leaf-nodes",
+        "31",
+        "--min-samples-leaf",
+        "10",
+        "--n-threads",
+        "2",
+        "--quiet",
+        "--output",
+        model,
+        *extra,
+    ]
     if valid is not None:
         argv += ["--valid", str(valid), "--early-stopping-rounds", "30"]
     t0 = time.perf_counter()
@@ -106,23 +139,32 @@ def run_xgboost(objective, train, test, trees):
     def runs(q):
         return np.cumsum(np.r_[0, q[1:] != q[:-1]])
 
-    params = {"tree_method": "hist", "grow_policy": "lossguide", "max_leaves": 31,
-              "max_depth": 0, "eta": 0.1, "min_child_weight": 0, "nthread": 2, "seed": 0}
+    params = {
+        "tree_method": "hist",
+        "grow_policy": "lossguide",
+        "max_leaves": 31,
+        "max_depth": 0,
+        "eta": 0.1,
+        "min_child_weight": 0,
+        "nthread": 2,
+        "seed": 0,
+    }
     t0 = time.perf_counter()
     if objective == "multi:softprob":
         n_class = int(tr.y.max()) + 1
         d = xgb.DMatrix(tr.X, tr.y)
-        booster = xgb.train(params | {"objective": objective, "num_class": n_class}, d,
-                            trees)
+        booster = xgb.train(params | {"objective": objective, "num_class": n_class}, d, trees)
         proba = booster.predict(xgb.DMatrix(te.X))
         scores = proba @ np.arange(n_class)
     else:
         # rank:map takes binary labels only (ltrboost's map lambdas binarise y >= 1)
         y = (tr.y >= 1).astype(np.float64) if objective == "rank:map" else tr.y
         d = xgb.DMatrix(tr.X, y, qid=runs(tr.qid))
-        extra = {"lambdarank_pair_method": "topk",
-                 "lambdarank_num_pair_per_sample": 30} if objective == "rank:map" else {
-            "lambdarank_pair_method": "mean", "lambdarank_num_pair_per_sample": 1}
+        extra = (
+            {"lambdarank_pair_method": "topk", "lambdarank_num_pair_per_sample": 30}
+            if objective == "rank:map"
+            else {"lambdarank_pair_method": "mean", "lambdarank_num_pair_per_sample": 1}
+        )
         if objective == "rank:pairwise":
             extra = {}
         booster = xgb.train(params | {"objective": objective} | extra, d, trees)
@@ -151,17 +193,26 @@ def main(argv=None) -> int:
                 if "error" in r:
                     rows.append([dname, oname, r["error"], *[""] * len(METRICS)])
                     continue
-                rows.append([dname, oname, *(f"{r[m]:.4f}" for m in METRICS),
-                             f"{r['seconds']:.1f}"])
+                rows.append(
+                    [dname, oname, *(f"{r[m]:.4f}" for m in METRICS), f"{r['seconds']:.1f}"]
+                )
                 print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
             for peer in ("rank:pairwise", "rank:map", "multi:softprob"):
                 r = run_xgboost(peer, train, test, args.trees)
-                rows.append([dname, f"XGBoost {peer}", *(f"{r[m]:.4f}" for m in METRICS),
-                             f"{r['seconds']:.1f}"])
+                rows.append(
+                    [
+                        dname,
+                        f"XGBoost {peer}",
+                        *(f"{r[m]:.4f}" for m in METRICS),
+                        f"{r['seconds']:.1f}",
+                    ]
+                )
                 print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     table = markdown_table(["data", "objective", *METRICS, "seconds"], rows)
-    text = (f"Machine: {machine_description()}\n\nCommand: `python -m "
-            f"bench.bench_objectives --trees {args.trees}`\n\n{table}\n")
+    text = (
+        f"Machine: {machine_description()}\n\nCommand: `python -m "
+        f"bench.bench_objectives --trees {args.trees}`\n\n{table}\n"
+    )
     print(text)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     with open(args.output, "w") as f:

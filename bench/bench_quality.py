@@ -209,8 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[str, str], dict] = {}
     if "ltrboost" in libs:  # fill the Numba cache first: compile time is not fit time
         first = datasets(args.datasets.split(","))[0]
-        run_worker("bench_quality", {"lib": "ltrboost", "train": first[2],
-                                     "valid": first[2], "test": first[2], "trees": 2})
+        run_worker(
+            "bench_quality",
+            {"lib": "ltrboost", "train": first[2], "valid": first[2], "test": first[2], "trees": 2},
+        )
     for name, tr, va, te in datasets(args.datasets.split(",")):
         for lib in libs:
             r = run_worker(

@@ -58,9 +58,7 @@ from bench._common import (
 )
 
 CACHE = REPO / "bench" / "results" / "cache"
-SETTINGS = dict(
-    leaves=31, learning_rate=0.1, max_bins=255, min_leaf=20, threads=2, truncation=30
-)
+SETTINGS = dict(leaves=31, learning_rate=0.1, max_bins=255, min_leaf=20, threads=2, truncation=30)
 
 
 def data_paths(n_samples: int, docs_per_query: int | None = None) -> dict[str, str]:
@@ -69,17 +67,12 @@ def data_paths(n_samples: int, docs_per_query: int | None = None) -> dict[str, s
 
     tag = f"n{n_samples}" + (f"_d{docs_per_query}" if docs_per_query else "")
     CACHE.mkdir(parents=True, exist_ok=True)
-    paths = {
-        k: str(CACHE / f"{tag}_{k}.npy")
-        for k in ("Xtr", "ytr", "qtr", "Xte", "yte", "qte")
-    }
+    paths = {k: str(CACHE / f"{tag}_{k}.npy") for k in ("Xtr", "ytr", "qtr", "Xte", "yte", "qte")}
     if all(os.path.exists(p) for p in paths.values()):
         return paths
     kw = {} if docs_per_query is None else {"docs_per_query": docs_per_query}
     Xtr, ytr, qtr = make_ranking_mslr_like(n_samples, random_state=0, **kw)
-    Xte, yte, qte = make_ranking_mslr_like(
-        max(n_samples // 5, 1000), random_state=1, **kw
-    )
+    Xte, yte, qte = make_ranking_mslr_like(max(n_samples // 5, 1000), random_state=1, **kw)
     for k, v in zip(paths, (Xtr, ytr, qtr, Xte, yte, qte), strict=True):
         np.save(paths[k], v)
     return paths
@@ -89,9 +82,7 @@ def worker(spec: dict) -> dict:
     lib = spec["lib"]
     s = SETTINGS
     d = {k: np.load(v) for k, v in spec["paths"].items()}
-    Xtr, ytr, qtr, Xte, yte, qte = (
-        d[k] for k in ("Xtr", "ytr", "qtr", "Xte", "yte", "qte")
-    )
+    Xtr, ytr, qtr, Xte, yte, qte = (d[k] for k in ("Xtr", "ytr", "qtr", "Xte", "yte", "qte"))
     n_trees = spec["trees"]
     out: dict = {}
     if lib == "ltrboost":
@@ -169,9 +160,7 @@ def worker(spec: dict) -> dict:
         import xgboost as xgb
 
         t0 = time.perf_counter()
-        dtrain = xgb.QuantileDMatrix(
-            Xtr, ytr, qid=qtr, max_bin=s["max_bins"], nthread=s["threads"]
-        )
+        dtrain = xgb.QuantileDMatrix(Xtr, ytr, qid=qtr, max_bin=s["max_bins"], nthread=s["threads"])
         out["construct_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         model = xgb.train(
@@ -209,9 +198,7 @@ def worker(spec: dict) -> dict:
     t0 = time.perf_counter()
     for _ in range(reps):
         predict(first)
-    out["predict_one_query_docs_per_s"] = (
-        reps * first.shape[0] / (time.perf_counter() - t0)
-    )
+    out["predict_one_query_docs_per_s"] = reps * first.shape[0] / (time.perf_counter() - t0)
     from ltrboost.metrics import evaluate
 
     offsets = np.r_[0, np.cumsum(q_sizes)]
@@ -285,9 +272,7 @@ def cold_worker(spec: dict) -> dict:
         from ltrboost.datasets import make_ranking_mslr_like
 
         X, y, q = make_ranking_mslr_like(spec["n"], random_state=0)
-        params = dict(
-            objective="lambdamart", n_estimators=2, n_threads=2, truncation_level=30
-        )
+        params = dict(objective="lambdamart", n_estimators=2, n_threads=2, truncation_level=30)
         for key in ("fit", "fit_repeat"):
             t = time.perf_counter()
             ds = ltrboost.make_dataset(X, y, qid=q)
@@ -362,17 +347,11 @@ def measure_cold_start(repeats: int = 7, n_large: int = 100_000) -> dict:
     res: dict = {}
     env0 = dict(os.environ)
     src = str(REPO / "src")
-    env0["PYTHONPATH"] = os.pathsep.join(
-        p for p in (src, str(REPO), env0.get("PYTHONPATH")) if p
-    )
+    env0["PYTHONPATH"] = os.pathsep.join(p for p in (src, str(REPO), env0.get("PYTHONPATH")) if p)
     py = sys.executable
     res["import_numpy_s"] = _median_wall([py, "-c", "import numpy"], repeats, env0)
-    res["import_s"] = _median_wall(
-        [py, "-c", "import numpy, ltrboost"], repeats, env0
-    )
-    res["import_engine_s"] = _median_wall(
-        [py, "-c", "from ltrboost import train"], repeats, env0
-    )
+    res["import_s"] = _median_wall([py, "-c", "import numpy, ltrboost"], repeats, env0)
+    res["import_engine_s"] = _median_wall([py, "-c", "from ltrboost import train"], repeats, env0)
     res["help_s"] = _median_wall([py, "-m", "ltrboost", "--help"], repeats, env0)
     with tempfile.TemporaryDirectory() as tmp:
         work = os.path.join(tmp, "work")
@@ -438,8 +417,7 @@ def cold_start_lines(cs: dict) -> list[str]:
         rows.append(
             [
                 f"{name}: Numba compile events, CPU s / wall s (kernels)",
-                f"{first['compile_cpu']:.2f} / {first['compile_wall']:.2f} "
-                f"({first['n_compiled']})",
+                f"{first['compile_cpu']:.2f} / {first['compile_wall']:.2f} ({first['n_compiled']})",
                 "",
                 f"{second['compile_cpu']:.2f} / {second['compile_wall']:.2f} "
                 f"({second['n_compiled']})",
@@ -451,8 +429,7 @@ def cold_start_lines(cs: dict) -> list[str]:
         fn, spec = cs[label + "_cache"]
         rows.append(
             [
-                f"{name}: whole process ({fn} functions, "
-                f"{spec} specialisations cached)",
+                f"{name}: whole process ({fn} functions, {spec} specialisations cached)",
                 f"{first['wall']:.2f}",
                 "",
                 f"{second['wall']:.2f}",
@@ -531,8 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--jit-only",
         action="store_true",
-        help="only measure compilation: tiny data and 100k documents, first vs "
-        "second process",
+        help="only measure compilation: tiny data and 100k documents, first vs second process",
     )
     ap.add_argument(
         "--cold-start",
@@ -567,9 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     jit = measure_jit()
     print(f"JIT: {jit}", file=sys.stderr)
     cold = cold_start_lines(measure_cold_start())
-    results = run_grid(
-        sizes, libs, args.trees, args.repeats, single_above=args.single_run_above
-    )
+    results = run_grid(sizes, libs, args.trees, args.repeats, single_above=args.single_run_above)
     rows = []
     fields = [
         ("construct_s", "construct/bin s", False),
@@ -589,20 +563,14 @@ def main(argv: list[str] | None = None) -> int:
                         row.append(ratio(vals["ltrboost"], vals[other]))
             rows.append(row)
     header = ["docs", "measure", *libs] + [
-        f"ltrboost/{o}"
-        for o in ("lightgbm", "xgboost")
-        if o in libs and "ltrboost" in libs
+        f"ltrboost/{o}" for o in ("lightgbm", "xgboost") if o in libs and "ltrboost" in libs
     ]
     lines = [
         f"Machine: {machine_description()}",
         "",
         f"Command: `python -m bench.bench_speed --sizes {args.sizes} --trees {args.trees} "
         f"--repeats {args.repeats}"
-        + (
-            f" --single-run-above {args.single_run_above}"
-            if args.single_run_above
-            else ""
-        )
+        + (f" --single-run-above {args.single_run_above}" if args.single_run_above else "")
         + f"{' --scaling' if args.scaling else ''}`",
         "",
         f"ltrboost JIT compilation: {jit['first_process_s']:.1f} s in a first process "
@@ -650,9 +618,7 @@ def _plot(sizes, per_q, libs, results, sc, folder: Path) -> None:
         return
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for lib in libs:
-        axes[0].plot(
-            sizes, [results[(n, lib)]["per_tree_ms"] for n in sizes], "o-", label=lib
-        )
+        axes[0].plot(sizes, [results[(n, lib)]["per_tree_ms"] for n in sizes], "o-", label=lib)
         axes[1].plot(per_q, [sc[(d, lib)] for d in per_q], "o-", label=lib)
     axes[0].set(
         xscale="log",

@@ -240,9 +240,7 @@ def _random_ranking(
     if relevant_fraction is None:
         y = rng.integers(0, n_grades, n).astype(np.float64)
     else:
-        y = (rng.random(n) < relevant_fraction) * rng.integers(1, n_grades, n).astype(
-            np.float64
-        )
+        y = (rng.random(n) < relevant_fraction) * rng.integers(1, n_grades, n).astype(np.float64)
     y[query_offsets[0] : query_offsets[1]] = 2.0  # all labels equal
     y[query_offsets[1] : query_offsets[2]] = 0.0  # nothing relevant
     if score_levels is None:
@@ -264,4 +262,3 @@ def random_ranking() -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
     from that many values (many ties); ``None`` draws normal scores.
     """
     return _random_ranking
-

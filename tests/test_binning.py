@@ -156,9 +156,7 @@ def test_more_distinct_values_than_bins_uses_quantiles():
     # quantile bins of continuous data hold about 10% each
     assert counts.min() > 0.08 * 20000
     assert counts.max() < 0.12 * 20000
-    np.testing.assert_allclose(
-        thr, np.quantile(X[:, 0], np.arange(1, 10) / 10), atol=0.05
-    )
+    np.testing.assert_allclose(thr, np.quantile(X[:, 0], np.arange(1, 10) / 10), atol=0.05)
 
 
 @pytest.mark.parametrize(
@@ -196,9 +194,7 @@ def test_extreme_and_adjacent_values_stay_in_separate_bins(values):
     kernel = _kernel_bins(X, binner)
     np.testing.assert_array_equal(kernel, _reference_bins(X, binner))
     # one bin per distinct value, in order
-    np.testing.assert_array_equal(
-        kernel[: values.shape[0], 0], np.arange(values.shape[0])
-    )
+    np.testing.assert_array_equal(kernel[: values.shape[0], 0], np.arange(values.shape[0]))
     _assert_threshold_equivalence(X, kernel, binner)
 
 

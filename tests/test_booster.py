@@ -87,9 +87,7 @@ def test_every_objective_improves_validation_ndcg(objective: str, split_data) ->
 
 @pytest.mark.parametrize("growth", GROWTH_POLICIES)
 @pytest.mark.parametrize("criterion", CRITERIA)
-def test_lambdamart_every_criterion_and_growth(
-    criterion: str, growth: str, split_data
-) -> None:
+def test_lambdamart_every_criterion_and_growth(criterion: str, growth: str, split_data) -> None:
     train_set, valid_set = split_data
     booster = train(
         dict(
@@ -136,9 +134,7 @@ def _round_trip(booster: Booster, tmp_path) -> Booster:
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
-def test_save_load_predicts_bit_identically(
-    objective: str, split_data, tmp_path
-) -> None:
+def test_save_load_predicts_bit_identically(objective: str, split_data, tmp_path) -> None:
     train_set, valid_set = split_data
     booster = train(
         dict(FAST, n_estimators=6, objective=objective, early_stopping_rounds=50),
@@ -180,9 +176,7 @@ def test_missing_values_predict_identically_after_load(tmp_path) -> None:
     loaded = _round_trip(booster, tmp_path)
     assert booster.predict(X).tobytes() == loaded.predict(X).tobytes()
     X_all_missing = np.full((4, X.shape[1]), np.nan)
-    assert booster.predict(X_all_missing).tobytes() == (
-        loaded.predict(X_all_missing).tobytes()
-    )
+    assert booster.predict(X_all_missing).tobytes() == (loaded.predict(X_all_missing).tobytes())
 
 
 def test_averaged_update_rule_round_trip(split_data, tmp_path) -> None:
@@ -269,9 +263,7 @@ INVALID_PARAMS = [
 
 
 @pytest.mark.parametrize(("name", "value"), INVALID_PARAMS)
-def test_invalid_param_raises_value_error_naming_it(
-    name: str, value, split_data
-) -> None:
+def test_invalid_param_raises_value_error_naming_it(name: str, value, split_data) -> None:
     train_set, _ = split_data
     with pytest.raises(ValueError, match=name):
         train({"n_estimators": 2, name: value}, train_set)
@@ -316,9 +308,7 @@ def test_params_dataclass_defaults_validate() -> None:
 
 def test_unlabelled_or_empty_training_set(split_data) -> None:
     train_set, _ = split_data
-    unlabelled = make_dataset(
-        train_set.X, None, group=train_set.query_sizes, require_labels=False
-    )
+    unlabelled = make_dataset(train_set.X, None, group=train_set.query_sizes, require_labels=False)
     with pytest.raises(ValueError, match="labels"):
         train({"n_estimators": 2}, unlabelled)
     with pytest.raises(ValueError, match="validation set"):
@@ -337,9 +327,7 @@ def test_predict_errors(split_data) -> None:
         booster.predict(valid_set.X, iteration=-1)
     # iteration 0: the initial score only
     raw0 = booster.predict_raw(valid_set.X, iteration=0)
-    np.testing.assert_array_equal(
-        raw0, np.broadcast_to(booster.init_score[:, None], raw0.shape)
-    )
+    np.testing.assert_array_equal(raw0, np.broadcast_to(booster.init_score[:, None], raw0.shape))
 
 
 def test_incremental_validation_scores_match_prediction(split_data) -> None:
@@ -356,9 +344,7 @@ def test_incremental_validation_scores_match_prediction(split_data) -> None:
         scores = booster.predict(valid_set.X, iteration=it)
         for m in ("ndcg@10", "map"):
             value = get_metric(m)(scores, valid_set.y, valid_set.query_offsets)
-            assert booster.evals_result["v"][m][it - 1] == pytest.approx(
-                value, abs=1e-12
-            )
+            assert booster.evals_result["v"][m][it - 1] == pytest.approx(value, abs=1e-12)
 
 
 def test_early_stopping(split_data) -> None:

@@ -219,9 +219,7 @@ def _sample_value(annotation: str) -> tuple[str, object]:
 
 def test_every_booster_param_is_a_kebab_case_flag(capsys) -> None:
     parser = _train_parser()
-    option_dest = {
-        opt: action.dest for action in parser._actions for opt in action.option_strings
-    }
+    option_dest = {opt: action.dest for action in parser._actions for opt in action.option_strings}
     with pytest.raises(SystemExit) as exc:
         main(["train", "--help"])
     assert exc.value.code == 0
@@ -268,9 +266,7 @@ def test_checkpoint_every_2_leaves_a_valid_model(
     def recording_save(booster, path, **kw) -> None:
         original(booster, path, **kw)
         # valid after every write, and identical to a fresh serialization
-        assert Path(path).read_text() == "".join(
-            model_json.model_json_chunks(booster)
-        )
+        assert Path(path).read_text() == "".join(model_json.model_json_chunks(booster))
         saved.append((Path(path).name, load_model(path).n_iterations))
 
     monkeypatch.setattr(model_json, "save_model", recording_save)
@@ -344,12 +340,7 @@ def test_predict_one_score_per_data_line_in_input_order(
     rng = np.random.default_rng(0)
     shuffled = [lines[i] for i in rng.permutation(len(lines))]  # qids interleaved
     # comments and blank lines are not data lines
-    text = (
-        "# a comment line\n"
-        + "\n".join(shuffled[:5])
-        + "\n\n"
-        + "\n".join(shuffled[5:])
-    )
+    text = "# a comment line\n" + "\n".join(shuffled[:5]) + "\n\n" + "\n".join(shuffled[5:])
     data_file = tmp_path / "shuffled.txt"
     data_file.write_text(text + "\n")
     expected = load_model(model_path).predict(load_svmlight(data_file).X)
@@ -399,9 +390,7 @@ def test_predict_does_not_need_qid_nor_all_features(
 def test_eval_table_and_json(data_dir: Path, model_path: Path, capsys) -> None:
     test_file = str(data_dir / "test.txt")
     vali_file = str(data_dir / "vali.txt")
-    rc, out, _ = run(
-        ["eval", model_path, test_file, vali_file, "--metric", "ndcg@10,map"], capsys
-    )
+    rc, out, _ = run(["eval", model_path, test_file, vali_file, "--metric", "ndcg@10,map"], capsys)
     assert rc == 0
     table = out.strip().splitlines()
     assert len(table) == 3
@@ -423,18 +412,14 @@ def test_eval_table_and_json(data_dir: Path, model_path: Path, capsys) -> None:
 
     ds = make_dataset(data.X, data.y, qid=data.qid)
     scores = load_model(model_path).predict(ds.X)
-    expected = evaluate(
-        scores, ds.y, ds.query_offsets, metrics=["ndcg@10", "err@5", "mrr"]
-    )
+    expected = evaluate(scores, ds.y, ds.query_offsets, metrics=["ndcg@10", "err@5", "mrr"])
     for m in ("ndcg@10", "err@5", "mrr"):
         assert row[m] == pytest.approx(expected[m], rel=1e-12)
         assert 0.0 <= row[m] <= 1.0
     assert row["n_queries"] == ds.n_queries
     # the table shows the same numbers, rounded
     rc, out, _ = run(["eval", model_path, test_file, "--metric", "ndcg@10"], capsys)
-    assert float(out.splitlines()[1].split()[1]) == pytest.approx(
-        row["ndcg@10"], abs=5e-5
-    )
+    assert float(out.splitlines()[1].split()[1]) == pytest.approx(row["ndcg@10"], abs=5e-5)
 
 
 # ---------------------------------------------------------------------- bad input
@@ -491,9 +476,7 @@ def test_train_nonexistent_file(in_tmp: Path, capsys) -> None:
 
 def test_train_bad_validation_file(data_dir: Path, in_tmp: Path, capsys) -> None:
     Path("vali.txt").write_text("1 qid:1 1:0.5\n0 qid:1 1:oops\n")
-    rc, _, err = run(
-        ["train", data_dir / "train.txt", "--valid", "vali.txt", "-q"], capsys
-    )
+    rc, _, err = run(["train", data_dir / "train.txt", "--valid", "vali.txt", "-q"], capsys)
     assert_one_line_error(rc, err, "vali.txt:2:")
 
 
@@ -534,9 +517,7 @@ def test_train_bad_parameter_quiet(
     assert not Path("model.json").exists()
 
 
-@pytest.mark.parametrize(
-    ("flag", "value"), [("--objective", "nope"), ("--pair-method", "bogus")]
-)
+@pytest.mark.parametrize(("flag", "value"), [("--objective", "nope"), ("--pair-method", "bogus")])
 def test_train_bad_parameter_with_progress_bar(
     flag: str, value: str, data_dir: Path, in_tmp: Path, capsys
 ) -> None:
@@ -612,9 +593,7 @@ def test_corrupt_model_file(
 
 def test_corrupt_model_given_to_resume(data_dir: Path, in_tmp: Path, capsys) -> None:
     Path("bad.json").write_text("{")
-    rc, _, err = run(
-        ["train", data_dir / "train.txt", "-q", "--resume", "bad.json"], capsys
-    )
+    rc, _, err = run(["train", data_dir / "train.txt", "-q", "--resume", "bad.json"], capsys)
     assert_one_line_error(rc, err, "bad.json")
 
 
@@ -628,9 +607,7 @@ def test_model_with_inconsistent_tree(
     assert_one_line_error(rc, err, "cycle.json", "tree 0")
 
 
-def test_nonexistent_model_and_data(
-    model_path: Path, data_dir: Path, in_tmp: Path, capsys
-) -> None:
+def test_nonexistent_model_and_data(model_path: Path, data_dir: Path, in_tmp: Path, capsys) -> None:
     rc, _, err = run(["predict", "missing.json", data_dir / "test.txt"], capsys)
     assert_one_line_error(rc, err, "missing.json")
     rc, _, err = run(["predict", model_path, "missing.txt"], capsys)
@@ -639,12 +616,8 @@ def test_nonexistent_model_and_data(
     assert_one_line_error(rc, err, "missing.txt")
 
 
-def test_predict_iteration_out_of_range(
-    model_path: Path, data_dir: Path, capsys
-) -> None:
-    rc, out, err = run(
-        ["predict", model_path, data_dir / "test.txt", "--iteration", "999"], capsys
-    )
+def test_predict_iteration_out_of_range(model_path: Path, data_dir: Path, capsys) -> None:
+    rc, out, err = run(["predict", model_path, data_dir / "test.txt", "--iteration", "999"], capsys)
     assert_one_line_error(rc, err, "iteration=999")
     assert out == ""
 
@@ -659,9 +632,7 @@ def test_resume_with_another_objective(
 
 
 def test_eval_bad_metric(model_path: Path, data_dir: Path, capsys) -> None:
-    rc, _, err = run(
-        ["eval", model_path, data_dir / "test.txt", "--metric", "ndgc@10"], capsys
-    )
+    rc, _, err = run(["eval", model_path, data_dir / "test.txt", "--metric", "ndgc@10"], capsys)
     assert_one_line_error(rc, err, "ndgc@10")
 
 

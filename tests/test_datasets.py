@@ -166,9 +166,7 @@ def test_feature_kinds():
 
 def test_mixed_kinds_have_each_kind():
     X, _, qid = make_ranking(50, 20, 20, random_state=0)
-    query_level = [
-        j for j in range(20) if all(np.ptp(X[qid == q, j]) == 0 for q in range(50))
-    ]
+    query_level = [j for j in range(20) if all(np.ptp(X[qid == q, j]) == 0 for q in range(50))]
     integer = [j for j in range(20) if np.all(X[:, j] == np.floor(X[:, j]))]
     assert len(query_level) == 2
     assert len(integer) >= 6 + 1  # 30% counts (+ integer query-level columns)

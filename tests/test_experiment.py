@@ -19,8 +19,9 @@ def _folds(tmp_path, n_folds=2):
         d = root / f"Fold{k}"
         d.mkdir(parents=True)
         for name, seed in (("train.txt", k), ("vali.txt", 10 + k), ("test.txt", 20 + k)):
-            X, y, q = make_ranking(n_queries=12, docs_per_query=10, n_features=6,
-                                   max_label=2, random_state=seed)
+            X, y, q = make_ranking(
+                n_queries=12, docs_per_query=10, n_features=6, max_label=2, random_state=seed
+            )
             dump_svmlight(d / name, X, y, q)
     return root
 
@@ -36,8 +37,14 @@ def test_find_folds_requires_the_three_files(tmp_path):
 def test_experiment_report_and_resume(tmp_path):
     root = _folds(tmp_path)
     out = tmp_path / "report"
-    kw = dict(leaves=(4,), learning_rates=(0.1,), max_trees=4, min_samples_leaf=2,
-              n_threads=1, progress=False)
+    kw = dict(
+        leaves=(4,),
+        learning_rates=(0.1,),
+        max_trees=4,
+        min_samples_leaf=2,
+        n_threads=1,
+        progress=False,
+    )
     summary = run_experiment(str(root), str(out), **kw)
     assert summary["n_cells"] == 2 * 4  # systems x metrics
     cells = sorted(os.listdir(out / "cells"))
@@ -63,8 +70,24 @@ def test_experiment_report_and_resume(tmp_path):
 
 def test_experiment_cli(tmp_path, capsys):
     root = _folds(tmp_path, 1)
-    rc = main(["experiment", str(root), "-o", str(tmp_path / "r"), "--max-trees", "3",
-               "--leaves", "4", "--learning-rates", "0.1", "--systems", "lambdamart",
-               "--min-samples-leaf", "2", "--quiet"])
+    rc = main(
+        [
+            "experiment",
+            str(root),
+            "-o",
+            str(tmp_path / "r"),
+            "--max-trees",
+            "3",
+            "--leaves",
+            "4",
+            "--learning-rates",
+            "0.1",
+            "--systems",
+            "lambdamart",
+            "--min-samples-leaf",
+            "2",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     assert "lambdamart" in capsys.readouterr().out

@@ -50,11 +50,7 @@ def _data(seed, n=600, n_features=4, max_bins=15, nan_frac=0.1):
     X[rng.random(X.shape) < nan_frac] = np.nan
     binner = BinMapper(max_bins=max_bins).fit(X)
     X_binned = binner.transform(X)
-    y = (
-        (X[:, 0] > 0.3).astype(float) * 2
-        + np.nan_to_num(X[:, 2])
-        + rng.normal(size=n) * 0.5
-    )
+    y = (X[:, 0] > 0.3).astype(float) * 2 + np.nan_to_num(X[:, 2]) + rng.normal(size=n) * 0.5
     return rng, X, y, binner, X_binned
 
 
@@ -221,9 +217,7 @@ def _two_leaf_gain_reference(gl, a, gr, b, cross, G, parent_h, l2):
     return _side_score(gl, a, l2) + _side_score(gr, b, l2) - parent
 
 
-def _assert_tree_invariants(
-    grown, X_binned, binner, g, h, params, rows=None, pairs=None
-):
+def _assert_tree_invariants(grown, X_binned, binner, g, h, params, rows=None, pairs=None):
     nodes = grown.nodes
     missing_bin = binner.missing_bin_
     n_all = X_binned.shape[0]
@@ -273,9 +267,7 @@ def _assert_tree_invariants(
             assert nd["count"] >= params.min_samples_leaf or k == 0
             assert nd["left"] == nd["right"] == nd["feature_idx"] == -1
             start, stop = next((s, e) for s, e, kk in grown.leaf_ranges if kk == k)
-            np.testing.assert_array_equal(
-                np.sort(grown.partition[start:stop]), np.sort(node_rows)
-            )
+            np.testing.assert_array_equal(np.sort(grown.partition[start:stop]), np.sort(node_rows))
         else:
             left, right = nodes[nd["left"]], nodes[nd["right"]]
             assert k < nd["left"] < nd["right"]  # pre-order numbering
@@ -333,9 +325,7 @@ def test_tree_invariants(seed, kw):
     grown = grower.grow(g, h)
     _assert_tree_invariants(grown, X_binned, binner, g, h, grower.params)
     # the best split of every internal node is what brute force finds for its rows
-    member = _node_members(
-        grown.nodes, X_binned, binner.missing_bin_, np.arange(y.shape[0])
-    )
+    member = _node_members(grown.nodes, X_binned, binner.missing_bin_, np.arange(y.shape[0]))
     for k in np.flatnonzero(grown.nodes["is_leaf"] == 0):
         rows = np.flatnonzero(member[k])
         gain, f, b, _ = _brute_split(X_binned, rows, g, h, binner, grower.params)
@@ -363,9 +353,7 @@ def test_first_split_matches_brute_force(seed):
     for kw in (dict(), dict(min_samples_leaf=100), dict(l2_regularization=10.0)):
         grower = _grower(binner, X_binned, max_leaf_nodes=2, **kw)
         root = grower.grow(g, h).nodes[0]
-        gain, f, b, ml = _brute_split(
-            X_binned, np.arange(y.shape[0]), g, h, binner, grower.params
-        )
+        gain, f, b, ml = _brute_split(X_binned, np.arange(y.shape[0]), g, h, binner, grower.params)
         assert (root["feature_idx"], root["bin_threshold"]) == (f, b)
         assert root["gain"] == pytest.approx(gain, rel=1e-9)
         if (X_binned[:, f] == binner.missing_bin_).any():
@@ -384,9 +372,7 @@ def test_bag_and_feature_subset(seed):
     inner = grown.nodes[grown.nodes["is_leaf"] == 0]
     assert set(inner["feature_idx"].tolist()) <= {1, 3}
     # the root split is the brute-force best over the bag and the selected features
-    _, f, b, _ = _brute_split(
-        X_binned, bag, g, h, binner, grower.params, features=feats
-    )
+    _, f, b, _ = _brute_split(X_binned, bag, g, h, binner, grower.params, features=feats)
     assert (grown.nodes[0]["feature_idx"], grown.nodes[0]["bin_threshold"]) == (f, b)
     # a reused grower (pooled histogram buffers) then grows the full tree unaffected
     full_again = grower.grow(g, h).nodes
@@ -506,17 +492,13 @@ def test_growth_policies_give_different_shapes_under_a_leaf_limit():
     g, h = _ls_grad_hess(np.zeros(y.shape[0]), y + rng.normal(size=y.shape[0]))
     depths = {}
     for growth in ("best_first", "breadth_first", "depth_first"):
-        nodes = (
-            _grower(binner, X_binned, max_leaf_nodes=4, growth=growth).grow(g, h).nodes
-        )
+        nodes = _grower(binner, X_binned, max_leaf_nodes=4, growth=growth).grow(g, h).nodes
         depths[growth] = sorted(nodes["depth"][nodes["is_leaf"] == 1].tolist())
     assert depths["breadth_first"] == [2, 2, 2, 2]  # root, then both children
     assert depths["depth_first"] == [1, 2, 3, 3]  # root, left, left-left
     # with no binding leaf limit the policies grow the same tree
     trees = [
-        _grower(binner, X_binned, max_leaf_nodes=10_000, max_depth=3, growth=gr)
-        .grow(g, h)
-        .nodes
+        _grower(binner, X_binned, max_leaf_nodes=10_000, max_depth=3, growth=gr).grow(g, h).nodes
         for gr in ("best_first", "breadth_first", "depth_first")
     ]
     np.testing.assert_array_equal(trees[0], trees[1])
@@ -563,9 +545,7 @@ def test_theorem1_pointwise_newton_equals_ole(seed):
     rng, _, y, binner, X_binned = _data(seed)
     g, h = _logistic_grad_hess(rng.normal(size=y.shape[0]) * 2, (y > 1).astype(float))
     assert np.ptp(h) > 0.05  # non-constant hessians
-    newton = _grower(
-        binner, X_binned, split_criterion="newton", max_leaf_nodes=16
-    ).grow(g, h)
+    newton = _grower(binner, X_binned, split_criterion="newton", max_leaf_nodes=16).grow(g, h)
     ole = _grower(binner, X_binned, split_criterion="ole", max_leaf_nodes=16)
     _compare_structure(newton.nodes, ole.grow(g, h).nodes)
     # pairs that carry no second-order mass run the OLE code path and change nothing
@@ -584,19 +564,9 @@ def test_se_differs_from_newton_for_non_constant_hessians():
     differ = 0
     for seed in range(4):
         rng, _, y, binner, X_binned = _data(seed)
-        g, h = _logistic_grad_hess(
-            rng.normal(size=y.shape[0]) * 3, (y > 1).astype(float)
-        )
-        a = (
-            _grower(binner, X_binned, split_criterion="se", max_leaf_nodes=16)
-            .grow(g, h)
-            .nodes
-        )
-        b = (
-            _grower(binner, X_binned, split_criterion="newton", max_leaf_nodes=16)
-            .grow(g, h)
-            .nodes
-        )
+        g, h = _logistic_grad_hess(rng.normal(size=y.shape[0]) * 3, (y > 1).astype(float))
+        a = _grower(binner, X_binned, split_criterion="se", max_leaf_nodes=16).grow(g, h).nodes
+        b = _grower(binner, X_binned, split_criterion="newton", max_leaf_nodes=16).grow(g, h).nodes
         differ += (
             a.shape != b.shape
             or not np.array_equal(a["feature_idx"], b["feature_idx"])
@@ -633,17 +603,13 @@ def test_theorem2_boosted_models_identical():
         assert len(models[c].trees) == 6
         for ta, tb in zip(models["newton"].trees, models[c].trees, strict=True):
             _compare_structure(ta, tb, with_gain=(c == "ole"))
-        np.testing.assert_array_equal(
-            models["newton"].predict_raw(X), models[c].predict_raw(X)
-        )
+        np.testing.assert_array_equal(models["newton"].predict_raw(X), models[c].predict_raw(X))
 
 
 # ====================================================================== OLE with pairs
 
 
-def _pair_hist_reference(
-    X_binned, doc_i, doc_j, rho, pair_idx, features, missing_bin, n_bins
-):
+def _pair_hist_reference(X_binned, doc_i, doc_j, rho, pair_idx, features, missing_bin, n_bins):
     out = np.zeros((X_binned.shape[1], n_bins, 3))
     p = np.asarray(pair_idx)
     for f in features:
@@ -653,9 +619,7 @@ def _pair_hist_reference(
         out[f, :, 0] = np.bincount(hi, weights=rho[p], minlength=n_bins)
         out[f, :, 1] = np.bincount(lo, weights=rho[p], minlength=n_bins)
         one_missing = (hi == missing_bin) & (lo != missing_bin)
-        out[f, :, 2] = np.bincount(
-            lo[one_missing], weights=rho[p][one_missing], minlength=n_bins
-        )
+        out[f, :, 2] = np.bincount(lo[one_missing], weights=rho[p][one_missing], minlength=n_bins)
     return out
 
 
@@ -680,15 +644,11 @@ def test_pair_histogram_matches_reference(seed):
     dj = np.concatenate([dj, [1, 3, 5]]).astype(np.int32)
     rho = np.concatenate([rho, [0.5, 0.25, 0.125]])
     pair_idx = rng.choice(di.shape[0], 500, replace=False).astype(np.int64)
-    pair_idx = np.concatenate(
-        [pair_idx, [di.shape[0] - 3, di.shape[0] - 2, di.shape[0] - 1]]
-    )
+    pair_idx = np.concatenate([pair_idx, [di.shape[0] - 3, di.shape[0] - 2, di.shape[0] - 1]])
     feats = np.array([0, 2, 3], dtype=np.int32)
     out = np.full((4, missing_bin + 1, 3), np.nan)
     _build_pair_histogram(X_binned, di, dj, rho, pair_idx, feats, missing_bin, out)
-    ref = _pair_hist_reference(
-        X_binned, di, dj, rho, pair_idx, feats, missing_bin, missing_bin + 1
-    )
+    ref = _pair_hist_reference(X_binned, di, dj, rho, pair_idx, feats, missing_bin, missing_bin + 1)
     np.testing.assert_allclose(out[feats], ref[feats], rtol=1e-12, atol=1e-15)
     assert np.isnan(out[1]).all()  # unselected feature untouched
     # totals: every pair lands once in P_max and once in P_min
@@ -696,9 +656,7 @@ def test_pair_histogram_matches_reference(seed):
         assert out[f, :, 0].sum() == pytest.approx(rho[pair_idx].sum())
         assert out[f, :, 1].sum() == pytest.approx(rho[pair_idx].sum())
     # an empty pair set zeroes the selected features
-    _build_pair_histogram(
-        X_binned, di, dj, rho, np.zeros(0, np.int64), feats, missing_bin, out
-    )
+    _build_pair_histogram(X_binned, di, dj, rho, np.zeros(0, np.int64), feats, missing_bin, out)
     assert not out[feats].any()
 
 
@@ -813,9 +771,7 @@ def test_ole_node_split_matches_brute_force(seed, kw):
     l2 = params.l2_regularization
     for side, value in ((left, info.value_left), (~left, info.value_right)):
         H_c = h[side].sum(dtype=np.float64) - 2 * rho[side[di] & side[dj]].sum()
-        assert value == pytest.approx(
-            -g[side].sum(dtype=np.float64) / (H_c + l2), rel=1e-7
-        )
+        assert value == pytest.approx(-g[side].sum(dtype=np.float64) / (H_c + l2), rel=1e-7)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -855,9 +811,7 @@ def test_ole_grown_tree_against_brute_force(seed, kw):
         assert nodes[k]["gain"] == pytest.approx(gain, rel=1e-7, abs=1e-9)
         assert (nodes[k]["feature_idx"], nodes[k]["bin_threshold"]) == (f, b)
     # and OLE really is different from Newton here
-    newton = _grower(
-        binner, X_binned, split_criterion="newton", max_leaf_nodes=10, **kw
-    ).grow(g, h)
+    newton = _grower(binner, X_binned, split_criterion="newton", max_leaf_nodes=10, **kw).grow(g, h)
     assert not np.array_equal(newton.nodes["value"], nodes["value"])
 
 
@@ -954,11 +908,7 @@ def test_ole_tree_after_a_root_split_that_separates_every_pair_equals_newton():
         rng.choice(b, 300).astype(np.int32),
         rng.uniform(0.01, 0.2, 300),
     )
-    newton = (
-        _grower(binner, X_binned, split_criterion="newton", max_leaf_nodes=12)
-        .grow(g, h)
-        .nodes
-    )
+    newton = _grower(binner, X_binned, split_criterion="newton", max_leaf_nodes=12).grow(g, h).nodes
     ole = (
         _grower(binner, X_binned, split_criterion="ole", max_leaf_nodes=12)
         .grow(g, h, pairs=pairs)

@@ -71,9 +71,7 @@ def _kernel_brute(X_binned, rows, g, h, n_bins, features=None):
     oh = np.full(rows.shape[0] + 5, np.nan, dtype=np.float32)
     out = np.full((X_binned.shape[1], n_bins, N_HIST_STATS), np.nan)
     X_rows = np.ascontiguousarray(X_binned) if _LAYOUT == "rows" else None
-    og_used, oh_used = build_histogram(
-        X_binned, rows, g, h, features, og, oh, out, X_rows=X_rows
-    )
+    og_used, oh_used = build_histogram(X_binned, rows, g, h, features, og, oh, out, X_rows=X_rows)
     np.testing.assert_array_equal(og_used, g[rows])
     np.testing.assert_array_equal(oh_used, h[rows])
     return out
@@ -96,9 +94,7 @@ def _random_problem(seed, n_samples=2000, n_features=5, n_bins=17):
 
 
 def _hand_case():
-    X_binned = np.asfortranarray(
-        np.array([[0, 2], [1, 2], [0, 0], [2, 1], [0, 2]], dtype=np.uint8)
-    )
+    X_binned = np.asfortranarray(np.array([[0, 2], [1, 2], [0, 0], [2, 1], [0, 2]], dtype=np.uint8))
     g = np.array([1.0, -2.0, 0.5, 3.0, -1.0], dtype=np.float32)
     h = np.array([1.0, 2.0, 0.5, 1.5, 3.0], dtype=np.float32)
     rows = np.array([0, 1, 4], dtype=np.int32)
@@ -148,9 +144,7 @@ def test_hand_case_root(impl):
 def test_root_matches_reference(seed):
     _, X_binned, g, h = _random_problem(seed)
     n_bins = 17
-    ref = _build_histogram_reference(
-        X_binned, np.arange(X_binned.shape[0]), g, h, n_bins
-    )
+    ref = _build_histogram_reference(X_binned, np.arange(X_binned.shape[0]), g, h, n_bins)
     got = _kernel_root(X_binned, g, h, n_bins)
     # same float64 additions in the same row order -> exact
     np.testing.assert_array_equal(got, ref)
@@ -245,9 +239,7 @@ def test_sum_over_bins_equals_node_totals(seed):
     G = np.sum(g[rows], dtype=np.float64)
     H = np.sum(h[rows], dtype=np.float64)
     for f in range(X_binned.shape[1]):
-        np.testing.assert_allclose(
-            hist[f, :, HIST_GRAD].sum(), G, rtol=1e-10, atol=1e-10
-        )
+        np.testing.assert_allclose(hist[f, :, HIST_GRAD].sum(), G, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(hist[f, :, HIST_HESS].sum(), H, rtol=1e-10)
         assert hist[f, :, HIST_COUNT].sum() == rows.shape[0]
 
@@ -270,9 +262,7 @@ def test_selected_features_only(seed):
         assert np.isnan(brute[others]).all()  # untouched
 
     root = _kernel_root(X_binned, g, h, n_bins, feats)
-    ref_root = _build_histogram_reference(
-        X_binned, np.arange(X_binned.shape[0]), g, h, n_bins
-    )
+    ref_root = _build_histogram_reference(X_binned, np.arange(X_binned.shape[0]), g, h, n_bins)
     np.testing.assert_array_equal(root[feats], ref_root[feats])
     assert np.isnan(root[others]).all()
 
@@ -328,9 +318,7 @@ def test_row_major_equals_column_major(n_node, n_features):
     og_, oh_ = og[:n_node], oh[:n_node]
     for block in (1, 2, 5, 64):
         out2 = np.full_like(ref, np.nan)
-        histogram._build_histogram_rows(
-            np.ascontiguousarray(X_binned), rows, og_, oh_, block, out2
-        )
+        histogram._build_histogram_rows(np.ascontiguousarray(X_binned), rows, og_, oh_, block, out2)
         np.testing.assert_array_equal(out2, out)
 
 
@@ -399,9 +387,7 @@ def test_large_node_paths_agree_with_reference():
     x bins for the subtraction, under both forced paths."""
     rng = np.random.default_rng(5)
     n, n_features, n_bins = 100_000 + 4321, 3, 256
-    X_binned = np.asfortranarray(
-        rng.integers(0, n_bins, size=(n, n_features)).astype(np.uint8)
-    )
+    X_binned = np.asfortranarray(rng.integers(0, n_bins, size=(n, n_features)).astype(np.uint8))
     g = rng.normal(size=n).astype(np.float32)
     h = rng.uniform(size=n).astype(np.float32)
     rows = np.sort(rng.choice(n, n - 17, replace=False)).astype(np.int32)

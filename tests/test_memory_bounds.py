@@ -129,9 +129,7 @@ def _wide(X: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarr
 )
 def test_unused_columns_change_nothing(extra, monkeypatch) -> None:
     """Dropping never-splitting columns gives the model trained with every column."""
-    X, y, qid = make_ranking(
-        n_queries=12, docs_per_query=(4, 12), n_features=5, random_state=3
-    )[:3]
+    X, y, qid = make_ranking(n_queries=12, docs_per_query=(4, 12), n_features=5, random_state=3)[:3]
     X[::3, 1] = np.nan  # a used column with missing values
     Xw, _ = _wide(X, np.random.default_rng(0))
     params = dict(n_estimators=4, min_samples_leaf=2, max_leaf_nodes=6, **extra)
@@ -183,9 +181,7 @@ def test_no_feature_columns_at_all() -> None:
 
 
 def test_feature_draw_of_only_unused_columns(monkeypatch) -> None:
-    X, y, qid = make_ranking(
-        n_queries=6, docs_per_query=6, n_features=2, random_state=1
-    )[:3]
+    X, y, qid = make_ranking(n_queries=6, docs_per_query=6, n_features=2, random_state=1)[:3]
     Xw = np.zeros((X.shape[0], 40))
     Xw[:, [0, 39]] = X
     with warnings.catch_warnings():
@@ -198,9 +194,7 @@ def test_feature_draw_of_only_unused_columns(monkeypatch) -> None:
 
 
 def test_histogram_memory_over_the_limit_is_refused(monkeypatch) -> None:
-    X, y, qid = make_ranking(
-        n_queries=4, docs_per_query=5, n_features=10, random_state=0
-    )[:3]
+    X, y, qid = make_ranking(n_queries=4, docs_per_query=5, n_features=10, random_state=0)[:3]
     monkeypatch.setenv("LTRBOOST_MAX_HISTOGRAM_BYTES", str(10 * 256 * 24 * 4))
     ds = make_dataset(X, y, qid=qid)
     p = dict(n_estimators=1, min_samples_leaf=1)
@@ -256,9 +250,7 @@ def test_streamed_pairs_give_the_same_model(params, monkeypatch) -> None:
     """Pairs through a buffer of 3 (many chunks per query) or of 1: bit-identical."""
     from ltrboost.objectives import _pairs
 
-    X, y, qid = make_ranking(
-        n_queries=8, docs_per_query=(3, 40), n_features=4, random_state=5
-    )[:3]
+    X, y, qid = make_ranking(n_queries=8, docs_per_query=(3, 40), n_features=4, random_state=5)[:3]
     w = np.random.default_rng(0).uniform(0.5, 2, X.shape[0])
     preds = []
     for chunk in (1 << 20, 3, 1):
@@ -331,9 +323,7 @@ def test_cli_out_of_memory_is_one_error_line(tmp_path: Path) -> None:
 def test_resume_with_unused_columns_equals_uninterrupted() -> None:
     """Feature draws are over the original columns, so resuming (which replays them)
     gives the uninterrupted model when columns are dropped."""
-    X, y, qid = make_ranking(
-        n_queries=10, docs_per_query=(4, 10), n_features=4, random_state=2
-    )[:3]
+    X, y, qid = make_ranking(n_queries=10, docs_per_query=(4, 10), n_features=4, random_state=2)[:3]
     Xw, _ = _wide(X, np.random.default_rng(1))
     ds = make_dataset(Xw, y, qid=qid)
     p = dict(n_estimators=4, min_samples_leaf=2, colsample_bytree=0.5, subsample=0.8)

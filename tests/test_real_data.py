@@ -35,12 +35,7 @@ def random_ndcg(ds: RankingDataset, n_draws: int = 20) -> float:
     """NDCG@10 of random rankings, averaged over ``n_draws`` draws."""
     rng = np.random.default_rng(0)
     return float(
-        np.mean(
-            [
-                NDCG10(rng.random(ds.n_samples), ds.y, ds.query_offsets)
-                for _ in range(n_draws)
-            ]
-        )
+        np.mean([NDCG10(rng.random(ds.n_samples), ds.y, ds.query_offsets) for _ in range(n_draws)])
     )
 
 
@@ -87,9 +82,7 @@ def test_lightgbm_example_with_query_files(shared_data_dir: Path) -> None:
     test_set = load(folder / "rank.test", train_set.X.shape[1])
     # LightGBM's example has no separate validation file: hold out the last 40 queries
     cut = int(train_set.query_offsets[-41])
-    fit_set = make_dataset(
-        train_set.X[:cut], train_set.y[:cut], group=train_set.query_sizes[:-40]
-    )
+    fit_set = make_dataset(train_set.X[:cut], train_set.y[:cut], group=train_set.query_sizes[:-40])
     valid_set = make_dataset(
         train_set.X[cut:], train_set.y[cut:], group=train_set.query_sizes[-40:]
     )
@@ -130,21 +123,15 @@ def test_cli_train_and_eval(
     assert all(0.0 <= v <= 1.0 for v in history)
 
     capsys.readouterr()
-    rc = main(
-        ["eval", str(model), str(src / test_name), "--json", "--missing", missing]
-    )
+    rc = main(["eval", str(model), str(src / test_name), "--json", "--missing", missing])
     out = capsys.readouterr().out
     assert rc == 0
     result = json.loads(out)[str(src / test_name)]
     assert result["ndcg@10"] == pytest.approx(history[-1], abs=1e-12)
 
-    assert (
-        main(["predict", str(model), str(src / test_name), "--missing", missing]) == 0
-    )
+    assert main(["predict", str(model), str(src / test_name), "--missing", missing]) == 0
     scores = np.array([float(s) for s in capsys.readouterr().out.split()])
-    data = load_svmlight(
-        src / test_name, n_features=booster.n_features, missing=missing
-    )
+    data = load_svmlight(src / test_name, n_features=booster.n_features, missing=missing)
     assert scores.shape == (data.X.shape[0],)
     np.testing.assert_array_equal(scores, booster.predict(data.X))
     if folder == "trec_news" and missing == "nan":

@@ -34,9 +34,7 @@ from ltrboost.objectives.registry import available_objectives
 OBJECTIVES = available_objectives()
 FAST = dict(n_estimators=8, min_samples_leaf=4, max_leaf_nodes=8)
 RANDOM = dict(subsample=0.7, colsample_bytree=0.6, random_state=7)
-POSIX_ONLY = pytest.mark.skipif(
-    not hasattr(signal, "SIGKILL"), reason="needs POSIX signals"
-)
+POSIX_ONLY = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +69,7 @@ def test_same_seed_same_file_any_thread_count(objective: str, data, tmp_path) ->
         params["pair_method"] = "sampled"  # random pairs, per-query seeds
     files = {}
     for run_idx, n_threads in enumerate((1, 1, 2, 2)):
-        booster = train(
-            dict(params, n_threads=n_threads), train_set, [("valid", valid_set)]
-        )
+        booster = train(dict(params, n_threads=n_threads), train_set, [("valid", valid_set)])
         files[run_idx] = model_bytes(booster, tmp_path / f"m{run_idx}.json")
     assert files[0] == files[1]
     assert files[2] == files[3]
@@ -113,17 +109,13 @@ def test_same_file_in_another_process(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "there.json").read_bytes() == (
-        tmp_path / "here.json"
-    ).read_bytes()
+    assert (tmp_path / "there.json").read_bytes() == (tmp_path / "here.json").read_bytes()
 
 
 # ------------------------------------------------------------------------ resume
 @pytest.mark.parametrize("objective", OBJECTIVES)
 @pytest.mark.parametrize("randomised", [False, True], ids=["plain", "bagged"])
-def test_resume_equals_uninterrupted(
-    objective: str, randomised: bool, data, tmp_path
-) -> None:
+def test_resume_equals_uninterrupted(objective: str, randomised: bool, data, tmp_path) -> None:
     train_set, valid_set = data
     params = dict(FAST, objective=objective, eval_metric="ndcg@10,map")
     if randomised:
@@ -137,9 +129,7 @@ def test_resume_equals_uninterrupted(
         assert resumed.predict(X).tobytes() == full.predict(X).tobytes()
         assert resumed.predict_raw(X).tobytes() == full.predict_raw(X).tobytes()
     assert resumed.evals_result == full.evals_result
-    assert model_bytes(resumed, tmp_path / "r.json") == model_bytes(
-        full, tmp_path / "f.json"
-    )
+    assert model_bytes(resumed, tmp_path / "r.json") == model_bytes(full, tmp_path / "f.json")
 
 
 def test_resume_in_uneven_steps_and_from_a_loaded_file(data, tmp_path) -> None:
@@ -154,9 +144,7 @@ def test_resume_in_uneven_steps_and_from_a_loaded_file(data, tmp_path) -> None:
         model.save_model(str(path))
         model = load_model(path)  # resume from the file, as the CLI does
     assert model.best_iteration == full.best_iteration
-    assert model_bytes(model, tmp_path / "r.json") == model_bytes(
-        full, tmp_path / "f.json"
-    )
+    assert model_bytes(model, tmp_path / "r.json") == model_bytes(full, tmp_path / "f.json")
 
 
 def test_resume_with_another_objective_is_refused(data) -> None:
@@ -180,9 +168,7 @@ def test_cli_resume_on_file_without_last_feature(tmp_path: Path, capsys) -> None
     first = tmp_path / "first.json"
     args = ["-q", "--min-samples-leaf", "3"]
     train_txt = str(folder / "train.txt")
-    assert (
-        main(["train", train_txt, "-o", str(first), "--n-estimators", "3", *args]) == 0
-    )
+    assert main(["train", train_txt, "-o", str(first), "--n-estimators", "3", *args]) == 0
     lines = (folder / "train.txt").read_text().splitlines()
     sparse = tmp_path / "sparse.txt"
     sparse.write_text("\n".join(re.sub(r" 6:\S+", "", line) for line in lines) + "\n")
@@ -293,9 +279,7 @@ def long_run(tmp_path: Path) -> tuple[Path, list[str]]:
     generate(folder, 120, 10, 20)
     model = tmp_path / "m.json"
     train_txt = str(folder / "train.txt")
-    assert (
-        main(["train", train_txt, "-q", "--n-estimators", "2", "-o", str(model)]) == 0
-    )
+    assert main(["train", train_txt, "-q", "--n-estimators", "2", "-o", str(model)]) == 0
     argv = [
         sys.executable,
         "-m",
@@ -357,9 +341,7 @@ def test_sigkill_during_checkpointing_leaves_a_valid_model(long_run, capsys) -> 
     assert booster.n_iterations >= 1
     assert len(booster.trees) == booster.n_iterations
     others = sorted(
-        p.name
-        for p in tmp_path.iterdir()
-        if p.name not in ("d", "m.json", "m.json.checkpoint")
+        p.name for p in tmp_path.iterdir() if p.name not in ("d", "m.json", "m.json.checkpoint")
     )
     assert len(others) <= 1, others
     for name in others:

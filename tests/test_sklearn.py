@@ -61,9 +61,7 @@ def test_selected_estimator_checks(check: str) -> None:
 def test_params_are_the_booster_params() -> None:
     params = Ranker().get_params()
     assert params.pop("importance_type") == "gain"  # inspection, not training
-    defaults = {
-        f: getattr(BoosterParams(), f) for f in BoosterParams.__dataclass_fields__
-    }
+    defaults = {f: getattr(BoosterParams(), f) for f in BoosterParams.__dataclass_fields__}
     assert params == defaults
 
 
@@ -126,14 +124,10 @@ def test_non_contiguous_qids_are_grouped(data) -> None:
     order = np.argsort([first[q] for q in qs], kind="stable")
 
     shuffled = Ranker(**FAST).fit(Xs, ys, qid=qs, sample_weight=ws)
-    grouped = Ranker(**FAST).fit(
-        Xs[order], ys[order], qid=qs[order], sample_weight=ws[order]
-    )
+    grouped = Ranker(**FAST).fit(Xs[order], ys[order], qid=qs[order], sample_weight=ws[order])
     assert model_text(shuffled) == model_text(grouped)
     # predictions come back in the caller's row order
-    np.testing.assert_array_equal(
-        shuffled.predict(Xs)[order], grouped.predict(Xs[order])
-    )
+    np.testing.assert_array_equal(shuffled.predict(Xs)[order], grouped.predict(Xs[order]))
     # and the score does not depend on the row order either
     assert shuffled.score(Xs, ys, qid=qs) == pytest.approx(
         grouped.score(Xs[order], ys[order], qid=qs[order]), abs=1e-12
@@ -144,14 +138,10 @@ def test_non_contiguous_eval_set(data) -> None:
     X, y, qid, Xv, yv, qv = data
     # interleave the queries round-robin, keeping each query's own row order (metrics
     # break score ties by row order, so only the query interleaving may change)
-    within = np.concatenate(
-        [np.arange(c) for c in np.unique(qv, return_counts=True)[1]]
-    )
+    within = np.concatenate([np.arange(c) for c in np.unique(qv, return_counts=True)[1]])
     perm = np.lexsort((qv, within))
     assert np.any(np.diff(qv[perm]) < 0)  # really non-contiguous
-    a = Ranker(eval_metric="ndcg@10", **FAST).fit(
-        X, y, qid=qid, eval_set=[(Xv, yv, qv)]
-    )
+    a = Ranker(eval_metric="ndcg@10", **FAST).fit(X, y, qid=qid, eval_set=[(Xv, yv, qv)])
     b = Ranker(eval_metric="ndcg@10", **FAST).fit(
         X, y, qid=qid, eval_set=[(Xv[perm], yv[perm], qv[perm])]
     )
@@ -168,18 +158,14 @@ def test_pandas_dataframe(data) -> None:
     assert est.booster_.feature_names == cols
     assert est.n_features_in_ == X.shape[1]
     ref = Ranker(**FAST).fit(X, y, qid=qid)
-    np.testing.assert_array_equal(
-        est.predict(pd.DataFrame(Xv, columns=cols)), ref.predict(Xv)
-    )
+    np.testing.assert_array_equal(est.predict(pd.DataFrame(Xv, columns=cols)), ref.predict(Xv))
     np.testing.assert_array_equal(est.predict(Xv), ref.predict(Xv))
 
 
 # --------------------------------------------------------------- early stopping
 def test_eval_set_and_early_stopping(data) -> None:
     X, y, qid, Xv, yv, qv = data
-    est = Ranker(
-        n_estimators=60, learning_rate=0.5, max_leaf_nodes=16, min_samples_leaf=2
-    )
+    est = Ranker(n_estimators=60, learning_rate=0.5, max_leaf_nodes=16, min_samples_leaf=2)
     est.fit(
         X,
         y,
@@ -246,10 +232,7 @@ def test_score(data) -> None:
     # training NDCG beats a random ranking
     rng = np.random.default_rng(0)
     random_ndcg = np.mean(
-        [
-            get_metric("ndcg@10")(rng.random(len(yv)), vs.y, vs.query_offsets)
-            for _ in range(5)
-        ]
+        [get_metric("ndcg@10")(rng.random(len(yv)), vs.y, vs.query_offsets) for _ in range(5)]
     )
     assert est.score(Xv, yv, qid=qv, metric="ndcg@10") > random_ndcg
 

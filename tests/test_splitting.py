@@ -29,9 +29,7 @@ def split_path(request, monkeypatch):
     return request.param
 
 
-def _params(
-    criterion="newton", min_samples_leaf=1, min_sum_hessian=0.0, l2=0.0, min_gain=0.0
-):
+def _params(criterion="newton", min_samples_leaf=1, min_sum_hessian=0.0, l2=0.0, min_gain=0.0):
     return SplitParams(
         min_samples_leaf=min_samples_leaf,
         min_sum_hessian_in_leaf=min_sum_hessian,
@@ -74,9 +72,7 @@ HAND_BINS = {0: (-4.0, 2.0, 2), 1: (-2.0, 2.0, 2), 2: (6.0, 4.0, 2), 3: (-5.0, 1
 def _split_via(impl, hist, n_bins_nm, sum_g, sum_h, count, params):
     """(gain, feature, bin, missing_left) from the kernel or the reference."""
     if impl == "reference":
-        return _find_best_split_reference(
-            hist, n_bins_nm, 3, sum_g, sum_h, count, params
-        )
+        return _find_best_split_reference(hist, n_bins_nm, 3, sum_g, sum_h, count, params)
     info = find_node_split(
         hist, np.array([0], dtype=np.int32), n_bins_nm, 3, sum_g, sum_h, count, params
     )
@@ -99,9 +95,7 @@ def test_hand_case_newton_missing_left_wins(impl):
 def test_hand_case_split_info_fields():
     hist = _hist_from_bins(HAND_BINS, 4)
     nb = np.array([3], dtype=np.int32)
-    info = find_node_split(
-        hist, np.array([0], dtype=np.int32), nb, 3, -5.0, 9.0, 7, _params()
-    )
+    info = find_node_split(hist, np.array([0], dtype=np.int32), nb, 3, -5.0, 9.0, 7, _params())
     assert info.sum_gradient_left == pytest.approx(-11.0)
     assert info.sum_hessian_left == pytest.approx(5.0)
     assert info.count_left == 5
@@ -122,9 +116,7 @@ def test_hand_case_min_samples_leaf(impl):
     # min_samples_leaf=3 leaves missing left b0 (3|4) 27+16/6, missing right b1 (4|3)
     hist = _hist_from_bins(HAND_BINS, 4)
     nb = np.array([3], dtype=np.int32)
-    gain, f, b, ml = _split_via(
-        impl, hist, nb, -5.0, 9.0, 7, _params(min_samples_leaf=3)
-    )
+    gain, f, b, ml = _split_via(impl, hist, nb, -5.0, 9.0, 7, _params(min_samples_leaf=3))
     assert (f, b, bool(ml)) == (0, 0, True)
     assert gain == pytest.approx(27 + 16 / 6 - 25 / 9, rel=1e-12)
 
@@ -147,28 +139,15 @@ def test_hand_case_min_sum_hessian_and_no_split():
     feats = np.array([0], dtype=np.int32)
     # the best split (missing left, b1) has H = 5 | 4: allowed at exactly 4 (inclusive),
     # and every split has one side with H < 4 + eps
-    info = find_node_split(
-        hist, feats, nb, 3, -5.0, 9.0, 7, _params(min_sum_hessian=4.0)
-    )
+    info = find_node_split(hist, feats, nb, 3, -5.0, 9.0, 7, _params(min_sum_hessian=4.0))
     assert (info.bin_idx, info.missing_go_to_left) == (1, True)
     assert (
-        find_node_split(
-            hist, feats, nb, 3, -5.0, 9.0, 7, _params(min_sum_hessian=4.0 + 1e-9)
-        )
+        find_node_split(hist, feats, nb, 3, -5.0, 9.0, 7, _params(min_sum_hessian=4.0 + 1e-9))
         is None
     )
-    assert (
-        find_node_split(hist, feats, nb, 3, -5.0, 9.0, 7, _params(min_sum_hessian=5.0))
-        is None
-    )
-    assert (
-        find_node_split(hist, feats, nb, 3, -5.0, 9.0, 7, _params(min_gain=31.0))
-        is None
-    )
-    assert (
-        find_node_split(hist, feats, nb, 3, -5.0, 9.0, 7, _params(min_samples_leaf=4))
-        is None
-    )
+    assert find_node_split(hist, feats, nb, 3, -5.0, 9.0, 7, _params(min_sum_hessian=5.0)) is None
+    assert find_node_split(hist, feats, nb, 3, -5.0, 9.0, 7, _params(min_gain=31.0)) is None
+    assert find_node_split(hist, feats, nb, 3, -5.0, 9.0, 7, _params(min_samples_leaf=4)) is None
 
 
 def test_no_missing_values_send_unseen_missing_to_larger_child():
@@ -283,10 +262,7 @@ def test_kernel_matches_reference(seed, kw):
         assert info.missing_go_to_left == ref_ml
     # constraints hold for the chosen split
     assert min(info.count_left, info.count_right) >= params.min_samples_leaf
-    assert (
-        min(info.sum_hessian_left, info.sum_hessian_right)
-        >= params.min_sum_hessian_in_leaf
-    )
+    assert min(info.sum_hessian_left, info.sum_hessian_right) >= params.min_sum_hessian_in_leaf
     assert info.count_left + info.count_right == count
     # reported sums are those of the chosen candidate
     f, b = info.feature_idx, info.bin_idx
@@ -307,9 +283,7 @@ def test_kernel_matches_reference(seed, kw):
     )
     l2 = params.l2_regularization
     assert info.value_left == pytest.approx(-left[0] / (left[1] + l2), rel=1e-9)
-    assert info.value_right == pytest.approx(
-        -(sum_g - left[0]) / (sum_h - left[1] + l2), rel=1e-9
-    )
+    assert info.value_right == pytest.approx(-(sum_g - left[0]) / (sum_h - left[1] + l2), rel=1e-9)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -319,9 +293,7 @@ def test_kernel_matches_reference_with_ties(seed, criterion):
     hist, nb, missing_bin, sum_g, sum_h, count = _random_node(seed, integer_g=True)
     params = _params(criterion, min_samples_leaf=5)
     feats = np.arange(hist.shape[0], dtype=np.int32)
-    ref_gain, *_ = _find_best_split_reference(
-        hist, nb, missing_bin, sum_g, sum_h, count, params
-    )
+    ref_gain, *_ = _find_best_split_reference(hist, nb, missing_bin, sum_g, sum_h, count, params)
     info = find_node_split(hist, feats, nb, missing_bin, sum_g, sum_h, count, params)
     if not ref_gain > 0:
         assert info is None
@@ -354,9 +326,7 @@ def test_feature_subset(seed):
     # garbage in the unselected features must be ignored
     poisoned = hist.copy()
     poisoned[[0, 3, 5]] = np.nan
-    info = find_node_split(
-        poisoned, feats, nb, missing_bin, sum_g, sum_h, count, params
-    )
+    info = find_node_split(poisoned, feats, nb, missing_bin, sum_g, sum_h, count, params)
     if not ref_gain > 0:
         assert info is None
         return
@@ -375,9 +345,7 @@ def test_split_search_independent_of_thread_count(seed):
     for n_threads in (1, 2):
         with threads(n_threads):
             results.append(
-                find_node_split(
-                    hist, feats, nb, missing_bin, sum_g, sum_h, count, _params()
-                )
+                find_node_split(hist, feats, nb, missing_bin, sum_g, sum_h, count, _params())
             )
     assert results[0] == results[1]
 
@@ -387,9 +355,7 @@ def test_split_search_independent_of_thread_count(seed):
 
 def _check_split_indices(rng, n_samples, start, stop, bin_idx, missing_left, n_threads):
     missing_bin = 31
-    X_binned = np.asfortranarray(
-        rng.integers(0, 20, size=(n_samples, 3)).astype(np.uint8)
-    )
+    X_binned = np.asfortranarray(rng.integers(0, 20, size=(n_samples, 3)).astype(np.uint8))
     X_binned[rng.random(n_samples) < 0.1, 1] = missing_bin
     partition = rng.permutation(n_samples).astype(np.int32)
     original = partition.copy()
@@ -441,9 +407,7 @@ def test_split_indices_is_stable_mask_partition(
 ):
     rng = np.random.default_rng(seed)
     for bin_idx in (0, 9, 19, 30):  # 19 and 30: every non-missing row goes left
-        _check_split_indices(
-            rng, n_samples, start, stop, bin_idx, missing_left, n_threads
-        )
+        _check_split_indices(rng, n_samples, start, stop, bin_idx, missing_left, n_threads)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
@@ -490,8 +454,6 @@ def test_serial_and_parallel_split_search_identical(monkeypatch):
         monkeypatch.setattr(splitting, "SERIAL_SPLIT_WORK", threshold)
         for crit in ("newton", "se", "ole"):
             res.append(
-                find_node_split(
-                    hist, feats, nb, missing_bin, sum_g, sum_h, count, _params(crit)
-                )
+                find_node_split(hist, feats, nb, missing_bin, sum_g, sum_h, count, _params(crit))
             )
     assert res[:3] == res[3:]

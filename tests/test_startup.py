@@ -34,12 +34,8 @@ HEAVY = ("numba", "sklearn", "scipy", "pandas", "tqdm", "llvmlite")
 
 def _python(code: str, env: dict | None = None) -> str:
     env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(SRC), env.get("PYTHONPATH")) if p
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -266,12 +262,8 @@ def test_read_only_install_caches_kernels_in_the_user_folder(tmp_path: Path) -> 
         assert files1 > 0
         assert n2 == 0
         assert files2 == files1
-        assert not any(
-            f.endswith((".nbi", ".nbc")) for _, _, fs in os.walk(site) for f in fs
-        )
-        assert (tmp_path / "m0.json").read_bytes() == (
-            tmp_path / "m1.json"
-        ).read_bytes()
+        assert not any(f.endswith((".nbi", ".nbc")) for _, _, fs in os.walk(site) for f in fs)
+        assert (tmp_path / "m0.json").read_bytes() == (tmp_path / "m1.json").read_bytes()
     finally:
         for d, _, _ in os.walk(site):
             os.chmod(d, os.stat(d).st_mode | stat.S_IWUSR)

@@ -24,9 +24,7 @@ from ltrboost.cli import main
 from ltrboost.dataset import LTRInputError, make_dataset
 from ltrboost.datasets import make_ranking
 
-X, Y, QID = make_ranking(
-    n_queries=8, docs_per_query=(4, 10), n_features=4, random_state=1
-)[:3]
+X, Y, QID = make_ranking(n_queries=8, docs_per_query=(4, 10), n_features=4, random_state=1)[:3]
 BASE = dict(n_estimators=3, min_samples_leaf=2, max_leaf_nodes=4)
 
 

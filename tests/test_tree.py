@@ -87,9 +87,7 @@ def test_hand_tree():
     nodes[2] = (0.0, 1, -3.0, 0, 0, 0, 3, 4, 1.0, 6, 6.0, 1)
     nodes[3] = (2.0, -1, 0.0, 0, 0, 1, -1, -1, 0.0, 3, 3.0, 2)
     nodes[4] = (5.0, -1, 0.0, 0, 0, 1, -1, -1, 0.0, 3, 3.0, 2)
-    X = np.array(
-        [[1.5, 0.0], [np.nan, 0.0], [2.0, -3.0], [2.0, np.nan], [np.inf, -np.inf]]
-    )
+    X = np.array([[1.5, 0.0], [np.nan, 0.0], [2.0, -3.0], [2.0, np.nan], [np.inf, -np.inf]])
     expected = np.array([[-1.0, -1.0, 2.0, 5.0, 2.0]])
     out = np.zeros((1, 5))
     predict_raw(pack_trees([nodes], [0]), X, out)
@@ -161,12 +159,8 @@ def test_pack_trees_offsets():
     _, _, trees = _random_trees(0, X, n_trees=3)
     ens = pack_trees(trees, [0, 0, 0])
     sizes = [t.shape[0] for t in trees]
-    np.testing.assert_array_equal(
-        ens.tree_offsets, np.concatenate([[0], np.cumsum(sizes)])
-    )
-    np.testing.assert_array_equal(
-        ens.value, np.concatenate([t["value"] for t in trees])
-    )
+    np.testing.assert_array_equal(ens.tree_offsets, np.concatenate([[0], np.cumsum(sizes)]))
+    np.testing.assert_array_equal(ens.value, np.concatenate([t["value"] for t in trees]))
     # child indices stay local to their tree
     np.testing.assert_array_equal(ens.left, np.concatenate([t["left"] for t in trees]))
 
@@ -184,9 +178,7 @@ def test_prediction_independent_of_thread_count(seed):
         with threads(n):
             raw = np.zeros((1, X.shape[0]))
             predict_raw(pack_trees(trees, [0] * 4), X, raw)
-            res.append(
-                (raw, _binned_sum(trees, [0] * 4, X_binned, binner.missing_bin_, 1))
-            )
+            res.append((raw, _binned_sum(trees, [0] * 4, X_binned, binner.missing_bin_, 1)))
     np.testing.assert_array_equal(res[0][0], res[1][0])
     np.testing.assert_array_equal(res[0][1], res[1][1])
 
@@ -239,12 +231,8 @@ def _train_recording(monkeypatch, params, ds):
 
 BOOSTER_GRID = [
     dict(objective="_test_ls"),
-    dict(
-        objective="_test_ls", subsample=0.6, colsample_bytree=0.6, growth="depth_first"
-    ),
-    dict(
-        objective="_test_ls", max_depth=2, l2_regularization=1.0, split_criterion="se"
-    ),
+    dict(objective="_test_ls", subsample=0.6, colsample_bytree=0.6, growth="depth_first"),
+    dict(objective="_test_ls", max_depth=2, l2_regularization=1.0, split_criterion="se"),
     dict(objective="_test_ranknet", split_criterion="ole", subsample=0.7),
     dict(objective="_test_ranknet", split_criterion="newton", max_bins=7),
 ]
@@ -314,9 +302,7 @@ def test_booster_predicts_its_training_scores_bitwise(monkeypatch, kw, dtype):
             init=booster.init_score[0],
         )[0],
     )
-    np.testing.assert_array_equal(
-        booster.predict_raw(X, iteration=0)[0], booster.init_score[0]
-    )
+    np.testing.assert_array_equal(booster.predict_raw(X, iteration=0)[0], booster.init_score[0])
     # and the loss went down: the trees fit something
     assert not np.array_equal(pred, np.full_like(pred, booster.init_score[0]))
 
@@ -360,9 +346,7 @@ def test_bagging_and_colsample_reproducible_and_thread_independent(objective):
 
 
 @pytest.mark.parametrize("subsample", [1.0, 0.5])
-def test_booster_passes_ole_pairs_of_the_bag_only(
-    monkeypatch, subsample, all_label_pairs
-):
+def test_booster_passes_ole_pairs_of_the_bag_only(monkeypatch, subsample, all_label_pairs):
     """Under "ole" the grower gets exactly the objective's pairs whose two documents are
     both in the round's bag, and the first tree's leaves are -G / (sum h - 2 sum rho)
     over the bag rows and the pairs inside each leaf (learning_rate = 1)."""
@@ -386,9 +370,7 @@ def test_booster_passes_ole_pairs_of_the_bag_only(
                     self.X_binned,
                 )
             )
-            return super().grow(
-                gradients, hessians, sample_indices, feature_indices, pairs
-            )
+            return super().grow(gradients, hessians, sample_indices, feature_indices, pairs)
 
     monkeypatch.setattr(booster_mod, "TreeGrower", RecordingGrower)
     _, X, y = _data(6, n=300)
@@ -426,9 +408,7 @@ def test_booster_passes_ole_pairs_of_the_bag_only(
         while not nodes[k]["is_leaf"]:
             b = X_binned[r, nodes[k]["feature_idx"]]
             left = (
-                bool(nodes[k]["missing_go_to_left"])
-                if b == 31
-                else b <= nodes[k]["bin_threshold"]
+                bool(nodes[k]["missing_go_to_left"]) if b == 31 else b <= nodes[k]["bin_threshold"]
             )
             k = nodes[k]["left"] if left else nodes[k]["right"]
         leaf_of[r] = k
@@ -502,9 +482,7 @@ def test_large_data_binned_prediction_above_serial_threshold():
     ],
     ids=_ids,
 )
-def test_booster_identical_on_serial_and_parallel_paths(
-    monkeypatch, force_kernel_path, kw
-):
+def test_booster_identical_on_serial_and_parallel_paths(monkeypatch, force_kernel_path, kw):
     _, X, y = _data(9, n=300)
     ds = make_dataset(X, y, group=[15] * 20)
     params = (

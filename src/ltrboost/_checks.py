@@ -43,16 +43,12 @@ def _is_real(v: Any) -> bool:
 
 def check_param_types(params: Any) -> None:
     """Raise ValueError naming the first parameter of the wrong type or non-finite."""
-    defaults = {
-        f.name: (None if f.default is MISSING else f.default) for f in fields(params)
-    }
+    defaults = {f.name: (None if f.default is MISSING else f.default) for f in fields(params)}
     for name in INT_PARAMS + REAL_PARAMS + BOOL_PARAMS:
         v = getattr(params, name)
         if v is None:
             if defaults.get(name) is not None:
-                raise ValueError(
-                    f"{name}=None is not allowed (default {defaults[name]})"
-                )
+                raise ValueError(f"{name}=None is not allowed (default {defaults[name]})")
             continue
         if name in INT_PARAMS and not _is_int(v):
             raise ValueError(f"{name}={v!r} must be an integer")

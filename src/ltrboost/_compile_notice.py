@@ -115,9 +115,7 @@ class CompileNotice:
         while not self._stop.wait(TICK_S):
             with self._lock:
                 start = self._burst_start
-                idle = (
-                    self._active == 0 and time.perf_counter() - self._last_end >= IDLE_S
-                )
+                idle = self._active == 0 and time.perf_counter() - self._last_end >= IDLE_S
                 active = self._active > 0
             if start is None:
                 continue

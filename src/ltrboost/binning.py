@@ -103,8 +103,7 @@ class BinMapper:
         """Binned matrix, shape (n_samples, n_features), dtype uint8, Fortran order."""
         if X.shape[1] != self.n_features_:
             raise ValueError(
-                f"X has {X.shape[1]} features but the binner was fitted with "
-                f"{self.n_features_}"
+                f"X has {X.shape[1]} features but the binner was fitted with {self.n_features_}"
             )
         out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
         _map_to_bins(
@@ -312,11 +311,7 @@ class UsedFeatures:
             return feature_ids
         pos = np.searchsorted(self.ids, feature_ids)
         pos = np.minimum(pos, max(self.n_used - 1, 0))
-        keep = (
-            self.ids[pos] == feature_ids
-            if self.n_used
-            else np.zeros(feature_ids.shape, bool)
-        )
+        keep = self.ids[pos] == feature_ids if self.n_used else np.zeros(feature_ids.shape, bool)
         return pos[keep].astype(np.int32)
 
     def to_original(self, nodes: NDArray) -> NDArray:

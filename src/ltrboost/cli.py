@@ -8,9 +8,10 @@ Bad input exits with status 2 and one line ``ltrboost: error: FILE:LINE: problem
 stderr, never a traceback.  Ctrl-C exits with status 130 and writes nothing.
 
 Start-up is kept short: importing this module loads neither Numba, the kernels,
-scikit-learn nor tqdm.  Each command imports what it needs when it runs, and ``main`` adds the training flags (built from
-the plain parameter list :mod:`ltrboost.params`) only to a subcommand that is
-actually parsed or whose help is printed, so ``ltrboost --help`` stays fast.
+scikit-learn nor tqdm.  Each command imports what it needs when it runs, and ``main``
+adds the training flags (built from the plain parameter list :mod:`ltrboost.params`)
+only to a subcommand that is actually parsed or whose help is printed, so
+``ltrboost --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -185,23 +186,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         prog="ltrboost",
         description="Learning to rank with gradient-boosted regression trees.",
     )
-    parser.add_argument(
-        "--version", action="version", version=f"ltrboost {__version__}"
-    )
-    sub = parser.add_subparsers(
-        dest="command", required=True, parser_class=_LazyParser
-    )
+    parser.add_argument("--version", action="version", version=f"ltrboost {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_LazyParser)
 
     p = sub.add_parser("train", help="train a ranker on a LETOR/svmlight file")
-    p.add_argument(
-        "train", help="training data (LETOR/svmlight with qid:, or a .query sidecar)"
-    )
-    p.add_argument(
-        "--valid", action="append", default=[], help="validation file (repeatable)"
-    )
-    p.add_argument(
-        "--output", "-o", default="model.json", help="model file to write (JSON)"
-    )
+    p.add_argument("train", help="training data (LETOR/svmlight with qid:, or a .query sidecar)")
+    p.add_argument("--valid", action="append", default=[], help="validation file (repeatable)")
+    p.add_argument("--output", "-o", default="model.json", help="model file to write (JSON)")
     p.add_argument(
         "--metric",
         dest="eval_metric",
@@ -280,9 +271,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     _add_metric_option_flags(p)
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser(
-        "cv", help="cross-validate over query folds: mean and std of each metric"
-    )
+    p = sub.add_parser("cv", help="cross-validate over query folds: mean and std of each metric")
     p.add_argument("data", help="LETOR/svmlight file with qid: (or a .query sidecar)")
     p.add_argument("--folds", type=int, default=5, help="query folds (default 5)")
     p.add_argument(
@@ -311,9 +300,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="rank features by total split gain (default) or number of splits",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument(
-        "--dump", action="store_true", help="also print every tree as indented text"
-    )
+    p.add_argument("--dump", action="store_true", help="also print every tree as indented text")
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser(
@@ -355,9 +342,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "generate", help="write a synthetic LETOR dataset (train/vali/test) to a folder"
     )
     p.add_argument("folder")
-    p.add_argument(
-        "--n-queries", type=int, default=300, help="queries in train (default 300)"
-    )
+    p.add_argument("--n-queries", type=int, default=300, help="queries in train (default 300)")
     p.add_argument("--docs-per-query", type=int, default=40)
     p.add_argument("--n-features", type=int, default=30)
     p.add_argument("--random-state", type=int, default=0)
@@ -554,9 +539,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         from ltrboost.io.letor import parse_docids
         from ltrboost.io.pairs import pairs_for_dataset, read_pairs_file
 
-        pref, oth, w = read_pairs_file(
-            args.pairs, raw_train.qid, parse_docids(raw_train.comments)
-        )
+        pref, oth, w = read_pairs_file(args.pairs, raw_train.qid, parse_docids(raw_train.comments))
         train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
     n_features = train_set.X.shape[1]
     valid_sets = []
@@ -587,9 +570,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         bar = _progress_bar(params, getattr(args, "compile_notice", None))
         callbacks.append(bar)
     try:
-        booster = train(
-            params, train_set, valid_sets, callbacks=callbacks, init_model=init_model
-        )
+        booster = train(params, train_set, valid_sets, callbacks=callbacks, init_model=init_model)
     finally:
         if bar is not None:
             bar.close()
@@ -681,9 +662,7 @@ class _Checkpoint:
             save_model(booster, self.path, tree_cache=self.cache)
 
 
-def _progress_bar(
-    params: BoosterParams, notice=None, file=None, mininterval: float = 0.1
-):
+def _progress_bar(params: BoosterParams, notice=None, file=None, mininterval: float = 0.1):
     """A tqdm bar as a training callback; ``callback.close()`` ends it.
 
     The metric is set before the bar advances, so every redraw shows the tree just
@@ -712,9 +691,7 @@ def _progress_bar(
             name, res = next(iter(env.evaluation.items()))
             m, v = next(iter(res.items()))
             best = (
-                f"{env.best_score:.4f}@{env.best_iteration}"
-                if env.best_score is not None
-                else "-"
+                f"{env.best_score:.4f}@{env.best_iteration}" if env.best_score is not None else "-"
             )
             bar.set_postfix_str(f"{name} {m}={v:.4f} best={best}", refresh=False)
         bar.update(env.iteration + 1 - bar.n)
@@ -768,18 +745,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _, ds = _with_dataset(data, path)
         scores = fitted.predict(ds.X, iteration=args.iteration)
         with rows_located(ds):
-            results[path] = evaluate(
-                scores, ds.y, ds.query_offsets, metrics=metrics, **options
-            )
+            results[path] = evaluate(scores, ds.y, ds.query_offsets, metrics=metrics, **options)
         results[path]["n_queries"] = ds.n_queries
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
     header = ["data", *metrics, "queries"]
-    rows = [
-        [p, *(f"{r[m]:.4f}" for m in metrics), str(r["n_queries"])]
-        for p, r in results.items()
-    ]
+    rows = [[p, *(f"{r[m]:.4f}" for m in metrics), str(r["n_queries"])] for p, r in results.items()]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for row in rows:
@@ -815,9 +787,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if to_stdout:
         name = args.name or os.path.splitext(os.path.basename(args.output))[0]
         sys.stdout.write(
-            createmodel_body(
-                booster, args.feature_names, name=name, iteration=args.iteration
-            )
+            createmodel_body(booster, args.feature_names, name=name, iteration=args.iteration)
         )
     return 0
 
@@ -867,9 +837,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
             part.row_lines = lines if part.order is None else lines[part.order]
         booster = train(params, tr)
         with rows_located(te):
-            res = evaluate(
-                booster.predict(te.X), te.y, te.query_offsets, metrics, **options
-            )
+            res = evaluate(booster.predict(te.X), te.y, te.query_offsets, metrics, **options)
         res["n_queries"] = te.n_queries
         per_fold.append(res)
         if not args.json:
@@ -903,8 +871,7 @@ def query_folds(qid, n_folds: int, random_state: int):
     uniq, inverse = np.unique(qid, return_inverse=True)
     if not 2 <= n_folds <= uniq.shape[0]:
         raise ValueError(
-            f"--folds={n_folds} must be between 2 and the number of queries "
-            f"({uniq.shape[0]})"
+            f"--folds={n_folds} must be between 2 and the number of queries ({uniq.shape[0]})"
         )
     perm = np.random.default_rng(random_state).permutation(uniq.shape[0])
     fold_of_query = np.empty(uniq.shape[0], dtype=np.int64)

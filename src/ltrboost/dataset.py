@@ -126,9 +126,7 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
     sizes = sizes.astype(np.int64)
     if np.any(sizes <= 0):
         bad = int(np.flatnonzero(sizes <= 0)[0])
-        raise LTRInputError(
-            f"group[{bad}]={sizes[bad]}: every query needs at least one document"
-        )
+        raise LTRInputError(f"group[{bad}]={sizes[bad]}: every query needs at least one document")
     total = int(sizes.sum())
     if total != n_samples:
         raise LTRInputError(
@@ -164,7 +162,7 @@ def group_by_qid(
         raise LTRInputError(f"qid is {qid[bad]}", row=bad)
     starts = np.flatnonzero(np.concatenate(([True], qid[1:] != qid[:-1])))
     run_ids = qid[starts]
-    uniq, first_pos = np.unique(run_ids, return_index=True)
+    uniq = np.unique(run_ids)
     if uniq.shape[0] == run_ids.shape[0]:
         # Already contiguous: every run is a distinct query.
         offsets = np.empty(starts.shape[0] + 1, dtype=QUERY_OFFSET_DTYPE)
@@ -209,9 +207,7 @@ def check_labels(
     if n_samples is not None and arr.ndim == 2 and 1 in arr.shape:
         arr = np.ravel(arr)
     if arr.ndim != 1:
-        raise LTRInputError(
-            f"{name} must be 1-D of shape (n_samples,), got shape {arr.shape}"
-        )
+        raise LTRInputError(f"{name} must be 1-D of shape (n_samples,), got shape {arr.shape}")
     if n_samples is not None and arr.shape[0] != n_samples:
         raise LTRInputError(f"{name} has {arr.shape[0]} rows but X has {n_samples}")
     _refuse_complex(arr, name)
@@ -223,23 +219,19 @@ def check_labels(
     bad = ~np.isfinite(arr)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise LTRInputError(
-            f"label {name}[{row}]={arr[row]} is not finite{suffix}", row=row
-        )
+        raise LTRInputError(f"label {name}[{row}]={arr[row]} is not finite{suffix}", row=row)
     if integer:
         bad = (arr < 0) | (arr != np.floor(arr))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise LTRInputError(
-                f"label {name}[{row}]={arr[row]:g} is not a non-negative integer "
-                f"grade{suffix}",
+                f"label {name}[{row}]={arr[row]:g} is not a non-negative integer grade{suffix}",
                 row=row,
             )
     elif nonnegative and arr.size and float(arr.min()) < 0.0:
         row = int(np.argmin(arr))
         raise LTRInputError(
-            f"label {name}[{row}]={arr[row]:g} is negative; relevance grades must be "
-            f">= 0{suffix}",
+            f"label {name}[{row}]={arr[row]:g} is negative; relevance grades must be >= 0{suffix}",
             row=row,
         )
     return arr
@@ -267,9 +259,7 @@ def check_preference_pairs(
             f"pairs.preferred and pairs.other must be 1-D of equal length, got shapes "
             f"{pref.shape} and {oth.shape}"
         )
-    if not (
-        np.issubdtype(pref.dtype, np.integer) and np.issubdtype(oth.dtype, np.integer)
-    ):
+    if not (np.issubdtype(pref.dtype, np.integer) and np.issubdtype(oth.dtype, np.integer)):
         raise LTRInputError("pairs.preferred and pairs.other must hold integer row ids")
     pref = pref.astype(np.int64)
     oth = oth.astype(np.int64)
@@ -284,9 +274,7 @@ def check_preference_pairs(
     same = pref == oth
     if same.any():
         k = int(np.flatnonzero(same)[0])
-        raise LTRInputError(
-            f"pair {k}: document {pref[k]} is preferred to itself", row=k
-        )
+        raise LTRInputError(f"pair {k}: document {pref[k]} is preferred to itself", row=k)
     q_pref = np.searchsorted(query_offsets, pref, side="right") - 1
     q_other = np.searchsorted(query_offsets, oth, side="right") - 1
     cross = q_pref != q_other
@@ -309,9 +297,7 @@ def check_preference_pairs(
         badw = ~np.isfinite(w) | (w < 0)
         if badw.any():
             k = int(np.flatnonzero(badw)[0])
-            raise LTRInputError(
-                f"pairs.weight[{k}]={w[k]} must be finite and >= 0", row=k
-            )
+            raise LTRInputError(f"pairs.weight[{k}]={w[k]} must be finite and >= 0", row=k)
     return pref, oth, w, q_pref.astype(np.int64)
 
 
@@ -414,9 +400,7 @@ def as_feature_matrix(
     X = np.asarray(X)
     _refuse_complex(X, "X")
     if X.ndim != 2:
-        raise LTRInputError(
-            f"X must be 2-D (n_samples, n_features), got shape {X.shape}"
-        )
+        raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
     if X.dtype != np.float32:
         try:
             X = X.astype(np.float64)
@@ -441,7 +425,7 @@ def _refuse_complex(a: Any, name: str) -> None:
     dtype = getattr(a, "dtype", None)
     if dtype is not None and dtype.kind == "c":
         raise LTRInputError(f"{name} is complex ({dtype}); it must hold real numbers")
-    if dtype is not None and dtype == object:
+    if dtype is not None and dtype.kind == "O":
         for v in np.asarray(a).ravel()[:1000]:  # a cheap look at object arrays
             if isinstance(v, complex):
                 raise LTRInputError(f"{name} holds complex numbers; it must be real")

@@ -304,9 +304,7 @@ def _feature_kinds(
         if feature_kinds == "continuous":
             n_uniform, n_count, n_query = round(0.3 * n_features), 0, 0
         else:
-            n_query = min(
-                8, n_features // 10 if n_features >= 10 else int(n_features >= 5)
-            )
+            n_query = min(8, n_features // 10 if n_features >= 10 else int(n_features >= 5))
             n_count = round(0.3 * n_features)
             n_uniform = round(0.2 * n_features)
         n_gauss = n_features - n_query - n_count - n_uniform
@@ -319,14 +317,10 @@ def _feature_kinds(
         return [kinds[j] for j in rng.permutation(n_features)]
     kinds = list(feature_kinds)
     if len(kinds) != n_features:
-        raise ValueError(
-            f"feature_kinds has {len(kinds)} entries but n_features={n_features}"
-        )
+        raise ValueError(f"feature_kinds has {len(kinds)} entries but n_features={n_features}")
     for j, kind in enumerate(kinds):
         if kind not in FEATURE_KINDS:
-            raise ValueError(
-                f"feature_kinds[{j}]={kind!r} is not one of {FEATURE_KINDS}"
-            )
+            raise ValueError(f"feature_kinds[{j}]={kind!r} is not one of {FEATURE_KINDS}")
     if all(kind == "query" for kind in kinds):
         raise ValueError("feature_kinds needs at least one document-level feature")
     return kinds
@@ -342,9 +336,7 @@ def _generate(
     missing_rate: float,
     rng: np.random.Generator,
     dtype: DTypeLike,
-) -> tuple[
-    NDArray[np.floating], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]
-]:
+) -> tuple[NDArray[np.floating], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
     """The generator proper (see the module docstring for the recipe).
 
     Rows are produced in blocks of ``_BLOCK_ROWS`` into buffers allocated once, and each
@@ -537,9 +529,7 @@ def _generate(
     return X, y, qidx, signal
 
 
-def _put(
-    Xb: NDArray[np.floating], cols: NDArray[np.intp], values: NDArray[Any]
-) -> None:
+def _put(Xb: NDArray[np.floating], cols: NDArray[np.intp], values: NDArray[Any]) -> None:
     """``Xb[:, cols] = values``, as a slice copy when the columns are contiguous."""
     c0, c1 = int(cols[0]), int(cols[-1]) + 1
     if c1 - c0 == cols.size:

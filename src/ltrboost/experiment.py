@@ -48,10 +48,7 @@ class Cell:
 
     @property
     def key(self) -> str:
-        return (
-            f"{self.system}_{self.criterion}_L{self.leaves}_"
-            f"lr{self.learning_rate:g}_{self.fold}"
-        )
+        return f"{self.system}_{self.criterion}_L{self.leaves}_lr{self.learning_rate:g}_{self.fold}"
 
 
 def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
@@ -94,13 +91,9 @@ def run_experiment(
     os.makedirs(cells_dir, exist_ok=True)
     cells = [
         Cell(s, c, int(nl), float(lr), f[0])
-        for s, c, nl, lr, f in itertools.product(
-            systems, criteria, leaves, learning_rates, folds
-        )
+        for s, c, nl, lr, f in itertools.product(systems, criteria, leaves, learning_rates, folds)
     ]
-    todo = [
-        c for c in cells if not os.path.exists(os.path.join(cells_dir, c.key + ".json"))
-    ]
+    todo = [c for c in cells if not os.path.exists(os.path.join(cells_dir, c.key + ".json"))]
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -121,9 +114,7 @@ def run_experiment(
             va = load_svmlight(va_p, n_features=nf)
             te = load_svmlight(te_p, n_features=nf)
             data_cache.clear()
-            data_cache[cell.fold] = tuple(
-                make_dataset(d.X, d.y, qid=d.qid) for d in (tr, va, te)
-            )
+            data_cache[cell.fold] = tuple(make_dataset(d.X, d.y, qid=d.qid) for d in (tr, va, te))
         tr_ds, va_ds, te_ds = data_cache[cell.fold]
         n_trees = max_trees or DEFAULT_TREES.get(cell.system, 1000)
         params = BoosterParams(
@@ -159,9 +150,7 @@ def run_experiment(
             },
             "final_train_loss": final_loss,
         }
-        atomic_write_text(
-            os.path.join(cells_dir, cell.key + ".json"), json.dumps(result)
-        )
+        atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -262,9 +251,7 @@ def write_report(output: str, cells: list[Cell]) -> dict:
                     table[(system, nl, lr, m)] = (a, b)
                     mark = "*" if b - a > 0.001 else ""
                     cells_txt.append(f"{100 * a:.2f} / {100 * b:.2f}{mark}")
-                lines.append(
-                    f"| {system} | {nl} | {lr:g} | " + " | ".join(cells_txt) + " |"
-                )
+                lines.append(f"| {system} | {nl} | {lr:g} | " + " | ".join(cells_txt) + " |")
     wins = sum(1 for (a, b) in table.values() if b - a > 0.001)
     losses = sum(1 for (a, b) in table.values() if a - b > 0.001)
     lines += [
@@ -287,9 +274,7 @@ def _plot(output: str, results: dict) -> None:
         return
     for system in sorted({c.system for c in results}):
         fig, ax = plt.subplots(figsize=(7, 4))
-        configs = sorted(
-            {(c.leaves, c.learning_rate) for c in results if c.system == system}
-        )
+        configs = sorted({(c.leaves, c.learning_rate) for c in results if c.system == system})
         for nl, lr in configs:
             diffs = []
             for c, r in results.items():
@@ -310,9 +295,7 @@ def _plot(output: str, results: dict) -> None:
             if diffs:
                 n = min(d.size for d in diffs)
                 mean = np.mean([d[:n] for d in diffs], axis=0)
-                ax.plot(
-                    np.arange(1, n + 1), 100 * mean, label=f"{nl} leaves, lr {lr:g}"
-                )
+                ax.plot(np.arange(1, n + 1), 100 * mean, label=f"{nl} leaves, lr {lr:g}")
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xlabel("iteration (trees)")
         ax.set_ylabel("OLE - SE, test NDCG@10 (points)")

@@ -115,9 +115,7 @@ def build_histogram(
         n_blocks = min(n_features, 2 * numba.get_num_threads())
         block = -(-n_features // n_blocks)
         if n * n_features < PARALLEL_MIN_WORK:
-            _histogram_rows_body(
-                X_rows, sample_indices, og, oh, 0, n_features, hist_out
-            )
+            _histogram_rows_body(X_rows, sample_indices, og, oh, 0, n_features, hist_out)
         else:
             _build_histogram_rows(X_rows, sample_indices, og, oh, block, hist_out)
     elif n * feature_indices.shape[0] < PARALLEL_MIN_WORK:
@@ -155,9 +153,7 @@ def use_row_major(n_node: int, n_samples: int) -> bool:
 def subtract_histograms(parent_inout, sibling, feature_indices):
     """``parent_inout -= sibling`` on the selected features (serial when small)."""
     if feature_indices.shape[0] * parent_inout.shape[1] < PARALLEL_MIN_WORK // 4:
-        _subtract_body(
-            parent_inout, sibling, feature_indices, 0, feature_indices.shape[0]
-        )
+        _subtract_body(parent_inout, sibling, feature_indices, 0, feature_indices.shape[0])
     else:
         _subtract_histograms(parent_inout, sibling, feature_indices)
 
@@ -273,9 +269,7 @@ class LocalHistograms:
             n_pairs = len(pairs[0])
             self._pair_part = np.arange(n_pairs, dtype=np.int64)
             self._pair_buf = np.empty(n_pairs, dtype=np.int64)
-            self._pair_hist = np.empty(
-                (self.n_features, self.missing_bin + 1, 3), dtype=np.float64
-            )
+            self._pair_hist = np.empty((self.n_features, self.missing_bin + 1, 3), dtype=np.float64)
         return RowRange(0, n, 0, n_pairs)
 
     def root_histogram(self, rows: RowRange) -> NodeHistogram:
@@ -446,9 +440,7 @@ class HistogramBuilder:
         """The row partition of a single-shard builder (None when sharded)."""
         return self.shards[0].partition if len(self.shards) == 1 else None
 
-    def start_tree(
-        self, gradients, hessians, sample_indices, feature_indices, pairs
-    ) -> Any:
+    def start_tree(self, gradients, hessians, sample_indices, feature_indices, pairs) -> Any:
         """Hand each shard its rows' inputs; return the root's rows (one per shard)."""
         if len(self.shards) == 1 and self._bounds[0][0] == 0:
             return (
@@ -472,9 +464,7 @@ class HistogramBuilder:
                     rho[keep],
                 )
             roots.append(
-                shard.start_tree(
-                    gradients[lo:hi], hessians[lo:hi], si, feature_indices, sp
-                )
+                shard.start_tree(gradients[lo:hi], hessians[lo:hi], si, feature_indices, sp)
             )
         return tuple(roots)
 
@@ -537,9 +527,7 @@ class HistogramBuilder:
 
     def add_tree(self, nodes, leaves, out) -> None:
         """Add the tree's leaf values to every shard's rows of the scores ``out``."""
-        for k, (shard, (lo, hi)) in enumerate(
-            zip(self.shards, self._bounds, strict=True)
-        ):
+        for k, (shard, (lo, hi)) in enumerate(zip(self.shards, self._bounds, strict=True)):
             shard.add_tree(nodes, [(r[k], i) for r, i in leaves], out[lo:hi])
 
 
@@ -616,9 +604,7 @@ def _accumulate(col, rows, gradients, hessians, n, h):
 
 
 @kernel
-def _histogram_root_body(
-    X_binned, gradients, hessians, feature_indices, k_lo, k_hi, hist_out
-):
+def _histogram_root_body(X_binned, gradients, hessians, feature_indices, k_lo, k_hi, hist_out):
     # X_binned: IN uint8 (n_samples, n_features) F-order; gradients/hessians: IN float32
     # (n_samples,); feature_indices[k_lo:k_hi]: IN features to build; hist_out: OUT.
     n_samples = X_binned.shape[0]
@@ -638,15 +624,11 @@ def _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_o
     # Root histogram over all rows (no gather); parallel over features.
     n = feature_indices.shape[0]
     for k in prange(n):
-        _histogram_root_body(
-            X_binned, gradients, hessians, feature_indices, k, k + 1, hist_out
-        )
+        _histogram_root_body(X_binned, gradients, hessians, feature_indices, k, k + 1, hist_out)
 
 
 @kernel
-def _gather_body(
-    sample_indices, gradients, hessians, ordered_gradients, ordered_hessians, lo, hi
-):
+def _gather_body(sample_indices, gradients, hessians, ordered_gradients, ordered_hessians, lo, hi):
     for i in range(lo, hi):
         idx = sample_indices[i]
         ordered_gradients[i] = gradients[idx]
@@ -692,9 +674,7 @@ def _histogram_body(
             h[b, 0] = 0.0
             h[b, 1] = 0.0
             h[b, 2] = 0.0
-        _accumulate(
-            X_binned[:, f], sample_indices, ordered_gradients, ordered_hessians, n, h
-        )
+        _accumulate(X_binned[:, f], sample_indices, ordered_gradients, ordered_hessians, n, h)
 
 
 @parallel_kernel

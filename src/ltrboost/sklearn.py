@@ -175,9 +175,7 @@ class Ranker(BaseEstimator):
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
         X, qid = _split_qid_column(X, qid, group)
-        train_set = make_dataset(
-            X, y, qid=qid, group=group, sample_weight=sample_weight
-        )
+        train_set = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
         if pairs is not None:
             train_set.pairs = _pairs_from_array(pairs, train_set)
         eval_set = list(eval_set or ())
@@ -281,11 +279,7 @@ class Ranker(BaseEstimator):
                 m = m.split(",")
             elif callable(m):
                 m = [m]
-            metric = (
-                m[0].strip()
-                if m and isinstance(m[0], str)
-                else (m[0] if m else "ndcg@10")
-            )
+            metric = m[0].strip() if m and isinstance(m[0], str) else (m[0] if m else "ndcg@10")
         scores = self.booster_.predict(ds.X)
         if callable(metric):
             return float(metric(scores, ds.y, ds.query_offsets))
@@ -380,14 +374,10 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
     if np.any(idx != np.round(idx)) or np.any(idx < 0) or np.any(idx >= ds.n_samples):
         bad = int(
             np.flatnonzero(
-                np.any(
-                    (idx != np.round(idx)) | (idx < 0) | (idx >= ds.n_samples), axis=1
-                )
+                np.any((idx != np.round(idx)) | (idx < 0) | (idx >= ds.n_samples), axis=1)
             )[0]
         )
-        raise LTRInputError(
-            f"pair {bad}: row index outside 0..{ds.n_samples - 1}", row=bad
-        )
+        raise LTRInputError(f"pair {bad}: row index outside 0..{ds.n_samples - 1}", row=bad)
     idx = idx.astype(np.int64)
     if ds.order is not None:  # map user rows to grouped rows
         inv = np.empty_like(ds.order)

@@ -181,9 +181,7 @@ class Splitter:
             buffers=self._buffers,
         )
 
-    def leaf_value(
-        self, sum_gradients: float, sum_hessians: float, pair_sum: float = 0.0
-    ) -> float:
+    def leaf_value(self, sum_gradients: float, sum_hessians: float, pair_sum: float = 0.0) -> float:
         """Newton value ``-G / (H + lam)`` with the OLE-corrected ``H`` (eq. 13)."""
         return _leaf_value(
             sum_gradients,
@@ -455,9 +453,7 @@ def _two_leaf_gain(g_l, a, g_r, b, cross, g, parent_h, l2):
     det = aa * bb - cross * cross
     parent = g * g / (parent_h + l2) if parent_h + l2 > 0.0 else 0.0
     if aa > 0.0 and bb > 0.0 and det > 0.0:
-        return (
-            bb * g_l * g_l + 2.0 * cross * g_l * g_r + aa * g_r * g_r
-        ) / det - parent
+        return (bb * g_l * g_l + 2.0 * cross * g_l * g_r + aa * g_r * g_r) / det - parent
     return _split_gain(g_l, a, g_r, b, g, parent_h, l2)
 
 
@@ -572,9 +568,7 @@ def _partition_pairs(seg, doc_i, doc_j, col, bin_idx, missing_left, missing_bin,
 # --- references ---
 
 
-def _find_best_split_reference(
-    hist, n_bins_non_missing, missing_bin, sum_g, sum_h, count, params
-):
+def _find_best_split_reference(hist, n_bins_non_missing, missing_bin, sum_g, sum_h, count, params):
     """Brute force over every feature, threshold and missing side (no pairs)."""
     best = (-np.inf, -1, -1, False)
     l2 = params.l2_regularization

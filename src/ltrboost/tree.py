@@ -55,9 +55,7 @@ def pack_trees(trees: list[NDArray], outputs: list[int]) -> PackedEnsemble:
     )
 
 
-def predict_raw(
-    ens: PackedEnsemble, X: NDArray[np.floating], out: NDArray[np.float64]
-) -> None:
+def predict_raw(ens: PackedEnsemble, X: NDArray[np.floating], out: NDArray[np.float64]) -> None:
     """Add the ensemble's outputs for raw features ``X`` to ``out`` (n_outputs, n)."""
     if ens.tree_offsets.shape[0] <= 1 or X.shape[0] == 0:
         return

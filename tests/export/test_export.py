@@ -120,13 +120,9 @@ def check_xgboost(b, X, qid, tmp_path):
     dm = xgb.DMatrix(P, missing=np.nan)
     theirs = bx.predict(dm, validate_features=False)
     np.testing.assert_allclose(theirs, ours, rtol=0, atol=f32_tol(b, ours))
-    C.assert_same_rankings(
-        ours[pq >= 0], theirs[pq >= 0], pq[pq >= 0], tol=f32_tol(b, ours)
-    )
+    C.assert_same_rankings(ours[pq >= 0], theirs[pq >= 0], pq[pq >= 0], tol=f32_tol(b, ours))
     # same leaf in every tree: XGBoost's leaf ids vs ours mapped to its numbering
-    leaves = bx.predict(dm, pred_leaf=True, validate_features=False).reshape(
-        P.shape[0], -1
-    )
+    leaves = bx.predict(dm, pred_leaf=True, validate_features=False).reshape(P.shape[0], -1)
     em = collect(b)
     ours_leaf = C.our_leaves(b, P)
     n_bias = sum(t.is_bias for t in em.trees)
@@ -167,9 +163,7 @@ def check_onnx(b, X, qid):
     (theirs,) = sess.run(None, {"features": P})
     assert theirs.shape == (P.shape[0],)
     np.testing.assert_allclose(theirs, ours, rtol=0, atol=f32_tol(b, ours))
-    C.assert_same_rankings(
-        ours[pq >= 0], theirs[pq >= 0], pq[pq >= 0], tol=f32_tol(b, ours)
-    )
+    C.assert_same_rankings(ours[pq >= 0], theirs[pq >= 0], pq[pq >= 0], tol=f32_tol(b, ours))
     em = collect(b)
     (leaves,) = onnx_session(build_graph(em, leaf_ids=True).SerializeToString()).run(
         None, {"features": P}
@@ -189,12 +183,7 @@ def check_solr(b, X, qid):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         body = json.loads(export_bytes(b, "solr"))
-    gaps = [
-        g
-        for x in w
-        if isinstance(x.message, SolrThresholdWarning)
-        for g in x.message.gaps
-    ]
+    gaps = [g for x in w if isinstance(x.message, SolrThresholdWarning) for g in x.message.gaps]
     if gaps:
         # thresholds near 0 that Solr's +1e-6f cannot hit exactly: leave out the rows
         # with a value in a reported gap (values within ~1e-13 above the threshold)
@@ -207,9 +196,7 @@ def check_solr(b, X, qid):
     C.solr_check_schema(body)
     theirs = C.solr_score(body, P)
     np.testing.assert_allclose(theirs, ours, rtol=0, atol=f32_tol(b, ours))
-    C.assert_same_rankings(
-        ours[pq >= 0], theirs[pq >= 0], pq[pq >= 0], tol=f32_tol(b, ours)
-    )
+    C.assert_same_rankings(ours[pq >= 0], theirs[pq >= 0], pq[pq >= 0], tol=f32_tol(b, ours))
 
 
 def check_ranklib(b, X, qid):
@@ -221,9 +208,7 @@ def check_ranklib(b, X, qid):
     C.ranklib_check_schema(text, b.n_features)
     theirs = C.ranklib_score(text, P)
     np.testing.assert_allclose(theirs, ours, rtol=0, atol=f32_tol(b, ours))
-    C.assert_same_rankings(
-        ours[pq >= 0], theirs[pq >= 0], pq[pq >= 0], tol=f32_tol(b, ours)
-    )
+    C.assert_same_rankings(ours[pq >= 0], theirs[pq >= 0], pq[pq >= 0], tol=f32_tol(b, ours))
 
 
 def check_all(b, X, qid, tmp_path):
@@ -404,9 +389,7 @@ def test_bad_feature_names(names, match, tmp_path):
 
 def test_unknown_format_and_unwritable(tmp_path):
     b, _, _ = model("lambdamart", True)
-    with pytest.raises(
-        ExportError, match="unknown export format 'pmml'; one of: lightgbm"
-    ):
+    with pytest.raises(ExportError, match="unknown export format 'pmml'; one of: lightgbm"):
         b.export(tmp_path / "m", format="pmml")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         b.export(tmp_path / "no" / "m.txt", format="lightgbm")

@@ -89,9 +89,7 @@ def _walk(node):
         (["--format", "solr", "--createmodel", "-"], "only for --format xgboost-dump"),
     ],
 )
-def test_cli_one_line_errors_and_nothing_written(
-    model_file, tmp_path, capsys, extra, needle
-):
+def test_cli_one_line_errors_and_nothing_written(model_file, tmp_path, capsys, extra, needle):
     path, _ = model_file
     (tmp_path / "n3").write_text("a\nb\nc\n")
     (tmp_path / "ndup").write_text("a\nb\nc\nd\ne\na\n")
@@ -114,9 +112,7 @@ def test_cli_one_line_errors_and_nothing_written(
 
 def test_cli_unwritable_output(model_file, tmp_path, capsys):
     path, _ = model_file
-    rc, _, err = run(
-        ["export", path, "-f", "xgboost", "-o", tmp_path / "nodir" / "m.json"], capsys
-    )
+    rc, _, err = run(["export", path, "-f", "xgboost", "-o", tmp_path / "nodir" / "m.json"], capsys)
     assert rc == 2
     assert err.count("\n") == 1
     assert "does not exist" in err
@@ -170,9 +166,7 @@ def test_real_data_inf_threshold(shared_data_dir, tmp_path):
          "min_samples_leaf": 5},
         make_dataset(X, y, qid=qid),
     )  # fmt: skip
-    thresholds = np.concatenate(
-        [t["num_threshold"][t["is_leaf"] == 0] for t in b.trees]
-    )
+    thresholds = np.concatenate([t["num_threshold"][t["is_leaf"] == 0] for t in b.trees])
     if not np.isinf(thresholds).any():
         pytest.skip("no +inf split grown on this data")
     check_all(b, X, qid, tmp_path)

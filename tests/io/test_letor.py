@@ -71,9 +71,7 @@ def test_letor_line_with_qid_and_comment(tmp_path):
     )
     data = load_svmlight(path, return_comments=True)
     assert isinstance(data, LetorData)
-    np.testing.assert_array_equal(
-        data.X, [[0.007477, 0.0, 1.0], [0.5, 0.25, 0.0], [1.0, 2.0, 3.0]]
-    )
+    np.testing.assert_array_equal(data.X, [[0.007477, 0.0, 1.0], [0.5, 0.25, 0.0], [1.0, 2.0, 3.0]])
     assert data.X.dtype == np.float64
     assert data.X.flags.c_contiguous
     np.testing.assert_array_equal(data.y, [0.0, 2.0, 1.0])
@@ -170,9 +168,7 @@ def test_scientific_notation_signs_and_float_labels(tmp_path):
         "00012",
         "6.520804200793011e-08",
     ]
-    np.testing.assert_array_equal(
-        _bits(data.X[0]), _bits(np.array([float(t) for t in tokens]))
-    )
+    np.testing.assert_array_equal(_bits(data.X[0]), _bits(np.array([float(t) for t in tokens])))
     assert math.copysign(1.0, data.X[0, 4]) == -1.0  # -0 keeps its sign
     np.testing.assert_array_equal(data.y, [0.5, -12.5])
     assert np.isnan(data.X[1, :2]).all()
@@ -401,9 +397,7 @@ def test_many_slow_tokens_grow_the_buffer(tmp_path):
     tokens = [f"0.{k:021d}1" for k in range(1, 700)]
     line = "1 " + " ".join(f"{j + 1}:{t}" for j, t in enumerate(tokens)) + "\n"
     data = load_svmlight(_write(tmp_path, line))
-    np.testing.assert_array_equal(
-        _bits(data.X[0]), _bits(np.array([float(t) for t in tokens]))
-    )
+    np.testing.assert_array_equal(_bits(data.X[0]), _bits(np.array([float(t) for t in tokens])))
 
 
 # --- kernel against reference ---
@@ -411,14 +405,9 @@ def test_many_slow_tokens_grow_the_buffer(tmp_path):
 
 @pytest.mark.parametrize("impl", [_reference_impl, _kernel_impl])
 def test_impl_on_hand_case(impl):
-    data = (
-        b"\xef\xbb\xbf# h\n2 qid:1 1:0.5 3:-1e-2 # d\r\n"
-        b"\n0 qid:1 2:nan\n1 qid:4 3:7 1:1"
-    )
+    data = b"\xef\xbb\xbf# h\n2 qid:1 1:0.5 3:-1e-2 # d\r\n\n0 qid:1 2:nan\n1 qid:4 3:7 1:1"
     X, y, qid, comments = impl(data, None, "nan")
-    expected = np.array(
-        [[0.5, np.nan, -0.01], [np.nan, np.nan, np.nan], [1, np.nan, 7]]
-    )
+    expected = np.array([[0.5, np.nan, -0.01], [np.nan, np.nan, np.nan], [1, np.nan, 7]])
     np.testing.assert_array_equal(X, expected)
     np.testing.assert_array_equal(y, [2, 0, 1])
     np.testing.assert_array_equal(qid, [1, 1, 4])
@@ -599,9 +588,7 @@ _decimal_text = st.builds(
     ),
 )
 _float_text = st.floats(allow_nan=False, allow_infinity=False).flatmap(
-    lambda x: st.sampled_from(
-        [repr(x), f"{x:.17g}", f"{x:.19g}", f"{x:.15e}", f"{x:.3g}"]
-    )
+    lambda x: st.sampled_from([repr(x), f"{x:.17g}", f"{x:.19g}", f"{x:.15e}", f"{x:.3g}"])
 )
 
 
@@ -833,9 +820,7 @@ def test_real_data_folder_has_letor_files():
 )
 def test_real_file_equals_sklearn(path):
     sklearn_datasets = pytest.importorskip("sklearn.datasets")
-    X_ref, y_ref, qid_ref = sklearn_datasets.load_svmlight_file(
-        str(path), query_id=True
-    )
+    X_ref, y_ref, qid_ref = sklearn_datasets.load_svmlight_file(str(path), query_id=True)
     data = load_svmlight(path)
     X_dense = X_ref.toarray()
     assert data.X.shape == X_dense.shape

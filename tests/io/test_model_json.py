@@ -371,9 +371,7 @@ def test_non_integer_feature(tmp_path, model_dict, bad):
 
 
 @pytest.mark.parametrize("bad", [4, -1, 99])
-def test_feature_out_of_range_or_leaf_marker_on_internal_node(
-    tmp_path, model_dict, bad
-):
+def test_feature_out_of_range_or_leaf_marker_on_internal_node(tmp_path, model_dict, bad):
     tree = _deepest_tree(model_dict)
     tree["feature"][0] = bad
     _assert_fails(_write_dict(tmp_path / "m.json", model_dict), "feature")
@@ -407,9 +405,7 @@ def test_leaf_with_a_feature(tmp_path, model_dict):
         (lambda d: d["trees"][0]["missing_left"].__setitem__(0, 2), "missing_left"),
         (lambda d: d["trees"][0]["left"].__setitem__(0, True), "left"),
         (
-            lambda d: d["trees"][0].update(
-                {k: [] for k in d["trees"][0] if k != "output"}
-            ),
+            lambda d: d["trees"][0].update({k: [] for k in d["trees"][0] if k != "output"}),
             "no nodes",
         ),
     ],

@@ -20,12 +20,8 @@ def _rr_kernel(scores, y, query_offsets, **params):
     return RREvaluator(y, query_offsets, **params).per_query(scores)
 
 
-AP_IMPLS = pytest.mark.parametrize(
-    "impl", [_ap_reference, _ap_kernel], ids=["reference", "kernel"]
-)
-RR_IMPLS = pytest.mark.parametrize(
-    "impl", [_rr_reference, _rr_kernel], ids=["reference", "kernel"]
-)
+AP_IMPLS = pytest.mark.parametrize("impl", [_ap_reference, _ap_kernel], ids=["reference", "kernel"])
+RR_IMPLS = pytest.mark.parametrize("impl", [_rr_reference, _rr_kernel], ids=["reference", "kernel"])
 
 
 @pytest.fixture
@@ -66,12 +62,8 @@ def test_ap_at_k_divides_by_min_k_and_relevant(impl):
 @AP_IMPLS
 def test_ap_relevance_threshold(impl):
     scores, y, qo = _ranked([1, 2, 0, 2])
-    assert impl(scores, y, qo, relevance_threshold=2)[0] == pytest.approx(
-        (1 / 2 + 2 / 4) / 2
-    )
-    assert impl(scores, y, qo, relevance_threshold=1)[0] == pytest.approx(
-        (1 + 1 + 3 / 4) / 3
-    )
+    assert impl(scores, y, qo, relevance_threshold=2)[0] == pytest.approx((1 / 2 + 2 / 4) / 2)
+    assert impl(scores, y, qo, relevance_threshold=1)[0] == pytest.approx((1 + 1 + 3 / 4) / 3)
 
 
 @AP_IMPLS
@@ -86,9 +78,7 @@ def test_ap_empty_query_score(impl, empty):
 @AP_IMPLS
 def test_ap_ties_keep_input_order(impl):
     qo = np.array([0, 3])
-    assert impl(np.zeros(3), np.array([0.0, 1.0, 1.0]), qo)[0] == pytest.approx(
-        (1 / 2 + 2 / 3) / 2
-    )
+    assert impl(np.zeros(3), np.array([0.0, 1.0, 1.0]), qo)[0] == pytest.approx((1 / 2 + 2 / 3) / 2)
 
 
 # --- RR by hand ---
@@ -151,13 +141,9 @@ def test_matches_ranx(random_ranking, seed):
     scores, y, qo = random_ranking(seed + 10)  # distinct scores
     keep = [q for q in range(len(qo) - 1) if (y[qo[q] : qo[q + 1]] >= 1).any()]
     qrels = {
-        f"q{q}": {f"d{i}": int(y[i]) for i in range(qo[q], qo[q + 1]) if y[i] >= 1}
-        for q in keep
+        f"q{q}": {f"d{i}": int(y[i]) for i in range(qo[q], qo[q + 1]) if y[i] >= 1} for q in keep
     }
-    run = {
-        f"q{q}": {f"d{i}": float(scores[i]) for i in range(qo[q], qo[q + 1])}
-        for q in keep
-    }
+    run = {f"q{q}": {f"d{i}": float(scores[i]) for i in range(qo[q], qo[q + 1])} for q in keep}
     names = ["map", "mrr", "mrr@1", "mrr@3", "mrr@10"]
     expected = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names)
     for name in names:
@@ -173,9 +159,7 @@ def test_matches_ranx(random_ranking, seed):
 def test_permutation_invariance(random_ranking, seed, name):
     scores, y, qo = random_ranking(seed)
     rng = np.random.default_rng(seed)
-    perm = np.concatenate(
-        [qo[q] + rng.permutation(qo[q + 1] - qo[q]) for q in range(len(qo) - 1)]
-    )
+    perm = np.concatenate([qo[q] + rng.permutation(qo[q + 1] - qo[q]) for q in range(len(qo) - 1)])
     metric = get_metric(name)
     np.testing.assert_allclose(
         metric.per_query(scores[perm], y[perm], qo), metric.per_query(scores, y, qo)

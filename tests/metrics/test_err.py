@@ -22,9 +22,7 @@ def _reference(scores, y, query_offsets, **params):
     )
 
 
-IMPLS = pytest.mark.parametrize(
-    "impl", [_reference, _kernel], ids=["reference", "kernel"]
-)
+IMPLS = pytest.mark.parametrize("impl", [_reference, _kernel], ids=["reference", "kernel"])
 
 
 def err_by_loops(scores, y, query_offsets, k=0, max_grade=None):
@@ -132,9 +130,7 @@ def test_metric_mean_matches_loops(random_ranking, seed):
 def test_permutation_invariance(random_ranking, seed):
     scores, y, qo = random_ranking(seed)
     rng = np.random.default_rng(seed)
-    perm = np.concatenate(
-        [qo[q] + rng.permutation(qo[q + 1] - qo[q]) for q in range(len(qo) - 1)]
-    )
+    perm = np.concatenate([qo[q] + rng.permutation(qo[q + 1] - qo[q]) for q in range(len(qo) - 1)])
     metric = get_metric("err@5")
     np.testing.assert_allclose(
         metric.per_query(scores[perm], y[perm], qo), metric.per_query(scores, y, qo)

@@ -29,9 +29,7 @@ def _reference(scores, y, query_offsets, **params):
     )
 
 
-IMPLS = pytest.mark.parametrize(
-    "impl", [_reference, _kernel], ids=["reference", "kernel"]
-)
+IMPLS = pytest.mark.parametrize("impl", [_reference, _kernel], ids=["reference", "kernel"])
 
 
 # --- seed 003 and hand-computed cases ---
@@ -66,12 +64,8 @@ def test_seed_003_delta_ndcg_of_swaps():
     scores = np.arange(5, 0, -1, dtype=float)
     metric = get_metric("ndcg@5", gain="linear")
     base = metric(scores, np.array([0, 1, 0, 1, 1.0]), qo)
-    assert metric(scores, np.array([1, 0, 0, 1, 1.0]), qo) - base == pytest.approx(
-        0.17, abs=0.005
-    )
-    assert metric(scores, np.array([0, 1, 1, 0, 1.0]), qo) - base == pytest.approx(
-        0.03, abs=0.005
-    )
+    assert metric(scores, np.array([1, 0, 0, 1, 1.0]), qo) - base == pytest.approx(0.17, abs=0.005)
+    assert metric(scores, np.array([0, 1, 1, 0, 1.0]), qo) - base == pytest.approx(0.03, abs=0.005)
 
 
 @IMPLS
@@ -131,9 +125,7 @@ def test_one_document_and_empty_queries(impl):
     y = np.array([3.0, 0.0])
     scores = np.array([0.2, -1.0])
     qo = np.array([0, 1, 1, 2])  # a one-document query, an empty query, another one
-    np.testing.assert_allclose(
-        impl(scores, y, qo, empty_query_score=0.5), [1, 0.5, 0.5]
-    )
+    np.testing.assert_allclose(impl(scores, y, qo, empty_query_score=0.5), [1, 0.5, 0.5])
 
 
 # --- kernel against reference ---
@@ -158,9 +150,7 @@ def test_kernel_matches_reference(random_ranking, seed, score_levels, k, gain):
 @pytest.mark.parametrize("score_levels", [None, 2, 7])
 def test_rank_order_matches_stable_reference(random_ranking, seed, score_levels):
     scores, _, qo = random_ranking(seed, score_levels=score_levels)
-    np.testing.assert_array_equal(
-        rank_order(scores, qo), _rank_order_reference(scores, qo)
-    )
+    np.testing.assert_array_equal(rank_order(scores, qo), _rank_order_reference(scores, qo))
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 15, 16, 17, 31, 32, 33, 64, 65, 200, 1000])
@@ -211,12 +201,8 @@ def test_matches_ranx(random_ranking, seed, k):
     ranx = pytest.importorskip("ranx")
     scores, y, qo = random_ranking(seed + 10, score_levels=None)  # no score ties
     qrels, run = _ranx_inputs(scores, y, qo)
-    expected = ranx.evaluate(
-        ranx.Qrels(qrels), ranx.Run(run), [f"ndcg_burges@{k}", f"ndcg@{k}"]
-    )
-    has_relevant = np.array(
-        [(y[qo[q] : qo[q + 1]] >= 1).any() for q in range(len(qo) - 1)]
-    )
+    expected = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), [f"ndcg_burges@{k}", f"ndcg@{k}"])
+    has_relevant = np.array([(y[qo[q] : qo[q + 1]] >= 1).any() for q in range(len(qo) - 1)])
     for name, gain in ((f"ndcg_burges@{k}", "exp"), (f"ndcg@{k}", "linear")):
         per_query = get_metric(f"ndcg@{k}", gain=gain, empty_query_score=0.0).per_query(
             scores, y, qo
@@ -234,9 +220,7 @@ def test_matches_ranx(random_ranking, seed, k):
 def test_permutation_invariance(random_ranking, seed, name):
     scores, y, qo = random_ranking(seed, score_levels=None)  # distinct scores
     rng = np.random.default_rng(seed)
-    perm = np.concatenate(
-        [qo[q] + rng.permutation(qo[q + 1] - qo[q]) for q in range(len(qo) - 1)]
-    )
+    perm = np.concatenate([qo[q] + rng.permutation(qo[q + 1] - qo[q]) for q in range(len(qo) - 1)])
     metric = get_metric(name)
     np.testing.assert_allclose(
         metric.per_query(scores[perm], y[perm], qo), metric.per_query(scores, y, qo)

@@ -91,13 +91,9 @@ def test_precision_matches_ranx(random_ranking, seed, k):
         if qo[q + 1] - qo[q] >= k and (y[qo[q] : qo[q + 1]] >= 1).any()
     ]
     qrels = {
-        f"q{q}": {f"d{i}": int(y[i]) for i in range(qo[q], qo[q + 1]) if y[i] >= 1}
-        for q in keep
+        f"q{q}": {f"d{i}": int(y[i]) for i in range(qo[q], qo[q + 1]) if y[i] >= 1} for q in keep
     }
-    run = {
-        f"q{q}": {f"d{i}": float(scores[i]) for i in range(qo[q], qo[q + 1])}
-        for q in keep
-    }
+    run = {f"q{q}": {f"d{i}": float(scores[i]) for i in range(qo[q], qo[q + 1])} for q in keep}
     expected = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), f"precision@{k}")
     got = get_metric(f"p@{k}").per_query(scores, y, qo)[keep].mean()
     assert got == pytest.approx(expected, rel=1e-9)
@@ -135,9 +131,7 @@ def test_pair_precision_equal_scores_count_as_wrong(impl):
     assert impl(scores, y, qo, percent=100) == pytest.approx(1 / 2)
     assert impl(scores, y, qo, percent=50) == pytest.approx(1.0)
     # pairs with equal labels are not pairs at all
-    assert impl(scores, np.array([1.0, 1.0, 0.0]), qo, percent=100) == pytest.approx(
-        1.0
-    )
+    assert impl(scores, np.array([1.0, 1.0, 0.0]), qo, percent=100) == pytest.approx(1.0)
 
 
 @PAIR_IMPLS
@@ -170,9 +164,7 @@ def test_pair_precision_per_query(impl):
     y = np.array([1.0, 0.0, 2.0, 1.0, 0.0, 3.0, 3.0, 4.0])
     scores = np.array([10.0, 0.0, 0.0, 1.0, 2.0, 5.0, 6.0, 7.0])
     qo = np.array([0, 2, 5, 7, 8])  # query 2: equal labels, query 3: one document
-    np.testing.assert_allclose(
-        impl(scores, y, qo, empty_query_score=0.25), [1, 0, 0.25, 0.25]
-    )
+    np.testing.assert_allclose(impl(scores, y, qo, empty_query_score=0.25), [1, 0, 0.25, 0.25])
 
 
 @PAIR_IMPLS
@@ -196,15 +188,11 @@ def test_pair_precision_kernel_matches_reference(random_ranking, seed, score_lev
     )
     np.testing.assert_allclose(
         _pair_per_query_kernel(scores, y, qo, percent=percent, empty_query_score=0.5),
-        _pair_precision_per_query_reference(
-            scores, y, qo, percent=percent, empty_query_score=0.5
-        ),
+        _pair_precision_per_query_reference(scores, y, qo, percent=percent, empty_query_score=0.5),
         rtol=1e-12,
     )
     w = np.random.default_rng(seed).random(len(qo) - 1)
-    assert _pair_kernel(
-        scores, y, qo, query_weights=w, percent=percent
-    ) == pytest.approx(
+    assert _pair_kernel(scores, y, qo, query_weights=w, percent=percent) == pytest.approx(
         _pair_precision_reference(scores, y, qo, percent=percent, query_weights=w),
         rel=1e-12,
     )
@@ -235,9 +223,7 @@ def test_pair_precision_permutation_invariance_even_with_ties(
 ):
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     rng = np.random.default_rng(seed)
-    perm = np.concatenate(
-        [qo[q] + rng.permutation(qo[q + 1] - qo[q]) for q in range(len(qo) - 1)]
-    )
+    perm = np.concatenate([qo[q] + rng.permutation(qo[q + 1] - qo[q]) for q in range(len(qo) - 1)])
     metric = get_metric(name)
     assert metric(scores[perm], y[perm], qo) == pytest.approx(metric(scores, y, qo))
 
@@ -247,9 +233,7 @@ def test_pair_precision_permutation_invariance_even_with_ties(
 def test_precision_at_k_permutation_invariance(random_ranking, seed, k):
     scores, y, qo = random_ranking(seed)
     rng = np.random.default_rng(seed)
-    perm = np.concatenate(
-        [qo[q] + rng.permutation(qo[q + 1] - qo[q]) for q in range(len(qo) - 1)]
-    )
+    perm = np.concatenate([qo[q] + rng.permutation(qo[q + 1] - qo[q]) for q in range(len(qo) - 1)])
     metric = get_metric(f"p@{k}")
     np.testing.assert_allclose(
         metric.per_query(scores[perm], y[perm], qo), metric.per_query(scores, y, qo)

@@ -183,9 +183,7 @@ def test_every_metric_matches_reference(random_ranking, name, seed, score_levels
     scores, y, qo = random_ranking(seed, score_levels=score_levels)
     weights = np.random.default_rng(seed).random(len(qo) - 1)
     metric = get_metric(name)
-    assert metric(scores, y, qo) == pytest.approx(
-        reference_value(name, scores, y, qo), rel=1e-12
-    )
+    assert metric(scores, y, qo) == pytest.approx(reference_value(name, scores, y, qo), rel=1e-12)
     assert metric(scores, y, qo, query_weights=weights) == pytest.approx(
         reference_value(name, scores, y, qo, weights=weights), rel=1e-12
     )
@@ -205,9 +203,7 @@ def test_kernels_match_references_on_arbitrary_inputs(sizes, data, name):
         data.draw(st.lists(st.integers(-3, 3), min_size=n, max_size=n)), float
     )  # few values: many ties
     got = get_metric(name, empty_query_score=0.5)(scores, y, qo)
-    assert got == pytest.approx(
-        reference_value(name, scores, y, qo, empty=0.5), rel=1e-12
-    )
+    assert got == pytest.approx(reference_value(name, scores, y, qo, empty=0.5), rel=1e-12)
 
 
 # --- evaluate ---

@@ -20,9 +20,7 @@ from ltrboost.objectives.registry import get_objective
 SEEDS = [0, 1, 2]
 
 
-def make_data(
-    seed, sizes=(1, 2, 4, 6, 9, 5, 4), max_label=3, ties=True, weights=None, pairs=False
-):
+def make_data(seed, sizes=(1, 2, 4, 6, 9, 5, 4), max_label=3, ties=True, weights=None, pairs=False):
     """Random labels and scores; the last query has one grade, the first one doc."""
     rng = np.random.default_rng(seed)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -76,9 +74,7 @@ def seed_algorithm_targets(h, data, tau):
         for a in range(off[q], off[q + 1]):
             for b in range(off[q], off[q + 1]):
                 if y[a] > y[b]:
-                    S.append(
-                        (a, b, 1.0, y[a] - y[b] if tau == "grade_difference" else tau)
-                    )
+                    S.append((a, b, 1.0, y[a] - y[b] if tau == "grade_difference" else tau))
     if data.pairs is not None:
         pw = data.pairs.weight
         for k in range(len(data.pairs)):
@@ -121,9 +117,7 @@ def test_hand_example():
     np.testing.assert_allclose(g, -expected, rtol=1e-6)
     np.testing.assert_array_equal(hess, 1.0)
     # margins m = h(y) - h(x) + tau: 0.15, 0.4, 0.35 and 0.1
-    assert obj.loss(h, data) == pytest.approx(
-        0.5 * (0.15**2 + 0.4**2 + 0.35**2 + 0.1**2)
-    )
+    assert obj.loss(h, data) == pytest.approx(0.5 * (0.15**2 + 0.4**2 + 0.35**2 + 0.1**2))
     # raise doc 0 to 0.5: its pairs are satisfied, only (1, 2) and query 1 remain
     h2 = np.array([0.5, 0.05, 0.3, 0.0, 0.0])
     targets, weight = obj.regression_targets(h2, data)
@@ -161,9 +155,7 @@ def test_targets_match_seed_algorithm(seed, tau, pairs):
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("tau", [0.1, "grade_difference"])
 @pytest.mark.parametrize("weights", [None, "query", "doc"])
-@pytest.mark.parametrize(
-    ("pairs", "use_label_pairs"), [(False, None), (True, None), (True, False)]
-)
+@pytest.mark.parametrize(("pairs", "use_label_pairs"), [(False, None), (True, None), (True, False)])
 def test_kernel_matches_reference(seed, tau, weights, pairs, use_label_pairs):
     data, s = make_data(seed, weights=weights, pairs=pairs)
     obj = GBRank(tau=tau, use_label_pairs=use_label_pairs)
@@ -238,9 +230,7 @@ def test_registry_attributes_and_params():
     assert obj.init_score(data).tolist() == [0.0]
 
 
-@pytest.mark.parametrize(
-    "tau", [0, -0.1, float("nan"), float("inf"), "grade", True, None]
-)
+@pytest.mark.parametrize("tau", [0, -0.1, float("nan"), float("inf"), "grade", True, None])
 def test_bad_tau(tau):
     with pytest.raises(ValueError, match="tau"):
         GBRank(tau=tau)
@@ -384,9 +374,7 @@ def test_train_improves_ndcg_and_round_trips(tmp_path):
     )
     assert booster.update_rule == "averaged"
     ndcg = get_metric("ndcg@10")
-    at_init = ndcg(
-        booster.predict(valid_set.X, iteration=0), valid_set.y, valid_set.query_offsets
-    )
+    at_init = ndcg(booster.predict(valid_set.X, iteration=0), valid_set.y, valid_set.query_offsets)
     final = ndcg(booster.predict(valid_set.X), valid_set.y, valid_set.query_offsets)
     assert final > at_init + 0.02
     assert booster.evals_result["valid"]["ndcg@10"][-1] == pytest.approx(final)
@@ -399,6 +387,4 @@ def test_train_improves_ndcg_and_round_trips(tmp_path):
             loaded.predict_raw(valid_set.X, iteration=it).tobytes()
             == booster.predict_raw(valid_set.X, iteration=it).tobytes()
         )
-    assert (
-        loaded.predict(valid_set.X).tobytes() == booster.predict(valid_set.X).tobytes()
-    )
+    assert loaded.predict(valid_set.X).tobytes() == booster.predict(valid_set.X).tobytes()

@@ -235,17 +235,13 @@ def test_kernel_matches_reference(seed, metric, normalize, config, weights):
     assert [(int(i), int(j)) for i, j in zip(pt.doc_i, pt.doc_j, strict=True)] == [
         (i, j) for i, j, _ in rpairs
     ]
-    np.testing.assert_allclose(
-        pt.rho, [r for _, _, r in rpairs], rtol=1e-10, atol=1e-15
-    )
+    np.testing.assert_allclose(pt.rho, [r for _, _, r in rpairs], rtol=1e-10, atol=1e-15)
 
 
 @pytest.mark.parametrize("metric", METRICS)
 def test_gain_linear_and_relevance_threshold(metric):
     data, s = make_data(5, max_label=6)
-    params = dict(
-        lambda_metric=metric, gain="linear", relevance_threshold=3, pair_method="all"
-    )
+    params = dict(lambda_metric=metric, gain="linear", relevance_threshold=3, pair_method="all")
     g, h = grad_hess(LambdaMART(**params), s, data)
     rg, rh, _, _ = _lambdamart_reference(s, data.y, data.query_offsets, **params)
     np.testing.assert_allclose(g, rg, atol=1e-6, rtol=1e-5)
@@ -356,15 +352,11 @@ def test_pair_terms_are_exactly_the_enumerated_pairs():
         order = np.argsort(-s[lo:hi], kind="stable")
         rank = np.empty(hi - lo, dtype=np.int64)
         rank[order] = np.arange(hi - lo)
-        a, b = _enumerate_pairs_one_query_reference(
-            data.y[lo:hi][order], "topk", k, 1, 0
-        )
+        a, b = _enumerate_pairs_one_query_reference(data.y[lo:hi][order], "topk", k, 1, 0)
         expected = set(zip(a.tolist(), b.tolist(), strict=True))
         sl = slice(pt.pair_offsets[q], pt.pair_offsets[q + 1])
         ri, rj = rank[pt.doc_i[sl] - lo], rank[pt.doc_j[sl] - lo]
-        got = list(
-            zip(np.minimum(ri, rj).tolist(), np.maximum(ri, rj).tolist(), strict=True)
-        )
+        got = list(zip(np.minimum(ri, rj).tolist(), np.maximum(ri, rj).tolist(), strict=True))
         assert len(got) == len(set(got))
         assert set(got) == expected
 
@@ -379,9 +371,7 @@ def test_pair_terms_conserve_total_hessian_with_document_weights():
     off = data.query_offsets
     for q in range(data.n_queries):
         sl = slice(pt.pair_offsets[q], pt.pair_offsets[q + 1])
-        assert 2 * pt.rho[sl].sum() == pytest.approx(
-            h[off[q] : off[q + 1]].sum(), rel=1e-5
-        )
+        assert 2 * pt.rho[sl].sum() == pytest.approx(h[off[q] : off[q + 1]].sum(), rel=1e-5)
 
 
 # --- determinism ---------------------------------------------------------------------
@@ -419,9 +409,7 @@ def test_sampled_pairs_reproducible_by_seed_and_iteration():
     assert not np.array_equal(a[0], c[0])
     assert not np.array_equal(a[0], d[0])
     # the per-query seed is random_state + iteration * n_queries + q
-    e = grad_hess(
-        LambdaMART(pair_method="sampled", random_state=1 + data.n_queries), s, data, 2
-    )
+    e = grad_hess(LambdaMART(pair_method="sampled", random_state=1 + data.n_queries), s, data, 2)
     np.testing.assert_array_equal(a[0], e[0])
 
 
@@ -444,15 +432,11 @@ def test_label_validation():
     X = np.zeros((3, 1))
     obj = LambdaMART()
     with pytest.raises(ValueError, match="non-negative integer"):
-        obj.prepare(
-            RankingDataset(X=X, y=np.array([0.0, -1.0, 2.0]), query_offsets=off)
-        )
+        obj.prepare(RankingDataset(X=X, y=np.array([0.0, -1.0, 2.0]), query_offsets=off))
     with pytest.raises(ValueError, match="non-negative integer"):
         obj.prepare(RankingDataset(X=X, y=np.array([0.0, 0.5, 2.0]), query_offsets=off))
     with pytest.raises(ValueError, match="gain='linear'"):
-        obj.prepare(
-            RankingDataset(X=X, y=np.array([0.0, 40.0, 2.0]), query_offsets=off)
-        )
+        obj.prepare(RankingDataset(X=X, y=np.array([0.0, 40.0, 2.0]), query_offsets=off))
     LambdaMART(gain="linear").prepare(
         RankingDataset(X=X, y=np.array([0.0, 40.0, 2.0]), query_offsets=off)
     )
@@ -637,9 +621,7 @@ def test_agrees_with_lightgbm_lambdarank(normalize, sigma, truncation_level, tie
     s = rng.normal(size=n)
     if ties:
         s = np.round(s)
-    w = rng.uniform(0.5, 2.0, n).astype(
-        np.float32
-    )  # per-document, LightGBM's convention
+    w = rng.uniform(0.5, 2.0, n).astype(np.float32)  # per-document, LightGBM's convention
     leaves, sums = _leaf_sums_lightgbm(
         y,
         group,
@@ -651,18 +633,14 @@ def test_agrees_with_lightgbm_lambdarank(normalize, sigma, truncation_level, tie
     )
     off = np.concatenate([[0], np.cumsum(group)]).astype(np.int64)
     data = RankingDataset(X=np.zeros((n, 1)), y=y, query_offsets=off, weights=w)
-    obj = LambdaMART(
-        lambda_normalization=normalize, sigma=sigma, truncation_level=truncation_level
-    )
+    obj = LambdaMART(lambda_normalization=normalize, sigma=sigma, truncation_level=truncation_level)
     g, h = grad_hess(obj, s, data)
     # LightGBM tabulates the sigmoid (2^20 bins): agreement to ~1e-4
     _assert_leaf_sums(leaves, sums, g, h, rtol=2e-3)
 
 
 @pytest.mark.parametrize("normalize", [False, True])
-@pytest.mark.parametrize(
-    ("metric", "objective"), [("ndcg", "rank:ndcg"), ("map", "rank:map")]
-)
+@pytest.mark.parametrize(("metric", "objective"), [("ndcg", "rank:ndcg"), ("map", "rank:map")])
 def test_agrees_with_xgboost(normalize, metric, objective):
     # XGBoost's hessian is 2 rho (1 - rho) |dZ| (no sigma): ours times 2 with sigma = 1.
     # lambdarank_normalization + lambdarank_score_normalization: lambda_normalization
@@ -712,9 +690,7 @@ def test_pair_terms_fixed_weights_at_reference_equal_pair_terms():
 @pytest.mark.parametrize("normalize", [False, True])
 @pytest.mark.parametrize("truncation", [0, 3, 30])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_ndcg_driver_is_bit_identical_to_general_engine(
-    seed, normalize, truncation, weighted
-):
+def test_ndcg_driver_is_bit_identical_to_general_engine(seed, normalize, truncation, weighted):
     """LambdaMART's fused NDCG driver (what a plain run calls) gives the general
     engine's gradients, hessians and pair counts bit for bit, over queries that use the
     fused loop and queries that have nothing to rank (one document, one label, no
@@ -733,9 +709,7 @@ def test_ndcg_driver_is_bit_identical_to_general_engine(
     values = 2.0**labels - 1.0
     inv_norm = rng.uniform(0.01, 0.1, nq)
     inv_norm[3] = 0.0  # no positive gain
-    weights = rng.uniform(0.5, 2, n).astype(np.float32) if weighted else np.zeros(
-        0, np.float32
-    )
+    weights = rng.uniform(0.5, 2, n).astype(np.float32) if weighted else np.zeros(0, np.float32)
     method = PAIR_TOPK if truncation else PAIR_ALL
     zeros_q = np.zeros(nq + 1, np.int64)
     g1, h1 = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float32)

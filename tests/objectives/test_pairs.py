@@ -103,9 +103,7 @@ def test_enumerate_matches_reference(seed, method, trunc, pps):
             labels = rng.integers(0, max_label + 1, n).astype(np.float64)
             qseed = int(rng.integers(0, 2**31))
             hi, lo = _enumerate(labels, method, trunc, pps, qseed)
-            rhi, rlo = _enumerate_pairs_one_query_reference(
-                labels, method, trunc, pps, qseed
-            )
+            rhi, rlo = _enumerate_pairs_one_query_reference(labels, method, trunc, pps, qseed)
             np.testing.assert_array_equal(hi, rhi)
             np.testing.assert_array_equal(lo, rlo)
             # invariants: rank_hi < rank_lo, labels differ, top-k constraint

@@ -16,9 +16,7 @@ from ltrboost.objectives.registry import get_objective
 SEEDS = [0, 1, 2]
 
 
-def make_data(
-    seed, sizes=(1, 2, 4, 6, 9, 5, 4), max_label=3, ties=True, weights=None, scale=1.0
-):
+def make_data(seed, sizes=(1, 2, 4, 6, 9, 5, 4), max_label=3, ties=True, weights=None, scale=1.0):
     rng = np.random.default_rng(seed)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     n = int(offsets[-1])
@@ -96,8 +94,7 @@ def test_frozen_pairs_numerically(cls, pair_method):
         e = np.zeros(s.size)
         e[k] = eps
         num = (
-            obj.loss_fixed_weights(s + e, data, s, 1)
-            - obj.loss_fixed_weights(s - e, data, s, 1)
+            obj.loss_fixed_weights(s + e, data, s, 1) - obj.loss_fixed_weights(s - e, data, s, 1)
         ) / (2 * eps)
         assert g[k] == pytest.approx(num, rel=1e-4, abs=1e-6)
 
@@ -117,9 +114,7 @@ def test_rankboost_seed000_example3():
     assert RankBoost().loss(f, data) == pytest.approx(s1 + s2 + s3)
     # OLE: {d1, d2} in one leaf -> L''(o1=0) = s2 + s3 = h1 + h2 - 2 rho_12
     pt = RankBoost().pair_terms(f, data)
-    rho = {
-        (int(i), int(j)): r for i, j, r in zip(pt.doc_i, pt.doc_j, pt.rho, strict=True)
-    }
+    rho = {(int(i), int(j)): r for i, j, r in zip(pt.doc_i, pt.doc_j, pt.rho, strict=True)}
     assert h[0] + h[1] - 2 * rho[(0, 1)] == pytest.approx(s2 + s3, rel=1e-6)
 
 
@@ -238,11 +233,7 @@ def test_explicit_pairs_only(cls):
     def pair_loss(x):
         return math.log1p(math.exp(-x)) if cls is RankNet else math.exp(-x)
 
-    expected = (
-        2.0 * pair_loss(s[5] - s[4])
-        + pair_loss(s[1] - s[2])
-        + 0.5 * pair_loss(s[2] - s[3])
-    )
+    expected = 2.0 * pair_loss(s[5] - s[4]) + pair_loss(s[1] - s[2]) + 0.5 * pair_loss(s[2] - s[3])
     assert obj.loss(s, data) == pytest.approx(expected, rel=1e-12)
     check_finite_differences(obj, s, data)
     pt = obj.pair_terms(s, data)

@@ -243,9 +243,7 @@ def test_mart_hand_case(impl):
     np.testing.assert_allclose(h, [2.0, 1.0, 4.0])
 
 
-@pytest.mark.parametrize(
-    "impl", [pw._logistic_rank_gradient_hessian_reference, _logistic_kernel]
-)
+@pytest.mark.parametrize("impl", [pw._logistic_rank_gradient_hessian_reference, _logistic_kernel])
 def test_logistic_rank_hand_case(impl):
     # at s = 0 every document is a coin flip: |y~| = 1, so g = -c t and h = c
     y = np.array([4.0, 0.0, 2.0])
@@ -260,9 +258,7 @@ def test_logistic_rank_hand_case(impl):
     np.testing.assert_allclose(h, [0.5 * 1.5], rtol=1e-6)
 
 
-@pytest.mark.parametrize(
-    "impl", [pw._mcrank_gradient_hessian_reference, _mcrank_kernel]
-)
+@pytest.mark.parametrize("impl", [pw._mcrank_gradient_hessian_reference, _mcrank_kernel])
 def test_mcrank_hand_case(impl):
     # three classes, equal scores: p = 1/3 each; Friedman factor C/(C-1) = 3/2
     g, h = impl(np.zeros((3, 1)), np.array([1.0]), None, 1.5)
@@ -343,9 +339,7 @@ def test_single_output_accepts_row_vector_scores():
     with pytest.raises(ValueError, match="C-contiguous float32"):
         obj.gradient_hessian(s, data, np.empty(4), np.empty(4, np.float32))
     with pytest.raises(ValueError, match="shape"):
-        obj.gradient_hessian(
-            s[:3], data, np.empty(4, np.float32), np.empty(4, np.float32)
-        )
+        obj.gradient_hessian(s[:3], data, np.empty(4, np.float32), np.empty(4, np.float32))
 
 
 def test_mcrank_shape_checks():

@@ -151,9 +151,7 @@ def algorithm2_training_set(h, data, w, tau):
         for a in range(off[q], off[q + 1]):
             for b in range(off[q], off[q + 1]):
                 if y[a] > y[b]:
-                    S.append(
-                        (a, b, 1.0, y[a] - y[b] if tau == "grade_difference" else tau)
-                    )
+                    S.append((a, b, 1.0, y[a] - y[b] if tau == "grade_difference" else tau))
     if data.pairs is not None:
         for k in range(len(data.pairs)):
             pw = 1.0 if data.pairs.weight is None else float(data.pairs.weight[k])
@@ -209,9 +207,7 @@ def test_targets_match_algorithm2(seed, w, tau):
     np.testing.assert_allclose(hess, den, rtol=1e-6)
     has = den > 0
     # the remark: one target per distinct document, the average of its entries
-    np.testing.assert_allclose(
-        -g[has] / hess[has], num[has] / den[has], rtol=1e-5, atol=1e-6
-    )
+    np.testing.assert_allclose(-g[has] / hess[has], num[has] / den[has], rtol=1e-5, atol=1e-6)
     # and a leaf's Newton value is the least-squares fit of the literal entries
     rng = np.random.default_rng(seed)
     leaf_of = rng.integers(0, 3, data.n_samples)
@@ -255,16 +251,12 @@ def test_explicit_pairs_with_labelled_part():
     # query 1 has one grade; its explicit pair is its only preference
     y = np.array([1.0, 0.0, 2.0, 2.0])
     pairs = PreferencePairs(np.array([3]), np.array([2]), np.array([2.0]))
-    data = RankingDataset(
-        X=np.zeros((4, 1)), y=y, query_offsets=np.array([0, 2, 4]), pairs=pairs
-    )
+    data = RankingDataset(X=np.zeros((4, 1)), y=y, query_offsets=np.array([0, 2, 4]), pairs=pairs)
     s = np.array([0.0, 0.0, 2.0, 2.0])
     w = 0.4
     g, h = grad_hess(QBRank(preference_weight=w), s, data)
     # label pair (0>1), tau = 1, m = 1; explicit (3>2), tau = 1 (explicit), omega = 2
-    np.testing.assert_allclose(
-        g, [-w * 1 - (1 - w) * 1, w * 1, 2 * w * 1, -2 * w * 1], rtol=1e-6
-    )
+    np.testing.assert_allclose(g, [-w * 1 - (1 - w) * 1, w * 1, 2 * w * 1, -2 * w * 1], rtol=1e-6)
     np.testing.assert_allclose(h, [w + 1 - w, w + 1 - w, 2 * w + 1 - w, 2 * w + 1 - w])
     g2, h2 = grad_hess(QBRank(preference_weight=w, use_label_pairs=False), s, data)
     np.testing.assert_allclose(g2, [-(1 - w), 0, 2 * w, -2 * w], rtol=1e-6)
@@ -277,9 +269,7 @@ def test_explicit_pairs_with_labelled_part():
 @pytest.mark.seed_per_case(
     SEEDS, w=[0.0, 0.5, 1.0], tau=["grade_difference", 0.5], weights=[None, "doc"]
 )
-@pytest.mark.parametrize(
-    ("pairs", "use_label_pairs"), [(False, None), (True, None), (True, False)]
-)
+@pytest.mark.parametrize(("pairs", "use_label_pairs"), [(False, None), (True, None), (True, False)])
 def test_kernel_matches_reference(seed, w, tau, weights, pairs, use_label_pairs):
     data, s = make_data(seed, weights=weights, pairs=pairs)
     obj = QBRank(preference_weight=w, tau=tau, use_label_pairs=use_label_pairs)
@@ -316,9 +306,7 @@ def test_line_search_finds_the_minimiser(seed, w, tau, weights):
     delta = -g / np.maximum(h, 1e-12) * rng.uniform(0.2, 3.0, s.size)
     alpha = obj.line_search(s, delta, data)
     x, y, om, tp = reference(obj, data, s)
-    exact = _qbrank_line_search_reference(
-        s, delta, data.y, x, y, om, tp, w, data.weights
-    )
+    exact = _qbrank_line_search_reference(s, delta, data.y, x, y, om, tp, w, data.weights)
     assert alpha == pytest.approx(exact, rel=1e-9, abs=1e-12)
     # independently of the reference: R(s + a delta) is convex in a (squared hinges and
     # squares), so no step within `step` of alpha being lower puts the minimiser within
@@ -492,28 +480,19 @@ def test_train_improves_ndcg_and_is_deterministic():
         eval_metric="ndcg@10",
     )
     boosters = [
-        train(dict(params, n_threads=t), train_set, [("valid", valid_set)])
-        for t in (1, 2, 2)
+        train(dict(params, n_threads=t), train_set, [("valid", valid_set)]) for t in (1, 2, 2)
     ]
     ndcg = get_metric("ndcg@10")
     b = boosters[0]
-    at_init = ndcg(
-        b.predict(valid_set.X, iteration=0), valid_set.y, valid_set.query_offsets
-    )
+    at_init = ndcg(b.predict(valid_set.X, iteration=0), valid_set.y, valid_set.query_offsets)
     final = ndcg(b.predict(valid_set.X), valid_set.y, valid_set.query_offsets)
     assert final > at_init + 0.05
     hist = b.evals_result["valid"]["ndcg@10"]
     assert hist[-1] > hist[0]
     for other in boosters[1:]:
-        assert (
-            other.predict_raw(valid_set.X).tobytes()
-            == b.predict_raw(valid_set.X).tobytes()
-        )
+        assert other.predict_raw(valid_set.X).tobytes() == b.predict_raw(valid_set.X).tobytes()
         assert other.evals_result == b.evals_result
     # the risk decreases round by round on the training set (line search, eta = 0.1)
     obj = QBRank()
-    risks = [
-        obj.loss(b.predict_raw(train_set.X, iteration=k)[0], train_set)
-        for k in range(21)
-    ]
+    risks = [obj.loss(b.predict_raw(train_set.X, iteration=k)[0], train_set) for k in range(21)]
     assert all(r1 < r0 for r0, r1 in itertools.pairwise(risks))

@@ -32,17 +32,13 @@ def _names(feature_names) -> list[str] | None:
         try:
             return read_feature_names(os.fspath(feature_names))
         except OSError as e:
-            raise ExportError(
-                f"cannot read feature names {feature_names}: {e.strerror}"
-            ) from None
+            raise ExportError(f"cannot read feature names {feature_names}: {e.strerror}") from None
     return [str(s) for s in feature_names]
 
 
 def _check_format(format: str) -> str:
     if format not in FORMATS:
-        raise ExportError(
-            f"unknown export format {format!r}; one of: {', '.join(FORMATS)}"
-        )
+        raise ExportError(f"unknown export format {format!r}; one of: {', '.join(FORMATS)}")
     return format
 
 

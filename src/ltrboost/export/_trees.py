@@ -165,15 +165,11 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
         feature_names = booster.feature_names or [f"f{i}" for i in range(n)]
     names = [str(s) for s in feature_names]
     if len(names) != n:
-        raise ExportError(
-            f"{len(names)} feature names given but the model has {n} features"
-        )
+        raise ExportError(f"{len(names)} feature names given but the model has {n} features")
     seen: set[str] = set()
     for i, s in enumerate(names):
         if not s or any(c.isspace() for c in s):
-            raise ExportError(
-                f"feature name {i + 1} ({s!r}) is empty or has whitespace"
-            )
+            raise ExportError(f"feature name {i + 1} ({s!r}) is empty or has whitespace")
         if s in seen:
             raise ExportError(f"feature name {s!r} appears more than once")
         seen.add(s)

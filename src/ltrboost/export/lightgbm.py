@@ -44,8 +44,7 @@ def _tree_block(index: int, tree: ExportTree) -> str:
         "split_feature=" + " ".join(str(int(tree.feature[k])) for k in inner),
         "split_gain=" + " ".join("0" for _ in inner),
         "threshold=" + " ".join(f64_str(tree.threshold[k]) for k in inner),
-        "decision_type="
-        + " ".join("10" if tree.missing_left[k] else "8" for k in inner),
+        "decision_type=" + " ".join("10" if tree.missing_left[k] else "8" for k in inner),
         "left_child=" + " ".join(child(int(tree.left[k])) for k in inner),
         "right_child=" + " ".join(child(int(tree.right[k])) for k in inner),
         "leaf_value=" + " ".join(f64_str(tree.value[k]) for k in leaves),

@@ -115,9 +115,7 @@ def build_graph(model: ExportModel, leaf_ids: bool = False):
         )
     )
     if leaf_ids:
-        out = helper.make_tensor_value_info(
-            "leaves", TensorProto.FLOAT, [None, attrs["n_targets"]]
-        )
+        out = helper.make_tensor_value_info("leaves", TensorProto.FLOAT, [None, attrs["n_targets"]])
     else:
         if model.n_outputs > 1:
             nodes.append(helper.make_node("Softmax", ["raw"], ["proba"], axis=1))
@@ -134,11 +132,7 @@ def build_graph(model: ExportModel, leaf_ids: bool = False):
     graph = helper.make_graph(
         nodes,
         "ltrboost",
-        [
-            helper.make_tensor_value_info(
-                "features", TensorProto.FLOAT, [None, model.n_features]
-            )
-        ],
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, [None, model.n_features])],
         [out],
         initializer=inits,
     )

@@ -40,9 +40,7 @@ def nan_routes_like_zero(tree: ExportTree) -> list[int]:
 def _split(tree: ExportTree, k: int, m, pos: str | None, indent: str, out: list[str]):
     tag = f'<split pos="{pos}">' if pos else "<split>"
     if tree.is_leaf[k]:
-        out.append(
-            f"{indent}{tag}\n{indent}\t<output> {float(tree.value[k])!r} </output>"
-        )
+        out.append(f"{indent}{tag}\n{indent}\t<output> {float(tree.value[k])!r} </output>")
         out.append(f"{indent}</split>")
         return
     out.append(f"{indent}{tag}")

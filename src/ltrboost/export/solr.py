@@ -70,16 +70,12 @@ def solr_threshold(m: np.float32) -> tuple[np.float32, bool]:
     return s, bool(solr_effective(s) < np.nextafter(m, up))
 
 
-def _node(
-    tree: ExportTree, k: int, names: list[str], m: np.ndarray, inexact: list
-) -> dict:
+def _node(tree: ExportTree, k: int, names: list[str], m: np.ndarray, inexact: list) -> dict:
     if tree.is_leaf[k]:
         return {"value": f32_str(tree.value[k])}
     s, exact = solr_threshold(m[k])
     if not exact:
-        inexact.append(
-            (names[int(tree.feature[k])], float(m[k]), float(solr_effective(s)))
-        )
+        inexact.append((names[int(tree.feature[k])], float(m[k]), float(solr_effective(s))))
     return {
         "feature": names[int(tree.feature[k])],
         "threshold": f32_str(s),

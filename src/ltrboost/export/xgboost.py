@@ -95,8 +95,7 @@ def to_xgboost_dict(model: ExportModel) -> dict:
         trees.append(
             {
                 "base_weights": [
-                    f32_json(v) if lf else 0.0
-                    for v, lf in zip(t.cond, t.is_leaf, strict=True)
+                    f32_json(v) if lf else 0.0 for v, lf in zip(t.cond, t.is_leaf, strict=True)
                 ],
                 "categories": [],
                 "categories_nodes": [],

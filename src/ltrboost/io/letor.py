@@ -138,9 +138,7 @@ def load_svmlight(
         raise ValueError(f"missing={missing!r} is not one of {MISSING_OPTIONS}")
     n_features = _check_n_features(n_features)
     data = Path(spath).read_bytes()
-    X, y, qid, comments, lines = _parse_bytes(
-        data, spath, n_features, missing, return_comments
-    )
+    X, y, qid, comments, lines = _parse_bytes(data, spath, n_features, missing, return_comments)
     qid = _attach_queries(spath, query_file, qid, lines)
     return LetorData(X, y, qid, comments, lines)
 
@@ -218,8 +216,7 @@ def dump_svmlight(
     if np.isinf(X).any():
         row, col = (int(v) for v in np.argwhere(np.isinf(X))[0])
         raise ValueError(
-            f"X[{row}, {col}] is infinite; use NaN for a missing value "
-            "(load_svmlight rejects inf)"
+            f"X[{row}, {col}] is infinite; use NaN for a missing value (load_svmlight rejects inf)"
         )
     qid_list: list[int] | None = None
     if qid is not None:
@@ -233,9 +230,7 @@ def dump_svmlight(
     if comments is not None:
         comments = list(comments)
         if len(comments) != n_samples:
-            raise ValueError(
-                f"comments has {len(comments)} entries, expected {n_samples}"
-            )
+            raise ValueError(f"comments has {len(comments)} entries, expected {n_samples}")
         for k, text in enumerate(comments):
             if "\n" in text or "\r" in text:
                 raise ValueError(f"comments[{k}] contains a line break")
@@ -348,9 +343,7 @@ def _parse_bytes(
     n_features: int | None,
     missing: str,
     return_comments: bool,
-) -> tuple[
-    NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | None, Any, Any
-]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | None, Any, Any]:
     """Parse file contents with the kernels.
 
     Returns ``(X, y, qid_or_None, comments_or_None, row_lines)`` where ``row_lines``
@@ -447,9 +440,7 @@ def _parse_bytes(
     if return_comments:
         comments = [
             data[s:e].decode("utf-8").strip() if s >= 0 else ""
-            for s, e in zip(
-                com_start[:n_rows].tolist(), com_end[:n_rows].tolist(), strict=True
-            )
+            for s, e in zip(com_start[:n_rows].tolist(), com_end[:n_rows].tolist(), strict=True)
         ]
     return X, y_out, qid_out, comments, row_line[:n_rows].copy()
 
@@ -478,13 +469,9 @@ def _kernel_error(
         _E_BAD_TOKEN: f"malformed feature {tok!r}: expected index:value",
         _E_QID_POSITION: f"{tok!r}: qid: must come right after the label",
         _E_BAD_INDEX: f"feature index {tok!r} is not an integer",
-        _E_INDEX_NONPOS: (
-            f"feature index {tok!r} is not positive; feature indices are 1-based"
-        ),
+        _E_INDEX_NONPOS: (f"feature index {tok!r} is not positive; feature indices are 1-based"),
         _E_INDEX_OVERFLOW: f"feature index {tok!r} is too large (at most {_MAX_INDEX})",
-        _E_INDEX_TOO_BIG: (
-            f"feature index {aux} is larger than n_features={n_features}"
-        ),
+        _E_INDEX_TOO_BIG: (f"feature index {aux} is larger than n_features={n_features}"),
         _E_BAD_VALUE: f"feature value {tok!r} is not a number",
         _E_INF_VALUE: (
             f"feature value {tok!r} is infinite; use nan for a missing value "
@@ -1012,9 +999,7 @@ def _parse_letor(
                 and idx <= _MAX_INDEX
                 and (n_features_limit < 0 or idx <= n_features_limit)
             ):
-                err, err_start, err_end, err_aux = _feature_error(
-                    buf, ts, n_features_limit
-                )
+                err, err_start, err_end, err_aux = _feature_error(buf, ts, n_features_limit)
                 break
             vs = i + 1
             status, v, i = _parse_number(buf, vs, n)

@@ -242,9 +242,7 @@ def read_model_fields(path: str | os.PathLike) -> dict[str, Any]:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except UnicodeDecodeError:
-        raise ModelFormatError(
-            "not a text file (is this an ltrboost JSON model?)", path
-        ) from None
+        raise ModelFormatError("not a text file (is this an ltrboost JSON model?)", path) from None
     except OSError as e:
         raise ModelFormatError(f"cannot read: {e.strerror}", path) from None
     return model_fields_from_json(text, path=path)
@@ -332,9 +330,7 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         "n_features": n_features,
         "update_rule": d["update_rule"],
         "best_iteration": d.get("best_iteration"),
-        "params": {
-            k: v for k, v in (d.get("params") or {}).items() if k not in RUNTIME_PARAMS
-        },
+        "params": {k: v for k, v in (d.get("params") or {}).items() if k not in RUNTIME_PARAMS},
         "feature_names": d.get("feature_names"),
         "evals_result": d.get("evals_result") or {},
         "n_outputs": n_outputs,
@@ -415,9 +411,7 @@ def tree_from_dict(
                 fail(f"{where} node {k}: a leaf must have feature -1")
         else:
             if not 0 <= feat[k] < n_features:
-                fail(
-                    f"{where} node {k}: feature {feat[k]} is outside 0..{n_features - 1}"
-                )
+                fail(f"{where} node {k}: feature {feat[k]} is outside 0..{n_features - 1}")
             for child in (left[k], right[k]):
                 if not 0 < child < n:
                     fail(f"{where} node {k}: child {child} points outside the tree")

@@ -55,9 +55,7 @@ def read_pairs_file(
     try:
         f = open(path, encoding="utf-8-sig")
     except OSError as e:
-        raise LTRInputError(
-            f"cannot read pairs file: {e.strerror}", path=path
-        ) from None
+        raise LTRInputError(f"cannot read pairs file: {e.strerror}", path=path) from None
     with f:
         try:
             lines = f.read().splitlines()
@@ -70,8 +68,7 @@ def read_pairs_file(
         parts = line.split()
         if len(parts) not in (3, 4):
             raise LTRInputError(
-                f"expected 'qid preferred_docid other_docid [weight]', got {len(parts)} "
-                "fields",
+                f"expected 'qid preferred_docid other_docid [weight]', got {len(parts)} fields",
                 path=path,
                 line=lineno,
             )

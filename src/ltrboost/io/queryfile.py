@@ -82,9 +82,7 @@ def read_query_file(path: str | os.PathLike[str]) -> NDArray[np.int64]:
             )
         sizes.append(size)
     if not sizes:
-        raise LTRInputError(
-            "no query sizes (the file is empty or blank)", path=spath, line=1
-        )
+        raise LTRInputError("no query sizes (the file is empty or blank)", path=spath, line=1)
     return np.asarray(sizes, dtype=np.int64)
 
 
@@ -121,5 +119,3 @@ def write_query_file(path: str | os.PathLike[str], sizes: ArrayLike) -> None:
 def _shorten(text: str, limit: int = 40) -> str:
     """``text`` cut to ``limit`` characters for an error message."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-

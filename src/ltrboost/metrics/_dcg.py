@@ -79,9 +79,7 @@ def inverse_max_dcg(
     return out
 
 
-def rank_order(
-    scores: NDArray[np.float64], query_offsets: NDArray[np.int64]
-) -> NDArray[np.int64]:
+def rank_order(scores: NDArray[np.float64], query_offsets: NDArray[np.int64]) -> NDArray[np.int64]:
     """Row indices of every query's documents in ranked order (the ranking convention).
 
     Parameters
@@ -118,8 +116,7 @@ def _validate_query_offsets(
     qo = np.asarray(query_offsets)
     if qo.ndim != 1 or qo.shape[0] < 2:
         raise ValueError(
-            "query_offsets must be 1-D with n_queries + 1 >= 2 entries, "
-            f"got shape {qo.shape}"
+            f"query_offsets must be 1-D with n_queries + 1 >= 2 entries, got shape {qo.shape}"
         )
     if qo.dtype.kind not in "iu" and not (
         qo.dtype.kind == "f" and np.isfinite(qo).all() and (qo == np.round(qo)).all()
@@ -159,13 +156,9 @@ def _validate_scores(scores: ArrayLike, n_samples: int) -> NDArray[np.float64]:
     """
     scores = np.ascontiguousarray(scores, dtype=np.float64)
     if scores.ndim != 1:
-        raise ValueError(
-            f"scores must be 1-D of shape (n_samples,), got shape {scores.shape}"
-        )
+        raise ValueError(f"scores must be 1-D of shape (n_samples,), got shape {scores.shape}")
     if scores.shape[0] != n_samples:
-        raise ValueError(
-            f"scores has length {scores.shape[0]} but y has length {n_samples}"
-        )
+        raise ValueError(f"scores has length {scores.shape[0]} but y has length {n_samples}")
     # sum() is NaN iff a score is NaN or both +inf and -inf occur; only then look
     # closer.
     with np.errstate(invalid="ignore"):
@@ -206,9 +199,7 @@ def _binary_relevance(
     try:
         threshold = float(relevance_threshold)
     except (TypeError, ValueError):
-        raise ValueError(
-            f"relevance_threshold={relevance_threshold!r} must be a number"
-        ) from None
+        raise ValueError(f"relevance_threshold={relevance_threshold!r} must be a number") from None
     if not math.isfinite(threshold):
         raise ValueError(f"relevance_threshold={relevance_threshold!r} must be finite")
     rel = (y >= threshold).astype(np.uint8)
@@ -412,8 +403,6 @@ def _inverse_max_dcg_reference(gains, query_offsets, k):
 def _rank_order_reference(scores, query_offsets):
     """Global row indices in ranked order: ``np.lexsort`` on (query, -score, row)."""
     n = scores.shape[0]
-    query_of_row = np.repeat(
-        np.arange(query_offsets.shape[0] - 1), np.diff(query_offsets)
-    )
+    query_of_row = np.repeat(np.arange(query_offsets.shape[0] - 1), np.diff(query_offsets))
     # lexsort: last key is primary -> by query, then by score descending, then by row.
     return np.lexsort((np.arange(n), -scores, query_of_row)).astype(np.int64)

@@ -159,8 +159,17 @@ def _ap_all_queries(
     # n_relevant: IN int64 (n_queries,); query_offsets: IN int64 (n_queries + 1,)
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
     over_queries(
-        _ap_queries, query_offsets, scores, relevant, n_relevant, query_offsets, k,
-        empty_query_score, order, scratch, out
+        _ap_queries,
+        query_offsets,
+        scores,
+        relevant,
+        n_relevant,
+        query_offsets,
+        k,
+        empty_query_score,
+        order,
+        scratch,
+        out,
     )
 
 
@@ -198,9 +207,7 @@ def _ap_ranked_reference(rel_ranked: NDArray[np.float64]) -> float:
     return float(np.sum(prec[rel]) / rel.sum())
 
 
-def _ap_reference(
-    scores, y, query_offsets, *, k=0, relevance_threshold=1.0, empty_query_score=1.0
-):
+def _ap_reference(scores, y, query_offsets, *, k=0, relevance_threshold=1.0, empty_query_score=1.0):
     """Plain NumPy AP@k per query: cumulative hits over the stable ranking."""
     out = np.empty(len(query_offsets) - 1)
     for q, (lo, hi) in enumerate(pairwise(query_offsets)):

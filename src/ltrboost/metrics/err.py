@@ -181,8 +181,15 @@ def _err_all_queries(scores, stop_probabilities, query_offsets, k, order, scratc
     # scores, stop_probabilities: IN float64 (n_samples,); query_offsets: IN int64
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
     over_queries(
-        _err_queries, query_offsets, scores, stop_probabilities, query_offsets, k,
-        order, scratch, out
+        _err_queries,
+        query_offsets,
+        scores,
+        stop_probabilities,
+        query_offsets,
+        k,
+        order,
+        scratch,
+        out,
     )
 
 

@@ -67,9 +67,7 @@ class NDCGEvaluator(QueryMetricEvaluator):
         self.gains = label_gains(self.y, gain)
         self.gain = gain
         if self.normalize:
-            self.inverse_max_dcgs = inverse_max_dcg(
-                self.gains, self.query_offsets, self.k
-            )
+            self.inverse_max_dcgs = inverse_max_dcg(self.gains, self.query_offsets, self.k)
         else:
             self.inverse_max_dcgs = np.zeros(0, dtype=np.float64)
         max_len = int(np.diff(self.query_offsets).max())

@@ -86,9 +86,7 @@ class PrecisionEvaluator(QueryMetricEvaluator):
         if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1 for precision at k")
         super().__init__(y, query_offsets, k=int(k))
-        self.relevant, _ = _binary_relevance(
-            self.y, self.query_offsets, relevance_threshold
-        )
+        self.relevant, _ = _binary_relevance(self.y, self.query_offsets, relevance_threshold)
 
     def _compute(self, scores: NDArray[np.float64], out: NDArray[np.float64]) -> None:
         _precision_all_queries(
@@ -194,9 +192,7 @@ class PairPrecisionEvaluator(QueryMetricEvaluator):
             np.abs(self._margins, out=self._abs_margins)
             self._abs_margins.partition(self.total_pairs - self.n_taken)
             cut = float(self._abs_margins[self.total_pairs - self.n_taken])
-        _count_pairs_at_cut_all_queries(
-            self._margins, self.pair_offsets, cut, self._counts
-        )
+        _count_pairs_at_cut_all_queries(self._margins, self.pair_offsets, cut, self._counts)
         value = _pooled_fraction(self._counts, weights, self.n_taken)
         return self.empty_query_score if math.isnan(value) else value
 
@@ -207,9 +203,7 @@ def _validate_percent(percent: float | Fraction) -> Fraction:
         raise ValueError(f"percent={percent!r} must be a number in (0, 100]")
     try:
         # repr() of a float is its shortest decimal: 2.5 -> 5/2, 0.1 -> 1/10 exactly.
-        value = (
-            Fraction(repr(percent)) if isinstance(percent, float) else Fraction(percent)
-        )
+        value = Fraction(repr(percent)) if isinstance(percent, float) else Fraction(percent)
     except (TypeError, ValueError):
         raise ValueError(f"percent={percent!r} must be a number in (0, 100]") from None
     if not 0 < value <= 100:
@@ -354,9 +348,7 @@ def _pooled_fraction(counts, weights, n_taken):
 
 
 @parallel_kernel
-def _pair_precision_all_queries(
-    margins, pair_offsets, n_taken, empty_query_score, abs_buffer, out
-):
+def _pair_precision_all_queries(margins, pair_offsets, n_taken, empty_query_score, abs_buffer, out):
     # margins: IN float64 (n_pairs,); pair_offsets: IN int64 (n_queries + 1,)
     # n_taken: IN int64 (n_queries,), ceil(K% of the query's pairs)
     # abs_buffer: clobbered float64 (n_pairs,); out: OUT float64 (n_queries,)
@@ -429,9 +421,7 @@ def _top_fraction_correct(margins, weights, percent):
     tied = np.abs(margins) == cut
     share = (n_taken - above.sum()) / tied.sum()
     correct = margins > 0
-    numerator = np.sum(weights * (above & correct)) + share * np.sum(
-        weights * (tied & correct)
-    )
+    numerator = np.sum(weights * (above & correct)) + share * np.sum(weights * (tied & correct))
     denominator = np.sum(weights * above) + share * np.sum(weights * tied)
     return numerator / denominator
 
@@ -456,9 +446,7 @@ def _pair_precision_per_query_reference(
     margins, _ = _pairs_reference(scores, y, query_offsets)
     return np.array(
         [
-            empty_query_score
-            if m.size == 0
-            else _top_fraction_correct(m, np.ones(m.size), percent)
+            empty_query_score if m.size == 0 else _top_fraction_correct(m, np.ones(m.size), percent)
             for m in margins
         ]
     )

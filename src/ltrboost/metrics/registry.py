@@ -277,10 +277,7 @@ class BoundMetric:
         return float(_weighted_mean(self._out, self.query_weights))
 
     def __repr__(self) -> str:
-        return (
-            f"BoundMetric({self.name!r}, n_queries={self.n_queries}, "
-            f"n_samples={self.n_samples})"
-        )
+        return f"BoundMetric({self.name!r}, n_queries={self.n_queries}, n_samples={self.n_samples})"
 
 
 def get_metric(
@@ -327,18 +324,14 @@ def get_metric(
     try:
         relevance_threshold = float(relevance_threshold)
     except (TypeError, ValueError):
-        raise ValueError(
-            f"relevance_threshold={relevance_threshold!r} must be a number"
-        ) from None
+        raise ValueError(f"relevance_threshold={relevance_threshold!r} must be a number") from None
     if not math.isfinite(relevance_threshold):
         raise ValueError(f"relevance_threshold={relevance_threshold!r} must be finite")
     if max_grade is not None:
         try:
             max_grade = float(max_grade)
         except (TypeError, ValueError):
-            raise ValueError(
-                f"max_grade={max_grade!r} must be a number or None"
-            ) from None
+            raise ValueError(f"max_grade={max_grade!r} must be a number or None") from None
         if not math.isfinite(max_grade) or max_grade < 0:
             raise ValueError(f"max_grade={max_grade!r} must be finite and >= 0")
     return Metric(

@@ -96,15 +96,20 @@ def _rr_one_query(scores_q, relevant_q, k):
     return 1.0 / (rank + 1.0)
 
 
-def _rr_all_queries(
-    scores, relevant, n_relevant, query_offsets, k, empty_query_score, out
-):
+def _rr_all_queries(scores, relevant, n_relevant, query_offsets, k, empty_query_score, out):
     # scores: IN float64 (n_samples,); relevant: IN uint8 (n_samples,)
     # n_relevant: IN int64 (n_queries,); query_offsets: IN int64 (n_queries + 1,)
     # out: OUT float64 (n_queries,)
     over_queries(
-        _rr_queries, query_offsets, scores, relevant, n_relevant, query_offsets, k,
-        empty_query_score, out
+        _rr_queries,
+        query_offsets,
+        scores,
+        relevant,
+        n_relevant,
+        query_offsets,
+        k,
+        empty_query_score,
+        out,
     )
 
 
@@ -125,9 +130,7 @@ def _rr_queries(
 # --- references ---
 
 
-def _rr_reference(
-    scores, y, query_offsets, *, k=0, relevance_threshold=1.0, empty_query_score=1.0
-):
+def _rr_reference(scores, y, query_offsets, *, k=0, relevance_threshold=1.0, empty_query_score=1.0):
     """Plain NumPy RR@k per query: first relevant position in the stable ranking."""
     out = np.empty(len(query_offsets) - 1)
     for q, (lo, hi) in enumerate(pairwise(query_offsets)):

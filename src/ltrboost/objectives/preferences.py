@@ -299,9 +299,7 @@ def refuse_contradicting_pairs(data: RankingDataset) -> None:
         return  # _explicit_pairs reports these problems
     pref = pref.astype(np.int64)
     other = other.astype(np.int64)
-    n = max(
-        int(data.n_samples), int(pref.max(initial=0)) + 1, int(other.max(initial=0)) + 1
-    )
+    n = max(int(data.n_samples), int(pref.max(initial=0)) + 1, int(other.max(initial=0)) + 1)
     key = pref * n + other
     rev = other * n + pref
     sorted_keys = np.sort(key)
@@ -314,5 +312,3 @@ def refuse_contradicting_pairs(data: RankingDataset) -> None:
             f"pair {k} (row {pref[k]} preferred to row {other[k]}) contradicts pair {j}"
             " (the reverse preference); drop one of them"
         )
-
-

@@ -58,7 +58,5 @@ def get_objective(name: str, **params: Any) -> Objective:
     try:
         cls = _REGISTRY[name]
     except KeyError:
-        raise ValueError(
-            f"objective={name!r} is not one of {sorted(_REGISTRY)}"
-        ) from None
+        raise ValueError(f"objective={name!r} is not one of {sorted(_REGISTRY)}") from None
     return cls(**params)
