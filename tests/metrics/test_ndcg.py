@@ -7,11 +7,11 @@ import pytest
 
 from ltrboost.metrics import get_metric, rank_order
 from ltrboost.metrics._dcg import (
-    _rank_order_one_query,
     _rank_order_reference,
     _top_k_order_one_query,
     inverse_max_dcg,
     label_gains,
+    rank_order_one_query,
 )
 from ltrboost.metrics.ndcg import NDCGEvaluator, _ndcg_reference
 
@@ -161,7 +161,7 @@ def test_rank_order_one_query_sizes(n, levels):
     scores = rng.integers(0, levels, n).astype(float)
     expected = np.argsort(-scores, kind="stable")
     order = np.empty(n, dtype=np.int32)
-    _rank_order_one_query(scores, order, np.empty(n, dtype=np.int32))
+    rank_order_one_query(scores, order, np.empty(n, dtype=np.int32))
     np.testing.assert_array_equal(order, expected)
     for k in (1, 5, 10, 32):
         top = np.empty(n, dtype=np.int32)

@@ -12,7 +12,7 @@ Conventions (documented once, here; every metric and objective follows them):
 * **Ranking of a query**: its documents sorted by score, highest first; documents with
   equal scores keep their input order (a stable sort of ``-score``, LightGBM's
   ``std::stable_sort`` convention).  :func:`rank_order` and the kernels
-  :func:`_rank_order_one_query` (full order) / :func:`_ranked_prefix_one_query` (top k)
+  :func:`rank_order_one_query` (full order) / :func:`_ranked_prefix_one_query` (top k)
   are the only implementations of this rule.  Because of it, a metric can depend on the
   input order of tied documents, and only on that.
 * gain ``"exp"``: ``2^y - 1`` (Burges); gain ``"linear"``: ``y`` (Jarvelin &
@@ -213,7 +213,7 @@ def _binary_relevance(
 
 
 @kernel
-def _discount(rank):
+def discount(rank):
     """Discount of 0-based rank ``rank``: 1 / log2(rank + 2)."""
     return 1.0 / np.log2(rank + 2.0)
 
@@ -272,7 +272,7 @@ def _insertion_sort_desc(scores_q, order, lo, hi):
 
 
 @kernel
-def _rank_order_one_query(scores_q, order, scratch):
+def rank_order_one_query(scores_q, order, scratch):
     """Ranking of one query: ``order`` <- positions by score desc, ties by position.
 
     Parameters
@@ -338,7 +338,7 @@ _TOP_K_SELECT_MAX = 32
 def _top_k_order_one_query(scores_q, k, order):
     """The first ``min(k, n)`` positions of the ranking into ``order`` (k >= 1).
 
-    Same convention as :func:`_rank_order_one_query` (score desc, ties by position):
+    Same convention as :func:`rank_order_one_query` (score desc, ties by position):
     a later document enters the kept prefix only with a *strictly* higher score than its
     last member, and is inserted after every kept document with a score >= its own.
     Returns ``min(k, n)``.
@@ -371,7 +371,7 @@ def _ranked_prefix_one_query(scores_q, k, order, scratch):
     n = scores_q.shape[0]
     if 0 < k <= _TOP_K_SELECT_MAX:
         return _top_k_order_one_query(scores_q, k, order)
-    _rank_order_one_query(scores_q, order, scratch)
+    rank_order_one_query(scores_q, order, scratch)
     return n if (k <= 0 or k > n) else k
 
 
@@ -383,7 +383,7 @@ def _rank_order_all_queries(scores, query_offsets, order, scratch):
     for q in prange(n_queries):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
-        _rank_order_one_query(scores[lo:hi], order[lo:hi], scratch[lo:hi])
+        rank_order_one_query(scores[lo:hi], order[lo:hi], scratch[lo:hi])
 
 
 # --- references ---

@@ -19,7 +19,7 @@ from ltrboost._numba import kernel, over_queries
 from ltrboost.dataset import LTRInputError, RankingDataset
 from ltrboost.metrics import ap as _ap
 from ltrboost.metrics import err as _err
-from ltrboost.metrics._dcg import _discount, inverse_max_dcg, label_gains
+from ltrboost.metrics._dcg import discount, inverse_max_dcg, label_gains
 from ltrboost.metrics.err import MAX_DELTA_ERR_GRADE, stop_probabilities
 from ltrboost.metrics.ndcg import delta_ndcg
 from ltrboost.objectives import pair_engine as _engine
@@ -266,7 +266,7 @@ def _lambdamart_ndcg_fused(
         s[r] = scores_q[d]
         v[r] = values_q[d]
         lab[r] = labels_q[d]
-        disc[r] = _discount(r)
+        disc[r] = discount(r)
     ex = np.empty(n)
     exp_below_max(s, s[0], sigma, ex)  # s[0] is the query's highest score
     g_acc = np.zeros(n)  # by rank

@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from ltrboost._numba import kernel, over_queries
 from ltrboost.dataset import RankingDataset
-from ltrboost.metrics._dcg import _discount
+from ltrboost.metrics._dcg import discount
 from ltrboost.metrics.ap import _ap_ranked_reference, ap_prefix, delta_ap
 from ltrboost.metrics.err import _err_ranked_reference, delta_err, err_prefix
 from ltrboost.metrics.ndcg import delta_ndcg
@@ -500,7 +500,7 @@ def _pair_context(ref_q, labels_q, values_q, inv_norm_q, n_x, metric, normalize)
     pb = np.zeros(m)
     if metric == METRIC_NDCG:
         for r in range(n):
-            pa[r] = _discount(r)
+            pa[r] = discount(r)
     elif metric == METRIC_ERR:
         err_prefix(values_ranked, pa, pb)
     elif metric == METRIC_MAP:

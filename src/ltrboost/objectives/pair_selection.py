@@ -4,7 +4,7 @@ Pairs and their weights |delta Z| are separate concerns (XGBoost's split): this 
 only says *which* pairs of a query take part; :mod:`ltrboost.objectives.pair_engine`
 weighs them. Pairs are enumerated in *rank space*: ``rank_hi < rank_lo`` are positions
 in the query's ranking (documents sorted by the current score, highest first; ties keep
-input order, the rule of :mod:`ltrboost.metrics._dcg`, whose ``_rank_order_one_query``
+input order, the rule of :mod:`ltrboost.metrics._dcg`, whose ``rank_order_one_query``
 is used).  Only pairs whose labels differ are ever produced; which of the two is the
 better document is decided by the caller.
 
@@ -51,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._numba import kernel
-from ltrboost.metrics._dcg import _rank_order_one_query
+from ltrboost.metrics._dcg import rank_order_one_query
 
 PAIR_ALL = 0
 PAIR_TOPK = 1
@@ -159,14 +159,14 @@ def query_rank_order(scores_q):
     """Ranking of one query: indices by score, highest first, ties in input order.
 
     scores_q: IN float64 (n,).  Returns int32 (n,).  Delegates to the one implementation
-    of the ranking rule, :func:`ltrboost.metrics._dcg._rank_order_one_query`, so that
+    of the ranking rule, :func:`ltrboost.metrics._dcg.rank_order_one_query`, so that
     the objectives' ranks are the metrics' ranks (int32 like the metrics' buffers: one
     compiled sort, not two).
     """
     n = scores_q.shape[0]
     order = np.empty(n, dtype=np.int32)
     scratch = np.empty(n, dtype=np.int32)
-    _rank_order_one_query(scores_q, order, scratch)
+    rank_order_one_query(scores_q, order, scratch)
     return order
 
 
@@ -232,7 +232,7 @@ def _label_buckets(labels_ranked, label_order_out, bucket_lo_out, bucket_hi_out)
     """
     n = labels_ranked.shape[0]
     scratch = np.empty(n, dtype=np.int64)
-    _rank_order_one_query(labels_ranked, label_order_out, scratch)  # stable, descending
+    rank_order_one_query(labels_ranked, label_order_out, scratch)  # stable, descending
     order = label_order_out
     start = 0
     for p in range(1, n + 1):
