@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from ltrboost.dataset import RankingDataset, rows_located
@@ -57,7 +57,7 @@ def check_training_setup(params, objective, valid_sets) -> None:
     ]
     if unused:
         warnings.warn(
-            f"objective {params.objective!r} does not use "
+            f"objective {objective.name!r} does not use "
             + ", ".join(f"{k}={getattr(params, k)!r}" for k in unused)
             + "; these parameters are ignored",
             UserWarning,
@@ -118,7 +118,12 @@ class _CustomMetric:
 
 
 def _params_for_model(params) -> dict[str, Any]:
-    """``asdict(params)`` with callable metrics replaced by their names (JSON-safe)."""
+    """``asdict(params)`` with callables replaced by their names (JSON-safe): metrics by
+    ``__name__``, a custom objective by ``"custom:<__name__>"``."""
+    if callable(params.objective):
+        from ltrboost.objectives.custom import custom_name
+
+        params = replace(params, objective=custom_name(params.objective))
     p = asdict(params)
     if p["eval_metric"] is not None and not isinstance(p["eval_metric"], str):
         m = p["eval_metric"]

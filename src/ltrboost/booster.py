@@ -71,7 +71,13 @@ _feature_importance_gain = feature_importance_gain
 
 
 def make_objective(params: BoosterParams):
-    """Instantiate the objective with the parameters it accepts (others are ignored)."""
+    """Instantiate the objective with the parameters it accepts (others are ignored).
+
+    A callable ``objective`` is a custom objective (:mod:`ltrboost.objectives.custom`)."""
+    from ltrboost.objectives.custom import is_custom, make_custom_objective
+
+    if is_custom(params.objective):
+        return make_custom_objective(params)
     kwargs = params.objective_kwargs()
     obj = get_objective(params.objective)  # validates the name
     sig = inspect.signature(type(obj).__init__)
@@ -283,9 +289,12 @@ class Training:
         number of rounds already done."""
         objective, train_set = self.objective, self.train_set
         if init_model.objective != objective.name:
+            hint = ""
+            if init_model.objective.startswith("custom:"):
+                hint = f" (pass that callable again: objective={init_model.objective[7:]})"
             raise ValueError(
                 f"cannot resume: the model was trained with objective="
-                f"{init_model.objective!r}, not {objective.name!r}"
+                f"{init_model.objective!r}, not {objective.name!r}{hint}"
             )
         n_out = self.n_out
         if init_model.n_outputs != n_out:

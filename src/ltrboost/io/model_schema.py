@@ -11,7 +11,9 @@ Rules (format_version 1)
 * The top level is an object with exactly the known fields (``_TOP_LEVEL``); required
   ones must be present; an unknown field is refused (a typo must not pass silently).
 * JSON booleans are never integers or numbers (``format_version: true`` is refused).
-* ``objective`` is a registered objective; ``objective_params`` names only parameters
+* ``objective`` is a registered objective or ``"custom:<name>"`` (trained with a Python
+  callable, :mod:`ltrboost.objectives.custom`: predicts, cannot resume without it);
+  ``objective_params`` names only parameters
   the objective's constructor accepts, each of a JSON type its annotation allows, and
   the objective must accept the values (its own range checks run here, not at predict
   time).
@@ -156,12 +158,12 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
     want("update_rule", isinstance(d["update_rule"], str), "a string")
     want("trees", isinstance(d["trees"], list), "a list")
 
-    from ltrboost.objectives.registry import _REGISTRY, available_objectives
+    from ltrboost.objectives.registry import objective_class
 
     objective = d["objective"]
-    if objective not in available_objectives():
+    obj_cls = objective_class(objective)  # registered, or "custom:<fn>" (a callable's)
+    if obj_cls is None:
         fail(f"unknown objective {objective!r}")
-    obj_cls = _REGISTRY[objective]
     if d["update_rule"] not in ("additive", "averaged"):
         fail(f"unknown update_rule {d['update_rule']!r}")
     if d["update_rule"] != obj_cls.update_rule:
@@ -279,9 +281,9 @@ def check_objective_params(objective: str, params: dict, fail) -> None:
     The names and types come from the objective's constructor signature, the ranges
     from the constructor itself (it is called here, on plain JSON values only).
     """
-    from ltrboost.objectives.registry import _REGISTRY
+    from ltrboost.objectives.registry import objective_class
 
-    cls = _REGISTRY[objective]
+    cls = objective_class(objective)
     sig = inspect.signature(cls.__init__)
     accepted = {
         name: p

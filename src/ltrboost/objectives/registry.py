@@ -52,11 +52,32 @@ def available_objectives() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_objective(name: str, **params: Any) -> Objective:
-    """Instantiate the objective registered as ``name`` with its parameters."""
+def objective_class(name: str) -> type[Objective] | None:
+    """The class behind an objective name, None when unknown.
+
+    ``"custom:<fn>"`` names (models trained with a Python callable, see
+    :mod:`ltrboost.objectives.custom`) map to :class:`CustomObjective`.
+    """
     _load_builtin()
-    try:
-        cls = _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"objective={name!r} is not one of {sorted(_REGISTRY)}") from None
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    from ltrboost.objectives.custom import CustomObjective, is_custom
+
+    return CustomObjective if isinstance(name, str) and is_custom(name) else None
+
+
+def get_objective(name: str, **params: Any) -> Objective:
+    """Instantiate the objective registered as ``name`` with its parameters.
+
+    A ``"custom:<fn>"`` name gives a :class:`~ltrboost.objectives.custom.CustomObjective`
+    without its function: it transforms scores (prediction) but cannot train.
+    """
+    cls = objective_class(name)
+    if cls is None:
+        raise ValueError(
+            f"objective={name!r} is not one of {sorted(_REGISTRY)} (or a callable "
+            "(scores, labels, query_offsets) -> (grad, hess))"
+        )
+    if cls.name == "custom" and cls is not _REGISTRY.get(name):
+        return cls(name=name, **params)
     return cls(**params)

@@ -1,0 +1,203 @@
+"""Custom objectives: a Python (or Numba) callable that returns gradients and hessians.
+
+``objective=fn`` in :class:`ltrboost.Ranker` and :func:`ltrboost.train` trains with a
+user loss::
+
+    grad, hess = fn(scores, labels, query_offsets)
+
+* ``scores`` (float64, ``(n_samples,)``): the current raw scores of the training rows;
+* ``labels`` (float64, ``(n_samples,)``): their labels;
+* ``query_offsets`` (int64, ``(n_queries + 1,)``): rows
+  ``query_offsets[q]:query_offsets[q + 1]`` are query ``q``.
+
+Rows are in query order (the training set grouped by query, rows of one query
+contiguous), which may differ from the caller's row order when ``qid`` is not sorted.
+The three arrays are read-only.  ``grad`` and ``hess`` are ``dL/ds`` and ``d2L/ds2`` per
+document: float arrays of shape ``(n_samples,)``, finite, ``hess >= 0``; anything else
+stops training with a ``ValueError`` naming the round.  The function is called once per
+round with every query, so a ``numba.njit`` function loops over all queries in compiled
+code (docs/custom.md).
+
+The tree engine is unchanged: leaves are Newton steps ``-G / (H + l2)`` of these
+gradients and hessians.  ``split_criterion="se"`` works too (it uses the same gradients);
+``"ole"`` needs per-pair hessian terms a callable does not provide and is refused.
+
+The model file stores the objective as the name ``"custom:<fn.__name__>"`` with no
+parameters: such a model predicts (prediction needs no gradient; scores are the raw
+scores), but continuing its training (``init_model=``, ``--resume``) needs the callable
+again (``objective=fn``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltrboost.dataset import RankingDataset
+from ltrboost.objectives.base import (
+    Objective,
+    dataset_labels,
+    identity_transform,
+    single_output_views,
+)
+
+CUSTOM_PREFIX = "custom:"
+
+
+def is_custom(objective: Any) -> bool:
+    """True for a callable objective or a ``"custom:<name>"`` model-file name."""
+    return callable(objective) or (
+        isinstance(objective, str) and objective.startswith(CUSTOM_PREFIX)
+    )
+
+
+def custom_name(function: Callable) -> str:
+    """The model-file name of a callable objective: ``"custom:<__name__>"``."""
+    name = getattr(function, "__name__", None) or type(function).__name__
+    return CUSTOM_PREFIX + str(name)
+
+
+class CustomObjective(Objective):
+    """A user loss given as ``fn(scores, labels, query_offsets) -> (grad, hess)``.
+
+    Parameters
+    ----------
+    function : callable or None
+        The gradient function; None for a model loaded from a file (prediction only).
+    name : str, optional
+        The registry name, ``"custom:<name>"``; default from ``function.__name__``.
+    """
+
+    name: ClassVar[str] = "custom"  # the instance's own name is set in __init__
+
+    def __init__(self, function: Callable | None = None, *, name: str | None = None) -> None:
+        super().__init__()
+        if function is not None and not callable(function):
+            raise TypeError(f"a custom objective must be callable, not {type(function).__name__}")
+        self.function = function
+        if name is None:
+            name = custom_name(function) if function is not None else CUSTOM_PREFIX + "objective"
+        elif not name.startswith(CUSTOM_PREFIX):
+            name = CUSTOM_PREFIX + name
+        self.name = name  # instance attribute: "custom:<fn name>"
+        self._arrays: tuple | None = None
+
+    def get_params(self) -> dict[str, Any]:
+        # the callable is not stored; the name carries the objective in the model file
+        return {}
+
+    def _require_function(self) -> Callable:
+        if self.function is None:
+            fname = self.name[len(CUSTOM_PREFIX) :]
+            raise ValueError(
+                f"objective {self.name!r} is a Python callable that a model file does not "
+                f"store: it predicts, but to train or resume with it pass the function "
+                f"again (objective={fname}, a callable (scores, labels, query_offsets) "
+                "-> (grad, hess))"
+            )
+        return self.function
+
+    def prepare(self, data: RankingDataset) -> None:
+        self._require_function()
+        if data.weights is not None:
+            raise ValueError(
+                f"objective {self.name!r}: sample weights are not passed to a custom "
+                "objective; apply them inside the function (multiply grad and hess)"
+            )
+        labels = np.array(dataset_labels(data, self.name), dtype=np.float64)
+        offsets = np.array(data.query_offsets, dtype=np.int64)
+        labels.flags.writeable = False
+        offsets.flags.writeable = False
+        self._arrays = (data, labels, offsets)
+
+    def _labels_offsets(self, data: RankingDataset):
+        if self._arrays is None or self._arrays[0] is not data:
+            self.prepare(data)
+        return self._arrays[1], self._arrays[2]
+
+    def gradient_hessian(
+        self,
+        scores: NDArray[np.float64],
+        data: RankingDataset,
+        gradients_out: NDArray[np.float32],
+        hessians_out: NDArray[np.float32],
+        iteration: int = 0,
+    ) -> None:
+        fn = self._require_function()
+        labels, offsets = self._labels_offsets(data)
+        n = labels.shape[0]
+        s, g, h = single_output_views(scores, gradients_out, hessians_out, n)
+        s = np.array(s, dtype=np.float64)  # the user gets a copy, never the engine's scores
+        s.flags.writeable = False
+        result = fn(s, labels, offsets)
+        grad, hess = _check_result(result, n, self.name, iteration)
+        np.copyto(g, grad, casting="same_kind")
+        np.copyto(h, hess, casting="same_kind")
+
+    def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
+        raise NotImplementedError(
+            f"objective {self.name!r} gives gradients only; its loss value is unknown"
+        )
+
+    def transform(self, raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Rank by the raw score (identity)."""
+        return identity_transform(raw_scores)
+
+
+def _check_result(result: Any, n: int, name: str, iteration: int):
+    """``(grad, hess)`` as float64 arrays of shape (n,), finite, hess >= 0."""
+    where = f"objective {name!r} (round {iteration})"
+    if not isinstance(result, tuple | list) or len(result) != 2:
+        raise ValueError(
+            f"{where} must return a pair (grad, hess) of arrays, got {type(result).__name__}"
+        )
+    out = []
+    for what, a in zip(("grad", "hess"), result, strict=True):
+        try:
+            arr = np.asarray(a)
+        except Exception as e:  # e.g. ragged sequences
+            raise ValueError(f"{where}: {what} is not an array ({e})") from None
+        if arr.dtype.kind not in "fiu":
+            raise ValueError(f"{where}: {what} must hold real numbers, got dtype {arr.dtype}")
+        if arr.shape != (n,):
+            raise ValueError(
+                f"{where}: {what} has shape {arr.shape}, expected ({n},): one value per "
+                "training document, in the order of the scores it was given"
+            )
+        arr = arr.astype(np.float64, copy=False)
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{where}: {what} is not finite at {int(bad.sum())} document(s), first "
+                f"{what}[{i}]={arr[i]}"
+            )
+        out.append(arr)
+    neg = out[1] < 0
+    if neg.any():
+        i = int(np.flatnonzero(neg)[0])
+        raise ValueError(
+            f"{where}: hess must be >= 0 (Newton leaves -G/H need non-negative curvature); "
+            f"hess[{i}]={out[1][i]} (use an upper bound of the curvature, or a constant)"
+        )
+    return out[0], out[1]
+
+
+def make_custom_objective(params: Any) -> CustomObjective:
+    """The objective of ``params.objective`` (a callable, or a stored ``"custom:..."``
+    name, which cannot train); refuses ``split_criterion="ole"``."""
+    if params.split_criterion == "ole":
+        raise ValueError(
+            'split_criterion="ole" needs the per-pair hessian terms of a built-in pairwise '
+            "objective; a custom objective gives per-document gradients and hessians "
+            'only: use split_criterion="newton" (or "se")'
+        )
+    obj = params.objective
+    if callable(obj):
+        return CustomObjective(obj)
+    objective = CustomObjective(name=obj)
+    objective._require_function()  # raises: a name alone cannot train
+    return objective
