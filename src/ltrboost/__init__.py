@@ -2,7 +2,8 @@
 
 Public names: :class:`Ranker` (scikit-learn estimator), :func:`train` and
 :class:`Booster` (lower-level API), :class:`RankingDataset` / :func:`make_dataset`,
-:func:`load_model`, :func:`load_svmlight`, :func:`dump_svmlight`.
+:func:`load_model`, :func:`load_svmlight`, :func:`dump_svmlight`,
+:func:`log_evaluation` (a training callback).
 
 Importing the package is cheap: the public names are resolved on first use (module
 ``__getattr__``, PEP 562), so ``import ltrboost`` does not import Numba, scikit-learn or
@@ -18,6 +19,7 @@ from ltrboost._version import __version__
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from ltrboost.booster import train
+    from ltrboost.callbacks import log_evaluation
     from ltrboost.dataset import LTRInputError, RankingDataset, make_dataset
     from ltrboost.io.model_json import ModelFormatError
     from ltrboost.model import Booster, load_model
@@ -35,6 +37,7 @@ _LAZY = {
     "ModelFormatError": "ltrboost.io.model_json",
     "load_model": "ltrboost.model",
     "Ranker": "ltrboost.sklearn",
+    "log_evaluation": "ltrboost.callbacks",
 }
 
 
@@ -76,6 +79,7 @@ __all__ = [
     "dump_svmlight",
     "load_model",
     "load_svmlight",
+    "log_evaluation",
     "make_dataset",
     "train",
 ]

@@ -17,12 +17,13 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
 from ltrboost.booster import CallbackEnv, train
+from ltrboost.callbacks import check_period, log_best, log_evaluation
 from ltrboost.dataset import RankingDataset, make_dataset
 from ltrboost.model import Booster
 from ltrboost.params import PARAM_NAMES, BoosterParams
 
 # Constructor arguments that are not training parameters (after PARAM_NAMES).
-ESTIMATOR_PARAM_NAMES: tuple[str, ...] = ("importance_type",)
+ESTIMATOR_PARAM_NAMES: tuple[str, ...] = ("importance_type", "verbose")
 
 
 class Ranker(BaseEstimator):
@@ -30,9 +31,13 @@ class Ranker(BaseEstimator):
 
     Parameters are the training parameters of :data:`ltrboost.params.PARAMS`, with the
     same names and defaults (each one's meaning: ``help(ltrboost.BoosterParams)``); the
-    objective's own ones default to None, the objective's default.  One more, not a
-    training parameter: ``importance_type`` ("gain", default, or "split") chooses what
-    ``feature_importances_`` counts.
+    objective's own ones default to None, the objective's default.  ``objective`` may
+    also be a callable ``fn(scores, labels, query_offsets) -> (grad, hess)``, a custom
+    loss (docs/custom.md).  Two more, not training parameters: ``importance_type``
+    ("gain", default, or "split") chooses what ``feature_importances_`` counts;
+    ``verbose`` (0, default: silent) logs the validation metrics every ``verbose``
+    rounds through :mod:`logging` (logger ``"ltrboost"``, see
+    :func:`ltrboost.callbacks.log_evaluation`); True means every round.
 
     Attributes
     ----------
@@ -56,7 +61,7 @@ class Ranker(BaseEstimator):
     def __init__(
         self,
         *,
-        objective: str = "lambdamart",
+        objective: str | Callable = "lambdamart",
         n_estimators: int = 100,
         learning_rate: float | None = None,
         max_leaf_nodes: int = 31,
@@ -89,6 +94,7 @@ class Ranker(BaseEstimator):
         preference_weight: float | None = None,
         use_label_pairs: bool | None = None,
         importance_type: str = "gain",
+        verbose: int | bool = 0,
     ) -> None:
         self.objective = objective
         self.n_estimators = n_estimators
@@ -123,6 +129,7 @@ class Ranker(BaseEstimator):
         self.preference_weight = preference_weight
         self.use_label_pairs = use_label_pairs
         self.importance_type = importance_type
+        self.verbose = verbose
 
     def _booster_params(self, **overrides: Any) -> BoosterParams:
         p = {name: getattr(self, name) for name in PARAM_NAMES}
@@ -140,10 +147,13 @@ class Ranker(BaseEstimator):
         pairs: Any = None,
         eval_set: Sequence[tuple] | None = None,
         eval_names: Sequence[str] | None = None,
+        eval_qid: Sequence[ArrayLike] | None = None,
+        eval_group: Sequence[ArrayLike] | None = None,
         eval_metric: str | list[str] | None = None,
         early_stopping_rounds: int | None = None,
         callbacks: Sequence[Callable[[CallbackEnv], bool | None]] = (),
         init_model: Booster | Ranker | str | None = None,
+        verbose: int | bool | None = None,
     ) -> Ranker:
         """Fit on documents ``X`` with graded labels ``y`` grouped by ``qid`` or ``group``.
 
@@ -162,14 +172,21 @@ class Ranker(BaseEstimator):
             of (preferred_row, other_row[, weight]) in the caller's row numbering.
         eval_set : list of (X, y, qid) tuples; the first drives early stopping.
             Give sizes as a 4th element ``(X, y, None, sizes)``;
-            ``(X, y)`` alone when ``X`` is a DataFrame with a ``qid`` column.
+            ``(X, y)`` alone when ``X`` is a DataFrame with a ``qid`` column, or
+            with ``eval_qid`` / ``eval_group``.
         eval_names : one distinct name per ``eval_set`` entry (default ``valid_K``).
+        eval_qid, eval_group : the queries of ``eval_set`` given apart, as XGBoost
+            (``eval_qid``: query id per row) and LightGBM (``eval_group``: documents
+            per query) take them: one entry per ``eval_set`` entry, which is then
+            ``(X, y)``.  Not both.
         eval_metric, early_stopping_rounds : override the constructor's values.
             ``eval_metric`` may hold callables ``f(scores, labels, query_offsets) ->
             float`` (higher is better) besides metric names.
         init_model : Booster, fitted Ranker or model file path, optional
             Continue boosting from this model: ``n_estimators`` *more* rounds are
             added to it (as LightGBM's and XGBoost's ``init_model``/``xgb_model``).
+        verbose : overrides the constructor's ``verbose`` for this fit (XGBoost's
+            ``fit(verbose=)``): log the metrics every ``verbose`` rounds.
         """
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
@@ -189,17 +206,27 @@ class Ranker(BaseEstimator):
             dup = sorted({n for n in eval_names if eval_names.count(n) > 1})
             if dup:
                 raise ValueError(f"eval_names must be distinct; repeated: {dup}")
+        eval_queries = _eval_queries(eval_set, eval_qid, eval_group)
         valid_sets = []
         for k, es in enumerate(eval_set):
             name = (eval_names[k] if eval_names else None) or f"valid_{k}"
-            valid_sets.append((name, _eval_dataset(es)))
+            valid_sets.append((name, _eval_dataset(es, *eval_queries[k], index=k)))
         init_model = _as_booster(init_model)
         if init_model is not None:
             # n_estimators counts the rounds added to init_model (LightGBM, XGBoost)
             params.n_estimators = init_model.n_iterations + int(params.n_estimators)
+        period = check_period(
+            self.verbose if verbose is None else verbose,
+            "verbose" if verbose is None else "fit's verbose",
+        )
+        callbacks = list(callbacks)
+        if period:
+            callbacks.insert(0, log_evaluation(period))
         self.booster_ = train(
             params, train_set, valid_sets, callbacks=callbacks, init_model=init_model
         )
+        if period:
+            log_best(self.booster_, int(params.n_estimators))
         self.n_features_in_ = self.booster_.n_features
         if train_set.feature_names is not None:
             self.feature_names_in_ = np.asarray(train_set.feature_names, dtype=object)
@@ -347,7 +374,46 @@ def _as_booster(model: Any) -> Booster | None:
     )
 
 
-def _eval_dataset(es: tuple) -> RankingDataset:
+def _eval_queries(eval_set: list, eval_qid, eval_group) -> list[tuple[Any, Any]]:
+    """(qid, group) given apart for each ``eval_set`` entry ((None, None) when not)."""
+    if eval_qid is not None and eval_group is not None:
+        raise ValueError(
+            "give eval_qid (query id per row, XGBoost) or eval_group (documents per "
+            "query, LightGBM), not both"
+        )
+    given, name = (eval_qid, "eval_qid") if eval_qid is not None else (eval_group, "eval_group")
+    if given is None:
+        return [(None, None)] * len(eval_set)
+    if isinstance(given, np.ndarray) and given.ndim == 1 and len(eval_set) == 1:
+        given = [given]  # one set's array, not wrapped in a list
+    given = list(given)
+    if len(given) != len(eval_set):
+        raise ValueError(
+            f"{name} has {len(given)} entries but eval_set has {len(eval_set)}; give one "
+            "per validation set, in the same order"
+        )
+    if name == "eval_qid":
+        return [(q, None) for q in given]
+    return [(None, g) for g in given]
+
+
+def _eval_dataset(es: tuple, qid=None, group=None, index: int = 0) -> RankingDataset:
+    if qid is not None or group is not None:
+        name = "eval_qid" if qid is not None else "eval_group"
+        if len(es) != 2:
+            raise ValueError(
+                f"eval_set[{index}] has {len(es)} elements; with {name} each eval_set "
+                "entry must be (X, y): its queries come from "
+                f"{name}[{index}]"
+            )
+        X = es[0].drop(columns="qid") if _has_qid_column(es[0]) else es[0]
+        try:
+            return make_dataset(X, es[1], qid=qid, group=group)
+        except ValueError as e:  # name the entry (LTRInputError keeps its type)
+            msg = f"eval_set[{index}] with {name}[{index}]: {e}"
+            from ltrboost.dataset import LTRInputError
+
+            raise (LTRInputError(msg) if isinstance(e, LTRInputError) else ValueError(msg)) from e
     if len(es) == 2 and _has_qid_column(es[0]):
         X, qid = _split_qid_column(es[0], None, None)
         return make_dataset(X, es[1], qid=qid)

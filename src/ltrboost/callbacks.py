@@ -1,0 +1,106 @@
+"""Training callbacks for :func:`ltrboost.train` and ``Ranker.fit(callbacks=...)``.
+
+A callback is any callable taking a :class:`ltrboost.booster.CallbackEnv` after each
+round (returning True stops training).  :func:`log_evaluation` logs the validation
+metrics through :mod:`logging` (logger ``"ltrboost"``), like LightGBM's callback of the
+same name; ``Ranker(verbose=N)`` installs it for you.
+
+Logging is silent unless asked for.  When it is asked for and the program has configured
+no logging at all, a handler writing to stderr is added to the ``"ltrboost"`` logger so
+that the lines are seen; when the ``"ltrboost"`` logger has no level of its own it is set
+to INFO.  A program that configures logging keeps control: set a level on
+``logging.getLogger("ltrboost")`` (e.g. WARNING to silence it) and it is respected.
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+import sys
+from collections.abc import Callable
+
+logger = logging.getLogger("ltrboost")
+
+__all__ = ["format_evaluation", "log_evaluation"]
+
+
+def format_evaluation(iteration: int, evaluation: dict[str, dict[str, float]]) -> str:
+    """One log line: ``[ROUND]`` (1-based) then ``SET's METRIC: VALUE`` per value,
+    tab-separated (LightGBM's layout)."""
+    parts = [f"[{iteration + 1}]"]
+    for name, res in evaluation.items():
+        parts.extend(f"{name}'s {metric}: {value:.6g}" for metric, value in res.items())
+    return "\t".join(parts)
+
+
+def _make_visible() -> None:
+    """Let INFO records of the ``"ltrboost"`` logger be seen (see the module doc)."""
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+    if not logger.hasHandlers():
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+
+
+def check_period(period, name: str = "period") -> int:
+    """``period`` as a non-negative int (0: silent); True counts as 1."""
+    if isinstance(period, bool):
+        return int(period)
+    if not isinstance(period, numbers.Integral) or period < 0:
+        raise ValueError(f"{name}={period!r} must be a non-negative integer (or a bool)")
+    return int(period)
+
+
+def log_evaluation(period: int = 1) -> Callable:
+    """A callback logging the validation metrics every ``period`` rounds (and the last).
+
+    Each line is ``[ROUND]\\tSET's METRIC: VALUE...`` at level INFO on the ``"ltrboost"``
+    logger; without validation sets it is ``[ROUND]`` and the time spent.  ``period=0``
+    logs nothing.
+
+    Examples
+    --------
+    >>> from ltrboost.callbacks import log_evaluation
+    >>> # ltrboost.train(params, data, [("valid", vdata)], callbacks=[log_evaluation(10)])
+    """
+    period = check_period(period)
+    if period:
+        _make_visible()
+
+    def callback(env) -> None:
+        if not period:
+            return
+        last = env.iteration + 1 == env.n_estimators
+        if (env.iteration + 1) % period and not last:
+            return
+        if env.evaluation:
+            logger.info(format_evaluation(env.iteration, env.evaluation))
+        else:
+            logger.info("[%d]\t%.2f s", env.iteration + 1, env.elapsed)
+
+    callback.period = period  # type: ignore[attr-defined]
+    return callback
+
+
+def log_best(booster, n_rounds_asked: int) -> None:
+    """After training: log the early stop and the best round (when there was one)."""
+    best = booster.best_iteration
+    if best is None or not booster.evals_result:
+        return
+    name, per_metric = next(iter(booster.evals_result.items()))
+    if not per_metric:
+        return
+    metric, values = next(iter(per_metric.items()))
+    if not 1 <= best <= len(values):
+        return
+    stopped = "early stopping" if booster.n_iterations < n_rounds_asked else "finished"
+    logger.info(
+        "%s after %d rounds; best round [%d]\t%s's %s: %.6g",
+        stopped,
+        booster.n_iterations,
+        best,
+        name,
+        metric,
+        values[best - 1],
+    )
