@@ -61,6 +61,7 @@ def test_selected_estimator_checks(check: str) -> None:
 def test_params_are_the_booster_params() -> None:
     params = Ranker().get_params()
     assert params.pop("importance_type") == "gain"  # inspection, not training
+    assert params.pop("verbose") == 0  # logging, not training
     defaults = {f: getattr(BoosterParams(), f) for f in BoosterParams.__dataclass_fields__}
     assert params == defaults
 
