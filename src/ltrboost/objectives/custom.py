@@ -94,9 +94,9 @@ class CustomObjective(Objective):
             fname = self.name[len(CUSTOM_PREFIX) :]
             raise ValueError(
                 f"objective {self.name!r} is a Python callable that a model file does not "
-                f"store: it predicts, but to train or resume with it pass the function "
-                f"again (objective={fname}, a callable (scores, labels, query_offsets) "
-                "-> (grad, hess))"
+                f"store: the model predicts, but to train or resume with it pass the "
+                f"function again from Python (objective={fname}, a callable (scores, "
+                "labels, query_offsets) -> (grad, hess)); see docs/custom.md"
             )
         return self.function
 
