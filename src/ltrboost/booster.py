@@ -115,6 +115,8 @@ def train(
     Parameters
     ----------
     params : BoosterParams or dict
+        ``objective`` may be a callable ``fn(scores, labels, query_offsets) -> (grad,
+        hess)``: a custom loss (:mod:`ltrboost.objectives.custom`, docs/custom.md).
     train_set : RankingDataset
     valid_sets : sequence of (name, RankingDataset)
         Evaluated after every round with ``eval_metric``; the first one drives early

@@ -30,7 +30,13 @@ class Param(NamedTuple):
 
 
 PARAMS: tuple[Param, ...] = (
-    Param("objective", "lambdamart", "str", "engine", "registered objective name"),
+    Param(
+        "objective",
+        "lambdamart",
+        "str",
+        "engine",
+        "registered objective name (Python: or a callable, docs/custom.md)",
+    ),
     Param("n_estimators", 100, "int", "engine", "boosting rounds (one tree per output)"),
     Param(
         "learning_rate",
