@@ -47,6 +47,12 @@ def ranknet():
 
 
 @pytest.fixture(scope="module")
+def ranknet_parallel():
+    pytest.importorskip("numba")
+    return _doc_example("custom-ranknet-parallel")["ranknet_parallel"]
+
+
+@pytest.fixture(scope="module")
 def data():
     X, y, qid = make_ranking(n_queries=30, docs_per_query=(4, 12), n_features=6, random_state=3)
     return X, y.astype(np.float64), qid
@@ -84,10 +90,10 @@ def _finite_difference_check(fn, loss, s, y, offsets, eps=1e-5):
     np.testing.assert_allclose(hess, fd_hess, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("example", ["squared_error", "ranknet"])
+@pytest.mark.parametrize("example", ["squared_error", "ranknet", "ranknet_parallel"])
 def test_doc_examples_match_finite_differences(example, request, data) -> None:
     fn = request.getfixturevalue(example)
-    loss = {"squared_error": _se_loss, "ranknet": _ranknet_loss}[example]
+    loss = _se_loss if example == "squared_error" else _ranknet_loss
     X, y, qid = data
     ds = make_dataset(X[:60], y[:60], qid=qid[:60])
     rng = np.random.default_rng(0)
@@ -247,3 +253,10 @@ def test_clone_and_get_params_keep_the_callable(ranknet) -> None:
 
     model = Ranker(objective=ranknet)
     assert clone(model).get_params()["objective"] is ranknet
+
+
+def test_parallel_ranknet_gives_the_serial_model(ranknet, ranknet_parallel, data) -> None:
+    X, y, qid = data
+    serial = Ranker(objective=ranknet, **SMALL).fit(X, y, qid=qid)
+    parallel = Ranker(objective=ranknet_parallel, **SMALL).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(serial.predict(X), parallel.predict(X))
