@@ -1,0 +1,333 @@
+"""Plots of a trained model: feature importances, learning curves, one tree.
+
+Needs matplotlib, the ``plot`` extra (``pip install 'ltrboost[plot]'``); it is
+imported on the first call, so ``import ltrboost.plot`` works without it.  Every
+function takes a fitted :class:`~ltrboost.Ranker` or a :class:`~ltrboost.Booster`
+(or a model file path), draws on ``ax`` (a new figure when ``ax`` is None) and
+returns the ``matplotlib.axes.Axes``.  The trees are drawn with matplotlib alone: no
+graphviz.
+
+* :func:`plot_importance`: horizontal bars of
+  :func:`ltrboost.inspection.feature_importance` (raw totals, not normalised);
+* :func:`plot_metric`: validation metric per round from ``evals_result_``;
+* :func:`plot_tree`: one tree as boxes, ``feature <= threshold`` for splits (yes =
+  left) and the leaf values.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ltrboost.inspection import feature_importance, feature_names
+
+__all__ = ["plot_importance", "plot_metric", "plot_tree"]
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError(
+            "ltrboost.plot needs matplotlib; install the plot extra: pip install 'ltrboost[plot]'"
+        ) from exc
+    return plt
+
+
+def _booster(model: Any) -> Any:
+    """The Booster of a fitted Ranker, a Booster, or a model file path."""
+    if isinstance(model, (str, os.PathLike)):
+        from ltrboost.model import load_model
+
+        return load_model(model)
+    if hasattr(model, "trees") and hasattr(model, "evals_result"):
+        return model
+    if hasattr(model, "booster_"):  # a fitted Ranker
+        return model.booster_
+    if hasattr(model, "_check_fitted"):  # an unfitted Ranker
+        model._check_fitted()
+    raise TypeError(
+        f"expected a fitted Ranker, a Booster or a model path, not {type(model).__name__}"
+    )
+
+
+def _axes(ax: Any, figsize: tuple[float, float] | None) -> Any:
+    if ax is not None:
+        return ax
+    plt = _pyplot()
+    _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def plot_importance(
+    model: Any,
+    importance_type: str = "gain",
+    max_num_features: int | None = 20,
+    ax: Any = None,
+    *,
+    ignore_zero: bool = True,
+    title: str | None = "Feature importance",
+    xlabel: str | None = None,
+    precision: int | None = 3,
+    figsize: tuple[float, float] | None = None,
+    **bar_kwargs: Any,
+) -> Any:
+    """Horizontal bars of the features' importance, largest on top.
+
+    Parameters
+    ----------
+    model : Ranker, Booster or model path
+    importance_type : {"gain", "split"}, default="gain"
+        Summed split gain or number of splits (:func:`ltrboost.inspection.feature_importance`).
+    max_num_features : int or None, default=20
+        Draw only the most important ones; None draws all.
+    ax : matplotlib Axes, optional
+    ignore_zero : bool, default=True
+        Leave out features with importance 0 (never used in a split).
+    title, xlabel : str or None
+        ``xlabel`` defaults to ``"gain"`` / ``"split count"``.
+    precision : int or None, default=3
+        Significant digits of the value written next to each bar; None writes none.
+    figsize : (float, float), optional
+        For the new figure when ``ax`` is None.
+    **bar_kwargs
+        Passed to ``ax.barh``.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Bar ``k`` from the bottom is the ``k``-th least important feature drawn; its
+        width is the importance.
+    """
+    _pyplot()
+    booster = _booster(model)
+    imp = feature_importance(booster, importance_type)
+    names = feature_names(booster)
+    order = np.argsort(-imp, kind="stable")
+    if ignore_zero:
+        order = order[imp[order] > 0]
+    if max_num_features is not None:
+        if int(max_num_features) < 1:
+            raise ValueError(f"max_num_features={max_num_features} must be at least 1 or None")
+        order = order[: int(max_num_features)]
+    order = order[::-1]  # barh draws bottom-up: the largest ends on top
+    ax = _axes(ax, figsize)
+    pos = np.arange(len(order))
+    bar_kwargs.setdefault("height", 0.6)
+    ax.barh(pos, imp[order], align="center", **bar_kwargs)
+    ax.set_yticks(pos, [names[k] for k in order])
+    if precision is not None:
+        for y, k in zip(pos, order, strict=True):
+            value = f"{imp[k]:.{precision}g}" if importance_type == "gain" else f"{int(imp[k])}"
+            ax.text(imp[k], y, " " + value, va="center")
+    if len(order):
+        ax.set_xlim(0, float(imp[order].max()) * 1.15)
+    ax.set_ylim(-1, len(order))
+    if title is not None:
+        ax.set_title(title)
+    ax.set_xlabel(
+        xlabel
+        if xlabel is not None
+        else {"gain": "gain", "split": "split count"}.get(importance_type, importance_type)
+    )
+    ax.set_ylabel("feature")
+    ax.grid(axis="x", alpha=0.3)
+    return ax
+
+
+def plot_metric(
+    model_or_evals_result: Any,
+    metric: str | None = None,
+    ax: Any = None,
+    *,
+    dataset_names: list[str] | None = None,
+    title: str | None = "Metric during training",
+    show_best: bool = True,
+    figsize: tuple[float, float] | None = None,
+) -> Any:
+    """Learning curves: one metric per boosting round on each validation set.
+
+    Parameters
+    ----------
+    model_or_evals_result : Ranker, Booster, model path or dict
+        A dict is ``{set name: {metric name: [value per round]}}`` (the shape of
+        ``Ranker.evals_result_`` and ``Booster.evals_result``).
+    metric : str, optional
+        Which metric; default the first one recorded.
+    ax : matplotlib Axes, optional
+    dataset_names : list of str, optional
+        Which validation sets; default all.
+    title : str or None
+    show_best : bool, default=True
+        Draw a dotted vertical line at the model's ``best_iteration`` (early stopping),
+        when there is one.
+    figsize : (float, float), optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One line per set, labelled with its name; x is the round (1-based), y the value.
+    """
+    _pyplot()
+    best = None
+    if isinstance(model_or_evals_result, dict):
+        evals = model_or_evals_result
+    else:
+        booster = _booster(model_or_evals_result)
+        evals = booster.evals_result or {}
+        best = booster.best_iteration
+    if not evals:
+        raise ValueError(
+            "no evaluation results: fit with eval_set=[...] (or train with valid_sets) to "
+            "record a metric per round"
+        )
+    names = list(evals) if dataset_names is None else list(dataset_names)
+    for name in names:
+        if name not in evals:
+            raise ValueError(f"no validation set named {name!r}; recorded: {list(evals)}")
+    if metric is None:
+        metric = next(iter(evals[names[0]]))
+    ax = _axes(ax, figsize)
+    for name in names:
+        if metric not in evals[name]:
+            raise ValueError(
+                f"metric {metric!r} was not recorded on {name!r}; recorded: {list(evals[name])}"
+            )
+        values = np.asarray(evals[name][metric], dtype=np.float64)
+        ax.plot(np.arange(1, len(values) + 1), values, label=name)
+    if show_best and best is not None:
+        ax.axvline(int(best), linestyle=":", color="gray", label=f"best iteration ({best})")
+    if title is not None:
+        ax.set_title(title)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(metric)
+    ax.legend(loc="best")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_tree(
+    model: Any,
+    tree_index: int = 0,
+    ax: Any = None,
+    *,
+    precision: int = 4,
+    show_info: tuple[str, ...] = (),
+    figsize: tuple[float, float] | None = None,
+    fontsize: float | None = None,
+) -> Any:
+    """Draw one tree with matplotlib: split boxes, leaf boxes, yes/no edges.
+
+    A split box reads ``feature <= threshold`` (the feature's name when the model
+    stores names, else ``f<k>``); its left child ("yes") holds the documents with
+    ``x <= threshold``; ``missing`` marks the side absent values take.  A leaf box
+    reads ``leaf: value`` (after shrinkage).  Leaves are spread evenly left to right,
+    each split sits above the middle of its children, depth goes down.
+
+    Parameters
+    ----------
+    model : Ranker, Booster or model path
+    tree_index : int, default=0
+        0-based index into the model's trees (negative counts from the end).
+    ax : matplotlib Axes, optional
+    precision : int, default=4
+        Significant digits of thresholds and values.
+    show_info : tuple of {"gain", "count"}, default=()
+        Extra lines in each box.
+    figsize : (float, float), optional
+        Default grows with the number of leaves and the depth.
+    fontsize : float, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    _pyplot()
+    booster = _booster(model)
+    n_trees = len(booster.trees)
+    if not -n_trees <= int(tree_index) < n_trees:
+        raise IndexError(f"tree_index={tree_index} is out of range for {n_trees} trees")
+    for info in show_info:
+        if info not in ("gain", "count"):
+            raise ValueError(f"show_info entries must be 'gain' or 'count', not {info!r}")
+    nodes = booster.trees[int(tree_index)]
+    names = feature_names(booster)
+
+    # x: leaves at 0, 1, 2, ... in left-to-right order; a split at its children's middle.
+    x = np.zeros(nodes.shape[0])
+    drawn: list[int] = []  # the nodes under the root, in drawing order
+    next_leaf = 0
+
+    def place(k: int) -> float:
+        nonlocal next_leaf
+        drawn.append(k)
+        if nodes[k]["is_leaf"]:
+            x[k] = next_leaf
+            next_leaf += 1
+        else:
+            x[k] = 0.5 * (place(int(nodes[k]["left"])) + place(int(nodes[k]["right"])))
+        return x[k]
+
+    place(0)
+    n_leaves = max(next_leaf, 1)
+    max_depth = int(nodes["depth"].max()) if nodes.shape[0] else 0
+    if ax is None:
+        if figsize is None:
+            figsize = (max(4.0, 1.6 * n_leaves), max(3.0, 1.4 * (max_depth + 1)))
+        ax = _axes(None, figsize)
+    if fontsize is None:
+        fontsize = 9 if n_leaves <= 12 else 7
+
+    def label(k: int) -> str:
+        node = nodes[k]
+        if node["is_leaf"]:
+            lines = [f"leaf: {float(node['value']):.{precision}g}"]
+        else:
+            lines = [
+                f"{names[int(node['feature_idx'])]} <= {float(node['num_threshold']):.{precision}g}"
+            ]
+            if "gain" in show_info:
+                lines.append(f"gain: {float(node['gain']):.{precision}g}")
+        if "count" in show_info:
+            lines.append(f"count: {int(node['count'])}")
+        return "\n".join(lines)
+
+    split_box = {"boxstyle": "round,pad=0.3", "fc": "#e8f0fb", "ec": "#3b6ea5"}
+    leaf_box = {"boxstyle": "round,pad=0.3", "fc": "#eaf6e6", "ec": "#4a8a3a"}
+    for k in drawn:
+        node = nodes[k]
+        y = -float(node["depth"])
+        if not node["is_leaf"]:
+            miss_left = bool(node["missing_go_to_left"])
+            for child, side in ((int(node["left"]), "yes"), (int(node["right"]), "no")):
+                cy = -float(nodes[child]["depth"])
+                ax.plot([x[k], x[child]], [y, cy], color="#888888", lw=1, zorder=1)
+                text = side + (", missing" if (side == "yes") == miss_left else "")
+                ax.text(
+                    0.5 * (x[k] + x[child]),
+                    0.5 * (y + cy),
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=fontsize - 1,
+                    color="#555555",
+                    bbox={"fc": "white", "ec": "none", "pad": 0.5},
+                    zorder=2,
+                )
+        ax.text(
+            x[k],
+            y,
+            label(k),
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            bbox=leaf_box if node["is_leaf"] else split_box,
+            zorder=3,
+        )
+    ax.set_xlim(-0.7, n_leaves - 0.3)
+    ax.set_ylim(-max_depth - 0.6, 0.6)
+    ax.set_axis_off()
+    ax.set_title(f"tree {int(tree_index)} (output {int(booster.tree_outputs[int(tree_index)])})")
+    return ax
