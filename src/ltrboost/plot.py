@@ -120,7 +120,8 @@ def plot_importance(
     ax.set_yticks(pos, [names[k] for k in order])
     if precision is not None:
         for y, k in zip(pos, order, strict=True):
-            value = f"{imp[k]:.{precision}g}" if importance_type == "gain" else f"{int(imp[k])}"
+            big = importance_type == "split" or imp[k] >= 10**precision
+            value = f"{imp[k]:.0f}" if big else f"{imp[k]:.{precision}g}"
             ax.text(imp[k], y, " " + value, va="center")
     if len(order):
         ax.set_xlim(0, float(imp[order].max()) * 1.15)
