@@ -101,7 +101,7 @@ def grid_search(X: pd.DataFrame, y: pd.Series, quick: bool) -> GridSearchCV:
 
 
 # %%
-@numba.njit(cache=True)
+@numba.njit  # no cache=True: a script run under other module names (tests) would poison it
 def reciprocal_rank(scores, labels, query_offsets):
     total = 0.0
     n_queries = len(query_offsets) - 1
