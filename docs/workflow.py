@@ -42,7 +42,9 @@ from ltrboost.plot import plot_importance, plot_metric, plot_tree
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(
+        description="ltrboost workflow on MQ2008: grid search by query, custom metric, plots"
+    )
     p.add_argument("data_dir", nargs="?", default="../shared/data/MQ2008")
     p.add_argument("--fold", default="Fold1")
     p.add_argument("--out", default="workflow_out", help="folder for the PNG files")
