@@ -37,9 +37,11 @@ Conventions, documented once here:
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -61,6 +63,10 @@ MISSING_OPTIONS = ("zero", "nan")
 # larger than both of these unless the caller confirms the width with ``n_features=``.
 _DENSE_GUARD_BYTES = 1 << 30
 _DENSE_GUARD_RATIO = 64
+
+# The reader parses the file this many bytes at a time (whole lines), so its memory
+# is the output arrays plus a few blocks.
+_BLOCK_BYTES = 1 << 23
 
 _MAX_INDEX = 2**31 - 1  # LightGBM and XGBoost store feature indices in int32
 _BOM = b"\xef\xbb\xbf"
@@ -96,6 +102,7 @@ def load_svmlight(
     query_file: str | os.PathLike[str] | None = None,
     missing: str = "zero",
     return_comments: bool = False,
+    na_values: str | Sequence[str] | None = None,
 ) -> LetorData:
     """Load an svmlight / LETOR text file into dense arrays.
 
@@ -115,6 +122,11 @@ def load_svmlight(
         Value of a feature absent from a line.
     return_comments : bool, default=False
         Also return the text after ``#`` of each data line.
+    na_values : str or sequence of str, optional
+        Feature values that mean "missing" and read as NaN, compared as exact,
+        case-sensitive tokens; e.g. ``"NULL"`` for the LETOR 3.0 "Feature-null" files
+        (``5:NULL``).  Labels and qids cannot be missing.  Without it such a value is
+        an error naming its line.  Numbers cannot be NA tokens (``nan`` always is one).
 
     Returns
     -------
@@ -131,14 +143,29 @@ def load_svmlight(
         infinite value, text that is not UTF-8, ``.query`` sizes that do not add up to
         the number of rows (the error names the ``.query`` file).
     ValueError
-        For a bad ``n_features`` or ``missing`` argument.
+        For a bad ``n_features``, ``missing`` or ``na_values`` argument.
+
+    Notes
+    -----
+    The file is parsed in blocks of lines into output arrays that grow in place, so
+    the peak memory is close to the size of the returned arrays (plus a few MiB).
     """
     spath = os.fspath(path)
     if missing not in MISSING_OPTIONS:
         raise ValueError(f"missing={missing!r} is not one of {MISSING_OPTIONS}")
     n_features = _check_n_features(n_features)
-    data = Path(spath).read_bytes()
-    X, y, qid, comments, lines = _parse_bytes(data, spath, n_features, missing, return_comments)
+    na = _check_na_values(na_values)
+    with open(spath, "rb") as f:
+        st = os.fstat(f.fileno())
+        if stat.S_ISREG(st.st_mode):
+            X, y, qid, comments, lines = _parse_stream(
+                _read_blocks(f, _BLOCK_BYTES), st.st_size, spath, n_features, missing,
+                return_comments, na,
+            )  # fmt: skip
+        else:  # a pipe: its size is known only once read (for the dense-size guard)
+            X, y, qid, comments, lines = _parse_bytes(
+                f.read(), spath, n_features, missing, return_comments, na_values=na
+            )
     qid = _attach_queries(spath, query_file, qid, lines)
     return LetorData(X, y, qid, comments, lines)
 
@@ -316,12 +343,15 @@ def _token_text(data: bytes, start: int, end: int) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _check_utf8(data: bytes, path: str) -> None:
-    """Raise ``LTRInputError`` at the first byte that is not UTF-8."""
+def _check_utf8(data: bytes, path: str, line0: int = 0) -> None:
+    """Raise ``LTRInputError`` at the first byte that is not UTF-8.
+
+    ``data`` starts after line ``line0`` of the file.
+    """
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
+        line = line0 + data.count(b"\n", 0, err.start) + 1
         raise LTRInputError(
             f"not UTF-8 text (byte 0x{data[err.start]:02x}); is this a binary file?",
             path=path,
@@ -337,24 +367,210 @@ def _empty_file_error(path: str) -> LTRInputError:
     )
 
 
+def _read_blocks(f: Any, block_bytes: int) -> Iterable[bytes]:
+    """Whole lines of the binary file ``f``, about ``block_bytes`` at a time.
+
+    Every block but the last ends with LF; a line longer than ``block_bytes`` is joined
+    from its pieces once its end is read (no quadratic re-copying).
+    """
+    parts: list[bytes] = []
+    while True:
+        chunk = f.read(block_bytes)
+        if not chunk:
+            break
+        cut = chunk.rfind(b"\n") + 1
+        if cut == 0:
+            parts.append(chunk)
+            continue
+        if parts:
+            parts.append(chunk[:cut])
+            yield b"".join(parts)
+            parts = []
+        else:
+            yield chunk if cut == len(chunk) else chunk[:cut]
+        if cut < len(chunk):
+            parts.append(chunk[cut:])
+    if parts:
+        yield b"".join(parts)
+
+
+def _na_arrays(na_values: Sequence[str]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """The NA tokens for the kernel: concatenated UTF-8 bytes and their offsets."""
+    encoded = [t.encode("utf-8") for t in na_values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(t) for t in encoded], dtype=np.int64)
+    joined = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    return joined, offsets
+
+
+def _check_na_values(na_values: Any) -> tuple[str, ...]:
+    """Validate ``na_values`` (None, a str, or strings): non-numeric tokens."""
+    if na_values is None:
+        return ()
+    tokens = (na_values,) if isinstance(na_values, str) else tuple(na_values)
+    for tok in tokens:
+        if not isinstance(tok, str):
+            raise ValueError(f"na_values entries must be strings, got {tok!r}")
+        if not tok or any(c.isspace() or c in ":#" for c in tok):
+            raise ValueError(
+                f"na_values entry {tok!r} must be a non-empty token without whitespace, ':' or '#'"
+            )
+        if _NUMBER_RE.fullmatch(tok):
+            raise ValueError(
+                f"na_values entry {tok!r} is a number; only non-numeric tokens can "
+                "mark missing values (nan is always missing)"
+            )
+    return tokens
+
+
 def _parse_bytes(
     data: bytes,
     path: str,
     n_features: int | None,
     missing: str,
     return_comments: bool,
+    *,
+    na_values: Sequence[str] = (),
+    block_bytes: int | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | None, Any, Any]:
-    """Parse file contents with the kernels.
+    """Parse file contents held in memory (see :func:`_parse_stream`)."""
+    blocks = _read_blocks(io.BytesIO(data), block_bytes or _BLOCK_BYTES)
+    return _parse_stream(
+        blocks, len(data), path, n_features, missing, return_comments, tuple(na_values)
+    )
 
-    Returns ``(X, y, qid_or_None, comments_or_None, row_lines)`` where ``row_lines``
-    (int64, one per data row) holds the 1-based line of each row.
+
+def _parse_stream(
+    blocks: Iterable[bytes],
+    n_bytes: int,
+    path: str,
+    n_features: int | None,
+    missing: str,
+    return_comments: bool,
+    na_values: tuple[str, ...],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | None, Any, Any]:
+    """Parse a file given as blocks of whole lines, ``n_bytes`` long in all.
+
+    Each block is parsed by the kernel into its own small row and token arrays, then
+    copied into the outputs, which grow in place (``ndarray.resize`` is a ``realloc``)
+    and are sized from the share of the file read so far; so the peak memory is the
+    output plus a few blocks.  Returns ``(X, y, qid_or_None, comments_or_None,
+    row_lines)`` where ``row_lines`` (int64, one per data row) holds the 1-based line of
+    each row.
+    """
+    fill = 0.0 if missing == "zero" else np.nan
+    na_buf, na_off = _na_arrays(na_values)
+    guard = max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * n_bytes)
+    info = np.zeros(_N_INFO, dtype=np.int64)
+    info[_I_HAS_QID] = -1
+    n_rows = 0
+    max_idx = 0
+    max_idx_line = 0
+    width = 0 if n_features is None else n_features
+    X: NDArray[np.float64] | None = np.empty((0, width), dtype=np.float64)
+    y = np.empty(0, dtype=np.float64)
+    qid = np.empty(0, dtype=np.int64)
+    row_line = np.empty(0, dtype=np.int64)
+    comments: list[str] | None = [] if return_comments else None
+    consumed = 0
+    for block in blocks:
+        start = len(_BOM) if consumed == 0 and block.startswith(_BOM) else 0
+        consumed += len(block)
+        b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
+        nb = b.n_rows
+        if b.max_idx > max_idx:
+            max_idx, max_idx_line = b.max_idx, b.max_idx_line
+        need = n_rows + nb
+        if n_features is None and need * max_idx * 8 > guard:
+            X = None  # too wide: keep reading only to report the file's first error
+        if nb == 0:
+            continue
+        cap = y.shape[0]
+        if need > cap:
+            # Rows expected in the whole file, from the bytes per row so far.
+            cap = max(need, int(need * (n_bytes / max(consumed, 1)) * 1.02) + 16)
+            if X is not None and n_features is None and max_idx:
+                cap = max(need, min(cap, guard // (8 * max_idx)))
+            y.resize(cap, refcheck=False)
+            qid.resize(cap, refcheck=False)
+            row_line.resize(cap, refcheck=False)
+        y[n_rows:need] = b.y
+        qid[n_rows:need] = b.qid
+        row_line[n_rows:need] = b.row_line
+        if comments is not None:
+            comments.extend(
+                block[s:e].decode("utf-8").strip() if s >= 0 else ""
+                for s, e in zip(b.com_start.tolist(), b.com_end.tolist(), strict=True)
+            )
+        if X is not None:
+            if n_features is None and max_idx > width:
+                # Rare after the first block: a wider row; copy into a wider matrix.
+                wider = np.empty((cap, max_idx), dtype=np.float64)
+                wider[:n_rows, :width] = X[:n_rows]
+                wider[:n_rows, width:] = fill
+                X, width = wider, max_idx
+            elif X.shape[0] < cap:
+                X.resize((cap, width), refcheck=False)
+            _fill_rows(b.row_ptr, b.cols, b.vals, nb, X, n_rows, fill)
+        n_rows = need
+    if n_rows == 0:
+        raise _empty_file_error(path)
+    if X is None:
+        nbytes = n_rows * max_idx * 8
+        raise LTRInputError(
+            f"feature index {max_idx} makes X {n_rows} x {max_idx} float64 "
+            f"({nbytes / 2**30:.1f} GiB), far more than the file's size "
+            f"({n_bytes} bytes): is the index a typo? If it is intended pass "
+            f"n_features={max_idx}",
+            path=path,
+            line=max_idx_line,
+        )
+    # Shrink to the rows read, in place (realloc) rather than by a copy.
+    X.resize((n_rows, width), refcheck=False)
+    y.resize(n_rows, refcheck=False)
+    row_line.resize(n_rows, refcheck=False)
+    if info[_I_HAS_QID] == 1:
+        qid.resize(n_rows, refcheck=False)
+        qid_out: NDArray[np.int64] | None = qid
+    else:
+        qid_out = None
+    return X, y, qid_out, comments, row_line
+
+
+class _Block(NamedTuple):
+    """One block's rows and ``index:value`` tokens (CSR), as parsed by the kernel."""
+
+    n_rows: int
+    y: NDArray[np.float64]
+    qid: NDArray[np.int64]
+    row_line: NDArray[np.int64]
+    row_ptr: NDArray[np.int64]
+    cols: NDArray[np.int32]
+    vals: NDArray[np.float64]
+    com_start: NDArray[np.int64]
+    com_end: NDArray[np.int64]
+    max_idx: int
+    max_idx_line: int
+
+
+def _parse_block(
+    data: bytes,
+    start: int,
+    path: str,
+    n_features: int | None,
+    info: NDArray[np.int64],
+    na_buf: NDArray[np.uint8],
+    na_off: NDArray[np.int64],
+) -> _Block:
+    """Parse whole lines ``data[start:]`` with the kernel; raise the first error.
+
+    ``info`` (IN/OUT) carries the line count and the ``qid:`` convention from block to
+    block.
     """
     buf = np.frombuffer(data, dtype=np.uint8)
     n_newlines, n_colons, non_ascii = _count_bytes(buf)
     if non_ascii:
-        _check_utf8(data, path)
-    start = len(_BOM) if data.startswith(_BOM) else 0
-
+        _check_utf8(data, path, int(info[_I_LINES]))
     cap_rows = n_newlines + 1
     y = np.empty(cap_rows, dtype=np.float64)
     qid = np.empty(cap_rows, dtype=np.int64)
@@ -364,16 +580,17 @@ def _parse_bytes(
     com_end = np.empty(cap_rows, dtype=np.int64)
     cols = np.empty(n_colons, dtype=np.int32)
     vals = np.empty(n_colons, dtype=np.float64)
-    info = np.zeros(_N_INFO, dtype=np.int64)
     limit = -1 if n_features is None else n_features
+    state = info.copy()  # the kernel is re-run from this state if slow_* overflow
     cap_slow = 256
     while True:
         slow_start = np.empty(cap_slow, dtype=np.int64)
         slow_end = np.empty(cap_slow, dtype=np.int64)
         slow_slot = np.empty(cap_slow, dtype=np.int64)
+        info[:] = state
         _parse_letor(
             buf, start, limit, y, qid, row_line, row_ptr, cols, vals,
-            com_start, com_end, slow_start, slow_end, slow_slot, info,
+            com_start, com_end, slow_start, slow_end, slow_slot, info, na_buf, na_off,
         )  # fmt: skip
         if info[_I_SLOW] <= cap_slow:
             break
@@ -416,33 +633,13 @@ def _parse_bytes(
         raise slow_err
     if code != _E_NONE:
         raise _kernel_error(data, path, info, n_features)
-    if n_rows == 0:
-        raise _empty_file_error(path)
-
-    max_idx = int(info[_I_MAX_IDX])
-    width = max_idx if n_features is None else n_features
-    if n_features is None:
-        nbytes = n_rows * width * 8
-        if nbytes > max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * len(data)):
-            raise LTRInputError(
-                f"feature index {max_idx} makes X {n_rows} x {width} float64 "
-                f"({nbytes / 2**30:.1f} GiB), far more than the file's size; if that "
-                f"is intended pass n_features={max_idx}",
-                path=path,
-                line=int(info[_I_MAX_IDX_LINE]),
-            )
-    fill = 0.0 if missing == "zero" else np.nan
-    X = np.full((n_rows, width), fill, dtype=np.float64)  # C order
-    _fill_dense(row_ptr, cols, vals, n_rows, X)
-    y_out = y[:n_rows].copy()
-    qid_out = qid[:n_rows].copy() if info[_I_HAS_QID] == 1 else None
-    comments = None
-    if return_comments:
-        comments = [
-            data[s:e].decode("utf-8").strip() if s >= 0 else ""
-            for s, e in zip(com_start[:n_rows].tolist(), com_end[:n_rows].tolist(), strict=True)
-        ]
-    return X, y_out, qid_out, comments, row_line[:n_rows].copy()
+    lo = int(row_ptr[0])
+    hi = int(row_ptr[n_rows])
+    return _Block(
+        n_rows, y[:n_rows], qid[:n_rows], row_line[:n_rows], row_ptr[: n_rows + 1],
+        cols[lo:hi], vals[lo:hi], com_start[:n_rows], com_end[:n_rows],
+        int(info[_I_MAX_IDX]), int(info[_I_MAX_IDX_LINE]),
+    )  # fmt: skip
 
 
 def _kernel_error(
@@ -472,7 +669,7 @@ def _kernel_error(
         _E_INDEX_NONPOS: (f"feature index {tok!r} is not positive; feature indices are 1-based"),
         _E_INDEX_OVERFLOW: f"feature index {tok!r} is too large (at most {_MAX_INDEX})",
         _E_INDEX_TOO_BIG: (f"feature index {aux} is larger than n_features={n_features}"),
-        _E_BAD_VALUE: f"feature value {tok!r} is not a number",
+        _E_BAD_VALUE: f"feature value {tok!r} is not a number" + _na_hint(tok),
         _E_INF_VALUE: (
             f"feature value {tok!r} is infinite; use nan for a missing value "
             "(features must be finite)"
@@ -480,6 +677,15 @@ def _kernel_error(
         _E_DUP_INDEX: f"feature index {aux} appears more than once on this line",
     }
     return LTRInputError(messages[code], path=path, line=line)
+
+
+def _na_hint(tok: str) -> str:
+    """For a non-numeric value such as ``NULL``: how to read it as missing."""
+    if any(c.isdigit() for c in tok):
+        return ""
+    return (
+        f"; if {tok!r} marks a missing value, pass na_values=[{tok!r}] (CLI: --missing-token {tok})"
+    )
 
 
 def _attach_queries(
@@ -879,7 +1085,7 @@ def _feature_error(buf, ts, n_features_limit):
 @kernel
 def _parse_letor(
     buf, pos, n_features_limit, y, qid, row_line, row_ptr, cols, vals,
-    com_start, com_end, slow_start, slow_end, slow_slot, info,
+    com_start, com_end, slow_start, slow_end, slow_slot, info, na_buf, na_off,
 ):  # fmt: skip
     """Parse LETOR lines from ``buf[pos:]`` into row and token arrays, in one pass.
 
@@ -890,8 +1096,13 @@ def _parse_letor(
     Per feature token (OUT): ``cols`` (1-based index, int32), ``vals``.  Tokens beyond
     the exact float paths (OUT): ``slow_start``/``slow_end`` byte spans and
     ``slow_slot`` (token index, or ``-(row + 1)`` for a label); only the first
-    ``len(slow_start)`` are stored, all are counted.  ``info`` (OUT): counts and the
-    first error (``_I_*`` layout); the kernel stops at the first error, never raises.
+    ``len(slow_start)`` are stored, all are counted.  ``info`` (IN/OUT): counts and
+    the first error (``_I_*`` layout); on entry ``info[_I_LINES]`` is the number of lines
+    before ``buf`` and ``info[_I_HAS_QID]``/``info[_I_FIRST_LINE]`` the ``qid:``
+    convention seen so far (-1: none yet), so a file can be parsed in blocks of whole
+    lines.  ``na_buf``/``na_off`` (IN): tokens that read as a missing value (NaN),
+    concatenated, and their offsets (length ``n_na + 1``).  The kernel stops at the first
+    error, never raises.
 
     Every byte is read once on the happy path: numbers are parsed where they start and
     must be followed by a token end; anything else falls to ``_feature_error`` (or the
@@ -899,14 +1110,15 @@ def _parse_letor(
     """
     n = buf.shape[0]
     cap_slow = slow_start.shape[0]
-    line = 0
+    n_na = na_off.shape[0] - 1
+    line = info[_I_LINES]
     n_rows = 0
     n_tok = 0
     n_slow = 0
     max_idx = 0
     max_idx_line = 0
-    has_qid = -1
-    first_line = 0
+    has_qid = info[_I_HAS_QID]
+    first_line = info[_I_FIRST_LINE]
     err = _E_NONE
     err_start = 0
     err_end = 0
@@ -1003,6 +1215,10 @@ def _parse_letor(
                 break
             vs = i + 1
             status, v, i = _parse_number(buf, vs, n)
+            if n_na > 0 and (status == _NUM_BAD or not _ends_token(buf, i)):
+                te = _token_end(buf, vs)
+                if _is_na_token(buf, vs, te, na_buf, na_off):
+                    status, v, i = _NUM_NAN, math.nan, te
             if status == _NUM_BAD or status == _NUM_INF or not _ends_token(buf, i):
                 te = _token_end(buf, i)
                 err, err_start, err_end = _E_BAD_VALUE, vs, te
@@ -1062,6 +1278,23 @@ def _parse_letor(
     info[_I_ERR_END] = err_end
     info[_I_ERR_AUX] = err_aux
     info[_I_LINES] = line
+
+
+@kernel
+def _is_na_token(buf, s, e, na_buf, na_off):
+    """Whether ``buf[s:e]`` equals one of the NA tokens (``na_buf``, ``na_off``)."""
+    for k in range(na_off.shape[0] - 1):
+        a = na_off[k]
+        if na_off[k + 1] - a != e - s:
+            continue
+        same = True
+        for j in range(e - s):
+            if buf[s + j] != na_buf[a + j]:
+                same = False
+                break
+        if same:
+            return True
+    return False
 
 
 @kernel
@@ -1126,14 +1359,19 @@ def _parse_int64(buf, s, e):
 
 
 @kernel
-def _fill_dense(row_ptr, cols, vals, n_rows, X):
-    """Scatter CSR tokens into dense ``X`` (IN/OUT, pre-filled with the missing value).
+def _fill_rows(row_ptr, cols, vals, n_rows, X, r0, fill):
+    """Write ``n_rows`` CSR rows into rows ``r0 ..`` of dense ``X`` (OUT).
 
-    ``row_ptr`` int64[n_rows + 1], ``cols`` int32 (1-based), ``vals`` float64 (IN).
+    Each row is first set to ``fill`` (the value of an absent feature), then its tokens
+    are scattered: ``row_ptr`` int64[n_rows + 1], ``cols`` int32 (1-based), ``vals``
+    float64 (IN).
     """
+    width = X.shape[1]
     for r in range(n_rows):
+        for j in range(width):
+            X[r0 + r, j] = fill
         for k in range(row_ptr[r], row_ptr[r + 1]):
-            X[r, cols[k] - 1] = vals[k]
+            X[r0 + r, cols[k] - 1] = vals[k]
 
 
 # --- references ---
