@@ -232,6 +232,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "[weight]' per line (docids from '#docid = ...' comments); for "
         "ranknet, rankboost, gbrank, qbrank",
     )
+    _add_missing_token_flag(p)
     p.defer(add_training_flags, lazy=lazy)
     p.set_defaults(func=cmd_train)
 
@@ -253,6 +254,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="use the first N rounds (default: best iteration, else all)",
     )
     p.add_argument("--n-threads", type=int, default=None)
+    _add_missing_token_flag(p)
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("eval", help="evaluate a model on labelled data")
@@ -269,6 +271,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     )
     p.add_argument("--iteration", type=int, default=None)
     _add_metric_option_flags(p)
+    _add_missing_token_flag(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("cv", help="cross-validate over query folds: mean and std of each metric")
@@ -284,6 +287,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--missing", choices=("zero", "nan"), default="zero")
+    _add_missing_token_flag(p)
     p.defer(add_training_flags, lazy=lazy)
     p.set_defaults(func=cmd_cv)
 
@@ -419,6 +423,18 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"ltrboost: warning: {message}", file=sys.stderr)
 
 
+def _add_missing_token_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--missing-token",
+        dest="missing_token",
+        action="append",
+        default=None,
+        metavar="TOKEN",
+        help="a feature value such as NULL (LETOR 3.0 'Feature-null' files) that means "
+        "missing and reads as NaN (repeatable; default: such a value is an error)",
+    )
+
+
 def resolve_missing(flag: str | None, model, model_path: str) -> str:
     """Missing-value convention: the model's, unless a flag contradicts it (error)."""
     recorded = getattr(model, "missing", None) if model is not None else None
@@ -438,11 +454,16 @@ def _load(
     n_features: int | None = None,
     require_qid: bool = True,
     return_comments: bool = False,
+    na_values: list[str] | None = None,
 ):
     from ltrboost.io.letor import load_svmlight
 
     data = load_svmlight(
-        path, n_features=n_features, missing=missing, return_comments=return_comments
+        path,
+        n_features=n_features,
+        missing=missing,
+        return_comments=return_comments,
+        na_values=na_values,
     )
     return _with_dataset(data, path, require_qid)
 
@@ -470,7 +491,7 @@ def _with_dataset(data, path: str, require_qid: bool = True):
 _WIDE_MODEL = 1 << 16
 
 
-def _read_for_model(path: str, booster, missing: str):
+def _read_for_model(path: str, booster, missing: str, na_values: list[str] | None = None):
     """``(LetorData, booster)`` for prediction, memory bounded by the data and the
     trees, never by the model's ``n_features`` claim.  For a wide model the booster
     returned is a view with the matrix's width: the same predictions (no tree uses
@@ -480,7 +501,10 @@ def _read_for_model(path: str, booster, missing: str):
     import numpy as np
 
     from ltrboost.dataset import LTRInputError
-    from ltrboost.io.letor import load_svmlight
+    from ltrboost.io.letor import load_svmlight as _load_svmlight
+
+    def load_svmlight(path, **kw):
+        return _load_svmlight(path, na_values=na_values, **kw)
 
     n_model = booster.n_features
     if n_model <= _WIDE_MODEL:
@@ -534,6 +558,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         missing=missing,
         return_comments=args.pairs is not None,
         n_features=init_model.n_features if init_model is not None else None,
+        na_values=args.missing_token,
     )
     if args.pairs is not None:
         from ltrboost.io.letor import parse_docids
@@ -544,7 +569,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     n_features = train_set.X.shape[1]
     valid_sets = []
     for vpath, name in zip(args.valid, _valid_names(args.valid), strict=True):
-        _, vs = _load(vpath, missing=missing, n_features=n_features)
+        _, vs = _load(vpath, missing=missing, n_features=n_features, na_values=args.missing_token)
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
@@ -719,7 +744,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     output_state = file_state(args.output) if args.output != "-" else None
     booster = load_model(args.model)
     missing = resolve_missing(args.missing, booster, args.model)
-    data, booster = _read_for_model(args.data, booster, missing)
+    data, booster = _read_for_model(args.data, booster, missing, args.missing_token)
     scores = booster.predict(data.X, iteration=args.iteration, n_threads=args.n_threads)
     text = "".join(f"{s!r}\n" for s in scores.tolist())
     if args.output == "-":
@@ -741,7 +766,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     options = _metric_options(args, booster.params)
     results = {}
     for path in args.data:
-        data, fitted = _read_for_model(path, booster, missing)
+        data, fitted = _read_for_model(path, booster, missing, args.missing_token)
         _, ds = _with_dataset(data, path)
         scores = fitted.predict(ds.X, iteration=args.iteration)
         with rows_located(ds):
@@ -823,7 +848,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
         )
     metrics = parse_metric_list(params.eval_metric or "ndcg@10")
     params.eval_metric = None
-    data, ds = _load(args.data, missing=args.missing)
+    data, ds = _load(args.data, missing=args.missing, na_values=args.missing_token)
     folds = query_folds(data.qid, args.folds, params.random_state)
     options = metric_options(params)
     per_fold = []

@@ -407,7 +407,12 @@ def _check_na_values(na_values: Any) -> tuple[str, ...]:
     """Validate ``na_values`` (None, a str, or strings): non-numeric tokens."""
     if na_values is None:
         return ()
-    tokens = (na_values,) if isinstance(na_values, str) else tuple(na_values)
+    if isinstance(na_values, str):
+        tokens: tuple[Any, ...] = (na_values,)
+    elif isinstance(na_values, Iterable):
+        tokens = tuple(na_values)
+    else:
+        raise ValueError(f"na_values={na_values!r} must be a string or a list of strings")
     for tok in tokens:
         if not isinstance(tok, str):
             raise ValueError(f"na_values entries must be strings, got {tok!r}")
@@ -518,7 +523,7 @@ def _parse_stream(
     if X is None:
         nbytes = n_rows * max_idx * 8
         raise LTRInputError(
-            f"feature index {max_idx} makes X {n_rows} x {max_idx} float64 "
+            f"the highest feature index, {max_idx}, makes X {n_rows} x {max_idx} float64 "
             f"({nbytes / 2**30:.1f} GiB), far more than the file's size "
             f"({n_bytes} bytes): is the index a typo? If it is intended pass "
             f"n_features={max_idx}",
@@ -1389,6 +1394,7 @@ def _parse_bytes_reference(
     path: str,
     n_features: int | None,
     missing: str,
+    na_values: Sequence[str] = (),
 ) -> tuple[Any, Any, Any, list[str]]:
     """Plain-Python twin of :func:`_parse_bytes`, for tests: ``(X, y, qid, comments)``.
 
@@ -1448,9 +1454,12 @@ def _parse_bytes_reference(
                 raise fail("feature index is too large", lineno)
             if n_features is not None and idx > n_features:
                 raise fail("feature index is larger than n_features", lineno)
-            if not _NUMBER_RE.fullmatch(val_tok):
+            if val_tok in na_values:
+                value = math.nan
+            elif not _NUMBER_RE.fullmatch(val_tok):
                 raise fail("feature value is not a number", lineno)
-            value = float(val_tok)
+            else:
+                value = float(val_tok)
             if math.isinf(value):
                 raise fail("feature value is infinite", lineno)
             if idx in features and not duplicate:
