@@ -493,12 +493,15 @@ def _parse_stream(
         cap = y.shape[0]
         if need > cap:
             # Rows expected in the whole file, from the bytes per row so far.
-            cap = max(need, int(need * (n_bytes / max(consumed, 1)) * 1.02) + 16)
+            if consumed < n_bytes:
+                cap = max(need, int(need * (n_bytes / consumed) * 1.02) + 16)
+            else:
+                cap = need
             if X is not None and n_features is None and max_idx:
                 cap = max(need, min(cap, guard // (8 * max_idx)))
-            y.resize(cap, refcheck=False)
-            qid.resize(cap, refcheck=False)
-            row_line.resize(cap, refcheck=False)
+            _grow(y, (cap,))
+            _grow(qid, (cap,))
+            _grow(row_line, (cap,))
         y[n_rows:need] = b.y
         qid[n_rows:need] = b.qid
         row_line[n_rows:need] = b.row_line
@@ -514,8 +517,10 @@ def _parse_stream(
                 wider[:n_rows, :width] = X[:n_rows]
                 wider[:n_rows, width:] = fill
                 X, width = wider, max_idx
+            elif X.shape[0] == 0:
+                X = np.empty((cap, width), dtype=np.float64)
             elif X.shape[0] < cap:
-                X.resize((cap, width), refcheck=False)
+                _grow(X, (cap, width))
             _fill_rows(b.row_ptr, b.cols, b.vals, nb, X, n_rows, fill)
         n_rows = need
     if n_rows == 0:
@@ -540,6 +545,20 @@ def _parse_stream(
     else:
         qid_out = None
     return X, y, qid_out, comments, row_line
+
+
+def _grow(a: NDArray[Any], shape: tuple[int, ...]) -> None:
+    """Resize ``a`` (which owns its data, no views) in place: a ``realloc``, which
+    for large arrays remaps pages instead of copying them.  Out of memory raises
+    NumPy's own ``MemoryError`` message."""
+    try:
+        a.resize(shape, refcheck=False)
+    except MemoryError:
+        gib = math.prod(shape) * a.itemsize / 2**30
+        raise MemoryError(
+            f"Unable to allocate {gib:.2f} GiB for an array with shape {shape} "
+            f"and data type {a.dtype}"
+        ) from None
 
 
 class _Block(NamedTuple):
