@@ -1,17 +1,19 @@
 """Read and write svmlight / LETOR text: ``label [qid:Q] idx:val ... [# comment]``.
 
-:func:`load_svmlight` parses a whole file into dense NumPy arrays with two Numba passes
-over its bytes (count, then parse into a row/column/value list that is scattered into
-``X``), and reports every problem as :class:`~ltrboost.dataset.LTRInputError` naming
-``path:line``.  :func:`dump_svmlight` writes the same format atomically and exactly
-(every value is written in its shortest round-trip form).
+:func:`load_svmlight` parses a file into dense NumPy arrays in blocks of whole lines
+(8 MiB): two Numba passes over each block's bytes (count, then parse into a
+row/column/value list that is scattered into ``X``), with the outputs grown in place, so
+memory peaks near the size of the arrays returned.  Every problem is reported as
+:class:`~ltrboost.dataset.LTRInputError` naming ``path:line``.  :func:`dump_svmlight`
+writes the same format atomically and exactly (every value is written in its shortest
+round-trip form).
 
 Grammar accepted by the reader (one data line)::
 
     line    := ws* label (ws+ "qid:" integer)? (ws+ index ":" value)* ws* ("#" comment)?
     label   := number (finite)
     index   := [0-9]+ (1 .. 2**31 - 1, 1-based)
-    value   := number | nan (missing) ; inf is rejected
+    value   := number | nan (missing) | na_token (missing) ; inf is rejected
     number  := [+-]? (digits ["." digits?] | "." digits) ([eE] [+-]? digits)?
                | [+-]? (nan | inf | infinity)          (case-insensitive)
     ws      := space, tab, CR, VT, FF                  (lines end at LF)
@@ -27,7 +29,8 @@ Conventions, documented once here:
 * Blank lines and comment-only lines are skipped; line numbers still count them.
 * Features absent from a line are 0.0 (the svmlight convention) or NaN with
   ``missing="nan"``.  A value written as ``nan`` is always NaN (a missing value);
-  ``inf`` is an error, as is a number that overflows to infinity.
+  ``inf`` is an error, as is a number that overflows to infinity.  Tokens passed as
+  ``na_values`` (e.g. ``NULL``, LETOR 3.0 "Feature-null") are NaN as feature values.
 * Feature indices need not be sorted on a line, but may not repeat.
 * ``qid:`` is all-or-nothing: on every data line or on none.  Query ids need *not* be
   contiguous; :func:`ltrboost.dataset.group_by_qid` groups them later.
