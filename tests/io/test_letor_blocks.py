@@ -6,6 +6,8 @@ Every result read in blocks of any size must equal the whole-file plain-Python r
 
 from __future__ import annotations
 
+import os
+import threading
 import tracemalloc
 
 import numpy as np
@@ -271,3 +273,24 @@ _chars = st.sampled_from([*"0123456789 .:#eE+-\nNUL\t", "qid:1 ", "NULL", "nan"]
 @given(st.lists(_chars, max_size=80).map("".join), st.sampled_from(BLOCK_SIZES))
 def test_fuzz_blocks_and_na_match_the_reference(text, block):
     _assert_same(text.encode(), block, na=("NULL",))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_is_read_like_a_file(tmp_path):
+    data = _random_file(np.random.default_rng(7), 40, na="NULL")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as f:
+            f.write(data)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        got = load_svmlight(fifo, na_values="NULL", return_comments=True)
+    finally:
+        writer.join()
+    ref = _parse_bytes_reference(data, str(fifo), None, "zero", ("NULL",))
+    np.testing.assert_array_equal(_bits(got.X), _bits(ref[0]))
+    assert got.comments == ref[3]
