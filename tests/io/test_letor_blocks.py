@@ -294,3 +294,36 @@ def test_a_pipe_is_read_like_a_file(tmp_path):
     ref = _parse_bytes_reference(data, str(fifo), None, "zero", ("NULL",))
     np.testing.assert_array_equal(_bits(got.X), _bits(ref[0]))
     assert got.comments == ref[3]
+
+
+@pytest.mark.parametrize("missing", ["zero", "nan"])
+def test_rows_widened_in_place_keep_peak_and_values(tmp_path, monkeypatch, missing):
+    """Later lines with higher indices widen X in place: same values as one read, and
+    no second matrix at the peak."""
+    rng = np.random.default_rng(1)
+    n_rows = 12_000
+    widths = np.repeat([5, 12, 20], n_rows // 3)  # X widens twice, blocks later
+    lines = [
+        f"{i % 3} qid:{i // 20} " + " ".join(f"{j}:{rng.random():.6f}" for j in range(2, w + 1, 2))
+        for i, w in enumerate(widths)
+    ]
+    # Lines of one length (padded with a comment), so the reader's row estimate from
+    # the bytes read is exact and the traced peak counts no unused reserve.
+    longest = max(len(line) for line in lines)
+    lines = [line + " #" + "x" * (longest - len(line)) + "\n" for line in lines]
+    data = "".join(lines).encode()
+    path = tmp_path / "widening.txt"
+    path.write_bytes(data)
+    block = 1 << 13
+    monkeypatch.setattr(letor, "_BLOCK_BYTES", block)
+    load_svmlight(path)
+    tracemalloc.start()
+    try:
+        got = load_svmlight(path, missing=missing)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    ref = _parse_bytes_reference(data, str(path), None, missing)
+    np.testing.assert_array_equal(_bits(got.X), _bits(ref[0]))
+    out = got.X.nbytes + got.y.nbytes + got.qid.nbytes + got.lines.nbytes
+    assert peak <= 1.1 * out + 16 * block, (peak, out)

@@ -495,9 +495,12 @@ def _parse_stream(
             continue
         cap = y.shape[0]
         if need > cap:
-            # Rows expected in the whole file, from the bytes per row so far.
+            # Rows expected in the whole file, from the bytes per row so far, but at
+            # most twice the rows read (lines may get longer): what is reserved and
+            # not yet written costs address space only, and growth is a realloc.
             if consumed < n_bytes:
-                cap = max(need, int(need * (n_bytes / consumed) * 1.02) + 16)
+                cap = min(int(need * (n_bytes / consumed) * 1.02) + 16, 2 * need)
+                cap = max(need, cap)
             else:
                 cap = need
             if X is not None and n_features is None and max_idx:
@@ -514,14 +517,16 @@ def _parse_stream(
                 for s, e in zip(b.com_start.tolist(), b.com_end.tolist(), strict=True)
             )
         if X is not None:
-            if n_features is None and max_idx > width:
-                # Rare after the first block: a wider row; copy into a wider matrix.
-                wider = np.empty((cap, max_idx), dtype=np.float64)
-                wider[:n_rows, :width] = X[:n_rows]
-                wider[:n_rows, width:] = fill
-                X, width = wider, max_idx
-            elif X.shape[0] == 0:
+            if X.shape[0] == 0:
+                width = max(width, max_idx)
                 X = np.empty((cap, width), dtype=np.float64)
+            elif n_features is None and max_idx > width:
+                # Rare after the first block: wider rows.  Widen in place (realloc,
+                # then move the rows read so far to their new stride), so the peak
+                # stays one matrix, not two.
+                _grow(X, (cap, max_idx))
+                _widen_rows(X.reshape(-1), n_rows, width, max_idx, fill)
+                width = max_idx
             elif X.shape[0] < cap:
                 _grow(X, (cap, width))
             _fill_rows(b.row_ptr, b.cols, b.vals, nb, X, n_rows, fill)
@@ -1383,6 +1388,23 @@ def _parse_int64(buf, s, e):
         q = q * 10 + d
         i += 1
     return (-q if negative else q), True
+
+
+@kernel
+def _widen_rows(flat, n_rows, w_old, w_new, fill):
+    """Move rows stored with stride ``w_old`` to stride ``w_new > w_old`` in place.
+
+    ``flat`` (IN/OUT) is the C-order buffer of the matrix, at least ``n_rows * w_new``
+    long; the new columns get ``fill``.  Rows move last first, each from its end, so
+    no value is overwritten before it is moved (destinations never precede sources).
+    """
+    for r in range(n_rows - 1, -1, -1):
+        src = r * w_old
+        dst = r * w_new
+        for j in range(w_new - 1, w_old - 1, -1):
+            flat[dst + j] = fill
+        for j in range(w_old - 1, -1, -1):
+            flat[dst + j] = flat[src + j]
 
 
 @kernel
