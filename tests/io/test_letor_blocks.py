@@ -302,7 +302,8 @@ def test_rows_widened_in_place_keep_peak_and_values(tmp_path, monkeypatch, missi
     no second matrix at the peak."""
     rng = np.random.default_rng(1)
     n_rows = 12_000
-    widths = np.repeat([5, 12, 20], n_rows // 3)  # X widens twice, blocks later
+    # X widens twice, the second time near the end, when a copy would double it.
+    widths = np.repeat([10, 18, 20], [n_rows // 2, n_rows // 2 - 100, 100])
     lines = [
         f"{i % 3} qid:{i // 20} " + " ".join(f"{j}:{rng.random():.6f}" for j in range(2, w + 1, 2))
         for i, w in enumerate(widths)
