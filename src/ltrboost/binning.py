@@ -83,15 +83,7 @@ class BinMapper:
             Xs = X
         if is_sparse(Xs):
             Xs = as_csc(Xs)
-            self.bin_thresholds_ = [
-                _find_thresholds_sparse(
-                    Xs.data[Xs.indptr[f] : Xs.indptr[f + 1]],
-                    Xs.shape[0],
-                    self.max_bins,
-                    self.min_samples_bin,
-                )
-                for f in range(n_features)
-            ]
+            self.bin_thresholds_ = _sparse_thresholds(Xs, self.max_bins, self.min_samples_bin)
             col_of = np.repeat(np.arange(n_features), np.diff(Xs.indptr))
             self.has_missing_ = np.zeros(n_features, dtype=bool)
             self.has_missing_[col_of[np.isnan(Xs.data)]] = True
@@ -200,6 +192,112 @@ def _find_thresholds_sparse(
     if distinct.size == 0:
         return np.zeros(0, dtype=np.float64)
     return _thresholds_from_counts(distinct, counts, max_bins, min_samples_bin)
+
+
+def _sparse_thresholds(Xc: Any, max_bins: int, min_samples_bin: int) -> list[NDArray[np.float64]]:
+    """:func:`_find_thresholds_sparse` of every column of a canonical CSC matrix: columns
+    of at most ``max_bins`` distinct values (the usual sparse column) in one kernel, the
+    others (quantile thresholds) in Python."""
+    n_rows, n_features = Xc.shape
+    thr = np.empty((n_features, max_bins), dtype=np.float64)
+    n_thr = np.zeros(n_features, dtype=np.int64)
+    done = np.zeros(n_features, dtype=np.bool_)
+    if n_features:
+        _sparse_few_value_thresholds(
+            Xc.indptr, Xc.data, n_rows, max_bins, min_samples_bin, thr, n_thr, done
+        )
+    out = []
+    for f in range(n_features):
+        if done[f]:
+            out.append(thr[f, : n_thr[f]].copy())
+        else:
+            stored = Xc.data[Xc.indptr[f] : Xc.indptr[f + 1]]
+            out.append(_find_thresholds_sparse(stored, n_rows, max_bins, min_samples_bin))
+    return out
+
+
+@kernel
+def _sparse_few_value_thresholds(indptr, data, n_rows, max_bins, min_samples_bin, thr, n_thr, done):
+    # Per CSC column f: when the column (stored values plus its implicit zeros, NaN
+    # ignored) has at most max_bins distinct values, its midpoint thresholds, computed
+    # exactly as _thresholds_from_counts does, go to thr[f, :n_thr[f]] and done[f] is
+    # set; otherwise done[f] stays False (quantile path, left to Python).
+    n_features = n_thr.shape[0]
+    buf = np.empty(n_rows + 1, dtype=np.float64)
+    distinct = np.empty(max_bins + 1, dtype=np.float64)
+    counts = np.empty(max_bins + 1, dtype=np.int64)
+    keep = np.empty(max_bins + 1, dtype=np.bool_)
+    for f in range(n_features):
+        m = 0
+        n_zero = n_rows - (indptr[f + 1] - indptr[f])
+        for k in range(indptr[f], indptr[f + 1]):
+            x = np.float64(data[k])
+            if np.isnan(x):
+                continue
+            if x == 0.0:
+                n_zero += 1
+            else:
+                buf[m] = x
+                m += 1
+        vals = np.sort(buf[:m])
+        nd = 0
+        too_many = False
+        zero_placed = n_zero == 0
+        for i in range(m + 1):
+            if not zero_placed and (i == m or vals[i] > 0.0):
+                if nd == max_bins:
+                    too_many = True
+                    break
+                distinct[nd] = 0.0
+                counts[nd] = n_zero
+                nd += 1
+                zero_placed = True
+            if i == m:
+                break
+            x = vals[i]
+            if nd > 0 and distinct[nd - 1] == x:
+                counts[nd - 1] += 1
+            else:
+                if nd == max_bins:
+                    too_many = True
+                    break
+                distinct[nd] = x
+                counts[nd] = 1
+                nd += 1
+        if too_many:
+            continue
+        done[f] = True
+        if nd <= 1:
+            continue
+        for k in range(nd - 1):
+            keep[k] = True
+        if min_samples_bin > 1:
+            acc = 0
+            last_cut = -1
+            for k in range(nd - 1):
+                acc += counts[k]
+                if acc >= min_samples_bin:
+                    acc = 0
+                    last_cut = k
+                else:
+                    keep[k] = False
+            tail = 0
+            for k in range(last_cut + 1, nd):
+                tail += counts[k]
+            if last_cut >= 0 and tail < min_samples_bin:
+                keep[last_cut] = False
+        n = 0
+        for k in range(nd - 1):
+            if keep[k]:
+                lower = distinct[k]
+                upper = distinct[k + 1]
+                mid = lower * 0.5 + upper * 0.5
+                if mid >= upper:
+                    mid = lower
+                if np.isfinite(mid):
+                    thr[f, n] = mid
+                    n += 1
+        n_thr[f] = n
 
 
 def _distinct_counts(col: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
