@@ -4,7 +4,8 @@ The issue's case: a 5,000 x 20,000 CSR matrix with 100k non-zeros (values unifor
 [0, 1), ``random_state`` fixed), 100 queries of 50 documents, labels 0..4, 20 trees,
 ``LGBMRanker`` / ``ltrboost.Ranker`` with their defaults otherwise.  Each library runs in
 its own process under ``/usr/bin/time -v`` (wall time and peak RSS of the whole process:
-import, data generation, fit and one predict on the training matrix), niced.
+import, data generation, fit and one predict on the training matrix), niced; the row
+``none`` only generates the data (the floor of both columns).
 
 Usage::
 
@@ -28,8 +29,12 @@ def make_data(rows: int, cols: int, nnz: int, seed: int = 0):
     import numpy as np
     import scipy.sparse as sp
 
-    X = sp.random(rows, cols, density=nnz / (rows * cols), format="csr", random_state=seed)
+    # Distinct random positions without scipy.sparse.random, whose draw without
+    # replacement allocates rows * cols integers (0.8 GB here: it would dominate RSS).
     rng = np.random.default_rng(seed)
+    flat = np.unique(rng.integers(0, rows * cols, size=nnz + nnz // 10 + 100))
+    flat = np.sort(rng.permutation(flat)[:nnz])
+    X = sp.csr_matrix((rng.random(flat.shape[0]), (flat // cols, flat % cols)), shape=(rows, cols))
     y = rng.integers(0, 5, size=rows)
     group = np.full(rows // 50, 50)
     group[-1] += rows - group.sum()
@@ -38,6 +43,9 @@ def make_data(rows: int, cols: int, nnz: int, seed: int = 0):
 
 def worker(lib: str, rows: int, cols: int, nnz: int, trees: int) -> None:
     X, y, group = make_data(rows, cols, nnz)
+    if lib == "none":  # baseline: Python, NumPy, SciPy and the data alone
+        print("FIT 0 PREDICT 0")
+        return
     t0 = time.perf_counter()
     if lib == "ltrboost":
         from ltrboost import Ranker
@@ -81,7 +89,7 @@ def main() -> None:
     ap.add_argument("--cols", type=int, default=20000)
     ap.add_argument("--nnz", type=int, default=100_000)
     ap.add_argument("--trees", type=int, default=20)
-    ap.add_argument("--libs", default="ltrboost,lightgbm")
+    ap.add_argument("--libs", default="none,ltrboost,lightgbm")
     ap.add_argument("--pythonpath", default=None)
     ap.add_argument("--worker", default=None)
     args = ap.parse_args()
