@@ -41,27 +41,33 @@ def make_data(rows: int, cols: int, nnz: int, seed: int = 0):
     return X, y, group
 
 
-def worker(lib: str, rows: int, cols: int, nnz: int, trees: int) -> None:
+def worker(lib: str, rows: int, cols: int, nnz: int, trees: int, min_leaf: int) -> None:
     X, y, group = make_data(rows, cols, nnz)
     if lib == "none":  # baseline: Python, NumPy, SciPy and the data alone
-        print("FIT 0 PREDICT 0")
+        print("FIT 0 PREDICT 0 LEAVES 0")
         return
     t0 = time.perf_counter()
     if lib == "ltrboost":
         from ltrboost import Ranker
 
-        model = Ranker(n_estimators=trees, n_threads=2, random_state=0)
+        model = Ranker(n_estimators=trees, n_threads=2, random_state=0, min_samples_leaf=min_leaf)
         model.fit(X, y, group=group)
     else:
         from lightgbm import LGBMRanker
 
-        model = LGBMRanker(n_estimators=trees, n_jobs=2, random_state=0, verbose=-1)
+        model = LGBMRanker(
+            n_estimators=trees, n_jobs=2, random_state=0, verbose=-1, min_child_samples=min_leaf
+        )
         model.fit(X, y, group=group)
     t_fit = time.perf_counter() - t0
     t0 = time.perf_counter()
     model.predict(X)
     t_pred = time.perf_counter() - t0
-    print(f"FIT {t_fit:.3f} PREDICT {t_pred:.3f}")
+    if lib == "ltrboost":
+        leaves = sum(int(t["is_leaf"].sum()) for t in model.booster_.trees)
+    else:
+        leaves = sum(t["num_leaves"] for t in model.booster_.dump_model()["tree_info"])
+    print(f"FIT {t_fit:.3f} PREDICT {t_pred:.3f} LEAVES {leaves}")
 
 
 def run(lib: str, args) -> dict:
@@ -70,7 +76,7 @@ def run(lib: str, args) -> dict:
         env["PYTHONPATH"] = args.pythonpath
     cmd = ["nice", "-n", "10", "/usr/bin/time", "-v", sys.executable, "-m", "bench.bench_sparse"]
     cmd += ["--worker", lib, "--rows", str(args.rows), "--cols", str(args.cols)]
-    cmd += ["--nnz", str(args.nnz), "--trees", str(args.trees)]
+    cmd += ["--nnz", str(args.nnz), "--trees", str(args.trees), "--min-leaf", str(args.min_leaf)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if p.returncode != 0:
         raise RuntimeError(f"{lib} failed:\n{p.stderr[-3000:]}")
@@ -79,8 +85,16 @@ def run(lib: str, args) -> dict:
     secs = 0.0
     for part in wall.group(1).split(":"):
         secs = secs * 60 + float(part)
-    fit, pred = map(float, re.search(r"FIT ([\d.]+) PREDICT ([\d.]+)", p.stdout).groups())
-    return {"lib": lib, "wall": secs, "fit": fit, "predict": pred, "rss_gb": rss_kb / 2**20}
+    m = re.search(r"FIT ([\d.]+) PREDICT ([\d.]+) LEAVES (\d+)", p.stdout)
+    fit, pred, leaves = float(m.group(1)), float(m.group(2)), int(m.group(3))
+    return {
+        "lib": lib,
+        "wall": secs,
+        "fit": fit,
+        "predict": pred,
+        "leaves": leaves,
+        "rss_gb": rss_kb / 2**20,
+    }
 
 
 def main() -> None:
@@ -89,20 +103,21 @@ def main() -> None:
     ap.add_argument("--cols", type=int, default=20000)
     ap.add_argument("--nnz", type=int, default=100_000)
     ap.add_argument("--trees", type=int, default=20)
+    ap.add_argument("--min-leaf", type=int, default=20, help="documents per leaf (both)")
     ap.add_argument("--libs", default="none,ltrboost,lightgbm")
     ap.add_argument("--pythonpath", default=None)
     ap.add_argument("--worker", default=None)
     args = ap.parse_args()
     if args.worker:
-        worker(args.worker, args.rows, args.cols, args.nnz, args.trees)
+        worker(args.worker, args.rows, args.cols, args.nnz, args.trees, args.min_leaf)
         return
-    print("| library | process wall (s) | fit (s) | predict (s) | peak RSS (GiB) |")
-    print("|---|---:|---:|---:|---:|")
+    print("| library | process wall (s) | fit (s) | predict (s) | peak RSS (GiB) | leaves |")
+    print("|---|---:|---:|---:|---:|---:|")
     for lib in args.libs.split(","):
         r = run(lib, args)
         print(
             f"| {r['lib']} | {r['wall']:.1f} | {r['fit']:.1f} | {r['predict']:.2f} "
-            f"| {r['rss_gb']:.2f} |",
+            f"| {r['rss_gb']:.2f} | {r['leaves']} |",
             flush=True,
         )
 
