@@ -71,23 +71,32 @@ class BinMapper:
     def missing_bin_(self) -> int:
         return self.max_bins
 
-    def fit(self, X: NDArray[np.floating]) -> BinMapper:
+    def fit(self, X: Any) -> BinMapper:
+        """Learn the thresholds of every column of ``X`` (dense, or SciPy sparse: the
+        thresholds are those of the densified matrix, computed without densifying)."""
         n_samples, n_features = X.shape
         if self.subsample is not None and n_samples > self.subsample:
             rng = np.random.default_rng(self.random_state)
             rows = np.sort(rng.choice(n_samples, self.subsample, replace=False))
-            Xs = X[rows]
+            Xs = as_csc(X.tocsr()[rows]) if is_sparse(X) else X[rows]
         else:
             Xs = X
-        self.bin_thresholds_ = [
-            _find_thresholds(Xs[:, f], self.max_bins, self.min_samples_bin)
-            for f in range(n_features)
-        ]
+        if is_sparse(Xs):
+            Xs = as_csc(Xs)
+            self.bin_thresholds_ = _sparse_thresholds(Xs, self.max_bins, self.min_samples_bin)
+            col_of = np.repeat(np.arange(n_features), np.diff(Xs.indptr))
+            self.has_missing_ = np.zeros(n_features, dtype=bool)
+            self.has_missing_[col_of[np.isnan(Xs.data)]] = True
+        else:
+            self.bin_thresholds_ = [
+                _find_thresholds(Xs[:, f], self.max_bins, self.min_samples_bin)
+                for f in range(n_features)
+            ]
+            self.has_missing_ = (
+                np.isnan(Xs).any(axis=0) if Xs.size else np.zeros(n_features, dtype=bool)
+            )
         self.n_bins_non_missing_ = np.array(
             [t.shape[0] + 1 for t in self.bin_thresholds_], dtype=np.int32
-        )
-        self.has_missing_ = (
-            np.isnan(Xs).any(axis=0) if Xs.size else np.zeros(n_features, dtype=bool)
         )
         self.n_features_ = n_features
         return self
@@ -99,13 +108,29 @@ class BinMapper:
             out[f, : t.shape[0]] = t
         return out
 
-    def transform(self, X: NDArray[np.floating]) -> NDArray[np.uint8]:
-        """Binned matrix, shape (n_samples, n_features), dtype uint8, Fortran order."""
+    def transform(self, X: Any) -> NDArray[np.uint8]:
+        """Binned matrix, shape (n_samples, n_features), dtype uint8, Fortran order.
+
+        ``X`` may be SciPy sparse: it is binned column by column from CSC (an absent
+        entry is a zero), never densified as floats."""
         if X.shape[1] != self.n_features_:
             raise ValueError(
                 f"X has {X.shape[1]} features but the binner was fitted with {self.n_features_}"
             )
         out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        if is_sparse(X):
+            Xc = as_csc(X)
+            if Xc.shape[0] > 0:
+                _map_to_bins_csc(
+                    Xc.indptr,
+                    Xc.indices,
+                    Xc.data,
+                    self.thresholds_matrix(),
+                    self.n_bins_non_missing_,
+                    self.missing_bin_,
+                    out,
+                )
+            return out
         _map_to_bins(
             X,
             self.thresholds_matrix(),
@@ -117,7 +142,7 @@ class BinMapper:
         # missing bin, and the split stored for such a feature decides their side.
         return out
 
-    def fit_transform(self, X: NDArray[np.floating]) -> NDArray[np.uint8]:
+    def fit_transform(self, X: Any) -> NDArray[np.uint8]:
         return self.fit(X).transform(X)
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,15 +166,158 @@ def _find_thresholds(
     col = col[~np.isnan(col)]
     if col.size == 0:
         return np.zeros(0, dtype=np.float64)
-    col = np.sort(col)
+    distinct, counts = _distinct_counts(np.sort(col))
+    return _thresholds_from_counts(distinct, counts, max_bins, min_samples_bin)
+
+
+def _find_thresholds_sparse(
+    stored: NDArray[np.floating], n_rows: int, max_bins: int, min_samples_bin: int = 1
+) -> NDArray[np.float64]:
+    """:func:`_find_thresholds` of a sparse column of ``n_rows`` rows whose stored
+    entries are ``stored`` (explicit zeros and NaN allowed): every absent entry is a
+    zero, counted like any other value, so the thresholds equal the dense column's."""
+    vals = np.asarray(stored, dtype=np.float64)
+    vals = vals[~np.isnan(vals)]
+    nonzero = vals[vals != 0.0]
+    n_zero = n_rows - stored.shape[0] + (vals.shape[0] - nonzero.shape[0])
+    if nonzero.size:
+        distinct, counts = _distinct_counts(np.sort(nonzero))
+    else:
+        distinct = np.zeros(0, dtype=np.float64)
+        counts = np.zeros(0, dtype=np.int64)
+    if n_zero > 0:
+        at = int(np.searchsorted(distinct, 0.0))
+        distinct = np.insert(distinct, at, 0.0)
+        counts = np.insert(counts, at, n_zero)
+    if distinct.size == 0:
+        return np.zeros(0, dtype=np.float64)
+    return _thresholds_from_counts(distinct, counts, max_bins, min_samples_bin)
+
+
+def _sparse_thresholds(Xc: Any, max_bins: int, min_samples_bin: int) -> list[NDArray[np.float64]]:
+    """:func:`_find_thresholds_sparse` of every column of a canonical CSC matrix: columns
+    of at most ``max_bins`` distinct values (the usual sparse column) in one kernel, the
+    others (quantile thresholds) in Python."""
+    n_rows, n_features = Xc.shape
+    thr = np.empty((n_features, max_bins), dtype=np.float64)
+    n_thr = np.zeros(n_features, dtype=np.int64)
+    done = np.zeros(n_features, dtype=np.bool_)
+    if n_features:
+        _sparse_few_value_thresholds(
+            Xc.indptr, Xc.data, n_rows, max_bins, min_samples_bin, thr, n_thr, done
+        )
+    out = []
+    for f in range(n_features):
+        if done[f]:
+            out.append(thr[f, : n_thr[f]].copy())
+        else:
+            stored = Xc.data[Xc.indptr[f] : Xc.indptr[f + 1]]
+            out.append(_find_thresholds_sparse(stored, n_rows, max_bins, min_samples_bin))
+    return out
+
+
+@kernel
+def _sparse_few_value_thresholds(indptr, data, n_rows, max_bins, min_samples_bin, thr, n_thr, done):
+    # Per CSC column f: when the column (stored values plus its implicit zeros, NaN
+    # ignored) has at most max_bins distinct values, its midpoint thresholds, computed
+    # exactly as _thresholds_from_counts does, go to thr[f, :n_thr[f]] and done[f] is
+    # set; otherwise done[f] stays False (quantile path, left to Python).
+    n_features = n_thr.shape[0]
+    buf = np.empty(n_rows + 1, dtype=np.float64)
+    distinct = np.empty(max_bins + 1, dtype=np.float64)
+    counts = np.empty(max_bins + 1, dtype=np.int64)
+    keep = np.empty(max_bins + 1, dtype=np.bool_)
+    for f in range(n_features):
+        m = 0
+        n_zero = n_rows - (indptr[f + 1] - indptr[f])
+        for k in range(indptr[f], indptr[f + 1]):
+            x = np.float64(data[k])
+            if np.isnan(x):
+                continue
+            if x == 0.0:
+                n_zero += 1
+            else:
+                buf[m] = x
+                m += 1
+        vals = np.sort(buf[:m])
+        nd = 0
+        too_many = False
+        zero_placed = n_zero == 0
+        for i in range(m + 1):
+            if not zero_placed and (i == m or vals[i] > 0.0):
+                if nd == max_bins:
+                    too_many = True
+                    break
+                distinct[nd] = 0.0
+                counts[nd] = n_zero
+                nd += 1
+                zero_placed = True
+            if i == m:
+                break
+            x = vals[i]
+            if nd > 0 and distinct[nd - 1] == x:
+                counts[nd - 1] += 1
+            else:
+                if nd == max_bins:
+                    too_many = True
+                    break
+                distinct[nd] = x
+                counts[nd] = 1
+                nd += 1
+        if too_many:
+            continue
+        done[f] = True
+        if nd <= 1:
+            continue
+        for k in range(nd - 1):
+            keep[k] = True
+        if min_samples_bin > 1:
+            acc = 0
+            last_cut = -1
+            for k in range(nd - 1):
+                acc += counts[k]
+                if acc >= min_samples_bin:
+                    acc = 0
+                    last_cut = k
+                else:
+                    keep[k] = False
+            tail = 0
+            for k in range(last_cut + 1, nd):
+                tail += counts[k]
+            if last_cut >= 0 and tail < min_samples_bin:
+                keep[last_cut] = False
+        n = 0
+        for k in range(nd - 1):
+            if keep[k]:
+                lower = distinct[k]
+                upper = distinct[k + 1]
+                mid = lower * 0.5 + upper * 0.5
+                if mid >= upper:
+                    mid = lower
+                if np.isfinite(mid):
+                    thr[f, n] = mid
+                    n += 1
+        n_thr[f] = n
+
+
+def _distinct_counts(col: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Distinct values of a sorted, non-empty, NaN-free column and their counts."""
     new_value = np.empty(col.shape[0], dtype=bool)
     new_value[0] = True
     np.not_equal(col[1:], col[:-1], out=new_value[1:])
-    distinct = col[new_value]
+    starts = np.flatnonzero(new_value)
+    return col[starts], np.diff(np.r_[starts, col.shape[0]])
+
+
+def _thresholds_from_counts(
+    distinct: NDArray[np.float64],
+    counts: NDArray[np.int64],
+    max_bins: int,
+    min_samples_bin: int,
+) -> NDArray[np.float64]:
+    """Thresholds of a column given as its sorted distinct values and their counts."""
     if distinct.shape[0] <= max_bins:
         if min_samples_bin > 1 and distinct.shape[0] > 1:
-            starts = np.flatnonzero(new_value)
-            counts = np.diff(np.r_[starts, col.shape[0]])
             keep = _greedy_bin_ends(counts, min_samples_bin)
             lower = distinct[:-1][keep]
             upper = distinct[1:][keep]
@@ -163,12 +331,17 @@ def _find_thresholds(
     else:
         # Quantiles of the sorted column; "midpoint"-like interpolation keeps the
         # thresholds between observed values, so no bin is empty by construction.
-        # (col is sorted, so the percentiles are direct index look-ups)
+        # The sorted column is implicit: its element i is the distinct value whose
+        # cumulative count first exceeds i.
+        n = int(counts.sum())
         percentiles = np.linspace(0, 100, num=max_bins + 1)[1:-1]
-        pos = percentiles / 100.0 * (col.shape[0] - 1)
+        pos = percentiles / 100.0 * (n - 1)
         lo = np.floor(pos).astype(np.intp)
         hi = np.ceil(pos).astype(np.intp)
-        mids = col[lo] * 0.5 + col[hi] * 0.5
+        ends = np.cumsum(counts)
+        v_lo = distinct[np.searchsorted(ends, lo, side="right")]
+        v_hi = distinct[np.searchsorted(ends, hi, side="right")]
+        mids = v_lo * 0.5 + v_hi * 0.5
         mids = np.unique(mids)
     mids = mids[np.isfinite(mids)]
     return np.ascontiguousarray(mids, dtype=np.float64)
@@ -243,6 +416,58 @@ def _map_to_bins_rows(r0, r1, X, thresholds, n_bins_non_missing, missing_bin, ou
                     out[i, f] = lo
 
 
+@kernel
+def _map_to_bins_csc(indptr, indices, data, thresholds, n_bins_non_missing, missing_bin, out):
+    # A CSC matrix (indptr, indices, data) of n_samples = out.shape[0] rows: every row of
+    # column f starts in the bin of 0.0, then each stored entry overwrites its row's bin.
+    # out: OUT uint8 (n_samples, n_features), Fortran order (a column is contiguous).
+    n_samples, n_features = out.shape
+    for f in range(n_features):
+        n_thr = n_bins_non_missing[f] - 1
+        thr = thresholds[f]
+        zero_bin = 0
+        while zero_bin < n_thr and thr[zero_bin] < 0.0:
+            zero_bin += 1
+        for i in range(n_samples):
+            out[i, f] = zero_bin
+        for k in range(indptr[f], indptr[f + 1]):
+            x = data[k]
+            if np.isnan(x):
+                out[indices[k], f] = missing_bin
+            else:
+                lo = 0
+                hi = n_thr
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if thr[mid] < x:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                out[indices[k], f] = lo
+
+
+# --- sparse input ---
+
+
+def is_sparse(X: Any) -> bool:
+    """A SciPy sparse matrix or array (checked without importing SciPy)."""
+    return hasattr(X, "tocsc") and hasattr(X, "nnz")
+
+
+def as_csc(X: Any) -> Any:
+    """``X`` as a canonical CSC matrix (sorted indices, duplicates summed as
+    ``toarray`` would); ``X`` itself when it already is one."""
+    import scipy.sparse as sp
+
+    Xc = X if sp.isspmatrix_csc(X) else sp.csc_matrix(X)
+    if Xc.dtype not in (np.float32, np.float64):
+        Xc = Xc.astype(np.float64)
+    if not Xc.has_canonical_format:
+        Xc = Xc.copy() if Xc is X else Xc
+        Xc.sum_duplicates()
+    return Xc
+
+
 # --- references ---
 
 
@@ -285,7 +510,11 @@ class UsedFeatures:
         self.n_features = int(X.shape[1])
         varies = np.zeros(self.n_features, dtype=np.bool_)
         if X.shape[0] > 0 and X.shape[1] > 0:
-            _columns_vary(X, varies)
+            if is_sparse(X):
+                Xc = as_csc(X)
+                _sparse_columns_vary(Xc.indptr, Xc.data, Xc.shape[0], varies)
+            else:
+                _columns_vary(X, varies)
         self.ids = np.flatnonzero(varies).astype(np.int32)
         self.all_used = self.ids.shape[0] == self.n_features
         if self.n_used == 0:
@@ -300,9 +529,14 @@ class UsedFeatures:
     def n_used(self) -> int:
         return int(self.ids.shape[0])
 
-    def take(self, X: NDArray[np.floating]) -> NDArray[np.floating]:
-        """The used columns of ``X`` (``X`` itself when all are used)."""
-        return X if self.all_used else np.ascontiguousarray(X[:, self.ids])
+    def take(self, X: Any) -> Any:
+        """The used columns of ``X`` (``X`` itself when all are used; a SciPy sparse
+        ``X`` gives a CSC matrix)."""
+        if self.all_used:
+            return X
+        if is_sparse(X):
+            return as_csc(X)[:, self.ids]
+        return np.ascontiguousarray(X[:, self.ids])
 
     def to_compact(self, feature_ids: NDArray[np.int32] | None):
         """Original ids (e.g. a ``colsample_bytree`` draw) -> compact ids of the used
@@ -394,3 +628,29 @@ def _columns_vary(X, out):
                     out[f] = True
             elif np.isnan(b) or a != b:
                 out[f] = True
+
+
+@kernel
+def _sparse_columns_vary(indptr, data, n_samples, out):
+    # The CSC form of _columns_vary: column f holds its stored entries plus
+    # n_samples - nnz(f) zeros; it varies when some value differs from the first one.
+    n_features = out.shape[0]
+    for f in range(n_features):
+        k0 = indptr[f]
+        k1 = indptr[f + 1]
+        out[f] = False
+        if k1 - k0 < n_samples:
+            a = 0.0
+        elif k1 > k0:
+            a = data[k0]
+        else:
+            continue
+        for k in range(k0, k1):
+            b = data[k]
+            if np.isnan(a):
+                if not np.isnan(b):
+                    out[f] = True
+                    break
+            elif np.isnan(b) or a != b:
+                out[f] = True
+                break

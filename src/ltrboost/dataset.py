@@ -315,10 +315,12 @@ def make_dataset(
 
     Exactly one of ``qid`` (query id per row) or ``group`` (documents per query) must be
     given.  ``X`` may be a NumPy array, a pandas DataFrame or a SciPy sparse matrix; it is
-    converted to a dense float array (float32 kept, anything else float64).  NaN marks a
+    converted to a dense float array (float32 kept, anything else float64), except a
+    sparse matrix, which stays sparse (CSR of float32 or float64; an absent entry is a
+    zero, a stored NaN is missing) and is binned without densifying.  NaN marks a
     missing value; +/-inf is refused (clip it or replace it by NaN).
     """
-    X, names = as_feature_matrix(X)
+    X, names = as_feature_matrix(X, keep_sparse=True)
     if feature_names is None:
         feature_names = names
     n = X.shape[0]
@@ -375,15 +377,19 @@ def make_dataset(
 
 
 def as_feature_matrix(
-    X: Any, feature_names: list[str] | None = None
-) -> tuple[NDArray[np.floating], list[str] | None]:
+    X: Any, feature_names: list[str] | None = None, *, keep_sparse: bool = False
+) -> tuple[Any, list[str] | None]:
     """Dense 2-D float matrix from NumPy / pandas / SciPy sparse input; refuses inf.
 
     A DataFrame's columns must be numeric (a string or categorical column is an error
     naming it).  With ``feature_names`` (the names stored at fit time) a DataFrame's
     columns are taken by name, in the stored order; a missing or unknown name raises.
+    With ``keep_sparse`` a SciPy sparse ``X`` is returned as a canonical CSR matrix
+    (float32 kept, anything else float64; duplicates summed) instead of densified.
     """
     names = None
+    if keep_sparse and hasattr(X, "tocsr") and hasattr(X, "nnz"):
+        return _sparse_feature_matrix(X), names
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # pandas DataFrame
         names = [str(c) for c in X.columns]
         for c, dt in zip(names, X.dtypes, strict=True):
@@ -415,6 +421,34 @@ def as_feature_matrix(
             row=int(row),
         )
     return X, names
+
+
+def _sparse_feature_matrix(X: Any) -> Any:
+    """Canonical CSR copy-free where possible; refuses complex values and inf."""
+    import scipy.sparse as sp
+
+    _refuse_complex(X, "X")
+    if X.ndim != 2:
+        raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    X = X if sp.isspmatrix_csr(X) else sp.csr_matrix(X)
+    if X.dtype != np.float32 and X.dtype != np.float64:
+        try:
+            X = X.astype(np.float64)
+        except (TypeError, ValueError) as e:
+            raise LTRInputError(f"X must be numeric: {e}") from None
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    inf = np.isinf(X.data)
+    if inf.any():
+        k = int(np.flatnonzero(inf)[0])
+        row = int(np.searchsorted(X.indptr, k, side="right") - 1)
+        raise LTRInputError(
+            f"feature {int(X.indices[k])} is {X.data[k]}: infinite values are not allowed "
+            "(use NaN for a missing value, or clip)",
+            row=row,
+        )
+    return X
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)

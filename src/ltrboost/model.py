@@ -113,7 +113,7 @@ class Booster:
         rounds (default: the best iteration when early stopping chose one, else all)."""
         from ltrboost.dataset import as_feature_matrix
 
-        X, _ = as_feature_matrix(X, self.feature_names)
+        X, _ = as_feature_matrix(X, self.feature_names, keep_sparse=True)
         if X.shape[1] != self.n_features:
             raise ValueError(
                 f"X has {X.shape[1]} features but the model was trained with {self.n_features}"

@@ -56,8 +56,24 @@ def pack_trees(trees: list[NDArray], outputs: list[int]) -> PackedEnsemble:
 
 
 def predict_raw(ens: PackedEnsemble, X: NDArray[np.floating], out: NDArray[np.float64]) -> None:
-    """Add the ensemble's outputs for raw features ``X`` to ``out`` (n_outputs, n)."""
+    """Add the ensemble's outputs for raw features ``X`` to ``out`` (n_outputs, n).
+
+    A SciPy sparse ``X`` is densified a block of rows at a time (at most
+    :data:`SPARSE_PREDICT_CHUNK_BYTES` of floats), never as a whole."""
     if ens.tree_offsets.shape[0] <= 1 or X.shape[0] == 0:
+        return
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):
+        Xr = X.tocsr()
+        itemsize = 4 if Xr.dtype == np.float32 else 8
+        step = max(1, SPARSE_PREDICT_CHUNK_BYTES // max(1, Xr.shape[1] * itemsize))
+        for r0 in range(0, Xr.shape[0], step):
+            r1 = min(Xr.shape[0], r0 + step)
+            block = Xr[r0:r1].toarray()
+            if block.dtype != np.float32:
+                block = block.astype(np.float64, copy=False)
+            part = np.ascontiguousarray(out[:, r0:r1])
+            predict_raw(ens, block, part)
+            out[:, r0:r1] = part
         return
     _predict_raw(
         ens.value,
@@ -73,6 +89,9 @@ def predict_raw(ens: PackedEnsemble, X: NDArray[np.floating], out: NDArray[np.fl
         out,
     )
 
+
+# Sparse input is predicted in row blocks of at most this many bytes of dense floats.
+SPARSE_PREDICT_CHUNK_BYTES = 64 << 20
 
 # Below this many rows prediction runs serially (a parallel launch costs more).
 SERIAL_PREDICT_ROWS = 20_000
