@@ -338,7 +338,8 @@ def test_threaded_row_kernels_match_serial_and_reference(monkeypatch) -> None:
     )
     pred_serial = booster.predict(X, n_threads=1)
     monkeypatch.setattr(binning, "_MAP_ROWS_PER_THREAD", 1)
-    monkeypatch.setattr(tree, "PREDICT_ROWS_PER_THREAD", 1)
+    monkeypatch.setattr(tree, "PREDICT_VISITS_PER_THREAD", 1)
+    monkeypatch.setattr(tree, "PREDICT_MIN_ROWS_PER_THREAD", 1)
     with _numba.threads(2):
         threaded = mapper.transform(X)
     np.testing.assert_array_equal(serial, ref)
