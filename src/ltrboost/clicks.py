@@ -1,0 +1,456 @@
+"""Click logs: read them, simulate them from graded data, mine preference pairs from them.
+
+Click-log format
+----------------
+A UTF-8 text file, one *shown result* per line, whitespace-separated (tabs or spaces)
+columns in this fixed order::
+
+    qid  docid  position  clicked  [impression]
+
+* ``qid``: the query id, compared as text with the data file's ``qid:`` values.
+* ``docid``: the document id, as in the data file's LETOR comments (``#docid = ...``),
+  the ids the ``--pairs`` file uses (:mod:`ltrboost.io.pairs`).
+* ``position``: where the document was shown, an integer >= 1 (1 = top).
+* ``clicked``: ``0`` or ``1``.
+* ``impression`` (optional, all lines or none): an id (any text without whitespace) of
+  one showing of a result list.  Lines with the same impression id belong to one
+  showing, need not be adjacent, and must share the query.  Without this column an
+  impression is a run of consecutive lines: a new one starts at every line whose
+  ``qid`` differs from the previous line's or whose position is 1.
+
+Blank lines and lines starting with ``#`` are skipped; a first data line whose first
+field is literally ``qid`` is a header and is skipped too.  Errors raise
+:class:`~ltrboost.dataset.LTRInputError` naming ``FILE:LINE``: a wrong number of fields
+(or the impression column on some lines only), a position that is not an integer >= 1,
+a click that is not 0/1, a position or a document shown twice in one impression, an
+impression id reused for another query, and -- when the data's ``qid``/``docids`` are
+given -- a query or a document that the data file does not have.
+
+Simulation (:func:`simulate`)
+-----------------------------
+Each session draws one query uniformly among the queries with documents, shows its
+documents ranked by ``scores`` (descending; default: a fixed noisy ranker,
+``labels + N(0, ranking_noise²)`` drawn once per document) cut to the top ``top_k``, and
+clicks with the *attractiveness* of a document of grade ``y``::
+
+    r(y) = noise + (1 - noise) * (2**y - 1) / 2**y_max       (y_max = labels.max())
+
+* ``model="position_based"``: each shown document at rank ``k`` is clicked
+  independently with probability ``(1/k)**eta * r(y)``.
+* ``model="cascade"``: the user scans from rank 1; the document at rank ``k`` is clicked
+  with probability ``r(y)``; after a click the user stops (satisfied) with probability
+  ``satisfaction``, otherwise goes on; without a click the user goes on.  So rank ``k``
+  is examined with probability ``prod_{j<k} (1 - r(y_j) * satisfaction)``.
+
+Preference mining (:func:`mine_preferences`)
+--------------------------------------------
+Per impression (Joachims, KDD 2002; Joachims, Granka, Pan, Hembrooke & Gay, SIGIR 2005,
+cited by seed 004):
+
+* ``skip-above`` ("click > skip above"): a clicked document is preferred to every
+  *unclicked* document shown above it.
+* ``skip-next`` ("click > no-click next"): a clicked document is preferred to the
+  document shown at the next position, if that one was shown and not clicked.
+
+Pairs are counted over all impressions.  The ``--pairs`` file rejects contradicting
+pairs, so the counts are netted: ``count = n(a > b) - n(b > a)``; a pair is kept (as
+``a > b``) when ``count >= min_count`` (default 1), and its weight is ``count``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ltrboost.dataset import LTRInputError
+
+__all__ = [
+    "ClickLog",
+    "MinedPairs",
+    "mine_preferences",
+    "read_click_log",
+    "simulate",
+    "write_click_log",
+    "write_pairs",
+]
+
+MODELS = ("cascade", "position_based")
+STRATEGIES = ("skip-above", "skip-next")
+
+
+@dataclass
+class ClickLog:
+    """A click log: one entry per shown result.
+
+    Attributes
+    ----------
+    qid : ndarray of str (object), the query of each entry.
+    docid : ndarray of str (object), the document shown.
+    position : ndarray of int64, 1-based position shown.
+    clicked : ndarray of int8, 0 or 1.
+    impression : ndarray of int64, 0-based index of the impression (showing) of each entry.
+    line : ndarray of int64 or None, the 1-based line each entry came from (when read).
+    """
+
+    qid: NDArray[np.object_]
+    docid: NDArray[np.object_]
+    position: NDArray[np.int64]
+    clicked: NDArray[np.int8]
+    impression: NDArray[np.int64]
+    line: NDArray[np.int64] | None = None
+
+    def __len__(self) -> int:
+        return int(self.position.shape[0])
+
+    @property
+    def n_impressions(self) -> int:
+        return int(self.impression.max()) + 1 if len(self) else 0
+
+
+@dataclass
+class MinedPairs:
+    """Preferences mined from a click log: ``preferred[i]`` over ``other[i]`` in ``qid[i]``.
+
+    ``count`` is the net number of impressions supporting the pair (see the module
+    docstring); ``weight`` is what :func:`write_pairs` writes (``count`` as float).
+    """
+
+    qid: NDArray[np.object_]
+    preferred: NDArray[np.object_]
+    other: NDArray[np.object_]
+    count: NDArray[np.int64]
+    weight: NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return int(self.count.shape[0])
+
+
+def read_click_log(
+    path: str | os.PathLike,
+    qid: ArrayLike | None = None,
+    docids: Sequence[str | None] | None = None,
+) -> ClickLog:
+    """Read a click log (format in the module docstring).
+
+    Parameters
+    ----------
+    path : the click-log file.
+    qid, docids : optional, the data file's query id and document id of each row (e.g.
+        ``load_svmlight(..., return_comments=True).qid`` and ``parse_docids(...comments)``);
+        when given, every (qid, docid) of the log must be a row of the data.
+    """
+    path = os.fspath(path)
+    known: set[tuple[str, str]] | None = None
+    known_q: set[str] | None = None
+    if qid is not None or docids is not None:
+        if qid is None or docids is None:
+            raise ValueError("give both qid and docids, or neither")
+        qs = [str(q) for q in np.asarray(qid).tolist()]
+        known = {(q, d) for q, d in zip(qs, docids, strict=True) if d is not None}
+        known_q = set(qs)
+    try:
+        f = open(path, encoding="utf-8-sig")
+    except OSError as e:
+        raise LTRInputError(f"cannot read click log: {e.strerror}", path=path) from None
+    with f:
+        try:
+            text_lines = f.read().splitlines()
+        except UnicodeDecodeError:
+            raise LTRInputError("not a UTF-8 text file", path=path) from None
+
+    qids: list[str] = []
+    docs: list[str] = []
+    positions: list[int] = []
+    clicks: list[int] = []
+    imps: list[int] = []
+    lines: list[int] = []
+    n_fields: int | None = None
+    imp_index: dict[str, int] = {}
+    imp_qid: dict[int, tuple[str, int]] = {}
+    seen_pos: dict[tuple[int, int], int] = {}
+    seen_doc: dict[tuple[int, str], int] = {}
+    prev_q: str | None = None
+    current = -1
+    header_done = False
+    for lineno, raw in enumerate(text_lines, start=1):
+        s = raw.strip()
+        if not s or s.startswith("#"):
+            continue
+        parts = s.split()
+        if not header_done:
+            header_done = True
+            if parts[0] == "qid":
+                continue
+
+        def err(msg: str, lineno: int = lineno) -> LTRInputError:
+            return LTRInputError(msg, path=path, line=lineno)
+
+        if len(parts) not in (4, 5):
+            raise err(
+                f"expected 'qid docid position clicked [impression]', got {len(parts)} fields"
+            )
+        if n_fields is None:
+            n_fields = len(parts)
+        elif len(parts) != n_fields:
+            raise err(
+                f"{len(parts)} fields but the first entry has {n_fields}: the impression "
+                "column must be on all lines or none"
+            )
+        q, d, p_txt, c_txt = parts[:4]
+        try:
+            pos = int(p_txt)
+        except ValueError:
+            raise err(f"position {p_txt!r} is not an integer") from None
+        if pos < 1:
+            raise err(f"position {pos} is < 1 (positions are 1-based)")
+        if c_txt not in ("0", "1"):
+            raise err(f"clicked must be 0 or 1, got {c_txt!r}")
+        if known_q is not None and q not in known_q:
+            raise err(f"unknown query {q!r}: not in the data file")
+        if known is not None and (q, d) not in known:
+            raise err(
+                f"document {d!r} is not a document of query {q!r} in the data file "
+                "(docids come from '#docid = ...' comments)"
+            )
+        if n_fields == 5:
+            key = parts[4]
+            imp = imp_index.setdefault(key, len(imp_index))
+            if imp in imp_qid and imp_qid[imp][0] != q:
+                first_q, first_line = imp_qid[imp]
+                raise err(
+                    f"impression {key!r} is for query {first_q!r} (line {first_line}), not {q!r}"
+                )
+            imp_qid.setdefault(imp, (q, lineno))
+        else:
+            if q != prev_q or pos == 1:
+                current += 1
+            imp = current
+        prev_q = q
+        if (imp, pos) in seen_pos:
+            raise err(
+                f"position {pos} shown twice in one impression (first on line "
+                f"{seen_pos[(imp, pos)]})"
+            )
+        if (imp, d) in seen_doc:
+            raise err(
+                f"document {d!r} shown twice in one impression (first on line {seen_doc[(imp, d)]})"
+            )
+        seen_pos[(imp, pos)] = lineno
+        seen_doc[(imp, d)] = lineno
+        qids.append(q)
+        docs.append(d)
+        positions.append(pos)
+        clicks.append(int(c_txt))
+        imps.append(imp)
+        lines.append(lineno)
+    return ClickLog(
+        qid=_objects(qids),
+        docid=_objects(docs),
+        position=np.asarray(positions, dtype=np.int64),
+        clicked=np.asarray(clicks, dtype=np.int8),
+        impression=np.asarray(imps, dtype=np.int64),
+        line=np.asarray(lines, dtype=np.int64),
+    )
+
+
+def write_click_log(path: str | os.PathLike, log: ClickLog) -> None:
+    """Write ``log`` in the click-log format (with header and impression column), atomically."""
+    from ltrboost.io._atomic import atomic_write
+
+    def chunks():
+        yield "qid\tdocid\tposition\tclicked\timpression\n"
+        for q, d, p, c, i in zip(
+            log.qid.tolist(),
+            log.docid.tolist(),
+            log.position.tolist(),
+            log.clicked.tolist(),
+            log.impression.tolist(),
+            strict=True,
+        ):
+            yield f"{q}\t{d}\t{p}\t{c}\t{i}\n"
+
+    atomic_write(path, chunks())
+
+
+def simulate(
+    labels: ArrayLike,
+    query_offsets: ArrayLike,
+    model: str = "cascade",
+    n_sessions: int = 1000,
+    random_state: int | np.random.Generator | None = None,
+    *,
+    scores: ArrayLike | None = None,
+    qids: Sequence | None = None,
+    docids: Sequence[str | None] | None = None,
+    top_k: int = 10,
+    eta: float = 1.0,
+    satisfaction: float = 0.5,
+    noise: float = 0.0,
+    ranking_noise: float = 1.0,
+) -> ClickLog:
+    """Simulate a click log from graded data (formulas in the module docstring).
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,), non-negative grades, rows grouped by query.
+    query_offsets : ndarray of shape (n_queries + 1,), query ``q`` is rows
+        ``query_offsets[q]:query_offsets[q+1]``.
+    model : "cascade" or "position_based".
+    n_sessions : number of impressions to simulate.
+    random_state : seed or Generator; the same seed gives the same log.
+    scores : ranking shown (higher first); default a fixed noisy ranker.
+    qids : query id of each query (default ``0 .. n_queries-1``).
+    docids : document id of each row (default the row number within its query).
+    top_k : results shown per impression.
+    eta : position-based model's examination exponent, P(examine k) = (1/k)**eta.
+    satisfaction : cascade model's probability of stopping after a click.
+    noise : click probability floor added to every grade's attractiveness.
+    ranking_noise : standard deviation of the default ranker's noise.
+
+    Returns
+    -------
+    ClickLog, entries in impression order then position order.
+    """
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    y = np.asarray(labels, dtype=np.float64)
+    off = np.asarray(query_offsets, dtype=np.int64)
+    if y.ndim != 1 or off.ndim != 1 or off.shape[0] < 2 or off[0] != 0 or off[-1] != y.size:
+        raise ValueError("labels must be 1-D and query_offsets run from 0 to len(labels)")
+    if np.any(np.diff(off) < 0):
+        raise ValueError("query_offsets must be non-decreasing")
+    if not np.all(np.isfinite(y)) or np.any(y < 0):
+        raise ValueError("labels must be finite and >= 0")
+    if top_k < 1 or n_sessions < 0:
+        raise ValueError("top_k must be >= 1 and n_sessions >= 0")
+    if not (0.0 <= satisfaction <= 1.0 and 0.0 <= noise <= 1.0 and eta >= 0):
+        raise ValueError("satisfaction and noise must be in [0, 1], eta >= 0")
+    rng = np.random.default_rng(random_state)
+    n_q = off.shape[0] - 1
+    if scores is None:
+        s = y + rng.normal(0.0, ranking_noise, size=y.size)
+    else:
+        s = np.asarray(scores, dtype=np.float64)
+        if s.shape != y.shape:
+            raise ValueError("scores must have the shape of labels")
+    ymax = float(y.max()) if y.size else 0.0
+    attract = noise + (1.0 - noise) * (np.exp2(y) - 1.0) / np.exp2(ymax)
+    qid_text = [str(q) for q in (range(n_q) if qids is None else qids)]
+    if len(qid_text) != n_q:
+        raise ValueError("qids must have one entry per query")
+    if docids is not None and len(docids) != y.size:
+        raise ValueError("docids must have one entry per row")
+    # Each query's shown list, computed once.
+    shown: list[NDArray[np.int64]] = []
+    for q in range(n_q):
+        a, b = int(off[q]), int(off[q + 1])
+        order = np.argsort(-s[a:b], kind="stable")[:top_k] + a
+        shown.append(order)
+    nonempty = np.flatnonzero(np.diff(off) > 0)
+    if nonempty.size == 0 and n_sessions:
+        raise ValueError("no query has documents")
+    picks = rng.choice(nonempty, size=n_sessions) if n_sessions else np.zeros(0, np.int64)
+    out_q: list[str] = []
+    out_d: list[str] = []
+    out_p: list[NDArray[np.int64]] = []
+    out_c: list[NDArray[np.int8]] = []
+    out_i: list[NDArray[np.int64]] = []
+    for sess, q in enumerate(picks.tolist()):
+        rows = shown[q]
+        k = rows.size
+        u = rng.random(k)
+        r = attract[rows]
+        if model == "position_based":
+            exam = (1.0 / np.arange(1, k + 1)) ** eta
+            c = u < exam * r
+        else:
+            c = np.zeros(k, dtype=bool)
+            stop_u = rng.random(k)
+            for j in range(k):
+                if u[j] < r[j]:
+                    c[j] = True
+                    if stop_u[j] < satisfaction:
+                        break
+        out_q.extend([qid_text[q]] * k)
+        if docids is None:
+            out_d.extend(str(int(i) - int(off[q])) for i in rows)
+        else:
+            for i in rows.tolist():
+                d = docids[i]
+                if d is None:
+                    raise ValueError(f"row {i} has no document id")
+                out_d.append(d)
+        out_p.append(np.arange(1, k + 1, dtype=np.int64))
+        out_c.append(c.astype(np.int8))
+        out_i.append(np.full(k, sess, dtype=np.int64))
+    cat = np.concatenate
+    return ClickLog(
+        qid=_objects(out_q),
+        docid=_objects(out_d),
+        position=cat(out_p) if out_p else np.zeros(0, np.int64),
+        clicked=cat(out_c) if out_c else np.zeros(0, np.int8),
+        impression=cat(out_i) if out_i else np.zeros(0, np.int64),
+    )
+
+
+def mine_preferences(
+    log: ClickLog, strategy: str = "skip-above", *, min_count: int = 1
+) -> MinedPairs:
+    """Mine preference pairs from ``log`` (definitions in the module docstring).
+
+    Returns the netted pairs sorted by (qid, preferred, other) as text.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if min_count < 1:
+        raise ValueError("min_count must be >= 1")
+    counts: dict[tuple[str, str, str], int] = {}
+    order = np.lexsort((log.position, log.impression))
+    imp = log.impression[order]
+    bounds = np.flatnonzero(np.diff(imp)) + 1
+    for idx in np.split(order, bounds) if order.size else []:
+        pos = log.position[idx].tolist()
+        clk = log.clicked[idx].tolist()
+        doc = log.docid[idx].tolist()
+        q = log.qid[idx[0]]
+        for j in range(len(idx)):
+            if not clk[j]:
+                continue
+            if strategy == "skip-above":
+                others = [i for i in range(j) if not clk[i]]
+            else:
+                others = [j + 1] if j + 1 < len(idx) and pos[j + 1] == pos[j] + 1 else []
+                others = [i for i in others if not clk[i]]
+            for i in others:
+                key = (q, doc[j], doc[i])
+                counts[key] = counts.get(key, 0) + 1
+    kept: list[tuple[str, str, str, int]] = []
+    for (q, a, b), n in counts.items():
+        net = n - counts.get((q, b, a), 0)
+        if net >= min_count:
+            kept.append((q, a, b, net))
+    kept.sort(key=lambda t: t[:3])
+    return MinedPairs(
+        qid=_objects([t[0] for t in kept]),
+        preferred=_objects([t[1] for t in kept]),
+        other=_objects([t[2] for t in kept]),
+        count=np.asarray([t[3] for t in kept], dtype=np.int64),
+        weight=np.asarray([t[3] for t in kept], dtype=np.float64),
+    )
+
+
+def write_pairs(path: str | os.PathLike, pairs: MinedPairs) -> None:
+    """Write ``pairs`` as a ``--pairs`` file (:mod:`ltrboost.io.pairs`), atomically."""
+    from ltrboost.io.pairs import write_pairs_file
+
+    write_pairs_file(path, pairs.qid, pairs.preferred, pairs.other, pairs.weight)
+
+
+def _objects(items: list[str]) -> NDArray[np.object_]:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out

@@ -1,0 +1,293 @@
+"""Click logs (issue 17 item 2): reading with FILE:LINE errors, seeded simulation whose
+click-through rates follow the documented formulas, skip-above / skip-next mining, and
+mined pairs that the ``--pairs`` reader accepts and QBRank trains on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ltrboost.cli import main
+from ltrboost.clicks import (
+    ClickLog,
+    mine_preferences,
+    read_click_log,
+    simulate,
+    write_click_log,
+    write_pairs,
+)
+from ltrboost.dataset import LTRInputError
+from ltrboost.datasets import make_ranking
+from ltrboost.io.letor import dump_svmlight
+from ltrboost.io.pairs import read_pairs_file
+
+
+def _write(tmp_path, text, name="log.tsv"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def _log(rows):
+    """rows: (qid, docid, position, clicked, impression)."""
+    q, d, p, c, i = zip(*rows, strict=True)
+    obj = lambda xs: np.array(list(xs), dtype=object)  # noqa: E731
+    return ClickLog(obj(q), obj(d), np.array(p), np.array(c, np.int8), np.array(i))
+
+
+# ------------------------------------------------------------------ reading
+def test_read_with_header_and_impression_column(tmp_path):
+    p = _write(
+        tmp_path,
+        "qid\tdocid\tposition\tclicked\timpression\n"
+        "# a comment\n"
+        "7\ta\t1\t0\tx\n"
+        "9\tb\t1\t1\ty\n"
+        "7\tc\t2\t1\tx\n",
+    )
+    log = read_click_log(p)
+    assert log.qid.tolist() == ["7", "9", "7"]
+    assert log.docid.tolist() == ["a", "b", "c"]
+    assert log.position.tolist() == [1, 1, 2]
+    assert log.clicked.tolist() == [0, 1, 1]
+    assert log.impression.tolist() == [0, 1, 0]
+    assert log.line.tolist() == [3, 4, 5]
+    assert log.n_impressions == 2
+
+
+def test_impressions_without_the_column_are_runs(tmp_path):
+    p = _write(tmp_path, "7 a 1 0\n7 b 2 1\n7 a 1 1\n9 a 1 0\n9 b 2 0\n8 a 3 1\n")
+    log = read_click_log(p)
+    assert log.impression.tolist() == [0, 0, 1, 2, 2, 3]
+
+
+QID = np.array([7, 7, 7, 9])
+DOCIDS = ["a", "b", "c", "a"]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("7 a 1\n", 1, "got 3 fields"),
+        ("7 a 1 0 x y\n", 1, "got 6 fields"),
+        ("7 a 1 0 x\n7 b 2 0\n", 2, "on all lines or none"),
+        ("\n7 a one 0\n", 2, "not an integer"),
+        ("7 a 0 0\n", 1, "< 1"),
+        ("7 a -2 0\n", 1, "< 1"),
+        ("7 a 1 2\n", 1, "0 or 1"),
+        ("7 a 1 yes\n", 1, "0 or 1"),
+        ("7 a 1 0\n7 b 2 0\n7 c 2 1\n", 3, "position 2 shown twice"),
+        ("7 a 1 0 i\n9 a 1 0 j\n7 b 1 0 i\n", 3, "position 1 shown twice"),
+        ("7 a 1 0\n7 a 2 0\n", 2, "document 'a' shown twice"),
+        ("7 a 1 0 i\n9 a 2 0 i\n", 2, "impression 'i' is for query '7'"),
+        ("7 a 1 0\n8 a 1 0\n", 2, "unknown query '8'"),
+        ("7 a 1 0\n7 zz 2 1\n", 2, "'zz' is not a document of query '7'"),
+    ],
+)
+def test_errors_name_file_and_line(tmp_path, text, line, fragment):
+    p = _write(tmp_path, text)
+    with pytest.raises(LTRInputError) as e:
+        read_click_log(p, qid=QID, docids=DOCIDS)
+    assert e.value.path == str(p)
+    assert e.value.line == line
+    assert fragment in str(e.value)
+    assert str(e.value).startswith(f"{p}:{line}: ")
+    assert "\n" not in str(e.value)
+
+
+def test_unreadable_file(tmp_path):
+    with pytest.raises(LTRInputError, match="cannot read click log"):
+        read_click_log(tmp_path / "missing.tsv")
+
+
+def test_write_read_round_trip(tmp_path):
+    log = simulate([0, 1, 2, 0, 3], [0, 3, 5], n_sessions=20, random_state=1)
+    p = tmp_path / "log.tsv"
+    write_click_log(p, log)
+    back = read_click_log(p)
+    for f in ("qid", "docid", "position", "clicked", "impression"):
+        np.testing.assert_array_equal(getattr(back, f), getattr(log, f))
+
+
+# ------------------------------------------------------------------ simulate
+def _same(a, b):
+    return all(
+        np.array_equal(getattr(a, f), getattr(b, f))
+        for f in ("qid", "docid", "position", "clicked", "impression")
+    )
+
+
+@pytest.mark.parametrize("model", ["cascade", "position_based"])
+def test_simulate_is_seeded(model):
+    y = np.array([0, 1, 2, 3, 0, 2, 1])
+    off = [0, 4, 7]
+    a = simulate(y, off, model, n_sessions=50, random_state=3)
+    assert _same(a, simulate(y, off, model, n_sessions=50, random_state=3))
+    assert not _same(a, simulate(y, off, model, n_sessions=50, random_state=4))
+
+
+def _ctr_by_position(log, n):
+    shows = np.bincount(log.position - 1, minlength=n)
+    clicks = np.bincount(log.position - 1, weights=log.clicked, minlength=n)
+    return clicks / shows, shows
+
+
+def test_position_based_ctr_matches_formula():
+    # One query, shown in a fixed order given by scores: CTR at rank k = (1/k)^eta r(y_k).
+    y = np.array([3, 0, 2, 1, 3, 2], dtype=float)
+    scores = -np.arange(6.0)  # shown in row order
+    eta, noise, n = 0.7, 0.05, 40000
+    log = simulate(y, [0, 6], "position_based", n, 0, scores=scores, eta=eta, noise=noise)
+    r = noise + (1 - noise) * (2.0**y - 1) / 2.0**3
+    expected = (1.0 / np.arange(1, 7)) ** eta * r
+    ctr, shows = _ctr_by_position(log, 6)
+    assert (shows == n).all()
+    se = np.sqrt(expected * (1 - expected) / n)
+    np.testing.assert_array_less(np.abs(ctr - expected), 4 * se + 1e-12)
+
+
+def test_cascade_ctr_matches_formula():
+    y = np.array([2, 0, 3, 1, 2], dtype=float)
+    scores = -np.arange(5.0)
+    sat, n = 0.6, 40000
+    log = simulate(y, [0, 5], "cascade", n, 1, scores=scores, satisfaction=sat)
+    r = (2.0**y - 1) / 2.0**3
+    exam = np.cumprod(np.r_[1.0, 1 - r[:-1] * sat])
+    expected = exam * r
+    ctr, _ = _ctr_by_position(log, 5)
+    se = np.sqrt(expected * (1 - expected) / n)
+    np.testing.assert_array_less(np.abs(ctr - expected), 4 * se + 1e-12)
+    # A cascade user never clicks below a stop: with satisfaction 1, one click at most.
+    one = simulate(y, [0, 5], "cascade", 500, 2, scores=scores, satisfaction=1.0)
+    per_imp = np.bincount(one.impression, weights=one.clicked)
+    assert per_imp.max() <= 1
+
+
+def test_simulate_top_k_docids_and_default_ranker():
+    y = np.array([0, 1, 2, 3, 4, 0, 1])
+    ids = [f"d{i}" for i in range(7)]
+    log = simulate(y, [0, 5, 7], n_sessions=30, random_state=0, top_k=3, docids=ids, qids=[11, 12])
+    assert log.position.max() == 3
+    assert set(log.qid.tolist()) <= {"11", "12"}
+    for q, d in zip(log.qid.tolist(), log.docid.tolist(), strict=True):
+        assert (q == "11") == (int(d[1:]) < 5)
+    # The default ranker is fixed per seed: every impression of a query shows the same list.
+    first = {}
+    for imp in range(log.n_impressions):
+        m = log.impression == imp
+        key = log.qid[m][0]
+        first.setdefault(key, log.docid[m].tolist())
+        assert first[key] == log.docid[m].tolist()
+
+
+def test_simulate_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="model"):
+        simulate([1, 0], [0, 2], "dbn")
+    with pytest.raises(ValueError, match="query_offsets"):
+        simulate([1, 0], [0, 3])
+    with pytest.raises(ValueError, match="labels"):
+        simulate([-1, 0], [0, 2])
+
+
+# ------------------------------------------------------------------ mining
+HAND = _log(
+    [
+        # impression 0: clicks at 2 and 4; 1, 3, 5 skipped
+        ("q", "a", 1, 0, 0),
+        ("q", "b", 2, 1, 0),
+        ("q", "c", 3, 0, 0),
+        ("q", "d", 4, 1, 0),
+        ("q", "e", 5, 0, 0),
+        # impression 1, another order: click at 1 and 3
+        ("q", "c", 1, 1, 1),
+        ("q", "a", 2, 0, 1),
+        ("q", "e", 3, 1, 1),
+        # impression 2: rows out of order in the log, click on 2 only
+        ("r", "y", 2, 1, 2),
+        ("r", "x", 1, 0, 2),
+    ]
+)
+
+
+def _as_dict(m):
+    return {
+        (q, a, b): c
+        for q, a, b, c in zip(m.qid, m.preferred, m.other, m.count.tolist(), strict=True)
+    }
+
+
+def test_skip_above_by_definition():
+    # imp 0: b>a; d>a, d>c.  imp 1: e>a.  imp 2: y>x.
+    got = _as_dict(mine_preferences(HAND, "skip-above"))
+    assert got == {
+        ("q", "b", "a"): 1,
+        ("q", "d", "a"): 1,
+        ("q", "d", "c"): 1,
+        ("q", "e", "a"): 1,
+        ("r", "y", "x"): 1,
+    }
+
+
+def test_skip_next_by_definition():
+    # imp 0: b>c, d>e.  imp 1: c>a (e is last).  imp 2: y is last.
+    got = _as_dict(mine_preferences(HAND, "skip-next"))
+    assert got == {("q", "b", "c"): 1, ("q", "d", "e"): 1, ("q", "c", "a"): 1}
+
+
+def test_counts_are_netted_and_thresholded():
+    rows = []
+    for i in range(3):  # b clicked below a: b > a three times
+        rows += [("q", "a", 1, 0, i), ("q", "b", 2, 1, i)]
+    rows += [("q", "b", 1, 0, 3), ("q", "a", 2, 1, 3)]  # once a > b
+    rows += [("q", "c", 1, 0, 4), ("q", "d", 2, 1, 4)]
+    rows += [("q", "d", 1, 0, 5), ("q", "c", 2, 1, 5)]  # c, d cancel out
+    log = _log(rows)
+    m = mine_preferences(log, "skip-above")
+    assert _as_dict(m) == {("q", "b", "a"): 2}
+    assert m.weight.tolist() == [2.0]
+    assert len(mine_preferences(log, "skip-above", min_count=3)) == 0
+
+
+def test_mined_pairs_read_back_and_train_qbrank(tmp_path):
+    X, y, qid = make_ranking(n_queries=6, docs_per_query=8, n_features=4, random_state=0)[:3]
+    docids = [f"D{i}" for i in range(len(y))]
+    data = tmp_path / "train.txt"
+    dump_svmlight(data, X, y, qid, comments=[f"docid = {d}" for d in docids])
+    off = np.r_[0, np.flatnonzero(np.diff(qid)) + 1, len(qid)]
+    log = simulate(
+        y, off, "cascade", 400, 5, qids=[qid[o] for o in off[:-1]], docids=docids, noise=0.05
+    )
+    log_path = tmp_path / "clicks.tsv"
+    write_click_log(log_path, log)
+    log = read_click_log(log_path, qid=qid, docids=docids)
+    for strategy in ("skip-above", "skip-next"):
+        mined = mine_preferences(log, strategy)
+        assert len(mined) > 0
+        pairs_path = tmp_path / f"{strategy}.pairs"
+        write_pairs(pairs_path, mined)
+        pref, oth, w = read_pairs_file(pairs_path, qid, docids)
+        index = {d: i for i, d in enumerate(docids)}
+        np.testing.assert_array_equal(pref, [index[d] for d in mined.preferred])
+        np.testing.assert_array_equal(oth, [index[d] for d in mined.other])
+        np.testing.assert_array_equal(w, mined.weight)
+    rc = main(
+        [
+            "train",
+            str(data),
+            "--objective",
+            "qbrank",
+            "--pairs",
+            str(tmp_path / "skip-above.pairs"),
+            "-o",
+            str(tmp_path / "m.json"),
+            "-q",
+            "--min-samples-leaf",
+            "3",
+            "--max-leaf-nodes",
+            "6",
+            "--n-estimators",
+            "5",
+        ]
+    )
+    assert rc == 0
+    assert (tmp_path / "m.json").exists()
