@@ -291,3 +291,27 @@ def test_mined_pairs_read_back_and_train_qbrank(tmp_path):
     )
     assert rc == 0
     assert (tmp_path / "m.json").exists()
+
+
+def test_cli_simulate_mine_train(tmp_path, capsys):
+    X, y, qid = make_ranking(n_queries=5, docs_per_query=6, n_features=3, random_state=1)[:3]
+    data = tmp_path / "train.txt"
+    dump_svmlight(data, X, y, qid, comments=[f"docid = D{i}" for i in range(len(y))])
+    log, pairs = tmp_path / "c.tsv", tmp_path / "p.txt"
+    assert main(["clicks", "simulate", str(data), "-o", str(log), "--n-sessions", "300"]) == 0
+    assert main(["clicks", "mine", str(log), "--data", str(data), "-o", str(pairs)]) == 0
+    direct = mine_preferences(read_click_log(log), "skip-above")
+    pref, _, w = read_pairs_file(pairs, qid, [f"D{i}" for i in range(len(y))])
+    assert len(pref) == len(direct) > 0
+    np.testing.assert_array_equal(w, direct.weight)
+    # A document the data does not have: one line naming FILE:LINE, exit code 2.
+    with open(log, "a") as f:
+        f.write(f"{qid[0]}\tNOPE\t11\t1\t0\n")
+    capsys.readouterr()
+    rc = main(["clicks", "mine", str(log), "--data", str(data), "-o", str(pairs)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    n_lines = len(log.read_text().splitlines())
+    assert f"{log}:{n_lines}:" in err
+    assert "'NOPE'" in err
+    assert len(err.splitlines()) == 1

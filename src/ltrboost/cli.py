@@ -353,6 +353,31 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser(
+        "clicks", help="click logs: simulate them from graded data, mine preference pairs"
+    )
+    csub = p.add_subparsers(dest="clicks_command", required=True)
+    c = csub.add_parser("mine", help="mine skip-above / skip-next pairs into a --pairs file")
+    c.add_argument("log", help="click log (qid docid position clicked [impression])")
+    c.add_argument("--data", required=True, help="the LETOR file the docids belong to")
+    c.add_argument("--output", "-o", required=True, help="pairs file to write")
+    c.add_argument("--strategy", choices=("skip-above", "skip-next"), default="skip-above")
+    c.add_argument(
+        "--min-count", type=int, default=1, help="keep pairs with net count >= N (default 1)"
+    )
+    c.set_defaults(func=cmd_clicks_mine)
+    c = csub.add_parser("simulate", help="simulate a click log from a graded LETOR file")
+    c.add_argument("data", help="LETOR file with qid: and '#docid = ...' comments")
+    c.add_argument("--output", "-o", required=True, help="click log to write")
+    c.add_argument("--model", choices=("cascade", "position_based"), default="cascade")
+    c.add_argument("--n-sessions", type=int, default=10000)
+    c.add_argument("--random-state", type=int, default=0)
+    c.add_argument("--top-k", type=int, default=10)
+    c.add_argument("--eta", type=float, default=1.0, help="position_based: (1/rank)^eta")
+    c.add_argument("--satisfaction", type=float, default=0.5, help="cascade: stop after a click")
+    c.add_argument("--noise", type=float, default=0.0, help="click probability floor")
+    c.set_defaults(func=cmd_clicks_simulate)
+
+    p = sub.add_parser(
         "experiment",
         help="seed 000's protocol: {mcrank, lambdamart} x {se, ole} x leaves x learning rates",
     )
@@ -977,6 +1002,71 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for name, mask in parts.items():
         dump_svmlight(os.path.join(args.folder, name), X[mask], y[mask], qid[mask])
     print(f"wrote {', '.join(parts)} to {args.folder}", file=sys.stderr)
+    return 0
+
+
+# ----------------------------------------------------------------------- clicks
+def _letor_docids(path: str):
+    from ltrboost.dataset import LTRInputError
+    from ltrboost.io.letor import load_svmlight, parse_docids
+
+    raw = load_svmlight(path, return_comments=True)
+    if raw.qid is None:
+        raise LTRInputError("the data has no qid: (queries are needed)", path=path)
+    return raw, parse_docids(raw.comments)
+
+
+def cmd_clicks_mine(args: argparse.Namespace) -> int:
+    from ltrboost.clicks import mine_preferences, read_click_log, write_pairs
+
+    raw, docids = _letor_docids(args.data)
+    log = read_click_log(args.log, qid=raw.qid, docids=docids)
+    mined = mine_preferences(log, args.strategy, min_count=args.min_count)
+    write_pairs(args.output, mined)
+    print(
+        f"{len(log)} results in {log.n_impressions} impressions -> {len(mined)} pairs "
+        f"({args.strategy}) written to {args.output}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_clicks_simulate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ltrboost.clicks import simulate, write_click_log
+    from ltrboost.dataset import LTRInputError
+
+    raw, docids = _letor_docids(args.data)
+    missing = [i for i, d in enumerate(docids) if d is None]
+    if missing:
+        raise LTRInputError(
+            "no '#docid = ...' comment (click logs name documents by docid)",
+            path=args.data,
+            line=int(raw.lines[missing[0]]) if raw.lines is not None else None,
+        )
+    order = np.argsort(raw.qid, kind="stable")
+    q_sorted = raw.qid[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(q_sorted)) + 1]
+    log = simulate(
+        raw.y[order],
+        np.r_[starts, len(order)],
+        args.model,
+        args.n_sessions,
+        args.random_state,
+        qids=q_sorted[starts].tolist(),
+        docids=[docids[i] for i in order.tolist()],
+        top_k=args.top_k,
+        eta=args.eta,
+        satisfaction=args.satisfaction,
+        noise=args.noise,
+    )
+    write_click_log(args.output, log)
+    print(
+        f"{log.n_impressions} impressions, {int(log.clicked.sum())} clicks written to "
+        f"{args.output}",
+        file=sys.stderr,
+    )
     return 0
 
 
