@@ -315,3 +315,14 @@ def test_cli_simulate_mine_train(tmp_path, capsys):
     assert f"{log}:{n_lines}:" in err
     assert "'NOPE'" in err
     assert len(err.splitlines()) == 1
+
+
+def test_readme_example_runs(capsys):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- clicks-example:[^>]*-->\s*```python\n(.*?)```", text, re.S)
+    assert match
+    exec(compile(match.group(1), "README.md", "exec"), {})
+    assert re.fullmatch(r"\d+ shown, \d+ clicks, \d+ pairs\n", capsys.readouterr().out)
