@@ -326,3 +326,12 @@ def test_readme_example_runs(capsys):
     assert match
     exec(compile(match.group(1), "README.md", "exec"), {})
     assert re.fullmatch(r"\d+ shown, \d+ clicks, \d+ pairs\n", capsys.readouterr().out)
+
+
+def test_earliest_repeat_is_reported(tmp_path):
+    # A repeated document (line 3) before a repeated position (line 5), impressions interleaved.
+    p = _write(tmp_path, "7 a 1 0 i\n9 a 1 0 j\n7 a 2 0 i\n9 b 2 0 j\n9 c 2 0 j\n")
+    with pytest.raises(LTRInputError) as e:
+        read_click_log(p)
+    assert e.value.line == 3
+    assert "document 'a' shown twice in one impression (also on line 1)" in str(e.value)

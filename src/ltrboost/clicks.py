@@ -24,7 +24,8 @@ field is literally ``qid`` is a header and is skipped too.  Errors raise
 (or the impression column on some lines only), a position that is not an integer >= 1,
 a click that is not 0/1, a position or a document shown twice in one impression, an
 impression id reused for another query, and -- when the data's ``qid``/``docids`` are
-given -- a query or a document that the data file does not have.
+given -- a query or a document that the data file does not have.  Repeats within an
+impression are checked once the whole file is read (the earliest repeating line is named).
 
 Simulation (:func:`simulate`)
 -----------------------------
@@ -171,8 +172,9 @@ def read_click_log(
     n_fields: int | None = None
     imp_index: dict[str, int] = {}
     imp_qid: dict[int, tuple[str, int]] = {}
-    seen_pos: dict[tuple[int, int], int] = {}
-    seen_doc: dict[tuple[int, str], int] = {}
+    strings: dict[str, str] = {}
+    doc_code: dict[str, int] = {}
+    doc_codes: list[int] = []
     prev_q: str | None = None
     current = -1
     header_done = False
@@ -230,30 +232,44 @@ def read_click_log(
                 current += 1
             imp = current
         prev_q = q
-        if (imp, pos) in seen_pos:
-            raise err(
-                f"position {pos} shown twice in one impression (first on line "
-                f"{seen_pos[(imp, pos)]})"
-            )
-        if (imp, d) in seen_doc:
-            raise err(
-                f"document {d!r} shown twice in one impression (first on line {seen_doc[(imp, d)]})"
-            )
-        seen_pos[(imp, pos)] = lineno
-        seen_doc[(imp, d)] = lineno
+        q = strings.setdefault(q, q)  # one str object per distinct id: less memory
+        d = strings.setdefault(d, d)
+        doc_codes.append(doc_code.setdefault(d, len(doc_code)))
         qids.append(q)
         docs.append(d)
         positions.append(pos)
         clicks.append(int(c_txt))
         imps.append(imp)
         lines.append(lineno)
+    position = np.asarray(positions, dtype=np.int64)
+    impression = np.asarray(imps, dtype=np.int64)
+    line = np.asarray(lines, dtype=np.int64)
+    docs_arr = _objects(docs)
+    # Shown twice in one impression: checked on the arrays (dicts of every (impression,
+    # position) cost ~10x the log's size); the error names the earliest repeating line.
+    found: list[tuple[int, str]] = []
+    for what, key in (("position", position), ("document", np.asarray(doc_codes, np.int64))):
+        if line.size < 2:
+            break
+        o = np.lexsort((line, key, impression))
+        dup = (impression[o][1:] == impression[o][:-1]) & (key[o][1:] == key[o][:-1])
+        if dup.any():
+            k = np.flatnonzero(dup)
+            k = k[np.argmin(line[o][1:][k])]
+            r, first = o[k + 1], o[k]
+            shown = position[r] if what == "position" else repr(docs_arr[r])
+            msg = f"{what} {shown} shown twice in one impression (also on line {line[first]})"
+            found.append((int(line[r]), msg))
+    if found:
+        lineno, msg = min(found)
+        raise LTRInputError(msg, path=path, line=lineno)
     return ClickLog(
         qid=_objects(qids),
-        docid=_objects(docs),
-        position=np.asarray(positions, dtype=np.int64),
+        docid=docs_arr,
+        position=position,
         clicked=np.asarray(clicks, dtype=np.int8),
-        impression=np.asarray(imps, dtype=np.int64),
-        line=np.asarray(lines, dtype=np.int64),
+        impression=impression,
+        line=line,
     )
 
 
