@@ -335,3 +335,21 @@ def test_earliest_repeat_is_reported(tmp_path):
         read_click_log(p)
     assert e.value.line == 3
     assert "document 'a' shown twice in one impression (also on line 1)" in str(e.value)
+
+
+def test_write_pairs_file_round_trips_and_refuses_bad_input(tmp_path):
+    from ltrboost.io.pairs import write_pairs_file
+
+    p = tmp_path / "p.txt"
+    w = [0.1, 1 / 3, 2.0]
+    write_pairs_file(p, ["7", "7", "7"], ["a", "c", "c"], ["b", "a", "b"], w)
+    pref, oth, back = read_pairs_file(p, QID, DOCIDS)
+    assert pref.tolist() == [0, 2, 2]
+    assert oth.tolist() == [1, 0, 1]
+    assert back.tolist() == w  # exact: shortest round-trip repr
+    for bad in (["a b"], [""]):
+        with pytest.raises(ValueError, match="whitespace"):
+            write_pairs_file(p, ["7"], bad, ["c"])
+    with pytest.raises(ValueError, match="positive"):
+        write_pairs_file(p, ["7"], ["a"], ["b"], [0.0])
+    assert back.tolist() == read_pairs_file(p, QID, DOCIDS)[2].tolist()  # p untouched
