@@ -134,6 +134,20 @@ PARAMS: tuple[Param, ...] = (
         "qbrank's w (pairs part)",
     ),
     Param("use_label_pairs", None, "bool | None", "objective", "pairs from labels too"),
+    Param(
+        "permutations",
+        None,
+        "int | None",
+        "objective",
+        "yetirank: noisy permutations per query and round (None: 10)",
+    ),
+    Param(
+        "decay",
+        None,
+        "float | None",
+        "objective",
+        "yetirank: pair-weight decay down a permutation (None: 0.85)",
+    ),
 )
 
 PARAM_NAMES: tuple[str, ...] = tuple(p.name for p in PARAMS)

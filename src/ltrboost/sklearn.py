@@ -93,6 +93,8 @@ class Ranker(BaseEstimator):
         tau: Any = None,
         preference_weight: float | None = None,
         use_label_pairs: bool | None = None,
+        permutations: int | None = None,
+        decay: float | None = None,
         importance_type: str = "gain",
         verbose: int | bool = 0,
     ) -> None:
@@ -128,6 +130,8 @@ class Ranker(BaseEstimator):
         self.tau = tau
         self.preference_weight = preference_weight
         self.use_label_pairs = use_label_pairs
+        self.permutations = permutations
+        self.decay = decay
         self.importance_type = importance_type
         self.verbose = verbose
 

@@ -18,6 +18,7 @@ _BUILTIN_MODULES = (
     "lambdamart",
     "gbrank",
     "qbrank",
+    "yetirank",
 )
 
 
