@@ -87,9 +87,10 @@ def test_pair_weights_by_hand():
 def test_noise_is_logistic():
     """The noise draws U are uniform on the open interval (0, 1) (so log(U / (1 - U))
     is finite logistic noise)."""
-    from ltrboost.objectives.yetirank import _uniform_open
+    from ltrboost.objectives.pair_selection import random_uniform, random_uniform_reference
 
-    u = np.array([_uniform_open(123, c) for c in range(20000)])
+    u = np.array([random_uniform(123, c) for c in range(20000)])
+    assert [random_uniform_reference(123, c) for c in range(50)] == u[:50].tolist()
     assert u.min() > 0.0
     assert u.max() < 1.0
     assert abs(u.mean() - 0.5) < 0.01

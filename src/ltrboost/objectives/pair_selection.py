@@ -195,6 +195,15 @@ def _random_index(seed, counter, m):
 
 
 @kernel
+def random_uniform(seed, counter):
+    """Uniform on the open interval (0, 1): draw ``counter`` of the stream ``seed``
+    (the hash of :func:`_random_index`, 32 bits, centred in its cell)."""
+    stream = _hash64_to_32(np.uint64(seed), _KEY_SEED)
+    z = _hash32(stream ^ _hash64_to_32(np.uint64(counter), _KEY_COUNTER))
+    return (np.float64(z) + 0.5) * 2.3283064365386963e-10  # 2**-32
+
+
+@kernel
 def n_outer_ranks(n, method, truncation):
     """How many ``rank_hi`` positions the ``all``/``topk`` double loop visits.
 
@@ -378,6 +387,16 @@ def _random_index_reference(seed: int, counter: int, m: int) -> int:
 
     stream = h64(seed, 0x9E3779B9)
     return _hash32_reference(stream ^ h64(counter, 0x632BE5AB)) % m
+
+
+def random_uniform_reference(seed: int, counter: int) -> float:
+    """Python-int twin of :func:`random_uniform`."""
+
+    def h64(v: int, key: int) -> int:
+        return _hash32_reference((v & 0xFFFFFFFF) ^ _hash32_reference((v >> 32) ^ key))
+
+    z = _hash32_reference(h64(seed, 0x9E3779B9) ^ h64(counter, 0x632BE5AB))
+    return (z + 0.5) * 2.0**-32
 
 
 def enumerate_pairs_one_query_reference(

@@ -40,13 +40,10 @@ from ltrboost.objectives.pair_engine import (
     PairwiseObjective,
 )
 from ltrboost.objectives.pair_selection import (
-    _KEY_COUNTER,
-    _KEY_SEED,
-    _hash32,
-    _hash32_reference,
-    _hash64_to_32,
     query_rank_order,
     query_seed_base,
+    random_uniform,
+    random_uniform_reference,
 )
 from ltrboost.objectives.registry import register
 
@@ -184,14 +181,6 @@ class YetiRank(PairwiseObjective):
 
 
 @kernel
-def _uniform_open(seed, counter):
-    """Uniform on the open interval (0, 1): draw ``counter`` of the stream ``seed``."""
-    stream = _hash64_to_32(np.uint64(seed), _KEY_SEED)
-    z = _hash32(stream ^ _hash64_to_32(np.uint64(counter), _KEY_COUNTER))
-    return (np.float64(z) + 0.5) * 2.3283064365386963e-10  # 2**-32
-
-
-@kernel
 def yetirank_pairs_one_query(ref_q, labels_q, n_perm, decay, seed, doc_i, doc_j, weight):
     """The YetiRank pairs of one query; returns their count ``k``.
 
@@ -209,7 +198,7 @@ def yetirank_pairs_one_query(ref_q, labels_q, n_perm, decay, seed, doc_i, doc_j,
     noisy = np.empty(n)
     for p in range(n_perm):
         for d in range(n):
-            u = _uniform_open(seed, p * n + d)
+            u = random_uniform(seed, p * n + d)
             noisy[d] = ref_q[d] + math.log(u) - math.log1p(-u)
         order = query_rank_order(noisy)
         c = 1.0
@@ -264,14 +253,6 @@ def _yetirank_queries(
 # --- reference ---
 
 
-def _uniform_open_reference(seed: int, counter: int) -> float:
-    def h64(v: int, key: int) -> int:
-        return _hash32_reference((v & 0xFFFFFFFF) ^ _hash32_reference((v >> 32) ^ key))
-
-    z = _hash32_reference(h64(seed, 0x9E3779B9) ^ h64(counter, 0x632BE5AB))
-    return (z + 0.5) * 2.0**-32
-
-
 def yetirank_reference(
     scores: NDArray[np.float64],
     y: NDArray[np.float64],
@@ -305,7 +286,7 @@ def yetirank_reference(
         seed = random_state + iteration * nq + q
         acc: dict[tuple[int, int], float] = {}
         for p in range(permutations):
-            u = np.array([_uniform_open_reference(seed, p * n + d) for d in range(n)])
+            u = np.array([random_uniform_reference(seed, p * n + d) for d in range(n)])
             noisy = ref_all[lo:hi] + np.log(u) - np.log1p(-u)
             order = np.argsort(-noisy, kind="stable")
             c = 1.0
