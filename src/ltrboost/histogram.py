@@ -35,6 +35,7 @@ smaller bin of its two documents (see :func:`_pair_histogram_gathered`).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 import numba
@@ -42,7 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import INDEX_DTYPE, N_HIST_STATS, SUM_DTYPE
-from ltrboost._numba import kernel, parallel_kernel, prange, prefetch
+from ltrboost._numba import _executor, kernel, parallel_kernel, prange, prefetch
 from ltrboost.splitting import SplitInfo, _partition_pairs, split_indices
 from ltrboost.tree import add_leaf_values, predict_binned_tree
 
@@ -119,7 +120,7 @@ def build_histogram(
         else:
             _build_histogram_rows(X_rows, sample_indices, og, oh, block, hist_out)
     elif n * feature_indices.shape[0] < PARALLEL_MIN_WORK:
-        _histogram_body(
+        _node_histogram_body(
             X_binned,
             sample_indices,
             og,
@@ -533,26 +534,49 @@ class HistogramBuilder:
 
 # --- kernels ---
 #
-# Each histogram kernel is a serial body over a range of selected features plus a
-# parallel driver that splits the features between threads.  The Python wrappers above
-# call the body directly when the work is small: launching a parallel region costs tens
-# of microseconds (more on a busy machine), which dominates small nodes.
+# Each histogram kernel is a serial ``nogil`` body over a range of selected features
+# (or rows); the drivers below split that range between Python threads
+# (:func:`_over_ranges`).  A ``parallel=True`` driver costs ~0.6-1.2 s more to compile
+# (the parfor is lowered into a gufunc of its own) for the same outputs: every feature's
+# histogram is built by one thread in a fixed order, so results do not depend on the
+# split.  The Python wrappers above call the body directly when the work is small.
+
+_NO_ROWS = np.empty(0, dtype=INDEX_DTYPE)  # ``rows`` of _accumulate when indexed=False
+
+
+def _over_ranges(body, n: int, align: int = 1) -> None:
+    """``body(lo, hi)`` over contiguous ranges covering ``0..n`` (starts multiples of
+    ``align``), one per thread of ``numba.get_num_threads()``; this thread runs one."""
+    n_threads = min(numba.get_num_threads(), -(-n // align)) if n > 0 else 1
+    if n_threads <= 1:
+        body(0, n)
+        return
+    step = -(-n // n_threads)
+    step = -(-step // align) * align
+    bounds = [*range(0, n, step), n]
+    pool = _executor(len(bounds) - 2)
+    futures = [pool.submit(body, lo, hi) for lo, hi in itertools.pairwise(bounds[1:])]
+    body(bounds[0], bounds[1])
+    for f in futures:
+        f.result()
 
 
 @kernel
-def _accumulate(col, rows, gradients, hessians, n, h):
+def _accumulate(col, rows, gradients, hessians, n, h, indexed):
     """Add rows' gradients/hessians/counts to one feature's histogram ``h`` (zeroed).
 
-    ``rows`` None: rows 0..n-1 (the root).  Four sub-histograms take consecutive rows in
-    turn and are summed at the end: when neighbouring rows fall in the same bin (common
-    for sparse, count-like features) a single histogram serialises on the store-to-load
+    ``indexed`` False: rows 0..n-1 (the root, ``rows`` unused); True: rows
+    ``rows[0..n-1]``.  One specialisation serves both (a flag, not ``rows=None``, which
+    would compile a second one).  Four sub-histograms take consecutive rows in turn and
+    are summed at the end: when neighbouring rows fall in the same bin (common for
+    sparse, count-like features) a single histogram serialises on the store-to-load
     latency of that bin; four independent chains run in parallel in the CPU (measured
     ~25-30% faster).  The summation order is fixed, so results do not depend on threads.
     """
     nb = h.shape[0]
     sub = np.zeros((4, nb, 3))
     m = n - (n % 4)
-    if rows is None:
+    if not indexed:
         for i in range(0, m, 4):
             b0 = col[i]
             b1 = col[i + 1]
@@ -604,10 +628,22 @@ def _accumulate(col, rows, gradients, hessians, n, h):
 
 
 @kernel
-def _histogram_root_body(X_binned, gradients, hessians, feature_indices, k_lo, k_hi, hist_out):
-    # X_binned: IN uint8 (n_samples, n_features) F-order; gradients/hessians: IN float32
-    # (n_samples,); feature_indices[k_lo:k_hi]: IN features to build; hist_out: OUT.
-    n_samples = X_binned.shape[0]
+def _histogram_body(
+    X_binned,
+    sample_indices,
+    ordered_gradients,
+    ordered_hessians,
+    feature_indices,
+    k_lo,
+    k_hi,
+    hist_out,
+    n,
+    indexed,
+):
+    # X_binned: IN uint8 (n_samples, n_features) F-order; indexed: rows
+    # sample_indices[:n] (INDEX_DTYPE) with ordered_* IN float32 gathered in the same
+    # order; not indexed (the root): rows 0..n-1, ordered_* the gradients themselves.
+    # hist_out: OUT (n_features, n_bins, 3) for features feature_indices[k_lo:k_hi].
     n_bins = hist_out.shape[1]
     for k in range(k_lo, k_hi):
         f = feature_indices[k]
@@ -616,15 +652,35 @@ def _histogram_root_body(X_binned, gradients, hessians, feature_indices, k_lo, k
             h[b, 0] = 0.0
             h[b, 1] = 0.0
             h[b, 2] = 0.0
-        _accumulate(X_binned[:, f], None, gradients, hessians, n_samples, h)
+        _accumulate(
+            X_binned[:, f], sample_indices, ordered_gradients, ordered_hessians, n, h, indexed
+        )
 
 
-@parallel_kernel
+def _histogram_root_body(X_binned, gradients, hessians, feature_indices, k_lo, k_hi, hist_out):
+    """Root histogram (all rows, no gather) of features ``feature_indices[k_lo:k_hi]``."""
+    _histogram_body(
+        X_binned,
+        _NO_ROWS,
+        gradients,
+        hessians,
+        feature_indices,
+        k_lo,
+        k_hi,
+        hist_out,
+        X_binned.shape[0],
+        False,
+    )
+
+
 def _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
-    # Root histogram over all rows (no gather); parallel over features.
-    n = feature_indices.shape[0]
-    for k in prange(n):
-        _histogram_root_body(X_binned, gradients, hessians, feature_indices, k, k + 1, hist_out)
+    # Root histogram over all rows (no gather); threads over features.
+    _over_ranges(
+        lambda lo, hi: _histogram_root_body(
+            X_binned, gradients, hessians, feature_indices, lo, hi, hist_out
+        ),
+        feature_indices.shape[0],
+    )
 
 
 @kernel
@@ -635,25 +691,18 @@ def _gather_body(sample_indices, gradients, hessians, ordered_gradients, ordered
         ordered_hessians[i] = hessians[idx]
 
 
-@parallel_kernel
 def _gather(sample_indices, gradients, hessians, ordered_gradients, ordered_hessians):
-    # ordered_*: OUT float32 (n_node,) = gradients[sample_indices]
-    n = sample_indices.shape[0]
-    chunk = 65536
-    for c in prange((n + chunk - 1) // chunk):
-        _gather_body(
-            sample_indices,
-            gradients,
-            hessians,
-            ordered_gradients,
-            ordered_hessians,
-            c * chunk,
-            min(n, (c + 1) * chunk),
-        )
+    # ordered_*: OUT float32 (n_node,) = gradients[sample_indices]; threads over rows.
+    _over_ranges(
+        lambda lo, hi: _gather_body(
+            sample_indices, gradients, hessians, ordered_gradients, ordered_hessians, lo, hi
+        ),
+        sample_indices.shape[0],
+        align=16,
+    )
 
 
-@kernel
-def _histogram_body(
+def _node_histogram_body(
     X_binned,
     sample_indices,
     ordered_gradients,
@@ -663,21 +712,21 @@ def _histogram_body(
     k_hi,
     hist_out,
 ):
-    # sample_indices: IN int32 rows of the node; ordered_*: IN float32 gathered in the
-    # same order; hist_out: OUT (n_features, n_bins, 3) for features k_lo..k_hi-1.
-    n = sample_indices.shape[0]
-    n_bins = hist_out.shape[1]
-    for k in range(k_lo, k_hi):
-        f = feature_indices[k]
-        h = hist_out[f]
-        for b in range(n_bins):
-            h[b, 0] = 0.0
-            h[b, 1] = 0.0
-            h[b, 2] = 0.0
-        _accumulate(X_binned[:, f], sample_indices, ordered_gradients, ordered_hessians, n, h)
+    """Node histogram of features ``feature_indices[k_lo:k_hi]`` from gathered gradients."""
+    _histogram_body(
+        X_binned,
+        sample_indices,
+        ordered_gradients,
+        ordered_hessians,
+        feature_indices,
+        k_lo,
+        k_hi,
+        hist_out,
+        sample_indices.shape[0],
+        True,
+    )
 
 
-@parallel_kernel
 def _build_histogram(
     X_binned,
     sample_indices,
@@ -686,19 +735,20 @@ def _build_histogram(
     feature_indices,
     hist_out,
 ):
-    # Node histogram from gathered gradients; parallel over features.
-    n = feature_indices.shape[0]
-    for k in prange(n):
-        _histogram_body(
+    # Node histogram from gathered gradients; threads over features.
+    _over_ranges(
+        lambda lo, hi: _node_histogram_body(
             X_binned,
             sample_indices,
             ordered_gradients,
             ordered_hessians,
             feature_indices,
-            k,
-            k + 1,
+            lo,
+            hi,
             hist_out,
-        )
+        ),
+        feature_indices.shape[0],
+    )
 
 
 @kernel
@@ -728,23 +778,18 @@ def _histogram_rows_body(
             hist_out[f, b, 2] += 1.0
 
 
-@parallel_kernel
 def _build_histogram_rows(
     X_rows, sample_indices, ordered_gradients, ordered_hessians, block, hist_out
 ):
-    # Row-major node histogram of every feature; parallel over blocks of features.
-    n_features = X_rows.shape[1]
-    n_blocks = (n_features + block - 1) // block
-    for c in prange(n_blocks):
-        _histogram_rows_body(
-            X_rows,
-            sample_indices,
-            ordered_gradients,
-            ordered_hessians,
-            c * block,
-            min(n_features, (c + 1) * block),
-            hist_out,
-        )
+    # Row-major node histogram of every feature; threads over blocks of ``block``
+    # features (each thread one contiguous run of blocks, built in one pass).
+    _over_ranges(
+        lambda lo, hi: _histogram_rows_body(
+            X_rows, sample_indices, ordered_gradients, ordered_hessians, lo, hi, hist_out
+        ),
+        X_rows.shape[1],
+        align=max(int(block), 1),
+    )
 
 
 @kernel
@@ -758,12 +803,12 @@ def _subtract_body(parent_inout, sibling, feature_indices, k_lo, k_hi):
             parent_inout[f, b, 2] -= sibling[f, b, 2]
 
 
-@parallel_kernel
 def _subtract_histograms(parent_inout, sibling, feature_indices):
     # parent_inout: IN parent histogram, OUT parent - sibling (the larger child's).
-    n = feature_indices.shape[0]
-    for k in prange(n):
-        _subtract_body(parent_inout, sibling, feature_indices, k, k + 1)
+    _over_ranges(
+        lambda lo, hi: _subtract_body(parent_inout, sibling, feature_indices, lo, hi),
+        feature_indices.shape[0],
+    )
 
 
 @kernel
