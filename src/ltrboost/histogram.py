@@ -782,14 +782,24 @@ def _build_histogram_rows(
     X_rows, sample_indices, ordered_gradients, ordered_hessians, block, hist_out
 ):
     # Row-major node histogram of every feature; threads over blocks of ``block``
-    # features (each thread one contiguous run of blocks, built in one pass).
-    _over_ranges(
-        lambda lo, hi: _histogram_rows_body(
-            X_rows, sample_indices, ordered_gradients, ordered_hessians, lo, hi, hist_out
-        ),
-        X_rows.shape[1],
-        align=max(int(block), 1),
-    )
+    # features.  Each block is one pass over the node's rows, as in the parfor this
+    # replaces: a block's histograms stay in cache (one pass over all features at once
+    # was measured ~2% slower per tree at 100k documents, 1 thread).
+    block = max(int(block), 1)
+
+    def run(lo: int, hi: int) -> None:
+        for b in range(lo, hi, block):
+            _histogram_rows_body(
+                X_rows,
+                sample_indices,
+                ordered_gradients,
+                ordered_hessians,
+                b,
+                min(hi, b + block),
+                hist_out,
+            )
+
+    _over_ranges(run, X_rows.shape[1], align=block)
 
 
 @kernel
