@@ -35,7 +35,6 @@ smaller bin of its two documents (see :func:`_pair_histogram_gathered`).
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, NamedTuple
 
 import numba
@@ -43,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import INDEX_DTYPE, N_HIST_STATS, SUM_DTYPE
-from ltrboost._numba import _executor, kernel, parallel_kernel, prange, prefetch
+from ltrboost._numba import kernel, parallel_kernel, prange, prefetch
 from ltrboost.splitting import SplitInfo, _partition_pairs, split_indices
 from ltrboost.tree import add_leaf_values, predict_binned_tree
 
@@ -534,31 +533,14 @@ class HistogramBuilder:
 
 # --- kernels ---
 #
-# Each histogram kernel is a serial ``nogil`` body over a range of selected features
-# (or rows); the drivers below split that range between Python threads
-# (:func:`_over_ranges`).  A ``parallel=True`` driver costs ~0.6-1.2 s more to compile
-# (the parfor is lowered into a gufunc of its own) for the same outputs: every feature's
-# histogram is built by one thread in a fixed order, so results do not depend on the
-# split.  The Python wrappers above call the body directly when the work is small.
+# Each histogram kernel is a serial body over a range of selected features plus a
+# parallel driver that splits the features between threads.  The Python wrappers above
+# call the body directly when the work is small: launching a parallel region costs tens
+# of microseconds (more on a busy machine), which dominates small nodes.  Root and node
+# histograms share one body, one _accumulate and one parallel driver (each parfor
+# costs ~0.6-1.2 s to compile).
 
 _NO_ROWS = np.empty(0, dtype=INDEX_DTYPE)  # ``rows`` of _accumulate when indexed=False
-
-
-def _over_ranges(body, n: int, align: int = 1) -> None:
-    """``body(lo, hi)`` over contiguous ranges covering ``0..n`` (starts multiples of
-    ``align``), one per thread of ``numba.get_num_threads()``; this thread runs one."""
-    n_threads = min(numba.get_num_threads(), -(-n // align)) if n > 0 else 1
-    if n_threads <= 1:
-        body(0, n)
-        return
-    step = -(-n // n_threads)
-    step = -(-step // align) * align
-    bounds = [*range(0, n, step), n]
-    pool = _executor(len(bounds) - 2)
-    futures = [pool.submit(body, lo, hi) for lo, hi in itertools.pairwise(bounds[1:])]
-    body(bounds[0], bounds[1])
-    for f in futures:
-        f.result()
 
 
 @kernel
@@ -674,12 +656,9 @@ def _histogram_root_body(X_binned, gradients, hessians, feature_indices, k_lo, k
 
 
 def _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
-    # Root histogram over all rows (no gather); threads over features.
-    _over_ranges(
-        lambda lo, hi: _histogram_root_body(
-            X_binned, gradients, hessians, feature_indices, lo, hi, hist_out
-        ),
-        feature_indices.shape[0],
+    # Root histogram over all rows (no gather); parallel over features.
+    _histogram_parallel(
+        X_binned, _NO_ROWS, gradients, hessians, feature_indices, hist_out, X_binned.shape[0], False
     )
 
 
@@ -691,15 +670,21 @@ def _gather_body(sample_indices, gradients, hessians, ordered_gradients, ordered
         ordered_hessians[i] = hessians[idx]
 
 
+@parallel_kernel
 def _gather(sample_indices, gradients, hessians, ordered_gradients, ordered_hessians):
-    # ordered_*: OUT float32 (n_node,) = gradients[sample_indices]; threads over rows.
-    _over_ranges(
-        lambda lo, hi: _gather_body(
-            sample_indices, gradients, hessians, ordered_gradients, ordered_hessians, lo, hi
-        ),
-        sample_indices.shape[0],
-        align=16,
-    )
+    # ordered_*: OUT float32 (n_node,) = gradients[sample_indices]
+    n = sample_indices.shape[0]
+    chunk = 65536
+    for c in prange((n + chunk - 1) // chunk):
+        _gather_body(
+            sample_indices,
+            gradients,
+            hessians,
+            ordered_gradients,
+            ordered_hessians,
+            c * chunk,
+            min(n, (c + 1) * chunk),
+        )
 
 
 def _node_histogram_body(
@@ -735,20 +720,47 @@ def _build_histogram(
     feature_indices,
     hist_out,
 ):
-    # Node histogram from gathered gradients; threads over features.
-    _over_ranges(
-        lambda lo, hi: _node_histogram_body(
+    # Node histogram from gathered gradients; parallel over features.
+    _histogram_parallel(
+        X_binned,
+        sample_indices,
+        ordered_gradients,
+        ordered_hessians,
+        feature_indices,
+        hist_out,
+        sample_indices.shape[0],
+        True,
+    )
+
+
+@parallel_kernel
+def _histogram_parallel(
+    X_binned,
+    sample_indices,
+    ordered_gradients,
+    ordered_hessians,
+    feature_indices,
+    hist_out,
+    n,
+    indexed,
+):
+    # _histogram_body's driver, parallel over features: one compiled parfor serves the
+    # root (indexed False) and the nodes (True).  The parfor types its index uint64 and
+    # the typing pass int64: cast, so that the body is compiled once, not twice.
+    for kk in prange(feature_indices.shape[0]):
+        k = np.int64(kk)
+        _histogram_body(
             X_binned,
             sample_indices,
             ordered_gradients,
             ordered_hessians,
             feature_indices,
-            lo,
-            hi,
+            k,
+            k + 1,
             hist_out,
-        ),
-        feature_indices.shape[0],
-    )
+            n,
+            indexed,
+        )
 
 
 @kernel
@@ -778,28 +790,24 @@ def _histogram_rows_body(
             hist_out[f, b, 2] += 1.0
 
 
+@parallel_kernel
 def _build_histogram_rows(
     X_rows, sample_indices, ordered_gradients, ordered_hessians, block, hist_out
 ):
-    # Row-major node histogram of every feature; threads over blocks of ``block``
-    # features.  Each block is one pass over the node's rows, as in the parfor this
-    # replaces: a block's histograms stay in cache (one pass over all features at once
-    # was measured ~2% slower per tree at 100k documents, 1 thread).
-    block = max(int(block), 1)
-
-    def run(lo: int, hi: int) -> None:
-        for b in range(lo, hi, block):
-            _histogram_rows_body(
-                X_rows,
-                sample_indices,
-                ordered_gradients,
-                ordered_hessians,
-                b,
-                min(hi, b + block),
-                hist_out,
-            )
-
-    _over_ranges(run, X_rows.shape[1], align=block)
+    # Row-major node histogram of every feature; parallel over blocks of features.
+    n_features = X_rows.shape[1]
+    n_blocks = (n_features + block - 1) // block
+    for cc in prange(n_blocks):
+        c = np.int64(cc)  # the parfor's index is uint64: one body specialisation
+        _histogram_rows_body(
+            X_rows,
+            sample_indices,
+            ordered_gradients,
+            ordered_hessians,
+            c * block,
+            min(n_features, (c + 1) * block),
+            hist_out,
+        )
 
 
 @kernel
@@ -813,12 +821,13 @@ def _subtract_body(parent_inout, sibling, feature_indices, k_lo, k_hi):
             parent_inout[f, b, 2] -= sibling[f, b, 2]
 
 
+@parallel_kernel
 def _subtract_histograms(parent_inout, sibling, feature_indices):
     # parent_inout: IN parent histogram, OUT parent - sibling (the larger child's).
-    _over_ranges(
-        lambda lo, hi: _subtract_body(parent_inout, sibling, feature_indices, lo, hi),
-        feature_indices.shape[0],
-    )
+    n = feature_indices.shape[0]
+    for kk in prange(n):
+        k = np.int64(kk)  # the parfor's index is uint64: one body specialisation
+        _subtract_body(parent_inout, sibling, feature_indices, k, k + 1)
 
 
 @kernel

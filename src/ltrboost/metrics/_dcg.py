@@ -347,7 +347,8 @@ def _top_k_order_one_query(scores_q, k, order):
     kk = min(k, n)
     for i in range(kk):
         order[i] = i
-    _insertion_sort_desc(scores_q, order, 0, kk)
+    # np.int64(0), not 0: a literal 0 would compile a second specialisation.
+    _insertion_sort_desc(scores_q, order, np.int64(0), kk)
     if kk == 0:
         return kk
     for i in range(kk, n):
