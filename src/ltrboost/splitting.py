@@ -262,8 +262,10 @@ def _find_best_split_per_feature(
     miss_left_out,
     stats_out,
 ):
-    # Parallel driver over features; see _best_split_body.
-    for k in prange(feature_indices.shape[0]):
+    # Parallel driver over features; see _best_split_body.  The parfor's index is
+    # uint64 (int64 in the typing pass): cast, so that the body is compiled once.
+    for kk in prange(feature_indices.shape[0]):
+        k = np.int64(kk)
         _best_split_body(
             hist,
             feature_indices,
