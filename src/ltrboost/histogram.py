@@ -69,20 +69,20 @@ class HistogramPool:
 PARALLEL_MIN_WORK = 100_000
 
 
-def build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
-    """Root histogram of all rows for the selected features (serial when small)."""
-    if X_binned.shape[0] * feature_indices.shape[0] < PARALLEL_MIN_WORK:
-        _histogram_root_body(
-            X_binned,
-            gradients,
-            hessians,
-            feature_indices,
-            0,
-            feature_indices.shape[0],
-            hist_out,
-        )
+def _column_histograms(X_binned, rows, og, oh, feature_indices, hist_out, n, indexed):
+    """Histograms of ``feature_indices`` from the column-major bins: serial when small,
+    else parallel over features (one body and one driver serve the root and nodes)."""
+    args = (X_binned, rows, og, oh, feature_indices)
+    if n * feature_indices.shape[0] < PARALLEL_MIN_WORK:
+        _histogram_body(*args, 0, feature_indices.shape[0], hist_out, n, indexed)
     else:
-        _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out)
+        _histogram_parallel(*args, hist_out, n, indexed)
+
+
+def build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
+    """Root histogram of all rows (no gather) for the selected features."""
+    n = X_binned.shape[0]
+    _column_histograms(X_binned, _NO_ROWS, gradients, hessians, feature_indices, hist_out, n, False)
 
 
 def build_histogram(
@@ -118,19 +118,8 @@ def build_histogram(
             _histogram_rows_body(X_rows, sample_indices, og, oh, 0, n_features, hist_out)
         else:
             _build_histogram_rows(X_rows, sample_indices, og, oh, block, hist_out)
-    elif n * feature_indices.shape[0] < PARALLEL_MIN_WORK:
-        _node_histogram_body(
-            X_binned,
-            sample_indices,
-            og,
-            oh,
-            feature_indices,
-            0,
-            feature_indices.shape[0],
-            hist_out,
-        )
     else:
-        _build_histogram(X_binned, sample_indices, og, oh, feature_indices, hist_out)
+        _column_histograms(X_binned, sample_indices, og, oh, feature_indices, hist_out, n, True)
     return og, oh
 
 
@@ -639,29 +628,6 @@ def _histogram_body(
         )
 
 
-def _histogram_root_body(X_binned, gradients, hessians, feature_indices, k_lo, k_hi, hist_out):
-    """Root histogram (all rows, no gather) of features ``feature_indices[k_lo:k_hi]``."""
-    _histogram_body(
-        X_binned,
-        _NO_ROWS,
-        gradients,
-        hessians,
-        feature_indices,
-        k_lo,
-        k_hi,
-        hist_out,
-        X_binned.shape[0],
-        False,
-    )
-
-
-def _build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
-    # Root histogram over all rows (no gather); parallel over features.
-    _histogram_parallel(
-        X_binned, _NO_ROWS, gradients, hessians, feature_indices, hist_out, X_binned.shape[0], False
-    )
-
-
 @kernel
 def _gather_body(sample_indices, gradients, hessians, ordered_gradients, ordered_hessians, lo, hi):
     for i in range(lo, hi):
@@ -685,52 +651,6 @@ def _gather(sample_indices, gradients, hessians, ordered_gradients, ordered_hess
             c * chunk,
             min(n, (c + 1) * chunk),
         )
-
-
-def _node_histogram_body(
-    X_binned,
-    sample_indices,
-    ordered_gradients,
-    ordered_hessians,
-    feature_indices,
-    k_lo,
-    k_hi,
-    hist_out,
-):
-    """Node histogram of features ``feature_indices[k_lo:k_hi]`` from gathered gradients."""
-    _histogram_body(
-        X_binned,
-        sample_indices,
-        ordered_gradients,
-        ordered_hessians,
-        feature_indices,
-        k_lo,
-        k_hi,
-        hist_out,
-        sample_indices.shape[0],
-        True,
-    )
-
-
-def _build_histogram(
-    X_binned,
-    sample_indices,
-    ordered_gradients,
-    ordered_hessians,
-    feature_indices,
-    hist_out,
-):
-    # Node histogram from gathered gradients; parallel over features.
-    _histogram_parallel(
-        X_binned,
-        sample_indices,
-        ordered_gradients,
-        ordered_hessians,
-        feature_indices,
-        hist_out,
-        sample_indices.shape[0],
-        True,
-    )
 
 
 @parallel_kernel
