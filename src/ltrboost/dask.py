@@ -1,0 +1,1088 @@
+"""Training on a Dask cluster: query shards on the workers, histograms summed on the driver.
+
+``pip install ltrboost[dask]``.  The core package never imports Dask; only this module does.
+
+* :class:`DaskRanker`: the :class:`~ltrboost.Ranker` parameters plus ``client=``;
+  ``fit(X, y, qid=..., eval_set=..., eval_qid=...)`` on ``dask.dataframe`` or
+  ``dask.array`` input, ``predict(X)`` a lazy Dask collection, ``to_local()`` a plain
+  :class:`~ltrboost.Ranker` predicting exactly the same.
+* :func:`train`: the lower level, ``train(client, params, train, valid_sets)`` with
+  :class:`DaskData` inputs.
+
+How a model is trained (``docs/scaling.md`` has the communication model):
+
+1. **Queries whole.**  Each input partition is validated on its worker (labels, qids,
+   features: the same checks and one-line messages as local training, prefixed with
+   ``partition N:``) and grouped by qid inside the partition.  Only the query ids of
+   every partition travel to the driver (O(queries)); a query found in two partitions
+   is regrouped by one stable hash-of-qid shuffle (every row goes to partition
+   ``hash(qid) % P``, rows keep their order) or, with ``regroup=False``, refused
+   naming the query and both partitions.  Never one partition per query.
+2. **Shards.**  Partitions ``0..P-1`` are dealt to the sorted workers in contiguous
+   blocks; each worker concatenates its block into one shard (an
+   :class:`~distributed.Actor`), so the training set is the partitions in order and
+   the shards hold consecutive rows.  Rows move between workers at most once, never to
+   the driver.
+3. **Bins.**  Constant columns are found from two rows per shard; bin edges are fitted
+   on one worker from a sample merged across shards: the very rows local training
+   samples (``BinMapper``'s seeded draw over the global row numbers), so the edges
+   equal the local ones always (all rows when ``n <= 200000``).  Every shard bins its
+   rows once.
+4. **Trees.**  Each shard computes its queries' gradients (exact: whole queries; the
+   per-query seeds of sampled pairs use global query numbers).  The driver runs the
+   ordinary :class:`~ltrboost.grower.TreeGrower` over a :class:`ShardedHistograms`
+   builder: every request (root, node histogram, split, pair histograms) goes to all
+   shards at once and their partial results are summed by
+   :func:`ltrboost.histogram.reduce_histograms` in shard order, so counts
+   (``min_samples_leaf``) and sums are global; the split is decided once and every
+   shard applies it.  A split and the smaller child's histogram are one round trip.
+5. **Validation.**  Each shard scores its validation rows and returns per-query metric
+   values; the driver takes their mean over all queries (the same value as local).
+
+The model equals the local model trained on the partitions concatenated in order:
+same splits, leaf values and predictions up to float summation order (~1e-15
+relative); repeated runs with the same partitioning and workers are byte-identical.
+
+Not supported on Dask (a clear error): explicit preference pairs, ``init_model``,
+``line_search`` objectives (qbrank), multi-output (mcrank) and objectives with a
+data-dependent initial score other than ``mart``; sparse input.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
+from ltrboost._evaluation import _bind_metrics, check_training_setup
+from ltrboost._numba import threads
+from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_histogram_memory
+from ltrboost.booster import CallbackEnv, Training, check_metrics, make_objective
+from ltrboost.dataset import (
+    LTRInputError,
+    RankingDataset,
+    as_feature_matrix,
+    check_labels,
+    group_by_qid,
+)
+from ltrboost.grower import GrowerParams, TreeGrower
+from ltrboost.histogram import (
+    HistogramPool,
+    LocalHistograms,
+    NodeHistogram,
+    reduce_histograms,
+    subtract_histograms,
+)
+from ltrboost.model import Booster, averaged_divisor
+from ltrboost.objectives.base import Objective
+from ltrboost.params import PARAM_NAMES, BoosterParams
+from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker
+from ltrboost.tree import predict_binned_tree
+
+__all__ = ["DaskData", "DaskRanker", "DistributedTrainingError", "ShardedHistograms", "train"]
+
+
+class DistributedTrainingError(RuntimeError):
+    """A worker holding a shard was lost, or did not answer within ``timeout``."""
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass
+class DaskData:
+    """A training or validation set on the cluster.
+
+    ``X``: a ``dask.dataframe.DataFrame`` (feature columns; may hold the qid column) or
+    a ``dask.array.Array`` (n, n_features).  ``y``: a Dask Series or 1-D array with the
+    same partitions/chunks as ``X``.  ``qid``: a column name of ``X``, a Dask Series or
+    a 1-D Dask array aligned with ``X`` (None: a column named ``"qid"``).
+    ``sample_weight``: optional per-document weights, aligned the same way.
+    """
+
+    X: Any
+    y: Any
+    qid: Any = None
+    sample_weight: Any = None
+
+
+def _is_dask_frame(obj) -> bool:
+    import dask.dataframe as dd
+
+    return isinstance(obj, dd.DataFrame | dd.Series)
+
+
+def _delayed_blocks(obj, n_parts: int | None, name: str) -> list:
+    """One delayed object per partition (row chunk) of a Dask collection."""
+    import dask.array as da
+
+    if obj is None:
+        return [None] * int(n_parts or 0)
+    if _is_dask_frame(obj):
+        parts = list(obj.to_delayed())
+    elif isinstance(obj, da.Array):
+        if obj.ndim == 2 and obj.numblocks[1] != 1:
+            obj = obj.rechunk({1: -1})
+        parts = list(np.ravel(obj.to_delayed()))
+    else:
+        raise TypeError(f"{name} must be a dask DataFrame/Series or a dask array, not {type(obj)}")
+    if n_parts is not None and len(parts) != n_parts:
+        raise LTRInputError(
+            f"{name} has {len(parts)} partitions but X has {n_parts}; give them with the "
+            "same partitions (chunks) as X"
+        )
+    return parts
+
+
+def _input_parts(data: DaskData) -> tuple[list, list[str] | None]:
+    """Delayed ``_make_part`` calls, one per partition, and the feature names."""
+    from dask import delayed
+
+    X, qid = data.X, data.qid
+    feature_names = None
+    qid_col = None
+    if _is_dask_frame(X):
+        cols = list(X.columns)
+        if qid is None and "qid" in cols:
+            qid = "qid"
+        if isinstance(qid, str):
+            if qid not in cols:
+                raise LTRInputError(f"qid={qid!r} is not a column of X")
+            qid_col = qid
+            qid = None
+        feature_names = [str(c) for c in cols if c != qid_col]
+    elif qid is None:
+        raise LTRInputError("give qid= (a dask array or Series aligned with X)")
+    xs = _delayed_blocks(X, None, "X")
+    ys = _delayed_blocks(data.y, len(xs), "y")
+    qs = _delayed_blocks(qid, len(xs), "qid") if qid_col is None else [None] * len(xs)
+    ws = _delayed_blocks(data.sample_weight, len(xs), "sample_weight")
+    make = delayed(_make_part, pure=True)
+    parts = [make(i, x, y, q, w, qid_col) for i, (x, y, q, w) in enumerate(zip(xs, ys, qs, ws))]
+    return parts, feature_names
+
+
+def _located(i: int, e: Exception) -> LTRInputError:
+    err = LTRInputError(f"partition {i}: {e}")
+    err.partition = i
+    return err
+
+
+def _make_part(i, X, y, qid, w, qid_col):
+    """Validate partition ``i`` (on its worker) and group its rows by qid, stably."""
+    try:
+        if qid_col is not None:
+            qid = X[qid_col].to_numpy()
+            X = X.drop(columns=[qid_col])
+        Xa, _ = as_feature_matrix(X)
+        n = Xa.shape[0]
+        if y is None:
+            raise LTRInputError("labels y are required")
+        y_arr = check_labels(np.asarray(y), n)
+        q = np.asarray(qid)
+        if q.ndim != 1 or q.shape[0] != n:
+            raise LTRInputError(f"qid has shape {q.shape} but X has {n} rows")
+        offsets, order, qids = group_by_qid(q)
+        wa = None
+        if w is not None:
+            wa = np.asarray(w, dtype=np.float64).ravel()
+            bad = ~np.isfinite(wa) | (wa < 0)
+            if wa.shape[0] != n:
+                raise LTRInputError(f"sample_weight has {wa.shape[0]} rows but X has {n}")
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise LTRInputError(f"sample_weight[{row}]={wa[row]} must be finite and >= 0")
+            wa = wa.astype(np.float32)
+    except LTRInputError as e:
+        raise _located(i, e) from None
+    if order is not None:
+        Xa, y_arr = Xa[order], y_arr[order]
+        q = q[order]
+        wa = None if wa is None else wa[order]
+    return dict(X=Xa, y=y_arr, qid=q, offsets=offsets, qids=qids, w=wa, index=(i,), sizes=(n,))
+
+
+def _part_meta(part) -> dict:
+    """What the driver learns about a partition: O(queries), never its rows."""
+    return dict(
+        n=int(part["offsets"][-1]),
+        qids=part["qids"],
+        sizes=np.diff(part["offsets"]),
+        index=part["index"],
+    )
+
+
+def _hash_buckets(qid: NDArray, n_buckets: int) -> NDArray[np.int64]:
+    """A stable (seed-free, process-independent) hash of each qid, modulo ``n_buckets``."""
+    h = pd.util.hash_array(np.asarray(qid), categorize=False)
+    return (h % np.uint64(n_buckets)).astype(np.int64)
+
+
+def _split_part(part, n_buckets: int) -> list:
+    """Rows of ``part`` by ``hash(qid) % n_buckets``, each keeping its row order."""
+    b = _hash_buckets(part["qid"], n_buckets)
+    out = []
+    for k in range(n_buckets):
+        rows = np.flatnonzero(b == k)
+        out.append(
+            dict(
+                X=part["X"][rows],
+                y=part["y"][rows],
+                qid=part["qid"][rows],
+                w=None if part["w"] is None else part["w"][rows],
+                index=part["index"],
+                sizes=(rows.shape[0],),
+            )
+        )
+    return out
+
+
+def _concat_parts(*parts, renumber: int | None = None) -> dict:
+    """One partition from pieces in order (rows regrouped by qid, stably).
+
+    ``index``/``sizes``: the input partitions it holds and their rows (those of the
+    pieces, or ``renumber`` alone for a partition made by the shuffle)."""
+    X = np.concatenate([p["X"] for p in parts])
+    y = np.concatenate([p["y"] for p in parts])
+    q = np.concatenate([p["qid"] for p in parts])
+    ws = [p["w"] for p in parts]
+    w = None if all(v is None for v in ws) else np.concatenate(ws)
+    offsets, order, qids = group_by_qid(q)
+    if order is not None:
+        X, y, q = X[order], y[order], q[order]
+        w = None if w is None else w[order]
+    if renumber is None:
+        index = tuple(i for p in parts for i in p["index"])
+        sizes = tuple(n for p in parts for n in p["sizes"])
+    else:
+        index, sizes = (renumber,), (int(y.shape[0]),)
+    return dict(X=X, y=y, qid=q, offsets=offsets, qids=qids, w=w, index=index, sizes=sizes)
+
+
+def _pick(pieces, k):
+    return pieces[k]
+
+
+def _queries_whole(client, futures, regroup: bool, what: str):
+    """Partitions that keep every query whole: as they are, or after one hash shuffle."""
+    metas = client.gather(client.map(_part_meta, futures, pure=False))
+    if not metas:
+        raise LTRInputError(f"{what} has no partitions")
+    part_of = np.concatenate([np.full(len(m["qids"]), i) for i, m in enumerate(metas)])
+    qids = pd.Series(np.concatenate([m["qids"] for m in metas]))
+    dup = qids.duplicated(keep=False).to_numpy()
+    if dup.any():
+        first = int(np.flatnonzero(dup)[0])
+        q = qids.iloc[first]
+        where = part_of[dup & (qids == q).to_numpy()]
+        if not regroup:
+            raise LTRInputError(
+                f"{what}: query {q!r} is cut between partitions {int(where[0])} and "
+                f"{int(where[1])}; keep each query in one partition (set_index on the qid, "
+                "or query-partitioned Parquet from `ltrboost convert`) or pass regroup=True"
+            )
+        n_out = len(futures)
+        pieces = client.map(_split_part, futures, n_buckets=n_out, pure=False)
+        picked = [[client.submit(_pick, p, k, pure=False) for p in pieces] for k in range(n_out)]
+        futures = [
+            client.submit(_concat_parts, *row, renumber=k, pure=False)
+            for k, row in enumerate(picked)
+        ]
+        metas = client.gather(client.map(_part_meta, futures, pure=False))
+    keep = [i for i, m in enumerate(metas) if m["n"] > 0]
+    return [futures[i] for i in keep], [metas[i] for i in keep]
+
+
+# --------------------------------------------------------------------------- shards
+
+# Workers of a LocalCluster(processes=False) share one process: Numba's default
+# threading layer must not run two parallel kernels at once, so shard methods of one
+# process run one at a time (shards in different processes are unaffected).
+_LOCK = threading.Lock()
+
+
+def _column_summary(part) -> NDArray:
+    """Two rows per column: its first value and a different one if it varies (NaN
+    counting as one value), so that :class:`UsedFeatures` of the stacked summaries of
+    all shards equals that of all rows."""
+    X = part["X"]
+    first = X[0]
+    same = (X == first) | (np.isnan(X) & np.isnan(first))
+    other = X[np.argmax(~same, axis=0), np.arange(X.shape[1])]
+    return np.vstack([first, other])
+
+
+def _sample(part, rows, ids):
+    X = part["X"] if rows is None else part["X"][rows]
+    return X if ids is None else np.ascontiguousarray(X[:, ids])
+
+
+def _fit_binner(p: BoosterParams, *samples) -> BinMapper:
+    binner = BinMapper(
+        p.max_bins, random_state=p.random_state, min_samples_bin=int(p.min_samples_bin)
+    )
+    return binner.fit(np.concatenate(samples))
+
+
+def _init_partials(part) -> tuple[float, float, float, int]:
+    """``(sum w*y, sum w, sum y, n)`` of a shard (mart's mean label)."""
+    y = part["y"]
+    w = np.ones_like(y) if part["w"] is None else part["w"].astype(np.float64)
+    return float(np.dot(w, y)), float(w.sum()), float(y.sum()), int(y.shape[0])
+
+
+class _Shard:
+    """A worker's rows (whole queries): binned once, with its scores, gradients,
+    histogram state and validation rows.  Lives on the worker as a Dask Actor."""
+
+    def __init__(self, index, part, valid, binner, used_ids, params, q_lo, n_queries, n_out, init):
+        with _LOCK:
+            self.index = index
+            self.part_rows = (part["index"], part["sizes"])
+            self.params = params
+            self.n_threads = int(params.n_threads or 1)
+            self.q_lo = int(q_lo)
+            self.n_queries_total = int(n_queries)
+            self.binner = binner
+            self.ids = used_ids
+            ds = RankingDataset(
+                X=None, y=part["y"], query_offsets=part["offsets"], weights=part["w"]
+            )
+            self.ds = ds
+            self.objective = make_objective(params)
+            self.base_seed = getattr(self.objective, "_random_state", None)
+            self._guard(self.objective.prepare, ds)
+            self.n = ds.n_samples
+            self.X_binned = binner.transform(_sample(part, None, used_ids))
+            self.missing_bin = binner.missing_bin_
+            self.hist = LocalHistograms(self.X_binned, self.missing_bin, self.n_threads)
+            self.raw = np.empty((n_out, self.n), dtype=SCORE_DTYPE)
+            self.raw[:] = np.asarray(init)[:, None]
+            self.g = np.zeros((n_out, self.n), dtype=G_H_DTYPE)
+            self.h = np.zeros((n_out, self.n), dtype=G_H_DTYPE)
+            self.averaged = self.objective.update_rule == "averaged"
+            self.valid = []
+            for name, vpart in valid:
+                vds = RankingDataset(X=None, y=vpart["y"], query_offsets=vpart["offsets"])
+                vX = binner.transform(_sample(vpart, None, used_ids))
+                rv = np.empty((n_out, vds.n_samples), dtype=SCORE_DTYPE)
+                rv[:] = np.asarray(init)[:, None]
+                bound = self._guard(
+                    _bind_metrics,
+                    params,
+                    self.objective,
+                    vds,
+                    part=(vpart["index"], vpart["sizes"]),
+                )
+                for bm in bound:
+                    if getattr(getattr(bm, "_evaluator", None), "pooled", False):
+                        raise ValueError(
+                            f"metric {bm.name!r} is pooled over all queries, not a mean "
+                            "over queries: not available on Dask"
+                        )
+                self.valid.append((name, vds, vX, rv, bound))
+            self.bag = None
+            self.pairs = None
+
+    def _guard(self, fn, *args, part=None, **kwargs):
+        """Run ``fn``; an input error names the partition (and its row) it is in."""
+        part = self.part_rows if part is None else part
+        try:
+            return fn(*args, **kwargs)
+        except LTRInputError as e:
+            index, sizes = part
+            if e.row is None:
+                raise _located(index[0], e) from None
+            starts = np.concatenate(([0], np.cumsum(sizes)))
+            k = int(np.searchsorted(starts, e.row, side="right") - 1)
+            row = int(e.row - starts[k])
+            problem = e.problem.replace(f"y[{e.row}]", f"y[{row}]")
+            raise _located(index[k], LTRInputError(problem, row=row)) from None
+
+    def _seed(self, it: int) -> None:
+        """Per-query seeds ``random_state + it * N + q`` with the global ``N`` and ``q``."""
+        if self.base_seed is not None:
+            n_local = self.ds.n_queries
+            self.objective._random_state = (
+                self.base_seed + it * (self.n_queries_total - n_local) + self.q_lo
+            )
+
+    def gradients(self, it: int, chosen, ole: bool):
+        """Round ``it``: gradients of every output, the bag (``chosen`` global query
+        numbers or None) and the OLE pairs; returns the number of pairs."""
+        with _LOCK, threads(self.n_threads), np.errstate(over="ignore", invalid="ignore"):
+            raw = self.raw
+            scores = raw / averaged_divisor(it) if self.averaged else raw
+            n_out = raw.shape[0]
+            s = scores[0] if n_out == 1 else scores
+            g = self.g[0] if n_out == 1 else self.g
+            h = self.h[0] if n_out == 1 else self.h
+            self._seed(it)
+            self.objective.gradient_hessian(s, self.ds, g, h, iteration=it)
+            in_bag = None
+            self.bag = None
+            if chosen is not None:
+                off = self.ds.query_offsets
+                local = chosen[(chosen >= self.q_lo) & (chosen < self.q_lo + self.ds.n_queries)]
+                local = local - self.q_lo
+                sizes = off[local + 1] - off[local]
+                rows = np.repeat(off[local] - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+                rows = rows + np.arange(int(sizes.sum()))
+                self.bag = rows.astype(INDEX_DTYPE)
+                in_bag = np.zeros(self.n, dtype=bool)
+                in_bag[rows] = True
+            self.pairs = None
+            if ole:
+                pt = self.objective.pair_terms(s, self.ds, iteration=it)
+                if pt is not None:
+                    di, dj, rho = pt.doc_i, pt.doc_j, pt.rho
+                    if in_bag is not None:
+                        keep = in_bag[di] & in_bag[dj]
+                        di, dj, rho = di[keep], dj[keep], rho[keep]
+                    self.pairs = (
+                        np.ascontiguousarray(di, dtype=np.int32),
+                        np.ascontiguousarray(dj, dtype=np.int32),
+                        np.ascontiguousarray(rho, dtype=np.float64),
+                    )
+            return 0 if self.pairs is None else len(self.pairs[0])
+
+    def start_tree(self, k: int, feats, use_pairs: bool):
+        with _LOCK:
+            self.feats = feats
+            pairs = self.pairs if use_pairs else None
+            return self.hist.start_tree(self.g[k], self.h[k], self.bag, feats, pairs)
+
+    def root(self, rows):
+        with _LOCK, threads(self.n_threads):
+            return self.hist.root_histogram(rows)
+
+    def build(self, rows):
+        with _LOCK, threads(self.n_threads):
+            return self.hist.node_histogram(rows)
+
+    def split(self, rows, info, left_smaller: bool):
+        """Split the node's rows; also build the smaller child's histogram (one trip)."""
+        with _LOCK, threads(self.n_threads):
+            left, right = self.hist.split_rows(rows, info)
+            hist = self.hist.node_histogram(left if left_smaller else right)
+            return left, right, hist
+
+    def pair_sum(self, rows):
+        with _LOCK:
+            return self.hist.pair_sum(rows)
+
+    def pair_histogram(self, rows):
+        with _LOCK, threads(self.n_threads):
+            hist, psum = self.hist.pair_histogram(rows)
+            return hist.copy(), psum  # the shard's buffer is overwritten by the next call
+
+    def add_tree(self, it: int, k: int, nodes, leaves, learning_rate: float):
+        """Add the tree to the training and validation scores; check them finite."""
+        from ltrboost._checks import check_round_finite
+
+        with _LOCK, threads(self.n_threads), np.errstate(over="ignore", invalid="ignore"):
+            self.hist.add_tree(nodes, leaves, self.raw[k])
+            check_round_finite(
+                it, gradients=self.g[k], hessians=self.h[k], leaf_values=nodes["value"],
+                scores=self.raw[k], params=self.params, train_set=self.ds,
+                learning_rate=learning_rate,
+            )  # fmt: skip
+            for _, _, vX, rv, _ in self.valid:
+                predict_binned_tree(nodes, vX, self.missing_bin, rv[k])
+
+    def evaluate(self, it: int):
+        """Per validation set, per metric: per-query values (or a custom metric's
+        ``(value, n_queries)``)."""
+        out = {}
+        with _LOCK, threads(self.n_threads):
+            for name, vds, _, rv, bound in self.valid:
+                vscores = rv / averaged_divisor(it + 1) if self.averaged else rv
+                ranked = self.objective.transform(vscores)
+                res = []
+                for bm in bound:
+                    if hasattr(bm, "per_query"):
+                        res.append(np.asarray(bm.per_query(ranked), dtype=np.float64))
+                    else:
+                        res.append((float(bm(ranked)), vds.n_queries))
+                out[name] = res
+        return out
+
+
+# --------------------------------------------------------------------------- driver
+
+
+class _Cluster:
+    """The driver's handle of the shard actors: parallel calls, bounded waits."""
+
+    def __init__(self, client, actors, creation, workers, partitions, timeout):
+        self.client = client
+        self.actors = actors
+        self.creation = creation
+        self.workers = workers
+        self.partitions = partitions
+        self.timeout = timeout
+        self.stage = "setup"
+
+    def call(self, method: str, args_per_shard: Sequence[tuple]) -> list:
+        """``method`` on every shard at once; results in shard order."""
+        futs = [
+            getattr(a, method)(*args) for a, args in zip(self.actors, args_per_shard, strict=True)
+        ]
+        return [self._wait(i, f) for i, f in enumerate(futs)]
+
+    def same(self, method: str, *args) -> list:
+        return self.call(method, [args] * len(self.actors))
+
+    def _wait(self, i, fut):
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return fut.result(timeout=1.0)
+            except TimeoutError:
+                pass
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise DistributedTrainingError(
+                    f"{self._who(i)} did not answer within timeout={self.timeout} s "
+                    f"({self.stage}); training stopped"
+                )
+
+    def _who(self, i) -> str:
+        parts = self.partitions[i]
+        span = f"partition {parts[0]}" if len(parts) == 1 else f"partitions {parts[0]}-{parts[-1]}"
+        return f"worker {self.workers[i]} (shard {i}, {span})"
+
+    def _check_alive(self) -> None:
+        alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        for i, w in enumerate(self.workers):
+            if w not in alive or self.creation[i].status not in ("finished", "pending"):
+                raise DistributedTrainingError(
+                    f"{self._who(i)} was lost ({self.stage}); training stopped. Its rows "
+                    "lived only there: train again (with a callback saving checkpoints, "
+                    "continue locally from the last one)"
+                )
+
+
+class _RemotePairs:
+    """The grower only asks ``len(pairs[0])`` (whether the round has OLE pairs): the
+    pairs themselves stay on the shards."""
+
+    def __init__(self, n_pairs: int) -> None:
+        self._n = n_pairs
+
+    def __getitem__(self, k):
+        return range(self._n)
+
+
+class ShardedHistograms:
+    """The grower's :class:`~ltrboost.histogram.HistogramBuilder` over remote shards.
+
+    Same interface: every request goes to all shards at once and their partial results
+    are reduced by :func:`~ltrboost.histogram.reduce_histograms` in shard order.  Row
+    handles are tuples of one :class:`~ltrboost.histogram.RowRange` per shard.
+    """
+
+    partition = None
+
+    def __init__(self, cluster: _Cluster, n_features: int, missing_bin: int) -> None:
+        self.cluster = cluster
+        self.n_features = n_features
+        self.missing_bin = missing_bin
+        self.pool = HistogramPool(n_features, missing_bin + 1)
+        self.output = 0
+        self._pending: dict[int, NDArray] = {}
+
+    def start_tree(self, gradients, hessians, sample_indices, feature_indices, pairs):
+        self._features = feature_indices
+        self._pending.clear()
+        return tuple(
+            self.cluster.same("start_tree", self.output, feature_indices, pairs is not None)
+        )
+
+    def _reduce(self, parts, features):
+        if len(parts) == 1:
+            return parts[0]
+        return reduce_histograms(parts, self.pool.get(), features)
+
+    def root(self, rows, feature_indices) -> NodeHistogram:
+        parts = self.cluster.call("root", [(r,) for r in rows])
+        sum_g, sum_h, count = parts[0][1:]
+        for p in parts[1:]:
+            sum_g += p.sum_gradients
+            sum_h += p.sum_hessians
+            count += p.count
+        return NodeHistogram(
+            self._reduce([p.hist for p in parts], feature_indices), sum_g, sum_h, count
+        )
+
+    def split(self, rows, info):
+        left_smaller = info.count_left <= info.count_right  # the grower's choice
+        res = self.cluster.call("split", [(r, info, left_smaller) for r in rows])
+        left = tuple(r[0] for r in res)
+        right = tuple(r[1] for r in res)
+        self._pending[id(left if left_smaller else right)] = self._reduce(
+            [r[2] for r in res], self._features
+        )
+        return left, right
+
+    def build(self, rows, feature_indices):
+        hist = self._pending.pop(id(rows), None)
+        if hist is not None:
+            return hist
+        return self._reduce(self.cluster.call("build", [(r,) for r in rows]), feature_indices)
+
+    def subtract(self, parent, child, feature_indices):
+        subtract_histograms(parent, child, feature_indices)
+        return parent
+
+    def release(self, hist) -> None:
+        if hist is not None:
+            self.pool.release(hist)
+
+    def pair_sum(self, rows) -> float:
+        total = 0.0
+        for v in self.cluster.call("pair_sum", [(r,) for r in rows]):
+            total += v
+        return total
+
+    def pair_histogram(self, rows, feature_indices):
+        parts = self.cluster.call("pair_histogram", [(r,) for r in rows])
+        total = (
+            parts[0][0]
+            if len(parts) == 1
+            else reduce_histograms([p[0] for p in parts], None, feature_indices)
+        )
+        psum = parts[0][1]
+        for p in parts[1:]:
+            psum += p[1]
+        return total, psum
+
+
+def _unsupported(objective, params) -> str | None:
+    cls = type(objective)
+    if objective.leaf_rule == "line_search":
+        return "its line search needs every row's scores"
+    if cls.n_outputs is not Objective.n_outputs:
+        return "it has several outputs"
+    if cls.init_score is not Objective.init_score and objective.name != "mart":
+        return "its initial score depends on all the data"
+    if getattr(objective, "params", {}).get("lambda_metric") == "err":
+        return "ERR lambdas normalise by the largest label of all the data"
+    return None
+
+
+class _DaskTraining(Training):
+    """:class:`~ltrboost.booster.Training` whose data steps run on the shards."""
+
+    def __init__(self, client, params, objective, train, valid, timeout):  # noqa: PLR0915
+        self.t_start = time.perf_counter()
+        self.params = params
+        self.objective = objective
+        self.n_threads = int(params.n_threads or 1)
+        self.rng = np.random.default_rng(params.random_state)
+        self.n_out = 1
+        self.averaged = objective.update_rule == "averaged"
+        futures, metas, feature_names = train
+        self.train_set = types.SimpleNamespace(feature_names=feature_names)
+        sizes = np.concatenate([m["sizes"] for m in metas])
+        self.query_offsets = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.query_offsets[1:])
+        self.n = int(self.query_offsets[-1])
+        # partitions -> workers in contiguous blocks, in sorted worker order
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        if not workers:
+            raise DistributedTrainingError("the Dask cluster has no workers")
+        n_parts = len(futures)
+        n_shards = min(len(workers), n_parts)
+        blocks = [
+            [j for j in range(n_parts) if j * n_shards // n_parts == s] for s in range(n_shards)
+        ]
+        shard_workers = [workers[s] for s in range(n_shards)]
+        data = [
+            client.submit(_concat_parts, *[futures[j] for j in b], workers=[w], pure=False)
+            for b, w in zip(blocks, shard_workers, strict=True)
+        ]
+        row_lo = [0]
+        q_lo = [0]
+        for b in blocks:
+            row_lo.append(row_lo[-1] + sum(metas[j]["n"] for j in b))
+            q_lo.append(q_lo[-1] + sum(len(metas[j]["qids"]) for j in b))
+        # features: which vary (two rows per shard), bins (the local sample's rows)
+        summaries = client.gather(
+            [
+                client.submit(_column_summary, d, workers=[w], pure=False)
+                for d, w in zip(data, shard_workers)
+            ]
+        )
+        self.used = UsedFeatures(np.vstack(summaries))
+        self.n_features = self.used.n_features
+        p = params
+        check_histogram_memory(
+            self.used, p, self.n, p.split_criterion == "ole" and objective.is_pairwise
+        )
+        rows = None  # BinMapper.fit's draw over the global rows, when it subsamples
+        if self.n > DEFAULT_SUBSAMPLE:
+            rng = np.random.default_rng(p.random_state)
+            rows = np.sort(rng.choice(self.n, DEFAULT_SUBSAMPLE, replace=False))
+        ids = None if self.used.all_used else self.used.ids
+        samples = []
+        for s, (d, w) in enumerate(zip(data, shard_workers, strict=True)):
+            r = None
+            if rows is not None:
+                lo, hi = row_lo[s], row_lo[s + 1]
+                r = rows[(rows >= lo) & (rows < hi)] - lo
+            samples.append(client.submit(_sample, d, r, ids, workers=[w], pure=False))
+        self.binner = client.submit(
+            _fit_binner, p, *samples, workers=[shard_workers[0]], pure=False
+        ).result()
+        del samples
+        # initial score
+        init = np.zeros(1, dtype=np.float64)
+        if type(objective).init_score is not Objective.init_score:  # mart
+            parts = client.gather([client.submit(_init_partials, d, pure=False) for d in data])
+            wy, ws, ys, ns = (sum(v) for v in zip(*parts))
+            if objective.params.get("init") != "zero" and ns > 0:
+                init[0] = wy / ws if ws > 0 else ys / ns
+        self.init = init
+        # validation partitions go to the same workers, in contiguous blocks
+        valid_data = [[] for _ in range(n_shards)]
+        self.valid_names = []
+        for name, (vfut, vmeta, _) in valid:
+            self.valid_names.append(name)
+            m = len(vfut)
+            for j in range(m):
+                valid_data[j * n_shards // m].append((name, j))
+        shard_valid = []
+        for s in range(n_shards):
+            entries = []
+            for name, (vfut, _, _) in valid:
+                mine = [vfut[j] for (nm, j) in valid_data[s] if nm == name]
+                if mine:
+                    entries.append(
+                        (
+                            name,
+                            client.submit(
+                                _concat_parts, *mine, workers=[shard_workers[s]], pure=False
+                            ),
+                        )
+                    )
+            shard_valid.append(entries)
+        creation = [
+            client.submit(
+                _Shard,
+                s,
+                data[s],
+                shard_valid[s],
+                self.binner,
+                ids,
+                p,
+                q_lo[s],
+                len(sizes),
+                1,
+                init,
+                workers=[shard_workers[s]],
+                actor=True,
+                allow_other_workers=False,
+                pure=False,
+            )  # fmt: skip
+            for s in range(n_shards)
+        ]
+        partitions = [[i for j in b for i in metas[j]["index"]] for b in blocks]
+        self.cluster = _Cluster(
+            client, [None] * n_shards, creation, shard_workers, partitions, timeout
+        )
+        self.cluster.stage = "binning the shards"
+        self.cluster.actors = [self.cluster._wait(s, f) for s, f in enumerate(creation)]
+        del data, shard_valid
+        self.builder = ShardedHistograms(self.cluster, self.used.n_used, self.binner.missing_bin_)
+        self.grower = TreeGrower(
+            None,
+            self.binner.n_bins_non_missing_,
+            self.binner.missing_bin_,
+            self.binner.thresholds_matrix(),
+            GrowerParams(**p.tree_kwargs()),
+            n_threads=self.n_threads,
+            histograms=self.builder,
+        )
+        from ltrboost.booster import metric_names
+
+        self.metric_names = metric_names(p, objective)
+        self.valid = [types.SimpleNamespace(name=n) for n in self.valid_names]
+        self.trees = []
+        self.outputs = []
+        self.evals_result = {n: {m: [] for m in self.metric_names} for n in self.valid_names}
+        self.best_score = None
+        self.best_iter = 0
+        self.learning_rate = float(
+            objective.default_learning_rate if p.learning_rate is None else p.learning_rate
+        )
+
+    def boost_round(self, it: int, gradients=None, hessians=None) -> None:
+        p = self.params
+        c = self.cluster
+        c.stage = f"round {it + 1}"
+        chosen = None
+        if p.subsample < 1.0:  # the draws of booster._draw_bag, in the same order
+            n_queries = self.query_offsets.shape[0] - 1
+            k = max(1, int(round(p.subsample * n_queries)))
+            chosen = np.sort(self.rng.choice(n_queries, size=k, replace=False))
+        ole = p.split_criterion == "ole" and self.objective.is_pairwise
+        n_pairs = sum(c.same("gradients", it, chosen, ole))
+        pairs = _RemotePairs(n_pairs) if ole else None
+        feats = self.used.to_compact(self.draw_features())
+        self.builder.output = 0
+        grown = self.grower.grow(None, None, chosen, feats, pairs)
+        nodes = grown.nodes
+        nodes["value"] *= self.learning_rate
+        c.call(
+            "add_tree",
+            [
+                (it, 0, nodes, [(r[s], i) for r, i in grown.leaves], self.learning_rate)
+                for s in range(len(c.actors))
+            ],
+        )
+        self.trees.append(self.used.to_original(nodes))
+        self.outputs.append(0)
+
+    def evaluate(self, iteration: int):
+        evaluation = {}
+        if not self.valid_names:
+            return evaluation
+        from ltrboost.metrics.registry import _mean
+
+        per_shard = self.cluster.same("evaluate", iteration)
+        # a shard answers for the validation sets it holds rows of
+        for name in self.valid_names:
+            res = {}
+            for m, mname in enumerate(self.metric_names):
+                arrays, weighted = [], []
+                for shard in per_shard:
+                    if name in shard:
+                        item = shard[name][m]
+                        (weighted if isinstance(item, tuple) else arrays).append(item)
+                if arrays:
+                    val = float(_mean(np.concatenate(arrays)))
+                else:  # a custom metric: mean of the shards' values weighted by queries
+                    val = sum(a * n for a, n in weighted) / max(1, sum(n for _, n in weighted))
+                res[mname] = val
+                self.evals_result[name][mname].append(val)
+            evaluation[name] = res
+        return evaluation
+
+    def run(self, callbacks=(), init_model=None) -> Booster:
+        n_estimators = int(self.params.n_estimators)
+        for it in range(n_estimators):
+            self.boost_round(it)
+            evaluation = self.evaluate(it)
+            stop = self.should_stop(it, evaluation)
+            env = CallbackEnv(
+                iteration=it,
+                n_estimators=n_estimators,
+                evaluation=evaluation,
+                best_iteration=self.best_iter,
+                best_score=self.best_score,
+                elapsed=time.perf_counter() - self.t_start,
+                snapshot=self.booster,
+            )
+            for cb in callbacks:
+                if cb(env):
+                    stop = True
+            if stop:
+                break
+        return self.booster()
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def _on_cluster(client, data: DaskData, regroup: bool, what: str):
+    """Validated partitions (futures on the workers) with every query whole."""
+    if not isinstance(data, DaskData):
+        raise TypeError(f"{what} must be a DaskData(X, y, qid), not {type(data).__name__}")
+    parts, feature_names = _input_parts(data)
+    futures = client.compute(parts)
+    futures, metas = _queries_whole(client, futures, regroup, what)
+    if not futures:
+        raise LTRInputError(f"{what} is empty")
+    return futures, metas, feature_names
+
+
+def train(
+    client,
+    params: BoosterParams | dict[str, Any],
+    train: DaskData,
+    valid_sets: Sequence[tuple[str, DaskData]] = (),
+    *,
+    callbacks: Sequence[Callable[[CallbackEnv], bool | None]] = (),
+    regroup: bool = True,
+    timeout: float = 600.0,
+) -> Booster:
+    """Train a ranker on a Dask cluster; returns a plain :class:`~ltrboost.Booster`.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    params : BoosterParams or dict
+        As :func:`ltrboost.train`; ``n_threads`` is the Numba threads of each worker
+        (default 1 here: give each Dask worker one thread per core it may use).
+    train : DaskData
+    valid_sets : sequence of (name, DaskData)
+        Scored on the workers after every round; the first drives early stopping.
+    callbacks : as :func:`ltrboost.train` (``env.snapshot()`` gives the model so far,
+        e.g. for checkpoints).
+    regroup : bool, default=True
+        A query found in two partitions: shuffle the rows by ``hash(qid)`` once (True)
+        or raise :class:`~ltrboost.dataset.LTRInputError` naming the query and the two
+        partitions (False).
+    timeout : float, default=600
+        Seconds a step may wait for a worker before :class:`DistributedTrainingError`;
+        a lost worker is reported within about a second.
+    """
+    if isinstance(params, dict):
+        params = BoosterParams.from_dict(params)
+    params.validate()
+    objective = make_objective(params)
+    why = _unsupported(objective, params)
+    if why is not None:
+        raise ValueError(
+            f"objective {objective.name!r} cannot be trained on Dask: {why}; train it locally"
+        )
+    check_metrics(params, objective)
+    check_training_setup(params, objective, valid_sets)
+    tr = _on_cluster(client, train, regroup, "the training set")
+    vs = [(n, _on_cluster(client, d, regroup, f"validation set {n!r}")) for n, d in valid_sets]
+    with np.errstate(over="ignore", invalid="ignore"):
+        run = _DaskTraining(client, params, objective, tr, vs, timeout)
+        try:
+            return run.run(callbacks)
+        finally:
+            run.cluster.actors = []
+
+
+def _predict_frame(df, booster, columns):
+    return pd.Series(booster.predict(np.asarray(df[columns], dtype=np.float64)), index=df.index)
+
+
+def _predict_block(block, booster):
+    return booster.predict(np.asarray(block, dtype=np.float64))
+
+
+class DaskRanker(Ranker):
+    """:class:`~ltrboost.Ranker` trained on a Dask cluster (see the module docstring).
+
+    Parameters: every :class:`~ltrboost.Ranker` parameter, plus
+
+    client : distributed.Client, optional
+        Default: the current default client (``distributed.default_client()``).
+    regroup : bool, default=True
+        See :func:`train`.
+    timeout : float, default=600
+        See :func:`train`.
+
+    Attributes: those of :class:`~ltrboost.Ranker` (``booster_`` a plain Booster).
+    """
+
+    def __init__(self, *, client=None, regroup: bool = True, timeout: float = 600.0, **params):
+        super().__init__(**params)
+        self.client = client
+        self.regroup = regroup
+        self.timeout = timeout
+
+    def fit(  # type: ignore[override]
+        self,
+        X: Any,
+        y: Any,
+        *,
+        qid: Any = None,
+        sample_weight: Any = None,
+        eval_set: Sequence[tuple] | None = None,
+        eval_names: Sequence[str] | None = None,
+        eval_qid: Sequence[Any] | None = None,
+        eval_metric: str | list[str] | None = None,
+        early_stopping_rounds: int | None = None,
+        callbacks: Sequence[Callable[[CallbackEnv], bool | None]] = (),
+    ) -> DaskRanker:
+        """Fit on Dask data: ``X`` a dask DataFrame (may hold a ``qid`` column) or dask
+        array; ``y`` a Dask Series/array with the same partitions; ``qid`` a column
+        name, Dask Series or array.  ``eval_set``: list of ``(X, y)`` or
+        ``(X, y, qid)`` (or ``eval_qid``, one entry per set)."""
+        from distributed import default_client
+
+        params = self._booster_params(
+            eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
+        )
+        eval_set = list(eval_set or ())
+        if eval_qid is not None and len(eval_qid) != len(eval_set):
+            raise ValueError(
+                f"eval_qid has {len(eval_qid)} entries but eval_set has {len(eval_set)}"
+            )
+        valid = []
+        for k, es in enumerate(eval_set):
+            vq = es[2] if len(es) > 2 else (eval_qid[k] if eval_qid is not None else None)
+            name = (list(eval_names)[k] if eval_names else None) or f"valid_{k}"
+            valid.append((name, DaskData(es[0], es[1], vq)))
+        client = self.client or default_client()
+        self.booster_ = train(
+            client,
+            params,
+            DaskData(X, y, qid, sample_weight),
+            valid,
+            callbacks=callbacks,
+            regroup=self.regroup,
+            timeout=self.timeout,
+        )
+        self.n_features_in_ = self.booster_.n_features
+        if self.booster_.feature_names is not None:
+            self.feature_names_in_ = np.asarray(self.booster_.feature_names, dtype=object)
+        return self
+
+    def predict(self, X: Any, *, iteration: int | None = None):  # type: ignore[override]
+        """Lazy scores: a Dask Series (DataFrame input; the qid column is ignored) or a
+        1-D Dask array, partition by partition with the plain booster."""
+        self._check_fitted()
+        booster = self.booster_
+        if iteration is not None:
+            booster = Booster.from_dict(booster.to_dict())
+            booster.trees = booster.trees[: iteration * booster.n_outputs]
+            booster.tree_outputs = booster.tree_outputs[: iteration * booster.n_outputs]
+        if _is_dask_frame(X):
+            names = booster.feature_names or [c for c in X.columns if c != "qid"]
+            return X.map_partitions(
+                _predict_frame, booster, list(names), meta=pd.Series(dtype=np.float64)
+            )
+        if X.ndim == 2 and X.numblocks[1] != 1:
+            X = X.rechunk({1: -1})
+        return X.map_blocks(_predict_block, booster, drop_axis=1, dtype=np.float64)
+
+    def to_local(self) -> Ranker:
+        """A plain :class:`~ltrboost.Ranker` holding the same booster (no Dask needed)."""
+        self._check_fitted()
+        local = Ranker(**{k: getattr(self, k) for k in PARAM_NAMES + ESTIMATOR_PARAM_NAMES})
+        local.booster_ = self.booster_
+        local.n_features_in_ = self.booster_.n_features
+        if hasattr(self, "feature_names_in_"):
+            local.feature_names_in_ = self.feature_names_in_
+        return local
+
+
+def _dask_ranker_signature():
+    import inspect
+
+    sig = inspect.signature(Ranker.__init__)
+    extra = [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
+        for n, d in (("client", None), ("regroup", True), ("timeout", 600.0))
+    ]
+    return sig.replace(parameters=[*sig.parameters.values(), *extra])
+
+
+# scikit-learn reads the parameters from the signature: the Ranker's ones plus ours
+DaskRanker.__init__.__signature__ = _dask_ranker_signature()  # type: ignore[attr-defined]
