@@ -166,7 +166,10 @@ def _input_parts(data: DaskData) -> tuple[list, list[str] | None]:
     qs = _delayed_blocks(qid, len(xs), "qid") if qid_col is None else [None] * len(xs)
     ws = _delayed_blocks(data.sample_weight, len(xs), "sample_weight")
     make = delayed(_make_part, pure=True)
-    parts = [make(i, x, y, q, w, qid_col) for i, (x, y, q, w) in enumerate(zip(xs, ys, qs, ws))]
+    parts = [
+        make(i, x, y, q, w, qid_col)
+        for i, (x, y, q, w) in enumerate(zip(xs, ys, qs, ws, strict=True))
+    ]
     return parts, feature_names
 
 
@@ -533,9 +536,13 @@ class _Cluster:
 
     def call(self, method: str, args_per_shard: Sequence[tuple]) -> list:
         """``method`` on every shard at once; results in shard order."""
-        futs = [
-            getattr(a, method)(*args) for a, args in zip(self.actors, args_per_shard, strict=True)
-        ]
+        futs = []
+        for a, args in zip(self.actors, args_per_shard, strict=True):
+            try:
+                futs.append(getattr(a, method)(*args))
+            except RuntimeError:  # "Worker holding Actor was lost"
+                self._check_alive()
+                raise
         return [self._wait(i, f) for i, f in enumerate(futs)]
 
     def same(self, method: str, *args) -> list:
@@ -548,6 +555,9 @@ class _Cluster:
                 return fut.result(timeout=1.0)
             except TimeoutError:
                 pass
+            except OSError:  # "Unable to contact Actor's worker"
+                self._check_alive()
+                raise
             self._check_alive()
             if time.monotonic() > deadline:
                 raise DistributedTrainingError(
@@ -682,7 +692,7 @@ def _unsupported(objective, params) -> str | None:
 class _DaskTraining(Training):
     """:class:`~ltrboost.booster.Training` whose data steps run on the shards."""
 
-    def __init__(self, client, params, objective, train, valid, timeout):  # noqa: PLR0915
+    def __init__(self, client, params, objective, train, valid, timeout):
         self.t_start = time.perf_counter()
         self.params = params
         self.objective = objective
@@ -719,7 +729,7 @@ class _DaskTraining(Training):
         summaries = client.gather(
             [
                 client.submit(_column_summary, d, workers=[w], pure=False)
-                for d, w in zip(data, shard_workers)
+                for d, w in zip(data, shard_workers, strict=True)
             ]
         )
         self.used = UsedFeatures(np.vstack(summaries))
@@ -747,15 +757,20 @@ class _DaskTraining(Training):
         # initial score
         init = np.zeros(1, dtype=np.float64)
         if type(objective).init_score is not Objective.init_score:  # mart
-            parts = client.gather([client.submit(_init_partials, d, pure=False) for d in data])
-            wy, ws, ys, ns = (sum(v) for v in zip(*parts))
+            parts = client.gather(
+                [
+                    client.submit(_init_partials, d, workers=[w], pure=False)
+                    for d, w in zip(data, shard_workers, strict=True)
+                ]
+            )
+            wy, ws, ys, ns = (sum(v) for v in zip(*parts, strict=True))
             if objective.params.get("init") != "zero" and ns > 0:
                 init[0] = wy / ws if ws > 0 else ys / ns
         self.init = init
         # validation partitions go to the same workers, in contiguous blocks
         valid_data = [[] for _ in range(n_shards)]
         self.valid_names = []
-        for name, (vfut, vmeta, _) in valid:
+        for name, (vfut, _, _) in valid:
             self.valid_names.append(name)
             m = len(vfut)
             for j in range(m):
@@ -792,7 +807,7 @@ class _DaskTraining(Training):
                 actor=True,
                 allow_other_workers=False,
                 pure=False,
-            )  # fmt: skip
+            )
             for s in range(n_shards)
         ]
         partitions = [[i for j in b for i in metas[j]["index"]] for b in blocks]
@@ -1061,6 +1076,11 @@ class DaskRanker(Ranker):
         if X.ndim == 2 and X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
         return X.map_blocks(_predict_block, booster, drop_axis=1, dtype=np.float64)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["client"] = None  # a Client cannot be pickled; it is not part of the model
+        return state
 
     def to_local(self) -> Ranker:
         """A plain :class:`~ltrboost.Ranker` holding the same booster (no Dask needed)."""
