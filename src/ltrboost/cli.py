@@ -353,6 +353,25 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser(
+        "convert",
+        help="LETOR/svmlight -> query-partitioned Parquet (qid, label, f1..fN) for Dask",
+    )
+    p.add_argument("data", help="LETOR/svmlight file with qid: (or a .query sidecar)")
+    p.add_argument("output", help="folder to create, e.g. train.parquet")
+    p.add_argument(
+        "--rows-per-file",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="close a file at the first query boundary after N rows (default 1000000); "
+        "each file is one partition of dask.dataframe.read_parquet, queries whole",
+    )
+    p.add_argument("--missing", choices=("zero", "nan"), default="zero")
+    p.add_argument("--quiet", "-q", action="store_true")
+    _add_missing_token_flag(p)
+    p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser(
         "clicks", help="click logs: simulate them from graded data, mine preference pairs"
     )
     csub = p.add_subparsers(dest="clicks_command", required=True)
@@ -973,6 +992,21 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------- generate
+def cmd_convert(args: argparse.Namespace) -> int:
+    """LETOR -> query-partitioned Parquet (format: :mod:`ltrboost.io.parquet`)."""
+    from ltrboost.io.parquet import letor_to_parquet
+
+    files = letor_to_parquet(
+        args.data,
+        args.output,
+        rows_per_file=args.rows_per_file,
+        missing=args.missing,
+        na_values=args.missing_token,
+    )
+    print(f"wrote {len(files)} Parquet files to {args.output}", file=sys.stderr)
+    return 0
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     """Synthetic train/vali/test files (60/20/20 split of queries) from one generator."""
     import numpy as np

@@ -127,7 +127,7 @@ def _delayed_blocks(obj, n_parts: int | None, name: str) -> list:
     if obj is None:
         return [None] * int(n_parts or 0)
     if _is_dask_frame(obj):
-        parts = list(obj.to_delayed())
+        parts = list(obj.to_delayed(optimize_graph=False))
     elif isinstance(obj, da.Array):
         if obj.ndim == 2 and obj.numblocks[1] != 1:
             obj = obj.rechunk({1: -1})
@@ -143,34 +143,53 @@ def _delayed_blocks(obj, n_parts: int | None, name: str) -> list:
 
 
 def _input_parts(data: DaskData) -> tuple[list, list[str] | None]:
-    """Delayed ``_make_part`` calls, one per partition, and the feature names."""
+    """Delayed ``_make_part`` calls, one per partition, and the feature names.
+
+    Labels, qids and weights that are columns of a DataFrame ``X`` come with its
+    partitions (the best form: Dask may fuse small Parquet files into one partition
+    when reading few columns, always whole files).  Given as separate Dask Series they
+    are paired with ``X`` partition by partition as the collections are written
+    (unoptimised graphs, so that both keep their partitions), not joined on the index.
+    """
     from dask import delayed
 
     X, qid = data.X, data.qid
-    feature_names = None
-    qid_col = None
+    make = delayed(_make_part, pure=True)
+    roles = {"y": data.y, "qid": qid, "w": data.sample_weight}
     if _is_dask_frame(X):
         cols = list(X.columns)
-        if qid is None and "qid" in cols:
-            qid = "qid"
-        if isinstance(qid, str):
-            if qid not in cols:
-                raise LTRInputError(f"qid={qid!r} is not a column of X")
-            qid_col = qid
-            qid = None
-        feature_names = [str(c) for c in cols if c != qid_col]
-    elif qid is None:
-        raise LTRInputError("give qid= (a dask array or Series aligned with X)")
+        if roles["qid"] is None and "qid" in cols:
+            roles["qid"] = "qid"
+        if roles["y"] is None:
+            raise LTRInputError("labels y are required")
+        if roles["qid"] is None:
+            raise LTRInputError("give qid= (a column name, a dask Series or array)")
+        named = {}
+        for role, value in roles.items():
+            if isinstance(value, str):
+                if value not in cols:
+                    raise LTRInputError(f"{role}={value!r} is not a column of X")
+                named[role] = value
+        separate = [r for r, v in roles.items() if v is not None and r not in named]
+        frames = list(X.to_delayed(optimize_graph=not separate))
+        blocks = {r: _delayed_blocks(roles[r], len(frames), r) for r in separate}
+        feature_names = [str(c) for c in cols if c not in set(named.values())]
+        parts = [
+            make(i, f, *(blocks[r][i] if r in blocks else None for r in ("y", "qid", "w")), named)
+            for i, f in enumerate(frames)
+        ]
+        return parts, feature_names
+    if qid is None:
+        raise LTRInputError("give qid= (a dask array aligned with X)")
     xs = _delayed_blocks(X, None, "X")
-    ys = _delayed_blocks(data.y, len(xs), "y")
-    qs = _delayed_blocks(qid, len(xs), "qid") if qid_col is None else [None] * len(xs)
-    ws = _delayed_blocks(data.sample_weight, len(xs), "sample_weight")
-    make = delayed(_make_part, pure=True)
+    ys = _delayed_blocks(roles["y"], len(xs), "y")
+    qs = _delayed_blocks(qid, len(xs), "qid")
+    ws = _delayed_blocks(roles["w"], len(xs), "sample_weight")
     parts = [
-        make(i, x, y, q, w, qid_col)
-        for i, (x, y, q, w) in enumerate(zip(xs, ys, qs, ws, strict=True))
+        make(i, x, yy, q, ww, None)
+        for i, (x, yy, q, ww) in enumerate(zip(xs, ys, qs, ws, strict=True))
     ]
-    return parts, feature_names
+    return parts, None
 
 
 def _located(i: int, e: Exception) -> LTRInputError:
@@ -179,12 +198,16 @@ def _located(i: int, e: Exception) -> LTRInputError:
     return err
 
 
-def _make_part(i, X, y, qid, w, qid_col):
-    """Validate partition ``i`` (on its worker) and group its rows by qid, stably."""
+def _make_part(i, X, y, qid, w, named):
+    """Validate partition ``i`` (on its worker) and group its rows by qid, stably.
+
+    ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``."""
     try:
-        if qid_col is not None:
-            qid = X[qid_col].to_numpy()
-            X = X.drop(columns=[qid_col])
+        if named:
+            y = X[named["y"]].to_numpy() if "y" in named else y
+            qid = X[named["qid"]].to_numpy() if "qid" in named else qid
+            w = X[named["w"]].to_numpy() if "w" in named else w
+            X = X.drop(columns=list(named.values()))
         Xa, _ = as_feature_matrix(X)
         n = Xa.shape[0]
         if y is None:

@@ -1,0 +1,91 @@
+"""LETOR/svmlight -> query-partitioned Parquet (``ltrboost convert``), for Dask.
+
+Layout (a folder, e.g. ``train.parquet/``):
+
+* ``part.00000.parquet``, ``part.00001.parquet``, ...: whole queries, in the order of
+  their first line in the text file, about ``rows_per_file`` rows each (a file is
+  closed at the first query boundary at or after ``rows_per_file`` rows; a larger
+  query fills a file on its own).  Each file is one row group, so that
+  ``dask.dataframe.read_parquet(folder)`` reads one partition per file: every query
+  lies in one partition and :mod:`ltrboost.dask` uses them as they are.
+* Columns: ``qid`` (int64), ``label`` (float64), then ``f1 .. fN`` (float64: the
+  LETOR feature indices, 1-based), absent features as 0 or NaN (``missing``).
+
+Rows of one query keep their order in the text file.  The text file is parsed once in
+memory (:func:`~ltrboost.io.letor.load_svmlight`); needs ``pyarrow``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from ltrboost.dataset import LTRInputError, group_by_qid
+
+
+def query_file_bounds(offsets: np.ndarray, rows_per_file: int) -> list[tuple[int, int]]:
+    """Row ranges ``[start, stop)`` of the files: whole queries, a file closed at the
+    first query boundary at or after ``rows_per_file`` rows."""
+    bounds = []
+    start = 0
+    n = int(offsets[-1])
+    while start < n:
+        q = int(np.searchsorted(offsets, start + rows_per_file, side="left"))
+        stop = int(offsets[min(q, offsets.shape[0] - 1)])
+        if stop <= start:  # pragma: no cover - offsets strictly increase
+            stop = n
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def letor_to_parquet(
+    path: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    rows_per_file: int = 1_000_000,
+    missing: str = "zero",
+    na_values: str | Sequence[str] | None = None,
+    n_features: int | None = None,
+) -> list[str]:
+    """Write the LETOR/svmlight file ``path`` as query-partitioned Parquet in ``out``.
+
+    Returns the files written.  ``out`` must not exist or be an empty folder (files of
+    an earlier conversion would be read back as partitions).  Raises
+    :class:`~ltrboost.dataset.LTRInputError` for a file without ``qid:`` (and without
+    a ``.query`` sidecar) and for the parser's own errors (``path:line: problem``).
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - pyarrow comes with the dask extra
+        raise ImportError("ltrboost convert needs pyarrow: pip install 'ltrboost[dask]'") from None
+    from ltrboost.io.letor import load_svmlight
+
+    if int(rows_per_file) < 1:
+        raise ValueError(f"--rows-per-file={rows_per_file} must be >= 1")
+    out = os.fspath(out)
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        raise FileExistsError(f"{out} exists and is not an empty folder; choose a new path")
+    data = load_svmlight(path, n_features=n_features, missing=missing, na_values=na_values)
+    if data.qid is None:
+        raise LTRInputError(
+            "no qid: on the lines and no .query file: the queries are unknown", path=str(path)
+        )
+    offsets, order, _ = group_by_qid(data.qid)
+    X, y, qid = data.X, data.y, data.qid
+    if order is not None:
+        X, y, qid = X[order], y[order], qid[order]
+    names = ["qid", "label"] + [f"f{j + 1}" for j in range(X.shape[1])]
+    os.makedirs(out, exist_ok=True)
+    written = []
+    for k, (a, b) in enumerate(query_file_bounds(offsets, int(rows_per_file))):
+        cols = [pa.array(qid[a:b].astype(np.int64)), pa.array(y[a:b])]
+        cols += [pa.array(np.ascontiguousarray(X[a:b, j])) for j in range(X.shape[1])]
+        table = pa.Table.from_arrays(cols, names=names)
+        name = os.path.join(out, f"part.{k:05d}.parquet")
+        pq.write_table(table, name, row_group_size=max(1, b - a))
+        written.append(name)
+    return written
