@@ -301,3 +301,16 @@ def test_convert_writes_query_partitioned_parquet_that_trains_like_the_text(clie
     local.save_model(str(tmp_path / "model.json"))
     # a second conversion into the same folder is refused (old parts would be read)
     assert main(["convert", str(txt), str(out), "-q"]) != 0
+
+
+def test_readme_dask_example_runs(tmp_path, monkeypatch):
+    import re
+    from pathlib import Path
+
+    pytest.importorskip("pyarrow")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"<!-- dask-example:[^>]*-->\s*```python\n(.*?)```", readme, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    assert (tmp_path / "model.json").exists()
+    assert len(list((tmp_path / "train.parquet").iterdir())) > 1
