@@ -130,10 +130,18 @@ def test_repeated_runs_write_byte_identical_models(client, tmp_path):
     params = dict(CONFIGS["lambdamart"], n_estimators=3)
     paths = []
     for k in range(2):
-        b = ldask.train(client, params, _dask_data(X, y, qid, 4))
+        stats = {}
+        b = ldask.train(client, params, _dask_data(X, y, qid, 4), stats=stats)
         paths.append(tmp_path / f"m{k}.json")
         b.save_model(paths[-1])
     assert paths[0].read_bytes() == paths[1].read_bytes()
+    # one round trip per split (the split and the smaller child's histogram), plus
+    # gradients, tree start, root and score update per tree
+    assert stats["shards"] == 2
+    assert stats["trees"] == 3
+    n_splits = sum(int((t["is_leaf"] == 0).sum()) for t in b.trees)
+    assert stats["round_trips"] == 4 * 3 + n_splits
+    assert stats["bytes_to_driver"] > 0
 
 
 def _frame(X, y, qid, n_parts):

@@ -556,17 +556,26 @@ class _Cluster:
         self.partitions = partitions
         self.timeout = timeout
         self.stage = "setup"
+        # traffic of the training steps (array payloads; a few hundred bytes of
+        # framing per message come on top): see train(stats=)
+        self.round_trips = 0
+        self.bytes_to_driver = 0
+        self.bytes_from_driver = 0
 
     def call(self, method: str, args_per_shard: Sequence[tuple]) -> list:
         """``method`` on every shard at once; results in shard order."""
         futs = []
+        self.round_trips += 1
+        self.bytes_from_driver += _payload_bytes(args_per_shard)
         for a, args in zip(self.actors, args_per_shard, strict=True):
             try:
                 futs.append(getattr(a, method)(*args))
             except RuntimeError:  # "Worker holding Actor was lost"
                 self._check_alive()
                 raise
-        return [self._wait(i, f) for i, f in enumerate(futs)]
+        out = [self._wait(i, f) for i, f in enumerate(futs)]
+        self.bytes_to_driver += _payload_bytes(out)
+        return out
 
     def same(self, method: str, *args) -> list:
         return self.call(method, [args] * len(self.actors))
@@ -602,6 +611,19 @@ class _Cluster:
                     "lived only there: train again (with a callback saving checkpoints, "
                     "continue locally from the last one)"
                 )
+
+
+def _payload_bytes(obj) -> int:
+    """Bytes of the NumPy arrays and numbers in ``obj`` (nested tuples/lists/dicts)."""
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, tuple | list):
+        return sum(_payload_bytes(o) for o in obj)
+    if isinstance(obj, dict):
+        return sum(_payload_bytes(o) for o in obj.values())
+    if isinstance(obj, int | float | np.generic):
+        return 8
+    return 0
 
 
 class _RemotePairs:
@@ -962,6 +984,7 @@ def train(
     callbacks: Sequence[Callable[[CallbackEnv], bool | None]] = (),
     regroup: bool = True,
     timeout: float = 600.0,
+    stats: dict[str, Any] | None = None,
 ) -> Booster:
     """Train a ranker on a Dask cluster; returns a plain :class:`~ltrboost.Booster`.
 
@@ -983,6 +1006,10 @@ def train(
     timeout : float, default=600
         Seconds a step may wait for a worker before :class:`DistributedTrainingError`;
         a lost worker is reported within about a second.
+    stats : dict, optional
+        Filled with the traffic of the boosting rounds (after setup): ``shards``,
+        ``trees``, ``round_trips``, ``bytes_to_driver`` and ``bytes_from_driver`` (the
+        NumPy payloads: histograms, row ranges, trees, metric values).
     """
     if isinstance(params, dict):
         params = BoosterParams.from_dict(params)
@@ -999,10 +1026,20 @@ def train(
     vs = [(n, _on_cluster(client, d, regroup, f"validation set {n!r}")) for n, d in valid_sets]
     with np.errstate(over="ignore", invalid="ignore"):
         run = _DaskTraining(client, params, objective, tr, vs, timeout)
+        c = run.cluster
+        c.round_trips = c.bytes_to_driver = c.bytes_from_driver = 0
         try:
             return run.run(callbacks)
         finally:
-            run.cluster.actors = []
+            if stats is not None:
+                stats.update(
+                    shards=len(c.actors),
+                    trees=len(run.trees),
+                    round_trips=c.round_trips,
+                    bytes_to_driver=c.bytes_to_driver,
+                    bytes_from_driver=c.bytes_from_driver,
+                )
+            c.actors = []
 
 
 def _predict_frame(df, booster, columns):
