@@ -1026,6 +1026,7 @@ def train(
     vs = [(n, _on_cluster(client, d, regroup, f"validation set {n!r}")) for n, d in valid_sets]
     with np.errstate(over="ignore", invalid="ignore"):
         run = _DaskTraining(client, params, objective, tr, vs, timeout)
+        del tr, vs  # the shards hold their rows (binned) now: free the input partitions
         c = run.cluster
         c.round_trips = c.bytes_to_driver = c.bytes_from_driver = 0
         try:
