@@ -179,11 +179,16 @@ def main() -> None:
             min_child_weight=0,
         )
 
+        import dask.dataframe as dd
+
+        Xdf = dd.from_dask_array(dX, columns=[f"f{j}" for j in range(X.shape[1])])
+        qdf = dd.from_dask_array(dq)
+
         def fit_xgb(n_trees):
             m = dxgb.DaskXGBRanker(n_estimators=n_trees, **xgb_params)
             m.client = client
             t0 = time.perf_counter()
-            m.fit(dX, dy, qid=dq)
+            m.fit(Xdf, dy, qid=qdf)
             return time.perf_counter() - t0, m.get_booster().inplace_predict(Xt)
 
         t1, _ = fit_xgb(1)
