@@ -183,12 +183,13 @@ def main() -> None:
 
         Xdf = dd.from_dask_array(dX, columns=[f"f{j}" for j in range(X.shape[1])])
         qdf = dd.from_dask_array(dq)
+        ydf = dd.from_dask_array(dy)
 
         def fit_xgb(n_trees):
             m = dxgb.DaskXGBRanker(n_estimators=n_trees, **xgb_params)
             m.client = client
             t0 = time.perf_counter()
-            m.fit(Xdf, dy, qid=qdf)
+            m.fit(Xdf, ydf, qid=qdf)
             return time.perf_counter() - t0, m.get_booster().inplace_predict(Xt)
 
         t1, _ = fit_xgb(1)
