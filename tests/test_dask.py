@@ -125,6 +125,35 @@ def test_the_same_model_as_local_on_1_2_4_partitions(client, name):
         )
 
 
+def test_early_stopping_and_callbacks_as_local(client):
+    X, y, qid = _data(seed=9)
+    Xv, yv, qv = _data(seed=10, n_queries=12)
+    params = dict(
+        max_leaf_nodes=12,
+        min_samples_leaf=2,
+        learning_rate=0.5,
+        n_estimators=40,
+        early_stopping_rounds=2,
+        eval_metric="ndcg@3",
+    )
+    local = ltrboost.train(
+        params, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, yv, qid=qv))]
+    )
+    seen = []
+    dist = ldask.train(
+        client,
+        params,
+        _dask_data(X, y, qid, 2),
+        [("v", _dask_data(Xv, yv, qv, 2))],
+        callbacks=[lambda env: seen.append(env.snapshot().n_iterations)],
+    )
+    assert local.n_iterations < 40  # it did stop early
+    assert dist.best_iteration == local.best_iteration
+    assert dist.n_iterations == local.n_iterations
+    assert seen == list(range(1, dist.n_iterations + 1))
+    _assert_same_model(local, dist, X)
+
+
 def test_repeated_runs_write_byte_identical_models(client, tmp_path):
     X, y, qid = _data(seed=2)
     params = dict(CONFIGS["lambdamart"], n_estimators=3)
