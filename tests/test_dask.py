@@ -154,6 +154,18 @@ def test_early_stopping_and_callbacks_as_local(client):
     _assert_same_model(local, dist, X)
 
 
+def test_sample_weights_on_the_workers(client):
+    X, y, qid = _data(seed=11)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(y))
+    for objective in ("mart", "lambdamart"):
+        params = dict(objective=objective, n_estimators=3, max_leaf_nodes=8, min_samples_leaf=5)
+        local = ltrboost.train(params, make_dataset(X, y, qid=qid, sample_weight=w))
+        c = _cuts(qid, 3)
+        data = _dask_data(X, y, qid, 3)
+        data.sample_weight = _darr(w, c)
+        _assert_same_model(local, ldask.train(client, params, data), X)
+
+
 def test_repeated_runs_write_byte_identical_models(client, tmp_path):
     X, y, qid = _data(seed=2)
     params = dict(CONFIGS["lambdamart"], n_estimators=3)

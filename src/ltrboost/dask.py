@@ -495,11 +495,12 @@ class _Shard:
             return self.hist.node_histogram(rows)
 
     def split(self, rows, info, left_smaller: bool):
-        """Split the node's rows; also build the smaller child's histogram (one trip)."""
+        """Split the node's rows; also build the smaller child's histogram and the
+        children's OLE pair sums (0 without pairs): one round trip."""
         with _LOCK, threads(self.n_threads):
             left, right = self.hist.split_rows(rows, info)
             hist = self.hist.node_histogram(left if left_smaller else right)
-            return left, right, hist
+            return left, right, hist, self.hist.pair_sum(left), self.hist.pair_sum(right)
 
     def pair_sum(self, rows):
         with _LOCK:
@@ -654,10 +655,14 @@ class ShardedHistograms:
         self.pool = HistogramPool(n_features, missing_bin + 1)
         self.output = 0
         self._pending: dict[int, NDArray] = {}
+        self._pair_sums: dict[int, float] = {}
+        self._use_pairs = False
 
     def start_tree(self, gradients, hessians, sample_indices, feature_indices, pairs):
         self._features = feature_indices
         self._pending.clear()
+        self._pair_sums.clear()
+        self._use_pairs = pairs is not None
         return tuple(
             self.cluster.same("start_tree", self.output, feature_indices, pairs is not None)
         )
@@ -686,6 +691,11 @@ class ShardedHistograms:
         self._pending[id(left if left_smaller else right)] = self._reduce(
             [r[2] for r in res], self._features
         )
+        for child, k in ((left, 3), (right, 4)) if self._use_pairs else ():
+            total = 0.0
+            for r in res:
+                total += r[k]
+            self._pair_sums[id(child)] = total
         return left, right
 
     def build(self, rows, feature_indices):
@@ -703,6 +713,9 @@ class ShardedHistograms:
             self.pool.release(hist)
 
     def pair_sum(self, rows) -> float:
+        total = self._pair_sums.pop(id(rows), None)
+        if total is not None:  # a child's: came with its split
+            return total
         total = 0.0
         for v in self.cluster.call("pair_sum", [(r,) for r in rows]):
             total += v
