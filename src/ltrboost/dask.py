@@ -293,13 +293,30 @@ def _concat_parts(*parts, renumber: int | None = None) -> dict:
     return dict(X=X, y=y, qid=q, offsets=offsets, qids=qids, w=w, index=index, sizes=sizes)
 
 
+def _gather(client, futures, timeout: float, what: str):
+    """``client.gather`` that gives up after ``timeout`` seconds (a task pinned to a
+    lost worker would wait for it forever)."""
+    from distributed import wait
+
+    single = not isinstance(futures, list)
+    futs = [futures] if single else futures
+    try:
+        wait(futs, timeout=timeout)
+    except TimeoutError:
+        raise DistributedTrainingError(
+            f"{what}: the workers did not answer within timeout={timeout} s; training stopped"
+        ) from None
+    out = client.gather(futs)
+    return out[0] if single else out
+
+
 def _pick(pieces, k):
     return pieces[k]
 
 
-def _queries_whole(client, futures, regroup: bool, what: str):
+def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 600.0):
     """Partitions that keep every query whole: as they are, or after one hash shuffle."""
-    metas = client.gather(client.map(_part_meta, futures, pure=False))
+    metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
     if not metas:
         raise LTRInputError(f"{what} has no partitions")
     part_of = np.concatenate([np.full(len(m["qids"]), i) for i, m in enumerate(metas)])
@@ -322,7 +339,7 @@ def _queries_whole(client, futures, regroup: bool, what: str):
             client.submit(_concat_parts, *row, renumber=k, pure=False)
             for k, row in enumerate(picked)
         ]
-        metas = client.gather(client.map(_part_meta, futures, pure=False))
+        metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
     keep = [i for i, m in enumerate(metas) if m["n"] > 0]
     return [futures[i] for i in keep], [metas[i] for i in keep]
 
@@ -784,11 +801,14 @@ class _DaskTraining(Training):
             row_lo.append(row_lo[-1] + sum(metas[j]["n"] for j in b))
             q_lo.append(q_lo[-1] + sum(len(metas[j]["qids"]) for j in b))
         # features: which vary (two rows per shard), bins (the local sample's rows)
-        summaries = client.gather(
+        summaries = _gather(
+            client,
             [
                 client.submit(_column_summary, d, workers=[w], pure=False)
                 for d, w in zip(data, shard_workers, strict=True)
-            ]
+            ],
+            timeout,
+            "finding the constant features",
         )
         self.used = UsedFeatures(np.vstack(summaries))
         self.n_features = self.used.n_features
@@ -808,18 +828,24 @@ class _DaskTraining(Training):
                 lo, hi = row_lo[s], row_lo[s + 1]
                 r = rows[(rows >= lo) & (rows < hi)] - lo
             samples.append(client.submit(_sample, d, r, ids, workers=[w], pure=False))
-        self.binner = client.submit(
-            _fit_binner, p, *samples, workers=[shard_workers[0]], pure=False
-        ).result()
+        self.binner = _gather(
+            client,
+            client.submit(_fit_binner, p, *samples, workers=[shard_workers[0]], pure=False),
+            timeout,
+            "fitting the bin edges",
+        )
         del samples
         # initial score
         init = np.zeros(1, dtype=np.float64)
         if type(objective).init_score is not Objective.init_score:  # mart
-            parts = client.gather(
+            parts = _gather(
+                client,
                 [
                     client.submit(_init_partials, d, workers=[w], pure=False)
                     for d, w in zip(data, shard_workers, strict=True)
-                ]
+                ],
+                timeout,
+                "the initial score",
             )
             wy, ws, ys, ns = (sum(v) for v in zip(*parts, strict=True))
             if objective.params.get("init") != "zero" and ns > 0:
@@ -976,13 +1002,13 @@ class _DaskTraining(Training):
 # --------------------------------------------------------------------------- public API
 
 
-def _on_cluster(client, data: DaskData, regroup: bool, what: str):
+def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float):
     """Validated partitions (futures on the workers) with every query whole."""
     if not isinstance(data, DaskData):
         raise TypeError(f"{what} must be a DaskData(X, y, qid), not {type(data).__name__}")
     parts, feature_names = _input_parts(data)
     futures = client.compute(parts)
-    futures, metas = _queries_whole(client, futures, regroup, what)
+    futures, metas = _queries_whole(client, futures, regroup, what, timeout)
     if not futures:
         raise LTRInputError(f"{what} is empty")
     return futures, metas, feature_names
@@ -1035,8 +1061,11 @@ def train(
         )
     check_metrics(params, objective)
     check_training_setup(params, objective, valid_sets)
-    tr = _on_cluster(client, train, regroup, "the training set")
-    vs = [(n, _on_cluster(client, d, regroup, f"validation set {n!r}")) for n, d in valid_sets]
+    tr = _on_cluster(client, train, regroup, "the training set", timeout)
+    vs = [
+        (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout))
+        for n, d in valid_sets
+    ]
     with np.errstate(over="ignore", invalid="ignore"):
         run = _DaskTraining(client, params, objective, tr, vs, timeout)
         del tr, vs  # the shards hold their rows (binned) now: free the input partitions
