@@ -308,6 +308,33 @@ def test_a_lost_worker_stops_training_with_a_clear_error_in_bounded_time():
         cluster.close()
 
 
+def test_resume_from_a_checkpoint_gives_the_uninterrupted_model(client, tmp_path):
+    """The recovery path after a lost worker: a callback saves ``env.snapshot()``,
+    training continues from it with ``init_model`` (on a new cluster in real life)."""
+    X, y, qid = _data(seed=12)
+    Xv, yv, qv = _data(seed=13, n_queries=10)
+    params = dict(
+        objective="mart", n_estimators=6, max_leaf_nodes=6, subsample=0.8, colsample_bytree=0.7
+    )
+    valid = [("v", _dask_data(Xv, yv, qv, 2))]
+    full = ldask.train(client, params, _dask_data(X, y, qid, 2), valid)
+    ckpt = tmp_path / "ckpt.json"
+
+    def save_and_die(env):
+        if env.iteration == 2:
+            env.snapshot().save_model(ckpt)
+            return True  # stands for the lost worker
+
+    ldask.train(client, params, _dask_data(X, y, qid, 2), valid, callbacks=[save_and_die])
+    resumed = ldask.train(
+        client, params, _dask_data(X, y, qid, 2), valid, init_model=ltrboost.load_model(ckpt)
+    )
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    full.save_model(a)
+    resumed.save_model(b)
+    assert a.read_bytes() == b.read_bytes()
+
+
 def test_the_core_package_never_imports_dask():
     code = (
         "import sys, ltrboost, ltrboost.sklearn, ltrboost.cli, ltrboost.booster;"

@@ -289,7 +289,7 @@ class Training:
     def resume(self, init_model: Booster) -> int:
         """Load a previous booster's trees, replay its scores and random draws; the
         number of rounds already done."""
-        objective, train_set = self.objective, self.train_set
+        objective = self.objective
         if init_model.objective != objective.name:
             hint = ""
             if init_model.objective.startswith("custom:"):
@@ -309,10 +309,7 @@ class Training:
         done = init_model.n_iterations
         self.trees.extend(t.copy() for t in init_model.trees[: done * n_out])
         self.outputs.extend(init_model.tree_outputs[: done * n_out])
-        packed = pack_trees(self.trees, self.outputs)
-        predict_raw(packed, train_set.X, self.raw)
-        for v in self.valid:
-            predict_raw(packed, v.data.X, v.raw)
+        self.replay_scores()
         for name, res in (init_model.evals_result or {}).items():
             if name in self.evals_result:
                 for m, vals in res.items():
@@ -329,6 +326,13 @@ class Training:
                 self.best_iter = int(np.argmax(hist)) + 1
                 self.best_score = float(hist[self.best_iter - 1])
         return done
+
+    def replay_scores(self) -> None:
+        """Training and validation scores of the trees loaded by :meth:`resume`."""
+        packed = pack_trees(self.trees, self.outputs)
+        predict_raw(packed, self.train_set.X, self.raw)
+        for v in self.valid:
+            predict_raw(packed, v.data.X, v.raw)
 
     # --- steps run every round ---
     def draw_bag(self):

@@ -43,9 +43,13 @@ The model equals the local model trained on the partitions concatenated in order
 same splits, leaf values and predictions up to float summation order (~1e-15
 relative); repeated runs with the same partitioning and workers are byte-identical.
 
-Not supported on Dask (a clear error): explicit preference pairs, ``init_model``,
-``line_search`` objectives (qbrank), multi-output (mcrank) and objectives with a
-data-dependent initial score other than ``mart``; sparse input.
+Faults: a lost worker stops training with :class:`DistributedTrainingError` (its rows
+lived only there); a callback saving ``env.snapshot()`` gives a checkpoint to continue
+from with ``init_model=`` on a new cluster, to the same model as an uninterrupted run.
+
+Not supported on Dask (a clear error): explicit preference pairs, ``line_search``
+objectives (qbrank), multi-output (mcrank), objectives with a data-dependent initial
+score other than ``mart``, ERR lambdas, pooled metrics; sparse input.
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
 from ltrboost.params import PARAM_NAMES, BoosterParams
 from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker
-from ltrboost.tree import predict_binned_tree
+from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = ["DaskData", "DaskRanker", "DistributedTrainingError", "ShardedHistograms", "train"]
 
@@ -386,7 +390,9 @@ class _Shard:
     """A worker's rows (whole queries): binned once, with its scores, gradients,
     histogram state and validation rows.  Lives on the worker as a Dask Actor."""
 
-    def __init__(self, index, part, valid, binner, used_ids, params, q_lo, n_queries, n_out, init):
+    def __init__(
+        self, index, part, valid, binner, used_ids, params, q_lo, n_queries, n_out, init, resume
+    ):
         with _LOCK:
             self.index = index
             self.part_rows = (part["index"], part["sizes"])
@@ -409,6 +415,10 @@ class _Shard:
             self.hist = LocalHistograms(self.X_binned, self.missing_bin, self.n_threads)
             self.raw = np.empty((n_out, self.n), dtype=SCORE_DTYPE)
             self.raw[:] = np.asarray(init)[:, None]
+            # init_model: its trees' scores, from the raw features (as Training.resume)
+            packed = None if resume is None else pack_trees(*resume)
+            if packed is not None:
+                predict_raw(packed, part["X"], self.raw)
             self.g = np.zeros((n_out, self.n), dtype=G_H_DTYPE)
             self.h = np.zeros((n_out, self.n), dtype=G_H_DTYPE)
             self.averaged = self.objective.update_rule == "averaged"
@@ -418,6 +428,8 @@ class _Shard:
                 vX = binner.transform(_sample(vpart, None, used_ids))
                 rv = np.empty((n_out, vds.n_samples), dtype=SCORE_DTYPE)
                 rv[:] = np.asarray(init)[:, None]
+                if packed is not None:
+                    predict_raw(packed, vpart["X"], rv)
                 bound = self._guard(
                     _bind_metrics,
                     params,
@@ -767,7 +779,7 @@ def _unsupported(objective, params) -> str | None:
 class _DaskTraining(Training):
     """:class:`~ltrboost.booster.Training` whose data steps run on the shards."""
 
-    def __init__(self, client, params, objective, train, valid, timeout):
+    def __init__(self, client, params, objective, train, valid, timeout, init_model=None):
         self.t_start = time.perf_counter()
         self.params = params
         self.objective = objective
@@ -851,6 +863,10 @@ class _DaskTraining(Training):
             if objective.params.get("init") != "zero" and ns > 0:
                 init[0] = wy / ws if ws > 0 else ys / ns
         self.init = init
+        resume = None
+        if init_model is not None:
+            done = init_model.n_iterations
+            resume = (init_model.trees[:done], init_model.tree_outputs[:done])
         # validation partitions go to the same workers, in contiguous blocks
         valid_data = [[] for _ in range(n_shards)]
         self.valid_names = []
@@ -887,6 +903,7 @@ class _DaskTraining(Training):
                 len(sizes),
                 1,
                 init,
+                resume,
                 workers=[shard_workers[s]],
                 actor=True,
                 allow_other_workers=False,
@@ -924,15 +941,23 @@ class _DaskTraining(Training):
             objective.default_learning_rate if p.learning_rate is None else p.learning_rate
         )
 
+    def draw_bag(self):
+        """The bag's query numbers (None: all), drawn as ``booster._draw_bag`` draws."""
+        p = self.params
+        if p.subsample >= 1.0:
+            return None
+        n_queries = self.query_offsets.shape[0] - 1
+        k = max(1, int(round(p.subsample * n_queries)))
+        return np.sort(self.rng.choice(n_queries, size=k, replace=False))
+
+    def replay_scores(self) -> None:
+        """Nothing to do: each shard replayed the init model's trees when it was made."""
+
     def boost_round(self, it: int, gradients=None, hessians=None) -> None:
         p = self.params
         c = self.cluster
         c.stage = f"round {it + 1}"
-        chosen = None
-        if p.subsample < 1.0:  # the draws of booster._draw_bag, in the same order
-            n_queries = self.query_offsets.shape[0] - 1
-            k = max(1, int(round(p.subsample * n_queries)))
-            chosen = np.sort(self.rng.choice(n_queries, size=k, replace=False))
+        chosen = self.draw_bag()
         ole = p.split_criterion == "ole" and self.objective.is_pairwise
         n_pairs = sum(c.same("gradients", it, chosen, ole))
         pairs = _RemotePairs(n_pairs) if ole else None
@@ -977,8 +1002,9 @@ class _DaskTraining(Training):
         return evaluation
 
     def run(self, callbacks=(), init_model=None) -> Booster:
+        start_iter = 0 if init_model is None else self.resume(init_model)
         n_estimators = int(self.params.n_estimators)
-        for it in range(n_estimators):
+        for it in range(start_iter, n_estimators):
             self.boost_round(it)
             evaluation = self.evaluate(it)
             stop = self.should_stop(it, evaluation)
@@ -1024,6 +1050,7 @@ def train(
     regroup: bool = True,
     timeout: float = 600.0,
     stats: dict[str, Any] | None = None,
+    init_model: Booster | None = None,
 ) -> Booster:
     """Train a ranker on a Dask cluster; returns a plain :class:`~ltrboost.Booster`.
 
@@ -1049,6 +1076,11 @@ def train(
         Filled with the traffic of the boosting rounds (after setup): ``shards``,
         ``trees``, ``round_trips``, ``bytes_to_driver`` and ``bytes_from_driver`` (the
         NumPy payloads: histograms, row ranges, trees, metric values).
+    init_model : Booster, optional
+        Continue from this model (e.g. a checkpoint saved by a callback from
+        ``env.snapshot()``) up to ``n_estimators`` rounds in all, as
+        :func:`ltrboost.train`: the shards replay its trees on their rows, and the same
+        data and parameters give the same model as an uninterrupted run.
     """
     if isinstance(params, dict):
         params = BoosterParams.from_dict(params)
@@ -1067,12 +1099,12 @@ def train(
         for n, d in valid_sets
     ]
     with np.errstate(over="ignore", invalid="ignore"):
-        run = _DaskTraining(client, params, objective, tr, vs, timeout)
+        run = _DaskTraining(client, params, objective, tr, vs, timeout, init_model)
         del tr, vs  # the shards hold their rows (binned) now: free the input partitions
         c = run.cluster
         c.round_trips = c.bytes_to_driver = c.bytes_from_driver = 0
         try:
-            return run.run(callbacks)
+            return run.run(callbacks, init_model)
         finally:
             if stats is not None:
                 stats.update(
@@ -1127,11 +1159,14 @@ class DaskRanker(Ranker):
         eval_metric: str | list[str] | None = None,
         early_stopping_rounds: int | None = None,
         callbacks: Sequence[Callable[[CallbackEnv], bool | None]] = (),
+        init_model: Booster | Ranker | str | None = None,
     ) -> DaskRanker:
         """Fit on Dask data: ``X`` a dask DataFrame (may hold a ``qid`` column) or dask
         array; ``y`` a Dask Series/array with the same partitions; ``qid`` a column
         name, Dask Series or array.  ``eval_set``: list of ``(X, y)`` or
-        ``(X, y, qid)`` (or ``eval_qid``, one entry per set)."""
+        ``(X, y, qid)`` (or ``eval_qid``, one entry per set).  ``init_model``: a
+        Booster, fitted Ranker or model file to continue from (``n_estimators`` more
+        rounds, as :meth:`Ranker.fit`)."""
         from distributed import default_client
 
         params = self._booster_params(
@@ -1148,6 +1183,13 @@ class DaskRanker(Ranker):
             name = (list(eval_names)[k] if eval_names else None) or f"valid_{k}"
             valid.append((name, DaskData(es[0], es[1], vq)))
         client = self.client or default_client()
+        if isinstance(init_model, str):
+            from ltrboost.model import load_model
+
+            init_model = load_model(init_model)
+        init_model = getattr(init_model, "booster_", init_model)
+        if init_model is not None:
+            params.n_estimators = init_model.n_iterations + int(params.n_estimators)
         self.booster_ = train(
             client,
             params,
@@ -1156,6 +1198,7 @@ class DaskRanker(Ranker):
             callbacks=callbacks,
             regroup=self.regroup,
             timeout=self.timeout,
+            init_model=init_model,
         )
         self.n_features_in_ = self.booster_.n_features
         if self.booster_.feature_names is not None:
