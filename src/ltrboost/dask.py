@@ -40,8 +40,9 @@ How a model is trained (``docs/scaling.md`` has the communication model):
    values; the driver takes their mean over all queries (the same value as local).
 
 The model equals the local model trained on the partitions concatenated in order:
-same splits, leaf values and predictions up to float summation order (~1e-15
-relative); repeated runs with the same partitioning and workers are byte-identical.
+same splits, leaf values and predictions up to float summation order (within 1e-9
+relative, tested; often bit-equal); repeated runs with the same partitioning and workers
+are byte-identical.
 
 Faults: a lost worker stops training with :class:`DistributedTrainingError` (its rows
 lived only there); a callback saving ``env.snapshot()`` gives a checkpoint to continue
