@@ -639,8 +639,8 @@ class _Cluster:
             if w not in alive or self.creation[i].status not in ("finished", "pending"):
                 raise DistributedTrainingError(
                     f"{self._who(i)} was lost ({self.stage}); training stopped. Its rows "
-                    "lived only there: train again (with a callback saving checkpoints, "
-                    "continue locally from the last one)"
+                    "lived only there: train again (a callback saving env.snapshot() "
+                    "gives checkpoints to continue from with init_model=)"
                 )
 
 
