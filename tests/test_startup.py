@@ -373,3 +373,24 @@ def _evaluate_threaded(s, y, offsets):
     _numba.MIN_DOCS_PER_THREAD = 1
     with _numba.threads(2):
         return evaluate(s, y, offsets, metrics=["ndcg@5"])
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({}, "PASSIVE"),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE"),  # the user's choice stands
+        ({"GOMP_SPINCOUNT": "1000"}, None),  # so does a spin count
+    ],
+)
+def test_openmp_threads_sleep_by_default(given, expected):
+    """Idle OpenMP threads sleep unless the user chose otherwise (spinning threads make
+    every small parallel region wait on a busy machine; see ``_numba.py``)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
+    }
+    env.update(given)
+    out = _python("import os, ltrboost._numba; print(os.environ.get('OMP_WAIT_POLICY'))", env=env)
+    assert out.strip() == str(expected)
