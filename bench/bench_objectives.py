@@ -1,19 +1,29 @@
-"""Every objective on every shared dataset, trained through the CLI, plus peer checks.
+"""Every objective on every shared dataset, trained through the CLI, plus peer rows.
 
 Usage::
 
-    python -m bench.bench_objectives [--trees 100] [--output bench/results/objectives.md]
+    python -m bench.bench_objectives [--trees 300] [--fixed-trees 100] [--threads 1]
+                                     [--datasets mq2008,synthetic,lightgbm_example,...]
+                                     [--output bench/results/objectives.md]
 
 Each objective is trained with ``ltrboost train`` (in-process ``cli.main``) with the same
-settings: ``--trees`` rounds, learning rate 0.1 (``gbrank``: 1.0, its default, as the
-averaged update needs eta >= 1), 31 leaves, at least 10 documents per
-leaf, 255 bins; MQ2008 Fold1 early-stops on its validation file (patience 30), the other
-sets (no validation file) train the full number of rounds.  Test metrics come from
-ltrboost's metric module: NDCG@1/3/10, ERR@10 and seed 004's pair precision at 10%.
+settings: 20 leaves, at least 20 documents per leaf, learning rate 0.1 (``gbrank``: 1.0,
+its default, as the averaged update needs eta >= 1), 255 bins, one thread.  Data with a
+validation set (MQ2008 Fold1-5, the long-query synthetic set) early-stops on validation
+NDCG@10 with patience 50 and at most ``--trees`` rounds; the small sets without one
+(``lightgbm_example``, ``mslr_tiny``, ``trec_news``) train ``--fixed-trees`` rounds.
+MQ2008 rows are means over the 5 folds.  ``synthetic``:
+``make_ranking_mslr_like(36000, docs_per_query=150, random_state=2026)`` cut by query
+into 5 parts (the parity study's split, its fold 1: test part 1, validation part 2,
+training parts 3-5; ~21,600 training documents).  Test metrics come from ltrboost's
+metric module: NDCG@1/3/10, ERR@10 and seed 004's pair precision at 10%.
 
-Peer rows train XGBoost with the same trees/leaves/learning rate: ``rank:pairwise`` is
-the same loss as ``ranknet``, ``rank:map`` as ``lambdamart`` with ``lambda_metric=map``,
-``multi:softprob`` scored by expected grade as ``mcrank``.
+Peer rows use the same leaves, documents per leaf (where the library has the limit),
+learning rate, bins and early-stopping rule (see ``bench_protocol``, whose training code
+they share): CatBoost ``YetiRank`` (``Lossguide`` trees), LightGBM ``lambdarank``,
+XGBoost ``rank:ndcg`` (top-30 pairs), ``rank:pairwise`` (the loss of ``ranknet``),
+``rank:map`` (``lambdamart`` with ``lambda_metric=map``; binary labels y >= 1) and
+``multi:softprob`` scored by expected grade (``mcrank``).
 """
 
 from __future__ import annotations
@@ -29,10 +39,14 @@ import numpy as np
 from bench._common import REPO, SHARED_DATA, machine_description, markdown_table
 
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@10", "err@10", "pair_precision@10%"]
+LEAVES, RATE, MIN_LEAF, PATIENCE = 20, 0.1, 20, 50
 OBJECTIVES = [
     ("lambdamart", []),
+    ("lambdamart, OLE", ["--split-criterion", "ole"]),
     ("lambdamart (err)", ["--lambda-metric", "err"]),
     ("lambdamart (map)", ["--lambda-metric", "map"]),
+    ("yetirank", []),
+    ("yetirank, OLE", ["--split-criterion", "ole"]),
     ("ranknet", []),
     ("rankboost", []),
     ("mart", []),
@@ -41,36 +55,46 @@ OBJECTIVES = [
     ("gbrank", ["--learning-rate", "1.0"]),  # averaged update: its default, see README
     ("qbrank", []),
 ]
+PEERS = [
+    "CatBoost YetiRank",
+    "LightGBM lambdarank",
+    "XGBoost rank:ndcg",
+    "XGBoost rank:pairwise",
+    "XGBoost rank:map",
+    "XGBoost multi:softprob",
+]
+ALL_DATASETS = "mq2008,synthetic,lightgbm_example,mslr_tiny,trec_news"
 
 
-def datasets():
+def datasets(names, tmp):
+    """(group, split name, train path, valid path or None, test path)."""
     d = SHARED_DATA
-    return [
-        (
-            "MQ2008/Fold1",
-            d / "MQ2008/Fold1/train.txt",
-            d / "MQ2008/Fold1/vali.txt",
-            d / "MQ2008/Fold1/test.txt",
-        ),
-        (
-            "lightgbm_example",
-            d / "lightgbm_example/rank.train",
-            None,
-            d / "lightgbm_example/rank.test",
-        ),
-        (
-            "mslr_tiny",
-            d / "mslr_tiny/search_tiny_train.txt",
-            None,
-            d / "mslr_tiny/search_tiny_test.txt",
-        ),
-        (
-            "trec_news",
-            d / "trec_news/trec_news_2018.train",
-            None,
-            d / "trec_news/trec_news_2018.test",
-        ),
-    ]
+    out = []
+    if "mq2008" in names:
+        for k in range(1, 6):
+            f = d / "MQ2008" / f"Fold{k}"
+            out.append(
+                ("MQ2008 (5 folds)", f"Fold{k}", f / "train.txt", f / "vali.txt", f / "test.txt")
+            )
+    if "synthetic" in names:
+        from bench.bench_parity import folds
+        from ltrboost.io.letor import dump_svmlight
+
+        _, tr, va, te = next(folds("synthetic"))
+        paths = []
+        for part, (X, y, q) in zip(("train", "valid", "test"), (tr, va, te), strict=True):
+            path = os.path.join(tmp, f"synthetic.{part}")
+            dump_svmlight(path, X, y, q)
+            paths.append(path)
+        out.append(("synthetic, 150 docs/query", "part1", *paths))
+    for name, train, test in (
+        ("lightgbm_example", "lightgbm_example/rank.train", "lightgbm_example/rank.test"),
+        ("mslr_tiny", "mslr_tiny/search_tiny_train.txt", "mslr_tiny/search_tiny_test.txt"),
+        ("trec_news", "trec_news/trec_news_2018.train", "trec_news/trec_news_2018.test"),
+    ):
+        if name in names:
+            out.append((name, "test", d / train, None, d / test))
+    return out
 
 
 def _evaluate(scores, te):
@@ -84,15 +108,12 @@ def _evaluate(scores, te):
     return evaluate(s, ds.y, ds.query_offsets, metrics=METRICS)
 
 
-def run_ltrboost(name, extra, train, valid, test, trees, tmp):
+def run_ltrboost(name, extra, train, valid, test, trees, threads, tmp):
     from ltrboost.cli import main
     from ltrboost.io.letor import load_svmlight
     from ltrboost.io.model_json import load_model
-    from ltrboost.objectives.registry import available_objectives
 
-    objective = name.split(" ")[0]
-    if objective not in available_objectives():
-        return None
+    objective = name.split(" ")[0].rstrip(",")
     model = os.path.join(tmp, "m.json")
     argv = [
         "train",
@@ -102,20 +123,23 @@ def run_ltrboost(name, extra, train, valid, test, trees, tmp):
         "--n-estimators",
         str(trees),
         "--learning-rate",
-        "0.1",
+        str(RATE),
         "--max-leaf-nodes",
-        "31",
+        str(LEAVES),
         "--min-samples-leaf",
-        "10",
+        str(MIN_LEAF),
+        "--max-bins",
+        "255",
         "--n-threads",
-        "2",
+        str(threads),
         "--quiet",
         "--output",
         model,
         *extra,
     ]
     if valid is not None:
-        argv += ["--valid", str(valid), "--early-stopping-rounds", "30"]
+        argv += ["--valid", str(valid), "--metric", "ndcg@10"]
+        argv += ["--early-stopping-rounds", str(PATIENCE)]
     t0 = time.perf_counter()
     rc = main(argv)
     seconds = time.perf_counter() - t0
@@ -125,94 +149,133 @@ def run_ltrboost(name, extra, train, valid, test, trees, tmp):
     te = load_svmlight(str(test), n_features=booster.n_features)
     res = _evaluate(booster.predict(te.X), te)
     res["seconds"] = seconds
+    res["trees"] = booster.best_iteration or booster.n_iterations
     return res
 
 
-def run_xgboost(objective, train, test, trees):
-    import xgboost as xgb
-
+def _dense(path, n_features=None):
     from ltrboost.io.letor import load_svmlight
 
-    tr = load_svmlight(str(train))
-    te = load_svmlight(str(test), n_features=tr.X.shape[1])
+    d = load_svmlight(str(path), n_features=n_features)
+    X = np.asarray(d.X.toarray() if hasattr(d.X, "toarray") else d.X)
+    return X, d.y, d.qid
 
-    def runs(q):
-        return np.cumsum(np.r_[0, q[1:] != q[:-1]])
 
-    params = {
-        "tree_method": "hist",
-        "grow_policy": "lossguide",
-        "max_leaves": 31,
-        "max_depth": 0,
-        "eta": 0.1,
-        "min_child_weight": 0,
-        "nthread": 2,
-        "seed": 0,
-    }
+def run_peer(peer, train, valid, test, trees, threads):
+    from bench.bench_protocol import SYSTEMS, fit_predict, offsets_of, stop_point
+    from ltrboost.io.letor import load_svmlight
+    from ltrboost.metrics import get_metric
+
+    ndcg = get_metric("ndcg@10")
+    tr = _dense(train)
+    nf = tr[0].shape[1]
+    va = None if valid is None else _dense(valid, nf)
+    te_raw = load_svmlight(str(test), n_features=nf)
+    te = _dense(test, nf)
     t0 = time.perf_counter()
-    if objective == "multi:softprob":
-        n_class = int(tr.y.max()) + 1
-        d = xgb.DMatrix(tr.X, tr.y)
-        booster = xgb.train(params | {"objective": objective, "num_class": n_class}, d, trees)
-        proba = booster.predict(xgb.DMatrix(te.X))
-        scores = proba @ np.arange(n_class)
+    if peer in SYSTEMS:
+        lib, opts = SYSTEMS[peer]
+        settings = {"leaves": LEAVES, "rate": RATE, "min_leaf": MIN_LEAF}
+        settings |= {"max_trees": trees, "patience": PATIENCE}
+        scores, k = fit_predict(lib, opts, tr, va, te, threads, ndcg, settings)
     else:
-        # rank:map takes binary labels only (ltrboost's map lambdas binarise y >= 1)
-        y = (tr.y >= 1).astype(np.float64) if objective == "rank:map" else tr.y
-        d = xgb.DMatrix(tr.X, y, qid=runs(tr.qid))
-        extra = (
-            {"lambdarank_pair_method": "topk", "lambdarank_num_pair_per_sample": 30}
-            if objective == "rank:map"
-            else {"lambdarank_pair_method": "mean", "lambdarank_num_pair_per_sample": 1}
-        )
-        if objective == "rank:pairwise":
-            extra = {}
-        booster = xgb.train(params | {"objective": objective} | extra, d, trees)
-        scores = booster.predict(xgb.DMatrix(te.X))
+        import xgboost as xgb
+
+        objective = peer.split(" ")[1]
+        params = {
+            "tree_method": "hist",
+            "grow_policy": "lossguide",
+            "max_leaves": LEAVES,
+            "max_depth": 0,
+            "max_bin": 255,
+            "eta": RATE,
+            "nthread": threads,
+            "seed": 0,
+            "disable_default_eval_metric": 1,
+            "objective": objective,
+        }
+
+        def runs(q):
+            return np.cumsum(np.r_[0, q[1:] != q[:-1]])
+
+        if objective == "multi:softprob":
+            n_class = int(max(tr[1].max(), 0 if va is None else va[1].max())) + 1
+            params["num_class"] = n_class
+            dtr = xgb.DMatrix(tr[0], tr[1])
+
+            def score(pred):
+                return np.asarray(pred).reshape(-1, n_class) @ np.arange(n_class)
+
+        else:
+            # rank:map takes binary labels only (ltrboost's map lambdas binarise y >= 1)
+            y = (tr[1] >= 1).astype(np.float64) if objective == "rank:map" else tr[1]
+            dtr = xgb.DMatrix(tr[0], y, qid=runs(tr[2]))
+            if objective == "rank:map":
+                params |= {"lambdarank_pair_method": "topk", "lambdarank_num_pair_per_sample": 30}
+
+            def score(pred):
+                return np.asarray(pred)
+
+        evals, curve, kw = [], [], {}
+        if va is not None:
+            va_off = offsets_of(va[2])
+
+            def metric(predt, dmat):
+                curve.append(float(ndcg(score(predt), va[1], va_off)))
+                return "ndcg10", curve[-1]
+
+            evals = [(xgb.DMatrix(va[0]), "valid")]
+            kw = {"custom_metric": metric, "maximize": True, "early_stopping_rounds": PATIENCE}
+        b = xgb.train(params, dtr, trees, evals=evals, verbose_eval=False, **kw)
+        k = stop_point(curve, PATIENCE) if va is not None else trees
+        scores = score(b.predict(xgb.DMatrix(te[0]), iteration_range=(0, k)))
     seconds = time.perf_counter() - t0
-    res = _evaluate(scores, te)
+    res = _evaluate(scores, te_raw)
     res["seconds"] = seconds
+    res["trees"] = k
     return res
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trees", type=int, default=100)
+    ap.add_argument("--trees", type=int, default=300, help="cap with early stopping")
+    ap.add_argument("--fixed-trees", type=int, default=100, help="rounds without validation")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--datasets", default=ALL_DATASETS)
     ap.add_argument("--output", default=str(REPO / "bench" / "results" / "objectives.md"))
     args = ap.parse_args(argv)
     if not SHARED_DATA.exists():
         print(f"{SHARED_DATA} not found", file=sys.stderr)
         return 1
-    rows = []
+    results: dict[tuple[str, str], list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for dname, train, valid, test in datasets():
-            for oname, extra in OBJECTIVES:
-                r = run_ltrboost(oname, extra, train, valid, test, args.trees, tmp)
-                if r is None:
-                    continue
-                if "error" in r:
-                    rows.append([dname, oname, r["error"], *[""] * len(METRICS)])
-                    continue
-                rows.append(
-                    [dname, oname, *(f"{r[m]:.4f}" for m in METRICS), f"{r['seconds']:.1f}"]
-                )
-                print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
-            for peer in ("rank:pairwise", "rank:map", "multi:softprob"):
-                r = run_xgboost(peer, train, test, args.trees)
-                rows.append(
-                    [
-                        dname,
-                        f"XGBoost {peer}",
-                        *(f"{r[m]:.4f}" for m in METRICS),
-                        f"{r['seconds']:.1f}",
-                    ]
-                )
-                print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
-    table = markdown_table(["data", "objective", *METRICS, "seconds"], rows)
-    text = (
-        f"Machine: {machine_description()}\n\nCommand: `python -m "
-        f"bench.bench_objectives --trees {args.trees}`\n\n{table}\n"
-    )
+        for group, split, train, valid, test in datasets(args.datasets.split(","), tmp):
+            trees = args.trees if valid is not None else args.fixed_trees
+            for name, extra in OBJECTIVES:
+                r = run_ltrboost(name, extra, train, valid, test, trees, args.threads, tmp)
+                results.setdefault((group, name), []).append(r)
+                print(group, split, name, r, file=sys.stderr, flush=True)
+            for peer in PEERS:
+                r = run_peer(peer, train, valid, test, trees, args.threads)
+                results.setdefault((group, peer), []).append(r)
+                print(group, split, peer, r, file=sys.stderr, flush=True)
+    rows = []
+    for (group, name), rs in results.items():
+        if any("error" in r for r in rs):
+            rows.append([group, name, rs[0].get("error", "error"), *[""] * len(METRICS)])
+            continue
+        rows.append(
+            [
+                group,
+                name,
+                *(f"{np.mean([r[m] for r in rs]):.4f}" for m in METRICS),
+                f"{np.mean([r['trees'] for r in rs]):.0f}",
+                f"{np.mean([r['seconds'] for r in rs]):.1f}",
+            ]
+        )
+    table = markdown_table(["data", "objective", *METRICS, "trees", "seconds"], rows)
+    cmd = "python -m bench.bench_objectives " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = f"Machine: {machine_description()}\n\nCommand: `{cmd}`\n\n{table}\n"
     print(text)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     with open(args.output, "w") as f:
