@@ -9,7 +9,8 @@ Usage::
     python -m bench.bench_parity --report-only   # tables from the raw file of an earlier run
 
 Grid: leaves {10, 20, 31, 63} x learning rate {0.05, 0.1, 0.2} x minimum documents per leaf
-{1, 20} (24 cells; ``--cells core`` keeps leaves {20, 31} x lr 0.1 x both minima).  Each
+{1, 20} (24 cells; ``--cells core`` keeps leaves {20, 31} x lr 0.1 x both minima,
+``--cells spread`` the 6 cells of ``SPREAD``, which hold every level of every factor).  Each
 cell is trained **once** for ``--trees`` rounds (default 300) per fold and library; its
 test scores are taken by truncated prediction at 50, 100 and 300 trees (ltrboost
 ``predict(iteration=k)``, LightGBM ``num_iteration=k``) and at the early-stopping iteration.
@@ -93,9 +94,15 @@ ALL_DATASETS = ("mq2008", "synthetic", "lightgbm_example", "mslr_tiny", "trec_ne
 SYNTH = dict(n_samples=36000, docs_per_query=150, random_state=2026, parts=5)
 
 
+# every level of every factor at least once, for data where the full grid is too slow
+SPREAD = [(10, 0.05, 1), (10, 0.2, 20), (20, 0.1, 20), (31, 0.1, 1), (63, 0.05, 20), (63, 0.2, 1)]
+
+
 def grid(which: str) -> list[tuple[int, float, int]]:
     if which == "core":
         return list(itertools.product((20, 31), (0.1,), MIN_LEAF))
+    if which == "spread":
+        return list(SPREAD)
     return list(itertools.product(LEAVES, RATES, MIN_LEAF))
 
 
@@ -391,10 +398,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--datasets", default=",".join(ALL_DATASETS))
-    ap.add_argument("--cells", default="all", choices=["all", "core"])
+    ap.add_argument("--cells", default="all", choices=["all", "core", "spread"])
     ap.add_argument("--trees", type=int, default=300)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2, help="worker processes at once")
+    ap.add_argument("--libs", default="ltrboost,lightgbm", help="re-run only these")
     ap.add_argument("--raw", default=str(REPO / "bench" / "results" / "parity_raw.json"))
     ap.add_argument("--output", default=str(REPO / "bench" / "results" / "parity.md"))
     ap.add_argument("--report-only", action="store_true")
@@ -418,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         specs = [
             {"lib": lib, "dataset": d, "cells": cells, "trees": args.trees, "threads": args.threads}
             for d in args.datasets.split(",")
-            for lib in ("ltrboost", "lightgbm")
+            for lib in args.libs.split(",")
         ]
         env = dict(os.environ, PYTHONHASHSEED="0")
         running: list = []

@@ -300,3 +300,140 @@ def test_kernel_any_memory_layout(layout, n):
     expected = _reference_bins(np.ascontiguousarray(X), binner)
     np.testing.assert_array_equal(_kernel_bins(X, binner), expected)
     np.testing.assert_array_equal(binner.transform(X), expected)
+
+
+# ------------------------------------------- many distinct values: LightGBM's bin finder
+
+
+def _greedy_find_bin_reference(distinct, counts, max_bin, min_data_in_bin):
+    """LightGBM's ``GreedyFindBin`` (src/io/bin.cpp), written out in plain Python: the
+    upper bounds of the bins as (upper value, next lower value) index pairs -> cut
+    indices into ``distinct``."""
+    n = len(distinct)
+    total = int(sum(counts))
+    cuts = []
+    if n <= max_bin:
+        cur = 0
+        for i in range(n - 1):
+            cur += counts[i]
+            if cur >= min_data_in_bin:
+                cuts.append(i)
+                cur = 0
+        return cuts
+    if min_data_in_bin > 0:
+        max_bin = max(min(max_bin, total // min_data_in_bin), 1)
+    mean_bin_size = total / max_bin
+    is_big = [c >= mean_bin_size for c in counts]
+    rest_bin_cnt = max_bin - sum(is_big)
+    rest_sample_cnt = total - sum(c for c, b in zip(counts, is_big, strict=True) if b)
+    mean_bin_size = rest_sample_cnt / rest_bin_cnt if rest_bin_cnt > 0 else float("inf")
+    bin_cnt = 0
+    cur = 0
+    for i in range(n - 1):
+        if not is_big[i]:
+            rest_sample_cnt -= counts[i]
+        cur += counts[i]
+        if (
+            is_big[i]
+            or cur >= mean_bin_size
+            or (is_big[i + 1] and cur >= max(1.0, mean_bin_size * 0.5))
+        ):
+            cuts.append(i)
+            bin_cnt += 1
+            if bin_cnt >= max_bin - 1:
+                break
+            cur = 0
+            if not is_big[i]:
+                rest_bin_cnt -= 1
+                mean_bin_size = rest_sample_cnt / rest_bin_cnt if rest_bin_cnt > 0 else float("inf")
+    return cuts
+
+
+def _lightgbm_cuts_reference(distinct, counts, max_bins, min_data_in_bin):
+    """``FindBinWithZeroAsOneBin`` over the reference above (columns holding zeros)."""
+    distinct = list(distinct)
+    counts = [int(c) for c in counts]
+    neg_end = sum(v < 0 for v in distinct)
+    pos_start = neg_end + sum(v == 0 for v in distinct)
+    total = sum(counts)
+    n_zero = sum(counts[neg_end:pos_start])
+    cuts, left_bins = [], 0
+    if neg_end > 0:
+        left_max = max(1, int(sum(counts[:neg_end]) / (total - n_zero) * (max_bins - 1)))
+        cuts = _greedy_find_bin_reference(
+            distinct[:neg_end], counts[:neg_end], left_max, min_data_in_bin
+        )
+        left_bins = len(cuts) + 1
+        cuts.append(neg_end - 1)
+    right_max = max_bins - 1 - left_bins
+    if pos_start < len(distinct) and right_max > 0:
+        if not cuts or cuts[-1] != pos_start - 1:
+            cuts.append(pos_start - 1)
+        r = _greedy_find_bin_reference(
+            distinct[pos_start:], counts[pos_start:], right_max, min_data_in_bin
+        )
+        cuts += [pos_start + c for c in r]
+    return cuts
+
+
+def _skewed_column(rng, n, zero_share=0.5, neg_share=0.2, spikes=3):
+    kind = rng.choice(3, size=n, p=[zero_share, neg_share, 1 - zero_share - neg_share])
+    x = np.where(
+        kind == 0, 0.0, np.where(kind == 1, -rng.exponential(size=n), rng.exponential(size=n))
+    )
+    for s in range(spikes):  # a few frequent values, each worth several bins of quantiles
+        x[rng.random(n) < 0.03] = 0.5 + s
+    return np.round(x, 4)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("max_bins", [7, 32, 255])
+@pytest.mark.parametrize("min_samples_bin", [1, 3, 20])
+@pytest.mark.parametrize("zero_share", [0.0, 0.05, 0.6])
+def test_many_values_match_lightgbm_bin_finder_reference(
+    seed, max_bins, min_samples_bin, zero_share
+):
+    from ltrboost.binning import _distinct_counts, _many_value_cuts
+
+    rng = np.random.default_rng(seed)
+    col = _skewed_column(rng, 5000, zero_share=zero_share, neg_share=0.2 if seed % 2 else 0.0)
+    distinct, counts = _distinct_counts(np.sort(col))
+    assert distinct.size > max_bins
+    got = _many_value_cuts(distinct, counts, max_bins, min_samples_bin).tolist()
+    if (distinct == 0).any():
+        want = _lightgbm_cuts_reference(distinct, counts, max_bins, min_samples_bin)
+    else:  # no zero: one side with all the bins
+        want = _greedy_find_bin_reference(list(distinct), list(counts), max_bins, min_samples_bin)
+    assert got == want
+    thr = _find_thresholds(col, max_bins, min_samples_bin)
+    assert thr.size == len(want) <= max_bins - 1
+    assert np.all(np.diff(thr) > 0)
+
+
+def test_repeated_values_do_not_collapse_bins():
+    """60% zeros and three frequent values: quantile thresholds collapsed to ~40% of the
+    bins; the greedy finder uses every bin, zero and each spike nearly a bin of its own."""
+    rng = np.random.default_rng(5)
+    col = _skewed_column(rng, 20000, zero_share=0.6, neg_share=0.0)
+    thr = _find_thresholds(col, 255, 3)
+    assert thr.size >= 250
+    binned = BinMapper(255, min_samples_bin=3).fit(col[:, None]).transform(col[:, None])[:, 0]
+    assert np.all(binned[col != 0] != binned[col == 0][0])  # zero: a bin of its own
+    for v in (0.5, 1.5, 2.5):  # a spike's bin may take < half a bin of smaller values
+        assert np.unique(binned[col == v]).size == 1
+        in_bin = binned == binned[col == v][0]
+        assert np.sum(in_bin & (col != v)) < 0.5 * col.size / 255
+
+
+def test_bin_counts_equal_lightgbm():
+    """Same number of bins per feature as LightGBM's Dataset (max_bin 255,
+    min_data_in_bin 3) on skewed non-negative columns with zeros, few and many values."""
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(11)
+    cols = [_skewed_column(rng, 3000, zero_share=z, neg_share=0.0) for z in (0.05, 0.3, 0.8)]
+    cols.append(rng.integers(0, 40, 3000).astype(np.float64))  # few distinct values
+    X = np.column_stack(cols)
+    ours = BinMapper(255, min_samples_bin=3).fit(X).n_bins_non_missing_
+    ds = lgb.Dataset(X, params={"max_bin": 255, "min_data_in_bin": 3, "verbose": -1}).construct()
+    theirs = [ds.feature_num_bin(f) for f in range(X.shape[1])]
+    assert ours.tolist() == theirs
