@@ -12,7 +12,8 @@ its default, as the averaged update needs eta >= 1), 255 bins, one thread.  Data
 validation set (MQ2008 Fold1-5, the long-query synthetic set) early-stops on validation
 NDCG@10 with patience 50 and at most ``--trees`` rounds; the small sets without one
 (``lightgbm_example``, ``mslr_tiny``, ``trec_news``) train ``--fixed-trees`` rounds.
-MQ2008 rows are means over the 5 folds.  ``synthetic``:
+MQ2008 rows are means over the 5 folds; ``mq2008_binary`` is MQ2008 with labels
+``y >= 1`` set to 1 (binary relevance, same folds).  ``synthetic``:
 ``make_ranking_mslr_like(36000, docs_per_query=150, random_state=2026)`` cut by query
 into 5 parts (the parity study's split, its fold 1: test part 1, validation part 2,
 training parts 3-5; ~21,600 training documents).  Test metrics come from ltrboost's
@@ -63,7 +64,7 @@ PEERS = [
     "XGBoost rank:map",
     "XGBoost multi:softprob",
 ]
-ALL_DATASETS = "mq2008,synthetic,lightgbm_example,mslr_tiny,trec_news"
+ALL_DATASETS = "mq2008,mq2008_binary,synthetic,lightgbm_example,mslr_tiny,trec_news"
 
 
 def datasets(names, tmp):
@@ -76,6 +77,18 @@ def datasets(names, tmp):
             out.append(
                 ("MQ2008 (5 folds)", f"Fold{k}", f / "train.txt", f / "vali.txt", f / "test.txt")
             )
+    if "mq2008_binary" in names:  # the same folds, labels y >= 1 -> 1 (binary relevance)
+        from ltrboost.io.letor import dump_svmlight, load_svmlight
+
+        for k in range(1, 6):
+            f = d / "MQ2008" / f"Fold{k}"
+            paths = []
+            for part in ("train", "vali", "test"):
+                data = load_svmlight(str(f / f"{part}.txt"))
+                path = os.path.join(tmp, f"mq2008b.{k}.{part}")
+                dump_svmlight(path, data.X, (data.y >= 1).astype(np.float64), data.qid)
+                paths.append(path)
+            out.append(("MQ2008 binary (5 folds)", f"Fold{k}", *paths))
     if "synthetic" in names:
         from bench.bench_parity import folds
         from ltrboost.io.letor import dump_svmlight
