@@ -8,6 +8,10 @@ Usage::
                                  [--output bench/results/parity.md]
     python -m bench.bench_parity --report-only   # tables from the raw file of an earlier run
 
+Results accumulate in the ``--raw`` JSON file by dataset and library, so one library can be
+re-run alone (``--libs ltrboost``, e.g. after a change) and paired with the other's stored
+results; ``--report-only`` rebuilds the tables.
+
 Grid: leaves {10, 20, 31, 63} x learning rate {0.05, 0.1, 0.2} x minimum documents per leaf
 {1, 20} (24 cells; ``--cells core`` keeps leaves {20, 31} x lr 0.1 x both minima,
 ``--cells spread`` the 6 cells of ``SPREAD``, which hold every level of every factor).  Each
