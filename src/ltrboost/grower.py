@@ -48,6 +48,7 @@ from ltrboost.splitting import (  # noqa: F401  (pair kernel: old import path)
     SplitParams,
     Splitter,
     _partition_pairs,
+    features_with_split,
 )
 
 GROWTH_POLICIES = ("best_first", "breadth_first", "depth_first")
@@ -220,6 +221,19 @@ class TreeGrower:
     def _pair_sum(self, node: TreeNode) -> float:
         return self.histograms.pair_sum(node.rows) if self._use_pairs else 0.0
 
+    def _ole_features(self, node: TreeNode) -> NDArray[np.int32]:
+        """The features whose pair histograms an OLE node needs: those with a threshold
+        that leaves ``min_samples_leaf`` documents on both sides (the others have no
+        valid split under any criterion, so the chosen split is the same)."""
+        return features_with_split(
+            node.hist,
+            self._features,
+            self.splitter.n_bins_non_missing,
+            self.missing_bin,
+            node.count,
+            self.params.min_samples_leaf,
+        )
+
     def _consider(self, node: TreeNode, heap: list, order: itertools.count) -> None:
         """Find the node's best split and queue it, or make it a leaf."""
         p = self.params
@@ -229,11 +243,13 @@ class TreeGrower:
         if can_split:
             pair_hist = None
             pair_sum = 0.0
+            feats = self._features
             if self._use_pairs:
-                pair_hist, pair_sum = self.histograms.pair_histogram(node.rows, self._features)
+                feats = self._ole_features(node)
+                pair_hist, pair_sum = self.histograms.pair_histogram(node.rows, feats)
             node.split_info = self.splitter.find_split(
                 node.hist,
-                self._features,
+                feats,
                 node.sum_gradients,
                 node.sum_hessians,
                 node.count,

@@ -30,7 +30,7 @@ Named tricks (sklearn/LightGBM):
 
 Pairs (``"ole"`` criterion, seed 000 eq. 13): each node also owns a slice of a
 pair-partition array; its pair histograms bin each pair's ``rho`` by the larger and the
-smaller bin of its two documents (see :func:`_pair_histogram_gathered`).
+smaller bin of its two documents (see :func:`build_pair_histogram`).
 """
 
 from __future__ import annotations
@@ -147,6 +147,49 @@ def subtract_histograms(parent_inout, sibling, feature_indices):
         _subtract_histograms(parent_inout, sibling, feature_indices)
 
 
+# Pairs of a node gathered at a time by the pair-histogram kernel (16 bytes each: the
+# chunk stays in the core's cache while every feature of a block passes over it).
+PAIR_CHUNK = 4096
+PAIR_INDEX_DTYPE = np.int32
+
+
+def build_pair_histogram(
+    X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, missing_bin, out
+):
+    """Pair histograms ``(P_max, P_min, Q)`` of the pairs ``pair_indices`` (seed 000,
+    eq. 13: the rho mass of the pairs wholly on one side of each threshold).
+
+    For every selected feature ``f`` and bin ``b``: ``out[f, b, 0]`` sums ``rho`` over
+    the pairs whose larger bin is ``b``, ``out[f, b, 1]`` over those whose smaller bin is
+    ``b``, ``out[f, b, 2]`` over those with exactly one document in the missing bin, by
+    the other document's bin.  Each bin adds its pairs in the order of
+    ``pair_indices``, so the result is the same bit for bit whatever the threads
+    (:func:`_pair_histogram_reference` is the plain NumPy definition).  Serial when
+    small, else parallel over blocks of features; no copy of the node's pairs is made
+    (they are read a cache-sized chunk at a time).
+    """
+    m = pair_indices.shape[0]
+    n_sel = feature_indices.shape[0]
+    if n_sel == 0:
+        return
+    if m * n_sel < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
+        _pair_histogram_chunked_body(
+            X_binned, doc_i, doc_j, rho, pair_indices, feature_indices,
+            0, n_sel, missing_bin, PAIR_CHUNK, out,
+        )  # fmt: skip
+        return
+    n_blocks = min(-(-n_sel // 4), 2 * numba.get_num_threads())
+    block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_pass4
+    _pair_histogram_chunked(
+        X_binned, doc_i, doc_j, rho, pair_indices, feature_indices,
+        block, missing_bin, PAIR_CHUNK, out,
+    )  # fmt: skip
+
+
+# the pair kernel's former name (imported by older code and tests)
+_build_pair_histogram = build_pair_histogram
+
+
 def reduce_histograms(
     histograms: list[NDArray[np.float64]],
     out: NDArray[np.float64] | None = None,
@@ -256,8 +299,10 @@ class LocalHistograms:
         n_pairs = 0
         if pairs is not None:
             n_pairs = len(pairs[0])
-            self._pair_part = np.arange(n_pairs, dtype=np.int64)
-            self._pair_buf = np.empty(n_pairs, dtype=np.int64)
+            # 8 bytes a pair: the node partition of pair ids and its scratch (int32:
+            # the OLE pair limit is far below 2**31)
+            self._pair_part = np.arange(n_pairs, dtype=PAIR_INDEX_DTYPE)
+            self._pair_buf = np.empty(n_pairs, dtype=PAIR_INDEX_DTYPE)
             self._pair_hist = np.empty((self.n_features, self.missing_bin + 1, 3), dtype=np.float64)
         return RowRange(0, n, 0, n_pairs)
 
@@ -363,22 +408,20 @@ class LocalHistograms:
         idx = self._pair_part[rows.pair_start : rows.pair_stop]
         return float(np.sum(self._pairs[2][idx]))
 
-    def pair_histogram(self, rows: RowRange) -> tuple[NDArray[np.float64], float]:
+    def pair_histogram(
+        self, rows: RowRange, feature_indices: NDArray[np.int32] | None = None
+    ) -> tuple[NDArray[np.float64], float]:
         """The node's partial pair histograms ``(P_max, P_min, Q)`` and pair sum.
 
-        The returned array is the shard's buffer, overwritten by the next call.
+        Built for ``feature_indices`` (default: the tree's features); the other
+        features' entries are stale.  The returned array is the shard's buffer,
+        overwritten by the next call.
         """
         doc_i, doc_j, rho = self._pairs
         idx = self._pair_part[rows.pair_start : rows.pair_stop]
-        _build_pair_histogram(
-            self.X_binned,
-            doc_i,
-            doc_j,
-            rho,
-            idx,
-            self._features,
-            self.missing_bin,
-            self._pair_hist,
+        feats = self._features if feature_indices is None else feature_indices
+        build_pair_histogram(
+            self.X_binned, doc_i, doc_j, rho, idx, feats, self.missing_bin, self._pair_hist
         )
         return self._pair_hist, float(np.sum(rho[idx]))
 
@@ -505,7 +548,9 @@ class HistogramBuilder:
 
     def pair_histogram(self, rows, feature_indices) -> tuple[NDArray, float]:
         """The node's pair histograms ``(P_max, P_min, Q)`` and its pair sum."""
-        parts = [s.pair_histogram(r) for s, r in zip(self.shards, rows, strict=True)]
+        parts = [
+            s.pair_histogram(r, feature_indices) for s, r in zip(self.shards, rows, strict=True)
+        ]
         if len(parts) == 1:
             return parts[0]
         total = reduce_histograms([p[0] for p in parts], None, feature_indices)
@@ -751,49 +796,140 @@ def _subtract_histograms(parent_inout, sibling, feature_indices):
 
 
 @kernel
-def _build_pair_histogram(
-    X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, missing_bin, out
+def _pair_histogram_chunked_body(
+    X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, k_lo, k_hi, missing_bin, chunk, out
 ):
-    # out: OUT (n_features, n_bins, 3): [P_max by max bin, P_min by min bin, Q by the
-    # non-missing bin of pairs with exactly one missing document], selected features.
-    # The node's pairs are gathered once into contiguous arrays, so that the pass made
-    # for every feature reads them sequentially (like the ordered gradients of the
-    # document histograms) instead of through ``pair_indices`` each time.
+    # The pair histograms of features feature_indices[k_lo:k_hi], chunk by chunk of the
+    # node's pairs: a chunk (pair_indices[c0:c1]) is gathered into small contiguous
+    # arrays, then every feature of the block makes its pass over the chunk.  The chunk
+    # (16 bytes a pair) stays in the core's cache for all the block's features, so the
+    # pairs come from memory once per block instead of once per feature; each feature's
+    # bins still receive the node's pairs in pair order, exactly as
+    # :func:`_pair_histogram_reference` adds them: the sums are bit-identical to it.
+    n_bins = out.shape[1]
+    for k in range(k_lo, k_hi):
+        f = feature_indices[k]
+        for b in range(n_bins):
+            out[f, b, 0] = 0.0
+            out[f, b, 1] = 0.0
+            out[f, b, 2] = 0.0
     m = pair_indices.shape[0]
-    di = np.empty(m, dtype=doc_i.dtype)
-    dj = np.empty(m, dtype=doc_j.dtype)
-    r = np.empty(m, dtype=np.float64)
-    for t in range(m):
-        p = pair_indices[t]
-        di[t] = doc_i[p]
-        dj[t] = doc_j[p]
-        r[t] = rho[p]
-    _pair_histogram_gathered(X_binned, di, dj, r, feature_indices, missing_bin, out)
+    di = np.empty(min(m, chunk), dtype=doc_i.dtype)
+    dj = np.empty(min(m, chunk), dtype=doc_j.dtype)
+    r = np.empty(min(m, chunk), dtype=np.float64)
+    for c0 in range(0, m, chunk):
+        c1 = min(m, c0 + chunk)
+        for t in range(c0, c1):
+            p = pair_indices[t]
+            di[t - c0] = doc_i[p]
+            dj[t - c0] = doc_j[p]
+            r[t - c0] = rho[p]
+        n_c = c1 - c0
+        k = k_lo
+        while k + 4 <= k_hi:
+            _pair_pass4(X_binned, di, dj, r, n_c, feature_indices, k, missing_bin, out)
+            k += 4
+        while k < k_hi:
+            _pair_pass1(
+                X_binned[:, feature_indices[k]],
+                di,
+                dj,
+                r,
+                n_c,
+                missing_bin,
+                out[feature_indices[k]],
+            )
+            k += 1
+
+
+@kernel
+def _pair_pass1(col, di, dj, r, n, missing_bin, h):
+    # One feature's pass over n gathered pairs (see _pair_histogram_chunked_body).
+    for t in range(n):
+        bi = col[di[t]]
+        bj = col[dj[t]]
+        rt = r[t]
+        hi = bi if bi > bj else bj
+        lo = bj if bi > bj else bi
+        h[hi, 0] += rt
+        h[lo, 1] += rt
+        if hi == missing_bin and lo != missing_bin:
+            h[lo, 2] += rt
+
+
+@kernel
+def _pair_pass4(X_binned, di, dj, r, n, feature_indices, k, missing_bin, out):
+    # Four features' passes interleaved pair by pair: four independent chains of
+    # additions (a single feature waits on the previous addition to a bin whenever
+    # neighbouring pairs share it).  Each feature's bins still see the pairs in order.
+    c0 = X_binned[:, feature_indices[k]]
+    c1 = X_binned[:, feature_indices[k + 1]]
+    c2 = X_binned[:, feature_indices[k + 2]]
+    c3 = X_binned[:, feature_indices[k + 3]]
+    h0 = out[feature_indices[k]]
+    h1 = out[feature_indices[k + 1]]
+    h2 = out[feature_indices[k + 2]]
+    h3 = out[feature_indices[k + 3]]
+    for t in range(n):
+        a = di[t]
+        b = dj[t]
+        rt = r[t]
+        x = c0[a]
+        y = c0[b]
+        hi = x if x > y else y
+        lo = y if x > y else x
+        h0[hi, 0] += rt
+        h0[lo, 1] += rt
+        if hi == missing_bin and lo != missing_bin:
+            h0[lo, 2] += rt
+        x = c1[a]
+        y = c1[b]
+        hi = x if x > y else y
+        lo = y if x > y else x
+        h1[hi, 0] += rt
+        h1[lo, 1] += rt
+        if hi == missing_bin and lo != missing_bin:
+            h1[lo, 2] += rt
+        x = c2[a]
+        y = c2[b]
+        hi = x if x > y else y
+        lo = y if x > y else x
+        h2[hi, 0] += rt
+        h2[lo, 1] += rt
+        if hi == missing_bin and lo != missing_bin:
+            h2[lo, 2] += rt
+        x = c3[a]
+        y = c3[b]
+        hi = x if x > y else y
+        lo = y if x > y else x
+        h3[hi, 0] += rt
+        h3[lo, 1] += rt
+        if hi == missing_bin and lo != missing_bin:
+            h3[lo, 2] += rt
 
 
 @parallel_kernel
-def _pair_histogram_gathered(X_binned, di, dj, r, feature_indices, missing_bin, out):
-    # di, dj, r: IN the node's pairs, contiguous; parallel over features.
-    n_bins = out.shape[1]
-    m = di.shape[0]
-    for k in prange(feature_indices.shape[0]):
-        f = feature_indices[k]
-        h = out[f]
-        for b in range(n_bins):
-            h[b, 0] = 0.0
-            h[b, 1] = 0.0
-            h[b, 2] = 0.0
-        col = X_binned[:, f]
-        for t in range(m):
-            bi = col[di[t]]
-            bj = col[dj[t]]
-            rt = r[t]
-            hi = bi if bi > bj else bj
-            lo = bj if bi > bj else bi
-            h[hi, 0] += rt
-            h[lo, 1] += rt
-            if hi == missing_bin and lo != missing_bin:
-                h[lo, 2] += rt
+def _pair_histogram_chunked(
+    X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, block, missing_bin, chunk, out
+):
+    # _pair_histogram_chunked_body's driver, parallel over blocks of selected features.
+    n_sel = feature_indices.shape[0]
+    n_blocks = (n_sel + block - 1) // block
+    for cc in prange(n_blocks):
+        c = np.int64(cc)  # the parfor's index is uint64: one body specialisation
+        _pair_histogram_chunked_body(
+            X_binned,
+            doc_i,
+            doc_j,
+            rho,
+            pair_indices,
+            feature_indices,
+            c * block,
+            min(n_sel, (c + 1) * block),
+            missing_bin,
+            chunk,
+            out,
+        )
 
 
 # --- references ---
@@ -812,4 +948,24 @@ def _build_histogram_reference(
         out[f, :, 0] = np.bincount(bins, weights=g, minlength=n_bins)
         out[f, :, 1] = np.bincount(bins, weights=h, minlength=n_bins)
         out[f, :, 2] = np.bincount(bins, minlength=n_bins)
+    return out
+
+
+def _pair_histogram_reference(
+    X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, missing_bin, n_bins
+) -> NDArray[np.float64]:
+    """Plain NumPy pair histograms (see :func:`build_pair_histogram`); zeros for the
+    features not selected."""
+    out = np.zeros((X_binned.shape[1], n_bins, N_HIST_STATS), dtype=np.float64)
+    p = np.asarray(pair_indices, dtype=np.intp)
+    r = rho[p]
+    for f in feature_indices:
+        bi = X_binned[doc_i[p], f].astype(np.intp)
+        bj = X_binned[doc_j[p], f].astype(np.intp)
+        hi = np.maximum(bi, bj)
+        lo = np.minimum(bi, bj)
+        one_missing = (hi == missing_bin) & (lo != missing_bin)
+        out[f, :, 0] = np.bincount(hi, weights=r, minlength=n_bins)
+        out[f, :, 1] = np.bincount(lo, weights=r, minlength=n_bins)
+        out[f, :, 2] = np.bincount(lo[one_missing], weights=r[one_missing], minlength=n_bins)
     return out

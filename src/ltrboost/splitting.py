@@ -459,6 +459,56 @@ def _two_leaf_gain(g_l, a, g_r, b, cross, g, parent_h, l2):
     return _split_gain(g_l, a, g_r, b, g, parent_h, l2)
 
 
+def features_with_split(
+    hist: NDArray[np.float64],
+    feature_indices: NDArray[np.int32],
+    n_bins_non_missing: NDArray[np.int32],
+    missing_bin: int,
+    count: int,
+    min_samples_leaf: int,
+) -> NDArray[np.int32]:
+    """The selected features that have a threshold leaving ``min_samples_leaf``
+    documents on both sides (in either missing direction), in their order.
+
+    The others (a node whose documents share one bin of the feature, or too few on one
+    side of every threshold) get no valid split from :func:`find_node_split` whatever
+    the criterion: the OLE grower builds no pair histogram for them.  Counts are exact
+    (integers in float64), so the subset is exact; the hessian limit is not checked here
+    (the split search still does), which only keeps a feature that could be dropped.
+    """
+    keep = np.empty(feature_indices.shape[0], dtype=np.bool_)
+    _features_with_split(
+        hist, feature_indices, n_bins_non_missing, missing_bin, float(count),
+        float(min_samples_leaf), keep,
+    )  # fmt: skip
+    return feature_indices[keep]
+
+
+@kernel
+def _features_with_split(
+    hist, feature_indices, n_bins_non_missing, missing_bin, count, min_samples_leaf, keep
+):
+    # The count conditions of _best_split_body, thresholds and directions alike.
+    for k in range(feature_indices.shape[0]):
+        f = feature_indices[k]
+        nb = n_bins_non_missing[f]
+        miss_n = hist[f, missing_bin, 2]
+        ok = False
+        for direction in range(2):
+            if direction == 1 and miss_n == 0.0:
+                break
+            nl = miss_n if direction == 1 else 0.0
+            last = nb - 1 if (direction == 1 or miss_n == 0.0) else nb
+            for b in range(last):
+                nl += hist[f, b, 2]
+                if nl >= min_samples_leaf and count - nl >= min_samples_leaf:
+                    ok = True
+                    break
+            if ok:
+                break
+        keep[k] = ok
+
+
 @kernel
 def _split_indices_serial(rows, col, bin_idx, missing_left, missing_bin, buffer):
     # Serial stable partition: lefts compacted in place, rights staged in buffer.
