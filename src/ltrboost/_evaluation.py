@@ -117,14 +117,24 @@ class _CustomMetric:
         return float(self.fn(scores, self.y, self.query_offsets))
 
 
+# Parameters added after the model format was settled, left out of a model file while
+# None (their default): models trained without them keep the same bytes, and reading a
+# file without them gives the default.
+WRITTEN_ONLY_WHEN_SET = ("ole_top_features",)
+
+
 def _params_for_model(params) -> dict[str, Any]:
     """``asdict(params)`` with callables replaced by their names (JSON-safe): metrics by
-    ``__name__``, a custom objective by ``"custom:<__name__>"``."""
+    ``__name__``, a custom objective by ``"custom:<__name__>"``; the parameters of
+    :data:`WRITTEN_ONLY_WHEN_SET` only when set."""
     if callable(params.objective):
         from ltrboost.objectives.custom import custom_name
 
         params = replace(params, objective=custom_name(params.objective))
     p = asdict(params)
+    for name in WRITTEN_ONLY_WHEN_SET:
+        if p[name] is None:
+            del p[name]
     if p["eval_metric"] is not None and not isinstance(p["eval_metric"], str):
         m = p["eval_metric"]
         m = [m] if callable(m) else m

@@ -222,10 +222,17 @@ class TreeGrower:
         return self.histograms.pair_sum(node.rows) if self._use_pairs else 0.0
 
     def _ole_features(self, node: TreeNode) -> NDArray[np.int32]:
-        """The features whose pair histograms an OLE node needs: those with a threshold
-        that leaves ``min_samples_leaf`` documents on both sides (the others have no
-        valid split under any criterion, so the chosen split is the same)."""
-        return features_with_split(
+        """The features whose pair histograms an OLE node builds.
+
+        Exact OLE: those with a threshold that leaves ``min_samples_leaf`` documents on
+        both sides (the others have no valid split under any criterion, so the chosen
+        split is the same).  With ``ole_top_features=k`` (approximate): of those, the
+        ``k`` of largest Newton gain (eq. 9, ties to the lower feature index), in
+        feature order; features without a valid Newton split are never kept (they have
+        none under eq. 13 either), so ``k`` at least the number of valid features is
+        exact OLE.
+        """
+        feats = features_with_split(
             node.hist,
             self._features,
             self.splitter.n_bins_non_missing,
@@ -233,6 +240,15 @@ class TreeGrower:
             node.count,
             self.params.min_samples_leaf,
         )
+        k = self.params.ole_top_features
+        if k is None or feats.shape[0] <= k:
+            return feats
+        gains = self.splitter.newton_gains(
+            node.hist, feats, node.sum_gradients, node.sum_hessians, node.count
+        )
+        top = np.argsort(-gains, kind="stable")[: int(k)]
+        top = top[np.isfinite(gains[top])]
+        return feats[np.sort(top)]
 
     def _consider(self, node: TreeNode, heap: list, order: itertools.count) -> None:
         """Find the node's best split and queue it, or make it a leaf."""

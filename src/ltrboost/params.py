@@ -61,6 +61,14 @@ PARAMS: tuple[Param, ...] = (
     ),
     Param("split_criterion", "newton", "str", "tree", '"newton" | "se" | "ole"'),
     Param(
+        "ole_top_features",
+        None,
+        "int | None",
+        "tree",
+        'approximate "ole": eq. 13 over only the k features of best Newton gain at each '
+        "node (fewer pair histograms); None: exact OLE over every feature",
+    ),
+    Param(
         "growth",
         "best_first",
         "str",
@@ -227,6 +235,10 @@ class _BoosterParamsMethods:
         check(
             self.split_criterion in CRITERIA,
             f"split_criterion={self.split_criterion!r} is not one of {CRITERIA}",
+        )
+        check(
+            self.ole_top_features is None or int(self.ole_top_features) >= 1,
+            f"ole_top_features={self.ole_top_features} must be >= 1 or None",
         )
         check(
             self.growth in GROWTH_POLICIES,

@@ -73,6 +73,7 @@ class Ranker(BaseEstimator):
         max_bins: int = 255,
         min_samples_bin: int = 3,
         split_criterion: str = "newton",
+        ole_top_features: int | None = None,
         growth: str = "best_first",
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
@@ -110,6 +111,7 @@ class Ranker(BaseEstimator):
         self.max_bins = max_bins
         self.min_samples_bin = min_samples_bin
         self.split_criterion = split_criterion
+        self.ole_top_features = ole_top_features
         self.growth = growth
         self.subsample = subsample
         self.colsample_bytree = colsample_bytree

@@ -81,33 +81,10 @@ def find_node_split(
     if buffers is None:
         buffers = alloc_split_buffers(n_features)
     gains, bins, miss_left, stats = buffers
-    use_pairs = pair_hist is not None
-    n_sel = feature_indices.shape[0]
-    serial = n_sel * hist.shape[1] < SERIAL_SPLIT_WORK
-    args = (
-        hist,
-        feature_indices,
-        n_bins_non_missing,
-        missing_bin,
-        float(sum_gradients),
-        float(sum_hessians),
-        float(count),
-        params.min_samples_leaf,
-        params.min_sum_hessian_in_leaf,
-        params.l2_regularization,
-        params.criterion_code,
-        pair_hist if use_pairs else NO_PAIRS,
-        use_pairs,
-        float(pair_sum),
-        gains,
-        bins,
-        miss_left,
-        stats,
-    )
-    if serial:
-        _best_split_body(args[0], args[1], 0, n_sel, *args[2:])
-    else:
-        _find_best_split_per_feature(*args)
+    _search_features(
+        hist, feature_indices, n_bins_non_missing, missing_bin, sum_gradients,
+        sum_hessians, count, params, pair_hist, pair_sum, buffers,
+    )  # fmt: skip
     sel_gains = gains[feature_indices]
     k = int(np.argmax(sel_gains))  # ties -> lowest selected feature index
     f = int(feature_indices[k])
@@ -135,6 +112,65 @@ def find_node_split(
         value_left=float(_leaf_value(gl, hl_c, l2)),
         value_right=float(_leaf_value(gr, hr_c, l2)),
     )
+
+
+def _search_features(
+    hist, feature_indices, n_bins_non_missing, missing_bin, sum_gradients, sum_hessians,
+    count, params, pair_hist, pair_sum, buffers,
+) -> None:  # fmt: skip
+    """Fill ``buffers`` with every selected feature's best split (see
+    :func:`_best_split_body`); serial when small, else parallel over features."""
+    gains, bins, miss_left, stats = buffers
+    use_pairs = pair_hist is not None
+    n_sel = feature_indices.shape[0]
+    serial = n_sel * hist.shape[1] < SERIAL_SPLIT_WORK
+    args = (
+        hist,
+        feature_indices,
+        n_bins_non_missing,
+        missing_bin,
+        float(sum_gradients),
+        float(sum_hessians),
+        float(count),
+        params.min_samples_leaf,
+        params.min_sum_hessian_in_leaf,
+        params.l2_regularization,
+        params.criterion_code,
+        pair_hist if use_pairs else NO_PAIRS,
+        use_pairs,
+        float(pair_sum),
+        gains,
+        bins,
+        miss_left,
+        stats,
+    )
+    if serial:
+        _best_split_body(args[0], args[1], 0, n_sel, *args[2:])
+    else:
+        _find_best_split_per_feature(*args)
+
+
+def newton_feature_gains(
+    hist: NDArray[np.float64],
+    feature_indices: NDArray[np.int32],
+    n_bins_non_missing: NDArray[np.int32],
+    missing_bin: int,
+    sum_gradients: float,
+    sum_hessians: float,
+    count: int,
+    params: SplitParams,
+    buffers: tuple[NDArray, ...] | None = None,
+) -> NDArray[np.float64]:
+    """Each selected feature's best Newton gain (eq. 9; -inf: no valid threshold), in
+    the order of ``feature_indices``: what ``ole_top_features`` ranks features by."""
+    if buffers is None:
+        buffers = alloc_split_buffers(hist.shape[0])
+    newton = params._replace(criterion_code=0)
+    _search_features(
+        hist, feature_indices, n_bins_non_missing, missing_bin, sum_gradients,
+        sum_hessians, count, newton, None, 0.0, buffers,
+    )  # fmt: skip
+    return buffers[0][feature_indices].copy()
 
 
 class Splitter:
@@ -178,6 +214,27 @@ class Splitter:
             self.params,
             pair_hist=pair_hist,
             pair_sum=pair_sum,
+            buffers=self._buffers,
+        )
+
+    def newton_gains(
+        self,
+        hist: NDArray[np.float64],
+        feature_indices: NDArray[np.int32],
+        sum_gradients: float,
+        sum_hessians: float,
+        count: int,
+    ) -> NDArray[np.float64]:
+        """Each selected feature's best Newton gain; see :func:`newton_feature_gains`."""
+        return newton_feature_gains(
+            hist,
+            feature_indices,
+            self.n_bins_non_missing,
+            self.missing_bin,
+            sum_gradients,
+            sum_hessians,
+            count,
+            self.params,
             buffers=self._buffers,
         )
 
