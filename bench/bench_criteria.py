@@ -3,7 +3,7 @@
 Usage::
 
     python -m bench.bench_criteria [--trees 50] [--synthetic 500000] [--synthetic-trees 10]
-                                   [--output bench/results/criteria.md]
+                                   [--ole-top-features K] [--output bench/results/criteria.md]
 
 Seed 000 reports that its exact OLE criterion costs about 1.3x the SE criterion for
 pairwise losses.  This script measures ours: ``lambdamart`` (pairwise: OLE builds pair
@@ -14,7 +14,10 @@ is Newton, Theorem 1, and must cost the same) with each criterion, on MQ2008 Fol
 learning rate 0.1, at least 20 documents per leaf, 255 bins, LambdaMART pairs truncated
 at 30, 2 threads, a fixed number of trees (no early stopping).  Every run is a fresh
 subprocess after a warm-up run, so compilation is not timed.  Reported: seconds of
-``train`` (binning included) and the ratio to ``se``.
+``train`` (binning included), the ratios to ``se`` and of ``ole`` to ``newton``, and the
+peak resident memory of the ``newton`` and ``ole`` processes (data generation and
+loading included).  ``--ole-top-features K`` adds the approximate OLE
+(``ole_top_features=K``) as a fourth criterion.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from bench._common import (
     SHARED_DATA,
     machine_description,
     markdown_table,
+    peak_rss_mb,
     run_worker,
 )
 
@@ -57,7 +61,7 @@ def worker(spec: dict) -> dict:
     ds = _data(spec)
     params = dict(
         objective=spec["system"],
-        split_criterion=spec["criterion"],
+        split_criterion="ole" if spec["criterion"].startswith("ole") else spec["criterion"],
         learning_rate=0.1,
         max_leaf_nodes=31,
         min_samples_leaf=20,
@@ -66,10 +70,12 @@ def worker(spec: dict) -> dict:
     )
     if spec["system"] == "lambdamart":
         params["truncation_level"] = 30
+    if spec["criterion"].startswith("ole k="):
+        params["ole_top_features"] = int(spec["criterion"][6:])
     train(BoosterParams(n_estimators=2, **params), ds)  # compile / load the cache
     t0 = time.perf_counter()
     train(BoosterParams(n_estimators=spec["trees"], **params), ds)
-    return {"seconds": time.perf_counter() - t0}
+    return {"seconds": time.perf_counter() - t0, "peak_mb": peak_rss_mb()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trees", type=int, default=50, help="trees on MQ2008 Fold1")
     ap.add_argument("--synthetic", type=int, default=500_000, help="documents (0: skip)")
     ap.add_argument("--synthetic-trees", type=int, default=10)
+    ap.add_argument("--ole-top-features", type=int, default=None)
     ap.add_argument("--output", default=str(REPO / "bench" / "results" / "criteria.md"))
     args = ap.parse_args(argv)
     if args.worker:
@@ -90,30 +97,38 @@ def main(argv: list[str] | None = None) -> int:
         datasets.append(
             (str(args.synthetic), f"synthetic {args.synthetic:,}", args.synthetic_trees)
         )
+    criteria = list(CRITERIA)
+    if args.ole_top_features is not None:
+        criteria.append(f"ole k={args.ole_top_features}")
     rows = []
     for key, label, trees in datasets:
         for system in SYSTEMS:
-            secs = {}
-            for criterion in CRITERIA:
+            res = {}
+            for criterion in criteria:
                 spec = {"data": key, "system": system, "criterion": criterion}
-                secs[criterion] = run_worker(
+                res[criterion] = run_worker(
                     "bench_criteria", {**spec, "trees": trees}, timeout=7200
-                )["seconds"]
-                print(f"{label} {system} {criterion}: {secs[criterion]:.2f} s",
+                )
+                print(f"{label} {system} {criterion}: {res[criterion]['seconds']:.2f} s",
                       file=sys.stderr, flush=True)  # fmt: skip
+            secs = {c: r["seconds"] for c, r in res.items()}
             rows.append(
                 [label, system, str(trees)]
-                + [f"{secs[c]:.2f}" for c in CRITERIA]
+                + [f"{secs[c]:.2f}" for c in criteria]
                 + [f"{secs[c] / secs['se']:.2f}" for c in ("newton", "ole")]
+                + [f"{secs[c] / secs['newton']:.2f}" for c in criteria[2:]]
+                + [f"{res[c]['peak_mb']:.0f}" for c in ("newton", "ole")]
             )
-    header = ["data", "objective", "trees", *(f"{c} s" for c in CRITERIA)]
-    header += ["newton/se", "ole/se"]
+    header = ["data", "objective", "trees", *(f"{c} s" for c in criteria)]
+    header += ["newton/se", "ole/se", *(f"{c}/newton" for c in criteria[2:])]
+    header += ["newton peak MB", "ole peak MB"]
     text = "\n".join(
         [
             f"Machine: {machine_description()}",
             "",
             f"Command: `python -m bench.bench_criteria --trees {args.trees} "
-            f"--synthetic {args.synthetic} --synthetic-trees {args.synthetic_trees}`",
+            f"--synthetic {args.synthetic} --synthetic-trees {args.synthetic_trees}"
+            + (f" --ole-top-features {args.ole_top_features}`" if args.ole_top_features else "`"),
             "",
             markdown_table(header, rows),
         ]

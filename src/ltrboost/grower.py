@@ -226,29 +226,28 @@ class TreeGrower:
 
         Exact OLE: those with a threshold that leaves ``min_samples_leaf`` documents on
         both sides (the others have no valid split under any criterion, so the chosen
-        split is the same).  With ``ole_top_features=k`` (approximate): of those, the
-        ``k`` of largest Newton gain (eq. 9, ties to the lower feature index), in
-        feature order; features without a valid Newton split are never kept (they have
-        none under eq. 13 either), so ``k`` at least the number of valid features is
-        exact OLE.
+        split is the same).  With ``ole_top_features=k`` (approximate): the ``k`` of
+        largest Newton gain (eq. 9, ties to the lower feature index), in feature order.
+        A feature without a valid Newton split has none under eq. 13 either (the same
+        count and hessian limits), so it is never kept, and ``k`` at least the number
+        of valid features is exact OLE.
         """
-        feats = features_with_split(
-            node.hist,
-            self._features,
-            self.splitter.n_bins_non_missing,
-            self.missing_bin,
-            node.count,
-            self.params.min_samples_leaf,
-        )
         k = self.params.ole_top_features
-        if k is None or feats.shape[0] <= k:
-            return feats
+        if k is None:
+            return features_with_split(
+                node.hist,
+                self._features,
+                self.splitter.n_bins_non_missing,
+                self.missing_bin,
+                node.count,
+                self.params.min_samples_leaf,
+            )
         gains = self.splitter.newton_gains(
-            node.hist, feats, node.sum_gradients, node.sum_hessians, node.count
+            node.hist, self._features, node.sum_gradients, node.sum_hessians, node.count
         )
         top = np.argsort(-gains, kind="stable")[: int(k)]
         top = top[np.isfinite(gains[top])]
-        return feats[np.sort(top)]
+        return self._features[np.sort(top)]
 
     def _consider(self, node: TreeNode, heap: list, order: itertools.count) -> None:
         """Find the node's best split and queue it, or make it a leaf."""

@@ -296,6 +296,7 @@ class LocalHistograms:
             self._part[:] = sample_indices
         self.partition = self._part
         self._pairs = pairs
+        self._pair_sums: dict[tuple[int, int], float] = {}
         n_pairs = 0
         if pairs is not None:
             n_pairs = len(pairs[0])
@@ -402,11 +403,22 @@ class LocalHistograms:
         )
 
     def pair_sum(self, rows: RowRange) -> float:
-        """Total ``rho`` of the node's pairs in this shard (0 without pairs)."""
+        """Total ``rho`` of the node's pairs in this shard (0 without pairs).
+
+        Remembered per pair range for the tree: a node's leaf value and its split
+        search ask for the same sum (a range holds the same pairs in the same order
+        until it is split, and a child's range is a new one unless it kept every pair,
+        in order, when its sum is the parent's).
+        """
         if self._pairs is None or rows.pair_stop <= rows.pair_start:
             return 0.0
-        idx = self._pair_part[rows.pair_start : rows.pair_stop]
-        return float(np.sum(self._pairs[2][idx]))
+        key = (rows.pair_start, rows.pair_stop)
+        total = self._pair_sums.get(key)
+        if total is None:
+            idx = self._pair_part[rows.pair_start : rows.pair_stop]
+            total = float(np.sum(self._pairs[2][idx]))
+            self._pair_sums[key] = total
+        return total
 
     def pair_histogram(
         self, rows: RowRange, feature_indices: NDArray[np.int32] | None = None
@@ -423,7 +435,7 @@ class LocalHistograms:
         build_pair_histogram(
             self.X_binned, doc_i, doc_j, rho, idx, feats, self.missing_bin, self._pair_hist
         )
-        return self._pair_hist, float(np.sum(rho[idx]))
+        return self._pair_hist, self.pair_sum(rows)
 
     def add_tree(self, nodes, leaves, out) -> None:
         """Add a grown tree's leaf values (``nodes["value"]``) to the shard's scores.

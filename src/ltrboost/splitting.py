@@ -647,18 +647,11 @@ def _split_indices(rows, col, bin_idx, missing_left, missing_bin, buffer, n_chun
 
 @kernel
 def _partition_pairs(seg, doc_i, doc_j, col, bin_idx, missing_left, missing_bin, buf):
-    # seg: IN/OUT pair ids of the node -> [both left | both right | (dropped)]
+    # seg: IN/OUT pair ids of the node -> [both left | both right | (dropped)], each
+    # part in its previous order.  One pass: a pair wholly left moves down in place (it
+    # is written at or before where it was read), one wholly right waits in buf.
     n = seg.shape[0]
     n_l = 0
-    for t in range(n):
-        p = seg[t]
-        bi = col[doc_i[p]]
-        bj = col[doc_j[p]]
-        li = missing_left if bi == missing_bin else bi <= bin_idx
-        lj = missing_left if bj == missing_bin else bj <= bin_idx
-        if li and lj:
-            buf[n_l] = p
-            n_l += 1
     n_r = 0
     for t in range(n):
         p = seg[t]
@@ -666,11 +659,14 @@ def _partition_pairs(seg, doc_i, doc_j, col, bin_idx, missing_left, missing_bin,
         bj = col[doc_j[p]]
         li = missing_left if bi == missing_bin else bi <= bin_idx
         lj = missing_left if bj == missing_bin else bj <= bin_idx
-        if (not li) and (not lj):
-            buf[n_l + n_r] = p
+        if li and lj:
+            seg[n_l] = p
+            n_l += 1
+        elif not (li or lj):
+            buf[n_r] = p
             n_r += 1
-    for t in range(n_l + n_r):
-        seg[t] = buf[t]
+    for t in range(n_r):
+        seg[n_l + t] = buf[t]
     return n_l, n_r
 
 
