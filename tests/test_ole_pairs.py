@@ -226,3 +226,23 @@ def test_grower_holds_eight_bytes_a_pair():
     held = shard._pair_part.nbytes + shard._pair_buf.nbytes
     assert held == 8 * 99
     assert held <= X_binned.nbytes
+
+
+def test_grown_tree_lets_go_of_its_pairs():
+    """The round's pairs (16 bytes each, held by the caller) and the partition (8) are
+    dropped once the tree is grown, so the next round's pairs never coexist with them."""
+    binner, X_binned, g, h, pairs = _ole_problem(1)
+    grower = TreeGrower(
+        X_binned,
+        binner.n_bins_non_missing_,
+        binner.missing_bin_,
+        binner.thresholds_matrix(),
+        GrowerParams(split_criterion="ole", max_leaf_nodes=4, min_samples_leaf=3),
+    )
+    first = grower.grow(g, h, pairs=pairs).nodes
+    shard = grower.histograms.shards[0]
+    assert shard._pairs is None
+    assert shard._pair_part is None
+    assert shard._pair_buf is None
+    again = grower.grow(g, h, pairs=pairs).nodes  # a reused grower starts afresh
+    np.testing.assert_array_equal(first, again)

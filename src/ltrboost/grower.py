@@ -207,6 +207,8 @@ class TreeGrower:
         for _, _, node in heap:
             data.release(node.hist)
             node.hist = None
+        if use_pairs:
+            data.end_pairs()
         return self._finalize(root)
 
     def add_to_scores(

@@ -307,6 +307,14 @@ class LocalHistograms:
             self._pair_hist = np.empty((self.n_features, self.missing_bin + 1, 3), dtype=np.float64)
         return RowRange(0, n, 0, n_pairs)
 
+    def end_pairs(self) -> None:
+        """Drop the tree's pairs and pair partition once it is grown: the next round's
+        pairs are computed before the next tree starts, and must not coexist with
+        these (at 500k documents each round's pairs are ~110 MB)."""
+        self._pairs = None
+        self._pair_part = self._pair_buf = None
+        self._pair_sums = {}
+
     def root_histogram(self, rows: RowRange) -> NodeHistogram:
         """The root's partial histogram, with the shard's sums and row count."""
         hist = self.pool.get()
@@ -511,6 +519,11 @@ class HistogramBuilder:
                 shard.start_tree(gradients[lo:hi], hessians[lo:hi], si, feature_indices, sp)
             )
         return tuple(roots)
+
+    def end_pairs(self) -> None:
+        """Every shard drops the grown tree's pairs (see :meth:`LocalHistograms.end_pairs`)."""
+        for shard in self.shards:
+            shard.end_pairs()
 
     def _reduce(self, parts, features) -> NDArray[np.float64]:
         out = None if len(parts) == 1 else self.pool.get()
