@@ -304,6 +304,9 @@ class LocalHistograms:
             # the OLE pair limit is far below 2**31)
             self._pair_part = np.arange(n_pairs, dtype=PAIR_INDEX_DTYPE)
             self._pair_buf = np.empty(n_pairs, dtype=PAIR_INDEX_DTYPE)
+            # the root's pairs are all of them in order: their sum without the
+            # gathered copy of rho (8 bytes a pair) that pair_sum would make
+            self._pair_sums[(0, n_pairs)] = float(np.sum(np.ascontiguousarray(pairs[2])))
             self._pair_hist = np.empty((self.n_features, self.missing_bin + 1, 3), dtype=np.float64)
         return RowRange(0, n, 0, n_pairs)
 
