@@ -29,8 +29,14 @@ Named tricks (sklearn/LightGBM):
 (element-wise sum in a fixed shard order; one shard is returned as it is).
 
 Pairs (``"ole"`` criterion, seed 000 eq. 13): each node also owns a slice of a
-pair-partition array; its pair histograms bin each pair's ``rho`` by the larger and the
-smaller bin of its two documents (see :func:`build_pair_histogram`).
+pair-partition array (int32 pair ids, 8 bytes a pair with its scratch; pairs crossing a
+split drop out); its pair histograms bin each pair's ``rho`` by the larger and the
+smaller bin of its two documents (see :func:`build_pair_histogram`).  They are built
+exactly, in pair order (the models do not depend on how the work is cut): a chunk of
+the node's pairs at a time, four features interleaved, parallel over blocks of features.
+A subtraction trick (parent - smaller child - crossing pairs) would change the order of
+the sums, and it pays only when few pairs cross a split (43% of the root's pairs cross
+MQ2008's first split), so it is not used.
 """
 
 from __future__ import annotations
