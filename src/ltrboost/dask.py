@@ -496,6 +496,7 @@ class _Shard:
                 in_bag = np.zeros(self.n, dtype=bool)
                 in_bag[rows] = True
             self.pairs = None
+            self.hist.end_pairs()  # the last tree's pairs go before this round's come
             if ole:
                 pt = self.objective.pair_terms(s, self.ds, iteration=it)
                 if pt is not None:
@@ -536,9 +537,9 @@ class _Shard:
         with _LOCK:
             return self.hist.pair_sum(rows)
 
-    def pair_histogram(self, rows):
+    def pair_histogram(self, rows, feature_indices=None):
         with _LOCK, threads(self.n_threads):
-            hist, psum = self.hist.pair_histogram(rows)
+            hist, psum = self.hist.pair_histogram(rows, feature_indices)
             return hist.copy(), psum  # the shard's buffer is overwritten by the next call
 
     def add_tree(self, it: int, k: int, nodes, leaves, learning_rate: float):
@@ -751,8 +752,12 @@ class ShardedHistograms:
             total += v
         return total
 
+    def end_pairs(self) -> None:
+        """Nothing to send: each shard drops a tree's pairs when it computes the next
+        round's (``_Shard`` round setup), saving a round trip per tree."""
+
     def pair_histogram(self, rows, feature_indices):
-        parts = self.cluster.call("pair_histogram", [(r,) for r in rows])
+        parts = self.cluster.call("pair_histogram", [(r, feature_indices) for r in rows])
         total = (
             parts[0][0]
             if len(parts) == 1
