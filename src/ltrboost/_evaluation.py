@@ -120,7 +120,7 @@ class _CustomMetric:
 # Parameters added after the model format was settled, left out of a model file while
 # None (their default): models trained without them keep the same bytes, and reading a
 # file without them gives the default.
-WRITTEN_ONLY_WHEN_SET = ("ole_top_features",)
+WRITTEN_ONLY_WHEN_SET = ("ole_top_features", "unbiased", "position_bias_norm", "max_positions")
 
 
 def _params_for_model(params) -> dict[str, Any]:

@@ -138,6 +138,7 @@ def train(
     check_metrics(params, objective)  # a typo fails now, valid set or not
     check_training_setup(params, objective, valid_sets)
     warn_if_pairs_ignored(objective, train_set)
+    check_positions_use(params, objective, train_set)
     if getattr(objective, "uses_preference_pairs", False):
         from ltrboost.objectives.pairwise import refuse_contradicting_pairs
 
@@ -164,6 +165,31 @@ def warn_if_pairs_ignored(objective, train_set: RankingDataset) -> None:
                 f"objective {objective.name!r} ignores explicit preference pairs; the "
                 "model is the same as without them (pairs are used by ranknet, "
                 "rankboost, gbrank and qbrank)"
+            ),
+            stacklevel=3,
+        )
+
+
+class PositionIgnoredWarning(UserWarning):
+    """Display positions were given but the run does not debias (``unbiased`` off):
+    the model is the same as without them."""
+
+
+def check_positions_use(params: BoosterParams, objective, train_set: RankingDataset) -> None:
+    """``unbiased`` only for LambdaMART, never with OLE; positions without it warn."""
+    unbiased = bool(getattr(objective, "unbiased", False))
+    if params.unbiased and not unbiased:
+        raise ValueError(
+            f"unbiased=True is Unbiased LambdaMART (objective='lambdamart'); objective "
+            f"{getattr(objective, 'name', params.objective)!r} does not debias clicks"
+        )
+    if unbiased and params.split_criterion == "ole":
+        raise ValueError("unbiased=True does not support split_criterion='ole'")
+    if train_set.position is not None and not unbiased:
+        warnings.warn(
+            PositionIgnoredWarning(
+                "positions are used by unbiased=True only (objective='lambdamart'); "
+                "the model is the same as without them"
             ),
             stacklevel=3,
         )
@@ -307,6 +333,14 @@ class Training:
                 f"features, the training data has {self.n_features}"
             )
         done = init_model.n_iterations
+        saved_bias = getattr(init_model, "position_bias", None)
+        if getattr(objective, "unbiased", False) and done > 0:
+            if saved_bias is None:
+                raise ValueError(
+                    "cannot resume unbiased=True training from a model without position "
+                    "bias estimates"
+                )
+            objective.set_position_bias(saved_bias["t_plus"], saved_bias["t_minus"])
         self.trees.extend(t.copy() for t in init_model.trees[: done * n_out])
         self.outputs.extend(init_model.tree_outputs[: done * n_out])
         self.replay_scores()
@@ -443,7 +477,17 @@ class Training:
                 k: {m: list(v) for m, v in d.items()} for k, d in self.evals_result.items()
             },
             n_outputs=self.n_out,
+            position_bias=self.position_bias(),
         )
+
+    def position_bias(self) -> dict[str, list[float]] | None:
+        """Unbiased LambdaMART's estimates ``{"t_plus": [...], "t_minus": [...]}``
+        after the rounds so far; None for every other run."""
+        get = getattr(self.objective, "position_bias", None)
+        bias = get() if get is not None and getattr(self.objective, "unbiased", False) else None
+        if bias is None:
+            return None
+        return {"t_plus": bias.t_plus.tolist(), "t_minus": bias.t_minus.tolist()}
 
     def run(self, callbacks=(), init_model: Booster | None = None) -> Booster:
         """The boosting loop; returns the trained booster."""

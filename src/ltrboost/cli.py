@@ -232,6 +232,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "[weight]' per line (docids from '#docid = ...' comments); for "
         "ranknet, rankboost, gbrank, qbrank",
     )
+    p.add_argument(
+        "--position",
+        default=None,
+        metavar="FILE",
+        help="--unbiased: the 1-based position each training line was shown at, one "
+        "per line (LightGBM's .position file; default TRAIN.position when it exists)",
+    )
     _add_missing_token_flag(p)
     p.defer(add_training_flags, lazy=lazy)
     p.set_defaults(func=cmd_train)
@@ -384,6 +391,15 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "--min-count", type=int, default=1, help="keep pairs with net count >= N (default 1)"
     )
     c.set_defaults(func=cmd_clicks_mine)
+    c = csub.add_parser(
+        "dataset",
+        help="click log -> training data for --unbiased: a LETOR file (one query per "
+        "impression, clicks as labels) and OUTPUT.position",
+    )
+    c.add_argument("log", help="click log (qid docid position clicked [impression])")
+    c.add_argument("--data", required=True, help="the LETOR file the docids belong to")
+    c.add_argument("--output", "-o", required=True, help="LETOR file to write")
+    c.set_defaults(func=cmd_clicks_dataset)
     c = csub.add_parser("simulate", help="simulate a click log from a graded LETOR file")
     c.add_argument("data", help="LETOR file with qid: and '#docid = ...' comments")
     c.add_argument("--output", "-o", required=True, help="click log to write")
@@ -610,6 +626,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         pref, oth, w = read_pairs_file(args.pairs, raw_train.qid, parse_docids(raw_train.comments))
         train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
+    _attach_positions(args, params, train_set)
     n_features = train_set.X.shape[1]
     valid_sets = []
     for vpath, name in zip(args.valid, _valid_names(args.valid), strict=True):
@@ -1039,6 +1056,27 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set) -> None:
+    """``--position FILE`` (or ``TRAIN.position`` beside the data under --unbiased)
+    into ``train_set.position``, in the grouped row order."""
+    path = args.position
+    if path is None and params.unbiased and os.path.exists(args.train + ".position"):
+        path = args.train + ".position"
+    if path is None:
+        if params.unbiased:
+            raise ValueError(
+                "--unbiased true needs the position of every training line: --position FILE "
+                f"(or {args.train}.position)"
+            )
+        return
+    if not params.unbiased:
+        raise ValueError("--position is used by --unbiased only")
+    from ltrboost.io.queryfile import read_position_file
+
+    pos = read_position_file(path, train_set.n_samples)
+    train_set.position = pos if train_set.order is None else pos[train_set.order]
+
+
 # ----------------------------------------------------------------------- clicks
 def _letor_docids(path: str):
     from ltrboost.dataset import LTRInputError
@@ -1060,6 +1098,26 @@ def cmd_clicks_mine(args: argparse.Namespace) -> int:
     print(
         f"{len(log)} results in {log.n_impressions} impressions -> {len(mined)} pairs "
         f"({args.strategy}) written to {args.output}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_clicks_dataset(args: argparse.Namespace) -> int:
+    from ltrboost.clicks import click_rows, read_click_log
+    from ltrboost.io.letor import dump_svmlight
+    from ltrboost.io.queryfile import write_position_file
+
+    raw, docids = _letor_docids(args.data)
+    log = read_click_log(args.log, qid=raw.qid, docids=docids)
+    rows = click_rows(log, raw.qid, docids)
+    comments = [f"docid = {docids[r]} query = {raw.qid[r]}" for r in rows.row.tolist()]
+    X = raw.X[rows.row]
+    dump_svmlight(args.output, X, rows.clicked, rows.impression + 1, comments)
+    write_position_file(args.output + ".position", rows.position)
+    print(
+        f"{len(rows)} results in {log.n_impressions} impressions written to "
+        f"{args.output} (+ .position); train with --unbiased",
         file=sys.stderr,
     )
     return 0

@@ -43,6 +43,12 @@ clicks with the *attractiveness* of a document of grade ``y``::
   ``satisfaction``, otherwise goes on; without a click the user goes on.  So rank ``k``
   is examined with probability ``prod_{j<k} (1 - r(y_j) * satisfaction)``.
 
+Training rows for Unbiased LambdaMART (:func:`click_rows`)
+----------------------------------------------------------
+One query group per impression, the clicks as labels and the shown positions as
+``position`` (``Ranker(unbiased=True)``; CLI ``ltrboost clicks dataset`` writes them
+as a LETOR file plus a ``.position`` file for ``ltrboost train --unbiased``).
+
 Preference mining (:func:`mine_preferences`)
 --------------------------------------------
 Per impression (Joachims, KDD 2002; Joachims, Granka, Pan, Hembrooke & Gay, SIGIR 2005,
@@ -71,7 +77,9 @@ from ltrboost.dataset import LTRInputError
 
 __all__ = [
     "ClickLog",
+    "ClickRows",
     "MinedPairs",
+    "click_rows",
     "mine_preferences",
     "read_click_log",
     "simulate",
@@ -456,6 +464,63 @@ def mine_preferences(
         other=_objects([t[2] for t in kept]),
         count=np.asarray([t[3] for t in kept], dtype=np.int64),
         weight=np.asarray([t[3] for t in kept], dtype=np.float64),
+    )
+
+
+@dataclass
+class ClickRows:
+    """A click log as training rows for Unbiased LambdaMART (:func:`click_rows`).
+
+    Attributes
+    ----------
+    row : ndarray of int64, the data row (features) of each shown result.
+    clicked : ndarray of float64, the label: 1.0 clicked, 0.0 not.
+    impression : ndarray of int64, the query group of the row: one group per showing.
+    position : ndarray of int64, the 1-based position the result was shown at.
+    """
+
+    row: NDArray[np.int64]
+    clicked: NDArray[np.float64]
+    impression: NDArray[np.int64]
+    position: NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.row.shape[0])
+
+
+def click_rows(log: ClickLog, qid: ArrayLike, docids: Sequence[str | None]) -> ClickRows:
+    """Turn a click log into training rows: one per shown result, grouped by impression.
+
+    Each impression (one showing of a result list) becomes one query group whose labels
+    are the clicks and whose positions are the positions shown -- the training data of
+    ``Ranker(unbiased=True).fit(X[r.row], r.clicked, qid=r.impression,
+    position=r.position)``.  ``qid`` / ``docids`` are the data's query and document id
+    of each row (as for :func:`read_click_log`); a result whose (qid, docid) is not a
+    row of the data is an error naming the log line (or entry).  Rows come in
+    impression order, then position order.
+    """
+    qs = [str(q) for q in np.asarray(qid).tolist()]
+    if len(qs) != len(docids):
+        raise ValueError("qid and docids must have one entry per data row")
+    where: dict[tuple[str, str], int] = {}
+    for i, (q, d) in enumerate(zip(qs, docids, strict=True)):
+        if d is not None:
+            where.setdefault((q, d), i)
+    order = np.lexsort((log.position, log.impression))
+    rows = np.empty(order.size, dtype=np.int64)
+    for k, e in enumerate(order.tolist()):
+        r = where.get((str(log.qid[e]), str(log.docid[e])))
+        if r is None:
+            at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
+            raise LTRInputError(
+                f"{at}: document {log.docid[e]!r} of query {log.qid[e]!r} is not in the data"
+            )
+        rows[k] = r
+    return ClickRows(
+        row=rows,
+        clicked=log.clicked[order].astype(np.float64),
+        impression=log.impression[order].astype(np.int64),
+        position=log.position[order].astype(np.int64),
     )
 
 

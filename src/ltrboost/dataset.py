@@ -101,6 +101,9 @@ class RankingDataset:
     # 1-based line of each (grouped) row in ``source``, when the data came from a file
     row_lines: NDArray[np.int64] | None = None
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    # 1-based position each document was shown at (click data, for ``unbiased=True``);
+    # used by training only, never by prediction
+    position: NDArray[np.int64] | None = None
 
     @property
     def n_samples(self) -> int:
@@ -310,6 +313,7 @@ def make_dataset(
     sample_weight: ArrayLike | None = None,
     feature_names: list[str] | None = None,
     require_labels: bool = True,
+    position: ArrayLike | None = None,
 ) -> RankingDataset:
     """Validate user arrays and build a :class:`RankingDataset`.
 
@@ -318,7 +322,8 @@ def make_dataset(
     converted to a dense float array (float32 kept, anything else float64), except a
     sparse matrix, which stays sparse (CSR of float32 or float64; an absent entry is a
     zero, a stored NaN is missing) and is binned without densifying.  NaN marks a
-    missing value; +/-inf is refused (clip it or replace it by NaN).
+    missing value; +/-inf is refused (clip it or replace it by NaN).  ``position`` (click
+    data, see :func:`check_positions`) is the 1-based position each row was shown at.
     """
     X, names = as_feature_matrix(X, keep_sparse=True)
     if feature_names is None:
@@ -359,7 +364,10 @@ def make_dataset(
                 f"{_FLOAT32_MAX:.4g} (weights are float32)"
             )
         w = w.astype(np.float32)
+    pos = None if position is None else check_positions(position, n)
     if order is not None:
+        if pos is not None:
+            pos = pos[order]
         X = X[order]
         if y_arr is not None:
             y_arr = y_arr[order]
@@ -373,7 +381,38 @@ def make_dataset(
         order=order,
         query_ids=query_ids,
         feature_names=feature_names,
+        position=pos,
     )
+
+
+def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
+    """The one check of display positions: 1-D, one per row, whole numbers >= 1.
+
+    Returns int64.  The first offending row is named (``LTRInputError.row``, 0-based).
+    """
+    arr = np.asarray(position)
+    if arr.ndim != 1 or arr.shape[0] != n_samples:
+        raise LTRInputError(
+            f"position has shape {arr.shape} but X has {n_samples} rows; give the 1-based "
+            "position each row was shown at"
+        )
+    _refuse_complex(arr, "position")
+    if arr.dtype.kind not in "iu":
+        try:
+            f = np.asarray(arr, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise LTRInputError(f"position must hold integers: {e}") from None
+        bad = ~np.isfinite(f) | (f != np.round(f))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise LTRInputError(f"position[{row}]={arr[row]!r} is not an integer", row=row)
+        arr = f
+    arr = arr.astype(np.int64)
+    bad = arr < 1
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise LTRInputError(f"position[{row}]={arr[row]} is < 1 (positions are 1-based)", row=row)
+    return np.ascontiguousarray(arr)
 
 
 def as_feature_matrix(

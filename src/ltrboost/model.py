@@ -57,6 +57,7 @@ class Booster:
         evals_result: dict[str, dict[str, list[float]]] | None = None,
         n_outputs: int = 1,
         missing: str | None = None,
+        position_bias: dict[str, list[float]] | None = None,
     ) -> None:
         self.objective = objective
         self.objective_params = dict(objective_params)
@@ -73,6 +74,13 @@ class Booster:
         # the convention for features absent from sparse LETOR lines ("zero" | "nan"),
         # recorded by the CLI; None when trained from arrays
         self.missing = missing
+        # Unbiased LambdaMART's estimates {"t_plus": [...], "t_minus": [...]} (index k-1
+        # for position k); properties of the training clicks, never used to predict
+        self.position_bias = (
+            None
+            if position_bias is None
+            else {k: [float(v) for v in position_bias[k]] for k in ("t_plus", "t_minus")}
+        )
         self._packed: dict[int, PackedEnsemble] = {}
         self._objective = None
 
@@ -185,6 +193,7 @@ class Booster:
             "evals_result": self.evals_result,
             "n_outputs": self.n_outputs,
             "missing": getattr(self, "missing", None),
+            "position_bias": getattr(self, "position_bias", None),
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -156,6 +156,27 @@ PARAMS: tuple[Param, ...] = (
         "objective",
         "yetirank: pair-weight decay down a permutation (None: 0.85)",
     ),
+    Param(
+        "unbiased",
+        None,
+        "bool | None",
+        "objective",
+        "lambdamart: Unbiased LambdaMART from clicks with positions (None: False)",
+    ),
+    Param(
+        "position_bias_norm",
+        None,
+        "float | None",
+        "objective",
+        "unbiased: regularisation exponent p, t = ratio**(1/(1+p)) (None: 0.5)",
+    ),
+    Param(
+        "max_positions",
+        None,
+        "int | None",
+        "objective",
+        "unbiased: positions tracked; deeper ones share the last (None: 32)",
+    ),
 )
 
 PARAM_NAMES: tuple[str, ...] = tuple(p.name for p in PARAMS)

@@ -96,6 +96,9 @@ class Ranker(BaseEstimator):
         use_label_pairs: bool | None = None,
         permutations: int | None = None,
         decay: float | None = None,
+        unbiased: bool | None = None,
+        position_bias_norm: float | None = None,
+        max_positions: int | None = None,
         importance_type: str = "gain",
         verbose: int | bool = 0,
     ) -> None:
@@ -134,6 +137,9 @@ class Ranker(BaseEstimator):
         self.use_label_pairs = use_label_pairs
         self.permutations = permutations
         self.decay = decay
+        self.unbiased = unbiased
+        self.position_bias_norm = position_bias_norm
+        self.max_positions = max_positions
         self.importance_type = importance_type
         self.verbose = verbose
 
@@ -151,6 +157,7 @@ class Ranker(BaseEstimator):
         group: ArrayLike | None = None,
         sample_weight: ArrayLike | None = None,
         pairs: Any = None,
+        position: ArrayLike | None = None,
         eval_set: Sequence[tuple] | None = None,
         eval_names: Sequence[str] | None = None,
         eval_qid: Sequence[ArrayLike] | None = None,
@@ -176,6 +183,10 @@ class Ranker(BaseEstimator):
         sample_weight : per-document weights (LightGBM's convention).
         pairs : optional explicit preferences, array of shape (n_pairs, 2) or (n_pairs, 3)
             of (preferred_row, other_row[, weight]) in the caller's row numbering.
+        position : 1-based position each row was shown at (click data), for
+            ``unbiased=True`` (Unbiased LambdaMART; ``y`` are then clicks).  Used to
+            estimate the position bias during training only (``position_bias_``);
+            ``predict`` takes no positions.
         eval_set : list of (X, y, qid) tuples; the first drives early stopping.
             Give sizes as a 4th element ``(X, y, None, sizes)``;
             ``(X, y)`` alone when ``X`` is a DataFrame with a ``qid`` column, or
@@ -198,7 +209,9 @@ class Ranker(BaseEstimator):
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
         X, qid = _split_qid_column(X, qid, group)
-        train_set = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
+        train_set = make_dataset(
+            X, y, qid=qid, group=group, sample_weight=sample_weight, position=position
+        )
         if pairs is not None:
             train_set.pairs = _pairs_from_array(pairs, train_set)
         eval_set = list(eval_set or ())
@@ -237,6 +250,14 @@ class Ranker(BaseEstimator):
         if train_set.feature_names is not None:
             self.feature_names_in_ = np.asarray(train_set.feature_names, dtype=object)
         return self
+
+    @property
+    def position_bias_(self) -> dict[str, NDArray[np.float64]] | None:
+        """``unbiased=True``: the estimated position biases ``{"t_plus": ..., "t_minus":
+        ...}`` (index ``k - 1`` for position ``k``, position 1 is 1); else None."""
+        self._check_fitted()
+        bias = self.booster_.position_bias
+        return None if bias is None else {k: np.asarray(v) for k, v in bias.items()}
 
     @property
     def best_iteration_(self) -> int | None:

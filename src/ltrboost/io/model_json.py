@@ -28,8 +28,12 @@ Loading refuses duplicate JSON keys, checks every field against the schema
 tree, every node reachable exactly once, no cycles, features inside ``n_features``) and
 raises :class:`ModelFormatError` naming the file and the problem; it never executes
 anything.  ``missing`` ("zero" | "nan" | null) is the convention for features absent
-from sparse LETOR lines the model was trained with; run-time settings (``n_threads``)
-are not written.  :class:`TreeJSONCache` lets checkpoints reuse finished trees' text.
+from sparse LETOR lines the model was trained with; ``position_bias`` (only in models
+trained with ``unbiased=True``, after ``evals_result``) holds
+``{"t_plus": [...], "t_minus": [...]}``, the estimated click / non-click position
+biases, index ``k - 1`` for position ``k``, which prediction never uses; run-time
+settings (``n_threads``) are not written.  :class:`TreeJSONCache` lets checkpoints
+reuse finished trees' text.
 
 This module reads and writes plain dicts and imports no model class: a model is given
 as its *fields* (a mapping with the keyword arguments of ``ltrboost.model.Booster``:
@@ -135,7 +139,7 @@ def _as_fields(model: Any) -> Mapping[str, Any]:
 def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
     """Every field of the JSON document but ``trees`` (which comes last)."""
     params = {k: v for k, v in _jsonable(f["params"]).items() if k not in RUNTIME_PARAMS}
-    return {
+    out = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "library_version": __version__,
@@ -152,6 +156,14 @@ def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
         "params": params,
         "evals_result": _jsonable(f["evals_result"]),
     }
+    bias = f.get("position_bias")
+    if bias is not None:  # unbiased LambdaMART only: other files do not change
+        d_bias = {k: [float(v) for v in bias[k]] for k in ("t_plus", "t_minus")}
+        for v in d_bias["t_plus"] + d_bias["t_minus"]:
+            if not math.isfinite(v):
+                raise ValueError("model has a non-finite position bias; refusing to save it")
+        out["position_bias"] = d_bias
+    return out
 
 
 def model_to_dict(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -335,6 +347,7 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         "evals_result": d.get("evals_result") or {},
         "n_outputs": n_outputs,
         "missing": d.get("missing"),
+        "position_bias": d.get("position_bias"),
     }
 
 

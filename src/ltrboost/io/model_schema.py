@@ -28,6 +28,9 @@ Rules (format_version 1)
   :meth:`BoosterParams.validate`; ``n_threads`` (a run-time setting, no longer written)
   is ignored when present.
 * ``evals_result`` is ``{set: {metric: [finite numbers, at most one per round]}}``.
+* ``position_bias`` (optional; unbiased LambdaMART only) is ``{"t_plus": [...],
+  "t_minus": [...]}``, ``max_positions`` positive finite numbers each; files without
+  it (every older file) read as before.
 * ``missing`` is ``"zero"``, ``"nan"`` or null (the data convention the model was
   trained with; null when unknown, e.g. trained from arrays).
 * Trees: exactly the known per-node columns, equal lengths, integers where integers
@@ -71,6 +74,7 @@ _TOP_LEVEL = {
     "best_iteration": False,
     "params": False,
     "evals_result": False,
+    "position_bias": False,
     "trees": True,
 }
 
@@ -214,6 +218,25 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
     if evals is None:
         evals = {}
     _check_evals_result(evals, n_iterations, fail)
+    _check_position_bias(d.get("position_bias"), obj_params, fail)
+
+
+def _check_position_bias(bias: Any, obj_params: dict, fail) -> None:
+    """``position_bias``: null, or the two bias lists of an ``unbiased`` objective, one
+    finite positive number per tracked position each."""
+    if bias is None:
+        return
+    if obj_params.get("unbiased") is not True:
+        fail("position_bias is only stored for objective_params unbiased=true")
+    if not isinstance(bias, dict) or set(bias) != {"t_plus", "t_minus"}:
+        fail("position_bias must be an object with exactly 't_plus' and 't_minus'")
+    k = obj_params.get("max_positions")
+    for name in ("t_plus", "t_minus"):
+        v = bias[name]
+        if not isinstance(v, list) or not all(is_number(x) and x > 0 for x in v):
+            fail(f"position_bias.{name} must be a list of positive finite numbers")
+        if is_int(k) and len(v) != k:
+            fail(f"position_bias.{name} has {len(v)} values; max_positions is {k}")
 
 
 def _check_n_features(n_features: int, names, trees: list, fail) -> None:

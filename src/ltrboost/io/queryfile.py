@@ -1,4 +1,5 @@
-"""LightGBM ``.query`` files: the number of documents of each query, one per line.
+"""LightGBM ``.query`` files: the number of documents of each query, one per line;
+and ``.position`` files: the 1-based position each data row was shown at, one per line.
 
 A ``.query`` file sits next to a data file without ``qid:`` (``rank.train`` ->
 ``rank.train.query``) and lists, in row order, how many consecutive rows belong to each
@@ -18,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from ltrboost.dataset import LTRInputError
 from ltrboost.io._atomic import atomic_write
 
-__all__ = ["read_query_file", "write_query_file"]
+__all__ = ["read_position_file", "read_query_file", "write_position_file", "write_query_file"]
 
 # Whitespace that may surround a size; the same ASCII set the LETOR reader accepts.
 _WS = " \t\r\v\f"
@@ -114,6 +115,65 @@ def write_query_file(path: str | os.PathLike[str], sizes: ArrayLike) -> None:
         bad = int(np.flatnonzero(ints <= 0)[0])
         raise ValueError(f"sizes[{bad}]={ints[bad]}: every query needs a document")
     atomic_write(path, (f"{int(s)}\n" for s in ints.tolist()))
+
+
+def read_position_file(
+    path: str | os.PathLike[str], n_rows: int | None = None
+) -> NDArray[np.int64]:
+    """Read display positions (LightGBM's ``.position`` file): one integer >= 1 per
+    line, one line per row of the data file, in the data file's row order.
+
+    Used by ``ltrboost train --unbiased`` (Unbiased LambdaMART).  Blank lines are
+    skipped (still counted for line numbers); CRLF and a UTF-8 BOM are accepted.
+    ``n_rows``: the data's row count, which the file must match.  Raises
+    :class:`LTRInputError` ``path:line: problem``.
+    """
+    spath = os.fspath(path)
+    try:
+        data = Path(spath).read_bytes()
+    except OSError as e:
+        raise LTRInputError(f"cannot read position file: {e.strerror}", path=spath) from None
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise LTRInputError(
+            f"not UTF-8 text (byte 0x{data[err.start]:02x}); a .position file holds one "
+            "integer per line",
+            path=spath,
+            line=line,
+        ) from None
+    positions: list[int] = []
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        token = raw.strip(_WS)
+        if not token:
+            continue
+        if not (token.isascii() and token.isdigit()) or int(token) < 1:
+            raise LTRInputError(
+                f"position {_shorten(token)!r} is not an integer >= 1 (the 1-based "
+                "position each data row was shown at, one per line)",
+                path=spath,
+                line=lineno,
+            )
+        positions.append(int(token))
+    if n_rows is not None and len(positions) != n_rows:
+        raise LTRInputError(
+            f"{len(positions)} positions for {n_rows} data rows (one per row, in order)",
+            path=spath,
+        )
+    return np.asarray(positions, dtype=np.int64)
+
+
+def write_position_file(path: str | os.PathLike[str], positions: ArrayLike) -> None:
+    """Write display positions (integers >= 1), one per line, atomically."""
+    arr = np.asarray(positions)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise ValueError("positions must be a 1-D array of integers")
+    if arr.size and int(arr.min()) < 1:
+        raise ValueError("positions must be >= 1 (1-based)")
+    atomic_write(path, (f"{int(p)}\n" for p in arr.tolist()))
 
 
 def _shorten(text: str, limit: int = 40) -> str:

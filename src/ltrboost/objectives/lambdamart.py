@@ -23,6 +23,7 @@ from ltrboost.metrics._dcg import discount, inverse_max_dcg, label_gains
 from ltrboost.metrics.err import MAX_DELTA_ERR_GRADE, stop_probabilities
 from ltrboost.metrics.ndcg import delta_ndcg
 from ltrboost.objectives import pair_engine as _engine
+from ltrboost.objectives import unbiased as _unbiased
 from ltrboost.objectives.base import (
     dataset_labels,
     doc_weights,
@@ -115,6 +116,18 @@ class LambdaMART(PairwiseObjective):
     random_state : int, default=0
         Seed of ``"sampled"``; query ``q`` of iteration ``t`` uses
         ``random_state + t * n_queries + q``.
+    unbiased : bool, default=False
+        Unbiased LambdaMART (Hu et al., WWW 2019; :mod:`ltrboost.objectives.unbiased`):
+        labels are clicks, the training data carries the position each document was
+        shown at (``RankingDataset.position``), and the click and non-click position
+        biases ``t+``, ``t-`` are estimated jointly with the trees.  NDCG lambdas with
+        ``topk`` / ``all`` pairs only.  After training :meth:`position_bias` holds the
+        estimates (saved in the model file); prediction never uses positions.
+    position_bias_norm : float, default=0.5
+        ``unbiased``: the regularisation exponent ``p`` of the bias estimates
+        (``t = ratio ** (1 / (1 + p))``; 0: none; XGBoost's ``lambdarank_bias_norm``).
+    max_positions : int, default=32
+        ``unbiased``: positions tracked; deeper positions share the last one's bias.
     """
 
     name = "lambdamart"
@@ -131,7 +144,11 @@ class LambdaMART(PairwiseObjective):
         gain: str = "exp",
         relevance_threshold: float = 1,
         random_state: int = 0,
+        unbiased: bool = False,
+        position_bias_norm: float | None = None,
+        max_positions: int | None = None,
     ) -> None:
+        debias = _check_unbiased(unbiased, position_bias_norm, max_positions)
         super().__init__(
             lambda_metric=lambda_metric,
             sigma=sigma,
@@ -142,7 +159,13 @@ class LambdaMART(PairwiseObjective):
             gain=gain,
             relevance_threshold=relevance_threshold,
             random_state=random_state,
+            **debias,  # only when unbiased: plain models keep their objective_params
         )
+        self.unbiased = bool(debias)
+        self._bias_norm = float(debias.get("position_bias_norm", 0.0))
+        self._max_positions = int(debias.get("max_positions", 1))
+        self._bias: _unbiased.PositionBias | None = None
+        self._pending: tuple[int, Any, Any] | None = None  # (iteration, l+, l-)
         try:
             self._metric_code = LAMBDA_METRICS[lambda_metric]
         except (KeyError, TypeError):
@@ -169,6 +192,58 @@ class LambdaMART(PairwiseObjective):
             "err": "err@10",
             "map": "map",
         }[lambda_metric]
+        if self.unbiased and (self._metric_code != METRIC_NDCG or self._method == PAIR_SAMPLED):
+            raise ValueError(
+                "unbiased=True supports lambda_metric='ndcg' with pair_method 'topk' or "
+                f"'all', not lambda_metric={lambda_metric!r}, pair_method={pair_method!r}"
+            )
+
+    # -- Unbiased LambdaMART: the position biases (ltrboost.objectives.unbiased) --------
+
+    def prepare(self, data: RankingDataset) -> None:
+        """Validate labels (and positions, when ``unbiased``); start the biases at 1."""
+        super().prepare(data)
+        if not self.unbiased:
+            return
+        if data.position is None:
+            raise LTRInputError(
+                "unbiased=True learns from clicks shown at known positions: give the "
+                "1-based position of every training row (Ranker.fit(..., position=...), "
+                "make_dataset(..., position=...), CLI --position FILE)"
+            )
+        k = self._max_positions
+        self._bias = _unbiased.PositionBias(np.ones(k), np.ones(k))
+        self._pending = None
+
+    def set_position_bias(self, t_plus: Any, t_minus: Any) -> None:
+        """Continue from saved estimates (resuming training from a model)."""
+        k = self._max_positions
+        tp = np.asarray(t_plus, dtype=np.float64)
+        tm = np.asarray(t_minus, dtype=np.float64)
+        if tp.shape != (k,) or tm.shape != (k,):
+            raise ValueError(f"position bias must hold max_positions={k} values each")
+        self._bias = _unbiased.PositionBias(tp.copy(), tm.copy())
+        self._pending = None
+
+    def position_bias(self) -> _unbiased.PositionBias | None:
+        """The current estimates ``(t_plus, t_minus)`` (those the next round would use),
+        index ``k - 1`` for position ``k``; None unless ``unbiased`` and prepared."""
+        if self._bias is None:
+            return None
+        if self._pending is not None:
+            _, lp, lm = self._pending
+            return _unbiased.update_position_bias(self._bias, lp, lm, self._bias_norm)
+        return self._bias
+
+    def _bias_for_round(self, iteration: int) -> _unbiased.PositionBias:
+        """The estimates round ``iteration`` uses: the losses of an earlier round, still
+        pending, are folded in first (a repeated call for one round changes nothing)."""
+        if self._bias is None:
+            raise RuntimeError("unbiased LambdaMART: prepare(data) was not called")
+        if self._pending is not None and self._pending[0] < iteration:
+            self._bias = self.position_bias()
+            self._pending = None
+        return self._bias
 
     def _cache_key(self) -> tuple[Any, ...]:
         return (
@@ -231,12 +306,83 @@ class LambdaMART(PairwiseObjective):
         if self._metric_code != METRIC_NDCG or self._method == PAIR_SAMPLED:
             return False
         c = self._constants(data)
+        if self.unbiased:
+            self._unbiased_gradients(scores, data, c, gradients, hessians, counts)
+            return True
         _lambdamart_ndcg_all_queries(
             scores, c.labels, c.values, c.inv_norm, c.weights, data.query_offsets,
             self._method, self._truncation, self._sigma, self._normalize,
             gradients, hessians, counts,
         )  # fmt: skip
         return True
+
+    def _unbiased_gradients(self, scores, data, c, gradients, hessians, counts) -> None:
+        bias = self._bias_for_round(self._round)
+        k = self._max_positions
+        key = ("position_index", k)
+        pos = data.cache.get(key)
+        if pos is None:
+            if data.position is None:
+                raise LTRInputError("unbiased=True: this dataset has no positions")
+            pos = data.cache[key] = _unbiased.position_index(data.position, k)
+        li = np.empty(data.n_samples, dtype=np.float64)
+        lj = np.empty(data.n_samples, dtype=np.float64)
+        _unbiased.unbiased_ndcg_all_queries(
+            scores, c.labels, c.values, c.inv_norm, c.weights, data.query_offsets, pos,
+            bias.t_plus, bias.t_minus, self._method, self._truncation, self._sigma,
+            self._normalize, gradients, hessians, li, lj, counts,
+        )  # fmt: skip
+        lp, lm = _unbiased.losses_by_position(li, lj, pos, k)
+        self._pending = (self._round, lp, lm)
+
+    def gradient_hessian(self, scores, data, gradients_out, hessians_out, iteration=0):
+        self._round = int(iteration)  # the unbiased path's bias bookkeeping needs it
+        super().gradient_hessian(scores, data, gradients_out, hessians_out, iteration)
+
+    gradient_hessian.__doc__ = PairwiseObjective.gradient_hessian.__doc__
+
+    def _loss(self, scores, ref_scores, data, iteration):
+        if self.unbiased:
+            raise NotImplementedError(
+                "unbiased LambdaMART's loss depends on the position biases; see "
+                "ltrboost.objectives.unbiased.unbiased_reference"
+            )
+        return super()._loss(scores, ref_scores, data, iteration)
+
+    def _pair_terms(self, scores, ref_scores, data, iteration):
+        if self.unbiased:
+            raise ValueError("unbiased=True does not support split_criterion='ole'")
+        return super()._pair_terms(scores, ref_scores, data, iteration)
+
+    _round = 0
+
+
+def _check_unbiased(unbiased: Any, position_bias_norm: Any, max_positions: Any) -> dict[str, Any]:
+    """The unbiased parameters as stored (empty when off); refuses bad values."""
+    if not isinstance(unbiased, bool | np.bool_):
+        raise ValueError(f"unbiased={unbiased!r} should be True or False")
+    if not unbiased:
+        for name, v in (
+            ("position_bias_norm", position_bias_norm),
+            ("max_positions", max_positions),
+        ):
+            if v is not None:
+                raise ValueError(f"{name}={v!r} is used with unbiased=True only")
+        return {}
+    norm = (
+        _unbiased.DEFAULT_POSITION_BIAS_NORM if position_bias_norm is None else position_bias_norm
+    )
+    if (
+        isinstance(norm, bool)
+        or not isinstance(norm, int | float | np.number)
+        or not math.isfinite(float(norm))
+        or norm < 0
+    ):
+        raise ValueError(f"position_bias_norm={norm!r} should be a finite number >= 0")
+    k = _unbiased.DEFAULT_MAX_POSITIONS if max_positions is None else max_positions
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= 10_000:
+        raise ValueError(f"max_positions={k!r} should be an integer in [1, 10000]")
+    return {"unbiased": True, "position_bias_norm": float(norm), "max_positions": int(k)}
 
 
 # --- kernels ---
