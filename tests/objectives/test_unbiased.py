@@ -351,3 +351,15 @@ def test_click_rows_and_cli_pipeline(tmp_path, capsys):
     rc = main(["train", str(data), "-o", str(model), "--position", f"{out}.position", "-q"])
     assert rc == 2
     assert "--unbiased only" in capsys.readouterr().err
+
+
+def test_readme_example_runs(capsys):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- unbiased-example:[^>]*-->\s*```python\n(.*?)```", text, re.S)
+    assert match
+    exec(compile(match.group(1), "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert out.startswith("[1. ")

@@ -1,0 +1,273 @@
+"""Learning from simulated clicks on MQ2008 (issue 17 item 4): does debiasing help?
+
+For each fold, click model and log size, a click log is simulated from the fold's
+training grades with :func:`ltrboost.clicks.simulate` (the shown ranking: a fixed noisy
+ranker, grade + N(0, 1), top 10; position-based clicks with examination (1/k)^eta, or
+cascade clicks), and these rankers are trained on it; each is scored by NDCG@10 against
+the *true grades* of the fold's test queries:
+
+* ``raw clicks``: LambdaMART on the log (one query group per impression, clicks as
+  labels), positions ignored;
+* ``debiased``: the same with ``unbiased=True`` (Unbiased LambdaMART, positions given);
+* ``qbrank``: QBRank on skip-above preferences mined from the log
+  (:func:`ltrboost.clicks.mine_preferences`) plus each shown document's click-through
+  rate as its label (the log's only pointwise signal), ``use_label_pairs=False``;
+* ``lightgbm pos``: LightGBM lambdarank with the position column
+  (``Dataset(position=)``, ``lambdarank_position_bias_regularization``);
+* ``xgboost unbiased``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=True`` (rows of
+  an impression in position order, as it requires);
+* ``ceiling``: LambdaMART on the true training grades (no clicks).
+
+Same trees for everyone: ``--trees`` rounds (no early stopping: a click-trained model has
+no graded validation set), learning rate 0.1, 31 leaves, 20 documents per leaf, 2
+threads.  Writes ``README.md``, ``results.json`` and ``ndcg_vs_log_size.png`` into
+``--out``.
+
+    PYTHONPATH=src python bench/bench_clicks.py --folds 1,2,3 --sizes 1000,4000,16000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench._common import REPO, SHARED_DATA, machine_description
+
+METHODS = ["raw clicks", "debiased", "qbrank", "lightgbm pos", "xgboost unbiased", "ceiling"]
+CLICK_MODELS = {
+    "position_based": dict(model="position_based", eta=1.0, noise=0.05),
+    "cascade": dict(model="cascade", satisfaction=0.5, noise=0.05),
+}
+TOP_K = 10
+
+
+def _load(fold: int, split: str):
+    from ltrboost.dataset import make_dataset
+    from ltrboost.io.letor import load_svmlight
+
+    raw = load_svmlight(SHARED_DATA / "MQ2008" / f"Fold{fold}" / f"{split}.txt", n_features=46)
+    return make_dataset(raw.X, raw.y, qid=raw.qid)
+
+
+def _ndcg10(scores, ds) -> float:
+    from ltrboost.metrics import evaluate
+
+    return float(
+        evaluate(np.asarray(scores, float), ds.y, ds.query_offsets, metrics=["ndcg@10"])[
+            "ndcg@10"
+        ]
+    )
+
+
+def _common(trees: int) -> dict:
+    return dict(
+        n_estimators=trees, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=20, n_threads=2
+    )
+
+
+def run_one(train, test, click_model: str, n_sessions: int, seed: int, trees: int, methods):
+    from ltrboost.clicks import click_rows, mine_preferences, simulate
+    from ltrboost.sklearn import Ranker
+
+    off = train.query_offsets
+    n_q = train.n_queries
+    qidx = np.repeat(np.arange(n_q), np.diff(off))
+    docids = [str(i - off[q]) for i, q in enumerate(qidx.tolist())]
+    log = simulate(
+        train.y, off, n_sessions=n_sessions, random_state=seed, top_k=TOP_K,
+        **CLICK_MODELS[click_model],
+    )  # fmt: skip
+    rows = click_rows(log, qidx, docids)
+    X = train.X[rows.row]
+    out: dict[str, dict] = {
+        "_log": {"shown": len(rows), "clicks": int(rows.clicked.sum())},
+    }
+    p = _common(trees)
+
+    def timed(name, fn):
+        if name not in methods:
+            return
+        t0 = time.perf_counter()
+        scores = fn()
+        out[name] = {"ndcg@10": _ndcg10(scores, test), "fit_s": time.perf_counter() - t0}
+
+    timed(
+        "raw clicks",
+        lambda: Ranker(**p).fit(X, rows.clicked, qid=rows.impression).predict(test.X),
+    )
+
+    def debiased():
+        m = Ranker(**p, unbiased=True, max_positions=TOP_K).fit(
+            X, rows.clicked, qid=rows.impression, position=rows.position
+        )
+        out["_t_plus"] = m.position_bias_["t_plus"].tolist()
+        out["_t_minus"] = m.position_bias_["t_minus"].tolist()
+        return m.predict(test.X)
+
+    timed("debiased", debiased)
+
+    def qbrank():
+        mined = mine_preferences(log, "skip-above")
+        shown = np.bincount(rows.row, minlength=train.n_samples)
+        clicked = np.bincount(rows.row, weights=rows.clicked, minlength=train.n_samples)
+        keep = np.flatnonzero(shown > 0)  # documents never shown carry no signal
+        ctr = clicked[keep] / shown[keep]
+        new_index = np.full(train.n_samples, -1)
+        new_index[keep] = np.arange(keep.size)
+        q = np.asarray(mined.qid.tolist(), dtype=np.int64)
+        a = off[q] + np.asarray(mined.preferred.tolist(), dtype=np.int64)
+        b = off[q] + np.asarray(mined.other.tolist(), dtype=np.int64)
+        pairs = np.column_stack([new_index[a], new_index[b], mined.weight])
+        m = Ranker(**p, objective="qbrank", use_label_pairs=False)
+        m.fit(train.X[keep], ctr, qid=qidx[keep], pairs=pairs)
+        return m.predict(test.X)
+
+    timed("qbrank", qbrank)
+
+    def lightgbm():
+        import lightgbm as lgb
+
+        sizes = np.bincount(rows.impression)
+        sizes = sizes[sizes > 0]
+        ds = lgb.Dataset(X, rows.clicked, group=sizes, position=rows.position - 1)
+        params = dict(
+            objective="lambdarank", learning_rate=0.1, num_leaves=31, min_data_in_leaf=20,
+            num_threads=2, verbose=-1, lambdarank_position_bias_regularization=0.0,
+            seed=0, deterministic=True,
+        )  # fmt: skip
+        return lgb.train(params, ds, num_boost_round=trees).predict(test.X)
+
+    timed("lightgbm pos", lightgbm)
+
+    def xgboost():
+        import xgboost as xgb
+
+        m = xgb.XGBRanker(
+            objective="rank:ndcg", lambdarank_unbiased=True, n_estimators=trees,
+            learning_rate=0.1, tree_method="hist", grow_policy="lossguide", max_leaves=31,
+            max_depth=0, min_child_weight=1e-3, n_jobs=2, random_state=0,
+        )  # fmt: skip
+        m.fit(X, rows.clicked, qid=rows.impression)
+        return m.predict(test.X)
+
+    timed("xgboost unbiased", xgboost)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--folds", default="1,2,3")
+    ap.add_argument("--sizes", default="1000,4000,16000", help="impressions per log")
+    ap.add_argument("--click-models", default="position_based,cascade")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--trees", type=int, default=100)
+    ap.add_argument("--out", default=str(REPO / "docs" / "experiments" / "clicks"))
+    args = ap.parse_args(argv)
+    folds = [int(f) for f in args.folds.split(",")]
+    sizes = [int(s) for s in args.sizes.split(",")]
+    cms = args.click_models.split(",")
+    methods = args.methods.split(",")
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results: dict = {"settings": vars(args), "machine": machine_description(), "runs": []}
+    t_start = time.perf_counter()
+    for fold in folds:
+        train, test = _load(fold, "train"), _load(fold, "test")
+        ceiling = None
+        if "ceiling" in methods:
+            from ltrboost.sklearn import Ranker
+
+            m = Ranker(**_common(args.trees)).fit(
+                train.X, train.y, group=np.diff(train.query_offsets)
+            )
+            ceiling = _ndcg10(m.predict(test.X), test)
+            print(f"fold {fold} ceiling ndcg@10={ceiling:.4f}", flush=True)
+        for cm in cms:
+            for k, n in enumerate(sizes):
+                seed = 1000 * fold + 10 * k + cms.index(cm)
+                r = run_one(train, test, cm, n, seed, args.trees, methods)
+                if ceiling is not None:
+                    r["ceiling"] = {"ndcg@10": ceiling}
+                r.update(fold=fold, click_model=cm, sessions=n)
+                results["runs"].append(r)
+                line = " ".join(
+                    f"{m}={r[m]['ndcg@10']:.4f}" for m in METHODS if m in r
+                )
+                print(f"fold {fold} {cm} {n}: {line}", flush=True)
+                (out_dir / "results.json").write_text(json.dumps(results, indent=1))
+    results["wall_s"] = time.perf_counter() - t_start
+    (out_dir / "results.json").write_text(json.dumps(results, indent=1))
+    write_report(results, out_dir)
+    return 0
+
+
+def _table(results: dict) -> tuple[str, dict]:
+    runs = results["runs"]
+    cms = list(dict.fromkeys(r["click_model"] for r in runs))
+    sizes = sorted({r["sessions"] for r in runs})
+    lines = [
+        "| click model | impressions | clicks | " + " | ".join(METHODS) + " | gap recovered |",
+        "|---|---:|---:|" + "---:|" * (len(METHODS) + 1),
+    ]
+    means: dict = {}
+    for cm in cms:
+        for n in sizes:
+            sel = [r for r in runs if r["click_model"] == cm and r["sessions"] == n]
+            if not sel:
+                continue
+            row = {}
+            for m in METHODS:
+                vals = [r[m]["ndcg@10"] for r in sel if m in r]
+                row[m] = float(np.mean(vals)) if vals else None
+            means[(cm, n)] = row
+            clicks = np.mean([r["_log"]["clicks"] for r in sel])
+            gap = None
+            if None not in (row["raw clicks"], row["debiased"], row["ceiling"]):
+                width = row["ceiling"] - row["raw clicks"]
+                gap = (row["debiased"] - row["raw clicks"]) / width if width > 0 else None
+            cells = ["—" if row[m] is None else f"{row[m]:.4f}" for m in METHODS]
+            lines.append(
+                f"| {cm} | {n} | {clicks:.0f} | " + " | ".join(cells)
+                + f" | {'—' if gap is None else f'{100 * gap:.0f}%'} |"
+            )
+    return "\n".join(lines), means
+
+
+def write_report(results: dict, out_dir: Path) -> None:
+    table, means = _table(results)
+    runs = results["runs"]
+    folds = sorted({r["fold"] for r in runs})
+    (out_dir / "table.md").write_text(table + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        cms = list(dict.fromkeys(r["click_model"] for r in runs))
+        fig, axes = plt.subplots(1, len(cms), figsize=(5.5 * len(cms), 4), squeeze=False)
+        for ax, cm in zip(axes[0], cms, strict=True):
+            sizes = sorted(n for c, n in means if c == cm)
+            for m in METHODS:
+                ys = [means[(cm, n)][m] for n in sizes]
+                if all(v is not None for v in ys):
+                    style = "--" if m == "ceiling" else "-o"
+                    ax.plot(sizes, ys, style, label=m)
+            ax.set_xscale("log")
+            ax.set_xlabel("impressions in the click log")
+            ax.set_ylabel("test NDCG@10 (true grades)")
+            ax.set_title(f"MQ2008, {cm} clicks (folds {','.join(map(str, folds))})")
+            ax.grid(alpha=0.3)
+        axes[0][-1].legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out_dir / "ndcg_vs_log_size.png", dpi=110)
+    except ImportError:
+        pass
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
