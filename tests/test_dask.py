@@ -277,6 +277,8 @@ def test_unsupported_objective_is_refused_clearly(client):
     X, y, qid = _data()
     with pytest.raises(ValueError, match=r"qbrank.*cannot be trained on Dask"):
         ldask.train(client, dict(objective="qbrank"), _dask_data(X, y, qid, 2))
+    with pytest.raises(ValueError, match=r"lambdamart.*cannot be trained on Dask.*unbiased"):
+        ldask.train(client, dict(unbiased=True), _dask_data(X, y, qid, 2))
 
 
 def test_a_lost_worker_stops_training_with_a_clear_error_in_bounded_time():

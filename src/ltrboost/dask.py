@@ -779,6 +779,8 @@ def _unsupported(objective, params) -> str | None:
         return "its initial score depends on all the data"
     if getattr(objective, "params", {}).get("lambda_metric") == "err":
         return "ERR lambdas normalise by the largest label of all the data"
+    if getattr(objective, "unbiased", False):
+        return "unbiased=True estimates position biases from all the data's pairs"
     return None
 
 
