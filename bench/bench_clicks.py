@@ -13,10 +13,21 @@ the *true grades* of the fold's test queries:
   (:func:`ltrboost.clicks.mine_preferences`) plus each shown document's click-through
   rate as its label (the log's only pointwise signal), ``use_label_pairs=False``;
 * ``lightgbm pos``: LightGBM lambdarank with the position column
-  (``Dataset(position=)``, ``lambdarank_position_bias_regularization``);
+  (``Dataset(position=)``, ``lambdarank_position_bias_regularization=0``, its default);
+  ``lightgbm raw`` the same without positions;
 * ``xgboost unbiased``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=True`` (rows of
-  an impression in position order, as it requires);
+  an impression in position order, as it requires; its defaults otherwise, e.g.
+  ``lambdarank_bias_norm``, ``reg_lambda=1``); ``xgboost raw`` the same without it;
+* ``oracle ipw`` (position-based clicks only): the ``debiased`` run with the *true*
+  propensities ``t+ = (1/k)^eta``, ``t- = 1`` imposed from round 1 on instead of the
+  estimates (a bench-only patch): what perfect knowledge of the bias would give;
+* ``ceiling shown``: LambdaMART on the true grades of the documents the log showed
+  (each once, grouped by query): what perfect clicks on the same documents would give;
 * ``ceiling``: LambdaMART on the true training grades (no clicks).
+
+The gap between ``raw clicks`` and ``ceiling`` has two parts: documents never shown
+(outside the top 10) carry no click at all -- ``ceiling shown`` minus ``ceiling`` -- and
+only the rest can be closed by anything done with the clicks.
 
 Same trees for everyone: ``--trees`` rounds (no early stopping: a click-trained model has
 no graded validation set), learning rate 0.1, 31 leaves, 20 documents per leaf, 2
@@ -37,7 +48,26 @@ import numpy as np
 
 from bench._common import REPO, SHARED_DATA, machine_description
 
-METHODS = ["raw clicks", "debiased", "qbrank", "lightgbm pos", "xgboost unbiased", "ceiling"]
+METHODS = [
+    "raw clicks",
+    "debiased",
+    "qbrank",
+    "lightgbm raw",
+    "lightgbm pos",
+    "xgboost raw",
+    "xgboost unbiased",
+    "oracle ipw",
+    "ceiling shown",
+    "ceiling",
+]
+# (debiased, raw) pairs whose share of the gap to the ceiling the table reports
+GAPS = {
+    "ltrboost": ("debiased", "raw clicks", "ceiling"),
+    "lightgbm": ("lightgbm pos", "lightgbm raw", "ceiling"),
+    "xgboost": ("xgboost unbiased", "xgboost raw", "ceiling"),
+    "ltrboost, to ceiling shown": ("debiased", "raw clicks", "ceiling shown"),
+    "oracle ipw, to ceiling shown": ("oracle ipw", "raw clicks", "ceiling shown"),
+}
 CLICK_MODELS = {
     "position_based": dict(model="position_based", eta=1.0, noise=0.05),
     "cascade": dict(model="cascade", satisfaction=0.5, noise=0.05),
@@ -57,9 +87,7 @@ def _ndcg10(scores, ds) -> float:
     from ltrboost.metrics import evaluate
 
     return float(
-        evaluate(np.asarray(scores, float), ds.y, ds.query_offsets, metrics=["ndcg@10"])[
-            "ndcg@10"
-        ]
+        evaluate(np.asarray(scores, float), ds.y, ds.query_offsets, metrics=["ndcg@10"])["ndcg@10"]
     )
 
 
@@ -128,12 +156,13 @@ def run_one(train, test, click_model: str, n_sessions: int, seed: int, trees: in
 
     timed("qbrank", qbrank)
 
-    def lightgbm():
+    def lightgbm(with_position=True):
         import lightgbm as lgb
 
         sizes = np.bincount(rows.impression)
         sizes = sizes[sizes > 0]
-        ds = lgb.Dataset(X, rows.clicked, group=sizes, position=rows.position - 1)
+        position = rows.position - 1 if with_position else None
+        ds = lgb.Dataset(X, rows.clicked, group=sizes, position=position)
         params = dict(
             objective="lambdarank", learning_rate=0.1, num_leaves=31, min_data_in_leaf=20,
             num_threads=2, verbose=-1, lambdarank_position_bias_regularization=0.0,
@@ -141,19 +170,45 @@ def run_one(train, test, click_model: str, n_sessions: int, seed: int, trees: in
         )  # fmt: skip
         return lgb.train(params, ds, num_boost_round=trees).predict(test.X)
 
+    timed("lightgbm raw", lambda: lightgbm(False))
     timed("lightgbm pos", lightgbm)
 
-    def xgboost():
+    def xgboost(unbiased=True):
         import xgboost as xgb
 
         m = xgb.XGBRanker(
-            objective="rank:ndcg", lambdarank_unbiased=True, n_estimators=trees,
+            objective="rank:ndcg", lambdarank_unbiased=unbiased, n_estimators=trees,
             learning_rate=0.1, tree_method="hist", grow_policy="lossguide", max_leaves=31,
             max_depth=0, min_child_weight=1e-3, n_jobs=2, random_state=0,
         )  # fmt: skip
         m.fit(X, rows.clicked, qid=rows.impression)
         return m.predict(test.X)
 
+    def oracle():
+        import ltrboost.objectives.unbiased as unbiased_module
+
+        eta = CLICK_MODELS[click_model]["eta"]
+        truth = unbiased_module.PositionBias((1.0 / np.arange(1, TOP_K + 1)) ** eta, np.ones(TOP_K))
+        saved = unbiased_module.update_position_bias
+        unbiased_module.update_position_bias = lambda *a: truth
+        try:
+            m = Ranker(**p, unbiased=True, max_positions=TOP_K).fit(
+                X, rows.clicked, qid=rows.impression, position=rows.position
+            )
+        finally:
+            unbiased_module.update_position_bias = saved
+        return m.predict(test.X)
+
+    if click_model == "position_based":
+        timed("oracle ipw", oracle)
+
+    def ceiling_shown():
+        keep = np.unique(rows.row)
+        m = Ranker(**p).fit(train.X[keep], train.y[keep], qid=qidx[keep])
+        return m.predict(test.X)
+
+    timed("ceiling shown", ceiling_shown)
+    timed("xgboost raw", lambda: xgboost(False))
     timed("xgboost unbiased", xgboost)
     return out
 
@@ -166,6 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--out", default=str(REPO / "docs" / "experiments" / "clicks"))
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="add these methods' results to the runs already in OUT/results.json",
+    )
     args = ap.parse_args(argv)
     folds = [int(f) for f in args.folds.split(",")]
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -174,6 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict = {"settings": vars(args), "machine": machine_description(), "runs": []}
+    previous = {}
+    if args.merge and (out_dir / "results.json").exists():
+        results = json.loads((out_dir / "results.json").read_text())
+        results.setdefault("merged_settings", []).append(vars(args))
+        previous = {(r["fold"], r["click_model"], r["sessions"]): r for r in results["runs"]}
     t_start = time.perf_counter()
     for fold in folds:
         train, test = _load(fold, "train"), _load(fold, "test")
@@ -193,13 +258,16 @@ def main(argv: list[str] | None = None) -> int:
                 if ceiling is not None:
                     r["ceiling"] = {"ndcg@10": ceiling}
                 r.update(fold=fold, click_model=cm, sessions=n)
-                results["runs"].append(r)
-                line = " ".join(
-                    f"{m}={r[m]['ndcg@10']:.4f}" for m in METHODS if m in r
-                )
+                old = previous.get((fold, cm, n))
+                if old is not None:
+                    old.update({k: v for k, v in r.items() if not k.startswith("_")})
+                    r = old
+                else:
+                    results["runs"].append(r)
+                line = " ".join(f"{m}={r[m]['ndcg@10']:.4f}" for m in METHODS if m in r)
                 print(f"fold {fold} {cm} {n}: {line}", flush=True)
                 (out_dir / "results.json").write_text(json.dumps(results, indent=1))
-    results["wall_s"] = time.perf_counter() - t_start
+    results["wall_s"] = results.get("wall_s", 0.0) + time.perf_counter() - t_start
     (out_dir / "results.json").write_text(json.dumps(results, indent=1))
     write_report(results, out_dir)
     return 0
@@ -210,8 +278,12 @@ def _table(results: dict) -> tuple[str, dict]:
     cms = list(dict.fromkeys(r["click_model"] for r in runs))
     sizes = sorted({r["sessions"] for r in runs})
     lines = [
-        "| click model | impressions | clicks | " + " | ".join(METHODS) + " | gap recovered |",
-        "|---|---:|---:|" + "---:|" * (len(METHODS) + 1),
+        "| click model | impressions | clicks | "
+        + " | ".join(METHODS)
+        + " | "
+        + " | ".join(f"{lib} gap closed" for lib in GAPS)
+        + " |",
+        "|---|---:|---:|" + "---:|" * (len(METHODS) + len(GAPS)),
     ]
     means: dict = {}
     for cm in cms:
@@ -225,15 +297,15 @@ def _table(results: dict) -> tuple[str, dict]:
                 row[m] = float(np.mean(vals)) if vals else None
             means[(cm, n)] = row
             clicks = np.mean([r["_log"]["clicks"] for r in sel])
-            gap = None
-            if None not in (row["raw clicks"], row["debiased"], row["ceiling"]):
-                width = row["ceiling"] - row["raw clicks"]
-                gap = (row["debiased"] - row["raw clicks"]) / width if width > 0 else None
+            gaps = []
+            for deb, raw, ceil in GAPS.values():
+                gap = None
+                if None not in (row[raw], row[deb], row[ceil]):
+                    width = row[ceil] - row[raw]
+                    gap = (row[deb] - row[raw]) / width if width > 0 else None
+                gaps.append("—" if gap is None else f"{100 * gap:.0f}%")
             cells = ["—" if row[m] is None else f"{row[m]:.4f}" for m in METHODS]
-            lines.append(
-                f"| {cm} | {n} | {clicks:.0f} | " + " | ".join(cells)
-                + f" | {'—' if gap is None else f'{100 * gap:.0f}%'} |"
-            )
+            lines.append(f"| {cm} | {n} | {clicks:.0f} | " + " | ".join(cells + gaps) + " |")
     return "\n".join(lines), means
 
 
@@ -255,7 +327,7 @@ def write_report(results: dict, out_dir: Path) -> None:
             for m in METHODS:
                 ys = [means[(cm, n)][m] for n in sizes]
                 if all(v is not None for v in ys):
-                    style = "--" if m == "ceiling" else "-o"
+                    style = "--" if m == "ceiling" else (":x" if "raw" in m else "-o")
                     ax.plot(sizes, ys, style, label=m)
             ax.set_xscale("log")
             ax.set_xlabel("impressions in the click log")
