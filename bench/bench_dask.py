@@ -3,6 +3,7 @@
 Usage::
 
     python -m bench.bench_dask [--docs 40000] [--trees 30] [--output bench/results/dask.md]
+        [--peers lightgbm,xgboost]
 
 Data: ``make_ranking_mslr_like`` (136 features, ~120 documents per query), train of
 ``--docs`` documents in 4 query-whole partitions and a test set of a quarter of it
@@ -46,6 +47,10 @@ PARAMS = dict(
 )
 
 
+class _Skipped(Exception):
+    """A peer left out with ``--peers``."""
+
+
 def _ndcg10(scores, y, qid) -> float:
     from ltrboost.metrics import get_metric
 
@@ -74,7 +79,13 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=40_000)
     ap.add_argument("--trees", type=int, default=30)
     ap.add_argument("--output", default=None)
+    ap.add_argument(
+        "--peers",
+        default="lightgbm,xgboost",
+        help="comma-separated peers to run on the same cluster (lightgbm, xgboost; '' for none)",
+    )
     args = ap.parse_args()
+    peers = {p.strip() for p in args.peers.split(",") if p.strip()}
 
     import dask.array as da
     from distributed import Client, LocalCluster
@@ -133,6 +144,8 @@ def main() -> None:
         rows.append(row)
 
     try:
+        if "lightgbm" not in peers:
+            raise _Skipped
         import lightgbm as lgb
 
         dgroup = da.from_array(
@@ -161,9 +174,13 @@ def main() -> None:
             dict(name="DaskLGBMRanker", fit=tn, per_tree=(tn - t1) / (args.trees - 1),
                  ndcg=_ndcg10(pred, yt, qt), rss=_peak_rss_mb(client))
         )  # fmt: skip
+    except _Skipped:
+        pass
     except Exception as e:  # a peer that fails is reported, not fatal
         rows.append(dict(name=f"DaskLGBMRanker: {type(e).__name__}: {str(e)[:80]}"))
     try:
+        if "xgboost" not in peers:
+            raise _Skipped
         import xgboost.dask as dxgb
 
         xgb_params = dict(
@@ -199,6 +216,8 @@ def main() -> None:
                  ndcg=_ndcg10(np.asarray(pred, dtype=np.float64), yt, qt),
                  rss=_peak_rss_mb(client))
         )  # fmt: skip
+    except _Skipped:
+        pass
     except Exception as e:
         rows.append(dict(name=f"DaskXGBRanker: {type(e).__name__}: {str(e)[:80]}"))
     client.close()
