@@ -134,7 +134,16 @@ def test_split_qbrank_gradient_matches_finite_differences(ties):
     labelled[[0, 2]] = True
     obj = SplitQBRank(labelled, preference_weight=0.5, ties=ties)
     s = np.random.default_rng(4).normal(size=data.n_samples)
-    g, _ = _grad_hess(obj, data, s)
+    g, h = _grad_hess(obj, data, s)
+    # W: w per pair a document is in (2w per tie), plus 1 - w on labelled documents
+    n = data.n_samples
+    pairs = preference_pairs(data.y, data.query_offsets, ties=False)
+    w_expected = 0.5 * np.bincount(np.r_[pairs.preferred, pairs.other], minlength=n)
+    if ties:
+        t = preference_pairs(data.y, data.query_offsets, ties=True)
+        w_expected += 1.0 * np.bincount(np.r_[t.preferred, t.other], minlength=n)
+    w_expected += 0.5 * np.repeat(labelled, data.query_sizes)
+    np.testing.assert_allclose(h, w_expected, rtol=1e-6)
     eps = 1e-6
     for i in range(0, data.n_samples, 5):
         e = np.zeros(data.n_samples)
