@@ -190,12 +190,21 @@ def test_six_runs_write_the_report_and_resume(tmp_path):
     assert fold["queries"]["L1"] >= len(SINGLE_TRAIN)
     assert fold["queries"]["L1"] + fold["queries"]["L2"] == 12
     for run in RUNS:
-        prec = fold["runs"][run]["precision"]
-        assert list(prec) == [str(k) for k in range(10, 101, 10)]
-        assert all(0.0 <= v <= 1.0 for v in prec.values())
+        r = fold["runs"][run]
+        for key in ("precision_vali", "precision_last"):
+            assert list(r[key]) == [str(k) for k in range(10, 101, 10)]
+            assert all(0.0 <= v <= 1.0 for v in r[key].values())
+        if run != "ranksvm_p2":
+            # the iteration chosen on validation is the first best one
+            vali = r["precision100_vali"]
+            assert r["iteration_vali"] == int(np.argmax(vali)) + 1
+            assert len(r["dcg5"]) == len(r["precision100_l3"]) == 3
+            # precision at 100% after the last tree, two ways
+            assert r["precision_last"]["100"] == pytest.approx(r["precision100_l3"][-1])
     assert fold["runs"]["ranksvm_p2"]["C"] in (0.1, 1.0)
-    assert summary["precision_mean_sd"]["qbrank_p2"]["100"][0] == pytest.approx(
-        np.mean([res["per_fold"][f]["runs"]["qbrank_p2"]["precision"]["100"] for f in res["folds"]])
+    last = [res["per_fold"][f]["runs"]["qbrank_p2"]["precision_last"]["100"] for f in res["folds"]]
+    assert summary["precision_after_last_tree_mean_sd"]["qbrank_p2"]["100"][0] == pytest.approx(
+        np.mean(last)
     )
     # a rerun with the same settings keeps the finished folds; other settings redo them
     before = os.stat(out / "folds" / "Fold1.json").st_mtime_ns

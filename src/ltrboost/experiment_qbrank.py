@@ -81,12 +81,13 @@ RUN_NAMES = {
 }
 TREE_RUNS = tuple(r for r in RUNS if r != "ranksvm_p2")
 PERCENTS = (10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
-DEFAULT_TREES = 1000
+DEFAULT_TREES = 500
 LEARNING_RATE = 0.05  # eta, seed 004 section 4 "Parameters"
 LEAVES = 20  # "single regression tree with 20 leaf nodes", seed 004 section 4
 PREFERENCE_WEIGHT = 0.5  # w, seed 004 section 4
 RANKSVM_C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 DCG_METRIC = "dcg@5"
+PAIR_METRIC = "pair_precision"  # precision at 100%, "an overall performance measure"
 
 
 @dataclass(frozen=True)
@@ -371,50 +372,57 @@ class SplitQBRank(QBRank):
 # --------------------------------------------------------------------------------------
 
 
-def _tree_params(settings: Settings, objective: str, n_threads: int | None) -> Any:
+def _fit_tree_run(
+    settings: Settings,
+    objective: str,
+    train: RankingDataset,
+    labelled_queries: NDArray[np.bool_] | None,
+    vali: RankingDataset,
+    l3: RankingDataset,
+    n_threads: int | None,
+) -> dict[str, Any]:
+    """One boosted run: GBT (``objective="mart"``: least squares on the grades, the
+    paper's reference [8]) or QBRank (Algorithm 2 of seed 004 with
+    :class:`SplitQBRank`'s two parts).
+
+    ``vali`` and ``l3`` are evaluated after every tree (DCG-5 and precision at 100%).
+    Returns the curves, the iteration with the best precision at 100% on ``vali``
+    (the first on ties) and the ``L3`` scores after that iteration and after the last.
+    """
+    from ltrboost._numba import threads
+    from ltrboost.booster import Training
+    from ltrboost.booster import train as train_booster
     from ltrboost.params import BoosterParams
 
-    return BoosterParams(
+    params = BoosterParams(
         objective=objective,
         n_estimators=settings.n_estimators,
         learning_rate=settings.learning_rate,
         max_leaf_nodes=settings.max_leaf_nodes,
         min_samples_leaf=settings.min_samples_leaf,
         n_threads=n_threads,
-        eval_metric=[DCG_METRIC],
+        eval_metric=[PAIR_METRIC, DCG_METRIC],
         random_state=settings.random_state,
     )
-
-
-def _fit_gbt(
-    settings: Settings, train: RankingDataset, l3: RankingDataset, n_threads: int | None
-) -> tuple[NDArray[np.float64], list[float]]:
-    """GBT = MART (least squares on the grades): final L3 scores, DCG-5 per iteration."""
-    from ltrboost.booster import train as train_booster
-
-    booster = train_booster(_tree_params(settings, "mart", n_threads), train, [("L3", l3)])
-    scores = booster.predict_raw(l3.X, iteration=booster.n_iterations)[0]
-    return scores, [float(v) for v in booster.evals_result["L3"][DCG_METRIC]]
-
-
-def _fit_qbrank(
-    settings: Settings,
-    train: RankingDataset,
-    labelled_queries: NDArray[np.bool_],
-    l3: RankingDataset,
-    n_threads: int | None,
-) -> tuple[NDArray[np.float64], list[float]]:
-    """QBRank (Algorithm 2 of seed 004) with :class:`SplitQBRank`'s two parts."""
-    from ltrboost._numba import threads
-    from ltrboost.booster import Training
-
-    params = _tree_params(settings, "qbrank", n_threads)
-    params.validate()
-    objective = SplitQBRank(labelled_queries, settings.preference_weight, settings.ties)
-    with threads(n_threads) as n, np.errstate(over="ignore", invalid="ignore"):
-        booster = Training(params, objective, train, [("L3", l3)], n).run()
-    scores = booster.predict_raw(l3.X, iteration=booster.n_iterations)[0]
-    return scores, [float(v) for v in booster.evals_result["L3"][DCG_METRIC]]
+    valid = [("vali", vali), ("L3", l3)]
+    if objective == "mart":
+        booster = train_booster(params, train, valid)
+    else:
+        params.validate()
+        obj = SplitQBRank(labelled_queries, settings.preference_weight, settings.ties)
+        with threads(n_threads) as n, np.errstate(over="ignore", invalid="ignore"):
+            booster = Training(params, obj, train, valid, n).run()
+    ev = booster.evals_result
+    vali_curve = [float(v) for v in ev["vali"][PAIR_METRIC]]
+    chosen = int(np.argmax(vali_curve)) + 1
+    return {
+        "scores_last": booster.predict_raw(l3.X, iteration=booster.n_iterations)[0],
+        "scores_vali": booster.predict_raw(l3.X, iteration=chosen)[0],
+        "iteration_vali": chosen,
+        "dcg5": [float(v) for v in ev["L3"][DCG_METRIC]],
+        "precision100_l3": [float(v) for v in ev["L3"][PAIR_METRIC]],
+        "precision100_vali": vali_curve,
+    }
 
 
 def pair_differences(
@@ -522,41 +530,49 @@ def run_fold(
         },
         "runs": {},
     }
+    if vali_multi.size == 0:
+        raise ValueError(f"{paths[1]}: no validation query with two grades")
+    vali_m = subset_queries(vali, vali_multi)
     for run in runs:
         t0 = time.perf_counter()
-        extra: dict[str, Any] = {}
         if run == "ranksvm_p2":
-            if vali_multi.size == 0:
-                raise ValueError(f"{paths[1]}: no validation query with two grades")
-            coef, c, by_c = fit_ranksvm(
-                l2, subset_queries(vali, vali_multi), settings.ranksvm_c_grid
-            )
+            coef, c, by_c = fit_ranksvm(l2, vali_m, settings.ranksvm_c_grid)
             scores = np.asarray(l3.X, dtype=np.float64) @ coef
-            curve = [float(_dcg5(scores, l3))]
-            extra = {"C": c, "vali_precision_by_C": by_c}
-        elif run.startswith("gbt"):
-            parts = {
-                "gbt_l1": (split.l1,),
-                "gbt_l2": (split.l2,),
-                "gbt_l1_l2": (split.l1, split.l2),
+            prec = precision_at_percent(scores, l3.y, l3.query_offsets)
+            res: dict[str, Any] = {
+                "precision_vali": prec,
+                "precision_last": prec,
+                "iteration_vali": 1,
+                "dcg5": [_dcg5(scores, l3)],
+                "C": c,
+                "vali_precision_by_C": by_c,
             }
+        else:
             if run == "gbt_l1" and split.l1.size == 0:
                 raise ValueError(f"{paths[0]}: no single-grade training query (L1 is empty)")
-            data = subset_queries(train, *(p for p in parts[run] if p.size))
-            scores, curve = _fit_gbt(settings, data, l3, n_threads)
-        else:
-            queries = (split.l1, split.l2) if run == "qbrank_p2_l1" else (split.l2,)
-            data = subset_queries(train, *(p for p in queries if p.size))
-            n_l1 = split.l1.size if run == "qbrank_p2_l1" else 0
-            labelled = np.zeros(data.n_queries, dtype=bool)
-            labelled[:n_l1] = True  # L1's queries come first in ``data``
-            scores, curve = _fit_qbrank(settings, data, labelled, l3, n_threads)
-        info["runs"][run] = {
-            "precision": precision_at_percent(scores, l3.y, l3.query_offsets),
-            "dcg5": curve,
-            "seconds": time.perf_counter() - t0,
-            **extra,
-        }
+            with_l1 = run in ("gbt_l1_l2", "qbrank_p2_l1")
+            parts = (
+                (split.l1,) if run == "gbt_l1" else (split.l1, split.l2) if with_l1 else (split.l2,)
+            )
+            data = subset_queries(train, *(p for p in parts if p.size))
+            labelled = None
+            if run.startswith("qbrank"):
+                labelled = np.zeros(data.n_queries, dtype=bool)
+                if with_l1:
+                    labelled[: split.l1.size] = True  # L1's queries come first in ``data``
+            objective = "qbrank" if run.startswith("qbrank") else "mart"
+            fit = _fit_tree_run(settings, objective, data, labelled, vali_m, l3, n_threads)
+            res = {
+                "precision_vali": precision_at_percent(
+                    fit.pop("scores_vali"), l3.y, l3.query_offsets
+                ),
+                "precision_last": precision_at_percent(
+                    fit.pop("scores_last"), l3.y, l3.query_offsets
+                ),
+                **fit,
+            }
+        res["seconds"] = time.perf_counter() - t0
+        info["runs"][run] = res
     return info
 
 
@@ -640,75 +656,105 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
 
 
-def write_report(output: str, results: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """``table.md``, ``dcg5.csv``, ``dcg5.png`` and ``results.json`` from the folds."""
-    folds = sorted(results)
-    precision = {
+def _precision_table(
+    results: dict[str, Any], folds: list[str], key: str
+) -> dict[str, dict[str, tuple[float, float]]]:
+    return {
         run: {
-            k: _mean_std([results[f]["runs"][run]["precision"][k] for f in folds])
+            k: _mean_std([results[f]["runs"][run][key][k] for f in folds])
             for k in (f"{p:g}" for p in PERCENTS)
         }
         for run in RUNS
     }
-    final_dcg = {
-        run: _mean_std([results[f]["runs"][run]["dcg5"][-1] for f in folds]) for run in RUNS
-    }
-    # table.md: Table 1's layout (rows K, columns runs)
+
+
+def _markdown_precision(precision: dict[str, dict[str, tuple[float, float]]]) -> list[str]:
+    """Table 1's layout: one row per K, one column per run."""
     lines = [
-        f"Precision at K% on P3 (seed 004, Table 1 layout), mean over {len(folds)} "
-        f"fold(s): {', '.join(folds)}.",
-        "",
         "| K | " + " | ".join(RUN_NAMES[r] for r in RUNS) + " |",
         "|---" * (len(RUNS) + 1) + "|",
     ]
     for p in PERCENTS:
         k = f"{p:g}"
         lines.append(f"| {k}% | " + " | ".join(f"{precision[r][k][0]:.4f}" for r in RUNS) + " |")
-    lines += [
+    return lines
+
+
+def write_report(output: str, results: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """``table.md``, ``dcg5.csv``, ``dcg5.png`` and ``results.json`` from the folds."""
+    folds = sorted(results)
+    precision_vali = _precision_table(results, folds, "precision_vali")
+    precision_last = _precision_table(results, folds, "precision_last")
+    runs = {f: results[f]["runs"] for f in folds}
+    dcg_vali = {
+        r: _mean_std([runs[f][r]["dcg5"][runs[f][r]["iteration_vali"] - 1] for f in folds])
+        for r in RUNS
+    }
+    dcg_last = {r: _mean_std([runs[f][r]["dcg5"][-1] for f in folds]) for r in RUNS}
+    chosen = {r: [runs[f][r]["iteration_vali"] for f in folds] for r in RUNS}
+    s = settings
+    lines = [
+        f"Seed 004's protocol, mean over {len(folds)} fold(s) ({', '.join(folds)}); "
+        f"{s.n_estimators} trees of {s.max_leaf_nodes} leaves, eta = {s.learning_rate:g}, "
+        f"min_samples_leaf = {s.min_samples_leaf}, w = {s.preference_weight:g}, "
+        f"tau = grade difference, ties "
+        f"{'added to QBRank as tau = 0 pairs' if s.ties else 'excluded'}.",
         "",
-        "DCG-5 on L3 after the last iteration (RankSVM: its one model), mean ± sd over folds:",
+        "Precision at K% on P3 (Table 1 layout), each boosted run taken at the iteration "
+        "with the best precision at 100% on the fold's validation pairs (as RankSVM's C):",
         "",
-        "| " + " | ".join(RUN_NAMES[r] for r in RUNS) + " |",
-        "|---" * len(RUNS) + "|",
-        "| " + " | ".join(f"{final_dcg[r][0]:.4f} ± {final_dcg[r][1]:.4f}" for r in RUNS) + " |",
+        *_markdown_precision(precision_vali),
         "",
-        "Split per fold (queries L1 / L2 / L3, pairs P2 / P3):",
+        "Precision at K% on P3 after the last tree:",
         "",
+        *_markdown_precision(precision_last),
+        "",
+        "DCG-5 on L3 (mean ± sd over folds) and the iterations chosen on validation:",
+        "",
+        "| run | DCG-5 at the chosen iteration | DCG-5 after the last tree | chosen iterations |",
+        "|---|---|---|---|",
     ]
+    for r in RUNS:
+        its = "-" if r == "ranksvm_p2" else ", ".join(str(i) for i in chosen[r])
+        lines.append(
+            f"| {RUN_NAMES[r]} | {dcg_vali[r][0]:.4f} ± {dcg_vali[r][1]:.4f} | "
+            f"{dcg_last[r][0]:.4f} ± {dcg_last[r][1]:.4f} | {its} |"
+        )
+    lines += ["", "Split per fold (queries L1 / L2 / L3, pairs P2 / P3):", ""]
     for f in folds:
         q, pr = results[f]["queries"], results[f]["pairs"]
         lines.append(
-            f"- {f}: {q['L1']} / {q['L2']} / {q['L3']} queries, "
-            f"{pr['P2']} / {pr['P3']} pairs; RankSVM C = "
-            f"{results[f]['runs']['ranksvm_p2'].get('C', float('nan')):g}"
+            f"- {f}: {q['L1']} / {q['L2']} / {q['L3']} queries "
+            f"(L1 grades {results[f]['L1_grades']}), {pr['P2']} / {pr['P3']} pairs; "
+            f"RankSVM C = {runs[f]['ranksvm_p2']['C']:g}"
         )
-    s = settings
-    lines += [
-        "",
-        f"Settings: {s.n_estimators} trees, eta = {s.learning_rate:g}, "
-        f"{s.max_leaf_nodes} leaves, min_samples_leaf = {s.min_samples_leaf}, "
-        f"w = {s.preference_weight:g}, tau = grade difference, ties "
-        f"{'included (tau = 0) in QBRank' if s.ties else 'excluded'}.",
-    ]
     atomic_write_text(os.path.join(output, "table.md"), "\n".join(lines) + "\n")
-    # dcg5.csv
+    # dcg5.csv: the curves (RankSVM: one row, iteration 0 = not iterative)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["run", "fold", "iteration", "dcg5"])
-    for run in RUNS:
+    w.writerow(["run", "fold", "iteration", "dcg5", "precision100_l3", "precision100_vali"])
+    for r in RUNS:
         for f in folds:
-            curve = results[f]["runs"][run]["dcg5"]
-            if run == "ranksvm_p2":
-                w.writerow([run, f, 0, f"{curve[0]:.6f}"])  # 0: not iterative
+            res = runs[f][r]
+            if r == "ranksvm_p2":
+                w.writerow(
+                    [r, f, 0, f"{res['dcg5'][0]:.5f}", f"{res['precision_last']['100']:.5f}", ""]
+                )
                 continue
-            for it, v in enumerate(curve, start=1):
-                w.writerow([run, f, it, f"{v:.6f}"])
+            for it, (d, pl, pv) in enumerate(
+                zip(res["dcg5"], res["precision100_l3"], res["precision100_vali"], strict=True),
+                start=1,
+            ):
+                w.writerow([r, f, it, f"{d:.5f}", f"{pl:.5f}", f"{pv:.5f}"])
     atomic_write_text(os.path.join(output, "dcg5.csv"), buf.getvalue())
     summary = {
         "settings": _settings_json(settings),
         "folds": folds,
-        "precision_mean_sd": {r: precision[r] for r in RUNS},
-        "final_dcg5_mean_sd": final_dcg,
+        "precision_at_vali_iteration_mean_sd": precision_vali,
+        "precision_after_last_tree_mean_sd": precision_last,
+        "dcg5_at_vali_iteration_mean_sd": dcg_vali,
+        "dcg5_after_last_tree_mean_sd": dcg_last,
+        "iterations_chosen_on_vali": chosen,
         "per_fold": results,
         "total_seconds": float(sum(results[f].get("seconds", 0.0) for f in folds)),
     }
@@ -718,7 +764,8 @@ def write_report(output: str, results: dict[str, Any], settings: Settings) -> di
 
 
 def _plot(output: str, results: dict[str, Any], folds: list[str]) -> bool:
-    """Figure 1's layout: mean DCG-5 on L3 per iteration, RankSVM as a flat line."""
+    """Figure 1's layout (mean DCG-5 on L3 per iteration, RankSVM as a flat line), and
+    precision at 100% on P3 per iteration beside it."""
     try:
         import matplotlib
 
@@ -726,21 +773,27 @@ def _plot(output: str, results: dict[str, Any], folds: list[str]) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for run in TREE_RUNS:
-        curves = [results[f]["runs"][run]["dcg5"] for f in folds]
-        n = min(len(c) for c in curves)
-        mean = np.mean([c[:n] for c in curves], axis=0)
-        ax.plot(np.arange(1, n + 1), mean, label=RUN_NAMES[run])
-    svm = float(np.mean([results[f]["runs"]["ranksvm_p2"]["dcg5"][0] for f in folds]))
-    ax.axhline(svm, color="black", linestyle="--", linewidth=1, label=RUN_NAMES["ranksvm_p2"])
-    ax.set_xlabel("iteration (trees)")
-    ax.set_ylabel("DCG-5 on L3")
-    ax.set_title(f"DCG-5 v. iterations (seed 004, Figure 1 layout), mean of {len(folds)} fold(s)")
-    ax.legend(fontsize=8)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, key, svm_key, label in (
+        (axes[0], "dcg5", None, "DCG-5 on L3"),
+        (axes[1], "precision100_l3", "precision_last", "precision at 100% on P3"),
+    ):
+        for run in TREE_RUNS:
+            curves = [results[f]["runs"][run][key] for f in folds]
+            n = min(len(c) for c in curves)
+            mean = np.mean([c[:n] for c in curves], axis=0)
+            ax.plot(np.arange(1, n + 1), mean, label=RUN_NAMES[run])
+        svm_runs = [results[f]["runs"]["ranksvm_p2"] for f in folds]
+        svm = np.mean([r["dcg5"][0] if svm_key is None else r[svm_key]["100"] for r in svm_runs])
+        ax.axhline(svm, color="black", linestyle="--", linewidth=1, label=RUN_NAMES["ranksvm_p2"])
+        ax.set_xlabel("iteration (trees)")
+        ax.set_ylabel(label)
+    axes[0].set_title("DCG-5 v. iterations (seed 004, Figure 1 layout)")
+    axes[1].set_title(f"precision at 100% v. iterations; mean of {len(folds)} fold(s)")
+    axes[1].legend(fontsize=8)
     fig.tight_layout()
     png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=110)
+    fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
     atomic_write_bytes(os.path.join(output, "dcg5.png"), png.getvalue())
     return True
