@@ -19,8 +19,11 @@ so that no test query is ever trained on:
 * ``L1`` = the fold's training queries with a single grade; ``L2`` = its other training
   queries; ``L3`` = the test queries with at least two grades (single-grade test
   queries have no pair and a DCG-5 that no ranking changes; they are left out);
-* ``vali.txt``'s multi-grade queries tune RankSVM's ``C`` only (by pooled precision at
-  100% on their pairs); the tree runs use the paper's settings and no validation.
+* ``vali.txt``'s multi-grade queries tune RankSVM's ``C`` (by pooled precision at 100%
+  on their pairs) and, the same way, pick the number of trees of each boosted run: the
+  tables give every run both at that iteration and after the last tree.  The paper
+  does not say when it stopped boosting; on MQ2008 the last-tree numbers mostly
+  measure over-fitting (``docs/experiments/README.md``).
 
 Settings (seed 004, section 4, "Parameters"): a regression tree with 20 leaves as the
 base learner of GBT and QBRank, shrinkage ``eta = 0.05``, ``w = 0.5`` and ``tau`` = the
@@ -43,8 +46,10 @@ performance"), i.e. a penalty ``w/2 (h(a) - h(b))^2``.  RankSVM and GBT are unch
 ``P3`` never contains ties (an equal-grade pair cannot be contradicted).
 
 The output folder holds ``table.md`` (Table 1 layout: one row per K, one column per
-run, mean over folds), ``dcg5.csv`` (DCG-5 on ``L3`` per iteration, run and fold),
-``dcg5.png`` (Figure 1 layout, mean over folds; when matplotlib is installed),
+run, mean over folds; at the validation iteration and after the last tree; DCG-5),
+``dcg5.csv`` (per iteration, run and fold: DCG-5 on ``L3`` and precision at 100% on
+``P3`` and on the validation pairs), ``dcg5.png`` (Figure 1 layout, mean over folds,
+with precision at 100% per iteration beside it; when matplotlib is installed),
 ``results.json`` (settings, split sizes, every number per fold) and ``folds/*.json``
 (one finished fold each: a rerun with the same settings skips it).
 """
