@@ -186,7 +186,8 @@ def test_six_runs_write_the_report_and_resume(tmp_path):
     assert {r["run"] for r in rows} == set(RUNS)
     res = json.loads((out / "results.json").read_text())
     assert res["folds"] == ["Fold1", "Fold2"]
-    fold = res["per_fold"]["Fold1"]
+    assert isinstance(res["per_fold"]["Fold1"]["runs"]["gbt_l2"]["dcg5"], float)
+    fold = json.loads((out / "folds" / "Fold1.json").read_text())
     assert fold["queries"]["L1"] >= len(SINGLE_TRAIN)
     assert fold["queries"]["L1"] + fold["queries"]["L2"] == 12
     for run in RUNS:
@@ -214,7 +215,8 @@ def test_six_runs_write_the_report_and_resume(tmp_path):
     run_qbrank_experiment(str(root), str(out), settings=ties, n_threads=1, progress=False)
     res2 = json.loads((out / "results.json").read_text())
     assert res2["settings"]["ties"] is True
-    assert len(res2["per_fold"]["Fold1"]["runs"]["qbrank_p2"]["dcg5"]) == 2
+    fold2 = json.loads((out / "folds" / "Fold1.json").read_text())
+    assert len(fold2["runs"]["qbrank_p2"]["dcg5"]) == 2
 
 
 def test_cli_protocol_qbrank(tmp_path, capsys):

@@ -760,12 +760,28 @@ def write_report(output: str, results: dict[str, Any], settings: Settings) -> di
         "dcg5_at_vali_iteration_mean_sd": dcg_vali,
         "dcg5_after_last_tree_mean_sd": dcg_last,
         "iterations_chosen_on_vali": chosen,
-        "per_fold": results,
+        "per_fold": _without_curves(results),  # the curves are in dcg5.csv
         "total_seconds": float(sum(results[f].get("seconds", 0.0) for f in folds)),
     }
     atomic_write_text(os.path.join(output, "results.json"), json.dumps(summary, indent=1))
     _plot(output, results, folds)
     return summary
+
+
+def _without_curves(results: dict[str, Any]) -> dict[str, Any]:
+    """``results`` without the per-iteration lists of the boosted runs (they are in
+    ``dcg5.csv`` and ``folds/*.json``); ``dcg5`` becomes the last value."""
+    out = {}
+    for f, res in results.items():
+        runs = {}
+        for r, v in res["runs"].items():
+            short = {
+                k: x for k, x in v.items() if k not in ("precision100_l3", "precision100_vali")
+            }
+            short["dcg5"] = v["dcg5"][-1]
+            runs[r] = short
+        out[f] = {**res, "runs": runs}
+    return out
 
 
 def _plot(output: str, results: dict[str, Any], folds: list[str]) -> bool:
