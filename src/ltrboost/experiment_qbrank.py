@@ -795,23 +795,35 @@ def _plot(output: str, results: dict[str, Any], folds: list[str]) -> bool:
     except ImportError:
         return False
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, key, svm_key, label in (
+    for ax, key, svm_key, ylabel in (
         (axes[0], "dcg5", None, "DCG-5 on L3"),
         (axes[1], "precision100_l3", "precision_last", "precision at 100% on P3"),
     ):
+        means = {}
         for run in TREE_RUNS:
             curves = [results[f]["runs"][run][key] for f in folds]
             n = min(len(c) for c in curves)
-            mean = np.mean([c[:n] for c in curves], axis=0)
-            ax.plot(np.arange(1, n + 1), mean, label=RUN_NAMES[run])
+            means[run] = np.mean([c[:n] for c in curves], axis=0)
         svm_runs = [results[f]["runs"]["ranksvm_p2"] for f in folds]
         svm = np.mean([r["dcg5"][0] if svm_key is None else r[svm_key]["100"] for r in svm_runs])
+        # a run that learnt nothing (GBT on one grade: a flat line) would squash the
+        # others; it stays off the axis with its value in the legend
+        moving = [m for m in means.values() if np.ptp(m) > 0]
+        lo = min([svm, *(float(m.min()) for m in moving)])
+        hi = max([svm, *(float(m.max()) for m in moving)])
+        pad = 0.05 * (hi - lo) if hi > lo else 0.01
+        for run, mean in means.items():
+            label = RUN_NAMES[run]
+            if mean.max() < lo - pad or mean.min() > hi + pad:
+                label += f" = {float(mean[-1]):.3f} (off the axis)"
+            ax.plot(np.arange(1, mean.size + 1), mean, label=label)
         ax.axhline(svm, color="black", linestyle="--", linewidth=1, label=RUN_NAMES["ranksvm_p2"])
+        ax.set_ylim(lo - pad, hi + pad)
         ax.set_xlabel("iteration (trees)")
-        ax.set_ylabel(label)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
     axes[0].set_title("DCG-5 v. iterations (seed 004, Figure 1 layout)")
     axes[1].set_title(f"precision at 100% v. iterations; mean of {len(folds)} fold(s)")
-    axes[1].legend(fontsize=8)
     fig.tight_layout()
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=100)
