@@ -436,6 +436,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--min-samples-leaf", type=int, default=20)
     p.add_argument("--n-threads", type=int, default=None)
     p.add_argument("--quiet", "-q", action="store_true")
+    _add_protocol_arguments(p)
     p.set_defaults(func=cmd_experiment)
     return parser
 
@@ -1163,7 +1164,49 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------- experiment
+def _add_protocol_arguments(p: argparse.ArgumentParser) -> None:
+    """``--protocol`` and the flags only seed 004's protocol reads."""
+    p.add_argument(
+        "--protocol",
+        choices=("xia", "qbrank"),
+        default="xia",
+        help="xia: seed 000's grid (Xia et al., the default); qbrank: seed 004's six runs "
+        "(L1/L2/L3 split, precision at K%%, DCG-5; reads --max-trees (default 500), "
+        "--min-samples-leaf, --n-threads, --output, --quiet; ignores the grid flags)",
+    )
+    p.add_argument(
+        "--ties",
+        action="store_true",
+        help="qbrank: add L2's equal-grade pairs to QBRank as tau = 0 pairs",
+    )
+
+
+def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
+    from ltrboost.experiment_qbrank import DEFAULT_TREES, Settings, run_qbrank_experiment
+
+    settings = Settings(
+        n_estimators=args.max_trees or DEFAULT_TREES,
+        min_samples_leaf=args.min_samples_leaf,
+        ties=args.ties,
+    )
+    run_qbrank_experiment(
+        args.folder,
+        args.output,
+        settings=settings,
+        n_threads=args.n_threads,
+        progress=not args.quiet,
+    )
+    with open(os.path.join(args.output, "table.md")) as f:
+        print(f.read())
+    print(f"report written to {args.output}", file=sys.stderr)
+    return 0
+
+
 def cmd_experiment(args: argparse.Namespace) -> int:
+    if args.protocol == "qbrank":
+        return cmd_experiment_qbrank(args)
+    if args.ties:
+        raise ValueError("--ties is a flag of --protocol qbrank")
     from ltrboost.experiment import run_experiment
 
     def split(s: str, typ):
