@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_rows
 from ltrboost.criteria import _leaf_value, _split_gain, ole_hessian
 
 
@@ -298,53 +298,14 @@ def split_indices(
 # --- kernels ---
 
 
-@parallel_kernel
-def _find_best_split_per_feature(
-    hist,
-    feature_indices,
-    n_bins_non_missing,
-    missing_bin,
-    sum_g,
-    sum_h,
-    count,
-    min_samples_leaf,
-    min_sum_hessian,
-    l2,
-    criterion_code,
-    pair_hist,
-    use_pairs,
-    pair_sum,
-    gains_out,
-    bins_out,
-    miss_left_out,
-    stats_out,
-):
-    # Parallel driver over features; see _best_split_body.  The parfor's index is
-    # uint64 (int64 in the typing pass): cast, so that the body is compiled once.
-    for kk in prange(feature_indices.shape[0]):
-        k = np.int64(kk)
-        _best_split_body(
-            hist,
-            feature_indices,
-            k,
-            k + 1,
-            n_bins_non_missing,
-            missing_bin,
-            sum_g,
-            sum_h,
-            count,
-            min_samples_leaf,
-            min_sum_hessian,
-            l2,
-            criterion_code,
-            pair_hist,
-            use_pairs,
-            pair_sum,
-            gains_out,
-            bins_out,
-            miss_left_out,
-            stats_out,
-        )
+def _find_best_split_per_feature(hist, feature_indices, *args):
+    """:func:`_best_split_body` over blocks of the selected features on Python threads
+    (each feature's best split is its own: the result does not depend on the split)."""
+    over_rows(
+        lambda k0, k1: _best_split_body(hist, feature_indices, k0, k1, *args),
+        feature_indices.shape[0],
+        min_rows_per_thread=1,
+    )
 
 
 @kernel
@@ -590,59 +551,36 @@ def _split_indices_serial(rows, col, bin_idx, missing_left, missing_bin, buffer)
     return n_left
 
 
-@parallel_kernel
 def _split_indices(rows, col, bin_idx, missing_left, missing_bin, buffer, n_chunks):
-    # rows: IN/OUT int32 node rows (reordered: left first, stable); col: IN uint8 the
-    # split feature's column; buffer: scratch int32 of the same length.
+    """Stable partition of ``rows`` (IN/OUT int32, the node's rows: left first) by the
+    split feature's column ``col`` (IN uint8); ``buffer``: int32 scratch, same length.
+
+    ``n_chunks`` contiguous chunks are partitioned in place by
+    :func:`_split_indices_serial` on Python threads, then their left parts and their
+    right parts are concatenated in chunk order: the stable partition, whatever the
+    chunks (no parfor to compile).
+    """
     n = rows.shape[0]
-    chunk = (n + n_chunks - 1) // n_chunks
-    n_left_chunk = np.zeros(n_chunks, dtype=np.int64)
-    for c in prange(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        cnt = 0
-        for i in range(lo, hi):
-            b = col[rows[i]]
-            if b == missing_bin:
-                go_left = missing_left
-            else:
-                go_left = b <= bin_idx
-            if go_left:
-                cnt += 1
-        n_left_chunk[c] = cnt
-    left_off = np.zeros(n_chunks, dtype=np.int64)
-    right_off = np.zeros(n_chunks, dtype=np.int64)
-    n_left = 0
-    for c in range(n_chunks):
-        left_off[c] = n_left
-        n_left += n_left_chunk[c]
-    acc = n_left
-    for c in range(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        right_off[c] = acc
-        acc += (hi - lo) - n_left_chunk[c]
-    for c in prange(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        li = left_off[c]
-        ri = right_off[c]
-        for i in range(lo, hi):
-            r = rows[i]
-            b = col[r]
-            if b == missing_bin:
-                go_left = missing_left
-            else:
-                go_left = b <= bin_idx
-            if go_left:
-                buffer[li] = r
-                li += 1
-            else:
-                buffer[ri] = r
-                ri += 1
-    for i in prange(n):
-        rows[i] = buffer[i]
-    return n_left
+    chunk = max(1, -(-n // max(int(n_chunks), 1)))
+    bounds = [(lo, min(n, lo + chunk)) for lo in range(0, n, chunk)]
+    n_left = [0] * len(bounds)
+
+    def part(c0: int, c1: int) -> None:
+        for c in range(c0, c1):
+            lo, hi = bounds[c]
+            n_left[c] = int(
+                _split_indices_serial(
+                    rows[lo:hi], col, bin_idx, missing_left, missing_bin, buffer[lo:hi]
+                )
+            )
+
+    over_rows(part, len(bounds), min_rows_per_thread=1)
+    if len(bounds) > 1:
+        lefts = [rows[lo : lo + m] for (lo, _), m in zip(bounds, n_left, strict=True)]
+        rights = [rows[lo + m : hi] for (lo, hi), m in zip(bounds, n_left, strict=True)]
+        np.concatenate(lefts + rights, out=buffer[:n])
+        rows[:] = buffer[:n]
+    return sum(n_left)
 
 
 @kernel

@@ -305,6 +305,9 @@ _E_INDEX_TOO_BIG = 12
 _E_BAD_VALUE = 13
 _E_INF_VALUE = 14
 _E_DUP_INDEX = 15
+# A bad index:value token at info[_I_ERR_START], still to be classified by
+# _feature_error (called by _parse_block, so that a well-formed file never compiles it).
+_E_FEATURE = 16
 
 # Layout of the kernel's ``info`` output.
 _I_ROWS = 0
@@ -627,6 +630,12 @@ def _parse_block(
         if info[_I_SLOW] <= cap_slow:
             break
         cap_slow = int(info[_I_SLOW])  # rare: many tokens beyond the fast paths
+    if info[_I_ERR] == _E_FEATURE:
+        code, err_start, err_end, err_aux = _feature_error(buf, int(info[_I_ERR_START]), limit)
+        info[_I_ERR] = code
+        info[_I_ERR_START] = err_start
+        info[_I_ERR_END] = err_end
+        info[_I_ERR_AUX] = err_aux
 
     n_rows = int(info[_I_ROWS])
     # Tokens outside the kernel's exact paths: convert with float(), as promised.
@@ -1243,7 +1252,8 @@ def _parse_letor(
                 and idx <= _MAX_INDEX
                 and (n_features_limit < 0 or idx <= n_features_limit)
             ):
-                err, err_start, err_end, err_aux = _feature_error(buf, ts, n_features_limit)
+                # Named by _feature_error, outside this kernel (error paths only).
+                err, err_start = _E_FEATURE, ts
                 break
             vs = i + 1
             status, v, i = _parse_number(buf, vs, n)
