@@ -218,37 +218,59 @@ def discount(rank):
     return 1.0 / np.log2(rank + 2.0)
 
 
-@kernel
-def _max_dcg_one_query(gains_q, k):
-    """IDCG@k of one query: gains sorted descending, discounted (k <= 0: no cut-off).
+def ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked):
+    """The first ``kk`` documents of every query's ranking (see
+    :func:`_ranked_prefix_one_query`): local positions in ``order[lo:lo + kk]``,
+    ``n_ranked[q] = kk``.
 
-    Sorted by this module's own ranking routine rather than ``np.sort``: the result is
-    the same (the ideal order of equal gains does not matter) and Numba's generic sort
-    is several seconds of first-run compilation.
+    scores: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,); k: int
+    (<= 0: whole list); order, scratch: OUT / clobbered int32 (n_samples,); n_ranked:
+    OUT int64 (n_queries,).  The metric kernels read ``order`` instead of ranking
+    themselves, so the sort routines are compiled into this one kernel only (inside
+    each metric they were compiled and optimised again, ~0.5 s each).
     """
-    n = gains_q.shape[0]
-    order = np.empty(n, dtype=np.int32)
-    scratch = np.empty(n, dtype=np.int32)
-    kk = _ranked_prefix_one_query(gains_q, k, order, scratch)
-    s = 0.0
-    for r in range(kk):
-        s += gains_q[order[r]] / np.log2(r + 2.0)
-    return s
-
-
-def _inverse_max_dcg_all_queries(gains, query_offsets, k, out):
-    # gains: IN float64 (n_samples,); query_offsets: IN int64
-    # out: OUT float64 (n_queries,)
-    over_queries(_inverse_max_dcg_queries, query_offsets, gains, query_offsets, k, out)
+    over_queries(
+        _ranked_prefix_queries, query_offsets, scores, query_offsets, k, order, scratch,
+        n_ranked,
+    )  # fmt: skip
 
 
 @kernel
-def _inverse_max_dcg_queries(q0, q1, gains, query_offsets, k, out):
-    # queries q0..q1-1 of _inverse_max_dcg_all_queries (see _numba.over_queries)
+def _ranked_prefix_queries(q0, q1, scores, query_offsets, k, order, scratch, n_ranked):
+    # queries q0..q1-1 of ranked_prefix_all_queries (see _numba.over_queries)
     for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
-        m = _max_dcg_one_query(gains[lo:hi], k)
+        n_ranked[q] = _ranked_prefix_one_query(scores[lo:hi], k, order[lo:hi], scratch[lo:hi])
+
+
+def _inverse_max_dcg_all_queries(gains, query_offsets, k, out):
+    """IDCG@k of each query (gains sorted descending, discounted; k <= 0: no cut-off)
+    inverted, 0 where it is 0.
+
+    gains: IN float64 (n_samples,); query_offsets: IN int64; out: OUT float64
+    (n_queries,).  Sorted by this module's own ranking routine rather than ``np.sort``:
+    the result is the same (the ideal order of equal gains does not matter) and Numba's
+    generic sort is several seconds of first-run compilation.
+    """
+    n = gains.shape[0]
+    order = np.empty(n, dtype=INDEX_DTYPE)
+    scratch = np.empty(n, dtype=INDEX_DTYPE)
+    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
+    ranked_prefix_all_queries(gains, query_offsets, k, order, scratch, n_ranked)
+    over_queries(
+        _inverse_max_dcg_queries, query_offsets, gains, query_offsets, order, n_ranked, out
+    )
+
+
+@kernel
+def _inverse_max_dcg_queries(q0, q1, gains, query_offsets, order, n_ranked, out):
+    # queries q0..q1-1 of _inverse_max_dcg_all_queries (see _numba.over_queries)
+    for q in range(q0, q1):
+        lo = query_offsets[q]
+        m = 0.0
+        for r in range(n_ranked[q]):
+            m += gains[lo + order[lo + r]] / np.log2(r + 2.0)
         out[q] = 1.0 / m if m > 0.0 else 0.0
 
 
