@@ -24,6 +24,12 @@ from numpy.typing import NDArray
 from ltrboost._numba import kernel, over_rows
 from ltrboost.criteria import _leaf_value, _split_gain, ole_hessian
 
+# The scalar criteria called from Python run as the kernels' Python functions: the same
+# IEEE float64 operations in the same order (hence the same values) with nothing to
+# compile (no standalone specialisation and CPython wrapper to build for a Python caller).
+_leaf_value_py = getattr(_leaf_value, "py_func", _leaf_value)  # (NUMBA_DISABLE_JIT: the function)
+_ole_hessian_py = getattr(ole_hessian, "py_func", ole_hessian)
+
 
 class SplitInfo(NamedTuple):
     """The best split of a node (gain <= 0 means: do not split)."""
@@ -50,7 +56,6 @@ class SplitParams(NamedTuple):
     criterion_code: int  # 0 newton, 1 se, 2 ole
 
 
-NO_PAIRS = np.zeros((1, 1, 3), dtype=np.float64)
 
 # Below these sizes the serial kernels run: a parallel launch costs more than the work.
 SERIAL_SPLIT_WORK = 8_192  # selected features x bins
@@ -109,8 +114,8 @@ def find_node_split(
         sum_gradient_right=float(gr),
         sum_hessian_right=float(hr),
         count_right=int(round(nr)),
-        value_left=float(_leaf_value(gl, hl_c, l2)),
-        value_right=float(_leaf_value(gr, hr_c, l2)),
+        value_left=float(_leaf_value_py(gl, hl_c, l2)),
+        value_right=float(_leaf_value_py(gr, hr_c, l2)),
     )
 
 
@@ -136,8 +141,10 @@ def _search_features(
         params.min_sum_hessian_in_leaf,
         params.l2_regularization,
         params.criterion_code,
-        pair_hist if use_pairs else NO_PAIRS,
-        use_pairs,
+        # None unless OLE with pairs: Numba prunes the kernel's pair branches for a
+        # None argument, so Newton/SE fits never compile the OLE code (an OLE fit
+        # compiles its own specialisation, with it).
+        pair_hist if use_pairs and params.criterion_code == 2 else None,
         float(pair_sum),
         gains,
         bins,
@@ -240,9 +247,9 @@ class Splitter:
 
     def leaf_value(self, sum_gradients: float, sum_hessians: float, pair_sum: float = 0.0) -> float:
         """Newton value ``-G / (H + lam)`` with the OLE-corrected ``H`` (eq. 13)."""
-        return _leaf_value(
+        return _leaf_value_py(
             sum_gradients,
-            ole_hessian(sum_hessians, pair_sum),
+            _ole_hessian_py(sum_hessians, pair_sum),
             self.params.l2_regularization,
         )
 
@@ -324,7 +331,6 @@ def _best_split_body(
     l2,
     criterion_code,
     pair_hist,
-    use_pairs,
     pair_sum,
     gains_out,
     bins_out,
@@ -333,14 +339,15 @@ def _best_split_body(
 ):
     # hist: IN (n_features, n_bins, 3); pair_hist: IN (n_features, n_bins, 3) holding per
     # bin the pair-rho sums P_max (by max bin), P_min (by min bin) and Q (pairs with one
-    # missing document, by the other's bin); pair_sum: IN total rho of the node's pairs.
+    # missing document, by the other's bin), or None (not OLE: every
+    # "pair_hist is not None" branch is pruned before typing); pair_sum: IN total rho of
+    # the node's pairs.
     # *_out: OUT per feature: best gain (-inf if none), bin, missing side, and
     # stats = (G_left, H_left, n_left, H_left_for_value, H_right_for_value, gain) where
     # gain is the node gain reported for the chosen split (see _two_leaf_gain).
     use_counts = criterion_code == 1
-    ole = criterion_code == 2 and use_pairs
     parent_h_crit = count if use_counts else sum_h
-    if ole:
+    if pair_hist is not None:
         parent_h_crit = ole_hessian(sum_h, pair_sum)
     for k in range(k_lo, k_hi):
         f = feature_indices[k]
@@ -361,7 +368,7 @@ def _best_split_body(
         # total pair mass of non-missing pairs whose min bin is > b, and Q beyond b
         pmin_total = 0.0
         q_total = 0.0
-        if ole:
+        if pair_hist is not None:
             for b in range(nb):
                 pmin_total += pair_hist[f, b, 1]
                 q_total += pair_hist[f, b, 2]
@@ -386,7 +393,7 @@ def _best_split_body(
                 gl += h[b, 0]
                 hl += h[b, 1]
                 nl += h[b, 2]
-                if ole:
+                if pair_hist is not None:
                     cum_pmax += pair_hist[f, b, 0]
                     cum_pmin += pair_hist[f, b, 1]
                     cum_q += pair_hist[f, b, 2]
@@ -405,7 +412,7 @@ def _best_split_body(
                     hr_crit = hr
                 hl_val = hl
                 hr_val = hr
-                if ole:
+                if pair_hist is not None:
                     # rho mass of the pairs wholly left / wholly right of threshold b
                     if direction == 0:
                         # missing right: left iff max bin <= b; right iff min bin > b
@@ -431,16 +438,17 @@ def _best_split_body(
                     b_nl = nl
                     b_hlc = hl_val
                     b_hrc = hr_val
-                    if ole:
+                    if pair_hist is not None:
                         b_cross = pair_sum - left_pairs - right_pairs
         if miss_n == 0.0 and best_gain > -np.inf:
             # no missing values here: unseen missing values follow the larger child
             best_ml = 1 if b_nl >= count - b_nl else 0
         reported = best_gain
-        if ole and best_gain > -np.inf:
-            reported = _two_leaf_gain(
-                b_gl, b_hlc, sum_g - b_gl, b_hrc, b_cross, sum_g, parent_h_crit, l2
-            )
+        if pair_hist is not None:
+            if best_gain > -np.inf:
+                reported = _two_leaf_gain(
+                    b_gl, b_hlc, sum_g - b_gl, b_hrc, b_cross, sum_g, parent_h_crit, l2
+                )
         stats_out[f, 5] = reported
         gains_out[f] = best_gain
         bins_out[f] = best_bin

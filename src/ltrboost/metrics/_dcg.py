@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import INDEX_DTYPE, MAX_EXP_GAIN_LABEL, QUERY_OFFSET_DTYPE
-from ltrboost._numba import kernel, over_queries, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries, parallel_kernel, prange, scalar_helper
 from ltrboost.dataset import LTRInputError, check_labels
 
 GAINS = ("exp", "linear")
@@ -212,7 +212,7 @@ def _binary_relevance(
 # --- kernels ---
 
 
-@kernel
+@scalar_helper
 def discount(rank):
     """Discount of 0-based rank ``rank``: 1 / log2(rank + 2)."""
     return 1.0 / np.log2(rank + 2.0)
@@ -384,7 +384,7 @@ def _top_k_order_one_query(scores_q, k, order):
     return kk
 
 
-@kernel
+@scalar_helper
 def _ranked_prefix_one_query(scores_q, k, order, scratch):
     """Put the first ``kk`` documents of the ranking in ``order[:kk]``; return ``kk``.
 
