@@ -56,7 +56,6 @@ class SplitParams(NamedTuple):
     criterion_code: int  # 0 newton, 1 se, 2 ole
 
 
-
 # Below these sizes the serial kernels run: a parallel launch costs more than the work.
 SERIAL_SPLIT_WORK = 8_192  # selected features x bins
 SERIAL_PARTITION_ROWS = 32_768
