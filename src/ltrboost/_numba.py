@@ -153,7 +153,7 @@ kernel = _preset(nogil=True)
 # sites in one kernel (the LETOR parser's byte tests, the split criteria) stay kernels:
 # measured, inlining those cost more than it saved.  Called from Python, a helper
 # compiles as usual.
-scalar_helper = _preset(nogil=True, inline="always")
+inline_kernel = _preset(nogil=True, inline="always")
 parallel_kernel = _preset(nogil=True, parallel=True)
 prange = numba.prange
 

@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import INDEX_DTYPE, N_HIST_STATS, SUM_DTYPE
-from ltrboost._numba import kernel, over_rows, prefetch
+from ltrboost._numba import inline_kernel, kernel, over_rows, prefetch
 from ltrboost.splitting import SplitInfo, _partition_pairs, split_indices
 from ltrboost.tree import add_leaf_values, predict_binned_tree
 
@@ -635,7 +635,7 @@ class HistogramBuilder:
 _NO_ROWS = np.empty(0, dtype=INDEX_DTYPE)  # ``rows`` of _accumulate when indexed=False
 
 
-@kernel
+@inline_kernel
 def _accumulate(col, rows, gradients, hessians, n, h, indexed):
     """Add rows' gradients/hessians/counts to one feature's histogram ``h`` (zeroed).
 
@@ -650,52 +650,37 @@ def _accumulate(col, rows, gradients, hessians, n, h, indexed):
     nb = h.shape[0]
     sub = np.zeros((4, nb, 3))
     m = n - (n % 4)
-    if not indexed:
-        for i in range(0, m, 4):
-            b0 = col[i]
-            b1 = col[i + 1]
-            b2 = col[i + 2]
-            b3 = col[i + 3]
-            sub[0, b0, 0] += gradients[i]
-            sub[0, b0, 1] += hessians[i]
-            sub[0, b0, 2] += 1.0
-            sub[1, b1, 0] += gradients[i + 1]
-            sub[1, b1, 1] += hessians[i + 1]
-            sub[1, b1, 2] += 1.0
-            sub[2, b2, 0] += gradients[i + 2]
-            sub[2, b2, 1] += hessians[i + 2]
-            sub[2, b2, 2] += 1.0
-            sub[3, b3, 0] += gradients[i + 3]
-            sub[3, b3, 1] += hessians[i + 3]
-            sub[3, b3, 2] += 1.0
-        for i in range(m, n):
-            b0 = col[i]
-            sub[0, b0, 0] += gradients[i]
-            sub[0, b0, 1] += hessians[i]
-            sub[0, b0, 2] += 1.0
-    else:
-        for i in range(0, m, 4):
+    # One loop for both cases: only the loads of the bins depend on ``indexed`` (a
+    # loop-invariant branch, which LLVM unswitches), so the accumulation is typed and
+    # lowered once, not twice.
+    for i in range(0, m, 4):
+        if indexed:
             b0 = col[rows[i]]
             b1 = col[rows[i + 1]]
             b2 = col[rows[i + 2]]
             b3 = col[rows[i + 3]]
-            sub[0, b0, 0] += gradients[i]
-            sub[0, b0, 1] += hessians[i]
-            sub[0, b0, 2] += 1.0
-            sub[1, b1, 0] += gradients[i + 1]
-            sub[1, b1, 1] += hessians[i + 1]
-            sub[1, b1, 2] += 1.0
-            sub[2, b2, 0] += gradients[i + 2]
-            sub[2, b2, 1] += hessians[i + 2]
-            sub[2, b2, 2] += 1.0
-            sub[3, b3, 0] += gradients[i + 3]
-            sub[3, b3, 1] += hessians[i + 3]
-            sub[3, b3, 2] += 1.0
-        for i in range(m, n):
-            b0 = col[rows[i]]
-            sub[0, b0, 0] += gradients[i]
-            sub[0, b0, 1] += hessians[i]
-            sub[0, b0, 2] += 1.0
+        else:
+            b0 = col[i]
+            b1 = col[i + 1]
+            b2 = col[i + 2]
+            b3 = col[i + 3]
+        sub[0, b0, 0] += gradients[i]
+        sub[0, b0, 1] += hessians[i]
+        sub[0, b0, 2] += 1.0
+        sub[1, b1, 0] += gradients[i + 1]
+        sub[1, b1, 1] += hessians[i + 1]
+        sub[1, b1, 2] += 1.0
+        sub[2, b2, 0] += gradients[i + 2]
+        sub[2, b2, 1] += hessians[i + 2]
+        sub[2, b2, 2] += 1.0
+        sub[3, b3, 0] += gradients[i + 3]
+        sub[3, b3, 1] += hessians[i + 3]
+        sub[3, b3, 2] += 1.0
+    for i in range(m, n):
+        b0 = col[rows[i]] if indexed else col[i]
+        sub[0, b0, 0] += gradients[i]
+        sub[0, b0, 1] += hessians[i]
+        sub[0, b0, 2] += 1.0
     for b in range(nb):
         for s in range(3):
             h[b, s] = (sub[0, b, s] + sub[1, b, s]) + (sub[2, b, s] + sub[3, b, s])

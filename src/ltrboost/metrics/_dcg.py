@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import INDEX_DTYPE, MAX_EXP_GAIN_LABEL, QUERY_OFFSET_DTYPE
-from ltrboost._numba import kernel, over_queries, parallel_kernel, prange, scalar_helper
+from ltrboost._numba import inline_kernel, kernel, over_queries, parallel_kernel, prange
 from ltrboost.dataset import LTRInputError, check_labels
 
 GAINS = ("exp", "linear")
@@ -212,7 +212,7 @@ def _binary_relevance(
 # --- kernels ---
 
 
-@scalar_helper
+@inline_kernel
 def discount(rank):
     """Discount of 0-based rank ``rank``: 1 / log2(rank + 2)."""
     return 1.0 / np.log2(rank + 2.0)
@@ -279,7 +279,7 @@ def _inverse_max_dcg_queries(q0, q1, gains, query_offsets, order, n_ranked, out)
 _INSERTION_RUN = 16
 
 
-@kernel
+@inline_kernel
 def _insertion_sort_desc(scores_q, order, lo, hi):
     """Sort ``order[lo:hi]`` by ``scores_q`` descending, in place (stable insertion)."""
     for i in range(lo + 1, hi):
@@ -293,7 +293,7 @@ def _insertion_sort_desc(scores_q, order, lo, hi):
         order[j + 1] = doc
 
 
-@kernel
+@inline_kernel
 def rank_order_one_query(scores_q, order, scratch):
     """Ranking of one query: ``order`` <- positions by score desc, ties by position.
 
@@ -356,7 +356,7 @@ def rank_order_one_query(scores_q, order, scratch):
 _TOP_K_SELECT_MAX = 32
 
 
-@kernel
+@inline_kernel
 def _top_k_order_one_query(scores_q, k, order):
     """The first ``min(k, n)`` positions of the ranking into ``order`` (k >= 1).
 
@@ -384,7 +384,7 @@ def _top_k_order_one_query(scores_q, k, order):
     return kk
 
 
-@scalar_helper
+@inline_kernel
 def _ranked_prefix_one_query(scores_q, k, order, scratch):
     """Put the first ``kk`` documents of the ranking in ``order[:kk]``; return ``kk``.
 

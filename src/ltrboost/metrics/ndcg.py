@@ -22,7 +22,7 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._numba import kernel, over_queries, scalar_helper
+from ltrboost._numba import inline_kernel, kernel, over_queries
 from ltrboost.metrics._dcg import (
     _validate_empty_query_score,
     discounts,
@@ -94,7 +94,7 @@ class NDCGEvaluator(QueryMetricEvaluator):
 # --- kernels ---
 
 
-@scalar_helper
+@inline_kernel
 def delta_ndcg(gain_i, gain_j, discount_i, discount_j, inv_idcg):
     """|dNDCG| when two documents swap ranks: ``|gain_i - gain_j| |D_i - D_j| / IDCG``.
 
