@@ -143,16 +143,16 @@ def _warn_uncached(reason: str) -> None:
 
 
 kernel = _preset(nogil=True)
-# Small helpers called once or twice per calling kernel (LambdaMART's per-pair scalars,
-# the ranking dispatch of the metrics): typed and lowered into each caller (Numba
-# ``inline="always"``) instead of compiled on their own.  A
-# separately compiled helper has a fixed cost of ~0.05-0.1 s (its own LLVM module,
-# optimised and turned into machine code, a CPython wrapper, a cache file) although
-# LLVM inlines it into every caller anyway.  Inlining at Numba's level costs the
-# helper's typing and lowering again at every call site, so helpers with many call
-# sites in one kernel (the LETOR parser's byte tests, the split criteria) stay kernels:
-# measured, inlining those cost more than it saved.  Called from Python, a helper
-# compiles as usual.
+# Helpers called once or twice per calling kernel (LambdaMART's per-pair scalars, the
+# ranking routines of the one ranking kernel, a histogram's accumulation loop): typed
+# and lowered into each caller (Numba ``inline="always"``) instead of compiled on
+# their own.  A separately compiled helper has a fixed cost of ~0.05-0.1 s (its own
+# LLVM module, optimised and turned into machine code, a CPython wrapper, a cache
+# file) although LLVM inlines it into every caller anyway.  Inlining at Numba's level
+# costs the helper's typing and lowering again at every call site, so helpers with
+# many call sites in one kernel (the LETOR parser's byte tests, the split criteria)
+# stay kernels: measured, inlining those cost more than it saved.  Called from Python,
+# a helper compiles as usual.
 inline_kernel = _preset(nogil=True, inline="always")
 parallel_kernel = _preset(nogil=True, parallel=True)
 prange = numba.prange
