@@ -483,6 +483,7 @@ def test_threaded_engine_drivers_give_the_serial_model(monkeypatch) -> None:
     serial = fit(1)
     serial_ole = fit(1, split_criterion="ole")
     monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(histogram, "SERIAL_SUBTRACT_WORK", 1)
     monkeypatch.setattr(histogram, "ROW_MAJOR_MAX_DENSITY", 4)
     monkeypatch.setattr(splitting, "SERIAL_SPLIT_WORK", 1)
     monkeypatch.setattr(splitting, "SERIAL_PARTITION_ROWS", 1)

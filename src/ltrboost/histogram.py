@@ -73,6 +73,9 @@ class HistogramPool:
 # Below this many (rows x features) element updates a kernel runs serially: a parallel
 # launch costs more than the work.
 PARALLEL_MIN_WORK = 100_000
+# A subtraction is ~1 ns per feature x bin: below ~0.3 ms of it (thousands of
+# features) handing blocks to Python threads costs more than it saves.
+SERIAL_SUBTRACT_WORK = 262_144  # selected features x bins
 
 
 def _column_histograms(X_binned, rows, og, oh, feature_indices, hist_out, n, indexed):
@@ -171,7 +174,7 @@ def use_row_major(n_node: int, n_samples: int) -> bool:
 
 def subtract_histograms(parent_inout, sibling, feature_indices):
     """``parent_inout -= sibling`` on the selected features (serial when small)."""
-    if feature_indices.shape[0] * parent_inout.shape[1] < PARALLEL_MIN_WORK // 4:
+    if feature_indices.shape[0] * parent_inout.shape[1] < SERIAL_SUBTRACT_WORK:
         _subtract_body(parent_inout, sibling, feature_indices, 0, feature_indices.shape[0])
     else:
         _subtract_histograms(parent_inout, sibling, feature_indices)
