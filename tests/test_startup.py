@@ -458,9 +458,9 @@ def test_readme_configuration_compiles_each_kernel_once_and_only_what_it_needs(
 
 
 def test_threaded_engine_drivers_give_the_serial_model(monkeypatch) -> None:
-    """Histograms, split search, partition, binned prediction and leaf updates run on
-    Python threads over blocks (no parfor): forced onto two threads even for tiny
-    nodes, the model is the serial one byte for byte."""
+    """Histograms, split search, partition, binned prediction, leaf updates and the
+    pointwise gradients run on Python threads over blocks (no parfor): forced onto two
+    threads even for tiny nodes, the model is the serial one byte for byte."""
     from ltrboost import histogram, splitting, tree
 
     rng = np.random.default_rng(8)
@@ -480,8 +480,10 @@ def test_threaded_engine_drivers_give_the_serial_model(monkeypatch) -> None:
             model = Path(d, "m.json").read_text()
         return model, booster.predict(X, n_threads=n_threads).tobytes()
 
+    pointwise = ("mart", "mcrank", "logistic_rank")
     serial = fit(1)
     serial_ole = fit(1, split_criterion="ole")
+    serial_pointwise = [fit(1, objective=o) for o in pointwise]
     monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", 1)
     monkeypatch.setattr(histogram, "SERIAL_SUBTRACT_WORK", 1)
     monkeypatch.setattr(histogram, "ROW_MAJOR_MAX_DENSITY", 4)
@@ -489,5 +491,9 @@ def test_threaded_engine_drivers_give_the_serial_model(monkeypatch) -> None:
     monkeypatch.setattr(splitting, "SERIAL_PARTITION_ROWS", 1)
     monkeypatch.setattr(tree, "SERIAL_PREDICT_ROWS", 1)
     monkeypatch.setattr(_numba, "MIN_DOCS_PER_THREAD", 1)
+    for module in ("mart", "mcrank", "logistic_rank"):
+        mod = __import__(f"ltrboost.objectives.{module}", fromlist=["x"])
+        monkeypatch.setattr(mod, "POINTWISE_ROWS_PER_THREAD", 1)
     assert fit(2) == serial
     assert fit(2, split_criterion="ole") == serial_ole
+    assert [fit(2, objective=o) for o in pointwise] == serial_pointwise
