@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import INDEX_DTYPE, MAX_EXP_GAIN_LABEL, QUERY_OFFSET_DTYPE
-from ltrboost._numba import inline_kernel, kernel, over_queries, parallel_kernel, prange
+from ltrboost._numba import inline_kernel, kernel, over_queries
 from ltrboost.dataset import LTRInputError, check_labels
 
 GAINS = ("exp", "linear")
@@ -398,15 +398,12 @@ def _ranked_prefix_one_query(scores_q, k, order, scratch):
     return n if (k <= 0 or k > n) else k
 
 
-@parallel_kernel
 def _rank_order_all_queries(scores, query_offsets, order, scratch):
-    # scores: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,)
-    # order: OUT int (n_samples,), local positions per query; scratch: clobbered
-    n_queries = query_offsets.shape[0] - 1
-    for q in prange(n_queries):
-        lo = query_offsets[q]
-        hi = query_offsets[q + 1]
-        rank_order_one_query(scores[lo:hi], order[lo:hi], scratch[lo:hi])
+    """scores: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,);
+    order: OUT int32 (n_samples,), local positions per query; scratch: clobbered.  The
+    whole ranking of every query: the ranking kernel with no cut-off (k = 0)."""
+    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
+    ranked_prefix_all_queries(scores, query_offsets, 0, order, scratch, n_ranked)
 
 
 # --- references ---
