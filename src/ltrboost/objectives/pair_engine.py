@@ -746,8 +746,9 @@ def _gradients_queries(
                 method, truncation, pairs_per_sample, seed_base + q, metric,
                 state, ra, rb, di, dj, dz,
             )  # fmt: skip
+            # np.bool_: a literal True would compile a second specialisation
             sum_lambdas = _pair_derivatives(
-                scores_q, scores_q, ex, di, dj, dz, k, loss_code, sigma, True,
+                scores_q, scores_q, ex, di, dj, dz, k, loss_code, sigma, np.bool_(True),
                 sum_lambdas, grad, hess,
             )  # fmt: skip
             for t in range(k):
