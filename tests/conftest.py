@@ -213,6 +213,7 @@ def _force_kernel_path(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
 
     big = 2**62 if path == "serial" else 0
     monkeypatch.setattr(ltrboost.histogram, "PARALLEL_MIN_WORK", big)
+    monkeypatch.setattr(ltrboost.histogram, "SERIAL_SUBTRACT_WORK", big)
     monkeypatch.setattr(ltrboost.splitting, "SERIAL_SPLIT_WORK", big)
     monkeypatch.setattr(ltrboost.splitting, "SERIAL_PARTITION_ROWS", big)
     monkeypatch.setattr(ltrboost.tree, "SERIAL_PREDICT_ROWS", big)

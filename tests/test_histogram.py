@@ -32,6 +32,7 @@ def kernel_path(request, monkeypatch):
     wrappers pick one by size; the threshold is forced here)."""
     threshold = 2**62 if request.param == "serial" else 0
     monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", threshold)
+    monkeypatch.setattr(histogram, "SERIAL_SUBTRACT_WORK", threshold)
     return request.param
 
 

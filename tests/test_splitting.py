@@ -428,8 +428,11 @@ def test_split_indices_chunk_counts_agree(n_threads):
 
 @pytest.mark.parametrize("seed", SEEDS[:3])
 @pytest.mark.parametrize("criterion", ["newton", "se"])
-def test_wide_histogram_uses_parallel_path_and_matches_reference(seed, criterion):
-    """40 features x 256 bins is above the real serial threshold (SERIAL_SPLIT_WORK)."""
+def test_wide_histogram_uses_parallel_path_and_matches_reference(seed, criterion, monkeypatch):
+    """40 features x 256 bins, above the serial threshold (SERIAL_SPLIT_WORK; set to
+    its former 8192 here: the real one, 262144, would need ~1000 features for the
+    brute-force reference)."""
+    monkeypatch.setattr(splitting, "SERIAL_SPLIT_WORK", 8_192)
     hist, nb, missing_bin, sum_g, sum_h, count = _random_node(
         seed, n=3000, n_features=40, max_bins=255
     )

@@ -143,6 +143,17 @@ def _warn_uncached(reason: str) -> None:
 
 
 kernel = _preset(nogil=True)
+# Helpers called once or twice per calling kernel (LambdaMART's per-pair scalars, the
+# ranking routines of the one ranking kernel, a histogram's accumulation loop): typed
+# and lowered into each caller (Numba ``inline="always"``) instead of compiled on
+# their own.  A separately compiled helper has a fixed cost of ~0.05-0.1 s (its own
+# LLVM module, optimised and turned into machine code, a CPython wrapper, a cache
+# file) although LLVM inlines it into every caller anyway.  Inlining at Numba's level
+# costs the helper's typing and lowering again at every call site, so helpers with
+# many call sites in one kernel (the LETOR parser's byte tests, the split criteria)
+# stay kernels: measured, inlining those cost more than it saved.  Called from Python,
+# a helper compiles as usual.
+inline_kernel = _preset(nogil=True, inline="always")
 parallel_kernel = _preset(nogil=True, parallel=True)
 prange = numba.prange
 
@@ -306,6 +317,9 @@ def threads(n_threads: int | None) -> Iterator[int]:
 # contiguous blocks of queries on Python threads: same outputs (each query writes
 # only its own slots), one compiled function instead of a parfor.
 MIN_DOCS_PER_THREAD = 20_000  # below this a second thread costs more than it saves
+# Pointwise objectives' per-document gradients (~10-30 ns a document): a block per
+# thread from this many documents.
+POINTWISE_ROWS_PER_THREAD = 65_536
 
 _pool: Any = None
 _pool_pid = -1

@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import INDEX_DTYPE, N_HIST_STATS, SUM_DTYPE
-from ltrboost._numba import kernel, parallel_kernel, prange, prefetch
+from ltrboost._numba import inline_kernel, kernel, over_rows, prefetch
 from ltrboost.splitting import SplitInfo, _partition_pairs, split_indices
 from ltrboost.tree import add_leaf_values, predict_binned_tree
 
@@ -73,6 +73,9 @@ class HistogramPool:
 # Below this many (rows x features) element updates a kernel runs serially: a parallel
 # launch costs more than the work.
 PARALLEL_MIN_WORK = 100_000
+# A subtraction is ~1 ns per feature x bin: below ~0.3 ms of it (thousands of
+# features) handing blocks to Python threads costs more than it saves.
+SERIAL_SUBTRACT_WORK = 262_144  # selected features x bins
 
 
 def _column_histograms(X_binned, rows, og, oh, feature_indices, hist_out, n, indexed):
@@ -83,6 +86,30 @@ def _column_histograms(X_binned, rows, og, oh, feature_indices, hist_out, n, ind
         _histogram_body(*args, 0, feature_indices.shape[0], hist_out, n, indexed)
     else:
         _histogram_parallel(*args, hist_out, n, indexed)
+
+
+def _histogram_parallel(
+    X_binned, sample_indices, ordered_gradients, ordered_hessians, feature_indices,
+    hist_out, n, indexed,
+):  # fmt: skip
+    """:func:`_histogram_body` over blocks of the selected features on Python threads
+    (each feature's histogram is its own: the result does not depend on the split)."""
+    over_rows(
+        lambda k0, k1: _histogram_body(
+            X_binned,
+            sample_indices,
+            ordered_gradients,
+            ordered_hessians,
+            feature_indices,
+            k0,
+            k1,
+            hist_out,
+            n,
+            indexed,
+        ),
+        feature_indices.shape[0],
+        min_rows_per_thread=1,
+    )
 
 
 def build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
@@ -147,7 +174,7 @@ def use_row_major(n_node: int, n_samples: int) -> bool:
 
 def subtract_histograms(parent_inout, sibling, feature_indices):
     """``parent_inout -= sibling`` on the selected features (serial when small)."""
-    if feature_indices.shape[0] * parent_inout.shape[1] < PARALLEL_MIN_WORK // 4:
+    if feature_indices.shape[0] * parent_inout.shape[1] < SERIAL_SUBTRACT_WORK:
         _subtract_body(parent_inout, sibling, feature_indices, 0, feature_indices.shape[0])
     else:
         _subtract_histograms(parent_inout, sibling, feature_indices)
@@ -601,17 +628,17 @@ class HistogramBuilder:
 
 # --- kernels ---
 #
-# Each histogram kernel is a serial body over a range of selected features plus a
-# parallel driver that splits the features between threads.  The Python wrappers above
-# call the body directly when the work is small: launching a parallel region costs tens
-# of microseconds (more on a busy machine), which dominates small nodes.  Root and node
-# histograms share one body, one _accumulate and one parallel driver (each parfor
-# costs ~0.6-1.2 s to compile).
+# Each histogram kernel is a serial, nogil body over a range of selected features (or
+# rows); the Python drivers above run blocks of that range on Python threads
+# (_numba.over_rows) when the work is large, and call the body once when it is small.
+# No parfor: a parallel=True driver costs ~0.5-1 s of compilation on top of its body,
+# and blocks of independent features give the same sums whatever the split.  Root and
+# node histograms share one body and one _accumulate.
 
 _NO_ROWS = np.empty(0, dtype=INDEX_DTYPE)  # ``rows`` of _accumulate when indexed=False
 
 
-@kernel
+@inline_kernel
 def _accumulate(col, rows, gradients, hessians, n, h, indexed):
     """Add rows' gradients/hessians/counts to one feature's histogram ``h`` (zeroed).
 
@@ -626,52 +653,37 @@ def _accumulate(col, rows, gradients, hessians, n, h, indexed):
     nb = h.shape[0]
     sub = np.zeros((4, nb, 3))
     m = n - (n % 4)
-    if not indexed:
-        for i in range(0, m, 4):
-            b0 = col[i]
-            b1 = col[i + 1]
-            b2 = col[i + 2]
-            b3 = col[i + 3]
-            sub[0, b0, 0] += gradients[i]
-            sub[0, b0, 1] += hessians[i]
-            sub[0, b0, 2] += 1.0
-            sub[1, b1, 0] += gradients[i + 1]
-            sub[1, b1, 1] += hessians[i + 1]
-            sub[1, b1, 2] += 1.0
-            sub[2, b2, 0] += gradients[i + 2]
-            sub[2, b2, 1] += hessians[i + 2]
-            sub[2, b2, 2] += 1.0
-            sub[3, b3, 0] += gradients[i + 3]
-            sub[3, b3, 1] += hessians[i + 3]
-            sub[3, b3, 2] += 1.0
-        for i in range(m, n):
-            b0 = col[i]
-            sub[0, b0, 0] += gradients[i]
-            sub[0, b0, 1] += hessians[i]
-            sub[0, b0, 2] += 1.0
-    else:
-        for i in range(0, m, 4):
+    # One loop for both cases: only the loads of the bins depend on ``indexed`` (a
+    # loop-invariant branch, which LLVM unswitches), so the accumulation is typed and
+    # lowered once, not twice.
+    for i in range(0, m, 4):
+        if indexed:
             b0 = col[rows[i]]
             b1 = col[rows[i + 1]]
             b2 = col[rows[i + 2]]
             b3 = col[rows[i + 3]]
-            sub[0, b0, 0] += gradients[i]
-            sub[0, b0, 1] += hessians[i]
-            sub[0, b0, 2] += 1.0
-            sub[1, b1, 0] += gradients[i + 1]
-            sub[1, b1, 1] += hessians[i + 1]
-            sub[1, b1, 2] += 1.0
-            sub[2, b2, 0] += gradients[i + 2]
-            sub[2, b2, 1] += hessians[i + 2]
-            sub[2, b2, 2] += 1.0
-            sub[3, b3, 0] += gradients[i + 3]
-            sub[3, b3, 1] += hessians[i + 3]
-            sub[3, b3, 2] += 1.0
-        for i in range(m, n):
-            b0 = col[rows[i]]
-            sub[0, b0, 0] += gradients[i]
-            sub[0, b0, 1] += hessians[i]
-            sub[0, b0, 2] += 1.0
+        else:
+            b0 = col[i]
+            b1 = col[i + 1]
+            b2 = col[i + 2]
+            b3 = col[i + 3]
+        sub[0, b0, 0] += gradients[i]
+        sub[0, b0, 1] += hessians[i]
+        sub[0, b0, 2] += 1.0
+        sub[1, b1, 0] += gradients[i + 1]
+        sub[1, b1, 1] += hessians[i + 1]
+        sub[1, b1, 2] += 1.0
+        sub[2, b2, 0] += gradients[i + 2]
+        sub[2, b2, 1] += hessians[i + 2]
+        sub[2, b2, 2] += 1.0
+        sub[3, b3, 0] += gradients[i + 3]
+        sub[3, b3, 1] += hessians[i + 3]
+        sub[3, b3, 2] += 1.0
+    for i in range(m, n):
+        b0 = col[rows[i]] if indexed else col[i]
+        sub[0, b0, 0] += gradients[i]
+        sub[0, b0, 1] += hessians[i]
+        sub[0, b0, 2] += 1.0
     for b in range(nb):
         for s in range(3):
             h[b, s] = (sub[0, b, s] + sub[1, b, s]) + (sub[2, b, s] + sub[3, b, s])
@@ -715,51 +727,16 @@ def _gather_body(sample_indices, gradients, hessians, ordered_gradients, ordered
         ordered_hessians[i] = hessians[idx]
 
 
-@parallel_kernel
 def _gather(sample_indices, gradients, hessians, ordered_gradients, ordered_hessians):
-    # ordered_*: OUT float32 (n_node,) = gradients[sample_indices]
-    n = sample_indices.shape[0]
-    chunk = 65536
-    for c in prange((n + chunk - 1) // chunk):
-        _gather_body(
-            sample_indices,
-            gradients,
-            hessians,
-            ordered_gradients,
-            ordered_hessians,
-            c * chunk,
-            min(n, (c + 1) * chunk),
-        )
-
-
-@parallel_kernel
-def _histogram_parallel(
-    X_binned,
-    sample_indices,
-    ordered_gradients,
-    ordered_hessians,
-    feature_indices,
-    hist_out,
-    n,
-    indexed,
-):
-    # _histogram_body's driver, parallel over features: one compiled parfor serves the
-    # root (indexed False) and the nodes (True).  The parfor types its index uint64 and
-    # the typing pass int64: cast, so that the body is compiled once, not twice.
-    for kk in prange(feature_indices.shape[0]):
-        k = np.int64(kk)
-        _histogram_body(
-            X_binned,
-            sample_indices,
-            ordered_gradients,
-            ordered_hessians,
-            feature_indices,
-            k,
-            k + 1,
-            hist_out,
-            n,
-            indexed,
-        )
+    """ordered_*: OUT float32 (n_node,) = gradients[sample_indices], on Python threads
+    over blocks of rows."""
+    over_rows(
+        lambda r0, r1: _gather_body(
+            sample_indices, gradients, hessians, ordered_gradients, ordered_hessians, r0, r1
+        ),
+        sample_indices.shape[0],
+        min_rows_per_thread=65536,
+    )
 
 
 @kernel
@@ -789,24 +766,19 @@ def _histogram_rows_body(
             hist_out[f, b, 2] += 1.0
 
 
-@parallel_kernel
 def _build_histogram_rows(
     X_rows, sample_indices, ordered_gradients, ordered_hessians, block, hist_out
 ):
-    # Row-major node histogram of every feature; parallel over blocks of features.
-    n_features = X_rows.shape[1]
-    n_blocks = (n_features + block - 1) // block
-    for cc in prange(n_blocks):
-        c = np.int64(cc)  # the parfor's index is uint64: one body specialisation
-        _histogram_rows_body(
-            X_rows,
-            sample_indices,
-            ordered_gradients,
-            ordered_hessians,
-            c * block,
-            min(n_features, (c + 1) * block),
-            hist_out,
-        )
+    """Row-major node histogram of every feature, on Python threads over blocks of
+    features (starts multiples of ``block``)."""
+    over_rows(
+        lambda f0, f1: _histogram_rows_body(
+            X_rows, sample_indices, ordered_gradients, ordered_hessians, f0, f1, hist_out
+        ),
+        X_rows.shape[1],
+        min_rows_per_thread=1,
+        align=block,
+    )
 
 
 @kernel
@@ -820,13 +792,14 @@ def _subtract_body(parent_inout, sibling, feature_indices, k_lo, k_hi):
             parent_inout[f, b, 2] -= sibling[f, b, 2]
 
 
-@parallel_kernel
 def _subtract_histograms(parent_inout, sibling, feature_indices):
-    # parent_inout: IN parent histogram, OUT parent - sibling (the larger child's).
-    n = feature_indices.shape[0]
-    for kk in prange(n):
-        k = np.int64(kk)  # the parfor's index is uint64: one body specialisation
-        _subtract_body(parent_inout, sibling, feature_indices, k, k + 1)
+    """parent_inout: IN parent histogram, OUT parent - sibling (the larger child's);
+    on Python threads over blocks of the selected features."""
+    over_rows(
+        lambda k0, k1: _subtract_body(parent_inout, sibling, feature_indices, k0, k1),
+        feature_indices.shape[0],
+        min_rows_per_thread=1,
+    )
 
 
 @kernel
@@ -942,28 +915,29 @@ def _pair_pass4(X_binned, di, dj, r, n, feature_indices, k, missing_bin, out):
             h3[lo, 2] += rt
 
 
-@parallel_kernel
 def _pair_histogram_chunked(
     X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, block, missing_bin, chunk, out
 ):
-    # _pair_histogram_chunked_body's driver, parallel over blocks of selected features.
-    n_sel = feature_indices.shape[0]
-    n_blocks = (n_sel + block - 1) // block
-    for cc in prange(n_blocks):
-        c = np.int64(cc)  # the parfor's index is uint64: one body specialisation
-        _pair_histogram_chunked_body(
+    """:func:`_pair_histogram_chunked_body` on Python threads over blocks of selected
+    features (starts multiples of ``block``)."""
+    over_rows(
+        lambda k0, k1: _pair_histogram_chunked_body(
             X_binned,
             doc_i,
             doc_j,
             rho,
             pair_indices,
             feature_indices,
-            c * block,
-            min(n_sel, (c + 1) * block),
+            k0,
+            k1,
             missing_bin,
             chunk,
             out,
-        )
+        ),
+        feature_indices.shape[0],
+        min_rows_per_thread=1,
+        align=block,
+    )
 
 
 # --- references ---

@@ -21,8 +21,14 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_rows
 from ltrboost.criteria import _leaf_value, _split_gain, ole_hessian
+
+# The scalar criteria called from Python run as the kernels' Python functions: the same
+# IEEE float64 operations in the same order (hence the same values) with nothing to
+# compile (no standalone specialisation and CPython wrapper to build for a Python caller).
+_leaf_value_py = getattr(_leaf_value, "py_func", _leaf_value)  # (NUMBA_DISABLE_JIT: the function)
+_ole_hessian_py = getattr(ole_hessian, "py_func", ole_hessian)
 
 
 class SplitInfo(NamedTuple):
@@ -50,10 +56,11 @@ class SplitParams(NamedTuple):
     criterion_code: int  # 0 newton, 1 se, 2 ole
 
 
-NO_PAIRS = np.zeros((1, 1, 3), dtype=np.float64)
-
 # Below these sizes the serial kernels run: a parallel launch costs more than the work.
-SERIAL_SPLIT_WORK = 8_192  # selected features x bins
+# Split search is ~3-5 ns per feature x bin: a node of 136 features x 256 bins takes
+# ~0.15 ms serially, about what handing blocks to Python threads costs on a busy
+# machine, so it runs in parallel only from ~1 ms of work (thousands of features).
+SERIAL_SPLIT_WORK = 262_144  # selected features x bins
 SERIAL_PARTITION_ROWS = 32_768
 
 
@@ -109,8 +116,8 @@ def find_node_split(
         sum_gradient_right=float(gr),
         sum_hessian_right=float(hr),
         count_right=int(round(nr)),
-        value_left=float(_leaf_value(gl, hl_c, l2)),
-        value_right=float(_leaf_value(gr, hr_c, l2)),
+        value_left=float(_leaf_value_py(gl, hl_c, l2)),
+        value_right=float(_leaf_value_py(gr, hr_c, l2)),
     )
 
 
@@ -136,8 +143,10 @@ def _search_features(
         params.min_sum_hessian_in_leaf,
         params.l2_regularization,
         params.criterion_code,
-        pair_hist if use_pairs else NO_PAIRS,
-        use_pairs,
+        # None unless OLE with pairs: Numba prunes the kernel's pair branches for a
+        # None argument, so Newton/SE fits never compile the OLE code (an OLE fit
+        # compiles its own specialisation, with it).
+        pair_hist if use_pairs and params.criterion_code == 2 else None,
         float(pair_sum),
         gains,
         bins,
@@ -240,9 +249,9 @@ class Splitter:
 
     def leaf_value(self, sum_gradients: float, sum_hessians: float, pair_sum: float = 0.0) -> float:
         """Newton value ``-G / (H + lam)`` with the OLE-corrected ``H`` (eq. 13)."""
-        return _leaf_value(
+        return _leaf_value_py(
             sum_gradients,
-            ole_hessian(sum_hessians, pair_sum),
+            _ole_hessian_py(sum_hessians, pair_sum),
             self.params.l2_regularization,
         )
 
@@ -298,53 +307,14 @@ def split_indices(
 # --- kernels ---
 
 
-@parallel_kernel
-def _find_best_split_per_feature(
-    hist,
-    feature_indices,
-    n_bins_non_missing,
-    missing_bin,
-    sum_g,
-    sum_h,
-    count,
-    min_samples_leaf,
-    min_sum_hessian,
-    l2,
-    criterion_code,
-    pair_hist,
-    use_pairs,
-    pair_sum,
-    gains_out,
-    bins_out,
-    miss_left_out,
-    stats_out,
-):
-    # Parallel driver over features; see _best_split_body.  The parfor's index is
-    # uint64 (int64 in the typing pass): cast, so that the body is compiled once.
-    for kk in prange(feature_indices.shape[0]):
-        k = np.int64(kk)
-        _best_split_body(
-            hist,
-            feature_indices,
-            k,
-            k + 1,
-            n_bins_non_missing,
-            missing_bin,
-            sum_g,
-            sum_h,
-            count,
-            min_samples_leaf,
-            min_sum_hessian,
-            l2,
-            criterion_code,
-            pair_hist,
-            use_pairs,
-            pair_sum,
-            gains_out,
-            bins_out,
-            miss_left_out,
-            stats_out,
-        )
+def _find_best_split_per_feature(hist, feature_indices, *args):
+    """:func:`_best_split_body` over blocks of the selected features on Python threads
+    (each feature's best split is its own: the result does not depend on the split)."""
+    over_rows(
+        lambda k0, k1: _best_split_body(hist, feature_indices, k0, k1, *args),
+        feature_indices.shape[0],
+        min_rows_per_thread=1,
+    )
 
 
 @kernel
@@ -363,7 +333,6 @@ def _best_split_body(
     l2,
     criterion_code,
     pair_hist,
-    use_pairs,
     pair_sum,
     gains_out,
     bins_out,
@@ -372,14 +341,15 @@ def _best_split_body(
 ):
     # hist: IN (n_features, n_bins, 3); pair_hist: IN (n_features, n_bins, 3) holding per
     # bin the pair-rho sums P_max (by max bin), P_min (by min bin) and Q (pairs with one
-    # missing document, by the other's bin); pair_sum: IN total rho of the node's pairs.
+    # missing document, by the other's bin), or None (not OLE: every
+    # "pair_hist is not None" branch is pruned before typing); pair_sum: IN total rho of
+    # the node's pairs.
     # *_out: OUT per feature: best gain (-inf if none), bin, missing side, and
     # stats = (G_left, H_left, n_left, H_left_for_value, H_right_for_value, gain) where
     # gain is the node gain reported for the chosen split (see _two_leaf_gain).
     use_counts = criterion_code == 1
-    ole = criterion_code == 2 and use_pairs
     parent_h_crit = count if use_counts else sum_h
-    if ole:
+    if pair_hist is not None:
         parent_h_crit = ole_hessian(sum_h, pair_sum)
     for k in range(k_lo, k_hi):
         f = feature_indices[k]
@@ -400,7 +370,7 @@ def _best_split_body(
         # total pair mass of non-missing pairs whose min bin is > b, and Q beyond b
         pmin_total = 0.0
         q_total = 0.0
-        if ole:
+        if pair_hist is not None:
             for b in range(nb):
                 pmin_total += pair_hist[f, b, 1]
                 q_total += pair_hist[f, b, 2]
@@ -425,7 +395,7 @@ def _best_split_body(
                 gl += h[b, 0]
                 hl += h[b, 1]
                 nl += h[b, 2]
-                if ole:
+                if pair_hist is not None:
                     cum_pmax += pair_hist[f, b, 0]
                     cum_pmin += pair_hist[f, b, 1]
                     cum_q += pair_hist[f, b, 2]
@@ -444,7 +414,7 @@ def _best_split_body(
                     hr_crit = hr
                 hl_val = hl
                 hr_val = hr
-                if ole:
+                if pair_hist is not None:
                     # rho mass of the pairs wholly left / wholly right of threshold b
                     if direction == 0:
                         # missing right: left iff max bin <= b; right iff min bin > b
@@ -470,16 +440,17 @@ def _best_split_body(
                     b_nl = nl
                     b_hlc = hl_val
                     b_hrc = hr_val
-                    if ole:
+                    if pair_hist is not None:
                         b_cross = pair_sum - left_pairs - right_pairs
         if miss_n == 0.0 and best_gain > -np.inf:
             # no missing values here: unseen missing values follow the larger child
             best_ml = 1 if b_nl >= count - b_nl else 0
         reported = best_gain
-        if ole and best_gain > -np.inf:
-            reported = _two_leaf_gain(
-                b_gl, b_hlc, sum_g - b_gl, b_hrc, b_cross, sum_g, parent_h_crit, l2
-            )
+        if pair_hist is not None:
+            if best_gain > -np.inf:
+                reported = _two_leaf_gain(
+                    b_gl, b_hlc, sum_g - b_gl, b_hrc, b_cross, sum_g, parent_h_crit, l2
+                )
         stats_out[f, 5] = reported
         gains_out[f] = best_gain
         bins_out[f] = best_bin
@@ -590,59 +561,36 @@ def _split_indices_serial(rows, col, bin_idx, missing_left, missing_bin, buffer)
     return n_left
 
 
-@parallel_kernel
 def _split_indices(rows, col, bin_idx, missing_left, missing_bin, buffer, n_chunks):
-    # rows: IN/OUT int32 node rows (reordered: left first, stable); col: IN uint8 the
-    # split feature's column; buffer: scratch int32 of the same length.
+    """Stable partition of ``rows`` (IN/OUT int32, the node's rows: left first) by the
+    split feature's column ``col`` (IN uint8); ``buffer``: int32 scratch, same length.
+
+    ``n_chunks`` contiguous chunks are partitioned in place by
+    :func:`_split_indices_serial` on Python threads, then their left parts and their
+    right parts are concatenated in chunk order: the stable partition, whatever the
+    chunks (no parfor to compile).
+    """
     n = rows.shape[0]
-    chunk = (n + n_chunks - 1) // n_chunks
-    n_left_chunk = np.zeros(n_chunks, dtype=np.int64)
-    for c in prange(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        cnt = 0
-        for i in range(lo, hi):
-            b = col[rows[i]]
-            if b == missing_bin:
-                go_left = missing_left
-            else:
-                go_left = b <= bin_idx
-            if go_left:
-                cnt += 1
-        n_left_chunk[c] = cnt
-    left_off = np.zeros(n_chunks, dtype=np.int64)
-    right_off = np.zeros(n_chunks, dtype=np.int64)
-    n_left = 0
-    for c in range(n_chunks):
-        left_off[c] = n_left
-        n_left += n_left_chunk[c]
-    acc = n_left
-    for c in range(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        right_off[c] = acc
-        acc += (hi - lo) - n_left_chunk[c]
-    for c in prange(n_chunks):
-        lo = c * chunk
-        hi = min(n, lo + chunk)
-        li = left_off[c]
-        ri = right_off[c]
-        for i in range(lo, hi):
-            r = rows[i]
-            b = col[r]
-            if b == missing_bin:
-                go_left = missing_left
-            else:
-                go_left = b <= bin_idx
-            if go_left:
-                buffer[li] = r
-                li += 1
-            else:
-                buffer[ri] = r
-                ri += 1
-    for i in prange(n):
-        rows[i] = buffer[i]
-    return n_left
+    chunk = max(1, -(-n // max(int(n_chunks), 1)))
+    bounds = [(lo, min(n, lo + chunk)) for lo in range(0, n, chunk)]
+    n_left = [0] * len(bounds)
+
+    def part(c0: int, c1: int) -> None:
+        for c in range(c0, c1):
+            lo, hi = bounds[c]
+            n_left[c] = int(
+                _split_indices_serial(
+                    rows[lo:hi], col, bin_idx, missing_left, missing_bin, buffer[lo:hi]
+                )
+            )
+
+    over_rows(part, len(bounds), min_rows_per_thread=1)
+    if len(bounds) > 1:
+        lefts = [rows[lo : lo + m] for (lo, _), m in zip(bounds, n_left, strict=True)]
+        rights = [rows[lo + m : hi] for (lo, hi), m in zip(bounds, n_left, strict=True)]
+        np.concatenate(lefts + rights, out=buffer[:n])
+        rows[:] = buffer[:n]
+    return sum(n_left)
 
 
 @kernel

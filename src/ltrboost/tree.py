@@ -6,7 +6,7 @@ child for every value (see :mod:`ltrboost.binning`), so training-time scores com
 binned data equal predictions on raw data exactly.
 
 An ensemble is packed into flat arrays (:class:`PackedEnsemble`) with per-tree offsets;
-child indices stay local to their tree.  Raw prediction runs ``prange`` over rows and, for
+child indices stay local to their tree.  Raw prediction runs blocks of rows on threads and, for
 each row, over trees in order, so the float64 sum is accumulated in the same order as the
 incremental training scores.
 """
@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import NODE_DTYPE
-from ltrboost._numba import kernel, over_rows, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries, over_rows
 
 
 class PackedEnsemble(NamedTuple):
@@ -185,37 +185,19 @@ def _predict_raw_rows(
             out[tree_output[t], i] += value[k]
 
 
-@parallel_kernel
 def _predict_binned_one_tree(
-    value,
-    feature_idx,
-    bin_threshold,
-    missing_left,
-    is_leaf,
-    left,
-    right,
-    X_binned,
-    missing_bin,
-    out,
-):
-    # X_binned: IN uint8 (n_samples, n_features); out: IN/OUT float64 (n_samples,)
-    n = X_binned.shape[0]
-    chunk = 4096
-    for c in prange((n + chunk - 1) // chunk):
-        _predict_binned_rows(
-            value,
-            feature_idx,
-            bin_threshold,
-            missing_left,
-            is_leaf,
-            left,
-            right,
-            X_binned,
-            missing_bin,
-            out,
-            c * chunk,
-            min(n, (c + 1) * chunk),
-        )
+    value, feature_idx, bin_threshold, missing_left, is_leaf, left, right, X_binned,
+    missing_bin, out,
+):  # fmt: skip
+    """One tree on binned rows (IN uint8 (n_samples, n_features)), added to ``out``
+    (IN/OUT float64 (n_samples,)); blocks of rows on Python threads (rows are
+    independent, no parfor to compile)."""
+    args = (value, feature_idx, bin_threshold, missing_left, is_leaf, left, right)
+    over_rows(
+        lambda r0, r1: _predict_binned_rows(*args, X_binned, missing_bin, out, r0, r1),
+        X_binned.shape[0],
+        min_rows_per_thread=4096,
+    )
 
 
 @kernel
@@ -253,13 +235,19 @@ def _add_leaf_values_serial(partition, leaf_starts, leaf_stops, leaf_values, out
             out[partition[t]] += v
 
 
-@parallel_kernel
 def _add_leaf_values(partition, leaf_starts, leaf_stops, leaf_values, out):
-    # Training-score update from the grower's partition: rows of leaf l get its value.
-    for l in prange(leaf_starts.shape[0]):
-        v = leaf_values[l]
-        for t in range(leaf_starts[l], leaf_stops[l]):
-            out[partition[t]] += v
+    """Training-score update from the grower's partition: rows of leaf ``l`` get its
+    value.  Leaves own disjoint rows, so blocks of leaves (of about equal row counts)
+    run on Python threads."""
+    sizes = (leaf_stops - leaf_starts).astype(np.int64)
+    offsets = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    over_queries(
+        lambda l0, l1: _add_leaf_values_serial(
+            partition, leaf_starts[l0:l1], leaf_stops[l0:l1], leaf_values[l0:l1], out
+        ),
+        offsets,
+    )
 
 
 # --- references ---

@@ -192,6 +192,26 @@ def test_unsorted_long_lines_find_duplicates(tmp_path, seed):
         load_svmlight(_write(tmp_path, "0 1:1\n" + bad, "dup.txt"))
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        # the repeat is found after the kernel (rows it flagged), yet the first error
+        # by line wins either way
+        ("0 1:1\n1 2:1 1:1 2:3\n1 1:1\n1 1:x\n", 2, "feature index 2 appears more"),
+        ("0 1:1\n1 1:x\n1 2:1 1:1 2:3\n", 2, "feature value .x. is not a number"),
+        ("0 1:1\n1 3:1 1:1 3:3\n1 2:1 1:1 2:3 1e999:1\n", 2, "feature index 3 appears"),
+        ("0 1:1\n1 3:1 1:1 2:1\n1 2:1 1:1 2:3\n", 3, "feature index 2 appears"),
+        ("0 1:1.00000000000000000001e400\n1 2:1 1:1 2:3\n", 1, "overflows to infinity"),
+        ("0 2:1 1:1 2:1.00000000000000000001e400\n", 1, "overflows to infinity"),
+        ("0 1:1\n1 2:1 1:1 2:3\n1 1:1.00000000000000000001e400\n", 2, "index 2 appears"),
+    ],
+)
+def test_repeated_index_and_other_errors_first_line_wins(tmp_path, text, line, message):
+    with pytest.raises(LTRInputError, match=message) as info:
+        load_svmlight(_write(tmp_path, text))
+    assert info.value.line == line
+
+
 def test_first_repeat_sorts():
     rng = np.random.default_rng(0)
     for n in [0, 1, 2, 3, 10, 101]:

@@ -305,6 +305,9 @@ _E_INDEX_TOO_BIG = 12
 _E_BAD_VALUE = 13
 _E_INF_VALUE = 14
 _E_DUP_INDEX = 15
+# A bad index:value token at info[_I_ERR_START], still to be classified by
+# _feature_error (called by _parse_block, so that a well-formed file never compiles it).
+_E_FEATURE = 16
 
 # Layout of the kernel's ``info`` output.
 _I_ROWS = 0
@@ -320,7 +323,8 @@ _I_ERR_START = 9
 _I_ERR_END = 10
 _I_ERR_AUX = 11
 _I_LINES = 12
-_N_INFO = 13
+_I_UNSORTED = 13  # rows of this block whose indices are not increasing (see unsorted)
+_N_INFO = 14
 
 
 def _check_n_features(n_features: Any) -> int | None:
@@ -467,7 +471,8 @@ def _parse_stream(
     each row.
     """
     fill = 0.0 if missing == "zero" else np.nan
-    na_buf, na_off = _na_arrays(na_values)
+    # No NA tokens: None, so that the kernel's NA branch is pruned (never compiled).
+    na_buf, na_off = _na_arrays(na_values) if na_values else (None, None)
     guard = max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * n_bytes)
     info = np.zeros(_N_INFO, dtype=np.int64)
     info[_I_HAS_QID] = -1
@@ -591,8 +596,8 @@ def _parse_block(
     path: str,
     n_features: int | None,
     info: NDArray[np.int64],
-    na_buf: NDArray[np.uint8],
-    na_off: NDArray[np.int64],
+    na_buf: NDArray[np.uint8] | None,
+    na_off: NDArray[np.int64] | None,
 ) -> _Block:
     """Parse whole lines ``data[start:]`` with the kernel; raise the first error.
 
@@ -612,6 +617,7 @@ def _parse_block(
     com_end = np.empty(cap_rows, dtype=np.int64)
     cols = np.empty(n_colons, dtype=np.int32)
     vals = np.empty(n_colons, dtype=np.float64)
+    unsorted = np.empty(cap_rows, dtype=np.int64)
     limit = -1 if n_features is None else n_features
     state = info.copy()  # the kernel is re-run from this state if slow_* overflow
     cap_slow = 256
@@ -623,10 +629,29 @@ def _parse_block(
         _parse_letor(
             buf, start, limit, y, qid, row_line, row_ptr, cols, vals,
             com_start, com_end, slow_start, slow_end, slow_slot, info, na_buf, na_off,
+            unsorted,
         )  # fmt: skip
         if info[_I_SLOW] <= cap_slow:
             break
         cap_slow = int(info[_I_SLOW])  # rare: many tokens beyond the fast paths
+    if info[_I_ERR] == _E_FEATURE:
+        code, err_start, err_end, err_aux = _feature_error(buf, int(info[_I_ERR_START]), limit)
+        info[_I_ERR] = code
+        info[_I_ERR_START] = err_start
+        info[_I_ERR_END] = err_end
+        info[_I_ERR_AUX] = err_aux
+    # Rows whose indices are not increasing (rare) may repeat an index: the first such
+    # row is the error, unless the kernel stopped on an earlier line (it never does:
+    # these rows are complete, so they precede the kernel's error line).
+    for k in range(int(info[_I_UNSORTED])):
+        r = int(unsorted[k])
+        dup = int(_first_repeat(cols[row_ptr[r] : row_ptr[r + 1]].copy()))
+        if dup > 0:
+            info[_I_ERR] = _E_DUP_INDEX
+            info[_I_ERR_LINE] = row_line[r]
+            info[_I_ERR_START] = info[_I_ERR_END] = 0
+            info[_I_ERR_AUX] = dup
+            break
 
     n_rows = int(info[_I_ROWS])
     # Tokens outside the kernel's exact paths: convert with float(), as promised.
@@ -1117,7 +1142,7 @@ def _feature_error(buf, ts, n_features_limit):
 @kernel
 def _parse_letor(
     buf, pos, n_features_limit, y, qid, row_line, row_ptr, cols, vals,
-    com_start, com_end, slow_start, slow_end, slow_slot, info, na_buf, na_off,
+    com_start, com_end, slow_start, slow_end, slow_slot, info, na_buf, na_off, unsorted,
 ):  # fmt: skip
     """Parse LETOR lines from ``buf[pos:]`` into row and token arrays, in one pass.
 
@@ -1133,8 +1158,11 @@ def _parse_letor(
     before ``buf`` and ``info[_I_HAS_QID]``/``info[_I_FIRST_LINE]`` the ``qid:``
     convention seen so far (-1: none yet), so a file can be parsed in blocks of whole
     lines.  ``na_buf``/``na_off`` (IN): tokens that read as a missing value (NaN),
-    concatenated, and their offsets (length ``n_na + 1``).  The kernel stops at the first
-    error, never raises.
+    concatenated, and their offsets (length ``n_na + 1``), or both None (no NA tokens:
+    the NA branch is pruned at compile time).  ``unsorted`` (OUT): the rows (of this
+    call) whose indices are not increasing, ``info[_I_UNSORTED]`` of them; the caller
+    checks them for a repeated index (``_first_repeat``, compiled only when needed).
+    The kernel stops at the first error, never raises.
 
     Every byte is read once on the happy path: numbers are parsed where they start and
     must be followed by a token end; anything else falls to ``_feature_error`` (or the
@@ -1142,7 +1170,7 @@ def _parse_letor(
     """
     n = buf.shape[0]
     cap_slow = slow_start.shape[0]
-    n_na = na_off.shape[0] - 1
+    n_unsorted = 0
     line = info[_I_LINES]
     n_rows = 0
     n_tok = 0
@@ -1218,7 +1246,6 @@ def _parse_letor(
             break
 
         # Features: index:value tokens until LF or '#'.
-        row_start = n_tok
         increasing = True
         prev = 0
         while True:
@@ -1243,11 +1270,12 @@ def _parse_letor(
                 and idx <= _MAX_INDEX
                 and (n_features_limit < 0 or idx <= n_features_limit)
             ):
-                err, err_start, err_end, err_aux = _feature_error(buf, ts, n_features_limit)
+                # Named by _feature_error, outside this kernel (error paths only).
+                err, err_start = _E_FEATURE, ts
                 break
             vs = i + 1
             status, v, i = _parse_number(buf, vs, n)
-            if n_na > 0 and (status == _NUM_BAD or not _ends_token(buf, i)):
+            if na_buf is not None and (status == _NUM_BAD or not _ends_token(buf, i)):
                 te = _token_end(buf, vs)
                 if _is_na_token(buf, vs, te, na_buf, na_off):
                     status, v, i = _NUM_NAN, math.nan, te
@@ -1280,11 +1308,9 @@ def _parse_letor(
         if err != _E_NONE:
             break
         if not increasing:
-            # Rare: indices out of order; sort a copy to find repeats.
-            dup = _first_repeat(cols[row_start:n_tok].copy())
-            if dup > 0:
-                err, err_aux = _E_DUP_INDEX, dup
-                break
+            # Rare: indices out of order; the caller looks for a repeat in this row.
+            unsorted[n_unsorted] = n_rows
+            n_unsorted += 1
         if i < n and buf[i] == 35:
             com_start[n_rows] = i + 1
             while i < n and buf[i] != 10:
@@ -1310,6 +1336,7 @@ def _parse_letor(
     info[_I_ERR_END] = err_end
     info[_I_ERR_AUX] = err_aux
     info[_I_LINES] = line
+    info[_I_UNSORTED] = n_unsorted
 
 
 @kernel

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import INDEX_DTYPE, MAX_EXP_GAIN_LABEL, QUERY_OFFSET_DTYPE
-from ltrboost._numba import kernel, over_queries, parallel_kernel, prange
+from ltrboost._numba import inline_kernel, kernel, over_queries
 from ltrboost.dataset import LTRInputError, check_labels
 
 GAINS = ("exp", "linear")
@@ -212,43 +212,65 @@ def _binary_relevance(
 # --- kernels ---
 
 
-@kernel
+@inline_kernel
 def discount(rank):
     """Discount of 0-based rank ``rank``: 1 / log2(rank + 2)."""
     return 1.0 / np.log2(rank + 2.0)
 
 
-@kernel
-def _max_dcg_one_query(gains_q, k):
-    """IDCG@k of one query: gains sorted descending, discounted (k <= 0: no cut-off).
+def ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked):
+    """The first ``kk`` documents of every query's ranking (see
+    :func:`_ranked_prefix_one_query`): local positions in ``order[lo:lo + kk]``,
+    ``n_ranked[q] = kk``.
 
-    Sorted by this module's own ranking routine rather than ``np.sort``: the result is
-    the same (the ideal order of equal gains does not matter) and Numba's generic sort
-    is several seconds of first-run compilation.
+    scores: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,); k: int
+    (<= 0: whole list); order, scratch: OUT / clobbered int32 (n_samples,); n_ranked:
+    OUT int64 (n_queries,).  The metric kernels read ``order`` instead of ranking
+    themselves, so the sort routines are compiled into this one kernel only (inside
+    each metric they were compiled and optimised again, ~0.5 s each).
     """
-    n = gains_q.shape[0]
-    order = np.empty(n, dtype=np.int32)
-    scratch = np.empty(n, dtype=np.int32)
-    kk = _ranked_prefix_one_query(gains_q, k, order, scratch)
-    s = 0.0
-    for r in range(kk):
-        s += gains_q[order[r]] / np.log2(r + 2.0)
-    return s
-
-
-def _inverse_max_dcg_all_queries(gains, query_offsets, k, out):
-    # gains: IN float64 (n_samples,); query_offsets: IN int64
-    # out: OUT float64 (n_queries,)
-    over_queries(_inverse_max_dcg_queries, query_offsets, gains, query_offsets, k, out)
+    over_queries(
+        _ranked_prefix_queries, query_offsets, scores, query_offsets, k, order, scratch,
+        n_ranked,
+    )  # fmt: skip
 
 
 @kernel
-def _inverse_max_dcg_queries(q0, q1, gains, query_offsets, k, out):
-    # queries q0..q1-1 of _inverse_max_dcg_all_queries (see _numba.over_queries)
+def _ranked_prefix_queries(q0, q1, scores, query_offsets, k, order, scratch, n_ranked):
+    # queries q0..q1-1 of ranked_prefix_all_queries (see _numba.over_queries)
     for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
-        m = _max_dcg_one_query(gains[lo:hi], k)
+        n_ranked[q] = _ranked_prefix_one_query(scores[lo:hi], k, order[lo:hi], scratch[lo:hi])
+
+
+def _inverse_max_dcg_all_queries(gains, query_offsets, k, out):
+    """IDCG@k of each query (gains sorted descending, discounted; k <= 0: no cut-off)
+    inverted, 0 where it is 0.
+
+    gains: IN float64 (n_samples,); query_offsets: IN int64; out: OUT float64
+    (n_queries,).  Sorted by this module's own ranking routine rather than ``np.sort``:
+    the result is the same (the ideal order of equal gains does not matter) and Numba's
+    generic sort is several seconds of first-run compilation.
+    """
+    n = gains.shape[0]
+    order = np.empty(n, dtype=INDEX_DTYPE)
+    scratch = np.empty(n, dtype=INDEX_DTYPE)
+    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
+    ranked_prefix_all_queries(gains, query_offsets, k, order, scratch, n_ranked)
+    over_queries(
+        _inverse_max_dcg_queries, query_offsets, gains, query_offsets, order, n_ranked, out
+    )
+
+
+@kernel
+def _inverse_max_dcg_queries(q0, q1, gains, query_offsets, order, n_ranked, out):
+    # queries q0..q1-1 of _inverse_max_dcg_all_queries (see _numba.over_queries)
+    for q in range(q0, q1):
+        lo = query_offsets[q]
+        m = 0.0
+        for r in range(n_ranked[q]):
+            m += gains[lo + order[lo + r]] / np.log2(r + 2.0)
         out[q] = 1.0 / m if m > 0.0 else 0.0
 
 
@@ -257,7 +279,7 @@ def _inverse_max_dcg_queries(q0, q1, gains, query_offsets, k, out):
 _INSERTION_RUN = 16
 
 
-@kernel
+@inline_kernel
 def _insertion_sort_desc(scores_q, order, lo, hi):
     """Sort ``order[lo:hi]`` by ``scores_q`` descending, in place (stable insertion)."""
     for i in range(lo + 1, hi):
@@ -271,7 +293,7 @@ def _insertion_sort_desc(scores_q, order, lo, hi):
         order[j + 1] = doc
 
 
-@kernel
+@inline_kernel
 def rank_order_one_query(scores_q, order, scratch):
     """Ranking of one query: ``order`` <- positions by score desc, ties by position.
 
@@ -334,7 +356,7 @@ def rank_order_one_query(scores_q, order, scratch):
 _TOP_K_SELECT_MAX = 32
 
 
-@kernel
+@inline_kernel
 def _top_k_order_one_query(scores_q, k, order):
     """The first ``min(k, n)`` positions of the ranking into ``order`` (k >= 1).
 
@@ -362,7 +384,7 @@ def _top_k_order_one_query(scores_q, k, order):
     return kk
 
 
-@kernel
+@inline_kernel
 def _ranked_prefix_one_query(scores_q, k, order, scratch):
     """Put the first ``kk`` documents of the ranking in ``order[:kk]``; return ``kk``.
 
@@ -376,15 +398,12 @@ def _ranked_prefix_one_query(scores_q, k, order, scratch):
     return n if (k <= 0 or k > n) else k
 
 
-@parallel_kernel
 def _rank_order_all_queries(scores, query_offsets, order, scratch):
-    # scores: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,)
-    # order: OUT int (n_samples,), local positions per query; scratch: clobbered
-    n_queries = query_offsets.shape[0] - 1
-    for q in prange(n_queries):
-        lo = query_offsets[q]
-        hi = query_offsets[q + 1]
-        rank_order_one_query(scores[lo:hi], order[lo:hi], scratch[lo:hi])
+    """scores: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,);
+    order: OUT int32 (n_samples,), local positions per query; scratch: clobbered.  The
+    whole ranking of every query: the ranking kernel with no cut-off (k = 0)."""
+    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
+    ranked_prefix_all_queries(scores, query_offsets, 0, order, scratch, n_ranked)
 
 
 # --- references ---

@@ -29,8 +29,8 @@ from numpy.typing import ArrayLike, NDArray
 from ltrboost._numba import kernel, over_queries
 from ltrboost.metrics._dcg import (
     _binary_relevance,
-    _ranked_prefix_one_query,
     _validate_empty_query_score,
+    ranked_prefix_all_queries,
 )
 from ltrboost.metrics.base import QueryMetricEvaluator
 
@@ -119,31 +119,6 @@ def delta_ap(rel_a, rel_b, c_a, c_b, middle, a, b):
     return (c_a + 1.0) / (a + 1.0) - (c_b + 1.0) / (b + 1.0) + middle
 
 
-@kernel
-def _ap_one_query(scores_q, relevant_q, n_relevant, k, order, scratch):
-    """AP@k of one query with ``n_relevant > 0`` relevant documents.
-
-    Parameters
-    ----------
-    scores_q : ndarray of shape (n,), dtype=float64   # IN
-    relevant_q : ndarray of shape (n,), dtype=uint8  # IN, 1 = relevant
-    n_relevant : int                                  # > 0
-    k : int                                           # 0 = whole list
-    order, scratch : ndarray of shape (n,), integer   # clobbered sort buffers
-    """
-    kk = _ranked_prefix_one_query(scores_q, k, order, scratch)
-    hits = 0
-    total = 0.0
-    for r in range(kk):
-        if relevant_q[order[r]]:
-            hits += 1
-            total += hits / (r + 1.0)  # P@(r+1) at a relevant rank
-            if hits == n_relevant:
-                break  # nothing relevant left below
-    denominator = n_relevant if (k <= 0 or k >= n_relevant) else k
-    return total / denominator
-
-
 def _ap_all_queries(
     scores,
     relevant,
@@ -158,41 +133,37 @@ def _ap_all_queries(
     # scores: IN float64 (n_samples,); relevant: IN uint8 (n_samples,)
     # n_relevant: IN int64 (n_queries,); query_offsets: IN int64 (n_queries + 1,)
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
+    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
+    ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked)
     over_queries(
-        _ap_queries,
-        query_offsets,
-        scores,
-        relevant,
-        n_relevant,
-        query_offsets,
-        k,
-        empty_query_score,
-        order,
-        scratch,
-        out,
-    )
+        _ap_queries, query_offsets, relevant, n_relevant, query_offsets, k,
+        empty_query_score, order, n_ranked, out,
+    )  # fmt: skip
 
 
 @kernel
 def _ap_queries(
-    q0, q1, scores, relevant, n_relevant, query_offsets, k, empty_query_score,
-    order, scratch, out
+    q0, q1, relevant, n_relevant, query_offsets, k, empty_query_score, order, n_ranked, out
 ):  # fmt: skip
-    # queries q0..q1-1 of _ap_all_queries (see _numba.over_queries)
+    # queries q0..q1-1 of _ap_all_queries (see _numba.over_queries): AP@k of the
+    # ranked prefix order[lo:lo + n_ranked[q]] (local positions), for a query with
+    # n_relevant[q] > 0 relevant documents (empty_query_score otherwise)
     for q in range(q0, q1):
         lo = query_offsets[q]
-        hi = query_offsets[q + 1]
-        if n_relevant[q] == 0:
+        n_rel = n_relevant[q]
+        if n_rel == 0:
             out[q] = empty_query_score
             continue
-        out[q] = _ap_one_query(
-            scores[lo:hi],
-            relevant[lo:hi],
-            n_relevant[q],
-            k,
-            order[lo:hi],
-            scratch[lo:hi],
-        )
+        hits = 0
+        total = 0.0
+        for r in range(n_ranked[q]):
+            if relevant[lo + order[lo + r]]:
+                hits += 1
+                total += hits / (r + 1.0)  # P@(r+1) at a relevant rank
+                if hits == n_rel:
+                    break  # nothing relevant left below
+        denominator = n_rel if (k <= 0 or k >= n_rel) else k
+        out[q] = total / denominator
 
 
 # --- references ---

@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import MAX_EXP_GAIN_LABEL
 from ltrboost._numba import kernel, over_queries
-from ltrboost.metrics._dcg import _ranked_prefix_one_query
+from ltrboost.metrics._dcg import ranked_prefix_all_queries
 from ltrboost.metrics.base import QueryMetricEvaluator
 
 # Largest y_max LambdaMART's |delta ERR| accepts: the error of :func:`delta_err` grows
@@ -157,53 +157,29 @@ def delta_err(r_a, r_b, p_a, p_b, middle, a, b):
     )
 
 
-@kernel
-def _err_one_query(scores_q, stop_q, k, order, scratch):
-    """ERR@k of one query (Chapelle et al. eq. 4).
-
-    Parameters
-    ----------
-    scores_q, stop_q : ndarray of shape (n,), dtype=float64   # IN; stop_q = R per doc
-    k : int                                                   # 0 = whole list
-    order, scratch : ndarray of shape (n,), integer           # clobbered sort buffers
-    """
-    kk = _ranked_prefix_one_query(scores_q, k, order, scratch)
-    err = 0.0
-    not_stopped = 1.0  # prod_{i<r} (1 - R_i): the user reaches rank r
-    for r in range(kk):
-        stop = stop_q[order[r]]
-        err += not_stopped * stop / (r + 1.0)  # 1-based rank r + 1
-        not_stopped *= 1.0 - stop
-    return err
-
-
 def _err_all_queries(scores, stop_probabilities, query_offsets, k, order, scratch, out):
     # scores, stop_probabilities: IN float64 (n_samples,); query_offsets: IN int64
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
+    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
+    ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked)
     over_queries(
-        _err_queries,
-        query_offsets,
-        scores,
-        stop_probabilities,
-        query_offsets,
-        k,
-        order,
-        scratch,
-        out,
+        _err_queries, query_offsets, stop_probabilities, query_offsets, order, n_ranked, out
     )
 
 
 @kernel
-def _err_queries(
-    q0, q1, scores, stop_probabilities, query_offsets, k, order, scratch, out
-):  # fmt: skip
-    # queries q0..q1-1 of _err_all_queries (see _numba.over_queries)
+def _err_queries(q0, q1, stop_probabilities, query_offsets, order, n_ranked, out):
+    # queries q0..q1-1 of _err_all_queries (see _numba.over_queries): ERR@k (Chapelle
+    # et al. eq. 4) of the ranked prefix order[lo:lo + n_ranked[q]] (local positions)
     for q in range(q0, q1):
         lo = query_offsets[q]
-        hi = query_offsets[q + 1]
-        out[q] = _err_one_query(
-            scores[lo:hi], stop_probabilities[lo:hi], k, order[lo:hi], scratch[lo:hi]
-        )
+        err = 0.0
+        not_stopped = 1.0  # prod_{i<r} (1 - R_i): the user reaches rank r
+        for r in range(n_ranked[q]):
+            stop = stop_probabilities[lo + order[lo + r]]
+            err += not_stopped * stop / (r + 1.0)  # 1-based rank r + 1
+            not_stopped *= 1.0 - stop
+        out[q] = err
 
 
 # --- references ---

@@ -22,13 +22,13 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._numba import kernel, over_queries
+from ltrboost._numba import inline_kernel, kernel, over_queries
 from ltrboost.metrics._dcg import (
-    _ranked_prefix_one_query,
     _validate_empty_query_score,
     discounts,
     inverse_max_dcg,
     label_gains,
+    ranked_prefix_all_queries,
 )
 from ltrboost.metrics.base import QueryMetricEvaluator
 
@@ -94,7 +94,7 @@ class NDCGEvaluator(QueryMetricEvaluator):
 # --- kernels ---
 
 
-@kernel
+@inline_kernel
 def delta_ndcg(gain_i, gain_j, discount_i, discount_j, inv_idcg):
     """|dNDCG| when two documents swap ranks: ``|gain_i - gain_j| |D_i - D_j| / IDCG``.
 
@@ -104,25 +104,6 @@ def delta_ndcg(gain_i, gain_j, discount_i, discount_j, inv_idcg):
     only: it is called once per pair.
     """
     return abs(gain_i - gain_j) * abs(discount_i - discount_j) * inv_idcg
-
-
-@kernel
-def _dcg_one_query(scores_q, gains_q, k, discount_table, order, scratch):
-    """DCG@k of one query under the ranking convention.
-
-    Parameters
-    ----------
-    scores_q, gains_q : ndarray of shape (n,), dtype=float64   # IN
-    k : int                                                    # 0 = whole list
-    discount_table : ndarray, dtype=float64                   # IN, 1/log2(r+2),
-                                                               # length >= min(k, n)
-    order, scratch : ndarray of shape (n,), integer            # clobbered sort buffers
-    """
-    kk = _ranked_prefix_one_query(scores_q, k, order, scratch)
-    dcg = 0.0
-    for r in range(kk):
-        dcg += gains_q[order[r]] * discount_table[r]  # gain(y_(r)) / log2(r + 2)
-    return dcg
 
 
 def _ndcg_all_queries(
@@ -140,28 +121,31 @@ def _ndcg_all_queries(
 ):
     # scores, gains: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,)
     # inverse_max_dcgs: IN float64 (n_queries,), 0 where IDCG@k = 0 (read if normalize)
+    # discount_table: IN float64, 1/log2(r+2), length >= min(k, n) of every query
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
+    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
+    ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked)
     over_queries(
-        _ndcg_queries, query_offsets, scores, gains, query_offsets, k, normalize,
-        inverse_max_dcgs, empty_query_score, discount_table, order, scratch, out,
+        _ndcg_queries, query_offsets, gains, query_offsets, normalize, inverse_max_dcgs,
+        empty_query_score, discount_table, order, n_ranked, out,
     )  # fmt: skip
 
 
 @kernel
 def _ndcg_queries(
-    q0, q1, scores, gains, query_offsets, k, normalize, inverse_max_dcgs,
-    empty_query_score, discount_table, order, scratch, out,
+    q0, q1, gains, query_offsets, normalize, inverse_max_dcgs, empty_query_score,
+    discount_table, order, n_ranked, out,
 ):  # fmt: skip
-    # queries q0..q1-1 of _ndcg_all_queries (see _numba.over_queries)
+    # queries q0..q1-1 of _ndcg_all_queries (see _numba.over_queries): DCG@k of the
+    # ranked prefix order[lo:lo + n_ranked[q]] (local positions)
     for q in range(q0, q1):
         lo = query_offsets[q]
-        hi = query_offsets[q + 1]
         if normalize and inverse_max_dcgs[q] == 0.0:
             out[q] = empty_query_score  # NDCG undefined: no positive gain in the query
             continue
-        dcg = _dcg_one_query(
-            scores[lo:hi], gains[lo:hi], k, discount_table, order[lo:hi], scratch[lo:hi]
-        )
+        dcg = 0.0
+        for r in range(n_ranked[q]):
+            dcg += gains[lo + order[lo + r]] * discount_table[r]  # gain(y_(r)) / log2(r+2)
         out[q] = dcg * inverse_max_dcgs[q] if normalize else dcg
 
 

@@ -46,12 +46,12 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._numba import kernel, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries, parallel_kernel, prange
 from ltrboost.metrics._dcg import (
     _binary_relevance,
-    _ranked_prefix_one_query,
     _validate_empty_query_score,
     _validate_scores,
+    ranked_prefix_all_queries,
 )
 from ltrboost.metrics.base import QueryMetricEvaluator
 
@@ -219,36 +219,28 @@ def _n_taken(percent: Fraction, n_pairs: int) -> int:
 # --- kernels ---
 
 
-@kernel
-def _precision_one_query(scores_q, relevant_q, k, order, scratch):
-    """P@k of one query: relevant documents in the top min(k, n), divided by k.
-
-    Parameters
-    ----------
-    scores_q : ndarray of shape (n,), dtype=float64   # IN
-    relevant_q : ndarray of shape (n,), dtype=uint8  # IN, 1 = relevant
-    k : int                                           # >= 1
-    order, scratch : ndarray of shape (n,), integer   # clobbered sort buffers
-    """
-    kk = _ranked_prefix_one_query(scores_q, k, order, scratch)
-    hits = 0
-    for r in range(kk):
-        hits += relevant_q[order[r]]
-    return hits / k
-
-
-@parallel_kernel
 def _precision_all_queries(scores, relevant, query_offsets, k, order, scratch, out):
     # scores: IN float64 (n_samples,); relevant: IN uint8 (n_samples,)
-    # query_offsets: IN int64 (n_queries + 1,); order, scratch: clobbered (n_samples,)
-    # out: OUT float64 (n_queries,)
-    n_queries = query_offsets.shape[0] - 1
-    for q in prange(n_queries):
+    # query_offsets: IN int64 (n_queries + 1,); k >= 1; order, scratch: clobbered
+    # (n_samples,); out: OUT float64 (n_queries,).  Ranked by the metrics' one ranking
+    # kernel; no sort (and no parfor) compiled here.
+    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
+    ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked)
+    over_queries(
+        _precision_queries, query_offsets, relevant, query_offsets, k, order, n_ranked, out
+    )
+
+
+@kernel
+def _precision_queries(q0, q1, relevant, query_offsets, k, order, n_ranked, out):
+    # queries q0..q1-1 of _precision_all_queries (see _numba.over_queries): P@k, the
+    # relevant documents of the ranked prefix order[lo:lo + n_ranked[q]] divided by k
+    for q in range(q0, q1):
         lo = query_offsets[q]
-        hi = query_offsets[q + 1]
-        out[q] = _precision_one_query(
-            scores[lo:hi], relevant[lo:hi], k, order[lo:hi], scratch[lo:hi]
-        )
+        hits = 0
+        for r in range(n_ranked[q]):
+            hits += relevant[lo + order[lo + r]]
+        out[q] = hits / k
 
 
 @parallel_kernel

@@ -441,13 +441,14 @@ def _validate_query_weights(
 # --- kernels ---
 
 
-@kernel
 def _mean(values):
-    """Mean of ``values`` (float64, (n,), n >= 1), summed serially in index order."""
-    total = 0.0
-    for i in range(values.shape[0]):
-        total += values[i]
-    return total / values.shape[0]
+    """Mean of ``values`` (float64, (n,), n >= 1), summed serially in index order.
+
+    ``np.cumsum`` adds left to right, one rounding per element, so its last element is
+    the serial loop's sum bit for bit (``+ 0.0``: a loop started at 0.0 never ends at
+    -0.0); no kernel to compile for one pass over the queries.
+    """
+    return (float(np.cumsum(values)[-1]) + 0.0) / values.shape[0]
 
 
 @kernel

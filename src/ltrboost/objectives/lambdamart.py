@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._config import INDEX_DTYPE
 from ltrboost._numba import kernel, over_queries
 from ltrboost.dataset import LTRInputError, RankingDataset
 from ltrboost.metrics import ap as _ap
 from ltrboost.metrics import err as _err
-from ltrboost.metrics._dcg import discount, inverse_max_dcg, label_gains
+from ltrboost.metrics._dcg import discount, inverse_max_dcg, label_gains, ranked_prefix_all_queries
 from ltrboost.metrics.err import MAX_DELTA_ERR_GRADE, stop_probabilities
 from ltrboost.metrics.ndcg import delta_ndcg
 from ltrboost.objectives import pair_engine as _engine
@@ -43,7 +44,6 @@ from ltrboost.objectives.pair_selection import (
     PAIR_SAMPLED,
     has_two_labels,
     n_outer_ranks,
-    query_rank_order,
 )
 from ltrboost.objectives.preferences import no_explicit_pairs
 from ltrboost.objectives.registry import register
@@ -474,20 +474,30 @@ def _lambdamart_ndcg_all_queries(
     The outputs of :func:`.pair_engine._gradients_all_queries` for NDCG lambdas,
     logistic loss, ``all``/``topk`` pairs.  A separate driver so that a plain
     LambdaMART run never compiles the general engine (most of the package's first-run
-    compilation time).
+    compilation time).  Every query is first ranked by
+    :func:`ltrboost.metrics._dcg.ranked_prefix_all_queries` (the metrics' ranking
+    kernel, the same rule as ``query_rank_order``), so that no sort is compiled into
+    this kernel.
     """
+    n = scores.shape[0]
+    order = np.empty(n, dtype=INDEX_DTYPE)
+    scratch = np.empty(n, dtype=INDEX_DTYPE)
+    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
+    ranked_prefix_all_queries(scores, query_offsets, 0, order, scratch, n_ranked)
     over_queries(
         _lambdamart_ndcg_queries, query_offsets, scores, labels, values, inv_norm, weights,
-        query_offsets, method, truncation, sigma, normalize, gradients, hessians, counts_out,
+        query_offsets, method, truncation, sigma, normalize, order, gradients, hessians,
+        counts_out,
     )  # fmt: skip
 
 
 @kernel
 def _lambdamart_ndcg_queries(
     q0, q1, scores, labels, values, inv_norm, weights, query_offsets, method, truncation, sigma,
-    normalize, gradients, hessians, counts_out,
+    normalize, order, gradients, hessians, counts_out,
 ):  # fmt: skip
-    # queries q0..q1-1 of _lambdamart_ndcg_all_queries (see ltrboost._numba.over_queries)
+    # queries q0..q1-1 of _lambdamart_ndcg_all_queries (see ltrboost._numba.over_queries);
+    # order: IN int32 (n_samples,), each query's ranking (local positions)
     has_w = weights.shape[0] > 0
     for q in range(q0, q1):
         lo = query_offsets[q]
@@ -503,7 +513,7 @@ def _lambdamart_ndcg_queries(
         scores_q = scores[lo:hi]
         counts_out[q] = _lambdamart_ndcg_fused(
             scores_q, labels_q, values[lo:hi], inv_norm[q],
-            weights[lo:hi] if has_w else weights[0:0], query_rank_order(scores_q),
+            weights[lo:hi] if has_w else weights[0:0], order[lo:hi],
             n_outer_ranks(n, method, truncation), sigma, normalize,
             gradients[lo:hi], hessians[lo:hi],
         )  # fmt: skip

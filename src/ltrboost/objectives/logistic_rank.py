@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._numba import parallel_kernel, prange
+from ltrboost._numba import POINTWISE_ROWS_PER_THREAD, kernel, over_rows
 from ltrboost.dataset import RankingDataset
 from ltrboost.objectives.base import (
     PRIOR_EPS,
@@ -198,7 +198,6 @@ def _label_scales(
 # --- kernels ---
 
 
-@parallel_kernel
 def _logistic_rank_gradient_hessian(scores, y, threshold, scales, weights, gradients, hessians):
     """Friedman two-class deviance with per-document scale c (see LogisticRank).
 
@@ -211,9 +210,28 @@ def _logistic_rank_gradient_hessian(scores, y, threshold, scales, weights, gradi
     weights : (n,) or (0,) float32; empty means all ones  # IN
     gradients, hessians : (n,) float32  # OUT
     """
-    n = scores.shape[0]
+    # Documents are independent: blocks of rows on threads (no parfor to compile).
+    over_rows(
+        _logistic_rank_gradient_hessian_rows,
+        scores.shape[0],
+        scores,
+        y,
+        threshold,
+        scales,
+        weights,
+        gradients,
+        hessians,
+        min_rows_per_thread=POINTWISE_ROWS_PER_THREAD,
+    )
+
+
+@kernel
+def _logistic_rank_gradient_hessian_rows(
+    r0, r1, scores, y, threshold, scales, weights, gradients, hessians
+):
+    # rows r0..r1-1 of _logistic_rank_gradient_hessian
     weighted = weights.shape[0] > 0
-    for i in prange(n):
+    for i in range(r0, r1):
         t = 1.0 if y[i] >= threshold else -1.0
         m = 2.0 * t * scores[i]
         # q = sigmoid(-m) = P(wrong class); 1 - q computed without cancellation

@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._numba import parallel_kernel, prange
+from ltrboost._numba import POINTWISE_ROWS_PER_THREAD, kernel, over_rows
 from ltrboost.dataset import RankingDataset
 from ltrboost.objectives.base import (
     Objective,
@@ -91,7 +91,6 @@ class MART(Objective):
 # --- kernels ---
 
 
-@parallel_kernel
 def _mart_gradient_hessian(scores, y, weights, gradients, hessians):
     """g = 2 w (s - y), h = 2 w for every document.
 
@@ -100,9 +99,24 @@ def _mart_gradient_hessian(scores, y, weights, gradients, hessians):
     weights : (n,) or (0,) float32; empty means all ones  # IN
     gradients, hessians : (n,) float32  # OUT
     """
-    n = scores.shape[0]
+    # Documents are independent: blocks of rows on threads (no parfor to compile).
+    over_rows(
+        _mart_gradient_hessian_rows,
+        scores.shape[0],
+        scores,
+        y,
+        weights,
+        gradients,
+        hessians,
+        min_rows_per_thread=POINTWISE_ROWS_PER_THREAD,
+    )
+
+
+@kernel
+def _mart_gradient_hessian_rows(r0, r1, scores, y, weights, gradients, hessians):
+    # rows r0..r1-1 of _mart_gradient_hessian
     weighted = weights.shape[0] > 0
-    for i in prange(n):
+    for i in range(r0, r1):
         w = np.float64(weights[i]) if weighted else 1.0
         gradients[i] = 2.0 * w * (scores[i] - y[i])
         hessians[i] = 2.0 * w

@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._numba import parallel_kernel, prange
+from ltrboost._numba import POINTWISE_ROWS_PER_THREAD, kernel, over_rows
 from ltrboost.dataset import LTRInputError, RankingDataset
 from ltrboost.objectives.base import (
     PRIOR_EPS,
@@ -202,7 +202,6 @@ def _log_softmax(raw: NDArray[np.float64]) -> NDArray[np.float64]:
 # --- kernels ---
 
 
-@parallel_kernel
 def _mcrank_gradient_hessian(scores, y, weights, factor, gradients, hessians):
     """Per document: g_k = w (p_k - 1[y=k]), h_k = w * factor * p_k (1 - p_k).
 
@@ -212,10 +211,26 @@ def _mcrank_gradient_hessian(scores, y, weights, factor, gradients, hessians):
     factor : float, C / (C - 1) (Friedman) or 1  # IN
     gradients, hessians : (C, n) float32  # OUT
     """
+    # Documents are independent: blocks of rows on threads (no parfor to compile).
+    over_rows(
+        _mcrank_gradient_hessian_rows,
+        scores.shape[1],
+        scores,
+        y,
+        weights,
+        factor,
+        gradients,
+        hessians,
+        min_rows_per_thread=POINTWISE_ROWS_PER_THREAD,
+    )
+
+
+@kernel
+def _mcrank_gradient_hessian_rows(r0, r1, scores, y, weights, factor, gradients, hessians):
+    # rows r0..r1-1 of _mcrank_gradient_hessian
     C = scores.shape[0]
-    n = scores.shape[1]
     weighted = weights.shape[0] > 0
-    for i in prange(n):
+    for i in range(r0, r1):
         top = scores[0, i]
         for k in range(1, C):
             if scores[k, i] > top:

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._numba import kernel, over_queries
+from ltrboost._numba import inline_kernel, kernel, over_queries
 from ltrboost.dataset import RankingDataset
 from ltrboost.metrics._dcg import discount
 from ltrboost.metrics.ap import _ap_ranked_reference, ap_prefix, delta_ap
@@ -417,7 +417,7 @@ def _logistic(x):
     return 1.0 / (1.0 + t), t / (1.0 + t), -x + math.log1p(t)
 
 
-@kernel
+@inline_kernel
 def sigmoid_pair(x):
     """``(rho, 1 - rho)``, ``rho = 1 / (1 + exp(x))``: one exp, no log, no overflow."""
     if x >= 0.0:
@@ -434,7 +434,7 @@ def sigmoid_pair(x):
 _TINY_EXP = 1e-280
 
 
-@kernel
+@inline_kernel
 def sigmoid_from_exp(e_i, e_j, x):
     """``(rho, 1 - rho)``, ``rho = 1 / (1 + exp(x))``, from per-document exponentials.
 
@@ -450,7 +450,7 @@ def sigmoid_from_exp(e_i, e_j, x):
     return e_j * inv, e_i * inv
 
 
-@kernel
+@inline_kernel
 def exp_below_max(scores_q, s_max, sigma, out):
     """``out[d] = exp(sigma (scores_q[d] - s_max))`` (<= 1): the e_d of
     :func:`sigmoid_from_exp`."""
@@ -458,7 +458,7 @@ def exp_below_max(scores_q, s_max, sigma, out):
         out[d] = math.exp(sigma * (scores_q[d] - s_max))
 
 
-@kernel
+@inline_kernel
 def lambda_norm_factor(normalize, sum_lambdas):
     """LightGBM's ``lambdarank_norm`` query factor ``log2(1 + S) / S`` (1 if off)."""
     if normalize and sum_lambdas > 0.0:
@@ -746,8 +746,9 @@ def _gradients_queries(
                 method, truncation, pairs_per_sample, seed_base + q, metric,
                 state, ra, rb, di, dj, dz,
             )  # fmt: skip
+            # np.bool_: a literal True would compile a second specialisation
             sum_lambdas = _pair_derivatives(
-                scores_q, scores_q, ex, di, dj, dz, k, loss_code, sigma, True,
+                scores_q, scores_q, ex, di, dj, dz, k, loss_code, sigma, np.bool_(True),
                 sum_lambdas, grad, hess,
             )  # fmt: skip
             for t in range(k):

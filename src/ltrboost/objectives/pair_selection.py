@@ -50,7 +50,7 @@ import os
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._numba import kernel
+from ltrboost._numba import inline_kernel, kernel
 from ltrboost.metrics._dcg import rank_order_one_query
 
 PAIR_ALL = 0
@@ -203,7 +203,7 @@ def random_uniform(seed, counter):
     return (np.float64(z) + 0.5) * 2.3283064365386963e-10  # 2**-32
 
 
-@kernel
+@inline_kernel
 def n_outer_ranks(n, method, truncation):
     """How many ``rank_hi`` positions the ``all``/``topk`` double loop visits.
 
@@ -217,7 +217,7 @@ def n_outer_ranks(n, method, truncation):
     return n - 1
 
 
-@kernel
+@inline_kernel
 def has_two_labels(labels_q):
     """True when the query holds at least two different label values."""
     n = labels_q.shape[0]

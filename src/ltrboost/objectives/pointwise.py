@@ -12,7 +12,7 @@ leaf formula of each paper.  The hessians are chosen so that this holds exactly:
 * ``mcrank``: a (K+1)-class softmax (seed 000, eq. 4-5) with Friedman's
   ``(C - 1) / C`` multi-class leaf, obtained by scaling the hessians by ``C / (C - 1)``.
 
-All three work document by document, so their drivers run ``prange`` over rows, not
+All three work document by document, so their drivers run blocks of rows on threads, not
 queries; per-document weights multiply ``g`` and ``h`` (LightGBM's convention, see
 :mod:`ltrboost.objectives.base`).  Each lives in its own module (:mod:`.mart`,
 :mod:`.logistic_rank`, :mod:`.mcrank`); this module keeps the old import path.

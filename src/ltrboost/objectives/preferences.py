@@ -218,10 +218,15 @@ def label_pair_buffers(labels_q, use_labels):
     n = labels_q.shape[0]
     if not use_labels or n < 2 or not has_two_labels(labels_q):
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), 0
-    size = max_pairs_one_query(n, PAIR_ALL, -1, 1)
+    # np.int64(...), not literals: a literal argument compiles a second specialisation
+    # of the pair helpers (they are called with int64 variables elsewhere).
+    method = np.int64(PAIR_ALL)
+    size = max_pairs_one_query(n, method, np.int64(-1), np.int64(1))
     a = np.empty(size, dtype=np.int64)
     b = np.empty(size, dtype=np.int64)
-    count = enumerate_pairs_one_query(labels_q, PAIR_ALL, -1, 1, 0, a, b)
+    count = enumerate_pairs_one_query(
+        labels_q, method, np.int64(-1), np.int64(1), np.int64(0), a, b
+    )
     return a, b, count
 
 
