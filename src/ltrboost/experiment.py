@@ -90,6 +90,66 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     return folds
 
 
+def write_synthetic_folds(
+    folder: str,
+    *,
+    n_seeds: int = 3,
+    n_train: int = 200_000,
+    n_vali: int = 50_000,
+    n_test: int = 50_000,
+    docs_per_query: tuple[int, int] = (100, 200),
+    decimals: int = 4,
+) -> list[str]:
+    """Write ``Seed1..SeedK/{train,vali,test}.txt`` of an MSLR-like synthetic set.
+
+    Each seed is one draw of :func:`ltrboost.datasets.make_ranking_mslr_like` (136
+    features, MSLR's grade skew) with query sizes uniform in ``docs_per_query``; its
+    queries are cut in order into train (the first queries holding at least
+    ``n_train`` documents), vali (at least ``n_vali``) and test (the rest), so the
+    three files share one relevance function.  A query the generator truncated to
+    fewer than ``docs_per_query[0]`` documents (the last one) is dropped, so every
+    query has at least that many.  Features are rounded to ``decimals`` decimals
+    (LETOR files carry 4-6) to keep the files small.
+
+    Returns the seed folders written (each is a fold for :func:`run_experiment`).
+    """
+    from ltrboost.datasets import make_ranking_mslr_like
+    from ltrboost.io.letor import dump_svmlight
+
+    lo, hi = (int(v) for v in docs_per_query)
+    if not 1 <= lo <= hi:
+        raise ValueError(f"docs_per_query={docs_per_query!r} must be (min, max), 1 <= min <= max")
+    for name, v in (("n_seeds", n_seeds), ("n_train", n_train), ("n_vali", n_vali)):
+        if int(v) < 1:
+            raise ValueError(f"{name}={v} must be >= 1")
+    if int(n_test) < 1:
+        raise ValueError(f"n_test={n_test} must be >= 1")
+    dirs = []
+    for seed in range(1, int(n_seeds) + 1):
+        # headroom of two queries per part so that no part comes up short
+        total = int(n_train) + int(n_vali) + int(n_test) + 6 * hi
+        X, y, qid = make_ranking_mslr_like(total, (lo, hi), random_state=seed)
+        starts = np.r_[0, np.flatnonzero(np.diff(qid)) + 1]
+        ends = np.r_[starts[1:], qid.size]
+        keep = (ends - starts) >= lo
+        starts, ends = starts[keep], ends[keep]
+        sizes = ends - starts
+        cum = np.cumsum(sizes)
+        cut1 = int(np.searchsorted(cum, n_train)) + 1  # queries in train
+        cut2 = int(np.searchsorted(cum, cum[cut1 - 1] + n_vali)) + 1
+        cut3 = int(np.searchsorted(cum, cum[cut2 - 1] + n_test)) + 1
+        d = os.path.join(folder, f"Seed{seed}")
+        os.makedirs(d, exist_ok=True)
+        for name, a, b in (("train", 0, cut1), ("vali", cut1, cut2), ("test", cut2, cut3)):
+            rows = np.concatenate(
+                [np.arange(s0, e0) for s0, e0 in zip(starts[a:b], ends[a:b], strict=True)]
+            )
+            Xp = np.round(X[rows].astype(np.float64), decimals)
+            dump_svmlight(os.path.join(d, f"{name}.txt"), Xp, y[rows], qid[rows])
+        dirs.append(d)
+    return dirs
+
+
 def run_experiment(
     folder: str,
     output: str,
