@@ -436,6 +436,29 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--min-samples-leaf", type=int, default=20)
     p.add_argument("--n-threads", type=int, default=None)
     p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument(
+        "--patience",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop a cell N rounds after its best validation NDCG@10 (default: train "
+        "every tree); the reported iteration is the full run's unless validation "
+        "NDCG@10 improves again after N flat rounds",
+    )
+    p.add_argument(
+        "--ranknet-pair-method",
+        choices=("all", "topk", "sampled"),
+        default=None,
+        help="RankNet's pairs (default all; topk keeps pairs touching the top 30)",
+    )
+    p.add_argument(
+        "--system-grid",
+        action="append",
+        default=[],
+        metavar="SYSTEM=LEAVES:RATES",
+        help="replace one system's grid, e.g. ranknet=20:0.1 (comma lists allowed); repeatable",
+    )
+
     _add_protocol_arguments(p)
     p.set_defaults(func=cmd_experiment)
     return parser
@@ -1224,11 +1247,30 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         min_samples_leaf=args.min_samples_leaf,
         n_threads=args.n_threads,
         progress=not args.quiet,
+        patience=args.patience,
+        system_params=(
+            {"ranknet": {"pair_method": args.ranknet_pair_method}}
+            if args.ranknet_pair_method
+            else None
+        ),
+        system_grids=_system_grids(args.system_grid, split),
     )
     with open(os.path.join(args.output, "table.md")) as f:
         print(f.read())
     print(f"report written to {args.output}", file=sys.stderr)
     return 0 if summary["n_cells"] else 1
+
+
+def _system_grids(specs: list[str], split) -> dict:
+    """``["ranknet=20:0.1"]`` -> ``{"ranknet": ([20], [0.1])}``."""
+    grids = {}
+    for spec in specs:
+        system, eq, grid = spec.partition("=")
+        leaves, colon, rates = grid.partition(":")
+        if not eq or not colon or not system.strip():
+            raise ValueError(f"--system-grid {spec!r} must look like SYSTEM=LEAVES:RATES")
+        grids[system.strip()] = (split(leaves, int), split(rates, float))
+    return grids
 
 
 if __name__ == "__main__":  # pragma: no cover

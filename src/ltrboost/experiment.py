@@ -1,11 +1,22 @@
 """The experiment protocol of Xia, Zhai & Wang (seed 000), as one resumable command.
 
-Systems {``mcrank``, ``lambdamart``} x split criteria {``se``, ``ole``} x leaves {10, 20} x
-learning rates {0.06, 0.10, 0.12}, up to 1000 (LambdaMART) / 2500 (McRank) trees or a user
-cap, on every ``FoldK/{train,vali,test}.txt`` below a folder.  Each cell (system, criterion,
-leaves, learning rate, fold) trains once with the validation and test files evaluated after
-every tree (NDCG@1/3/10 and ERR); the reported number is the test metric at the iteration
-with the best validation NDCG@10.
+Systems {``mcrank``, ``lambdamart``, ``ranknet``} x split criteria {``se``, ``ole``} x
+leaves {10, 20} x learning rates {0.06, 0.10, 0.12}, up to 1000 (LambdaMART, RankNet) /
+2500 (McRank) trees or a user cap, on every ``FoldK/{train,vali,test}.txt`` (or
+``SeedK/...``, see :func:`write_synthetic_folds`) below a folder.  Each cell (system,
+criterion, leaves, learning rate, fold) trains once with the validation and test files
+evaluated after every tree (NDCG@1/3/10 and ERR); the reported number is the test metric
+at the iteration with the best validation NDCG@10.
+
+``patience=N`` stops a cell N rounds after its best validation NDCG@10 (the engine's
+``early_stopping_rounds``).  The reported iteration is then the full run's unless
+validation NDCG@10 would have improved again after N rounds without improvement: the
+best is tracked with the same strict ``>`` (first maximum) in both cases.
+
+RankNet is pairwise like LambdaMART, so under ``"ole"`` its trees use the exact pairwise
+hessian correction of eq. 13 of the seed (``PairTerms`` from the objective, see
+:meth:`ltrboost.booster.Training.ole_pairs`); McRank is pointwise, where OLE equals
+RWSE/Newton (Theorem 1).
 
 The report folder holds:
 
@@ -15,7 +26,12 @@ The report folder holds:
   improvements of OLE over SE above 0.1 point (0.001) marked with ``*``;
 * ``ole_minus_se_<system>.png`` -- OLE - SE of test NDCG@10 per iteration (Figure 2),
   when matplotlib is installed;
-* ``final_loss.csv`` -- the objective's training loss at the final iteration.
+* ``final_loss.csv`` -- the objective's training loss at the final iteration, the time,
+  the best iteration and the trees trained;
+* ``ole_minus_se.csv`` -- the mean OLE - SE curves of test NDCG@10 (one column per
+  system, leaves and learning rate), small enough to commit when ``iterations.csv``
+  is not;
+* ``paired.md`` / ``paired.json`` -- the paired test of OLE - SE (:func:`paired_test`).
 """
 
 from __future__ import annotations
@@ -31,11 +47,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ltrboost.io._atomic import atomic_write_text
 
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@10", "err")
-DEFAULT_TREES = {"lambdamart": 1000, "mcrank": 2500}
+# The paper's caps; RankNet (not in the paper) gets LambdaMART's, the other pairwise one.
+DEFAULT_TREES = {"lambdamart": 1000, "mcrank": 2500, "ranknet": 1000}
+SYSTEMS = ("mcrank", "lambdamart", "ranknet")
 
 
 @dataclass(frozen=True)
@@ -52,18 +71,83 @@ class Cell:
 
 
 def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
-    """(fold name, train, vali, test) for each ``Fold*`` (or the folder itself)."""
+    """(fold name, train, vali, test) for each ``Fold*`` or ``Seed*`` (or the folder
+    itself)."""
     folds = []
-    candidates = sorted(glob.glob(os.path.join(folder, "Fold*"))) or [folder]
+    candidates = (
+        sorted(glob.glob(os.path.join(folder, "Fold*")))
+        or sorted(glob.glob(os.path.join(folder, "Seed*")))
+        or [folder]
+    )
     for d in candidates:
         paths = [os.path.join(d, f) for f in ("train.txt", "vali.txt", "test.txt")]
         if all(os.path.isfile(p) for p in paths):
             folds.append((os.path.basename(os.path.normpath(d)), *paths))
     if not folds:
         raise ValueError(
-            f"{folder}: no Fold*/train.txt, vali.txt, test.txt found (nor in the folder)"
+            f"{folder}: no Fold*/ or Seed*/ train.txt, vali.txt, test.txt found (nor in the folder)"
         )
     return folds
+
+
+def write_synthetic_folds(
+    folder: str,
+    *,
+    n_seeds: int = 3,
+    n_train: int = 200_000,
+    n_vali: int = 50_000,
+    n_test: int = 50_000,
+    docs_per_query: tuple[int, int] = (100, 200),
+    decimals: int = 4,
+) -> list[str]:
+    """Write ``Seed1..SeedK/{train,vali,test}.txt`` of an MSLR-like synthetic set.
+
+    Each seed is one draw of :func:`ltrboost.datasets.make_ranking_mslr_like` (136
+    features, MSLR's grade skew) with query sizes uniform in ``docs_per_query``; its
+    queries are cut in order into train (the first queries holding at least
+    ``n_train`` documents), vali (at least ``n_vali``) and test (the rest), so the
+    three files share one relevance function.  A query the generator truncated to
+    fewer than ``docs_per_query[0]`` documents (the last one) is dropped, so every
+    query has at least that many.  Features are rounded to ``decimals`` decimals
+    (LETOR files carry 4-6) to keep the files small.
+
+    Returns the seed folders written (each is a fold for :func:`run_experiment`).
+    """
+    from ltrboost.datasets import make_ranking_mslr_like
+    from ltrboost.io.letor import dump_svmlight
+
+    lo, hi = (int(v) for v in docs_per_query)
+    if not 1 <= lo <= hi:
+        raise ValueError(f"docs_per_query={docs_per_query!r} must be (min, max), 1 <= min <= max")
+    for name, v in (("n_seeds", n_seeds), ("n_train", n_train), ("n_vali", n_vali)):
+        if int(v) < 1:
+            raise ValueError(f"{name}={v} must be >= 1")
+    if int(n_test) < 1:
+        raise ValueError(f"n_test={n_test} must be >= 1")
+    dirs = []
+    for seed in range(1, int(n_seeds) + 1):
+        # headroom of two queries per part so that no part comes up short
+        total = int(n_train) + int(n_vali) + int(n_test) + 6 * hi
+        X, y, qid = make_ranking_mslr_like(total, (lo, hi), random_state=seed)
+        starts = np.r_[0, np.flatnonzero(np.diff(qid)) + 1]
+        ends = np.r_[starts[1:], qid.size]
+        keep = (ends - starts) >= lo
+        starts, ends = starts[keep], ends[keep]
+        sizes = ends - starts
+        cum = np.cumsum(sizes)
+        cut1 = int(np.searchsorted(cum, n_train)) + 1  # queries in train
+        cut2 = int(np.searchsorted(cum, cum[cut1 - 1] + n_vali)) + 1
+        cut3 = int(np.searchsorted(cum, cum[cut2 - 1] + n_test)) + 1
+        d = os.path.join(folder, f"Seed{seed}")
+        os.makedirs(d, exist_ok=True)
+        for name, a, b in (("train", 0, cut1), ("vali", cut1, cut2), ("test", cut2, cut3)):
+            rows = np.concatenate(
+                [np.arange(s0, e0) for s0, e0 in zip(starts[a:b], ends[a:b], strict=True)]
+            )
+            Xp = np.round(X[rows].astype(np.float64), decimals)
+            dump_svmlight(os.path.join(d, f"{name}.txt"), Xp, y[rows], qid[rows])
+        dirs.append(d)
+    return dirs
 
 
 def run_experiment(
@@ -79,8 +163,29 @@ def run_experiment(
     min_samples_leaf: int = 20,
     n_threads: int | None = None,
     progress: bool = True,
+    patience: int | None = None,
+    system_params: dict[str, dict] | None = None,
+    system_grids: dict[str, tuple[Sequence[int], Sequence[float]]] | None = None,
 ) -> dict:
-    """Run (or resume) the grid and write the report; returns the summary table data."""
+    """Run (or resume) the grid and write the report; returns the summary table data.
+
+    Parameters
+    ----------
+    patience : int or None
+        Stop a cell this many rounds after its best validation NDCG@10 (None: train
+        every tree).
+    system_params : dict, optional
+        Extra :class:`~ltrboost.params.BoosterParams` per system, e.g.
+        ``{"ranknet": {"pair_method": "topk"}}``.
+    system_grids : dict, optional
+        ``{system: (leaves, learning_rates)}`` replacing the grid for that system (to
+        cut an expensive system to one cell).
+    """
+    if patience is not None and int(patience) < 1:
+        raise ValueError(f"patience={patience} must be >= 1 or None")
+    unknown = sorted(set(systems) - set(SYSTEMS))
+    if unknown:
+        raise ValueError(f"systems {unknown} are not among {SYSTEMS}")
     from ltrboost.booster import train
     from ltrboost.dataset import make_dataset
     from ltrboost.io.letor import load_svmlight
@@ -89,11 +194,18 @@ def run_experiment(
     folds = find_folds(folder)
     cells_dir = os.path.join(output, "cells")
     os.makedirs(cells_dir, exist_ok=True)
+    grids = system_grids or {}
     cells = [
         Cell(s, c, int(nl), float(lr), f[0])
-        for s, c, nl, lr, f in itertools.product(systems, criteria, leaves, learning_rates, folds)
+        for s in systems
+        for c, nl, lr, f in itertools.product(
+            criteria, *grids.get(s, (leaves, learning_rates)), folds
+        )
     ]
     todo = [c for c in cells if not os.path.exists(os.path.join(cells_dir, c.key + ".json"))]
+    # one fold's cells together: its files are read once (seconds at 200k documents)
+    fold_rank = {f[0]: k for k, f in enumerate(folds)}
+    todo.sort(key=lambda c: fold_rank[c.fold])
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -127,6 +239,8 @@ def run_experiment(
             n_threads=n_threads,
             eval_metric=["ndcg@10", *(m for m in METRICS if m != "ndcg@10")],
             min_samples_leaf=min_samples_leaf,
+            early_stopping_rounds=patience,
+            **(system_params or {}).get(cell.system, {}),
         )
         t0 = time.perf_counter()
         booster = train(params, tr_ds, [("vali", va_ds), ("test", te_ds)])
@@ -149,6 +263,14 @@ def run_experiment(
                 for split in ("vali", "test")
             },
             "final_train_loss": final_loss,
+            "n_trees": booster.n_iterations,
+            "settings": {
+                "max_trees": n_trees,
+                "patience": patience,
+                "growth": growth,
+                "min_samples_leaf": min_samples_leaf,
+                **(system_params or {}).get(cell.system, {}),
+            },
         }
         atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
         if bar is not None:
@@ -208,6 +330,7 @@ def write_report(output: str, cells: list[Cell]) -> dict:
                 "final_train_loss",
                 "seconds",
                 "best_iteration",
+                "n_trees",
             ]
         )
         for c, r in results.items():
@@ -221,6 +344,7 @@ def write_report(output: str, cells: list[Cell]) -> dict:
                     r["final_train_loss"],
                     f"{r['seconds']:.2f}",
                     r["best_iteration"],
+                    r.get("n_trees", len(r["curves"]["test"]["ndcg@10"])),
                 ]
             )
     # table.md: mean over folds of the test metric at the best validation iteration
@@ -260,11 +384,180 @@ def write_report(output: str, cells: list[Cell]) -> dict:
         f"worse by > 0.1 point in {losses}.",
     ]
     atomic_write_text(os.path.join(output, "table.md"), "\n".join(lines) + "\n")
-    _plot(output, results)
-    return {"table": table, "wins": wins, "losses": losses, "n_cells": len(table)}
+    paired = paired_test(results)
+    atomic_write_text(os.path.join(output, "paired.json"), json.dumps(paired, indent=1))
+    atomic_write_text(os.path.join(output, "paired.md"), format_paired(paired))
+    curves = ole_minus_se_curves(results)
+    _write_curves(output, curves)
+    _plot(output, curves)
+    return {
+        "table": table,
+        "wins": wins,
+        "losses": losses,
+        "n_cells": len(table),
+        "paired": paired,
+    }
 
 
-def _plot(output: str, results: dict) -> None:
+def held_curve(values: Sequence[float], length: int) -> NDArray[np.float64]:
+    """A metric curve extended to ``length`` iterations by holding its last value: a
+    cell stopped early keeps its last model, whose metric no longer changes."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size >= length:
+        return v[:length]
+    return np.concatenate([v, np.full(length - v.size, v[-1] if v.size else np.nan)])
+
+
+def ole_minus_se_curves(results: dict, metric: str = "ndcg@10") -> dict:
+    """``{(system, leaves, learning_rate): mean over folds of OLE - SE test curve}``.
+
+    Curves of cells stopped early (``patience``) are held at their last value up to the
+    longer twin, so every fold counts at every iteration."""
+    out = {}
+    for system in sorted({c.system for c in results}):
+        configs = sorted({(c.leaves, c.learning_rate) for c in results if c.system == system})
+        for nl, lr in configs:
+            diffs = []
+            for c, r in results.items():
+                if (c.system, c.leaves, c.learning_rate, c.criterion) != (system, nl, lr, "ole"):
+                    continue
+                twin = Cell(system, "se", nl, lr, c.fold)
+                if twin not in results:
+                    continue
+                a = results[twin]["curves"]["test"][metric]
+                b = r["curves"]["test"][metric]
+                diffs.append((a, b))
+            if not diffs:
+                continue
+            n = max(max(len(a), len(b)) for a, b in diffs)
+            d = [held_curve(b, n) - held_curve(a, n) for a, b in diffs]
+            out[(system, nl, lr)] = np.mean(d, axis=0)
+    return out
+
+
+def _write_curves(output: str, curves: dict) -> None:
+    keys = list(curves)
+    n = max((v.size for v in curves.values()), default=0)
+    with open(os.path.join(output, "ole_minus_se.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["iteration", *(f"{s}_L{nl}_lr{lr:g}" for s, nl, lr in keys)])
+        for it in range(n):
+            w.writerow([it + 1, *(f"{held_curve(curves[k], n)[it]:.5f}" for k in keys)])
+
+
+# --- the paired test ---
+
+
+def t_interval(x: ArrayLike, confidence: float = 0.95) -> tuple[float, float, float, float]:
+    """Mean, its two-sided t confidence interval and the t test's p-value (mean = 0).
+
+    ``mean +- t_{n-1, (1+confidence)/2} * s / sqrt(n)`` with ``s`` the sample standard
+    deviation (ddof=1); the interval is (nan, nan) and p nan for fewer than 2 values,
+    (mean, mean) and p 0 or 1 when every value is the same.
+    """
+    from scipy import stats
+
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    mean = float(x.mean()) if n else float("nan")
+    if n < 2:
+        return mean, float("nan"), float("nan"), float("nan")
+    se = float(x.std(ddof=1)) / np.sqrt(n)
+    if se == 0.0:
+        return mean, mean, mean, float(mean == 0.0)
+    q = float(stats.t.ppf(0.5 + confidence / 2, n - 1))
+    p = float(2 * stats.t.sf(abs(mean / se), n - 1))
+    return mean, mean - q * se, mean + q * se, p
+
+
+def paired_test(results: dict, metrics: Sequence[str] = METRICS, tie: float = 0.0) -> dict:
+    """OLE - SE of the test metrics at the best validation iteration, paired.
+
+    A paired unit is one (fold, leaves, learning rate) cell of a system with both
+    criteria finished.  For each system and metric:
+
+    * ``cells``: mean difference over the units, a 95% t-interval treating them as
+      independent (they are not: the cells of one fold share its data), the p-value,
+      and counts better / worse / tied (``|d| <= tie``);
+    * ``folds``: the same over folds after averaging each fold's cells -- the honest
+      interval (n = number of folds, few degrees of freedom).
+    """
+    out: dict = {}
+    for system in sorted({c.system for c in results}):
+        units = []
+        for c, r in results.items():
+            if c.system != system or c.criterion != "ole":
+                continue
+            twin = Cell(system, "se", c.leaves, c.learning_rate, c.fold)
+            if twin in results:
+                units.append((c.fold, r["test_at_best"], results[twin]["test_at_best"]))
+        if not units:
+            continue
+        out[system] = {}
+        for m in metrics:
+            d = np.array([o[m] - s[m] for _, o, s in units])
+            by_fold: dict[str, list[float]] = {}
+            for (fold, _, _), v in zip(units, d, strict=True):
+                by_fold.setdefault(fold, []).append(float(v))
+            fold_means = np.array([np.mean(v) for _, v in sorted(by_fold.items())])
+            mean, lo, hi, p = t_interval(d)
+            fmean, flo, fhi, fp = t_interval(fold_means)
+            out[system][m] = {
+                "cells": {
+                    "n": int(d.size),
+                    "mean": mean,
+                    "ci95": [lo, hi],
+                    "p": p,
+                    "better": int((d > tie).sum()),
+                    "worse": int((d < -tie).sum()),
+                    "tied": int((np.abs(d) <= tie).sum()),
+                },
+                "folds": {
+                    "n": int(fold_means.size),
+                    "mean": fmean,
+                    "ci95": [flo, fhi],
+                    "p": fp,
+                    "better": int((fold_means > tie).sum()),
+                    "worse": int((fold_means < -tie).sum()),
+                },
+            }
+    return out
+
+
+def format_paired(paired: dict) -> str:
+    """``paired.md``: one row per system and metric, differences in NDCG/ERR points."""
+
+    def pts(v: float) -> str:
+        return "nan" if not np.isfinite(v) else f"{100 * v:+.2f}"
+
+    lines = [
+        "Paired test of OLE - SE (test metric at the best validation NDCG@10 "
+        "iteration), in points (x100).",
+        "",
+        "* **over cells**: one unit per (fold, leaves, learning rate); the t-interval "
+        "treats the cells as independent, which they are not (the cells of a fold share "
+        "its data), so it is too narrow;",
+        "* **over folds**: each fold's cells averaged first, then a t-interval over folds "
+        "(the honest one; few degrees of freedom).",
+        "",
+        "| system | metric | cells: n | mean | 95% CI | p | better / worse / tied "
+        "| folds: n | mean | 95% CI | p | better / worse |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for system, per_metric in paired.items():
+        for m, r in per_metric.items():
+            c, f = r["cells"], r["folds"]
+            lines.append(
+                f"| {system} | {m} | {c['n']} | {pts(c['mean'])} | "
+                f"[{pts(c['ci95'][0])}, {pts(c['ci95'][1])}] | {c['p']:.3g} | "
+                f"{c['better']} / {c['worse']} / {c['tied']} | {f['n']} | {pts(f['mean'])} | "
+                f"[{pts(f['ci95'][0])}, {pts(f['ci95'][1])}] | {f['p']:.3g} | "
+                f"{f['better']} / {f['worse']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _plot(output: str, curves: dict) -> None:
     try:
         import matplotlib
 
@@ -272,30 +565,12 @@ def _plot(output: str, results: dict) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    for system in sorted({c.system for c in results}):
+    for system in sorted({k[0] for k in curves}):
         fig, ax = plt.subplots(figsize=(7, 4))
-        configs = sorted({(c.leaves, c.learning_rate) for c in results if c.system == system})
-        for nl, lr in configs:
-            diffs = []
-            for c, r in results.items():
-                if (c.system, c.leaves, c.learning_rate, c.criterion) != (
-                    system,
-                    nl,
-                    lr,
-                    "ole",
-                ):
-                    continue
-                twin = Cell(system, "se", nl, lr, c.fold)
-                if twin not in results:
-                    continue
-                a = np.asarray(results[twin]["curves"]["test"]["ndcg@10"])
-                b = np.asarray(r["curves"]["test"]["ndcg@10"])
-                n = min(a.size, b.size)
-                diffs.append(b[:n] - a[:n])
-            if diffs:
-                n = min(d.size for d in diffs)
-                mean = np.mean([d[:n] for d in diffs], axis=0)
-                ax.plot(np.arange(1, n + 1), 100 * mean, label=f"{nl} leaves, lr {lr:g}")
+        for (s, nl, lr), mean in curves.items():
+            if s != system:
+                continue
+            ax.plot(np.arange(1, mean.size + 1), 100 * mean, label=f"{nl} leaves, lr {lr:g}")
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xlabel("iteration (trees)")
         ax.set_ylabel("OLE - SE, test NDCG@10 (points)")
