@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--orders", default="random,ranked")
     ap.add_argument("--norms", default="0,0.5")
     ap.add_argument("--trees", type=int, default=50)
+    ap.add_argument("--libraries", default="ltrboost,xgboost")
     ap.add_argument("--out", default=str(REPO / "docs" / "experiments" / "clicks"))
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -85,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         for n in [int(v) for v in args.queries.split(",")]:
             data = pbm_log(n, args.eta, order, seed=n)
             for p in [float(v) for v in args.norms.split(",")]:
-                for lib, fn in (("ltrboost", ours), ("xgboost", xgboost)):
+                for lib in args.libraries.split(","):
+                    fn = {"ltrboost": ours, "xgboost": xgboost}[lib]
                     t0 = time.perf_counter()
                     tp, tm = fn(*data, p, args.trees)
                     rows.append(
