@@ -157,9 +157,10 @@ def test_recovers_position_based_propensities(eta):
 
 def test_estimates_converge_to_true_propensities_on_a_large_log():
     """Large position-based log shown in random order, no regularisation (p = 0): t+
-    lands within 25% of the true examination 1/k at every position and t- stays near
-    the true 1.  The paper's observed-order pair loss in eqs. 30, 31 failed this: its
-    t- grew with the rounds (88-213 here) and t+_10 fell to 0.039 (module docstring)."""
+    lands within 15% of the true examination 1/k at every position and t- within 15% of
+    the true 1.  The paper's observed-order pair loss in eqs. 30, 31 failed this (its
+    t- grew with the rounds, to 88-213 here, and t+_10 fell to 0.039), and so did
+    scaling C_ij's |dZ| by the score distance (t- 1.4-1.7; module docstring)."""
     X, clicks, qid, pos = _pbm_clicks(1.0, seed=0, n_queries=8000)
     m = Ranker(
         n_estimators=50, unbiased=True, position_bias_norm=0.0, max_positions=10,
@@ -168,8 +169,8 @@ def test_estimates_converge_to_true_propensities_on_a_large_log():
     tp = np.asarray(m.position_bias_["t_plus"])
     tm = np.asarray(m.position_bias_["t_minus"])
     truth = 1.0 / np.arange(1, 11)
-    np.testing.assert_allclose(tp, truth, rtol=0.25)
-    assert np.all((tm >= 0.9) & (tm <= 2.5)), tm
+    np.testing.assert_allclose(tp, truth, rtol=0.15)
+    np.testing.assert_allclose(tm, 1.0, rtol=0.15)
 
 
 def test_all_biases_one_is_plain_lambdamart():
