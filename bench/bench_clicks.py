@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                 r.update(fold=fold, click_model=cm, sessions=n)
                 old = previous.get((fold, cm, n))
                 if old is not None:
-                    old.update({k: v for k, v in r.items() if not k.startswith("_")})
+                    old.update(r)  # incl. the re-run debiased model's _t_plus / _t_minus
                     r = old
                 else:
                     results["runs"].append(r)
