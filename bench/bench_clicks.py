@@ -1,10 +1,22 @@
 """Learning from simulated clicks on MQ2008 (issue 17 item 4): does debiasing help?
 
 For each fold, click model and log size, a click log is simulated from the fold's
-training grades with :func:`ltrboost.clicks.simulate` (the shown ranking: a fixed noisy
-ranker, grade + N(0, 1), top 10; position-based clicks with examination (1/k)^eta, or
-cascade clicks), and these rankers are trained on it; each is scored by NDCG@10 against
-the *true grades* of the fold's test queries:
+training grades with :func:`ltrboost.clicks.simulate`, and these rankers are trained on
+it; each is scored by NDCG@10 against the *true grades* of the fold's test queries.  Two
+simulations (``--logger``):
+
+* ``noisy`` (the first run): the shown ranking is a fixed noisy ranker, grade + N(0, 1),
+  top 10; attractiveness 0.05 + 0.95 (2^y - 1) / 4; position-based clicks with
+  examination (1/k)^eta, or cascade clicks (stop after a click with probability 0.5);
+* ``weak`` (the field's standard one, Joachims et al. WSDM 2017, Ai et al. SIGIR 2018):
+  the shown ranking is a weak production ranker, LambdaMART trained on the grades of a
+  random ``--logger-fraction`` (5%) of the fold's training queries, every grade present
+  (:func:`ltrboost.clicks.weak_logger_scores`), its top 10 shown deterministically;
+  clicks with epsilon- = 0.1 for grade 0 and epsilon+ = 1 for the top grade (exponential
+  gain between), position-based with examination (1/k)^eta for each ``--etas``, or
+  cascade; the logger's own test NDCG@10 is the ``logger`` column.
+
+The rankers:
 
 * ``raw clicks``: LambdaMART on the log (one query group per impression, clicks as
   labels), positions ignored;
@@ -35,6 +47,8 @@ threads.  Writes ``README.md``, ``results.json`` and ``ndcg_vs_log_size.png`` in
 ``--out``.
 
     PYTHONPATH=src python bench/bench_clicks.py --folds 1,2,3 --sizes 1000,4000,16000
+    PYTHONPATH=src python bench/bench_clicks.py --logger weak --etas 1,2 \
+        --sizes 16000,64000 --threads 1 --out docs/experiments/clicks/weak_logger
 """
 
 from __future__ import annotations
@@ -49,6 +63,7 @@ import numpy as np
 from bench._common import REPO, SHARED_DATA, machine_description
 
 METHODS = [
+    "logger",
     "raw clicks",
     "debiased",
     "qbrank",
@@ -72,7 +87,24 @@ CLICK_MODELS = {
     "position_based": dict(model="position_based", eta=1.0, noise=0.05),
     "cascade": dict(model="cascade", satisfaction=0.5, noise=0.05),
 }
+# --logger weak: epsilon- = 0.1, epsilon+ = 1 (Joachims et al. 2017; Ai et al. 2018)
+WEAK_CLICKS = dict(noise=0.1, eps_plus=1.0)
 TOP_K = 10
+
+
+def click_models(logger: str, names: list[str], etas: list[float]) -> dict[str, dict]:
+    """The simulate() settings of each click model of a run, by table label."""
+    out = {}
+    for name in names:
+        base = dict(CLICK_MODELS[name])
+        if logger == "weak":
+            base.update(WEAK_CLICKS)
+        if name == "position_based" and (logger == "weak" or etas != [1.0]):
+            for eta in etas:
+                out[f"position_based eta={eta:g}"] = dict(base, eta=eta)
+        else:
+            out[name] = base
+    return out
 
 
 def _load(fold: int, split: str):
@@ -91,13 +123,17 @@ def _ndcg10(scores, ds) -> float:
     )
 
 
+THREADS = 2
+
+
 def _common(trees: int) -> dict:
     return dict(
-        n_estimators=trees, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=20, n_threads=2
-    )
+        n_estimators=trees, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=20,
+        n_threads=THREADS,
+    )  # fmt: skip
 
 
-def run_one(train, test, click_model: str, n_sessions: int, seed: int, trees: int, methods):
+def run_one(train, test, cm: dict, n_sessions: int, seed: int, trees: int, methods, scores=None):
     from ltrboost.clicks import click_rows, mine_preferences, simulate
     from ltrboost.sklearn import Ranker
 
@@ -106,13 +142,13 @@ def run_one(train, test, click_model: str, n_sessions: int, seed: int, trees: in
     qidx = np.repeat(np.arange(n_q), np.diff(off))
     docids = [str(i - off[q]) for i, q in enumerate(qidx.tolist())]
     log = simulate(
-        train.y, off, n_sessions=n_sessions, random_state=seed, top_k=TOP_K,
-        **CLICK_MODELS[click_model],
+        train.y, off, n_sessions=n_sessions, random_state=seed, top_k=TOP_K, scores=scores,
+        **cm,
     )  # fmt: skip
     rows = click_rows(log, qidx, docids)
     X = train.X[rows.row]
     out: dict[str, dict] = {
-        "_log": {"shown": len(rows), "clicks": int(rows.clicked.sum())},
+        "_log": {"shown": len(rows), "clicks": int(rows.clicked.sum()), "train_queries": n_q},
     }
     p = _common(trees)
 
@@ -165,7 +201,7 @@ def run_one(train, test, click_model: str, n_sessions: int, seed: int, trees: in
         ds = lgb.Dataset(X, rows.clicked, group=sizes, position=position)
         params = dict(
             objective="lambdarank", learning_rate=0.1, num_leaves=31, min_data_in_leaf=20,
-            num_threads=2, verbose=-1, lambdarank_position_bias_regularization=0.0,
+            num_threads=THREADS, verbose=-1, lambdarank_position_bias_regularization=0.0,
             seed=0, deterministic=True,
         )  # fmt: skip
         return lgb.train(params, ds, num_boost_round=trees).predict(test.X)
@@ -179,7 +215,7 @@ def run_one(train, test, click_model: str, n_sessions: int, seed: int, trees: in
         m = xgb.XGBRanker(
             objective="rank:ndcg", lambdarank_unbiased=unbiased, n_estimators=trees,
             learning_rate=0.1, tree_method="hist", grow_policy="lossguide", max_leaves=31,
-            max_depth=0, min_child_weight=1e-3, n_jobs=2, random_state=0,
+            max_depth=0, min_child_weight=1e-3, n_jobs=THREADS, random_state=0,
         )  # fmt: skip
         m.fit(X, rows.clicked, qid=rows.impression)
         return m.predict(test.X)
@@ -187,7 +223,7 @@ def run_one(train, test, click_model: str, n_sessions: int, seed: int, trees: in
     def oracle():
         import ltrboost.objectives.unbiased as unbiased_module
 
-        eta = CLICK_MODELS[click_model]["eta"]
+        eta = cm["eta"]
         truth = unbiased_module.PositionBias((1.0 / np.arange(1, TOP_K + 1)) ** eta, np.ones(TOP_K))
         saved = unbiased_module.update_position_bias
         unbiased_module.update_position_bias = lambda *a: truth
@@ -199,7 +235,7 @@ def run_one(train, test, click_model: str, n_sessions: int, seed: int, trees: in
             unbiased_module.update_position_bias = saved
         return m.predict(test.X)
 
-    if click_model == "position_based":
+    if cm["model"] == "position_based":
         timed("oracle ipw", oracle)
 
     def ceiling_shown():
@@ -220,6 +256,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--click-models", default="position_based,cascade")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--trees", type=int, default=100)
+    ap.add_argument(
+        "--logger", choices=("noisy", "weak"), default="noisy",
+        help="shown ranking and click noise: the first run's (noisy) or the field's (weak)",
+    )  # fmt: skip
+    ap.add_argument("--logger-fraction", type=float, default=0.05, help="weak logger's queries")
+    ap.add_argument("--etas", default="1", help="position-based examination exponents")
+    ap.add_argument("--threads", type=int, default=2, help="threads of every library")
     ap.add_argument("--out", default=str(REPO / "docs" / "experiments" / "clicks"))
     ap.add_argument(
         "--merge",
@@ -229,7 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     folds = [int(f) for f in args.folds.split(",")]
     sizes = [int(s) for s in args.sizes.split(",")]
-    cms = args.click_models.split(",")
+    global THREADS
+    THREADS = args.threads
+    etas = [float(e) for e in args.etas.split(",")]
+    cm_settings = click_models(args.logger, args.click_models.split(","), etas)
+    cms = list(cm_settings)
     methods = args.methods.split(",")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -242,6 +289,24 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     for fold in folds:
         train, test = _load(fold, "train"), _load(fold, "test")
+        scores = logger = None
+        if args.logger == "weak":
+            from ltrboost.clicks import weak_logger_scores
+
+            scores, picked = weak_logger_scores(
+                train.X, train.y, train.query_offsets, args.logger_fraction,
+                random_state=fold, **_common(args.trees),
+            )  # fmt: skip
+            from ltrboost.sklearn import Ranker
+
+            sub = np.isin(
+                np.repeat(np.arange(train.n_queries), np.diff(train.query_offsets)), picked
+            )
+            m = Ranker(**_common(args.trees)).fit(
+                train.X[sub], train.y[sub], group=np.diff(train.query_offsets)[picked]
+            )
+            logger = _ndcg10(m.predict(test.X), test)
+            print(f"fold {fold} weak logger: {picked.size} queries, ndcg@10={logger:.4f}")
         ceiling = None
         if "ceiling" in methods:
             from ltrboost.sklearn import Ranker
@@ -254,13 +319,16 @@ def main(argv: list[str] | None = None) -> int:
         for cm in cms:
             for k, n in enumerate(sizes):
                 seed = 1000 * fold + 10 * k + cms.index(cm)
-                r = run_one(train, test, cm, n, seed, args.trees, methods)
+                r = run_one(train, test, cm_settings[cm], n, seed, args.trees, methods, scores)
                 if ceiling is not None:
                     r["ceiling"] = {"ndcg@10": ceiling}
+                if logger is not None:
+                    r["logger"] = {"ndcg@10": logger}
+                    r["_log"]["logger_queries"] = int(picked.size)
                 r.update(fold=fold, click_model=cm, sessions=n)
                 old = previous.get((fold, cm, n))
                 if old is not None:
-                    old.update({k: v for k, v in r.items() if not k.startswith("_")})
+                    old.update(r)  # incl. the re-run debiased model's _t_plus / _t_minus
                     r = old
                 else:
                     results["runs"].append(r)
@@ -278,12 +346,12 @@ def _table(results: dict) -> tuple[str, dict]:
     cms = list(dict.fromkeys(r["click_model"] for r in runs))
     sizes = sorted({r["sessions"] for r in runs})
     lines = [
-        "| click model | impressions | clicks | "
+        "| click model | impressions | per query | clicks | "
         + " | ".join(METHODS)
         + " | "
         + " | ".join(f"{lib} gap closed" for lib in GAPS)
         + " |",
-        "|---|---:|---:|" + "---:|" * (len(METHODS) + len(GAPS)),
+        "|---|---:|---:|---:|" + "---:|" * (len(METHODS) + len(GAPS)),
     ]
     means: dict = {}
     for cm in cms:
@@ -305,7 +373,11 @@ def _table(results: dict) -> tuple[str, dict]:
                     gap = (row[deb] - row[raw]) / width if width > 0 else None
                 gaps.append("—" if gap is None else f"{100 * gap:.0f}%")
             cells = ["—" if row[m] is None else f"{row[m]:.4f}" for m in METHODS]
-            lines.append(f"| {cm} | {n} | {clicks:.0f} | " + " | ".join(cells + gaps) + " |")
+            nq = [r["_log"].get("train_queries") for r in sel]
+            per_q = "—" if None in nq else f"{n / np.mean(nq):.0f}"
+            lines.append(
+                f"| {cm} | {n} | {per_q} | {clicks:.0f} | " + " | ".join(cells + gaps) + " |"
+            )
     return "\n".join(lines), means
 
 
@@ -325,16 +397,20 @@ def write_report(results: dict, out_dir: Path) -> None:
         for ax, cm in zip(axes[0], cms, strict=True):
             sizes = sorted(n for c, n in means if c == cm)
             for m in METHODS:
+                if m == "qbrank":  # far below the rest (see the table): would flatten them
+                    continue
                 ys = [means[(cm, n)][m] for n in sizes]
                 if all(v is not None for v in ys):
                     style = "--" if m == "ceiling" else (":x" if "raw" in m else "-o")
-                    ax.plot(sizes, ys, style, label=m)
+                    plotted = [x for x in METHODS if x != "qbrank"]
+                    color = f"C{plotted.index(m) % 10}"  # the same colour in every panel
+                    ax.plot(sizes, ys, style, label=m, color=color)
             ax.set_xscale("log")
             ax.set_xlabel("impressions in the click log")
             ax.set_ylabel("test NDCG@10 (true grades)")
             ax.set_title(f"MQ2008, {cm} clicks (folds {','.join(map(str, folds))})")
             ax.grid(alpha=0.3)
-        axes[0][-1].legend(fontsize=8)
+        axes[0][0].legend(fontsize=8)  # the first panel has every method (oracle ipw too)
         fig.tight_layout()
         fig.savefig(out_dir / "ndcg_vs_log_size.png", dpi=110)
     except ImportError:

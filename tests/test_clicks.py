@@ -353,3 +353,47 @@ def test_write_pairs_file_round_trips_and_refuses_bad_input(tmp_path):
     with pytest.raises(ValueError, match="positive"):
         write_pairs_file(p, ["7"], ["a"], ["b"], [0.0])
     assert back.tolist() == read_pairs_file(p, QID, DOCIDS)[2].tolist()  # p untouched
+
+
+# ------------------------------------------------------------------ weak logger, eps_plus
+def test_eps_plus_click_rates_match_formula():
+    # Position-based clicks with the field's click noise: grade 0 clicked with
+    # probability noise (0.1), the top grade with eps_plus (1), exponential gain between.
+    y = np.array([2, 0, 1, 2, 0], dtype=float)
+    scores = -np.arange(5.0)
+    n = 40000
+    log = simulate(
+        y, [0, 5], "position_based", n, 5, scores=scores, eta=2.0, noise=0.1, eps_plus=1.0
+    )
+    r = 0.1 + 0.9 * (2.0**y - 1) / 3.0
+    np.testing.assert_allclose(r, [1.0, 0.1, 0.4, 1.0, 0.1])
+    expected = (1.0 / np.arange(1, 6)) ** 2.0 * r
+    ctr, shows = _ctr_by_position(log, 5)
+    assert (shows == n).all()
+    se = np.sqrt(expected * (1 - expected) / n)
+    np.testing.assert_array_less(np.abs(ctr - expected), 4 * se + 1e-12)
+    with pytest.raises(ValueError, match="eps_plus"):
+        simulate(y, [0, 5], noise=0.5, eps_plus=0.2)
+
+
+def test_weak_logger_uses_the_stated_fraction_and_every_grade():
+    from ltrboost.clicks import sample_logger_queries, weak_logger_scores
+    from ltrboost.sklearn import Ranker
+
+    X, y, qid = make_ranking(n_queries=60, docs_per_query=(5, 15), random_state=2)[:3]
+    off = np.r_[0, np.cumsum(np.unique(qid, return_counts=True)[1])]
+    pick = sample_logger_queries(y, off, 0.05, random_state=7)
+    assert pick.size == 3  # ceil(0.05 * 60)
+    assert np.array_equal(pick, np.unique(pick))
+    qidx = np.repeat(np.arange(60), np.diff(off))
+    assert set(np.unique(y)) == set(np.unique(y[np.isin(qidx, pick)]))
+    assert np.array_equal(pick, sample_logger_queries(y, off, 0.05, random_state=7))
+    params = dict(n_estimators=5, max_leaf_nodes=4, min_samples_leaf=2, n_threads=1)
+    scores, used = weak_logger_scores(X, y, off, 0.05, random_state=7, **params)
+    assert np.array_equal(used, pick)
+    rows = np.isin(qidx, pick)
+    ref = Ranker(**params).fit(X[rows], y[rows], qid=qidx[rows]).predict(X)
+    np.testing.assert_array_equal(scores, ref)
+    assert sample_logger_queries(y, off, 1.0, 0).size == 60
+    with pytest.raises(ValueError, match="every grade"):
+        sample_logger_queries(np.r_[np.zeros(59), 2.0], np.arange(61), 0.02, 0, max_draws=3)

@@ -36,12 +36,24 @@ clicks with the *attractiveness* of a document of grade ``y``::
 
     r(y) = noise + (1 - noise) * (2**y - 1) / 2**y_max       (y_max = labels.max())
 
+or, with ``eps_plus`` given, the field's standard click noise (Joachims, Swaminathan &
+Schnabel, WSDM 2017; Ai, Bi, Luo, Guo & Croft, SIGIR 2018): grade 0 is clicked with
+probability ``noise`` (their epsilon-minus, e.g. 0.1), the top grade with ``eps_plus``
+(epsilon-plus, e.g. 1), interpolated by the exponential gain::
+
+    r(y) = noise + (eps_plus - noise) * (2**y - 1) / (2**y_max - 1)
+
 * ``model="position_based"``: each shown document at rank ``k`` is clicked
   independently with probability ``(1/k)**eta * r(y)``.
 * ``model="cascade"``: the user scans from rank 1; the document at rank ``k`` is clicked
   with probability ``r(y)``; after a click the user stops (satisfied) with probability
   ``satisfaction``, otherwise goes on; without a click the user goes on.  So rank ``k``
   is examined with probability ``prod_{j<k} (1 - r(y_j) * satisfaction)``.
+
+A *weak production ranker* as the shown ranking (:func:`weak_logger_scores`), the
+logging policy of Joachims et al. 2017 and Ai et al. 2018 (a ranker trained on 1% of
+the labelled queries): a LambdaMART trained on a random ``fraction`` of the training
+queries' grades, drawn again until every grade of the data occurs in the sample.
 
 Training rows for Unbiased LambdaMART (:func:`click_rows`)
 ----------------------------------------------------------
@@ -82,7 +94,9 @@ __all__ = [
     "click_rows",
     "mine_preferences",
     "read_click_log",
+    "sample_logger_queries",
     "simulate",
+    "weak_logger_scores",
     "write_click_log",
     "write_pairs",
 ]
@@ -315,6 +329,7 @@ def simulate(
     satisfaction: float = 0.5,
     noise: float = 0.0,
     ranking_noise: float = 1.0,
+    eps_plus: float | None = None,
 ) -> ClickLog:
     """Simulate a click log from graded data (formulas in the module docstring).
 
@@ -332,8 +347,11 @@ def simulate(
     top_k : results shown per impression.
     eta : position-based model's examination exponent, P(examine k) = (1/k)**eta.
     satisfaction : cascade model's probability of stopping after a click.
-    noise : click probability floor added to every grade's attractiveness.
+    noise : click probability floor added to every grade's attractiveness (with
+        ``eps_plus``: the click probability of grade 0).
     ranking_noise : standard deviation of the default ranker's noise.
+    eps_plus : if given, the click probability of the top grade, and the grades between
+        are interpolated by ``(2**y - 1) / (2**y_max - 1)`` (module docstring).
 
     Returns
     -------
@@ -353,6 +371,8 @@ def simulate(
         raise ValueError("top_k must be >= 1 and n_sessions >= 0")
     if not (0.0 <= satisfaction <= 1.0 and 0.0 <= noise <= 1.0 and eta >= 0):
         raise ValueError("satisfaction and noise must be in [0, 1], eta >= 0")
+    if eps_plus is not None and not (noise <= eps_plus <= 1.0):
+        raise ValueError("eps_plus must be in [noise, 1]")
     rng = np.random.default_rng(random_state)
     n_q = off.shape[0] - 1
     if scores is None:
@@ -362,7 +382,11 @@ def simulate(
         if s.shape != y.shape:
             raise ValueError("scores must have the shape of labels")
     ymax = float(y.max()) if y.size else 0.0
-    attract = noise + (1.0 - noise) * (np.exp2(y) - 1.0) / np.exp2(ymax)
+    if eps_plus is None:
+        attract = noise + (1.0 - noise) * (np.exp2(y) - 1.0) / np.exp2(ymax)
+    else:
+        top = np.exp2(ymax) - 1.0
+        attract = noise + (eps_plus - noise) * ((np.exp2(y) - 1.0) / top if top > 0 else 0.0)
     qid_text = [str(q) for q in (range(n_q) if qids is None else qids)]
     if len(qid_text) != n_q:
         raise ValueError("qids must have one entry per query")
@@ -419,6 +443,61 @@ def simulate(
         clicked=cat(out_c) if out_c else np.zeros(0, np.int8),
         impression=cat(out_i) if out_i else np.zeros(0, np.int64),
     )
+
+
+def sample_logger_queries(
+    labels: ArrayLike,
+    query_offsets: ArrayLike,
+    fraction: float,
+    random_state: int | np.random.Generator | None = None,
+    *,
+    max_draws: int = 1000,
+) -> NDArray[np.int64]:
+    """The queries a weak logging ranker learns from: ``ceil(fraction * n)`` of the ``n``
+    queries with documents, uniformly without replacement, drawn again (up to
+    ``max_draws`` times) until every grade that occurs in ``labels`` occurs in the
+    sample.  Returns the sorted query indices."""
+    y = np.asarray(labels, dtype=np.float64)
+    off = np.asarray(query_offsets, dtype=np.int64)
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError("fraction must be in (0, 1]")
+    nonempty = np.flatnonzero(np.diff(off) > 0)
+    if nonempty.size == 0:
+        raise ValueError("no query has documents")
+    n = min(nonempty.size, max(1, int(np.ceil(fraction * nonempty.size))))
+    grades = np.unique(y)
+    qidx = np.repeat(np.arange(off.size - 1), np.diff(off))
+    rng = np.random.default_rng(random_state)
+    for _ in range(max_draws):
+        pick = np.sort(rng.choice(nonempty, size=n, replace=False))
+        if np.isin(grades, y[np.isin(qidx, pick)]).all():
+            return pick.astype(np.int64)
+    raise ValueError(
+        f"no sample of {n} queries held every grade {grades.tolist()} in {max_draws} draws"
+    )
+
+
+def weak_logger_scores(
+    X: ArrayLike,
+    labels: ArrayLike,
+    query_offsets: ArrayLike,
+    fraction: float = 0.05,
+    random_state: int | None = 0,
+    **ranker_params,
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Scores of a weak production ranker for :func:`simulate`'s ``scores``: LambdaMART
+    (``ltrboost.sklearn.Ranker(**ranker_params)``) trained on the grades of the queries
+    :func:`sample_logger_queries` picks (``fraction``, ``random_state``), applied to
+    every row of ``X``.  Returns ``(scores, queries)``."""
+    from ltrboost.sklearn import Ranker
+
+    y = np.asarray(labels, dtype=np.float64)
+    off = np.asarray(query_offsets, dtype=np.int64)
+    pick = sample_logger_queries(y, off, fraction, random_state)
+    rows = np.concatenate([np.arange(off[q], off[q + 1]) for q in pick.tolist()])
+    X = np.asarray(X)
+    model = Ranker(**ranker_params).fit(X[rows], y[rows], group=np.diff(off)[pick])
+    return np.asarray(model.predict(X), dtype=np.float64), pick
 
 
 def mine_preferences(

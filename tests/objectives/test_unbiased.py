@@ -134,9 +134,10 @@ def _pbm_clicks(eta, seed, n_queries=2000, n_docs=10):
 @pytest.mark.parametrize("eta", [0.5, 1.0, 1.5])
 def test_recovers_position_based_propensities(eta):
     """t+ follows the simulated examination probabilities (1/k)**eta: the fitted
-    exponent of t+_k ~ k**(-b) tracks eta (b ~ 0.7 eta with p = 1: the regularisation
-    shrinks the estimates toward 1), t+ decreases with the position, and the non-click
-    biases t- grow with it (a non-click deep down says little)."""
+    exponent of t+_k ~ k**(-b) is eta / (1 + p) = eta / 2 with p = 1 (the
+    regularisation shrinks the estimates toward 1; it was ~0.7 eta with the paper's
+    observed-order pair loss, which overshoots), t+ decreases with the position, and the
+    non-click biases t- grow with it (a non-click deep down says little)."""
     X, clicks, qid, pos = _pbm_clicks(eta, seed=0)
     m = Ranker(
         n_estimators=50, unbiased=True, position_bias_norm=1.0, max_positions=10,
@@ -148,10 +149,28 @@ def test_recovers_position_based_propensities(eta):
     assert tm[0] == 1.0
     k = np.arange(1, 11)
     b = np.polyfit(np.log(k), -np.log(tp), 1)[0]
-    assert 0.55 * eta < b < 1.1 * eta, (b, tp)
+    assert 0.4 * eta < b < 0.62 * eta, (b, tp)
     assert np.corrcoef(np.log(tp), -eta * np.log(k))[0, 1] > 0.9
     assert tp[-3:].mean() < tp[1:4].mean()
     assert np.all(tm[1:] > 1.0)
+
+
+def test_estimates_converge_to_true_propensities_on_a_large_log():
+    """Large position-based log shown in random order, no regularisation (p = 0): t+
+    lands within 15% of the true examination 1/k at every position and t- within 15% of
+    the true 1.  The paper's observed-order pair loss in eqs. 30, 31 failed this (its
+    t- grew with the rounds, to 88-213 here, and t+_10 fell to 0.039), and so did
+    scaling C_ij's |dZ| by the score distance (t- 1.4-1.7; module docstring)."""
+    X, clicks, qid, pos = _pbm_clicks(1.0, seed=0, n_queries=8000)
+    m = Ranker(
+        n_estimators=50, unbiased=True, position_bias_norm=0.0, max_positions=10,
+        n_threads=1,
+    ).fit(X, clicks, qid=qid, position=pos)  # fmt: skip
+    tp = np.asarray(m.position_bias_["t_plus"])
+    tm = np.asarray(m.position_bias_["t_minus"])
+    truth = 1.0 / np.arange(1, 11)
+    np.testing.assert_allclose(tp, truth, rtol=0.15)
+    np.testing.assert_allclose(tm, 1.0, rtol=0.15)
 
 
 def test_all_biases_one_is_plain_lambdamart():

@@ -19,11 +19,12 @@ position_bias_norm``)::
     l-_k = sum over pairs with pos(j) = k of  C_ij / t+_{pos i}
     t+_k = (l+_k / l+_1) ** (1 / (1 + p)),   t-_k = (l-_k / l-_1) ** (1 / (1 + p))
 
-with ``C_ij = |dZ_ij| log(1 + exp(-sigma (s_i - s_j)))`` times the pair weight ``(w_i +
-w_j) / 2``; ``t+_1 = t-_1 = 1``.  All biases start at 1, so the first round is plain
-LambdaMART.  ``|dZ|`` is the one of the gradient (with LightGBM's score-distance
-scaling when ``lambda_normalization``); the query normalisation ``log2(1 + S) / S``
-multiplies gradients only (as XGBoost).
+with ``C_ij = |dZ_ij| log(1 + exp(sigma (s_i - s_j)))`` (the loss the pair would have
+in the *reverse* order, as XGBoost accumulates it; see below) times the pair weight
+``(w_i + w_j) / 2``; ``t+_1 = t-_1 = 1``.  All biases start at 1, so the first round is plain
+LambdaMART.  The gradient's ``|dZ|`` carries LightGBM's score-distance scaling ``1 /
+(0.01 + |s_i - s_j|)`` when ``lambda_normalization``; ``C_ij``'s does not (see below).
+The query normalisation ``log2(1 + S) / S`` multiplies gradients only (as XGBoost).
 
 Choices, where the paper leaves room:
 
@@ -31,8 +32,27 @@ Choices, where the paper leaves room:
   their division instead, which treats a deep position as if it were the top one).
 * A position without any pair in a round keeps its previous estimate; the estimates are
   not updated at all in a round where position 1 has no pair.
-* ``C_ij`` is the loss of the pair in its observed order, ``log(1 + exp(-sigma (s_i -
-  s_j)))`` as in the paper; XGBoost 2.x accumulates ``log(1 + exp(s_i - s_j))``.
+* ``C_ij`` of eqs. 30, 31 is ``log(1 + exp(sigma (s_i - s_j)))``, XGBoost's choice, not
+  the loss of the pair in its observed order ``log(1 + exp(-sigma (s_i - s_j)))`` that
+  the paper's eq. 25 and its authors' code (acbull/Unbiased_LambdaMart) use, because the
+  latter does not converge: as the trees learn, the loss of a pair (clicked, unclicked
+  irrelevant) vanishes, and at position 1 every unclicked document is an irrelevant
+  one, so ``l-_1 -> 0`` and every ``t-_k`` grows with the number of rounds instead of
+  with the log.  On 8,000 position-based impressions in random order (examination
+  ``1/k``, ``t- = 1``), ``p = 0``, 50 rounds, the observed-order loss gave ``t-`` of
+  88-213 and ``t+_10 = 0.039`` (true 0.1); the reverse-order loss gives ``t-`` of
+  1.4-1.7 and ``t+ = 0.45, 0.31, 0.21, ..., 0.087`` for the true ``0.5, 0.33, 0.25, ...,
+  0.1`` (XGBoost 3.2 on the same log: ``0.46, 0.29, 0.21, ..., 0.087``;
+  ``tests/objectives/test_unbiased.py``).  Neither is consistent when the shown order
+  follows relevance (``docs/experiments/clicks/estimator.md``).  The gradients (eq.
+  25) are unchanged.
+* ``C_ij``'s ``|dZ_ij|`` is the paper's, without the score-distance scaling that the
+  gradient uses (XGBoost and the authors' code scale both): the scaling makes the
+  cost of nearly tied pairs -- a clicked and an unexamined relevant document, which the
+  model scores alike -- up to 100 times larger, and those pairs sit at deep positions,
+  so ``t-`` drifted up with the log (to 2.1-3.0 at 32,000 random-order impressions,
+  XGBoost 1.8-2.3, truth 1).  Without it: ``t-`` 0.93-0.98 and every ``t+_k`` within 8%
+  of ``1/k`` on that log.
 
 Predictions never use positions: the biases are properties of the click log, saved in
 the model file for inspection (``Booster.position_bias``).
@@ -118,7 +138,8 @@ def losses_by_position(
 @kernel
 def _pair_loss(rho, one_minus_rho, x):
     """``log(1 + exp(-x))`` from ``rho = 1 / (1 + exp(x))`` and ``1 - rho``, precise on
-    both tails (``-log(1 - rho)``)."""
+    both tails (``-log(1 - rho)``); ``_pair_loss(1 - rho, rho, -x)`` is ``log(1 +
+    exp(x))``."""
     if rho < 0.5:
         return -math.log1p(-rho)
     if one_minus_rho > 0.0:
@@ -172,7 +193,8 @@ def _unbiased_ndcg_query(
                 ri = b
                 rj = a
             t = 1.0 if la > lb else -1.0
-            dz = delta_ndcg(v[a], v[b], disc[a], disc[b], inv_norm_q)
+            dz_pair = delta_ndcg(v[a], v[b], disc[a], disc[b], inv_norm_q)
+            dz = dz_pair
             x = sigma * (s[ri] - s[rj])
             if scale_by_diff:
                 dz /= 0.01 + abs(s[ri] - s[rj])
@@ -192,7 +214,7 @@ def _unbiased_ndcg_query(
             g_acc[b] += t * grad
             h_acc[a] += hess
             h_acc[b] += hess
-            cost = dz * _pair_loss(rho, one_minus_rho, x)
+            cost = dz_pair * _pair_loss(one_minus_rho, rho, -x)  # see the module docstring
             if has_w:
                 cost *= 0.5 * (np.float64(weights_q[di]) + np.float64(weights_q[dj]))
             li_acc[ri] += cost / tm
@@ -318,9 +340,11 @@ def unbiased_reference(
                 hq[di] += hp
                 hq[dj] += hp
                 wp = 0.5 * (w_all[lo + di] + w_all[lo + dj])
-                cost = dz * np.logaddexp(0.0, -x) * wp
-                lp[pos[di]] += cost / bias.t_minus[pos[dj]]
-                lm[pos[dj]] += cost / bias.t_plus[pos[di]]
+                cost = dz * np.logaddexp(0.0, -x) * wp  # the pair's loss (eq. 25)
+                dz_pair = abs(gains[di] - gains[dj]) * abs(disc[ri] - disc[rj]) / idcg
+                est = dz_pair * np.logaddexp(0.0, x) * wp  # eqs. 30, 31's C_ij (docstring)
+                lp[pos[di]] += est / bias.t_minus[pos[dj]]
+                lm[pos[dj]] += est / bias.t_plus[pos[di]]
                 rows.append((2.0 * gp, cost / t))
         lam = sum(r[0] for r in rows)
         factor = np.log2(1.0 + lam) / lam if lambda_normalization and lam > 0 else 1.0
