@@ -78,13 +78,37 @@ SYSTEMS = {
     "ltrboost mcrank": ("ltrboost", {"objective": "mcrank"}),
     "CatBoost YetiRank": ("catboost", {"grow_policy": "Lossguide"}),
     "CatBoost YetiRank (default trees)": ("catboost", {}),
+    # ablations of CatBoost's own regularisers (not in the default run): which of them
+    # ltrboost lacks matters for YetiRank's quality
+    "CatBoost YetiRank, random_strength=0": (
+        "catboost",
+        {"grow_policy": "Lossguide", "params": {"random_strength": 0}},
+    ),
+    "CatBoost YetiRank, no bootstrap": (
+        "catboost",
+        {"grow_policy": "Lossguide", "params": {"bootstrap_type": "No"}},
+    ),
+    "CatBoost YetiRank, L2 score": (
+        "catboost",
+        {"grow_policy": "Lossguide", "params": {"score_function": "L2"}},
+    ),
+    "CatBoost YetiRank, none of the three": (
+        "catboost",
+        {
+            "grow_policy": "Lossguide",
+            "params": {"random_strength": 0, "bootstrap_type": "No", "score_function": "L2"},
+        },
+    ),
     "LightGBM lambdarank": ("lightgbm", {}),
     "XGBoost rank:ndcg": ("xgboost", {}),
 }
 
 
 DEFAULT_SYSTEMS = [
-    s for s in SYSTEMS if s not in ("ltrboost lambdamart err, OLE", "ltrboost ranknet, OLE")
+    s
+    for s in SYSTEMS
+    if s not in ("ltrboost lambdamart err, OLE", "ltrboost ranknet, OLE")
+    and not s.startswith("CatBoost YetiRank, ")
 ]
 
 
@@ -245,6 +269,7 @@ def fit_predict(lib, opts, tr, va, te, threads, ndcg, settings=None):
                 "max_leaves": leaves,
                 "min_data_in_leaf": min_leaf,
             }
+        params |= opts.get("params", {})
         m = cb.CatBoostRanker(**params)
         with tempfile.TemporaryDirectory() as tmp:
             m.set_params(train_dir=tmp)
