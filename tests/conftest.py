@@ -263,3 +263,38 @@ def random_ranking() -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
     from that many values (many ties); ``None`` draws normal scores.
     """
     return _random_ranking
+
+
+def _write_letor_folds(
+    root: Path,
+    n_folds: int,
+    docs_per_query: int,
+    n_features: int,
+    single_grade: dict[str, tuple[int, ...]] | None = None,
+) -> Path:
+    from ltrboost.io.letor import dump_svmlight
+
+    for k in range(1, n_folds + 1):
+        d = root / f"Fold{k}"
+        d.mkdir(parents=True)
+        for name, seed in (("train.txt", k), ("vali.txt", 10 + k), ("test.txt", 20 + k)):
+            X, y, q = make_ranking(
+                n_queries=12,
+                docs_per_query=docs_per_query,
+                n_features=n_features,
+                max_label=2,
+                random_state=seed,
+            )
+            for i, qq in enumerate((single_grade or {}).get(name, ())):
+                y[q == qq] = i % 2  # grade 0 or 1 for every document of the query
+            dump_svmlight(d / name, X, y, q)
+    return root
+
+
+@pytest.fixture
+def write_letor_folds() -> Callable[..., Path]:
+    """``write_letor_folds(root, n_folds, docs_per_query, n_features, single_grade=None)``
+    writes ``root/FoldK/{train,vali,test}.txt`` (12 queries each, grades 0-2, seeded by
+    fold and file) and returns ``root``; ``single_grade`` maps a file name to query ids
+    whose documents all get one grade (0 or 1 in turn)."""
+    return _write_letor_folds

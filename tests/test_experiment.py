@@ -8,34 +8,25 @@ import numpy as np
 import pytest
 
 from ltrboost.cli import main
-from ltrboost.datasets import make_ranking
 from ltrboost.experiment import find_folds, run_experiment
-from ltrboost.io.letor import dump_svmlight
 
 
-def _folds(tmp_path, n_folds=2):
-    root = tmp_path / "data"
-    for k in range(1, n_folds + 1):
-        d = root / f"Fold{k}"
-        d.mkdir(parents=True)
-        for name, seed in (("train.txt", k), ("vali.txt", 10 + k), ("test.txt", 20 + k)):
-            X, y, q = make_ranking(
-                n_queries=12, docs_per_query=10, n_features=6, max_label=2, random_state=seed
-            )
-            dump_svmlight(d / name, X, y, q)
-    return root
+@pytest.fixture
+def folds(tmp_path, write_letor_folds):
+    """``folds(n_folds=2)``: tiny LETOR folds under ``tmp_path/data``."""
+    return lambda n_folds=2: write_letor_folds(tmp_path / "data", n_folds, 10, 6)
 
 
-def test_find_folds_requires_the_three_files(tmp_path):
-    root = _folds(tmp_path, 1)
+def test_find_folds_requires_the_three_files(folds, tmp_path):
+    root = folds(1)
     assert [f[0] for f in find_folds(str(root))] == ["Fold1"]
     os.remove(root / "Fold1" / "vali.txt")
     with pytest.raises(ValueError, match=r"Fold\*"):
         find_folds(str(root))
 
 
-def test_experiment_report_and_resume(tmp_path):
-    root = _folds(tmp_path)
+def test_experiment_report_and_resume(folds, tmp_path):
+    root = folds()
     out = tmp_path / "report"
     kw = dict(
         leaves=(4,),
@@ -68,8 +59,8 @@ def test_experiment_report_and_resume(tmp_path):
     assert 1 <= rec["best_iteration"] <= 4
 
 
-def test_experiment_cli(tmp_path, capsys):
-    root = _folds(tmp_path, 1)
+def test_experiment_cli(folds, tmp_path, capsys):
+    root = folds(1)
     rc = main(
         [
             "experiment",
@@ -97,8 +88,8 @@ def _cell_json(out, key):
     return json.loads((out / "cells" / f"{key}.json").read_text())
 
 
-def test_ranknet_system_uses_the_pairwise_ole(tmp_path):
-    root = _folds(tmp_path, 1)
+def test_ranknet_system_uses_the_pairwise_ole(folds, tmp_path):
+    root = folds(1)
     out = tmp_path / "r"
     summary = run_experiment(
         str(root),
@@ -145,8 +136,8 @@ def test_ranknet_system_uses_the_pairwise_ole(tmp_path):
     assert (out / "ole_minus_se.csv").stat().st_size > 0
 
 
-def test_patience_stops_early_at_the_full_runs_best(tmp_path):
-    root = _folds(tmp_path, 1)
+def test_patience_stops_early_at_the_full_runs_best(folds, tmp_path):
+    root = folds(1)
     kw = dict(
         systems=("lambdamart",),
         criteria=("se",),
@@ -259,8 +250,8 @@ def test_write_synthetic_folds_makes_long_query_folds(tmp_path):
     assert not np.array_equal(firsts[0], firsts[1])  # seeds differ
 
 
-def test_experiment_cli_patience_and_system_grid(tmp_path, capsys):
-    root = _folds(tmp_path, 1)
+def test_experiment_cli_patience_and_system_grid(folds, tmp_path, capsys):
+    root = folds(1)
     out = tmp_path / "r"
     rc = main(
         [

@@ -22,35 +22,26 @@ from ltrboost.experiment_qbrank import (
     single_grade_queries,
     split_queries,
 )
-from ltrboost.io.letor import dump_svmlight
 from ltrboost.objectives.qbrank import QBRank
 
 SINGLE_TRAIN = (0, 3, 7)  # training queries forced to one grade (L1)
 SINGLE_TEST = (1,)  # a test query forced to one grade (left out of L3)
 
 
-def _folds(tmp_path, n_folds=2):
-    root = tmp_path / "data"
-    for k in range(1, n_folds + 1):
-        d = root / f"Fold{k}"
-        d.mkdir(parents=True)
-        for name, seed in (("train.txt", k), ("vali.txt", 10 + k), ("test.txt", 20 + k)):
-            X, y, q = make_ranking(
-                n_queries=12, docs_per_query=8, n_features=5, max_label=2, random_state=seed
-            )
-            single = {"train.txt": SINGLE_TRAIN, "test.txt": SINGLE_TEST}.get(name, ())
-            for i, qq in enumerate(single):
-                y[q == qq] = i % 2  # grade 0 or 1 for every document of the query
-            dump_svmlight(d / name, X, y, q)
-    return root
+@pytest.fixture
+def folds(tmp_path, write_letor_folds):
+    """``folds(n_folds=2)``: tiny LETOR folds under ``tmp_path/data`` with single-grade
+    queries (L1 in train, one left out of L3 in test)."""
+    single = {"train.txt": SINGLE_TRAIN, "test.txt": SINGLE_TEST}
+    return lambda n_folds=2: write_letor_folds(tmp_path / "data", n_folds, 8, 5, single)
 
 
 def _fold_paths(root, k=1):
     return tuple(str(root / f"Fold{k}" / f) for f in ("train.txt", "vali.txt", "test.txt"))
 
 
-def test_split_puts_every_query_in_exactly_one_set(tmp_path):
-    train, _, test = _load_fold(_fold_paths(_folds(tmp_path, 1)))
+def test_split_puts_every_query_in_exactly_one_set(folds, tmp_path):
+    train, _, test = _load_fold(_fold_paths(folds(1)))
     split = split_queries(train, test)
     # every training query is in L1 or L2, never both
     assert sorted(np.concatenate([split.l1, split.l2])) == list(range(train.n_queries))
@@ -166,8 +157,8 @@ def test_split_qbrank_gradient_matches_finite_differences(ties):
         assert obj.loss(s, data) == pytest.approx(no_ties.loss(s, data) + extra)
 
 
-def test_six_runs_write_the_report_and_resume(tmp_path):
-    root = _folds(tmp_path)
+def test_six_runs_write_the_report_and_resume(folds, tmp_path):
+    root = folds()
     out = tmp_path / "report"
     settings = Settings(n_estimators=3, min_samples_leaf=2, ranksvm_c_grid=(0.1, 1.0))
     summary = run_qbrank_experiment(
@@ -219,8 +210,8 @@ def test_six_runs_write_the_report_and_resume(tmp_path):
     assert len(fold2["runs"]["qbrank_p2"]["dcg5"]) == 2
 
 
-def test_cli_protocol_qbrank(tmp_path, capsys):
-    root = _folds(tmp_path, 1)
+def test_cli_protocol_qbrank(folds, tmp_path, capsys):
+    root = folds(1)
     out = tmp_path / "r"
     argv = ["experiment", str(root), "--protocol", "qbrank", "-o", str(out)]
     rc = main([*argv, "--max-trees", "2", "--min-samples-leaf", "2", "--n-threads", "1", "-q"])
@@ -238,7 +229,7 @@ def test_cli_bad_folder_is_one_line(tmp_path, capsys):
     assert len(err.splitlines()) == 1
 
 
-def test_cli_ties_needs_qbrank(tmp_path, capsys):
-    root = _folds(tmp_path, 1)
+def test_cli_ties_needs_qbrank(folds, tmp_path, capsys):
+    root = folds(1)
     assert main(["experiment", str(root), "--ties", "-q", "-o", str(tmp_path / "x")]) != 0
     assert "--protocol qbrank" in capsys.readouterr().err
