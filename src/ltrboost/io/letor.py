@@ -609,9 +609,11 @@ def _parse_block(
     na_buf: NDArray[np.uint8] | None,
     na_off: NDArray[np.int64] | None,
 ) -> _Block:
-    """Parse whole lines ``data[start:]`` with the kernel; raise the first error.
+    """Parse whole lines ``data[start:]`` with the kernels; raise the first error.
 
-    ``info`` (IN/OUT) carries the line count and the ``qid:`` convention from block to
+    ``_scan_letor`` first (unless the file has NA tokens or an earlier block needed
+    the full kernel), ``_parse_letor`` for a block it leaves.  ``info`` (IN/OUT)
+    carries the line count, the ``qid:`` convention and that choice from block to
     block.
     """
     buf = np.frombuffer(data, dtype=np.uint8)
