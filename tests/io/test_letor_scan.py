@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from test_letor import _fuzz_input, _random_letor
+from hypothesis import strategies as st
+from test_letor import _fuzz_input, _mutate, _random_letor
 
 import ltrboost.io.letor as letor
 from ltrboost.dataset import LTRInputError
@@ -117,12 +118,27 @@ def test_random_files_scan_equals_full(monkeypatch, seed, n_features):
         _assert_same(*_both(monkeypatch, data, block=block, n_features=n_features))
 
 
+# Valid text without nan, mutated: most inputs stay within _scan_letor's part.
+_COMMON_VALID = (
+    "2 qid:1 1:0.5 2:-1e-3 3:7 # docid = a\n"
+    "0 qid:1 1:1.25 3:0.30000000000000004\n"
+    "\n# comment\n"
+    "1 qid:2 2:3.5e10 1:0 3:0.000001\n"
+    "1 qid:-3 1:-.5 2:+12345678901234567e-300 3:5.\r\n"
+)
+_mutated_common = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(0, 10_000), st.integers(0, 100)),
+    min_size=1,
+    max_size=4,
+).map(lambda ops: _mutate(_COMMON_VALID, ops).encode("utf-8"))
+
+
 @settings(
     max_examples=300,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-@given(_fuzz_input)
+@given(st.one_of(_fuzz_input, _mutated_common))
 def test_fuzz_scan_equals_full(monkeypatch, data):
     _assert_same(*_both(monkeypatch, data))
     _assert_same(*_both(monkeypatch, data, block=5))
