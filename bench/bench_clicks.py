@@ -92,18 +92,25 @@ WEAK_CLICKS = dict(noise=0.1, eps_plus=1.0)
 TOP_K = 10
 
 
-def click_models(logger: str, names: list[str], etas: list[float]) -> dict[str, dict]:
-    """The simulate() settings of each click model of a run, by table label."""
+def click_models(
+    logger: str, names: list[str], etas: list[float], shuffles: tuple[float, ...] = (0.0,)
+) -> dict[str, dict]:
+    """The simulate() settings of each click model of a run, by table label (a shuffled
+    display's label ends in ``shuffle=F``)."""
     out = {}
-    for name in names:
-        base = dict(CLICK_MODELS[name])
-        if logger == "weak":
-            base.update(WEAK_CLICKS)
-        if name == "position_based" and (logger == "weak" or etas != [1.0]):
-            for eta in etas:
-                out[f"position_based eta={eta:g}"] = dict(base, eta=eta)
-        else:
-            out[name] = base
+    for f in shuffles:
+        tag = f" shuffle={f:g}" if f > 0 else ""
+        for name in names:
+            base = dict(CLICK_MODELS[name])
+            if logger == "weak":
+                base.update(WEAK_CLICKS)
+            if f > 0:
+                base["shuffle_fraction"] = f
+            if name == "position_based" and (logger == "weak" or etas != [1.0]):
+                for eta in etas:
+                    out[f"position_based eta={eta:g}{tag}"] = dict(base, eta=eta)
+            else:
+                out[name + tag] = base
     return out
 
 
@@ -113,6 +120,35 @@ def _load(fold: int, split: str):
 
     raw = load_svmlight(SHARED_DATA / "MQ2008" / f"Fold{fold}" / f"{split}.txt", n_features=46)
     return make_dataset(raw.X, raw.y, qid=raw.qid)
+
+
+def synthetic_split(seed: int, n_train: int, n_test: int, docs: tuple[int, int]):
+    """Train and test sets of long queries from one seeded draw of the MSLR-like generator.
+
+    :func:`ltrboost.datasets.make_ranking_mslr_like` (136 features, MSLR's grade skew,
+    grades 0-4) with query sizes uniform in ``docs``; its first ``n_train`` queries are
+    the training set and the next ``n_test`` the test set (one relevance function), as
+    :func:`ltrboost.experiment.write_synthetic_folds` cuts its seeds, without the files.
+    """
+    from ltrboost.dataset import make_dataset
+    from ltrboost.datasets import make_ranking_mslr_like
+
+    lo, hi = docs
+    n_q = n_train + n_test
+    X, y, qid = make_ranking_mslr_like(n_q * hi + 4 * hi, (lo, hi), random_state=seed)
+    starts = np.r_[0, np.flatnonzero(np.diff(qid)) + 1]
+    ends = np.r_[starts[1:], qid.size]
+    keep = (ends - starts) >= lo  # the generator's truncated last query
+    starts, ends = starts[keep][:n_q], ends[keep][:n_q]
+    if starts.size < n_q:
+        raise ValueError(f"seed {seed}: only {starts.size} queries of >= {lo} documents")
+    out = []
+    for a, b in ((0, n_train), (n_train, n_q)):
+        rows = np.concatenate(
+            [np.arange(s0, e0) for s0, e0 in zip(starts[a:b], ends[a:b], strict=True)]
+        )
+        out.append(make_dataset(X[rows], y[rows], qid=qid[rows]))
+    return out[0], out[1]
 
 
 def _ndcg10(scores, ds) -> float:
@@ -263,6 +299,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--logger-fraction", type=float, default=0.05, help="weak logger's queries")
     ap.add_argument("--etas", default="1", help="position-based examination exponents")
     ap.add_argument("--threads", type=int, default=2, help="threads of every library")
+    ap.add_argument(
+        "--data", choices=("mq2008", "synthetic"), default="mq2008",
+        help="MQ2008's folds, or long synthetic queries (--folds are then generator seeds)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--synthetic-queries", default="800,400", help="synthetic training,test queries"
+    )
+    ap.add_argument(
+        "--synthetic-docs", default="100,120", help="synthetic documents per query, min,max"
+    )
+    ap.add_argument(
+        "--shuffle-fractions", default="0",
+        help="fractions of impressions whose top 10 is shown in random order (one run each)",
+    )  # fmt: skip
     ap.add_argument("--out", default=str(REPO / "docs" / "experiments" / "clicks"))
     ap.add_argument(
         "--merge",
@@ -275,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     global THREADS
     THREADS = args.threads
     etas = [float(e) for e in args.etas.split(",")]
-    cm_settings = click_models(args.logger, args.click_models.split(","), etas)
+    shuffles = tuple(float(f) for f in args.shuffle_fractions.split(","))
+    cm_settings = click_models(args.logger, args.click_models.split(","), etas, shuffles)
     cms = list(cm_settings)
     methods = args.methods.split(",")
     out_dir = Path(args.out)
@@ -288,7 +339,12 @@ def main(argv: list[str] | None = None) -> int:
         previous = {(r["fold"], r["click_model"], r["sessions"]): r for r in results["runs"]}
     t_start = time.perf_counter()
     for fold in folds:
-        train, test = _load(fold, "train"), _load(fold, "test")
+        if args.data == "synthetic":
+            n_tr, n_te = (int(v) for v in args.synthetic_queries.split(","))
+            lo, hi = (int(v) for v in args.synthetic_docs.split(","))
+            train, test = synthetic_split(fold, n_tr, n_te, (lo, hi))
+        else:
+            train, test = _load(fold, "train"), _load(fold, "test")
         scores = logger = None
         if args.logger == "weak":
             from ltrboost.clicks import weak_logger_scores
@@ -319,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
         for cm in cms:
             for k, n in enumerate(sizes):
                 seed = 1000 * fold + 10 * k + cms.index(cm)
+                if cm_settings[cm].get("shuffle_fraction", 0.0) > 0:  # seeds apart
+                    seed += 100 * (1 + shuffles.index(cm_settings[cm]["shuffle_fraction"]))
                 r = run_one(train, test, cm_settings[cm], n, seed, args.trees, methods, scores)
                 if ceiling is not None:
                     r["ceiling"] = {"ndcg@10": ceiling}
@@ -381,11 +439,83 @@ def _table(results: dict) -> tuple[str, dict]:
     return "\n".join(lines), means
 
 
+# (numerator, denominator) columns of the paired table: x - raw of the same library
+PAIRED = [
+    ("ceiling - raw", "ceiling", "raw clicks"),
+    ("debiased - raw", "debiased", "raw clicks"),
+    ("oracle ipw - raw", "oracle ipw", "raw clicks"),
+    ("xgboost unbiased - raw", "xgboost unbiased", "xgboost raw"),
+    ("lightgbm pos - raw", "lightgbm pos", "lightgbm raw"),
+]
+# share of the ceiling - raw gap, per fold / seed
+SHARES = [
+    ("debiased", "debiased", "raw clicks", "ceiling"),
+    ("oracle ipw", "oracle ipw", "raw clicks", "ceiling"),
+    ("xgboost unbiased", "xgboost unbiased", "xgboost raw", "ceiling"),
+    ("lightgbm pos", "lightgbm pos", "lightgbm raw", "ceiling"),
+]
+
+
+def _ci(vals: list[float], fmt: str = "{:+.4f}") -> str:
+    """Mean and 95% t interval half-width over folds / seeds."""
+    from scipy import stats
+
+    v = np.asarray(vals, float)
+    if v.size < 2:
+        return fmt.format(v.mean()) if v.size else "—"
+    half = stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+    return f"{fmt.format(v.mean())} ± {fmt.format(half).lstrip('+')}"
+
+
+def paired_table(results: dict) -> str:
+    """Per cell: paired differences against each library's raw run, and the share of the
+    raw → ceiling gap each closes, as mean ± 95% t half-width over folds / seeds (the
+    share of every fold / seed, then averaged; the pooled share (mean difference / mean
+    gap) in brackets)."""
+    runs = results["runs"]
+    cms = list(dict.fromkeys(r["click_model"] for r in runs))
+    sizes = sorted({r["sessions"] for r in runs})
+    head = [p[0] for p in PAIRED] + [f"{s[0]}: gap closed" for s in SHARES]
+    lines = [
+        "| click model | impressions | " + " | ".join(head) + " | folds debiased > raw |",
+        "|---|---:|" + "---:|" * (len(head) + 1),
+    ]
+    for cm in cms:
+        for n in sizes:
+            sel = [r for r in runs if r["click_model"] == cm and r["sessions"] == n]
+            if not sel:
+                continue
+            cells = []
+            for _, a, b in PAIRED:
+                d = [r[a]["ndcg@10"] - r[b]["ndcg@10"] for r in sel if a in r and b in r]
+                cells.append(_ci(d))
+            for _, a, b, c in SHARES:
+                ok = [r for r in sel if a in r and b in r and c in r]
+                num = [r[a]["ndcg@10"] - r[b]["ndcg@10"] for r in ok]
+                den = [r[c]["ndcg@10"] - r[b]["ndcg@10"] for r in ok]
+                if not ok or np.mean(den) <= 0:
+                    cells.append("—")
+                    continue
+                if min(den) <= 0:  # a fold / seed without a gap: the pooled share only
+                    cells.append(f"({100 * np.mean(num) / np.mean(den):.0f}%)")
+                    continue
+                share = [100 * x / y for x, y in zip(num, den, strict=True)]
+                pooled = 100 * np.mean(num) / np.mean(den)
+                cells.append(_ci(share, "{:.0f}%") + f" ({pooled:.0f}%)")
+            wins = sum(
+                r["debiased"]["ndcg@10"] > r["raw clicks"]["ndcg@10"]
+                for r in sel
+                if "debiased" in r and "raw clicks" in r
+            )
+            lines.append(f"| {cm} | {n} | " + " | ".join(cells) + f" | {wins} of {len(sel)} |")
+    return "\n".join(lines)
+
+
 def write_report(results: dict, out_dir: Path) -> None:
     table, means = _table(results)
     runs = results["runs"]
     folds = sorted({r["fold"] for r in runs})
-    (out_dir / "table.md").write_text(table + "\n")
+    (out_dir / "table.md").write_text(table + "\n\n" + paired_table(results) + "\n")
     try:
         import matplotlib
 
@@ -408,7 +538,9 @@ def write_report(results: dict, out_dir: Path) -> None:
             ax.set_xscale("log")
             ax.set_xlabel("impressions in the click log")
             ax.set_ylabel("test NDCG@10 (true grades)")
-            ax.set_title(f"MQ2008, {cm} clicks (folds {','.join(map(str, folds))})")
+            data = results["settings"].get("data", "mq2008")
+            name, unit = ("synthetic", "seeds") if data == "synthetic" else ("MQ2008", "folds")
+            ax.set_title(f"{name}, {cm} clicks ({unit} {','.join(map(str, folds))})", fontsize=9)
             ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=8)  # the first panel has every method (oracle ipw too)
         fig.tight_layout()
