@@ -160,6 +160,22 @@ def _ndcg10(scores, ds) -> float:
 
 
 THREADS = 2
+# --data synthetic: (rows, dataset) of each test query's top 10 by the weak logger, where
+# every ranker is scored a second time ("shown@10": re-ranking the documents a logger
+# like the training log's would show, the setting position debiasing is about)
+RERANK: tuple | None = None
+
+
+def _metrics(scores) -> dict:
+    """``ndcg@10`` on the test set, and ``shown@10`` on its logger top 10 (if RERANK)."""
+    out = {"ndcg@10": _ndcg10(scores, TEST)}
+    if RERANK is not None:
+        rows, ds = RERANK
+        out["shown@10"] = _ndcg10(np.asarray(scores)[rows], ds)
+    return out
+
+
+TEST = None
 
 
 def _common(trees: int) -> dict:
@@ -193,7 +209,7 @@ def run_one(train, test, cm: dict, n_sessions: int, seed: int, trees: int, metho
             return
         t0 = time.perf_counter()
         scores = fn()
-        out[name] = {"ndcg@10": _ndcg10(scores, test), "fit_s": time.perf_counter() - t0}
+        out[name] = {**_metrics(scores), "fit_s": time.perf_counter() - t0}
 
     timed(
         "raw clicks",
@@ -322,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     folds = [int(f) for f in args.folds.split(",")]
     sizes = [int(s) for s in args.sizes.split(",")]
-    global THREADS
+    global THREADS, TEST, RERANK
     THREADS = args.threads
     etas = [float(e) for e in args.etas.split(",")]
     shuffles = tuple(float(f) for f in args.shuffle_fractions.split(","))
@@ -345,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             train, test = synthetic_split(fold, n_tr, n_te, (lo, hi))
         else:
             train, test = _load(fold, "train"), _load(fold, "test")
+        TEST, RERANK = test, None
         scores = logger = None
         if args.logger == "weak":
             from ltrboost.clicks import weak_logger_scores
@@ -361,8 +378,20 @@ def main(argv: list[str] | None = None) -> int:
             m = Ranker(**_common(args.trees)).fit(
                 train.X[sub], train.y[sub], group=np.diff(train.query_offsets)[picked]
             )
-            logger = _ndcg10(m.predict(test.X), test)
-            print(f"fold {fold} weak logger: {picked.size} queries, ndcg@10={logger:.4f}")
+            logger_test = m.predict(test.X)
+            logger = _metrics(logger_test)["ndcg@10"]
+            if args.data == "synthetic":
+                from ltrboost.dataset import make_dataset
+
+                toff = test.query_offsets
+                rows = np.concatenate([
+                    toff[q] + np.argsort(-logger_test[toff[q]:toff[q + 1]], kind="stable")[:TOP_K]
+                    for q in range(test.n_queries)
+                ])  # fmt: skip
+                tq = np.repeat(np.arange(test.n_queries), np.diff(toff))
+                RERANK = (rows, make_dataset(test.X[rows], test.y[rows], qid=tq[rows]))
+                logger = _metrics(logger_test)
+            print(f"fold {fold} weak logger: {picked.size} queries, {logger}", flush=True)
         ceiling = None
         if "ceiling" in methods:
             from ltrboost.sklearn import Ranker
@@ -370,8 +399,8 @@ def main(argv: list[str] | None = None) -> int:
             m = Ranker(**_common(args.trees)).fit(
                 train.X, train.y, group=np.diff(train.query_offsets)
             )
-            ceiling = _ndcg10(m.predict(test.X), test)
-            print(f"fold {fold} ceiling ndcg@10={ceiling:.4f}", flush=True)
+            ceiling = _metrics(m.predict(test.X))
+            print(f"fold {fold} ceiling {ceiling}", flush=True)
         for cm in cms:
             for k, n in enumerate(sizes):
                 seed = 1000 * fold + 10 * k + cms.index(cm)
@@ -379,9 +408,9 @@ def main(argv: list[str] | None = None) -> int:
                     seed += 100 * (1 + shuffles.index(cm_settings[cm]["shuffle_fraction"]))
                 r = run_one(train, test, cm_settings[cm], n, seed, args.trees, methods, scores)
                 if ceiling is not None:
-                    r["ceiling"] = {"ndcg@10": ceiling}
+                    r["ceiling"] = ceiling if isinstance(ceiling, dict) else {"ndcg@10": ceiling}
                 if logger is not None:
-                    r["logger"] = {"ndcg@10": logger}
+                    r["logger"] = logger if isinstance(logger, dict) else {"ndcg@10": logger}
                     r["_log"]["logger_queries"] = int(picked.size)
                 r.update(fold=fold, click_model=cm, sessions=n)
                 old = previous.get((fold, cm, n))
@@ -399,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _table(results: dict) -> tuple[str, dict]:
+def _table(results: dict, key: str = "ndcg@10") -> tuple[str, dict]:
     runs = results["runs"]
     cms = list(dict.fromkeys(r["click_model"] for r in runs))
     sizes = sorted({r["sessions"] for r in runs})
@@ -419,7 +448,7 @@ def _table(results: dict) -> tuple[str, dict]:
                 continue
             row = {}
             for m in METHODS:
-                vals = [r[m]["ndcg@10"] for r in sel if m in r]
+                vals = [r[m][key] for r in sel if m in r and key in r[m]]
                 row[m] = float(np.mean(vals)) if vals else None
             means[(cm, n)] = row
             clicks = np.mean([r["_log"]["clicks"] for r in sel])
@@ -467,7 +496,7 @@ def _ci(vals: list[float], fmt: str = "{:+.4f}") -> str:
     return f"{fmt.format(v.mean())} ± {fmt.format(half).lstrip('+')}"
 
 
-def paired_table(results: dict) -> str:
+def paired_table(results: dict, key: str = "ndcg@10") -> str:
     """Per cell: paired differences against each library's raw run, and the share of the
     raw → ceiling gap each closes, as mean ± 95% t half-width over folds / seeds (the
     share of every fold / seed, then averaged; the pooled share (mean difference / mean
@@ -487,12 +516,12 @@ def paired_table(results: dict) -> str:
                 continue
             cells = []
             for _, a, b in PAIRED:
-                d = [r[a]["ndcg@10"] - r[b]["ndcg@10"] for r in sel if a in r and b in r]
+                d = [r[a][key] - r[b][key] for r in sel if a in r and b in r]
                 cells.append(_ci(d))
             for _, a, b, c in SHARES:
                 ok = [r for r in sel if a in r and b in r and c in r]
-                num = [r[a]["ndcg@10"] - r[b]["ndcg@10"] for r in ok]
-                den = [r[c]["ndcg@10"] - r[b]["ndcg@10"] for r in ok]
+                num = [r[a][key] - r[b][key] for r in ok]
+                den = [r[c][key] - r[b][key] for r in ok]
                 if not ok or np.mean(den) <= 0:
                     cells.append("—")
                     continue
@@ -503,7 +532,7 @@ def paired_table(results: dict) -> str:
                 pooled = 100 * np.mean(num) / np.mean(den)
                 cells.append(_ci(share, "{:.0f}%") + f" ({pooled:.0f}%)")
             wins = sum(
-                r["debiased"]["ndcg@10"] > r["raw clicks"]["ndcg@10"]
+                r["debiased"][key] > r["raw clicks"][key]
                 for r in sel
                 if "debiased" in r and "raw clicks" in r
             )
@@ -512,10 +541,14 @@ def paired_table(results: dict) -> str:
 
 
 def write_report(results: dict, out_dir: Path) -> None:
-    table, means = _table(results)
     runs = results["runs"]
     folds = sorted({r["fold"] for r in runs})
-    (out_dir / "table.md").write_text(table + "\n\n" + paired_table(results) + "\n")
+    keys = ["ndcg@10"] + (["shown@10"] if any("shown@10" in r["raw clicks"] for r in runs) else [])
+    text, all_means = [], {}
+    for key in keys:
+        table, all_means[key] = _table(results, key)
+        text.append(f"### {key}\n\n{table}\n\n{paired_table(results, key)}\n")
+    (out_dir / "table.md").write_text("\n".join(text))
     try:
         import matplotlib
 
@@ -523,25 +556,31 @@ def write_report(results: dict, out_dir: Path) -> None:
         import matplotlib.pyplot as plt
 
         cms = list(dict.fromkeys(r["click_model"] for r in runs))
-        fig, axes = plt.subplots(1, len(cms), figsize=(5.5 * len(cms), 4), squeeze=False)
-        for ax, cm in zip(axes[0], cms, strict=True):
-            sizes = sorted(n for c, n in means if c == cm)
-            for m in METHODS:
-                if m == "qbrank":  # far below the rest (see the table): would flatten them
-                    continue
-                ys = [means[(cm, n)][m] for n in sizes]
-                if all(v is not None for v in ys):
-                    style = "--" if m == "ceiling" else (":x" if "raw" in m else "-o")
-                    plotted = [x for x in METHODS if x != "qbrank"]
-                    color = f"C{plotted.index(m) % 10}"  # the same colour in every panel
-                    ax.plot(sizes, ys, style, label=m, color=color)
-            ax.set_xscale("log")
-            ax.set_xlabel("impressions in the click log")
-            ax.set_ylabel("test NDCG@10 (true grades)")
-            data = results["settings"].get("data", "mq2008")
-            name, unit = ("synthetic", "seeds") if data == "synthetic" else ("MQ2008", "folds")
-            ax.set_title(f"{name}, {cm} clicks ({unit} {','.join(map(str, folds))})", fontsize=9)
-            ax.grid(alpha=0.3)
+        fig, axes = plt.subplots(
+            len(keys), len(cms), figsize=(5.5 * len(cms), 4 * len(keys)), squeeze=False
+        )
+        data = results["settings"].get("data", "mq2008")
+        name, unit = ("synthetic", "seeds") if data == "synthetic" else ("MQ2008", "folds")
+        for row, key in zip(axes, keys, strict=True):
+            means = all_means[key]
+            for ax, cm in zip(row, cms, strict=True):
+                sizes = sorted(n for c, n in means if c == cm)
+                for m in METHODS:
+                    if m == "qbrank":  # far below the rest (see the table): would flatten them
+                        continue
+                    ys = [means[(cm, n)][m] for n in sizes]
+                    if all(v is not None for v in ys):
+                        style = "--" if m == "ceiling" else (":x" if "raw" in m else "-o")
+                        plotted = [x for x in METHODS if x != "qbrank"]
+                        color = f"C{plotted.index(m) % 10}"  # the same colour in every panel
+                        ax.plot(sizes, ys, style, label=m, color=color)
+                ax.set_xscale("log")
+                ax.set_xlabel("impressions in the click log")
+                what = "test NDCG@10" if key == "ndcg@10" else "NDCG@10 of the logger's top 10"
+                ax.set_ylabel(f"{what} (true grades)")
+                folds_text = ",".join(map(str, folds))
+                ax.set_title(f"{name}, {cm} clicks ({unit} {folds_text})", fontsize=9)
+                ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=8)  # the first panel has every method (oracle ipw too)
         fig.tight_layout()
         fig.savefig(out_dir / "ndcg_vs_log_size.png", dpi=110)
