@@ -52,9 +52,9 @@ probability ``noise`` (their epsilon-minus, e.g. 0.1), the top grade with ``eps_
 
 A *randomised display* (``shuffle_fraction``): each impression shows its ``top_k``
 documents in a uniformly random order with probability ``shuffle_fraction`` (the same
-documents as the ranked display, only their order randomised: the result
-randomisation, "RandTop-n", of Wang, Bendersky, Metzler & Najork, SIGIR 2016, applied
-to a fraction of the traffic).  On those impressions position is independent of
+documents as the ranked display, only their order randomised: the top-n
+randomisation, "RandTop-n", of Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2018,
+applied to a fraction of the traffic).  On those impressions position is independent of
 relevance, the setting where Unbiased LambdaMART's position-bias estimates are
 consistent.
 
