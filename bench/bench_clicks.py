@@ -89,7 +89,8 @@ CLICK_MODELS = {
 }
 # --logger weak: epsilon- = 0.1, epsilon+ = 1 (Joachims et al. 2017; Ai et al. 2018)
 WEAK_CLICKS = dict(noise=0.1, eps_plus=1.0)
-TOP_K = 10
+TOP_K = 10  # results shown per impression (--top-k)
+RERANK_K = 10  # shown@10 re-ranks each test query's top 10 by the logger
 
 
 def click_models(
@@ -326,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
         "--synthetic-docs", default="100,120", help="synthetic documents per query, min,max"
     )
     ap.add_argument(
+        "--top-k", type=int, default=10,
+        help="results shown per impression (debiased max_positions and oracle propensities too)",
+    )  # fmt: skip
+    ap.add_argument(
         "--shuffle-fractions", default="0",
         help="fractions of impressions whose top 10 is shown in random order (one run each)",
     )  # fmt: skip
@@ -338,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     folds = [int(f) for f in args.folds.split(",")]
     sizes = [int(s) for s in args.sizes.split(",")]
-    global THREADS, TEST, RERANK
+    global THREADS, TEST, RERANK, TOP_K
+    TOP_K = args.top_k
     THREADS = args.threads
     etas = [float(e) for e in args.etas.split(",")]
     shuffles = tuple(float(f) for f in args.shuffle_fractions.split(","))
@@ -384,10 +390,11 @@ def main(argv: list[str] | None = None) -> int:
                 from ltrboost.dataset import make_dataset
 
                 toff = test.query_offsets
-                rows = np.concatenate([
-                    toff[q] + np.argsort(-logger_test[toff[q]:toff[q + 1]], kind="stable")[:TOP_K]
+                top = [
+                    np.argsort(-logger_test[toff[q] : toff[q + 1]], kind="stable")[:RERANK_K]
                     for q in range(test.n_queries)
-                ])  # fmt: skip
+                ]
+                rows = np.concatenate([toff[q] + t for q, t in enumerate(top)])
                 tq = np.repeat(np.arange(test.n_queries), np.diff(toff))
                 RERANK = (rows, make_dataset(test.X[rows], test.y[rows], qid=tq[rows]))
                 logger = _metrics(logger_test)
