@@ -41,6 +41,16 @@ The gap between ``raw clicks`` and ``ceiling`` has two parts: documents never sh
 (outside the top 10) carry no click at all -- ``ceiling shown`` minus ``ceiling`` -- and
 only the rest can be closed by anything done with the clicks.
 
+``--data synthetic`` runs the same protocol on long synthetic queries instead of MQ2008
+(:func:`synthetic_split`: ``make_ranking_mslr_like``, ``--synthetic-queries`` training
+and test queries of ``--synthetic-docs`` documents, ``--folds`` as generator seeds) and
+scores every ranker twice: ``ndcg@10`` on all documents of a test query and
+``shown@10`` re-ranking each test query's top 10 by the logger.  ``--top-k`` sets the
+results shown per impression; ``--shuffle-fractions`` adds runs whose impressions show
+their top k in random order with that probability (``simulate(shuffle_fraction=)``).
+``table.md`` then also has paired differences and the share of the gap closed per fold
+/ seed, with 95% t intervals.
+
 Same trees for everyone: ``--trees`` rounds (no early stopping: a click-trained model has
 no graded validation set), learning rate 0.1, 31 leaves, 20 documents per leaf, 2
 threads.  Writes ``README.md``, ``results.json`` and ``ndcg_vs_log_size.png`` into
@@ -49,6 +59,9 @@ threads.  Writes ``README.md``, ``results.json`` and ``ndcg_vs_log_size.png`` in
     PYTHONPATH=src python bench/bench_clicks.py --folds 1,2,3 --sizes 1000,4000,16000
     PYTHONPATH=src python bench/bench_clicks.py --logger weak --etas 1,2 \
         --sizes 16000,64000 --threads 1 --out docs/experiments/clicks/weak_logger
+    PYTHONPATH=src:. python bench/bench_clicks.py --data synthetic \
+        --synthetic-queries 300,300 --synthetic-docs 100,120 --logger weak --etas 1,2 \
+        --sizes 3000,12000 --threads 1 --out docs/experiments/clicks/synthetic_long
 """
 
 from __future__ import annotations
