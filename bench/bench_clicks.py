@@ -41,6 +41,16 @@ The gap between ``raw clicks`` and ``ceiling`` has two parts: documents never sh
 (outside the top 10) carry no click at all -- ``ceiling shown`` minus ``ceiling`` -- and
 only the rest can be closed by anything done with the clicks.
 
+``--data synthetic`` runs the same protocol on long synthetic queries instead of MQ2008
+(:func:`synthetic_split`: ``make_ranking_mslr_like``, ``--synthetic-queries`` training
+and test queries of ``--synthetic-docs`` documents, ``--folds`` as generator seeds) and
+scores every ranker twice: ``ndcg@10`` on all documents of a test query and
+``shown@10`` re-ranking each test query's top 10 by the logger.  ``--top-k`` sets the
+results shown per impression; ``--shuffle-fractions`` adds runs whose impressions show
+their top k in random order with that probability (``simulate(shuffle_fraction=)``).
+``table.md`` then also has paired differences and the share of the gap closed per fold
+/ seed, with 95% t intervals.
+
 Same trees for everyone: ``--trees`` rounds (no early stopping: a click-trained model has
 no graded validation set), learning rate 0.1, 31 leaves, 20 documents per leaf, 2
 threads.  Writes ``README.md``, ``results.json`` and ``ndcg_vs_log_size.png`` into
@@ -49,6 +59,9 @@ threads.  Writes ``README.md``, ``results.json`` and ``ndcg_vs_log_size.png`` in
     PYTHONPATH=src python bench/bench_clicks.py --folds 1,2,3 --sizes 1000,4000,16000
     PYTHONPATH=src python bench/bench_clicks.py --logger weak --etas 1,2 \
         --sizes 16000,64000 --threads 1 --out docs/experiments/clicks/weak_logger
+    PYTHONPATH=src:. python bench/bench_clicks.py --data synthetic \
+        --synthetic-queries 300,300 --synthetic-docs 100,120 --logger weak --etas 1,2 \
+        --sizes 3000,12000 --threads 1 --out docs/experiments/clicks/synthetic_long
 """
 
 from __future__ import annotations
@@ -89,21 +102,29 @@ CLICK_MODELS = {
 }
 # --logger weak: epsilon- = 0.1, epsilon+ = 1 (Joachims et al. 2017; Ai et al. 2018)
 WEAK_CLICKS = dict(noise=0.1, eps_plus=1.0)
-TOP_K = 10
+TOP_K = 10  # results shown per impression (--top-k)
+RERANK_K = 10  # shown@10 re-ranks each test query's top 10 by the logger
 
 
-def click_models(logger: str, names: list[str], etas: list[float]) -> dict[str, dict]:
-    """The simulate() settings of each click model of a run, by table label."""
+def click_models(
+    logger: str, names: list[str], etas: list[float], shuffles: tuple[float, ...] = (0.0,)
+) -> dict[str, dict]:
+    """The simulate() settings of each click model of a run, by table label (a shuffled
+    display's label ends in ``shuffle=F``)."""
     out = {}
-    for name in names:
-        base = dict(CLICK_MODELS[name])
-        if logger == "weak":
-            base.update(WEAK_CLICKS)
-        if name == "position_based" and (logger == "weak" or etas != [1.0]):
-            for eta in etas:
-                out[f"position_based eta={eta:g}"] = dict(base, eta=eta)
-        else:
-            out[name] = base
+    for f in shuffles:
+        tag = f" shuffle={f:g}" if f > 0 else ""
+        for name in names:
+            base = dict(CLICK_MODELS[name])
+            if logger == "weak":
+                base.update(WEAK_CLICKS)
+            if f > 0:
+                base["shuffle_fraction"] = f
+            if name == "position_based" and (logger == "weak" or etas != [1.0]):
+                for eta in etas:
+                    out[f"position_based eta={eta:g}{tag}"] = dict(base, eta=eta)
+            else:
+                out[name + tag] = base
     return out
 
 
@@ -115,6 +136,35 @@ def _load(fold: int, split: str):
     return make_dataset(raw.X, raw.y, qid=raw.qid)
 
 
+def synthetic_split(seed: int, n_train: int, n_test: int, docs: tuple[int, int]):
+    """Train and test sets of long queries from one seeded draw of the MSLR-like generator.
+
+    :func:`ltrboost.datasets.make_ranking_mslr_like` (136 features, MSLR's grade skew,
+    grades 0-4) with query sizes uniform in ``docs``; its first ``n_train`` queries are
+    the training set and the next ``n_test`` the test set (one relevance function), as
+    :func:`ltrboost.experiment.write_synthetic_folds` cuts its seeds, without the files.
+    """
+    from ltrboost.dataset import make_dataset
+    from ltrboost.datasets import make_ranking_mslr_like
+
+    lo, hi = docs
+    n_q = n_train + n_test
+    X, y, qid = make_ranking_mslr_like(n_q * hi + 4 * hi, (lo, hi), random_state=seed)
+    starts = np.r_[0, np.flatnonzero(np.diff(qid)) + 1]
+    ends = np.r_[starts[1:], qid.size]
+    keep = (ends - starts) >= lo  # the generator's truncated last query
+    starts, ends = starts[keep][:n_q], ends[keep][:n_q]
+    if starts.size < n_q:
+        raise ValueError(f"seed {seed}: only {starts.size} queries of >= {lo} documents")
+    out = []
+    for a, b in ((0, n_train), (n_train, n_q)):
+        rows = np.concatenate(
+            [np.arange(s0, e0) for s0, e0 in zip(starts[a:b], ends[a:b], strict=True)]
+        )
+        out.append(make_dataset(X[rows], y[rows], qid=qid[rows]))
+    return out[0], out[1]
+
+
 def _ndcg10(scores, ds) -> float:
     from ltrboost.metrics import evaluate
 
@@ -124,6 +174,22 @@ def _ndcg10(scores, ds) -> float:
 
 
 THREADS = 2
+# --data synthetic: (rows, dataset) of each test query's top 10 by the weak logger, where
+# every ranker is scored a second time ("shown@10": re-ranking the documents a logger
+# like the training log's would show, the setting position debiasing is about)
+RERANK: tuple | None = None
+
+
+def _metrics(scores) -> dict:
+    """``ndcg@10`` on the test set, and ``shown@10`` on its logger top 10 (if RERANK)."""
+    out = {"ndcg@10": _ndcg10(scores, TEST)}
+    if RERANK is not None:
+        rows, ds = RERANK
+        out["shown@10"] = _ndcg10(np.asarray(scores)[rows], ds)
+    return out
+
+
+TEST = None
 
 
 def _common(trees: int) -> dict:
@@ -157,7 +223,7 @@ def run_one(train, test, cm: dict, n_sessions: int, seed: int, trees: int, metho
             return
         t0 = time.perf_counter()
         scores = fn()
-        out[name] = {"ndcg@10": _ndcg10(scores, test), "fit_s": time.perf_counter() - t0}
+        out[name] = {**_metrics(scores), "fit_s": time.perf_counter() - t0}
 
     timed(
         "raw clicks",
@@ -263,6 +329,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--logger-fraction", type=float, default=0.05, help="weak logger's queries")
     ap.add_argument("--etas", default="1", help="position-based examination exponents")
     ap.add_argument("--threads", type=int, default=2, help="threads of every library")
+    ap.add_argument(
+        "--data", choices=("mq2008", "synthetic"), default="mq2008",
+        help="MQ2008's folds, or long synthetic queries (--folds are then generator seeds)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--synthetic-queries", default="800,400", help="synthetic training,test queries"
+    )
+    ap.add_argument(
+        "--synthetic-docs", default="100,120", help="synthetic documents per query, min,max"
+    )
+    ap.add_argument(
+        "--top-k", type=int, default=10,
+        help="results shown per impression (debiased max_positions and oracle propensities too)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--shuffle-fractions", default="0",
+        help="fractions of impressions whose top 10 is shown in random order (one run each)",
+    )  # fmt: skip
     ap.add_argument("--out", default=str(REPO / "docs" / "experiments" / "clicks"))
     ap.add_argument(
         "--merge",
@@ -272,10 +356,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     folds = [int(f) for f in args.folds.split(",")]
     sizes = [int(s) for s in args.sizes.split(",")]
-    global THREADS
+    global THREADS, TEST, RERANK, TOP_K
+    TOP_K = args.top_k
     THREADS = args.threads
     etas = [float(e) for e in args.etas.split(",")]
-    cm_settings = click_models(args.logger, args.click_models.split(","), etas)
+    shuffles = tuple(float(f) for f in args.shuffle_fractions.split(","))
+    cm_settings = click_models(args.logger, args.click_models.split(","), etas, shuffles)
     cms = list(cm_settings)
     methods = args.methods.split(",")
     out_dir = Path(args.out)
@@ -288,7 +374,13 @@ def main(argv: list[str] | None = None) -> int:
         previous = {(r["fold"], r["click_model"], r["sessions"]): r for r in results["runs"]}
     t_start = time.perf_counter()
     for fold in folds:
-        train, test = _load(fold, "train"), _load(fold, "test")
+        if args.data == "synthetic":
+            n_tr, n_te = (int(v) for v in args.synthetic_queries.split(","))
+            lo, hi = (int(v) for v in args.synthetic_docs.split(","))
+            train, test = synthetic_split(fold, n_tr, n_te, (lo, hi))
+        else:
+            train, test = _load(fold, "train"), _load(fold, "test")
+        TEST, RERANK = test, None
         scores = logger = None
         if args.logger == "weak":
             from ltrboost.clicks import weak_logger_scores
@@ -305,8 +397,21 @@ def main(argv: list[str] | None = None) -> int:
             m = Ranker(**_common(args.trees)).fit(
                 train.X[sub], train.y[sub], group=np.diff(train.query_offsets)[picked]
             )
-            logger = _ndcg10(m.predict(test.X), test)
-            print(f"fold {fold} weak logger: {picked.size} queries, ndcg@10={logger:.4f}")
+            logger_test = m.predict(test.X)
+            logger = _metrics(logger_test)["ndcg@10"]
+            if args.data == "synthetic":
+                from ltrboost.dataset import make_dataset
+
+                toff = test.query_offsets
+                top = [
+                    np.argsort(-logger_test[toff[q] : toff[q + 1]], kind="stable")[:RERANK_K]
+                    for q in range(test.n_queries)
+                ]
+                rows = np.concatenate([toff[q] + t for q, t in enumerate(top)])
+                tq = np.repeat(np.arange(test.n_queries), np.diff(toff))
+                RERANK = (rows, make_dataset(test.X[rows], test.y[rows], qid=tq[rows]))
+                logger = _metrics(logger_test)
+            print(f"fold {fold} weak logger: {picked.size} queries, {logger}", flush=True)
         ceiling = None
         if "ceiling" in methods:
             from ltrboost.sklearn import Ranker
@@ -314,16 +419,18 @@ def main(argv: list[str] | None = None) -> int:
             m = Ranker(**_common(args.trees)).fit(
                 train.X, train.y, group=np.diff(train.query_offsets)
             )
-            ceiling = _ndcg10(m.predict(test.X), test)
-            print(f"fold {fold} ceiling ndcg@10={ceiling:.4f}", flush=True)
+            ceiling = _metrics(m.predict(test.X))
+            print(f"fold {fold} ceiling {ceiling}", flush=True)
         for cm in cms:
             for k, n in enumerate(sizes):
                 seed = 1000 * fold + 10 * k + cms.index(cm)
+                if cm_settings[cm].get("shuffle_fraction", 0.0) > 0:  # seeds apart
+                    seed += 100 * (1 + shuffles.index(cm_settings[cm]["shuffle_fraction"]))
                 r = run_one(train, test, cm_settings[cm], n, seed, args.trees, methods, scores)
                 if ceiling is not None:
-                    r["ceiling"] = {"ndcg@10": ceiling}
+                    r["ceiling"] = ceiling if isinstance(ceiling, dict) else {"ndcg@10": ceiling}
                 if logger is not None:
-                    r["logger"] = {"ndcg@10": logger}
+                    r["logger"] = logger if isinstance(logger, dict) else {"ndcg@10": logger}
                     r["_log"]["logger_queries"] = int(picked.size)
                 r.update(fold=fold, click_model=cm, sessions=n)
                 old = previous.get((fold, cm, n))
@@ -341,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _table(results: dict) -> tuple[str, dict]:
+def _table(results: dict, key: str = "ndcg@10") -> tuple[str, dict]:
     runs = results["runs"]
     cms = list(dict.fromkeys(r["click_model"] for r in runs))
     sizes = sorted({r["sessions"] for r in runs})
@@ -361,7 +468,7 @@ def _table(results: dict) -> tuple[str, dict]:
                 continue
             row = {}
             for m in METHODS:
-                vals = [r[m]["ndcg@10"] for r in sel if m in r]
+                vals = [r[m][key] for r in sel if m in r and key in r[m]]
                 row[m] = float(np.mean(vals)) if vals else None
             means[(cm, n)] = row
             clicks = np.mean([r["_log"]["clicks"] for r in sel])
@@ -381,11 +488,87 @@ def _table(results: dict) -> tuple[str, dict]:
     return "\n".join(lines), means
 
 
+# (numerator, denominator) columns of the paired table: x - raw of the same library
+PAIRED = [
+    ("ceiling - raw", "ceiling", "raw clicks"),
+    ("debiased - raw", "debiased", "raw clicks"),
+    ("oracle ipw - raw", "oracle ipw", "raw clicks"),
+    ("xgboost unbiased - raw", "xgboost unbiased", "xgboost raw"),
+    ("lightgbm pos - raw", "lightgbm pos", "lightgbm raw"),
+]
+# share of the ceiling - raw gap, per fold / seed
+SHARES = [
+    ("debiased", "debiased", "raw clicks", "ceiling"),
+    ("oracle ipw", "oracle ipw", "raw clicks", "ceiling"),
+    ("xgboost unbiased", "xgboost unbiased", "xgboost raw", "ceiling"),
+    ("lightgbm pos", "lightgbm pos", "lightgbm raw", "ceiling"),
+]
+
+
+def _ci(vals: list[float], fmt: str = "{:+.4f}") -> str:
+    """Mean and 95% t interval half-width over folds / seeds."""
+    from scipy import stats
+
+    v = np.asarray(vals, float)
+    if v.size < 2:
+        return fmt.format(v.mean()) if v.size else "—"
+    half = stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+    return f"{fmt.format(v.mean())} ± {fmt.format(half).lstrip('+')}"
+
+
+def paired_table(results: dict, key: str = "ndcg@10") -> str:
+    """Per cell: paired differences against each library's raw run, and the share of the
+    raw → ceiling gap each closes, as mean ± 95% t half-width over folds / seeds (the
+    share of every fold / seed, then averaged; the pooled share (mean difference / mean
+    gap) in brackets)."""
+    runs = results["runs"]
+    cms = list(dict.fromkeys(r["click_model"] for r in runs))
+    sizes = sorted({r["sessions"] for r in runs})
+    head = [p[0] for p in PAIRED] + [f"{s[0]}: gap closed" for s in SHARES]
+    lines = [
+        "| click model | impressions | " + " | ".join(head) + " | folds debiased > raw |",
+        "|---|---:|" + "---:|" * (len(head) + 1),
+    ]
+    for cm in cms:
+        for n in sizes:
+            sel = [r for r in runs if r["click_model"] == cm and r["sessions"] == n]
+            if not sel:
+                continue
+            cells = []
+            for _, a, b in PAIRED:
+                d = [r[a][key] - r[b][key] for r in sel if a in r and b in r]
+                cells.append(_ci(d))
+            for _, a, b, c in SHARES:
+                ok = [r for r in sel if a in r and b in r and c in r]
+                num = [r[a][key] - r[b][key] for r in ok]
+                den = [r[c][key] - r[b][key] for r in ok]
+                if not ok or np.mean(den) <= 0:
+                    cells.append("—")
+                    continue
+                if min(den) <= 0:  # a fold / seed without a gap: the pooled share only
+                    cells.append(f"({100 * np.mean(num) / np.mean(den):.0f}%)")
+                    continue
+                share = [100 * x / y for x, y in zip(num, den, strict=True)]
+                pooled = 100 * np.mean(num) / np.mean(den)
+                cells.append(_ci(share, "{:.0f}%") + f" ({pooled:.0f}%)")
+            wins = sum(
+                r["debiased"][key] > r["raw clicks"][key]
+                for r in sel
+                if "debiased" in r and "raw clicks" in r
+            )
+            lines.append(f"| {cm} | {n} | " + " | ".join(cells) + f" | {wins} of {len(sel)} |")
+    return "\n".join(lines)
+
+
 def write_report(results: dict, out_dir: Path) -> None:
-    table, means = _table(results)
     runs = results["runs"]
     folds = sorted({r["fold"] for r in runs})
-    (out_dir / "table.md").write_text(table + "\n")
+    keys = ["ndcg@10"] + (["shown@10"] if any("shown@10" in r["raw clicks"] for r in runs) else [])
+    text, all_means = [], {}
+    for key in keys:
+        table, all_means[key] = _table(results, key)
+        text.append(f"### {key}\n\n{table}\n\n{paired_table(results, key)}\n")
+    (out_dir / "table.md").write_text("\n".join(text))
     try:
         import matplotlib
 
@@ -393,23 +576,31 @@ def write_report(results: dict, out_dir: Path) -> None:
         import matplotlib.pyplot as plt
 
         cms = list(dict.fromkeys(r["click_model"] for r in runs))
-        fig, axes = plt.subplots(1, len(cms), figsize=(5.5 * len(cms), 4), squeeze=False)
-        for ax, cm in zip(axes[0], cms, strict=True):
-            sizes = sorted(n for c, n in means if c == cm)
-            for m in METHODS:
-                if m == "qbrank":  # far below the rest (see the table): would flatten them
-                    continue
-                ys = [means[(cm, n)][m] for n in sizes]
-                if all(v is not None for v in ys):
-                    style = "--" if m == "ceiling" else (":x" if "raw" in m else "-o")
-                    plotted = [x for x in METHODS if x != "qbrank"]
-                    color = f"C{plotted.index(m) % 10}"  # the same colour in every panel
-                    ax.plot(sizes, ys, style, label=m, color=color)
-            ax.set_xscale("log")
-            ax.set_xlabel("impressions in the click log")
-            ax.set_ylabel("test NDCG@10 (true grades)")
-            ax.set_title(f"MQ2008, {cm} clicks (folds {','.join(map(str, folds))})")
-            ax.grid(alpha=0.3)
+        fig, axes = plt.subplots(
+            len(keys), len(cms), figsize=(5.5 * len(cms), 4 * len(keys)), squeeze=False
+        )
+        data = results["settings"].get("data", "mq2008")
+        name, unit = ("synthetic", "seeds") if data == "synthetic" else ("MQ2008", "folds")
+        for row, key in zip(axes, keys, strict=True):
+            means = all_means[key]
+            for ax, cm in zip(row, cms, strict=True):
+                sizes = sorted(n for c, n in means if c == cm)
+                for m in METHODS:
+                    if m == "qbrank":  # far below the rest (see the table): would flatten them
+                        continue
+                    ys = [means[(cm, n)][m] for n in sizes]
+                    if all(v is not None for v in ys):
+                        style = "--" if m == "ceiling" else (":x" if "raw" in m else "-o")
+                        plotted = [x for x in METHODS if x != "qbrank"]
+                        color = f"C{plotted.index(m) % 10}"  # the same colour in every panel
+                        ax.plot(sizes, ys, style, label=m, color=color)
+                ax.set_xscale("log")
+                ax.set_xlabel("impressions in the click log")
+                what = "test NDCG@10" if key == "ndcg@10" else "NDCG@10 of the logger's top 10"
+                ax.set_ylabel(f"{what} (true grades)")
+                folds_text = ",".join(map(str, folds))
+                ax.set_title(f"{name}, {cm} clicks ({unit} {folds_text})", fontsize=9)
+                ax.grid(alpha=0.3)
         axes[0][0].legend(fontsize=8)  # the first panel has every method (oracle ipw too)
         fig.tight_layout()
         fig.savefig(out_dir / "ndcg_vs_log_size.png", dpi=110)

@@ -180,6 +180,39 @@ def test_simulate_top_k_docids_and_default_ranker():
         assert first[key] == log.docid[m].tolist()
 
 
+def test_shuffle_fraction_randomises_the_order_of_the_same_documents():
+    # 8 documents, top 5 shown: a shuffled impression shows the same five documents in a
+    # random order, so each of them reaches every position; a fraction f of impressions
+    # is shuffled, so the top document sits at position 1 in 1 - f + f / 5 of them.
+    y = np.array([4, 3, 2, 1, 0, 0, 1, 2], dtype=float)
+    scores = -np.arange(8.0)
+    n, f, k = 20000, 0.4, 5
+    kw = dict(scores=scores, top_k=k, noise=0.1)
+    log = simulate(y, [0, 8], "position_based", n, 5, shuffle_fraction=f, **kw)
+    assert set(log.docid.tolist()) == {"0", "1", "2", "3", "4"}
+    top_first = np.mean((log.docid == "0")[log.position == 1])
+    expected = 1 - f + f / k
+    assert abs(top_first - expected) < 4 * np.sqrt(expected * (1 - expected) / n)
+    # Every impression is still a permutation of positions 1..k.
+    per_imp = np.bincount(log.impression, weights=log.position)
+    assert (per_imp == k * (k + 1) / 2).all()
+    # Position-based clicks still follow (1/k)^eta r(y) at each (document, position).
+    r = 0.1 + 0.9 * (2.0**y - 1) / 2.0**4
+    at = (log.docid == "0") & (log.position == 3)
+    assert abs(log.clicked[at].mean() - r[0] / 3) < 4 * np.sqrt(r[0] / 3 / at.sum())
+    # All impressions shuffled: every document equally often at position 1.
+    full = simulate(y, [0, 8], "position_based", n, 6, shuffle_fraction=1.0, **kw)
+    counts = np.bincount(full.docid[full.position == 1].astype(int), minlength=k)
+    np.testing.assert_array_less(np.abs(counts / n - 1 / k), 4 * np.sqrt(0.16 / n))
+    # 0 is the old simulation, draw for draw; out-of-range fractions are refused.
+    assert _same(
+        simulate(y, [0, 8], n_sessions=300, random_state=1, **kw),
+        simulate(y, [0, 8], n_sessions=300, random_state=1, shuffle_fraction=0.0, **kw),
+    )
+    with pytest.raises(ValueError, match="shuffle_fraction"):
+        simulate(y, [0, 8], shuffle_fraction=1.5)
+
+
 def test_simulate_rejects_bad_arguments():
     with pytest.raises(ValueError, match="model"):
         simulate([1, 0], [0, 2], "dbn")

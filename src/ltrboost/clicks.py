@@ -50,6 +50,14 @@ probability ``noise`` (their epsilon-minus, e.g. 0.1), the top grade with ``eps_
   ``satisfaction``, otherwise goes on; without a click the user goes on.  So rank ``k``
   is examined with probability ``prod_{j<k} (1 - r(y_j) * satisfaction)``.
 
+A *randomised display* (``shuffle_fraction``): each impression shows its ``top_k``
+documents in a uniformly random order with probability ``shuffle_fraction`` (the same
+documents as the ranked display, only their order randomised: the top-n
+randomisation, "RandTop-n", of Wang, Golbandi, Bendersky, Metzler & Najork, WSDM 2018,
+applied to a fraction of the traffic).  On those impressions position is independent of
+relevance, the setting where Unbiased LambdaMART's position-bias estimates are
+consistent.
+
 A *weak production ranker* as the shown ranking (:func:`weak_logger_scores`), the
 logging policy of Joachims et al. 2017 and Ai et al. 2018 (a ranker trained on 1% of
 the labelled queries): a LambdaMART trained on a random ``fraction`` of the training
@@ -330,6 +338,7 @@ def simulate(
     noise: float = 0.0,
     ranking_noise: float = 1.0,
     eps_plus: float | None = None,
+    shuffle_fraction: float = 0.0,
 ) -> ClickLog:
     """Simulate a click log from graded data (formulas in the module docstring).
 
@@ -352,6 +361,10 @@ def simulate(
     ranking_noise : standard deviation of the default ranker's noise.
     eps_plus : if given, the click probability of the top grade, and the grades between
         are interpolated by ``(2**y - 1) / (2**y_max - 1)`` (module docstring).
+    shuffle_fraction : probability that an impression shows its ``top_k`` documents in
+        a uniformly random order instead of the ranked one (a randomised display;
+        module docstring).  0 (the default) draws no extra random numbers, so logs of
+        earlier versions are reproduced exactly.
 
     Returns
     -------
@@ -373,6 +386,8 @@ def simulate(
         raise ValueError("satisfaction and noise must be in [0, 1], eta >= 0")
     if eps_plus is not None and not (noise <= eps_plus <= 1.0):
         raise ValueError("eps_plus must be in [noise, 1]")
+    if not 0.0 <= shuffle_fraction <= 1.0:
+        raise ValueError("shuffle_fraction must be in [0, 1]")
     rng = np.random.default_rng(random_state)
     n_q = off.shape[0] - 1
     if scores is None:
@@ -410,6 +425,8 @@ def simulate(
     for sess, q in enumerate(picks.tolist()):
         rows = shown[q]
         k = rows.size
+        if shuffle_fraction > 0.0 and rng.random() < shuffle_fraction:
+            rows = rows[rng.permutation(k)]
         u = rng.random(k)
         r = attract[rows]
         if model == "position_based":
