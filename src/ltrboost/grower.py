@@ -129,7 +129,9 @@ class TreeGrower:
                 f"split_criterion={params.split_criterion!r} is not one of {tuple(CRITERION_CODES)}"
             )
         if histograms is None:
-            histograms = HistogramBuilder.local(X_binned, missing_bin, n_threads)
+            histograms = HistogramBuilder.local(
+                X_binned, missing_bin, n_threads, n_bins_non_missing=n_bins_non_missing
+            )
         if splitter is None:
             splitter = Splitter(
                 n_bins_non_missing,
