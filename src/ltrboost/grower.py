@@ -340,29 +340,44 @@ class TreeGrower:
                 stack.append(nd.right)
                 stack.append(nd.left)
         index = {id(nd): k for k, nd in enumerate(nodes_list)}
-        nodes = np.zeros(len(nodes_list), dtype=NODE_DTYPE)
+        # fill the node array by columns (one NumPy assignment per field, not one
+        # structured-record write per field and node)
+        m = len(nodes_list)
+        nodes = np.zeros(m, dtype=NODE_DTYPE)
+        nodes["value"] = [nd.value for nd in nodes_list]
+        nodes["count"] = [nd.count for nd in nodes_list]
+        nodes["sum_hessians"] = [nd.sum_hessians for nd in nodes_list]
+        nodes["depth"] = [nd.depth for nd in nodes_list]
         leaves = []
+        feature = [-1] * m
+        bin_threshold = [0] * m
+        num_threshold = [0.0] * m
+        missing_left = [0] * m
+        gain = [0.0] * m
+        left = [-1] * m
+        right = [-1] * m
+        is_leaf = [0] * m
         for k, nd in enumerate(nodes_list):
-            rec = nodes[k]
-            rec["value"] = nd.value
-            rec["count"] = nd.count
-            rec["sum_hessians"] = nd.sum_hessians
-            rec["depth"] = nd.depth
             if nd.left is None:
-                rec["is_leaf"] = 1
-                rec["feature_idx"] = -1
-                rec["left"] = -1
-                rec["right"] = -1
+                is_leaf[k] = 1
                 leaves.append((nd.rows, k))
             else:
                 info = nd.split_info
-                rec["feature_idx"] = info.feature_idx
-                rec["bin_threshold"] = info.bin_idx
-                rec["num_threshold"] = self._num_threshold(info.feature_idx, info.bin_idx)
-                rec["missing_go_to_left"] = info.missing_go_to_left
-                rec["gain"] = info.gain
-                rec["left"] = index[id(nd.left)]
-                rec["right"] = index[id(nd.right)]
+                feature[k] = info.feature_idx
+                bin_threshold[k] = info.bin_idx
+                num_threshold[k] = self._num_threshold(info.feature_idx, info.bin_idx)
+                missing_left[k] = info.missing_go_to_left
+                gain[k] = info.gain
+                left[k] = index[id(nd.left)]
+                right[k] = index[id(nd.right)]
+        nodes["feature_idx"] = feature
+        nodes["bin_threshold"] = bin_threshold
+        nodes["num_threshold"] = num_threshold
+        nodes["missing_go_to_left"] = missing_left
+        nodes["gain"] = gain
+        nodes["left"] = left
+        nodes["right"] = right
+        nodes["is_leaf"] = is_leaf
         partition = self.histograms.partition
         leaf_ranges = []
         if partition is not None:
