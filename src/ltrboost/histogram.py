@@ -635,6 +635,8 @@ class HistogramBuilder:
 
     def build(self, rows, feature_indices) -> NDArray[np.float64]:
         """A node's histogram, built from its rows (the smaller child's)."""
+        if len(self.shards) == 1:  # local training: the shard's histogram is the node's
+            return self.shards[0].node_histogram(rows[0])
         parts = [s.node_histogram(r) for s, r in zip(self.shards, rows, strict=True)]
         return self._reduce(parts, feature_indices)
 
@@ -648,6 +650,9 @@ class HistogramBuilder:
 
     def split(self, rows, info: SplitInfo):
         """The children's rows after the split (every shard partitions its own)."""
+        if len(self.shards) == 1:
+            left, right = self.shards[0].split_rows(rows[0], info)
+            return (left,), (right,)
         pairs = [s.split_rows(r, info) for s, r in zip(self.shards, rows, strict=True)]
         return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
