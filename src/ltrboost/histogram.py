@@ -2,6 +2,11 @@
 
 A histogram is a float64 array of shape ``(n_features, n_bins, 3)`` holding, per bin,
 the sum of gradients (index 0), the sum of hessians (1) and the document count (2).
+Feature ``f`` owns its value bins ``0 .. n_bins_non_missing[f]-1`` and the missing bin
+(the last, ``n_bins - 1``); the kernels build, zero and subtract only those (the split
+search reads no others), so a feature with a few values costs a few bins, not
+``n_bins`` (issue 12: 2-10 valued features were paying for 256).  The bins between are
+never written: zeros in the builder's pooled buffers.
 
 The grower talks to a :class:`HistogramBuilder`, never to the kernels: it asks for the
 root's histogram with its sums and count, for a node's histogram, for the larger
