@@ -201,10 +201,14 @@ class TreeGrower:
         n_leaves = 1
         while heap and n_leaves < p.max_leaf_nodes:
             _, _, node = heapq.heappop(heap)
-            left, right = self._apply_split(node, ids)
             n_leaves += 1
-            for child in (left, right):
-                self._consider(child, heap, order)
+            # the split that makes the last leaf: its children stay leaves (no histogram
+            # and no split search for them)
+            last = n_leaves >= p.max_leaf_nodes
+            left, right = self._apply_split(node, ids, last)
+            if not last:
+                for child in (left, right):
+                    self._consider(child, heap, order)
         # release buffers of nodes left unsplit in the heap
         for _, _, node in heap:
             data.release(node.hist)
@@ -253,13 +257,17 @@ class TreeGrower:
         top = top[np.isfinite(gains[top])]
         return self._features[np.sort(top)]
 
+    def _can_split(self, count: int, depth: int) -> bool:
+        """Whether a node of ``count`` documents at ``depth`` may be split at all."""
+        p = self.params
+        if p.max_depth is not None and depth >= p.max_depth:
+            return False
+        return count >= 2 * p.min_samples_leaf and count >= 2
+
     def _consider(self, node: TreeNode, heap: list, order: itertools.count) -> None:
         """Find the node's best split and queue it, or make it a leaf."""
         p = self.params
-        can_split = node.count >= 2 * p.min_samples_leaf and node.count >= 2
-        if p.max_depth is not None and node.depth >= p.max_depth:
-            can_split = False
-        if can_split:
+        if self._can_split(node.count, node.depth):
             pair_hist = None
             pair_sum = 0.0
             feats = self._features
@@ -288,7 +296,9 @@ class TreeGrower:
             key = (-node.seq, node.side)
         heapq.heappush(heap, (key, c, node))
 
-    def _apply_split(self, node: TreeNode, ids: itertools.count):
+    def _apply_split(self, node: TreeNode, ids: itertools.count, last: bool = False):
+        """Split ``node``; build the children's histograms that a split search will read
+        (none when ``last``: the children stay leaves)."""
         info = node.split_info
         data = self.histograms
         left_rows, right_rows = data.split(node.rows, info)
@@ -322,10 +332,22 @@ class TreeGrower:
                 child.value = self.splitter.leaf_value(
                     child.sum_gradients, child.sum_hessians, self._pair_sum(child)
                 )
-        # histograms: brute force on the smaller child, subtraction for the larger
+        # histograms: brute force on the smaller child, subtraction for the larger; only
+        # for children that can be split (a child that cannot is a leaf whatever its
+        # histogram: _consider never searches it), so the same histograms reach the
+        # split search as when every child's is built
         small, large = (left, right) if left.count <= right.count else (right, left)
-        small.hist = data.build(small.rows, self._features)
-        large.hist = data.subtract(node.hist, small.hist, self._features)
+        need_small = not last and self._can_split(small.count, small.depth)
+        need_large = not last and self._can_split(large.count, large.depth)
+        if need_small or need_large:
+            small.hist = data.build(small.rows, self._features)
+        if need_large:
+            large.hist = data.subtract(node.hist, small.hist, self._features)
+        else:
+            data.release(node.hist)
+        if not need_small:
+            data.release(small.hist)
+            small.hist = None
         node.hist = None
         return left, right
 
