@@ -14,7 +14,9 @@ All test metrics are computed by ltrboost's metric module on each library's scor
 (queries without relevant documents score 1, as LightGBM's own NDCG).
 Each (library, fold) runs in a fresh subprocess: seconds are training wall time (data
 loading excluded; ltrboost's kernels are compiled once by a warm-up process before
-timing, see ``bench_speed`` for compile times), memory is the peak RSS of that process.
+timing, see ``bench_speed`` for compile times), "CPU s" the process CPU time of the same
+fit (all threads; with ``--threads 1`` it is far less sensitive than wall time to other
+jobs on a shared machine), memory is the peak RSS of that process.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ def worker(spec: dict) -> dict:
     nf = tr.X.shape[1]
     va = _load(spec["valid"], nf)
     te = _load(spec["test"], nf)
+    c0 = time.process_time()
     t0 = time.perf_counter()
     if lib == "ltrboost":
         from ltrboost import Ranker
@@ -106,6 +109,7 @@ def worker(spec: dict) -> dict:
         )
         model.fit(tr.X, tr.y, qid=tr.qid, eval_set=[(va.X, va.y, va.qid)])
         fit_s = time.perf_counter() - t0
+        cpu_s = time.process_time() - c0
         scores = model.predict(te.X)
         best = model.best_iteration_
         trained = model.booster_.n_iterations
@@ -134,6 +138,7 @@ def worker(spec: dict) -> dict:
             callbacks=[lgb.early_stopping(s["early_stopping"], verbose=False)],
         )
         fit_s = time.perf_counter() - t0
+        cpu_s = time.process_time() - c0
         scores = model.predict(te.X, num_iteration=model.best_iteration_)
         best = model.best_iteration_
         trained = len(next(iter(model.evals_result_.values()))["ndcg@10"])
@@ -170,6 +175,7 @@ def worker(spec: dict) -> dict:
             verbose=False,
         )
         fit_s = time.perf_counter() - t0
+        cpu_s = time.process_time() - c0
         scores = model.predict(te.X, iteration_range=(0, model.best_iteration + 1))
         best = model.best_iteration + 1
         trained = model.get_booster().num_boosted_rounds()
@@ -189,6 +195,7 @@ def worker(spec: dict) -> dict:
     return {
         "metrics": res,
         "fit_s": fit_s,
+        "cpu_s": cpu_s,
         "best_iteration": best,
         "trees_trained": int(trained),
         "peak_rss_mb": peak_rss_mb(),
@@ -232,10 +239,11 @@ def main(argv: list[str] | None = None) -> int:
                 r = run_worker("bench_quality", dict(spec, threads=args.threads))
                 if (name, lib) in results:
                     r["fit_s"] = min(r["fit_s"], results[(name, lib)]["fit_s"])
+                    r["cpu_s"] = min(r["cpu_s"], results[(name, lib)]["cpu_s"])
                 results[(name, lib)] = r
             print(
                 f"{name:18s} {lib:9s} ndcg@10={r['metrics']['ndcg@10']:.4f} "
-                f"fit={r['fit_s']:.2f}s best={r['best_iteration']} "
+                f"fit={r['fit_s']:.2f}s cpu={r['cpu_s']:.2f}s best={r['best_iteration']} "
                 f"rss={r['peak_rss_mb']:.0f}MB",
                 file=sys.stderr,
             )
@@ -256,16 +264,15 @@ def main(argv: list[str] | None = None) -> int:
                     lib,
                     *(f"{m[k]:.4f}" for k in METRICS),
                     f"{np.mean([r['fit_s'] for r in rs]):.2f}",
+                    f"{np.mean([r['cpu_s'] for r in rs]):.2f}",
                     f"{np.mean([r['trees_trained'] for r in rs]):.0f}",
                     f"{1e3 * np.mean([r['fit_s'] / r['trees_trained'] for r in rs]):.1f}",
                     f"{np.mean([r['best_iteration'] for r in rs]):.0f}",
                     f"{max(r['peak_rss_mb'] for r in rs):.0f}",
                 ]
             )
-    table = markdown_table(
-        ["data", "library", *METRICS, "train s", "trees", "ms/tree", "best iter", "peak RSS MB"],
-        rows,
-    )
+    header = ["data", "library", *METRICS, "train s", "CPU s", "trees", "ms/tree", "best iter"]
+    table = markdown_table([*header, "peak RSS MB"], rows)
     text = (
         f"Machine: {machine_description()}\n\nCommand: `python -m bench.bench_quality "
         f"--trees {args.trees} --datasets {args.datasets} --threads {args.threads} "

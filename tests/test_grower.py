@@ -421,9 +421,9 @@ class _SpyGrower(TreeGrower):
         if node.split_info is not None:
             self.events.append(("queued", node))
 
-    def _apply_split(self, node, ids):
+    def _apply_split(self, node, ids, last=False):
         self.events.append(("split", node))
-        return super()._apply_split(node, ids)
+        return super()._apply_split(node, ids, last)
 
 
 def _spy(binner, X_binned, **kw):
@@ -971,3 +971,28 @@ def test_serial_and_parallel_kernel_paths_grow_identical_trees(
         np.testing.assert_array_equal(out["serial"][1], out["parallel"][1])
         assert out["serial"][2] == out["parallel"][2]
         assert out["serial"][0].shape[0] >= 5
+
+
+@pytest.mark.parametrize("max_leaf_nodes", [2, 3, 8])
+@pytest.mark.parametrize("max_depth", [None, 2])
+def test_children_that_stay_leaves_get_no_histogram(max_leaf_nodes, max_depth):
+    """The split making the last leaf, and children too small or too deep to split, build
+    no histogram (nothing would read it); every child that is searched has one."""
+    rng, _, y, binner, X_binned = _data(0, n=600)
+    g, h = _logistic_grad_hess(rng.normal(size=y.shape[0]), (y > 1).astype(float))
+    spy = _spy(binner, X_binned, max_leaf_nodes=max_leaf_nodes, max_depth=max_depth)
+    builds = []
+    build = spy.histograms.build
+    spy.histograms.build = lambda rows, feats: builds.append(rows) or build(rows, feats)
+    searched = []
+    find = spy.splitter.find_split
+    spy.splitter.find_split = lambda hist, *a, **k: searched.append(hist) or find(hist, *a, **k)
+    grown = spy.grow(g, h)
+    splits = [nd for ev, nd in spy.events if ev == "split"]
+    n_leaves = int(grown.nodes["is_leaf"].sum())
+    assert n_leaves == len(splits) + 1
+    assert all(hist is not None for hist in searched)
+    if max_leaf_nodes == 2:
+        assert builds == []  # the root's split is the last one
+    # a split builds at most one child's histogram, the last split none
+    assert len(builds) <= len(splits) - (1 if n_leaves == max_leaf_nodes else 0)

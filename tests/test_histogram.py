@@ -403,3 +403,49 @@ def test_large_node_paths_agree_with_reference():
     expected[feats] -= small[feats]
     subtract_histograms(wide, small, feats)
     np.testing.assert_array_equal(wide, expected)
+
+
+# ---------------------------------------------------------------- per-feature bins
+
+
+@BOTH_PATHS_AND_LAYOUTS
+@pytest.mark.parametrize("seed", SEEDS)
+def test_feature_bins_touch_only_each_features_bins(seed):
+    """With ``n_bins_non_missing``, root, node and subtraction kernels write each
+    feature's value bins and the missing (last) bin, equal to the reference there, and
+    leave every other bin as it was (the split search never reads those)."""
+    rng = np.random.default_rng(seed)
+    n, n_bins = 3000, 40
+    nbins = np.array([2, 7, 1, 39, 12], dtype=np.int32)
+    missing = n_bins - 1
+    X_binned = np.empty((n, nbins.shape[0]), dtype=np.uint8, order="F")
+    for f, nb in enumerate(nbins):
+        X_binned[:, f] = rng.integers(0, nb, size=n)
+        X_binned[rng.random(n) < 0.1, f] = missing
+    g = rng.normal(size=n).astype(np.float32)
+    h = rng.uniform(0.1, 2.0, size=n).astype(np.float32)
+    feats = np.arange(nbins.shape[0], dtype=np.int32)
+    own = np.zeros((nbins.shape[0], n_bins), dtype=bool)
+    for f, nb in enumerate(nbins):
+        own[f, :nb] = True
+        own[f, missing] = True
+
+    def check(out, ref):
+        np.testing.assert_allclose(out[own], ref[own], rtol=1e-12, atol=1e-9)
+        assert np.isnan(out[~own]).all()
+
+    root = np.full((nbins.shape[0], n_bins, N_HIST_STATS), np.nan)
+    build_histogram_root(X_binned, g, h, feats, root, nbins)
+    check(root, _build_histogram_reference(X_binned, np.arange(n), g, h, n_bins))
+    rows = np.sort(rng.choice(n, 80, replace=False)).astype(np.int32)
+    node = np.full_like(root, np.nan)
+    og = np.empty(n, dtype=np.float32)
+    oh = np.empty(n, dtype=np.float32)
+    X_rows = np.ascontiguousarray(X_binned) if _LAYOUT == "rows" else None
+    build_histogram(
+        X_binned, rows, g, h, feats, og, oh, node, X_rows=X_rows, n_bins_non_missing=nbins
+    )
+    check(node, _build_histogram_reference(X_binned, rows, g, h, n_bins))
+    subtract_histograms(root, node, feats, nbins)
+    rest = np.setdiff1d(np.arange(n), rows).astype(np.int32)
+    check(root, _build_histogram_reference(X_binned, rest, g, h, n_bins))

@@ -129,7 +129,9 @@ class TreeGrower:
                 f"split_criterion={params.split_criterion!r} is not one of {tuple(CRITERION_CODES)}"
             )
         if histograms is None:
-            histograms = HistogramBuilder.local(X_binned, missing_bin, n_threads)
+            histograms = HistogramBuilder.local(
+                X_binned, missing_bin, n_threads, n_bins_non_missing=n_bins_non_missing
+            )
         if splitter is None:
             splitter = Splitter(
                 n_bins_non_missing,
@@ -199,10 +201,14 @@ class TreeGrower:
         n_leaves = 1
         while heap and n_leaves < p.max_leaf_nodes:
             _, _, node = heapq.heappop(heap)
-            left, right = self._apply_split(node, ids)
             n_leaves += 1
-            for child in (left, right):
-                self._consider(child, heap, order)
+            # the split that makes the last leaf: its children stay leaves (no histogram
+            # and no split search for them)
+            last = n_leaves >= p.max_leaf_nodes
+            left, right = self._apply_split(node, ids, last)
+            if not last:
+                for child in (left, right):
+                    self._consider(child, heap, order)
         # release buffers of nodes left unsplit in the heap
         for _, _, node in heap:
             data.release(node.hist)
@@ -251,13 +257,17 @@ class TreeGrower:
         top = top[np.isfinite(gains[top])]
         return self._features[np.sort(top)]
 
+    def _can_split(self, count: int, depth: int) -> bool:
+        """Whether a node of ``count`` documents at ``depth`` may be split at all."""
+        p = self.params
+        if p.max_depth is not None and depth >= p.max_depth:
+            return False
+        return count >= 2 * p.min_samples_leaf and count >= 2
+
     def _consider(self, node: TreeNode, heap: list, order: itertools.count) -> None:
         """Find the node's best split and queue it, or make it a leaf."""
         p = self.params
-        can_split = node.count >= 2 * p.min_samples_leaf and node.count >= 2
-        if p.max_depth is not None and node.depth >= p.max_depth:
-            can_split = False
-        if can_split:
+        if self._can_split(node.count, node.depth):
             pair_hist = None
             pair_sum = 0.0
             feats = self._features
@@ -286,7 +296,9 @@ class TreeGrower:
             key = (-node.seq, node.side)
         heapq.heappush(heap, (key, c, node))
 
-    def _apply_split(self, node: TreeNode, ids: itertools.count):
+    def _apply_split(self, node: TreeNode, ids: itertools.count, last: bool = False):
+        """Split ``node``; build the children's histograms that a split search will read
+        (none when ``last``: the children stay leaves)."""
         info = node.split_info
         data = self.histograms
         left_rows, right_rows = data.split(node.rows, info)
@@ -320,10 +332,22 @@ class TreeGrower:
                 child.value = self.splitter.leaf_value(
                     child.sum_gradients, child.sum_hessians, self._pair_sum(child)
                 )
-        # histograms: brute force on the smaller child, subtraction for the larger
+        # histograms: brute force on the smaller child, subtraction for the larger; only
+        # for children that can be split (a child that cannot is a leaf whatever its
+        # histogram: _consider never searches it), so the same histograms reach the
+        # split search as when every child's is built
         small, large = (left, right) if left.count <= right.count else (right, left)
-        small.hist = data.build(small.rows, self._features)
-        large.hist = data.subtract(node.hist, small.hist, self._features)
+        need_small = not last and self._can_split(small.count, small.depth)
+        need_large = not last and self._can_split(large.count, large.depth)
+        if need_small or need_large:
+            small.hist = data.build(small.rows, self._features)
+        if need_large:
+            large.hist = data.subtract(node.hist, small.hist, self._features)
+        else:
+            data.release(node.hist)
+        if not need_small:
+            data.release(small.hist)
+            small.hist = None
         node.hist = None
         return left, right
 
@@ -338,29 +362,44 @@ class TreeGrower:
                 stack.append(nd.right)
                 stack.append(nd.left)
         index = {id(nd): k for k, nd in enumerate(nodes_list)}
-        nodes = np.zeros(len(nodes_list), dtype=NODE_DTYPE)
+        # fill the node array by columns (one NumPy assignment per field, not one
+        # structured-record write per field and node)
+        m = len(nodes_list)
+        nodes = np.zeros(m, dtype=NODE_DTYPE)
+        nodes["value"] = [nd.value for nd in nodes_list]
+        nodes["count"] = [nd.count for nd in nodes_list]
+        nodes["sum_hessians"] = [nd.sum_hessians for nd in nodes_list]
+        nodes["depth"] = [nd.depth for nd in nodes_list]
         leaves = []
+        feature = [-1] * m
+        bin_threshold = [0] * m
+        num_threshold = [0.0] * m
+        missing_left = [0] * m
+        gain = [0.0] * m
+        left = [-1] * m
+        right = [-1] * m
+        is_leaf = [0] * m
         for k, nd in enumerate(nodes_list):
-            rec = nodes[k]
-            rec["value"] = nd.value
-            rec["count"] = nd.count
-            rec["sum_hessians"] = nd.sum_hessians
-            rec["depth"] = nd.depth
             if nd.left is None:
-                rec["is_leaf"] = 1
-                rec["feature_idx"] = -1
-                rec["left"] = -1
-                rec["right"] = -1
+                is_leaf[k] = 1
                 leaves.append((nd.rows, k))
             else:
                 info = nd.split_info
-                rec["feature_idx"] = info.feature_idx
-                rec["bin_threshold"] = info.bin_idx
-                rec["num_threshold"] = self._num_threshold(info.feature_idx, info.bin_idx)
-                rec["missing_go_to_left"] = info.missing_go_to_left
-                rec["gain"] = info.gain
-                rec["left"] = index[id(nd.left)]
-                rec["right"] = index[id(nd.right)]
+                feature[k] = info.feature_idx
+                bin_threshold[k] = info.bin_idx
+                num_threshold[k] = self._num_threshold(info.feature_idx, info.bin_idx)
+                missing_left[k] = info.missing_go_to_left
+                gain[k] = info.gain
+                left[k] = index[id(nd.left)]
+                right[k] = index[id(nd.right)]
+        nodes["feature_idx"] = feature
+        nodes["bin_threshold"] = bin_threshold
+        nodes["num_threshold"] = num_threshold
+        nodes["missing_go_to_left"] = missing_left
+        nodes["gain"] = gain
+        nodes["left"] = left
+        nodes["right"] = right
+        nodes["is_leaf"] = is_leaf
         partition = self.histograms.partition
         leaf_ranges = []
         if partition is not None:

@@ -2,6 +2,11 @@
 
 A histogram is a float64 array of shape ``(n_features, n_bins, 3)`` holding, per bin,
 the sum of gradients (index 0), the sum of hessians (1) and the document count (2).
+Feature ``f`` owns its value bins ``0 .. n_bins_non_missing[f]-1`` and the missing bin
+(the last, ``n_bins - 1``); the kernels build, zero and subtract only those (the split
+search reads no others), so a feature with a few values costs a few bins, not
+``n_bins`` (issue 12: 2-10 valued features were paying for 256).  The bins between are
+never written: zeros in the builder's pooled buffers.
 
 The grower talks to a :class:`HistogramBuilder`, never to the kernels: it asks for the
 root's histogram with its sums and count, for a node's histogram, for the larger
@@ -54,7 +59,12 @@ from ltrboost.tree import add_leaf_values, predict_binned_tree
 
 
 class HistogramPool:
-    """Reusable histogram buffers (allocated once per training, not per node)."""
+    """Reusable histogram buffers (allocated once per training, not per node).
+
+    New buffers are zeros: kernels given ``n_bins_non_missing`` write only each
+    feature's own bins, so the bins beyond a feature's values stay zero in every buffer
+    and a whole-array reduction (:func:`reduce_histograms`) sums zeros there.
+    """
 
     def __init__(self, n_features: int, n_bins: int) -> None:
         self.shape = (n_features, n_bins, N_HIST_STATS)
@@ -63,7 +73,7 @@ class HistogramPool:
     def get(self) -> NDArray[np.float64]:
         if self._free:
             return self._free.pop()
-        return np.empty(self.shape, dtype=SUM_DTYPE)
+        return np.zeros(self.shape, dtype=SUM_DTYPE)
 
     def release(self, hist: NDArray[np.float64] | None) -> None:
         if hist is not None:
@@ -78,19 +88,29 @@ PARALLEL_MIN_WORK = 100_000
 SERIAL_SUBTRACT_WORK = 262_144  # selected features x bins
 
 
-def _column_histograms(X_binned, rows, og, oh, feature_indices, hist_out, n, indexed):
+def feature_bins(
+    hist: NDArray[np.float64], n_bins_non_missing: NDArray[np.int32] | None
+) -> NDArray[np.int32]:
+    """Each feature's number of value bins for the kernels: ``n_bins_non_missing``
+    itself, or (None) every bin but the last (the missing bin) for every feature."""
+    if n_bins_non_missing is None:
+        return np.full(hist.shape[0], hist.shape[1] - 1, dtype=np.int32)
+    return n_bins_non_missing
+
+
+def _column_histograms(X_binned, rows, og, oh, feature_indices, hist_out, n, indexed, nbins):
     """Histograms of ``feature_indices`` from the column-major bins: serial when small,
     else parallel over features (one body and one driver serve the root and nodes)."""
     args = (X_binned, rows, og, oh, feature_indices)
     if n * feature_indices.shape[0] < PARALLEL_MIN_WORK:
-        _histogram_body(*args, 0, feature_indices.shape[0], hist_out, n, indexed)
+        _histogram_body(*args, 0, feature_indices.shape[0], hist_out, n, indexed, nbins)
     else:
-        _histogram_parallel(*args, hist_out, n, indexed)
+        _histogram_parallel(*args, hist_out, n, indexed, nbins)
 
 
 def _histogram_parallel(
     X_binned, sample_indices, ordered_gradients, ordered_hessians, feature_indices,
-    hist_out, n, indexed,
+    hist_out, n, indexed, n_bins_non_missing,
 ):  # fmt: skip
     """:func:`_histogram_body` over blocks of the selected features on Python threads
     (each feature's histogram is its own: the result does not depend on the split)."""
@@ -106,16 +126,26 @@ def _histogram_parallel(
             hist_out,
             n,
             indexed,
+            n_bins_non_missing,
         ),
         feature_indices.shape[0],
         min_rows_per_thread=1,
     )
 
 
-def build_histogram_root(X_binned, gradients, hessians, feature_indices, hist_out):
-    """Root histogram of all rows (no gather) for the selected features."""
+def build_histogram_root(
+    X_binned, gradients, hessians, feature_indices, hist_out, n_bins_non_missing=None
+):
+    """Root histogram of all rows (no gather) for the selected features.
+
+    ``n_bins_non_missing`` (int32 per feature, optional): the value bins of each
+    feature; only those and the missing (last) bin are written, the others of
+    ``hist_out`` are left as they are.  Default: every bin."""
     n = X_binned.shape[0]
-    _column_histograms(X_binned, _NO_ROWS, gradients, hessians, feature_indices, hist_out, n, False)
+    nbins = feature_bins(hist_out, n_bins_non_missing)
+    _column_histograms(
+        X_binned, _NO_ROWS, gradients, hessians, feature_indices, hist_out, n, False, nbins
+    )
 
 
 def build_histogram(
@@ -128,8 +158,11 @@ def build_histogram(
     ordered_hessians,
     hist_out,
     X_rows=None,
+    n_bins_non_missing=None,
 ):
     """Gather the node's gradients, then build its histogram (serial when small).
+
+    ``n_bins_non_missing``: as in :func:`build_histogram_root`.
 
     ``X_rows``: a row-major (C-order) copy of ``X_binned``.  When given, every feature
     (not only ``feature_indices``) is built in one pass over the node's rows: worth it
@@ -137,6 +170,7 @@ def build_histogram(
     column read would fetch its own cache line.
     """
     n = sample_indices.shape[0]
+    nbins = feature_bins(hist_out, n_bins_non_missing)
     og = ordered_gradients[:n]
     oh = ordered_hessians[:n]
     if n < PARALLEL_MIN_WORK:
@@ -148,11 +182,13 @@ def build_histogram(
         n_blocks = min(n_features, 2 * numba.get_num_threads())
         block = -(-n_features // n_blocks)
         if n * n_features < PARALLEL_MIN_WORK:
-            _histogram_rows_body(X_rows, sample_indices, og, oh, 0, n_features, hist_out)
+            _histogram_rows_body(X_rows, sample_indices, og, oh, 0, n_features, hist_out, nbins)
         else:
-            _build_histogram_rows(X_rows, sample_indices, og, oh, block, hist_out)
+            _build_histogram_rows(X_rows, sample_indices, og, oh, block, hist_out, nbins)
     else:
-        _column_histograms(X_binned, sample_indices, og, oh, feature_indices, hist_out, n, True)
+        _column_histograms(
+            X_binned, sample_indices, og, oh, feature_indices, hist_out, n, True, nbins
+        )
     return og, oh
 
 
@@ -172,12 +208,15 @@ def use_row_major(n_node: int, n_samples: int) -> bool:
     return n_node * ROW_MAJOR_MAX_DENSITY <= n_samples
 
 
-def subtract_histograms(parent_inout, sibling, feature_indices):
-    """``parent_inout -= sibling`` on the selected features (serial when small)."""
+def subtract_histograms(parent_inout, sibling, feature_indices, n_bins_non_missing=None):
+    """``parent_inout -= sibling`` on the selected features (serial when small); only
+    each feature's value bins and missing bin when ``n_bins_non_missing`` is given
+    (see :func:`build_histogram_root`)."""
+    nbins = feature_bins(parent_inout, n_bins_non_missing)
     if feature_indices.shape[0] * parent_inout.shape[1] < SERIAL_SUBTRACT_WORK:
-        _subtract_body(parent_inout, sibling, feature_indices, 0, feature_indices.shape[0])
+        _subtract_body(parent_inout, sibling, feature_indices, 0, feature_indices.shape[0], nbins)
     else:
-        _subtract_histograms(parent_inout, sibling, feature_indices)
+        _subtract_histograms(parent_inout, sibling, feature_indices, nbins)
 
 
 # Pairs of a node gathered at a time by the pair-histogram kernel (16 bytes each: the
@@ -286,6 +325,10 @@ class LocalHistograms:
         ``row_start .. row_start + n_rows - 1`` of the training set (whole queries).
     pool : HistogramPool, optional
         Buffers shared with the builder (a shard's histogram may become a node's).
+    n_bins_non_missing : ndarray (n_features,), int32, optional
+        Each feature's value bins (the binner's): histograms are built and subtracted
+        on those and the missing bin only, so a feature with few values costs few bins
+        (the split search reads no others).  Default: every bin of every feature.
     """
 
     def __init__(
@@ -295,6 +338,7 @@ class LocalHistograms:
         n_threads: int = 1,
         row_start: int = 0,
         pool: HistogramPool | None = None,
+        n_bins_non_missing: NDArray[np.int32] | None = None,
     ) -> None:
         self.X_binned = X_binned
         self.missing_bin = int(missing_bin)
@@ -302,6 +346,9 @@ class LocalHistograms:
         self.row_start = int(row_start)
         self.n_samples, self.n_features = X_binned.shape
         self.pool = pool or HistogramPool(self.n_features, self.missing_bin + 1)
+        if n_bins_non_missing is None:
+            n_bins_non_missing = np.full(self.n_features, self.missing_bin, dtype=np.int32)
+        self.n_bins_non_missing = np.ascontiguousarray(n_bins_non_missing, dtype=np.int32)
         n = self.n_samples
         self._partition_buffer = np.empty(n, dtype=INDEX_DTYPE)
         # the current tree's rows (the bag): node rows are views partition[start:stop]
@@ -356,7 +403,12 @@ class LocalHistograms:
         hist = self.pool.get()
         if not self._bagged:
             build_histogram_root(
-                self.X_binned, self._gradients, self._hessians, self._features, hist
+                self.X_binned,
+                self._gradients,
+                self._hessians,
+                self._features,
+                hist,
+                self.n_bins_non_missing,
             )
             sum_g = float(np.sum(self._gradients, dtype=np.float64))
             sum_h = float(np.sum(self._hessians, dtype=np.float64))
@@ -370,6 +422,7 @@ class LocalHistograms:
                 self._ordered_g,
                 self._ordered_h,
                 hist,
+                n_bins_non_missing=self.n_bins_non_missing,
             )
             sum_g = float(np.sum(og, dtype=np.float64))
             sum_h = float(np.sum(oh, dtype=np.float64))
@@ -389,6 +442,7 @@ class LocalHistograms:
             self._ordered_h,
             hist,
             X_rows=self._row_major(node_rows.shape[0]),
+            n_bins_non_missing=self.n_bins_non_missing,
         )
         return hist
 
@@ -516,12 +570,16 @@ class HistogramBuilder:
         self.n_features = first.n_features
         self.missing_bin = first.missing_bin
         self.pool = first.pool
+        self.n_bins_non_missing = first.n_bins_non_missing
         self._bounds = [(s.row_start, s.row_start + s.n_samples) for s in self.shards]
 
     @classmethod
-    def local(cls, X_binned, missing_bin, n_threads=1) -> HistogramBuilder:
+    def local(cls, X_binned, missing_bin, n_threads=1, n_bins_non_missing=None) -> HistogramBuilder:
         """A builder over one shard: all rows of ``X_binned`` in this process."""
-        return cls([LocalHistograms(X_binned, missing_bin, n_threads)])
+        shard = LocalHistograms(
+            X_binned, missing_bin, n_threads, n_bins_non_missing=n_bins_non_missing
+        )
+        return cls([shard])
 
     @property
     def partition(self) -> NDArray[np.int32] | None:
@@ -582,12 +640,14 @@ class HistogramBuilder:
 
     def build(self, rows, feature_indices) -> NDArray[np.float64]:
         """A node's histogram, built from its rows (the smaller child's)."""
+        if len(self.shards) == 1:  # local training: the shard's histogram is the node's
+            return self.shards[0].node_histogram(rows[0])
         parts = [s.node_histogram(r) for s, r in zip(self.shards, rows, strict=True)]
         return self._reduce(parts, feature_indices)
 
     def subtract(self, parent, child, feature_indices) -> NDArray[np.float64]:
         """The sibling's histogram ``parent - child``, in the parent's buffer."""
-        subtract_histograms(parent, child, feature_indices)
+        subtract_histograms(parent, child, feature_indices, self.n_bins_non_missing)
         return parent
 
     def release(self, hist) -> None:
@@ -595,6 +655,9 @@ class HistogramBuilder:
 
     def split(self, rows, info: SplitInfo):
         """The children's rows after the split (every shard partitions its own)."""
+        if len(self.shards) == 1:
+            left, right = self.shards[0].split_rows(rows[0], info)
+            return (left,), (right,)
         pairs = [s.split_rows(r, info) for s, r in zip(self.shards, rows, strict=True)]
         return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
@@ -639,19 +702,33 @@ _NO_ROWS = np.empty(0, dtype=INDEX_DTYPE)  # ``rows`` of _accumulate when indexe
 
 
 @inline_kernel
-def _accumulate(col, rows, gradients, hessians, n, h, indexed):
-    """Add rows' gradients/hessians/counts to one feature's histogram ``h`` (zeroed).
+def _accumulate(col, rows, gradients, hessians, n, h, indexed, sub, nb):
+    """Add rows' gradients/hessians/counts to one feature's histogram ``h``.
 
     ``indexed`` False: rows 0..n-1 (the root, ``rows`` unused); True: rows
     ``rows[0..n-1]``.  One specialisation serves both (a flag, not ``rows=None``, which
-    would compile a second one).  Four sub-histograms take consecutive rows in turn and
-    are summed at the end: when neighbouring rows fall in the same bin (common for
-    sparse, count-like features) a single histogram serialises on the store-to-load
-    latency of that bin; four independent chains run in parallel in the CPU (measured
-    ~25-30% faster).  The summation order is fixed, so results do not depend on threads.
+    would compile a second one).  Four sub-histograms (``sub``, scratch of shape
+    ``(4, n_bins, 3)``) take consecutive rows in turn and are summed at the end: when
+    neighbouring rows fall in the same bin (common for sparse, count-like features) a
+    single histogram serialises on the store-to-load latency of that bin; four
+    independent chains run in parallel in the CPU (measured ~25-30% faster).  The
+    summation order is fixed, so results do not depend on threads.
+
+    Only the feature's own bins are touched: value bins ``0 .. nb-1`` and the missing
+    bin (the last); the others of ``h`` are left as they are (see
+    :class:`HistogramPool`).  A feature with a few values costs a few bins, not
+    ``n_bins``.
     """
-    nb = h.shape[0]
-    sub = np.zeros((4, nb, 3))
+    last = h.shape[0] - 1
+    nb = min(nb, last)
+    for t in range(4):
+        for b in range(nb):
+            sub[t, b, 0] = 0.0
+            sub[t, b, 1] = 0.0
+            sub[t, b, 2] = 0.0
+        sub[t, last, 0] = 0.0
+        sub[t, last, 1] = 0.0
+        sub[t, last, 2] = 0.0
     m = n - (n % 4)
     # One loop for both cases: only the loads of the bins depend on ``indexed`` (a
     # loop-invariant branch, which LLVM unswitches), so the accumulation is typed and
@@ -687,6 +764,8 @@ def _accumulate(col, rows, gradients, hessians, n, h, indexed):
     for b in range(nb):
         for s in range(3):
             h[b, s] = (sub[0, b, s] + sub[1, b, s]) + (sub[2, b, s] + sub[3, b, s])
+    for s in range(3):
+        h[last, s] = (sub[0, last, s] + sub[1, last, s]) + (sub[2, last, s] + sub[3, last, s])
 
 
 @kernel
@@ -701,21 +780,26 @@ def _histogram_body(
     hist_out,
     n,
     indexed,
+    n_bins_non_missing,
 ):
     # X_binned: IN uint8 (n_samples, n_features) F-order; indexed: rows
     # sample_indices[:n] (INDEX_DTYPE) with ordered_* IN float32 gathered in the same
     # order; not indexed (the root): rows 0..n-1, ordered_* the gradients themselves.
-    # hist_out: OUT (n_features, n_bins, 3) for features feature_indices[k_lo:k_hi].
-    n_bins = hist_out.shape[1]
+    # hist_out: OUT (n_features, n_bins, 3) for features feature_indices[k_lo:k_hi]:
+    # bins 0 .. n_bins_non_missing[f]-1 and the missing (last) bin of each.
+    sub = np.empty((4, hist_out.shape[1], 3))
     for k in range(k_lo, k_hi):
         f = feature_indices[k]
-        h = hist_out[f]
-        for b in range(n_bins):
-            h[b, 0] = 0.0
-            h[b, 1] = 0.0
-            h[b, 2] = 0.0
         _accumulate(
-            X_binned[:, f], sample_indices, ordered_gradients, ordered_hessians, n, h, indexed
+            X_binned[:, f],
+            sample_indices,
+            ordered_gradients,
+            ordered_hessians,
+            n,
+            hist_out[f],
+            indexed,
+            sub,
+            n_bins_non_missing[f],
         )
 
 
@@ -741,16 +825,27 @@ def _gather(sample_indices, gradients, hessians, ordered_gradients, ordered_hess
 
 @kernel
 def _histogram_rows_body(
-    X_rows, sample_indices, ordered_gradients, ordered_hessians, f_lo, f_hi, hist_out
-):
+    X_rows, sample_indices, ordered_gradients, ordered_hessians, f_lo, f_hi, hist_out,
+    n_bins_non_missing,
+):  # fmt: skip
     # X_rows: IN uint8 (n_samples, n_features) C-order (a row's bins are contiguous);
     # features f_lo..f_hi-1 are built in one pass over the node's rows.  Each feature's
     # bins are summed in row order whatever the block, so the result does not depend on
-    # how features are split between threads.  The node's rows are scattered over the
+    # how features are split between threads.  Only each feature's own bins (values
+    # 0 .. n_bins_non_missing[f]-1 and the missing, last, bin) are zeroed and filled.
+    # The node's rows are scattered over the
     # data, so the block of a row a few iterations ahead is prefetched: without it
     # every row waits for a memory fetch (measured ~1.6x slower at 1-2% density).
     n = sample_indices.shape[0]
-    hist_out[f_lo:f_hi] = 0.0
+    last = hist_out.shape[1] - 1
+    for f in range(f_lo, f_hi):
+        for b in range(min(n_bins_non_missing[f], last)):
+            hist_out[f, b, 0] = 0.0
+            hist_out[f, b, 1] = 0.0
+            hist_out[f, b, 2] = 0.0
+        hist_out[f, last, 0] = 0.0
+        hist_out[f, last, 1] = 0.0
+        hist_out[f, last, 2] = 0.0
     for i in range(n):
         if i + ROW_PREFETCH_DISTANCE < n:
             ahead = X_rows[sample_indices[i + ROW_PREFETCH_DISTANCE]]
@@ -767,13 +862,15 @@ def _histogram_rows_body(
 
 
 def _build_histogram_rows(
-    X_rows, sample_indices, ordered_gradients, ordered_hessians, block, hist_out
-):
+    X_rows, sample_indices, ordered_gradients, ordered_hessians, block, hist_out,
+    n_bins_non_missing=None,
+):  # fmt: skip
     """Row-major node histogram of every feature, on Python threads over blocks of
     features (starts multiples of ``block``)."""
+    nbins = feature_bins(hist_out, n_bins_non_missing)
     over_rows(
         lambda f0, f1: _histogram_rows_body(
-            X_rows, sample_indices, ordered_gradients, ordered_hessians, f0, f1, hist_out
+            X_rows, sample_indices, ordered_gradients, ordered_hessians, f0, f1, hist_out, nbins
         ),
         X_rows.shape[1],
         min_rows_per_thread=1,
@@ -782,21 +879,28 @@ def _build_histogram_rows(
 
 
 @kernel
-def _subtract_body(parent_inout, sibling, feature_indices, k_lo, k_hi):
-    n_bins = parent_inout.shape[1]
+def _subtract_body(parent_inout, sibling, feature_indices, k_lo, k_hi, n_bins_non_missing):
+    # Each feature's own bins only: values 0 .. n_bins_non_missing[f]-1 and the
+    # missing (last) bin.
+    last = parent_inout.shape[1] - 1
     for k in range(k_lo, k_hi):
         f = feature_indices[k]
-        for b in range(n_bins):
+        for b in range(min(n_bins_non_missing[f], last)):
             parent_inout[f, b, 0] -= sibling[f, b, 0]
             parent_inout[f, b, 1] -= sibling[f, b, 1]
             parent_inout[f, b, 2] -= sibling[f, b, 2]
+        parent_inout[f, last, 0] -= sibling[f, last, 0]
+        parent_inout[f, last, 1] -= sibling[f, last, 1]
+        parent_inout[f, last, 2] -= sibling[f, last, 2]
 
 
-def _subtract_histograms(parent_inout, sibling, feature_indices):
+def _subtract_histograms(parent_inout, sibling, feature_indices, n_bins_non_missing):
     """parent_inout: IN parent histogram, OUT parent - sibling (the larger child's);
     on Python threads over blocks of the selected features."""
     over_rows(
-        lambda k0, k1: _subtract_body(parent_inout, sibling, feature_indices, k0, k1),
+        lambda k0, k1: _subtract_body(
+            parent_inout, sibling, feature_indices, k0, k1, n_bins_non_missing
+        ),
         feature_indices.shape[0],
         min_rows_per_thread=1,
     )

@@ -16,6 +16,7 @@ child with more documents.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -88,45 +89,48 @@ def find_node_split(
     if buffers is None:
         buffers = alloc_split_buffers(n_features)
     gains, bins, miss_left, stats = buffers
-    _search_features(
+    # the first selected feature of largest gain (ties -> lowest selected index)
+    k = _search_features(
         hist, feature_indices, n_bins_non_missing, missing_bin, sum_gradients,
         sum_hessians, count, params, pair_hist, pair_sum, buffers,
     )  # fmt: skip
-    sel_gains = gains[feature_indices]
-    k = int(np.argmax(sel_gains))  # ties -> lowest selected feature index
     f = int(feature_indices[k])
-    # the split is *chosen* by sel_gains (eq. 9 / eq. 13); the gain that orders nodes
-    # and decides whether to split is stats[f, 5] (differs only under "ole")
-    best = float(stats[f, 5])
-    if not np.isfinite(sel_gains[k]) or not best > params.min_gain_to_split:
+    # the split is *chosen* by gains (eq. 9 / eq. 13); the gain that orders nodes
+    # and decides whether to split is stats[f, 5] (differs only under "ole").  Plain
+    # Python floats from here (a few numpy scalar calls per node add up on small data);
+    # the leaf values keep their float64 scalars (numpy's division semantics).
+    gl, hl, nl, _, _, best = stats[f].tolist()
+    if not math.isfinite(gains[f]) or not best > params.min_gain_to_split:
         return None
-    gl, hl, nl, hl_c, hr_c, _ = stats[f]
     gr = sum_gradients - gl
     hr = sum_hessians - hl
     nr = count - nl
     l2 = params.l2_regularization
+    gl64 = stats[f, 0]
     return SplitInfo(
         gain=best,
         feature_idx=f,
         bin_idx=int(bins[f]),
         missing_go_to_left=bool(miss_left[f]),
-        sum_gradient_left=float(gl),
-        sum_hessian_left=float(hl),
+        sum_gradient_left=gl,
+        sum_hessian_left=hl,
         count_left=int(round(nl)),
         sum_gradient_right=float(gr),
         sum_hessian_right=float(hr),
         count_right=int(round(nr)),
-        value_left=float(_leaf_value_py(gl, hl_c, l2)),
-        value_right=float(_leaf_value_py(gr, hr_c, l2)),
+        value_left=float(_leaf_value_py(gl64, stats[f, 3], l2)),
+        value_right=float(_leaf_value_py(sum_gradients - gl64, stats[f, 4], l2)),
     )
 
 
 def _search_features(
     hist, feature_indices, n_bins_non_missing, missing_bin, sum_gradients, sum_hessians,
     count, params, pair_hist, pair_sum, buffers,
-) -> None:  # fmt: skip
+) -> int:  # fmt: skip
     """Fill ``buffers`` with every selected feature's best split (see
-    :func:`_best_split_body`); serial when small, else parallel over features."""
+    :func:`_best_split_body`); serial when small, else parallel over features.
+    Returns the position in ``feature_indices`` of the first feature of largest gain
+    (``np.argmax`` of the selected gains)."""
     gains, bins, miss_left, stats = buffers
     use_pairs = pair_hist is not None
     n_sel = feature_indices.shape[0]
@@ -154,9 +158,9 @@ def _search_features(
         stats,
     )
     if serial:
-        _best_split_body(args[0], args[1], 0, n_sel, *args[2:])
-    else:
-        _find_best_split_per_feature(*args)
+        return int(_best_split_body(args[0], args[1], 0, n_sel, *args[2:]))
+    _find_best_split_per_feature(*args)
+    return int(np.argmax(gains[feature_indices]))
 
 
 def newton_feature_gains(
@@ -347,7 +351,11 @@ def _best_split_body(
     # *_out: OUT per feature: best gain (-inf if none), bin, missing side, and
     # stats = (G_left, H_left, n_left, H_left_for_value, H_right_for_value, gain) where
     # gain is the node gain reported for the chosen split (see _two_leaf_gain).
+    # Returns the first k in k_lo..k_hi-1 of largest gains_out[feature_indices[k]]
+    # (np.argmax over the block; k_lo when every gain is -inf).
     use_counts = criterion_code == 1
+    top_k = k_lo
+    top_gain = -np.inf
     parent_h_crit = count if use_counts else sum_h
     if pair_hist is not None:
         parent_h_crit = ole_hessian(sum_h, pair_sum)
@@ -453,6 +461,9 @@ def _best_split_body(
                 )
         stats_out[f, 5] = reported
         gains_out[f] = best_gain
+        if best_gain > top_gain:
+            top_gain = best_gain
+            top_k = k
         bins_out[f] = best_bin
         miss_left_out[f] = best_ml
         stats_out[f, 0] = b_gl
@@ -460,6 +471,7 @@ def _best_split_body(
         stats_out[f, 2] = b_nl
         stats_out[f, 3] = b_hlc
         stats_out[f, 4] = b_hrc
+    return top_k
 
 
 @kernel
