@@ -223,6 +223,40 @@ def build_pair_histogram(
 _build_pair_histogram = build_pair_histogram
 
 
+def build_pair_mass_histogram(
+    X_binned, rows, hessians, doc_i, doc_j, rho, pair_indices, feature_indices,
+    mass, ordered, out,
+):  # fmt: skip
+    """Per feature and bin, over the node's rows ``rows``: the sum of the hessians
+    ``h_d`` (channel 0), of ``out_d`` (1) and of ``in_d`` (2), where ``out_d`` (``in_d``)
+    is the ``rho`` of the node's pairs ``pair_indices`` whose ``doc_i`` (``doc_j``) is
+    ``d``.  What the OLE gain bound needs (seed 000 eq. 13; see
+    :func:`ltrboost.splitting.ole_gain_bounds`): the node pairs wholly in a side weigh
+    at most ``min(sum out_d, sum in_d)`` over the side's documents.
+
+    ``mass``: float64 (n_rows_shard, 2) scratch, zero on entry and on return.
+    ``ordered``: float64 (>= len(rows), 3) scratch (OUT: ``h_d, out_d, in_d`` in the
+    order of ``rows``).  ``out``: OUT (n_features, n_bins, 3) float64, only the selected
+    features written.  Returns ``sum_d |h_d| + sum_d (out_d + in_d)`` (the scale of
+    the bound's rounding tolerance).  Serial when small, else parallel over features.
+    """
+    n = rows.shape[0]
+    o = ordered[:n]
+    scale = _pair_masses(rows, hessians, doc_i, doc_j, rho, pair_indices, mass, o)
+    n_sel = feature_indices.shape[0]
+    if n * n_sel < PARALLEL_MIN_WORK:
+        _pair_mass_histogram_body(X_binned, rows, o, feature_indices, 0, n_sel, out)
+    else:
+        over_rows(
+            lambda k0, k1: _pair_mass_histogram_body(
+                X_binned, rows, o, feature_indices, k0, k1, out
+            ),
+            n_sel,
+            min_rows_per_thread=1,
+        )
+    return float(scale)
+
+
 def reduce_histograms(
     histograms: list[NDArray[np.float64]],
     out: NDArray[np.float64] | None = None,
@@ -341,7 +375,25 @@ class LocalHistograms:
             # gathered copy of rho (8 bytes a pair) that pair_sum would make
             self._pair_sums[(0, n_pairs)] = float(np.sum(np.ascontiguousarray(pairs[2])))
             self._pair_hist = np.empty((self.n_features, self.missing_bin + 1, 3), dtype=np.float64)
+            self._bound_ready = False  # the OLE bound's scratch and checks: at first use
         return RowRange(0, n, 0, n_pairs)
+
+    def _prepare_bound(self) -> None:
+        """The tree's checks and scratch for :meth:`pair_mass_histogram`: whether
+        every pair's ``rho`` is ``>= 0`` (the bound holds only then; NaN fails) and the
+        tree's scale ``sum |h| + 2 sum rho`` of the rounding tolerance."""
+        rho = self._pairs[2]
+        self._bound_ok = bool(np.all(rho >= 0.0))
+        h = self._hessians if not self._bagged else self._hessians[self._part]
+        self._bound_scale = float(np.sum(np.abs(h), dtype=np.float64)) + 2.0 * float(
+            np.sum(np.abs(rho))
+        )
+        self._bound_terms = self._part.shape[0] + rho.shape[0]
+        if getattr(self, "_mass", None) is None:
+            self._mass = np.zeros((self.n_samples, 2), dtype=np.float64)
+            self._mass_ordered = np.empty((self.n_samples, 3), dtype=np.float64)
+            self._mass_hist = np.empty((self.n_features, self.missing_bin + 1, 3), np.float64)
+        self._bound_ready = True
 
     def end_pairs(self) -> None:
         """Drop the tree's pairs and pair partition once it is grown: the next round's
@@ -481,6 +533,38 @@ class LocalHistograms:
         )
         return self._pair_hist, self.pair_sum(rows)
 
+    def pair_mass_histogram(
+        self, rows: RowRange, feature_indices: NDArray[np.int32]
+    ) -> tuple[NDArray[np.float64], float, int] | None:
+        """The node's partial pair-mass histogram (see :func:`build_pair_mass_histogram`)
+        for ``feature_indices``, with the tree's tolerance scale and number of summed
+        terms; None when the OLE gain bound does not hold for this tree's pairs (some
+        ``rho < 0`` or NaN).  The returned array is the shard's buffer, overwritten by
+        the next call."""
+        if not self._bound_ready:
+            self._prepare_bound()
+        if not self._bound_ok:
+            return None
+        doc_i, doc_j, rho = self._pairs
+        build_pair_mass_histogram(
+            self.X_binned,
+            self._part[rows.start : rows.stop],
+            self._hessians,
+            doc_i,
+            doc_j,
+            rho,
+            self._pair_part[rows.pair_start : rows.pair_stop],
+            feature_indices,
+            self._mass,
+            self._mass_ordered,
+            self._mass_hist,
+        )
+        return self._mass_hist, self._bound_scale, self._bound_terms
+
+    def pair_count(self, rows: RowRange) -> int:
+        """The number of the node's pairs in this shard."""
+        return max(0, rows.pair_stop - rows.pair_start)
+
     def add_tree(self, nodes, leaves, out) -> None:
         """Add a grown tree's leaf values (``nodes["value"]``) to the shard's scores.
 
@@ -619,6 +703,43 @@ class HistogramBuilder:
         for p in parts[1:]:
             psum += p[1]
         return total, psum
+
+    def pair_mass_histogram(
+        self, rows, feature_indices, depth: int
+    ) -> tuple[NDArray[np.float64], float] | None:
+        """The node's pair-mass histogram (per feature and bin the sums of ``h_d``,
+        ``out_d``, ``in_d``, see :func:`build_pair_mass_histogram`) and the tolerance
+        the OLE gain bound subtracts from every side's hessian
+        (:func:`ltrboost.splitting.ole_gain_bounds`); None when the bound does not hold
+        for the tree's pairs.
+
+        The tolerance bounds the rounding of every float64 sum the exact split search
+        and this histogram make: recursive summation of ``N`` terms errs by at most
+        ``(N - 1) u sum |x|`` (``u = 2**-53``), the terms are the tree's rows and
+        pairs (scale ``sum |h| + 2 sum rho``), and a node's histogram inherits the
+        errors of the subtractions above it (one per level: the ``depth + 2``).  It is
+        ~1e-8 of the root's hessian at 10 million rows and pairs: negligible for the
+        bound, and it makes the bound hold in floats, not only in exact arithmetic.
+        """
+        parts = [
+            s.pair_mass_histogram(r, feature_indices)
+            for s, r in zip(self.shards, rows, strict=True)
+        ]
+        if any(p is None for p in parts):
+            return None
+        out = parts[0][0]
+        scale = sum(p[1] for p in parts)
+        terms = sum(p[2] for p in parts) + 2 * out.shape[1]
+        if len(parts) > 1:
+            out = np.zeros_like(out)
+            for p in parts:
+                out[feature_indices] += p[0][feature_indices]
+        tolerance = 8.0 * terms * (depth + 2) * 2.0**-53 * scale
+        return out, tolerance
+
+    def pair_count(self, rows) -> int:
+        """The number of the node's pairs (all shards)."""
+        return sum(s.pair_count(r) for s, r in zip(self.shards, rows, strict=True))
 
     def add_tree(self, nodes, leaves, out) -> None:
         """Add the tree's leaf values to every shard's rows of the scores ``out``."""
@@ -938,6 +1059,50 @@ def _pair_histogram_chunked(
         min_rows_per_thread=1,
         align=block,
     )
+
+
+@kernel
+def _pair_masses(rows, hessians, doc_i, doc_j, rho, pair_indices, mass, ordered):
+    # mass: IN/OUT float64 (n_rows_shard, 2) scratch, zero on entry and on return (the
+    # node's pairs have both documents among ``rows``, whose entries are reset);
+    # ordered: OUT float64 (len(rows), 3): h_d, out_d, in_d in the order of rows.
+    for t in range(pair_indices.shape[0]):
+        p = pair_indices[t]
+        r = rho[p]
+        mass[doc_i[p], 0] += r
+        mass[doc_j[p], 1] += r
+    scale = 0.0
+    for i in range(rows.shape[0]):
+        d = rows[i]
+        h = np.float64(hessians[d])
+        ordered[i, 0] = h
+        ordered[i, 1] = mass[d, 0]
+        ordered[i, 2] = mass[d, 1]
+        scale += abs(h) + abs(mass[d, 0]) + abs(mass[d, 1])
+        mass[d, 0] = 0.0
+        mass[d, 1] = 0.0
+    return scale
+
+
+@kernel
+def _pair_mass_histogram_body(X_binned, rows, ordered, feature_indices, k_lo, k_hi, out):
+    # out: OUT (n_features, n_bins, 3) float64: per bin of feature feature_indices[k],
+    # the sums of ordered[i, :] over the rows i (rows[i]) in that bin, k in k_lo..k_hi-1.
+    n_bins = out.shape[1]
+    n = rows.shape[0]
+    for k in range(k_lo, k_hi):
+        f = feature_indices[k]
+        col = X_binned[:, f]
+        o = out[f]
+        for b in range(n_bins):
+            o[b, 0] = 0.0
+            o[b, 1] = 0.0
+            o[b, 2] = 0.0
+        for i in range(n):
+            b = col[rows[i]]
+            o[b, 0] += ordered[i, 0]
+            o[b, 1] += ordered[i, 1]
+            o[b, 2] += ordered[i, 2]
 
 
 # --- references ---
