@@ -30,10 +30,10 @@ from ltrboost.histogram import (
 from ltrboost.splitting import SplitParams, Splitter
 
 
-def _node(seed, n=400, n_features=9, n_bins=10, node_frac=0.6, pairs_per_doc=6):
+def _node(seed, n=400, n_features=9, n_bins=10, node_frac=0.6, pairs_per_doc=6, root=False):
     """Random binned rows, a node (a subset of them), pairs inside the node and pairs
     with one document outside it, and hessians = pair mass + a pointwise part (which
-    may be negative)."""
+    may be negative).  ``root``: every row in the node, no pointwise part."""
     rng = np.random.default_rng(seed)
     missing_bin = n_bins
     X = rng.integers(0, n_bins, size=(n, n_features)).astype(np.uint8)
@@ -41,40 +41,37 @@ def _node(seed, n=400, n_features=9, n_bins=10, node_frac=0.6, pairs_per_doc=6):
     X[rng.random((n, n_features)) < 0.15] = missing_bin
     X[:, 5] = np.where(rng.random(n) < 0.5, missing_bin, 3)  # half missing, one bin
     X_binned = np.asfortranarray(X)
-    rows = np.sort(rng.permutation(n)[: int(n * node_frac)]).astype(np.int32)
+    rows = np.sort(rng.permutation(n)[: n if root else int(n * node_frac)]).astype(np.int32)
     outside = np.setdiff1d(np.arange(n), rows).astype(np.int32)
     m_in = pairs_per_doc * rows.shape[0] // 2
     di = rng.choice(rows, m_in)
     dj = rng.choice(rows, m_in)
     keep = di != dj
     di, dj = di[keep], dj[keep]
-    m_out = rows.shape[0]
+    m_out = 0 if root else rows.shape[0]
     oi = rng.choice(rows, m_out)
     oj = rng.choice(outside, m_out)
     doc_i = np.concatenate([di, oi]).astype(np.int32)
     doc_j = np.concatenate([dj, oj]).astype(np.int32)
     rho = rng.uniform(0.0, 1.0, doc_i.shape[0]) ** 2
     rho[rng.random(rho.shape[0]) < 0.1] = 0.0
-    point = rng.normal(0.0, 0.3, n)
+    point = np.zeros(n) if root else rng.normal(0.0, 0.3, n)
     h = (np.bincount(doc_i, rho, n) + np.bincount(doc_j, rho, n) + point).astype(np.float32)
     g = rng.normal(size=n).astype(np.float32)
     node_pairs = np.arange(di.shape[0], dtype=histogram.PAIR_INDEX_DTYPE)
     return X_binned, missing_bin, rows, g, h, (doc_i, doc_j, rho), node_pairs
 
 
-def _mass_reference(X_binned, rows, h, pairs, node_pairs, n_bins):
-    """Per feature and bin: sums of h_d, out_d (rho of node pairs with doc_i = d) and
+def _mass_reference(X_binned, rows, pairs, node_pairs, n_bins):
+    """Per feature and bin: sums of out_d (rho of the node pairs with doc_i = d) and
     in_d (doc_j = d) over the node's rows."""
     doc_i, doc_j, rho = pairs
     n = X_binned.shape[0]
     p = node_pairs.astype(np.intp)
-    per_doc = np.stack(
-        [h.astype(np.float64), np.bincount(doc_i[p], rho[p], n), np.bincount(doc_j[p], rho[p], n)],
-        axis=1,
-    )
-    out = np.zeros((X_binned.shape[1], n_bins, 3))
+    per_doc = np.stack([np.bincount(doc_i[p], rho[p], n), np.bincount(doc_j[p], rho[p], n)], 1)
+    out = np.zeros((X_binned.shape[1], n_bins, 2))
     for f in range(X_binned.shape[1]):
-        for c in range(3):
+        for c in range(2):
             out[f, :, c] = np.bincount(X_binned[rows, f], per_doc[rows, c], n_bins)
     return out
 
@@ -82,22 +79,18 @@ def _mass_reference(X_binned, rows, h, pairs, node_pairs, n_bins):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("parallel", [False, True])
 def test_pair_mass_histogram_is_the_numpy_sum(seed, parallel, monkeypatch):
-    X_binned, missing_bin, rows, g, h, pairs, node_pairs = _node(seed)
+    X_binned, missing_bin, rows, _, _, pairs, node_pairs = _node(seed)
     monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", 0 if parallel else 10**12)
     n, n_features = X_binned.shape
     feats = np.array([0, 2, 3, 5, 8], dtype=np.int32)
     mass = np.zeros((n, 2))
-    ordered = np.empty((n, 3))
-    out = np.full((n_features, missing_bin + 1, 3), np.nan)
-    scale = build_pair_mass_histogram(
-        X_binned, rows, h, *pairs, node_pairs, feats, mass, ordered, out
-    )
-    ref = _mass_reference(X_binned, rows, h, pairs, node_pairs, missing_bin + 1)
-    np.testing.assert_allclose(out[feats], ref[feats], rtol=1e-12, atol=1e-9)
+    ordered = np.empty((n, 2))
+    out = np.full((n_features, missing_bin + 1, 2), np.nan)
+    build_pair_mass_histogram(X_binned, rows, *pairs, node_pairs, feats, mass, ordered, out)
+    ref = _mass_reference(X_binned, rows, pairs, node_pairs, missing_bin + 1)
+    np.testing.assert_allclose(out[feats], ref[feats], rtol=1e-12, atol=1e-12)
     assert np.isnan(np.delete(out, feats, axis=0)).all()  # others untouched
     assert not mass.any()  # the scratch is handed back zeroed
-    rho = pairs[2][node_pairs]
-    assert scale == pytest.approx(np.abs(h[rows]).sum() + 2 * rho.sum())
 
 
 def _splitter(X_binned, missing_bin, l2, min_samples_leaf, min_hess):
@@ -113,12 +106,14 @@ def _splitter(X_binned, missing_bin, l2, min_samples_leaf, min_hess):
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("l2", [0.0, 1.0])
 @pytest.mark.parametrize("limits", [(1, 0.0), (15, 0.0), (5, 2.0)])
-def test_bound_is_at_least_the_exact_gain_of_every_feature(seed, l2, limits):
+@pytest.mark.parametrize("root", [False, True])
+def test_bound_is_at_least_the_exact_gain_of_every_feature(seed, l2, limits, root):
     """On random nodes (missing values, pairs inside and leaving the node, negative
-    pointwise hessians), each feature's bound is >= its exact eq. 13 gain over every
-    threshold, and -inf exactly when the feature has no valid threshold."""
+    pointwise hessians; or a root: all pairs inside, pure pairwise hessians), each
+    feature's bound is >= its exact eq. 13 gain over every threshold, and -inf exactly
+    when the feature has no valid threshold."""
     X_binned, missing_bin, rows, g, h, pairs, node_pairs = _node(
-        seed, node_frac=0.3 + 0.05 * (seed % 8)
+        seed, node_frac=0.3 + 0.05 * (seed % 8), root=root
     )
     sp = _splitter(X_binned, missing_bin, l2, *limits)
     n_bins = missing_bin + 1
@@ -129,7 +124,7 @@ def test_bound_is_at_least_the_exact_gain_of_every_feature(seed, l2, limits):
     sum_g, sum_h = float(hist[0, :, 0].sum()), float(hist[0, :, 1].sum())
     count = rows.shape[0]
     exact = sp.search(hist, feats, sum_g, sum_h, count, pair_hist=pair_hist, pair_sum=pair_sum)
-    masses = _mass_reference(X_binned, rows, h, pairs, node_pairs, n_bins)
+    masses = _mass_reference(X_binned, rows, pairs, node_pairs, n_bins)
     bounds = sp.ole_bounds(hist, masses, 0.0, feats, sum_g, sum_h, count, pair_sum)
     assert (bounds >= exact).all(), (bounds, exact)
     assert ((bounds == -np.inf) == (exact == -np.inf)).all()
@@ -148,7 +143,7 @@ def test_bound_is_the_exact_gain_when_the_node_has_no_pairs():
     pair_hist = np.zeros((X_binned.shape[1], n_bins, 3))
     sum_g, sum_h = float(hist[0, :, 0].sum()), float(hist[0, :, 1].sum())
     exact = sp.search(hist, feats, sum_g, sum_h, rows.shape[0], pair_hist=pair_hist)
-    masses = _mass_reference(X_binned, rows, h, pairs, no_pairs, n_bins)
+    masses = _mass_reference(X_binned, rows, pairs, no_pairs, n_bins)
     bounds = sp.ole_bounds(hist, masses, 0.0, feats, sum_g, sum_h, rows.shape[0], 0.0)
     np.testing.assert_allclose(bounds, exact, rtol=1e-9, atol=1e-9)
 

@@ -355,7 +355,7 @@ class TreeGrower:
             and len(feats) > OLE_BOUND_BLOCK
             and n_pairs * len(feats) >= OLE_BOUND_MIN_WORK
         ):
-            masses = data.pair_mass_histogram(node.rows, feats, node.depth)
+            masses = data.pair_mass_histogram(node.rows, feats)
             if masses is not None:
                 bounds = sp.ole_bounds(
                     node.hist, masses[0], masses[1], feats, g, h, n, self._pair_sum(node)

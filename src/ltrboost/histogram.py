@@ -224,25 +224,23 @@ _build_pair_histogram = build_pair_histogram
 
 
 def build_pair_mass_histogram(
-    X_binned, rows, hessians, doc_i, doc_j, rho, pair_indices, feature_indices,
-    mass, ordered, out,
+    X_binned, rows, doc_i, doc_j, rho, pair_indices, feature_indices, mass, ordered, out
 ):  # fmt: skip
-    """Per feature and bin, over the node's rows ``rows``: the sum of the hessians
-    ``h_d`` (channel 0), of ``out_d`` (1) and of ``in_d`` (2), where ``out_d`` (``in_d``)
-    is the ``rho`` of the node's pairs ``pair_indices`` whose ``doc_i`` (``doc_j``) is
-    ``d``.  What the OLE gain bound needs (seed 000 eq. 13; see
-    :func:`ltrboost.splitting.ole_gain_bounds`): the node pairs wholly in a side weigh
-    at most ``min(sum out_d, sum in_d)`` over the side's documents.
+    """Per feature and bin, over the node's rows ``rows``: the sum of ``out_d``
+    (channel 0) and of ``in_d`` (1), where ``out_d`` (``in_d``) is the ``rho`` of the
+    node's pairs ``pair_indices`` whose ``doc_i`` (``doc_j``) is ``d``.  What the OLE
+    gain bound needs (seed 000 eq. 13; see :func:`ltrboost.splitting.ole_gain_bounds`):
+    the node's pairs wholly in a side weigh at most ``min(sum out_d, sum in_d)`` over
+    the side's documents.
 
     ``mass``: float64 (n_rows_shard, 2) scratch, zero on entry and on return.
-    ``ordered``: float64 (>= len(rows), 3) scratch (OUT: ``h_d, out_d, in_d`` in the
-    order of ``rows``).  ``out``: OUT (n_features, n_bins, 3) float64, only the selected
-    features written.  Returns ``sum_d |h_d| + sum_d (out_d + in_d)`` (the scale of
-    the bound's rounding tolerance).  Serial when small, else parallel over features.
+    ``ordered``: float64 (>= len(rows), 2) scratch (OUT: ``out_d, in_d`` in the order
+    of ``rows``).  ``out``: OUT (n_features, n_bins, 2) float64, only the selected
+    features written.  Serial when small, else parallel over features.
     """
     n = rows.shape[0]
     o = ordered[:n]
-    scale = _pair_masses(rows, hessians, doc_i, doc_j, rho, pair_indices, mass, o)
+    _pair_masses(rows, doc_i, doc_j, rho, pair_indices, mass, o)
     n_sel = feature_indices.shape[0]
     if n * n_sel < PARALLEL_MIN_WORK:
         _pair_mass_histogram_body(X_binned, rows, o, feature_indices, 0, n_sel, out)
@@ -254,7 +252,6 @@ def build_pair_mass_histogram(
             n_sel,
             min_rows_per_thread=1,
         )
-    return float(scale)
 
 
 def reduce_histograms(
@@ -391,8 +388,8 @@ class LocalHistograms:
         self._bound_terms = self._part.shape[0] + rho.shape[0]
         if getattr(self, "_mass", None) is None:
             self._mass = np.zeros((self.n_samples, 2), dtype=np.float64)
-            self._mass_ordered = np.empty((self.n_samples, 3), dtype=np.float64)
-            self._mass_hist = np.empty((self.n_features, self.missing_bin + 1, 3), np.float64)
+            self._mass_ordered = np.empty((self.n_samples, 2), dtype=np.float64)
+            self._mass_hist = np.empty((self.n_features, self.missing_bin + 1, 2), np.float64)
         self._bound_ready = True
 
     def end_pairs(self) -> None:
@@ -549,7 +546,6 @@ class LocalHistograms:
         build_pair_mass_histogram(
             self.X_binned,
             self._part[rows.start : rows.stop],
-            self._hessians,
             doc_i,
             doc_j,
             rho,
@@ -705,21 +701,21 @@ class HistogramBuilder:
         return total, psum
 
     def pair_mass_histogram(
-        self, rows, feature_indices, depth: int
+        self, rows, feature_indices
     ) -> tuple[NDArray[np.float64], float] | None:
-        """The node's pair-mass histogram (per feature and bin the sums of ``h_d``,
-        ``out_d``, ``in_d``, see :func:`build_pair_mass_histogram`) and the tolerance
-        the OLE gain bound subtracts from every side's hessian
+        """The node's pair-mass histogram (per feature and bin the sums of ``out_d`` and
+        ``in_d``, see :func:`build_pair_mass_histogram`) and the tolerance the OLE gain
+        bound subtracts from every side's hessian
         (:func:`ltrboost.splitting.ole_gain_bounds`); None when the bound does not hold
         for the tree's pairs.
 
-        The tolerance bounds the rounding of every float64 sum the exact split search
-        and this histogram make: recursive summation of ``N`` terms errs by at most
-        ``(N - 1) u sum |x|`` (``u = 2**-53``), the terms are the tree's rows and
-        pairs (scale ``sum |h| + 2 sum rho``), and a node's histogram inherits the
-        errors of the subtractions above it (one per level: the ``depth + 2``).  It is
-        ~1e-8 of the root's hessian at 10 million rows and pairs: negligible for the
-        bound, and it makes the bound hold in floats, not only in exact arithmetic.
+        The tolerance bounds the rounding of the float64 sums that the exact split
+        search (its pair sums) and this histogram make, and of the two subtractions
+        from the side's hessian sum: recursive summation of ``N`` terms errs by at most
+        ``(N - 1) u sum |x|`` (``u = 2**-53``), with the tree's rows and pairs as terms
+        and ``sum |h| + 2 sum rho`` as their scale.  It is ~1e-8 of the root's hessian
+        at 10 million rows and pairs: negligible for the bound, and it makes the bound
+        hold in floats, not only in exact arithmetic.
         """
         parts = [
             s.pair_mass_histogram(r, feature_indices)
@@ -734,7 +730,7 @@ class HistogramBuilder:
             out = np.zeros_like(out)
             for p in parts:
                 out[feature_indices] += p[0][feature_indices]
-        tolerance = 8.0 * terms * (depth + 2) * 2.0**-53 * scale
+        tolerance = 8.0 * terms * 2.0**-53 * scale
         return out, tolerance
 
     def pair_count(self, rows) -> int:
@@ -1062,31 +1058,26 @@ def _pair_histogram_chunked(
 
 
 @kernel
-def _pair_masses(rows, hessians, doc_i, doc_j, rho, pair_indices, mass, ordered):
+def _pair_masses(rows, doc_i, doc_j, rho, pair_indices, mass, ordered):
     # mass: IN/OUT float64 (n_rows_shard, 2) scratch, zero on entry and on return (the
     # node's pairs have both documents among ``rows``, whose entries are reset);
-    # ordered: OUT float64 (len(rows), 3): h_d, out_d, in_d in the order of rows.
+    # ordered: OUT float64 (len(rows), 2): out_d, in_d in the order of rows.
     for t in range(pair_indices.shape[0]):
         p = pair_indices[t]
         r = rho[p]
         mass[doc_i[p], 0] += r
         mass[doc_j[p], 1] += r
-    scale = 0.0
     for i in range(rows.shape[0]):
         d = rows[i]
-        h = np.float64(hessians[d])
-        ordered[i, 0] = h
-        ordered[i, 1] = mass[d, 0]
-        ordered[i, 2] = mass[d, 1]
-        scale += abs(h) + abs(mass[d, 0]) + abs(mass[d, 1])
+        ordered[i, 0] = mass[d, 0]
+        ordered[i, 1] = mass[d, 1]
         mass[d, 0] = 0.0
         mass[d, 1] = 0.0
-    return scale
 
 
 @kernel
 def _pair_mass_histogram_body(X_binned, rows, ordered, feature_indices, k_lo, k_hi, out):
-    # out: OUT (n_features, n_bins, 3) float64: per bin of feature feature_indices[k],
+    # out: OUT (n_features, n_bins, 2) float64: per bin of feature feature_indices[k],
     # the sums of ordered[i, :] over the rows i (rows[i]) in that bin, k in k_lo..k_hi-1.
     n_bins = out.shape[1]
     n = rows.shape[0]
@@ -1097,12 +1088,10 @@ def _pair_mass_histogram_body(X_binned, rows, ordered, feature_indices, k_lo, k_
         for b in range(n_bins):
             o[b, 0] = 0.0
             o[b, 1] = 0.0
-            o[b, 2] = 0.0
         for i in range(n):
             b = col[rows[i]]
             o[b, 0] += ordered[i, 0]
             o[b, 1] += ordered[i, 1]
-            o[b, 2] += ordered[i, 2]
 
 
 # --- references ---

@@ -239,11 +239,12 @@ def ole_gain_bounds(
     missing directions the exact search tries (:func:`_best_split_body`, with the same
     count and hessian limits); ``-inf`` when there is none.
 
-    ``mass_hist`` (n_features, n_bins, 3): per bin, the sums of ``h_d``, ``out_d`` and
-    ``in_d`` (:func:`ltrboost.histogram.build_pair_mass_histogram`).  ``tolerance`` is
-    subtracted from every ``A`` before it is used: it covers the rounding of the
-    node's histograms and pair sums, so that the float bound is never below the float
-    gain :func:`_best_split_body` computes.  Only valid when every ``rho >= 0``.
+    ``mass_hist`` (n_features, n_bins, 2): per bin, the sums of ``out_d`` and ``in_d``
+    (:func:`ltrboost.histogram.build_pair_mass_histogram`); ``sum h_d`` comes from the
+    node's histogram, as in the exact search.  ``tolerance`` is subtracted from every
+    ``A`` before it is used: it covers the rounding of the pair sums on both sides, so
+    that the float bound is never below the float gain :func:`_best_split_body`
+    computes.  Only valid when every ``rho >= 0``.
     """
     out = np.empty(feature_indices.shape[0], dtype=np.float64)
     n_sel = feature_indices.shape[0]
@@ -646,12 +647,12 @@ def _ole_bound_body(
     bounds_out,
 ):
     # hist: IN (n_features, n_bins, 3), the node's histogram; mass_hist: IN
-    # (n_features, n_bins, 3), per bin the sums of h_d, out_d, in_d (see
-    # ole_gain_bounds); bounds_out: OUT (n_selected,), in the order of
-    # feature_indices[k_lo:k_hi].  The thresholds, directions, limits and the sums
-    # G_left, H_left, n_left are those of _best_split_body, computed in the same order
-    # (the same floats): only the side's OLE hessian becomes its lower bound A_side
-    # less the tolerance.
+    # (n_features, n_bins, 2), per bin the sums of out_d, in_d (see ole_gain_bounds);
+    # bounds_out: OUT (n_selected,), in the order of feature_indices[k_lo:k_hi].  The
+    # thresholds, directions, limits and the sums G_left, H_left, n_left, H_right are
+    # those of _best_split_body, computed in the same order (the same floats): only
+    # the pairs' mass removed from a side's hessian is its upper bound (and the
+    # tolerance).
     parent = _side_score(sum_g, parent_h_crit, l2)
     for k in range(k_lo, k_hi):
         f = feature_indices[k]
@@ -661,13 +662,11 @@ def _ole_bound_body(
         miss_g = h[missing_bin, 0]
         miss_h = h[missing_bin, 1]
         miss_n = h[missing_bin, 2]
-        h_total = 0.0
         o_total = 0.0
         i_total = 0.0
         for b in range(m.shape[0]):
-            h_total += m[b, 0]
-            o_total += m[b, 1]
-            i_total += m[b, 2]
+            o_total += m[b, 0]
+            i_total += m[b, 1]
         best = -np.inf
         for direction in range(2):
             if direction == 1 and miss_n == 0.0:
@@ -675,16 +674,14 @@ def _ole_bound_body(
             gl = 0.0
             hl = 0.0
             nl = 0.0
-            ml = 0.0
             ol = 0.0
             il = 0.0
             if direction == 1:
                 gl = miss_g
                 hl = miss_h
                 nl = miss_n
-                ml = m[missing_bin, 0]
-                ol = m[missing_bin, 1]
-                il = m[missing_bin, 2]
+                ol = m[missing_bin, 0]
+                il = m[missing_bin, 1]
             last = nb - 1 if direction == 1 else nb
             if direction == 0 and miss_n == 0.0:
                 last = nb - 1
@@ -692,9 +689,8 @@ def _ole_bound_body(
                 gl += h[b, 0]
                 hl += h[b, 1]
                 nl += h[b, 2]
-                ml += m[b, 0]
-                ol += m[b, 1]
-                il += m[b, 2]
+                ol += m[b, 0]
+                il += m[b, 1]
                 nr = count - nl
                 if nl < min_samples_leaf or nr < min_samples_leaf:
                     continue
@@ -702,8 +698,8 @@ def _ole_bound_body(
                 if hl < min_sum_hessian or hr < min_sum_hessian:
                     continue
                 gr = sum_g - gl
-                a_left = ml - 2.0 * min(ol, il) - tolerance
-                a_right = (h_total - ml) - 2.0 * min(o_total - ol, i_total - il) - tolerance
+                a_left = (hl - 2.0 * min(ol, il)) - tolerance
+                a_right = (hr - 2.0 * min(o_total - ol, i_total - il)) - tolerance
                 bound = (
                     _side_score_bound(gl, a_left, l2) + _side_score_bound(gr, a_right, l2)
                 ) - parent
