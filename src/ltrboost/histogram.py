@@ -224,7 +224,8 @@ _build_pair_histogram = build_pair_histogram
 
 
 def build_pair_mass_histogram(
-    X_binned, rows, doc_i, doc_j, rho, pair_indices, feature_indices, mass, ordered, out
+    X_binned, rows, doc_i, doc_j, rho, pair_indices, feature_indices, mass, ordered, out,
+    X_rows=None,
 ):  # fmt: skip
     """Per feature and bin, over the node's rows ``rows``: the sum of ``out_d``
     (channel 0) and of ``in_d`` (1), where ``out_d`` (``in_d``) is the ``rho`` of the
@@ -236,13 +237,27 @@ def build_pair_mass_histogram(
     ``mass``: float64 (n_rows_shard, 2) scratch, zero on entry and on return.
     ``ordered``: float64 (>= len(rows), 2) scratch (OUT: ``out_d, in_d`` in the order
     of ``rows``).  ``out``: OUT (n_features, n_bins, 2) float64, only the selected
-    features written.  Serial when small, else parallel over features.
+    features written.  Serial when small, else parallel over features.  ``X_rows``: a
+    row-major copy of the bins, given for nodes whose rows are sparse in the data (see
+    :func:`use_row_major`): every feature is then built in one pass over the rows.
     """
     n = rows.shape[0]
     o = ordered[:n]
     _pair_masses(rows, doc_i, doc_j, rho, pair_indices, mass, o)
     n_sel = feature_indices.shape[0]
-    if n * n_sel < PARALLEL_MIN_WORK:
+    if X_rows is not None:
+        n_features = X_rows.shape[1]
+        if n * n_features < PARALLEL_MIN_WORK:
+            _pair_mass_rows_body(X_rows, rows, o, 0, n_features, out)
+        else:
+            n_blocks = min(n_features, 2 * numba.get_num_threads())
+            over_rows(
+                lambda f0, f1: _pair_mass_rows_body(X_rows, rows, o, f0, f1, out),
+                n_features,
+                min_rows_per_thread=1,
+                align=-(-n_features // n_blocks),
+            )
+    elif n * n_sel < PARALLEL_MIN_WORK:
         _pair_mass_histogram_body(X_binned, rows, o, feature_indices, 0, n_sel, out)
     else:
         over_rows(
@@ -380,10 +395,10 @@ class LocalHistograms:
         every pair's ``rho`` is ``>= 0`` (the bound holds only then; NaN fails) and the
         tree's scale ``sum |h| + 2 sum rho`` of the rounding tolerance."""
         rho = self._pairs[2]
-        self._bound_ok = bool(np.all(rho >= 0.0))
+        self._bound_ok = rho.shape[0] == 0 or bool(np.min(rho) >= 0.0)  # NaN: False
         h = self._hessians if not self._bagged else self._hessians[self._part]
-        self._bound_scale = float(np.sum(np.abs(h), dtype=np.float64)) + 2.0 * float(
-            np.sum(np.abs(rho))
+        self._bound_scale = float(np.sum(np.abs(h), dtype=np.float64)) + 2.0 * abs(
+            float(np.sum(rho))
         )
         self._bound_terms = self._part.shape[0] + rho.shape[0]
         if getattr(self, "_mass", None) is None:
@@ -554,6 +569,7 @@ class LocalHistograms:
             self._mass,
             self._mass_ordered,
             self._mass_hist,
+            X_rows=self._row_major(rows.stop - rows.start),
         )
         return self._mass_hist, self._bound_scale, self._bound_terms
 
@@ -1079,19 +1095,57 @@ def _pair_masses(rows, doc_i, doc_j, rho, pair_indices, mass, ordered):
 def _pair_mass_histogram_body(X_binned, rows, ordered, feature_indices, k_lo, k_hi, out):
     # out: OUT (n_features, n_bins, 2) float64: per bin of feature feature_indices[k],
     # the sums of ordered[i, :] over the rows i (rows[i]) in that bin, k in k_lo..k_hi-1.
+    # Four sub-histograms take consecutive rows in turn (as _accumulate: independent
+    # chains of additions when neighbouring rows share a bin), summed at the end.
     n_bins = out.shape[1]
     n = rows.shape[0]
+    m4 = n - (n % 4)
+    sub = np.empty((4, n_bins, 2))
     for k in range(k_lo, k_hi):
         f = feature_indices[k]
         col = X_binned[:, f]
+        sub[:] = 0.0
+        for i in range(0, m4, 4):
+            b0 = col[rows[i]]
+            b1 = col[rows[i + 1]]
+            b2 = col[rows[i + 2]]
+            b3 = col[rows[i + 3]]
+            sub[0, b0, 0] += ordered[i, 0]
+            sub[0, b0, 1] += ordered[i, 1]
+            sub[1, b1, 0] += ordered[i + 1, 0]
+            sub[1, b1, 1] += ordered[i + 1, 1]
+            sub[2, b2, 0] += ordered[i + 2, 0]
+            sub[2, b2, 1] += ordered[i + 2, 1]
+            sub[3, b3, 0] += ordered[i + 3, 0]
+            sub[3, b3, 1] += ordered[i + 3, 1]
+        for i in range(m4, n):
+            b0 = col[rows[i]]
+            sub[0, b0, 0] += ordered[i, 0]
+            sub[0, b0, 1] += ordered[i, 1]
         o = out[f]
         for b in range(n_bins):
-            o[b, 0] = 0.0
-            o[b, 1] = 0.0
-        for i in range(n):
-            b = col[rows[i]]
-            o[b, 0] += ordered[i, 0]
-            o[b, 1] += ordered[i, 1]
+            o[b, 0] = (sub[0, b, 0] + sub[1, b, 0]) + (sub[2, b, 0] + sub[3, b, 0])
+            o[b, 1] = (sub[0, b, 1] + sub[1, b, 1]) + (sub[2, b, 1] + sub[3, b, 1])
+
+
+@kernel
+def _pair_mass_rows_body(X_rows, rows, ordered, f_lo, f_hi, out):
+    # The row-major pair-mass histogram of features f_lo..f_hi-1 (as
+    # _histogram_rows_body): OUT out[f_lo:f_hi] (n_bins, 2) sums of ordered[i, :].
+    n = rows.shape[0]
+    out[f_lo:f_hi] = 0.0
+    for i in range(n):
+        if i + ROW_PREFETCH_DISTANCE < n:
+            ahead = X_rows[rows[i + ROW_PREFETCH_DISTANCE]]
+            prefetch(ahead, f_lo)
+            prefetch(ahead, f_hi - 1)
+        r = rows[i]
+        a = ordered[i, 0]
+        b = ordered[i, 1]
+        for f in range(f_lo, f_hi):
+            k = X_rows[r, f]
+            out[f, k, 0] += a
+            out[f, k, 1] += b
 
 
 # --- references ---
