@@ -23,6 +23,10 @@ It talks to the data through two seams (``../shared/DESIGN.md``, "Layers"):
 Histograms: the root's is built over all rows; for each split the smaller child's is
 built and the larger child's is ``parent - smaller`` (in the parent's buffer).  Counts
 of the children come from the histogram the split was chosen on.
+
+OLE (``split_criterion="ole"`` with pairs): a node's exact eq. 13 split is found by
+branch-and-bound over features (:meth:`TreeGrower._ole_split`): pair histograms are
+built only for the features whose gain bound reaches the best exact gain found.
 """
 
 from __future__ import annotations

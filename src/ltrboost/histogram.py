@@ -36,7 +36,11 @@ exactly, in pair order (the models do not depend on how the work is cut): a chun
 the node's pairs at a time, four features interleaved, parallel over blocks of features.
 A subtraction trick (parent - smaller child - crossing pairs) would change the order of
 the sums, and it pays only when few pairs cross a split (43% of the root's pairs cross
-MQ2008's first split), so it is not used.
+MQ2008's first split), so it is not used.  Instead a node's *pair-mass* histogram (per
+bin, the ``rho`` of the node's pairs by their preferred and by their other document,
+:func:`build_pair_mass_histogram`: one pass over the rows, not over pairs x features)
+bounds every feature's OLE gain, and the grower builds pair histograms only for the
+features whose bound can beat the best exact gain (``TreeGrower._ole_split``).
 """
 
 from __future__ import annotations
