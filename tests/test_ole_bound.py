@@ -292,3 +292,19 @@ def test_two_shards_prune_to_the_same_tree(monkeypatch):
     one = TreeGrower(X_binned, *args).grow(g, h, pairs=pairs).nodes
     for name in ("feature_idx", "bin_threshold", "count"):
         np.testing.assert_array_equal(pruned[name], one[name])
+
+
+def test_small_nodes_build_every_pair_histogram():
+    """Below OLE_BOUND_MIN_WORK pairs x features (every node of this small problem) no
+    bound is computed and nothing is pruned: small nodes pay more for the bound than
+    it saves."""
+    ds = _ole_data(n_features=30)
+    g, h, pairs = _lambdamart_tree_inputs(ds)
+    X_binned, args = _grower(ds)
+    tree = TreeGrower(X_binned, *args)
+    tree.grow(g, h, pairs=pairs)
+    stats = tree.ole_stats
+    assert stats["root_work"] < grower_mod.OLE_BOUND_MIN_WORK
+    assert stats["features_pruned"] == 0
+    assert stats["root_built"] == stats["root_work"] > 0
+    assert stats["deep_built"] == stats["deep_work"] > 0
