@@ -294,20 +294,11 @@ class TreeGrower:
         if p.max_depth is not None and node.depth >= p.max_depth:
             can_split = False
         if can_split:
-            pair_hist = None
-            pair_sum = 0.0
-            feats = self._features
             if self._use_pairs:
                 node.split_info = self._ole_split(node, self._ole_features(node))
             else:
                 node.split_info = self.splitter.find_split(
-                    node.hist,
-                    feats,
-                    node.sum_gradients,
-                    node.sum_hessians,
-                    node.count,
-                    pair_hist=pair_hist,
-                    pair_sum=pair_sum,
+                    node.hist, self._features, node.sum_gradients, node.sum_hessians, node.count
                 )
         if node.split_info is None:
             self.histograms.release(node.hist)
