@@ -41,7 +41,11 @@ exactly, in pair order (the models do not depend on how the work is cut): a chun
 the node's pairs at a time, four features interleaved, parallel over blocks of features.
 A subtraction trick (parent - smaller child - crossing pairs) would change the order of
 the sums, and it pays only when few pairs cross a split (43% of the root's pairs cross
-MQ2008's first split), so it is not used.
+MQ2008's first split), so it is not used.  Instead a node's *pair-mass* histogram (per
+bin, the ``rho`` of the node's pairs by their preferred and by their other document,
+:func:`build_pair_mass_histogram`: one pass over the rows, not over pairs x features)
+bounds every feature's OLE gain, and the grower builds pair histograms only for the
+features whose bound can beat the best exact gain (``TreeGrower._ole_split``).
 """
 
 from __future__ import annotations
@@ -262,6 +266,52 @@ def build_pair_histogram(
 _build_pair_histogram = build_pair_histogram
 
 
+def build_pair_mass_histogram(
+    X_binned, rows, doc_i, doc_j, rho, pair_indices, feature_indices, mass, ordered, out,
+    X_rows=None,
+):  # fmt: skip
+    """Per feature and bin, over the node's rows ``rows``: the sum of ``out_d``
+    (channel 0) and of ``in_d`` (1), where ``out_d`` (``in_d``) is the ``rho`` of the
+    node's pairs ``pair_indices`` whose ``doc_i`` (``doc_j``) is ``d``.  What the OLE
+    gain bound needs (seed 000 eq. 13; see :func:`ltrboost.splitting.ole_gain_bounds`):
+    the node's pairs wholly in a side weigh at most ``min(sum out_d, sum in_d)`` over
+    the side's documents.
+
+    ``mass``: float64 (n_rows_shard, 2) scratch, zero on entry and on return.
+    ``ordered``: float64 (>= len(rows), 2) scratch (OUT: ``out_d, in_d`` in the order
+    of ``rows``).  ``out``: OUT (n_features, n_bins, 2) float64, only the selected
+    features written.  Serial when small, else parallel over features.  ``X_rows``: a
+    row-major copy of the bins, given for nodes whose rows are sparse in the data (see
+    :func:`use_row_major`): every feature is then built in one pass over the rows.
+    """
+    n = rows.shape[0]
+    o = ordered[:n]
+    _pair_masses(rows, doc_i, doc_j, rho, pair_indices, mass, o)
+    n_sel = feature_indices.shape[0]
+    if X_rows is not None:
+        n_features = X_rows.shape[1]
+        if n * n_features < PARALLEL_MIN_WORK:
+            _pair_mass_rows_body(X_rows, rows, o, 0, n_features, out)
+        else:
+            n_blocks = min(n_features, 2 * numba.get_num_threads())
+            over_rows(
+                lambda f0, f1: _pair_mass_rows_body(X_rows, rows, o, f0, f1, out),
+                n_features,
+                min_rows_per_thread=1,
+                align=-(-n_features // n_blocks),
+            )
+    elif n * n_sel < PARALLEL_MIN_WORK:
+        _pair_mass_histogram_body(X_binned, rows, o, feature_indices, 0, n_sel, out)
+    else:
+        over_rows(
+            lambda k0, k1: _pair_mass_histogram_body(
+                X_binned, rows, o, feature_indices, k0, k1, out
+            ),
+            n_sel,
+            min_rows_per_thread=1,
+        )
+
+
 def reduce_histograms(
     histograms: list[NDArray[np.float64]],
     out: NDArray[np.float64] | None = None,
@@ -388,7 +438,25 @@ class LocalHistograms:
             # gathered copy of rho (8 bytes a pair) that pair_sum would make
             self._pair_sums[(0, n_pairs)] = float(np.sum(np.ascontiguousarray(pairs[2])))
             self._pair_hist = np.empty((self.n_features, self.missing_bin + 1, 3), dtype=np.float64)
+            self._bound_ready = False  # the OLE bound's scratch and checks: at first use
         return RowRange(0, n, 0, n_pairs)
+
+    def _prepare_bound(self) -> None:
+        """The tree's checks and scratch for :meth:`pair_mass_histogram`: whether
+        every pair's ``rho`` is ``>= 0`` (the bound holds only then; NaN fails) and the
+        tree's scale ``sum |h| + 2 sum rho`` of the rounding tolerance."""
+        rho = self._pairs[2]
+        self._bound_ok = rho.shape[0] == 0 or bool(np.min(rho) >= 0.0)  # NaN: False
+        h = self._hessians if not self._bagged else self._hessians[self._part]
+        self._bound_scale = float(np.sum(np.abs(h), dtype=np.float64)) + 2.0 * abs(
+            float(np.sum(rho))
+        )
+        self._bound_terms = self._part.shape[0] + rho.shape[0]
+        if getattr(self, "_mass", None) is None:
+            self._mass = np.zeros((self.n_samples, 2), dtype=np.float64)
+            self._mass_ordered = np.empty((self.n_samples, 2), dtype=np.float64)
+            self._mass_hist = np.empty((self.n_features, self.missing_bin + 1, 2), np.float64)
+        self._bound_ready = True
 
     def end_pairs(self) -> None:
         """Drop the tree's pairs and pair partition once it is grown: the next round's
@@ -534,6 +602,38 @@ class LocalHistograms:
             self.X_binned, doc_i, doc_j, rho, idx, feats, self.missing_bin, self._pair_hist
         )
         return self._pair_hist, self.pair_sum(rows)
+
+    def pair_mass_histogram(
+        self, rows: RowRange, feature_indices: NDArray[np.int32]
+    ) -> tuple[NDArray[np.float64], float, int] | None:
+        """The node's partial pair-mass histogram (see :func:`build_pair_mass_histogram`)
+        for ``feature_indices``, with the tree's tolerance scale and number of summed
+        terms; None when the OLE gain bound does not hold for this tree's pairs (some
+        ``rho < 0`` or NaN).  The returned array is the shard's buffer, overwritten by
+        the next call."""
+        if not self._bound_ready:
+            self._prepare_bound()
+        if not self._bound_ok:
+            return None
+        doc_i, doc_j, rho = self._pairs
+        build_pair_mass_histogram(
+            self.X_binned,
+            self._part[rows.start : rows.stop],
+            doc_i,
+            doc_j,
+            rho,
+            self._pair_part[rows.pair_start : rows.pair_stop],
+            feature_indices,
+            self._mass,
+            self._mass_ordered,
+            self._mass_hist,
+            X_rows=self._row_major(rows.stop - rows.start),
+        )
+        return self._mass_hist, self._bound_scale, self._bound_terms
+
+    def pair_count(self, rows: RowRange) -> int:
+        """The number of the node's pairs in this shard."""
+        return max(0, rows.pair_stop - rows.pair_start)
 
     def add_tree(self, nodes, leaves, out) -> None:
         """Add a grown tree's leaf values (``nodes["value"]``) to the shard's scores.
@@ -682,6 +782,43 @@ class HistogramBuilder:
         for p in parts[1:]:
             psum += p[1]
         return total, psum
+
+    def pair_mass_histogram(
+        self, rows, feature_indices
+    ) -> tuple[NDArray[np.float64], float] | None:
+        """The node's pair-mass histogram (per feature and bin the sums of ``out_d`` and
+        ``in_d``, see :func:`build_pair_mass_histogram`) and the tolerance the OLE gain
+        bound subtracts from every side's hessian
+        (:func:`ltrboost.splitting.ole_gain_bounds`); None when the bound does not hold
+        for the tree's pairs.
+
+        The tolerance bounds the rounding of the float64 sums that the exact split
+        search (its pair sums) and this histogram make, and of the two subtractions
+        from the side's hessian sum: recursive summation of ``N`` terms errs by at most
+        ``(N - 1) u sum |x|`` (``u = 2**-53``), with the tree's rows and pairs as terms
+        and ``sum |h| + 2 sum rho`` as their scale.  It is ~1e-8 of the root's hessian
+        at 10 million rows and pairs: negligible for the bound, and it makes the bound
+        hold in floats, not only in exact arithmetic.
+        """
+        parts = [
+            s.pair_mass_histogram(r, feature_indices)
+            for s, r in zip(self.shards, rows, strict=True)
+        ]
+        if any(p is None for p in parts):
+            return None
+        out = parts[0][0]
+        scale = sum(p[1] for p in parts)
+        terms = sum(p[2] for p in parts) + 2 * out.shape[1]
+        if len(parts) > 1:
+            out = np.zeros_like(out)
+            for p in parts:
+                out[feature_indices] += p[0][feature_indices]
+        tolerance = 8.0 * terms * 2.0**-53 * scale
+        return out, tolerance
+
+    def pair_count(self, rows) -> int:
+        """The number of the node's pairs (all shards)."""
+        return sum(s.pair_count(r) for s, r in zip(self.shards, rows, strict=True))
 
     def add_tree(self, nodes, leaves, out) -> None:
         """Add the tree's leaf values to every shard's rows of the scores ``out``."""
@@ -1042,6 +1179,81 @@ def _pair_histogram_chunked(
         min_rows_per_thread=1,
         align=block,
     )
+
+
+@kernel
+def _pair_masses(rows, doc_i, doc_j, rho, pair_indices, mass, ordered):
+    # mass: IN/OUT float64 (n_rows_shard, 2) scratch, zero on entry and on return (the
+    # node's pairs have both documents among ``rows``, whose entries are reset);
+    # ordered: OUT float64 (len(rows), 2): out_d, in_d in the order of rows.
+    for t in range(pair_indices.shape[0]):
+        p = pair_indices[t]
+        r = rho[p]
+        mass[doc_i[p], 0] += r
+        mass[doc_j[p], 1] += r
+    for i in range(rows.shape[0]):
+        d = rows[i]
+        ordered[i, 0] = mass[d, 0]
+        ordered[i, 1] = mass[d, 1]
+        mass[d, 0] = 0.0
+        mass[d, 1] = 0.0
+
+
+@kernel
+def _pair_mass_histogram_body(X_binned, rows, ordered, feature_indices, k_lo, k_hi, out):
+    # out: OUT (n_features, n_bins, 2) float64: per bin of feature feature_indices[k],
+    # the sums of ordered[i, :] over the rows i (rows[i]) in that bin, k in k_lo..k_hi-1.
+    # Four sub-histograms take consecutive rows in turn (as _accumulate: independent
+    # chains of additions when neighbouring rows share a bin), summed at the end.
+    n_bins = out.shape[1]
+    n = rows.shape[0]
+    m4 = n - (n % 4)
+    sub = np.empty((4, n_bins, 2))
+    for k in range(k_lo, k_hi):
+        f = feature_indices[k]
+        col = X_binned[:, f]
+        sub[:] = 0.0
+        for i in range(0, m4, 4):
+            b0 = col[rows[i]]
+            b1 = col[rows[i + 1]]
+            b2 = col[rows[i + 2]]
+            b3 = col[rows[i + 3]]
+            sub[0, b0, 0] += ordered[i, 0]
+            sub[0, b0, 1] += ordered[i, 1]
+            sub[1, b1, 0] += ordered[i + 1, 0]
+            sub[1, b1, 1] += ordered[i + 1, 1]
+            sub[2, b2, 0] += ordered[i + 2, 0]
+            sub[2, b2, 1] += ordered[i + 2, 1]
+            sub[3, b3, 0] += ordered[i + 3, 0]
+            sub[3, b3, 1] += ordered[i + 3, 1]
+        for i in range(m4, n):
+            b0 = col[rows[i]]
+            sub[0, b0, 0] += ordered[i, 0]
+            sub[0, b0, 1] += ordered[i, 1]
+        o = out[f]
+        for b in range(n_bins):
+            o[b, 0] = (sub[0, b, 0] + sub[1, b, 0]) + (sub[2, b, 0] + sub[3, b, 0])
+            o[b, 1] = (sub[0, b, 1] + sub[1, b, 1]) + (sub[2, b, 1] + sub[3, b, 1])
+
+
+@kernel
+def _pair_mass_rows_body(X_rows, rows, ordered, f_lo, f_hi, out):
+    # The row-major pair-mass histogram of features f_lo..f_hi-1 (as
+    # _histogram_rows_body): OUT out[f_lo:f_hi] (n_bins, 2) sums of ordered[i, :].
+    n = rows.shape[0]
+    out[f_lo:f_hi] = 0.0
+    for i in range(n):
+        if i + ROW_PREFETCH_DISTANCE < n:
+            ahead = X_rows[rows[i + ROW_PREFETCH_DISTANCE]]
+            prefetch(ahead, f_lo)
+            prefetch(ahead, f_hi - 1)
+        r = rows[i]
+        a = ordered[i, 0]
+        b = ordered[i, 1]
+        for f in range(f_lo, f_hi):
+            k = X_rows[r, f]
+            out[f, k, 0] += a
+            out[f, k, 1] += b
 
 
 # --- references ---

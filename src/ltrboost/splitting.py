@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._numba import kernel, over_rows
-from ltrboost.criteria import _leaf_value, _split_gain, ole_hessian
+from ltrboost.criteria import _leaf_value, _side_score, _split_gain, ole_hessian
 
 # The scalar criteria called from Python run as the kernels' Python functions: the same
 # IEEE float64 operations in the same order (hence the same values) with nothing to
@@ -88,12 +88,35 @@ def find_node_split(
         return None  # no usable feature (all constant, or none drawn): a leaf
     if buffers is None:
         buffers = alloc_split_buffers(n_features)
-    gains, bins, miss_left, stats = buffers
     # the first selected feature of largest gain (ties -> lowest selected index)
     k = _search_features(
         hist, feature_indices, n_bins_non_missing, missing_bin, sum_gradients,
         sum_hessians, count, params, pair_hist, pair_sum, buffers,
     )  # fmt: skip
+    return pick_split(feature_indices, sum_gradients, sum_hessians, count, params, buffers, k)
+
+
+def pick_split(
+    feature_indices: NDArray[np.int32],
+    sum_gradients: float,
+    sum_hessians: float,
+    count: int,
+    params: SplitParams,
+    buffers: tuple[NDArray, ...],
+    k: int | None = None,
+) -> SplitInfo | None:
+    """The best of the selected features' splits already searched into ``buffers`` (by
+    :func:`_search_features`, possibly in several calls over parts of the features);
+    None when none is valid or its gain is not above ``min_gain_to_split``.
+
+    Ties go to the feature that comes first in ``feature_indices``.  ``k``: that
+    feature's position when the caller already knows it (one search over all of them).
+    """
+    if feature_indices.shape[0] == 0:
+        return None
+    gains, bins, miss_left, stats = buffers
+    if k is None:
+        k = int(np.argmax(gains[feature_indices]))  # ties -> lowest selected feature index
     f = int(feature_indices[k])
     # the split is *chosen* by gains (eq. 9 / eq. 13); the gain that orders nodes
     # and decides whether to split is stats[f, 5] (differs only under "ole").  Plain
@@ -186,6 +209,80 @@ def newton_feature_gains(
     return buffers[0][feature_indices].copy()
 
 
+def ole_gain_bounds(
+    hist: NDArray[np.float64],
+    mass_hist: NDArray[np.float64],
+    tolerance: float,
+    feature_indices: NDArray[np.int32],
+    n_bins_non_missing: NDArray[np.int32],
+    missing_bin: int,
+    sum_gradients: float,
+    sum_hessians: float,
+    count: int,
+    pair_sum: float,
+    params: SplitParams,
+) -> NDArray[np.float64]:
+    """An upper bound of each selected feature's best OLE gain (eq. 13 of seed 000),
+    from the node's histogram and its *pair-mass* histogram, without pair histograms.
+
+    Under a pairwise loss the one-leaf hessian of a side is (eq. 13)
+    ``H_side = sum_{d in side} h_d - 2 P_side``, ``P_side`` the ``rho`` of the node's
+    pairs wholly in the side.  Such a pair has its ``doc_i`` and its ``doc_j`` in the
+    side, so ``P_side <= O_side = sum_{d in side} out_d`` and
+    ``P_side <= I_side = sum_{d in side} in_d``, where ``out_d`` (``in_d``) is the
+    ``rho`` of the node's pairs whose ``doc_i`` (``doc_j``) is ``d``, hence, when
+    every ``rho >= 0``::
+
+        H_side >= A_side = sum_{d in side} h_d - 2 min(O_side, I_side).
+
+    (Half their sum gives the weaker ``sum_{d in side} a_d``, ``a_d = h_d - inner_d``:
+    the hessian of ``d`` from pairs whose partner is outside the node, plus any
+    pointwise part.  The minimum is much tighter when a side holds mostly the
+    preferred, or mostly the other, documents of its pairs: at the root, where
+    ``sum a_d`` is void, and for features that rank well.)  ``G`` does not change,
+    and ``G^2 / (H + lam)`` can only grow when ``H`` shrinks (positive denominator),
+    so a side's score is at most ``G^2 / (A + lam)`` (``+inf`` when ``A + lam <= 0``
+    and ``G != 0``: eq. 13's ``_side_score`` is then 0, or finite); the parent's term
+    is the exact search's.  A feature's bound is the largest over the thresholds and
+    missing directions the exact search tries (:func:`_best_split_body`, with the same
+    count and hessian limits); ``-inf`` when there is none.
+
+    ``mass_hist`` (n_features, n_bins, 2): per bin, the sums of ``out_d`` and ``in_d``
+    (:func:`ltrboost.histogram.build_pair_mass_histogram`); ``sum h_d`` comes from the
+    node's histogram, as in the exact search.  ``tolerance`` is subtracted from every
+    ``A`` before it is used: it covers the rounding of the pair sums on both sides, so
+    that the float bound is never below the float gain :func:`_best_split_body`
+    computes.  Only valid when every ``rho >= 0``.
+    """
+    out = np.empty(feature_indices.shape[0], dtype=np.float64)
+    n_sel = feature_indices.shape[0]
+    args = (
+        hist,
+        mass_hist,
+        feature_indices,
+        n_bins_non_missing,
+        missing_bin,
+        float(sum_gradients),
+        float(sum_hessians),
+        float(count),
+        params.min_samples_leaf,
+        params.min_sum_hessian_in_leaf,
+        params.l2_regularization,
+        float(_ole_hessian_py(sum_hessians, pair_sum)),
+        float(tolerance),
+        out,
+    )
+    if n_sel * hist.shape[1] < SERIAL_SPLIT_WORK:
+        _ole_bound_body(args[0], args[1], args[2], 0, n_sel, *args[3:])
+    else:
+        over_rows(
+            lambda k0, k1: _ole_bound_body(args[0], args[1], args[2], k0, k1, *args[3:]),
+            n_sel,
+            min_rows_per_thread=1,
+        )
+    return out
+
+
 class Splitter:
     """The split seam of the tree layer: histograms -> best split, sums -> leaf value.
 
@@ -228,6 +325,65 @@ class Splitter:
             pair_hist=pair_hist,
             pair_sum=pair_sum,
             buffers=self._buffers,
+        )
+
+    def search(
+        self,
+        hist: NDArray[np.float64],
+        feature_indices: NDArray[np.int32],
+        sum_gradients: float,
+        sum_hessians: float,
+        count: int,
+        pair_hist: NDArray[np.float64] | None = None,
+        pair_sum: float = 0.0,
+    ) -> NDArray[np.float64]:
+        """Search the selected features' best splits into the splitter's buffers (the
+        other features' entries are kept) and return their criterion gains, in the
+        order of ``feature_indices``; :meth:`pick` then chooses among searched ones."""
+        _search_features(
+            hist, feature_indices, self.n_bins_non_missing, self.missing_bin,
+            sum_gradients, sum_hessians, count, self.params, pair_hist, pair_sum,
+            self._buffers,
+        )  # fmt: skip
+        return self._buffers[0][feature_indices].copy()
+
+    def pick(
+        self,
+        feature_indices: NDArray[np.int32],
+        sum_gradients: float,
+        sum_hessians: float,
+        count: int,
+    ) -> SplitInfo | None:
+        """The best split among features searched by :meth:`search` (since the last
+        search of the same features); see :func:`pick_split`."""
+        return pick_split(
+            feature_indices, sum_gradients, sum_hessians, count, self.params, self._buffers
+        )
+
+    def ole_bounds(
+        self,
+        hist: NDArray[np.float64],
+        mass_hist: NDArray[np.float64],
+        tolerance: float,
+        feature_indices: NDArray[np.int32],
+        sum_gradients: float,
+        sum_hessians: float,
+        count: int,
+        pair_sum: float,
+    ) -> NDArray[np.float64]:
+        """Upper bounds of the features' OLE gains; see :func:`ole_gain_bounds`."""
+        return ole_gain_bounds(
+            hist,
+            mass_hist,
+            tolerance,
+            feature_indices,
+            self.n_bins_non_missing,
+            self.missing_bin,
+            sum_gradients,
+            sum_hessians,
+            count,
+            pair_sum,
+            self.params,
         )
 
     def newton_gains(
@@ -472,6 +628,100 @@ def _best_split_body(
         stats_out[f, 3] = b_hlc
         stats_out[f, 4] = b_hrc
     return top_k
+
+
+@kernel
+def _side_score_bound(g, a, l2):
+    """An upper bound of ``_side_score(g, h, l2)`` for every ``h >= a`` (see
+    :func:`ole_gain_bounds`): ``G^2 / (A + lam)``, ``+inf`` when that denominator is not
+    positive (``_side_score`` is then 0 or any finite value), 0 when ``G`` is 0."""
+    if g == 0.0:
+        return 0.0
+    d = a + l2
+    if d <= 0.0:
+        return np.inf
+    return g * g / d
+
+
+@kernel
+def _ole_bound_body(
+    hist,
+    mass_hist,
+    feature_indices,
+    k_lo,
+    k_hi,
+    n_bins_non_missing,
+    missing_bin,
+    sum_g,
+    sum_h,
+    count,
+    min_samples_leaf,
+    min_sum_hessian,
+    l2,
+    parent_h_crit,
+    tolerance,
+    bounds_out,
+):
+    # hist: IN (n_features, n_bins, 3), the node's histogram; mass_hist: IN
+    # (n_features, n_bins, 2), per bin the sums of out_d, in_d (see ole_gain_bounds);
+    # bounds_out: OUT (n_selected,), in the order of feature_indices[k_lo:k_hi].  The
+    # thresholds, directions, limits and the sums G_left, H_left, n_left, H_right are
+    # those of _best_split_body, computed in the same order (the same floats): only
+    # the pairs' mass removed from a side's hessian is its upper bound (and the
+    # tolerance).
+    parent = _side_score(sum_g, parent_h_crit, l2)
+    for k in range(k_lo, k_hi):
+        f = feature_indices[k]
+        h = hist[f]
+        m = mass_hist[f]
+        nb = n_bins_non_missing[f]
+        miss_g = h[missing_bin, 0]
+        miss_h = h[missing_bin, 1]
+        miss_n = h[missing_bin, 2]
+        o_total = 0.0
+        i_total = 0.0
+        for b in range(m.shape[0]):
+            o_total += m[b, 0]
+            i_total += m[b, 1]
+        best = -np.inf
+        for direction in range(2):
+            if direction == 1 and miss_n == 0.0:
+                break
+            gl = 0.0
+            hl = 0.0
+            nl = 0.0
+            ol = 0.0
+            il = 0.0
+            if direction == 1:
+                gl = miss_g
+                hl = miss_h
+                nl = miss_n
+                ol = m[missing_bin, 0]
+                il = m[missing_bin, 1]
+            last = nb - 1 if direction == 1 else nb
+            if direction == 0 and miss_n == 0.0:
+                last = nb - 1
+            for b in range(last):
+                gl += h[b, 0]
+                hl += h[b, 1]
+                nl += h[b, 2]
+                ol += m[b, 0]
+                il += m[b, 1]
+                nr = count - nl
+                if nl < min_samples_leaf or nr < min_samples_leaf:
+                    continue
+                hr = sum_h - hl
+                if hl < min_sum_hessian or hr < min_sum_hessian:
+                    continue
+                gr = sum_g - gl
+                a_left = (hl - 2.0 * min(ol, il)) - tolerance
+                a_right = (hr - 2.0 * min(o_total - ol, i_total - il)) - tolerance
+                bound = (
+                    _side_score_bound(gl, a_left, l2) + _side_score_bound(gr, a_right, l2)
+                ) - parent
+                if bound > best or bound != bound:  # NaN: no bound (never pruned)
+                    best = bound if bound == bound else np.inf
+        bounds_out[k] = best
 
 
 @kernel
