@@ -839,6 +839,20 @@ _NO_ROWS = np.empty(0, dtype=INDEX_DTYPE)  # ``rows`` of _accumulate when indexe
 
 
 @inline_kernel
+def _zero_feature_bins(h, nb):
+    """Zero one feature's own bins of ``h`` (shape ``(n_bins, 3)``): the value bins
+    ``0 .. nb-1`` and the missing bin (the last); the bins between are left as they are."""
+    last = h.shape[0] - 1
+    for b in range(nb):
+        h[b, 0] = 0.0
+        h[b, 1] = 0.0
+        h[b, 2] = 0.0
+    h[last, 0] = 0.0
+    h[last, 1] = 0.0
+    h[last, 2] = 0.0
+
+
+@inline_kernel
 def _accumulate(col, rows, gradients, hessians, n, h, indexed, sub, nb):
     """Add rows' gradients/hessians/counts to one feature's histogram ``h``.
 
@@ -859,13 +873,7 @@ def _accumulate(col, rows, gradients, hessians, n, h, indexed, sub, nb):
     last = h.shape[0] - 1
     nb = min(nb, last)
     for t in range(4):
-        for b in range(nb):
-            sub[t, b, 0] = 0.0
-            sub[t, b, 1] = 0.0
-            sub[t, b, 2] = 0.0
-        sub[t, last, 0] = 0.0
-        sub[t, last, 1] = 0.0
-        sub[t, last, 2] = 0.0
+        _zero_feature_bins(sub[t], nb)
     m = n - (n % 4)
     # One loop for both cases: only the loads of the bins depend on ``indexed`` (a
     # loop-invariant branch, which LLVM unswitches), so the accumulation is typed and
@@ -976,13 +984,7 @@ def _histogram_rows_body(
     n = sample_indices.shape[0]
     last = hist_out.shape[1] - 1
     for f in range(f_lo, f_hi):
-        for b in range(min(n_bins_non_missing[f], last)):
-            hist_out[f, b, 0] = 0.0
-            hist_out[f, b, 1] = 0.0
-            hist_out[f, b, 2] = 0.0
-        hist_out[f, last, 0] = 0.0
-        hist_out[f, last, 1] = 0.0
-        hist_out[f, last, 2] = 0.0
+        _zero_feature_bins(hist_out[f], min(n_bins_non_missing[f], last))
     for i in range(n):
         if i + ROW_PREFETCH_DISTANCE < n:
             ahead = X_rows[sample_indices[i + ROW_PREFETCH_DISTANCE]]

@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._numba import kernel
+from ltrboost._numba import inline_kernel, kernel
 from ltrboost.dataset import LTRInputError, check_labels
 from ltrboost.io._atomic import atomic_write
 from ltrboost.io.queryfile import read_query_file
@@ -1147,6 +1147,21 @@ def _feature_error(buf, ts, n_features_limit):
     return _E_INDEX_TOO_BIG, ts, te, idx  # the only error left for a valid index
 
 
+@inline_kernel
+def _row_comment(buf, i, n, com_start, com_end, row):
+    """Record the span of row ``row``'s ``#`` comment when ``buf[i]`` starts one (-1, -1
+    otherwise); returns the position of the line's end (its LF, or ``n``)."""
+    if i < n and buf[i] == 35:
+        com_start[row] = i + 1
+        while i < n and buf[i] != 10:
+            i += 1
+        com_end[row] = i
+    else:
+        com_start[row] = -1
+        com_end[row] = -1
+    return i
+
+
 @kernel
 def _parse_letor(
     buf, pos, n_features_limit, y, qid, row_line, row_ptr, cols, vals,
@@ -1319,14 +1334,7 @@ def _parse_letor(
             # Rare: indices out of order; the caller looks for a repeat in this row.
             unsorted[n_unsorted] = n_rows
             n_unsorted += 1
-        if i < n and buf[i] == 35:
-            com_start[n_rows] = i + 1
-            while i < n and buf[i] != 10:
-                i += 1
-            com_end[n_rows] = i
-        else:
-            com_start[n_rows] = -1
-            com_end[n_rows] = -1
+        i = _row_comment(buf, i, n, com_start, com_end, n_rows)
         pos = i + 1  # buf[i] is LF (or i == n)
         row_line[n_rows] = line
         n_rows += 1
@@ -1528,14 +1536,7 @@ def _scan_letor(
         if not increasing:
             unsorted[n_unsorted] = n_rows
             n_unsorted += 1
-        if i < n and buf[i] == 35:
-            com_start[n_rows] = i + 1
-            while i < n and buf[i] != 10:
-                i += 1
-            com_end[n_rows] = i
-        else:
-            com_start[n_rows] = -1
-            com_end[n_rows] = -1
+        i = _row_comment(buf, i, n, com_start, com_end, n_rows)
         pos = i + 1
         row_line[n_rows] = line
         n_rows += 1
