@@ -126,6 +126,18 @@ def test_utf8_error_in_a_later_block_names_its_line():
         assert info.value.line == 6
 
 
+@pytest.mark.parametrize("end", [b"", b"\n"])
+def test_last_line_without_lf_is_checked_with_its_block(end):
+    # found by the fuzz test: a last line without LF used to be a block of its own,
+    # so its non-UTF-8 byte was reported after an earlier line's error, unlike the
+    # whole-file reference (and unlike the same file ending with LF)
+    data = b"\x00\n\x80" + end
+    err = _assert_same(data, 1 << 20)
+    assert isinstance(err, LTRInputError)
+    assert err.line == 2
+    assert "not UTF-8" in str(err)
+
+
 def test_load_svmlight_in_small_blocks_equals_whole_file(tmp_path, monkeypatch):
     data = _random_file(np.random.default_rng(42), 300)
     path = tmp_path / "d.txt"

@@ -388,13 +388,20 @@ def _read_blocks(f: Any, block_bytes: int) -> Iterable[bytes]:
     """Whole lines of the binary file ``f``, about ``block_bytes`` at a time.
 
     Every block but the last ends with LF; a line longer than ``block_bytes`` is joined
-    from its pieces once its end is read (no quadratic re-copying).
+    from its pieces once its end is read (no quadratic re-copying).  The last read's
+    bytes stay in one block.
     """
     parts: list[bytes] = []
     while True:
         chunk = f.read(block_bytes)
         if not chunk:
             break
+        if len(chunk) < block_bytes:
+            # A short read is the end of the file: keep its last line (no LF) in the
+            # same block as the lines before it, so a block's checks (UTF-8 first)
+            # do not depend on whether the file ends with LF.
+            parts.append(chunk)
+            continue
         cut = chunk.rfind(b"\n") + 1
         if cut == 0:
             parts.append(chunk)
