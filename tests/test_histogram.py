@@ -346,6 +346,46 @@ def test_prefetch_is_a_no_op_on_results():
     assert total(a[::3], idx[:2].astype(np.int32) // 3) == a[::3][[1, 33]].sum()
 
 
+def test_add_gh1_is_three_scalar_adds_bit_for_bit():
+    """The vector add of the histogram kernels gives the scalar sums exactly (every
+    lane its own IEEE add, float32 inputs widened as the scalar code does), writes
+    only its own four lanes and adds 0.0 to the padding lane."""
+    from ltrboost._numba import add_gh1, kernel
+
+    @kernel
+    def vector(sub, t, b, g, h):
+        for i in range(g.shape[0]):
+            add_gh1(sub, t[i], b[i], g[i], h[i])
+
+    @kernel
+    def scalar(sub, t, b, g, h):
+        for i in range(g.shape[0]):
+            sub[t[i], b[i], 0] += g[i]
+            sub[t[i], b[i], 1] += h[i]
+            sub[t[i], b[i], 2] += 1.0
+            sub[t[i], b[i], 3] += 0.0
+
+    rng = np.random.default_rng(7)
+    n = 5000
+    t = rng.integers(0, 4, n).astype(np.int64)
+    b = rng.integers(0, 6, n).astype(np.uint8)
+    for dtype in (np.float32, np.float64):
+        g = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(dtype)
+        h = rng.random(n).astype(dtype)
+        g[:3] = [np.inf, -np.inf, 0.0]
+        g[3] = np.nan
+        for init in (0.0, -0.0):
+            a1 = np.full((4, 8, 4), init)
+            a2 = a1.copy()
+            vector(a1, t, b, g, h)
+            scalar(a2, t, b, g, h)
+            np.testing.assert_array_equal(a1, a2)
+            assert (np.signbit(a1) == np.signbit(a2)).all()
+            untouched = np.ones((4, 8), dtype=bool)
+            untouched[t, b] = False
+            assert (a1[untouched] == init).all()
+
+
 def test_threads_context_manager_restores():
     before = numba.get_num_threads()
     with threads(1):
