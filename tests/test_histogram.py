@@ -386,6 +386,50 @@ def test_add_gh1_is_three_scalar_adds_bit_for_bit():
             assert (a1[untouched] == init).all()
 
 
+def test_over_rows_blocks_taken_in_turn_cover_every_row_once():
+    from ltrboost._numba import over_rows
+
+    for n_rows, per_thread, align in ((1, 4, 1), (7, 4, 1), (136, 4, 1), (1000, 3, 8)):
+        seen = np.zeros(n_rows, dtype=np.int64)
+        starts = []
+
+        def visit(r0, r1, seen=seen, starts=starts):
+            seen[r0:r1] += 1
+            starts.append(r0)
+
+        with threads(2):
+            over_rows(visit, n_rows, min_rows_per_thread=1, align=align,
+                      blocks_per_thread=per_thread)  # fmt: skip
+        assert (seen == 1).all()
+        assert all(s % align == 0 for s in starts)
+
+
+def test_root_histogram_same_with_balanced_blocks(monkeypatch):
+    """Feature blocks taken in turn by the threads (large histograms) give the
+    histogram of one block per thread and of the serial kernel, bit for bit."""
+    rng = np.random.default_rng(3)
+    n, f = 40_000, 150
+    X_binned = np.asfortranarray(rng.integers(0, 40, (n, f)).astype(np.uint8))
+    g = rng.standard_normal(n).astype(np.float32)
+    h = rng.random(n).astype(np.float32)
+    feats = np.arange(f, dtype=np.int32)
+    out = {}
+    for per_thread, min_work in ((1, 0), (4, 0), (4, 10**12)):
+        monkeypatch.setattr(histogram, "HISTOGRAM_BLOCKS_PER_THREAD", per_thread)
+        monkeypatch.setattr(histogram, "HISTOGRAM_BALANCE_MIN_WORK", min_work)
+        hist = np.zeros((f, 41, 3))
+        with threads(2):
+            histogram.build_histogram_root(X_binned, g, h, feats, hist)
+        out[(per_thread, min_work)] = hist
+    serial = np.zeros((f, 41, 3))
+    histogram._histogram_body(
+        X_binned, histogram._NO_ROWS, g, h, feats, 0, f, serial, n, False,
+        histogram.feature_bins(serial, None),
+    )  # fmt: skip
+    for hist in out.values():
+        np.testing.assert_array_equal(hist, serial)
+
+
 def test_threads_context_manager_restores():
     before = numba.get_num_threads()
     with threads(1):

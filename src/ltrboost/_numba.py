@@ -448,10 +448,16 @@ def over_rows(
     *args: Any,
     min_rows_per_thread: int,
     align: int = 1,
+    blocks_per_thread: int = 1,
 ) -> None:
     """Run ``kernel_range(r0, r1, *args)`` for rows ``0..n_rows`` in contiguous blocks
     (starts multiples of ``align``) on up to ``numba.get_num_threads()`` threads; rows
-    must be independent, as for :func:`over_queries`."""
+    must be independent, as for :func:`over_queries`.
+
+    ``blocks_per_thread > 1`` cuts the rows into that many blocks per thread, which the
+    threads take in turn as they finish (for rows of unequal cost: the features of a
+    histogram, whose bins and value distributions differ); the result is the same.
+    """
     n_rows = int(n_rows)
     if n_rows <= 0:
         return
@@ -459,10 +465,29 @@ def over_rows(
     if n_threads <= 1:
         kernel_range(0, n_rows, *args)
         return
-    step = -(-n_rows // n_threads)
+    n_blocks = min(n_threads * max(int(blocks_per_thread), 1), n_rows)
+    step = -(-n_rows // n_blocks)
     step = -(-step // align) * align
     bounds = [*range(0, n_rows, step), n_rows]
     blocks = list(itertools.pairwise(bounds))
+    if len(blocks) > n_threads:
+        todo = iter(blocks)
+        lock = threading.Lock()
+
+        def work() -> None:
+            while True:
+                with lock:
+                    block = next(todo, None)
+                if block is None:
+                    return
+                kernel_range(block[0], block[1], *args)
+
+        pool = _executor(n_threads - 1)
+        futures = [pool.submit(work) for _ in range(n_threads - 1)]
+        work()
+        for f in futures:
+            f.result()
+        return
     pool = _executor(len(blocks))
     futures = [pool.submit(kernel_range, r0, r1, *args) for r0, r1 in blocks[1:]]
     kernel_range(blocks[0][0], blocks[0][1], *args)
