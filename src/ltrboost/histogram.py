@@ -1033,6 +1033,7 @@ def _build_histogram_rows(
         X_rows.shape[1],
         min_rows_per_thread=1,
         align=block,
+        blocks_per_thread=2,  # the 2 * n_threads blocks of `block` features, in turn
     )
 
 
