@@ -27,7 +27,7 @@ from ltrboost.histogram import _histogram_body, _zero_feature_bins, feature_bins
 
 @kernel
 def _scalar_body(X, rows, og, oh, fi, hist_out, n, indexed, nbnm):
-    # the previous _accumulate: four sub-histograms, three scalar adds a row
+    # the kernel before stop 25: one feature a pass, three scalar adds a row
     last = hist_out.shape[1] - 1
     sub = np.empty((4, hist_out.shape[1], 3))
     for k in range(fi.shape[0]):

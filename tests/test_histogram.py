@@ -430,6 +430,57 @@ def test_root_histogram_same_with_balanced_blocks(monkeypatch):
         np.testing.assert_array_equal(hist, serial)
 
 
+def test_column_kernel_equals_one_feature_at_a_time_scalar_sums():
+    """Two features a pass with vector adds (``_histogram_body``) gives, bit for bit,
+    the sums of the plain per-feature loop with four round-robin sub-histograms and
+    scalar adds (the kernel's definition), for odd and even feature counts, feature
+    subsets in any order, the root and indexed rows, and leaves other bins alone."""
+    from ltrboost._numba import kernel
+
+    @kernel
+    def scalar(X, rows, og, oh, feats, out, n, indexed, nbins):
+        last = out.shape[1] - 1
+        for k in range(feats.shape[0]):
+            f = feats[k]
+            nb = min(nbins[f], last)
+            sub = np.zeros((4, out.shape[1], 3))
+            m = n - (n % 4)
+            for i in range(n):
+                t = i % 4 if i < m else 0
+                b = X[rows[i], f] if indexed else X[i, f]
+                sub[t, b, 0] += og[i]
+                sub[t, b, 1] += oh[i]
+                sub[t, b, 2] += 1.0
+            for j in range(nb + 1):
+                b = j if j < nb else last
+                for s in range(3):
+                    out[f, b, s] = (sub[0, b, s] + sub[1, b, s]) + (sub[2, b, s] + sub[3, b, s])
+
+    rng = np.random.default_rng(11)
+    n_rows, n_feat, n_bins = 3001, 9, 17
+    X = np.asfortranarray(rng.integers(0, n_bins - 1, (n_rows, n_feat)).astype(np.uint8))
+    X[rng.random((n_rows, n_feat)) < 0.1] = n_bins - 1  # missing bin
+    nbins = rng.integers(3, n_bins, n_feat).astype(np.int32)
+    X = np.asfortranarray(np.where(X < nbins, X, n_bins - 1).astype(np.uint8))
+    # magnitudes 1e-8..1e8: float64 sums of these float32 values are inexact, so a
+    # change of summation order shows
+    g = (rng.standard_normal(n_rows) * 10.0 ** rng.uniform(-8, 8, n_rows)).astype(np.float32)
+    h = (rng.random(n_rows) * 10.0 ** rng.uniform(-8, 8, n_rows)).astype(np.float32)
+    for feats in ([0, 1, 2, 3, 4, 5, 6, 7, 8], [8, 3, 5], [4], [7, 2], [1, 0, 6, 2]):
+        fi = np.asarray(feats, dtype=np.int32)
+        for indexed in (False, True):
+            if indexed:
+                rows = np.sort(rng.choice(n_rows, 1234, replace=False)).astype(np.int32)
+                og, oh, n = g[rows], h[rows], rows.size
+            else:
+                rows, og, oh, n = histogram._NO_ROWS, g, h, n_rows
+            got = np.full((n_feat, n_bins, 3), 7.0)
+            want = got.copy()
+            histogram._histogram_body(X, rows, og, oh, fi, 0, fi.size, got, n, indexed, nbins)
+            scalar(X, rows, og, oh, fi, want, n, indexed, nbins)
+            np.testing.assert_array_equal(got, want)
+
+
 def test_threads_context_manager_restores():
     before = numba.get_num_threads()
     with threads(1):

@@ -453,7 +453,7 @@ def test_readme_configuration_compiles_each_kernel_once_and_only_what_it_needs(
     for name in (
         "_first_repeat", "_is_na_token", "_feature_error", "_two_leaf_gain",
         "ole_hessian", "_leaf_value", "query_rank_order", "rank_order_one_query",
-        "_insertion_sort_desc", "_accumulate", "_mean", "_parse_letor", "_parse_number",
+        "_insertion_sort_desc", "_accumulate2", "_mean", "_parse_letor", "_parse_number",
         "_parse_int64", "_token_end",
     ):  # fmt: skip
         assert name not in short, name
