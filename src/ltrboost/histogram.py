@@ -894,11 +894,9 @@ def _finish_feature(sub, h, nb):
 
 
 @inline_kernel
-def _accumulate2(
-    col_a, col_b, rows, gradients, hessians, n, h_a, h_b, indexed, sub_a, sub_b, nb_a, nb_b
-):  # fmt: skip
-    """Add rows' gradients/hessians/counts to the histograms ``h_a``, ``h_b`` of two
-    features (columns ``col_a``, ``col_b``) in one pass over the rows.
+def _accumulate2(col_a, col_b, rows, gradients, hessians, n, indexed, sub_a, sub_b):
+    """Add rows' gradients/hessians/counts to the (zeroed) sub-histograms ``sub_a``,
+    ``sub_b`` of two features (columns ``col_a``, ``col_b``) in one pass over the rows.
 
     ``indexed`` False: rows 0..n-1 (the root, ``rows`` unused); True: rows
     ``rows[0..n-1]``.  One specialisation serves both (a flag, not ``rows=None``, which
@@ -917,16 +915,11 @@ def _accumulate2(
     one vector add (:func:`add_gh1`: the same sums as three scalar adds, one store
     instead of three).
 
-    Only each feature's own bins are touched: value bins ``0 .. nb-1`` and the missing
-    bin (the last); the others of ``h_a``/``h_b`` are left as they are (see
-    :class:`HistogramPool`).  A feature with a few values costs a few bins, not
-    ``n_bins``.
+    The caller zeroes and sums only each feature's own bins (value bins and the missing
+    bin, :func:`_zero_sub_bins`, :func:`_finish_feature`); the other bins of the
+    histogram are left as they are (see :class:`HistogramPool`): a feature with a few
+    values costs a few bins, not ``n_bins``.
     """
-    last = h_a.shape[0] - 1
-    nb_a = min(nb_a, last)
-    nb_b = min(nb_b, last)
-    _zero_sub_bins(sub_a, nb_a)
-    _zero_sub_bins(sub_b, nb_b)
     m = n - (n % 4)
     # One loop for both cases: only the loads of the bins depend on ``indexed`` (a
     # loop-invariant branch, which LLVM unswitches), so the accumulation is typed and
@@ -942,8 +935,6 @@ def _accumulate2(
         r = rows[i] if indexed else i
         add_gh1(sub_a, 0, col_a[r], gradients[i], hessians[i])
         add_gh1(sub_b, 0, col_b[r], gradients[i], hessians[i])
-    _finish_feature(sub_a, h_a, nb_a)
-    _finish_feature(sub_b, h_b, nb_b)
 
 
 @kernel
@@ -966,11 +957,15 @@ def _histogram_body(
     # hist_out: OUT (n_features, n_bins, 3) for features feature_indices[k_lo:k_hi]:
     # bins 0 .. n_bins_non_missing[f]-1 and the missing (last) bin of each.  Features
     # two at a time (an odd one out as both of a pair).
-    sub_a = np.empty((4, hist_out.shape[1], 4))  # lane 3: padding (see add_gh1)
-    sub_b = np.empty((4, hist_out.shape[1], 4))
+    last = hist_out.shape[1] - 1
+    sub_a = np.empty((4, last + 1, 4))  # lane 3: padding (see add_gh1)
+    sub_b = np.empty((4, last + 1, 4))  # (two allocations: 32 kB apart they collide in L1)
     for k in range(k_lo, k_hi, 2):
         fa = feature_indices[k]
         fb = feature_indices[k + 1] if k + 1 < k_hi else fa
+        for j in range(2):
+            sub = sub_a if j == 0 else sub_b
+            _zero_sub_bins(sub, min(n_bins_non_missing[(fa, fb)[j]], last))
         _accumulate2(
             X_binned[:, fa],
             X_binned[:, fb],
@@ -978,14 +973,14 @@ def _histogram_body(
             ordered_gradients,
             ordered_hessians,
             n,
-            hist_out[fa],
-            hist_out[fb],
             indexed,
             sub_a,
             sub_b,
-            n_bins_non_missing[fa],
-            n_bins_non_missing[fb],
         )
+        for j in range(2):
+            f = (fa, fb)[j]
+            sub = sub_a if j == 0 else sub_b
+            _finish_feature(sub, hist_out[f], min(n_bins_non_missing[f], last))
 
 
 @kernel
