@@ -316,7 +316,7 @@ def run_one(train, test, cm: dict, n_sessions: int, seed: int, trees: int, metho
     if cm["model"] == "position_based":
         timed("oracle ipw", oracle)
 
-    def labels(theta=None):
+    def labels(name, theta=None):
         """LambdaMART (linear gain) on one group per query: its shown documents, each
         labelled by its clicks aggregated over the impressions that showed it -- the
         click-through rate, or with ``theta`` (per-position propensities) the
@@ -327,16 +327,27 @@ def run_one(train, test, cm: dict, n_sessions: int, seed: int, trees: int, metho
         shown = np.bincount(inv, minlength=keep.size)
         label = np.bincount(inv, weights=rows.clicked * w, minlength=keep.size) / shown
         y = np.rint(LABEL_SCALE * label)  # LambdaMART needs integer grades
-        out.setdefault("_labels", {})["ipw" if theta is not None else "ctr"] = {
+        # how well the labels themselves order the shown training documents (true grades)
+        qk = qidx[keep]
+        qoff = np.r_[0, np.flatnonzero(np.diff(qk)) + 1, qk.size]
+        from ltrboost.metrics import evaluate
+
+        quality = evaluate(label, train.y[keep], qoff, metrics=["ndcg@10"])["ndcg@10"]
+        if scores is not None:  # the shown order's own quality, for comparison
+            shown_order = evaluate(scores[keep], train.y[keep], qoff, metrics=["ndcg@10"])
+            logger_quality = float(shown_order["ndcg@10"])
+            out.setdefault("_labels", {})["logger"] = {"train_ndcg@10": logger_quality}
+        out.setdefault("_labels", {})[name] = {
             "mean": float(label.mean()), "max": float(label.max()),
+            "train_ndcg@10": float(quality),
         }  # fmt: skip
         m = Ranker(**p, gain="linear").fit(train.X[keep], y, qid=qidx[keep])
         return m.predict(test.X)
 
-    timed("ctr labels", labels)
+    timed("ctr labels", lambda: labels("ctr labels"))
     if cm["model"] == "position_based":
         true_theta = (1.0 / np.arange(1, TOP_K + 1)) ** cm["eta"]
-        timed("ipw labels oracle", lambda: labels(true_theta))
+        timed("ipw labels oracle", lambda: labels("ipw labels oracle", true_theta))
 
     def ipw_est():
         if "_t_plus" not in out:  # the debiased run's estimates
@@ -345,7 +356,7 @@ def run_one(train, test, cm: dict, n_sessions: int, seed: int, trees: int, metho
             )
             out["_t_plus"] = m.position_bias_["t_plus"].tolist()
             out["_t_minus"] = m.position_bias_["t_minus"].tolist()
-        return labels(out["_t_plus"])
+        return labels("ipw labels est", out["_t_plus"])
 
     timed("ipw labels est", ipw_est)
 
