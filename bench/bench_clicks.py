@@ -631,7 +631,8 @@ def paired_table(results: dict, key: str = "ndcg@10") -> str:
 def write_report(results: dict, out_dir: Path) -> None:
     runs = results["runs"]
     folds = sorted({r["fold"] for r in runs})
-    keys = ["ndcg@10"] + (["shown@10"] if any("shown@10" in r["raw clicks"] for r in runs) else [])
+    scored = [v for r in runs for k, v in r.items() if k[0] != "_" and isinstance(v, dict)]
+    keys = ["ndcg@10"] + (["shown@10"] if any("shown@10" in v for v in scored) else [])
     text, all_means = [], {}
     for key in keys:
         table, all_means[key] = _table(results, key)
