@@ -113,6 +113,7 @@ CLICK_MODELS = {
 WEAK_CLICKS = dict(noise=0.1, eps_plus=1.0)
 TOP_K = 10  # results shown per impression (--top-k)
 RERANK_K = 10  # shown@10 re-ranks each test query's top 10 by the logger
+LABEL_COLORS = {"ctr labels": "black", "ipw labels oracle": "magenta", "ipw labels est": "sienna"}
 # ctr / ipw labels: rint(LABEL_SCALE * label) as LambdaMART's integer grades; with the
 # linear gain the lambdas are invariant to the scale, so this only rounds to 1e-3
 LABEL_SCALE = 1000
@@ -660,8 +661,9 @@ def write_report(results: dict, out_dir: Path) -> None:
                     ys = [means[(cm, n)][m] for n in sizes]
                     if all(v is not None for v in ys):
                         style = "--" if m == "ceiling" else (":x" if "raw" in m else "-o")
-                        plotted = [x for x in METHODS if x != "qbrank"]
-                        color = f"C{plotted.index(m) % 10}"  # the same colour in every panel
+                        # the same colour in every panel, and as before the label rows
+                        plotted = [x for x in METHODS if x != "qbrank" and "labels" not in x]
+                        color = LABEL_COLORS.get(m) or f"C{plotted.index(m) % 10}"
                         ax.plot(sizes, ys, style, label=m, color=color)
                 ax.set_xscale("log")
                 ax.set_xlabel("impressions in the click log")
