@@ -85,6 +85,9 @@ METHODS = [
     "xgboost raw",
     "xgboost unbiased",
     "oracle ipw",
+    "ctr labels",
+    "ipw labels oracle",
+    "ipw labels est",
     "ceiling shown",
     "ceiling",
 ]
@@ -95,6 +98,12 @@ GAPS = {
     "xgboost": ("xgboost unbiased", "xgboost raw", "ceiling"),
     "ltrboost, to ceiling shown": ("debiased", "raw clicks", "ceiling shown"),
     "oracle ipw, to ceiling shown": ("oracle ipw", "raw clicks", "ceiling shown"),
+    "ctr labels": ("ctr labels", "raw clicks", "ceiling"),
+    "ipw labels oracle": ("ipw labels oracle", "raw clicks", "ceiling"),
+    "ipw labels est": ("ipw labels est", "raw clicks", "ceiling"),
+    "ctr labels, to ceiling shown": ("ctr labels", "raw clicks", "ceiling shown"),
+    "ipw labels oracle, to ceiling shown": ("ipw labels oracle", "raw clicks", "ceiling shown"),
+    "ipw labels est, to ceiling shown": ("ipw labels est", "raw clicks", "ceiling shown"),
 }
 CLICK_MODELS = {
     "position_based": dict(model="position_based", eta=1.0, noise=0.05),
@@ -104,6 +113,10 @@ CLICK_MODELS = {
 WEAK_CLICKS = dict(noise=0.1, eps_plus=1.0)
 TOP_K = 10  # results shown per impression (--top-k)
 RERANK_K = 10  # shown@10 re-ranks each test query's top 10 by the logger
+LABEL_COLORS = {"ctr labels": "black", "ipw labels oracle": "magenta", "ipw labels est": "sienna"}
+# ctr / ipw labels: rint(LABEL_SCALE * label) as LambdaMART's integer grades; with the
+# linear gain the lambdas are invariant to the scale, so this only rounds to 1e-3
+LABEL_SCALE = 1000
 
 
 def click_models(
@@ -304,6 +317,50 @@ def run_one(train, test, cm: dict, n_sessions: int, seed: int, trees: int, metho
     if cm["model"] == "position_based":
         timed("oracle ipw", oracle)
 
+    def labels(name, theta=None):
+        """LambdaMART (linear gain) on one group per query: its shown documents, each
+        labelled by its clicks aggregated over the impressions that showed it -- the
+        click-through rate, or with ``theta`` (per-position propensities) the
+        inverse-propensity estimate mean(click / theta(position)) of its click
+        probability when examined (Joachims et al. 2017)."""
+        w = np.ones(len(rows)) if theta is None else 1.0 / np.asarray(theta)[rows.position - 1]
+        keep, inv = np.unique(rows.row, return_inverse=True)
+        shown = np.bincount(inv, minlength=keep.size)
+        label = np.bincount(inv, weights=rows.clicked * w, minlength=keep.size) / shown
+        y = np.rint(LABEL_SCALE * label)  # LambdaMART needs integer grades
+        # how well the labels themselves order the shown training documents (true grades)
+        qk = qidx[keep]
+        qoff = np.r_[0, np.flatnonzero(np.diff(qk)) + 1, qk.size]
+        from ltrboost.metrics import evaluate
+
+        quality = evaluate(label, train.y[keep], qoff, metrics=["ndcg@10"])["ndcg@10"]
+        if scores is not None:  # the shown order's own quality, for comparison
+            shown_order = evaluate(scores[keep], train.y[keep], qoff, metrics=["ndcg@10"])
+            logger_quality = float(shown_order["ndcg@10"])
+            out.setdefault("_labels", {})["logger"] = {"train_ndcg@10": logger_quality}
+        out.setdefault("_labels", {})[name] = {
+            "mean": float(label.mean()), "max": float(label.max()),
+            "train_ndcg@10": float(quality),
+        }  # fmt: skip
+        m = Ranker(**p, gain="linear").fit(train.X[keep], y, qid=qidx[keep])
+        return m.predict(test.X)
+
+    timed("ctr labels", lambda: labels("ctr labels"))
+    if cm["model"] == "position_based":
+        true_theta = (1.0 / np.arange(1, TOP_K + 1)) ** cm["eta"]
+        timed("ipw labels oracle", lambda: labels("ipw labels oracle", true_theta))
+
+    def ipw_est():
+        if "_t_plus" not in out:  # the debiased run's estimates
+            m = Ranker(**p, unbiased=True, max_positions=TOP_K).fit(
+                X, rows.clicked, qid=rows.impression, position=rows.position
+            )
+            out["_t_plus"] = m.position_bias_["t_plus"].tolist()
+            out["_t_minus"] = m.position_bias_["t_minus"].tolist()
+        return labels("ipw labels est", out["_t_plus"])
+
+    timed("ipw labels est", ipw_est)
+
     def ceiling_shown():
         keep = np.unique(rows.row)
         m = Ranker(**p).fit(train.X[keep], train.y[keep], qid=qidx[keep])
@@ -491,8 +548,13 @@ def _table(results: dict, key: str = "ndcg@10") -> tuple[str, dict]:
 # (numerator, denominator) columns of the paired table: x - raw of the same library
 PAIRED = [
     ("ceiling - raw", "ceiling", "raw clicks"),
+    ("ceiling shown - raw", "ceiling shown", "raw clicks"),
     ("debiased - raw", "debiased", "raw clicks"),
     ("oracle ipw - raw", "oracle ipw", "raw clicks"),
+    ("ctr labels - raw", "ctr labels", "raw clicks"),
+    ("ipw labels oracle - raw", "ipw labels oracle", "raw clicks"),
+    ("ipw labels est - raw", "ipw labels est", "raw clicks"),
+    ("ipw labels oracle - ctr labels", "ipw labels oracle", "ctr labels"),
     ("xgboost unbiased - raw", "xgboost unbiased", "xgboost raw"),
     ("lightgbm pos - raw", "lightgbm pos", "lightgbm raw"),
 ]
@@ -500,6 +562,13 @@ PAIRED = [
 SHARES = [
     ("debiased", "debiased", "raw clicks", "ceiling"),
     ("oracle ipw", "oracle ipw", "raw clicks", "ceiling"),
+    ("ctr labels", "ctr labels", "raw clicks", "ceiling"),
+    ("ipw labels oracle", "ipw labels oracle", "raw clicks", "ceiling"),
+    ("ipw labels est", "ipw labels est", "raw clicks", "ceiling"),
+    ("debiased, to ceiling shown", "debiased", "raw clicks", "ceiling shown"),
+    ("oracle ipw, to ceiling shown", "oracle ipw", "raw clicks", "ceiling shown"),
+    ("ipw labels oracle, to ceiling shown", "ipw labels oracle", "raw clicks", "ceiling shown"),
+    ("ipw labels est, to ceiling shown", "ipw labels est", "raw clicks", "ceiling shown"),
     ("xgboost unbiased", "xgboost unbiased", "xgboost raw", "ceiling"),
     ("lightgbm pos", "lightgbm pos", "lightgbm raw", "ceiling"),
 ]
@@ -563,7 +632,8 @@ def paired_table(results: dict, key: str = "ndcg@10") -> str:
 def write_report(results: dict, out_dir: Path) -> None:
     runs = results["runs"]
     folds = sorted({r["fold"] for r in runs})
-    keys = ["ndcg@10"] + (["shown@10"] if any("shown@10" in r["raw clicks"] for r in runs) else [])
+    scored = [v for r in runs for k, v in r.items() if k[0] != "_" and isinstance(v, dict)]
+    keys = ["ndcg@10"] + (["shown@10"] if any("shown@10" in v for v in scored) else [])
     text, all_means = [], {}
     for key in keys:
         table, all_means[key] = _table(results, key)
@@ -591,8 +661,9 @@ def write_report(results: dict, out_dir: Path) -> None:
                     ys = [means[(cm, n)][m] for n in sizes]
                     if all(v is not None for v in ys):
                         style = "--" if m == "ceiling" else (":x" if "raw" in m else "-o")
-                        plotted = [x for x in METHODS if x != "qbrank"]
-                        color = f"C{plotted.index(m) % 10}"  # the same colour in every panel
+                        # the same colour in every panel, and as before the label rows
+                        plotted = [x for x in METHODS if x != "qbrank" and "labels" not in x]
+                        color = LABEL_COLORS.get(m) or f"C{plotted.index(m) % 10}"
                         ax.plot(sizes, ys, style, label=m, color=color)
                 ax.set_xscale("log")
                 ax.set_xlabel("impressions in the click log")

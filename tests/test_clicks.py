@@ -430,3 +430,121 @@ def test_weak_logger_uses_the_stated_fraction_and_every_grade():
     assert sample_logger_queries(y, off, 1.0, 0).size == 60
     with pytest.raises(ValueError, match="every grade"):
         sample_logger_queries(np.r_[np.zeros(59), 2.0], np.arange(61), 0.02, 0, max_draws=3)
+
+
+# ------------------------------------------------------------------ IPW relevance labels
+def _ipw_log():
+    return _log(
+        [
+            ("7", "a", 1, 1, 0),
+            ("7", "b", 2, 1, 0),
+            ("7", "c", 3, 0, 0),
+            ("7", "b", 1, 0, 1),
+            ("7", "a", 2, 1, 1),
+            ("7", "c", 3, 1, 1),
+            ("9", "a", 1, 0, 2),
+        ]
+    )
+
+
+def test_relevance_labels_by_hand():
+    from ltrboost.clicks import relevance_labels
+
+    log = _ipw_log()
+    r = relevance_labels(log, [1.0, 0.5, 0.25])
+    assert r.qid.tolist() == ["7", "7", "7", "9"]
+    assert r.docid.tolist() == ["a", "b", "c", "a"]
+    # 7/a: (1/1 + 1/0.5) / 2; 7/b: (1/0.5 + 0) / 2; 7/c: (0 + 1/0.25) / 2; 9/a: 0
+    np.testing.assert_allclose(r.label, [1.5, 1.0, 2.0, 0.0])
+    assert r.shown.tolist() == [2, 2, 2, 1]
+    assert r.clicks.tolist() == [2, 1, 1, 0]
+    assert r.row is None
+    np.testing.assert_array_equal(r.grades(10), [15.0, 10.0, 20.0, 0.0])
+    ctr = relevance_labels(log)  # no propensities: the click-through rate
+    np.testing.assert_allclose(ctr.label, [1.0, 0.5, 0.5, 0.0])
+    # with the data's ids: data rows, in row order
+    rows = relevance_labels(
+        log, [1.0, 0.5, 0.25, 0.1], qid=["9", "7", "7", "7"], docids=["a", "c", "a", "b"]
+    )
+    assert rows.row.tolist() == [0, 1, 2, 3]
+    assert list(zip(rows.qid.tolist(), rows.docid.tolist(), strict=True)) == [
+        ("9", "a"), ("7", "c"), ("7", "a"), ("7", "b"),
+    ]  # fmt: skip
+    np.testing.assert_allclose(rows.label, [0.0, 2.0, 1.5, 1.0])
+
+
+def test_relevance_labels_errors(tmp_path):
+    from ltrboost.clicks import relevance_labels
+
+    log = _ipw_log()
+    with pytest.raises(ValueError, match=r"entry 2: position 3 has no propensity .*1 to 2"):
+        relevance_labels(log, [1.0, 0.5])
+    read = read_click_log(_write(tmp_path, "7 a 1 1\n7 b 2 0\n7 c 3 1\n"))
+    with pytest.raises(ValueError, match=r"line 3: position 3 has no propensity"):
+        relevance_labels(read, [1.0, 0.5])
+    for bad in (0.0, -0.2, np.nan, np.inf):
+        with pytest.raises(ValueError, match="propensity of position 2 is"):
+            relevance_labels(log, [1.0, bad, 0.5])
+    with pytest.raises(ValueError, match="non-empty 1-D"):
+        relevance_labels(log, [])
+    with pytest.raises(LTRInputError, match=r"document 'c' of query '7' is not in the data"):
+        relevance_labels(log, qid=["7", "7", "9"], docids=["a", "b", "a"])
+    with pytest.raises(ValueError, match="both qid and docids"):
+        relevance_labels(log, qid=["7"])
+    with pytest.raises(ValueError, match="scale"):
+        relevance_labels(log).grades(0)
+
+
+@pytest.mark.parametrize("shuffle", [0.0, 1.0])
+def test_relevance_labels_are_unbiased_under_position_based_clicks(shuffle):
+    # Position-based clicks with known examination (1/k)^eta: the IPW label of every
+    # document estimates its click probability when examined, r(y), within a few
+    # standard errors -- whether it is always shown at one position (shuffle=0) or
+    # at random ones (1) -- and the click-through rate does not.
+    from ltrboost.clicks import relevance_labels
+
+    y = np.array([3, 0, 2, 1, 3, 2, 0, 1, 4, 0], dtype=float)
+    eta, n = 1.0, 20000
+    log = simulate(
+        y, [0, 10], "position_based", n, 5, scores=-np.arange(10.0), eta=eta, noise=0.1,
+        eps_plus=1.0, shuffle_fraction=shuffle,
+    )  # fmt: skip
+    theta = (1.0 / np.arange(1, 11)) ** eta
+    r = relevance_labels(log, theta, qid=np.zeros(10, int), docids=[str(i) for i in range(10)])
+    assert r.row.tolist() == list(range(10))
+    assert (r.shown == n).all()
+    truth = 0.1 + 0.9 * (2.0**y - 1) / 15.0
+    # variance of click/theta when shown at k: truth/theta_k - truth^2; shuffled: mean over k
+    inv = 1.0 / theta if shuffle == 0 else np.full(10, np.mean(1.0 / theta))
+    se = np.sqrt((truth * inv - truth**2) / n)
+    np.testing.assert_array_less(np.abs(r.label - truth), 4 * se)
+    ctr = relevance_labels(log).label
+    assert np.max(np.abs(ctr - truth) / se) > 10  # the uncorrected rate is far off
+
+
+def test_relevance_labels_train_lambdamart():
+    from ltrboost.clicks import click_rows, relevance_labels
+    from ltrboost.sklearn import Ranker
+
+    X, y, qid = make_ranking(n_queries=30, docs_per_query=12, random_state=1)[:3]
+    off = np.r_[0, np.cumsum(np.unique(qid, return_counts=True)[1])]
+    q = np.repeat(np.arange(len(off) - 1), np.diff(off))
+    ids = [str(i - off[k]) for i, k in enumerate(q)]
+    log = simulate(y, off, "position_based", n_sessions=600, random_state=0, top_k=5)
+    r = relevance_labels(log, (1.0 / np.arange(1, 6)), qid=q, docids=ids)
+    shown = np.unique(click_rows(log, q, ids).row)
+    np.testing.assert_array_equal(r.row, shown)  # every shown document once, row order
+    model = Ranker(n_estimators=3, gain="linear", min_samples_leaf=2, n_threads=1)
+    model.fit(X[r.row], r.grades(), qid=q[r.row])
+    assert np.isfinite(model.predict(X)).all()
+
+
+def test_readme_ipw_labels_example_runs(capsys):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- ipw-labels-example:[^>]*-->\s*```python\n(.*?)```", text, re.S)
+    assert match
+    exec(compile(match.group(1), "README.md", "exec"), {})
+    assert re.fullmatch(r"\d+ documents, mean label \d+\.\d+\n", capsys.readouterr().out)

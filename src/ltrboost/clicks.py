@@ -69,6 +69,26 @@ One query group per impression, the clicks as labels and the shown positions as
 ``position`` (``Ranker(unbiased=True)``; CLI ``ltrboost clicks dataset`` writes them
 as a LETOR file plus a ``.position`` file for ``ltrboost train --unbiased``).
 
+Inverse-propensity relevance labels (:func:`relevance_labels`)
+---------------------------------------------------------------
+One label per shown (query, document): its clicks aggregated over the impressions that
+showed it, each click divided by the examination probability (propensity) ``theta_k``
+of the position ``k`` it was shown at::
+
+    label_d = (1 / n_d) * sum over the n_d impressions showing d of  clicked / theta_k
+
+the inverse-propensity-scoring estimate of Joachims, Swaminathan & Schnabel (WSDM 2017)
+and Wang, Bendersky, Metzler & Najork (SIGIR 2016).  Under position-based clicks
+(``P(click) = theta_k r_d``) every term has expectation ``r_d``, the document's click
+probability when examined, so the label is an unbiased estimate of it whatever
+positions the document was shown at; without propensities the label is the
+click-through rate (``theta = 1``), whose expectation ``r_d * mean(theta_k)`` mixes
+relevance with where the document was shown.  The labels are real numbers (> 1 is
+possible); :meth:`RelevanceLabels.grades` rounds them onto an integer grid for
+LambdaMART, which needs integer grades (with ``gain="linear"`` its lambdas do not depend
+on the grid's scale).  Under cascade clicks the examination of a position depends on the
+documents above it, and no per-position propensity makes the label unbiased.
+
 Preference mining (:func:`mine_preferences`)
 --------------------------------------------
 Per impression (Joachims, KDD 2002; Joachims, Granka, Pan, Hembrooke & Gay, SIGIR 2005,
@@ -86,6 +106,7 @@ pairs, so the counts are netted: ``count = n(a > b) - n(b > a)``; a pair is kept
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -99,9 +120,11 @@ __all__ = [
     "ClickLog",
     "ClickRows",
     "MinedPairs",
+    "RelevanceLabels",
     "click_rows",
     "mine_preferences",
     "read_click_log",
+    "relevance_labels",
     "sample_logger_queries",
     "simulate",
     "weak_logger_scores",
@@ -617,6 +640,136 @@ def click_rows(log: ClickLog, qid: ArrayLike, docids: Sequence[str | None]) -> C
         clicked=log.clicked[order].astype(np.float64),
         impression=log.impression[order].astype(np.int64),
         position=log.position[order].astype(np.int64),
+    )
+
+
+@dataclass
+class RelevanceLabels:
+    """Per-(query, document) labels aggregated from a click log (:func:`relevance_labels`).
+
+    Attributes
+    ----------
+    qid : ndarray of str (object), the query of each labelled document.
+    docid : ndarray of str (object), the document.
+    label : ndarray of float64, its inverse-propensity label (click-through rate without
+        propensities).
+    shown : ndarray of int64, the number of impressions that showed it.
+    clicks : ndarray of int64, the number of those in which it was clicked.
+    row : ndarray of int64 or None, its data row, when the data's ``qid`` and ``docids``
+        were given (then entries come in row order, so a query's documents are adjacent
+        if the data's are).
+    """
+
+    qid: NDArray[np.object_]
+    docid: NDArray[np.object_]
+    label: NDArray[np.float64]
+    shown: NDArray[np.int64]
+    clicks: NDArray[np.int64]
+    row: NDArray[np.int64] | None = None
+
+    def __len__(self) -> int:
+        return int(self.label.shape[0])
+
+    def grades(self, scale: float = 1000.0) -> NDArray[np.float64]:
+        """``rint(scale * label)``: integer grades for LambdaMART, to be trained with
+        ``gain="linear"`` (whose lambdas are invariant to ``scale``: the grid only rounds
+        the labels to ``1 / scale``)."""
+        if not (math.isfinite(scale) and scale > 0):
+            raise ValueError(f"scale must be finite and > 0, got {scale}")
+        return np.rint(scale * self.label)
+
+
+def relevance_labels(
+    log: ClickLog,
+    propensities: ArrayLike | None = None,
+    *,
+    qid: ArrayLike | None = None,
+    docids: Sequence[str | None] | None = None,
+) -> RelevanceLabels:
+    """Inverse-propensity relevance labels of the shown documents (module docstring).
+
+    Parameters
+    ----------
+    log : a click log (:func:`read_click_log`, :func:`simulate`).
+    propensities : array-like of shape (n_positions,), ``propensities[k - 1]`` is the
+        examination probability of position ``k`` (e.g. ``(1 / k) ** eta``, or the
+        ``t_plus`` of an unbiased model's ``position_bias_``); every value finite and > 0,
+        and the log may not show a document deeper than ``n_positions``.  ``None``: all
+        1, so the label is the click-through rate.
+    qid, docids : optional, the data's query id and document id of each row (as for
+        :func:`click_rows`); when given, ``row`` holds each document's data row, entries
+        come in row order and a document that is not a row of the data is an error
+        naming the log line (or entry).
+
+    Returns
+    -------
+    RelevanceLabels, one entry per distinct shown (qid, docid); without ``qid`` /
+    ``docids`` in order of (qid, docid) as text.  For LambdaMART, e.g.
+    ``Ranker(gain="linear").fit(X[r.row], r.grades(), qid=data_qid[r.row])``.
+    """
+    pos = np.asarray(log.position, dtype=np.int64)
+    if propensities is None:
+        weight = np.ones(pos.size, dtype=np.float64)
+    else:
+        theta = np.asarray(propensities, dtype=np.float64)
+        if theta.ndim != 1 or theta.size == 0:
+            raise ValueError("propensities must be a non-empty 1-D array, one per position")
+        bad = ~(np.isfinite(theta) & (theta > 0))
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"the propensity of position {k + 1} is {theta[k]}: propensities must be "
+                "finite and > 0 (a position never examined cannot be corrected for)"
+            )
+        deep = np.flatnonzero(pos > theta.size)
+        if deep.size:
+            e = int(deep[0])
+            at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
+            raise ValueError(
+                f"{at}: position {int(pos[e])} has no propensity (propensities cover "
+                f"positions 1 to {theta.size})"
+            )
+        weight = 1.0 / theta[pos - 1]
+    index: dict[tuple[str, str], int] = {}
+    code = np.empty(pos.size, dtype=np.int64)
+    for e, key in enumerate(zip(log.qid.tolist(), log.docid.tolist(), strict=True)):
+        code[e] = index.setdefault((str(key[0]), str(key[1])), len(index))
+    keys = list(index)
+    n = len(keys)
+    shown = np.bincount(code, minlength=n).astype(np.int64)
+    clicks = np.bincount(code, weights=log.clicked, minlength=n).astype(np.int64)
+    label = np.bincount(code, weights=log.clicked * weight, minlength=n) / np.maximum(shown, 1)
+    row = None
+    if qid is not None or docids is not None:
+        if qid is None or docids is None:
+            raise ValueError("give both qid and docids, or neither")
+        qs = [str(q) for q in np.asarray(qid).tolist()]
+        if len(qs) != len(docids):
+            raise ValueError("qid and docids must have one entry per data row")
+        where: dict[tuple[str, str], int] = {}
+        for i, (q, d) in enumerate(zip(qs, docids, strict=True)):
+            if d is not None:
+                where.setdefault((q, d), i)
+        row = np.empty(n, dtype=np.int64)
+        for j, key in enumerate(keys):
+            r = where.get(key)
+            if r is None:
+                e = int(np.flatnonzero(code == j)[0])
+                at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
+                raise LTRInputError(
+                    f"{at}: document {key[1]!r} of query {key[0]!r} is not in the data"
+                )
+            row[j] = r
+        order = np.argsort(row, kind="stable")
+    else:
+        order = np.asarray(sorted(range(n), key=keys.__getitem__), dtype=np.int64)
+    return RelevanceLabels(
+        qid=_objects([keys[j][0] for j in order.tolist()]),
+        docid=_objects([keys[j][1] for j in order.tolist()]),
+        label=label[order],
+        shown=shown[order],
+        clicks=clicks[order],
+        row=None if row is None else row[order],
     )
 
 
