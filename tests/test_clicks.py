@@ -350,14 +350,21 @@ def test_cli_simulate_mine_train(tmp_path, capsys):
     assert len(err.splitlines()) == 1
 
 
-def test_readme_example_runs(capsys):
+def _run_readme_example(marker: str) -> None:
+    """Run README.md's python block that follows ``<!-- MARKER: ... -->``."""
     import re
     from pathlib import Path
 
     text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"<!-- clicks-example:[^>]*-->\s*```python\n(.*?)```", text, re.S)
-    assert match
+    match = re.search(rf"<!-- {marker}:[^>]*-->\s*```python\n(.*?)```", text, re.S)
+    assert match, marker
     exec(compile(match.group(1), "README.md", "exec"), {})
+
+
+def test_readme_example_runs(capsys):
+    import re
+
+    _run_readme_example("clicks-example")
     assert re.fullmatch(r"\d+ shown, \d+ clicks, \d+ pairs\n", capsys.readouterr().out)
 
 
@@ -541,10 +548,6 @@ def test_relevance_labels_train_lambdamart():
 
 def test_readme_ipw_labels_example_runs(capsys):
     import re
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"<!-- ipw-labels-example:[^>]*-->\s*```python\n(.*?)```", text, re.S)
-    assert match
-    exec(compile(match.group(1), "README.md", "exec"), {})
+    _run_readme_example("ipw-labels-example")
     assert re.fullmatch(r"\d+ documents, mean label \d+\.\d+\n", capsys.readouterr().out)

@@ -235,6 +235,24 @@ def remove_compile_listener(listener: Any) -> None:
         _monitor.listeners.remove(listener)
 
 
+def _element_pointer(context, builder, aryty, ary_value, indices):
+    """LLVM pointer to the element ``indices`` (intp values) of the array ``ary_value``
+    of Numba type ``aryty``, without wraparound or bounds checks (codegen of the
+    intrinsics below)."""
+    ary = context.make_array(aryty)(context, builder, ary_value)
+    return cgutils.get_item_pointer2(
+        context,
+        builder,
+        ary.data,
+        cgutils.unpack_tuple(builder, ary.shape),
+        cgutils.unpack_tuple(builder, ary.strides),
+        aryty.layout,
+        indices,
+        wraparound=False,
+        boundscheck=False,
+    )
+
+
 @intrinsic
 def prefetch(typingctx, arr, idx):
     """``prefetch(a, i)``: ask the CPU to bring ``a[i]``'s cache line in (1-D ``a``).
@@ -251,19 +269,8 @@ def prefetch(typingctx, arr, idx):
 
     def codegen(context, builder, signature, args):
         aryty, idxty = signature.args
-        ary = context.make_array(aryty)(context, builder, args[0])
         i = context.cast(builder, args[1], idxty, types.intp)
-        ptr = cgutils.get_item_pointer2(
-            context,
-            builder,
-            ary.data,
-            cgutils.unpack_tuple(builder, ary.shape),
-            cgutils.unpack_tuple(builder, ary.strides),
-            aryty.layout,
-            [i],
-            wraparound=False,
-            boundscheck=False,
-        )
+        ptr = _element_pointer(context, builder, aryty, args[0], [i])
         i8p = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
@@ -301,22 +308,9 @@ def add_gh1(typingctx, sub, t, b, g, h):
     sig = types.void(sub, t, b, g, h)
 
     def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        idx = [context.cast(builder, args[k], signature.args[k], types.intp) for k in (1, 2)] + [
-            context.get_constant(types.intp, 0)
-        ]
-        ptr = cgutils.get_item_pointer2(
-            context,
-            builder,
-            ary.data,
-            cgutils.unpack_tuple(builder, ary.shape),
-            cgutils.unpack_tuple(builder, ary.strides),
-            aryty.layout,
-            idx,
-            wraparound=False,
-            boundscheck=False,
-        )
+        idx = [context.cast(builder, args[k], signature.args[k], types.intp) for k in (1, 2)]
+        zero = context.get_constant(types.intp, 0)
+        ptr = _element_pointer(context, builder, signature.args[0], args[0], [*idx, zero])
         dbl = ir.DoubleType()
         v4 = ir.VectorType(dbl, 4)
         i32 = ir.IntType(32)
