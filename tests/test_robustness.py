@@ -355,7 +355,15 @@ def test_sigint_exits_130_and_keeps_the_previous_file(long_run, capsys) -> None:
     before = model.read_bytes()
     err_path = model.parent / "stderr.txt"
     with open(err_path, "wb") as err_file:
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err_file)
+        # default SIGINT disposition in the child whatever this process inherited (a
+        # test run started in the background has SIGINT ignored, and Python keeps an
+        # inherited SIG_IGN instead of installing KeyboardInterrupt)
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.DEVNULL,
+            stderr=err_file,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         try:
             # the progress bar shows the first finished rounds: training is under way
             deadline = time.monotonic() + 120
