@@ -855,30 +855,23 @@ _NO_ROWS = np.empty(0, dtype=INDEX_DTYPE)  # ``rows`` of _accumulate2 when index
 
 @inline_kernel
 def _zero_feature_bins(h, nb):
-    """Zero one feature's own bins of ``h`` (shape ``(n_bins, 3)``): the value bins
-    ``0 .. nb-1`` and the missing bin (the last); the bins between are left as they are."""
+    """Zero one feature's own bins of ``h`` (shape ``(n_bins, lanes)``), every lane:
+    the value bins ``0 .. nb-1`` and the missing bin (the last); the bins between are
+    left as they are."""
     last = h.shape[0] - 1
-    for b in range(nb):
-        h[b, 0] = 0.0
-        h[b, 1] = 0.0
-        h[b, 2] = 0.0
-    h[last, 0] = 0.0
-    h[last, 1] = 0.0
-    h[last, 2] = 0.0
+    for s in range(h.shape[1]):
+        for b in range(nb):
+            h[b, s] = 0.0
+        h[last, s] = 0.0
 
 
 @inline_kernel
 def _zero_sub_bins(sub, nb):
-    """Zero the value bins ``0 .. nb-1`` and the missing (last) bin of the four
-    sub-histograms ``sub`` (shape ``(4, n_bins, 4)``), all four lanes (the padding lane
-    too: left as garbage it could hold a denormal and slow every add)."""
-    last = sub.shape[1] - 1
+    """:func:`_zero_feature_bins` on each of the four sub-histograms ``sub`` (shape
+    ``(4, n_bins, 4)``), padding lane included (left as garbage it could hold a denormal
+    and slow every add)."""
     for t in range(4):
-        for b in range(nb):
-            for s in range(4):
-                sub[t, b, s] = 0.0
-        for s in range(4):
-            sub[t, last, s] = 0.0
+        _zero_feature_bins(sub[t], nb)
 
 
 @inline_kernel
