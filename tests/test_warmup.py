@@ -1,0 +1,175 @@
+"""First-run compilation in a second process (ltrboost._warmup, issue 12 goal 1).
+
+No timing assertions: what is checked is that every manifest entry still names a kernel
+and parses, that a cache warmed from the manifest leaves a command nothing to compile
+(so the manifest matches what the commands compile), that the helper process starts
+once, is switched off where it cannot help and is stopped with the command, and that a
+model trained while it runs is the model trained without it, byte for byte.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+import ltrboost
+from ltrboost import _warmup
+from ltrboost.objectives.registry import available_objectives
+
+SRC = Path(ltrboost.__file__).resolve().parents[1]
+
+
+def _env(tmp_path: Path, cache: str, background: str = "0") -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / cache))
+    env[_warmup.ENV_SWITCH] = background
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _run(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+# Runs CLI commands in one process and prints how many kernels it compiled.
+_COMMANDS = """
+import json, sys
+from ltrboost._numba import compile_stats
+from ltrboost.cli import main
+for command in json.loads(sys.argv[1]):
+    assert main(command) == 0, command
+print(compile_stats()["kernels"])
+"""
+
+
+def _readme_commands(data: Path, model: Path) -> list[list[str]]:
+    train = [
+        "train", str(data / "train.txt"), "--valid", str(data / "vali.txt"), "--objective",
+        "lambdamart", "--n-estimators", "20", "--learning-rate", "0.1", "--max-leaf-nodes",
+        "31", "--early-stopping-rounds", "30", "--metric", "ndcg@10", "--output", str(model),
+        "--quiet",
+    ]  # fmt: skip
+    test = str(data / "test.txt")
+    return [train, ["eval", str(model), test], ["predict", str(model), test, "-o", "-"]]
+
+
+def _compiled_by(commands: list[list[str]], env: dict) -> int:
+    proc = _run([sys.executable, "-c", _COMMANDS, json.dumps(commands)], env)
+    return int(proc.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- the manifest
+def test_manifest_names_kernels_with_parsable_signatures() -> None:
+    profiles = _warmup.load_manifest()
+    expected = {f"train:{o}" for o in available_objectives() if o != "qbrank"}
+    assert expected | {"eval", "predict"} <= set(profiles)
+    for name, entries in profiles.items():
+        assert entries, name
+        for module, function, types_text in entries:
+            dispatcher = getattr(__import__(module, fromlist=[function]), function)
+            assert hasattr(dispatcher, "compile"), (name, module, function)
+            sig = _warmup.signature(types_text)
+            params = inspect.signature(dispatcher.py_func).parameters
+            assert len(sig) == len(params), (name, function)
+
+
+def test_command_profiles() -> None:
+    assert _warmup.command_profile("train", None) == "train:lambdamart"
+    assert _warmup.command_profile("train", "ranknet") == "train:ranknet"
+    assert _warmup.command_profile("eval") == "eval"
+    assert _warmup.command_profile("predict") == "predict"
+    assert _warmup.command_profile("generate") is None
+
+
+def test_warmup_rejects_an_unknown_profile(capsys) -> None:
+    from ltrboost.cli import main
+
+    assert main(["warmup", "train:nonsense"]) != 0
+    assert "unknown profile 'train:nonsense'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the helper process
+class _FakeProcess:
+    started: ClassVar[list] = []
+
+    def __init__(self, cmd, env, **kwargs) -> None:
+        self.cmd, self.env, self.terminated = cmd, env, False
+        _FakeProcess.started.append(self)
+
+    def poll(self):
+        return None if not self.terminated else -15
+
+    def terminate(self) -> None:
+        self.terminated = True
+
+    def wait(self, timeout=None) -> int:
+        return -15
+
+
+def test_helper_starts_once_at_the_first_compilation_and_stops_with_the_command(
+    monkeypatch,
+) -> None:
+    monkeypatch.setenv(_warmup.ENV_SWITCH, "1")
+    monkeypatch.setattr(_warmup, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(_warmup.subprocess, "Popen", _FakeProcess)
+    _FakeProcess.started = []
+    with _warmup.BackgroundCompile("train:lambdamart") as bg:
+        from ltrboost._numba import _monitor
+
+        assert bg in _monitor.listeners
+        bg.compile_started("_scan_letor")
+        bg.compile_started("_fill_rows")
+        assert len(_FakeProcess.started) == 1
+        proc = _FakeProcess.started[0]
+        assert proc.cmd[1:4] == ["-m", "ltrboost._warmup", "train:lambdamart"]
+        assert proc.cmd[4:] == ["--background", "--parent", str(os.getpid())]
+        assert proc.env[_warmup.ENV_SWITCH] == "0"  # the helper starts no helper
+        assert str(SRC) in proc.env["PYTHONPATH"].split(os.pathsep)
+    assert proc.terminated
+    assert bg not in _monitor.listeners
+
+
+@pytest.mark.parametrize(
+    ("switch", "cpus", "profile"),
+    [("0", 4, "eval"), ("off", 4, "eval"), ("1", 1, "eval"), ("1", 4, None), ("1", 4, "x")],
+)
+def test_helper_is_off_where_it_cannot_help(monkeypatch, switch, cpus, profile) -> None:
+    monkeypatch.setenv(_warmup.ENV_SWITCH, switch)
+    monkeypatch.setattr(_warmup, "_usable_cpus", lambda: cpus)
+    from ltrboost._numba import _monitor
+
+    with _warmup.BackgroundCompile(profile) as bg:
+        assert bg not in _monitor.listeners
+
+
+# ---------------------------------------------------------------- end to end (subprocesses)
+def test_warmed_cache_leaves_readme_commands_nothing_to_compile_and_the_helper_changes_no_model(
+    tmp_path: Path,
+) -> None:
+    """``ltrboost warmup`` (the manifest, compiled in the foreground) into an empty cache:
+    README's train, eval and predict then compile nothing, i.e. the manifest is what
+    these commands compile.  Then a cold cache with the helper on: the same model file,
+    and the helper compiled the eval kernels (first in its reverse order) while train ran,
+    so that eval compiles nothing either."""
+    data = tmp_path / "data"
+    env = _env(tmp_path, "warmed")
+    _run([sys.executable, "-m", "ltrboost", "generate", str(data), "--n-queries", "30",
+          "--docs-per-query", "12", "--n-features", "6"], env)  # fmt: skip
+    proc = _run([sys.executable, "-m", "ltrboost", "warmup", "train:lambdamart"], env)
+    assert "train:lambdamart: " in proc.stderr
+    assert " compiled" in proc.stderr
+    assert _compiled_by(_readme_commands(data, tmp_path / "a.json"), env) == 0
+
+    env = _env(tmp_path, "cold", background="1")
+    train, evaluate, _ = _readme_commands(data, tmp_path / "b.json")
+    _run([sys.executable, "-m", "ltrboost", *train], env)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert _compiled_by([evaluate], env) == 0
