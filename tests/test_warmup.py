@@ -84,6 +84,7 @@ def test_manifest_names_kernels_with_parsable_signatures() -> None:
 def test_command_profiles() -> None:
     assert _warmup.command_profile("train", None) == "train:lambdamart"
     assert _warmup.command_profile("train", "ranknet") == "train:ranknet"
+    assert _warmup.command_profile("cv", "mart") == "train:mart"
     assert _warmup.command_profile("eval") == "eval"
     assert _warmup.command_profile("predict") == "predict"
     assert _warmup.command_profile("generate") is None

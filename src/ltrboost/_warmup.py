@@ -55,7 +55,7 @@ def profile_names() -> list[str]:
 
 def command_profile(command: str | None, objective: str | None = None) -> str | None:
     """The manifest profile of a CLI command (None: no profile)."""
-    if command == "train":
+    if command in ("train", "cv"):
         return f"train:{objective or 'lambdamart'}"
     if command in ("eval", "predict"):
         return command
