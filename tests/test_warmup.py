@@ -10,6 +10,7 @@ model trained while it runs is the model trained without it, byte for byte.
 from __future__ import annotations
 
 import inspect
+import io
 import json
 import os
 import subprocess
@@ -97,12 +98,19 @@ def test_warmup_rejects_an_unknown_profile(capsys) -> None:
     assert "unknown profile 'train:nonsense'" in capsys.readouterr().err
 
 
+def test_helper_stops_where_the_command_got_first() -> None:
+    last = _warmup.load_manifest()["predict"][-1][1]
+    counts = _warmup.compile_profile("predict", reverse=True, stop_when_met=True, taken={last})
+    assert counts == {"compiled": 0, "loaded": 0, "skipped": 0}
+
+
 # ---------------------------------------------------------------- the helper process
 class _FakeProcess:
     started: ClassVar[list] = []
 
     def __init__(self, cmd, env, **kwargs) -> None:
         self.cmd, self.env, self.terminated = cmd, env, False
+        self.stdin = io.BytesIO()
         _FakeProcess.started.append(self)
 
     def poll(self):
@@ -134,6 +142,8 @@ def test_helper_starts_once_at_the_first_compilation_and_stops_with_the_command(
         assert proc.cmd[4:] == ["--background", "--parent", str(os.getpid())]
         assert proc.env[_warmup.ENV_SWITCH] == "0"  # the helper starts no helper
         assert str(SRC) in proc.env["PYTHONPATH"].split(os.pathsep)
+        # every kernel this process starts is named to the helper, which then skips it
+        assert proc.stdin.getvalue() == b"_scan_letor\n_fill_rows\n"
     assert proc.terminated
     assert bg not in _monitor.listeners
 

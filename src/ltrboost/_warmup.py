@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import importlib
 import json
 import os
@@ -73,14 +74,20 @@ def signature(text: str) -> tuple:
 
 
 def compile_profile(
-    profile: str, *, reverse: bool = False, stop_when_met: bool = False, parent: int = 0
+    profile: str,
+    *,
+    reverse: bool = False,
+    stop_when_met: bool = False,
+    parent: int = 0,
+    taken: set[str] | None = None,
 ) -> dict[str, int]:
     """Compile (or load from the cache) the kernels of ``profile``.
 
     ``reverse``: last kernel first.  ``stop_when_met``: stop at the first kernel found in
-    the cache after at least one compilation (the command compiling from the front got
-    there first).  ``parent``: stop when this process is no longer our parent.  Returns
-    counts ``compiled``, ``loaded``, ``skipped`` (entries that no longer resolve).
+    the cache after at least one compilation, or named in ``taken`` (kernels the command
+    has started compiling: it got there first).  ``parent``: stop when this process is no
+    longer our parent.  Returns counts ``compiled``, ``loaded``, ``skipped`` (entries that
+    no longer resolve).
     """
     entries = load_manifest()[profile]
     if reverse:
@@ -88,6 +95,8 @@ def compile_profile(
     counts = {"compiled": 0, "loaded": 0, "skipped": 0}
     for module, name, types_text in entries:
         if parent and os.getppid() != parent:
+            break
+        if stop_when_met and taken is not None and name in taken:
             break
         try:
             dispatcher = getattr(importlib.import_module(module), name)
@@ -149,6 +158,7 @@ class BackgroundCompile:
 
     def compile_started(self, name: str) -> None:
         if self._started:
+            self._tell(name)
             return
         self._started = True
         import ltrboost
@@ -166,18 +176,33 @@ class BackgroundCompile:
             self.process = subprocess.Popen(
                 cmd,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
         except OSError:
             return
         atexit.register(self.close)
+        self._tell(name)
+
+    def _tell(self, name: str) -> None:
+        """Tell the helper which kernel this process compiles (it will not start it)."""
+        process = self.process
+        if process is None or process.stdin is None:
+            return
+        try:
+            process.stdin.write(name.encode() + b"\n")
+            process.stdin.flush()
+        except (OSError, ValueError):  # the helper has finished
+            pass
 
     def compile_finished(self, name: str, seconds: float) -> None:
         pass
 
     def close(self) -> None:
+        if self.process is not None and self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -313,9 +338,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.record:
         record([p.split(":", 1)[1] for p in args.profiles if p.startswith("train:")] or None)
         return 0
+    taken: set[str] = set()
+    if args.background:  # the command names each kernel it starts compiling, one a line
+        import threading
+
+        def listen() -> None:
+            for line in sys.stdin:
+                taken.add(line.strip())
+
+        threading.Thread(target=listen, daemon=True).start()
     for profile in args.profiles:
         counts = compile_profile(
-            profile, reverse=args.background, stop_when_met=args.background, parent=args.parent
+            profile,
+            reverse=args.background,
+            stop_when_met=args.background,
+            parent=args.parent,
+            taken=taken,
         )
         if not args.background:
             print(f"{profile}: {counts}", file=sys.stderr)
