@@ -145,11 +145,9 @@ class BackgroundCompile:
         self.close()
 
     def _enabled(self) -> bool:
-        from ltrboost import _numba
-
         if os.environ.get(ENV_SWITCH, "1").strip() in ("0", "false", "no", "off"):
             return False
-        if _usable_cpus() < 2 or _numba._warned_uncached:
+        if _usable_cpus() < 2:
             return False
         try:
             return self.profile in load_manifest()
@@ -162,6 +160,10 @@ class BackgroundCompile:
             return
         self._started = True
         import ltrboost
+        from ltrboost import _numba
+
+        if _numba._warned_uncached:  # no kernel cache to share
+            return
 
         env = dict(os.environ)
         env[ENV_SWITCH] = "0"
