@@ -15,7 +15,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import ClassVar
 
 import pytest
@@ -111,6 +113,7 @@ class _FakeProcess:
     def __init__(self, cmd, env, **kwargs) -> None:
         self.cmd, self.env, self.terminated = cmd, env, False
         self.stdin = io.BytesIO()
+        self.stdout = io.BytesIO(b"start _ap_queries\nend _ap_queries\n")
         _FakeProcess.started.append(self)
 
     def poll(self):
@@ -159,6 +162,52 @@ def test_helper_is_off_where_it_cannot_help(monkeypatch, switch, cpus, profile) 
 
     with _warmup.BackgroundCompile(profile) as bg:
         assert bg not in _monitor.listeners
+
+
+def test_cache_lookup_waits_for_the_helper_and_looks_again(monkeypatch) -> None:
+    from ltrboost import _numba
+
+    class Cache:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def load_overload(self, sig, target_context):
+            self.calls += 1
+            return None if self.calls == 1 else "compiled by the helper"
+
+    def kernel():
+        pass
+
+    dispatcher = SimpleNamespace(_cache=Cache(), py_func=kernel)
+    _numba._wait_for_cache_entries(dispatcher)
+    asked = []
+    monkeypatch.setattr(_numba, "_cache_waiter", lambda name: asked.append(name) or True)
+    assert dispatcher._cache.load_overload(None, None) == "compiled by the helper"
+    assert asked == ["kernel"]
+    dispatcher._cache.calls = 0
+    monkeypatch.setattr(_numba, "_cache_waiter", lambda name: False)  # helper never had it
+    assert dispatcher._cache.load_overload(None, None) is None
+    assert dispatcher._cache.calls == 1
+
+
+def test_wait_for_returns_when_the_helper_has_finished_the_kernel() -> None:
+    bg = _warmup.BackgroundCompile("eval")
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as stream, os.fdopen(write, "wb") as out:
+        listener = threading.Thread(target=bg._listen, args=(stream,))
+        listener.start()
+        out.write(b"start _err_queries\n")
+        out.flush()
+        with bg._changed:
+            bg._changed.wait_for(lambda: bg._busy == "_err_queries", timeout=30)
+        finisher = threading.Timer(0.2, lambda: (out.write(b"end _err_queries\n"), out.flush()))
+        finisher.start()
+        assert bg.wait_for("_err_queries") is True
+        assert bg._busy is None
+        assert bg.wait_for("_ap_queries") is False  # not one of the helper's: no wait
+        finisher.join()
+    listener.join(timeout=30)
+    assert not listener.is_alive()
 
 
 # ---------------------------------------------------------------- end to end (subprocesses)

@@ -37,9 +37,12 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
+WAIT_S = 120.0  # longest wait for a kernel the helper is compiling
 MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_kernels.json")
 ENV_SWITCH = "LTRBOOST_BACKGROUND_COMPILE"
 
@@ -80,14 +83,15 @@ def compile_profile(
     stop_when_met: bool = False,
     parent: int = 0,
     taken: set[str] | None = None,
+    report: Callable[[str, str], None] | None = None,
 ) -> dict[str, int]:
     """Compile (or load from the cache) the kernels of ``profile``.
 
     ``reverse``: last kernel first.  ``stop_when_met``: stop at the first kernel found in
     the cache after at least one compilation, or named in ``taken`` (kernels the command
     has started compiling: it got there first).  ``parent``: stop when this process is no
-    longer our parent.  Returns counts ``compiled``, ``loaded``, ``skipped`` (entries that
-    no longer resolve).
+    longer our parent.  ``report("start" | "end", name)`` is called around each entry.
+    Returns counts ``compiled``, ``loaded``, ``skipped`` (entries that no longer resolve).
     """
     entries = load_manifest()[profile]
     if reverse:
@@ -98,6 +102,8 @@ def compile_profile(
             break
         if stop_when_met and taken is not None and name in taken:
             break
+        if report is not None:
+            report("start", name)
         try:
             dispatcher = getattr(importlib.import_module(module), name)
             sig = signature(types_text)
@@ -106,6 +112,9 @@ def compile_profile(
         except Exception:  # a stale entry: the command compiles what it needs itself
             counts["skipped"] += 1
             continue
+        finally:
+            if report is not None:
+                report("end", name)
         if sum(dispatcher.stats.cache_hits.values()) > hits:
             counts["loaded"] += 1
             if stop_when_met and counts["compiled"]:
@@ -130,6 +139,9 @@ class BackgroundCompile:
         self.profile = profile
         self.process: subprocess.Popen | None = None
         self._started = False
+        self._changed = threading.Condition()
+        self._busy: str | None = None  # the kernel the helper is compiling now
+        self._seen: set[str] = set()  # kernels the helper has started
 
     def __enter__(self) -> BackgroundCompile:
         if self.profile is not None and self._enabled():
@@ -179,13 +191,37 @@ class BackgroundCompile:
                 cmd,
                 env=env,
                 stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
         except OSError:
             return
         atexit.register(self.close)
         self._tell(name)
+        threading.Thread(target=self._listen, args=(self.process.stdout,), daemon=True).start()
+        _numba.set_cache_waiter(self.wait_for)
+
+    def _listen(self, stream: Any) -> None:
+        """Follow the helper's "start NAME" / "end NAME" lines (until it exits)."""
+        for line in stream:
+            what, _, name = line.decode(errors="replace").strip().partition(" ")
+            with self._changed:
+                if what == "start":
+                    self._busy = name
+                    self._seen.add(name)
+                elif what == "end" and self._busy == name:
+                    self._busy = None
+                self._changed.notify_all()
+        with self._changed:
+            self._busy = None
+            self._changed.notify_all()
+
+    def wait_for(self, name: str) -> bool:
+        """The cache lookup of kernel ``name`` missed: while the helper compiles it,
+        wait; True when the helper has worked on it (look in the cache again)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._busy != name, timeout=WAIT_S)
+            return name in self._seen
 
     def _tell(self, name: str) -> None:
         """Tell the helper which kernel this process compiles (it will not start it)."""
@@ -202,6 +238,10 @@ class BackgroundCompile:
         pass
 
     def close(self) -> None:
+        from ltrboost import _numba
+
+        if _numba._cache_waiter == self.wait_for:
+            _numba.set_cache_waiter(None)
         if self.process is not None and self.process.stdin is not None:
             with contextlib.suppress(OSError):
                 self.process.stdin.close()
@@ -349,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
                 taken.add(line.strip())
 
         threading.Thread(target=listen, daemon=True).start()
+
+    def report(what: str, name: str) -> None:  # to the command's BackgroundCompile
+        with contextlib.suppress(OSError, ValueError):
+            print(what, name, flush=True)
+
     for profile in args.profiles:
         counts = compile_profile(
             profile,
@@ -356,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             stop_when_met=args.background,
             parent=args.parent,
             taken=taken,
+            report=report if args.background else None,
         )
         if not args.background:
             print(f"{profile}: {counts}", file=sys.stderr)
