@@ -152,16 +152,33 @@ def test_helper_starts_once_at_the_first_compilation_and_stops_with_the_command(
 
 
 @pytest.mark.parametrize(
-    ("switch", "cpus", "profile"),
-    [("0", 4, "eval"), ("off", 4, "eval"), ("1", 1, "eval"), ("1", 4, None), ("1", 4, "x")],
+    ("switch", "cpus", "load", "profile", "started"),
+    [
+        ("0", 4, 0.0, "eval", False),
+        ("off", 4, 0.0, "eval", False),
+        ("1", 4, 0.0, None, False),  # a command without a profile
+        ("1", 4, 0.0, "x", False),  # a profile the manifest lacks
+        ("auto", 1, 0.0, "eval", False),  # one CPU
+        ("", 2, 1.0, "eval", False),  # another job keeps one of two cores busy
+        ("auto", 2, 0.3, "eval", True),
+        ("", 8, 5.0, "eval", True),
+        ("1", 1, 9.0, "eval", True),  # forced
+    ],
 )
-def test_helper_is_off_where_it_cannot_help(monkeypatch, switch, cpus, profile) -> None:
+def test_helper_starts_only_where_it_can_help(
+    monkeypatch, switch, cpus, load, profile, started
+) -> None:
     monkeypatch.setenv(_warmup.ENV_SWITCH, switch)
     monkeypatch.setattr(_warmup, "_usable_cpus", lambda: cpus)
-    from ltrboost._numba import _monitor
-
+    monkeypatch.setattr(_warmup.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(_warmup.subprocess, "Popen", _FakeProcess)
+    _FakeProcess.started = []
     with _warmup.BackgroundCompile(profile) as bg:
-        assert bg not in _monitor.listeners
+        from ltrboost._numba import _monitor
+
+        if bg in _monitor.listeners:
+            bg.compile_started("_scan_letor")
+    assert bool(_FakeProcess.started) == started
 
 
 def test_cache_lookup_waits_for_the_helper_and_looks_again(monkeypatch) -> None:
