@@ -810,7 +810,7 @@ def test_ndcg_fused_kernel_is_bit_identical_to_plain_loop(labels, score_ties, no
     distinct float labels, gains that differ inside a label, tied scores, a query with
     one label, scores so spread that the scalar fallback runs, truncation below and
     above the query's size, weights."""
-    from ltrboost.objectives.lambdamart import _lambdamart_ndcg_fused
+    from ltrboost.objectives.lambdamart import _lambdamart_ndcg_fused, _ndcg_fused_workspace
     from ltrboost.objectives.pair_selection import PAIR_ALL, PAIR_TOPK, n_outer_ranks
 
     rng = np.random.default_rng(7)
@@ -838,8 +838,10 @@ def test_ndcg_fused_kernel_is_bit_identical_to_plain_loop(labels, score_ties, no
                 for w in (np.zeros(0), weights):
                     g = np.full(n, np.nan)
                     h = np.full(n, np.nan)
+                    disc, work = _ndcg_fused_workspace(n + 3)  # longer than needed
+                    work[:] = np.nan
                     count = _lambdamart_ndcg_fused(
-                        s, lab, v, 0.37, w, order, n_outer, sigma, normalize, g, h
+                        s, lab, v, 0.37, w, order, n_outer, sigma, normalize, disc, work, g, h
                     )
                     g_ref, h_ref, count_ref = _ndcg_fused_reference(
                         s[order], lab[order], v[order], 0.37, w[order] if w.size else w,

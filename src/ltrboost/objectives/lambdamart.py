@@ -392,7 +392,7 @@ def _check_unbiased(unbiased: Any, position_bias_norm: Any, max_positions: Any) 
 @vector_kernel
 def _lambdamart_ndcg_fused(
     scores_q, labels_q, values_q, inv_norm_q, weights_q, order, n_outer, sigma,
-    normalize, grad_q, hess_q,
+    normalize, disc, work, grad_q, hess_q,
 ):  # fmt: skip
     """LambdaMART's common case, fused into one loop; returns the pair count.
 
@@ -406,23 +406,27 @@ def _lambdamart_ndcg_fused(
     :func:`.pair_engine.sigmoid_from_exp` needs its direct form
     (:func:`_ndcg_pairs_scalar`).  Compiled with :data:`ltrboost._numba.vector_kernel`:
     its divisors (``0.01 + |diff|``, ``e_i + e_j`` of non-tiny exponentials, ``log2(r +
-    2)``, ``sum_lambdas > 0``) are never zero.
+    ``sum_lambdas > 0``) are never zero.
+
+    disc: IN float64 (>= n,), ``discount(r)`` by rank; work: float64 (>= 9 n,),
+    clobbered: both from :func:`_ndcg_fused_workspace`, made once per block of queries
+    (a query's own arrays and ``log2`` per document cost ~10% of the kernel).
     """
     n = order.shape[0]
-    s = np.empty(n)
-    v = np.empty(n)
-    lab = np.empty(n)
-    disc = np.empty(n)
+    s = work[0:n]
+    v = work[n : 2 * n]
+    lab = work[2 * n : 3 * n]
+    ex = work[3 * n : 4 * n]
+    g_acc = work[4 * n : 5 * n]  # by rank
+    h_acc = work[5 * n : 6 * n]
     for r in range(n):
         d = order[r]
         s[r] = scores_q[d]
         v[r] = values_q[d]
         lab[r] = labels_q[d]
-        disc[r] = discount(r)
-    ex = np.empty(n)
+        g_acc[r] = 0.0
+        h_acc[r] = 0.0
     exp_below_max(s, s[0], sigma, ex)  # s[0] is the query's highest score
-    g_acc = np.zeros(n)  # by rank
-    h_acc = np.zeros(n)
     scale_by_diff = normalize and s[0] != s[n - 1]
     tiny = False
     for r in range(n):
@@ -433,8 +437,9 @@ def _lambdamart_ndcg_fused(
         )
     else:
         sum_lambdas, n_pairs = _ndcg_pairs_simd(
-            s, v, lab, disc, ex, inv_norm_q, n_outer, sigma, scale_by_diff, g_acc, h_acc
-        )
+            s, v, lab, disc, ex, inv_norm_q, n_outer, sigma, scale_by_diff, g_acc, h_acc,
+            work[6 * n : 9 * n],
+        )  # fmt: skip
     factor = lambda_norm_factor(normalize, sum_lambdas)
     has_w = weights_q.shape[0] > 0
     for r in range(n):
@@ -497,7 +502,7 @@ def _ndcg_pairs_scalar(
 
 @inline_kernel
 def _ndcg_pairs_simd(
-    s, v, lab, disc, ex, inv_norm_q, n_outer, sigma, scale_by_diff, g_acc, h_acc,
+    s, v, lab, disc, ex, inv_norm_q, n_outer, sigma, scale_by_diff, g_acc, h_acc, scratch,
 ):  # fmt: skip
     """:func:`_ndcg_pairs_scalar` with no data-dependent branch, bit for bit.
 
@@ -523,9 +528,9 @@ def _ndcg_pairs_simd(
     without tiny exponentials come here (the ratio form is then always taken).
     """
     n = s.shape[0]
-    two_grad = np.empty(n)  # pass 1 -> pass 2, by b - a - 1
-    t_grad = np.empty(n)
-    hess_b = np.empty(n)
+    two_grad = scratch[0:n]  # pass 1 -> pass 2, by b - a - 1
+    t_grad = scratch[n : 2 * n]
+    hess_b = scratch[2 * n : 3 * n]
     sigma2 = sigma * sigma
     sum_lambdas = 0.0
     n_pairs = 0
@@ -618,6 +623,10 @@ def _lambdamart_ndcg_queries(
     # queries q0..q1-1 of _lambdamart_ndcg_all_queries (see ltrboost._numba.over_queries);
     # order: IN int32 (n_samples,), each query's ranking (local positions)
     has_w = weights.shape[0] > 0
+    max_n = 0
+    for q in range(q0, q1):
+        max_n = max(max_n, query_offsets[q + 1] - query_offsets[q])
+    disc, work = _ndcg_fused_workspace(max_n)
     for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
@@ -633,9 +642,19 @@ def _lambdamart_ndcg_queries(
         counts_out[q] = _lambdamart_ndcg_fused(
             scores_q, labels_q, values[lo:hi], inv_norm[q],
             weights[lo:hi] if has_w else weights[0:0], order[lo:hi],
-            n_outer_ranks(n, method, truncation), sigma, normalize,
+            n_outer_ranks(n, method, truncation), sigma, normalize, disc, work,
             gradients[lo:hi], hessians[lo:hi],
         )  # fmt: skip
+
+
+@inline_kernel
+def _ndcg_fused_workspace(max_n):
+    """``(disc, work)`` of :func:`_lambdamart_ndcg_fused` for queries of up to
+    ``max_n`` documents: the discounts by rank and its clobbered arrays."""
+    disc = np.empty(max_n)
+    for r in range(max_n):
+        disc[r] = discount(r)
+    return disc, np.empty(9 * max_n)
 
 
 # --- old import paths (this module used to hold the engine and the |dZ| kernels) ---
