@@ -401,16 +401,40 @@ def _lambdamart_ndcg_fused(
     gains (sequential reads, no pair buffer, no per-pair ``order`` lookups).  The pairs,
     the arithmetic of each pair and the order of every floating-point sum are those of
     the general engine (:mod:`.pair_engine`), so the result is bit-identical (tested);
-    only the memory traffic differs.  The pairs of one rank are computed in SIMD
-    (:func:`_ndcg_pairs_simd`), except in a query whose scores span so much that
-    :func:`.pair_engine.sigmoid_from_exp` needs its direct form
-    (:func:`_ndcg_pairs_scalar`).  Compiled with :data:`ltrboost._numba.vector_kernel`:
-    its divisors (``0.01 + |diff|``, ``e_i + e_j`` of non-tiny exponentials, ``log2(r +
-    ``sum_lambdas > 0``) are never zero.
+    only the memory traffic differs.
+
+    Two loops do the pairs.  The scalar one walks them one at a time, in LightGBM's
+    order; it runs for a query whose scores span so much that
+    :func:`.pair_engine.sigmoid_from_exp` needs its direct form for some pair.  The
+    SIMD one, for every other query, gives the same bits with no data-dependent
+    branch; for each rank ``a`` it makes two passes over the ranks ``b > a``:
+
+    1. every pair's gradient and hessian, ties included: ``t``, the argument order of
+       ``sigmoid_from_exp``'s ratio form and the tie mask are selects, so LLVM runs the
+       pass in SIMD (4 pairs per instruction, its two divisions included), and neither
+       a tie nor which document is preferred costs a mispredicted branch (~39% of the
+       candidate pairs of graded web data are tied, in random rank order).  A tied
+       pair's gradient and hessian are +0.0; it adds ``t * 0.0 = +-0.0`` to
+       ``g_acc[b]`` and +0.0 to ``h_acc[b]``.  Each ``g_acc[b]``, ``h_acc[b]`` still
+       takes its terms in increasing ``a``.
+    2. the sums over ``b`` that the scalar loop keeps for rank ``a`` (``sum_lambdas``,
+       ``g_a``, ``h_a``), in increasing ``b``, from the values pass 1 stored.
+
+    Adding the zeros of tied pairs, where the scalar loop skips them, changes no bit: a
+    running sum starts at +0.0 and, rounding to nearest, a sum is -0.0 only when both
+    terms are, so no sum is ever -0.0; and ``x + (+-0.0) = x - (+-0.0) = x`` for every
+    ``x`` that is not -0.0.  Every other operation is the scalar loop's, on the same
+    operands in the same order (``e_a + e_b == e_b + e_a`` exactly).
+
+    Compiled with :data:`ltrboost._numba.vector_kernel` (no zero-divisor checks, which
+    would stop the vectorizer): its divisors, ``0.01 + |diff|``, ``e_i + e_j`` of
+    non-tiny exponentials and ``sum_lambdas > 0``, are never zero.  Both loops are
+    written out here rather than in helpers: Numba-level inlining of two long helpers
+    cost ~1 s more first-run compilation.
 
     disc: IN float64 (>= n,), ``discount(r)`` by rank; work: float64 (>= 9 n,),
     clobbered: both from :func:`_ndcg_fused_workspace`, made once per block of queries
-    (a query's own arrays and ``log2`` per document cost ~10% of the kernel).
+    (a query's own arrays and a ``log2`` per document cost ~10% of the kernel).
     """
     n = order.shape[0]
     s = work[0:n]
@@ -431,15 +455,101 @@ def _lambdamart_ndcg_fused(
     tiny = False
     for r in range(n):
         tiny |= ex[r] < TINY_EXP
-    if tiny:
-        sum_lambdas, n_pairs = _ndcg_pairs_scalar(
-            s, v, lab, disc, ex, inv_norm_q, n_outer, sigma, scale_by_diff, g_acc, h_acc
-        )
-    else:
-        sum_lambdas, n_pairs = _ndcg_pairs_simd(
-            s, v, lab, disc, ex, inv_norm_q, n_outer, sigma, scale_by_diff, g_acc, h_acc,
-            work[6 * n : 9 * n],
-        )  # fmt: skip
+    sum_lambdas = 0.0
+    n_pairs = 0
+    if tiny:  # the scalar loop
+        for a in range(n_outer):
+            la = lab[a]
+            va = v[a]
+            da = disc[a]
+            sa = s[a]
+            ea = ex[a]
+            g_a = g_acc[a]  # row a only adds to a's sums (b > a): keep them in registers
+            h_a = h_acc[a]
+            for b in range(a + 1, n):
+                lb = lab[b]
+                if la == lb:
+                    continue
+                # t = +1 when a is the preferred document, -1 when b is: every quantity
+                # below is the general loop's with (i, j) = (a, b) or (b, a); flipping a
+                # sign is exact, so the sums are bit-identical.
+                t = 1.0 if la > lb else -1.0
+                dz = delta_ndcg(va, v[b], da, disc[b], inv_norm_q)
+                diff = t * (sa - s[b])  # s_i - s_j
+                if scale_by_diff:
+                    dz /= 0.01 + abs(diff)
+                eb = ex[b]
+                if t > 0.0:
+                    rho, one_minus_rho = sigmoid_from_exp(ea, eb, sigma * diff)
+                else:
+                    rho, one_minus_rho = sigmoid_from_exp(eb, ea, sigma * diff)
+                grad = sigma * dz * rho
+                hess = sigma * sigma * dz * rho * one_minus_rho
+                sum_lambdas += 2.0 * grad
+                g_a -= t * grad
+                g_acc[b] += t * grad
+                h_a += hess
+                h_acc[b] += hess
+                n_pairs += 1
+            g_acc[a] = g_a
+            h_acc[a] = h_a
+    else:  # the SIMD loop
+        two_grad = work[6 * n : 7 * n]  # pass 1 -> pass 2, by b - a - 1
+        t_grad = work[7 * n : 8 * n]
+        hess_b = work[8 * n : 9 * n]
+        sigma2 = sigma * sigma
+        for a in range(n_outer):
+            la = lab[a]
+            va = v[a]
+            da = disc[a]
+            sa = s[a]
+            ea = ex[a]
+            # ranks a+1..n-1 as views indexed from 0: an index LLVM knows is >= 0 carries
+            # no negative-index wraparound, which would stop the vectorizer
+            lab_b = lab[a + 1 :]
+            v_b = v[a + 1 :]
+            disc_b = disc[a + 1 : n]
+            s_b = s[a + 1 :]
+            ex_b = ex[a + 1 :]
+            g_b = g_acc[a + 1 :]
+            h_b = h_acc[a + 1 :]
+            m = n - a - 1
+            n_ties = 0
+            for k in range(m):  # pass 1
+                lb = lab_b[k]
+                up = la > lb  # t = +1: (i, j) = (a, b)
+                tie = la == lb
+                t = 1.0 if up else -1.0
+                dz = delta_ndcg(va, v_b[k], da, disc_b[k], inv_norm_q)
+                diff = t * (sa - s_b[k])  # s_i - s_j
+                if scale_by_diff:
+                    dz /= 0.01 + abs(diff)
+                eb = ex_b[k]
+                inv = 1.0 / (ea + eb)  # sigmoid_from_exp(e_i, e_j, .) = (e_j, e_i) * inv
+                p_a = ea * inv
+                p_b = eb * inv
+                rho = p_b if up else p_a
+                one_minus_rho = p_a if up else p_b
+                grad = sigma * dz * rho
+                hess = sigma2 * dz * rho * one_minus_rho
+                grad = 0.0 if tie else grad
+                hess = 0.0 if tie else hess
+                n_ties += tie
+                tg = t * grad
+                two_grad[k] = 2.0 * grad
+                t_grad[k] = tg
+                hess_b[k] = hess
+                g_b[k] += tg
+                h_b[k] += hess
+            g_a = g_acc[a]
+            h_a = h_acc[a]
+            for k in range(m):  # pass 2
+                sum_lambdas += two_grad[k]
+                g_a -= t_grad[k]
+                h_a += hess_b[k]
+            g_acc[a] = g_a
+            h_acc[a] = h_a
+            n_pairs += m - n_ties
     factor = lambda_norm_factor(normalize, sum_lambdas)
     has_w = weights_q.shape[0] > 0
     for r in range(n):
@@ -448,145 +558,6 @@ def _lambdamart_ndcg_fused(
         grad_q[d] = g_acc[r] * factor * w
         hess_q[d] = h_acc[r] * factor * w
     return n_pairs
-
-
-@inline_kernel
-def _ndcg_pairs_scalar(
-    s, v, lab, disc, ex, inv_norm_q, n_outer, sigma, scale_by_diff, g_acc, h_acc,
-):  # fmt: skip
-    """The pairs of :func:`_lambdamart_ndcg_fused`, one at a time, in LightGBM's order.
-
-    Returns ``(sum_lambdas, n_pairs)``; adds each pair's gradient and hessian to
-    ``g_acc``, ``h_acc`` (by rank).  The reference for :func:`_ndcg_pairs_simd`.
-    """
-    n = s.shape[0]
-    sum_lambdas = 0.0
-    n_pairs = 0
-    for a in range(n_outer):
-        la = lab[a]
-        va = v[a]
-        da = disc[a]
-        sa = s[a]
-        ea = ex[a]
-        g_a = g_acc[a]  # row a only adds to a's sums (b > a): keep them in registers
-        h_a = h_acc[a]
-        for b in range(a + 1, n):
-            lb = lab[b]
-            if la == lb:
-                continue
-            # t = +1 when a is the preferred document, -1 when b is: every quantity
-            # below is the general loop's with (i, j) = (a, b) or (b, a); flipping a
-            # sign is exact, so the sums are bit-identical.
-            t = 1.0 if la > lb else -1.0
-            dz = delta_ndcg(va, v[b], da, disc[b], inv_norm_q)
-            diff = t * (sa - s[b])  # s_i - s_j
-            if scale_by_diff:
-                dz /= 0.01 + abs(diff)
-            eb = ex[b]
-            if t > 0.0:
-                rho, one_minus_rho = sigmoid_from_exp(ea, eb, sigma * diff)
-            else:
-                rho, one_minus_rho = sigmoid_from_exp(eb, ea, sigma * diff)
-            grad = sigma * dz * rho
-            hess = sigma * sigma * dz * rho * one_minus_rho
-            sum_lambdas += 2.0 * grad
-            g_a -= t * grad
-            g_acc[b] += t * grad
-            h_a += hess
-            h_acc[b] += hess
-            n_pairs += 1
-        g_acc[a] = g_a
-        h_acc[a] = h_a
-    return sum_lambdas, n_pairs
-
-
-@inline_kernel
-def _ndcg_pairs_simd(
-    s, v, lab, disc, ex, inv_norm_q, n_outer, sigma, scale_by_diff, g_acc, h_acc, scratch,
-):  # fmt: skip
-    """:func:`_ndcg_pairs_scalar` with no data-dependent branch, bit for bit.
-
-    For each rank ``a`` two passes over the ranks ``b > a``:
-
-    1. every pair's gradient and hessian, ties included, with no branch: ``t``, the
-       argument order of :func:`.pair_engine.sigmoid_from_exp`'s ratio form and the tie
-       mask are selects, so LLVM runs the pass in SIMD (4 pairs per instruction, its
-       two divisions included), and whether a pair is tied or which document is
-       preferred costs no mispredicted branch (~39% of the candidate pairs of graded
-       web data are tied, in random order).  A tied pair's gradient and hessian are
-       set to +0.0; it also adds ``t * 0.0 = +-0.0`` to ``g_acc[b]`` and +0.0 to
-       ``h_acc[b]``.  Each ``g_acc[b]``, ``h_acc[b]`` still takes its terms in
-       increasing ``a``.
-    2. the sums over ``b`` that the scalar loop keeps for rank ``a`` (``sum_lambdas``,
-       ``g_a``, ``h_a``), in increasing ``b``, from the values pass 1 stored.
-
-    Tied pairs add zeros where the scalar loop skips them, and that changes no bit: a
-    running sum starts at +0.0 and, rounding to nearest, a sum is -0.0 only when both
-    terms are, so no sum is ever -0.0; and ``x + (+-0.0) = x - (+-0.0) = x`` for every
-    ``x`` that is not -0.0.  Every other operation is the scalar loop's, on the same
-    operands in the same order (``e_a + e_b == e_b + e_a`` exactly).  Only queries
-    without tiny exponentials come here (the ratio form is then always taken).
-    """
-    n = s.shape[0]
-    two_grad = scratch[0:n]  # pass 1 -> pass 2, by b - a - 1
-    t_grad = scratch[n : 2 * n]
-    hess_b = scratch[2 * n : 3 * n]
-    sigma2 = sigma * sigma
-    sum_lambdas = 0.0
-    n_pairs = 0
-    for a in range(n_outer):
-        la = lab[a]
-        va = v[a]
-        da = disc[a]
-        sa = s[a]
-        ea = ex[a]
-        # ranks a+1..n-1 as views indexed from 0: an index LLVM knows is >= 0 carries
-        # no negative-index wraparound, which would stop the vectorizer
-        lab_b = lab[a + 1 :]
-        v_b = v[a + 1 :]
-        disc_b = disc[a + 1 :]
-        s_b = s[a + 1 :]
-        ex_b = ex[a + 1 :]
-        g_b = g_acc[a + 1 :]
-        h_b = h_acc[a + 1 :]
-        m = n - a - 1
-        n_ties = 0
-        for k in range(m):
-            lb = lab_b[k]
-            up = la > lb  # t = +1: a is the preferred document (i, j) = (a, b)
-            tie = la == lb
-            t = 1.0 if up else -1.0
-            dz = delta_ndcg(va, v_b[k], da, disc_b[k], inv_norm_q)
-            diff = t * (sa - s_b[k])  # s_i - s_j
-            if scale_by_diff:
-                dz /= 0.01 + abs(diff)
-            eb = ex_b[k]
-            inv = 1.0 / (ea + eb)  # sigmoid_from_exp(e_i, e_j, .): (e_j, e_i) / (e_i + e_j)
-            p_a = ea * inv
-            p_b = eb * inv
-            rho = p_b if up else p_a
-            one_minus_rho = p_a if up else p_b
-            grad = sigma * dz * rho
-            hess = sigma2 * dz * rho * one_minus_rho
-            grad = 0.0 if tie else grad
-            hess = 0.0 if tie else hess
-            n_ties += tie
-            tg = t * grad
-            two_grad[k] = 2.0 * grad
-            t_grad[k] = tg
-            hess_b[k] = hess
-            g_b[k] += tg
-            h_b[k] += hess
-        g_a = g_acc[a]
-        h_a = h_acc[a]
-        for k in range(m):
-            sum_lambdas += two_grad[k]
-            g_a -= t_grad[k]
-            h_a += hess_b[k]
-        g_acc[a] = g_a
-        h_acc[a] = h_a
-        n_pairs += m - n_ties
-    return sum_lambdas, n_pairs
 
 
 def _lambdamart_ndcg_all_queries(
