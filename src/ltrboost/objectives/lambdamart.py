@@ -409,16 +409,19 @@ def _lambdamart_ndcg_fused(
     SIMD one, for every other query, gives the same bits with no data-dependent
     branch; for each rank ``a`` it makes two passes over the ranks ``b > a``:
 
-    1. every pair's gradient and hessian, ties included: ``t``, the argument order of
-       ``sigmoid_from_exp``'s ratio form and the tie mask are selects, so LLVM runs the
-       pass in SIMD (4 pairs per instruction, its two divisions included), and neither
-       a tie nor which document is preferred costs a mispredicted branch (~39% of the
-       candidate pairs of graded web data are tied, in random rank order).  A tied
-       pair's gradient and hessian are +0.0; it adds ``t * 0.0 = +-0.0`` to
-       ``g_acc[b]`` and +0.0 to ``h_acc[b]``.  Each ``g_acc[b]``, ``h_acc[b]`` still
-       takes its terms in increasing ``a``.
-    2. the sums over ``b`` that the scalar loop keeps for rank ``a`` (``sum_lambdas``,
-       ``g_a``, ``h_a``), in increasing ``b``, from the values pass 1 stored.
+    1. every pair's gradient and hessian, ties included, into scratch arrays: ``t``,
+       the argument order of ``sigmoid_from_exp``'s ratio form and the tie mask are
+       selects, so LLVM runs the pass in SIMD (4 pairs per instruction, its two
+       divisions included), and neither a tie nor which document is preferred costs a
+       mispredicted branch (~39% of the candidate pairs of graded web data are tied,
+       in random rank order).  A tied pair's gradient and hessian are +0.0.
+    2. in increasing ``b``, the sums that the scalar loop keeps for rank ``a``
+       (``sum_lambdas``, ``g_a``, ``h_a``) and the terms of ``g_acc[b]``, ``h_acc[b]``
+       (a tied pair adds ``t * 0.0 = +-0.0`` and +0.0 there).  Each ``g_acc[b]``,
+       ``h_acc[b]`` still takes its terms in increasing ``a``.  These sums are serial
+       (a chain of dependent additions, ~1/3 of the time); pass 1 does not touch
+       ``g_acc``, ``h_acc``, which keeps its vectorizer's run-time overlap checks
+       few.
 
     Adding the zeros of tied pairs, where the scalar loop skips them, changes no bit: a
     running sum starts at +0.0 and, rounding to nearest, a sum is -0.0 only when both
@@ -511,8 +514,6 @@ def _lambdamart_ndcg_fused(
             disc_b = disc[a + 1 : n]
             s_b = s[a + 1 :]
             ex_b = ex[a + 1 :]
-            g_b = g_acc[a + 1 :]
-            h_b = h_acc[a + 1 :]
             m = n - a - 1
             n_ties = 0
             for k in range(m):  # pass 1
@@ -539,14 +540,16 @@ def _lambdamart_ndcg_fused(
                 two_grad[k] = 2.0 * grad
                 t_grad[k] = tg
                 hess_b[k] = hess
-                g_b[k] += tg
-                h_b[k] += hess
             g_a = g_acc[a]
             h_a = h_acc[a]
             for k in range(m):  # pass 2
+                tg = t_grad[k]
+                hess = hess_b[k]
                 sum_lambdas += two_grad[k]
-                g_a -= t_grad[k]
-                h_a += hess_b[k]
+                g_a -= tg
+                g_acc[a + 1 + k] += tg
+                h_a += hess
+                h_acc[a + 1 + k] += hess
             g_acc[a] = g_a
             h_acc[a] = h_a
             n_pairs += m - n_ties
