@@ -394,7 +394,8 @@ def _lambdamart_ndcg_fused(
     scores_q, labels_q, values_q, inv_norm_q, weights_q, order, n_outer, sigma,
     normalize, disc, work, grad_q, hess_q,
 ):  # fmt: skip
-    """LambdaMART's common case, fused into one loop; returns the pair count.
+    """LambdaMART's common case, fused into one loop; returns the pair count (-1:
+    left for :func:`_lambdamart_ndcg_scalar`, see below).
 
     NDCG lambdas, logistic loss, ``all``/``topk`` pairs, gradients and hessians.  Walks
     LightGBM's double loop directly over rank-ordered copies of the scores, labels and
@@ -403,11 +404,8 @@ def _lambdamart_ndcg_fused(
     the general engine (:mod:`.pair_engine`), so the result is bit-identical (tested);
     only the memory traffic differs.
 
-    Two loops do the pairs.  The scalar one walks them one at a time, in LightGBM's
-    order; it runs for a query whose scores span so much that
-    :func:`.pair_engine.sigmoid_from_exp` needs its direct form for some pair.  The
-    SIMD one, for every other query, gives the same bits with no data-dependent
-    branch; for each rank ``a`` it makes two passes over the ranks ``b > a``:
+    The pairs get no data-dependent branch; for each rank ``a`` two passes over the
+    ranks ``b > a``:
 
     1. every pair's gradient and hessian, ties included, into scratch arrays: ``t``,
        the argument order of ``sigmoid_from_exp``'s ratio form and the tie mask are
@@ -415,25 +413,28 @@ def _lambdamart_ndcg_fused(
        divisions included), and neither a tie nor which document is preferred costs a
        mispredicted branch (~39% of the candidate pairs of graded web data are tied,
        in random rank order).  A tied pair's gradient and hessian are +0.0.
-    2. in increasing ``b``, the sums that the scalar loop keeps for rank ``a``
-       (``sum_lambdas``, ``g_a``, ``h_a``) and the terms of ``g_acc[b]``, ``h_acc[b]``
-       (a tied pair adds ``t * 0.0 = +-0.0`` and +0.0 there).  Each ``g_acc[b]``,
-       ``h_acc[b]`` still takes its terms in increasing ``a``.  These sums are serial
-       (a chain of dependent additions, ~1/3 of the time); pass 1 does not touch
-       ``g_acc``, ``h_acc``, which keeps its vectorizer's run-time overlap checks
-       few.
+    2. in increasing ``b``, the sums that the pair-by-pair loop
+       (:func:`_lambdamart_ndcg_scalar`) keeps for rank ``a`` (``sum_lambdas``,
+       ``g_a``, ``h_a``) and the terms of ``g_acc[b]``, ``h_acc[b]`` (a tied pair adds
+       ``t * 0.0 = +-0.0`` and +0.0 there).  Each ``g_acc[b]``, ``h_acc[b]`` still
+       takes its terms in increasing ``a``.  These sums are serial (a chain of
+       dependent additions, ~1/3 of the time); pass 1 does not touch ``g_acc``,
+       ``h_acc``, which keeps its vectorizer's run-time overlap checks few.
 
     Adding the zeros of tied pairs, where the scalar loop skips them, changes no bit: a
     running sum starts at +0.0 and, rounding to nearest, a sum is -0.0 only when both
     terms are, so no sum is ever -0.0; and ``x + (+-0.0) = x - (+-0.0) = x`` for every
-    ``x`` that is not -0.0.  Every other operation is the scalar loop's, on the same
-    operands in the same order (``e_a + e_b == e_b + e_a`` exactly).
+    ``x`` that is not -0.0.  Every other operation is the pair-by-pair loop's, on the
+    same operands in the same order (``e_a + e_b == e_b + e_a`` exactly).
+
+    A query whose scores span so much that :func:`.pair_engine.sigmoid_from_exp` needs
+    its direct form for some pair (an exponential below ``TINY_EXP``) is left alone:
+    -1 is returned, ``grad_q``, ``hess_q`` are not written, and the caller runs
+    :func:`_lambdamart_ndcg_scalar` on it.
 
     Compiled with :data:`ltrboost._numba.vector_kernel` (no zero-divisor checks, which
     would stop the vectorizer): its divisors, ``0.01 + |diff|``, ``e_i + e_j`` of
-    non-tiny exponentials and ``sum_lambdas > 0``, are never zero.  Both loops are
-    written out here rather than in helpers: Numba-level inlining of two long helpers
-    cost ~1 s more first-run compilation.
+    non-tiny exponentials and ``sum_lambdas > 0``, are never zero.
 
     disc: IN float64 (>= n,), ``discount(r)`` by rank; work: float64 (>= 9 n,),
     clobbered: both from :func:`_ndcg_fused_workspace`, made once per block of queries
@@ -458,101 +459,66 @@ def _lambdamart_ndcg_fused(
     tiny = False
     for r in range(n):
         tiny |= ex[r] < TINY_EXP
+    if tiny:
+        return -1  # left for _lambdamart_ndcg_scalar
     sum_lambdas = 0.0
     n_pairs = 0
-    if tiny:  # the scalar loop
-        for a in range(n_outer):
-            la = lab[a]
-            va = v[a]
-            da = disc[a]
-            sa = s[a]
-            ea = ex[a]
-            g_a = g_acc[a]  # row a only adds to a's sums (b > a): keep them in registers
-            h_a = h_acc[a]
-            for b in range(a + 1, n):
-                lb = lab[b]
-                if la == lb:
-                    continue
-                # t = +1 when a is the preferred document, -1 when b is: every quantity
-                # below is the general loop's with (i, j) = (a, b) or (b, a); flipping a
-                # sign is exact, so the sums are bit-identical.
-                t = 1.0 if la > lb else -1.0
-                dz = delta_ndcg(va, v[b], da, disc[b], inv_norm_q)
-                diff = t * (sa - s[b])  # s_i - s_j
-                if scale_by_diff:
-                    dz /= 0.01 + abs(diff)
-                eb = ex[b]
-                if t > 0.0:
-                    rho, one_minus_rho = sigmoid_from_exp(ea, eb, sigma * diff)
-                else:
-                    rho, one_minus_rho = sigmoid_from_exp(eb, ea, sigma * diff)
-                grad = sigma * dz * rho
-                hess = sigma * sigma * dz * rho * one_minus_rho
-                sum_lambdas += 2.0 * grad
-                g_a -= t * grad
-                g_acc[b] += t * grad
-                h_a += hess
-                h_acc[b] += hess
-                n_pairs += 1
-            g_acc[a] = g_a
-            h_acc[a] = h_a
-    else:  # the SIMD loop
-        two_grad = work[6 * n : 7 * n]  # pass 1 -> pass 2, by b - a - 1
-        t_grad = work[7 * n : 8 * n]
-        hess_b = work[8 * n : 9 * n]
-        sigma2 = sigma * sigma
-        for a in range(n_outer):
-            la = lab[a]
-            va = v[a]
-            da = disc[a]
-            sa = s[a]
-            ea = ex[a]
-            # ranks a+1..n-1 as views indexed from 0: an index LLVM knows is >= 0 carries
-            # no negative-index wraparound, which would stop the vectorizer
-            lab_b = lab[a + 1 :]
-            v_b = v[a + 1 :]
-            disc_b = disc[a + 1 : n]
-            s_b = s[a + 1 :]
-            ex_b = ex[a + 1 :]
-            m = n - a - 1
-            n_ties = 0
-            for k in range(m):  # pass 1
-                lb = lab_b[k]
-                up = la > lb  # t = +1: (i, j) = (a, b)
-                tie = la == lb
-                t = 1.0 if up else -1.0
-                dz = delta_ndcg(va, v_b[k], da, disc_b[k], inv_norm_q)
-                diff = t * (sa - s_b[k])  # s_i - s_j
-                if scale_by_diff:
-                    dz /= 0.01 + abs(diff)
-                eb = ex_b[k]
-                inv = 1.0 / (ea + eb)  # sigmoid_from_exp(e_i, e_j, .) = (e_j, e_i) * inv
-                p_a = ea * inv
-                p_b = eb * inv
-                rho = p_b if up else p_a
-                one_minus_rho = p_a if up else p_b
-                grad = sigma * dz * rho
-                hess = sigma2 * dz * rho * one_minus_rho
-                grad = 0.0 if tie else grad
-                hess = 0.0 if tie else hess
-                n_ties += tie
-                tg = t * grad
-                two_grad[k] = 2.0 * grad
-                t_grad[k] = tg
-                hess_b[k] = hess
-            g_a = g_acc[a]
-            h_a = h_acc[a]
-            for k in range(m):  # pass 2
-                tg = t_grad[k]
-                hess = hess_b[k]
-                sum_lambdas += two_grad[k]
-                g_a -= tg
-                g_acc[a + 1 + k] += tg
-                h_a += hess
-                h_acc[a + 1 + k] += hess
-            g_acc[a] = g_a
-            h_acc[a] = h_a
-            n_pairs += m - n_ties
+    two_grad = work[6 * n : 7 * n]  # pass 1 -> pass 2, by b - a - 1
+    t_grad = work[7 * n : 8 * n]
+    hess_b = work[8 * n : 9 * n]
+    sigma2 = sigma * sigma
+    for a in range(n_outer):
+        la = lab[a]
+        va = v[a]
+        da = disc[a]
+        sa = s[a]
+        ea = ex[a]
+        # ranks a+1..n-1 as views indexed from 0: an index LLVM knows is >= 0 carries
+        # no negative-index wraparound, which would stop the vectorizer
+        lab_b = lab[a + 1 :]
+        v_b = v[a + 1 :]
+        disc_b = disc[a + 1 : n]
+        s_b = s[a + 1 :]
+        ex_b = ex[a + 1 :]
+        m = n - a - 1
+        n_ties = 0
+        for k in range(m):  # pass 1
+            lb = lab_b[k]
+            up = la > lb  # t = +1: (i, j) = (a, b)
+            tie = la == lb
+            t = 1.0 if up else -1.0
+            dz = delta_ndcg(va, v_b[k], da, disc_b[k], inv_norm_q)
+            diff = t * (sa - s_b[k])  # s_i - s_j
+            if scale_by_diff:
+                dz /= 0.01 + abs(diff)
+            eb = ex_b[k]
+            inv = 1.0 / (ea + eb)  # sigmoid_from_exp(e_i, e_j, .) = (e_j, e_i) * inv
+            p_a = ea * inv
+            p_b = eb * inv
+            rho = p_b if up else p_a
+            one_minus_rho = p_a if up else p_b
+            grad = sigma * dz * rho
+            hess = sigma2 * dz * rho * one_minus_rho
+            grad = 0.0 if tie else grad
+            hess = 0.0 if tie else hess
+            n_ties += tie
+            tg = t * grad
+            two_grad[k] = 2.0 * grad
+            t_grad[k] = tg
+            hess_b[k] = hess
+        g_a = g_acc[a]
+        h_a = h_acc[a]
+        for k in range(m):  # pass 2
+            tg = t_grad[k]
+            hess = hess_b[k]
+            sum_lambdas += two_grad[k]
+            g_a -= tg
+            g_acc[a + 1 + k] += tg
+            h_a += hess
+            h_acc[a + 1 + k] += hess
+        g_acc[a] = g_a
+        h_acc[a] = h_a
+        n_pairs += m - n_ties
     factor = lambda_norm_factor(normalize, sum_lambdas)
     has_w = weights_q.shape[0] > 0
     for r in range(n):
@@ -561,6 +527,101 @@ def _lambdamart_ndcg_fused(
         grad_q[d] = g_acc[r] * factor * w
         hess_q[d] = h_acc[r] * factor * w
     return n_pairs
+
+
+@kernel
+def _lambdamart_ndcg_scalar(
+    scores_q, labels_q, values_q, inv_norm_q, weights_q, order, n_outer, sigma,
+    normalize, grad_q, hess_q,
+):  # fmt: skip
+    """:func:`_lambdamart_ndcg_fused` one pair at a time, in LightGBM's order (the
+    fused kernel's loop before it was vectorized); returns the pair count.
+
+    For the queries whose scores span so much that
+    :func:`.pair_engine.sigmoid_from_exp` needs its direct form for some pair (the
+    fused kernel leaves them, see :func:`_lambdamart_ndcg_all_queries`).  Kept apart
+    so that it is compiled only when such a query comes: it costs ~0.7 s of
+    compilation.
+    """
+    n = order.shape[0]
+    s = np.empty(n)
+    v = np.empty(n)
+    lab = np.empty(n)
+    disc = np.empty(n)
+    for r in range(n):
+        d = order[r]
+        s[r] = scores_q[d]
+        v[r] = values_q[d]
+        lab[r] = labels_q[d]
+        disc[r] = discount(r)
+    ex = np.empty(n)
+    exp_below_max(s, s[0], sigma, ex)  # s[0] is the query's highest score
+    g_acc = np.zeros(n)  # by rank
+    h_acc = np.zeros(n)
+    scale_by_diff = normalize and s[0] != s[n - 1]
+    sum_lambdas = 0.0
+    n_pairs = 0
+    for a in range(n_outer):
+        la = lab[a]
+        va = v[a]
+        da = disc[a]
+        sa = s[a]
+        ea = ex[a]
+        g_a = g_acc[a]  # row a only adds to a's sums (b > a): keep them in registers
+        h_a = h_acc[a]
+        for b in range(a + 1, n):
+            lb = lab[b]
+            if la == lb:
+                continue
+            # t = +1 when a is the preferred document, -1 when b is: every quantity
+            # below is the general loop's with (i, j) = (a, b) or (b, a); flipping a
+            # sign is exact, so the sums are bit-identical.
+            t = 1.0 if la > lb else -1.0
+            dz = delta_ndcg(va, v[b], da, disc[b], inv_norm_q)
+            diff = t * (sa - s[b])  # s_i - s_j
+            if scale_by_diff:
+                dz /= 0.01 + abs(diff)
+            eb = ex[b]
+            if t > 0.0:
+                rho, one_minus_rho = sigmoid_from_exp(ea, eb, sigma * diff)
+            else:
+                rho, one_minus_rho = sigmoid_from_exp(eb, ea, sigma * diff)
+            grad = sigma * dz * rho
+            hess = sigma * sigma * dz * rho * one_minus_rho
+            sum_lambdas += 2.0 * grad
+            g_a -= t * grad
+            g_acc[b] += t * grad
+            h_a += hess
+            h_acc[b] += hess
+            n_pairs += 1
+        g_acc[a] = g_a
+        h_acc[a] = h_a
+    factor = lambda_norm_factor(normalize, sum_lambdas)
+    has_w = weights_q.shape[0] > 0
+    for r in range(n):
+        d = order[r]
+        w = weights_q[d] if has_w else 1.0
+        grad_q[d] = g_acc[r] * factor * w
+        hess_q[d] = h_acc[r] * factor * w
+    return n_pairs
+
+
+@kernel
+def _lambdamart_ndcg_scalar_queries(
+    queries, scores, labels, values, inv_norm, weights, query_offsets, method, truncation,
+    sigma, normalize, order, gradients, hessians, counts_out,
+):  # fmt: skip
+    # the queries of _lambdamart_ndcg_all_queries listed in `queries` (int64), pair by pair
+    has_w = weights.shape[0] > 0
+    for q in queries:
+        lo = query_offsets[q]
+        hi = query_offsets[q + 1]
+        counts_out[q] = _lambdamart_ndcg_scalar(
+            scores[lo:hi], labels[lo:hi], values[lo:hi], inv_norm[q],
+            weights[lo:hi] if has_w else weights[0:0], order[lo:hi],
+            n_outer_ranks(hi - lo, method, truncation), sigma, normalize,
+            gradients[lo:hi], hessians[lo:hi],
+        )  # fmt: skip
 
 
 def _lambdamart_ndcg_all_queries(
@@ -575,7 +636,8 @@ def _lambdamart_ndcg_all_queries(
     compilation time).  Every query is first ranked by
     :func:`ltrboost.metrics._dcg.ranked_prefix_all_queries` (the metrics' ranking
     kernel, the same rule as ``query_rank_order``), so that no sort is compiled into
-    this kernel.
+    this kernel.  The few queries :func:`_lambdamart_ndcg_fused` leaves (count -1)
+    are then done by :func:`_lambdamart_ndcg_scalar`, compiled only when one comes.
     """
     n = scores.shape[0]
     order = np.empty(n, dtype=INDEX_DTYPE)
@@ -587,6 +649,13 @@ def _lambdamart_ndcg_all_queries(
         query_offsets, method, truncation, sigma, normalize, order, gradients, hessians,
         counts_out,
     )  # fmt: skip
+    left = np.flatnonzero(counts_out < 0)  # scores spread too far for the SIMD loop
+    if left.size:
+        _lambdamart_ndcg_scalar_queries(
+            left.astype(np.int64), scores, labels, values, inv_norm, weights,
+            query_offsets, method, truncation, sigma, normalize, order, gradients,
+            hessians, counts_out,
+        )  # fmt: skip
 
 
 @kernel
