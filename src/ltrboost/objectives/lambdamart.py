@@ -608,12 +608,13 @@ def _lambdamart_ndcg_scalar(
 
 @kernel
 def _lambdamart_ndcg_scalar_queries(
-    queries, scores, labels, values, inv_norm, weights, query_offsets, method, truncation,
-    sigma, normalize, order, gradients, hessians, counts_out,
+    i0, i1, queries, scores, labels, values, inv_norm, weights, query_offsets, method,
+    truncation, sigma, normalize, order, gradients, hessians, counts_out,
 ):  # fmt: skip
-    # the queries of _lambdamart_ndcg_all_queries listed in `queries` (int64), pair by pair
+    # queries[i0:i1] of _lambdamart_ndcg_all_queries (int64 query numbers), pair by pair
     has_w = weights.shape[0] > 0
-    for q in queries:
+    for i in range(i0, i1):
+        q = queries[i]
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
         counts_out[q] = _lambdamart_ndcg_scalar(
@@ -651,7 +652,9 @@ def _lambdamart_ndcg_all_queries(
     )  # fmt: skip
     left = np.flatnonzero(counts_out < 0)  # scores spread too far for the SIMD loop
     if left.size:
-        _lambdamart_ndcg_scalar_queries(
+        sizes = query_offsets[left + 1] - query_offsets[left]
+        over_queries(
+            _lambdamart_ndcg_scalar_queries, np.concatenate(([0], np.cumsum(sizes))),
             left.astype(np.int64), scores, labels, values, inv_norm, weights,
             query_offsets, method, truncation, sigma, normalize, order, gradients,
             hessians, counts_out,
