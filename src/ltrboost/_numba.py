@@ -1,7 +1,7 @@
 """The one place Numba is configured: decorator presets, kernel cache, compile events.
 
-Every kernel in the package is decorated with :data:`kernel` or :data:`parallel_kernel`;
-change compilation flags here, never per function.
+Every kernel in the package is decorated with :data:`kernel`, :data:`parallel_kernel`
+or :data:`vector_kernel`; change compilation flags here, never per function.
 
 Cache (``cache=True``): compiled kernels are written to disk so that a second process
 loads them instead of compiling again.  Where, in order of precedence:
@@ -192,6 +192,13 @@ kernel = _preset(nogil=True)
 # a helper compiles as usual.
 inline_kernel = _preset(nogil=True, inline="always")
 parallel_kernel = _preset(nogil=True, parallel=True)
+# Kernels whose inner loops LLVM must vectorize (SIMD over a loop that divides): with
+# Numba's default ``error_model="python"`` every float division checks for a zero
+# divisor and can raise, and a loop that may leave early is never vectorized.  With
+# ``"numpy"`` a division is IEEE's (x / 0 gives inf or NaN, no raise), so only kernels
+# whose divisors are never zero use it (each says why).  The IEEE results of every
+# non-zero division are the same under both models.
+vector_kernel = _preset(nogil=True, error_model="numpy")
 prange = numba.prange
 
 

@@ -753,3 +753,118 @@ def test_sigmoid_from_exp_matches_direct_form(sigma):
             assert omr == pytest.approx(o_ref, rel=1e-11, abs=1e-300)
             assert math.isfinite(rho)
             assert math.isfinite(omr)
+
+
+def _ndcg_fused_reference(s, lab, v, inv_norm, weights, n_outer, sigma, normalize):
+    """LightGBM's double loop of the fused kernel in plain Python, one pair at a time
+    (the kernel's loop before it was vectorized); inputs in rank order.  Returns the
+    float64 gradients and hessians by rank and the pair count."""
+    from ltrboost.metrics._dcg import discount
+    from ltrboost.objectives.lambdamart import _exp_below_max, _sigmoid_from_exp
+
+    n = s.shape[0]
+    disc = [discount(r) for r in range(n)]  # the kernel's own discount and exp
+    ex = np.empty(n)
+    _exp_below_max(s, s[0], sigma, ex)
+    g, h = [0.0] * n, [0.0] * n
+    scale_by_diff = normalize and s[0] != s[n - 1]
+    sum_lambdas, n_pairs = 0.0, 0
+    for a in range(n_outer):
+        g_a, h_a = g[a], h[a]
+        for b in range(a + 1, n):
+            if lab[a] == lab[b]:
+                continue
+            t = 1.0 if lab[a] > lab[b] else -1.0
+            dz = abs(v[a] - v[b]) * abs(disc[a] - disc[b]) * inv_norm
+            diff = t * (s[a] - s[b])
+            if scale_by_diff:
+                dz /= 0.01 + abs(diff)
+            e_i, e_j = (ex[a], ex[b]) if t > 0.0 else (ex[b], ex[a])
+            rho, omr = _sigmoid_from_exp(e_i, e_j, sigma * diff)
+            grad = sigma * dz * rho
+            hess = sigma * sigma * dz * rho * omr
+            sum_lambdas += 2.0 * grad
+            g_a -= t * grad
+            g[b] += t * grad
+            h_a += hess
+            h[b] += hess
+            n_pairs += 1
+        g[a], h[a] = g_a, h_a
+    factor = math.log2(1.0 + sum_lambdas) / sum_lambdas if normalize and sum_lambdas > 0 else 1.0
+    w = weights if weights.size else np.ones(n)
+    g = np.array([g[r] * factor * w[r] for r in range(n)])
+    h = np.array([h[r] * factor * w[r] for r in range(n)])
+    return g, h, n_pairs
+
+
+@pytest.mark.parametrize(
+    "labels",
+    ["graded", "continuous", "many_integers", "gains_not_by_label", "one_label", "tiny_exp"],
+)
+@pytest.mark.parametrize("score_ties", [False, True])
+@pytest.mark.parametrize("normalize", [False, True])
+def test_ndcg_fused_kernel_is_bit_identical_to_plain_loop(labels, score_ties, normalize):
+    """The fused driver (pairs computed in SIMD, ties masked, the per-rank sums in a
+    second pass; the pair-by-pair kernel for queries with tiny exponentials) gives the
+    float64 gradients, hessians and pair counts of the plain pair-by-pair loop bit for
+    bit (also the sign of zeros): few label values, many distinct float labels, gains
+    that differ inside a label, tied scores, a query with one label, scores so spread
+    that the direct sigmoid is needed, truncation below and above the query's size,
+    weights, queries shorter than the block's longest (a workspace longer than
+    needed)."""
+    from ltrboost.objectives.lambdamart import (
+        _lambdamart_ndcg_all_queries,
+        _lambdamart_ndcg_fused,
+        _ndcg_fused_workspace,
+    )
+    from ltrboost.objectives.pair_selection import PAIR_ALL, PAIR_TOPK, n_outer_ranks
+
+    rng = np.random.default_rng(7)
+    sizes = [2, 3, 7, 31, 64]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n_all = int(offsets[-1])
+    if labels in ("graded", "gains_not_by_label"):
+        lab = rng.choice(5, n_all, p=[0.52, 0.32, 0.13, 0.02, 0.01]).astype(np.float64)
+    elif labels == "many_integers":
+        lab = rng.integers(0, 40, n_all).astype(np.float64)
+    elif labels == "one_label":
+        lab = np.full(n_all, 3.0)
+    else:
+        lab = rng.uniform(0, 4, n_all)  # distinct floats
+    v = rng.uniform(0, 9, n_all) if labels == "gains_not_by_label" else 2.0**lab - 1.0
+    s = rng.normal(size=n_all) * 2
+    if score_ties:
+        s = np.round(s)
+    if labels == "tiny_exp":  # exp(sigma (s - s_max)) < 1e-280 in queries 2 and 4 only
+        for q in (2, 4):
+            s[offsets[q] + rng.integers(0, sizes[q])] = -2000.0
+        disc, work = _ndcg_fused_workspace(7)
+        qs = slice(offsets[2], offsets[3])
+        g = np.zeros(7)
+        order = np.argsort(-s[qs], kind="stable").astype(np.int32)
+        args = (s[qs], lab[qs], v[qs], 0.37, np.zeros(0), order, 6, 1.0, normalize)
+        assert _lambdamart_ndcg_fused(*args, disc, work, g, g.copy()) == -1  # left
+    inv_norm = np.full(len(sizes), 0.37)
+    weights = rng.uniform(0.5, 2, n_all)
+    pair_sets = ((PAIR_ALL, 0), (PAIR_TOPK, 1), (PAIR_TOPK, 5), (PAIR_TOPK, 100))
+    for sigma in (0.7, 1.0, 2.0):
+        for method, truncation in pair_sets:
+            for w in (np.zeros(0), weights):
+                g, h = np.full(n_all, np.nan), np.full(n_all, np.nan)
+                counts = np.full(len(sizes), -7, np.int64)
+                _lambdamart_ndcg_all_queries(
+                    s, lab, v, inv_norm, w, offsets, method, truncation, sigma,
+                    normalize, g, h, counts,
+                )  # fmt: skip
+                for q, n in enumerate(sizes):
+                    lo = offsets[q]
+                    order = lo + np.argsort(-s[lo : lo + n], kind="stable")
+                    g_ref, h_ref, count_ref = _ndcg_fused_reference(
+                        s[order], lab[order], v[order], 0.37, w[order] if w.size else w,
+                        n_outer_ranks(n, method, truncation), sigma, normalize,
+                    )  # fmt: skip
+                    assert counts[q] == count_ref
+                    np.testing.assert_array_equal(g[order].view(np.uint64), g_ref.view(np.uint64))
+                    np.testing.assert_array_equal(h[order].view(np.uint64), h_ref.view(np.uint64))
+                if labels == "one_label":
+                    assert (counts == 0).all()

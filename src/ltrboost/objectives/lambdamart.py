@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import INDEX_DTYPE
-from ltrboost._numba import kernel, over_queries
+from ltrboost._numba import inline_kernel, kernel, over_queries, vector_kernel
 from ltrboost.dataset import LTRInputError, RankingDataset
 from ltrboost.metrics import ap as _ap
 from ltrboost.metrics import err as _err
@@ -34,6 +34,7 @@ from ltrboost.objectives.pair_engine import (
     LOSS_LOGISTIC,
     METRIC_ERR,
     METRIC_NDCG,
+    TINY_EXP,
     PairEngineConstants,
     PairwiseObjective,
     exp_below_max,
@@ -388,12 +389,13 @@ def _check_unbiased(unbiased: Any, position_bias_norm: Any, max_positions: Any) 
 # --- kernels ---
 
 
-@kernel
+@vector_kernel
 def _lambdamart_ndcg_fused(
     scores_q, labels_q, values_q, inv_norm_q, weights_q, order, n_outer, sigma,
-    normalize, grad_q, hess_q,
+    normalize, disc, work, grad_q, hess_q,
 ):  # fmt: skip
-    """LambdaMART's common case, fused into one loop; returns the pair count.
+    """LambdaMART's common case, fused into one loop; returns the pair count (-1:
+    left for :func:`_lambdamart_ndcg_scalar`, see below).
 
     NDCG lambdas, logistic loss, ``all``/``topk`` pairs, gradients and hessians.  Walks
     LightGBM's double loop directly over rank-ordered copies of the scores, labels and
@@ -401,6 +403,145 @@ def _lambdamart_ndcg_fused(
     the arithmetic of each pair and the order of every floating-point sum are those of
     the general engine (:mod:`.pair_engine`), so the result is bit-identical (tested);
     only the memory traffic differs.
+
+    The pairs get no data-dependent branch; for each rank ``a`` two passes over the
+    ranks ``b > a``:
+
+    1. every pair's gradient and hessian, ties included, into scratch arrays: ``t``,
+       the argument order of ``sigmoid_from_exp``'s ratio form and the tie mask are
+       selects, so LLVM runs the pass in SIMD (4 pairs per instruction, its two
+       divisions included), and neither a tie nor which document is preferred costs a
+       mispredicted branch (~39% of the candidate pairs of graded web data are tied,
+       in random rank order).  A tied pair's gradient and hessian are +0.0.
+    2. in increasing ``b``, the sums that the pair-by-pair loop
+       (:func:`_lambdamart_ndcg_scalar`) keeps for rank ``a`` (``sum_lambdas``,
+       ``g_a``, ``h_a``) and the terms of ``g_acc[b]``, ``h_acc[b]`` (a tied pair adds
+       ``t * 0.0 = +-0.0`` and +0.0 there).  Each ``g_acc[b]``, ``h_acc[b]`` still
+       takes its terms in increasing ``a``.  These sums are serial (a chain of
+       dependent additions, ~1/3 of the time); pass 1 does not touch ``g_acc``,
+       ``h_acc``, which keeps its vectorizer's run-time overlap checks few.
+
+    Adding the zeros of tied pairs, where the scalar loop skips them, changes no bit: a
+    running sum starts at +0.0 and, rounding to nearest, a sum is -0.0 only when both
+    terms are, so no sum is ever -0.0; and ``x + (+-0.0) = x - (+-0.0) = x`` for every
+    ``x`` that is not -0.0.  Every other operation is the pair-by-pair loop's, on the
+    same operands in the same order (``e_a + e_b == e_b + e_a`` exactly).
+
+    A query whose scores span so much that :func:`.pair_engine.sigmoid_from_exp` needs
+    its direct form for some pair (an exponential below ``TINY_EXP``) is left alone:
+    -1 is returned, ``grad_q``, ``hess_q`` are not written, and the caller runs
+    :func:`_lambdamart_ndcg_scalar` on it.
+
+    Compiled with :data:`ltrboost._numba.vector_kernel` (no zero-divisor checks, which
+    would stop the vectorizer): its divisors, ``0.01 + |diff|``, ``e_i + e_j`` of
+    non-tiny exponentials and ``sum_lambdas > 0``, are never zero.
+
+    disc: IN float64 (>= n,), ``discount(r)`` by rank; work: float64 (>= 9 n,),
+    clobbered: both from :func:`_ndcg_fused_workspace`, made once per block of queries
+    (a query's own arrays and a ``log2`` per document cost ~10% of the kernel).
+    """
+    n = order.shape[0]
+    s = work[0:n]
+    v = work[n : 2 * n]
+    lab = work[2 * n : 3 * n]
+    ex = work[3 * n : 4 * n]
+    g_acc = work[4 * n : 5 * n]  # by rank
+    h_acc = work[5 * n : 6 * n]
+    for r in range(n):
+        d = order[r]
+        s[r] = scores_q[d]
+        v[r] = values_q[d]
+        lab[r] = labels_q[d]
+        g_acc[r] = 0.0
+        h_acc[r] = 0.0
+    exp_below_max(s, s[0], sigma, ex)  # s[0] is the query's highest score
+    scale_by_diff = normalize and s[0] != s[n - 1]
+    tiny = False
+    for r in range(n):
+        tiny |= ex[r] < TINY_EXP
+    if tiny:
+        return -1  # left for _lambdamart_ndcg_scalar
+    sum_lambdas = 0.0
+    n_pairs = 0
+    two_grad = work[6 * n : 7 * n]  # pass 1 -> pass 2, by b - a - 1
+    t_grad = work[7 * n : 8 * n]
+    hess_b = work[8 * n : 9 * n]
+    sigma2 = sigma * sigma
+    for a in range(n_outer):
+        la = lab[a]
+        va = v[a]
+        da = disc[a]
+        sa = s[a]
+        ea = ex[a]
+        # ranks a+1..n-1 as views indexed from 0: an index LLVM knows is >= 0 carries
+        # no negative-index wraparound, which would stop the vectorizer
+        lab_b = lab[a + 1 :]
+        v_b = v[a + 1 :]
+        disc_b = disc[a + 1 : n]
+        s_b = s[a + 1 :]
+        ex_b = ex[a + 1 :]
+        m = n - a - 1
+        n_ties = 0
+        for k in range(m):  # pass 1
+            lb = lab_b[k]
+            up = la > lb  # t = +1: (i, j) = (a, b)
+            tie = la == lb
+            t = 1.0 if up else -1.0
+            dz = delta_ndcg(va, v_b[k], da, disc_b[k], inv_norm_q)
+            diff = t * (sa - s_b[k])  # s_i - s_j
+            if scale_by_diff:
+                dz /= 0.01 + abs(diff)
+            eb = ex_b[k]
+            inv = 1.0 / (ea + eb)  # sigmoid_from_exp(e_i, e_j, .) = (e_j, e_i) * inv
+            p_a = ea * inv
+            p_b = eb * inv
+            rho = p_b if up else p_a
+            one_minus_rho = p_a if up else p_b
+            grad = sigma * dz * rho
+            hess = sigma2 * dz * rho * one_minus_rho
+            grad = 0.0 if tie else grad
+            hess = 0.0 if tie else hess
+            n_ties += tie
+            tg = t * grad
+            two_grad[k] = 2.0 * grad
+            t_grad[k] = tg
+            hess_b[k] = hess
+        g_a = g_acc[a]
+        h_a = h_acc[a]
+        for k in range(m):  # pass 2
+            tg = t_grad[k]
+            hess = hess_b[k]
+            sum_lambdas += two_grad[k]
+            g_a -= tg
+            g_acc[a + 1 + k] += tg
+            h_a += hess
+            h_acc[a + 1 + k] += hess
+        g_acc[a] = g_a
+        h_acc[a] = h_a
+        n_pairs += m - n_ties
+    factor = lambda_norm_factor(normalize, sum_lambdas)
+    has_w = weights_q.shape[0] > 0
+    for r in range(n):
+        d = order[r]
+        w = weights_q[d] if has_w else 1.0
+        grad_q[d] = g_acc[r] * factor * w
+        hess_q[d] = h_acc[r] * factor * w
+    return n_pairs
+
+
+@kernel
+def _lambdamart_ndcg_scalar(
+    scores_q, labels_q, values_q, inv_norm_q, weights_q, order, n_outer, sigma,
+    normalize, grad_q, hess_q,
+):  # fmt: skip
+    """:func:`_lambdamart_ndcg_fused` one pair at a time, in LightGBM's order (the
+    fused kernel's loop before it was vectorized); returns the pair count.
+
+    For the queries whose scores span so much that
+    :func:`.pair_engine.sigmoid_from_exp` needs its direct form for some pair (the
+    fused kernel leaves them, see :func:`_lambdamart_ndcg_all_queries`).  Kept apart
+    so that it is compiled only when such a query comes: it costs ~0.7 s of
+    compilation.
     """
     n = order.shape[0]
     s = np.empty(n)
@@ -465,6 +606,25 @@ def _lambdamart_ndcg_fused(
     return n_pairs
 
 
+@kernel
+def _lambdamart_ndcg_scalar_queries(
+    i0, i1, queries, scores, labels, values, inv_norm, weights, query_offsets, method,
+    truncation, sigma, normalize, order, gradients, hessians, counts_out,
+):  # fmt: skip
+    # queries[i0:i1] of _lambdamart_ndcg_all_queries (int64 query numbers), pair by pair
+    has_w = weights.shape[0] > 0
+    for i in range(i0, i1):
+        q = queries[i]
+        lo = query_offsets[q]
+        hi = query_offsets[q + 1]
+        counts_out[q] = _lambdamart_ndcg_scalar(
+            scores[lo:hi], labels[lo:hi], values[lo:hi], inv_norm[q],
+            weights[lo:hi] if has_w else weights[0:0], order[lo:hi],
+            n_outer_ranks(hi - lo, method, truncation), sigma, normalize,
+            gradients[lo:hi], hessians[lo:hi],
+        )  # fmt: skip
+
+
 def _lambdamart_ndcg_all_queries(
     scores, labels, values, inv_norm, weights, query_offsets, method, truncation, sigma,
     normalize, gradients, hessians, counts_out,
@@ -477,7 +637,8 @@ def _lambdamart_ndcg_all_queries(
     compilation time).  Every query is first ranked by
     :func:`ltrboost.metrics._dcg.ranked_prefix_all_queries` (the metrics' ranking
     kernel, the same rule as ``query_rank_order``), so that no sort is compiled into
-    this kernel.
+    this kernel.  The few queries :func:`_lambdamart_ndcg_fused` leaves (count -1)
+    are then done by :func:`_lambdamart_ndcg_scalar`, compiled only when one comes.
     """
     n = scores.shape[0]
     order = np.empty(n, dtype=INDEX_DTYPE)
@@ -489,6 +650,15 @@ def _lambdamart_ndcg_all_queries(
         query_offsets, method, truncation, sigma, normalize, order, gradients, hessians,
         counts_out,
     )  # fmt: skip
+    left = np.flatnonzero(counts_out < 0)  # scores spread too far for the SIMD loop
+    if left.size:
+        sizes = query_offsets[left + 1] - query_offsets[left]
+        over_queries(
+            _lambdamart_ndcg_scalar_queries, np.concatenate(([0], np.cumsum(sizes))),
+            left.astype(np.int64), scores, labels, values, inv_norm, weights,
+            query_offsets, method, truncation, sigma, normalize, order, gradients,
+            hessians, counts_out,
+        )  # fmt: skip
 
 
 @kernel
@@ -499,6 +669,10 @@ def _lambdamart_ndcg_queries(
     # queries q0..q1-1 of _lambdamart_ndcg_all_queries (see ltrboost._numba.over_queries);
     # order: IN int32 (n_samples,), each query's ranking (local positions)
     has_w = weights.shape[0] > 0
+    max_n = 0
+    for q in range(q0, q1):
+        max_n = max(max_n, query_offsets[q + 1] - query_offsets[q])
+    disc, work = _ndcg_fused_workspace(max_n)
     for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
@@ -514,9 +688,19 @@ def _lambdamart_ndcg_queries(
         counts_out[q] = _lambdamart_ndcg_fused(
             scores_q, labels_q, values[lo:hi], inv_norm[q],
             weights[lo:hi] if has_w else weights[0:0], order[lo:hi],
-            n_outer_ranks(n, method, truncation), sigma, normalize,
+            n_outer_ranks(n, method, truncation), sigma, normalize, disc, work,
             gradients[lo:hi], hessians[lo:hi],
         )  # fmt: skip
+
+
+@inline_kernel
+def _ndcg_fused_workspace(max_n):
+    """``(disc, work)`` of :func:`_lambdamart_ndcg_fused` for queries of up to
+    ``max_n`` documents: the discounts by rank and its clobbered arrays."""
+    disc = np.empty(max_n)
+    for r in range(max_n):
+        disc[r] = discount(r)
+    return disc, np.empty(9 * max_n)
 
 
 # --- old import paths (this module used to hold the engine and the |dZ| kernels) ---

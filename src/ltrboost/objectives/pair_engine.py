@@ -431,7 +431,7 @@ def sigmoid_pair(x):
 
 # Below this, exp(sigma (s - s_max)) is too close to the subnormal range for the ratio
 # form of :func:`sigmoid_from_exp` to keep full precision.
-_TINY_EXP = 1e-280
+TINY_EXP = 1e-280
 
 
 @inline_kernel
@@ -444,7 +444,7 @@ def sigmoid_from_exp(e_i, e_j, x):
     ``e <= 1`` never overflows; when either is tiny (scores more than ~640/sigma below
     the query's best) the direct form is used.
     """
-    if e_i < _TINY_EXP or e_j < _TINY_EXP:
+    if e_i < TINY_EXP or e_j < TINY_EXP:
         return sigmoid_pair(x)
     inv = 1.0 / (e_i + e_j)
     return e_j * inv, e_i * inv

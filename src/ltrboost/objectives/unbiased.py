@@ -154,7 +154,7 @@ def _unbiased_ndcg_query(
 ):  # fmt: skip
     """One query of Unbiased LambdaMART (NDCG, ``all``/``topk`` pairs); the pair count.
 
-    The loop of :func:`.lambdamart._lambdamart_ndcg_fused` with each pair's gradient
+    The loop of :func:`.lambdamart._lambdamart_ndcg_scalar` with each pair's gradient
     and hessian divided by ``t+_{pos i} t-_{pos j}``; when that product is 1 the
     arithmetic is the same, so with all biases 1 the result is bit-identical
     (tested).  ``li_q`` / ``lj_q`` (OUT, by row) receive the pair losses of eqs. 30, 31.
