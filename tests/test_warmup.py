@@ -152,25 +152,26 @@ def test_helper_starts_once_at_the_first_compilation_and_stops_with_the_command(
 
 
 @pytest.mark.parametrize(
-    ("switch", "cpus", "load", "profile", "started"),
+    ("switch", "cpus", "busy", "profile", "started"),
     [
-        ("0", 4, 0.0, "eval", False),
-        ("off", 4, 0.0, "eval", False),
-        ("1", 4, 0.0, None, False),  # a command without a profile
-        ("1", 4, 0.0, "x", False),  # a profile the manifest lacks
-        ("auto", 1, 0.0, "eval", False),  # one CPU
-        ("", 2, 1.0, "eval", False),  # another job keeps one of two cores busy
-        ("auto", 2, 0.3, "eval", True),
-        ("", 8, 5.0, "eval", True),
-        ("1", 1, 9.0, "eval", True),  # forced
+        ("0", 4, 0, "eval", False),
+        ("off", 4, 0, "eval", False),
+        ("1", 4, 0, None, False),  # a command without a profile
+        ("1", 4, 0, "x", False),  # a profile the manifest lacks
+        ("auto", 1, 0, "eval", False),  # one CPU
+        ("", 2, 1, "eval", False),  # another job keeps one of two cores busy
+        ("auto", 2, 0, "eval", True),
+        ("", 8, 6, "eval", True),
+        ("", 8, None, "eval", True),  # not known (not Linux)
+        ("1", 1, 9, "eval", True),  # forced
     ],
 )
 def test_helper_starts_only_where_it_can_help(
-    monkeypatch, switch, cpus, load, profile, started
+    monkeypatch, switch, cpus, busy, profile, started
 ) -> None:
     monkeypatch.setenv(_warmup.ENV_SWITCH, switch)
     monkeypatch.setattr(_warmup, "_usable_cpus", lambda: cpus)
-    monkeypatch.setattr(_warmup.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(_warmup, "_other_runnable_tasks", lambda: busy)
     monkeypatch.setattr(_warmup.subprocess, "Popen", _FakeProcess)
     _FakeProcess.started = []
     with _warmup.BackgroundCompile(profile) as bg:

@@ -19,8 +19,8 @@ Only a hint, never a dependency: the manifest names kernels and argument types; 
 that no longer exists or whose types the command does not use costs the helper one
 compilation and changes nothing else.  Nothing runs when the cache is warm (no compile
 event), when the kernel cache is not writable, with ``LTRBOOST_BACKGROUND_COMPILE=0``,
-and (unless it is ``1``) with fewer than two usable CPUs or a load average that leaves
-no core idle (:func:`_core_to_spare`).  The helper exits when its work is done, when the
+and (unless it is ``1``) with fewer than two usable CPUs or no idle core
+(:func:`_core_to_spare`).  The helper exits when its work is done, when the
 command exits (it is terminated; Numba writes cache files atomically) or when its parent
 process is gone.
 
@@ -137,18 +137,29 @@ def _switch() -> str:
 
 
 def _core_to_spare() -> bool:
-    """Two usable CPUs at least, and a 1-minute load average that leaves one idle for the
-    helper besides this process.  On a busy machine a third process only takes time from
-    the command: README's train + eval took 19.5-20.4 s without the helper and 21.8-23.1 s
-    with it while another job kept one of two cores busy."""
+    """Two usable CPUs at least, and one of them idle for the helper besides this process.
+
+    On a busy machine a third process only takes time from the command: README's train +
+    eval took 19.5-20.4 s without the helper and 21.8-23.1 s with it while another job
+    kept one of two cores busy.  "Busy" is the number of runnable tasks other than this
+    one right now (Linux ``/proc/loadavg``), not the load average, which trails by a
+    minute (README's ``pip install`` just before would switch the helper off).
+    """
     cpus = _usable_cpus()
     if cpus < 2:
         return False
+    busy = _other_runnable_tasks()
+    return busy is None or busy <= cpus - 2
+
+
+def _other_runnable_tasks() -> int | None:
+    """Runnable tasks on the machine now, this one excluded (None: not known)."""
     try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # not available (Windows): trust the CPU count
-        return True
-    return load < cpus - 1.5
+        with open("/proc/loadavg", encoding="ascii") as f:
+            running = int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(running - 1, 0)
 
 
 def _usable_cpus() -> int:
