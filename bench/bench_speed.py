@@ -28,7 +28,11 @@ process, loading) kernels and importing.  ``import`` is the median over repeated
 ``python -c "import numpy, ltrboost"`` minus ``python -c "import numpy"``; ``help``
 is the median of ``python -m ltrboost --help``.  Because wall seconds on a shared
 machine swing with its load, the CPU seconds the compiling thread spent inside Numba's
-``numba:compile`` events (outermost only; cache loads fire none) are reported too.
+``numba:compile`` events (outermost only; cache loads fire none) are reported too.  These
+rows run with the first-run helper off (``LTRBOOST_BACKGROUND_COMPILE=0``, see
+``ltrboost._warmup``) so that they count every compilation; a last table runs README's
+train and eval as a user does, two processes, helper on and off in alternation: wall
+seconds, and CPU seconds of every process (helper included).
 
 Each measurement runs in a fresh subprocess (peak RSS = that process's ``ru_maxrss``);
 numbers are medians over ``--repeats`` runs.  ltrboost's JIT compilation is measured
@@ -357,13 +361,21 @@ def measure_cold_start(repeats: int = 7, n_large: int = 100_000) -> dict:
         work = os.path.join(tmp, "work")
         os.makedirs(work)
         cache = os.path.join(tmp, "numba")
-        env = dict(env0, NUMBA_CACHE_DIR=cache)
+        # compile events of one process count only its own compilations: no helper here
+        env = dict(env0, NUMBA_CACHE_DIR=cache, LTRBOOST_BACKGROUND_COMPILE="0")
         import subprocess
 
         subprocess.run(
             [py, "-m", "ltrboost", "generate", os.path.join(work, "data")],
             env=env, check=True, capture_output=True,
         )  # fmt: skip
+        res["readme_processes"] = {"0": [], "1": []}
+        for _ in range(2):
+            for background in ("1", "0"):
+                shutil_rm(cache)
+                res["readme_processes"][background].append(
+                    _readme_as_processes(dict(env, LTRBOOST_BACKGROUND_COMPILE=background), work)
+                )
         for label, spec in (("readme", {"cwd": work}), ("n100k", {"n": n_large})):
             shutil_rm(cache)
             runs = []
@@ -385,6 +397,27 @@ def measure_cold_start(repeats: int = 7, n_large: int = 100_000) -> dict:
                     res[label + "_cache"] = _cache_counts(cache)
             res[label] = runs
     return res
+
+
+def _readme_as_processes(env: dict, work: str) -> dict:
+    """README's ``ltrboost train`` and ``ltrboost eval``, each its own process as a user
+    runs them: wall seconds each, and CPU seconds of both with every process they
+    started (the first-run compile helper of :mod:`ltrboost._warmup` included)."""
+    import resource
+    import subprocess
+
+    out: dict = {}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for cmd, args in (("train", README_TRAIN), ("eval", README_EVAL)):
+        t = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "ltrboost", *args], env=env, cwd=work, check=True,
+            capture_output=True,
+        )  # fmt: skip
+        out[cmd] = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out["cpu"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return out
 
 
 def shutil_rm(path: str) -> None:
@@ -454,6 +487,27 @@ def cold_start_lines(cs: dict) -> list[str]:
         f"{cs['import_numpy_s']:.3f} s); `from ltrboost import train` (loads Numba "
         f"and the engine): {cs['import_engine_s']:.3f} s; `ltrboost --help`: "
         f"{cs['help_s']:.3f} s (medians of fresh processes).",
+        "",
+        *_readme_processes_lines(cs["readme_processes"]),
+    ]
+
+
+def _readme_processes_lines(runs: dict) -> list[str]:
+    """Table of :func:`_readme_as_processes`, first-run helper on and off (alternated)."""
+    rows = []
+    for background, name in (("1", "on (default)"), ("0", "off")):
+        for r in runs[background]:
+            rows.append(
+                [name, f"{r['train']:.2f}", f"{r['eval']:.2f}", f"{r['train'] + r['eval']:.2f}",
+                 f"{r['cpu']:.2f}"]
+            )  # fmt: skip
+    return [
+        "README's `ltrboost train` then `ltrboost eval` as two processes, empty kernel "
+        "cache, runs alternated (`LTRBOOST_BACKGROUND_COMPILE`; CPU includes the helper):",
+        "",
+        markdown_table(
+            ["first-run helper", "train wall s", "eval wall s", "total wall s", "CPU s"], rows
+        ),
     ]
 
 

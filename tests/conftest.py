@@ -19,6 +19,9 @@ import os
 # same either way; set OMP_WAIT_POLICY yourself to override. Must precede the first
 # parallel kernel launch (libgomp reads it when Numba loads it).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# The CLI's first-run background compilation (ltrboost._warmup) would start a second
+# process from every in-process CLI test that compiles; tests/test_warmup.py turns it on.
+os.environ.setdefault("LTRBOOST_BACKGROUND_COMPILE", "0")
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any

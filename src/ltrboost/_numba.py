@@ -114,7 +114,7 @@ def _preset(**options: Any) -> Callable[[Callable], Any]:
         if _CACHE_DIR is not None:
             numba.config.CACHE_DIR = _CACHE_DIR
         try:
-            return cached(fn)
+            return _wait_for_cache_entries(cached(fn))
         except RuntimeError as e:  # "no locator available": nothing is writable
             if "locator" not in str(e):
                 raise
@@ -124,6 +124,43 @@ def _preset(**options: Any) -> Callable[[Callable], Any]:
             numba.config.CACHE_DIR = saved
 
     return decorate
+
+
+# ------------------------------------------------ cache entries another process is compiling
+# Set by ltrboost._warmup while its helper process compiles kernels into the shared cache:
+# ``waiter(name)`` blocks while the helper compiles the kernel ``name`` and returns True
+# when the helper has worked on it (so the cache is worth a second look).
+_cache_waiter: Callable[[str], bool] | None = None
+
+
+def set_cache_waiter(waiter: Callable[[str], bool] | None) -> None:
+    global _cache_waiter
+    _cache_waiter = waiter
+
+
+def _wait_for_cache_entries(dispatcher: Any) -> Any:
+    """Make ``dispatcher``'s cache lookup, on a miss, wait for the kernel another process
+    is compiling right now and look again (instead of compiling it a second time).
+
+    Numba's ``Dispatcher.compile`` asks ``dispatcher._cache.load_overload`` before it
+    compiles; the wrapper adds the wait there.  Private Numba API: where it is missing,
+    the dispatcher is returned unchanged (a duplicate compilation, nothing worse).
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    load = getattr(cache, "load_overload", None)
+    name = getattr(getattr(dispatcher, "py_func", None), "__name__", None)
+    if load is None or name is None:
+        return dispatcher
+
+    def load_overload(sig: Any, target_context: Any) -> Any:
+        result = load(sig, target_context)
+        waiter = _cache_waiter
+        if result is None and waiter is not None and waiter(name):
+            result = load(sig, target_context)
+        return result
+
+    cache.load_overload = load_overload
+    return dispatcher
 
 
 _warned_uncached = False

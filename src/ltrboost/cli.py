@@ -299,6 +299,19 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_cv)
 
     p = sub.add_parser(
+        "warmup",
+        help="compile the kernels of commands into the kernel cache now (e.g. in a "
+        "container build), so that their first run loads them",
+    )
+    p.add_argument(
+        "profiles",
+        nargs="*",
+        default=["train:lambdamart", "eval", "predict"],
+        help="train:OBJECTIVE, eval, predict or all (default: train:lambdamart eval predict)",
+    )
+    p.set_defaults(func=cmd_warmup)
+
+    p = sub.add_parser(
         "inspect",
         help="summarise a model: objective, trees, features used, top importances",
     )
@@ -464,6 +477,17 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
+def _background_compile(args: argparse.Namespace) -> Any:
+    """A second process compiling the command's kernels on a first run (see
+    :mod:`ltrboost._warmup`)."""
+    from ltrboost._warmup import BackgroundCompile, command_profile
+
+    objective = getattr(args, "objective", None)
+    return BackgroundCompile(
+        command_profile(args.command, objective if isinstance(objective, str) else None)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     from ltrboost.dataset import LTRInputError
     from ltrboost.io.model_json import ModelFormatError
@@ -471,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _background_compile(args):
             warnings.showwarning = _show_warning
             if getattr(args, "quiet", False):
                 return int(args.func(args) or 0)
@@ -1045,6 +1069,30 @@ def cmd_convert(args: argparse.Namespace) -> int:
         na_values=args.missing_token,
     )
     print(f"wrote {len(files)} Parquet files to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_warmup(args: argparse.Namespace) -> int:
+    """Compile (or load) the kernels of each profile of :mod:`ltrboost._warmup`."""
+    import time
+
+    from ltrboost._numba import cache_location
+    from ltrboost._warmup import compile_profile, profile_names
+
+    known = profile_names()
+    profiles = known if "all" in args.profiles else args.profiles
+    for name in profiles:
+        if name not in known:
+            raise ValueError(f"unknown profile {name!r}; known: all, {', '.join(known)}")
+    for name in profiles:
+        t = time.perf_counter()
+        counts = compile_profile(name)
+        print(
+            f"{name}: {counts['compiled']} compiled, {counts['loaded']} already cached, "
+            f"{counts['skipped']} skipped ({time.perf_counter() - t:.1f} s)",
+            file=sys.stderr,
+        )
+    print(f"kernel cache: {cache_location()}", file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,450 @@
+"""A first run's kernels compiled by two processes at once.
+
+A command's first run in a fresh environment spends most of its time compiling Numba
+kernels, one after the other, on one core: the reader, then ranking and binning, the
+objective, histograms, split search, partition, prediction, metrics.  Numba's compiler
+holds a process-wide lock, so a second *thread* gains nothing; a second *process* does.
+
+When the CLI sees its first compilation (:class:`BackgroundCompile`, a compile listener:
+a cache miss is the only sign of a cold cache that needs no guessing), it starts
+``python -m ltrboost._warmup PROFILE``, which compiles the kernels the command is known to
+need (:data:`MANIFEST`, recorded from real runs by ``--record``) in *reverse* order into
+the same kernel cache.  The command compiles from the front; when it reaches a kernel
+the helper already compiled, Numba loads it from the cache.  The two meet in the middle
+and the helper stops there (its first cache hit after a compilation).  The helper runs
+the kernels of later commands too (README's ``ltrboost eval`` after ``ltrboost train``):
+they come last in the command's own order, so first in the helper's.
+
+Only a hint, never a dependency: the manifest names kernels and argument types; an entry
+that no longer exists or whose types the command does not use costs the helper one
+compilation and changes nothing else.  Nothing runs when the cache is warm (no compile
+event), when the kernel cache is not writable, with ``LTRBOOST_BACKGROUND_COMPILE=0``,
+and (unless it is ``1``) with fewer than two usable CPUs or no idle core
+(:func:`_core_to_spare`).  The helper exits when its work is done, when the
+command exits (it is terminated; Numba writes cache files atomically) or when its parent
+process is gone.
+
+``python -m ltrboost._warmup PROFILE`` (``ltrboost warmup`` on the CLI) also runs in the
+foreground, e.g. to compile a container image's kernels at build time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import importlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+WAIT_S = 120.0  # longest wait for a kernel the helper is compiling
+MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_kernels.json")
+ENV_SWITCH = "LTRBOOST_BACKGROUND_COMPILE"
+
+
+def load_manifest() -> dict[str, list[list[str]]]:
+    """``{profile: [[module, function, argument types], ...]}`` in compilation order."""
+    with open(MANIFEST, encoding="utf-8") as f:
+        return json.load(f)["profiles"]
+
+
+def profile_names() -> list[str]:
+    return sorted(load_manifest())
+
+
+def command_profile(command: str | None, objective: str | None = None) -> str | None:
+    """The manifest profile of a CLI command (None: no profile)."""
+    if command in ("train", "cv"):
+        return f"train:{objective or 'lambdamart'}"
+    if command in ("eval", "predict"):
+        return command
+    return None
+
+
+def signature(text: str) -> tuple:
+    """Numba argument types from their ``repr`` (as recorded in the manifest)."""
+    from numba.core import types
+
+    names = {k: getattr(types, k) for k in dir(types) if not k.startswith("_")}
+    names["bool"] = types.boolean
+    value = eval(text, {"__builtins__": {}}, names)  # our own data file: types only
+    return tuple(value)
+
+
+def compile_profile(
+    profile: str,
+    *,
+    reverse: bool = False,
+    stop_when_met: bool = False,
+    parent: int = 0,
+    taken: set[str] | None = None,
+    report: Callable[[str, str], None] | None = None,
+) -> dict[str, int]:
+    """Compile (or load from the cache) the kernels of ``profile``.
+
+    ``reverse``: last kernel first.  ``stop_when_met``: stop at the first kernel found in
+    the cache after at least one compilation, or named in ``taken`` (kernels the command
+    has started compiling: it got there first).  ``parent``: stop when this process is no
+    longer our parent.  ``report("start" | "end", name)`` is called around each entry.
+    Returns counts ``compiled``, ``loaded``, ``skipped`` (entries that no longer resolve).
+    """
+    entries = load_manifest()[profile]
+    if reverse:
+        entries = entries[::-1]
+    counts = {"compiled": 0, "loaded": 0, "skipped": 0}
+    for module, name, types_text in entries:
+        if parent and os.getppid() != parent:
+            break
+        if stop_when_met and taken is not None and name in taken:
+            break
+        if report is not None:
+            report("start", name)
+        try:
+            dispatcher = getattr(importlib.import_module(module), name)
+            sig = signature(types_text)
+            hits = sum(dispatcher.stats.cache_hits.values())
+            dispatcher.compile(sig)
+        except Exception:  # a stale entry: the command compiles what it needs itself
+            counts["skipped"] += 1
+            continue
+        finally:
+            if report is not None:
+                report("end", name)
+        if sum(dispatcher.stats.cache_hits.values()) > hits:
+            counts["loaded"] += 1
+            if stop_when_met and counts["compiled"]:
+                break
+        else:
+            counts["compiled"] += 1
+    return counts
+
+
+def _switch() -> str:
+    """``LTRBOOST_BACKGROUND_COMPILE``: "off" (0/false/no/off), "on" (1/true/yes/on: always
+    start the helper) or "auto" (unset, anything else: when a core is to spare)."""
+    value = os.environ.get(ENV_SWITCH, "auto").strip().lower()
+    if value in ("0", "false", "no", "off"):
+        return "off"
+    if value in ("1", "true", "yes", "on"):
+        return "on"
+    return "auto"
+
+
+def _core_to_spare() -> bool:
+    """Two usable CPUs at least, and one of them idle for the helper besides this process.
+
+    On a busy machine a third process only takes time from the command: README's train +
+    eval took 19.5-20.4 s without the helper and 21.8-23.1 s with it while another job
+    kept one of two cores busy.  "Busy" is the number of runnable tasks other than this
+    one right now (Linux ``/proc/loadavg``), not the load average, which trails by a
+    minute (README's ``pip install`` just before would switch the helper off).
+    """
+    cpus = _usable_cpus()
+    if cpus < 2:
+        return False
+    busy = _other_runnable_tasks()
+    return busy is None or busy <= cpus - 2
+
+
+def _other_runnable_tasks() -> int | None:
+    """Runnable tasks on the machine now, this one excluded (None: not known)."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            running = int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(running - 1, 0)
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class BackgroundCompile:
+    """Compile listener of the CLI: at the first compilation, start the helper process
+    for ``profile`` (see the module docstring); terminate it when closed."""
+
+    def __init__(self, profile: str | None) -> None:
+        self.profile = profile
+        self.process: subprocess.Popen | None = None
+        self._started = False
+        self._changed = threading.Condition()
+        self._busy: str | None = None  # the kernel the helper is compiling now
+        self._seen: set[str] = set()  # kernels the helper has started
+
+    def __enter__(self) -> BackgroundCompile:
+        if self.profile is not None and self._enabled():
+            from ltrboost._numba import add_compile_listener
+
+            add_compile_listener(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from ltrboost._numba import remove_compile_listener
+
+        remove_compile_listener(self)
+        self.close()
+
+    def _enabled(self) -> bool:
+        if _switch() == "off":
+            return False
+        try:
+            return self.profile in load_manifest()
+        except (OSError, ValueError):
+            return False
+
+    def compile_started(self, name: str) -> None:
+        if self._started:
+            self._tell(name)
+            return
+        self._started = True
+        import ltrboost
+        from ltrboost import _numba
+
+        if _numba._warned_uncached:  # no kernel cache to share
+            return
+        if _switch() == "auto" and not _core_to_spare():
+            return
+
+        env = dict(os.environ)
+        env[ENV_SWITCH] = "0"
+        # the helper must import this very package (and so share its kernel cache)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(ltrboost.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (root, env.get("PYTHONPATH", "")) if p
+        )  # fmt: skip
+        cmd = [sys.executable, "-m", "ltrboost._warmup", self.profile, "--background"]
+        cmd += ["--parent", str(os.getpid())]
+        try:
+            self.process = subprocess.Popen(
+                cmd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except OSError:
+            return
+        atexit.register(self.close)
+        self._tell(name)
+        threading.Thread(target=self._listen, args=(self.process.stdout,), daemon=True).start()
+        _numba.set_cache_waiter(self.wait_for)
+
+    def _listen(self, stream: Any) -> None:
+        """Follow the helper's "start NAME" / "end NAME" lines (until it exits)."""
+        for line in stream:
+            what, _, name = line.decode(errors="replace").strip().partition(" ")
+            with self._changed:
+                if what == "start":
+                    self._busy = name
+                    self._seen.add(name)
+                elif what == "end" and self._busy == name:
+                    self._busy = None
+                self._changed.notify_all()
+        with self._changed:
+            self._busy = None
+            self._changed.notify_all()
+
+    def wait_for(self, name: str) -> bool:
+        """The cache lookup of kernel ``name`` missed: while the helper compiles it,
+        wait; True when the helper has worked on it (look in the cache again)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._busy != name, timeout=WAIT_S)
+            return name in self._seen
+
+    def _tell(self, name: str) -> None:
+        """Tell the helper which kernel this process compiles (it will not start it)."""
+        process = self.process
+        if process is None or process.stdin is None:
+            return
+        try:
+            process.stdin.write(name.encode() + b"\n")
+            process.stdin.flush()
+        except (OSError, ValueError):  # the helper has finished
+            pass
+
+    def compile_finished(self, name: str, seconds: float) -> None:
+        pass
+
+    def close(self) -> None:
+        from ltrboost import _numba
+
+        if _numba._cache_waiter == self.wait_for:
+            _numba.set_cache_waiter(None)
+        if self.process is not None and self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+# ------------------------------------------------------------------ recording
+_RECORD_ARGS = (
+    "--n-estimators 3 --learning-rate 0.1 --max-leaf-nodes 31 --early-stopping-rounds 30 "
+    "--metric ndcg@10 --quiet"
+)
+
+
+def _record_one(command: list[str]) -> list[list[str]]:
+    """Run one CLI command in this process; the outermost ltrboost kernel compilations,
+    in order, as manifest entries."""
+    import threading
+
+    from numba.core import event
+
+    from ltrboost.cli import main
+
+    rows: list[list[str]] = []
+    local = threading.local()
+
+    class Recorder(event.Listener):
+        def on_start(self, ev: Any) -> None:
+            local.depth = getattr(local, "depth", 0) + 1
+            fn = ev.data["dispatcher"].py_func
+            if local.depth == 1 and fn.__module__.startswith("ltrboost"):
+                rows.append([fn.__module__, fn.__name__, repr(tuple(ev.data["args"]))])
+
+        def on_end(self, ev: Any) -> None:
+            local.depth -= 1
+
+    recorder = Recorder()
+    event.register("numba:compile", recorder)
+    try:
+        if main(command):
+            raise RuntimeError(f"ltrboost {' '.join(command)} failed")
+    finally:
+        event.unregister("numba:compile", recorder)
+    return rows
+
+
+def _record_child(profile: str, folder: str, out: str) -> None:
+    """One profile, recorded in a process whose kernel cache is empty."""
+    data = os.path.join(folder, "data")
+    model = os.path.join(folder, "model-" + profile.replace(":", "-") + ".json")
+    if not profile.startswith("train:"):
+        model = os.path.join(folder, "model.json")
+    train = [
+        "train", os.path.join(data, "train.txt"), "--valid", os.path.join(data, "vali.txt"),
+        "--output", model, *_RECORD_ARGS.split(),
+    ]  # fmt: skip
+    evaluate = ["eval", model, os.path.join(data, "test.txt")]
+    predict = ["predict", model, os.path.join(data, "test.txt"), "--output", model + ".txt"]
+    if profile.startswith("train:"):
+        rows = _record_one([*train, "--objective", profile.split(":", 1)[1]])
+        rows += _record_one(evaluate)  # kernels README's next command needs
+    else:  # the model was trained by another process (another cache)
+        rows = _record_one(evaluate if profile == "eval" else predict)
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(rows, f)
+
+
+def record(objectives: list[str] | None = None, path: str = MANIFEST) -> dict:
+    """Re-record the manifest: each profile in a fresh process with an empty cache."""
+    import tempfile
+
+    from ltrboost.cli import main as cli_main
+    from ltrboost.objectives.registry import available_objectives
+
+    needs_pairs = {"qbrank"}  # trains only with a --pairs file
+    objectives = objectives or [o for o in available_objectives() if o not in needs_pairs]
+    profiles = [f"train:{o}" for o in objectives] + ["eval", "predict"]
+    result: dict[str, list[list[str]]] = {}
+
+    def run(code: str, cache: str) -> None:
+        env = {**os.environ, "NUMBA_CACHE_DIR": os.path.join(tmp, cache), ENV_SWITCH: "0"}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
+        if done.returncode:
+            raise RuntimeError(f"recording failed:\n{done.stderr.decode(errors='replace')}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "data")
+        cli_main(["generate", data, "--n-queries", "30"])
+        model = ["train", os.path.join(data, "train.txt"), "--output"]
+        model += [os.path.join(tmp, "model.json"), "--n-estimators", "3", "--quiet"]
+        run(f"from ltrboost.cli import main; main({model!r})", "cache-model")
+        for profile in profiles:
+            out = os.path.join(tmp, "rows.json")
+            t = time.perf_counter()
+            code = "from ltrboost._warmup import _record_child; "
+            code += f"_record_child({profile!r}, {tmp!r}, {out!r})"
+            run(code, "cache-" + profile.replace(":", "-"))
+            with open(out, encoding="utf-8") as f:
+                result[profile] = json.load(f)
+            print(
+                f"{profile}: {len(result[profile])} kernels, {time.perf_counter() - t:.1f} s",
+                file=sys.stderr,
+            )
+    import numba
+    import numpy
+
+    doc = {
+        "about": "kernels each CLI command compiles on a first run, in order; written by "
+        "`python -m ltrboost._warmup --record` (see ltrboost/_warmup.py)",
+        "numba": numba.__version__,
+        "numpy": numpy.__version__,
+        "profiles": result,
+    }
+    tmp_path = path + ".tmp"
+    with open(tmp_path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp_path, path)
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m ltrboost._warmup",
+        description="Compile the kernels of a CLI command into the kernel cache.",
+    )
+    ap.add_argument("profiles", nargs="*", help="e.g. train:lambdamart, eval, predict")
+    ap.add_argument("--background", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--parent", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--record", action="store_true", help="re-record the manifest")
+    args = ap.parse_args(argv)
+    if args.record:
+        record([p.split(":", 1)[1] for p in args.profiles if p.startswith("train:")] or None)
+        return 0
+    taken: set[str] = set()
+    if args.background:  # the command names each kernel it starts compiling, one a line
+        import threading
+
+        def listen() -> None:
+            for line in sys.stdin:
+                taken.add(line.strip())
+
+        threading.Thread(target=listen, daemon=True).start()
+
+    def report(what: str, name: str) -> None:  # to the command's BackgroundCompile
+        with contextlib.suppress(OSError, ValueError):
+            print(what, name, flush=True)
+
+    for profile in args.profiles:
+        counts = compile_profile(
+            profile,
+            reverse=args.background,
+            stop_when_met=args.background,
+            parent=args.parent,
+            taken=taken,
+            report=report if args.background else None,
+        )
+        if not args.background:
+            print(f"{profile}: {counts}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

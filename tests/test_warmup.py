@@ -1,0 +1,253 @@
+"""First-run compilation in a second process (ltrboost._warmup, issue 12 goal 1).
+
+No timing assertions: what is checked is that every manifest entry still names a kernel
+and parses, that a cache warmed from the manifest leaves a command nothing to compile
+(so the manifest matches what the commands compile), that the helper process starts
+once, is switched off where it cannot help and is stopped with the command, and that a
+model trained while it runs is the model trained without it, byte for byte.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import ClassVar
+
+import pytest
+
+import ltrboost
+from ltrboost import _warmup
+from ltrboost.objectives.registry import available_objectives
+
+SRC = Path(ltrboost.__file__).resolve().parents[1]
+
+
+def _env(tmp_path: Path, cache: str, background: str = "0") -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / cache))
+    env[_warmup.ENV_SWITCH] = background
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _run(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+# Runs CLI commands in one process and prints how many kernels it compiled.
+_COMMANDS = """
+import json, sys
+from ltrboost._numba import compile_stats
+from ltrboost.cli import main
+for command in json.loads(sys.argv[1]):
+    assert main(command) == 0, command
+print(compile_stats()["kernels"])
+"""
+
+
+def _readme_commands(data: Path, model: Path) -> list[list[str]]:
+    train = [
+        "train", str(data / "train.txt"), "--valid", str(data / "vali.txt"), "--objective",
+        "lambdamart", "--n-estimators", "20", "--learning-rate", "0.1", "--max-leaf-nodes",
+        "31", "--early-stopping-rounds", "30", "--metric", "ndcg@10", "--output", str(model),
+        "--quiet",
+    ]  # fmt: skip
+    test = str(data / "test.txt")
+    return [train, ["eval", str(model), test], ["predict", str(model), test, "-o", "-"]]
+
+
+def _compiled_by(commands: list[list[str]], env: dict) -> int:
+    proc = _run([sys.executable, "-c", _COMMANDS, json.dumps(commands)], env)
+    return int(proc.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- the manifest
+def test_manifest_names_kernels_with_parsable_signatures() -> None:
+    profiles = _warmup.load_manifest()
+    expected = {f"train:{o}" for o in available_objectives() if o != "qbrank"}
+    assert expected | {"eval", "predict"} <= set(profiles)
+    for name, entries in profiles.items():
+        assert entries, name
+        for module, function, types_text in entries:
+            dispatcher = getattr(__import__(module, fromlist=[function]), function)
+            assert hasattr(dispatcher, "compile"), (name, module, function)
+            sig = _warmup.signature(types_text)
+            params = inspect.signature(dispatcher.py_func).parameters
+            assert len(sig) == len(params), (name, function)
+
+
+def test_command_profiles() -> None:
+    assert _warmup.command_profile("train", None) == "train:lambdamart"
+    assert _warmup.command_profile("train", "ranknet") == "train:ranknet"
+    assert _warmup.command_profile("cv", "mart") == "train:mart"
+    assert _warmup.command_profile("eval") == "eval"
+    assert _warmup.command_profile("predict") == "predict"
+    assert _warmup.command_profile("generate") is None
+
+
+def test_warmup_rejects_an_unknown_profile(capsys) -> None:
+    from ltrboost.cli import main
+
+    assert main(["warmup", "train:nonsense"]) != 0
+    assert "unknown profile 'train:nonsense'" in capsys.readouterr().err
+
+
+def test_helper_stops_where_the_command_got_first() -> None:
+    last = _warmup.load_manifest()["predict"][-1][1]
+    counts = _warmup.compile_profile("predict", reverse=True, stop_when_met=True, taken={last})
+    assert counts == {"compiled": 0, "loaded": 0, "skipped": 0}
+
+
+# ---------------------------------------------------------------- the helper process
+class _FakeProcess:
+    started: ClassVar[list] = []
+
+    def __init__(self, cmd, env, **kwargs) -> None:
+        self.cmd, self.env, self.terminated = cmd, env, False
+        self.stdin = io.BytesIO()
+        self.stdout = io.BytesIO(b"start _ap_queries\nend _ap_queries\n")
+        _FakeProcess.started.append(self)
+
+    def poll(self):
+        return None if not self.terminated else -15
+
+    def terminate(self) -> None:
+        self.terminated = True
+
+    def wait(self, timeout=None) -> int:
+        return -15
+
+
+def test_helper_starts_once_at_the_first_compilation_and_stops_with_the_command(
+    monkeypatch,
+) -> None:
+    monkeypatch.setenv(_warmup.ENV_SWITCH, "1")
+    monkeypatch.setattr(_warmup, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(_warmup.subprocess, "Popen", _FakeProcess)
+    _FakeProcess.started = []
+    with _warmup.BackgroundCompile("train:lambdamart") as bg:
+        from ltrboost._numba import _monitor
+
+        assert bg in _monitor.listeners
+        bg.compile_started("_scan_letor")
+        bg.compile_started("_fill_rows")
+        assert len(_FakeProcess.started) == 1
+        proc = _FakeProcess.started[0]
+        assert proc.cmd[1:4] == ["-m", "ltrboost._warmup", "train:lambdamart"]
+        assert proc.cmd[4:] == ["--background", "--parent", str(os.getpid())]
+        assert proc.env[_warmup.ENV_SWITCH] == "0"  # the helper starts no helper
+        assert str(SRC) in proc.env["PYTHONPATH"].split(os.pathsep)
+        # every kernel this process starts is named to the helper, which then skips it
+        assert proc.stdin.getvalue() == b"_scan_letor\n_fill_rows\n"
+    assert proc.terminated
+    assert bg not in _monitor.listeners
+
+
+@pytest.mark.parametrize(
+    ("switch", "cpus", "busy", "profile", "started"),
+    [
+        ("0", 4, 0, "eval", False),
+        ("off", 4, 0, "eval", False),
+        ("1", 4, 0, None, False),  # a command without a profile
+        ("1", 4, 0, "x", False),  # a profile the manifest lacks
+        ("auto", 1, 0, "eval", False),  # one CPU
+        ("", 2, 1, "eval", False),  # another job keeps one of two cores busy
+        ("auto", 2, 0, "eval", True),
+        ("", 8, 6, "eval", True),
+        ("", 8, None, "eval", True),  # not known (not Linux)
+        ("1", 1, 9, "eval", True),  # forced
+    ],
+)
+def test_helper_starts_only_where_it_can_help(
+    monkeypatch, switch, cpus, busy, profile, started
+) -> None:
+    monkeypatch.setenv(_warmup.ENV_SWITCH, switch)
+    monkeypatch.setattr(_warmup, "_usable_cpus", lambda: cpus)
+    monkeypatch.setattr(_warmup, "_other_runnable_tasks", lambda: busy)
+    monkeypatch.setattr(_warmup.subprocess, "Popen", _FakeProcess)
+    _FakeProcess.started = []
+    with _warmup.BackgroundCompile(profile) as bg:
+        from ltrboost._numba import _monitor
+
+        if bg in _monitor.listeners:
+            bg.compile_started("_scan_letor")
+    assert bool(_FakeProcess.started) == started
+
+
+def test_cache_lookup_waits_for_the_helper_and_looks_again(monkeypatch) -> None:
+    from ltrboost import _numba
+
+    class Cache:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def load_overload(self, sig, target_context):
+            self.calls += 1
+            return None if self.calls == 1 else "compiled by the helper"
+
+    def kernel():
+        pass
+
+    dispatcher = SimpleNamespace(_cache=Cache(), py_func=kernel)
+    _numba._wait_for_cache_entries(dispatcher)
+    asked = []
+    monkeypatch.setattr(_numba, "_cache_waiter", lambda name: asked.append(name) or True)
+    assert dispatcher._cache.load_overload(None, None) == "compiled by the helper"
+    assert asked == ["kernel"]
+    dispatcher._cache.calls = 0
+    monkeypatch.setattr(_numba, "_cache_waiter", lambda name: False)  # helper never had it
+    assert dispatcher._cache.load_overload(None, None) is None
+    assert dispatcher._cache.calls == 1
+
+
+def test_wait_for_returns_when_the_helper_has_finished_the_kernel() -> None:
+    bg = _warmup.BackgroundCompile("eval")
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as stream, os.fdopen(write, "wb") as out:
+        listener = threading.Thread(target=bg._listen, args=(stream,))
+        listener.start()
+        out.write(b"start _err_queries\n")
+        out.flush()
+        with bg._changed:
+            bg._changed.wait_for(lambda: bg._busy == "_err_queries", timeout=30)
+        finisher = threading.Timer(0.2, lambda: (out.write(b"end _err_queries\n"), out.flush()))
+        finisher.start()
+        assert bg.wait_for("_err_queries") is True
+        assert bg._busy is None
+        assert bg.wait_for("_ap_queries") is False  # not one of the helper's: no wait
+        finisher.join()
+    listener.join(timeout=30)
+    assert not listener.is_alive()
+
+
+# ---------------------------------------------------------------- end to end (subprocesses)
+def test_warmed_cache_leaves_readme_commands_nothing_to_compile_and_the_helper_changes_no_model(
+    tmp_path: Path,
+) -> None:
+    """``ltrboost warmup`` (the manifest, compiled in the foreground) into an empty cache:
+    README's train, eval and predict then compile nothing, i.e. the manifest is what
+    these commands compile.  Then a cold cache with the helper on: the same model file,
+    and the helper compiled the eval kernels (first in its reverse order) while train ran,
+    so that eval compiles nothing either."""
+    data = tmp_path / "data"
+    env = _env(tmp_path, "warmed")
+    _run([sys.executable, "-m", "ltrboost", "generate", str(data), "--n-queries", "30",
+          "--docs-per-query", "12", "--n-features", "6"], env)  # fmt: skip
+    proc = _run([sys.executable, "-m", "ltrboost", "warmup", "train:lambdamart"], env)
+    assert "train:lambdamart: " in proc.stderr
+    assert " compiled" in proc.stderr
+    assert _compiled_by(_readme_commands(data, tmp_path / "a.json"), env) == 0
+
+    env = _env(tmp_path, "cold", background="1")
+    train, evaluate, _ = _readme_commands(data, tmp_path / "b.json")
+    _run([sys.executable, "-m", "ltrboost", *train], env)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert _compiled_by([evaluate], env) == 0
