@@ -209,6 +209,8 @@ def test_cache_lookup_waits_for_the_helper_and_looks_again(monkeypatch) -> None:
 
 
 def test_wait_for_returns_when_the_helper_has_finished_the_kernel() -> None:
+    from ltrboost import _numba
+
     bg = _warmup.BackgroundCompile("eval")
     read, write = os.pipe()
     with os.fdopen(read, "rb") as stream, os.fdopen(write, "wb") as out:
@@ -218,12 +220,26 @@ def test_wait_for_returns_when_the_helper_has_finished_the_kernel() -> None:
         out.flush()
         with bg._changed:
             bg._changed.wait_for(lambda: bg._busy == "_err_queries", timeout=30)
-        finisher = threading.Timer(0.2, lambda: (out.write(b"end _err_queries\n"), out.flush()))
-        finisher.start()
-        assert bg.wait_for("_err_queries") is True
+        seen = []
+
+        def started(name: str) -> None:  # the wait has begun: let the helper finish
+            seen.append(("started", name))
+            out.write(b"end _err_queries\n")
+            out.flush()
+
+        listener_ = SimpleNamespace(
+            compile_started=started,
+            compile_finished=lambda name, seconds: seen.append(("finished", name)),
+        )
+        _numba.add_compile_listener(listener_)
+        try:
+            assert bg.wait_for("_err_queries") is True
+        finally:
+            _numba.remove_compile_listener(listener_)
+        # the wait is shown as a compilation (the notice, the progress bar's clock)
+        assert seen == [("started", "_err_queries"), ("finished", "_err_queries")]
         assert bg._busy is None
         assert bg.wait_for("_ap_queries") is False  # not one of the helper's: no wait
-        finisher.join()
     listener.join(timeout=30)
     assert not listener.is_alive()
 

@@ -268,6 +268,23 @@ def compile_stats() -> dict[str, float]:
     return {"kernels": _monitor.n_compiled, "seconds": _monitor.seconds}
 
 
+@contextlib.contextmanager
+def waiting_for(name: str) -> Iterator[None]:
+    """This process waits for another one to compile kernel ``name`` (ltrboost._warmup):
+    the compile listeners see it as a compilation, since the user waits on one (the
+    notice, the progress bar's clock); :func:`compile_stats` does not count it."""
+    listeners = list(_monitor.listeners)
+    for listener in listeners:
+        listener.compile_started(name)
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds = time.perf_counter() - t0
+        for listener in listeners:
+            listener.compile_finished(name, seconds)
+
+
 def add_compile_listener(listener: Any) -> None:
     """Call ``listener.compile_started(name)`` / ``compile_finished(name, seconds)``
     around each compilation of an ltrboost kernel (any thread)."""

@@ -257,8 +257,14 @@ class BackgroundCompile:
     def wait_for(self, name: str) -> bool:
         """The cache lookup of kernel ``name`` missed: while the helper compiles it,
         wait; True when the helper has worked on it (look in the cache again)."""
+        from ltrboost._numba import waiting_for
+
         with self._changed:
-            self._changed.wait_for(lambda: self._busy != name, timeout=WAIT_S)
+            busy = self._busy == name
+        if busy:
+            with waiting_for(name), self._changed:
+                self._changed.wait_for(lambda: self._busy != name, timeout=WAIT_S)
+        with self._changed:
             return name in self._seen
 
     def _tell(self, name: str) -> None:
