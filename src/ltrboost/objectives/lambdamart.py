@@ -519,14 +519,21 @@ def _lambdamart_ndcg_fused(
         g_acc[a] = g_a
         h_acc[a] = h_a
         n_pairs += m - n_ties
+    _scatter_by_rank(order, g_acc, h_acc, normalize, sum_lambdas, weights_q, grad_q, hess_q)
+    return n_pairs
+
+
+@inline_kernel
+def _scatter_by_rank(order, g_acc, h_acc, normalize, sum_lambdas, weights_q, grad_q, hess_q):
+    """A query's sums by rank (``g_acc``, ``h_acc``) to its documents' gradients and
+    hessians: times the ``lambdarank_norm`` factor and the document weights."""
     factor = lambda_norm_factor(normalize, sum_lambdas)
     has_w = weights_q.shape[0] > 0
-    for r in range(n):
+    for r in range(order.shape[0]):
         d = order[r]
         w = weights_q[d] if has_w else 1.0
         grad_q[d] = g_acc[r] * factor * w
         hess_q[d] = h_acc[r] * factor * w
-    return n_pairs
 
 
 @kernel
@@ -596,13 +603,7 @@ def _lambdamart_ndcg_scalar(
             n_pairs += 1
         g_acc[a] = g_a
         h_acc[a] = h_a
-    factor = lambda_norm_factor(normalize, sum_lambdas)
-    has_w = weights_q.shape[0] > 0
-    for r in range(n):
-        d = order[r]
-        w = weights_q[d] if has_w else 1.0
-        grad_q[d] = g_acc[r] * factor * w
-        hess_q[d] = h_acc[r] * factor * w
+    _scatter_by_rank(order, g_acc, h_acc, normalize, sum_lambdas, weights_q, grad_q, hess_q)
     return n_pairs
 
 
