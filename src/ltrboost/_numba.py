@@ -238,9 +238,7 @@ class _CompileMonitor(_numba_event.Listener):
                 "compiling kernels, first run only: later runs load them from %s",
                 cache_location(),
             )
-        name = event.data["dispatcher"].py_func.__qualname__
-        for listener in list(self.listeners):
-            listener.compile_started(name)
+        self.tell_started(event.data["dispatcher"].py_func.__qualname__)
 
     def on_end(self, event: Any) -> None:
         depth = getattr(self._local, "depth", 1) - 1
@@ -254,8 +252,15 @@ class _CompileMonitor(_numba_event.Listener):
             self.seconds += dt
         name = event.data["dispatcher"].py_func.__qualname__
         logger.debug("compiled %s in %.2f s", name, dt)
+        self.tell_finished(name, dt)
+
+    def tell_started(self, name: str) -> None:
         for listener in list(self.listeners):
-            listener.compile_finished(name, dt)
+            listener.compile_started(name)
+
+    def tell_finished(self, name: str, seconds: float) -> None:
+        for listener in list(self.listeners):
+            listener.compile_finished(name, seconds)
 
 
 _monitor = _CompileMonitor()
@@ -273,16 +278,12 @@ def waiting_for(name: str) -> Iterator[None]:
     """This process waits for another one to compile kernel ``name`` (ltrboost._warmup):
     the compile listeners see it as a compilation, since the user waits on one (the
     notice, the progress bar's clock); :func:`compile_stats` does not count it."""
-    listeners = list(_monitor.listeners)
-    for listener in listeners:
-        listener.compile_started(name)
+    _monitor.tell_started(name)
     t0 = time.perf_counter()
     try:
         yield
     finally:
-        seconds = time.perf_counter() - t0
-        for listener in listeners:
-            listener.compile_finished(name, seconds)
+        _monitor.tell_finished(name, time.perf_counter() - t0)
 
 
 def add_compile_listener(listener: Any) -> None:

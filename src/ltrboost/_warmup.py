@@ -307,7 +307,6 @@ _RECORD_ARGS = (
 def _record_one(command: list[str]) -> list[list[str]]:
     """Run one CLI command in this process; the outermost ltrboost kernel compilations,
     in order, as manifest entries."""
-    import threading
 
     from numba.core import event
 
@@ -339,20 +338,20 @@ def _record_one(command: list[str]) -> list[list[str]]:
 def _record_child(profile: str, folder: str, out: str) -> None:
     """One profile, recorded in a process whose kernel cache is empty."""
     data = os.path.join(folder, "data")
-    model = os.path.join(folder, "model-" + profile.replace(":", "-") + ".json")
-    if not profile.startswith("train:"):
-        model = os.path.join(folder, "model.json")
-    train = [
-        "train", os.path.join(data, "train.txt"), "--valid", os.path.join(data, "vali.txt"),
-        "--output", model, *_RECORD_ARGS.split(),
-    ]  # fmt: skip
-    evaluate = ["eval", model, os.path.join(data, "test.txt")]
-    predict = ["predict", model, os.path.join(data, "test.txt"), "--output", model + ".txt"]
+    test = os.path.join(data, "test.txt")
     if profile.startswith("train:"):
-        rows = _record_one([*train, "--objective", profile.split(":", 1)[1]])
-        rows += _record_one(evaluate)  # kernels README's next command needs
+        model = os.path.join(folder, "model-" + profile.replace(":", "-") + ".json")
+        rows = _record_one([
+            "train", os.path.join(data, "train.txt"), "--valid", os.path.join(data, "vali.txt"),
+            "--output", model, *_RECORD_ARGS.split(), "--objective", profile.split(":", 1)[1],
+        ])  # fmt: skip
+        rows += _record_one(["eval", model, test])  # kernels README's next command needs
     else:  # the model was trained by another process (another cache)
-        rows = _record_one(evaluate if profile == "eval" else predict)
+        model = os.path.join(folder, "model.json")
+        if profile == "eval":
+            rows = _record_one(["eval", model, test])
+        else:
+            rows = _record_one(["predict", model, test, "--output", model + ".txt"])
     with open(out, "w", encoding="utf-8") as f:
         json.dump(rows, f)
 
@@ -426,7 +425,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     taken: set[str] = set()
     if args.background:  # the command names each kernel it starts compiling, one a line
-        import threading
 
         def listen() -> None:
             for line in sys.stdin:
