@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from ltrboost.metrics._dcg import (
     inverse_max_dcg,
     label_gains,
     rank_order_one_query,
+    rerank_all_queries,
 )
 from ltrboost.metrics.ndcg import NDCGEvaluator, _ndcg_reference
 
@@ -151,6 +154,40 @@ def test_kernel_matches_reference(random_ranking, seed, score_levels, k, gain):
 def test_rank_order_matches_stable_reference(random_ranking, seed, score_levels):
     scores, _, qo = random_ranking(seed, score_levels=score_levels)
     np.testing.assert_array_equal(rank_order(scores, qo), _rank_order_reference(scores, qo))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("start", ["random", "previous", "reversed"])
+def test_rerank_from_any_permutation_is_the_ranking(random_ranking, seed, start):
+    # rerank_all_queries re-sorts a permutation per query; whatever it starts from
+    # (close to the answer, as between boosting rounds, or far: the move budget's fall
+    # back to the full sort) it must end at the stable ranking, ties by position.
+    scores, _, qo = random_ranking(seed, score_levels=[None, 2, 7][seed % 3])
+    rng = np.random.default_rng(seed)
+    # the reference gives positions in the whole array; rerank's are per query
+    expected = _rank_order_reference(scores, qo) - np.repeat(qo[:-1], np.diff(qo))
+    order = np.empty(scores.shape[0], dtype=np.int32)
+    for lo, hi in itertools.pairwise(qo):
+        n = hi - lo
+        if start == "random":
+            order[lo:hi] = rng.permutation(n)
+        elif start == "previous":  # the ranking of slightly different scores
+            jitter = scores[lo:hi] + rng.normal(0, 0.05, n) * (rng.random(n) < 0.2)
+            order[lo:hi] = np.argsort(-jitter, kind="stable")
+        else:
+            order[lo:hi] = np.argsort(scores[lo:hi], kind="stable")
+    n_ranked = np.empty(qo.shape[0] - 1, dtype=np.int64)
+    rerank_all_queries(scores, qo, order, np.empty_like(order), n_ranked)
+    np.testing.assert_array_equal(order, expected)
+    np.testing.assert_array_equal(n_ranked, np.diff(qo))
+
+
+def test_rerank_signed_zeros_and_ties_keep_position_order():
+    scores = np.array([0.0, -0.0, 1.0, 0.0, -0.0, 1.0])
+    qo = np.array([0, 6])
+    order = np.array([5, 4, 3, 2, 1, 0], dtype=np.int32)
+    rerank_all_queries(scores, qo, order, np.empty_like(order), np.empty(1, dtype=np.int64))
+    np.testing.assert_array_equal(order, [2, 5, 0, 1, 3, 4])
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 15, 16, 17, 31, 32, 33, 64, 65, 200, 1000])

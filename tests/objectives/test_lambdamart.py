@@ -868,3 +868,32 @@ def test_ndcg_fused_kernel_is_bit_identical_to_plain_loop(labels, score_ties, no
                     np.testing.assert_array_equal(h[order].view(np.uint64), h_ref.view(np.uint64))
                 if labels == "one_label":
                     assert (counts == 0).all()
+
+
+@pytest.mark.parametrize("pair_method", ["all", "topk"])
+def test_rounds_reuse_the_ranking_and_give_a_fresh_objectives_gradients(pair_method):
+    """From its second gradient on a dataset the fused path re-sorts the previous
+    round's ranking (insertion, ``rerank_all_queries``) instead of sorting anew: the
+    gradients must be those of an objective that never saw the earlier scores, bit for
+    bit -- after a small step, a large one (the re-sort gives up and sorts), tied
+    scores, and a second dataset in between (the held ranking is another dataset's)."""
+    data, s = make_data(11, sizes=(1, 2, 4, 6, 9, 13, 5, 40, 120))
+    other, s_other = make_data(12)
+    rng = np.random.default_rng(0)
+    obj = LambdaMART(pair_method=pair_method, truncation_level=10)
+    steps = [
+        s,
+        s + 0.01 * rng.normal(size=s.size),
+        np.round(s),  # ties
+        s + 5.0 * rng.normal(size=s.size),  # far: falls back to the full sort
+        s[::-1].copy(),
+    ]
+    for k, scores in enumerate(steps):
+        if k == 3:
+            grad_hess(obj, s_other, other)  # another dataset in between
+        got = grad_hess(obj, scores, data)
+        fresh = grad_hess(LambdaMART(pair_method=pair_method, truncation_level=10), scores, data)
+        assert obj._ranking is not None
+        assert obj._ranking[0] is data.query_offsets
+        for a, b in zip(got, fresh, strict=True):
+            np.testing.assert_array_equal(a.view(np.int32), b.view(np.int32))

@@ -20,7 +20,13 @@ from ltrboost._numba import inline_kernel, kernel, over_queries, vector_kernel
 from ltrboost.dataset import LTRInputError, RankingDataset
 from ltrboost.metrics import ap as _ap
 from ltrboost.metrics import err as _err
-from ltrboost.metrics._dcg import discount, inverse_max_dcg, label_gains, ranked_prefix_all_queries
+from ltrboost.metrics._dcg import (
+    discount,
+    inverse_max_dcg,
+    label_gains,
+    ranked_prefix_all_queries,
+    rerank_all_queries,
+)
 from ltrboost.metrics.err import MAX_DELTA_ERR_GRADE, stop_probabilities
 from ltrboost.metrics.ndcg import delta_ndcg
 from ltrboost.objectives import pair_engine as _engine
@@ -310,12 +316,29 @@ class LambdaMART(PairwiseObjective):
         if self.unbiased:
             self._unbiased_gradients(scores, data, c, gradients, hessians, counts)
             return True
+        order, ranked = self._ranking_buffer(data)
         _lambdamart_ndcg_all_queries(
             scores, c.labels, c.values, c.inv_norm, c.weights, data.query_offsets,
             self._method, self._truncation, self._sigma, self._normalize,
-            gradients, hessians, counts,
+            gradients, hessians, counts, order, ranked,
         )  # fmt: skip
+        self._ranking = (data.query_offsets, order)  # now a ranking of data's queries
         return True
+
+    def _ranking_buffer(self, data: RankingDataset) -> tuple[NDArray[np.int32], bool]:
+        """``(buffer, ranked)``: the ranking of this objective's last gradient on
+        ``data`` (``ranked``: each round re-sorts the previous round's ranking instead of
+        sorting from scratch; the result is the same, see ``rerank_all_queries``), or a
+        new buffer the first time.
+
+        Kept on the objective, one dataset at a time, not in ``data.cache``: two
+        trainings on one dataset in two threads must not share it.  Handed out once:
+        until the gradient that fills it returns, it is no ranking.
+        """
+        held, self._ranking = self._ranking, None
+        if held is not None and held[0] is data.query_offsets:
+            return held[1], True
+        return np.empty(data.n_samples, dtype=INDEX_DTYPE), False
 
     def _unbiased_gradients(self, scores, data, c, gradients, hessians, counts) -> None:
         bias = self._bias_for_round(self._round)
@@ -356,6 +379,8 @@ class LambdaMART(PairwiseObjective):
         return super()._pair_terms(scores, ref_scores, data, iteration)
 
     _round = 0
+    # (query_offsets, ranking) of the last fused gradient, see _ranking_buffer
+    _ranking: tuple[NDArray[np.int64], NDArray[np.int32]] | None = None
 
 
 def _check_unbiased(unbiased: Any, position_bias_norm: Any, max_positions: Any) -> dict[str, Any]:
@@ -628,7 +653,7 @@ def _lambdamart_ndcg_scalar_queries(
 
 def _lambdamart_ndcg_all_queries(
     scores, labels, values, inv_norm, weights, query_offsets, method, truncation, sigma,
-    normalize, gradients, hessians, counts_out,
+    normalize, gradients, hessians, counts_out, order=None, ranked=False,
 ):  # fmt: skip
     """Parallel driver of the common case only (:func:`_lambdamart_ndcg_fused`).
 
@@ -640,12 +665,21 @@ def _lambdamart_ndcg_all_queries(
     kernel, the same rule as ``query_rank_order``), so that no sort is compiled into
     this kernel.  The few queries :func:`_lambdamart_ndcg_fused` leaves (count -1)
     are then done by :func:`_lambdamart_ndcg_scalar`, compiled only when one comes.
+
+    ``order`` (OUT int32 (n_samples,), optional): where the ranking goes.  With
+    ``ranked`` it holds (IN) an earlier call's ranking of the same queries, which is
+    re-sorted in place (``rerank_all_queries``: the same ranking, in less time when the
+    scores moved little).
     """
     n = scores.shape[0]
-    order = np.empty(n, dtype=INDEX_DTYPE)
     scratch = np.empty(n, dtype=INDEX_DTYPE)
     n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
-    ranked_prefix_all_queries(scores, query_offsets, 0, order, scratch, n_ranked)
+    if order is None:
+        order = np.empty(n, dtype=INDEX_DTYPE)
+    if ranked:
+        rerank_all_queries(scores, query_offsets, order, scratch, n_ranked)
+    else:
+        ranked_prefix_all_queries(scores, query_offsets, 0, order, scratch, n_ranked)
     over_queries(
         _lambdamart_ndcg_queries, query_offsets, scores, labels, values, inv_norm, weights,
         query_offsets, method, truncation, sigma, normalize, order, gradients, hessians,
