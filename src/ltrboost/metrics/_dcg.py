@@ -12,7 +12,7 @@ Conventions (documented once, here; every metric and objective follows them):
 * **Ranking of a query**: its documents sorted by score, highest first; documents with
   equal scores keep their input order (a stable sort of ``-score``, LightGBM's
   ``std::stable_sort`` convention).  :func:`rank_order` and the kernels
-  :func:`rank_order_one_query` (full order) / :func:`_ranked_prefix_one_query` (top k)
+  :func:`rank_order_one_query` (full order) / :func:`_top_k_order_one_query` (top k)
   are the only implementations of this rule.  Because of it, a metric can depend on the
   input order of tied documents, and only on that.
 * gain ``"exp"``: ``2^y - 1`` (Burges); gain ``"linear"``: ``y`` (Jarvelin &
@@ -219,9 +219,11 @@ def discount(rank):
 
 
 def ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked):
-    """The first ``kk`` documents of every query's ranking (see
-    :func:`_ranked_prefix_one_query`): local positions in ``order[lo:lo + kk]``,
-    ``n_ranked[q] = kk``.
+    """The first ``kk = min(k, n)`` documents of every query's ranking (``n`` when
+    ``k <= 0``): local positions in ``order[lo:lo + kk]``, ``n_ranked[q] = kk``.  Small
+    cut-offs select (:func:`_top_k_order_one_query`), others sort fully
+    (:func:`rank_order_one_query`); both follow the ranking convention, so callers need
+    not care which ran.
 
     scores: IN float64 (n_samples,); query_offsets: IN int64 (n_queries + 1,); k: int
     (<= 0: whole list); order, scratch: OUT / clobbered int32 (n_samples,); n_ranked:
@@ -264,16 +266,20 @@ _RERANK_MOVES_PER_DOC = 8
 @kernel
 def _ranked_prefix_queries(q0, q1, scores, query_offsets, k, order, scratch, n_ranked):
     # queries q0..q1-1 of ranked_prefix_all_queries / rerank_all_queries (k == RERANK)
-    # (see _numba.over_queries)
+    # (see _numba.over_queries).  The three routines are called here directly, not
+    # through a shared inline helper: each level of Numba inlining is typed again, and
+    # the extra level cost ~0.4 s of this kernel's ~2.5 s first compilation.
     for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
+        n = hi - lo
         if k == RERANK and _rerank_one_query(scores[lo:hi], order[lo:hi]):
-            n_ranked[q] = hi - lo
-            continue
-        n_ranked[q] = _ranked_prefix_one_query(
-            scores[lo:hi], max(k, 0), order[lo:hi], scratch[lo:hi]
-        )
+            n_ranked[q] = n
+        elif 0 < k <= _TOP_K_SELECT_MAX:
+            n_ranked[q] = _top_k_order_one_query(scores[lo:hi], k, order[lo:hi])
+        else:
+            rank_order_one_query(scores[lo:hi], order[lo:hi], scratch[lo:hi])
+            n_ranked[q] = n if (k <= 0 or k > n) else k
 
 
 @inline_kernel
@@ -445,20 +451,6 @@ def _top_k_order_one_query(scores_q, k, order):
                 j -= 1
             order[j] = i
     return kk
-
-
-@inline_kernel
-def _ranked_prefix_one_query(scores_q, k, order, scratch):
-    """Put the first ``kk`` documents of the ranking in ``order[:kk]``; return ``kk``.
-
-    ``kk = min(k, n)`` (``n`` when ``k <= 0``).  Small cut-offs select, others sort
-    fully; both follow the ranking convention, so callers need not care which ran.
-    """
-    n = scores_q.shape[0]
-    if 0 < k <= _TOP_K_SELECT_MAX:
-        return _top_k_order_one_query(scores_q, k, order)
-    rank_order_one_query(scores_q, order, scratch)
-    return n if (k <= 0 or k > n) else k
 
 
 def _rank_order_all_queries(scores, query_offsets, order, scratch):
