@@ -49,10 +49,10 @@ LABELS = ["logger", "ctr labels", "ipw labels oracle", "ipw labels est"]
 def _cells(sel: list[dict], key: str) -> list[str]:
     out = []
     for a, b in DIFFS:
-        d = [r[a][key] - r[b][key] for r in sel if a in r and b in r]
+        d = [r[a][key] - r[b][key] for r in sel if key in r.get(a, {}) and key in r.get(b, {})]
         out.append(_ci(d) if d else "—")
     for a, c in SHARES:
-        ok = [r for r in sel if a in r and c in r and "raw clicks" in r]
+        ok = [r for r in sel if all(key in r.get(m, {}) for m in (a, c, "raw clicks"))]
         num = [r[a][key] - r["raw clicks"][key] for r in ok]
         den = [r[c][key] - r["raw clicks"][key] for r in ok]
         if not ok or np.mean(den) <= 0:
@@ -71,6 +71,8 @@ def summary(runs: list[dict]) -> str:
     lines = []
     for key in ("ndcg@10", "shown@10"):
         ms = [m for m in METHODS if any(m in r and key in r[m] for r in runs)]
+        if not ms:  # MQ2008 runs score all documents only (no shown@10)
+            continue
         lines += [f"#### {key}: mean over seeds", ""]
         lines += ["| click model | impressions | " + " | ".join(ms) + " |"]
         lines += ["|---|---:|" + "---:|" * len(ms)]
