@@ -153,6 +153,20 @@ def test_notice_uses_the_bar_and_hands_its_seconds_to_the_bar_clock() -> None:
     assert "compiled 2 kernels" in bar.lines[0]
 
 
+def test_detaching_the_bar_reports_a_burst_that_just_ended() -> None:
+    # a training that ends right after its last compilation (before IDLE_S): the
+    # summary goes to the bar it leaves, not nowhere (no terminal)
+    bar = _FakeBar()
+    with CompileNotice(io.StringIO()) as notice:
+        notice.attach_bar(bar)
+        notice.compile_started("k")
+        notice.compile_finished("k", 0.1)
+        notice.attach_bar(None)
+        assert len(bar.lines) == 1
+        assert "compiled 1 kernels" in bar.lines[0]
+    assert len(bar.lines) == 1  # reported once
+
+
 def test_first_compilation_is_logged_at_info(monkeypatch, caplog) -> None:
     monitor = _numba._monitor
     monkeypatch.setattr(monitor, "n_compiled", 0)

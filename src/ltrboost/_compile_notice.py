@@ -65,7 +65,18 @@ class CompileNotice:
         self._finish_burst()
 
     def attach_bar(self, bar: Any) -> None:
-        """Show the notice on this tqdm bar from now on (None: detach)."""
+        """Show the notice on this tqdm bar from now on (None: detach).
+
+        Detaching reports a finished burst that has not reached :data:`IDLE_S` yet on the
+        bar it leaves: after it, without a terminal, nothing would be written (a training
+        that ended within a second of its last compilation lost its summary line).
+        """
+        if bar is None:
+            with self._lock:
+                report = self._bar is not None and self._burst_start is not None
+                report = report and self._active == 0
+            if report:
+                self._finish_burst()
         with self._lock:
             if bar is not None and self._burst_start is not None and self.tty:
                 self.stream.write("\n")  # keep the status line, the bar goes below
