@@ -59,7 +59,11 @@ def load_manifest() -> dict[str, list[list[str]]]:
 def later_count(profile: str) -> int:
     """How many of ``profile``'s last entries are kernels of the command that usually
     follows it (``eval`` after ``train``), not of the command itself."""
-    return int(_load().get("later", {}).get(profile, 0))
+    return _later(_load(), profile)
+
+
+def _later(manifest: dict[str, Any], profile: str) -> int:
+    return int(manifest.get("later", {}).get(profile, 0))
 
 
 def _load() -> dict[str, Any]:
@@ -109,12 +113,13 @@ def compile_profile(
     longer our parent.  ``report("start" | "end", name)`` is called around each entry.
     Returns counts ``compiled``, ``loaded``, ``skipped`` (entries that no longer resolve).
     """
-    entries = load_manifest()[profile]
+    manifest = _load()  # one read: the entries and their later count
+    entries = manifest["profiles"][profile]
     counts = {"compiled": 0, "loaded": 0, "skipped": 0}
     if not reverse:
         _compile_entries(entries, False, parent, taken, report, counts)
         return counts
-    n_own = len(entries) - min(later_count(profile), len(entries))
+    n_own = len(entries) - min(_later(manifest, profile), len(entries))
     _compile_entries(entries[:n_own][::-1], stop_when_met, parent, taken, report, counts)
     _compile_entries(entries[n_own:], False, parent, taken, report, counts)
     return counts
@@ -379,17 +384,17 @@ def _record_child(profile: str, folder: str, out: str) -> None:
             "train", os.path.join(data, "train.txt"), "--valid", os.path.join(data, "vali.txt"),
             "--output", model, *_RECORD_ARGS.split(), "--objective", profile.split(":", 1)[1],
         ])  # fmt: skip
-        own = len(rows)
-        rows += _record_one(["eval", model, test])  # kernels README's next command needs
-        rows.append(["later", str(len(rows) - own)])  # split off in record()
+        later = _record_one(["eval", model, test])  # kernels README's next command needs
+        rows += later
     else:  # the model was trained by another process (another cache)
+        later = []
         model = os.path.join(folder, "model.json")
         if profile == "eval":
             rows = _record_one(["eval", model, test])
         else:
             rows = _record_one(["predict", model, test, "--output", model + ".txt"])
     with open(out, "w", encoding="utf-8") as f:
-        json.dump(rows, f)
+        json.dump({"rows": rows, "later": len(later)}, f)
 
 
 def record(objectives: list[str] | None = None, path: str = MANIFEST) -> dict:
@@ -424,10 +429,10 @@ def record(objectives: list[str] | None = None, path: str = MANIFEST) -> dict:
             code += f"_record_child({profile!r}, {tmp!r}, {out!r})"
             run(code, "cache-" + profile.replace(":", "-"))
             with open(out, encoding="utf-8") as f:
-                rows = json.load(f)
-            if rows and rows[-1][0] == "later":
-                later[profile] = int(rows.pop()[1])
-            result[profile] = rows
+                recorded = json.load(f)
+            result[profile] = recorded["rows"]
+            if recorded["later"]:
+                later[profile] = recorded["later"]
             print(
                 f"{profile}: {len(result[profile])} kernels, {time.perf_counter() - t:.1f} s",
                 file=sys.stderr,
