@@ -147,6 +147,36 @@ def test_unused_columns_change_nothing(extra, monkeypatch) -> None:
     assert dropped.predict(Xw).tobytes() == kept.predict(Xw).tobytes()
 
 
+def _columns_vary_reference(X) -> list[bool]:
+    """Plain Python: a column varies when some value differs from the first (NaN is one
+    value)."""
+    out = []
+    for f in range(X.shape[1]):
+        a = X[0, f]
+        out.append(any((b == b) if a != a else (b != a) for b in X[1:, f]))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_columns_vary_matches_a_plain_loop(seed, monkeypatch) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    X = rng.choice([0.0, -0.0, 1.5, np.nan], size=(n, 9))
+    X[:, 0] = 2.0  # constant
+    X[:, 1] = np.nan  # absent
+    X[:, 2] = [0.0, -0.0] * (n // 2) + [0.0] * (n % 2)  # one value, two signs
+    X[:, 3] = np.nan
+    X[-1, 3] = 7.0  # varies on the last row only
+    X[:, 4] = 1.0
+    X[0, 4] = np.nan  # NaN first, then one value
+    if seed % 2:  # small blocks: the later-block path, one column at a time
+        monkeypatch.setattr(binning, "_VARY_BLOCK_VALUES", 1 + seed)
+    for A in (X, X.astype(np.float32), np.asfortranarray(X), X[:, ::-1]):
+        out = np.zeros(A.shape[1], dtype=bool)
+        binning._columns_vary(A, out)
+        assert out.tolist() == _columns_vary_reference(A)
+
+
 def test_compact_and_original_ids_round_trip() -> None:
     X = np.zeros((4, 6))
     X[:, 2] = [1, 2, 3, 4]

@@ -702,24 +702,34 @@ def check_histogram_memory(
         )
 
 
-@kernel
-def _columns_vary(X, out):
-    # X: IN float (n_samples >= 1, n_features); out: OUT bool (n_features,): the column
-    # holds two distinct values (NaN counts as one).  Row by row: C order streams.
+def _columns_vary(X: NDArray[np.floating], out: NDArray[np.bool_]) -> None:
+    """``out[f]`` (OUT bool, n_features): column ``f`` of ``X`` (IN, n_samples >= 1)
+    holds two distinct values, NaN counting as one value (and 0.0 == -0.0).
+
+    NumPy, not a kernel (one fewer first-run compilation, ~0.35 s): rows are compared
+    with the first one a block at a time, and only the columns not yet seen to vary;
+    usually every column varies within the first block.  Each block costs a few
+    temporaries of at most ``_VARY_BLOCK_VALUES`` elements.
+    """
     n_samples, n_features = X.shape
-    for f in range(n_features):
-        out[f] = False
-    for i in range(1, n_samples):
-        for f in range(n_features):
-            if out[f]:
-                continue
-            a = X[0, f]
-            b = X[i, f]
-            if np.isnan(a):
-                if not np.isnan(b):
-                    out[f] = True
-            elif np.isnan(b) or a != b:
-                out[f] = True
+    out[:] = False
+    first = X[0]
+    first_nan = np.isnan(first)
+    left = np.arange(n_features)  # columns not yet seen to vary
+    lo = 1
+    while lo < n_samples and left.size:
+        step = max(1, _VARY_BLOCK_VALUES // left.size)
+        block = X[lo : lo + step][:, left] if left.size < n_features else X[lo : lo + step]
+        # first value NaN: varies at a non-NaN; else at a different value or a NaN
+        # (x != NaN holds), as the plain comparison says
+        differs = np.where(first_nan[left], ~np.isnan(block), block != first[left])
+        varies = differs.any(axis=0)
+        out[left[varies]] = True
+        left = left[~varies]
+        lo += step
+
+
+_VARY_BLOCK_VALUES = 1 << 20
 
 
 @kernel

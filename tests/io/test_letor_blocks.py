@@ -99,6 +99,39 @@ def test_any_block_size_equals_the_reference(seed, missing):
         _assert_same(data, block, n_features=40, missing=missing)
 
 
+def _dense_file(rng: np.random.Generator, n_lines: int, width: int, sparse_every=0) -> bytes:
+    """Rows holding features 1..width in order (LETOR's usual layout); with
+    ``sparse_every``, every such row lacks its middle feature."""
+    lines = []
+    for i in range(n_lines):
+        feats = list(range(1, width + 1))
+        if sparse_every and i % sparse_every == sparse_every - 1 and width > 1:
+            feats.remove(width // 2 + 1)
+        vals = " ".join(f"{j}:{rng.random() * 10 ** int(rng.integers(-3, 3)):.17g}" for j in feats)
+        lines.append(f"{int(rng.integers(0, 3))} qid:{i // 5} {vals} # d{i}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.mark.parametrize("missing", ["zero", "nan"])
+@pytest.mark.parametrize("sparse_every", [0, 7])
+def test_dense_blocks_equal_the_reference(missing, sparse_every, monkeypatch):
+    """Blocks whose rows all hold features 1..m are copied by NumPy (``_fill_block``),
+    the others scattered by ``_fill_rows``: the same X either way, wider X included."""
+    from ltrboost.io import letor
+
+    calls = []
+    fill_rows = letor._fill_rows
+    monkeypatch.setattr(letor, "_fill_rows", lambda *a: calls.append(1) or fill_rows(*a))
+    rng = np.random.default_rng(sparse_every)
+    for width in (1, 5):
+        data = _dense_file(rng, 30, width, sparse_every)
+        for block in (40, 300, 1 << 20):
+            calls.clear()
+            _assert_same(data, block, missing=missing)
+            _assert_same(data, block, n_features=width + 3, missing=missing)
+            assert bool(calls) == bool(sparse_every and width > 1), (width, block)
+
+
 @pytest.mark.parametrize(
     "content",
     [
