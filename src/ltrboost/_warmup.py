@@ -12,8 +12,9 @@ compiles the kernels the command is known to need (:data:`MANIFEST`, recorded fr
 runs by ``--record``) in *reverse* order into the same kernel cache.  At the start, on
 Linux, the helper is a fork of the command (:class:`_ForkedHelper`): it has NumPy, Numba
 and ltrboost imported already and compiles while the command imports the rest and reads
-its data (README's train: the compile notice's wait went from a median 8.5 s to 7.4 s,
-bench/README); otherwise it is ``python -m ltrboost._warmup PROFILE --background``.
+its data (README's train: the compile notice's wait went from a median 8.75 s to 7.55 s
+over 20 and 24 cold runs, bench/README); otherwise it is ``python -m ltrboost._warmup
+PROFILE --background``.
 The command compiles from the front; when it reaches a kernel the helper already
 compiled, Numba loads it from the cache.  The two meet in the middle
 (the helper's first cache hit after a compilation, or a kernel the command has started).
@@ -236,9 +237,8 @@ def _can_fork() -> bool:
     has one thread (a fork copies only the calling thread, and a lock another one holds
     stays held in the copy).  Called at the command's start, before any parallel kernel
     has started native worker threads."""
-    return (
-        sys.platform.startswith("linux") and hasattr(os, "fork") and (threading.active_count() == 1)
-    )
+    linux = sys.platform.startswith("linux") and hasattr(os, "fork")
+    return linux and threading.active_count() == 1
 
 
 class _ForkedHelper:
@@ -332,8 +332,9 @@ def _detach_from_command() -> None:
 
 
 class BackgroundCompile:
-    """Compile listener of the CLI: at the first compilation, start the helper process
-    for ``profile`` (see the module docstring); terminate it when closed."""
+    """Compile listener of the CLI: start the helper process for ``profile`` when
+    entered on a cold cache, else at the first compilation (see the module docstring);
+    terminate it when closed."""
 
     def __init__(self, profile: str | None) -> None:
         self.profile = profile
