@@ -234,9 +234,10 @@ def _first_kernel_uncached(profile: str) -> bool:
 def _can_fork() -> bool:
     """The helper may be a fork of this process: Linux (macOS forbids fork without exec
     in processes that use some system libraries; Windows has no fork) and this process
-    has one thread (a fork copies only the calling thread, and a lock another one holds
-    stays held in the copy).  Called at the command's start, before any parallel kernel
-    has started native worker threads."""
+    has one Python thread (a fork copies only the calling thread, and a lock another one
+    holds stays held in the copy).  Called at the command's start, before any parallel
+    kernel has started Numba's worker threads; NumPy's BLAS pool, started at import,
+    re-creates its threads after a fork (and compiling calls no BLAS)."""
     linux = sys.platform.startswith("linux") and hasattr(os, "fork")
     return linux and threading.active_count() == 1
 
