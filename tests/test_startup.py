@@ -442,8 +442,9 @@ def test_readme_configuration_compiles_each_kernel_once_and_only_what_it_needs(
     kernel it uses has one specialisation, none is a parfor, rare paths (unsorted
     indices, NA tokens, malformed features, OLE splits, the LETOR parser's full kernel
     for errors and rare numbers) and helpers inlined into their callers are not
-    compiled, and the count stays where issue 12 left it: 26 functions (56 before, 32
-    before the LETOR reader's small kernel).  An empty cache folder, so that every
+    compiled, and the count stays where issue 12 left it: 24 functions (56 before, 32
+    before the LETOR reader's small kernel, 26 before the used-column test and dense
+    blocks went to NumPy).  An empty cache folder, so that every
     function is compiled (a kernel loaded from the cache brings its callees' code
     without compiling them)."""
     data = tmp_path / "data"
@@ -471,7 +472,40 @@ def test_readme_configuration_compiles_each_kernel_once_and_only_what_it_needs(
         "_parse_int64", "_token_end",
     ):  # fmt: skip
         assert name not in short, name
-    assert len(kernels) <= 26, sorted(kernels)
+    assert len(kernels) <= 24, sorted(kernels)
+
+
+_PAIRWISE_KERNELS = """
+import json, numba, sys
+import ltrboost
+from ltrboost.datasets import make_ranking
+
+X, y, q = make_ranking(n_queries=12, docs_per_query=(3, 9), n_features=4, random_state=0)[:3]
+for objective in ("ranknet", "rankboost", "yetirank"):
+    ltrboost.train(dict(objective=objective, n_estimators=2, max_leaf_nodes=3,
+                        min_samples_leaf=2), ltrboost.make_dataset(X, y, qid=q))
+compiled = []
+for name, mod in list(sys.modules.items()):
+    if name.startswith("ltrboost"):
+        for obj in vars(mod).values():
+            if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.signatures:
+                compiled.append(obj.py_func.__qualname__)
+print(json.dumps(sorted(set(compiled))))
+"""
+
+
+def test_pairwise_objectives_compile_no_sampler_and_no_metric_deltas(tmp_path: Path) -> None:
+    """RankNet, RankBoost and YetiRank (|dZ| = 1, no sampled pairs) leave the pair
+    engine's sampler and the ERR / MAP code uncompiled: the driver gets None for the
+    seed and the metric, and Numba prunes those branches (a first ranknet fit compiled
+    the engine's gradient kernel in ~10 s, ~6 s since)."""
+    env = dict(os.environ, NUMBA_NUM_THREADS="2", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    compiled = set(json.loads(_python(_PAIRWISE_KERNELS, env).strip().splitlines()[-1]))
+    assert "_gradients_queries" in compiled  # the engine did run
+    assert "yetirank_pairs_one_query" in compiled
+    for name in ("enumerate_pairs_one_query", "delta_err", "delta_ap", "err_prefix",
+                 "ap_prefix", "delta_ndcg"):  # fmt: skip
+        assert name not in compiled, name
 
 
 def test_threaded_engine_drivers_give_the_serial_model(monkeypatch) -> None:

@@ -266,3 +266,18 @@ def test_quality_close_to_lambdamart(synthetic):
         scores[obj] = m.score(Xv, yv, qid=qv, metric="ndcg@10")
     # 36 validation queries: per-query NDCG SD ~0.1 gives a mean's SE ~0.02
     assert scores["yetirank"] > scores["lambdamart"] - 0.04, scores
+
+
+def test_queries_beyond_the_exact_pair_keys_are_refused(monkeypatch):
+    """Pair keys ``a * n + b`` are ordered as float64: a query longer than
+    ``MAX_QUERY_DOCS`` is refused instead of mis-sorting its pairs."""
+    from ltrboost.objectives import yetirank
+
+    data, _ = make_data(0)
+    obj = YetiRank()
+    longest = int(np.diff(data.query_offsets).max())
+    monkeypatch.setattr(yetirank, "MAX_QUERY_DOCS", longest)
+    obj.yetirank_pairs(np.zeros(data.n_samples), data, 0)  # at the limit: fine
+    monkeypatch.setattr(yetirank, "MAX_QUERY_DOCS", longest - 1)
+    with pytest.raises(ValueError, match="more than the"):
+        obj.yetirank_pairs(np.zeros(data.n_samples), data, 0)

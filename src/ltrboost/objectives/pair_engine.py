@@ -192,8 +192,13 @@ class PairwiseObjective(Objective):
             c.labels, c.values, c.inv_norm, c.weights, data.query_offsets,
             c.xpair_offsets, c.xpair_i, c.xpair_j, c.xpair_w,
             self._method, self._truncation, self._pairs_per_sample,
-            query_seed_base(self._random_state, iteration, data.n_queries),
-            self._metric_code, self._loss_code, self._sigma, self._normalize,
+            # None unless pairs are sampled: the sampler is then never compiled
+            query_seed_base(self._random_state, iteration, data.n_queries)
+            if self._method == PAIR_SAMPLED
+            else None,
+            # None for |dZ| = 1 (RankNet, RankBoost): the metric code is not compiled
+            None if self._metric_code == METRIC_NONE else self._metric_code,
+            self._loss_code, self._sigma, self._normalize,
             _pair_selection.PAIR_CHUNK,  # read per call: tests shrink it
         )  # fmt: skip
 
@@ -495,16 +500,20 @@ def _pair_context(ref_q, labels_q, values_q, inv_norm_q, n_x, metric, normalize)
     order = query_rank_order(ref_q)
     labels_ranked = labels_q[order]
     values_ranked = values_q[order]
-    m = n + 1 if metric != METRIC_NONE else 1
+    m = 1
+    if metric is not None:  # None: |dZ| = 1, and no metric code below is compiled
+        if metric != METRIC_NONE:
+            m = n + 1
     pa = np.zeros(m)
     pb = np.zeros(m)
-    if metric == METRIC_NDCG:
-        for r in range(n):
-            pa[r] = discount(r)
-    elif metric == METRIC_ERR:
-        err_prefix(values_ranked, pa, pb)
-    elif metric == METRIC_MAP:
-        ap_prefix(values_ranked, pa, pb)
+    if metric is not None:
+        if metric == METRIC_NDCG:
+            for r in range(n):
+                pa[r] = discount(r)
+        elif metric == METRIC_ERR:
+            err_prefix(values_ranked, pa, pb)
+        elif metric == METRIC_MAP:
+            ap_prefix(values_ranked, pa, pb)
     scale_by_diff = normalize and n > 0 and ref_q[order[0]] != ref_q[order[n - 1]]
     return use_labels, order, labels_ranked, values_ranked, pa, pb, scale_by_diff
 
@@ -524,10 +533,14 @@ def _label_buffer_size(n, use_labels, method, truncation, pairs_per_sample, chun
 @kernel
 def _next_weighted_pairs(
     ref_q, order, labels_ranked, values_ranked, pa, pb, inv_norm_q, scale_by_diff,
-    use_labels, xp_i, xp_j, xp_w, method, truncation, pairs_per_sample, seed, metric,
+    use_labels, xp_i, xp_j, xp_w, method, truncation, pairs_per_sample, seed_base, q, metric,
     state, rank_a, rank_b, doc_i_out, doc_j_out, dz_out,
 ):  # fmt: skip
     """Stage 1: the query's next pairs, oriented, with their |dZ|; returns the count.
+
+    ``sampled`` pairs of query ``q`` are drawn with seed ``seed_base + q``; ``seed_base``
+    is None for the other methods, and then the sampler's branch is pruned when this
+    kernel compiles (~2.6 s of a first pairwise run that never samples).
 
     Label pairs come first, in :func:`enumerate_pairs_one_query`'s order (``all`` and
     ``topk`` streamed :func:`enumerate_pairs_chunk` by chunk, so memory stays linear in
@@ -542,10 +555,11 @@ def _next_weighted_pairs(
     if state[0] == 0:
         if use_labels:
             if method == PAIR_SAMPLED:
-                k = enumerate_pairs_one_query(
-                    labels_ranked, method, truncation, pairs_per_sample, seed,
-                    rank_a, rank_b,
-                )  # fmt: skip
+                if seed_base is not None:  # None: not sampled (see above)
+                    k = enumerate_pairs_one_query(
+                        labels_ranked, method, truncation, pairs_per_sample,
+                        seed_base + q, rank_a, rank_b,
+                    )  # fmt: skip
                 state[0] = 1
             else:
                 k = enumerate_pairs_chunk(
@@ -562,7 +576,9 @@ def _next_weighted_pairs(
                 r_i, r_j = r_j, r_i
             lo = min(r_i, r_j)
             hi = max(r_i, r_j)
-            if metric == METRIC_NONE:
+            if metric is None:  # RankNet, RankBoost: the metric branches are pruned
+                dz = 1.0
+            elif metric == METRIC_NONE:
                 dz = 1.0
             elif metric == METRIC_NDCG:  # pa holds the discounts of the ranks
                 dz = delta_ndcg(
@@ -628,7 +644,14 @@ def _pair_exponentials(scores_q, loss_code, sigma):
     n = scores_q.shape[0]
     ex = np.empty(n if (loss_code == LOSS_LOGISTIC and n > 0) else 0)
     if ex.shape[0] > 0:
-        exp_below_max(scores_q, scores_q.max(), sigma, ex)
+        # the largest score by hand, NaN winning as in np.max (whose compiled form
+        # costs ~0.75 s of a first run): only its value matters, not which zero
+        s_max = scores_q[0]
+        for d in range(1, n):
+            v = scores_q[d]
+            if v > s_max or v != v:
+                s_max = v
+        exp_below_max(scores_q, s_max, sigma, ex)
     return ex
 
 
@@ -686,8 +709,9 @@ def _pair_weight(weights_q, i, j):
 # labels, values float64 (n_samples,); inv_norm float64 (n_queries,); weights float32
 # (n_samples,) or (0,); query_offsets int64; explicit pairs in CSR (xpair_offsets,
 # xpair_i, xpair_j, xpair_w); method, truncation, pairs_per_sample, seed_base (query q
-# uses seed_base + q), metric, loss_code, sigma, normalize.  Every query writes only its
-# own slices, so results do not depend on the thread count.
+# uses seed_base + q; None unless sampled), metric (None: |dZ| = 1), loss_code, sigma,
+# normalize.  Every query writes only its own slices, so results do not depend on the
+# thread count.
 
 
 def _gradients_all_queries(
@@ -743,7 +767,7 @@ def _gradients_queries(
             k = _next_weighted_pairs(
                 scores_q, order, lab_r, val_r, pa, pb, inv_norm[q], scale, use_labels,
                 xpair_i[x0:x1], xpair_j[x0:x1], xpair_w[x0:x1],
-                method, truncation, pairs_per_sample, seed_base + q, metric,
+                method, truncation, pairs_per_sample, seed_base, q, metric,
                 state, ra, rb, di, dj, dz,
             )  # fmt: skip
             # np.bool_: a literal True would compile a second specialisation
@@ -849,7 +873,7 @@ def _pair_terms_queries(
             k = _next_weighted_pairs(
                 ref_q, order, lab_r, val_r, pa, pb, inv_norm[q], scale, use_labels,
                 xpair_i[x0:x1], xpair_j[x0:x1], xpair_w[x0:x1],
-                method, truncation, pairs_per_sample, seed_base + q, metric,
+                method, truncation, pairs_per_sample, seed_base, q, metric,
                 state, ra, rb, di, dj, dz,
             )  # fmt: skip
             sum_lambdas = _pair_derivatives(
@@ -921,7 +945,7 @@ def _losses_queries(
             k = _next_weighted_pairs(
                 ref_q, order, lab_r, val_r, pa, pb, inv_norm[q], scale, use_labels,
                 xpair_i[x0:x1], xpair_j[x0:x1], xpair_w[x0:x1],
-                method, truncation, pairs_per_sample, seed_base + q, metric,
+                method, truncation, pairs_per_sample, seed_base, q, metric,
                 state, ra, rb, di, dj, dz,
             )  # fmt: skip
             if normalize:  # only the normalisation needs the derivatives

@@ -50,6 +50,9 @@ from ltrboost.objectives.registry import register
 DEFAULT_PERMUTATIONS = 10
 DEFAULT_DECAY = 0.85
 PAIR_SCALE = 0.15  # CatBoost's constant factor of the classic pair weight
+# Pair keys a * n + b are sorted as float64 (exact below 2**53): queries up to 2**26
+# documents.
+MAX_QUERY_DOCS = 2**26
 
 
 @register
@@ -124,6 +127,11 @@ class YetiRank(PairwiseObjective):
         ref = self._scores(ref_scores, data, "scores")
         qo = np.asarray(data.query_offsets, dtype=np.int64)
         sizes = np.diff(qo)
+        if sizes.size and int(sizes.max()) > MAX_QUERY_DOCS:
+            raise ValueError(
+                f"yetirank: a query has {int(sizes.max())} documents, more than the "
+                f"{MAX_QUERY_DOCS} its pair keys hold exactly"
+            )
         cap = self._permutations * np.maximum(sizes - 1, 0)
         cap_off = np.zeros(data.n_queries + 1, dtype=np.int64)
         np.cumsum(cap, out=cap_off[1:])
@@ -216,7 +224,14 @@ def yetirank_pairs_one_query(ref_q, labels_q, n_perm, decay, seed, doc_i, doc_j,
             c *= decay
     if m == 0:
         return 0
-    idx = np.argsort(keys[:m], kind="mergesort")  # stable: draw order within a pair
+    # Stable ascending order of the keys (draw order within a pair), by the ranking
+    # routine already compiled above: -key as float64 is exact (key < n**2 < 2**53) and
+    # ties keep their positions.  np.argsort(kind="mergesort") would compile Numba's
+    # generic merge sort (~2 s of a first run) for the same order.
+    neg = np.empty(m)
+    for t in range(m):
+        neg[t] = -np.float64(keys[t])
+    idx = query_rank_order(neg)
     k = -1
     last = np.int64(-1)
     for t in range(m):
