@@ -481,7 +481,7 @@ import ltrboost
 from ltrboost.datasets import make_ranking
 
 X, y, q = make_ranking(n_queries=12, docs_per_query=(3, 9), n_features=4, random_state=0)[:3]
-for objective in ("ranknet", "rankboost", "yetirank"):
+for objective in ("ranknet", "rankboost", "yetirank", "gbrank"):
     ltrboost.train(dict(objective=objective, n_estimators=2, max_leaf_nodes=3,
                         min_samples_leaf=2), ltrboost.make_dataset(X, y, qid=q))
 compiled = []
@@ -498,13 +498,15 @@ def test_pairwise_objectives_compile_no_sampler_and_no_metric_deltas(tmp_path: P
     """RankNet, RankBoost and YetiRank (|dZ| = 1, no sampled pairs) leave the pair
     engine's sampler and the ERR / MAP code uncompiled: the driver gets None for the
     seed and the metric, and Numba prunes those branches (a first ranknet fit compiled
-    the engine's gradient kernel in ~10 s, ~6 s since)."""
+    the engine's gradient kernel in ~10 s, ~6 s since).  GBRank's "all" pairs compile
+    the pair enumerator without its sampler (seed None)."""
     env = dict(os.environ, NUMBA_NUM_THREADS="2", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     compiled = set(json.loads(_python(_PAIRWISE_KERNELS, env).strip().splitlines()[-1]))
     assert "_gradients_queries" in compiled  # the engine did run
     assert "yetirank_pairs_one_query" in compiled
-    for name in ("enumerate_pairs_one_query", "delta_err", "delta_ap", "err_prefix",
-                 "ap_prefix", "delta_ndcg"):  # fmt: skip
+    assert "enumerate_pairs_one_query" in compiled  # GBRank's, without the sampler:
+    for name in ("_label_buckets", "_sampled_partner", "delta_err", "delta_ap",
+                 "err_prefix", "ap_prefix", "delta_ndcg"):  # fmt: skip
         assert name not in compiled, name
 
 

@@ -305,12 +305,16 @@ def enumerate_pairs_one_query(
     (``max_pairs_one_query`` is a cheaper bound).  This is the order in which the
     objectives visit the pairs: ``all``/``topk`` row by row (LightGBM's double loop);
     ``sampled`` partner round ``t`` by round, documents in label-sorted order.
+    ``seed``: None from callers that never sample; the sampler's branch is then pruned
+    when this kernel compiles (~2 s of a first GBRank run).
     """
     n = labels_ranked.shape[0]
     if n < 2 or not has_two_labels(labels_ranked):
         return 0
     k = 0
     if method == PAIR_SAMPLED:
+        if seed is None:  # not a sampling caller
+            return 0
         label_order = np.empty(n, dtype=np.int64)
         bucket_lo = np.empty(n, dtype=np.int64)
         bucket_hi = np.empty(n, dtype=np.int64)

@@ -225,8 +225,8 @@ def label_pair_buffers(labels_q, use_labels):
     a = np.empty(size, dtype=np.int64)
     b = np.empty(size, dtype=np.int64)
     count = enumerate_pairs_one_query(
-        labels_q, method, np.int64(-1), np.int64(1), np.int64(0), a, b
-    )
+        labels_q, method, np.int64(-1), np.int64(1), None, a, b
+    )  # seed None: "all" pairs only, the sampler is not compiled
     return a, b, count
 
 
