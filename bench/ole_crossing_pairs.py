@@ -90,16 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     spec = {"data": str(args.docs) if args.docs else "mq2008"}
     ds = _data(spec)
-    if args.docs:
-        from ltrboost.datasets import make_ranking_mslr_like
-
-        X = make_ranking_mslr_like(args.docs, random_state=0)[0]
-    else:
-        from bench._common import SHARED_DATA
-        from ltrboost.io.letor import load_svmlight
-
-        X = load_svmlight(str(SHARED_DATA / "MQ2008" / "Fold1" / "train.txt")).X
-    r = count(np.asarray(X, dtype=np.float64), ds, args.trees)
+    r = count(np.asarray(ds.X, dtype=np.float64), ds, args.trees)
     print(
         f"{spec['data']}: {args.trees} trees, {r['splits']} splits; pairs histogrammed "
         f"today (both children) {r['both_children']}, with the subtraction trick (smaller "

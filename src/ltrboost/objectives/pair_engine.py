@@ -500,10 +500,8 @@ def _pair_context(ref_q, labels_q, values_q, inv_norm_q, n_x, metric, normalize)
     order = query_rank_order(ref_q)
     labels_ranked = labels_q[order]
     values_ranked = values_q[order]
-    m = 1
-    if metric is not None:  # None: |dZ| = 1, and no metric code below is compiled
-        if metric != METRIC_NONE:
-            m = n + 1
+    # metric: None (|dZ| = 1: no metric code below is compiled) or METRIC_NDCG/ERR/MAP
+    m = 1 if metric is None else n + 1
     pa = np.zeros(m)
     pb = np.zeros(m)
     if metric is not None:
@@ -577,8 +575,6 @@ def _next_weighted_pairs(
             lo = min(r_i, r_j)
             hi = max(r_i, r_j)
             if metric is None:  # RankNet, RankBoost: the metric branches are pruned
-                dz = 1.0
-            elif metric == METRIC_NONE:
                 dz = 1.0
             elif metric == METRIC_NDCG:  # pa holds the discounts of the ranks
                 dz = delta_ndcg(
