@@ -682,6 +682,7 @@ def test_partition_pairs_matches_mask(seed, missing_left):
     assert (n_l, n_r) == (both_l.shape[0], both_r.shape[0])
     np.testing.assert_array_equal(seg[:n_l], both_l)  # stable
     np.testing.assert_array_equal(seg[n_l : n_l + n_r], both_r)
+    np.testing.assert_array_equal(seg[n_l + n_r :], original[li != lj])  # crossing, stable
 
 
 def _ole_problem(seed, n_queries=12, docs=20, nan_frac=0.15, pointwise_h=0.0):

@@ -45,6 +45,7 @@ from ltrboost.criteria import CRITERION_CODES
 from ltrboost.histogram import (  # noqa: F401  (pair kernel: old import path)
     HistogramBuilder,
     _build_pair_histogram,
+    subtract_histograms,
 )
 from ltrboost.params import DEFAULTS, TREE_PARAM_NAMES
 from ltrboost.splitting import (  # noqa: F401  (pair kernel: old import path)
@@ -74,6 +75,11 @@ OLE_BOUND_MIN_WORK = 4_000_000
 # A feature is pruned only when its bound is below the best exact gain by more than
 # this relative (plus absolute 1e-12) slack, on top of the bound's own rounding margin.
 OLE_BOUND_SLACK = 1e-9
+# The pair-histogram subtraction trick (see TreeGrower._split_pair_histograms): a node
+# whose pair histograms were built for every candidate feature keeps them, and its
+# split gives the child with more pairs ``parent - other child - crossing pairs``.  On
+# by default; tests switch it off to compare with building every node's histograms.
+OLE_PAIR_SUBTRACTION = True
 
 GrowerParams = namedtuple(
     "GrowerParams",
@@ -98,6 +104,10 @@ class TreeNode:
     seq: int = 0  # index of the split that created the node (depth-first order)
     side: int = 0  # 0 left child, 1 right child
     hist: NDArray[np.float64] | None = None
+    # OLE: the node's pair histograms, kept for its children's subtraction, and the
+    # features they hold
+    pair_hist: NDArray[np.float64] | None = None
+    pair_feats: NDArray[np.int32] | None = None
     split_info: SplitInfo | None = None
     left: TreeNode | None = None
     right: TreeNode | None = None
@@ -176,6 +186,8 @@ class TreeGrower:
         self.params = params
         self.n_features = histograms.n_features
         self.all_features = np.arange(self.n_features, dtype=np.int32)
+        # OLE: free pair-histogram buffers (TreeGrower._pair_buffer), kept across trees
+        self._pair_pool: list[NDArray[np.float64]] = []
 
     # ------------------------------------------------------------------ public
     def grow(
@@ -197,6 +209,16 @@ class TreeGrower:
         self._features = feats
         use_pairs = p.split_criterion == "ole" and pairs is not None and len(pairs[0]) > 0
         self._use_pairs = use_pairs
+        # the pair-histogram subtraction: exact OLE over every valid feature (the
+        # approximate top-k mode picks other features at every node; k at least the
+        # number of features is exact OLE), and a builder that can give the pairs a
+        # split sends across
+        self._subtract_pairs = (
+            use_pairs
+            and OLE_PAIR_SUBTRACTION
+            and (p.ole_top_features is None or p.ole_top_features >= len(feats))
+            and hasattr(self.histograms, "crossing_pair_histogram")
+        )
         # work counters of the OLE pair histograms (pairs x features built; see
         # _ole_split), reset every tree
         self.ole_stats = dict.fromkeys(
@@ -249,6 +271,7 @@ class TreeGrower:
         for _, _, node in heap:
             data.release(node.hist)
             node.hist = None
+            self._release_pair_hist(node)
         if use_pairs:
             data.end_pairs()
         return self._finalize(root)
@@ -264,6 +287,18 @@ class TreeGrower:
     # ----------------------------------------------------------------- internals
     def _pair_sum(self, node: TreeNode) -> float:
         return self.histograms.pair_sum(node.rows) if self._use_pairs else 0.0
+
+    def _pair_buffer(self) -> NDArray[np.float64]:
+        """A pair-histogram buffer of the tree's pool (zeros when new)."""
+        if self._pair_pool:
+            return self._pair_pool.pop()
+        return np.zeros((self.n_features, self.missing_bin + 1, 3), dtype=np.float64)
+
+    def _release_pair_hist(self, node: TreeNode) -> None:
+        if node.pair_hist is not None:
+            self._pair_pool.append(node.pair_hist)
+        node.pair_hist = None
+        node.pair_feats = None
 
     def _ole_features(self, node: TreeNode) -> NDArray[np.int32]:
         """The features whose pair histograms an OLE node builds.
@@ -313,6 +348,7 @@ class TreeGrower:
         if node.split_info is None:
             self.histograms.release(node.hist)
             node.hist = None
+            self._release_pair_hist(node)
             return
         c = next(order)
         if p.growth == "best_first":
@@ -354,6 +390,19 @@ class TreeGrower:
         where = "root" if node.depth == 0 else "deep"
         stats[where + "_work"] += n_pairs * len(feats)
         stats["features"] += len(feats)
+        if node.pair_hist is not None:  # from the parent's split, for its features
+            if feats is not node.pair_feats:  # features the parent did not build
+                have = np.zeros(self.n_features, dtype=bool)
+                have[node.pair_feats] = True
+                missing = feats[~have[feats]]
+                if missing.shape[0] > 0:
+                    data.pair_histogram(node.rows, missing, out=node.pair_hist)
+                    have[missing] = True
+                    node.pair_feats = np.flatnonzero(have).astype(np.int32)
+                    stats[where + "_built"] += n_pairs * missing.shape[0]
+            return sp.find_split(
+                node.hist, feats, g, h, n, pair_hist=node.pair_hist, pair_sum=self._pair_sum(node)
+            )
         bounds = None
         if (
             OLE_BRANCH_AND_BOUND
@@ -368,7 +417,14 @@ class TreeGrower:
                 )
         if bounds is None:
             stats[where + "_built"] += n_pairs * len(feats)
-            pair_hist, pair_sum = data.pair_histogram(node.rows, feats)
+            if not self._subtract_pairs:
+                pair_hist, pair_sum = data.pair_histogram(node.rows, feats)
+                return sp.find_split(
+                    node.hist, feats, g, h, n, pair_hist=pair_hist, pair_sum=pair_sum
+                )
+            # kept (until the node is split or made a leaf) for the children's subtraction
+            node.pair_hist, node.pair_feats = self._pair_buffer(), feats
+            pair_hist, pair_sum = data.pair_histogram(node.rows, feats, out=node.pair_hist)
             return sp.find_split(node.hist, feats, g, h, n, pair_hist=pair_hist, pair_sum=pair_sum)
         order = np.argsort(-bounds, kind="stable")  # NaN bounds are +inf already
         best = -np.inf
@@ -433,6 +489,7 @@ class TreeGrower:
                 child.value = self.splitter.leaf_value(
                     child.sum_gradients, child.sum_hessians, self._pair_sum(child)
                 )
+            self._split_pair_histograms(node, left, right, last)
         # histograms: brute force on the smaller child, subtraction for the larger; only
         # for children that can be split (a child that cannot is a leaf whatever its
         # histogram: _consider never searches it), so the same histograms reach the
@@ -451,6 +508,51 @@ class TreeGrower:
             small.hist = None
         node.hist = None
         return left, right
+
+    def _split_pair_histograms(
+        self, node: TreeNode, left: TreeNode, right: TreeNode, last: bool
+    ) -> None:
+        """The subtraction trick for pair histograms (issue 16): from the split node's
+        kept pair histograms, build the child with fewer pairs directly and give the
+        other ``parent - that child - the pairs the split sent across`` (every pair of
+        the node is wholly left, wholly right or across, and a pair histogram is a sum
+        over pairs, so the three add up to the parent's).  Only when it is less work
+        than building the children that a split search will read: the node's
+        crossing pairs are fewer than the larger child's.
+
+        The sums come out in another order than a direct build, so they may differ in
+        the last bits (as the gradient histograms' subtraction does); the split search
+        reads them exactly as it reads a built histogram.
+        """
+        parent_hist, feats = node.pair_hist, node.pair_feats
+        node.pair_hist = node.pair_feats = None
+        if parent_hist is None:
+            return
+        data = self.histograms
+        n_left, n_right = data.pair_count(left.rows), data.pair_count(right.rows)
+        small, large = (left, right) if n_left <= n_right else (right, left)
+        n_small, n_large = min(n_left, n_right), max(n_left, n_right)
+        need_small = not last and self._can_split(small.count, small.depth)
+        need_large = not last and self._can_split(large.count, large.depth)
+        n_cross = data.crossing_pair_count(node.rows, right.rows)
+        direct = n_small * need_small + n_large * need_large
+        if not need_large or n_small + n_cross >= direct:
+            self._pair_pool.append(parent_hist)
+            return
+        small_hist = self._pair_buffer()
+        data.pair_histogram(small.rows, feats, out=small_hist)
+        cross = self._pair_buffer()
+        data.crossing_pair_histogram(node.rows, right.rows, feats, cross)
+        nb = self.histograms.n_bins_non_missing
+        subtract_histograms(parent_hist, small_hist, feats, nb)
+        subtract_histograms(parent_hist, cross, feats, nb)
+        self._pair_pool.append(cross)
+        self.ole_stats["deep_built"] += (n_small + n_cross) * len(feats)
+        large.pair_hist, large.pair_feats = parent_hist, feats
+        if need_small:
+            small.pair_hist, small.pair_feats = small_hist, feats
+        else:
+            self._pair_pool.append(small_hist)
 
     # --- output ---
     def _finalize(self, root: TreeNode) -> GrownTree:

@@ -39,10 +39,13 @@ split drop out); its pair histograms bin each pair's ``rho`` by the larger and t
 smaller bin of its two documents (see :func:`build_pair_histogram`).  They are built
 exactly, in pair order (the models do not depend on how the work is cut): a chunk of
 the node's pairs at a time, four features interleaved, parallel over blocks of features.
-A subtraction trick (parent - smaller child - crossing pairs) would change the order of
-the sums, and it pays only when few pairs cross a split (43% of the root's pairs cross
-MQ2008's first split), so it is not used.  Instead a node's *pair-mass* histogram (per
-bin, the ``rho`` of the node's pairs by their preferred and by their other document,
+A split leaves the node's pairs as [wholly left | wholly right | across]
+(:func:`~ltrboost.splitting._partition_pairs`), so the grower can use a subtraction
+trick for pairs (``TreeGrower._split_pair_histograms``): the child with fewer pairs is
+built, the other is parent - that child - the crossing pairs' histograms
+(:meth:`LocalHistograms.crossing_pair_histogram`), when the crossing pairs are fewer
+than the larger child's.  At large nodes a node's *pair-mass* histogram (per bin, the
+``rho`` of the node's pairs by their preferred and by their other document,
 :func:`build_pair_mass_histogram`: one pass over the rows, not over pairs x features)
 bounds every feature's OLE gain, and the grower builds pair histograms only for the
 features whose bound can beat the best exact gain (``TreeGrower._ole_split``).
@@ -608,21 +611,43 @@ class LocalHistograms:
         return total
 
     def pair_histogram(
-        self, rows: RowRange, feature_indices: NDArray[np.int32] | None = None
+        self,
+        rows: RowRange,
+        feature_indices: NDArray[np.int32] | None = None,
+        out: NDArray[np.float64] | None = None,
     ) -> tuple[NDArray[np.float64], float]:
         """The node's partial pair histograms ``(P_max, P_min, Q)`` and pair sum.
 
-        Built for ``feature_indices`` (default: the tree's features); the other
-        features' entries are stale.  The returned array is the shard's buffer,
-        overwritten by the next call.
+        Built for ``feature_indices`` (default: the tree's features) into ``out``
+        (default: the shard's buffer, overwritten by the next call); the other
+        features' entries are left as they were.
         """
         doc_i, doc_j, rho = self._pairs
         idx = self._pair_part[rows.pair_start : rows.pair_stop]
         feats = self._features if feature_indices is None else feature_indices
+        out = self._pair_hist if out is None else out
+        build_pair_histogram(self.X_binned, doc_i, doc_j, rho, idx, feats, self.missing_bin, out)
+        return out, self.pair_sum(rows)
+
+    def crossing_pair_histogram(
+        self,
+        parent: RowRange,
+        right: RowRange,
+        feature_indices: NDArray[np.int32],
+        out: NDArray[np.float64],
+    ) -> None:
+        """The partial pair histograms, into ``out``, of the pairs that the split of
+        ``parent`` (whose right child is ``right``) sent across: one document on each
+        side.  :meth:`split_rows` leaves them after the right child's pairs."""
+        doc_i, doc_j, rho = self._pairs
+        idx = self._pair_part[right.pair_stop : parent.pair_stop]
         build_pair_histogram(
-            self.X_binned, doc_i, doc_j, rho, idx, feats, self.missing_bin, self._pair_hist
+            self.X_binned, doc_i, doc_j, rho, idx, feature_indices, self.missing_bin, out
         )
-        return self._pair_hist, self.pair_sum(rows)
+
+    def crossing_pair_count(self, parent: RowRange, right: RowRange) -> int:
+        """The number of pairs the split of ``parent`` sent across (this shard)."""
+        return max(0, parent.pair_stop - right.pair_stop)
 
     def pair_mass_histogram(
         self, rows: RowRange, feature_indices: NDArray[np.int32]
@@ -791,18 +816,43 @@ class HistogramBuilder:
             total += s.pair_sum(r)
         return total
 
-    def pair_histogram(self, rows, feature_indices) -> tuple[NDArray, float]:
-        """The node's pair histograms ``(P_max, P_min, Q)`` and its pair sum."""
+    def pair_histogram(self, rows, feature_indices, out=None) -> tuple[NDArray, float]:
+        """The node's pair histograms ``(P_max, P_min, Q)`` and its pair sum; into
+        ``out`` (only ``feature_indices`` written) when given, else a buffer that the
+        next call may overwrite."""
+        if len(self.shards) == 1:
+            return self.shards[0].pair_histogram(rows[0], feature_indices, out)
         parts = [
             s.pair_histogram(r, feature_indices) for s, r in zip(self.shards, rows, strict=True)
         ]
-        if len(parts) == 1:
-            return parts[0]
         total = reduce_histograms([p[0] for p in parts], None, feature_indices)
         psum = parts[0][1]
         for p in parts[1:]:
             psum += p[1]
+        if out is not None:
+            out[feature_indices] = total[feature_indices]
+            total = out
         return total, psum
+
+    def crossing_pair_histogram(self, parent, right, feature_indices, out) -> None:
+        """The pair histograms, into ``out`` (only ``feature_indices`` written), of the
+        pairs that the split of ``parent`` sent across (its right child: ``right``)."""
+        if len(self.shards) == 1:
+            self.shards[0].crossing_pair_histogram(parent[0], right[0], feature_indices, out)
+            return
+        parts = []
+        for s, p, r in zip(self.shards, parent, right, strict=True):
+            part = np.zeros_like(out)
+            s.crossing_pair_histogram(p, r, feature_indices, part)
+            parts.append(part)
+        total = reduce_histograms(parts, None, feature_indices)
+        out[feature_indices] = total[feature_indices]
+
+    def crossing_pair_count(self, parent, right) -> int:
+        """The number of pairs that the split of ``parent`` sent across (all shards)."""
+        return sum(
+            s.crossing_pair_count(p, r) for s, p, r in zip(self.shards, parent, right, strict=True)
+        )
 
     def pair_mass_histogram(
         self, rows, feature_indices
