@@ -381,6 +381,11 @@ class TreeGrower:
         (a distributed one) or it does not hold (some ``rho < 0``).  ``ole_stats``
         counts the pair histograms' work (node pairs x features) at the root and below
         it, and how much of it was built.
+
+        A node whose pair histograms its parent's split made by subtraction
+        (:meth:`_split_pair_histograms`) builds only the features they lack; a node
+        that builds every candidate feature keeps its histograms for its children when
+        the subtraction is on (``OLE_PAIR_SUBTRACTION``, exact OLE over every feature).
         """
         data = self.histograms
         sp = self.splitter
