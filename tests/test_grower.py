@@ -670,8 +670,9 @@ def test_partition_pairs_matches_mask(seed, missing_left):
     di, dj, _ = _random_pairs(rng, n, 300)
     seg = rng.permutation(300).astype(np.int64)[:250]
     original = seg.copy()
-    n_l, n_r = _partition_pairs(
-        seg, di, dj, col, 2, missing_left, missing_bin, np.empty(250, np.int64)
+    rho = rng.uniform(0.0, 1.0, 300)
+    n_l, n_r, s_l, s_r = _partition_pairs(
+        seg, di, dj, rho, col, 2, missing_left, missing_bin, np.empty(250, np.int64)
     )
 
     def left(d):
@@ -683,6 +684,9 @@ def test_partition_pairs_matches_mask(seed, missing_left):
     np.testing.assert_array_equal(seg[:n_l], both_l)  # stable
     np.testing.assert_array_equal(seg[n_l : n_l + n_r], both_r)
     np.testing.assert_array_equal(seg[n_l + n_r :], original[li != lj])  # crossing, stable
+    # the sides' rho sums, added in pair order
+    assert s_l == sum(rho[both_l].tolist())
+    assert s_r == sum(rho[both_r].tolist())
 
 
 def _ole_problem(seed, n_queries=12, docs=20, nan_frac=0.15, pointwise_h=0.0):

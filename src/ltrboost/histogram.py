@@ -573,12 +573,13 @@ class LocalHistograms:
         mid = rows.start + n_left
         lp0 = lp1 = rp0 = rp1 = 0
         if self._pairs is not None:
-            doc_i, doc_j, _ = self._pairs
+            doc_i, doc_j, rho = self._pairs
             seg = self._pair_part[rows.pair_start : rows.pair_stop]
-            n_l, n_r = _partition_pairs(
+            n_l, n_r, s_l, s_r = _partition_pairs(
                 seg,
                 doc_i,
                 doc_j,
+                rho,
                 self.X_binned[:, info.feature_idx],
                 info.bin_idx,
                 info.missing_go_to_left,
@@ -587,6 +588,10 @@ class LocalHistograms:
             )
             lp0, lp1 = rows.pair_start, rows.pair_start + n_l
             rp0, rp1 = lp1, lp1 + n_r
+            # the children's pair sums, from the partition's pass (a child that kept
+            # every pair, in order, has the parent's range and keeps its sum)
+            self._pair_sums.setdefault((lp0, lp1), s_l)
+            self._pair_sums.setdefault((rp0, rp1), s_r)
         return (
             RowRange(rows.start, mid, lp0, lp1),
             RowRange(mid, rows.stop, rp0, rp1),
@@ -598,7 +603,9 @@ class LocalHistograms:
         Remembered per pair range for the tree: a node's leaf value and its split
         search ask for the same sum (a range holds the same pairs in the same order
         until it is split, and a child's range is a new one unless it kept every pair,
-        in order, when its sum is the parent's).
+        in order, when its sum is the parent's).  :meth:`split_rows` records the
+        children's sums as it partitions their pairs (in pair order); the root's is
+        NumPy's sum.
         """
         if self._pairs is None or rows.pair_stop <= rows.pair_start:
             return 0.0
