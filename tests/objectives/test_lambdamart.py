@@ -732,6 +732,44 @@ def test_ndcg_driver_is_bit_identical_to_general_engine(seed, normalize, truncat
     assert c1.sum() > 0
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("truncation_level", [None, 3, 30])
+@pytest.mark.parametrize("weights", [None, "doc"])
+@pytest.mark.parametrize("spread", [1.0, 2000.0])
+def test_ndcg_pair_terms_are_the_general_engines_bit_for_bit(
+    seed, normalize, truncation_level, weights, spread
+):
+    """LambdaMART's own NDCG pair terms (what an OLE run calls) are the general engine's:
+    the same pairs in the same order, the same rho bit for bit, the same offsets, over
+    queries with nothing to rank, tied scores and labels, document weights, the
+    lambdarank_norm factor, and scores spread so far that some exponentials are tiny
+    (``spread``: the direct sigmoid form)."""
+    from ltrboost.objectives.pair_engine import PairwiseObjective
+
+    data, s = make_data(seed, sizes=(1, 2, 4, 6, 9, 13, 5, 40), weights=weights)
+    s = s * spread
+    kw = dict(lambda_normalization=normalize)
+    if truncation_level is None:
+        obj = LambdaMART(pair_method="all", **kw)
+    else:
+        obj = LambdaMART(truncation_level=truncation_level, **kw)
+    fast = obj.pair_terms(s, data)
+    general = PairwiseObjective._pair_terms(obj, obj._scores(s, data, "scores"), None, data, 0)
+    for a, b in zip(fast, general, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    assert fast.rho.shape[0] > 0
+    if weights is not None:
+        return  # a pair weighs (w_i + w_j) / 2, a document's hessian w_d
+    # and they still sum to the hessians the gradient gives
+    _, h = grad_hess(obj, s, data)
+    per_doc = np.zeros(data.n_samples)
+    np.add.at(per_doc, fast.doc_i, fast.rho)
+    np.add.at(per_doc, fast.doc_j, fast.rho)
+    np.testing.assert_allclose(per_doc, h, rtol=1e-5, atol=1e-12)
+
+
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 2.0])
 def test_sigmoid_from_exp_matches_direct_form(sigma):
     """The ratio form e_j / (e_i + e_j) equals 1 / (1 + exp(x)), also where it falls
