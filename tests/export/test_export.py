@@ -185,12 +185,13 @@ def check_solr(b, X, qid):
         body = json.loads(export_bytes(b, "solr"))
     gaps = [g for x in w if isinstance(x.message, SolrThresholdWarning) for g in x.message.gaps]
     if gaps:
-        # thresholds near 0 that Solr's +1e-6f cannot hit exactly: leave out the rows
-        # with a value in a reported gap (values within ~1e-13 above the threshold)
+        # thresholds that Solr's +1e-6f cannot hit exactly (near 0, just above negative
+        # powers of two): leave out the rows with a value in a reported gap (a few
+        # float32 steps above the threshold)
         index = {f["name"]: i for i, f in enumerate(body["features"])}
         in_gap = np.zeros(P.shape[0], dtype=bool)
         for f, lo, hi in gaps:
-            assert 0 < hi - lo < 1e-12
+            assert 0 < hi - lo <= 4 * np.spacing(np.float32(abs(lo) + 1e-6))
             in_gap |= (P[:, index[f]] > lo) & (P[:, index[f]] <= hi)
         P, pq, ours = P[~in_gap], pq[~in_gap], ours[~in_gap]
     C.solr_check_schema(body)
@@ -387,6 +388,28 @@ def test_bad_feature_names(names, match, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize(
+    ("fmt", "name", "allowed"),
+    [
+        ("lightgbm", 'title"bm25', ["xgboost", "onnx", "solr"]),
+        ("lightgbm", "a:b", ["xgboost", "xgboost-dump"]),
+        ("xgboost", "bm25[title]", ["onnx", "solr"]),
+        ("xgboost-dump", "ctr<7d", ["lightgbm"]),
+    ],
+)
+def test_feature_names_the_consumer_refuses(fmt, name, allowed, tmp_path):
+    """LightGBM refuses JSON punctuation in a feature name (its dump_model() then
+    fails), XGBoost '[', ']' and '<': the export says so instead of writing a file
+    its consumer cannot use; other formats take the name."""
+    b, _, _ = model("lambdamart", True)
+    names = ["a", "b", "c", "d", "e", name]
+    with pytest.raises(ExportError, match=f"feature name 6 .*{fmt!r}|format {fmt!r}: feature"):
+        b.export(tmp_path / "m.out", format=fmt, feature_names=names)
+    assert not list(tmp_path.iterdir())
+    for other in allowed:
+        b.export(tmp_path / f"m.{other}", format=other, feature_names=names)
+
+
 def test_unknown_format_and_unwritable(tmp_path):
     b, _, _ = model("lambdamart", True)
     with pytest.raises(ExportError, match="unknown export format 'pmml'; one of: lightgbm"):
@@ -431,5 +454,48 @@ def test_threshold_maps_select_the_same_float32_values():
         assert e >= mi
         assert solr_effective(np.nextafter(s, np.float32(-np.inf))) < mi
         assert exact == bool(e < np.nextafter(mi, np.float32(np.inf)))
-        if abs(mi) >= 1e-5 or mi == 0:
+        near_power = mi < 0 and np.floor(np.log2(-mi)) != np.floor(np.log2(1e-6 - mi))
+        if (abs(mi) >= 1e-5 or mi == 0) and not near_power:
             assert exact
+
+
+def test_solr_thresholds_just_above_negative_powers_of_two(tmp_path):
+    """Just above -2**k the written threshold lies below the power, where float32 steps
+    are twice as wide, so Solr's +1e-6f lands on every other float32 only: the export
+    warns (naming the gap, one float32 step) instead of claiming it only happens near
+    0, and Solr routes every value outside the gap as ltrboost does."""
+    import warnings
+
+    from ltrboost.export.solr import SolrThresholdWarning, solr_effective, solr_threshold
+
+    up = np.float32(np.inf)
+    for k in range(-19, 2):  # below 2**-19 (~1e-6) the gaps near 0 are wider
+        m = np.float32(-(2.0**k))
+        missed = 0
+        for _ in range(8):  # m = -2**k and the float32 values just above it
+            s, exact = solr_threshold(m)
+            if not exact:  # Solr's threshold is the next float32: a gap of one step
+                missed += 1
+                assert solr_effective(s) == np.nextafter(m, up)
+            m = np.nextafter(m, up)
+        assert missed >= 3  # about every other one
+    b = Booster(
+        objective="lambdamart",
+        objective_params={},
+        init_score=np.array([0.0]),
+        trees=[_hand_tree(-1.0, 0), _hand_tree(0.5, 1, 1)],
+        tree_outputs=[0, 0],
+        n_features=2,
+    )
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        body = json.loads(export_bytes(b, "solr"))
+    (warning,) = [x.message for x in w if isinstance(x.message, SolrThresholdWarning)]
+    assert "near 0 and just above negative powers of two" in str(warning)
+    (gap,) = warning.gaps
+    above = float(np.nextafter(np.float32(-1.0), np.float32(0)))
+    assert gap == ("f0", -1.0, above)
+    X = np.array([[-1.0, 0.0], [-1.0000001, 1.0], [-0.5, 0.0], [above, 0.7]])
+    theirs = C.solr_score(body, X)
+    np.testing.assert_allclose(theirs[:3], b.predict(X[:3]), rtol=1e-6)
+    assert theirs[3] != pytest.approx(b.predict(X[3:])[0])  # the value in the gap

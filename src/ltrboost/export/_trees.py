@@ -91,6 +91,26 @@ class ExportModel:
                 f"expected grade); formats that can: {', '.join(MULTI_OUTPUT_FORMATS)}"
             )
 
+    def check_name_characters(self, fmt: str, forbidden: str) -> None:
+        """Refuse feature names that the format's consumer rejects (LightGBM: JSON
+        punctuation; XGBoost: ``[``, ``]``, ``<``), naming the first one."""
+        for i, name in enumerate(self.feature_names):
+            bad = sorted({c for c in name if c in forbidden})
+            if bad:
+                raise ExportError(
+                    f"format {fmt!r}: feature name {i + 1} ({name!r}) contains "
+                    f"{' '.join(repr(c) for c in bad)}, which its consumer does not accept "
+                    f"in a feature name (none of {' '.join(forbidden)}); pass other "
+                    "names (feature_names=, or --feature-names FILE)"
+                )
+
+
+# Characters a consumer refuses in a feature name: LightGBM's model loader rejects
+# "special JSON characters" (Common::CheckAllowedJSON); XGBoost's DMatrix rejects
+# names with '[', ']' or '<' (they delimit the split conditions of its text dumps).
+LIGHTGBM_FORBIDDEN = '",:[]{}'
+XGBOOST_FORBIDDEN = "[]<"
+
 
 def _tree_from_nodes(nodes, divisor: float, output: int) -> ExportTree:
     is_leaf = nodes["is_leaf"].astype(bool)

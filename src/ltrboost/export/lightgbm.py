@@ -16,7 +16,7 @@ iterations): the bias tree makes that ``T + 1``.
 
 from __future__ import annotations
 
-from ltrboost.export._trees import ExportModel, ExportTree, f64_str
+from ltrboost.export._trees import LIGHTGBM_FORBIDDEN, ExportModel, ExportTree, f64_str
 
 
 def _tree_block(index: int, tree: ExportTree) -> str:
@@ -61,6 +61,7 @@ def _tree_block(index: int, tree: ExportTree) -> str:
 
 def to_lightgbm(model: ExportModel) -> str:
     model.check_single_output("lightgbm")
+    model.check_name_characters("lightgbm", LIGHTGBM_FORBIDDEN)
     # averaged: every tree undivided, a bias tree always, LightGBM divides by T + 1;
     # additive: the divisor is 1 and a bias tree only where the initial score is not 0.
     trees = model.raw_trees if model.averaged else model.trees

@@ -5,11 +5,13 @@ Solr (``org.apache.solr.ltr.model.MultipleAdditiveTreesModel``) evaluates in flo
 ``scoreNode`` goes left when ``x <= that``, a tree scores ``weight * leaf value`` and
 the model sums the trees.  For every split the exported threshold ``s`` is a float32
 chosen so that ``float32(s + 1e-6f)`` is ``m``, the largest float32 ``<= t`` (then
-Solr's test selects exactly the float32 inputs that ltrboost's ``x <= t`` does).  Near 0
-(``|m|`` below about 1e-6) the float32 grid of ``s + 1e-6f`` is coarser than the one of
-``m`` and no such ``s`` may exist: the smallest reachable threshold above ``m`` is used
-and a :class:`SolrThresholdWarning` names the widest gap (values in it, within ~1e-13
-above the threshold, go left instead of right).
+Solr's test selects exactly the float32 inputs that ltrboost's ``x <= t`` does).  Where
+the float32 grid of the written ``s`` is coarser than the one of ``m``, no such ``s`` may
+exist: near 0 (``|m|`` below about 1e-6), for about every other float32 within 1e-6 above
+a negative power of two (``s`` then lies below it, where float32 steps are twice as wide:
+-1, -0.5, -32, ...) and at a few other points.  The smallest reachable threshold above
+``m`` is then used and a :class:`SolrThresholdWarning` names the widest gap (values in
+it, one or a few float32 steps above the threshold, go left instead of right).
 
 Missing values: every split carries ``"missing": "left" | "right"`` and the model sets
 ``"isNullSameAsZero": false`` (Solr >= 9.2, SOLR-16596) so an absent feature is NaN and
@@ -59,15 +61,16 @@ def solr_threshold(m: np.float32) -> tuple[np.float32, bool]:
     if np.isinf(m):
         return m, True
     down, up = np.float32(-np.inf), np.float32(np.inf)
-    s = np.float32(np.float64(m) - np.float64(NODE_SPLIT_SLACK))
-    for _ in range(10_000):  # solr_effective is monotone in s: walk to the boundary
-        if solr_effective(s) < m:
-            s = np.nextafter(s, up)
-        elif solr_effective(np.nextafter(s, down)) >= m:
-            s = np.nextafter(s, down)
-        else:
-            break
-    return s, bool(solr_effective(s) < np.nextafter(m, up))
+    with np.errstate(over="ignore"):  # steps past float32's largest value give +-inf
+        s = np.float32(np.float64(m) - np.float64(NODE_SPLIT_SLACK))
+        for _ in range(10_000):  # solr_effective is monotone in s: walk to the boundary
+            if solr_effective(s) < m:
+                s = np.nextafter(s, up)
+            elif solr_effective(np.nextafter(s, down)) >= m:
+                s = np.nextafter(s, down)
+            else:
+                break
+        return s, bool(solr_effective(s) < np.nextafter(m, up))
 
 
 def _node(tree: ExportTree, k: int, names: list[str], m: np.ndarray, inexact: list) -> dict:
@@ -97,10 +100,11 @@ def to_solr_dict(model: ExportModel, name: str, store: str | None = None) -> dic
         f, lo, hi = max(inexact, key=lambda t: t[2] - t[1])
         warnings.warn(
             SolrThresholdWarning(
-                f"solr: {len(inexact)} split threshold(s) near 0 cannot be written "
-                f"exactly (Solr adds 1e-6f to each in float32); values in a gap just "
-                f"above them go "
-                f"left instead of right, the widest: {f} in ({lo!r}, {hi!r}]",
+                f"solr: {len(inexact)} split threshold(s) cannot be written exactly "
+                f"(Solr adds 1e-6f to each in float32, which misses some thresholds "
+                f"near 0 and just above negative powers of two); values in a gap just "
+                f"above them go left instead of right, the widest: {f} in "
+                f"({lo!r}, {hi!r}]",
                 inexact,
             ),
             stacklevel=2,

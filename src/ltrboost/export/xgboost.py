@@ -27,7 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltrboost.export._trees import FLT_MAX, ExportModel, ExportTree, f32_floor, f32_json
+from ltrboost.export._trees import (
+    FLT_MAX,
+    XGBOOST_FORBIDDEN,
+    ExportModel,
+    ExportTree,
+    f32_floor,
+    f32_json,
+)
 
 
 @dataclass
@@ -88,6 +95,7 @@ def xgb_tree(tree: ExportTree) -> XGBTree:
 
 def to_xgboost_dict(model: ExportModel) -> dict:
     model.check_single_output("xgboost")
+    model.check_name_characters("xgboost", XGBOOST_FORBIDDEN)
     trees = []
     for t_id, tree in enumerate(model.trees):
         t = xgb_tree(tree)
@@ -166,6 +174,7 @@ def to_xgboost(model: ExportModel) -> str:
 def dump_trees(model: ExportModel) -> list[dict]:
     """The trees as ``get_dump(dump_format="json")`` objects, names as ``split``."""
     model.check_single_output("xgboost-dump")
+    model.check_name_characters("xgboost-dump", XGBOOST_FORBIDDEN)
     names = model.feature_names
     return [_dump_node(xgb_tree(tree), 0, names) for tree in model.trees]
 
