@@ -358,7 +358,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument(
         "--assume-no-missing",
         action="store_true",
-        help="ranklib: features are never missing in the engine (RankLib reads them as 0)",
+        help="ranklib: features are never missing in the engine (RankLib reads them as 0); "
+        "implied for a model trained with --missing zero",
     )
     p.set_defaults(func=cmd_export)
 

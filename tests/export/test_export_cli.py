@@ -195,3 +195,20 @@ def test_cli_solr_near_zero_threshold_warns_in_one_line(tmp_path, capsys):
     assert err.count("\n") == 1
     assert err.startswith("ltrboost: warning: solr: 1 split")
     assert json.loads((tmp_path / "s.json").read_text())["name"] == "s"
+
+
+def test_cli_ranklib_export_of_a_missing_zero_model_needs_no_flag(model_file, tmp_path, capsys):
+    """A model whose file records --missing zero never saw a missing value: its NaN
+    directions are never used, so RankLib (absent = 0) needs no --assume-no-missing."""
+    path, _ = model_file
+    b = load_model(str(path))
+    b.missing = "zero"
+    zero = tmp_path / "zero.json"
+    b.save_model(str(zero))
+    rc, out, err = run(["export", zero, "-f", "ranklib", "-o", tmp_path / "m.xml"], capsys)
+    assert (rc, out, err) == (0, "", "")
+    assert (tmp_path / "m.xml").read_text().startswith("## LambdaMART")
+    flagged = tmp_path / "flagged.xml"
+    rc, _, _ = run(["export", path, "-f", "ranklib", "-o", flagged, "--assume-no-missing"], capsys)
+    assert rc == 0
+    assert flagged.read_text() == (tmp_path / "m.xml").read_text()

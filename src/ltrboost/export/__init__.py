@@ -57,7 +57,9 @@ def export_bytes(
     with one name per line); default the model's names, else ``f0, f1, ...``.
     ``iteration``: rounds to export (default as ``predict``: the best iteration, else
     all).  ``name``: the model name written into ``solr`` files.  ``assume_no_missing``:
-    ``ranklib`` only, see :mod:`ltrboost.export.ranklib`.
+    ``ranklib`` only, see :mod:`ltrboost.export.ranklib`; implied for a model whose file
+    records that missing features mean 0 (``ltrboost train --missing zero``, the CLI's
+    default): its NaN directions are never used, as in RankLib.
     """
     _check_format(format)
     model = collect(booster, _names(feature_names), iteration=iteration)
@@ -80,7 +82,8 @@ def export_bytes(
     if format == "ranklib":
         from ltrboost.export.ranklib import to_ranklib
 
-        return to_ranklib(model, assume_no_missing=assume_no_missing).encode()
+        zero = getattr(booster, "missing", None) == "zero"
+        return to_ranklib(model, assume_no_missing=assume_no_missing or zero).encode()
     from ltrboost.export.onnx import to_onnx_bytes
 
     return to_onnx_bytes(model)
