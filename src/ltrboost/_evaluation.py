@@ -89,6 +89,8 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
             )
         elif item:
             out.setdefault(item, None)
+    if not out:  # "", ",", " , " or []: not the default metric by accident
+        raise ValueError(f"eval_metric: no metric given in {m!r}; e.g. 'ndcg@10,err,map'")
     return list(out.items())
 
 

@@ -496,6 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     try:
+        _refuse_output_over_input(args)
         with warnings.catch_warnings(), _background_compile(args):
             warnings.showwarning = _show_warning
             if getattr(args, "quiet", False):
@@ -525,6 +526,45 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+
+
+# Arguments that name files a command writes; and inputs a command may rewrite on
+# purpose (train --resume M --output M extends the model M).
+_OUTPUT_ARGS = ("output", "createmodel")
+_REWRITABLE_INPUTS = ("resume",)
+
+
+def _refuse_output_over_input(args: argparse.Namespace) -> None:
+    """Refuse an output file that is also one of the command's input files (the same
+    file by device and inode: a link or another spelling included), or a data file's
+    ``.query`` / ``.position`` sidecar: the atomic write would replace the input with
+    the output (a typo away from losing the training data or the model)."""
+    outputs = []
+    for name in _OUTPUT_ARGS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value not in ("", "-") and os.path.isfile(value):
+            outputs.append((name, value))
+    if not outputs:
+        return
+    inputs = []
+    for name, value in vars(args).items():
+        if name in _OUTPUT_ARGS or name in _REWRITABLE_INPUTS:
+            continue
+        for v in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(v, str) and v:
+                inputs += [(name, v), (name, v + ".query"), (name, v + ".position")]
+    for out_name, out in outputs:
+        for in_name, path in inputs:
+            try:
+                same = os.path.isfile(path) and os.path.samefile(out, path)
+            except OSError:
+                same = False
+            if same:
+                flag = "--" + out_name.replace("_", "-")
+                raise ValueError(
+                    f"{out}: {flag} names an input of this command ({in_name}: {path}); "
+                    "writing it would replace that input; give another output path"
+                )
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -870,6 +910,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from ltrboost.metrics import evaluate, parse_metric_list
     from ltrboost.model import load_model
 
+    twice = sorted({p for p in args.data if args.data.count(p) > 1})
+    if twice:
+        raise ValueError(f"{twice[0]}: given twice (one row, and one JSON entry, per file)")
     booster = load_model(args.model)
     missing = resolve_missing(args.missing, booster, args.model)
     metrics = parse_metric_list(args.metric)
@@ -1106,6 +1149,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     if args.n_queries < 1:
         raise ValueError(f"--n-queries={args.n_queries} must be >= 1")
+    if args.random_state < 0:
+        raise ValueError(f"--random-state={args.random_state} must be >= 0")
     n_total = args.n_queries + 2 * max(1, args.n_queries // 3)
     X, y, qid = make_ranking(
         n_queries=n_total,
@@ -1275,6 +1320,8 @@ def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
+    if args.max_trees is not None and args.max_trees < 1:
+        raise ValueError(f"--max-trees {args.max_trees} must be >= 1 (leave it out: the default)")
     if args.protocol == "qbrank":
         return cmd_experiment_qbrank(args)
     if args.ties:
@@ -1307,7 +1354,15 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     with open(os.path.join(args.output, "table.md")) as f:
         print(f.read())
     print(f"report written to {args.output}", file=sys.stderr)
-    return 0 if summary["n_cells"] else 1
+    if not summary["n_cells"]:
+        print(
+            "ltrboost: the table is empty: it compares each 'ole' cell with its 'se' "
+            "cell, and no cell of this run has both (--criteria se,ole); the finished "
+            f"cells are in {os.path.join(args.output, 'cells')}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 def _system_grids(specs: list[str], split) -> dict:
@@ -1318,7 +1373,13 @@ def _system_grids(specs: list[str], split) -> dict:
         leaves, colon, rates = grid.partition(":")
         if not eq or not colon or not system.strip():
             raise ValueError(f"--system-grid {spec!r} must look like SYSTEM=LEAVES:RATES")
-        grids[system.strip()] = (split(leaves, int), split(rates, float))
+        try:
+            grids[system.strip()] = (split(leaves, int), split(rates, float))
+        except ValueError:
+            raise ValueError(
+                f"--system-grid {spec!r}: LEAVES must be integers and RATES numbers, "
+                "comma-separated, e.g. ranknet=10,20:0.05,0.1"
+            ) from None
     return grids
 
 

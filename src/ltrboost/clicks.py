@@ -115,6 +115,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost.dataset import LTRInputError
+from ltrboost.io.queryfile import MAX_COUNT as MAX_POSITION
 
 __all__ = [
     "ClickLog",
@@ -262,6 +263,8 @@ def read_click_log(
             raise err(f"position {p_txt!r} is not an integer") from None
         if pos < 1:
             raise err(f"position {pos} is < 1 (positions are 1-based)")
+        if pos > MAX_POSITION:
+            raise err(f"position {p_txt[:40]!r} is above {MAX_POSITION}")
         if c_txt not in ("0", "1"):
             raise err(f"clicked must be 0 or 1, got {c_txt!r}")
         if known_q is not None and q not in known_q:

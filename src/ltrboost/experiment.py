@@ -183,6 +183,8 @@ def run_experiment(
     """
     if patience is not None and int(patience) < 1:
         raise ValueError(f"patience={patience} must be >= 1 or None")
+    if max_trees is not None and int(max_trees) < 1:
+        raise ValueError(f"max_trees={max_trees} must be >= 1 or None (the paper's caps)")
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
         raise ValueError(f"systems {unknown} are not among {SYSTEMS}")
@@ -202,7 +204,23 @@ def run_experiment(
             criteria, *grids.get(s, (leaves, learning_rates)), folds
         )
     ]
-    todo = [c for c in cells if not os.path.exists(os.path.join(cells_dir, c.key + ".json"))]
+
+    def settings(cell: Cell) -> dict:
+        return {
+            "max_trees": max_trees or DEFAULT_TREES.get(cell.system, 1000),
+            "patience": patience,
+            "growth": growth,
+            "min_samples_leaf": min_samples_leaf,
+            **(system_params or {}).get(cell.system, {}),
+        }
+
+    todo = []
+    for c in cells:
+        path = os.path.join(cells_dir, c.key + ".json")
+        if not os.path.exists(path):
+            todo.append(c)
+            continue
+        _check_resumed_cell(path, settings(c))
     # one fold's cells together: its files are read once (seconds at 200k documents)
     fold_rank = {f[0]: k for k, f in enumerate(folds)}
     todo.sort(key=lambda c: fold_rank[c.fold])
@@ -264,13 +282,7 @@ def run_experiment(
             },
             "final_train_loss": final_loss,
             "n_trees": booster.n_iterations,
-            "settings": {
-                "max_trees": n_trees,
-                "patience": patience,
-                "growth": growth,
-                "min_samples_leaf": min_samples_leaf,
-                **(system_params or {}).get(cell.system, {}),
-            },
+            "settings": settings(cell),
         }
         atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
         if bar is not None:
@@ -278,6 +290,26 @@ def run_experiment(
     if bar is not None:
         bar.close()
     return write_report(output, cells)
+
+
+def _check_resumed_cell(path: str, wanted: dict) -> None:
+    """A finished cell is reused only if it was made with this run's settings: a report
+    must not mix cells of different tree caps, patience or parameters unawares."""
+    try:
+        with open(path) as f:
+            saved = json.load(f).get("settings")
+    except (OSError, ValueError, AttributeError) as e:
+        raise ValueError(f"{path}: cannot read this finished cell ({e}); delete it") from None
+    if saved is None:
+        return  # a cell file from before settings were recorded
+    wanted = json.loads(json.dumps(wanted))  # as saved: tuples become lists
+    diff = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+    if diff:
+        what = ", ".join(f"{k} {saved.get(k)!r} (this run: {wanted.get(k)!r})" for k in diff)
+        raise ValueError(
+            f"{path}: this finished cell was made with {what}; resume with the same "
+            "settings, or write to another output folder"
+        )
 
 
 def write_report(output: str, cells: list[Cell]) -> dict:

@@ -378,7 +378,7 @@ def test_huge_index_guard_names_the_line(tmp_path):
     with pytest.raises(LTRInputError) as info:
         load_svmlight(path)
     assert info.value.line == 2
-    assert "pass n_features=2000000000" in str(info.value)
+    assert "load_svmlight(path, n_features=2000000000)" in str(info.value)
 
 
 def test_query_sizes_too_small(tmp_path):

@@ -226,7 +226,7 @@ def test_width_guard_counts_rows_of_every_block(tmp_path, monkeypatch):
     msg = str(info.value)
     assert msg.startswith(f"{path}:1: ")
     assert "the highest feature index, 200000, makes X 20000 x 200000" in msg
-    assert "pass n_features=200000" in msg
+    assert "load_svmlight(path, n_features=200000)" in msg
     # A parse error after the guard tripped is still the one reported.
     path.write_text(text + "1 qid:1 1:x\n")
     with pytest.raises(LTRInputError) as info:

@@ -505,6 +505,13 @@ def _parse_stream(
     consumed = 0
     for block in blocks:
         start = len(_BOM) if consumed == 0 and block.startswith(_BOM) else 0
+        if consumed == 0 and b"\n" not in block and block.count(b"\r", 0, 1 << 20) > 1:
+            raise LTRInputError(
+                "lines end with CR only (classic Mac OS line ends); the reader needs LF "
+                "or CRLF: convert the file, e.g. tr '\\r' '\\n' < IN > OUT",
+                path=path,
+                line=1,
+            )
         consumed += len(block)
         b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
         nb = b.n_rows
@@ -560,8 +567,8 @@ def _parse_stream(
         raise LTRInputError(
             f"the highest feature index, {max_idx}, makes X {n_rows} x {max_idx} float64 "
             f"({nbytes / 2**30:.1f} GiB), far more than the file's size "
-            f"({n_bytes} bytes): is the index a typo? If it is intended pass "
-            f"n_features={max_idx}",
+            f"({n_bytes} bytes): is the index a typo? If it is intended, read the file "
+            f"with load_svmlight(path, n_features={max_idx}) (Python)",
             path=path,
             line=max_idx_line,
         )

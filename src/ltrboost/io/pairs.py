@@ -24,6 +24,9 @@ from numpy.typing import NDArray
 
 from ltrboost.dataset import LTRInputError, PreferencePairs
 
+# Pair weights scale float32 gradients: a larger weight overflows them.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 
 def read_pairs_file(
     path: str | os.PathLike,
@@ -83,6 +86,13 @@ def read_pairs_file(
             if not math.isfinite(w) or w <= 0:
                 raise LTRInputError(
                     f"weight {parts[3]!r} is not a positive number",
+                    path=path,
+                    line=lineno,
+                )
+            if w > _FLOAT32_MAX:
+                raise LTRInputError(
+                    f"weight {parts[3]!r} is above {_FLOAT32_MAX:.4g}, float32's largest "
+                    "value (gradients are float32)",
                     path=path,
                     line=lineno,
                 )
@@ -147,8 +157,8 @@ def write_pairs_file(
             for tok in (str(q), str(a), str(b)):
                 if not tok or len(tok.split()) != 1 or tok.startswith("#"):
                     raise ValueError(f"id {tok!r} is empty or contains whitespace")
-            if not math.isfinite(w) or w <= 0:
-                raise ValueError(f"weight {w!r} is not a positive number")
+            if not math.isfinite(w) or w <= 0 or w > _FLOAT32_MAX:
+                raise ValueError(f"weight {w!r} is not a positive number up to {_FLOAT32_MAX:.4g}")
             yield f"{q} {a} {b} {w!r}\n"
 
     atomic_write(path, chunks())

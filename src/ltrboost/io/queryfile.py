@@ -23,6 +23,10 @@ __all__ = ["read_position_file", "read_query_file", "write_position_file", "writ
 
 # Whitespace that may surround a size; the same ASCII set the LETOR reader accepts.
 _WS = " \t\r\v\f"
+# The largest query size or position a file may give (int64 arrays hold them, and no
+# data file has more rows): a larger number is an error naming its line, not an
+# OverflowError.
+MAX_COUNT = 2**62
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -75,6 +79,12 @@ def read_query_file(path: str | os.PathLike[str]) -> NDArray[np.int64]:
                 line=lineno,
             )
         size = int(token)
+        if size > MAX_COUNT:
+            raise LTRInputError(
+                f"query size {_shorten(token)} is larger than any data file (at most {MAX_COUNT})",
+                path=spath,
+                line=lineno,
+            )
         if size <= 0:
             raise LTRInputError(
                 f"query size {size}: every query needs at least one document",
@@ -154,6 +164,12 @@ def read_position_file(
             raise LTRInputError(
                 f"position {_shorten(token)!r} is not an integer >= 1 (the 1-based "
                 "position each data row was shown at, one per line)",
+                path=spath,
+                line=lineno,
+            )
+        if int(token) > MAX_COUNT:
+            raise LTRInputError(
+                f"position {_shorten(token)} is too large (at most {MAX_COUNT})",
                 path=spath,
                 line=lineno,
             )

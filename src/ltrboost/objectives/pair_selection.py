@@ -146,9 +146,14 @@ def pair_method_code(
     return code, trunc
 
 
+# Per-query seeds are int64 in the kernels: the base is taken modulo 2**62 so that the
+# base plus a query number never overflows (a seed below 2**62 is its own base).
+SEED_MODULUS = 2**62
+
+
 def query_seed_base(random_state: int, iteration: int, n_queries: int) -> int:
-    """``random_state + iteration * n_queries``; query ``q`` adds ``q``."""
-    return int(random_state) + int(iteration) * int(n_queries)
+    """``(random_state + iteration * n_queries) mod 2**62``; query ``q`` adds ``q``."""
+    return (int(random_state) + int(iteration) * int(n_queries)) % SEED_MODULUS
 
 
 # --- kernels ---
