@@ -279,7 +279,7 @@ def build_pair_histogram(
         )  # fmt: skip
         return
     n_blocks = min(-(-n_sel // 4), 2 * numba.get_num_threads())
-    block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_pass8 and _pair_pass4
+    block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_pass4
     _pair_histogram_chunked(
         X_binned, doc_i, doc_j, rho, pair_indices, feature_indices,
         block, missing_bin, PAIR_CHUNK, out,
@@ -1168,9 +1168,6 @@ def _pair_histogram_chunked_body(
             r[t - c0] = rho[p]
         n_c = c1 - c0
         k = k_lo
-        while k + 8 <= k_hi:
-            _pair_pass8(X_binned, di, dj, r, n_c, feature_indices, k, missing_bin, out)
-            k += 8
         while k + 4 <= k_hi:
             _pair_pass4(X_binned, di, dj, r, n_c, feature_indices, k, missing_bin, out)
             k += 4
@@ -1187,23 +1184,19 @@ def _pair_histogram_chunked_body(
             k += 1
 
 
-@inline_kernel
-def _pair_add(h, x, y, rt, missing_bin):
-    """One pair's ``rho`` (``rt``) into one feature's pair histograms ``h``, its two
-    documents in bins ``x`` and ``y`` (see :func:`build_pair_histogram`)."""
-    hi = x if x > y else y
-    lo = y if x > y else x
-    h[hi, 0] += rt
-    h[lo, 1] += rt
-    if hi == missing_bin and lo != missing_bin:
-        h[lo, 2] += rt
-
-
 @kernel
 def _pair_pass1(col, di, dj, r, n, missing_bin, h):
     # One feature's pass over n gathered pairs (see _pair_histogram_chunked_body).
     for t in range(n):
-        _pair_add(h, col[di[t]], col[dj[t]], r[t], missing_bin)
+        bi = col[di[t]]
+        bj = col[dj[t]]
+        rt = r[t]
+        hi = bi if bi > bj else bj
+        lo = bj if bi > bj else bi
+        h[hi, 0] += rt
+        h[lo, 1] += rt
+        if hi == missing_bin and lo != missing_bin:
+            h[lo, 2] += rt
 
 
 @kernel
@@ -1223,46 +1216,38 @@ def _pair_pass4(X_binned, di, dj, r, n, feature_indices, k, missing_bin, out):
         a = di[t]
         b = dj[t]
         rt = r[t]
-        _pair_add(h0, c0[a], c0[b], rt, missing_bin)
-        _pair_add(h1, c1[a], c1[b], rt, missing_bin)
-        _pair_add(h2, c2[a], c2[b], rt, missing_bin)
-        _pair_add(h3, c3[a], c3[b], rt, missing_bin)
-
-
-@kernel
-def _pair_pass8(X_binned, di, dj, r, n, feature_indices, k, missing_bin, out):
-    # Eight features interleaved (as _pair_pass4): each pair's documents and rho are
-    # loaded once for eight features, and eight chains of additions run side by side
-    # (MQ2008-sized data: ~0.7x the time of two four-feature passes; 16 features a pass
-    # was slower again at 100k documents, its sixteen columns no longer in cache).
-    c0 = X_binned[:, feature_indices[k]]
-    c1 = X_binned[:, feature_indices[k + 1]]
-    c2 = X_binned[:, feature_indices[k + 2]]
-    c3 = X_binned[:, feature_indices[k + 3]]
-    c4 = X_binned[:, feature_indices[k + 4]]
-    c5 = X_binned[:, feature_indices[k + 5]]
-    c6 = X_binned[:, feature_indices[k + 6]]
-    c7 = X_binned[:, feature_indices[k + 7]]
-    h0 = out[feature_indices[k]]
-    h1 = out[feature_indices[k + 1]]
-    h2 = out[feature_indices[k + 2]]
-    h3 = out[feature_indices[k + 3]]
-    h4 = out[feature_indices[k + 4]]
-    h5 = out[feature_indices[k + 5]]
-    h6 = out[feature_indices[k + 6]]
-    h7 = out[feature_indices[k + 7]]
-    for t in range(n):
-        a = di[t]
-        b = dj[t]
-        rt = r[t]
-        _pair_add(h0, c0[a], c0[b], rt, missing_bin)
-        _pair_add(h1, c1[a], c1[b], rt, missing_bin)
-        _pair_add(h2, c2[a], c2[b], rt, missing_bin)
-        _pair_add(h3, c3[a], c3[b], rt, missing_bin)
-        _pair_add(h4, c4[a], c4[b], rt, missing_bin)
-        _pair_add(h5, c5[a], c5[b], rt, missing_bin)
-        _pair_add(h6, c6[a], c6[b], rt, missing_bin)
-        _pair_add(h7, c7[a], c7[b], rt, missing_bin)
+        x = c0[a]
+        y = c0[b]
+        hi = x if x > y else y
+        lo = y if x > y else x
+        h0[hi, 0] += rt
+        h0[lo, 1] += rt
+        if hi == missing_bin and lo != missing_bin:
+            h0[lo, 2] += rt
+        x = c1[a]
+        y = c1[b]
+        hi = x if x > y else y
+        lo = y if x > y else x
+        h1[hi, 0] += rt
+        h1[lo, 1] += rt
+        if hi == missing_bin and lo != missing_bin:
+            h1[lo, 2] += rt
+        x = c2[a]
+        y = c2[b]
+        hi = x if x > y else y
+        lo = y if x > y else x
+        h2[hi, 0] += rt
+        h2[lo, 1] += rt
+        if hi == missing_bin and lo != missing_bin:
+            h2[lo, 2] += rt
+        x = c3[a]
+        y = c3[b]
+        hi = x if x > y else y
+        lo = y if x > y else x
+        h3[hi, 0] += rt
+        h3[lo, 1] += rt
+        if hi == missing_bin and lo != missing_bin:
+            h3[lo, 2] += rt
 
 
 def _pair_histogram_chunked(
