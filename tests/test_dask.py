@@ -154,6 +154,56 @@ def test_early_stopping_and_callbacks_as_local(client):
     _assert_same_model(local, dist, X)
 
 
+def test_custom_metric_sees_every_workers_rows_as_local(client):
+    """A custom metric callable is one function of all the validation rows: on Dask it
+    is evaluated once on the driver with every worker's scores, labels and queries,
+    not averaged over workers (wrong for any metric that is no mean over queries)."""
+    X, y, qid = _data(seed=3)
+    Xv, yv, qv = _data(seed=4, n_queries=16)
+
+    def pooled_corr(scores, labels, offsets):  # over all rows: no mean over queries
+        assert offsets[-1] == len(scores) == len(labels)
+        return float(np.corrcoef(scores, labels)[0, 1])
+
+    params = dict(n_estimators=6, max_leaf_nodes=6, eval_metric=[pooled_corr, "ndcg@5"])
+    local = ltrboost.train(
+        params, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, yv, qid=qv))]
+    )
+    dist = ldask.train(client, params, _dask_data(X, y, qid, 2), [("v", _dask_data(Xv, yv, qv, 2))])
+    for name in ("pooled_corr", "ndcg@5"):
+        np.testing.assert_allclose(
+            dist.evals_result["v"][name], local.evals_result["v"][name], rtol=1e-12
+        )
+    assert len(set(local.evals_result["v"]["pooled_corr"])) > 1  # not a constant
+
+
+def test_a_closed_client_stops_training_with_a_clear_error():
+    """Closing the client under a running fit: DistributedTrainingError, not a
+    KeyError from the scheduler's reply."""
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster)
+    try:
+        X, y, qid = _data(seed=7)
+
+        def close(env):
+            if env.iteration == 1:
+                client.close()
+
+        with pytest.raises(ldask.DistributedTrainingError, match=r"went away|was lost"):
+            ldask.train(
+                client,
+                dict(n_estimators=20, max_leaf_nodes=4),
+                _dask_data(X, y, qid, 2),
+                callbacks=[close],
+                timeout=30,
+            )
+    finally:
+        client.close()
+        cluster.close()
+
+
 def test_sample_weights_on_the_workers(client):
     X, y, qid = _data(seed=11)
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(y))

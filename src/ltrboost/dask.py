@@ -557,11 +557,12 @@ class _Shard:
                 predict_binned_tree(nodes, vX, self.missing_bin, rv[k])
 
     def evaluate(self, it: int):
-        """Per validation set, per metric: per-query values (or a custom metric's
-        ``(value, n_queries)``)."""
+        """Per validation set, per metric: per-query values, or for a custom metric
+        (any function of all the set's scores) the shard's ``(scores, labels,
+        query_offsets)``, evaluated once on the driver."""
         out = {}
         with _LOCK, threads(self.n_threads):
-            for name, vds, _, rv, bound in self.valid:
+            for name, _, _, rv, bound in self.valid:
                 vscores = rv / averaged_divisor(it + 1) if self.averaged else rv
                 ranked = self.objective.transform(vscores)
                 res = []
@@ -569,7 +570,7 @@ class _Shard:
                     if hasattr(bm, "per_query"):
                         res.append(np.asarray(bm.per_query(ranked), dtype=np.float64))
                     else:
-                        res.append((float(bm(ranked)), vds.n_queries))
+                        res.append((np.array(ranked), bm.y, bm.query_offsets))
                 out[name] = res
         return out
 
@@ -635,7 +636,15 @@ class _Cluster:
         return f"worker {self.workers[i]} (shard {i}, {span})"
 
     def _check_alive(self) -> None:
-        alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        try:
+            info = self.client.scheduler_info(n_workers=-1)
+        except Exception as e:  # a closed client raises many kinds
+            info = {"error": e}
+        if "workers" not in info:  # the client or the cluster was closed under us
+            raise DistributedTrainingError(
+                f"the Dask client or cluster went away ({self.stage}); training stopped"
+            )
+        alive = set(info["workers"])
         for i, w in enumerate(self.workers):
             if w not in alive or self.creation[i].status not in ("finished", "pending"):
                 raise DistributedTrainingError(
@@ -939,6 +948,9 @@ class _DaskTraining(Training):
         from ltrboost.booster import metric_names
 
         self.metric_names = metric_names(p, objective)
+        from ltrboost._evaluation import _metrics
+
+        self._custom_metrics = {n: fn for n, fn in _metrics(p, objective) if fn is not None}
         self.valid = [types.SimpleNamespace(name=n) for n in self.valid_names]
         self.trees = []
         self.outputs = []
@@ -995,19 +1007,33 @@ class _DaskTraining(Training):
         for name in self.valid_names:
             res = {}
             for m, mname in enumerate(self.metric_names):
-                arrays, weighted = [], []
+                arrays, parts = [], []
                 for shard in per_shard:
                     if name in shard:
                         item = shard[name][m]
-                        (weighted if isinstance(item, tuple) else arrays).append(item)
+                        (parts if isinstance(item, tuple) else arrays).append(item)
                 if arrays:
                     val = float(_mean(np.concatenate(arrays)))
-                else:  # a custom metric: mean of the shards' values weighted by queries
-                    val = sum(a * n for a, n in weighted) / max(1, sum(n for _, n in weighted))
+                else:  # a custom metric: once, on every shard's rows in shard order
+                    val = self._custom_metric(mname, parts)
                 res[mname] = val
                 self.evals_result[name][mname].append(val)
             evaluation[name] = res
         return evaluation
+
+    def _custom_metric(self, name: str, parts: list) -> float:
+        """A user metric ``f(scores, labels, query_offsets)`` on the validation rows of
+        every shard, concatenated in shard order: the value local training computes on
+        the same rows (not a mean of per-shard values, which is right only for a metric
+        that is itself a mean over queries)."""
+        fn = self._custom_metrics[name]
+        scores = np.concatenate([p[0] for p in parts])
+        labels = np.concatenate([p[1] for p in parts])
+        offsets, start = [np.zeros(1, dtype=np.int64)], 0
+        for _, _, off in parts:
+            offsets.append(np.asarray(off[1:], dtype=np.int64) + start)
+            start += int(off[-1])
+        return float(fn(scores, labels, np.concatenate(offsets)))
 
     def run(self, callbacks=(), init_model=None) -> Booster:
         start_iter = 0 if init_model is None else self.resume(init_model)
