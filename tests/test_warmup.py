@@ -74,6 +74,7 @@ def _compiled_by(commands: list[list[str]], env: dict) -> int:
 def test_manifest_names_kernels_with_parsable_signatures() -> None:
     profiles = _warmup.load_manifest()
     expected = {f"train:{o}" for o in available_objectives() if o != "qbrank"}
+    expected |= {f"train:{o}+ole" for o in _warmup.OLE_PROFILE_OBJECTIVES}
     assert expected | {"eval", "predict"} <= set(profiles)
     for name, entries in profiles.items():
         assert entries, name
@@ -85,10 +86,33 @@ def test_manifest_names_kernels_with_parsable_signatures() -> None:
             assert len(sig) == len(params), (name, function)
 
 
+@pytest.mark.parametrize(
+    ("argv", "profile"),
+    [
+        (["train", "x.txt"], "train:lambdamart"),
+        (["train", "x.txt", "--split-criterion", "ole"], "train:lambdamart+ole"),
+        (["train", "x.txt", "--objective", "rankboost", "--split-criterion", "ole"],
+         "train:rankboost+ole"),
+        (["train", "x.txt", "--objective", "mcrank", "--split-criterion", "ole"], "train:mcrank"),
+    ],
+)  # fmt: skip
+def test_cli_picks_the_ole_profile(argv, profile) -> None:
+    from ltrboost.cli import _background_compile, build_parser
+
+    args = build_parser(lazy=False).parse_args(argv)
+    assert _background_compile(args).profile == profile
+
+
 def test_command_profiles() -> None:
     assert _warmup.command_profile("train", None) == "train:lambdamart"
     assert _warmup.command_profile("train", "ranknet") == "train:ranknet"
     assert _warmup.command_profile("cv", "mart") == "train:mart"
+    assert _warmup.command_profile("train", None, "ole") == "train:lambdamart+ole"
+    assert _warmup.command_profile("train", "yetirank", "ole") == "train:yetirank+ole"
+    # a pointwise objective's OLE split is its Newton split: the plain profile
+    assert _warmup.command_profile("train", "mart", "ole") == "train:mart"
+    assert _warmup.command_profile("train", "ranknet", "newton") == "train:ranknet"
+    assert set(_warmup.OLE_PROFILE_OBJECTIVES) <= set(available_objectives())
     assert _warmup.command_profile("eval") == "eval"
     assert _warmup.command_profile("predict") == "predict"
     assert _warmup.command_profile("generate") is None

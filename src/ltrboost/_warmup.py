@@ -83,10 +83,21 @@ def profile_names() -> list[str]:
     return sorted(load_manifest())
 
 
-def command_profile(command: str | None, objective: str | None = None) -> str | None:
+# Objectives whose ``split_criterion="ole"`` runs compile kernels of their own (pair
+# terms, pair histograms, the OLE split search): recorded as profiles ``train:NAME+ole``.
+# A pointwise objective's OLE is its Newton split (Theorem 1): the plain profile.
+OLE_PROFILE_OBJECTIVES = ("lambdamart", "ranknet", "rankboost", "yetirank")
+
+
+def command_profile(
+    command: str | None, objective: str | None = None, criterion: str | None = None
+) -> str | None:
     """The manifest profile of a CLI command (None: no profile)."""
     if command in ("train", "cv"):
-        return f"train:{objective or 'lambdamart'}"
+        name = objective or "lambdamart"
+        if criterion == "ole" and name in OLE_PROFILE_OBJECTIVES:
+            return f"train:{name}+ole"
+        return f"train:{name}"
     if command in ("eval", "predict"):
         return command
     return None
@@ -526,9 +537,11 @@ def _record_child(profile: str, folder: str, out: str) -> None:
     test = os.path.join(data, "test.txt")
     if profile.startswith("train:"):
         model = os.path.join(folder, "model-" + profile.replace(":", "-") + ".json")
+        objective, _, criterion = profile.split(":", 1)[1].partition("+")
+        extra = ["--split-criterion", criterion] if criterion else []
         rows = _record_one([
             "train", os.path.join(data, "train.txt"), "--valid", os.path.join(data, "vali.txt"),
-            "--output", model, *_RECORD_ARGS.split(), "--objective", profile.split(":", 1)[1],
+            "--output", model, *_RECORD_ARGS.split(), "--objective", objective, *extra,
         ])  # fmt: skip
         later = _record_one(["eval", model, test])  # kernels README's next command needs
         rows += later
@@ -552,7 +565,9 @@ def record(objectives: list[str] | None = None, path: str = MANIFEST) -> dict:
 
     needs_pairs = {"qbrank"}  # trains only with a --pairs file
     objectives = objectives or [o for o in available_objectives() if o not in needs_pairs]
-    profiles = [f"train:{o}" for o in objectives] + ["eval", "predict"]
+    profiles = [f"train:{o}" for o in objectives]
+    profiles += [f"train:{o}+ole" for o in objectives if o in OLE_PROFILE_OBJECTIVES]
+    profiles += ["eval", "predict"]
     result: dict[str, list[list[str]]] = {}
     later: dict[str, int] = {}
 
@@ -614,7 +629,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", action="store_true", help="re-record the manifest")
     args = ap.parse_args(argv)
     if args.record:
-        record([p.split(":", 1)[1] for p in args.profiles if p.startswith("train:")] or None)
+        names = [p.split(":", 1)[1].partition("+")[0] for p in args.profiles]
+        record([n for p, n in zip(args.profiles, names, strict=True) if p.startswith("train:")]
+               or None)  # fmt: skip
         return 0
     if args.background:
         return _run_background(args.profiles, args.parent, sys.stdin.buffer, sys.stdout.buffer)

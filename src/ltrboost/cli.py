@@ -484,8 +484,13 @@ def _background_compile(args: argparse.Namespace) -> Any:
     from ltrboost._warmup import BackgroundCompile, command_profile
 
     objective = getattr(args, "objective", None)
+    criterion = getattr(args, "split_criterion", None)
     return BackgroundCompile(
-        command_profile(args.command, objective if isinstance(objective, str) else None)
+        command_profile(
+            args.command,
+            objective if isinstance(objective, str) else None,
+            criterion if isinstance(criterion, str) else None,
+        )
     )
 
 
