@@ -551,3 +551,46 @@ def test_readme_ipw_labels_example_runs(capsys):
 
     _run_readme_example("ipw-labels-example")
     assert re.fullmatch(r"\d+ documents, mean label \d+\.\d+\n", capsys.readouterr().out)
+
+
+def test_simulate_handles_grades_of_1024_and_more():
+    """The attractiveness (2^y - 1) / 2^ymax is computed without overflowing: a grade
+    of 2000 is clicked (it was NaN, never clicked), and small grades keep their exact
+    attractiveness (the same logs as before for grades up to 53)."""
+    import warnings
+
+    y = np.array([0.0, 500.0, 1100.0, 0.0, 1024.0, 2000.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow in exp2
+        log = simulate(y, [0, 3, 6], "position_based", 500, 0, eta=0.0)
+    assert log.clicked.sum() > 0
+    small = np.array([0.0, 1.0, 2.0, 3.0])
+    a = simulate(small, [0, 4], "cascade", 300, 7)
+    b = simulate(small, [0, 4], "cascade", 300, 7)
+    np.testing.assert_array_equal(a.clicked, b.clicked)
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [(dict(qids=["#q", "q2"]), "qid '#q'"), (dict(docids=["a b", "c", "d", "e"]), "docid 'a b'")],
+)
+def test_write_click_log_refuses_ids_it_cannot_carry(kw, needle, tmp_path):
+    log = simulate(np.array([0.0, 1.0, 2.0, 0.0]), [0, 2, 4], "cascade", 20, 0, **kw)
+    with pytest.raises(ValueError, match=needle):
+        write_click_log(tmp_path / "c.log", log)
+    assert not (tmp_path / "c.log").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("q1 d1 1 1\x0cq1 d2 2 0\nq1 d3 3 7\n", "c.log:1"),  # a form feed ends no line
+        ("q1 d1 1 1\nq1 d2 2_0 0\n", "c.log:2: position '2_0' is not an integer"),
+        ("q1 d1 \u0661 1\n", "c.log:1: position"),
+    ],
+)
+def test_click_log_lines_and_integers_are_strict(text, needle, tmp_path):
+    path = tmp_path / "c.log"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(LTRInputError, match=needle):
+        read_click_log(path)

@@ -213,7 +213,10 @@ def read_click_log(
         raise LTRInputError(f"cannot read click log: {e.strerror}", path=path) from None
     with f:
         try:
-            text_lines = f.read().splitlines()
+            # LF ends a line (CRLF too: the CR is stripped below), not the other
+            # characters str.splitlines() breaks at (form feed, U+2028, ...), so that
+            # errors name the line an editor shows
+            text_lines = f.read().split("\n")
         except UnicodeDecodeError:
             raise LTRInputError("not a UTF-8 text file", path=path) from None
 
@@ -257,10 +260,10 @@ def read_click_log(
                 "column must be on all lines or none"
             )
         q, d, p_txt, c_txt = parts[:4]
-        try:
-            pos = int(p_txt)
-        except ValueError:
-            raise err(f"position {p_txt!r} is not an integer") from None
+        digits = p_txt[1:] if p_txt[:1] in "+-" else p_txt
+        if not (digits.isascii() and digits.isdigit()):  # int() takes "2_0" and "٣"
+            raise err(f"position {p_txt[:40]!r} is not an integer")
+        pos = int(p_txt)
         if pos < 1:
             raise err(f"position {pos} is < 1 (positions are 1-based)")
         if pos > MAX_POSITION:
@@ -332,6 +335,18 @@ def read_click_log(
 def write_click_log(path: str | os.PathLike, log: ClickLog) -> None:
     """Write ``log`` in the click-log format (with header and impression column), atomically."""
     from ltrboost.io._atomic import atomic_write
+
+    # ids the format cannot carry: a field ends at whitespace, and a line whose first
+    # field starts with '#' is a comment (refused before anything is written)
+    for kind, ids in (("qid", log.qid), ("docid", log.docid)):
+        for k, v in enumerate(np.asarray(ids, dtype=object).tolist()):
+            text = str(v)
+            if not text or len(text.split()) != 1 or (kind == "qid" and text[0] == "#"):
+                raise ValueError(
+                    f"entry {k}: {kind} {text[:40]!r} cannot be written to a click log "
+                    "(ids must be non-empty, without whitespace, and a qid must not start "
+                    "with '#')"
+                )
 
     def chunks():
         yield "qid\tdocid\tposition\tclicked\timpression\n"
@@ -423,11 +438,14 @@ def simulate(
         if s.shape != y.shape:
             raise ValueError("scores must have the shape of labels")
     ymax = float(y.max()) if y.size else 0.0
+    # (2^y - 1) / 2^ymax written as 2^(y - ymax) - 2^-ymax: the same numbers (exactly,
+    # for grades up to 53) without overflowing at grades of 1024 and more
+    gain = np.exp2(y - ymax) - np.exp2(-ymax)
     if eps_plus is None:
-        attract = noise + (1.0 - noise) * (np.exp2(y) - 1.0) / np.exp2(ymax)
-    else:
-        top = np.exp2(ymax) - 1.0
-        attract = noise + (eps_plus - noise) * ((np.exp2(y) - 1.0) / top if top > 0 else 0.0)
+        attract = noise + (1.0 - noise) * gain
+    else:  # (2^y - 1) / (2^ymax - 1)
+        top = 1.0 - np.exp2(-ymax)
+        attract = noise + (eps_plus - noise) * (gain / top if top > 0 else 0.0)
     qid_text = [str(q) for q in (range(n_q) if qids is None else qids)]
     if len(qid_text) != n_q:
         raise ValueError("qids must have one entry per query")
