@@ -94,8 +94,9 @@ def test_not_fitted(data) -> None:
         check_is_fitted(est)
     with pytest.raises(NotFittedError, match="fit"):
         est.predict(X)
+    assert not hasattr(est, "predict_proba")  # lambdamart: no probabilities
     with pytest.raises(NotFittedError):
-        est.predict_proba(X)
+        Ranker(objective="mcrank").predict_proba(X)
     with pytest.raises(NotFittedError):
         est.score(X, y, qid=qid)
     with pytest.raises(NotFittedError):

@@ -81,7 +81,13 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
     out: dict[str, Any] = {}
     for item in items:
         if callable(item):
-            out.setdefault(getattr(item, "__name__", "custom"), item)
+            name = getattr(item, "__name__", "custom")
+            if name in out and out[name] is not item:
+                raise ValueError(
+                    f"eval_metric: two metrics are named {name!r} (results are kept by "
+                    "name); give each callable its own __name__"
+                )
+            out.setdefault(name, item)
         elif not isinstance(item, str):
             raise ValueError(
                 f"eval_metric entries must be metric names or callables "

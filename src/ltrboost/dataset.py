@@ -363,6 +363,11 @@ def make_dataset(
                 f"sample_weight[{row}]={w[row]} must be finite, >= 0 and at most "
                 f"{_FLOAT32_MAX:.4g} (weights are float32)"
             )
+        if n > 0 and not w.any():
+            raise LTRInputError(
+                "sample_weight is zero for every row: nothing to learn or measure "
+                "(give at least one positive weight)"
+            )
         w = w.astype(np.float32)
     pos = None if position is None else check_positions(position, n)
     if order is not None:

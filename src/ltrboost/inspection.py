@@ -46,10 +46,14 @@ def feature_importance(
     importance_type : {"gain", "split"}, default="gain"
         Number of splits on the feature, or the summed gain of those splits.
     iteration : int, optional
-        Count only the trees of the first ``iteration`` rounds.
+        Count only the trees of the first ``iteration`` rounds.  Default: the model's
+        ``best_iteration`` when early stopping set one (the trees ``predict`` uses, as
+        LightGBM's ``feature_importance``), else every round.
     """
     if importance_type not in IMPORTANCE_TYPES:
         raise ValueError(f"importance_type={importance_type!r} is not one of {IMPORTANCE_TYPES}")
+    if iteration is None:
+        iteration = getattr(booster, "best_iteration", None)
     imp = np.zeros(booster.n_features, dtype=np.float64)
     for nodes in _trees(booster, iteration):
         inner = nodes[nodes["is_leaf"] == 0]

@@ -169,16 +169,19 @@ def plot_metric(
     Returns
     -------
     matplotlib.axes.Axes
-        One line per set, labelled with its name; x is the round (1-based), y the value.
+        One line per set, labelled with its name; x is the round (1-based, counting
+        an ``init_model``'s rounds, as ``best_iteration`` does), y the value.
     """
     _pyplot()
     best = None
+    total = None  # rounds of the model: after a warm start the record covers the last ones
     if isinstance(model_or_evals_result, dict):
         evals = model_or_evals_result
     else:
         booster = _booster(model_or_evals_result)
         evals = booster.evals_result or {}
         best = booster.best_iteration
+        total = booster.n_iterations
     if not evals:
         raise ValueError(
             "no evaluation results: fit with eval_set=[...] (or train with valid_sets) to "
@@ -197,7 +200,8 @@ def plot_metric(
                 f"metric {metric!r} was not recorded on {name!r}; recorded: {list(evals[name])}"
             )
         values = np.asarray(evals[name][metric], dtype=np.float64)
-        ax.plot(np.arange(1, len(values) + 1), values, label=name)
+        first = 1 if total is None else max(1, total - len(values) + 1)
+        ax.plot(np.arange(first, first + len(values)), values, label=name)
     if show_best and best is not None:
         ax.axvline(int(best), linestyle=":", color="gray", label=f"best iteration ({best})")
     if title is not None:

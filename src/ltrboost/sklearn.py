@@ -209,6 +209,9 @@ class Ranker(BaseEstimator):
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
         X, qid = _split_qid_column(X, qid, group)
+        init_model = _as_booster(init_model)
+        if init_model is not None:  # its trees read features by its names
+            X = _by_names(X, init_model.feature_names, "X (the columns of init_model)")
         train_set = make_dataset(
             X, y, qid=qid, group=group, sample_weight=sample_weight, position=position
         )
@@ -229,8 +232,9 @@ class Ranker(BaseEstimator):
         valid_sets = []
         for k, es in enumerate(eval_set):
             name = (eval_names[k] if eval_names else None) or f"valid_{k}"
-            valid_sets.append((name, _eval_dataset(es, *eval_queries[k], index=k)))
-        init_model = _as_booster(init_model)
+            valid_sets.append(
+                (name, _eval_dataset(es, *eval_queries[k], index=k, names=train_set.feature_names))
+            )
         if init_model is not None:
             # n_estimators counts the rounds added to init_model (LightGBM, XGBoost)
             params.n_estimators = init_model.n_iterations + int(params.n_estimators)
@@ -249,6 +253,10 @@ class Ranker(BaseEstimator):
         self.n_features_in_ = self.booster_.n_features
         if train_set.feature_names is not None:
             self.feature_names_in_ = np.asarray(train_set.feature_names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):  # refit on an array: no names now
+            del self.feature_names_in_
+        # score()'s default metric: fit's eval_metric when given, else the constructor's
+        self._fit_eval_metric = eval_metric
         return self
 
     @property
@@ -290,16 +298,31 @@ class Ranker(BaseEstimator):
             return X.drop(columns="qid"), X["qid"].to_numpy()
         return X, None
 
-    def predict_proba(self, X: Any, *, iteration: int | None = None):
-        """Grade probabilities (objective ``mcrank`` only), shape (n_samples, n_grades)."""
+    @property
+    def predict_proba(self) -> Callable[..., NDArray[np.float64]]:
+        """Grade probabilities (objective ``mcrank`` only), shape (n_samples, n_grades):
+        ``predict_proba(X, *, iteration=None)``.
+
+        For any other objective the attribute does not exist (``hasattr`` is False, as
+        scikit-learn's checks expect) and reading it raises an AttributeError naming
+        the objective.
+        """
+        if hasattr(self, "booster_"):
+            name = self.booster_.objective
+            ok = hasattr(self.booster_.get_objective(), "predict_proba")
+        else:
+            name = self.objective
+            ok = name == "mcrank"
+        if not ok:
+            raise AttributeError(
+                f"predict_proba is only available for objective='mcrank', not {name!r}"
+            )
+        return self._predict_proba
+
+    def _predict_proba(self, X: Any, *, iteration: int | None = None) -> NDArray[np.float64]:
         self._check_fitted()
         X, _ = self._drop_qid_column(X)
         obj = self.booster_.get_objective()
-        if not hasattr(obj, "predict_proba"):
-            raise AttributeError(
-                f"predict_proba is only available for objective='mcrank', "
-                f"not {self.booster_.objective!r}"
-            )
         return obj.predict_proba(self.booster_.predict_raw(X, iteration=iteration))
 
     def score(
@@ -326,9 +349,12 @@ class Ranker(BaseEstimator):
         X, qid_col = self._drop_qid_column(X)
         if qid is None and group is None:
             qid = qid_col
+        X = _by_names(X, self.booster_.feature_names, "score's X")
         ds = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
         if metric is None:
-            m = self.eval_metric
+            m = getattr(self, "_fit_eval_metric", None)
+            if m is None:
+                m = self.eval_metric
             if isinstance(m, str):
                 m = m.split(",")
             elif callable(m):
@@ -370,7 +396,25 @@ class Ranker(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True  # SciPy sparse X is binned without densifying
         return tags
+
+
+def _by_names(X: Any, names: Sequence[str] | None, what: str) -> Any:
+    """A DataFrame ``X`` with its columns in the order of ``names`` (taken by name, as
+    ``predict`` takes them; missing or unknown ones refused, naming ``what``); anything
+    else as it is."""
+    if names is None or not (hasattr(X, "columns") and hasattr(X, "iloc")):
+        return X
+    from ltrboost.dataset import LTRInputError, _columns_by_name
+
+    have = [str(c) for c in X.columns]
+    if have == list(names):
+        return X
+    try:
+        return _columns_by_name(X, have, list(names))
+    except LTRInputError as e:
+        raise LTRInputError(f"{what}: {e}") from None
 
 
 def _has_qid_column(X: Any) -> bool:
@@ -424,7 +468,19 @@ def _eval_queries(eval_set: list, eval_qid, eval_group) -> list[tuple[Any, Any]]
     return [(None, g) for g in given]
 
 
-def _eval_dataset(es: tuple, qid=None, group=None, index: int = 0) -> RankingDataset:
+def _eval_dataset(
+    es: tuple, qid=None, group=None, index: int = 0, names: Sequence[str] | None = None
+) -> RankingDataset:
+    """``eval_set[index]`` as a dataset; a DataFrame's columns are taken by the training
+    set's ``names`` (any order), as ``predict`` takes them."""
+    es = tuple(es)
+    if es and _has_qid_column(es[0]) and not (names is not None and "qid" in names):
+        X0, q0 = es[0].drop(columns="qid"), es[0]["qid"].to_numpy()
+        es = (_by_names(X0, names, f"eval_set[{index}]"), *es[1:])
+        if len(es) == 2 and qid is None and group is None:
+            return make_dataset(es[0], es[1], qid=q0)
+    elif es:
+        es = (_by_names(es[0], names, f"eval_set[{index}]"), *es[1:])
     if qid is not None or group is not None:
         name = "eval_qid" if qid is not None else "eval_group"
         if len(es) != 2:
