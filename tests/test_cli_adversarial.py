@@ -112,7 +112,7 @@ def test_cr_only_line_ends(tmp_path, capsys):
     data = tmp_path / "mac.txt"
     data.write_bytes(b"1 qid:1 1:0.5\r0 qid:1 1:0.2\r")
     rc, _, err = run(["train", data, "-q", "-o", tmp_path / "m.json"], capsys)
-    one_line_error(rc, err, "mac.txt:1", "CR only")
+    one_line_error(rc, err, "mac.txt:1", "only CRs: classic Mac OS line ends?")
 
 
 def test_outputs_never_replace_inputs(letor, tmp_path, capsys):

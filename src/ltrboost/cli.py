@@ -666,7 +666,7 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
     try:
         data = load_svmlight(path, missing=missing)
     except LTRInputError as e:
-        if "pass n_features=" not in e.problem:
+        if getattr(e, "width_guard", None) is None:  # see letor._parse_stream
             raise
         # the data itself uses so high an index that the reader's size guard trips:
         # read it at the model's width, as any prediction of such data must

@@ -11,7 +11,7 @@ so that per-document outputs can be returned in input order.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -507,6 +507,19 @@ def _refuse_complex(a: Any, name: str) -> None:
         for v in np.asarray(a).ravel()[:1000]:  # a cheap look at object arrays
             if isinstance(v, complex):
                 raise LTRInputError(f"{name} holds complex numbers; it must be real")
+
+
+def select_columns(X: Any, feature_names: Sequence[str] | None) -> Any:
+    """A pandas DataFrame ``X`` with its columns taken by name in the order of
+    ``feature_names`` (the names stored at fit time), still a DataFrame; anything else,
+    or no names, as it is.  LTRInputError names missing, unknown or duplicate columns
+    (the rule :func:`as_feature_matrix` applies when it converts)."""
+    if feature_names is None or not (hasattr(X, "columns") and hasattr(X, "iloc")):
+        return X
+    have = [str(c) for c in X.columns]
+    if have == list(feature_names):
+        return X
+    return _columns_by_name(X, have, list(feature_names))
 
 
 def _columns_by_name(X: Any, names: list[str], expected: list[str]) -> Any:

@@ -404,15 +404,10 @@ def _by_names(X: Any, names: Sequence[str] | None, what: str) -> Any:
     """A DataFrame ``X`` with its columns in the order of ``names`` (taken by name, as
     ``predict`` takes them; missing or unknown ones refused, naming ``what``); anything
     else as it is."""
-    if names is None or not (hasattr(X, "columns") and hasattr(X, "iloc")):
-        return X
-    from ltrboost.dataset import LTRInputError, _columns_by_name
+    from ltrboost.dataset import LTRInputError, select_columns
 
-    have = [str(c) for c in X.columns]
-    if have == list(names):
-        return X
     try:
-        return _columns_by_name(X, have, list(names))
+        return select_columns(X, names)
     except LTRInputError as e:
         raise LTRInputError(f"{what}: {e}") from None
 

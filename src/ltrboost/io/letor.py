@@ -505,15 +505,21 @@ def _parse_stream(
     consumed = 0
     for block in blocks:
         start = len(_BOM) if consumed == 0 and block.startswith(_BOM) else 0
-        if consumed == 0 and b"\n" not in block and block.count(b"\r", 0, 1 << 20) > 1:
-            raise LTRInputError(
-                "lines end with CR only (classic Mac OS line ends); the reader needs LF "
-                "or CRLF: convert the file, e.g. tr '\\r' '\\n' < IN > OUT",
-                path=path,
-                line=1,
-            )
+        first = consumed == 0
         consumed += len(block)
-        b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
+        try:
+            b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
+        except LTRInputError as e:
+            # CR alone is whitespace inside a line; a file of classic Mac OS line ends
+            # (no LF at all, CRs between records) reads as one long line: say why
+            if first and b"\n" not in block and block.count(b"\r", 0, 1 << 20) > 1:
+                raise LTRInputError(
+                    f"{e.problem} (the file has no LF line ends, only CRs: classic Mac OS "
+                    "line ends? convert them, e.g. tr '\\r' '\\n' < IN > OUT)",
+                    path=e.path,
+                    line=e.line,
+                ) from None
+            raise
         nb = b.n_rows
         if b.max_idx > max_idx:
             max_idx, max_idx_line = b.max_idx, b.max_idx_line
@@ -564,7 +570,7 @@ def _parse_stream(
         raise _empty_file_error(path)
     if X is None:
         nbytes = n_rows * max_idx * 8
-        raise LTRInputError(
+        err = LTRInputError(
             f"the highest feature index, {max_idx}, makes X {n_rows} x {max_idx} float64 "
             f"({nbytes / 2**30:.1f} GiB), far more than the file's size "
             f"({n_bytes} bytes): is the index a typo? If it is intended, read the file "
@@ -572,6 +578,8 @@ def _parse_stream(
             path=path,
             line=max_idx_line,
         )
+        err.width_guard = max_idx  # the CLI's predict reads such data at the model's width
+        raise err
     # Shrink to the rows read, in place (realloc) rather than by a copy.
     X.resize((n_rows, width), refcheck=False)
     y.resize(n_rows, refcheck=False)
