@@ -94,6 +94,13 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
                 f"f(scores, labels, query_offsets) -> float, not {item!r}"
             )
         elif item:
+            # one name grammar everywhere: "NDCG@05" is recorded as "ndcg@5", once
+            from ltrboost.metrics import parse_metric_list
+
+            try:
+                item = parse_metric_list([item])[0]
+            except ValueError:
+                pass  # unknown: check_metrics names it as typed
             out.setdefault(item, None)
     if not out:  # "", ",", " , " or []: not the default metric by accident
         raise ValueError(f"eval_metric: no metric given in {m!r}; e.g. 'ndcg@10,err,map'")

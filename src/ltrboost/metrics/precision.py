@@ -270,11 +270,14 @@ def _pair_margins_all_queries(scores, y, query_offsets, pair_offsets, margins):
         p = pair_offsets[q]
         for i in range(lo, hi):
             for j in range(i + 1, hi):
+                # equal scores are a tie, margin 0 (inf - inf would be NaN and drop
+                # the pair from every count)
+                d = 0.0 if scores[i] == scores[j] else scores[i] - scores[j]
                 if y[i] > y[j]:
-                    margins[p] = scores[i] - scores[j]
+                    margins[p] = d
                     p += 1
                 elif y[i] < y[j]:
-                    margins[p] = scores[j] - scores[i]
+                    margins[p] = -d
                     p += 1
 
 

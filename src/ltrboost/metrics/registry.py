@@ -413,7 +413,13 @@ def evaluate(
     result: dict[str, float] = {}
     for m in metrics:
         metric = m if isinstance(m, Metric) else get_metric(m, **metric_kwargs)
-        result[metric.name] = metric(scores, y, query_offsets, query_weights)
+        value = metric(scores, y, query_offsets, query_weights)
+        before = result.setdefault(metric.name, value)
+        if before != value and not (before != before and value != value):  # NaN == NaN
+            raise ValueError(
+                f"two metrics named {metric.name!r} give different values ({before!r}, "
+                f"{value!r}): their options differ; evaluate them in separate calls"
+            )
     return result
 
 
