@@ -10,27 +10,12 @@ import numpy as np
 import pytest
 
 from ltrboost.booster import BoosterParams, train
-from ltrboost.cli import main
 from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
 from ltrboost.experiment import run_experiment
 from ltrboost.objectives.pair_selection import query_seed_base
-
-
-def run(argv, capsys):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_line_error(rc, err, *needles):
-    assert rc == 2, err
-    assert "Traceback" not in err
-    lines = err.strip().split("\n")
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("ltrboost: error: ")
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+from test_cli import assert_one_line_error as one_line_error
+from test_cli import run
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ sum of two shards' sums).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import subprocess
 import sys
@@ -177,14 +178,24 @@ def test_custom_metric_sees_every_workers_rows_as_local(client):
     assert len(set(local.evals_result["v"]["pooled_corr"])) > 1  # not a constant
 
 
-def test_a_closed_client_stops_training_with_a_clear_error():
-    """Closing the client under a running fit: DistributedTrainingError, not a
-    KeyError from the scheduler's reply."""
+@contextlib.contextmanager
+def _own_cluster():
+    """A cluster of its own (the test breaks it), closed at the end."""
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
     )
     client = distributed.Client(cluster)
     try:
+        yield cluster, client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_a_closed_client_stops_training_with_a_clear_error():
+    """Closing the client under a running fit: DistributedTrainingError, not a
+    KeyError from the scheduler's reply."""
+    with _own_cluster() as (_, client):
         X, y, qid = _data(seed=7)
 
         def close(env):
@@ -199,9 +210,6 @@ def test_a_closed_client_stops_training_with_a_clear_error():
                 callbacks=[close],
                 timeout=30,
             )
-    finally:
-        client.close()
-        cluster.close()
 
 
 def test_sample_weights_on_the_workers(client):
@@ -332,11 +340,7 @@ def test_unsupported_objective_is_refused_clearly(client):
 
 
 def test_a_lost_worker_stops_training_with_a_clear_error_in_bounded_time():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-    )
-    client = distributed.Client(cluster)
-    try:
+    with _own_cluster() as (cluster, client):
         X, y, qid = _data(seed=7)
         victim = sorted(cluster.scheduler.workers)[1]
 
@@ -355,9 +359,6 @@ def test_a_lost_worker_stops_training_with_a_clear_error_in_bounded_time():
                 timeout=60,
             )
         assert time.monotonic() - t0 < 60
-    finally:
-        client.close()
-        cluster.close()
 
 
 def test_resume_from_a_checkpoint_gives_the_uninterrupted_model(client, tmp_path):

@@ -209,13 +209,13 @@ def test_pruned_and_unpruned_models_are_identical(config, monkeypatch, tmp_path)
     np.testing.assert_array_equal(pruned.predict(ds.X), full.predict(ds.X))
 
 
-def _lambdamart_tree_inputs(ds, n_rounds=3):
+def _lambdamart_tree_inputs(ds, n_rounds=3, **objective_params):
     """Gradients, hessians and OLE pairs of LambdaMART after a few Newton rounds."""
     booster = train(
         BoosterParams(objective="lambdamart", n_estimators=n_rounds, max_leaf_nodes=8), ds
     )
     scores = booster.predict(ds.X).astype(np.float64)
-    obj = make_objective(BoosterParams(objective="lambdamart"))
+    obj = make_objective(BoosterParams(objective="lambdamart", **objective_params))
     g = np.empty(ds.n_samples, np.float32)
     h = np.empty(ds.n_samples, np.float32)
     obj.gradient_hessian(scores, ds, g, h)

@@ -13,6 +13,7 @@ from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
 from ltrboost.histogram import HistogramBuilder, LocalHistograms, _pair_histogram_reference
 from ltrboost.splitting import SplitInfo
+from test_ole_bound import _grower, _lambdamart_tree_inputs
 
 
 def _split(feature, bin_idx, missing_left):
@@ -112,32 +113,7 @@ def test_subtraction_grows_the_trees_of_the_full_build(config, monkeypatch):
 
 
 def _tree_inputs(ds):
-    from ltrboost.booster import make_objective
-
-    booster = train(BoosterParams(objective="lambdamart", n_estimators=3, max_leaf_nodes=8), ds)
-    scores = booster.predict(ds.X).astype(np.float64)
-    obj = make_objective(BoosterParams(objective="lambdamart", truncation_level=0))
-    g = np.empty(ds.n_samples, np.float32)
-    h = np.empty(ds.n_samples, np.float32)
-    obj.gradient_hessian(scores, ds, g, h)
-    pt = obj.pair_terms(scores, ds)
-    return g, h, (pt.doc_i.astype(np.int32), pt.doc_j.astype(np.int32), pt.rho)
-
-
-def _grower_args(ds, **kw):
-    from ltrboost.binning import BinMapper
-
-    binner = BinMapper(max_bins=32).fit(ds.X)
-    X_binned = binner.transform(ds.X)
-    params = grower_mod.GrowerParams(
-        split_criterion="ole", max_leaf_nodes=16, min_samples_leaf=5, **kw
-    )
-    return X_binned, (
-        binner.n_bins_non_missing_,
-        binner.missing_bin_,
-        binner.thresholds_matrix(),
-        params,
-    )
+    return _lambdamart_tree_inputs(ds, truncation_level=0)  # all pairs
 
 
 def test_subtraction_builds_less_and_grows_the_same_tree(monkeypatch):
@@ -146,7 +122,7 @@ def test_subtraction_builds_less_and_grows_the_same_tree(monkeypatch):
     splits; a child made by subtraction holds the pair histograms of its own pairs."""
     ds = _data(n_features=20)
     g, h, pairs = _tree_inputs(ds)
-    X_binned, args = _grower_args(ds)
+    X_binned, args = _grower(ds)
     made = []
     original = grower_mod.TreeGrower._split_pair_histograms
 
@@ -188,7 +164,7 @@ def test_two_shards_subtract_to_the_one_shard_tree(monkeypatch):
     shards': the tree has the one-shard tree's splits."""
     ds = _data(n_features=20)
     g, h, pairs = _tree_inputs(ds)
-    X_binned, args = _grower_args(ds)
+    X_binned, args = _grower(ds)
     missing_bin = args[1]
     cut = int(ds.query_offsets[ds.n_queries // 2])
     shards = HistogramBuilder(
@@ -209,7 +185,7 @@ def test_top_features_mode_does_not_subtract():
     """``ole_top_features`` picks other features at every node: no subtraction."""
     ds = _data(n_features=20)
     g, h, pairs = _tree_inputs(ds)
-    X_binned, args = _grower_args(ds, ole_top_features=3)
+    X_binned, args = _grower(ds, ole_top_features=3)
     tree = grower_mod.TreeGrower(X_binned, *args)
     tree.grow(g, h, pairs=pairs)
     assert tree.ole_stats["deep_built"] == tree.ole_stats["deep_work"]

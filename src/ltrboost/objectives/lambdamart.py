@@ -46,6 +46,7 @@ from ltrboost.objectives.pair_engine import (
     PairwiseObjective,
     exp_below_max,
     lambda_norm_factor,
+    rank_ordered_query,
     sigmoid_from_exp,
 )
 from ltrboost.objectives.pair_selection import (
@@ -612,18 +613,7 @@ def _lambdamart_ndcg_scalar(
     compilation.
     """
     n = order.shape[0]
-    s = np.empty(n)
-    v = np.empty(n)
-    lab = np.empty(n)
-    disc = np.empty(n)
-    for r in range(n):
-        d = order[r]
-        s[r] = scores_q[d]
-        v[r] = values_q[d]
-        lab[r] = labels_q[d]
-        disc[r] = discount(r)
-    ex = np.empty(n)
-    exp_below_max(s, s[0], sigma, ex)  # s[0] is the query's highest score
+    s, v, lab, disc, ex = rank_ordered_query(order, scores_q, values_q, labels_q, sigma)
     g_acc = np.zeros(n)  # by rank
     h_acc = np.zeros(n)
     scale_by_diff = normalize and s[0] != s[n - 1]
@@ -808,18 +798,9 @@ def _ndcg_pair_terms_queries(
         order_q = order[lo:hi]
         weights_q = weights[lo:hi] if has_w else weights[0:0]
         inv_norm_q = inv_norm[q]
-        s = np.empty(n)
-        v = np.empty(n)
-        lab = np.empty(n)
-        disc = np.empty(n)
-        for r in range(n):
-            d = order_q[r]
-            s[r] = scores[lo + d]
-            v[r] = values[lo + d]
-            lab[r] = labels[lo + d]
-            disc[r] = discount(r)
-        ex = np.empty(n)
-        exp_below_max(s, s[0], sigma, ex)  # s[0] is the query's highest score
+        s, v, lab, disc, ex = rank_ordered_query(
+            order_q, scores[lo:hi], values[lo:hi], labels[lo:hi], sigma
+        )
         scale_by_diff = normalize and s[0] != s[n - 1]
         sum_lambdas = 0.0
         for a in range(n_outer_ranks(n, method, truncation)):

@@ -464,6 +464,27 @@ def exp_below_max(scores_q, s_max, sigma, out):
 
 
 @inline_kernel
+def rank_ordered_query(order, scores_q, values_q, labels_q, sigma):
+    """A query's scores, gain values and labels in rank order (``order``), the
+    discounts of the ranks and the exponentials ``exp(sigma (s - s_max))`` of
+    :func:`sigmoid_from_exp` (``s[0]`` is the query's highest score)."""
+    n = order.shape[0]
+    s = np.empty(n)
+    v = np.empty(n)
+    lab = np.empty(n)
+    disc = np.empty(n)
+    for r in range(n):
+        d = order[r]
+        s[r] = scores_q[d]
+        v[r] = values_q[d]
+        lab[r] = labels_q[d]
+        disc[r] = discount(r)
+    ex = np.empty(n)
+    exp_below_max(s, s[0], sigma, ex)
+    return s, v, lab, disc, ex
+
+
+@inline_kernel
 def lambda_norm_factor(normalize, sum_lambdas):
     """LightGBM's ``lambdarank_norm`` query factor ``log2(1 + S) / S`` (1 if off)."""
     if normalize and sum_lambdas > 0.0:

@@ -67,11 +67,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._numba import kernel, over_queries
-from ltrboost.metrics._dcg import discount
 from ltrboost.metrics.ndcg import delta_ndcg
 from ltrboost.objectives.pair_engine import (
-    exp_below_max,
     lambda_norm_factor,
+    rank_ordered_query,
     sigmoid_from_exp,
 )
 from ltrboost.objectives.pair_selection import (
@@ -160,18 +159,7 @@ def _unbiased_ndcg_query(
     (tested).  ``li_q`` / ``lj_q`` (OUT, by row) receive the pair losses of eqs. 30, 31.
     """
     n = order.shape[0]
-    s = np.empty(n)
-    v = np.empty(n)
-    lab = np.empty(n)
-    disc = np.empty(n)
-    for r in range(n):
-        d = order[r]
-        s[r] = scores_q[d]
-        v[r] = values_q[d]
-        lab[r] = labels_q[d]
-        disc[r] = discount(r)
-    ex = np.empty(n)
-    exp_below_max(s, s[0], sigma, ex)
+    s, v, lab, disc, ex = rank_ordered_query(order, scores_q, values_q, labels_q, sigma)
     g_acc = np.zeros(n)  # by rank
     h_acc = np.zeros(n)
     li_acc = np.zeros(n)
