@@ -145,7 +145,7 @@ class CompileNotice:
             self.stream.flush()
 
     def _finish_burst(self) -> None:
-        from ltrboost._numba import cache_location
+        from ltrboost._numba import cache_note
 
         with self._lock:
             start, self._burst_start = self._burst_start, None
@@ -155,7 +155,7 @@ class CompileNotice:
             return
         line = (
             f"ltrboost: compiled {n} kernels in {max(end - start, 0.0):.1f} s "
-            f"(first run only; cached in {cache_location()})"
+            f"({cache_note()})"
         )
         bar = self._bar
         if bar is not None:

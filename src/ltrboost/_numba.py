@@ -80,10 +80,18 @@ def _writable_folder(path: str) -> bool:
     return True
 
 
+# NUMBA_CACHE_DIR when it is set but cannot be written (Numba then silently falls back
+# to the package folder): named by cache_location() and the compile notice.
+_UNUSABLE_NUMBA_CACHE_DIR: str | None = None
+
+
 def _choose_cache_dir() -> str | None:
     """Folder for ltrboost's kernel cache; None = Numba's own choice (1. or 2.)."""
+    global _UNUSABLE_NUMBA_CACHE_DIR
     if numba.config.CACHE_DIR:
-        return None  # NUMBA_CACHE_DIR wins
+        if _writable_folder(numba.config.CACHE_DIR):
+            return None  # NUMBA_CACHE_DIR wins
+        _UNUSABLE_NUMBA_CACHE_DIR = os.path.abspath(numba.config.CACHE_DIR)
     package = os.path.dirname(os.path.abspath(__file__))
     if _writable_folder(os.path.join(package, "__pycache__")):
         return None
@@ -95,11 +103,24 @@ _CACHE_DIR = _choose_cache_dir()
 
 def cache_location() -> str:
     """Where this process reads and writes compiled kernels (for messages and docs)."""
-    if numba.config.CACHE_DIR:
+    if numba.config.CACHE_DIR and _UNUSABLE_NUMBA_CACHE_DIR is None:
         return os.path.abspath(numba.config.CACHE_DIR)
     if _CACHE_DIR is not None:
         return _CACHE_DIR
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+
+
+def cache_note() -> str:
+    """How this process caches kernels, for the compile notice: ``first run only;
+    cached in FOLDER``,
+    naming an unwritable ``NUMBA_CACHE_DIR`` that was passed over, or ``not cached``
+    when no folder is writable."""
+    if _warned_uncached:
+        return "not cached: no writable folder, every process compiles"
+    note = f"first run only; cached in {cache_location()}"
+    if _UNUSABLE_NUMBA_CACHE_DIR is not None:
+        note += f"; NUMBA_CACHE_DIR={_UNUSABLE_NUMBA_CACHE_DIR} is not writable"
+    return note
 
 
 def _preset(**options: Any) -> Callable[[Callable], Any]:
@@ -153,14 +174,36 @@ def _wait_for_cache_entries(dispatcher: Any) -> Any:
         return dispatcher
 
     def load_overload(sig: Any, target_context: Any) -> Any:
-        result = load(sig, target_context)
+        result = _load_or_forget(cache, load, sig, target_context, name)
         waiter = _cache_waiter
         if result is None and waiter is not None and waiter(name):
-            result = load(sig, target_context)
+            result = _load_or_forget(cache, load, sig, target_context, name)
         return result
 
     cache.load_overload = load_overload
     return dispatcher
+
+
+def _load_or_forget(cache: Any, load: Callable, sig: Any, target_context: Any, name: str) -> Any:
+    """Numba's cache lookup; a damaged entry (a truncated or empty ``.nbi``/``.nbc``
+    file: Numba raises from unpickling it) counts as a miss, and its index file is
+    removed so that the compilation that follows writes a fresh one (Numba's save reads
+    the index first and would fail on it too).  The cache only saves time: a damaged
+    file must never stop a command."""
+    try:
+        return load(sig, target_context)
+    except Exception as e:  # pickle, EOF, zlib, attribute errors from a bad file
+        index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+        if index is not None:
+            with contextlib.suppress(OSError):
+                os.remove(index)
+        warnings.warn(
+            f"the kernel cache entry of {name} could not be read "
+            f"({type(e).__name__}); compiling it again",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
 
 
 _warned_uncached = False
