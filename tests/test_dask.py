@@ -212,6 +212,35 @@ def test_a_closed_client_stops_training_with_a_clear_error():
             )
 
 
+def test_a_query_whose_qid_dtype_differs_between_files_is_regrouped_whole(client, tmp_path):
+    """Every query cut across two Parquet files, its qid int64 in one and float64 in the
+    other (one query to pandas): the regrouping hash puts both halves in one bucket, so
+    the model is local training's on the files' rows (a query was trained as two)."""
+    pytest.importorskip("pyarrow")
+    X, y, qid = _data(seed=12)
+    frame = pd.DataFrame(X, columns=[f"f{k}" for k in range(X.shape[1])])
+    frame["label"] = y
+    frame["qid"] = qid.astype(np.int64)
+    # the first half of every query in one file (int qids), the rest in the other
+    rank = frame.groupby("qid").cumcount().to_numpy()
+    size = frame.groupby("qid")["qid"].transform("size").to_numpy()
+    a = frame[rank < size // 2]
+    b = frame[rank >= size // 2].astype({"qid": np.float64})
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    a.to_parquet(folder / "part.0.parquet", index=False)
+    b.to_parquet(folder / "part.1.parquet", index=False)
+    both = pd.concat([a, b.astype({"qid": np.int64})], ignore_index=True)
+    local = ltrboost.Ranker(n_estimators=8, random_state=0).fit(
+        both.drop(columns=["label", "qid"]), both["label"], qid=both["qid"]
+    )
+    dist = ldask.DaskRanker(client=client, n_estimators=8, random_state=0).fit(
+        dd.read_parquet(folder), "label"
+    )
+    feats = frame.drop(columns=["label", "qid"])
+    np.testing.assert_allclose(dist.to_local().predict(feats), local.predict(feats), rtol=1e-9)
+
+
 def test_sample_weights_on_the_workers(client):
     X, y, qid = _data(seed=11)
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(y))

@@ -252,8 +252,16 @@ def _part_meta(part) -> dict:
 
 
 def _hash_buckets(qid: NDArray, n_buckets: int) -> NDArray[np.int64]:
-    """A stable (seed-free, process-independent) hash of each qid, modulo ``n_buckets``."""
-    h = pd.util.hash_array(np.asarray(qid), categorize=False)
+    """A stable (seed-free, process-independent) hash of each qid, modulo ``n_buckets``.
+
+    Numeric qids are hashed as float64 values (+0.0 for -0.0): one query whose rows come
+    as int 7 from one file and float 7.0 from another (one query to pandas) must land in
+    one bucket; ``hash_array`` hashes the two dtypes differently.  Distinct large ints
+    that share a float only share a bucket, which is harmless."""
+    q = np.asarray(qid)
+    if q.dtype.kind in "biuf":
+        q = q.astype(np.float64) + 0.0
+    h = pd.util.hash_array(q, categorize=False)
     return (h % np.uint64(n_buckets)).astype(np.int64)
 
 
@@ -319,6 +327,24 @@ def _pick(pieces, k):
     return pieces[k]
 
 
+def _check_no_cut_query(metas, what: str) -> None:
+    """Raise when a query still spans two partitions after the regrouping shuffle (it
+    would train as two queries: a wrong model, silently)."""
+    qids = pd.Series(np.concatenate([m["qids"] for m in metas]))
+    dup = qids.duplicated(keep=False).to_numpy()
+    if dup.any():
+        q = qids.iloc[int(np.flatnonzero(dup)[0])]
+        raise LTRInputError(
+            f"{what}: query {_plain(q)!r} is still cut between partitions after regrouping "
+            "(its qid values differ in type between partitions?); give the qid one dtype"
+        )
+
+
+def _plain(v):
+    """A NumPy scalar as the Python value it holds (for messages)."""
+    return v.item() if hasattr(v, "item") else v
+
+
 def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 600.0):
     """Partitions that keep every query whole: as they are, or after one hash shuffle."""
     metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
@@ -333,7 +359,7 @@ def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 6
         where = part_of[dup & (qids == q).to_numpy()]
         if not regroup:
             raise LTRInputError(
-                f"{what}: query {q!r} is cut between partitions {int(where[0])} and "
+                f"{what}: query {_plain(q)!r} is cut between partitions {int(where[0])} and "
                 f"{int(where[1])}; keep each query in one partition (set_index on the qid, "
                 "or query-partitioned Parquet from `ltrboost convert`) or pass regroup=True"
             )
@@ -345,6 +371,7 @@ def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 6
             for k, row in enumerate(picked)
         ]
         metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
+        _check_no_cut_query(metas, what)  # the shuffle must have made every query whole
     keep = [i for i, m in enumerate(metas) if m["n"] > 0]
     return [futures[i] for i in keep], [metas[i] for i in keep]
 
