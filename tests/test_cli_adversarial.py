@@ -183,3 +183,29 @@ def test_experiment_refuses_to_reuse_cells_made_with_other_settings(
     )  # fmt: skip
     assert rc == 1
     assert "the table is empty" in err
+
+
+def test_a_checkpoint_link_to_an_input_is_refused(letor, tmp_path, capsys):
+    """OUTPUT.checkpoint is an output too: a link there to the training data used to
+    have the data overwritten by the checkpoint."""
+    data = tmp_path / "data.txt"
+    data.write_bytes(letor.read_bytes())
+    before = data.read_bytes()
+    out = tmp_path / "o.json"
+    Path(str(out) + ".checkpoint").symlink_to(data)
+    argv = ["train", data, "-q", "-o", out, "--n-estimators", "4", "--checkpoint-every", "2"]
+    rc, _, err = run(argv, capsys)
+    one_line_error(rc, err, "--checkpoint-every's OUTPUT.checkpoint names an input")
+    assert data.read_bytes() == before
+
+
+def test_resuming_from_the_checkpoint_removes_it(letor, tmp_path, capsys):
+    out = tmp_path / "o.json"
+    ck = Path(str(out) + ".checkpoint")
+    assert run(["train", letor, "-q", "-o", ck, "--n-estimators", "2"], capsys)[0] == 0
+    assert (
+        run(["train", letor, "-q", "-o", out, "--n-estimators", "3", "--resume", ck], capsys)[0]
+        == 0
+    )
+    assert out.exists()
+    assert not ck.exists()

@@ -153,10 +153,7 @@ class CompileNotice:
             end = self._last_end
         if start is None:
             return
-        line = (
-            f"ltrboost: compiled {n} kernels in {max(end - start, 0.0):.1f} s "
-            f"({cache_note()})"
-        )
+        line = f"ltrboost: compiled {n} kernels in {max(end - start, 0.0):.1f} s ({cache_note()})"
         bar = self._bar
         if bar is not None:
             bar.set_description_str("", refresh=False)

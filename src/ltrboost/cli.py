@@ -549,6 +549,11 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if isinstance(value, str) and value not in ("", "-") and os.path.isfile(value):
             outputs.append((name, value))
+    out = getattr(args, "output", None)
+    if getattr(args, "checkpoint_every", None) is not None and isinstance(out, str):
+        ck = checkpoint_path(out)  # written during training (a link is followed)
+        if os.path.isfile(ck):
+            outputs.append(("checkpoint", ck))
     if not outputs:
         return
     inputs = []
@@ -565,7 +570,11 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
             except OSError:
                 same = False
             if same:
-                flag = "--" + out_name.replace("_", "-")
+                flag = (
+                    "--checkpoint-every's OUTPUT.checkpoint"
+                    if out_name == "checkpoint"
+                    else "--" + out_name.replace("_", "-")
+                )
                 raise ValueError(
                     f"{out}: {flag} names an input of this command ({in_name}: {path}); "
                     "writing it would replace that input; give another output path"
@@ -763,9 +772,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         tree_cache=None if checkpoint is None else checkpoint.cache,
         unchanged_since=output_state,
     )
-    if checkpoint is not None:  # the output now holds everything it had
+    resumed_from_checkpoint = args.resume is not None and os.path.abspath(
+        args.resume
+    ) == os.path.abspath(checkpoint_path(args.output))
+    if checkpoint is not None or resumed_from_checkpoint:
+        # the output now holds everything the checkpoint had
         try:
-            os.unlink(checkpoint.path)
+            os.unlink(checkpoint_path(args.output))
         except FileNotFoundError:
             pass
     best = booster.best_iteration
