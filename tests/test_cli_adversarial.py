@@ -209,3 +209,31 @@ def test_resuming_from_the_checkpoint_removes_it(letor, tmp_path, capsys):
     )
     assert out.exists()
     assert not ck.exists()
+
+
+def test_an_interrupted_convert_leaves_nothing(letor, tmp_path, monkeypatch):
+    """convert writes into a hidden folder renamed at the end: a conversion stopped
+    half-way (here: the third file fails) leaves neither the output nor the folder."""
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from ltrboost.io.parquet import letor_to_parquet
+
+    real, calls = pq.write_table, []
+
+    def failing(*args, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(pq, "write_table", failing)
+    with pytest.raises(KeyboardInterrupt):
+        letor_to_parquet(letor, tmp_path / "out", rows_per_file=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.txt"]
+    monkeypatch.setattr(pq, "write_table", real)
+    (tmp_path / "out").mkdir()  # an existing empty folder is fine
+    files = letor_to_parquet(letor, tmp_path / "out", rows_per_file=6)
+    assert [Path(f).name for f in files] == ["part.00000.parquet", "part.00001.parquet",
+                                             "part.00002.parquet"]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "small.txt"]

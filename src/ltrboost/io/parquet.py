@@ -18,6 +18,8 @@ memory (:func:`~ltrboost.io.letor.load_svmlight`); needs ``pyarrow``.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 
 import numpy as np
@@ -79,13 +81,26 @@ def letor_to_parquet(
     if order is not None:
         X, y, qid = X[order], y[order], qid[order]
     names = ["qid", "label"] + [f"f{j + 1}" for j in range(X.shape[1])]
-    os.makedirs(out, exist_ok=True)
-    written = []
-    for k, (a, b) in enumerate(query_file_bounds(offsets, int(rows_per_file))):
-        cols = [pa.array(qid[a:b].astype(np.int64)), pa.array(y[a:b])]
-        cols += [pa.array(np.ascontiguousarray(X[a:b, j])) for j in range(X.shape[1])]
-        table = pa.Table.from_arrays(cols, names=names)
-        name = os.path.join(out, f"part.{k:05d}.parquet")
-        pq.write_table(table, name, row_group_size=max(1, b - a))
-        written.append(name)
-    return written
+    # Written into a hidden folder beside ``out`` and renamed to it at the end (as a
+    # model file goes through a temporary file): an interrupted or failed conversion
+    # leaves no partial dataset that would read back as a smaller one.
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(f"cannot write {out}: directory {parent} does not exist")
+    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(out)}.", suffix=".tmp")
+    try:
+        files = []
+        for k, (a, b) in enumerate(query_file_bounds(offsets, int(rows_per_file))):
+            cols = [pa.array(qid[a:b].astype(np.int64)), pa.array(y[a:b])]
+            cols += [pa.array(np.ascontiguousarray(X[a:b, j])) for j in range(X.shape[1])]
+            table = pa.Table.from_arrays(cols, names=names)
+            name = f"part.{k:05d}.parquet"
+            pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
+            files.append(name)
+        if os.path.isdir(out):
+            os.rmdir(out)  # empty (checked above): replaced by the finished folder
+        os.rename(tmp, out)
+    except BaseException:  # Ctrl-C included: nothing half-written stays behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return [os.path.join(out, name) for name in files]
