@@ -139,3 +139,34 @@ def test_all_zero_sample_weights_are_refused(frames):
     df, y, qid, *_ = frames
     with pytest.raises(LTRInputError, match="zero for every row"):
         Ranker(**FAST).fit(df, y, qid=qid, sample_weight=np.zeros(len(y)))
+
+
+@pytest.mark.parametrize(
+    ("qid", "needle"),
+    [
+        (["a", "b", None], "row 2: qid is None"),
+        (["a", 1, "b"], "row 1: qid 1 \\(number\\) is not of the first rows' kind \\(str\\)"),
+    ],
+)
+def test_object_qids_of_mixed_kinds_are_named(qid, needle):
+    X = np.zeros((3, 2))
+    with pytest.raises(LTRInputError, match=needle):
+        Ranker(**FAST).fit(X, [0, 1, 0], qid=np.array(qid, dtype=object))
+
+
+def test_model_file_with_a_bom_loads_and_a_float_version_is_named(frames, tmp_path):
+    from ltrboost import load_model
+    from ltrboost.io.model_json import ModelFormatError
+
+    df, y, qid, *_ = frames
+    r = Ranker(**FAST).fit(df, y, qid=qid)
+    path = tmp_path / "m.json"
+    r.save_model(str(path))
+    text = path.read_text(encoding="utf-8")
+    bom = tmp_path / "bom.json"
+    bom.write_text("\ufeff" + text, encoding="utf-8")
+    np.testing.assert_array_equal(load_model(str(bom)).predict(df), r.predict(df))
+    bad = tmp_path / "v.json"
+    bad.write_text(text.replace('"format_version":1', '"format_version":1.0'), encoding="utf-8")
+    with pytest.raises(ModelFormatError, match="must be a positive integer"):
+        load_model(str(bad))

@@ -141,6 +141,33 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
     return offsets
 
 
+def _check_object_qids(qid: NDArray[Any]) -> None:
+    """Object qids must be one comparable kind (all strings or all numbers; grouping
+    sorts them): None, NaN or a mix is an error naming the first odd row."""
+    kinds = []
+    for v in qid.tolist():
+        if v is None or (isinstance(v, float) and v != v):
+            kinds.append("missing")
+        elif isinstance(v, str | bytes):
+            kinds.append(type(v).__name__)
+        elif isinstance(v, int | float | np.number) and not isinstance(v, bool):
+            kinds.append("number")
+        else:
+            kinds.append(type(v).__name__)
+    first = kinds[0] if kinds[0] != "missing" else None
+    for row, k in enumerate(kinds):
+        if k == "missing":
+            raise LTRInputError(f"qid is {qid[row]!r}: every row needs a query id", row=row)
+        if first is None:
+            first = k
+        if k != first or k not in ("str", "bytes", "number"):
+            raise LTRInputError(
+                f"qid {qid[row]!r} ({k}) is not of the first rows' kind ({first}): query "
+                "ids must be all strings or all numbers",
+                row=row,
+            )
+
+
 def group_by_qid(
     qid: ArrayLike,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64] | None, NDArray[Any]]:
@@ -163,6 +190,8 @@ def group_by_qid(
     if qid.dtype.kind == "f" and not np.all(np.isfinite(qid)):
         bad = int(np.flatnonzero(~np.isfinite(qid))[0])
         raise LTRInputError(f"qid is {qid[bad]}", row=bad)
+    if qid.dtype.kind == "O":
+        _check_object_qids(qid)
     starts = np.flatnonzero(np.concatenate(([True], qid[1:] != qid[:-1])))
     run_ids = qid[starts]
     uniq = np.unique(run_ids)

@@ -287,6 +287,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def model_fields_from_json(text: str, path: str | None = None) -> dict[str, Any]:
     """Parse and validate model text; the model's fields (see
     :func:`model_fields_from_dict`)."""
+    if text.startswith("\ufeff"):  # a BOM, as an editor may add (data files take one)
+        text = text[1:]
     try:
         d = json.loads(
             text,

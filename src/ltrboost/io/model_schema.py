@@ -135,7 +135,9 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
     if not isinstance(d, dict) or d.get("format") != FORMAT_NAME:
         fail(f"not an ltrboost model (missing 'format': {FORMAT_NAME!r})")
     ver = d.get("format_version")
-    if not is_int(ver) or ver != FORMAT_VERSION:
+    if not is_int(ver) or ver < 1:
+        fail(f"format_version {ver!r} must be a positive integer (this file's is damaged)")
+    if ver != FORMAT_VERSION:
         from ltrboost._version import __version__
 
         fail(
