@@ -123,7 +123,7 @@ def test_objective_params_not_an_object():
 @pytest.mark.parametrize(
     ("field", "value", "match"),
     [
-        ("format_version", True, "format_version True is not supported"),
+        ("format_version", True, "format_version True must be a positive integer"),
         ("format_version", 1.0, "format_version"),
         ("n_features", True, "n_features"),
         ("n_outputs", 33, "n_outputs"),
