@@ -237,3 +237,34 @@ def test_an_interrupted_convert_leaves_nothing(letor, tmp_path, monkeypatch):
     assert [Path(f).name for f in files] == ["part.00000.parquet", "part.00001.parquet",
                                              "part.00002.parquet"]  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "small.txt"]
+
+
+def test_resume_with_other_parameters_warns(letor, tmp_path, capsys):
+    """A resumed run whose flags (or defaults) differ from the model's continues with
+    them; it now says so, naming each, instead of recording them silently."""
+    first = tmp_path / "r1.json"
+    flags = ["-q", "--learning-rate", "0.2", "--subsample", "0.8"]
+    assert run(["train", letor, *flags, "-o", first, "--n-estimators", "3"], capsys)[0] == 0
+    rc, _, err = run(
+        [
+            "train",
+            letor,
+            "-q",
+            "-o",
+            tmp_path / "r2.json",
+            "--n-estimators",
+            "5",
+            "--resume",
+            first,
+        ],
+        capsys,
+    )
+    assert rc == 0
+    assert "learning_rate None (model: 0.2), subsample 1.0 (model: 0.8) differ" in err
+    rc, _, err = run(
+        ["train", letor, *flags, "-o", tmp_path / "r3.json", "--n-estimators", "5",
+         "--resume", first],
+        capsys,
+    )  # fmt: skip
+    assert rc == 0
+    assert "differ" not in err

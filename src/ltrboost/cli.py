@@ -715,6 +715,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     # A resumed model fixes the feature count: a sparse file may not mention the
     # last features at all.
     init_model = load_model(args.resume) if args.resume else None
+    if init_model is not None:
+        _warn_resume_differs(params, init_model, args.resume)
     missing = resolve_missing(args.missing, init_model, args.resume)
     raw_train, train_set = _load(
         args.train,
@@ -806,6 +808,36 @@ def _valid_names(paths: list[str]) -> list[str]:
         dup = sorted({n for n in names if names.count(n) > 1})
         raise ValueError(f"the same validation file is given twice: {dup}")
     return names
+
+
+# Parameters a resumed run may change without changing what the model's trees mean.
+_RESUME_FREE = ("n_estimators", "n_threads", "early_stopping_rounds", "eval_metric")
+
+
+def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
+    """Warn when this run's parameters (its flags, else the defaults) differ from those
+    the resumed model was trained with: its rounds would continue with others (the
+    uninterrupted model needs the same flags), and the file records this run's."""
+    from dataclasses import asdict
+
+    recorded = getattr(model, "params", None) or {}
+    now = asdict(params)
+    if now.get("objective") != recorded.get("objective", now.get("objective")):
+        return  # refused by the resume itself, in one error line
+    diff = [
+        f"{k} {now[k]!r} (model: {recorded[k]!r})"
+        for k in sorted(recorded)
+        if k in now and k not in _RESUME_FREE and now[k] != recorded[k] and not callable(now[k])
+    ]
+    if diff:
+        shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
+        warnings.warn(
+            f"--resume {path}: {shown} differ from the model's; the new rounds use this "
+            "run's values and the model file records them (repeat the original flags to "
+            "continue the same training)",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def _check_checkpointable(output: str) -> None:
