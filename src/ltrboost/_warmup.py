@@ -167,6 +167,9 @@ def _compile_entries(
         try:
             dispatcher = getattr(importlib.import_module(module), name)
             sig = signature(types_text)
+            if tuple(sig) in getattr(dispatcher, "overloads", {}):  # compiled earlier in this run
+                counts["loaded"] += 1
+                continue
             hits = sum(dispatcher.stats.cache_hits.values())
             dispatcher.compile(sig)
         except Exception:  # a stale entry: the command compiles what it needs itself
