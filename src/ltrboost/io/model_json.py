@@ -393,57 +393,117 @@ def tree_from_dict(
             fail(f"{where}: field {key!r} has {len(col)} entries, expected {n}")
     if not n:
         fail(f"{where} has no nodes")
-    nodes = np.zeros(n, dtype=NODE_DTYPE)
     feat = t["feature"]
     left = t["left"]
     right = t["right"]
-    for k in range(n):
-        is_leaf = left[k] == -1 and right[k] == -1
-        for key, (fld, typ) in _TREE_FIELDS.items():
-            v = t[key][k]
-            if key == "threshold":
-                if v is None:
-                    v = math.inf
+    nodes = _columns_checked(t, n, n_features)
+    if nodes is None:  # a problem: find and name its node, node by node
+        nodes = np.zeros(n, dtype=NODE_DTYPE)
+        for k in range(n):
+            is_leaf = left[k] == -1 and right[k] == -1
+            for key, (fld, typ) in _TREE_FIELDS.items():
+                v = t[key][k]
+                if key == "threshold":
+                    if v is None:
+                        v = math.inf
+                    elif not _finite_number(v):
+                        fail(f"{where} node {k}: threshold {v!r} is not a finite number")
+                elif typ is int:
+                    if not isinstance(v, int) or isinstance(v, bool):
+                        fail(f"{where} node {k}: {key} {v!r} is not an integer")
                 elif not _finite_number(v):
-                    fail(f"{where} node {k}: threshold {v!r} is not a finite number")
-            elif typ is int:
-                if not isinstance(v, int) or isinstance(v, bool):
-                    fail(f"{where} node {k}: {key} {v!r} is not an integer")
-            elif not _finite_number(v):
-                fail(f"{where} node {k}: {key} {v!r} is not a finite number")
-            if key == "bin_threshold" and not 0 <= v <= 255:
-                fail(f"{where} node {k}: bin_threshold {v} is out of range")
-            if key == "missing_left" and v not in (0, 1):
-                fail(f"{where} node {k}: missing_left must be 0 or 1")
-            if typ is int and key not in ("bin_threshold", "missing_left"):
-                lo, hi = (-(2**62), 2**62) if key == "count" else (-(2**31), 2**31 - 1)
-                if not lo <= v <= hi:
-                    fail(f"{where} node {k}: {key} {v} is out of range")
-            nodes[k][fld] = v
-        nodes[k]["is_leaf"] = 1 if is_leaf else 0
-        if is_leaf:
-            if feat[k] != -1:
-                fail(f"{where} node {k}: a leaf must have feature -1")
-        else:
-            if not 0 <= feat[k] < n_features:
-                fail(f"{where} node {k}: feature {feat[k]} is outside 0..{n_features - 1}")
-            for child in (left[k], right[k]):
-                if not 0 < child < n:
-                    fail(f"{where} node {k}: child {child} points outside the tree")
+                    fail(f"{where} node {k}: {key} {v!r} is not a finite number")
+                if key == "bin_threshold" and not 0 <= v <= 255:
+                    fail(f"{where} node {k}: bin_threshold {v} is out of range")
+                if key == "missing_left" and v not in (0, 1):
+                    fail(f"{where} node {k}: missing_left must be 0 or 1")
+                if typ is int and key not in ("bin_threshold", "missing_left"):
+                    lo, hi = (-(2**62), 2**62) if key == "count" else (-(2**31), 2**31 - 1)
+                    if not lo <= v <= hi:
+                        fail(f"{where} node {k}: {key} {v} is out of range")
+                nodes[k][fld] = v
+            nodes[k]["is_leaf"] = 1 if is_leaf else 0
+            if is_leaf:
+                if feat[k] != -1:
+                    fail(f"{where} node {k}: a leaf must have feature -1")
+            else:
+                if not 0 <= feat[k] < n_features:
+                    fail(f"{where} node {k}: feature {feat[k]} is outside 0..{n_features - 1}")
+                for child in (left[k], right[k]):
+                    if not 0 < child < n:
+                        fail(f"{where} node {k}: child {child} points outside the tree")
     # every node reachable exactly once from the root: a tree, no cycles, no sharing
-    seen = np.zeros(n, dtype=bool)
+    seen = [False] * n
+    leaf = nodes["is_leaf"].tolist()
     stack = [0]
     while stack:
         k = stack.pop()
         if seen[k]:
             fail(f"{where}: node {k} is reachable twice (not a tree)")
         seen[k] = True
-        if not nodes[k]["is_leaf"]:
-            stack.append(int(nodes[k]["left"]))
-            stack.append(int(nodes[k]["right"]))
-    if not seen.all():
-        fail(f"{where}: node {int(np.flatnonzero(~seen)[0])} is unreachable")
+        if not leaf[k]:
+            stack.append(left[k])
+            stack.append(right[k])
+    if not all(seen):
+        fail(f"{where}: node {seen.index(False)} is unreachable")
     return nodes, out
+
+
+def _columns_checked(t: dict, n: int, n_features: int) -> np.ndarray | None:
+    """The tree's node array when every column passes :func:`tree_from_dict`'s checks,
+    done a column at a time; None when anything fails (the node-by-node loop then
+    finds and names the first problem).  The checks are the loop's: integers are
+    ``int`` (never ``bool``) in range, numbers finite (``null`` threshold = +inf),
+    ``bin_threshold`` 0..255, ``missing_left`` 0/1, a leaf's feature -1, a split's
+    feature inside ``n_features`` and its children inside the tree (issue 17 of the
+    adversarial pass: a 20,000-tree model took 23 s to load node by node)."""
+    nodes = np.zeros(n, dtype=NODE_DTYPE)
+    try:
+        for key, (fld, typ) in _TREE_FIELDS.items():
+            col = t[key]
+            if key == "threshold":
+                if not all(v is None or type(v) is float or type(v) is int for v in col):
+                    return None
+                arr = np.array([math.inf if v is None else v for v in col], dtype=np.float64)
+                if not (np.isfinite(arr) | (arr == math.inf)).all():
+                    return None
+                if math.inf in col:  # a number that is inf (not null): refused
+                    return None
+            elif typ is int:
+                if not all(type(v) is int for v in col):
+                    return None
+                arr = np.array(col, dtype=np.int64)
+                if key == "bin_threshold":
+                    lo, hi = 0, 255
+                elif key == "missing_left":
+                    lo, hi = 0, 1
+                elif key == "count":
+                    lo, hi = -(2**62), 2**62
+                else:
+                    lo, hi = -(2**31), 2**31 - 1
+                if arr.min() < lo or arr.max() > hi:
+                    return None
+            else:
+                if not all(type(v) is float or type(v) is int for v in col):
+                    return None
+                arr = np.array(col, dtype=np.float64)
+                if not np.isfinite(arr).all():
+                    return None
+            nodes[fld] = arr
+    except (OverflowError, ValueError, TypeError):
+        return None
+    feat, left, right = nodes["feature_idx"], nodes["left"], nodes["right"]
+    is_leaf = (left == -1) & (right == -1)
+    inner = ~is_leaf
+    if (feat[is_leaf] != -1).any():
+        return None
+    if ((feat[inner] < 0) | (feat[inner] >= n_features)).any():
+        return None
+    for child in (left[inner], right[inner]):
+        if ((child <= 0) | (child >= n)).any():
+            return None
+    nodes["is_leaf"] = is_leaf
+    return nodes
 
 
 # --- readers used before the model layer moved out: they return a Booster ---
