@@ -170,3 +170,12 @@ def test_model_file_with_a_bom_loads_and_a_float_version_is_named(frames, tmp_pa
     bad.write_text(text.replace('"format_version":1', '"format_version":1.0'), encoding="utf-8")
     with pytest.raises(ModelFormatError, match="must be a positive integer"):
         load_model(str(bad))
+
+
+def test_an_eval_set_of_another_width_is_named(frames):
+    df, y, qid, dv, yv, qv = frames
+    with pytest.raises(ValueError, match="eval_set\\[1\\] has 4 features but X has 5"):
+        Ranker(**FAST).fit(
+            df.to_numpy(), y, qid=qid,
+            eval_set=[(dv.to_numpy(), yv, qv), (dv.to_numpy()[:, :4], yv, qv)],
+        )  # fmt: skip

@@ -232,9 +232,12 @@ class Ranker(BaseEstimator):
         valid_sets = []
         for k, es in enumerate(eval_set):
             name = (eval_names[k] if eval_names else None) or f"valid_{k}"
-            valid_sets.append(
-                (name, _eval_dataset(es, *eval_queries[k], index=k, names=train_set.feature_names))
-            )
+            vds = _eval_dataset(es, *eval_queries[k], index=k, names=train_set.feature_names)
+            if vds.X.shape[1] != train_set.X.shape[1]:
+                raise ValueError(
+                    f"eval_set[{k}] has {vds.X.shape[1]} features but X has {train_set.X.shape[1]}"
+                )
+            valid_sets.append((name, vds))
         if init_model is not None:
             # n_estimators counts the rounds added to init_model (LightGBM, XGBoost)
             params.n_estimators = init_model.n_iterations + int(params.n_estimators)
