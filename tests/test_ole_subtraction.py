@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 
 import ltrboost.grower as grower_mod
-from ltrboost.booster import BoosterParams, train
 from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
 from ltrboost.histogram import HistogramBuilder, LocalHistograms, _pair_histogram_reference
 from ltrboost.splitting import SplitInfo
-from test_ole_bound import _grower, _lambdamart_tree_inputs
+from test_ole_bound import _fit, _grower, _lambdamart_tree_inputs
 
 
 def _split(feature, bin_idx, missing_left):
@@ -81,27 +80,14 @@ CONFIGS = [
 ]
 
 
-def _fit(ds, **kw):
-    params = dict(
-        split_criterion="ole",
-        n_estimators=5,
-        max_leaf_nodes=12,
-        min_samples_leaf=5,
-        n_threads=2,
-        random_state=0,
-    )
-    params.update(kw)
-    return train(BoosterParams(**params), ds)
-
-
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(f"{v}" for v in c.values()))
 def test_subtraction_grows_the_trees_of_the_full_build(config, monkeypatch):
     """The trick on and off: every tree has the same splits, thresholds and counts; leaf
     values and gains agree to rounding (the pair sums come in another order)."""
     ds = _data()
-    with_trick = _fit(ds, **config)
+    with_trick = _fit(ds, n_estimators=5, **config)
     monkeypatch.setattr(grower_mod, "OLE_PAIR_SUBTRACTION", False)
-    without = _fit(ds, **config)
+    without = _fit(ds, n_estimators=5, **config)
     for a, b in zip(with_trick.trees, without.trees, strict=True):
         for name in ("feature_idx", "bin_threshold", "missing_go_to_left", "count", "is_leaf"):
             np.testing.assert_array_equal(a[name], b[name])

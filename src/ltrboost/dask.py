@@ -327,17 +327,16 @@ def _pick(pieces, k):
     return pieces[k]
 
 
-def _check_no_cut_query(metas, what: str) -> None:
-    """Raise when a query still spans two partitions after the regrouping shuffle (it
-    would train as two queries: a wrong model, silently)."""
+def _cut_query(metas) -> tuple[Any, NDArray] | None:
+    """The first query whose rows lie in two partitions (``metas``: the partitions'
+    qids) and the partitions it lies in; None when every query is whole."""
+    part_of = np.concatenate([np.full(len(m["qids"]), i) for i, m in enumerate(metas)])
     qids = pd.Series(np.concatenate([m["qids"] for m in metas]))
     dup = qids.duplicated(keep=False).to_numpy()
-    if dup.any():
-        q = qids.iloc[int(np.flatnonzero(dup)[0])]
-        raise LTRInputError(
-            f"{what}: query {_plain(q)!r} is still cut between partitions after regrouping "
-            "(its qid values differ in type between partitions?); give the qid one dtype"
-        )
+    if not dup.any():
+        return None
+    q = qids.iloc[int(np.flatnonzero(dup)[0])]
+    return q, part_of[dup & (qids == q).to_numpy()]
 
 
 def _plain(v):
@@ -350,13 +349,9 @@ def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 6
     metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
     if not metas:
         raise LTRInputError(f"{what} has no partitions")
-    part_of = np.concatenate([np.full(len(m["qids"]), i) for i, m in enumerate(metas)])
-    qids = pd.Series(np.concatenate([m["qids"] for m in metas]))
-    dup = qids.duplicated(keep=False).to_numpy()
-    if dup.any():
-        first = int(np.flatnonzero(dup)[0])
-        q = qids.iloc[first]
-        where = part_of[dup & (qids == q).to_numpy()]
+    cut = _cut_query(metas)
+    if cut is not None:
+        q, where = cut
         if not regroup:
             raise LTRInputError(
                 f"{what}: query {_plain(q)!r} is cut between partitions {int(where[0])} and "
@@ -371,7 +366,13 @@ def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 6
             for k, row in enumerate(picked)
         ]
         metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
-        _check_no_cut_query(metas, what)  # the shuffle must have made every query whole
+        cut = _cut_query(metas)  # the shuffle must have made every query whole
+        if cut is not None:
+            raise LTRInputError(
+                f"{what}: query {_plain(cut[0])!r} is still cut between partitions after "
+                "regrouping (its qid values differ in type between partitions?); give the "
+                "qid one dtype"
+            )
     keep = [i for i, m in enumerate(metas) if m["n"] > 0]
     return [futures[i] for i in keep], [metas[i] for i in keep]
 

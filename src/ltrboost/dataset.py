@@ -143,7 +143,8 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
 
 def _check_object_qids(qid: NDArray[Any]) -> None:
     """Object qids must be one comparable kind (all strings or all numbers; grouping
-    sorts them): None, NaN or a mix is an error naming the first odd row."""
+    sorts them): None, NaN or a mix is an error naming the first odd row.  Run only
+    when grouping failed or a None is present (a loop over the rows)."""
     kinds = []
     for v in qid.tolist():
         if v is None or (isinstance(v, float) and v != v):
@@ -190,8 +191,18 @@ def group_by_qid(
     if qid.dtype.kind == "f" and not np.all(np.isfinite(qid)):
         bad = int(np.flatnonzero(~np.isfinite(qid))[0])
         raise LTRInputError(f"qid is {qid[bad]}", row=bad)
-    if qid.dtype.kind == "O":
-        _check_object_qids(qid)
+    if qid.dtype.kind == "O" and np.equal(qid, None).any():
+        _check_object_qids(qid)  # names the row of the None
+    try:
+        return _group_runs(qid, n)
+    except TypeError:  # object qids that do not sort together: name the first odd row
+        if qid.dtype.kind == "O":
+            _check_object_qids(qid)
+        raise
+
+
+def _group_runs(qid: NDArray[Any], n: int):
+    """:func:`group_by_qid` on checked ids (sorting object ids may raise TypeError)."""
     starts = np.flatnonzero(np.concatenate(([True], qid[1:] != qid[:-1])))
     run_ids = qid[starts]
     uniq = np.unique(run_ids)
