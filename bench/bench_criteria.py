@@ -18,8 +18,11 @@ at 30, 2 threads (``--threads``), a fixed number of trees (no early stopping).  
 subprocess after a warm-up run, so compilation is not timed.  Reported: seconds of
 ``train`` (binning included), the ratios to ``se`` and of ``ole`` to ``newton``, and the
 peak resident memory of the ``newton`` and ``ole`` processes (data generation and
-loading included).  ``--ole-top-features K`` adds the approximate OLE
-(``ole_top_features=K``) as a fourth criterion.  ``--repeats R`` trains R times in the
+loading included), and (issue 16 item 4) the largest round's OLE pairs as the grower
+holds them (``ole pair MB``: the PairCSR and the per-row node ids) beside the binned
+data (``binned MB``: a byte a document and feature) and the pairs per document.
+``--ole-top-features K`` adds the approximate OLE (``ole_top_features=K``) as a fourth
+criterion.  ``--repeats R`` trains R times in the
 worker and keeps the fastest (on a shared machine the slow runs are other jobs' time).
 """
 
@@ -81,7 +84,39 @@ def worker(spec: dict) -> dict:
         t0 = time.perf_counter()
         train(BoosterParams(n_estimators=spec["trees"], **params), ds)
         best = min(best, time.perf_counter() - t0)
-    return {"seconds": best, "peak_mb": peak_rss_mb()}
+    out = {"seconds": best, "peak_mb": peak_rss_mb()}
+    if spec["criterion"] == "ole":
+        out.update(_pair_bytes(params, spec["trees"], ds))
+    return out
+
+
+def _pair_bytes(params: dict, trees: int, ds) -> dict:
+    """Issue 16 item 4: the largest round's OLE pairs as the grower holds them
+    (:class:`~ltrboost.pair_csr.PairCSR` plus the per-row node ids), against the binned
+    data (one byte a document and feature), from one more training (not timed)."""
+    import ltrboost.booster as booster_mod
+    from ltrboost.booster import BoosterParams, train
+
+    seen = {"pairs": 0, "bytes": 0}
+    original = booster_mod.Training.ole_pairs
+
+    def spy(self, scores, in_bag, iteration):
+        pairs = original(self, scores, in_bag, iteration)
+        if pairs is not None and pairs.n_pairs > seen["pairs"]:
+            seen["pairs"] = pairs.n_pairs
+            seen["bytes"] = pairs.nbytes + 4 * ds.n_samples  # + node ids (int32 a row)
+        return pairs
+
+    booster_mod.Training.ole_pairs = spy
+    try:
+        train(BoosterParams(n_estimators=trees, **params), ds)
+    finally:
+        booster_mod.Training.ole_pairs = original
+    return {
+        "pair_mb": seen["bytes"] / 2**20,
+        "binned_mb": ds.n_samples * ds.X.shape[1] / 2**20,
+        "pairs_per_doc": seen["pairs"] / ds.n_samples,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,10 +163,15 @@ def main(argv: list[str] | None = None) -> int:
                 + [f"{secs[c] / secs['se']:.2f}" for c in ("newton", "ole")]
                 + [f"{secs[c] / secs['newton']:.2f}" for c in criteria[2:]]
                 + [f"{res[c]['peak_mb']:.0f}" for c in ("newton", "ole")]
+                + [
+                    f"{res['ole'].get('pair_mb', 0.0):.1f}",
+                    f"{res['ole'].get('binned_mb', 0.0):.1f}",
+                    f"{res['ole'].get('pairs_per_doc', 0.0):.1f}",
+                ]
             )
     header = ["data", "objective", "trees", *(f"{c} s" for c in criteria)]
     header += ["newton/se", "ole/se", *(f"{c}/newton" for c in criteria[2:])]
-    header += ["newton peak MB", "ole peak MB"]
+    header += ["newton peak MB", "ole peak MB", "ole pair MB", "binned MB", "pairs/doc"]
     text = "\n".join(
         [
             f"Machine: {machine_description()}",

@@ -27,6 +27,7 @@ from ltrboost.histogram import (
     _pair_histogram_reference,
     build_pair_mass_histogram,
 )
+from ltrboost.pair_csr import pairs_to_csr
 from ltrboost.splitting import SplitParams, Splitter
 
 
@@ -55,10 +56,11 @@ def _node(seed, n=400, n_features=9, n_bins=10, node_frac=0.6, pairs_per_doc=6, 
     doc_j = np.concatenate([dj, oj]).astype(np.int32)
     rho = rng.uniform(0.0, 1.0, doc_i.shape[0]) ** 2
     rho[rng.random(rho.shape[0]) < 0.1] = 0.0
+    rho = rho.astype(np.float32).astype(np.float64)  # as the grower holds it
     point = np.zeros(n) if root else rng.normal(0.0, 0.3, n)
     h = (np.bincount(doc_i, rho, n) + np.bincount(doc_j, rho, n) + point).astype(np.float32)
     g = rng.normal(size=n).astype(np.float32)
-    node_pairs = np.arange(di.shape[0], dtype=histogram.PAIR_INDEX_DTYPE)
+    node_pairs = np.arange(di.shape[0])
     return X_binned, missing_bin, rows, g, h, (doc_i, doc_j, rho), node_pairs
 
 
@@ -88,8 +90,11 @@ def test_pair_mass_histogram_is_the_numpy_sum(seed, parallel, row_major, monkeyp
     ordered = np.empty((n, 2))
     out = np.full((n_features, missing_bin + 1, 2), np.nan)
     X_rows = np.ascontiguousarray(X_binned) if row_major else None
+    node_of = np.full(n, 2, dtype=np.int32)  # the node's rows: id 1; the others: 2
+    node_of[rows] = 1
+    csr = pairs_to_csr(*pairs, n)
     build_pair_mass_histogram(
-        X_binned, rows, *pairs, node_pairs, feats, mass, ordered, out, X_rows=X_rows
+        X_binned, rows, csr, node_of, feats, mass, ordered, out, X_rows=X_rows
     )
     ref = _mass_reference(X_binned, rows, pairs, node_pairs, missing_bin + 1)
     np.testing.assert_allclose(out[feats], ref[feats], rtol=1e-12, atol=1e-12)
@@ -144,7 +149,7 @@ def test_bound_is_the_exact_gain_when_the_node_has_no_pairs():
     n_bins = missing_bin + 1
     feats = np.arange(X_binned.shape[1], dtype=np.int32)
     hist = _build_histogram_reference(X_binned, rows, g, h, n_bins)
-    no_pairs = np.empty(0, dtype=histogram.PAIR_INDEX_DTYPE)
+    no_pairs = np.empty(0, dtype=np.intp)
     pair_hist = np.zeros((X_binned.shape[1], n_bins, 3))
     sum_g, sum_h = float(hist[0, :, 0].sum()), float(hist[0, :, 1].sum())
     exact = sp.search(hist, feats, sum_g, sum_h, rows.shape[0], pair_hist=pair_hist)
@@ -220,7 +225,8 @@ def _lambdamart_tree_inputs(ds, n_rounds=3, **objective_params):
     h = np.empty(ds.n_samples, np.float32)
     obj.gradient_hessian(scores, ds, g, h)
     pt = obj.pair_terms(scores, ds)
-    return g, h, (pt.doc_i.astype(np.int32), pt.doc_j.astype(np.int32), pt.rho)
+    rho = pt.rho.astype(np.float32).astype(np.float64)  # as the grower holds it
+    return g, h, (pt.doc_i.astype(np.int32), pt.doc_j.astype(np.int32), rho)
 
 
 def _grower(ds, **kw):

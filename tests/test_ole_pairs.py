@@ -11,17 +11,25 @@ import numpy as np
 import pytest
 
 import ltrboost.histogram as histogram
-from ltrboost.booster import BoosterParams, train
+from ltrboost.booster import BoosterParams, make_objective, train
 from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
 from ltrboost.grower import GrowerParams, TreeGrower
-from ltrboost.histogram import _pair_histogram_reference, build_pair_histogram
+from ltrboost.histogram import (
+    _node_pairs_reference,
+    _pair_histogram_reference,
+    build_pair_histogram,
+)
+from ltrboost.pair_csr import pairs_to_csr
 from ltrboost.splitting import SplitParams, features_with_split, find_node_split
 
 SEEDS = [0, 1, 2]
 
 
 def _pair_problem(seed, n=300, n_features=11, n_pairs=3000, missing_bin=12):
+    """Binned rows, random pairs as a PairCSR, and a node: a subset of the rows in no
+    particular order (as a partition leaves them) with id 7 in ``node_of``; rows
+    outside have other ids (or -1, out of the bag)."""
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 8, size=(n, n_features)).astype(np.uint8)
     X[:, 3] = 0  # a constant feature: every pair in one bin (the longest chains)
@@ -30,26 +38,42 @@ def _pair_problem(seed, n=300, n_features=11, n_pairs=3000, missing_bin=12):
     di = rng.integers(0, n, n_pairs).astype(np.int32)
     dj = ((di + rng.integers(1, n, n_pairs)) % n).astype(np.int32)
     rho = rng.uniform(0.0, 1.0, n_pairs) ** 3  # magnitudes far apart: order matters
-    # a node's pairs: a subset in no particular order (as the partition leaves them)
-    idx = rng.permutation(n_pairs)[: n_pairs * 3 // 4].astype(histogram.PAIR_INDEX_DTYPE)
-    return rng, X_binned, di, dj, rho, idx, missing_bin
+    pairs = pairs_to_csr(di, dj, rho, n)
+    rows = rng.permutation(n)[: n * 3 // 4].astype(np.int32)
+    node_of = rng.choice(np.array([-1, 0, 3, 9], dtype=np.int32), n)
+    node_of[rows] = 7
+    return rng, X_binned, pairs, rows, node_of, missing_bin
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("chunk", [1, 7, 4096])
-def test_pair_histogram_is_the_numpy_reference_bit_for_bit(seed, parallel, chunk, monkeypatch):
-    """Every selected feature equals np.bincount in pair order (which adds each bin's
-    pairs in the order given, as the kernel must): serial and parallel drivers, chunks
-    of 1, 7 (not dividing the pairs) and 4096, features in blocks of 4 plus a tail."""
-    _, X_binned, di, dj, rho, idx, missing_bin = _pair_problem(seed)
+@pytest.mark.parametrize("crossing", [False, True])
+def test_pair_histogram_is_the_numpy_reference_bit_for_bit(
+    seed, parallel, chunk, crossing, monkeypatch
+):
+    """Every selected feature equals np.bincount over the node's pairs in the order of
+    its rows and their pairs (which adds each bin's pairs in that order, as the kernel
+    must): serial and parallel drivers, chunks of 1, 7 (not dividing the pairs) and
+    4096, features in blocks of 4 plus a tail; a node's own pairs and a split's
+    crossing pairs."""
+    rng, X_binned, pairs, rows, node_of, missing_bin = _pair_problem(seed)
+    cross = None
+    if crossing:  # the node's rows split between ids 7 and 8
+        node_of[rows[rng.random(rows.shape[0]) < 0.4]] = 8
+        cross = (7, 8)
     monkeypatch.setattr(histogram, "PAIR_CHUNK", chunk)
     monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", 0 if parallel else 10**12)
+    di, dj, rho = _node_pairs_reference(rows, pairs, node_of, cross)
+    assert 100 < di.shape[0] < pairs.n_pairs
     n_features = X_binned.shape[1]
+    idx = np.arange(di.shape[0])
     for feats in (np.arange(n_features), np.array([1, 3, 4, 6, 7, 8, 10])):
         feats = feats.astype(np.int32)
         out = np.full((n_features, missing_bin + 1, 3), np.nan)
-        build_pair_histogram(X_binned, di, dj, rho, idx, feats, missing_bin, out)
+        build_pair_histogram(
+            X_binned, rows, pairs, node_of, feats, missing_bin, out, di.shape[0], cross
+        )
         ref = _pair_histogram_reference(
             X_binned, di, dj, rho, idx, feats, missing_bin, missing_bin + 1
         )
@@ -58,13 +82,62 @@ def test_pair_histogram_is_the_numpy_reference_bit_for_bit(seed, parallel, chunk
         assert np.isnan(out[others]).all()  # features not selected are not touched
 
 
+def test_node_pairs_reference_is_a_plain_loop():
+    """The reference's pairs: every pair of a node row whose partner has the row's id
+    (or, crossing, the other child's), rows in order, each row's pairs in order."""
+    _, _, pairs, rows, node_of, _ = _pair_problem(4, n=40, n_pairs=200)
+    node_of[rows[::3]] = 8
+    for cross in (None, (7, 8)):
+        want = []
+        for d in rows:
+            for p in range(pairs.ptr[d], pairs.ptr[d + 1]):
+                j = pairs.partner[p]
+                s, q = node_of[d], node_of[j]
+                keep = q == s if cross is None else (q != s and q in cross)
+                if keep:
+                    want.append((d, j, float(pairs.rho[p])))
+        got = list(zip(*_node_pairs_reference(rows, pairs, node_of, cross), strict=True))
+        assert [(int(a), int(b), c) for a, b, c in got] == want
+
+
 def test_pair_histogram_of_no_pairs_is_zero():
-    _, X_binned, di, dj, rho, _, missing_bin = _pair_problem(0)
+    _, X_binned, pairs, _, node_of, missing_bin = _pair_problem(0)
     feats = np.arange(X_binned.shape[1], dtype=np.int32)
     out = np.full((feats.shape[0], missing_bin + 1, 3), np.nan)
-    empty = np.zeros(0, dtype=histogram.PAIR_INDEX_DTYPE)
-    build_pair_histogram(X_binned, di, dj, rho, empty, feats, missing_bin, out)
-    assert not out.any()
+    for rows in (np.zeros(0, np.int32), np.flatnonzero(node_of == 0).astype(np.int32)[:1]):
+        node_of_1 = node_of.copy()
+        node_of_1[rows] = 99  # a row alone in its node: no pair has both documents there
+        out[:] = np.nan
+        build_pair_histogram(X_binned, rows, pairs, node_of_1, feats, missing_bin, out, 0)
+        assert not out.any()
+
+
+def test_pairs_to_csr_groups_by_preferred_document_in_order():
+    """Each row's slice holds the pairs whose doc_i it is, in input order; the bag keeps
+    only pairs with both documents in it; bad rows are refused."""
+    di = np.array([2, 0, 2, 1, 0, 2], dtype=np.int32)
+    dj = np.array([0, 1, 1, 2, 2, 3], dtype=np.int32)
+    rho = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    csr = pairs_to_csr(di, dj, rho, 5)
+    assert csr.ptr.tolist() == [0, 2, 3, 6, 6, 6]
+    assert csr.partner.tolist() == [1, 2, 2, 0, 1, 3]
+    np.testing.assert_array_equal(csr.rho, np.float32([0.2, 0.5, 0.4, 0.1, 0.3, 0.6]))
+    assert csr.rho.dtype == np.float32
+    assert csr.partner.dtype == np.int32
+    back = csr.to_lists()
+    assert back[0].tolist() == [0, 0, 1, 2, 2, 2]
+    bag = np.array([True, True, True, False, True])
+    kept = pairs_to_csr(di, dj, rho, 5, bag)
+    assert kept.n_pairs == 5
+    assert kept.ptr.tolist() == [0, 2, 3, 5, 5, 5]
+    half = csr.slice_rows(2, 4)  # rows 2..3 renumbered 0..1 (a shard of whole queries)
+    assert half.ptr.tolist() == [0, 3, 3]
+    with pytest.raises(ValueError, match="row 5, outside the 5 rows"):
+        pairs_to_csr(np.array([5]), np.array([0]), np.array([1.0]), 5)
+    with pytest.raises(ValueError, match="row -1"):
+        pairs_to_csr(np.array([0]), np.array([-1]), np.array([1.0]), 5)
+    with pytest.raises(ValueError, match="one length"):
+        pairs_to_csr(np.array([0, 1]), np.array([1]), np.array([1.0]), 5)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -121,7 +194,8 @@ def _ole_problem(seed, n_queries=15, docs=20):
                     di.append(a)
                     dj.append(b)
     di, dj = np.array(di, np.int32), np.array(dj, np.int32)
-    rho = rng.uniform(0.01, 0.25, di.shape[0])
+    # float32 values: the grower holds rho in float32, the references use these
+    rho = rng.uniform(0.01, 0.25, di.shape[0]).astype(np.float32).astype(np.float64)
     h = (np.bincount(di, rho, n) + np.bincount(dj, rho, n) + 0.5).astype(np.float32)
     g = rng.normal(size=n).astype(np.float32)
     return binner, X_binned, g, h, (di, dj, rho)
@@ -199,7 +273,7 @@ def test_top_features_split_is_exact_ole_over_the_best_newton_features(k):
     newton = sp.newton_gains(hist, feats, float(g.sum()), float(h.sum()), rows.shape[0])
     top = np.sort(np.argsort(-newton, kind="stable")[:k]).astype(np.int32)
     di, dj, rho = pairs
-    all_pairs = np.arange(di.shape[0], dtype=histogram.PAIR_INDEX_DTYPE)
+    all_pairs = np.arange(di.shape[0])
     pair_hist = _pair_histogram_reference(
         X_binned, di, dj, rho, all_pairs, top, binner.missing_bin_, binner.missing_bin_ + 1
     )
@@ -213,24 +287,31 @@ def test_top_features_split_is_exact_ole_over_the_best_newton_features(k):
 
 
 def test_grower_holds_eight_bytes_a_pair():
-    """The pair partition and its scratch are int32 (8 bytes a pair, less than a row of
-    binned data whenever pairs per document < n_features / 8) and no per-node copy of
-    the pairs is made: the kernel reads them a chunk at a time."""
+    """A round's pairs are held as given (a PairCSR: int32 partner and float32 rho, 8
+    bytes a pair) with no per-pair partition or copy; per row, the CSR offsets and the
+    node ids (12 bytes).  Below the binned data whenever pairs per document are below
+    ``(n_features - 12) / 8``."""
     rng = np.random.default_rng(0)
-    X_binned = np.asfortranarray(rng.integers(0, 5, size=(100, 8)).astype(np.uint8))
+    X_binned = np.asfortranarray(rng.integers(0, 5, size=(100, 40)).astype(np.uint8))
     shard = histogram.LocalHistograms(X_binned, missing_bin=5)
     di = np.arange(0, 99, dtype=np.int32)
-    pairs = (di, di + 1, np.ones(99))
+    pairs = pairs_to_csr(di, di + 1, np.ones(99), 100)
     g = np.ones(100, np.float32)
-    shard.start_tree(g, g, None, np.arange(8, dtype=np.int32), pairs)
-    held = shard._pair_part.nbytes + shard._pair_buf.nbytes
-    assert held == 8 * 99
+    shard.start_tree(g, g, None, np.arange(40, dtype=np.int32), pairs)
+    assert shard._pairs is pairs
+    assert pairs.partner.nbytes + pairs.rho.nbytes == 8 * 99
+    per_pair = [
+        v.nbytes for v in vars(shard).values() if isinstance(v, np.ndarray) and v.size == 99
+    ]
+    assert per_pair == []  # nothing else the size of the pairs
+    held = pairs.nbytes + shard._node_of.nbytes
+    assert held == 8 * 99 + 8 * 101 + 4 * 100
     assert held <= X_binned.nbytes
 
 
 def test_grown_tree_lets_go_of_its_pairs():
-    """The round's pairs (16 bytes each, held by the caller) and the partition (8) are
-    dropped once the tree is grown, so the next round's pairs never coexist with them."""
+    """The round's pairs are dropped once the tree is grown, so the next round's pairs
+    never coexist with them."""
     binner, X_binned, g, h, pairs = _ole_problem(1)
     grower = TreeGrower(
         X_binned,
@@ -242,7 +323,33 @@ def test_grown_tree_lets_go_of_its_pairs():
     first = grower.grow(g, h, pairs=pairs).nodes
     shard = grower.histograms.shards[0]
     assert shard._pairs is None
-    assert shard._pair_part is None
-    assert shard._pair_buf is None
     again = grower.grow(g, h, pairs=pairs).nodes  # a reused grower starts afresh
     np.testing.assert_array_equal(first, again)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize(
+    "kw",
+    [dict(), dict(truncation_level=0), dict(lambda_normalization=False), dict(truncation_level=3)],
+)
+@pytest.mark.parametrize("bagged", [False, True])
+def test_lambdamart_writes_the_grower_layout_as_its_pair_terms_give_it(weighted, kw, bagged):
+    """LambdaMART's own OLE pairs (straight into a PairCSR, the bag applied) are
+    ``pairs_to_csr(pair_terms(...))`` bit for bit: pairs, order and float32 rho; with
+    weights, lambdarank normalisation on and off, all/top-k pairs, tied scores and
+    queries of one label or one document."""
+    X, y, qid = make_ranking(n_queries=30, docs_per_query=(1, 60), n_features=5, random_state=1)[:3]
+    rng = np.random.default_rng(0)
+    w = rng.uniform(0.5, 2.0, y.shape[0]) if weighted else None
+    ds = make_dataset(X, y, qid=qid, sample_weight=w)
+    s = rng.normal(size=ds.n_samples)
+    s[:10] = 0.0  # ties
+    obj = make_objective(BoosterParams(objective="lambdamart", **kw))
+    bag = rng.random(ds.n_samples) < 0.7 if bagged else None
+    pt = obj.pair_terms(s, ds)
+    want = pairs_to_csr(pt.doc_i, pt.doc_j, pt.rho, ds.n_samples, bag)
+    got = obj.ole_pairs(s, ds, in_bag=bag)
+    assert got.n_pairs > 100
+    for a, b in zip(want, got, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)

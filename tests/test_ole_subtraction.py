@@ -10,7 +10,12 @@ import pytest
 import ltrboost.grower as grower_mod
 from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
-from ltrboost.histogram import HistogramBuilder, LocalHistograms, _pair_histogram_reference
+from ltrboost.histogram import (
+    HistogramBuilder,
+    LocalHistograms,
+    _node_pairs_reference,
+    _pair_histogram_reference,
+)
 from ltrboost.splitting import SplitInfo
 from test_ole_bound import _fit, _grower, _lambdamart_tree_inputs
 
@@ -21,10 +26,11 @@ def _split(feature, bin_idx, missing_left):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("missing_left", [False, True])
-def test_split_leaves_crossing_pairs_after_the_children(seed, missing_left):
-    """After a split the node's pair range holds [left | right | across]; the three
-    pair histograms add up to the parent's (another order of the sums: close, not
-    equal), and the crossing pairs are exactly those with one document on each side."""
+def test_split_counts_the_crossing_pairs_and_the_parts_add_up(seed, missing_left):
+    """After a split the children hold the pairs wholly on their side and the crossing
+    pairs are exactly those with one document on each side (counts and sums); the
+    three pair histograms add up to the parent's (another order of the sums: close,
+    not equal), and each is the reference of its own pairs bit for bit."""
     rng = np.random.default_rng(seed)
     n, n_features, missing_bin = 200, 6, 9
     X = rng.integers(0, 8, size=(n, n_features)).astype(np.uint8)
@@ -32,7 +38,7 @@ def test_split_leaves_crossing_pairs_after_the_children(seed, missing_left):
     X_binned = np.asfortranarray(X)
     di = rng.integers(0, n, 1500).astype(np.int32)
     dj = ((di + rng.integers(1, n, 1500)) % n).astype(np.int32)
-    rho = rng.uniform(0.0, 1.0, 1500) ** 2
+    rho = (rng.uniform(0.0, 1.0, 1500) ** 2).astype(np.float32).astype(np.float64)
     shard = LocalHistograms(X_binned, missing_bin)
     g = rng.normal(size=n).astype(np.float32)
     feats = np.arange(n_features, dtype=np.int32)
@@ -41,9 +47,12 @@ def test_split_leaves_crossing_pairs_after_the_children(seed, missing_left):
     col = X_binned[:, 2]
     side = np.where(col == missing_bin, missing_left, col <= 3)
     across = side[di] != side[dj]
-    crossing = shard._pair_part[right.pair_stop : root.pair_stop]
-    np.testing.assert_array_equal(crossing, np.flatnonzero(across))  # in pair order
     assert shard.crossing_pair_count(root, right) == int(across.sum())
+    both_left = side[di] & side[dj]
+    both_right = ~(side[di] | side[dj])
+    assert (left.n_pairs, right.n_pairs) == (both_left.sum(), both_right.sum())
+    np.testing.assert_allclose(shard.pair_sum(left), rho[both_left].sum(), rtol=1e-12)
+    np.testing.assert_allclose(shard.pair_sum(right), rho[both_right].sum(), rtol=1e-12)
 
     n_bins = missing_bin + 1
     parent = _pair_histogram_reference(
@@ -54,9 +63,21 @@ def test_split_leaves_crossing_pairs_after_the_children(seed, missing_left):
     shard.pair_histogram(right, feats, out=parts[1])
     shard.crossing_pair_histogram(root, right, feats, parts[2])
     np.testing.assert_allclose(parts.sum(axis=0), parent, rtol=1e-12, atol=1e-12)
-    # each part is the reference of its own pairs, bit for bit
-    ref = _pair_histogram_reference(X_binned, di, dj, rho, crossing, feats, missing_bin, n_bins)
-    np.testing.assert_array_equal(parts[2], ref)
+    # each part is the reference of its own pairs (in the walk's order), bit for bit
+    rows = shard.partition
+    node_of = shard._node_of
+    for k, (part_rows, cross) in enumerate(
+        [
+            (rows[left.start : left.stop], None),
+            (rows[right.start : right.stop], None),
+            (rows[root.start : root.stop], (left.start, right.start)),
+        ]
+    ):
+        pi, pj, pr = _node_pairs_reference(part_rows, shard._pairs, node_of, cross)
+        ref = _pair_histogram_reference(
+            X_binned, pi, pj, pr, np.arange(pi.shape[0]), feats, missing_bin, n_bins
+        )
+        np.testing.assert_array_equal(parts[k], ref)
 
 
 def _data(n_features=12, seed=3):
@@ -176,3 +197,42 @@ def test_top_features_mode_does_not_subtract():
     tree.grow(g, h, pairs=pairs)
     assert tree.ole_stats["deep_built"] == tree.ole_stats["deep_work"]
     assert not tree._subtract_pairs
+
+
+@pytest.mark.parametrize("all_left", [False, True])
+def test_a_split_that_empties_one_side_keeps_the_node_pairs(all_left):
+    """A shard's part of a node can go wholly to one side (the node's other rows are in
+    another shard).  The side with the rows keeps the node's pairs, sum and histograms,
+    nothing crosses, and the empty side's range (which starts where a neighbouring leaf
+    starts, or where its parent does) takes no pairs from the neighbour."""
+    rng = np.random.default_rng(7)
+    n, n_features, missing_bin = 120, 3, 9
+    X = rng.integers(0, 8, size=(n, n_features)).astype(np.uint8)
+    X[:, 1] = 5  # a constant feature: every row on one side of any threshold
+    X_binned = np.asfortranarray(X)
+    di = rng.integers(0, n, 900).astype(np.int32)
+    dj = ((di + rng.integers(1, n, 900)) % n).astype(np.int32)
+    rho = rng.uniform(0.1, 1.0, 900).astype(np.float32).astype(np.float64)
+    shard = LocalHistograms(X_binned, missing_bin)
+    g = rng.normal(size=n).astype(np.float32)
+    feats = np.arange(n_features, dtype=np.int32)
+    root = shard.start_tree(g, np.abs(g), None, feats, (di, dj, rho))
+    left, right = shard.split_rows(root, _split(0, 3, False))
+    before = (shard.pair_sum(left), shard.pair_sum(right), right.n_pairs)
+    hist_before = shard.pair_histogram(left, feats, out=np.zeros((3, 10, 3)))[0].copy()
+    a, b = shard.split_rows(left, _split(1, 7 if all_left else 2, False))
+    kept, empty = (a, b) if all_left else (b, a)
+    assert empty.start == empty.stop
+    assert (kept.start, kept.stop, kept.n_pairs) == (left.start, left.stop, left.n_pairs)
+    assert empty.n_pairs == 0
+    assert shard.crossing_pair_count(left, b) == 0
+    assert shard.pair_sum(kept) == before[0]
+    assert shard.pair_sum(empty) == 0.0
+    out = np.zeros((3, 10, 3))
+    shard.pair_histogram(kept, feats, out=out)
+    np.testing.assert_array_equal(out, hist_before)
+    # the neighbour (the root's right child) is untouched
+    assert (shard.pair_sum(right), right.n_pairs) == before[1:]
+    np.testing.assert_array_equal(
+        shard._node_of[shard.partition[right.start : right.stop]], right.start
+    )

@@ -389,7 +389,8 @@ def test_booster_passes_ole_pairs_of_the_bag_only(monkeypatch, subsample, all_la
         ),
         ds,
     )
-    ((g, h, bag, pairs, X_binned),) = calls
+    ((g, h, bag, csr, X_binned),) = calls
+    pairs = csr.to_lists()
     bag = np.arange(ds.n_samples) if bag is None else bag
     if subsample < 1.0:
         assert bag.shape[0] < ds.n_samples

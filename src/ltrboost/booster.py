@@ -376,23 +376,12 @@ class Training:
         return _draw_features(self.rng, self.params.colsample_bytree, self.n_features)
 
     def ole_pairs(self, scores, in_bag, iteration: int):
-        """The round's pairs ``(doc_i, doc_j, rho)`` for the exact OLE hessian, only
-        those with both documents in the bag; None unless a pairwise objective runs
-        under ``split_criterion="ole"``."""
+        """The round's pairs for the exact OLE hessian (a
+        :class:`~ltrboost.pair_csr.PairCSR`), only those with both documents in the
+        bag; None unless a pairwise objective runs under ``split_criterion="ole"``."""
         if not (self.params.split_criterion == "ole" and self.objective.is_pairwise):
             return None
-        pt = self.objective.pair_terms(scores, self.train_set, iteration=iteration)
-        if pt is None:
-            return None
-        di, dj, rho = pt.doc_i, pt.doc_j, pt.rho
-        if in_bag is not None:
-            keep = in_bag[di] & in_bag[dj]
-            di, dj, rho = di[keep], dj[keep], rho[keep]
-        return (
-            np.ascontiguousarray(di, dtype=np.int32),
-            np.ascontiguousarray(dj, dtype=np.int32),
-            np.ascontiguousarray(rho, dtype=np.float64),
-        )
+        return self.objective.ole_pairs(scores, self.train_set, iteration=iteration, in_bag=in_bag)
 
     def line_search(self, grown, scores) -> float:
         """The objective's step along the new tree's unscaled output (QBRank)."""

@@ -526,18 +526,8 @@ class _Shard:
             self.pairs = None
             self.hist.end_pairs()  # the last tree's pairs go before this round's come
             if ole:
-                pt = self.objective.pair_terms(s, self.ds, iteration=it)
-                if pt is not None:
-                    di, dj, rho = pt.doc_i, pt.doc_j, pt.rho
-                    if in_bag is not None:
-                        keep = in_bag[di] & in_bag[dj]
-                        di, dj, rho = di[keep], dj[keep], rho[keep]
-                    self.pairs = (
-                        np.ascontiguousarray(di, dtype=np.int32),
-                        np.ascontiguousarray(dj, dtype=np.int32),
-                        np.ascontiguousarray(rho, dtype=np.float64),
-                    )
-            return 0 if self.pairs is None else len(self.pairs[0])
+                self.pairs = self.objective.ole_pairs(s, self.ds, iteration=it, in_bag=in_bag)
+            return 0 if self.pairs is None else self.pairs.n_pairs
 
     def start_tree(self, k: int, feats, use_pairs: bool):
         with _LOCK:
@@ -696,14 +686,11 @@ def _payload_bytes(obj) -> int:
 
 
 class _RemotePairs:
-    """The grower only asks ``len(pairs[0])`` (whether the round has OLE pairs): the
-    pairs themselves stay on the shards."""
+    """The grower only asks how many pairs the round has (whether it has OLE pairs):
+    the pairs themselves stay on the shards."""
 
     def __init__(self, n_pairs: int) -> None:
-        self._n = n_pairs
-
-    def __getitem__(self, k):
-        return range(self._n)
+        self.n_pairs = n_pairs
 
 
 class ShardedHistograms:

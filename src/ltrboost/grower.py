@@ -42,19 +42,10 @@ from numpy.typing import NDArray
 
 from ltrboost._config import NODE_DTYPE
 from ltrboost.criteria import CRITERION_CODES
-from ltrboost.histogram import (  # noqa: F401  (pair kernel: old import path)
-    HistogramBuilder,
-    _build_pair_histogram,
-    subtract_histograms,
-)
+from ltrboost.histogram import HistogramBuilder, subtract_histograms
+from ltrboost.pair_csr import PairCSR, n_pairs_of
 from ltrboost.params import DEFAULTS, TREE_PARAM_NAMES
-from ltrboost.splitting import (  # noqa: F401  (pair kernel: old import path)
-    SplitInfo,
-    SplitParams,
-    Splitter,
-    _partition_pairs,
-    features_with_split,
-)
+from ltrboost.splitting import SplitInfo, SplitParams, Splitter, features_with_split
 
 GROWTH_POLICIES = ("best_first", "breadth_first", "depth_first")
 
@@ -196,18 +187,19 @@ class TreeGrower:
         hessians: NDArray[np.float32],
         sample_indices: NDArray[np.int32] | None = None,
         feature_indices: NDArray[np.int32] | None = None,
-        pairs: tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.float64]] | None = None,
+        pairs: PairCSR | tuple[NDArray, NDArray, NDArray] | None = None,
     ) -> GrownTree:
         """Grow one tree.  ``sample_indices`` restricts it to a bag of rows.
 
-        ``pairs = (doc_i, doc_j, rho)`` (global rows) enables the exact OLE hessian
-        correction when ``split_criterion == "ole"``; pairs with a document outside the
-        bag must already be removed.
+        ``pairs`` (a :class:`~ltrboost.pair_csr.PairCSR`, or ``(doc_i, doc_j, rho)``
+        with ``doc_i`` the preferred document; global rows) enables the exact OLE
+        hessian correction when ``split_criterion == "ole"``; pairs with a document
+        outside the bag must already be removed.
         """
         p = self.params
         feats = self.all_features if feature_indices is None else feature_indices
         self._features = feats
-        use_pairs = p.split_criterion == "ole" and pairs is not None and len(pairs[0]) > 0
+        use_pairs = p.split_criterion == "ole" and pairs is not None and n_pairs_of(pairs) > 0
         self._use_pairs = use_pairs
         # the pair-histogram subtraction: exact OLE over every valid feature (the
         # approximate top-k mode picks other features at every node; k at least the

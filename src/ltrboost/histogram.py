@@ -33,14 +33,16 @@ Named tricks (sklearn/LightGBM):
 :func:`reduce_histograms` is the single point where per-shard histograms are combined
 (element-wise sum in a fixed shard order; one shard is returned as it is).
 
-Pairs (``"ole"`` criterion, seed 000 eq. 13): each node also owns a slice of a
-pair-partition array (int32 pair ids, 8 bytes a pair with its scratch; pairs crossing a
-split drop out); its pair histograms bin each pair's ``rho`` by the larger and the
-smaller bin of its two documents (see :func:`build_pair_histogram`).  They are built
-exactly, in pair order (the models do not depend on how the work is cut): a chunk of
-the node's pairs at a time, four features interleaved, parallel over blocks of features.
-A split leaves the node's pairs as [wholly left | wholly right | across]
-(:func:`~ltrboost.splitting._partition_pairs`), so the grower can use a subtraction
+Pairs (``"ole"`` criterion, seed 000 eq. 13): a round's pairs are a
+:class:`~ltrboost.pair_csr.PairCSR` (grouped by preferred document, 8 bytes a pair), and
+each row carries the id of the leaf that holds it (4 bytes a row); a node's pairs are
+its rows' pairs whose partner has the same id (pairs crossing a split drop out, without
+a per-pair partition).  Its pair histograms bin each pair's ``rho`` by the larger and
+the smaller bin of its two documents (see :func:`build_pair_histogram`).  They are built
+exactly, in the order of the node's rows and their pairs (the models do not depend on
+how the work is cut): a chunk of the node's pairs at a time, four features interleaved,
+parallel over blocks of features.  A split counts the pairs that stay left, stay right
+and cross (:meth:`LocalHistograms.split_rows`), so the grower can use a subtraction
 trick for pairs (``TreeGrower._split_pair_histograms``): the child with fewer pairs is
 built, the other is parent - that child - the crossing pairs' histograms
 (:meth:`LocalHistograms.crossing_pair_histogram`), when the crossing pairs are fewer
@@ -61,7 +63,8 @@ from numpy.typing import NDArray
 
 from ltrboost._config import INDEX_DTYPE, N_HIST_STATS, SUM_DTYPE
 from ltrboost._numba import add_gh1, inline_kernel, kernel, over_rows, prefetch
-from ltrboost.splitting import SplitInfo, _partition_pairs, split_indices
+from ltrboost.pair_csr import PairCSR, pairs_to_csr
+from ltrboost.splitting import SplitInfo, split_indices
 from ltrboost.tree import add_leaf_values, predict_binned_tree
 
 
@@ -250,56 +253,60 @@ def subtract_histograms(parent_inout, sibling, feature_indices, n_bins_non_missi
 # Pairs of a node gathered at a time by the pair-histogram kernel (16 bytes each: the
 # chunk stays in the core's cache while every feature of a block passes over it).
 PAIR_CHUNK = 4096
-PAIR_INDEX_DTYPE = np.int32
 
 
 def build_pair_histogram(
-    X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, missing_bin, out
-):
-    """Pair histograms ``(P_max, P_min, Q)`` of the pairs ``pair_indices`` (seed 000,
-    eq. 13: the rho mass of the pairs wholly on one side of each threshold).
+    X_binned, rows, pairs, node_of, feature_indices, missing_bin, out, n_pairs,
+    crossing=None,
+):  # fmt: skip
+    """Pair histograms ``(P_max, P_min, Q)`` of a node's pairs (seed 000, eq. 13: the
+    rho mass of the pairs wholly on one side of each threshold).
+
+    The node's pairs are those of its rows ``rows`` (as preferred document, in the
+    :class:`~ltrboost.pair_csr.PairCSR` ``pairs``) whose partner has the same
+    ``node_of`` id; with ``crossing = (a, b)`` (the ids of a split's two children, rows
+    of both) they are instead the pairs with one document in each.  ``n_pairs``: how
+    many there are (the serial/parallel choice).
 
     For every selected feature ``f`` and bin ``b``: ``out[f, b, 0]`` sums ``rho`` over
     the pairs whose larger bin is ``b``, ``out[f, b, 1]`` over those whose smaller bin is
     ``b``, ``out[f, b, 2]`` over those with exactly one document in the missing bin, by
-    the other document's bin.  Each bin adds its pairs in the order of
-    ``pair_indices``, so the result is the same bit for bit whatever the threads
+    the other document's bin.  Each bin adds its pairs in the order of the rows and of
+    each row's pairs, so the result is the same bit for bit whatever the threads
     (:func:`_pair_histogram_reference` is the plain NumPy definition).  Serial when
-    small, else parallel over blocks of features; no copy of the node's pairs is made
-    (they are read a cache-sized chunk at a time).
+    small, else parallel over blocks of features; a chunk of the node's pairs is
+    gathered at a time and every feature of a block passes over it.
     """
-    m = pair_indices.shape[0]
     n_sel = feature_indices.shape[0]
     if n_sel == 0:
         return
-    if m * n_sel < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
-        _pair_histogram_chunked_body(
-            X_binned, doc_i, doc_j, rho, pair_indices, feature_indices,
-            0, n_sel, missing_bin, PAIR_CHUNK, out,
-        )  # fmt: skip
+    a, b, mode = (-1, -1, False) if crossing is None else (crossing[0], crossing[1], True)
+    args = (X_binned, rows, pairs.ptr, pairs.partner, pairs.rho, node_of, mode, a, b)
+    chunk = max(1, min(n_pairs, PAIR_CHUNK))
+    if n_pairs * n_sel < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
+        _pair_histogram_chunked_body(*args, feature_indices, 0, n_sel, missing_bin, chunk, out)
         return
     n_blocks = min(-(-n_sel // 4), 2 * numba.get_num_threads())
     block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_pass4
-    _pair_histogram_chunked(
-        X_binned, doc_i, doc_j, rho, pair_indices, feature_indices,
-        block, missing_bin, PAIR_CHUNK, out,
-    )  # fmt: skip
-
-
-# the pair kernel's former name (imported by older code and tests)
-_build_pair_histogram = build_pair_histogram
+    over_rows(
+        lambda k0, k1: _pair_histogram_chunked_body(
+            *args, feature_indices, k0, k1, missing_bin, chunk, out
+        ),
+        n_sel,
+        min_rows_per_thread=1,
+        align=block,
+    )
 
 
 def build_pair_mass_histogram(
-    X_binned, rows, doc_i, doc_j, rho, pair_indices, feature_indices, mass, ordered, out,
-    X_rows=None,
-):  # fmt: skip
+    X_binned, rows, pairs, node_of, feature_indices, mass, ordered, out, X_rows=None
+):
     """Per feature and bin, over the node's rows ``rows``: the sum of ``out_d``
     (channel 0) and of ``in_d`` (1), where ``out_d`` (``in_d``) is the ``rho`` of the
-    node's pairs ``pair_indices`` whose ``doc_i`` (``doc_j``) is ``d``.  What the OLE
-    gain bound needs (seed 000 eq. 13; see :func:`ltrboost.splitting.ole_gain_bounds`):
-    the node's pairs wholly in a side weigh at most ``min(sum out_d, sum in_d)`` over
-    the side's documents.
+    node's pairs (see :func:`build_pair_histogram`) whose preferred (other) document is
+    ``d``.  What the OLE gain bound needs (seed 000 eq. 13; see
+    :func:`ltrboost.splitting.ole_gain_bounds`): the node's pairs wholly in a side weigh
+    at most ``min(sum out_d, sum in_d)`` over the side's documents.
 
     ``mass``: float64 (n_rows_shard, 2) scratch, zero on entry and on return.
     ``ordered``: float64 (>= len(rows), 2) scratch (OUT: ``out_d, in_d`` in the order
@@ -310,7 +317,7 @@ def build_pair_mass_histogram(
     """
     n = rows.shape[0]
     o = ordered[:n]
-    _pair_masses(rows, doc_i, doc_j, rho, pair_indices, mass, o)
+    _pair_masses(rows, pairs.ptr, pairs.partner, pairs.rho, node_of, mass, o)
     n_sel = feature_indices.shape[0]
     if X_rows is not None:
         n_features = X_rows.shape[1]
@@ -373,12 +380,13 @@ class NodeHistogram(NamedTuple):
 
 
 class RowRange(NamedTuple):
-    """A node's rows in one shard: ``partition[start:stop]`` and its pair slice."""
+    """A node's rows in one shard: ``partition[start:stop]``, and how many OLE pairs
+    have both documents among them (the node's pairs).  ``start`` is also the node's
+    id in the shard's per-row node ids while it is a leaf of the growing tree."""
 
     start: int
     stop: int
-    pair_start: int = 0
-    pair_stop: int = 0
+    n_pairs: int = 0
 
 
 class LocalHistograms:
@@ -386,8 +394,8 @@ class LocalHistograms:
 
     Owns the binned rows of the shard, the row partition (every node is the view
     ``partition[start:stop]``, see :mod:`ltrboost.splitting`), the gathered-gradient
-    buffers and, under ``"ole"``, the pair partition.  Its results are *partial*: the
-    :class:`HistogramBuilder` sums them over shards.
+    buffers and, under ``"ole"``, the round's pairs and the per-row node ids.  Its
+    results are *partial*: the :class:`HistogramBuilder` sums them over shards.
 
     Parameters
     ----------
@@ -449,31 +457,39 @@ class LocalHistograms:
             self._part = self._partition_buffer[:n]
             self._part[:] = sample_indices
         self.partition = self._part
-        self._pairs = pairs
+        self._pairs = None
         self._pair_sums: dict[tuple[int, int], float] = {}
+        self._crossing: dict[tuple[int, int], int] = {}
         n_pairs = 0
         if pairs is not None:
-            n_pairs = len(pairs[0])
-            # 8 bytes a pair: the node partition of pair ids and its scratch (int32:
-            # the OLE pair limit is far below 2**31)
-            self._pair_part = np.arange(n_pairs, dtype=PAIR_INDEX_DTYPE)
-            self._pair_buf = np.empty(n_pairs, dtype=PAIR_INDEX_DTYPE)
-            # the root's pairs are all of them in order: their sum without the
-            # gathered copy of rho (8 bytes a pair) that pair_sum would make
-            self._pair_sums[(0, n_pairs)] = float(np.sum(np.ascontiguousarray(pairs[2])))
+            if not isinstance(pairs, PairCSR):
+                pairs = pairs_to_csr(*pairs, self.n_samples)
+            self._pairs = pairs
+            n_pairs = pairs.n_pairs
+            # the id of the leaf holding each row (its RowRange start; -1 out of the
+            # bag): a node's pairs are its rows' pairs whose partner has its id
+            if getattr(self, "_node_of", None) is None:
+                self._node_of = np.empty(self.n_samples, dtype=np.int32)
+            if self._bagged:
+                self._node_of.fill(-1)
+                self._node_of[self._part] = 0
+            else:
+                self._node_of.fill(0)
+            # the root's pairs are all of them
+            self._pair_sums[(0, n)] = float(np.sum(pairs.rho, dtype=np.float64))
             self._pair_hist = np.empty((self.n_features, self.missing_bin + 1, 3), dtype=np.float64)
             self._bound_ready = False  # the OLE bound's scratch and checks: at first use
-        return RowRange(0, n, 0, n_pairs)
+        return RowRange(0, n, n_pairs)
 
     def _prepare_bound(self) -> None:
         """The tree's checks and scratch for :meth:`pair_mass_histogram`: whether
         every pair's ``rho`` is ``>= 0`` (the bound holds only then; NaN fails) and the
         tree's scale ``sum |h| + 2 sum rho`` of the rounding tolerance."""
-        rho = self._pairs[2]
+        rho = self._pairs.rho
         self._bound_ok = rho.shape[0] == 0 or bool(np.min(rho) >= 0.0)  # NaN: False
         h = self._hessians if not self._bagged else self._hessians[self._part]
         self._bound_scale = float(np.sum(np.abs(h), dtype=np.float64)) + 2.0 * abs(
-            float(np.sum(rho))
+            float(np.sum(rho, dtype=np.float64))
         )
         self._bound_terms = self._part.shape[0] + rho.shape[0]
         if getattr(self, "_mass", None) is None:
@@ -483,12 +499,11 @@ class LocalHistograms:
         self._bound_ready = True
 
     def end_pairs(self) -> None:
-        """Drop the tree's pairs and pair partition once it is grown: the next round's
-        pairs are computed before the next tree starts, and must not coexist with
-        these (at 500k documents each round's pairs are ~110 MB)."""
+        """Drop the tree's pairs once it is grown: the next round's pairs are computed
+        before the next tree starts, and must not coexist with these."""
         self._pairs = None
-        self._pair_part = self._pair_buf = None
         self._pair_sums = {}
+        self._crossing = {}
 
     def root_histogram(self, rows: RowRange) -> NodeHistogram:
         """The root's partial histogram, with the shard's sums and row count."""
@@ -571,49 +586,53 @@ class LocalHistograms:
             self.n_threads,
         )
         mid = rows.start + n_left
-        lp0 = lp1 = rp0 = rp1 = 0
-        if self._pairs is not None:
-            doc_i, doc_j, rho = self._pairs
-            seg = self._pair_part[rows.pair_start : rows.pair_stop]
-            n_l, n_r, s_l, s_r = _partition_pairs(
-                seg,
-                doc_i,
-                doc_j,
-                rho,
-                self.X_binned[:, info.feature_idx],
-                info.bin_idx,
-                info.missing_go_to_left,
-                self.missing_bin,
-                self._pair_buf[: seg.shape[0]],
+        n_l = n_r = 0
+        if self._pairs is not None and (mid == rows.start or mid == rows.stop):
+            # every row on one side (a shard's part of a node can be empty): that side
+            # keeps the node's pairs, and the empty side's id must not be used (an
+            # empty range shares its start with a neighbour)
+            self._crossing[(rows.start, rows.stop)] = 0
+            if mid == rows.stop:
+                n_l = rows.n_pairs
+                self._pair_sums[(rows.start, mid)] = self.pair_sum(rows)
+            else:
+                n_r = rows.n_pairs
+        elif self._pairs is not None:
+            pr = self._pairs
+            n_l, n_r, n_x, s_l, s_r = _split_node_pairs(
+                self._part[rows.start : rows.stop],
+                n_left,
+                pr.ptr,
+                pr.partner,
+                pr.rho,
+                self._node_of,
+                rows.start,
+                mid,
             )
-            lp0, lp1 = rows.pair_start, rows.pair_start + n_l
-            rp0, rp1 = lp1, lp1 + n_r
-            # the children's pair sums, from the partition's pass (a child that kept
-            # every pair, in order, has the parent's range and keeps its sum)
-            self._pair_sums.setdefault((lp0, lp1), s_l)
-            self._pair_sums.setdefault((rp0, rp1), s_r)
-        return (
-            RowRange(rows.start, mid, lp0, lp1),
-            RowRange(mid, rows.stop, rp0, rp1),
-        )
+            # the children's pair sums, from the same pass (in their pairs' order)
+            self._pair_sums[(rows.start, mid)] = s_l
+            self._pair_sums[(mid, rows.stop)] = s_r
+            self._crossing[(rows.start, rows.stop)] = n_x
+        return RowRange(rows.start, mid, n_l), RowRange(mid, rows.stop, n_r)
 
     def pair_sum(self, rows: RowRange) -> float:
         """Total ``rho`` of the node's pairs in this shard (0 without pairs).
 
-        Remembered per pair range for the tree: a node's leaf value and its split
-        search ask for the same sum (a range holds the same pairs in the same order
-        until it is split, and a child's range is a new one unless it kept every pair,
-        in order, when its sum is the parent's).  :meth:`split_rows` records the
-        children's sums as it partitions their pairs (in pair order); the root's is
-        NumPy's sum.
+        Remembered per node for the tree: a node's leaf value and its split search ask
+        for the same sum.  :meth:`split_rows` records the children's sums as it counts
+        their pairs; the root's is NumPy's sum.
         """
-        if self._pairs is None or rows.pair_stop <= rows.pair_start:
+        if self._pairs is None or rows.n_pairs <= 0:
             return 0.0
-        key = (rows.pair_start, rows.pair_stop)
+        key = (rows.start, rows.stop)
         total = self._pair_sums.get(key)
         if total is None:
-            idx = self._pair_part[rows.pair_start : rows.pair_stop]
-            total = float(np.sum(self._pairs[2][idx]))
+            pr = self._pairs
+            total = float(
+                _node_pair_sum(
+                    self._part[rows.start : rows.stop], pr.ptr, pr.partner, pr.rho, self._node_of
+                )
+            )
             self._pair_sums[key] = total
         return total
 
@@ -629,11 +648,18 @@ class LocalHistograms:
         (default: the shard's buffer, overwritten by the next call); the other
         features' entries are left as they were.
         """
-        doc_i, doc_j, rho = self._pairs
-        idx = self._pair_part[rows.pair_start : rows.pair_stop]
         feats = self._features if feature_indices is None else feature_indices
         out = self._pair_hist if out is None else out
-        build_pair_histogram(self.X_binned, doc_i, doc_j, rho, idx, feats, self.missing_bin, out)
+        build_pair_histogram(
+            self.X_binned,
+            self._part[rows.start : rows.stop],
+            self._pairs,
+            self._node_of,
+            feats,
+            self.missing_bin,
+            out,
+            rows.n_pairs,
+        )
         return out, self.pair_sum(rows)
 
     def crossing_pair_histogram(
@@ -645,16 +671,22 @@ class LocalHistograms:
     ) -> None:
         """The partial pair histograms, into ``out``, of the pairs that the split of
         ``parent`` (whose right child is ``right``) sent across: one document on each
-        side.  :meth:`split_rows` leaves them after the right child's pairs."""
-        doc_i, doc_j, rho = self._pairs
-        idx = self._pair_part[right.pair_stop : parent.pair_stop]
+        side."""
         build_pair_histogram(
-            self.X_binned, doc_i, doc_j, rho, idx, feature_indices, self.missing_bin, out
+            self.X_binned,
+            self._part[parent.start : parent.stop],
+            self._pairs,
+            self._node_of,
+            feature_indices,
+            self.missing_bin,
+            out,
+            self.crossing_pair_count(parent, right),
+            crossing=(parent.start, right.start),
         )
 
     def crossing_pair_count(self, parent: RowRange, right: RowRange) -> int:
         """The number of pairs the split of ``parent`` sent across (this shard)."""
-        return max(0, parent.pair_stop - right.pair_stop)
+        return self._crossing.get((parent.start, parent.stop), 0)
 
     def pair_mass_histogram(
         self, rows: RowRange, feature_indices: NDArray[np.int32]
@@ -668,14 +700,11 @@ class LocalHistograms:
             self._prepare_bound()
         if not self._bound_ok:
             return None
-        doc_i, doc_j, rho = self._pairs
         build_pair_mass_histogram(
             self.X_binned,
             self._part[rows.start : rows.stop],
-            doc_i,
-            doc_j,
-            rho,
-            self._pair_part[rows.pair_start : rows.pair_stop],
+            self._pairs,
+            self._node_of,
             feature_indices,
             self._mass,
             self._mass_ordered,
@@ -686,7 +715,7 @@ class LocalHistograms:
 
     def pair_count(self, rows: RowRange) -> int:
         """The number of the node's pairs in this shard."""
-        return max(0, rows.pair_stop - rows.pair_start)
+        return max(0, rows.n_pairs)
 
     def add_tree(self, nodes, leaves, out) -> None:
         """Add a grown tree's leaf values (``nodes["value"]``) to the shard's scores.
@@ -755,13 +784,9 @@ class HistogramBuilder:
                 si = (si - lo).astype(INDEX_DTYPE)
             sp = None
             if pairs is not None:
-                di, dj, rho = pairs
-                keep = (di >= lo) & (di < hi)
-                sp = (
-                    (di[keep] - lo).astype(np.int32),
-                    (dj[keep] - lo).astype(np.int32),
-                    rho[keep],
-                )
+                if not isinstance(pairs, PairCSR):
+                    pairs = pairs_to_csr(*pairs, self._bounds[-1][1])
+                sp = pairs.slice_rows(lo, hi)
             roots.append(
                 shard.start_tree(gradients[lo:hi], hessians[lo:hi], si, feature_indices, sp)
             )
@@ -1138,35 +1163,66 @@ def _subtract_histograms(parent_inout, sibling, feature_indices, n_bins_non_miss
 
 
 @kernel
+def _gather_node_pairs(rows, i, p, ptr, partner, rho, node_of, crossing, a, b, di, dj, r):
+    # Resume the walk over the node's pairs at row rows[i], pair position p (in
+    # ptr[rows[i]]..ptr[rows[i]+1]); gather up to len(di) of the pairs kept (see
+    # build_pair_histogram) into di, dj, r; return (count, i, p) to resume from.
+    cap = di.shape[0]
+    n = 0
+    nr = rows.shape[0]
+    while i < nr:
+        d = rows[i]
+        s = node_of[d]
+        end = ptr[d + 1]
+        while p < end:
+            j = partner[p]
+            q = node_of[j]
+            if (q == s) if not crossing else (q != s and (q == a or q == b)):
+                di[n] = d
+                dj[n] = j
+                r[n] = rho[p]
+                n += 1
+            p += 1
+            if n == cap:
+                return n, i, p
+        i += 1
+        if i < nr:
+            p = ptr[rows[i]]
+    return n, i, p
+
+
+@kernel
 def _pair_histogram_chunked_body(
-    X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, k_lo, k_hi, missing_bin, chunk, out
-):
+    X_binned, rows, ptr, partner, rho, node_of, crossing, a, b, feature_indices, k_lo, k_hi,
+    missing_bin, chunk, out,
+):  # fmt: skip
     # The pair histograms of features feature_indices[k_lo:k_hi], chunk by chunk of the
-    # node's pairs: a chunk (pair_indices[c0:c1]) is gathered into small contiguous
-    # arrays, then every feature of the block makes its pass over the chunk.  The chunk
-    # (16 bytes a pair) stays in the core's cache for all the block's features, so the
+    # node's pairs (see build_pair_histogram): a chunk is gathered into small contiguous
+    # arrays, then every feature of the block makes its pass over it.  The chunk (16
+    # bytes a pair) stays in the core's cache for all the block's features, so the
     # pairs come from memory once per block instead of once per feature; each feature's
-    # bins still receive the node's pairs in pair order, exactly as
+    # bins still receive the node's pairs in order, exactly as
     # :func:`_pair_histogram_reference` adds them: the sums are bit-identical to it.
     n_bins = out.shape[1]
     for k in range(k_lo, k_hi):
         f = feature_indices[k]
-        for b in range(n_bins):
-            out[f, b, 0] = 0.0
-            out[f, b, 1] = 0.0
-            out[f, b, 2] = 0.0
-    m = pair_indices.shape[0]
-    di = np.empty(min(m, chunk), dtype=doc_i.dtype)
-    dj = np.empty(min(m, chunk), dtype=doc_j.dtype)
-    r = np.empty(min(m, chunk), dtype=np.float64)
-    for c0 in range(0, m, chunk):
-        c1 = min(m, c0 + chunk)
-        for t in range(c0, c1):
-            p = pair_indices[t]
-            di[t - c0] = doc_i[p]
-            dj[t - c0] = doc_j[p]
-            r[t - c0] = rho[p]
-        n_c = c1 - c0
+        for bb in range(n_bins):
+            out[f, bb, 0] = 0.0
+            out[f, bb, 1] = 0.0
+            out[f, bb, 2] = 0.0
+    if rows.shape[0] == 0:
+        return
+    di = np.empty(chunk, dtype=np.int32)
+    dj = np.empty(chunk, dtype=np.int32)
+    r = np.empty(chunk, dtype=np.float64)
+    i = 0
+    p = ptr[rows[0]]
+    while True:
+        n_c, i, p = _gather_node_pairs(
+            rows, i, p, ptr, partner, rho, node_of, crossing, a, b, di, dj, r
+        )
+        if n_c == 0:
+            break
         k = k_lo
         while k + 4 <= k_hi:
             _pair_pass4(X_binned, di, dj, r, n_c, feature_indices, k, missing_bin, out)
@@ -1182,6 +1238,8 @@ def _pair_histogram_chunked_body(
                 out[feature_indices[k]],
             )
             k += 1
+        if n_c < chunk:
+            break
 
 
 @kernel
@@ -1250,47 +1308,71 @@ def _pair_pass4(X_binned, di, dj, r, n, feature_indices, k, missing_bin, out):
             h3[lo, 2] += rt
 
 
-def _pair_histogram_chunked(
-    X_binned, doc_i, doc_j, rho, pair_indices, feature_indices, block, missing_bin, chunk, out
-):
-    """:func:`_pair_histogram_chunked_body` on Python threads over blocks of selected
-    features (starts multiples of ``block``)."""
-    over_rows(
-        lambda k0, k1: _pair_histogram_chunked_body(
-            X_binned,
-            doc_i,
-            doc_j,
-            rho,
-            pair_indices,
-            feature_indices,
-            k0,
-            k1,
-            missing_bin,
-            chunk,
-            out,
-        ),
-        feature_indices.shape[0],
-        min_rows_per_thread=1,
-        align=block,
-    )
-
-
 @kernel
-def _pair_masses(rows, doc_i, doc_j, rho, pair_indices, mass, ordered):
+def _pair_masses(rows, ptr, partner, rho, node_of, mass, ordered):
     # mass: IN/OUT float64 (n_rows_shard, 2) scratch, zero on entry and on return (the
     # node's pairs have both documents among ``rows``, whose entries are reset);
     # ordered: OUT float64 (len(rows), 2): out_d, in_d in the order of rows.
-    for t in range(pair_indices.shape[0]):
-        p = pair_indices[t]
-        r = rho[p]
-        mass[doc_i[p], 0] += r
-        mass[doc_j[p], 1] += r
+    for i in range(rows.shape[0]):
+        d = rows[i]
+        s = node_of[d]
+        for p in range(ptr[d], ptr[d + 1]):
+            j = partner[p]
+            if node_of[j] == s:
+                r = np.float64(rho[p])
+                mass[d, 0] += r
+                mass[j, 1] += r
     for i in range(rows.shape[0]):
         d = rows[i]
         ordered[i, 0] = mass[d, 0]
         ordered[i, 1] = mass[d, 1]
         mass[d, 0] = 0.0
         mass[d, 1] = 0.0
+
+
+@kernel
+def _split_node_pairs(rows, mid, ptr, partner, rho, node_of, left_id, right_id):
+    # A split of a node's rows ``rows`` (left child rows[:mid], right rows[mid:], every
+    # one of them with node_of == left_id on entry): gives the right child's rows the id
+    # right_id, then counts the parent's pairs that stay left, stay right and cross, and
+    # sums the children's rho (in the order of their rows and pairs, the order of
+    # build_pair_histogram).  Returns (n_left, n_right, n_crossing, sum_left, sum_right).
+    for t in range(mid, rows.shape[0]):
+        node_of[rows[t]] = right_id
+    n_l = 0
+    n_r = 0
+    n_x = 0
+    s_l = 0.0
+    s_r = 0.0
+    for t in range(rows.shape[0]):
+        d = rows[t]
+        s = node_of[d]
+        for p in range(ptr[d], ptr[d + 1]):
+            q = node_of[partner[p]]
+            if q == s:
+                if s == left_id:
+                    n_l += 1
+                    s_l += np.float64(rho[p])
+                else:
+                    n_r += 1
+                    s_r += np.float64(rho[p])
+            elif q == left_id or q == right_id:
+                n_x += 1
+    return n_l, n_r, n_x, s_l, s_r
+
+
+@kernel
+def _node_pair_sum(rows, ptr, partner, rho, node_of):
+    # the rho of the node's pairs (partner in the same node), in build_pair_histogram's
+    # order
+    total = 0.0
+    for t in range(rows.shape[0]):
+        d = rows[t]
+        s = node_of[d]
+        for p in range(ptr[d], ptr[d + 1]):
+            if node_of[partner[p]] == s:
+                total += np.float64(rho[p])
+    return total
 
 
 @kernel
@@ -1367,6 +1449,24 @@ def _build_histogram_reference(
         out[f, :, 1] = np.bincount(bins, weights=h, minlength=n_bins)
         out[f, :, 2] = np.bincount(bins, minlength=n_bins)
     return out
+
+
+def _node_pairs_reference(rows, pairs, node_of, crossing=None):
+    """Plain NumPy: the node's pairs ``(doc_i, doc_j, rho)`` that
+    :func:`build_pair_histogram` walks, in its order (float64 ``rho``)."""
+    rows = np.asarray(rows, dtype=np.intp)
+    counts = pairs.ptr[rows + 1] - pairs.ptr[rows]
+    doc_i = np.repeat(rows, counts)
+    pos = np.concatenate(
+        [np.arange(pairs.ptr[d], pairs.ptr[d + 1]) for d in rows] or [np.zeros(0, np.int64)]
+    ).astype(np.intp)
+    doc_j = pairs.partner[pos].astype(np.intp)
+    s, q = node_of[doc_i], node_of[doc_j]
+    if crossing is None:
+        keep = q == s
+    else:
+        keep = (q != s) & ((q == crossing[0]) | (q == crossing[1]))
+    return doc_i[keep], doc_j[keep], pairs.rho[pos][keep].astype(np.float64)
 
 
 def _pair_histogram_reference(

@@ -855,45 +855,6 @@ def _split_indices(rows, col, bin_idx, missing_left, missing_bin, buffer, n_chun
     return sum(n_left)
 
 
-@kernel
-def _partition_pairs(seg, doc_i, doc_j, rho, col, bin_idx, missing_left, missing_bin, buf):
-    # seg: IN/OUT pair ids of the node -> [both left | both right | crossing], each
-    # part in its previous order (the crossing pairs feed the pair-histogram
-    # subtraction, TreeGrower._split_pair_histograms).  One pass: a pair wholly left
-    # moves down in place (it is written at or before where it was read), one wholly
-    # right waits at the front of buf, a crossing one at its back (last first).
-    # Returns (n_left, n_right, rho sum of the left pairs, of the right pairs), the
-    # sums in pair order.
-    n = seg.shape[0]
-    n_l = 0
-    n_r = 0
-    n_c = 0
-    s_l = 0.0
-    s_r = 0.0
-    for t in range(n):
-        p = seg[t]
-        bi = col[doc_i[p]]
-        bj = col[doc_j[p]]
-        li = missing_left if bi == missing_bin else bi <= bin_idx
-        lj = missing_left if bj == missing_bin else bj <= bin_idx
-        if li and lj:
-            seg[n_l] = p
-            n_l += 1
-            s_l += rho[p]
-        elif not (li or lj):
-            buf[n_r] = p
-            n_r += 1
-            s_r += rho[p]
-        else:
-            n_c += 1
-            buf[n - n_c] = p
-    for t in range(n_r):
-        seg[n_l + t] = buf[t]
-    for t in range(n_c):
-        seg[n_l + n_r + t] = buf[n - 1 - t]
-    return n_l, n_r, s_l, s_r
-
-
 # --- references ---
 
 

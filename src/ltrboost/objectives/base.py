@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost.dataset import RankingDataset, check_labels
+from ltrboost.pair_csr import PairCSR, pairs_to_csr
 
 # Constant initial scores are clipped to class frequencies in [PRIOR_EPS, 1 - PRIOR_EPS]
 # so that a training set with one class only (all documents irrelevant, say) gets a
@@ -134,6 +135,22 @@ class Objective:
     ) -> PairTerms | None:
         """Pair hessian contributions for the OLE criterion; None for pointwise losses."""
         return None
+
+    def ole_pairs(
+        self,
+        scores: NDArray[np.float64],
+        data: RankingDataset,
+        iteration: int = 0,
+        in_bag: NDArray[np.bool_] | None = None,
+    ) -> PairCSR | None:
+        """:meth:`pair_terms` as the tree grower holds them (a
+        :class:`~ltrboost.pair_csr.PairCSR`: by preferred document, float32 ``rho``),
+        only the pairs with both documents ``in_bag`` when given; None for pointwise
+        losses.  An objective may override it to write that layout directly."""
+        pt = self.pair_terms(scores, data, iteration=iteration)
+        if pt is None:
+            return None
+        return pairs_to_csr(pt.doc_i, pt.doc_j, pt.rho, data.n_samples, in_bag)
 
     def line_search(
         self,
