@@ -627,8 +627,9 @@ def _build_pair_histogram(X_binned, di, dj, rho, pair_idx, feats, missing_bin, o
     p = np.asarray(pair_idx, dtype=np.intp)
     csr = pairs_to_csr(di[p], dj[p], rho[p], n)
     rows = np.arange(n, dtype=np.int32)
-    node_of = np.zeros(n, dtype=np.int32)
-    build_pair_histogram(X_binned, rows, csr, node_of, feats, missing_bin, out, csr.n_pairs)
+    live = np.diff(csr.ptr).astype(np.int32)  # every pair is the node's
+    cross = np.zeros(n, dtype=np.int32)
+    build_pair_histogram(X_binned, rows, csr, live, cross, feats, missing_bin, out, csr.n_pairs)
 
 
 def _random_pairs(rng, n, n_pairs):

@@ -90,12 +90,9 @@ def test_pair_mass_histogram_is_the_numpy_sum(seed, parallel, row_major, monkeyp
     ordered = np.empty((n, 2))
     out = np.full((n_features, missing_bin + 1, 2), np.nan)
     X_rows = np.ascontiguousarray(X_binned) if row_major else None
-    node_of = np.full(n, 2, dtype=np.int32)  # the node's rows: id 1; the others: 2
-    node_of[rows] = 1
-    csr = pairs_to_csr(*pairs, n)
-    build_pair_mass_histogram(
-        X_binned, rows, csr, node_of, feats, mass, ordered, out, X_rows=X_rows
-    )
+    csr = pairs_to_csr(*(a[node_pairs] for a in pairs), n)  # the node's pairs
+    live = np.diff(csr.ptr).astype(np.int32)
+    build_pair_mass_histogram(X_binned, rows, csr, live, feats, mass, ordered, out, X_rows=X_rows)
     ref = _mass_reference(X_binned, rows, pairs, node_pairs, missing_bin + 1)
     np.testing.assert_allclose(out[feats], ref[feats], rtol=1e-12, atol=1e-12)
     if not row_major:  # (the row-major pass builds every feature)

@@ -28,8 +28,9 @@ SEEDS = [0, 1, 2]
 
 def _pair_problem(seed, n=300, n_features=11, n_pairs=3000, missing_bin=12):
     """Binned rows, random pairs as a PairCSR, and a node: a subset of the rows in no
-    particular order (as a partition leaves them) with id 7 in ``node_of``; rows
-    outside have other ids (or -1, out of the bag)."""
+    particular order (as a partition leaves them), each with a random number of its
+    slice's pairs as the node's (``live``) and a random number after them as the ones
+    its split sent across (``cross``)."""
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 8, size=(n, n_features)).astype(np.uint8)
     X[:, 3] = 0  # a constant feature: every pair in one bin (the longest chains)
@@ -40,9 +41,10 @@ def _pair_problem(seed, n=300, n_features=11, n_pairs=3000, missing_bin=12):
     rho = rng.uniform(0.0, 1.0, n_pairs) ** 3  # magnitudes far apart: order matters
     pairs = pairs_to_csr(di, dj, rho, n)
     rows = rng.permutation(n)[: n * 3 // 4].astype(np.int32)
-    node_of = rng.choice(np.array([-1, 0, 3, 9], dtype=np.int32), n)
-    node_of[rows] = 7
-    return rng, X_binned, pairs, rows, node_of, missing_bin
+    counts = np.diff(pairs.ptr)
+    live = (counts * rng.random(n)).astype(np.int32)
+    cross = ((counts - live) * rng.random(n)).astype(np.int32)
+    return rng, X_binned, pairs, rows, live, cross, missing_bin
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -55,16 +57,13 @@ def test_pair_histogram_is_the_numpy_reference_bit_for_bit(
     """Every selected feature equals np.bincount over the node's pairs in the order of
     its rows and their pairs (which adds each bin's pairs in that order, as the kernel
     must): serial and parallel drivers, chunks of 1, 7 (not dividing the pairs) and
-    4096, features in blocks of 4 plus a tail; a node's own pairs and a split's
-    crossing pairs."""
-    rng, X_binned, pairs, rows, node_of, missing_bin = _pair_problem(seed)
-    cross = None
-    if crossing:  # the node's rows split between ids 7 and 8
-        node_of[rows[rng.random(rows.shape[0]) < 0.4]] = 8
-        cross = (7, 8)
+    4096, gathers of 3 chunks and 2 pairs (the parallel driver), features in blocks
+    of 4 plus a tail; a node's own pairs and a split's crossing pairs."""
+    _, X_binned, pairs, rows, live, cross, missing_bin = _pair_problem(seed)
     monkeypatch.setattr(histogram, "PAIR_CHUNK", chunk)
+    monkeypatch.setattr(histogram, "PAIR_GATHER", 3 * chunk + 2)  # several gathers
     monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", 0 if parallel else 10**12)
-    di, dj, rho = _node_pairs_reference(rows, pairs, node_of, cross)
+    di, dj, rho = _node_pairs_reference(rows, pairs, live, cross, crossing)
     assert 100 < di.shape[0] < pairs.n_pairs
     n_features = X_binned.shape[1]
     idx = np.arange(di.shape[0])
@@ -72,7 +71,7 @@ def test_pair_histogram_is_the_numpy_reference_bit_for_bit(
         feats = feats.astype(np.int32)
         out = np.full((n_features, missing_bin + 1, 3), np.nan)
         build_pair_histogram(
-            X_binned, rows, pairs, node_of, feats, missing_bin, out, di.shape[0], cross
+            X_binned, rows, pairs, live, cross, feats, missing_bin, out, di.shape[0], crossing
         )
         ref = _pair_histogram_reference(
             X_binned, di, dj, rho, idx, feats, missing_bin, missing_bin + 1
@@ -83,33 +82,72 @@ def test_pair_histogram_is_the_numpy_reference_bit_for_bit(
 
 
 def test_node_pairs_reference_is_a_plain_loop():
-    """The reference's pairs: every pair of a node row whose partner has the row's id
-    (or, crossing, the other child's), rows in order, each row's pairs in order."""
-    _, _, pairs, rows, node_of, _ = _pair_problem(4, n=40, n_pairs=200)
-    node_of[rows[::3]] = 8
-    for cross in (None, (7, 8)):
+    """The reference's pairs: for each node row in order, the first live[d] pairs of its
+    slice (or, crossing, the cross[d] after them), in slice order."""
+    _, _, pairs, rows, live, cross, _ = _pair_problem(4, n=40, n_pairs=200)
+    for crossing in (False, True):
         want = []
         for d in rows:
-            for p in range(pairs.ptr[d], pairs.ptr[d + 1]):
-                j = pairs.partner[p]
-                s, q = node_of[d], node_of[j]
-                keep = q == s if cross is None else (q != s and q in cross)
-                if keep:
-                    want.append((d, j, float(pairs.rho[p])))
-        got = list(zip(*_node_pairs_reference(rows, pairs, node_of, cross), strict=True))
-        assert [(int(a), int(b), c) for a, b, c in got] == want
+            start = pairs.ptr[d] + (live[d] if crossing else 0)
+            for p in range(start, start + (cross[d] if crossing else live[d])):
+                want.append((d, d + pairs.offset[p], float(pairs.rho[p])))
+        got = list(zip(*_node_pairs_reference(rows, pairs, live, cross, crossing), strict=True))
+        assert [(int(a), int(b), c) for a, b, c in got] == [(int(a), int(b), c) for a, b, c in want]
 
 
 def test_pair_histogram_of_no_pairs_is_zero():
-    _, X_binned, pairs, _, node_of, missing_bin = _pair_problem(0)
+    _, X_binned, pairs, rows, live, cross, missing_bin = _pair_problem(0)
     feats = np.arange(X_binned.shape[1], dtype=np.int32)
     out = np.full((feats.shape[0], missing_bin + 1, 3), np.nan)
-    for rows in (np.zeros(0, np.int32), np.flatnonzero(node_of == 0).astype(np.int32)[:1]):
-        node_of_1 = node_of.copy()
-        node_of_1[rows] = 99  # a row alone in its node: no pair has both documents there
+    for node_rows, node_live in ((np.zeros(0, np.int32), live), (rows, np.zeros_like(live))):
         out[:] = np.nan
-        build_pair_histogram(X_binned, rows, pairs, node_of_1, feats, missing_bin, out, 0)
+        args = (pairs, node_live, cross, feats, missing_bin, out, 0)
+        build_pair_histogram(X_binned, node_rows, *args)
         assert not out.any()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("missing_left", [False, True])
+@pytest.mark.parametrize("n", [300, 9000])
+def test_split_reorders_each_slice_into_kept_then_crossing(seed, missing_left, n):
+    """A split leaves each row's node pairs as [partner on the row's side | partner
+    across], each part in its previous order; the counts and the children's rho sums
+    (per row, then over rows in order) are those of a plain loop; rows outside the
+    node are untouched.  Serial and parallel (many rows) drivers."""
+    _, X_binned, pairs, rows, live, cross, missing_bin = _pair_problem(seed, n=n, n_pairs=10 * n)
+    col = X_binned[:, 2]
+    go_left = np.where(col == missing_bin, missing_left, col <= 3)
+    node_rows = np.concatenate([rows[go_left[rows]], rows[~go_left[rows]]]).astype(np.int32)
+    mid = int(go_left[rows].sum())
+    before = (pairs.offset.copy(), pairs.rho.copy(), live.copy())
+    longest = int(np.diff(pairs.ptr).max())
+    got = histogram.split_node_pairs(
+        node_rows, mid, pairs, live, cross, col, 3, missing_left, missing_bin, longest
+    )
+    n_l = n_r = n_x = 0
+    s_l = s_r = 0.0
+    for t, d in enumerate(node_rows):
+        p0 = pairs.ptr[d]
+        old = range(p0, p0 + before[2][d])
+        same = [p for p in old if go_left[d + before[0][p]] == (t < mid)]
+        across = [p for p in old if go_left[d + before[0][p]] != (t < mid)]
+        want = same + across
+        np.testing.assert_array_equal(pairs.offset[p0 : p0 + len(want)], before[0][want])
+        np.testing.assert_array_equal(pairs.rho[p0 : p0 + len(want)], before[1][want])
+        assert (live[d], cross[d]) == (len(same), len(across))
+        n_x += len(across)
+        row_sum = 0.0
+        for p in same:
+            row_sum += float(before[1][p])
+        if t < mid:
+            n_l, s_l = n_l + len(same), s_l + row_sum
+        else:
+            n_r, s_r = n_r + len(same), s_r + row_sum
+    assert got == (n_l, n_r, n_x, s_l, s_r)
+    untouched = np.setdiff1d(np.arange(X_binned.shape[0]), node_rows)
+    for d in untouched:
+        sl = slice(pairs.ptr[d], pairs.ptr[d + 1])
+        np.testing.assert_array_equal(pairs.offset[sl], before[0][sl])
 
 
 def test_pairs_to_csr_groups_by_preferred_document_in_order():
@@ -120,12 +158,19 @@ def test_pairs_to_csr_groups_by_preferred_document_in_order():
     rho = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
     csr = pairs_to_csr(di, dj, rho, 5)
     assert csr.ptr.tolist() == [0, 2, 3, 6, 6, 6]
-    assert csr.partner.tolist() == [1, 2, 2, 0, 1, 3]
+    assert csr.offset.tolist() == [1, 2, 1, -2, -1, 1]  # other document - preferred
     np.testing.assert_array_equal(csr.rho, np.float32([0.2, 0.5, 0.4, 0.1, 0.3, 0.6]))
     assert csr.rho.dtype == np.float32
-    assert csr.partner.dtype == np.int32
+    assert csr.offset.dtype == np.int16
     back = csr.to_lists()
     assert back[0].tolist() == [0, 0, 1, 2, 2, 2]
+    assert back[1].tolist() == [1, 2, 2, 0, 1, 3]
+    # documents 32768 rows apart or more (a query that long) take int32 offsets
+    far = pairs_to_csr(np.array([0, 40000]), np.array([40000, 7]), np.ones(2), 40001)
+    assert far.offset.dtype == np.int32
+    assert far.to_lists()[1].tolist() == [40000, 7]
+    near = pairs_to_csr(np.array([0, 32767]), np.array([32767, 0]), np.ones(2), 40001)
+    assert near.offset.tolist() == [32767, -32767]
     bag = np.array([True, True, True, False, True])
     kept = pairs_to_csr(di, dj, rho, 5, bag)
     assert kept.n_pairs == 5
@@ -286,11 +331,11 @@ def test_top_features_split_is_exact_ole_over_the_best_newton_features(k):
     assert tree[0]["feature_idx"] in top
 
 
-def test_grower_holds_eight_bytes_a_pair():
-    """A round's pairs are held as given (a PairCSR: int32 partner and float32 rho, 8
-    bytes a pair) with no per-pair partition or copy; per row, the CSR offsets and the
-    node ids (12 bytes).  Below the binned data whenever pairs per document are below
-    ``(n_features - 12) / 8``."""
+def test_grower_holds_six_bytes_a_pair():
+    """A round's pairs are held as given (a PairCSR: int16 offsets and float32 rho, 6
+    bytes a pair) with no per-pair partition or copy; per row, the CSR pointers and the
+    live and crossing counts (16 bytes).  Below the binned data whenever pairs per
+    document are below ``(n_features - 16) / 6``."""
     rng = np.random.default_rng(0)
     X_binned = np.asfortranarray(rng.integers(0, 5, size=(100, 40)).astype(np.uint8))
     shard = histogram.LocalHistograms(X_binned, missing_bin=5)
@@ -299,13 +344,13 @@ def test_grower_holds_eight_bytes_a_pair():
     g = np.ones(100, np.float32)
     shard.start_tree(g, g, None, np.arange(40, dtype=np.int32), pairs)
     assert shard._pairs is pairs
-    assert pairs.partner.nbytes + pairs.rho.nbytes == 8 * 99
+    assert pairs.offset.nbytes + pairs.rho.nbytes == 6 * 99
     per_pair = [
         v.nbytes for v in vars(shard).values() if isinstance(v, np.ndarray) and v.size == 99
     ]
     assert per_pair == []  # nothing else the size of the pairs
-    held = pairs.nbytes + shard._node_of.nbytes
-    assert held == 8 * 99 + 8 * 101 + 4 * 100
+    held = pairs.nbytes + shard._live.nbytes + shard._cross.nbytes
+    assert held == 6 * 99 + 8 * 101 + 8 * 100
     assert held <= X_binned.nbytes
 
 
@@ -353,3 +398,23 @@ def test_lambdamart_writes_the_grower_layout_as_its_pair_terms_give_it(weighted,
     for a, b in zip(want, got, strict=True):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+
+
+def test_int32_offsets_grow_the_int16_tree():
+    """Pairs whose documents are 32768 rows apart or more (a query that long) are held
+    with int32 offsets: the same pairs grow the same tree either way."""
+    binner, X_binned, g, h, pairs = _ole_problem(2)
+    trees = []
+    for dtype in (np.int16, np.int32):
+        csr = pairs_to_csr(*pairs, X_binned.shape[0])
+        csr = csr._replace(offset=csr.offset.astype(dtype))
+        grower = TreeGrower(
+            X_binned,
+            binner.n_bins_non_missing_,
+            binner.missing_bin_,
+            binner.thresholds_matrix(),
+            GrowerParams(split_criterion="ole", max_leaf_nodes=8, min_samples_leaf=3),
+        )
+        trees.append(grower.grow(g, h, pairs=csr).nodes)
+    np.testing.assert_array_equal(trees[0], trees[1])
+    assert trees[0].shape[0] >= 7

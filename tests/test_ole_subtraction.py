@@ -65,15 +65,16 @@ def test_split_counts_the_crossing_pairs_and_the_parts_add_up(seed, missing_left
     np.testing.assert_allclose(parts.sum(axis=0), parent, rtol=1e-12, atol=1e-12)
     # each part is the reference of its own pairs (in the walk's order), bit for bit
     rows = shard.partition
-    node_of = shard._node_of
     for k, (part_rows, cross) in enumerate(
         [
-            (rows[left.start : left.stop], None),
-            (rows[right.start : right.stop], None),
-            (rows[root.start : root.stop], (left.start, right.start)),
+            (rows[left.start : left.stop], False),
+            (rows[right.start : right.stop], False),
+            (rows[root.start : root.stop], True),
         ]
     ):
-        pi, pj, pr = _node_pairs_reference(part_rows, shard._pairs, node_of, cross)
+        pi, pj, pr = _node_pairs_reference(
+            part_rows, shard._pairs, shard._live, shard._cross, cross
+        )
         ref = _pair_histogram_reference(
             X_binned, pi, pj, pr, np.arange(pi.shape[0]), feats, missing_bin, n_bins
         )
@@ -204,7 +205,8 @@ def test_a_split_that_empties_one_side_keeps_the_node_pairs(all_left):
     """A shard's part of a node can go wholly to one side (the node's other rows are in
     another shard).  The side with the rows keeps the node's pairs, sum and histograms,
     nothing crosses, and the empty side's range (which starts where a neighbouring leaf
-    starts, or where its parent does) takes no pairs from the neighbour."""
+    starts, or where its parent does) takes no pairs from the neighbour (ids of an
+    earlier layout)."""
     rng = np.random.default_rng(7)
     n, n_features, missing_bin = 120, 3, 9
     X = rng.integers(0, 8, size=(n, n_features)).astype(np.uint8)
@@ -233,6 +235,10 @@ def test_a_split_that_empties_one_side_keeps_the_node_pairs(all_left):
     np.testing.assert_array_equal(out, hist_before)
     # the neighbour (the root's right child) is untouched
     assert (shard.pair_sum(right), right.n_pairs) == before[1:]
-    np.testing.assert_array_equal(
-        shard._node_of[shard.partition[right.start : right.stop]], right.start
+    out_right = np.zeros((3, 10, 3))
+    shard.pair_histogram(right, feats, out=out_right)
+    pi, pj, pr = _node_pairs_reference(
+        shard.partition[right.start : right.stop], shard._pairs, shard._live, shard._cross
     )
+    ref = _pair_histogram_reference(X_binned, pi, pj, pr, np.arange(pi.shape[0]), feats, 9, 10)
+    np.testing.assert_array_equal(out_right, ref)

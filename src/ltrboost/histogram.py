@@ -34,15 +34,17 @@ Named tricks (sklearn/LightGBM):
 (element-wise sum in a fixed shard order; one shard is returned as it is).
 
 Pairs (``"ole"`` criterion, seed 000 eq. 13): a round's pairs are a
-:class:`~ltrboost.pair_csr.PairCSR` (grouped by preferred document, 8 bytes a pair), and
-each row carries the id of the leaf that holds it (4 bytes a row); a node's pairs are
-its rows' pairs whose partner has the same id (pairs crossing a split drop out, without
-a per-pair partition).  Its pair histograms bin each pair's ``rho`` by the larger and
+:class:`~ltrboost.pair_csr.PairCSR` (grouped by preferred document, 8 bytes a pair).  A
+node's pairs are, for each of its rows, the first ``live`` pairs of the row's slice: a
+split reorders each slice in place into [partner on the row's side | partner across]
+and the crossing pairs drop out (8 bytes a row for the two counts; no per-pair
+partition).  Its pair histograms bin each pair's ``rho`` by the larger and
 the smaller bin of its two documents (see :func:`build_pair_histogram`).  They are built
 exactly, in the order of the node's rows and their pairs (the models do not depend on
 how the work is cut): a chunk of the node's pairs at a time, four features interleaved,
 parallel over blocks of features.  A split counts the pairs that stay left, stay right
-and cross (:meth:`LocalHistograms.split_rows`), so the grower can use a subtraction
+and cross (:meth:`LocalHistograms.split_rows`) and keeps the crossing ones until the
+next split of a child, so the grower can use a subtraction
 trick for pairs (``TreeGrower._split_pair_histograms``): the child with fewer pairs is
 built, the other is parent - that child - the crossing pairs' histograms
 (:meth:`LocalHistograms.crossing_pair_histogram`), when the crossing pairs are fewer
@@ -253,20 +255,22 @@ def subtract_histograms(parent_inout, sibling, feature_indices, n_bins_non_missi
 # Pairs of a node gathered at a time by the pair-histogram kernel (16 bytes each: the
 # chunk stays in the core's cache while every feature of a block passes over it).
 PAIR_CHUNK = 4096
+# Pairs gathered at a time for the parallel pair-histogram driver (16 bytes each).
+PAIR_GATHER = 1 << 18
 
 
 def build_pair_histogram(
-    X_binned, rows, pairs, node_of, feature_indices, missing_bin, out, n_pairs,
-    crossing=None,
+    X_binned, rows, pairs, live, cross, feature_indices, missing_bin, out, n_pairs,
+    crossing=False,
 ):  # fmt: skip
     """Pair histograms ``(P_max, P_min, Q)`` of a node's pairs (seed 000, eq. 13: the
     rho mass of the pairs wholly on one side of each threshold).
 
-    The node's pairs are those of its rows ``rows`` (as preferred document, in the
-    :class:`~ltrboost.pair_csr.PairCSR` ``pairs``) whose partner has the same
-    ``node_of`` id; with ``crossing = (a, b)`` (the ids of a split's two children, rows
-    of both) they are instead the pairs with one document in each.  ``n_pairs``: how
-    many there are (the serial/parallel choice).
+    The node's pairs are, for each of its rows ``d`` (``rows``, in order), the first
+    ``live[d]`` pairs of ``d``'s slice of the :class:`~ltrboost.pair_csr.PairCSR`
+    ``pairs`` (see :meth:`LocalHistograms.split_rows`); with ``crossing`` (``rows``: a
+    split node's rows) they are the ``cross[d]`` pairs after those, the pairs the split
+    sent across.  ``n_pairs``: how many there are.
 
     For every selected feature ``f`` and bin ``b``: ``out[f, b, 0]`` sums ``rho`` over
     the pairs whose larger bin is ``b``, ``out[f, b, 1]`` over those whose smaller bin is
@@ -274,36 +278,89 @@ def build_pair_histogram(
     the other document's bin.  Each bin adds its pairs in the order of the rows and of
     each row's pairs, so the result is the same bit for bit whatever the threads
     (:func:`_pair_histogram_reference` is the plain NumPy definition).  Serial when
-    small, else parallel over blocks of features; a chunk of the node's pairs is
-    gathered at a time and every feature of a block passes over it.
+    small, else the pairs are gathered once, :data:`PAIR_GATHER` at a time (in parallel
+    by blocks of rows), and blocks of features pass over them in parallel, a cache-sized
+    chunk at a time (gathering per block of features instead cost as much as the
+    passes of a branch-and-bound node's 8-feature calls).
     """
     n_sel = feature_indices.shape[0]
     if n_sel == 0:
         return
-    a, b, mode = (-1, -1, False) if crossing is None else (crossing[0], crossing[1], True)
-    args = (X_binned, rows, pairs.ptr, pairs.partner, pairs.rho, node_of, mode, a, b)
+    walk = (pairs.ptr, pairs.offset, pairs.rho, live, cross, bool(crossing))
     chunk = max(1, min(n_pairs, PAIR_CHUNK))
     if n_pairs * n_sel < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
-        _pair_histogram_chunked_body(*args, feature_indices, 0, n_sel, missing_bin, chunk, out)
+        _pair_histogram_chunked_body(
+            X_binned, rows, *walk, feature_indices, 0, n_sel, missing_bin, chunk, out
+        )
         return
     n_blocks = min(-(-n_sel // 4), 2 * numba.get_num_threads())
     block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_pass4
-    over_rows(
-        lambda k0, k1: _pair_histogram_chunked_body(
-            *args, feature_indices, k0, k1, missing_bin, chunk, out
-        ),
-        n_sel,
-        min_rows_per_thread=1,
-        align=block,
-    )
+    counts = (cross if crossing else live)[rows]
+    offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    size = max(1, min(int(offsets[-1]), PAIR_GATHER), int(counts.max(initial=0)))
+    di = np.empty(size, dtype=np.int32)
+    dj = np.empty(size, dtype=np.int32)
+    r = np.empty(size, dtype=np.float64)
+    i0, first = 0, True
+    while first or i0 < rows.shape[0]:
+        # the next rows whose pairs fit the buffer (at least one row), gathered in
+        # parallel by blocks of rows, each at its offset in the walk
+        i1 = max(i0 + 1, int(np.searchsorted(offsets, offsets[i0] + size, "right")) - 1)
+        i1 = min(i1, rows.shape[0])
+        n_c = int(offsets[i1] - offsets[i0]) if rows.shape[0] else 0
+        if n_c:
+            over_rows(
+                lambda a, b, i0=i0: _gather_rows(
+                    rows, i0 + a, i0 + b, offsets, offsets[i0], *walk, di, dj, r
+                ),
+                i1 - i0,
+                min_rows_per_thread=256,
+            )
+        passes_args = (di, dj, r, n_c, feature_indices)
+        tail = (missing_bin, PAIR_CHUNK, first, out)
+        over_rows(
+            lambda k0, k1, a=passes_args, t=tail: _pair_passes(X_binned, *a, k0, k1, *t),
+            n_sel,
+            min_rows_per_thread=1,
+            align=block,
+        )
+        first = False
+        i0 = i1
+
+
+def split_node_pairs(
+    rows, mid, pairs, live, cross, col, bin_idx, missing_left, missing_bin, longest
+):  # fmt: skip
+    """A split of a node's rows ``rows`` (left child ``rows[:mid]``, right
+    ``rows[mid:]``; a row goes left when its bin in ``col`` is ``<= bin_idx``, or missing
+    and ``missing_left``): each row's node pairs (the first ``live[d]`` of its slice, the
+    partner in the node) are reordered in place into [partner on the row's side |
+    across], each part in its previous order; ``live[d]`` and ``cross[d]`` become their
+    numbers.  Returns ``(n_left, n_right, n_crossing, sum_left, sum_right)``: the
+    children's rho summed per row, then over rows in order (the same whatever the
+    threads).  ``longest``: the longest slice.  Parallel over blocks of rows."""
+    n = rows.shape[0]
+    row_sums = np.empty(n, dtype=np.float64)
+    args = (mid, pairs.ptr, pairs.offset, pairs.rho, live, cross, col, bin_idx)
+    tail = (missing_left, missing_bin, longest, row_sums)
+    if n < 4096:
+        _split_node_pairs_body(rows, 0, n, *args, *tail)
+    else:
+        over_rows(
+            lambda t0, t1: _split_node_pairs_body(rows, t0, t1, *args, *tail),
+            n,
+            min_rows_per_thread=2048,
+        )
+    return _split_node_totals(rows, mid, live, cross, row_sums)
 
 
 def build_pair_mass_histogram(
-    X_binned, rows, pairs, node_of, feature_indices, mass, ordered, out, X_rows=None
+    X_binned, rows, pairs, live, feature_indices, mass, ordered, out, X_rows=None
 ):
     """Per feature and bin, over the node's rows ``rows``: the sum of ``out_d``
     (channel 0) and of ``in_d`` (1), where ``out_d`` (``in_d``) is the ``rho`` of the
-    node's pairs (see :func:`build_pair_histogram`) whose preferred (other) document is
+    node's pairs (``live``, see :func:`build_pair_histogram`) whose preferred (other) document is
     ``d``.  What the OLE gain bound needs (seed 000 eq. 13; see
     :func:`ltrboost.splitting.ole_gain_bounds`): the node's pairs wholly in a side weigh
     at most ``min(sum out_d, sum in_d)`` over the side's documents.
@@ -317,7 +374,7 @@ def build_pair_mass_histogram(
     """
     n = rows.shape[0]
     o = ordered[:n]
-    _pair_masses(rows, pairs.ptr, pairs.partner, pairs.rho, node_of, mass, o)
+    _pair_masses(rows, pairs.ptr, pairs.offset, pairs.rho, live, mass, o)
     n_sel = feature_indices.shape[0]
     if X_rows is not None:
         n_features = X_rows.shape[1]
@@ -466,15 +523,14 @@ class LocalHistograms:
                 pairs = pairs_to_csr(*pairs, self.n_samples)
             self._pairs = pairs
             n_pairs = pairs.n_pairs
-            # the id of the leaf holding each row (its RowRange start; -1 out of the
-            # bag): a node's pairs are its rows' pairs whose partner has its id
-            if getattr(self, "_node_of", None) is None:
-                self._node_of = np.empty(self.n_samples, dtype=np.int32)
-            if self._bagged:
-                self._node_of.fill(-1)
-                self._node_of[self._part] = 0
-            else:
-                self._node_of.fill(0)
+            # per row, how many of its pairs (from the start of its slice) are its
+            # node's, and how many after those the node's split sent across
+            # (split_rows); the pairs were filtered to the bag, so every row's pairs
+            # are the root's
+            counts = np.diff(pairs.ptr)
+            self._live = counts.astype(np.int32)
+            self._cross = np.zeros(self.n_samples, dtype=np.int32)
+            self._longest_slice = int(counts.max()) if counts.shape[0] else 0
             # the root's pairs are all of them
             self._pair_sums[(0, n)] = float(np.sum(pairs.rho, dtype=np.float64))
             self._pair_hist = np.empty((self.n_features, self.missing_bin + 1, 3), dtype=np.float64)
@@ -502,6 +558,7 @@ class LocalHistograms:
         """Drop the tree's pairs once it is grown: the next round's pairs are computed
         before the next tree starts, and must not coexist with these."""
         self._pairs = None
+        self._live = self._cross = None
         self._pair_sums = {}
         self._crossing = {}
 
@@ -571,7 +628,9 @@ class LocalHistograms:
         """Partition the node's rows (and pairs) by the split; the children's rows.
 
         Pairs whose documents go to different children drop out: their loss moves with
-        both leaves, so they never enter a one-leaf hessian correction again.
+        both leaves, so they never enter a one-leaf hessian correction again.  Each row's
+        pairs are reordered in place in the round's PairCSR (the set is unchanged):
+        a PairCSR serves one tree.
         """
         n_left = split_indices(
             self._part,
@@ -587,29 +646,20 @@ class LocalHistograms:
         )
         mid = rows.start + n_left
         n_l = n_r = 0
-        if self._pairs is not None and (mid == rows.start or mid == rows.stop):
-            # every row on one side (a shard's part of a node can be empty): that side
-            # keeps the node's pairs, and the empty side's id must not be used (an
-            # empty range shares its start with a neighbour)
-            self._crossing[(rows.start, rows.stop)] = 0
-            if mid == rows.stop:
-                n_l = rows.n_pairs
-                self._pair_sums[(rows.start, mid)] = self.pair_sum(rows)
-            else:
-                n_r = rows.n_pairs
-        elif self._pairs is not None:
-            pr = self._pairs
-            n_l, n_r, n_x, s_l, s_r = _split_node_pairs(
+        if self._pairs is not None:
+            n_l, n_r, n_x, s_l, s_r = split_node_pairs(
                 self._part[rows.start : rows.stop],
                 n_left,
-                pr.ptr,
-                pr.partner,
-                pr.rho,
-                self._node_of,
-                rows.start,
-                mid,
+                self._pairs,
+                self._live,
+                self._cross,
+                self.X_binned[:, info.feature_idx],
+                info.bin_idx,
+                info.missing_go_to_left,
+                self.missing_bin,
+                self._longest_slice,
             )
-            # the children's pair sums, from the same pass (in their pairs' order)
+            # the children's pair sums, from the same pass
             self._pair_sums[(rows.start, mid)] = s_l
             self._pair_sums[(mid, rows.stop)] = s_r
             self._crossing[(rows.start, rows.stop)] = n_x
@@ -629,9 +679,7 @@ class LocalHistograms:
         if total is None:
             pr = self._pairs
             total = float(
-                _node_pair_sum(
-                    self._part[rows.start : rows.stop], pr.ptr, pr.partner, pr.rho, self._node_of
-                )
+                _node_pair_sum(self._part[rows.start : rows.stop], pr.ptr, pr.rho, self._live)
             )
             self._pair_sums[key] = total
         return total
@@ -654,7 +702,8 @@ class LocalHistograms:
             self.X_binned,
             self._part[rows.start : rows.stop],
             self._pairs,
-            self._node_of,
+            self._live,
+            self._cross,
             feats,
             self.missing_bin,
             out,
@@ -676,12 +725,13 @@ class LocalHistograms:
             self.X_binned,
             self._part[parent.start : parent.stop],
             self._pairs,
-            self._node_of,
+            self._live,
+            self._cross,
             feature_indices,
             self.missing_bin,
             out,
             self.crossing_pair_count(parent, right),
-            crossing=(parent.start, right.start),
+            crossing=True,
         )
 
     def crossing_pair_count(self, parent: RowRange, right: RowRange) -> int:
@@ -704,7 +754,7 @@ class LocalHistograms:
             self.X_binned,
             self._part[rows.start : rows.stop],
             self._pairs,
-            self._node_of,
+            self._live,
             feature_indices,
             self._mass,
             self._mass_ordered,
@@ -1163,83 +1213,127 @@ def _subtract_histograms(parent_inout, sibling, feature_indices, n_bins_non_miss
 
 
 @kernel
-def _gather_node_pairs(rows, i, p, ptr, partner, rho, node_of, crossing, a, b, di, dj, r):
-    # Resume the walk over the node's pairs at row rows[i], pair position p (in
-    # ptr[rows[i]]..ptr[rows[i]+1]); gather up to len(di) of the pairs kept (see
-    # build_pair_histogram) into di, dj, r; return (count, i, p) to resume from.
+def _walk_start(rows, i, ptr, offset, rho, live, cross, crossing):
+    # where row rows[i]'s walked pairs start (see build_pair_histogram)
+    d = rows[i]
+    return ptr[d] + live[d] if crossing else ptr[d]
+
+
+@kernel
+def _gather_node_pairs(rows, i, p, ptr, offset, rho, live, cross, crossing, di, dj, r):
+    # Resume the walk over the node's pairs (see build_pair_histogram) at row rows[i],
+    # pair position p; copy up to len(di) of them into di, dj, r; return (count, i, p)
+    # to resume from.
     cap = di.shape[0]
     n = 0
     nr = rows.shape[0]
     while i < nr:
         d = rows[i]
-        s = node_of[d]
-        end = ptr[d + 1]
-        while p < end:
-            j = partner[p]
-            q = node_of[j]
-            if (q == s) if not crossing else (q != s and (q == a or q == b)):
-                di[n] = d
-                dj[n] = j
-                r[n] = rho[p]
-                n += 1
-            p += 1
-            if n == cap:
-                return n, i, p
+        end = ptr[d] + live[d] + cross[d] if crossing else ptr[d] + live[d]
+        m = min(end - p, cap - n)
+        for t in range(m):
+            di[n + t] = d
+            dj[n + t] = d + offset[p + t]
+            r[n + t] = rho[p + t]
+        n += m
+        p += m
+        if n == cap:
+            if p == end and i + 1 < nr:
+                i += 1
+                p = _walk_start(rows, i, ptr, offset, rho, live, cross, crossing)
+            return n, i, p
         i += 1
         if i < nr:
-            p = ptr[rows[i]]
+            p = _walk_start(rows, i, ptr, offset, rho, live, cross, crossing)
     return n, i, p
 
 
 @kernel
+def _gather_rows(rows, i0, i1, offsets, base, ptr, offset, rho, live, cross, crossing, di, dj, r):
+    # The walked pairs (see build_pair_histogram) of rows[i0:i1] into di, dj, r, row
+    # rows[i]'s at offsets[i] - base (offsets: the walk's cumulative counts).
+    for i in range(i0, i1):
+        d = rows[i]
+        start = ptr[d] + live[d] if crossing else ptr[d]
+        count = cross[d] if crossing else live[d]
+        o = offsets[i] - base
+        for t in range(count):
+            di[o + t] = d
+            dj[o + t] = d + offset[start + t]
+            r[o + t] = rho[start + t]
+
+
+@kernel
 def _pair_histogram_chunked_body(
-    X_binned, rows, ptr, partner, rho, node_of, crossing, a, b, feature_indices, k_lo, k_hi,
+    X_binned, rows, ptr, offset, rho, live, cross, crossing, feature_indices, k_lo, k_hi,
     missing_bin, chunk, out,
 ):  # fmt: skip
     # The pair histograms of features feature_indices[k_lo:k_hi], chunk by chunk of the
     # node's pairs (see build_pair_histogram): a chunk is gathered into small contiguous
     # arrays, then every feature of the block makes its pass over it.  The chunk (16
-    # bytes a pair) stays in the core's cache for all the block's features, so the
-    # pairs come from memory once per block instead of once per feature; each feature's
-    # bins still receive the node's pairs in order, exactly as
+    # bytes a pair) stays in the core's cache for all the block's features; each
+    # feature's bins receive the node's pairs in order, exactly as
     # :func:`_pair_histogram_reference` adds them: the sums are bit-identical to it.
-    n_bins = out.shape[1]
-    for k in range(k_lo, k_hi):
-        f = feature_indices[k]
-        for bb in range(n_bins):
-            out[f, bb, 0] = 0.0
-            out[f, bb, 1] = 0.0
-            out[f, bb, 2] = 0.0
-    if rows.shape[0] == 0:
-        return
     di = np.empty(chunk, dtype=np.int32)
     dj = np.empty(chunk, dtype=np.int32)
     r = np.empty(chunk, dtype=np.float64)
+    if rows.shape[0] == 0:
+        _pair_passes(
+            X_binned, di, dj, r, 0, feature_indices, k_lo, k_hi, missing_bin, chunk, True, out
+        )
+        return
     i = 0
-    p = ptr[rows[0]]
+    p = _walk_start(rows, 0, ptr, offset, rho, live, cross, crossing)
+    zero = True
     while True:
         n_c, i, p = _gather_node_pairs(
-            rows, i, p, ptr, partner, rho, node_of, crossing, a, b, di, dj, r
+            rows, i, p, ptr, offset, rho, live, cross, crossing, di, dj, r
         )
-        if n_c == 0:
+        _pair_passes(
+            X_binned, di, dj, r, n_c, feature_indices, k_lo, k_hi, missing_bin, chunk, zero, out
+        )
+        zero = False
+        if n_c < chunk:
             break
+
+
+@kernel
+def _pair_passes(
+    X_binned, di, dj, r, n, feature_indices, k_lo, k_hi, missing_bin, chunk, zero, out
+):  # fmt: skip
+    # Features feature_indices[k_lo:k_hi] (zeroed first when ``zero``) pass over the
+    # gathered pairs 0..n-1, ``chunk`` pairs at a time: a chunk stays in the core's
+    # cache while every feature of the block passes over it, and each bin receives the
+    # pairs in order.
+    if zero:
+        n_bins = out.shape[1]
+        for k in range(k_lo, k_hi):
+            f = feature_indices[k]
+            for bb in range(n_bins):
+                out[f, bb, 0] = 0.0
+                out[f, bb, 1] = 0.0
+                out[f, bb, 2] = 0.0
+    for c0 in range(0, n, chunk):
+        c1 = min(n, c0 + chunk)
+        dic = di[c0:c1]
+        djc = dj[c0:c1]
+        rc = r[c0:c1]
+        n_c = c1 - c0
         k = k_lo
         while k + 4 <= k_hi:
-            _pair_pass4(X_binned, di, dj, r, n_c, feature_indices, k, missing_bin, out)
+            _pair_pass4(X_binned, dic, djc, rc, n_c, feature_indices, k, missing_bin, out)
             k += 4
         while k < k_hi:
             _pair_pass1(
                 X_binned[:, feature_indices[k]],
-                di,
-                dj,
-                r,
+                dic,
+                djc,
+                rc,
                 n_c,
                 missing_bin,
                 out[feature_indices[k]],
             )
             k += 1
-        if n_c < chunk:
-            break
 
 
 @kernel
@@ -1309,19 +1403,18 @@ def _pair_pass4(X_binned, di, dj, r, n, feature_indices, k, missing_bin, out):
 
 
 @kernel
-def _pair_masses(rows, ptr, partner, rho, node_of, mass, ordered):
+def _pair_masses(rows, ptr, offset, rho, live, mass, ordered):
     # mass: IN/OUT float64 (n_rows_shard, 2) scratch, zero on entry and on return (the
     # node's pairs have both documents among ``rows``, whose entries are reset);
     # ordered: OUT float64 (len(rows), 2): out_d, in_d in the order of rows.
     for i in range(rows.shape[0]):
         d = rows[i]
-        s = node_of[d]
-        for p in range(ptr[d], ptr[d + 1]):
-            j = partner[p]
-            if node_of[j] == s:
-                r = np.float64(rho[p])
-                mass[d, 0] += r
-                mass[j, 1] += r
+        out_d = 0.0
+        for p in range(ptr[d], ptr[d] + live[d]):
+            r = np.float64(rho[p])
+            out_d += r
+            mass[d + offset[p], 1] += r
+        mass[d, 0] = out_d
     for i in range(rows.shape[0]):
         d = rows[i]
         ordered[i, 0] = mass[d, 0]
@@ -1331,14 +1424,49 @@ def _pair_masses(rows, ptr, partner, rho, node_of, mass, ordered):
 
 
 @kernel
-def _split_node_pairs(rows, mid, ptr, partner, rho, node_of, left_id, right_id):
-    # A split of a node's rows ``rows`` (left child rows[:mid], right rows[mid:], every
-    # one of them with node_of == left_id on entry): gives the right child's rows the id
-    # right_id, then counts the parent's pairs that stay left, stay right and cross, and
-    # sums the children's rho (in the order of their rows and pairs, the order of
-    # build_pair_histogram).  Returns (n_left, n_right, n_crossing, sum_left, sum_right).
-    for t in range(mid, rows.shape[0]):
-        node_of[rows[t]] = right_id
+def _split_node_pairs_body(
+    rows, t0, t1, mid, ptr, offset, rho, live, cross, col, bin_idx, missing_left, missing_bin,
+    longest, row_sums,
+):  # fmt: skip
+    # Rows rows[t0:t1] of split_node_pairs: each row's node pairs reordered in place
+    # into [partner on the row's side | across] (each part in its previous order; a
+    # scratch of the longest slice), live/cross set to their numbers, row_sums[t] the
+    # rho of the first part (in order).
+    scratch_o = np.empty(longest, dtype=offset.dtype)
+    scratch_r = np.empty(longest, dtype=rho.dtype)
+    for t in range(t0, t1):
+        d = rows[t]
+        left = t < mid
+        start = ptr[d]
+        w = start
+        k = 0
+        total = 0.0
+        for p in range(start, start + live[d]):
+            o = offset[p]
+            b = col[d + o]
+            j_left = missing_left if b == missing_bin else b <= bin_idx
+            if j_left == left:
+                rp = rho[p]
+                offset[w] = o
+                rho[w] = rp
+                total += np.float64(rp)
+                w += 1
+            else:
+                scratch_o[k] = o
+                scratch_r[k] = rho[p]
+                k += 1
+        for u in range(k):
+            offset[w + u] = scratch_o[u]
+            rho[w + u] = scratch_r[u]
+        live[d] = w - start
+        cross[d] = k
+        row_sums[t] = total
+
+
+@kernel
+def _split_node_totals(rows, mid, live, cross, row_sums):
+    # (n_left, n_right, n_crossing, sum_left, sum_right) from _split_node_pairs_body's
+    # per-row results, the sums over rows in order
     n_l = 0
     n_r = 0
     n_x = 0
@@ -1346,32 +1474,24 @@ def _split_node_pairs(rows, mid, ptr, partner, rho, node_of, left_id, right_id):
     s_r = 0.0
     for t in range(rows.shape[0]):
         d = rows[t]
-        s = node_of[d]
-        for p in range(ptr[d], ptr[d + 1]):
-            q = node_of[partner[p]]
-            if q == s:
-                if s == left_id:
-                    n_l += 1
-                    s_l += np.float64(rho[p])
-                else:
-                    n_r += 1
-                    s_r += np.float64(rho[p])
-            elif q == left_id or q == right_id:
-                n_x += 1
+        n_x += cross[d]
+        if t < mid:
+            n_l += live[d]
+            s_l += row_sums[t]
+        else:
+            n_r += live[d]
+            s_r += row_sums[t]
     return n_l, n_r, n_x, s_l, s_r
 
 
 @kernel
-def _node_pair_sum(rows, ptr, partner, rho, node_of):
-    # the rho of the node's pairs (partner in the same node), in build_pair_histogram's
-    # order
+def _node_pair_sum(rows, ptr, rho, live):
+    # the rho of the node's pairs, in build_pair_histogram's order
     total = 0.0
     for t in range(rows.shape[0]):
         d = rows[t]
-        s = node_of[d]
-        for p in range(ptr[d], ptr[d + 1]):
-            if node_of[partner[p]] == s:
-                total += np.float64(rho[p])
+        for p in range(ptr[d], ptr[d] + live[d]):
+            total += np.float64(rho[p])
     return total
 
 
@@ -1451,22 +1571,19 @@ def _build_histogram_reference(
     return out
 
 
-def _node_pairs_reference(rows, pairs, node_of, crossing=None):
+def _node_pairs_reference(rows, pairs, live, cross, crossing=False):
     """Plain NumPy: the node's pairs ``(doc_i, doc_j, rho)`` that
     :func:`build_pair_histogram` walks, in its order (float64 ``rho``)."""
     rows = np.asarray(rows, dtype=np.intp)
-    counts = pairs.ptr[rows + 1] - pairs.ptr[rows]
-    doc_i = np.repeat(rows, counts)
+    start = pairs.ptr[rows] + (live[rows] if crossing else 0)
+    count = cross[rows] if crossing else live[rows]
     pos = np.concatenate(
-        [np.arange(pairs.ptr[d], pairs.ptr[d + 1]) for d in rows] or [np.zeros(0, np.int64)]
-    ).astype(np.intp)
-    doc_j = pairs.partner[pos].astype(np.intp)
-    s, q = node_of[doc_i], node_of[doc_j]
-    if crossing is None:
-        keep = q == s
-    else:
-        keep = (q != s) & ((q == crossing[0]) | (q == crossing[1]))
-    return doc_i[keep], doc_j[keep], pairs.rho[pos][keep].astype(np.float64)
+        [np.arange(s0, s0 + c, dtype=np.intp) for s0, c in zip(start, count, strict=True)]
+        or [np.zeros(0, np.intp)]
+    )
+    doc_i = np.repeat(rows, count)
+    doc_j = doc_i + pairs.offset[pos].astype(np.intp)
+    return doc_i, doc_j, pairs.rho[pos].astype(np.float64)
 
 
 def _pair_histogram_reference(

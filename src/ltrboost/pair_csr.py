@@ -2,14 +2,15 @@
 
 A round's pairs (seed 000, eq. 13: each pair ``(i, j)`` with ``rho``, the amount the pair
 adds to both documents' hessians) are a :class:`PairCSR`: the pairs whose preferred
-document is row ``d`` are ``ptr[d]:ptr[d+1]``, each with its other document
-(``partner``, int32) and its ``rho`` (float32).  8 bytes a pair plus 8 a row; the grower
-keeps no per-pair partition (a node's pairs are those of its rows whose partner is in the
-same node, found through a per-row node id: see
+document is row ``d`` are ``ptr[d]:ptr[d+1]``, each with its other document as an offset
+from ``d`` (``offset``: int16 when every pair's documents are less than 32768 rows apart,
+as in any query of at most 32768 documents; else int32) and its ``rho`` (float32).  6
+bytes a pair plus 8 a row; the grower keeps no per-pair partition (it reorders each
+row's pairs in place and keeps two counts a row: see
 :class:`~ltrboost.histogram.LocalHistograms`), so a round's pairs cost less than the
-binned data as long as pairs per document stay below ``n_features / 8`` (issue 16 item 4:
-the former layout, ``(doc_i, doc_j, rho)`` lists and a pair partition, took 24 bytes a
-pair).
+binned data as long as pairs per document stay below about ``n_features / 6`` (issue 16
+item 4: the former layout, ``(doc_i, doc_j, rho)`` lists and a pair partition, took 24
+bytes a pair).
 
 ``rho`` is stored in float32: a pair's ``rho`` is itself a curvature estimate, and its
 float32 rounding (relative 6e-8) is far below what moves a split; every sum over pairs is
@@ -33,38 +34,36 @@ PAIR_RHO_DTYPE = np.float32
 class PairCSR(NamedTuple):
     """A round's OLE pairs by preferred document (see the module docstring).
 
-    ``ptr``: int64 (n_rows + 1,); ``partner``: int32 (n_pairs,), rows of the same
-    shard; ``rho``: float32 (n_pairs,).  Within a row's slice, pairs keep the order in
-    which the objective produced them.
+    ``ptr``: int64 (n_rows + 1,); ``offset``: int16 or int32 (n_pairs,), the other
+    document minus the preferred one (rows of the same shard); ``rho``: float32
+    (n_pairs,).  Within a row's slice, pairs keep the order in which the objective
+    produced them (until a tree grower reorders them: a PairCSR serves one tree).
     """
 
     ptr: NDArray[np.int64]
-    partner: NDArray[np.int32]
+    offset: NDArray[np.signedinteger]
     rho: NDArray[np.float32]
 
     @property
     def n_pairs(self) -> int:
-        return int(self.partner.shape[0])
+        return int(self.offset.shape[0])
 
     @property
     def nbytes(self) -> int:
-        return int(self.ptr.nbytes + self.partner.nbytes + self.rho.nbytes)
+        return int(self.ptr.nbytes + self.offset.nbytes + self.rho.nbytes)
 
     def slice_rows(self, lo: int, hi: int) -> PairCSR:
-        """The pairs of rows ``lo .. hi - 1`` (whole queries: every partner is among
-        them), with rows renumbered from 0."""
+        """The pairs of rows ``lo .. hi - 1`` (whole queries: every pair's documents are
+        among them), with rows renumbered from 0 (views of the offsets and rho)."""
         p0, p1 = int(self.ptr[lo]), int(self.ptr[hi])
-        return PairCSR(
-            self.ptr[lo : hi + 1] - p0,
-            (self.partner[p0:p1] - lo).astype(np.int32),
-            self.rho[p0:p1],
-        )
+        return PairCSR(self.ptr[lo : hi + 1] - p0, self.offset[p0:p1], self.rho[p0:p1])
 
     def to_lists(self) -> tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.float64]]:
         """``(doc_i, doc_j, rho)`` in CSR order (tests and tools; float64 ``rho``)."""
         counts = np.diff(self.ptr)
         doc_i = np.repeat(np.arange(counts.shape[0], dtype=np.int32), counts)
-        return doc_i, self.partner.copy(), self.rho.astype(np.float64)
+        doc_j = (doc_i + self.offset).astype(np.int32)
+        return doc_i, doc_j, self.rho.astype(np.float64)
 
 
 def n_pairs_of(pairs) -> int:  # type: ignore[no-untyped-def]
@@ -111,11 +110,18 @@ def pairs_to_csr(
     ptr = np.zeros(n_rows + 1, dtype=np.int64)
     n = _csr_counts(di, dj, bag, ptr)
     np.cumsum(ptr, out=ptr)
-    partner = np.empty(n, dtype=np.int32)
+    far = int(np.max(np.abs(dj.astype(np.int64) - di), initial=0))
+    offset = np.empty(n, dtype=offset_dtype(far + 1))
     out_rho = np.empty(n, dtype=PAIR_RHO_DTYPE)
     cursor = ptr[:-1].copy()
-    _csr_fill(di, dj, np.ascontiguousarray(rho, dtype=np.float64), bag, cursor, partner, out_rho)
-    return PairCSR(ptr, partner, out_rho)
+    _csr_fill(di, dj, np.ascontiguousarray(rho, dtype=np.float64), bag, cursor, offset, out_rho)
+    return PairCSR(ptr, offset, out_rho)
+
+
+def offset_dtype(span: int) -> type[np.signedinteger]:
+    """The offset type for pairs whose documents lie within ``span`` consecutive rows
+    (a query's length): int16 up to 32768, else int32."""
+    return np.int16 if span <= 32768 else np.int32
 
 
 @kernel
@@ -133,7 +139,7 @@ def _csr_counts(doc_i, doc_j, in_bag, counts):
 
 
 @kernel
-def _csr_fill(doc_i, doc_j, rho, in_bag, cursor, partner, rho_out):
+def _csr_fill(doc_i, doc_j, rho, in_bag, cursor, offset, rho_out):
     # the kept pairs into their doc_i's slice, in input order (cursor: ptr[:-1] copy)
     has_bag = in_bag.shape[0] > 0
     for t in range(doc_i.shape[0]):
@@ -142,6 +148,6 @@ def _csr_fill(doc_i, doc_j, rho, in_bag, cursor, partner, rho_out):
         if has_bag and not (in_bag[i] and in_bag[j]):
             continue
         p = cursor[i]
-        partner[p] = j
+        offset[p] = j - i
         rho_out[p] = rho[t]
         cursor[i] = p + 1

@@ -56,7 +56,7 @@ from ltrboost.objectives.pair_selection import (
 )
 from ltrboost.objectives.preferences import no_explicit_pairs
 from ltrboost.objectives.registry import register
-from ltrboost.pair_csr import PAIR_RHO_DTYPE, PairCSR
+from ltrboost.pair_csr import PAIR_RHO_DTYPE, PairCSR, offset_dtype
 
 
 @register
@@ -448,15 +448,16 @@ class LambdaMART(PairwiseObjective):
         per_query = ptr[offsets_q[1:]] - ptr[offsets_q[:-1]]
         _engine._check_ole_pair_count(per_query, data, self.name)
         total = int(ptr[-1])
-        partner = np.empty(total, dtype=np.int32)
+        longest = int(np.max(np.diff(offsets_q), initial=0))
+        offset = np.empty(total, dtype=offset_dtype(longest))
         rho = np.empty(total, dtype=PAIR_RHO_DTYPE)
         cursor = ptr[:-1].copy()
         over_queries(
             _ndcg_pair_csr_queries, offsets_q, s, c.labels, c.values, c.inv_norm,
             c.weights, offsets_q, self._method, self._truncation, self._sigma,
-            self._normalize, order, bag, ptr, cursor, partner, rho,
+            self._normalize, order, bag, ptr, cursor, offset, rho,
         )  # fmt: skip
-        return PairCSR(ptr, partner, rho)
+        return PairCSR(ptr, offset, rho)
 
     _round = 0
     # (query_offsets, ranking) of the last fused gradient, see _ranking_buffer
@@ -911,7 +912,7 @@ def _ndcg_pair_doc_counts_queries(
 @kernel
 def _ndcg_pair_csr_queries(
     q0, q1, scores, labels, values, inv_norm, weights, query_offsets, method, truncation,
-    sigma, normalize, order, in_bag, ptr, cursor, partner, rho_out,
+    sigma, normalize, order, in_bag, ptr, cursor, offset, rho_out,
 ):  # fmt: skip
     # queries q0..q1-1 of LambdaMART._ndcg_ole_pairs: _ndcg_pair_terms_queries's pairs
     # and arithmetic, each kept pair (both documents in the bag) written at its preferred
@@ -965,7 +966,7 @@ def _ndcg_pair_csr_queries(
                     hess *= 0.5 * (np.float64(weights_q[i]) + np.float64(weights_q[j]))
                 c = cursor[lo + i]
                 cursor[lo + i] = c + 1
-                partner[c] = lo + j
+                offset[c] = j - i
                 hess_kept[k] = hess
                 at[k] = c
                 k += 1
