@@ -19,7 +19,7 @@ subprocess after a warm-up run, so compilation is not timed.  Reported: seconds 
 ``train`` (binning included), the ratios to ``se`` and of ``ole`` to ``newton``, and the
 peak resident memory of the ``newton`` and ``ole`` processes (data generation and
 loading included), and (issue 16 item 4) the largest round's OLE pairs as the grower
-holds them (``ole pair MB``: the PairCSR and the per-row node ids) beside the binned
+holds them (``ole pair MB``: the PairCSR and its two counts a row) beside the binned
 data (``binned MB``: a byte a document and feature) and the pairs per document.
 ``--ole-top-features K`` adds the approximate OLE (``ole_top_features=K``) as a fourth
 criterion.  ``--repeats R`` trains R times in the
@@ -92,7 +92,7 @@ def worker(spec: dict) -> dict:
 
 def _pair_bytes(params: dict, trees: int, ds) -> dict:
     """Issue 16 item 4: the largest round's OLE pairs as the grower holds them
-    (:class:`~ltrboost.pair_csr.PairCSR` plus the per-row node ids), against the binned
+    (:class:`~ltrboost.pair_csr.PairCSR` plus its two counts a row), against the binned
     data (one byte a document and feature), from one more training (not timed)."""
     import ltrboost.booster as booster_mod
     from ltrboost.booster import BoosterParams, train
@@ -104,7 +104,8 @@ def _pair_bytes(params: dict, trees: int, ds) -> dict:
         pairs = original(self, scores, in_bag, iteration)
         if pairs is not None and pairs.n_pairs > seen["pairs"]:
             seen["pairs"] = pairs.n_pairs
-            seen["bytes"] = pairs.nbytes + 4 * ds.n_samples  # + node ids (int32 a row)
+            # + the grower's live and crossing counts (int32 each, a row)
+            seen["bytes"] = pairs.nbytes + 8 * ds.n_samples
         return pairs
 
     booster_mod.Training.ole_pairs = spy
@@ -164,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                 + [f"{secs[c] / secs['newton']:.2f}" for c in criteria[2:]]
                 + [f"{res[c]['peak_mb']:.0f}" for c in ("newton", "ole")]
                 + [
-                    f"{res['ole'].get('pair_mb', 0.0):.1f}",
-                    f"{res['ole'].get('binned_mb', 0.0):.1f}",
+                    f"{res['ole'].get('pair_mb', 0.0):.2f}",
+                    f"{res['ole'].get('binned_mb', 0.0):.2f}",
                     f"{res['ole'].get('pairs_per_doc', 0.0):.1f}",
                 ]
             )

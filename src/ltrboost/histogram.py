@@ -34,7 +34,7 @@ Named tricks (sklearn/LightGBM):
 (element-wise sum in a fixed shard order; one shard is returned as it is).
 
 Pairs (``"ole"`` criterion, seed 000 eq. 13): a round's pairs are a
-:class:`~ltrboost.pair_csr.PairCSR` (grouped by preferred document, 8 bytes a pair).  A
+:class:`~ltrboost.pair_csr.PairCSR` (grouped by preferred document, 6 bytes a pair).  A
 node's pairs are, for each of its rows, the first ``live`` pairs of the row's slice: a
 split reorders each slice in place into [partner on the row's side | partner across]
 and the crossing pairs drop out (8 bytes a row for the two counts; no per-pair

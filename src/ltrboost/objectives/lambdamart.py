@@ -425,7 +425,7 @@ class LambdaMART(PairwiseObjective):
 
     def _ndcg_ole_pairs(self, scores, data, in_bag) -> PairCSR:
         """:meth:`_ndcg_pair_terms` written straight into the grower's layout (a
-        :class:`~ltrboost.pair_csr.PairCSR`, 8 bytes a pair) with the bag applied: the
+        :class:`~ltrboost.pair_csr.PairCSR`, 6 bytes a pair) with the bag applied: the
         same pairs, order and ``rho`` (rounded once to float32) as
         ``pairs_to_csr(pair_terms(...))`` (tested), without the 16-byte-a-pair list in
         between (issue 16 item 4)."""

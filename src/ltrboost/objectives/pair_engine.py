@@ -356,7 +356,7 @@ def _check_ole_pair_count(counts: NDArray[np.int64], data: RankingDataset, objec
     n_q = int(data.query_offsets[q + 1] - data.query_offsets[q])
     raise ValueError(
         f"split_criterion='ole' holds every pair of a round in memory: {total} pairs "
-        f"(~{total * 24 / 2**30:.1f} GiB) are over the limit of {limit} "
+        f"(~{total * 22 / 2**30:.1f} GiB) are over the limit of {limit} "
         f"($LTRBOOST_MAX_OLE_PAIRS); query {name} alone has {int(counts[q])} pairs "
         f"({n_q} documents). Use pair_method='topk' with a truncation_level, "
         f"pair_method='sampled', or split_criterion='newton' ({objective})"

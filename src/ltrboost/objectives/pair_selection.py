@@ -73,8 +73,8 @@ _KEY_COUNTER = np.uint64(0x632BE5AB)
 # call, so tests may lower it.
 PAIR_CHUNK = 1 << 20
 
-# The OLE criterion needs every pair of a round in memory at once (8 bytes each in the
-# grower's PairCSR; 24 while an objective's PairTerms, 16 bytes a pair, is converted;
+# The OLE criterion needs every pair of a round in memory at once (6 bytes each in the
+# grower's PairCSR; 22 while an objective's PairTerms, 16 bytes a pair, is converted;
 # LambdaMART with NDCG writes the PairCSR directly): more than this is refused with a
 # message naming the largest query.  ``$LTRBOOST_MAX_OLE_PAIRS`` overrides it.
 MAX_OLE_PAIRS = 50_000_000
