@@ -1,4 +1,4 @@
-"""The OLE pair-histogram path (seed 000, eq. 13): the chunked kernel against a plain
+"""The OLE pair-histogram path (seed 000, eq. 13): the gathered, chunked kernels against a plain
 NumPy reference (bit for bit, serial and parallel, across chunk boundaries), the
 features an OLE node skips, the approximate ``ole_top_features`` mode, and the memory
 the grower holds per pair."""
@@ -108,24 +108,28 @@ def test_pair_histogram_of_no_pairs_is_zero():
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("missing_left", [False, True])
-@pytest.mark.parametrize("n", [300, 9000])
-def test_split_reorders_each_slice_into_kept_then_crossing(seed, missing_left, n):
+@pytest.mark.parametrize("parallel", [False, True])
+def test_split_reorders_each_slice_into_kept_then_crossing(
+    seed, missing_left, parallel, monkeypatch
+):
     """A split leaves each row's node pairs as [partner on the row's side | partner
     across], each part in its previous order; the counts and the children's rho sums
-    (per row, then over rows in order) are those of a plain loop; rows outside the
+    (per row in order, then NumPy's sum over rows) are those of a plain loop; rows outside the
     node are untouched.  Serial and parallel (many rows) drivers."""
-    _, X_binned, pairs, rows, live, cross, missing_bin = _pair_problem(seed, n=n, n_pairs=10 * n)
+    monkeypatch.setattr(histogram, "PAIR_SPLIT_PARALLEL", 0 if parallel else 10**12)
+    _, X_binned, pairs, rows, live, cross, missing_bin = _pair_problem(seed, n=5000, n_pairs=50000)
     col = X_binned[:, 2]
     go_left = np.where(col == missing_bin, missing_left, col <= 3)
     node_rows = np.concatenate([rows[go_left[rows]], rows[~go_left[rows]]]).astype(np.int32)
     mid = int(go_left[rows].sum())
     before = (pairs.offset.copy(), pairs.rho.copy(), live.copy())
     longest = int(np.diff(pairs.ptr).max())
+    n_pairs = int(live[node_rows].sum())
     got = histogram.split_node_pairs(
-        node_rows, mid, pairs, live, cross, col, 3, missing_left, missing_bin, longest
+        node_rows, mid, pairs, live, cross, col, 3, missing_left, missing_bin, longest, n_pairs
     )
     n_l = n_r = n_x = 0
-    s_l = s_r = 0.0
+    sums_l, sums_r = [], []
     for t, d in enumerate(node_rows):
         p0 = pairs.ptr[d]
         old = range(p0, p0 + before[2][d])
@@ -140,9 +144,12 @@ def test_split_reorders_each_slice_into_kept_then_crossing(seed, missing_left, n
         for p in same:
             row_sum += float(before[1][p])
         if t < mid:
-            n_l, s_l = n_l + len(same), s_l + row_sum
+            n_l += len(same)
+            sums_l.append(row_sum)
         else:
-            n_r, s_r = n_r + len(same), s_r + row_sum
+            n_r += len(same)
+            sums_r.append(row_sum)
+    s_l, s_r = float(np.sum(np.array(sums_l))), float(np.sum(np.array(sums_r)))
     assert got == (n_l, n_r, n_x, s_l, s_r)
     untouched = np.setdiff1d(np.arange(X_binned.shape[0]), node_rows)
     for d in untouched:

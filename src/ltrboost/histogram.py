@@ -277,21 +277,30 @@ def build_pair_histogram(
     ``b``, ``out[f, b, 2]`` over those with exactly one document in the missing bin, by
     the other document's bin.  Each bin adds its pairs in the order of the rows and of
     each row's pairs, so the result is the same bit for bit whatever the threads
-    (:func:`_pair_histogram_reference` is the plain NumPy definition).  Serial when
-    small, else the pairs are gathered once, :data:`PAIR_GATHER` at a time (in parallel
-    by blocks of rows), and blocks of features pass over them in parallel, a cache-sized
-    chunk at a time (gathering per block of features instead cost as much as the
-    passes of a branch-and-bound node's 8-feature calls).
+    (:func:`_pair_histogram_reference` is the plain NumPy definition).  The pairs are
+    gathered once, :data:`PAIR_GATHER` at a time, then the features pass over them a
+    cache-sized chunk (:data:`PAIR_CHUNK`) at a time, four features interleaved.
+    Serial when small, else the gathering is parallel over blocks of rows and the
+    passes over blocks of features (gathering per block of features instead cost as
+    much as the passes of a branch-and-bound node's 8-feature calls).
     """
     n_sel = feature_indices.shape[0]
     if n_sel == 0:
         return
     walk = (pairs.ptr, pairs.offset, pairs.rho, live, cross, bool(crossing))
-    chunk = max(1, min(n_pairs, PAIR_CHUNK))
     if n_pairs * n_sel < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
-        _pair_histogram_chunked_body(
-            X_binned, rows, *walk, feature_indices, 0, n_sel, missing_bin, chunk, out
-        )
+        # small: one gather (in walk order) and one serial pass of every feature
+        size = max(1, n_pairs)
+        di = np.empty(size, dtype=np.int32)
+        dj = np.empty(size, dtype=np.int32)
+        r = np.empty(size, dtype=np.float64)
+        n_c = _gather_rows(rows, 0, rows.shape[0], _NO_OFFSETS, 0, *walk, di, dj, r)
+        if n_c < 0:
+            raise RuntimeError(f"a node has more OLE pairs than its count ({n_pairs})")
+        _pair_passes(
+            X_binned, di, dj, r, n_c, feature_indices, 0, n_sel, missing_bin, PAIR_CHUNK,
+            True, out,
+        )  # fmt: skip
         return
     n_blocks = min(-(-n_sel // 4), 2 * numba.get_num_threads())
     block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_pass4
@@ -305,7 +314,7 @@ def build_pair_histogram(
     i0, first = 0, True
     while first or i0 < rows.shape[0]:
         # the next rows whose pairs fit the buffer (at least one row), gathered in
-        # parallel by blocks of rows, each at its offset in the walk
+        # parallel by blocks of rows, each row's at its offset in the walk
         i1 = max(i0 + 1, int(np.searchsorted(offsets, offsets[i0] + size, "right")) - 1)
         i1 = min(i1, rows.shape[0])
         n_c = int(offsets[i1] - offsets[i0]) if rows.shape[0] else 0
@@ -329,8 +338,11 @@ def build_pair_histogram(
         i0 = i1
 
 
+_NO_OFFSETS = np.zeros(0, dtype=np.int64)
+
+
 def split_node_pairs(
-    rows, mid, pairs, live, cross, col, bin_idx, missing_left, missing_bin, longest
+    rows, mid, pairs, live, cross, col, bin_idx, missing_left, missing_bin, longest, n_pairs
 ):  # fmt: skip
     """A split of a node's rows ``rows`` (left child ``rows[:mid]``, right
     ``rows[mid:]``; a row goes left when its bin in ``col`` is ``<= bin_idx``, or missing
@@ -338,21 +350,34 @@ def split_node_pairs(
     partner in the node) are reordered in place into [partner on the row's side |
     across], each part in its previous order; ``live[d]`` and ``cross[d]`` become their
     numbers.  Returns ``(n_left, n_right, n_crossing, sum_left, sum_right)``: the
-    children's rho summed per row, then over rows in order (the same whatever the
-    threads).  ``longest``: the longest slice.  Parallel over blocks of rows."""
+    children's rho summed per row, then over rows (the same whatever the threads: NumPy's
+    sum of the per-row sums).  ``longest``: the longest slice; ``n_pairs``: the node's
+    pairs (parallel over blocks of rows from :data:`PAIR_SPLIT_PARALLEL`)."""
     n = rows.shape[0]
     row_sums = np.empty(n, dtype=np.float64)
     args = (mid, pairs.ptr, pairs.offset, pairs.rho, live, cross, col, bin_idx)
     tail = (missing_left, missing_bin, longest, row_sums)
-    if n < 4096:
-        _split_node_pairs_body(rows, 0, n, *args, *tail)
+    if n_pairs < PAIR_SPLIT_PARALLEL or numba.get_num_threads() == 1:
+        n_l, n_r, n_x = _split_node_pairs_body(rows, 0, n, *args, *tail)
     else:
+        parts: list[tuple[int, int, int]] = []
         over_rows(
-            lambda t0, t1: _split_node_pairs_body(rows, t0, t1, *args, *tail),
+            lambda t0, t1: parts.append(_split_node_pairs_body(rows, t0, t1, *args, *tail)),
             n,
-            min_rows_per_thread=2048,
+            min_rows_per_thread=1024,
         )
-    return _split_node_totals(rows, mid, live, cross, row_sums)
+        n_l, n_r, n_x = (sum(p[k] for p in parts) for k in range(3))
+    return (
+        int(n_l),
+        int(n_r),
+        int(n_x),
+        float(np.sum(row_sums[:mid])),
+        float(np.sum(row_sums[mid:])),
+    )
+
+
+# A split reorders its node's pairs on several threads from this many pairs.
+PAIR_SPLIT_PARALLEL = 1 << 16
 
 
 def build_pair_mass_histogram(
@@ -658,6 +683,7 @@ class LocalHistograms:
                 info.missing_go_to_left,
                 self.missing_bin,
                 self._longest_slice,
+                rows.n_pairs,
             )
             # the children's pair sums, from the same pass
             self._pair_sums[(rows.start, mid)] = s_l
@@ -1213,88 +1239,25 @@ def _subtract_histograms(parent_inout, sibling, feature_indices, n_bins_non_miss
 
 
 @kernel
-def _walk_start(rows, i, ptr, offset, rho, live, cross, crossing):
-    # where row rows[i]'s walked pairs start (see build_pair_histogram)
-    d = rows[i]
-    return ptr[d] + live[d] if crossing else ptr[d]
-
-
-@kernel
-def _gather_node_pairs(rows, i, p, ptr, offset, rho, live, cross, crossing, di, dj, r):
-    # Resume the walk over the node's pairs (see build_pair_histogram) at row rows[i],
-    # pair position p; copy up to len(di) of them into di, dj, r; return (count, i, p)
-    # to resume from.
-    cap = di.shape[0]
-    n = 0
-    nr = rows.shape[0]
-    while i < nr:
-        d = rows[i]
-        end = ptr[d] + live[d] + cross[d] if crossing else ptr[d] + live[d]
-        m = min(end - p, cap - n)
-        for t in range(m):
-            di[n + t] = d
-            dj[n + t] = d + offset[p + t]
-            r[n + t] = rho[p + t]
-        n += m
-        p += m
-        if n == cap:
-            if p == end and i + 1 < nr:
-                i += 1
-                p = _walk_start(rows, i, ptr, offset, rho, live, cross, crossing)
-            return n, i, p
-        i += 1
-        if i < nr:
-            p = _walk_start(rows, i, ptr, offset, rho, live, cross, crossing)
-    return n, i, p
-
-
-@kernel
 def _gather_rows(rows, i0, i1, offsets, base, ptr, offset, rho, live, cross, crossing, di, dj, r):
-    # The walked pairs (see build_pair_histogram) of rows[i0:i1] into di, dj, r, row
-    # rows[i]'s at offsets[i] - base (offsets: the walk's cumulative counts).
+    # The walked pairs (see build_pair_histogram) of rows[i0:i1] into di, dj, r: row
+    # rows[i]'s at offsets[i] - base (offsets: the walk's cumulative counts), or, with
+    # no offsets, one after the other from 0.  Returns the number written, or -1 (and
+    # writes nothing more) when they would not fit.
+    n = 0
     for i in range(i0, i1):
         d = rows[i]
         start = ptr[d] + live[d] if crossing else ptr[d]
         count = cross[d] if crossing else live[d]
-        o = offsets[i] - base
+        o = offsets[i] - base if offsets.shape[0] else n
+        if o + count > di.shape[0]:
+            return -1
         for t in range(count):
             di[o + t] = d
             dj[o + t] = d + offset[start + t]
             r[o + t] = rho[start + t]
-
-
-@kernel
-def _pair_histogram_chunked_body(
-    X_binned, rows, ptr, offset, rho, live, cross, crossing, feature_indices, k_lo, k_hi,
-    missing_bin, chunk, out,
-):  # fmt: skip
-    # The pair histograms of features feature_indices[k_lo:k_hi], chunk by chunk of the
-    # node's pairs (see build_pair_histogram): a chunk is gathered into small contiguous
-    # arrays, then every feature of the block makes its pass over it.  The chunk (16
-    # bytes a pair) stays in the core's cache for all the block's features; each
-    # feature's bins receive the node's pairs in order, exactly as
-    # :func:`_pair_histogram_reference` adds them: the sums are bit-identical to it.
-    di = np.empty(chunk, dtype=np.int32)
-    dj = np.empty(chunk, dtype=np.int32)
-    r = np.empty(chunk, dtype=np.float64)
-    if rows.shape[0] == 0:
-        _pair_passes(
-            X_binned, di, dj, r, 0, feature_indices, k_lo, k_hi, missing_bin, chunk, True, out
-        )
-        return
-    i = 0
-    p = _walk_start(rows, 0, ptr, offset, rho, live, cross, crossing)
-    zero = True
-    while True:
-        n_c, i, p = _gather_node_pairs(
-            rows, i, p, ptr, offset, rho, live, cross, crossing, di, dj, r
-        )
-        _pair_passes(
-            X_binned, di, dj, r, n_c, feature_indices, k_lo, k_hi, missing_bin, chunk, zero, out
-        )
-        zero = False
-        if n_c < chunk:
-            break
+        n += count
+    return n
 
 
 @kernel
@@ -1338,7 +1301,7 @@ def _pair_passes(
 
 @kernel
 def _pair_pass1(col, di, dj, r, n, missing_bin, h):
-    # One feature's pass over n gathered pairs (see _pair_histogram_chunked_body).
+    # One feature's pass over n gathered pairs (see _pair_passes).
     for t in range(n):
         bi = col[di[t]]
         bj = col[dj[t]]
@@ -1431,9 +1394,12 @@ def _split_node_pairs_body(
     # Rows rows[t0:t1] of split_node_pairs: each row's node pairs reordered in place
     # into [partner on the row's side | across] (each part in its previous order; a
     # scratch of the longest slice), live/cross set to their numbers, row_sums[t] the
-    # rho of the first part (in order).
+    # rho of the first part (in order).  Returns the rows' (n_left, n_right, n_crossing).
     scratch_o = np.empty(longest, dtype=offset.dtype)
     scratch_r = np.empty(longest, dtype=rho.dtype)
+    n_l = 0
+    n_r = 0
+    n_x = 0
     for t in range(t0, t1):
         d = rows[t]
         left = t < mid
@@ -1461,27 +1427,12 @@ def _split_node_pairs_body(
         live[d] = w - start
         cross[d] = k
         row_sums[t] = total
-
-
-@kernel
-def _split_node_totals(rows, mid, live, cross, row_sums):
-    # (n_left, n_right, n_crossing, sum_left, sum_right) from _split_node_pairs_body's
-    # per-row results, the sums over rows in order
-    n_l = 0
-    n_r = 0
-    n_x = 0
-    s_l = 0.0
-    s_r = 0.0
-    for t in range(rows.shape[0]):
-        d = rows[t]
-        n_x += cross[d]
-        if t < mid:
-            n_l += live[d]
-            s_l += row_sums[t]
+        if left:
+            n_l += w - start
         else:
-            n_r += live[d]
-            s_r += row_sums[t]
-    return n_l, n_r, n_x, s_l, s_r
+            n_r += w - start
+        n_x += k
+    return n_l, n_r, n_x
 
 
 @kernel
