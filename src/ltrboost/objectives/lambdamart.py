@@ -798,6 +798,29 @@ def _lambdamart_ndcg_queries(
         )  # fmt: skip
 
 
+@inline_kernel
+def _ndcg_pair(a, b, a_preferred, s, v, disc, ex, order_q, inv_norm_q, sigma, scale_by_diff):
+    # The pair of ranks a < b (labels differ; a's document preferred when a_preferred)
+    # of a query ranked by rank_ordered_query: (i, j) the preferred and the other
+    # document (query-local rows), the pair's lambda term 2 sigma |dZ| rho and its
+    # hessian sigma^2 |dZ| rho (1 - rho) (|dZ| / (0.01 + |s_i - s_j|) when
+    # scale_by_diff), as _lambdamart_ndcg_scalar computes them.
+    t = 1.0 if a_preferred else -1.0
+    dz = delta_ndcg(v[a], v[b], disc[a], disc[b], inv_norm_q)
+    diff = t * (s[a] - s[b])  # s_i - s_j
+    if scale_by_diff:
+        dz /= 0.01 + abs(diff)
+    if a_preferred:
+        rho, one_minus_rho = sigmoid_from_exp(ex[a], ex[b], sigma * diff)
+        i = order_q[a]
+        j = order_q[b]
+    else:
+        rho, one_minus_rho = sigmoid_from_exp(ex[b], ex[a], sigma * diff)
+        i = order_q[b]
+        j = order_q[a]
+    return i, j, 2.0 * (sigma * dz * rho), sigma * sigma * dz * rho * one_minus_rho
+
+
 @kernel
 def _ndcg_pair_counts_queries(
     q0, q1, labels, inv_norm, query_offsets, method, truncation, order, counts_out
@@ -853,21 +876,10 @@ def _ndcg_pair_terms_queries(
                 lb = lab[b]
                 if la == lb:
                     continue
-                t = 1.0 if la > lb else -1.0
-                dz = delta_ndcg(v[a], v[b], disc[a], disc[b], inv_norm_q)
-                diff = t * (s[a] - s[b])  # s_i - s_j
-                if scale_by_diff:
-                    dz /= 0.01 + abs(diff)
-                if t > 0.0:
-                    rho, one_minus_rho = sigmoid_from_exp(ex[a], ex[b], sigma * diff)
-                    i = order_q[a]
-                    j = order_q[b]
-                else:
-                    rho, one_minus_rho = sigmoid_from_exp(ex[b], ex[a], sigma * diff)
-                    i = order_q[b]
-                    j = order_q[a]
-                sum_lambdas += 2.0 * (sigma * dz * rho)
-                hess = sigma * sigma * dz * rho * one_minus_rho
+                i, j, lam, hess = _ndcg_pair(
+                    a, b, la > lb, s, v, disc, ex, order_q, inv_norm_q, sigma, scale_by_diff
+                )
+                sum_lambdas += lam
                 pair_i[p] = lo + i
                 pair_j[p] = lo + j
                 if has_w:
@@ -945,23 +957,12 @@ def _ndcg_pair_csr_queries(
                 lb = lab[b]
                 if la == lb:
                     continue
-                t = 1.0 if la > lb else -1.0
-                dz = delta_ndcg(v[a], v[b], disc[a], disc[b], inv_norm_q)
-                diff = t * (s[a] - s[b])  # s_i - s_j
-                if scale_by_diff:
-                    dz /= 0.01 + abs(diff)
-                if t > 0.0:
-                    rho, one_minus_rho = sigmoid_from_exp(ex[a], ex[b], sigma * diff)
-                    i = order_q[a]
-                    j = order_q[b]
-                else:
-                    rho, one_minus_rho = sigmoid_from_exp(ex[b], ex[a], sigma * diff)
-                    i = order_q[b]
-                    j = order_q[a]
-                sum_lambdas += 2.0 * (sigma * dz * rho)
+                i, j, lam, hess = _ndcg_pair(
+                    a, b, la > lb, s, v, disc, ex, order_q, inv_norm_q, sigma, scale_by_diff
+                )
+                sum_lambdas += lam
                 if has_bag and not (in_bag[lo + i] and in_bag[lo + j]):
                     continue
-                hess = sigma * sigma * dz * rho * one_minus_rho
                 if has_w:
                     hess *= 0.5 * (np.float64(weights_q[i]) + np.float64(weights_q[j]))
                 c = cursor[lo + i]
