@@ -463,8 +463,7 @@ class NodeHistogram(NamedTuple):
 
 class RowRange(NamedTuple):
     """A node's rows in one shard: ``partition[start:stop]``, and how many OLE pairs
-    have both documents among them (the node's pairs).  ``start`` is also the node's
-    id in the shard's per-row node ids while it is a leaf of the growing tree."""
+    have both documents among them (the node's pairs)."""
 
     start: int
     stop: int
@@ -476,8 +475,9 @@ class LocalHistograms:
 
     Owns the binned rows of the shard, the row partition (every node is the view
     ``partition[start:stop]``, see :mod:`ltrboost.splitting`), the gathered-gradient
-    buffers and, under ``"ole"``, the round's pairs and the per-row node ids.  Its
-    results are *partial*: the :class:`HistogramBuilder` sums them over shards.
+    buffers and, under ``"ole"``, the round's pairs with each row's live and crossing
+    counts.  Its results are *partial*: the :class:`HistogramBuilder` sums them over
+    shards.
 
     Parameters
     ----------
