@@ -226,6 +226,17 @@ def test_features_with_split_are_those_with_a_valid_split(seed, min_samples_leaf
         assert (kept.shape[0] == 1) == (info is not None), f
 
 
+def _ole_grower(binner, X_binned, **params):
+    """A grower over ``X_binned`` with ``binner``'s bins and these GrowerParams."""
+    return TreeGrower(
+        X_binned,
+        binner.n_bins_non_missing_,
+        binner.missing_bin_,
+        binner.thresholds_matrix(),
+        GrowerParams(**params),
+    )
+
+
 def _ole_problem(seed, n_queries=15, docs=20):
     """Binned data, gradients and pairs of a RankNet-like problem: every pair of a
     query's documents with different labels, random rho; h = pair mass + 0.5."""
@@ -309,13 +320,7 @@ def test_top_features_split_is_exact_ole_over_the_best_newton_features(k):
     of best Newton gain (ties to the lower index), from the same histograms."""
     binner, X_binned, g, h, pairs = _ole_problem(0)
     common = dict(split_criterion="ole", max_leaf_nodes=2, min_samples_leaf=3)
-    grower = TreeGrower(
-        X_binned,
-        binner.n_bins_non_missing_,
-        binner.missing_bin_,
-        binner.thresholds_matrix(),
-        GrowerParams(ole_top_features=k, **common),
-    )
+    grower = _ole_grower(binner, X_binned, ole_top_features=k, **common)
     tree = grower.grow(g, h, pairs=pairs).nodes
     # the reference: Newton gains of every feature at the root, then OLE over the top k
     rows = np.arange(X_binned.shape[0])
@@ -365,12 +370,8 @@ def test_grown_tree_lets_go_of_its_pairs():
     """The round's pairs are dropped once the tree is grown, so the next round's pairs
     never coexist with them."""
     binner, X_binned, g, h, pairs = _ole_problem(1)
-    grower = TreeGrower(
-        X_binned,
-        binner.n_bins_non_missing_,
-        binner.missing_bin_,
-        binner.thresholds_matrix(),
-        GrowerParams(split_criterion="ole", max_leaf_nodes=4, min_samples_leaf=3),
+    grower = _ole_grower(
+        binner, X_binned, split_criterion="ole", max_leaf_nodes=4, min_samples_leaf=3
     )
     first = grower.grow(g, h, pairs=pairs).nodes
     shard = grower.histograms.shards[0]
@@ -385,17 +386,21 @@ def test_grown_tree_lets_go_of_its_pairs():
     [dict(), dict(truncation_level=0), dict(lambda_normalization=False), dict(truncation_level=3)],
 )
 @pytest.mark.parametrize("bagged", [False, True])
-def test_lambdamart_writes_the_grower_layout_as_its_pair_terms_give_it(weighted, kw, bagged):
+@pytest.mark.parametrize("spread", [1.0, 2000.0])
+def test_lambdamart_writes_the_grower_layout_as_its_pair_terms_give_it(
+    weighted, kw, bagged, spread
+):
     """LambdaMART's own OLE pairs (straight into a PairCSR, the bag applied) are
     ``pairs_to_csr(pair_terms(...))`` bit for bit: pairs, order and float32 rho; with
-    weights, lambdarank normalisation on and off, all/top-k pairs, tied scores and
-    queries of one label or one document."""
+    weights, lambdarank normalisation on and off, all/top-k pairs, tied scores, scores
+    spread far apart and queries of one label or one document."""
     X, y, qid = make_ranking(n_queries=30, docs_per_query=(1, 60), n_features=5, random_state=1)[:3]
     rng = np.random.default_rng(0)
     w = rng.uniform(0.5, 2.0, y.shape[0]) if weighted else None
     ds = make_dataset(X, y, qid=qid, sample_weight=w)
     s = rng.normal(size=ds.n_samples)
     s[:10] = 0.0  # ties
+    s *= spread  # 2000: some exponentials are tiny (the direct sigmoid form)
     obj = make_objective(BoosterParams(objective="lambdamart", **kw))
     bag = rng.random(ds.n_samples) < 0.7 if bagged else None
     pt = obj.pair_terms(s, ds)
@@ -415,12 +420,8 @@ def test_int32_offsets_grow_the_int16_tree():
     for dtype in (np.int16, np.int32):
         csr = pairs_to_csr(*pairs, X_binned.shape[0])
         csr = csr._replace(offset=csr.offset.astype(dtype))
-        grower = TreeGrower(
-            X_binned,
-            binner.n_bins_non_missing_,
-            binner.missing_bin_,
-            binner.thresholds_matrix(),
-            GrowerParams(split_criterion="ole", max_leaf_nodes=8, min_samples_leaf=3),
+        grower = _ole_grower(
+            binner, X_binned, split_criterion="ole", max_leaf_nodes=8, min_samples_leaf=3
         )
         trees.append(grower.grow(g, h, pairs=csr).nodes)
     np.testing.assert_array_equal(trees[0], trees[1])

@@ -694,21 +694,13 @@ class LocalHistograms:
     def pair_sum(self, rows: RowRange) -> float:
         """Total ``rho`` of the node's pairs in this shard (0 without pairs).
 
-        Remembered per node for the tree: a node's leaf value and its split search ask
-        for the same sum.  :meth:`split_rows` records the children's sums as it counts
-        their pairs; the root's is NumPy's sum.
+        Recorded per node for the tree, so a node's leaf value and its split search read
+        the same sum: the root's (NumPy's sum) by :meth:`start_tree`, the children's by
+        :meth:`split_rows` as it counts their pairs.
         """
         if self._pairs is None or rows.n_pairs <= 0:
             return 0.0
-        key = (rows.start, rows.stop)
-        total = self._pair_sums.get(key)
-        if total is None:
-            pr = self._pairs
-            total = float(
-                _node_pair_sum(self._part[rows.start : rows.stop], pr.ptr, pr.rho, self._live)
-            )
-            self._pair_sums[key] = total
-        return total
+        return self._pair_sums[(rows.start, rows.stop)]
 
     def pair_histogram(
         self,
@@ -1433,17 +1425,6 @@ def _split_node_pairs_body(
             n_r += w - start
         n_x += k
     return n_l, n_r, n_x
-
-
-@kernel
-def _node_pair_sum(rows, ptr, rho, live):
-    # the rho of the node's pairs, in build_pair_histogram's order
-    total = 0.0
-    for t in range(rows.shape[0]):
-        d = rows[t]
-        for p in range(ptr[d], ptr[d] + live[d]):
-            total += np.float64(rho[p])
-    return total
 
 
 @kernel

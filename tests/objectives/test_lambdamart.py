@@ -740,11 +740,12 @@ def test_ndcg_driver_is_bit_identical_to_general_engine(seed, normalize, truncat
 def test_ndcg_pair_terms_are_the_general_engines_bit_for_bit(
     seed, normalize, truncation_level, weights, spread
 ):
-    """LambdaMART's own NDCG pair terms (what an OLE run calls) are the general engine's:
-    the same pairs in the same order, the same rho bit for bit, the same offsets, over
-    queries with nothing to rank, tied scores and labels, document weights, the
-    lambdarank_norm factor, and scores spread so far that some exponentials are tiny
-    (``spread``: the direct sigmoid form)."""
+    """LambdaMART's NDCG pair terms are the general engine's (an OLE run's own pair
+    kernels are checked against them in test_ole_pairs): the same pairs in the same
+    order, the same rho bit for bit, the same offsets, over queries with nothing to
+    rank, tied scores and labels, document weights, the lambdarank_norm factor, and
+    scores spread so far that some exponentials are tiny (``spread``: the direct
+    sigmoid form); and they sum to the gradient's hessians."""
     from ltrboost.objectives.pair_engine import PairwiseObjective
 
     data, s = make_data(seed, sizes=(1, 2, 4, 6, 9, 13, 5, 40), weights=weights)

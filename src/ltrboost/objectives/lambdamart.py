@@ -32,7 +32,6 @@ from ltrboost.metrics.ndcg import delta_ndcg
 from ltrboost.objectives import pair_engine as _engine
 from ltrboost.objectives import unbiased as _unbiased
 from ltrboost.objectives.base import (
-    PairTerms,
     dataset_labels,
     doc_weights,
 )
@@ -379,42 +378,7 @@ class LambdaMART(PairwiseObjective):
     def _pair_terms(self, scores, ref_scores, data, iteration):
         if self.unbiased:
             raise ValueError("unbiased=True does not support split_criterion='ole'")
-        if ref_scores is None and self._metric_code == METRIC_NDCG and self._method != PAIR_SAMPLED:
-            return self._ndcg_pair_terms(scores, data)
         return super()._pair_terms(scores, ref_scores, data, iteration)
-
-    def _ndcg_pair_terms(self, scores, data) -> PairTerms:
-        """:meth:`pair_terms` of the common case (NDCG lambdas, ``all``/``topk`` pairs)
-        by its own two small kernels instead of the general engine: the same pairs, in
-        the same order, with the same ``rho`` bit for bit (tested), and a first OLE
-        run compiles ~2 s instead of the engine's ~9 s (issue 12: every new path
-        compiles)."""
-        s = self._scores(scores, data, "scores")
-        c = self._constants(data)
-        offsets_q = data.query_offsets
-        n = s.shape[0]
-        order = np.empty(n, dtype=INDEX_DTYPE)
-        scratch = np.empty(n, dtype=INDEX_DTYPE)
-        n_ranked = np.empty(offsets_q.shape[0] - 1, dtype=np.int64)
-        ranked_prefix_all_queries(s, offsets_q, 0, order, scratch, n_ranked)
-        counts = np.zeros(data.n_queries, dtype=np.int64)
-        over_queries(
-            _ndcg_pair_counts_queries, offsets_q, c.labels, c.inv_norm, offsets_q,
-            self._method, self._truncation, order, counts,
-        )  # fmt: skip
-        offsets = np.zeros(data.n_queries + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        _engine._check_ole_pair_count(counts, data, self.name)
-        total = int(offsets[-1])
-        doc_i = np.empty(total, dtype=np.int32)
-        doc_j = np.empty(total, dtype=np.int32)
-        rho = np.empty(total, dtype=np.float64)
-        over_queries(
-            _ndcg_pair_terms_queries, offsets_q, s, c.labels, c.values, c.inv_norm,
-            c.weights, offsets_q, self._method, self._truncation, self._sigma,
-            self._normalize, order, offsets, doc_i, doc_j, rho,
-        )  # fmt: skip
-        return PairTerms(offsets, doc_i, doc_j, rho)
 
     def ole_pairs(self, scores, data, iteration=0, in_bag=None):
         if self.unbiased or self._metric_code != METRIC_NDCG or self._method == PAIR_SAMPLED:
@@ -424,11 +388,13 @@ class LambdaMART(PairwiseObjective):
     ole_pairs.__doc__ = PairwiseObjective.ole_pairs.__doc__
 
     def _ndcg_ole_pairs(self, scores, data, in_bag) -> PairCSR:
-        """:meth:`_ndcg_pair_terms` written straight into the grower's layout (a
+        """The common case's OLE pairs (NDCG lambdas, ``all``/``topk`` pairs) by two
+        small kernels, written straight into the grower's layout (a
         :class:`~ltrboost.pair_csr.PairCSR`, 6 bytes a pair) with the bag applied: the
         same pairs, order and ``rho`` (rounded once to float32) as
-        ``pairs_to_csr(pair_terms(...))`` (tested), without the 16-byte-a-pair list in
-        between (issue 16 item 4)."""
+        ``pairs_to_csr(pair_terms(...))`` from the general engine (tested), without the
+        16-byte-a-pair list in between (issue 16 item 4), and a first OLE run compiles
+        these instead of the engine's pair-term kernels (~9 s; issue 12)."""
         s = self._scores(scores, data, "scores")
         c = self._constants(data)
         offsets_q = data.query_offsets
@@ -822,83 +788,12 @@ def _ndcg_pair(a, b, a_preferred, s, v, disc, ex, order_q, inv_norm_q, sigma, sc
 
 
 @kernel
-def _ndcg_pair_counts_queries(
-    q0, q1, labels, inv_norm, query_offsets, method, truncation, order, counts_out
-):
-    # queries q0..q1-1: the number of pairs _ndcg_pair_terms_queries writes for each
-    # (the candidate pairs of the ranking ``order`` whose labels differ)
-    for q in range(q0, q1):
-        lo = query_offsets[q]
-        hi = query_offsets[q + 1]
-        n = hi - lo
-        counts_out[q] = 0
-        labels_q = labels[lo:hi]
-        if n < 2 or inv_norm[q] <= 0.0 or not has_two_labels(labels_q):
-            continue
-        order_q = order[lo:hi]
-        count = 0
-        for a in range(n_outer_ranks(n, method, truncation)):
-            la = labels_q[order_q[a]]
-            for b in range(a + 1, n):
-                count += labels_q[order_q[b]] != la
-        counts_out[q] = count
-
-
-@kernel
-def _ndcg_pair_terms_queries(
-    q0, q1, scores, labels, values, inv_norm, weights, query_offsets, method, truncation,
-    sigma, normalize, order, pair_offsets, pair_i, pair_j, pair_rho,
-):  # fmt: skip
-    # queries q0..q1-1 of LambdaMART._ndcg_pair_terms: the OLE pairs of the NDCG
-    # lambdas, written at pair_offsets[q] (from _ndcg_pair_counts_queries).  Pair by
-    # pair as _lambdamart_ndcg_scalar (the engine's pairs and order: rank a < n_outer,
-    # b > a, labels differ; doc_i the preferred one), and rho = hess * (w_i + w_j) / 2
-    # * the query's lambdarank_norm factor, the engine's pair_terms arithmetic.
-    has_w = weights.shape[0] > 0
-    for q in range(q0, q1):
-        p = pair_offsets[q]
-        if pair_offsets[q + 1] == p:
-            continue
-        lo = query_offsets[q]
-        hi = query_offsets[q + 1]
-        n = hi - lo
-        order_q = order[lo:hi]
-        weights_q = weights[lo:hi] if has_w else weights[0:0]
-        inv_norm_q = inv_norm[q]
-        s, v, lab, disc, ex = rank_ordered_query(
-            order_q, scores[lo:hi], values[lo:hi], labels[lo:hi], sigma
-        )
-        scale_by_diff = normalize and s[0] != s[n - 1]
-        sum_lambdas = 0.0
-        for a in range(n_outer_ranks(n, method, truncation)):
-            la = lab[a]
-            for b in range(a + 1, n):
-                lb = lab[b]
-                if la == lb:
-                    continue
-                i, j, lam, hess = _ndcg_pair(
-                    a, b, la > lb, s, v, disc, ex, order_q, inv_norm_q, sigma, scale_by_diff
-                )
-                sum_lambdas += lam
-                pair_i[p] = lo + i
-                pair_j[p] = lo + j
-                if has_w:
-                    hess *= 0.5 * (np.float64(weights_q[i]) + np.float64(weights_q[j]))
-                pair_rho[p] = hess
-                p += 1
-        factor = lambda_norm_factor(normalize, sum_lambdas)
-        if factor != 1.0:
-            for t in range(pair_offsets[q], p):
-                pair_rho[t] *= factor
-
-
-@kernel
 def _ndcg_pair_doc_counts_queries(
     q0, q1, labels, inv_norm, query_offsets, method, truncation, order, in_bag, counts_out
 ):  # fmt: skip
     # queries q0..q1-1: counts_out[d + 1] += the pairs of _ndcg_pair_csr_queries whose
-    # preferred document is row d (the pairs of _ndcg_pair_counts_queries with both
-    # documents in the bag; in_bag empty: no bag)
+    # preferred document is row d (the candidate pairs of the ranking ``order`` whose
+    # labels differ, with both documents in the bag; in_bag empty: no bag)
     has_bag = in_bag.shape[0] > 0
     for q in range(q0, q1):
         lo = query_offsets[q]
@@ -926,11 +821,14 @@ def _ndcg_pair_csr_queries(
     q0, q1, scores, labels, values, inv_norm, weights, query_offsets, method, truncation,
     sigma, normalize, order, in_bag, ptr, cursor, offset, rho_out,
 ):  # fmt: skip
-    # queries q0..q1-1 of LambdaMART._ndcg_ole_pairs: _ndcg_pair_terms_queries's pairs
-    # and arithmetic, each kept pair (both documents in the bag) written at its preferred
-    # document's cursor (ptr[:-1] on entry), rho rounded once to float32 after the
-    # query's lambdarank_norm factor (computed over all of the query's pairs, as
-    # pair_terms does before the bag is applied).
+    # queries q0..q1-1 of LambdaMART._ndcg_ole_pairs: the OLE pairs of the NDCG
+    # lambdas, pair by pair as _lambdamart_ndcg_scalar (the engine's pairs and order:
+    # rank a < n_outer, b > a, labels differ; doc_i the preferred one) with the
+    # engine's pair_terms arithmetic, rho = hess * (w_i + w_j) / 2 * the query's
+    # lambdarank_norm factor (computed over all of the query's pairs, as pair_terms
+    # does before the bag is applied), rounded once to float32.  Each kept pair (both
+    # documents in the bag) is written at its preferred document's cursor (ptr[:-1] on
+    # entry).
     has_w = weights.shape[0] > 0
     has_bag = in_bag.shape[0] > 0
     for q in range(q0, q1):
