@@ -47,21 +47,47 @@ def _pair_problem(seed, n=300, n_features=11, n_pairs=3000, missing_bin=12):
     return rng, X_binned, pairs, rows, live, cross, missing_bin
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("crossing", [False, True])
+def test_row_major_pair_walk_over_several_feature_blocks(parallel, crossing, monkeypatch):
+    """More features than the row-major walk adds per pass (PAIR_ROW_FEATURES): every
+    block, the last one partial, equals the column walk and the reference bit for
+    bit."""
+    n_features = 2 * histogram.PAIR_ROW_FEATURES + 6
+    _, X_binned, pairs, rows, live, cross, missing_bin = _pair_problem(4, n_features=n_features)
+    monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", 0 if parallel else 10**12)
+    di, dj, rho = _node_pairs_reference(rows, pairs, live, cross, crossing)
+    feats = np.arange(1, n_features, dtype=np.int32)
+    outs = []
+    for X_rows in (None, np.ascontiguousarray(X_binned)):
+        out = np.full((n_features, missing_bin + 1, 3), np.nan)
+        build_pair_histogram(
+            X_binned, rows, pairs, live, cross, feats, missing_bin, out, di.shape[0], crossing,
+            X_rows=X_rows,
+        )  # fmt: skip
+        outs.append(out)
+    ref = _pair_histogram_reference(
+        X_binned, di, dj, rho, np.arange(di.shape[0]), feats, missing_bin, missing_bin + 1
+    )
+    np.testing.assert_array_equal(outs[1][feats], ref[feats])
+    np.testing.assert_array_equal(outs[1], outs[0])
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("chunk", [1, 7, 4096])
 @pytest.mark.parametrize("crossing", [False, True])
+@pytest.mark.parametrize("row_major", [False, True])
 def test_pair_histogram_is_the_numpy_reference_bit_for_bit(
-    seed, parallel, chunk, crossing, monkeypatch
+    seed, parallel, chunk, crossing, row_major, monkeypatch
 ):
     """Every selected feature equals np.bincount over the node's pairs in the order of
     its rows and their pairs (which adds each bin's pairs in that order, as the kernel
     must): serial and parallel drivers, chunks of 1, 7 (not dividing the pairs) and
-    4096, gathers of 3 chunks and 2 pairs (the parallel driver), features in blocks
-    of 4 plus a tail; a node's own pairs and a split's crossing pairs."""
+    4096 pairs, features in blocks of 4 plus a tail; a node's own pairs and a split's
+    crossing pairs; the column walk and the row-major one."""
     _, X_binned, pairs, rows, live, cross, missing_bin = _pair_problem(seed)
     monkeypatch.setattr(histogram, "PAIR_CHUNK", chunk)
-    monkeypatch.setattr(histogram, "PAIR_GATHER", 3 * chunk + 2)  # several gathers
     monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", 0 if parallel else 10**12)
     di, dj, rho = _node_pairs_reference(rows, pairs, live, cross, crossing)
     assert 100 < di.shape[0] < pairs.n_pairs
@@ -71,8 +97,9 @@ def test_pair_histogram_is_the_numpy_reference_bit_for_bit(
         feats = feats.astype(np.int32)
         out = np.full((n_features, missing_bin + 1, 3), np.nan)
         build_pair_histogram(
-            X_binned, rows, pairs, live, cross, feats, missing_bin, out, di.shape[0], crossing
-        )
+            X_binned, rows, pairs, live, cross, feats, missing_bin, out, di.shape[0], crossing,
+            X_rows=np.ascontiguousarray(X_binned) if row_major else None,
+        )  # fmt: skip
         ref = _pair_histogram_reference(
             X_binned, di, dj, rho, idx, feats, missing_bin, missing_bin + 1
         )

@@ -252,16 +252,16 @@ def subtract_histograms(parent_inout, sibling, feature_indices, n_bins_non_missi
         _subtract_histograms(parent_inout, sibling, feature_indices, nbins)
 
 
-# Pairs of a node gathered at a time by the pair-histogram kernel (16 bytes each: the
-# chunk stays in the core's cache while every feature of a block passes over it).
+# Pairs a block of features passes over at a time in the pair-histogram kernel (whole
+# rows: a chunk ends at the first row that reaches it): the chunk's pairs (6 bytes each)
+# and its rows' bins stay in the core's cache while every feature of the thread's block
+# passes over them.
 PAIR_CHUNK = 4096
-# Pairs gathered at a time for the parallel pair-histogram driver (16 bytes each).
-PAIR_GATHER = 1 << 18
 
 
 def build_pair_histogram(
     X_binned, rows, pairs, live, cross, feature_indices, missing_bin, out, n_pairs,
-    crossing=False,
+    crossing=False, X_rows=None,
 ):  # fmt: skip
     """Pair histograms ``(P_max, P_min, Q)`` of a node's pairs (seed 000, eq. 13: the
     rho mass of the pairs wholly on one side of each threshold).
@@ -277,68 +277,41 @@ def build_pair_histogram(
     ``b``, ``out[f, b, 2]`` over those with exactly one document in the missing bin, by
     the other document's bin.  Each bin adds its pairs in the order of the rows and of
     each row's pairs, so the result is the same bit for bit whatever the threads
-    (:func:`_pair_histogram_reference` is the plain NumPy definition).  The pairs are
-    gathered once, :data:`PAIR_GATHER` at a time, then the features pass over them a
-    cache-sized chunk (:data:`PAIR_CHUNK`) at a time, four features interleaved.
-    Serial when small, else the gathering is parallel over blocks of rows and the
-    passes over blocks of features (gathering per block of features instead cost as
-    much as the passes of a branch-and-bound node's 8-feature calls).
+    (:func:`_pair_histogram_reference` is the plain NumPy definition).  The features walk
+    the pairs where they lie, in the CSR (no gathered copy): a chunk of whole rows
+    (:data:`PAIR_CHUNK` pairs) at a time, four features interleaved, each row's own bins
+    read once.  Serial when small, else parallel over blocks of features (each block
+    walks all the node's pairs; gathering them first cost as much as the passes of a
+    branch-and-bound node's 8-feature calls).
+
+    ``X_rows``: a row-major copy of the bins, given for nodes whose rows are sparse in
+    the data (:func:`use_row_major`): there the column walk reads a cache line of every
+    feature for each row, and the row-major walk (:func:`_pair_walk_rows`: a pair's
+    two rows once for :data:`PAIR_ROW_FEATURES` features) was 2-3x faster on such
+    nodes of 200k synthetic documents.  The same sums in the same order either way.
     """
     n_sel = feature_indices.shape[0]
     if n_sel == 0:
         return
-    walk = (pairs.ptr, pairs.offset, pairs.rho, live, cross, bool(crossing))
+    walk = (rows, pairs.ptr, pairs.offset, pairs.rho, live, cross, bool(crossing))
+    kernel = _pair_walk if X_rows is None else _pair_walk_rows
+    X = X_binned if X_rows is None else X_rows
     if n_pairs * n_sel < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
-        # small: one gather (in walk order) and one serial pass of every feature
-        size = max(1, n_pairs)
-        di = np.empty(size, dtype=np.int32)
-        dj = np.empty(size, dtype=np.int32)
-        r = np.empty(size, dtype=np.float64)
-        n_c = _gather_rows(rows, 0, rows.shape[0], _NO_OFFSETS, 0, *walk, di, dj, r)
-        if n_c < 0:
-            raise RuntimeError(f"a node has more OLE pairs than its count ({n_pairs})")
-        _pair_passes(
-            X_binned, di, dj, r, n_c, feature_indices, 0, n_sel, missing_bin, PAIR_CHUNK,
-            True, out,
-        )  # fmt: skip
+        kernel(X, *walk, feature_indices, 0, n_sel, missing_bin, PAIR_CHUNK, out)
         return
     n_blocks = min(-(-n_sel // 4), 2 * numba.get_num_threads())
-    block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_pass4
-    counts = (cross if crossing else live)[rows]
-    offsets = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    size = max(1, min(int(offsets[-1]), PAIR_GATHER), int(counts.max(initial=0)))
-    di = np.empty(size, dtype=np.int32)
-    dj = np.empty(size, dtype=np.int32)
-    r = np.empty(size, dtype=np.float64)
-    i0, first = 0, True
-    while first or i0 < rows.shape[0]:
-        # the next rows whose pairs fit the buffer (at least one row), gathered in
-        # parallel by blocks of rows, each row's at its offset in the walk
-        i1 = max(i0 + 1, int(np.searchsorted(offsets, offsets[i0] + size, "right")) - 1)
-        i1 = min(i1, rows.shape[0])
-        n_c = int(offsets[i1] - offsets[i0]) if rows.shape[0] else 0
-        if n_c:
-            over_rows(
-                lambda a, b, i0=i0: _gather_rows(
-                    rows, i0 + a, i0 + b, offsets, offsets[i0], *walk, di, dj, r
-                ),
-                i1 - i0,
-                min_rows_per_thread=256,
-            )
-        passes_args = (di, dj, r, n_c, feature_indices)
-        tail = (missing_bin, PAIR_CHUNK, first, out)
-        over_rows(
-            lambda k0, k1, a=passes_args, t=tail: _pair_passes(X_binned, *a, k0, k1, *t),
-            n_sel,
-            min_rows_per_thread=1,
-            align=block,
-        )
-        first = False
-        i0 = i1
+    block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_walk4
+    over_rows(
+        lambda k0, k1: kernel(X, *walk, feature_indices, k0, k1, missing_bin, PAIR_CHUNK, out),
+        n_sel,
+        min_rows_per_thread=1,
+        align=block,
+    )
 
 
-_NO_OFFSETS = np.zeros(0, dtype=np.int64)
+# Features the row-major pair walk (_pair_walk_rows) adds per pass over a chunk's pairs:
+# their histograms (6 kB a feature) stay in the core's cache.
+PAIR_ROW_FEATURES = 32
 
 
 def split_node_pairs(
@@ -385,21 +358,25 @@ def build_pair_mass_histogram(
 ):
     """Per feature and bin, over the node's rows ``rows``: the sum of ``out_d``
     (channel 0) and of ``in_d`` (1), where ``out_d`` (``in_d``) is the ``rho`` of the
-    node's pairs (``live``, see :func:`build_pair_histogram`) whose preferred (other) document is
-    ``d``.  What the OLE gain bound needs (seed 000 eq. 13; see
+    node's pairs (``live``, see :func:`build_pair_histogram`) whose preferred (other)
+    document is ``d``.  What the OLE gain bound needs (seed 000 eq. 13; see
     :func:`ltrboost.splitting.ole_gain_bounds`): the node's pairs wholly in a side weigh
     at most ``min(sum out_d, sum in_d)`` over the side's documents.
 
     ``mass``: float64 (n_rows_shard, 2) scratch, zero on entry and on return.
-    ``ordered``: float64 (>= len(rows), 2) scratch (OUT: ``out_d, in_d`` in the order
-    of ``rows``).  ``out``: OUT (n_features, n_bins, 2) float64, only the selected
-    features written.  Serial when small, else parallel over features.  ``X_rows``: a
-    row-major copy of the bins, given for nodes whose rows are sparse in the data (see
-    :func:`use_row_major`): every feature is then built in one pass over the rows.
+    ``ordered``: float64 (>= len(rows), 2) scratch (OUT: ``out_d, in_d`` of the rows
+    with some mass, in the order of ``rows``; the others add nothing).  ``out``: OUT
+    (n_features, n_bins, 2) float64, only the selected features written.  Serial when
+    small, else parallel over features.  ``X_rows``: a row-major copy of the bins,
+    given for nodes whose rows are sparse in the data (see :func:`use_row_major`):
+    every feature is then built in one pass over the rows.
     """
-    n = rows.shape[0]
+    # only the rows with some mass (out_d or in_d not zero; 3-8% of a node's rows have
+    # none at 200k synthetic documents, more where queries have one grade)
+    massive = np.empty(rows.shape[0], dtype=rows.dtype)
+    n = _pair_masses(rows, pairs.ptr, pairs.offset, pairs.rho, live, mass, ordered, massive)
+    rows = massive[:n]
     o = ordered[:n]
-    _pair_masses(rows, pairs.ptr, pairs.offset, pairs.rho, live, mass, o)
     n_sel = feature_indices.shape[0]
     if X_rows is not None:
         n_features = X_rows.shape[1]
@@ -726,6 +703,7 @@ class LocalHistograms:
             self.missing_bin,
             out,
             rows.n_pairs,
+            X_rows=self._row_major(rows.stop - rows.start),
         )
         return out, self.pair_sum(rows)
 
@@ -750,6 +728,7 @@ class LocalHistograms:
             out,
             self.crossing_pair_count(parent, right),
             crossing=True,
+            X_rows=self._row_major(parent.stop - parent.start),
         )
 
     def crossing_pair_count(self, parent: RowRange, right: RowRange) -> int:
@@ -1231,84 +1210,137 @@ def _subtract_histograms(parent_inout, sibling, feature_indices, n_bins_non_miss
 
 
 @kernel
-def _gather_rows(rows, i0, i1, offsets, base, ptr, offset, rho, live, cross, crossing, di, dj, r):
-    # The walked pairs (see build_pair_histogram) of rows[i0:i1] into di, dj, r: row
-    # rows[i]'s at offsets[i] - base (offsets: the walk's cumulative counts), or, with
-    # no offsets, one after the other from 0.  Returns the number written, or -1 (and
-    # writes nothing more) when they would not fit.
+def _pair_walk(
+    X_binned, rows, ptr, offset, rho, live, cross, crossing, feature_indices, k_lo, k_hi,
+    missing_bin, chunk, out,
+):  # fmt: skip
+    # Pair histograms of features feature_indices[k_lo:k_hi] (zeroed first) over the
+    # walked pairs (see build_pair_histogram): rows rows[i0:i1] at a time, whole rows of
+    # about ``chunk`` pairs, every feature of the block passing over them (four
+    # interleaved) while they are in the core's cache; each bin receives the pairs in
+    # the order of the rows and of each row's pairs.
+    n_bins = out.shape[1]
+    for k in range(k_lo, k_hi):
+        f = feature_indices[k]
+        for bb in range(n_bins):
+            out[f, bb, 0] = 0.0
+            out[f, bb, 1] = 0.0
+            out[f, bb, 2] = 0.0
+    # the rows with pairs to walk (a small node's rows have mostly none: their pairs
+    # crossed earlier splits), so that no feature reads the bins of a row without pairs
+    active = _active_rows(rows, live, cross, crossing)
+    n = active.shape[0]
+    i0 = 0
+    while i0 < n:
+        i1 = i0
+        m = 0
+        while i1 < n and m < chunk:
+            d = active[i1]
+            m += cross[d] if crossing else live[d]
+            i1 += 1
+        k = k_lo
+        while k + 4 <= k_hi:
+            _pair_walk4(
+                X_binned, active, i0, i1, ptr, offset, rho, live, cross, crossing,
+                feature_indices, k, missing_bin, out,
+            )  # fmt: skip
+            k += 4
+        while k < k_hi:
+            f = feature_indices[k]
+            _pair_walk1(
+                X_binned[:, f], active, i0, i1, ptr, offset, rho, live, cross, crossing,
+                missing_bin, out[f],
+            )  # fmt: skip
+            k += 1
+        i0 = i1
+
+
+@kernel
+def _active_rows(rows, live, cross, crossing):
+    # The rows with pairs to walk, in order (see _pair_walk).
+    active = np.empty(rows.shape[0], dtype=rows.dtype)
     n = 0
+    for i in range(rows.shape[0]):
+        d = rows[i]
+        if (cross[d] if crossing else live[d]) > 0:
+            active[n] = d
+            n += 1
+    return active[:n]
+
+
+@kernel
+def _pair_walk_rows(
+    X_rows, rows, ptr, offset, rho, live, cross, crossing, feature_indices, k_lo, k_hi,
+    missing_bin, chunk, out,
+):  # fmt: skip
+    # _pair_walk over the row-major bins X_rows: for each chunk of whole rows, blocks of
+    # PAIR_ROW_FEATURES features in turn walk its pairs, each pair's two rows read once
+    # for the block.  Each bin receives the pairs in the same order as _pair_walk.
+    n_bins = out.shape[1]
+    for k in range(k_lo, k_hi):
+        f = feature_indices[k]
+        for bb in range(n_bins):
+            out[f, bb, 0] = 0.0
+            out[f, bb, 1] = 0.0
+            out[f, bb, 2] = 0.0
+    active = _active_rows(rows, live, cross, crossing)
+    n = active.shape[0]
+    i0 = 0
+    while i0 < n:
+        i1 = i0
+        m = 0
+        while i1 < n and m < chunk:
+            d = active[i1]
+            m += cross[d] if crossing else live[d]
+            i1 += 1
+        for kb in range(k_lo, k_hi, PAIR_ROW_FEATURES):
+            ke = min(k_hi, kb + PAIR_ROW_FEATURES)
+            for i in range(i0, i1):
+                d = active[i]
+                start = ptr[d] + live[d] if crossing else ptr[d]
+                count = cross[d] if crossing else live[d]
+                xa = X_rows[d]
+                for p in range(start, start + count):
+                    xb = X_rows[d + offset[p]]
+                    rt = np.float64(rho[p])
+                    for k in range(kb, ke):
+                        f = feature_indices[k]
+                        x = xa[f]
+                        y = xb[f]
+                        hi = x if x > y else y
+                        lo = y if x > y else x
+                        out[f, hi, 0] += rt
+                        out[f, lo, 1] += rt
+                        if hi == missing_bin and lo != missing_bin:
+                            out[f, lo, 2] += rt
+        i0 = i1
+
+
+@kernel
+def _pair_walk1(col, rows, i0, i1, ptr, offset, rho, live, cross, crossing, missing_bin, h):
+    # One feature's walk over the pairs of rows rows[i0:i1] (see _pair_walk).
     for i in range(i0, i1):
         d = rows[i]
         start = ptr[d] + live[d] if crossing else ptr[d]
         count = cross[d] if crossing else live[d]
-        o = offsets[i] - base if offsets.shape[0] else n
-        if o + count > di.shape[0]:
-            return -1
-        for t in range(count):
-            di[o + t] = d
-            dj[o + t] = d + offset[start + t]
-            r[o + t] = rho[start + t]
-        n += count
-    return n
+        x = col[d]
+        for p in range(start, start + count):
+            y = col[d + offset[p]]
+            rt = np.float64(rho[p])
+            hi = x if x > y else y
+            lo = y if x > y else x
+            h[hi, 0] += rt
+            h[lo, 1] += rt
+            if hi == missing_bin and lo != missing_bin:
+                h[lo, 2] += rt
 
 
 @kernel
-def _pair_passes(
-    X_binned, di, dj, r, n, feature_indices, k_lo, k_hi, missing_bin, chunk, zero, out
+def _pair_walk4(
+    X_binned, rows, i0, i1, ptr, offset, rho, live, cross, crossing, feature_indices, k,
+    missing_bin, out,
 ):  # fmt: skip
-    # Features feature_indices[k_lo:k_hi] (zeroed first when ``zero``) pass over the
-    # gathered pairs 0..n-1, ``chunk`` pairs at a time: a chunk stays in the core's
-    # cache while every feature of the block passes over it, and each bin receives the
-    # pairs in order.
-    if zero:
-        n_bins = out.shape[1]
-        for k in range(k_lo, k_hi):
-            f = feature_indices[k]
-            for bb in range(n_bins):
-                out[f, bb, 0] = 0.0
-                out[f, bb, 1] = 0.0
-                out[f, bb, 2] = 0.0
-    for c0 in range(0, n, chunk):
-        c1 = min(n, c0 + chunk)
-        dic = di[c0:c1]
-        djc = dj[c0:c1]
-        rc = r[c0:c1]
-        n_c = c1 - c0
-        k = k_lo
-        while k + 4 <= k_hi:
-            _pair_pass4(X_binned, dic, djc, rc, n_c, feature_indices, k, missing_bin, out)
-            k += 4
-        while k < k_hi:
-            _pair_pass1(
-                X_binned[:, feature_indices[k]],
-                dic,
-                djc,
-                rc,
-                n_c,
-                missing_bin,
-                out[feature_indices[k]],
-            )
-            k += 1
-
-
-@kernel
-def _pair_pass1(col, di, dj, r, n, missing_bin, h):
-    # One feature's pass over n gathered pairs (see _pair_passes).
-    for t in range(n):
-        bi = col[di[t]]
-        bj = col[dj[t]]
-        rt = r[t]
-        hi = bi if bi > bj else bj
-        lo = bj if bi > bj else bi
-        h[hi, 0] += rt
-        h[lo, 1] += rt
-        if hi == missing_bin and lo != missing_bin:
-            h[lo, 2] += rt
-
-
-@kernel
-def _pair_pass4(X_binned, di, dj, r, n, feature_indices, k, missing_bin, out):
-    # Four features' passes interleaved pair by pair: four independent chains of
+    # Four features' walks interleaved pair by pair: four independent chains of
     # additions (a single feature waits on the previous addition to a bin whenever
     # neighbouring pairs share it).  Each feature's bins still see the pairs in order.
     c0 = X_binned[:, feature_indices[k]]
@@ -1319,49 +1351,54 @@ def _pair_pass4(X_binned, di, dj, r, n, feature_indices, k, missing_bin, out):
     h1 = out[feature_indices[k + 1]]
     h2 = out[feature_indices[k + 2]]
     h3 = out[feature_indices[k + 3]]
-    for t in range(n):
-        a = di[t]
-        b = dj[t]
-        rt = r[t]
-        x = c0[a]
-        y = c0[b]
-        hi = x if x > y else y
-        lo = y if x > y else x
-        h0[hi, 0] += rt
-        h0[lo, 1] += rt
-        if hi == missing_bin and lo != missing_bin:
-            h0[lo, 2] += rt
-        x = c1[a]
-        y = c1[b]
-        hi = x if x > y else y
-        lo = y if x > y else x
-        h1[hi, 0] += rt
-        h1[lo, 1] += rt
-        if hi == missing_bin and lo != missing_bin:
-            h1[lo, 2] += rt
-        x = c2[a]
-        y = c2[b]
-        hi = x if x > y else y
-        lo = y if x > y else x
-        h2[hi, 0] += rt
-        h2[lo, 1] += rt
-        if hi == missing_bin and lo != missing_bin:
-            h2[lo, 2] += rt
-        x = c3[a]
-        y = c3[b]
-        hi = x if x > y else y
-        lo = y if x > y else x
-        h3[hi, 0] += rt
-        h3[lo, 1] += rt
-        if hi == missing_bin and lo != missing_bin:
-            h3[lo, 2] += rt
+    for i in range(i0, i1):
+        d = rows[i]
+        start = ptr[d] + live[d] if crossing else ptr[d]
+        count = cross[d] if crossing else live[d]
+        x0 = c0[d]
+        x1 = c1[d]
+        x2 = c2[d]
+        x3 = c3[d]
+        for p in range(start, start + count):
+            b = d + offset[p]
+            rt = np.float64(rho[p])
+            y = c0[b]
+            hi = x0 if x0 > y else y
+            lo = y if x0 > y else x0
+            h0[hi, 0] += rt
+            h0[lo, 1] += rt
+            if hi == missing_bin and lo != missing_bin:
+                h0[lo, 2] += rt
+            y = c1[b]
+            hi = x1 if x1 > y else y
+            lo = y if x1 > y else x1
+            h1[hi, 0] += rt
+            h1[lo, 1] += rt
+            if hi == missing_bin and lo != missing_bin:
+                h1[lo, 2] += rt
+            y = c2[b]
+            hi = x2 if x2 > y else y
+            lo = y if x2 > y else x2
+            h2[hi, 0] += rt
+            h2[lo, 1] += rt
+            if hi == missing_bin and lo != missing_bin:
+                h2[lo, 2] += rt
+            y = c3[b]
+            hi = x3 if x3 > y else y
+            lo = y if x3 > y else x3
+            h3[hi, 0] += rt
+            h3[lo, 1] += rt
+            if hi == missing_bin and lo != missing_bin:
+                h3[lo, 2] += rt
 
 
 @kernel
-def _pair_masses(rows, ptr, offset, rho, live, mass, ordered):
+def _pair_masses(rows, ptr, offset, rho, live, mass, ordered, massive):
     # mass: IN/OUT float64 (n_rows_shard, 2) scratch, zero on entry and on return (the
     # node's pairs have both documents among ``rows``, whose entries are reset);
-    # ordered: OUT float64 (len(rows), 2): out_d, in_d in the order of rows.
+    # ordered: OUT float64 (>= len(rows), 2), massive: OUT (>= len(rows),): out_d, in_d
+    # and d of the rows whose out_d or in_d is not zero, in the order of rows.  Returns
+    # their number.
     for i in range(rows.shape[0]):
         d = rows[i]
         out_d = 0.0
@@ -1370,12 +1407,19 @@ def _pair_masses(rows, ptr, offset, rho, live, mass, ordered):
             out_d += r
             mass[d + offset[p], 1] += r
         mass[d, 0] = out_d
+    m = 0
     for i in range(rows.shape[0]):
         d = rows[i]
-        ordered[i, 0] = mass[d, 0]
-        ordered[i, 1] = mass[d, 1]
+        a = mass[d, 0]
+        b = mass[d, 1]
+        if a != 0.0 or b != 0.0:
+            ordered[m, 0] = a
+            ordered[m, 1] = b
+            massive[m] = d
+            m += 1
         mass[d, 0] = 0.0
         mass[d, 1] = 0.0
+    return m
 
 
 @kernel
