@@ -15,12 +15,16 @@ is Newton, Theorem 1, and must cost the same) with each criterion, on MQ2008 Fol
 ``--synthetic`` documents.  Same settings for every criterion: 31 leaves best-first,
 learning rate 0.1, at least 20 documents per leaf, 255 bins, LambdaMART pairs truncated
 at 30, 2 threads (``--threads``), a fixed number of trees (no early stopping).  Every run is a fresh
-subprocess after a warm-up run, so compilation is not timed.  Reported: seconds of
-``train`` (binning included), the ratios to ``se`` and of ``ole`` to ``newton``, and the
-peak resident memory of the ``newton`` and ``ole`` processes (data generation and
-loading included), and (issue 16 item 4) the largest round's OLE pairs as the grower
-holds them (``ole pair MB``: the PairCSR and its two counts a row) beside the binned
-data (``binned MB``: a byte a document and feature) and the pairs per document.
+subprocess after a warm-up run, so compilation is not timed.  Reported: the time per
+tree (``ms/tree``: end of the last round - end of the first, over the rounds between,
+from a per-round callback; what issue 16 compares) and its ratios to ``se`` and of
+``ole`` to ``newton``; the seconds of the whole ``train`` call (``fit s``: binning the
+data included, 2-3 s of it at 500k documents, which dilutes the ratios of a few trees)
+and their ``ole``/``newton`` ratio; the peak resident memory of the ``newton`` and
+``ole`` processes (data generation and loading included), and (issue 16 item 4) the
+largest round's OLE pairs as the grower holds them (``ole pair MB``: the PairCSR and
+its two counts a row) beside the binned data (``binned MB``: a byte a document and
+feature) and the pairs per document.
 ``--ole-top-features K`` adds the approximate OLE (``ole_top_features=K``) as a fourth
 criterion.  ``--repeats R`` trains R times in the
 worker and keeps the fastest (on a shared machine the slow runs are other jobs' time).
@@ -79,12 +83,19 @@ def worker(spec: dict) -> dict:
     if spec["criterion"].startswith("ole k="):
         params["ole_top_features"] = int(spec["criterion"][6:])
     train(BoosterParams(n_estimators=2, **params), ds)  # compile / load the cache
-    best = float("inf")
+    best = best_tree = float("inf")
     for _ in range(spec.get("repeats", 1)):
+        ends: list[float] = []
         t0 = time.perf_counter()
-        train(BoosterParams(n_estimators=spec["trees"], **params), ds)
+        train(
+            BoosterParams(n_estimators=spec["trees"], **params),
+            ds,
+            callbacks=[lambda env, ends=ends: ends.append(time.perf_counter())],
+        )
         best = min(best, time.perf_counter() - t0)
-    out = {"seconds": best, "peak_mb": peak_rss_mb()}
+        if len(ends) > 1:  # a tree: end of the last round - end of the first, per round
+            best_tree = min(best_tree, (ends[-1] - ends[0]) / (len(ends) - 1))
+    out = {"seconds": best, "tree_seconds": best_tree, "peak_mb": peak_rss_mb()}
     if spec["criterion"] == "ole":
         out.update(_pair_bytes(params, spec["trees"], ds))
     return out
@@ -158,10 +169,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{label} {system} {criterion}: {res[criterion]['seconds']:.2f} s",
                       file=sys.stderr, flush=True)  # fmt: skip
             secs = {c: r["seconds"] for c, r in res.items()}
+            tree = {c: r["tree_seconds"] for c, r in res.items()}
             rows.append(
                 [label, system, str(trees)]
+                + [f"{tree[c] * 1e3:.1f}" for c in criteria]
+                + [f"{tree[c] / tree['se']:.2f}" for c in ("newton", "ole")]
+                + [f"{tree[c] / tree['newton']:.2f}" for c in criteria[2:]]
                 + [f"{secs[c]:.2f}" for c in criteria]
-                + [f"{secs[c] / secs['se']:.2f}" for c in ("newton", "ole")]
                 + [f"{secs[c] / secs['newton']:.2f}" for c in criteria[2:]]
                 + [f"{res[c]['peak_mb']:.0f}" for c in ("newton", "ole")]
                 + [
@@ -170,8 +184,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"{res['ole'].get('pairs_per_doc', 0.0):.1f}",
                 ]
             )
-    header = ["data", "objective", "trees", *(f"{c} s" for c in criteria)]
+    header = ["data", "objective", "trees", *(f"{c} ms/tree" for c in criteria)]
     header += ["newton/se", "ole/se", *(f"{c}/newton" for c in criteria[2:])]
+    header += [*(f"{c} fit s" for c in criteria), *(f"{c}/newton fit" for c in criteria[2:])]
     header += ["newton peak MB", "ole peak MB", "ole pair MB", "binned MB", "pairs/doc"]
     text = "\n".join(
         [
