@@ -261,7 +261,7 @@ PAIR_CHUNK = 4096
 
 def build_pair_histogram(
     X_binned, rows, pairs, live, cross, feature_indices, missing_bin, out, n_pairs,
-    crossing=False, X_rows=None,
+    crossing=False, X_rows=None, walked=None,
 ):  # fmt: skip
     """Pair histograms ``(P_max, P_min, Q)`` of a node's pairs (seed 000, eq. 13: the
     rho mass of the pairs wholly on one side of each threshold).
@@ -289,11 +289,16 @@ def build_pair_histogram(
     feature for each row, and the row-major walk (:func:`_pair_walk_rows`: a pair's
     two rows once for :data:`PAIR_ROW_FEATURES` features) was 2-3x faster on such
     nodes of 200k synthetic documents.  The same sums in the same order either way.
+
+    ``walked``: the node's walked rows, starts and counts (:func:`walked_rows`) when the
+    caller kept them from a previous call on the same node (its pairs unchanged).
     """
     n_sel = feature_indices.shape[0]
     if n_sel == 0:
         return
-    walk = (rows, pairs.ptr, pairs.offset, pairs.rho, live, cross, bool(crossing))
+    if walked is None:
+        walked = walked_rows(rows, pairs, live, cross, crossing)
+    walk = (*walked, pairs.offset, pairs.rho)
     kernel = _pair_walk if X_rows is None else _pair_walk_rows
     X = X_binned if X_rows is None else X_rows
     if n_pairs * n_sel < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
@@ -307,6 +312,13 @@ def build_pair_histogram(
         min_rows_per_thread=1,
         align=block,
     )
+
+
+def walked_rows(rows, pairs, live, cross, crossing=False):
+    """The rows of ``rows`` with pairs to walk (see :func:`build_pair_histogram`), in
+    order, with where their walked pairs start in the PairCSR ``pairs`` and how many
+    there are."""
+    return _walked_rows(rows, pairs.ptr, live, cross, bool(crossing))
 
 
 # Features the row-major pair walk (_pair_walk_rows) adds per pass over a chunk's pairs:
@@ -519,6 +531,7 @@ class LocalHistograms:
         self._pairs = None
         self._pair_sums: dict[tuple[int, int], float] = {}
         self._crossing: dict[tuple[int, int], int] = {}
+        self._walk: tuple | None = None  # the last node's walked rows (see _walked)
         n_pairs = 0
         if pairs is not None:
             if not isinstance(pairs, PairCSR):
@@ -563,6 +576,7 @@ class LocalHistograms:
         self._live = self._cross = None
         self._pair_sums = {}
         self._crossing = {}
+        self._walk = None
 
     def root_histogram(self, rows: RowRange) -> NodeHistogram:
         """The root's partial histogram, with the shard's sums and row count."""
@@ -649,6 +663,7 @@ class LocalHistograms:
         mid = rows.start + n_left
         n_l = n_r = 0
         if self._pairs is not None:
+            self._walk = None  # the split changes which of the rows' pairs are walked
             n_l, n_r, n_x, s_l, s_r = split_node_pairs(
                 self._part[rows.start : rows.stop],
                 n_left,
@@ -704,8 +719,18 @@ class LocalHistograms:
             out,
             rows.n_pairs,
             X_rows=self._row_major(rows.stop - rows.start),
+            walked=self._walked(rows, False),
         )
         return out, self.pair_sum(rows)
+
+    def _walked(self, rows: RowRange, crossing: bool) -> tuple:
+        """The node's walked rows (:func:`walked_rows`), kept for the node's next
+        call: a branch-and-bound node builds its pair histograms in several calls."""
+        key = (rows.start, rows.stop, crossing)
+        if self._walk is None or self._walk[0] != key:
+            part = self._part[rows.start : rows.stop]
+            self._walk = (key, walked_rows(part, self._pairs, self._live, self._cross, crossing))
+        return self._walk[1]
 
     def crossing_pair_histogram(
         self,
@@ -729,6 +754,7 @@ class LocalHistograms:
             self.crossing_pair_count(parent, right),
             crossing=True,
             X_rows=self._row_major(parent.stop - parent.start),
+            walked=self._walked(parent, True),
         )
 
     def crossing_pair_count(self, parent: RowRange, right: RowRange) -> int:
@@ -1210,139 +1236,132 @@ def _subtract_histograms(parent_inout, sibling, feature_indices, n_bins_non_miss
 
 
 @kernel
-def _pair_walk(
-    X_binned, rows, ptr, offset, rho, live, cross, crossing, feature_indices, k_lo, k_hi,
-    missing_bin, chunk, out,
-):  # fmt: skip
-    # Pair histograms of features feature_indices[k_lo:k_hi] (zeroed first) over the
-    # walked pairs (see build_pair_histogram): rows rows[i0:i1] at a time, whole rows of
-    # about ``chunk`` pairs, every feature of the block passing over them (four
-    # interleaved) while they are in the core's cache; each bin receives the pairs in
-    # the order of the rows and of each row's pairs.
-    n_bins = out.shape[1]
+def _walked_rows(rows, ptr, live, cross, crossing):
+    # The rows with pairs to walk (see build_pair_histogram), in order, with where their
+    # walked pairs start in the CSR and how many there are: a node's own pairs (the
+    # first live[d] of the row's slice) or, with ``crossing``, the cross[d] after them.
+    # A small node's rows mostly have none (their pairs crossed earlier splits), and no
+    # feature then reads their bins.
+    active = np.empty(rows.shape[0], dtype=rows.dtype)
+    starts = np.empty(rows.shape[0], dtype=ptr.dtype)
+    counts = np.empty(rows.shape[0], dtype=live.dtype)
+    n = 0
+    for i in range(rows.shape[0]):
+        d = rows[i]
+        c = cross[d] if crossing else live[d]
+        if c > 0:
+            active[n] = d
+            starts[n] = ptr[d] + live[d] if crossing else ptr[d]
+            counts[n] = c
+            n += 1
+    return active[:n], starts[:n], counts[:n]
+
+
+@inline_kernel
+def _zero_pair_features(out, feature_indices, k_lo, k_hi):
+    # Zero the pair histograms of features feature_indices[k_lo:k_hi].
     for k in range(k_lo, k_hi):
         f = feature_indices[k]
-        for bb in range(n_bins):
+        for bb in range(out.shape[1]):
             out[f, bb, 0] = 0.0
             out[f, bb, 1] = 0.0
             out[f, bb, 2] = 0.0
-    # the rows with pairs to walk (a small node's rows have mostly none: their pairs
-    # crossed earlier splits), so that no feature reads the bins of a row without pairs
-    active = _active_rows(rows, live, cross, crossing)
-    n = active.shape[0]
+
+
+@inline_kernel
+def _chunk_end(counts, i0, chunk):
+    # The end of the chunk of whole rows from i0: the first row at which ``chunk``
+    # pairs are reached, or the last row.
+    i1 = i0
+    m = 0
+    while i1 < counts.shape[0] and m < chunk:
+        m += counts[i1]
+        i1 += 1
+    return i1
+
+
+@kernel
+def _add_pair(h, x, y, rt, missing_bin):
+    # One pair of bins x, y (of its two documents) with weight rt into one feature's
+    # pair histogram h (n_bins, 3): by its larger bin, by its smaller bin, and, when
+    # exactly one document is missing, by the other's bin.
+    hi = x if x > y else y
+    lo = y if x > y else x
+    h[hi, 0] += rt
+    h[lo, 1] += rt
+    if hi == missing_bin and lo != missing_bin:
+        h[lo, 2] += rt
+
+
+@kernel
+def _pair_walk(
+    X_binned, active, starts, counts, offset, rho, feature_indices, k_lo, k_hi,
+    missing_bin, chunk, out,
+):  # fmt: skip
+    # Pair histograms of features feature_indices[k_lo:k_hi] (zeroed first) over the
+    # walked pairs of the rows ``active`` (see _walked_rows): a chunk of whole rows of
+    # about ``chunk`` pairs at a time, every feature of the block passing over it (four
+    # interleaved) while it is in the core's cache; each bin receives the pairs in the
+    # order of the rows and of each row's pairs.
+    _zero_pair_features(out, feature_indices, k_lo, k_hi)
     i0 = 0
-    while i0 < n:
-        i1 = i0
-        m = 0
-        while i1 < n and m < chunk:
-            d = active[i1]
-            m += cross[d] if crossing else live[d]
-            i1 += 1
+    while i0 < active.shape[0]:
+        i1 = _chunk_end(counts, i0, chunk)
         k = k_lo
         while k + 4 <= k_hi:
             _pair_walk4(
-                X_binned, active, i0, i1, ptr, offset, rho, live, cross, crossing,
-                feature_indices, k, missing_bin, out,
+                X_binned, active, starts, counts, i0, i1, offset, rho, feature_indices, k,
+                missing_bin, out,
             )  # fmt: skip
             k += 4
         while k < k_hi:
             f = feature_indices[k]
-            _pair_walk1(
-                X_binned[:, f], active, i0, i1, ptr, offset, rho, live, cross, crossing,
-                missing_bin, out[f],
-            )  # fmt: skip
+            col = X_binned[:, f]
+            h = out[f]
+            for i in range(i0, i1):
+                d = active[i]
+                x = col[d]
+                for p in range(starts[i], starts[i] + counts[i]):
+                    _add_pair(h, x, col[d + offset[p]], np.float64(rho[p]), missing_bin)
             k += 1
         i0 = i1
 
 
 @kernel
-def _active_rows(rows, live, cross, crossing):
-    # The rows with pairs to walk, in order (see _pair_walk).
-    active = np.empty(rows.shape[0], dtype=rows.dtype)
-    n = 0
-    for i in range(rows.shape[0]):
-        d = rows[i]
-        if (cross[d] if crossing else live[d]) > 0:
-            active[n] = d
-            n += 1
-    return active[:n]
-
-
-@kernel
 def _pair_walk_rows(
-    X_rows, rows, ptr, offset, rho, live, cross, crossing, feature_indices, k_lo, k_hi,
+    X_rows, active, starts, counts, offset, rho, feature_indices, k_lo, k_hi,
     missing_bin, chunk, out,
 ):  # fmt: skip
     # _pair_walk over the row-major bins X_rows: for each chunk of whole rows, blocks of
     # PAIR_ROW_FEATURES features in turn walk its pairs, each pair's two rows read once
     # for the block.  Each bin receives the pairs in the same order as _pair_walk.
-    n_bins = out.shape[1]
-    for k in range(k_lo, k_hi):
-        f = feature_indices[k]
-        for bb in range(n_bins):
-            out[f, bb, 0] = 0.0
-            out[f, bb, 1] = 0.0
-            out[f, bb, 2] = 0.0
-    active = _active_rows(rows, live, cross, crossing)
-    n = active.shape[0]
+    _zero_pair_features(out, feature_indices, k_lo, k_hi)
     i0 = 0
-    while i0 < n:
-        i1 = i0
-        m = 0
-        while i1 < n and m < chunk:
-            d = active[i1]
-            m += cross[d] if crossing else live[d]
-            i1 += 1
+    while i0 < active.shape[0]:
+        i1 = _chunk_end(counts, i0, chunk)
         for kb in range(k_lo, k_hi, PAIR_ROW_FEATURES):
             ke = min(k_hi, kb + PAIR_ROW_FEATURES)
             for i in range(i0, i1):
                 d = active[i]
-                start = ptr[d] + live[d] if crossing else ptr[d]
-                count = cross[d] if crossing else live[d]
                 xa = X_rows[d]
-                for p in range(start, start + count):
+                for p in range(starts[i], starts[i] + counts[i]):
                     xb = X_rows[d + offset[p]]
                     rt = np.float64(rho[p])
                     for k in range(kb, ke):
                         f = feature_indices[k]
-                        x = xa[f]
-                        y = xb[f]
-                        hi = x if x > y else y
-                        lo = y if x > y else x
-                        out[f, hi, 0] += rt
-                        out[f, lo, 1] += rt
-                        if hi == missing_bin and lo != missing_bin:
-                            out[f, lo, 2] += rt
+                        _add_pair(out[f], xa[f], xb[f], rt, missing_bin)
         i0 = i1
 
 
 @kernel
-def _pair_walk1(col, rows, i0, i1, ptr, offset, rho, live, cross, crossing, missing_bin, h):
-    # One feature's walk over the pairs of rows rows[i0:i1] (see _pair_walk).
-    for i in range(i0, i1):
-        d = rows[i]
-        start = ptr[d] + live[d] if crossing else ptr[d]
-        count = cross[d] if crossing else live[d]
-        x = col[d]
-        for p in range(start, start + count):
-            y = col[d + offset[p]]
-            rt = np.float64(rho[p])
-            hi = x if x > y else y
-            lo = y if x > y else x
-            h[hi, 0] += rt
-            h[lo, 1] += rt
-            if hi == missing_bin and lo != missing_bin:
-                h[lo, 2] += rt
-
-
-@kernel
 def _pair_walk4(
-    X_binned, rows, i0, i1, ptr, offset, rho, live, cross, crossing, feature_indices, k,
-    missing_bin, out,
+    X_binned, active, starts, counts, i0, i1, offset, rho, feature_indices, k, missing_bin,
+    out,
 ):  # fmt: skip
-    # Four features' walks interleaved pair by pair: four independent chains of
-    # additions (a single feature waits on the previous addition to a bin whenever
-    # neighbouring pairs share it).  Each feature's bins still see the pairs in order.
+    # Four features' walks of rows active[i0:i1] interleaved pair by pair: four
+    # independent chains of additions (a single feature waits on the previous addition
+    # to a bin whenever neighbouring pairs share it).  Each feature's bins still see
+    # the pairs in order.
     c0 = X_binned[:, feature_indices[k]]
     c1 = X_binned[:, feature_indices[k + 1]]
     c2 = X_binned[:, feature_indices[k + 2]]
@@ -1352,44 +1371,18 @@ def _pair_walk4(
     h2 = out[feature_indices[k + 2]]
     h3 = out[feature_indices[k + 3]]
     for i in range(i0, i1):
-        d = rows[i]
-        start = ptr[d] + live[d] if crossing else ptr[d]
-        count = cross[d] if crossing else live[d]
+        d = active[i]
         x0 = c0[d]
         x1 = c1[d]
         x2 = c2[d]
         x3 = c3[d]
-        for p in range(start, start + count):
+        for p in range(starts[i], starts[i] + counts[i]):
             b = d + offset[p]
             rt = np.float64(rho[p])
-            y = c0[b]
-            hi = x0 if x0 > y else y
-            lo = y if x0 > y else x0
-            h0[hi, 0] += rt
-            h0[lo, 1] += rt
-            if hi == missing_bin and lo != missing_bin:
-                h0[lo, 2] += rt
-            y = c1[b]
-            hi = x1 if x1 > y else y
-            lo = y if x1 > y else x1
-            h1[hi, 0] += rt
-            h1[lo, 1] += rt
-            if hi == missing_bin and lo != missing_bin:
-                h1[lo, 2] += rt
-            y = c2[b]
-            hi = x2 if x2 > y else y
-            lo = y if x2 > y else x2
-            h2[hi, 0] += rt
-            h2[lo, 1] += rt
-            if hi == missing_bin and lo != missing_bin:
-                h2[lo, 2] += rt
-            y = c3[b]
-            hi = x3 if x3 > y else y
-            lo = y if x3 > y else x3
-            h3[hi, 0] += rt
-            h3[lo, 1] += rt
-            if hi == missing_bin and lo != missing_bin:
-                h3[lo, 2] += rt
+            _add_pair(h0, x0, c0[b], rt, missing_bin)
+            _add_pair(h1, x1, c1[b], rt, missing_bin)
+            _add_pair(h2, x2, c2[b], rt, missing_bin)
+            _add_pair(h3, x3, c3[b], rt, missing_bin)
 
 
 @kernel
