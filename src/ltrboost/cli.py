@@ -86,17 +86,26 @@ def _arg_type(annotation: str):
 class _MetricFlag(argparse.Action):
     """``--metric`` and its deprecated alias ``--eval-metric``: one value, not two.
 
-    Both set ``eval_metric``; given both with different values is an error instead of
-    the later one silently winning.
+    Both set ``eval_metric``; two different values (the flag repeated, or both flags)
+    are an error instead of the later one silently winning.  Several metrics are one
+    comma-separated list, which the message says when the same flag is repeated.
     """
 
     def __call__(self, parser, namespace, values, option_string=None):
         before = getattr(namespace, self.dest, None)
-        if before is not None and before != values:
+        first = getattr(namespace, "_metric_flag", None)  # the flag given first, if any
+        if first is not None and before != values:
+            if first == option_string:
+                parser.error(
+                    f"{option_string} given twice ({before!r}, then {values!r}); several "
+                    f"metrics are one comma-separated list, e.g. {option_string} "
+                    f"{before},{values}"
+                )
             parser.error(
                 f"--metric and --eval-metric (a deprecated alias) disagree: "
                 f"{before!r} vs {values!r}; give --metric once"
             )
+        namespace._metric_flag = first or option_string
         setattr(namespace, self.dest, values)
 
 
@@ -267,7 +276,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a model on labelled data")
     p.add_argument("model")
     p.add_argument("data", nargs="+")
-    p.add_argument("--metric", default="ndcg@1,ndcg@3,ndcg@5,ndcg@10,err@10,map")
+    p.add_argument(
+        "--metric",
+        action=_MetricFlag,
+        default="ndcg@1,ndcg@3,ndcg@5,ndcg@10,err@10,map",
+        help="comma-separated metrics (default: %(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
         "--missing",
@@ -500,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
+    vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
     try:
         _refuse_output_over_input(args)
         with warnings.catch_warnings(), _background_compile(args):
