@@ -1379,15 +1379,36 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from ltrboost.experiment import run_experiment
 
     def split(s: str, typ):
-        return [typ(v) for v in s.split(",") if v.strip()]
+        return [typ(v.strip()) for v in s.split(",") if v.strip()]
 
+    def grid(flag: str, typ, example: str) -> list:
+        text = getattr(args, flag[2:].replace("-", "_"))
+        try:
+            values = split(text, typ)
+        except ValueError:
+            what = "integers" if typ is int else "numbers"
+            raise ValueError(
+                f"{flag} {text!r} must be {what}, comma-separated, e.g. {flag} {example}"
+            ) from None
+        if not values:
+            raise ValueError(f"{flag} {text!r} gives no value: the grid would have no cell")
+        return values
+
+    systems = grid("--systems", str, "mcrank,lambdamart")
+    system_grids = _system_grids(args.system_grid, split)
+    not_run = sorted(set(system_grids) - set(systems))
+    if not_run:
+        raise ValueError(
+            f"--system-grid names {', '.join(not_run)}, which is not among --systems "
+            f"{args.systems!r}: that grid would never run"
+        )
     summary = run_experiment(
         args.folder,
         args.output,
-        systems=split(args.systems, str),
-        criteria=split(args.criteria, str),
-        leaves=split(args.leaves, int),
-        learning_rates=split(args.learning_rates, float),
+        systems=systems,
+        criteria=grid("--criteria", str, "se,ole"),
+        leaves=grid("--leaves", int, "10,20"),
+        learning_rates=grid("--learning-rates", float, "0.06,0.10,0.12"),
         max_trees=args.max_trees,
         growth=args.growth,
         min_samples_leaf=args.min_samples_leaf,
@@ -1399,7 +1420,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             if args.ranknet_pair_method
             else None
         ),
-        system_grids=_system_grids(args.system_grid, split),
+        system_grids=system_grids,
     )
     with open(os.path.join(args.output, "table.md")) as f:
         print(f.read())
