@@ -134,3 +134,59 @@ def test_report_files_are_written_atomically(folds, tmp_path, monkeypatch):
         run_experiment(str(root), str(out), **kw)
     for name, data in before.items():
         assert (out / name).read_bytes() == data
+
+
+# --- --protocol qbrank ---
+
+
+@pytest.fixture
+def qb_folds(tmp_path, write_letor_folds):
+    single = {"train.txt": (0, 3, 7), "test.txt": (1,)}
+    return write_letor_folds(tmp_path / "qdata", 1, 8, 5, single)
+
+
+QB = ["--protocol", "qbrank", "--max-trees", "2", "--min-samples-leaf", "2", "--quiet"]
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [('{"trunc', "Fold1.json"), ("[1, 2]", "Fold1.json"), ("", "Fold1.json")],
+)
+def test_qbrank_unreadable_finished_fold_is_a_one_line_error(
+    qb_folds, tmp_path, capsys, content, needle
+):
+    """A damaged folds/FoldK.json said only "Invalid control character at: line 1
+    column 8" (no file), and a JSON list raised AttributeError with a traceback."""
+    out = tmp_path / "q"
+    (out / "folds").mkdir(parents=True)
+    (out / "folds" / "Fold1.json").write_text(content)
+    rc, _, err = run(["experiment", qb_folds, "-o", out, *QB], capsys)
+    one_line_error(rc, err, needle, "delete it")
+
+
+def test_qbrank_finished_fold_missing_a_run_is_recomputed(qb_folds, tmp_path, capsys):
+    """A finished fold with the same settings but without one of the six runs (an older
+    or edited file) crashed the report with KeyError: 'gbt_l1'."""
+    import json
+
+    out = tmp_path / "q"
+    rc, _, err = run(["experiment", qb_folds, "-o", out, *QB], capsys)
+    assert rc == 0, err
+    path = out / "folds" / "Fold1.json"
+    saved = json.loads(path.read_text())
+    del saved["runs"]["gbt_l1"]
+    path.write_text(json.dumps(saved))
+    rc, _, err = run(["experiment", qb_folds, "-o", out, *QB], capsys)
+    assert rc == 0, err
+    assert "gbt_l1" in json.loads(path.read_text())["runs"]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--patience", "3"], ["--growth", "depth_first"], ["--ranknet-pair-method", "topk"]],
+)
+def test_qbrank_refuses_flags_it_does_not_read(qb_folds, tmp_path, capsys, flags):
+    """--patience, --growth and --ranknet-pair-method were silently ignored under
+    --protocol qbrank (as --ties is refused under the default protocol)."""
+    rc, _, err = run(["experiment", qb_folds, "-o", tmp_path / "q", *QB, *flags], capsys)
+    one_line_error(rc, err, flags[0], "qbrank")

@@ -1373,6 +1373,16 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     if args.max_trees is not None and args.max_trees < 1:
         raise ValueError(f"--max-trees {args.max_trees} must be >= 1 (leave it out: the default)")
     if args.protocol == "qbrank":
+        for flag, given in (
+            ("--patience", args.patience is not None),
+            ("--growth", args.growth != "breadth_first"),
+            ("--ranknet-pair-method", args.ranknet_pair_method is not None),
+        ):
+            if given:
+                raise ValueError(
+                    f"{flag} is a flag of the default protocol (xia); --protocol qbrank "
+                    "does not read it"
+                )
         return cmd_experiment_qbrank(args)
     if args.ties:
         raise ValueError("--ties is a flag of --protocol qbrank")

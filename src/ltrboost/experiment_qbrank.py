@@ -611,14 +611,12 @@ def run_qbrank_experiment(
     t_start = time.perf_counter()
     for name, *paths in folds:
         path = os.path.join(fold_dir, f"{name}.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                cached = json.load(f)
-            if cached.get("settings") == settings_json:
-                results[name] = cached
-                if progress:
-                    print(f"{name}: kept from {path}", file=sys.stderr)
-                continue
+        cached = _finished_fold(path, settings_json)
+        if cached is not None:
+            results[name] = cached
+            if progress:
+                print(f"{name}: kept from {path}", file=sys.stderr)
+            continue
         t0 = time.perf_counter()
         res = run_fold(tuple(paths), settings, n_threads=n_threads)  # type: ignore[arg-type]
         res["settings"] = settings_json
@@ -630,6 +628,27 @@ def run_qbrank_experiment(
     summary = write_report(output, results, settings)
     summary["seconds_this_call"] = time.perf_counter() - t_start
     return summary
+
+
+def _finished_fold(path: str, settings_json: dict[str, Any]) -> dict[str, Any] | None:
+    """The fold saved at ``path`` when it was made with these settings and holds every
+    run (else None: it is computed again and replaced); an unreadable file is an error
+    naming it, not a file to overwrite unseen."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            cached = json.load(f)
+        if not isinstance(cached, dict):
+            raise ValueError(f"a JSON {type(cached).__name__}, not an object")
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: cannot read this finished fold ({e}); delete it") from None
+    if cached.get("settings") != settings_json:
+        return None
+    runs = cached.get("runs")
+    if not isinstance(runs, dict) or any(r not in runs for r in RUNS):
+        return None
+    return cached
 
 
 def _check_settings(s: Settings) -> None:
