@@ -190,3 +190,31 @@ def test_qbrank_refuses_flags_it_does_not_read(qb_folds, tmp_path, capsys, flags
     --protocol qbrank (as --ties is refused under the default protocol)."""
     rc, _, err = run(["experiment", qb_folds, "-o", tmp_path / "q", *QB, *flags], capsys)
     one_line_error(rc, err, flags[0], "qbrank")
+
+
+def test_qbrank_missing_value_is_named_before_any_run(qb_folds, tmp_path, capsys):
+    """A ``nan`` feature value (always missing, README) let the three GBT runs train
+    and then failed in RankSVM with scikit-learn's multi-line 'Input X contains NaN'."""
+    path = qb_folds / "Fold1" / "vali.txt"
+    lines = path.read_text().splitlines()
+    label, qid, first, *rest = lines[4].split()
+    lines[4] = " ".join([label, qid, first.split(":")[0] + ":nan", *rest])
+    path.write_text("\n".join(lines) + "\n")
+    rc, _, err = run(["experiment", qb_folds, "-o", tmp_path / "q", *QB], capsys)
+    one_line_error(rc, err, "vali.txt:5:", "missing", "RankSVM")
+
+
+def test_ranksvm_on_a_single_pair():
+    """One training pair gave LinearSVC one class: 'This solver needs samples of at
+    least 2 classes'.  The pair and its flipped copy at half weight are the same loss."""
+    import numpy as np
+
+    from ltrboost.dataset import make_dataset
+    from ltrboost.experiment_qbrank import fit_ranksvm
+
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.5], [1.0, 1.0]])
+    y = np.array([1.0, 0.0, 1.0, 0.0])
+    train = make_dataset(X[:2], y[:2], qid=np.array([1, 1]))
+    vali = make_dataset(X[2:], y[2:], qid=np.array([2, 2]))
+    coef, _, _ = fit_ranksvm(train, vali, (1.0,))
+    assert coef @ (X[0] - X[1]) > 0  # the preferred document scores higher
