@@ -1297,14 +1297,38 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
     from ltrboost.clicks import simulate, write_click_log
     from ltrboost.dataset import LTRInputError
 
+    if args.random_state < 0:
+        raise ValueError(f"--random-state {args.random_state} must be >= 0")
     raw, docids = _letor_docids(args.data)
+
+    def line(row: int) -> int | None:
+        return int(raw.lines[row]) if raw.lines is not None else None
+
     missing = [i for i, d in enumerate(docids) if d is None]
     if missing:
         raise LTRInputError(
             "no '#docid = ...' comment (click logs name documents by docid)",
             path=args.data,
-            line=int(raw.lines[missing[0]]) if raw.lines is not None else None,
+            line=line(missing[0]),
         )
+    negative = np.flatnonzero(raw.y < 0)
+    if negative.size:
+        r = int(negative[0])
+        raise LTRInputError(
+            f"label {raw.y[r]:g} is negative: clicks are simulated from grades >= 0",
+            path=args.data,
+            line=line(r),
+        )
+    first: dict[tuple, int] = {}
+    for r, key in enumerate(zip(raw.qid.tolist(), docids, strict=True)):
+        if first.setdefault(key, r) != r:
+            at = line(first[key])
+            raise LTRInputError(
+                f"docid {key[1]!r} of query {key[0]!r} is also on line {at}: a click log "
+                "names a query's documents by docid, so they must differ",
+                path=args.data,
+                line=line(r),
+            )
     order = np.argsort(raw.qid, kind="stable")
     q_sorted = raw.qid[order]
     starts = np.r_[0, np.flatnonzero(np.diff(q_sorted)) + 1]

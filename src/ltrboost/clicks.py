@@ -451,6 +451,16 @@ def simulate(
         raise ValueError("qids must have one entry per query")
     if docids is not None and len(docids) != y.size:
         raise ValueError("docids must have one entry per row")
+    if docids is not None:  # a log names a query's documents by id: two rows, one id
+        for q in range(n_q):  # cannot be told apart (its reader refuses the repeat)
+            first: dict[str, int] = {}
+            for i in range(int(off[q]), int(off[q + 1])):
+                d = docids[i]
+                if d is not None and first.setdefault(d, i) != i:
+                    raise ValueError(
+                        f"row {i}: docid {d!r} is also row {first[d]}'s, in the same query "
+                        "(a click log names a query's documents by docid)"
+                    )
     # Each query's shown list, computed once.
     shown: list[NDArray[np.int64]] = []
     for q in range(n_q):
