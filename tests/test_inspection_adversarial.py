@@ -37,3 +37,25 @@ def test_cli_inspect_json_learning_rate(tmp_path, capsys):
     rc, out, err = run(["inspect", path, "--json"], capsys)
     assert rc == 0, err
     assert json.loads(out)["learning_rate"] == 0.1
+
+
+def test_inspect_into_a_closed_pipe_is_quiet(tmp_path):
+    """``ltrboost inspect M --dump | head -1`` printed "ltrboost: error: [Errno 32]
+    Broken pipe" and exited 2 once head had left."""
+    import subprocess
+    import sys
+
+    X, y, qid = make_ranking(n_queries=20, docs_per_query=10, n_features=4, random_state=0)
+    path = tmp_path / "m.json"
+    model = Ranker(n_estimators=200, max_leaf_nodes=8, min_samples_leaf=2)
+    model.fit(X, y, qid=qid).save_model(str(path))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ltrboost", "inspect", str(path), "--dump"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout.readline().startswith(b"model")
+    proc.stdout.close()  # the reader leaves; the dump (> 64 KiB) is still being written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141
+    assert err == ""

@@ -30,6 +30,7 @@ from ltrboost.params import PARAM_NAMES, PARAMS, BoosterParams
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a program the pipe's signal ended
 
 
 def _flag(name: str) -> str:
@@ -505,11 +506,22 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings(), _background_compile(args):
             warnings.showwarning = _show_warning
             if getattr(args, "quiet", False):
-                return int(args.func(args) or 0)
-            from ltrboost._compile_notice import CompileNotice
+                rc = int(args.func(args) or 0)
+            else:
+                from ltrboost._compile_notice import CompileNotice
 
-            with CompileNotice() as args.compile_notice:
-                return int(args.func(args) or 0)
+                with CompileNotice() as args.compile_notice:
+                    rc = int(args.func(args) or 0)
+            sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+            return rc
+    except BrokenPipeError:
+        # the reader of stdout left (`ltrboost inspect M --dump | head`): not an error
+        # to report; stdout goes to /dev/null so that the exit's flush does not fail too
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return EXIT_BROKEN_PIPE
     except (LTRInputError, ModelFormatError, ValueError, OSError) as e:
         msg = str(e)
         if isinstance(e, OSError) and e.filename:  # FILE: problem, like data errors
