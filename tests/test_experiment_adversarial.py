@@ -218,3 +218,19 @@ def test_ranksvm_on_a_single_pair():
     vali = make_dataset(X[2:], y[2:], qid=np.array([2, 2]))
     coef, _, _ = fit_ranksvm(train, vali, (1.0,))
     assert coef @ (X[0] - X[1]) > 0  # the preferred document scores higher
+
+
+def test_a_fold_missing_a_file_is_an_error_not_left_out(folds, tmp_path):
+    """With Fold1 and Fold2 present and Fold2/test.txt missing (an interrupted copy),
+    the report silently averaged over Fold1 alone."""
+    from ltrboost.experiment import find_folds
+
+    root = folds(2)
+    os.remove(root / "Fold2" / "test.txt")
+    with pytest.raises(ValueError, match=r"Fold2.*test\.txt"):
+        find_folds(str(root))
+    os.remove(root / "Fold2" / "train.txt")
+    os.remove(root / "Fold2" / "vali.txt")
+    (root / "Fold2" / "notes.md").write_text("not a fold")
+    (root / "Folds.md").write_text("a file, not a fold")
+    assert [f[0] for f in find_folds(str(root))] == ["Fold1"]  # no fold file at all: not a fold

@@ -82,7 +82,9 @@ def rate_text(lr: float) -> str:
 
 def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     """(fold name, train, vali, test) for each ``Fold*`` or ``Seed*`` (or the folder
-    itself)."""
+    itself).  A fold folder holding some of the three files but not all is an error
+    (an interrupted copy must not shrink the mean over folds unseen); one holding none
+    is not a fold."""
     folds = []
     candidates = (
         sorted(glob.glob(os.path.join(folder, "Fold*")))
@@ -91,8 +93,15 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     )
     for d in candidates:
         paths = [os.path.join(d, f) for f in ("train.txt", "vali.txt", "test.txt")]
-        if all(os.path.isfile(p) for p in paths):
+        found = [os.path.isfile(p) for p in paths]
+        if all(found):
             folds.append((os.path.basename(os.path.normpath(d)), *paths))
+        elif any(found):
+            missing = [p for p, ok in zip(paths, found, strict=True) if not ok]
+            raise ValueError(
+                f"{d}: fold without {', '.join(os.path.basename(p) for p in missing)} "
+                "(each Fold*/ or Seed*/ folder needs train.txt, vali.txt and test.txt)"
+            )
     if not folds:
         raise ValueError(
             f"{folder}: no Fold*/ or Seed*/ train.txt, vali.txt, test.txt found (nor in the folder)"
