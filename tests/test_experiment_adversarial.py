@@ -234,3 +234,50 @@ def test_a_fold_missing_a_file_is_an_error_not_left_out(folds, tmp_path):
     (root / "Fold2" / "notes.md").write_text("not a fold")
     (root / "Folds.md").write_text("a file, not a fold")
     assert [f[0] for f in find_folds(str(root))] == ["Fold1"]  # no fold file at all: not a fold
+
+
+def test_resume_on_other_data_refuses_the_finished_cells(tmp_path, write_letor_folds):
+    """Cells are named by fold ('Fold1'): a rerun into the same output on another data
+    set with the same fold names silently reused every finished cell, and reported
+    the first data set's numbers for the second."""
+    a = write_letor_folds(tmp_path / "a", 1, 10, 6)
+    b = write_letor_folds(tmp_path / "b", 1, 12, 6)
+    out = tmp_path / "r"
+    kw = dict(systems=("lambdamart",), criteria=("se",), leaves=(4,), learning_rates=(0.1,))
+    run_experiment(str(a), str(out), **kw, **KW)
+    run_experiment(str(a), str(out), **kw, **KW)  # same data: resumes
+    with pytest.raises(ValueError, match=r"other data files \(test\.txt .* bytes"):
+        run_experiment(str(b), str(out), **kw, **KW)
+
+
+def test_finished_cell_without_its_results_is_a_named_error(folds, tmp_path):
+    """A cell file '{}' (or one from a foreign tool) was taken as finished and the
+    report then failed with KeyError: 'curves' and a traceback."""
+    root = folds()
+    out = tmp_path / "r"
+    (out / "cells").mkdir(parents=True)
+    (out / "cells" / "lambdamart_se_L4_lr0.1_Fold1.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"lambdamart_se_L4_lr0\.1_Fold1\.json.*no curves"):
+        run_experiment(
+            str(root), str(out), systems=("lambdamart",), criteria=("se",), leaves=(4,),
+            learning_rates=(0.1,), **KW,
+        )  # fmt: skip
+
+
+def test_qbrank_rerun_on_other_data_recomputes(tmp_path, write_letor_folds, capsys):
+    """As for settings: a finished fold of other data is not kept (it was, silently)."""
+    import json
+
+    single = {"train.txt": (0, 3, 7), "test.txt": (1,)}
+    a = write_letor_folds(tmp_path / "a", 1, 8, 5, single)
+    b = write_letor_folds(tmp_path / "b", 1, 9, 5, single)
+    out = tmp_path / "q"
+    rc, _, err = run(["experiment", a, "-o", out, *QB], capsys)
+    assert rc == 0, err
+    first = json.loads((out / "folds" / "Fold1.json").read_text())
+    rc, _, err = run(["experiment", b, "-o", out, *QB[:-1]], capsys)
+    assert rc == 0, err
+    assert "kept from" not in err
+    second = json.loads((out / "folds" / "Fold1.json").read_text())
+    assert second["data"] != first["data"]
+    assert second["documents"] != first["documents"]

@@ -20,7 +20,8 @@ RWSE/Newton (Theorem 1).
 
 The report folder holds:
 
-* ``cells/*.json`` -- one finished cell each (the run resumes by skipping them);
+* ``cells/*.json`` -- one finished cell each (the run resumes by skipping them; one
+  made with other settings, or from fold files of other sizes, is an error);
 * ``iterations.csv`` -- every metric at every iteration for every cell;
 * ``table.md`` -- the paper's Table 2/3 layout: SE / OLE per cell (mean over folds),
   improvements of OLE over SE above 0.1 point (0.001) marked with ``*``;
@@ -273,13 +274,14 @@ def run_experiment(
             **(system_params or {}).get(cell.system, {}),
         }
 
+    fold_paths = {f[0]: f[1:] for f in folds}
     todo = []
     for c in cells:
         path = os.path.join(cells_dir, c.key + ".json")
         if not os.path.exists(path):
             todo.append(c)
             continue
-        _check_resumed_cell(path, settings(c))
+        _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
     # one fold's cells together: its files are read once (seconds at 200k documents)
     fold_rank = {f[0]: k for k, f in enumerate(folds)}
     todo.sort(key=lambda c: fold_rank[c.fold])
@@ -294,7 +296,6 @@ def run_experiment(
             file=sys.stderr,
         )
     data_cache: dict[str, tuple] = {}
-    fold_paths = {f[0]: f[1:] for f in folds}
     for cell in todo:
         if cell.fold not in data_cache:
             tr_p, va_p, te_p = fold_paths[cell.fold]
@@ -329,6 +330,7 @@ def run_experiment(
             "final_train_loss": final_loss,
             "n_trees": booster.n_iterations,
             "settings": settings(cell),
+            "data": data_sizes(fold_paths[cell.fold]),
         }
         atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
         if bar is not None:
@@ -343,14 +345,42 @@ def _distinct(values) -> list:
     return list(dict.fromkeys(values))
 
 
-def _check_resumed_cell(path: str, wanted: dict) -> None:
-    """A finished cell is reused only if it was made with this run's settings: a report
-    must not mix cells of different tree caps, patience or parameters unawares."""
+def data_sizes(paths: Sequence[str]) -> dict[str, int]:
+    """``{file name: size in bytes}`` of a fold's files, recorded with each finished
+    cell: a rerun into the same output on other data (another data set with the same
+    ``FoldK`` names) must not reuse its cells."""
+    return {os.path.basename(p): os.path.getsize(p) for p in paths}
+
+
+_CELL_KEYS = ("curves", "test_at_best", "final_train_loss", "seconds", "best_iteration")
+
+
+def _check_resumed_cell(path: str, wanted: dict, data: dict[str, int] | None = None) -> None:
+    """A finished cell is reused only if it was made with this run's settings from
+    files of the same sizes: a report must not mix cells of different tree caps,
+    patience, parameters or data sets unawares."""
     try:
         with open(path) as f:
-            saved = json.load(f).get("settings")
-    except (OSError, ValueError, AttributeError) as e:
+            record = json.load(f)
+        if not isinstance(record, dict):
+            raise ValueError(f"a JSON {type(record).__name__}, not an object")
+        lacking = [k for k in _CELL_KEYS if k not in record]
+        if lacking:
+            raise ValueError(f"no {', '.join(lacking)}")
+    except (OSError, ValueError) as e:
         raise ValueError(f"{path}: cannot read this finished cell ({e}); delete it") from None
+    saved_data = record.get("data")
+    if data is not None and saved_data is not None and saved_data != data:
+        what = ", ".join(
+            f"{k} {saved_data.get(k)} bytes (this run: {data.get(k)})"
+            for k in sorted(set(saved_data) | set(data))
+            if saved_data.get(k) != data.get(k)
+        )
+        raise ValueError(
+            f"{path}: this finished cell was made from other data files ({what}); "
+            "write to another output folder"
+        )
+    saved = record.get("settings")
     if saved is None:
         return  # a cell file from before settings were recorded
     wanted = json.loads(json.dumps(wanted))  # as saved: tuples become lists

@@ -618,7 +618,7 @@ def run_qbrank_experiment(
 ) -> dict[str, Any]:
     """Run (or resume) seed 004's protocol on every fold below ``folder``; write the
     report into ``output`` and return the summary (see the module docstring)."""
-    from ltrboost.experiment import find_folds
+    from ltrboost.experiment import data_sizes, find_folds
 
     settings = settings or Settings()
     _check_settings(settings)
@@ -630,7 +630,8 @@ def run_qbrank_experiment(
     t_start = time.perf_counter()
     for name, *paths in folds:
         path = os.path.join(fold_dir, f"{name}.json")
-        cached = _finished_fold(path, settings_json)
+        data = data_sizes(paths)
+        cached = _finished_fold(path, settings_json, data)
         if cached is not None:
             results[name] = cached
             if progress:
@@ -639,6 +640,7 @@ def run_qbrank_experiment(
         t0 = time.perf_counter()
         res = run_fold(tuple(paths), settings, n_threads=n_threads)  # type: ignore[arg-type]
         res["settings"] = settings_json
+        res["data"] = data
         res["seconds"] = time.perf_counter() - t0
         atomic_write_text(path, json.dumps(res))
         results[name] = res
@@ -649,10 +651,14 @@ def run_qbrank_experiment(
     return summary
 
 
-def _finished_fold(path: str, settings_json: dict[str, Any]) -> dict[str, Any] | None:
-    """The fold saved at ``path`` when it was made with these settings and holds every
-    run (else None: it is computed again and replaced); an unreadable file is an error
-    naming it, not a file to overwrite unseen."""
+def _finished_fold(
+    path: str, settings_json: dict[str, Any], data: dict[str, int] | None = None
+) -> dict[str, Any] | None:
+    """The fold saved at ``path`` when it was made with these settings from files of
+    these sizes (:func:`~ltrboost.experiment.data_sizes`; not checked for folds saved
+    before sizes were recorded) and holds every run (else None: it is computed again
+    and replaced); an unreadable file is an error naming it, not a file to overwrite
+    unseen."""
     if not os.path.exists(path):
         return None
     try:
@@ -663,6 +669,8 @@ def _finished_fold(path: str, settings_json: dict[str, Any]) -> dict[str, Any] |
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: cannot read this finished fold ({e}); delete it") from None
     if cached.get("settings") != settings_json:
+        return None
+    if data is not None and cached.get("data", data) != data:
         return None
     runs = cached.get("runs")
     if not isinstance(runs, dict) or any(r not in runs for r in RUNS):
