@@ -67,3 +67,24 @@ def test_simulate_api_refuses_repeated_docids():
         simulate(y, [0, 4], docids=["x", "y", "x", "z"], random_state=0)
     log = simulate(y, [0, 2, 4], docids=["x", "y", "x", "z"], n_sessions=20, random_state=0)
     assert len(log) > 0
+
+
+def test_clicks_commands_take_missing_token(tmp_path, capsys):
+    """A LETOR 3.0 'Feature-null' file (5:NULL) failed with "... (CLI: --missing-token
+    NULL)", and the clicks commands then refused that very flag: 'unrecognized
+    arguments'."""
+    rows = _rows() + _rows(qid=2)
+    rows[1] = rows[1].replace(" 2:", " 2:NULL 3:")
+    data = _letor(tmp_path, rows)
+    log, pairs, out = tmp_path / "log.tsv", tmp_path / "pairs.txt", tmp_path / "clicks.txt"
+    rc, _, err = run(["clicks", "simulate", data, "-o", log], capsys)
+    one_line_error(rc, err, f"{data}:2:", "--missing-token NULL")
+    token = ["--missing-token", "NULL"]
+    for argv in (
+        ["clicks", "simulate", data, "-o", log, "--n-sessions", "40", *token],
+        ["clicks", "mine", log, "--data", data, "-o", pairs, *token],
+        ["clicks", "dataset", log, "--data", data, "-o", out, *token],
+    ):
+        rc, _, err = run(argv, capsys)
+        assert rc == 0, err
+    assert "NULL" not in out.read_text()  # written as absent (dump_svmlight's NaN)

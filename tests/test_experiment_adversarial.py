@@ -281,3 +281,21 @@ def test_qbrank_rerun_on_other_data_recomputes(tmp_path, write_letor_folds, caps
     second = json.loads((out / "folds" / "Fold1.json").read_text())
     assert second["data"] != first["data"]
     assert second["documents"] != first["documents"]
+
+
+def test_experiment_takes_missing_token(folds, tmp_path, capsys):
+    """'NULL' values failed with "... (CLI: --missing-token NULL)", a flag that
+    'ltrboost experiment' then refused ('unrecognized arguments')."""
+    root = folds()
+    path = root / "Fold1" / "train.txt"
+    lines = path.read_text().splitlines()
+    label, qid, first, *rest = lines[2].split()
+    lines[2] = " ".join([label, qid, first.split(":")[0] + ":NULL", *rest])
+    path.write_text("\n".join(lines) + "\n")
+    argv = ["experiment", root, "-o", tmp_path / "r", "--systems", "lambdamart",
+            "--leaves", "4", "--learning-rates", "0.1", "--max-trees", "2",
+            "--min-samples-leaf", "2", "--n-threads", "1", "--quiet"]  # fmt: skip
+    rc, _, err = run(argv, capsys)
+    one_line_error(rc, err, "train.txt:3:", "--missing-token NULL")
+    rc, _, err = run([*argv, "--missing-token", "NULL"], capsys)
+    assert rc == 0, err

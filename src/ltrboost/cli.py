@@ -405,6 +405,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.add_argument(
         "--min-count", type=int, default=1, help="keep pairs with net count >= N (default 1)"
     )
+    _add_missing_token_flag(c)
     c.set_defaults(func=cmd_clicks_mine)
     c = csub.add_parser(
         "dataset",
@@ -414,6 +415,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.add_argument("log", help="click log (qid docid position clicked [impression])")
     c.add_argument("--data", required=True, help="the LETOR file the docids belong to")
     c.add_argument("--output", "-o", required=True, help="LETOR file to write")
+    _add_missing_token_flag(c)
     c.set_defaults(func=cmd_clicks_dataset)
     c = csub.add_parser("simulate", help="simulate a click log from a graded LETOR file")
     c.add_argument("data", help="LETOR file with qid: and '#docid = ...' comments")
@@ -425,6 +427,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.add_argument("--eta", type=float, default=1.0, help="position_based: (1/rank)^eta")
     c.add_argument("--satisfaction", type=float, default=0.5, help="cascade: stop after a click")
     c.add_argument("--noise", type=float, default=0.0, help="click probability floor")
+    _add_missing_token_flag(c)
     c.set_defaults(func=cmd_clicks_simulate)
 
     p = sub.add_parser(
@@ -475,6 +478,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     )
 
     _add_protocol_arguments(p)
+    _add_missing_token_flag(p)
     p.set_defaults(func=cmd_experiment)
     return parser
 
@@ -1258,11 +1262,11 @@ def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set
 
 
 # ----------------------------------------------------------------------- clicks
-def _letor_docids(path: str):
+def _letor_docids(path: str, na_values: list[str] | None = None):
     from ltrboost.dataset import LTRInputError
     from ltrboost.io.letor import load_svmlight, parse_docids
 
-    raw = load_svmlight(path, return_comments=True)
+    raw = load_svmlight(path, return_comments=True, na_values=na_values)
     if raw.qid is None:
         raise LTRInputError("the data has no qid: (queries are needed)", path=path)
     return raw, parse_docids(raw.comments)
@@ -1271,7 +1275,7 @@ def _letor_docids(path: str):
 def cmd_clicks_mine(args: argparse.Namespace) -> int:
     from ltrboost.clicks import mine_preferences, read_click_log, write_pairs
 
-    raw, docids = _letor_docids(args.data)
+    raw, docids = _letor_docids(args.data, args.missing_token)
     log = read_click_log(args.log, qid=raw.qid, docids=docids)
     mined = mine_preferences(log, args.strategy, min_count=args.min_count)
     write_pairs(args.output, mined)
@@ -1288,7 +1292,7 @@ def cmd_clicks_dataset(args: argparse.Namespace) -> int:
     from ltrboost.io.letor import dump_svmlight
     from ltrboost.io.queryfile import write_position_file
 
-    raw, docids = _letor_docids(args.data)
+    raw, docids = _letor_docids(args.data, args.missing_token)
     log = read_click_log(args.log, qid=raw.qid, docids=docids)
     rows = click_rows(log, raw.qid, docids)
     comments = [f"docid = {docids[r]} query = {raw.qid[r]}" for r in rows.row.tolist()]
@@ -1311,7 +1315,7 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
 
     if args.random_state < 0:
         raise ValueError(f"--random-state {args.random_state} must be >= 0")
-    raw, docids = _letor_docids(args.data)
+    raw, docids = _letor_docids(args.data, args.missing_token)
 
     def line(row: int) -> int | None:
         return int(raw.lines[row]) if raw.lines is not None else None
@@ -1375,7 +1379,8 @@ def _add_protocol_arguments(p: argparse.ArgumentParser) -> None:
         default="xia",
         help="xia: seed 000's grid (Xia et al., the default); qbrank: seed 004's six runs "
         "(L1/L2/L3 split, precision at K%%, DCG-5; reads --max-trees (default 500), "
-        "--min-samples-leaf, --n-threads, --output, --quiet; ignores the grid flags)",
+        "--min-samples-leaf, --n-threads, --output, --quiet, --missing-token; ignores "
+        "the grid flags)",
     )
     p.add_argument(
         "--ties",
@@ -1398,6 +1403,7 @@ def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
         settings=settings,
         n_threads=args.n_threads,
         progress=not args.quiet,
+        na_values=args.missing_token,
     )
     with open(os.path.join(args.output, "table.md")) as f:
         print(f.read())
@@ -1467,6 +1473,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             else None
         ),
         system_grids=system_grids,
+        na_values=args.missing_token,
     )
     with open(os.path.join(args.output, "table.md")) as f:
         print(f.read())

@@ -186,6 +186,7 @@ def run_experiment(
     patience: int | None = None,
     system_params: dict[str, dict] | None = None,
     system_grids: dict[str, tuple[Sequence[int], Sequence[float]]] | None = None,
+    na_values: Sequence[str] | None = None,
 ) -> dict:
     """Run (or resume) the grid and write the report; returns the summary table data.
 
@@ -200,6 +201,9 @@ def run_experiment(
     system_grids : dict, optional
         ``{system: (leaves, learning_rates)}`` replacing the grid for that system (to
         cut an expensive system to one cell).
+    na_values : sequence of str, optional
+        Feature values that mean missing (``load_svmlight``'s ``na_values``, e.g.
+        ``["NULL"]`` for LETOR 3.0's "Feature-null" files).
     """
     if patience is not None and int(patience) < 1:
         raise ValueError(f"patience={patience} must be >= 1 or None")
@@ -299,10 +303,10 @@ def run_experiment(
     for cell in todo:
         if cell.fold not in data_cache:
             tr_p, va_p, te_p = fold_paths[cell.fold]
-            tr = load_svmlight(tr_p)
+            tr = load_svmlight(tr_p, na_values=na_values)
             nf = tr.X.shape[1]
-            va = load_svmlight(va_p, n_features=nf)
-            te = load_svmlight(te_p, n_features=nf)
+            va = load_svmlight(va_p, n_features=nf, na_values=na_values)
+            te = load_svmlight(te_p, n_features=nf, na_values=na_values)
             data_cache.clear()
             data_cache[cell.fold] = tuple(make_dataset(d.X, d.y, qid=d.qid) for d in (tr, va, te))
         tr_ds, va_ds, te_ds = data_cache[cell.fold]

@@ -491,7 +491,10 @@ def fit_ranksvm(
 
 
 def _load_fold(
-    paths: tuple[str, str, str], *, no_missing: bool = False
+    paths: tuple[str, str, str],
+    *,
+    no_missing: bool = False,
+    na_values: Sequence[str] | None = None,
 ) -> tuple[RankingDataset, ...]:
     """The fold's train, vali and test sets; ``no_missing``: a missing value (``nan``)
     is an error naming its file and line (RankSVM, a linear model, cannot take one)."""
@@ -501,7 +504,7 @@ def _load_fold(
     out = []
     nf = None
     for p in paths:
-        d = load_svmlight(p, n_features=nf)
+        d = load_svmlight(p, n_features=nf, na_values=na_values)
         nf = d.X.shape[1]
         if no_missing:
             bad = np.flatnonzero(np.isnan(d.X).any(axis=1))
@@ -522,9 +525,11 @@ def run_fold(
     *,
     n_threads: int | None = None,
     runs: Sequence[str] = RUNS,
+    na_values: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The six runs on one fold (``train``, ``vali``, ``test`` paths); a JSON-able dict."""
-    train, vali, test = _load_fold(paths, no_missing="ranksvm_p2" in runs)
+    """The six runs on one fold (``train``, ``vali``, ``test`` paths); a JSON-able dict.
+    ``na_values``: feature values that mean missing (``load_svmlight``'s)."""
+    train, vali, test = _load_fold(paths, no_missing="ranksvm_p2" in runs, na_values=na_values)
     split = split_queries(train, test)
     if split.l2.size == 0:
         raise ValueError(f"{paths[0]}: no training query with two grades (L2 is empty)")
@@ -615,9 +620,11 @@ def run_qbrank_experiment(
     settings: Settings | None = None,
     n_threads: int | None = None,
     progress: bool = True,
+    na_values: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) seed 004's protocol on every fold below ``folder``; write the
-    report into ``output`` and return the summary (see the module docstring)."""
+    report into ``output`` and return the summary (see the module docstring).
+    ``na_values``: feature values that mean missing (``load_svmlight``'s)."""
     from ltrboost.experiment import data_sizes, find_folds
 
     settings = settings or Settings()
@@ -638,7 +645,12 @@ def run_qbrank_experiment(
                 print(f"{name}: kept from {path}", file=sys.stderr)
             continue
         t0 = time.perf_counter()
-        res = run_fold(tuple(paths), settings, n_threads=n_threads)  # type: ignore[arg-type]
+        res = run_fold(
+            tuple(paths),  # type: ignore[arg-type]
+            settings,
+            n_threads=n_threads,
+            na_values=na_values,
+        )
         res["settings"] = settings_json
         res["data"] = data
         res["seconds"] = time.perf_counter() - t0
