@@ -88,3 +88,15 @@ def test_clicks_commands_take_missing_token(tmp_path, capsys):
         rc, _, err = run(argv, capsys)
         assert rc == 0, err
     assert "NULL" not in out.read_text()  # written as absent (dump_svmlight's NaN)
+
+
+def test_log_qids_with_leading_zeros_match_the_data(tmp_path, capsys):
+    """Data 'qid:007' is query 7 (qids are integers); a log naming it '007', as the
+    data file writes it, was refused: "unknown query '007': not in the data file"."""
+    data = _letor(tmp_path, [r.replace("qid:1 ", "qid:007 ") for r in _rows()])
+    log = tmp_path / "log.tsv"
+    log.write_text("007 c 1 0\n007 a 2 1\n")
+    rc, _, err = run(["clicks", "mine", log, "--data", data, "-o", tmp_path / "p.txt"], capsys)
+    assert rc == 0, err
+    assert (tmp_path / "p.txt").read_text().splitlines()[1:] == ["7 a c 1.0"]
+    assert read_click_log(log).qid.tolist() == ["7", "7"]

@@ -7,7 +7,8 @@ columns in this fixed order::
 
     qid  docid  position  clicked  [impression]
 
-* ``qid``: the query id, compared as text with the data file's ``qid:`` values.
+* ``qid``: the query id, compared as text with the data file's ``qid:`` values; an
+  integer is read as the data reader reads ``qid:`` (``007`` is query ``7``).
 * ``docid``: the document id, as in the data file's LETOR comments (``#docid = ...``),
   the ids the ``--pairs`` file uses (:mod:`ltrboost.io.pairs`).
 * ``position``: where the document was shown, an integer >= 1 (1 = top).
@@ -260,6 +261,7 @@ def read_click_log(
                 "column must be on all lines or none"
             )
         q, d, p_txt, c_txt = parts[:4]
+        q = _query_id(q)
         digits = p_txt[1:] if p_txt[:1] in "+-" else p_txt
         if not (digits.isascii() and digits.isdigit()):  # int() takes "2_0" and "٣"
             raise err(f"position {p_txt[:40]!r} is not an integer")
@@ -809,6 +811,15 @@ def write_pairs(path: str | os.PathLike, pairs: MinedPairs) -> None:
     from ltrboost.io.pairs import write_pairs_file
 
     write_pairs_file(path, pairs.qid, pairs.preferred, pairs.other, pairs.weight)
+
+
+def _query_id(text: str) -> str:
+    """A log's query id as the data's: the LETOR reader reads ``qid:`` as an integer,
+    so ``007`` and ``+7`` name query ``7``; other text is kept as written."""
+    digits = text[1:] if text[:1] in "+-" else text
+    if digits.isascii() and digits.isdigit():
+        return str(int(text))
+    return text
 
 
 def _objects(items: list[str]) -> NDArray[np.object_]:
