@@ -100,3 +100,17 @@ def test_log_qids_with_leading_zeros_match_the_data(tmp_path, capsys):
     assert rc == 0, err
     assert (tmp_path / "p.txt").read_text().splitlines()[1:] == ["7 a c 1.0"]
     assert read_click_log(log).qid.tolist() == ["7", "7"]
+
+
+def test_dataset_position_file_never_replaces_an_input(tmp_path, capsys):
+    """'clicks dataset' also writes OUTPUT.position, which was not checked against the
+    inputs: with the log named OUT.position and -o OUT, the log was replaced by the
+    positions."""
+    data = _letor(tmp_path, _rows() + _rows(qid=2))
+    log = tmp_path / "out.position"
+    log.write_text("1 a 1 1\n1 b 2 0\n")
+    before = log.read_bytes()
+    rc, _, err = run(["clicks", "dataset", log, "--data", data, "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, "OUTPUT.position", "log")
+    assert log.read_bytes() == before
+    assert not (tmp_path / "out").exists()

@@ -570,6 +570,9 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
         ck = checkpoint_path(out)  # written during training (a link is followed)
         if os.path.isfile(ck):
             outputs.append(("checkpoint", ck))
+    if getattr(args, "clicks_command", None) == "dataset" and isinstance(out, str):
+        if os.path.isfile(out + ".position"):  # written beside the LETOR output
+            outputs.append(("position", out + ".position"))
     if not outputs:
         return
     inputs = []
@@ -586,11 +589,10 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
             except OSError:
                 same = False
             if same:
-                flag = (
-                    "--checkpoint-every's OUTPUT.checkpoint"
-                    if out_name == "checkpoint"
-                    else "--" + out_name.replace("_", "-")
-                )
+                flag = {
+                    "checkpoint": "--checkpoint-every's OUTPUT.checkpoint",
+                    "position": "--output's OUTPUT.position",
+                }.get(out_name, "--" + out_name.replace("_", "-"))
                 raise ValueError(
                     f"{out}: {flag} names an input of this command ({in_name}: {path}); "
                     "writing it would replace that input; give another output path"
