@@ -67,6 +67,14 @@ def test_system_grid_for_a_system_not_run_is_an_error(folds, tmp_path, capsys):
         one_line_error(rc, err, "--system-grid", spec.split("=")[0])
 
 
+def test_ranknet_pair_method_without_ranknet_is_an_error(folds, tmp_path, capsys):
+    """--ranknet-pair-method topk with the default --systems (no ranknet) did nothing."""
+    rc, _, err = run(
+        ["experiment", folds(), "-o", tmp_path / "r", "--ranknet-pair-method", "topk"], capsys
+    )
+    one_line_error(rc, err, "--ranknet-pair-method", "--systems")
+
+
 def test_repeated_grid_values_train_each_cell_once(folds, tmp_path, monkeypatch):
     import ltrboost.booster
 

@@ -1456,6 +1456,11 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             f"--system-grid names {', '.join(not_run)}, which is not among --systems "
             f"{args.systems!r}: that grid would never run"
         )
+    if args.ranknet_pair_method and "ranknet" not in systems:
+        raise ValueError(
+            f"--ranknet-pair-method sets RankNet's pairs, and ranknet is not among --systems "
+            f"{args.systems!r}"
+        )
     summary = run_experiment(
         args.folder,
         args.output,
