@@ -114,3 +114,21 @@ def test_dataset_position_file_never_replaces_an_input(tmp_path, capsys):
     one_line_error(rc, err, "OUTPUT.position", "log")
     assert log.read_bytes() == before
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"ranking_noise": float("nan")}, "ranking_noise=nan"),
+        ({"ranking_noise": -1.0}, "ranking_noise=-1.0"),
+        ({"scores": [1.0, float("nan"), 0.0, 2.0]}, "row 1 is nan"),
+        ({"top_k": 2.5}, "top_k=2.5 must be an integer"),
+        ({"n_sessions": 3.5}, "n_sessions=3.5 must be an integer"),
+    ],
+)
+def test_simulate_refuses_non_finite_rankings_and_fractional_counts(kw, needle):
+    """ranking_noise=nan (every score NaN) and a NaN score were accepted and shown in
+    an arbitrary order; ranking_noise=-1 said NumPy's 'scale < 0'; top_k=2.5 and
+    n_sessions=3.5 raised TypeErrors from slicing and rng.choice."""
+    with pytest.raises(ValueError, match=needle):
+        simulate(np.array([1.0, 0.0, 2.0, 1.0]), [0, 4], random_state=0, **kw)

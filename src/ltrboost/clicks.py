@@ -423,8 +423,13 @@ def simulate(
         raise ValueError("query_offsets must be non-decreasing")
     if not np.all(np.isfinite(y)) or np.any(y < 0):
         raise ValueError("labels must be finite and >= 0")
+    for name, v in (("top_k", top_k), ("n_sessions", n_sessions)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise ValueError(f"{name}={v!r} must be an integer")
     if top_k < 1 or n_sessions < 0:
         raise ValueError("top_k must be >= 1 and n_sessions >= 0")
+    if not (math.isfinite(ranking_noise) and ranking_noise >= 0):
+        raise ValueError(f"ranking_noise={ranking_noise} must be finite and >= 0")
     if not (0.0 <= satisfaction <= 1.0 and 0.0 <= noise <= 1.0 and eta >= 0):
         raise ValueError("satisfaction and noise must be in [0, 1], eta >= 0")
     if eps_plus is not None and not (noise <= eps_plus <= 1.0):
@@ -439,6 +444,9 @@ def simulate(
         s = np.asarray(scores, dtype=np.float64)
         if s.shape != y.shape:
             raise ValueError("scores must have the shape of labels")
+        bad = np.flatnonzero(~np.isfinite(s))
+        if bad.size:  # NaN would be shown last, whatever the ranker meant
+            raise ValueError(f"scores must be finite: row {int(bad[0])} is {s[bad[0]]}")
     ymax = float(y.max()) if y.size else 0.0
     # (2^y - 1) / 2^ymax written as 2^(y - ymax) - 2^-ymax: the same numbers (exactly,
     # for grades up to 53) without overflowing at grades of 1024 and more
