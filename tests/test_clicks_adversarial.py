@@ -132,3 +132,18 @@ def test_simulate_refuses_non_finite_rankings_and_fractional_counts(kw, needle):
     n_sessions=3.5 raised TypeErrors from slicing and rng.choice."""
     with pytest.raises(ValueError, match=needle):
         simulate(np.array([1.0, 0.0, 2.0, 1.0]), [0, 4], random_state=0, **kw)
+
+
+def test_string_qids_with_leading_zeros_match_in_the_api(tmp_path):
+    """The same rule when the data's qids are given as text (API): '007' in the data
+    and '007' or '7' in the log are one query."""
+    from ltrboost.clicks import click_rows, relevance_labels
+
+    log_path = tmp_path / "log.tsv"
+    log_path.write_text("007 a 1 1\n007 b 2 0\n")
+    qid, docids = np.array(["007", "007"]), ["a", "b"]
+    log = read_click_log(log_path, qid=qid, docids=docids)
+    assert click_rows(log, qid, docids).row.tolist() == [0, 1]
+    sim = simulate([1.0, 0.0], [0, 2], qids=["007"], docids=docids, n_sessions=3, random_state=0)
+    assert click_rows(sim, qid, docids).row.size == 6
+    assert relevance_labels(sim, qid=qid, docids=docids).row.tolist() == [0, 1]

@@ -205,7 +205,7 @@ def read_click_log(
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
-        qs = [str(q) for q in np.asarray(qid).tolist()]
+        qs = [_query_id(str(q)) for q in np.asarray(qid).tolist()]
         known = {(q, d) for q, d in zip(qs, docids, strict=True) if d is not None}
         known_q = set(qs)
     try:
@@ -659,7 +659,7 @@ def click_rows(log: ClickLog, qid: ArrayLike, docids: Sequence[str | None]) -> C
     row of the data is an error naming the log line (or entry).  Rows come in
     impression order, then position order.
     """
-    qs = [str(q) for q in np.asarray(qid).tolist()]
+    qs = [_query_id(str(q)) for q in np.asarray(qid).tolist()]
     if len(qs) != len(docids):
         raise ValueError("qid and docids must have one entry per data row")
     where: dict[tuple[str, str], int] = {}
@@ -669,7 +669,7 @@ def click_rows(log: ClickLog, qid: ArrayLike, docids: Sequence[str | None]) -> C
     order = np.lexsort((log.position, log.impression))
     rows = np.empty(order.size, dtype=np.int64)
     for k, e in enumerate(order.tolist()):
-        r = where.get((str(log.qid[e]), str(log.docid[e])))
+        r = where.get((_query_id(str(log.qid[e])), str(log.docid[e])))
         if r is None:
             at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
             raise LTRInputError(
@@ -784,7 +784,7 @@ def relevance_labels(
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
-        qs = [str(q) for q in np.asarray(qid).tolist()]
+        qs = [_query_id(str(q)) for q in np.asarray(qid).tolist()]
         if len(qs) != len(docids):
             raise ValueError("qid and docids must have one entry per data row")
         where: dict[tuple[str, str], int] = {}
@@ -793,7 +793,7 @@ def relevance_labels(
                 where.setdefault((q, d), i)
         row = np.empty(n, dtype=np.int64)
         for j, key in enumerate(keys):
-            r = where.get(key)
+            r = where.get((_query_id(key[0]), key[1]))
             if r is None:
                 e = int(np.flatnonzero(code == j)[0])
                 at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
