@@ -147,3 +147,15 @@ def test_string_qids_with_leading_zeros_match_in_the_api(tmp_path):
     sim = simulate([1.0, 0.0], [0, 2], qids=["007"], docids=docids, n_sessions=3, random_state=0)
     assert click_rows(sim, qid, docids).row.size == 6
     assert relevance_labels(sim, qid=qid, docids=docids).row.tolist() == [0, 1]
+
+
+def test_dataset_does_not_write_output_when_its_position_file_cannot_be(tmp_path, capsys):
+    """With OUT.position a directory, OUT was written and the command then failed on
+    OUT.position: a LETOR file without its positions (or beside stale ones)."""
+    data = _letor(tmp_path, _rows())
+    log = tmp_path / "log.tsv"
+    log.write_text("1 a 1 1\n1 b 2 0\n")
+    (tmp_path / "out.position").mkdir()
+    rc, _, err = run(["clicks", "dataset", log, "--data", data, "-o", tmp_path / "out"], capsys)
+    one_line_error(rc, err, "out.position", "directory")
+    assert not (tmp_path / "out").exists()

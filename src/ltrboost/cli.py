@@ -1294,6 +1294,11 @@ def cmd_clicks_dataset(args: argparse.Namespace) -> int:
     from ltrboost.io.letor import dump_svmlight
     from ltrboost.io.queryfile import write_position_file
 
+    position_path = args.output + ".position"
+    if os.path.isdir(position_path):  # found before OUTPUT is written: never one alone
+        raise ValueError(
+            f"{position_path}: is a directory; clicks dataset writes OUTPUT.position there"
+        )
     raw, docids = _letor_docids(args.data, args.missing_token)
     log = read_click_log(args.log, qid=raw.qid, docids=docids)
     rows = click_rows(log, raw.qid, docids)
