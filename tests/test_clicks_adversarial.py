@@ -159,3 +159,28 @@ def test_dataset_does_not_write_output_when_its_position_file_cannot_be(tmp_path
     rc, _, err = run(["clicks", "dataset", log, "--data", data, "-o", tmp_path / "out"], capsys)
     one_line_error(rc, err, "out.position", "directory")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--eta", "2"], "--eta 2 is not used"),
+        (["--model", "position_based", "--satisfaction", "0.9"], "--satisfaction 0.9 is not used"),
+    ],
+)
+def test_simulate_warns_about_a_parameter_of_the_other_model(tmp_path, capsys, flags, needle):
+    """--eta with the default cascade model (or --satisfaction with position_based)
+    changed nothing, silently."""
+    data = _letor(tmp_path, _rows())
+    log = tmp_path / "log.tsv"
+    rc, _, err = run(["clicks", "simulate", data, "-o", log, "--n-sessions", "5", *flags], capsys)
+    assert rc == 0
+    assert err.startswith(f"ltrboost: warning: {needle}")
+    # the flags of the model used are taken without a word
+    rc, _, err = run(
+        ["clicks", "simulate", data, "-o", log, "--n-sessions", "5", "--model",
+         "position_based", "--eta", "2"],
+        capsys,
+    )  # fmt: skip
+    assert rc == 0
+    assert "warning" not in err

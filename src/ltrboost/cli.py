@@ -424,8 +424,15 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.add_argument("--n-sessions", type=int, default=10000)
     c.add_argument("--random-state", type=int, default=0)
     c.add_argument("--top-k", type=int, default=10)
-    c.add_argument("--eta", type=float, default=1.0, help="position_based: (1/rank)^eta")
-    c.add_argument("--satisfaction", type=float, default=0.5, help="cascade: stop after a click")
+    c.add_argument(
+        "--eta", type=float, default=None, help="position_based: (1/rank)^eta (default 1)"
+    )
+    c.add_argument(
+        "--satisfaction",
+        type=float,
+        default=None,
+        help="cascade: probability of stopping after a click (default 0.5)",
+    )
     c.add_argument("--noise", type=float, default=0.0, help="click probability floor")
     _add_missing_token_flag(c)
     c.set_defaults(func=cmd_clicks_simulate)
@@ -1322,6 +1329,16 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
 
     if args.random_state < 0:
         raise ValueError(f"--random-state {args.random_state} must be >= 0")
+    for flag, value, model in (
+        ("--eta", args.eta, "position_based"),
+        ("--satisfaction", args.satisfaction, "cascade"),
+    ):
+        if value is not None and args.model != model:  # a warning: scripts that spell
+            warnings.warn(  # out every default keep working
+                f"{flag} {value:g} is not used: it is a parameter of --model {model}, "
+                f"and this log is simulated with --model {args.model}",
+                stacklevel=1,
+            )
     raw, docids = _letor_docids(args.data, args.missing_token)
 
     def line(row: int) -> int | None:
@@ -1364,8 +1381,8 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
         qids=q_sorted[starts].tolist(),
         docids=[docids[i] for i in order.tolist()],
         top_k=args.top_k,
-        eta=args.eta,
-        satisfaction=args.satisfaction,
+        eta=1.0 if args.eta is None else args.eta,
+        satisfaction=0.5 if args.satisfaction is None else args.satisfaction,
         noise=args.noise,
     )
     write_click_log(args.output, log)
