@@ -199,7 +199,7 @@ def model_summary(booster: Any, top: int = 10, importance_type: str = "gain") ->
             "max": max(leaves, default=0),
         },
         "max_depth": max(depths, default=0),
-        "learning_rate": booster.params.get("learning_rate"),
+        "learning_rate": _learning_rate(booster),
         "importance_type": importance_type,
         "top_features": [
             {
@@ -213,3 +213,16 @@ def model_summary(booster: Any, top: int = 10, importance_type: str = "gain") ->
             if key[k] > 0
         ],
     }
+
+
+def _learning_rate(booster: Any) -> float | None:
+    """The shrinkage the trees were grown with: the recorded ``learning_rate``, or when
+    it was left to the default (recorded as None) the objective's default (0.1, 1.0
+    for ``gbrank``); None for an objective this library does not know."""
+    lr = booster.params.get("learning_rate")
+    if lr is not None:
+        return float(lr)
+    from ltrboost.objectives.registry import objective_class
+
+    cls = objective_class(booster.objective)
+    return None if cls is None else float(cls.default_learning_rate)
