@@ -33,6 +33,11 @@ def _names(feature_names) -> list[str] | None:
             return read_feature_names(os.fspath(feature_names))
         except OSError as e:
             raise ExportError(f"cannot read feature names {feature_names}: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise ExportError(
+                f"cannot read feature names {feature_names}: not UTF-8 text (byte "
+                f"0x{e.object[e.start]:02x} at offset {e.start})"
+            ) from None
     return [str(s) for s in feature_names]
 
 

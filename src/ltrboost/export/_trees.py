@@ -20,6 +20,7 @@ split that only separates missing from present values.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -188,8 +189,12 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
         raise ExportError(f"{len(names)} feature names given but the model has {n} features")
     seen: set[str] = set()
     for i, s in enumerate(names):
-        if not s or any(c.isspace() for c in s):
-            raise ExportError(f"feature name {i + 1} ({s!r}) is empty or has whitespace")
+        # control characters: JSON writes them as \u escapes that XGBoost keeps as is,
+        # and no engine's feature set names a feature with one
+        if not s or any(c.isspace() or unicodedata.category(c) == "Cc" for c in s):
+            raise ExportError(
+                f"feature name {i + 1} ({s!r}) is empty or has whitespace or a control character"
+            )
         if s in seen:
             raise ExportError(f"feature name {s!r} appears more than once")
         seen.add(s)
@@ -198,7 +203,7 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
 
 def read_feature_names(path: str) -> list[str]:
     """One name per line; blank lines and ``#`` comments ignored."""
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8-sig") as fh:  # -sig: a BOM is no part of a name
         lines = [ln.strip() for ln in fh]
     return [ln for ln in lines if ln and not ln.startswith("#")]
 

@@ -168,7 +168,9 @@ def to_xgboost_dict(model: ExportModel) -> dict:
 
 
 def to_xgboost(model: ExportModel) -> str:
-    return json.dumps(to_xgboost_dict(model), separators=(",", ":")) + "\n"
+    # UTF-8, not \uXXXX escapes: XGBoost's JSON reader keeps an escape as its six
+    # characters, so feature_names would no longer match a non-ASCII name
+    return json.dumps(to_xgboost_dict(model), separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 def dump_trees(model: ExportModel) -> list[dict]:

@@ -1,0 +1,91 @@
+"""Exports of unusual models and arguments (an adversarial pass over export): names the
+consumers would read differently, values float32 cannot hold, second outputs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_export import _hand_tree
+
+from ltrboost import Booster
+from ltrboost.cli import main
+from ltrboost.export import FORMATS, ExportError, export_bytes
+
+
+def hand_model(threshold=0.5, values_scale=1.0, init=0.0, names=None) -> Booster:
+    tree = _hand_tree(threshold, 1)
+    tree["value"] *= values_scale
+    return Booster(
+        objective="lambdamart",
+        objective_params={},
+        init_score=np.array([init]),
+        trees=[tree, _hand_tree(0.5, 0, 1)],
+        tree_outputs=[0, 0],
+        n_features=2,
+        feature_names=names,
+    )
+
+
+def run(argv, capsys):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# --- feature names -------------------------------------------------------------------
+
+
+def test_xgboost_reads_non_ascii_feature_names_as_written(tmp_path):
+    """XGBoost's JSON reader keeps a ``\\u00e9`` escape as the six characters: a name
+    like 'prix_é' came back as 'prix_\\u00e9', so a DMatrix (or an OpenSearch feature
+    set, ``model/xgboost+json+raw``) with the real name no longer matched."""
+    xgb = pytest.importorskip("xgboost")
+    names = ["prix_é", "日本_bm25"]
+    b = hand_model(names=names)
+    path = tmp_path / "m.json"
+    b.export(path, format="xgboost")
+    bx = xgb.Booster(model_file=str(path))
+    assert bx.feature_names == names
+    X = np.array([[0.0, 1.0], [2.0, 0.25], [np.nan, 0.75]])
+    got = bx.predict(xgb.DMatrix(X, feature_names=names, missing=np.nan))
+    np.testing.assert_allclose(got, b.predict(X), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_control_characters_in_feature_names_are_refused(fmt):
+    """A control character (here \\x01) is written as a ``\\u0001`` escape that XGBoost
+    reads literally, and is no name a search engine's feature set holds."""
+    b = hand_model()
+    with pytest.raises(ExportError, match=r"feature name 2 \('a\\x01b'\)"):
+        export_bytes(b, fmt, ["x", "a\x01b"])
+
+
+def test_feature_names_file_with_a_bom(tmp_path):
+    """A names file saved with a UTF-8 BOM (Windows editors) gave the first feature the
+    name '\\ufeffbm25': no engine feature has that name."""
+    names = tmp_path / "names.txt"
+    names.write_bytes("bm25\r\npagerank\r\n".encode("utf-8-sig"))
+    body = json.loads(export_bytes(hand_model(), "solr", names))
+    assert [f["name"] for f in body["features"]] == ["bm25", "pagerank"]
+
+
+def test_feature_names_file_not_utf8_names_the_file(tmp_path, capsys):
+    model = tmp_path / "model.json"
+    hand_model().save_model(model)
+    names = tmp_path / "names.txt"
+    names.write_bytes(b"bm25\nprix_\xe9\n")  # Latin-1
+    rc, _, err = run(
+        ["export", model, "-f", "lightgbm", "-o", tmp_path / "m.txt", "--feature-names", names],
+        capsys,
+    )
+    assert rc == 2
+    assert err.count("\n") == 1
+    assert str(names) in err
+    assert "UTF-8" in err
+    assert not (tmp_path / "m.txt").exists()
