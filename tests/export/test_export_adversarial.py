@@ -4,7 +4,9 @@ consumers would read differently, values float32 cannot hold, second outputs."""
 from __future__ import annotations
 
 import json
+import re
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -89,3 +91,31 @@ def test_feature_names_file_not_utf8_names_the_file(tmp_path, capsys):
     assert str(names) in err
     assert "UTF-8" in err
     assert not (tmp_path / "m.txt").exists()
+
+
+# --- values float32 cannot hold --------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["xgboost", "xgboost-dump", "solr", "ranklib", "onnx"])
+@pytest.mark.parametrize("where", ["leaf", "init"])
+def test_values_beyond_float32_are_refused_by_float32_formats(fmt, where):
+    """A leaf value (or initial score) beyond float32's range became Infinity: XGBoost's
+    files were not JSON any more, ONNX / Solr / RankLib scored +-inf."""
+    b = hand_model(values_scale=1e39) if where == "leaf" else hand_model(init=-5e38)
+    with pytest.raises(ExportError, match="float32") as e:
+        export_bytes(b, fmt, assume_no_missing=True)
+    assert "\n" not in str(e.value)
+    # LightGBM keeps float64 values: exported as they are
+    lightgbm_text = export_bytes(b, "lightgbm").decode()
+    assert not re.search(r"\binf\b|infinity", lightgbm_text.lower())
+
+
+def test_thresholds_at_minus_float32_max_export_without_warnings():
+    """A threshold at (or just below) -FLT_MAX gave NumPy 'overflow encountered in
+    nextafter' warnings, printed by ``ltrboost export`` as 'ltrboost: warning:' lines."""
+    for t in (-3.4028234663852886e38, -3.40282347e38, -1e39):
+        b = hand_model(threshold=t)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for fmt in FORMATS:
+                export_bytes(b, fmt, assume_no_missing=True)

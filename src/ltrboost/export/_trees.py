@@ -92,6 +92,21 @@ class ExportModel:
                 f"expected grade); formats that can: {', '.join(MULTI_OUTPUT_FORMATS)}"
             )
 
+    def check_float32_values(self, fmt: str) -> None:
+        """Refuse leaf values (initial scores included) that float32 cannot hold: the
+        consumer would read them as +-inf (and XGBoost's JSON would not parse)."""
+        for tree in self.trees:
+            leaves = tree.value[tree.is_leaf]
+            with np.errstate(over="ignore"):
+                big = np.isinf(leaves.astype(np.float32))
+            if big.any():
+                what = "initial score" if tree.is_bias else "leaf value"
+                raise ExportError(
+                    f"format {fmt!r} keeps values as float32, which cannot hold the "
+                    f"{what} {float(leaves[big][0])!r} (beyond +-{FLT_MAX:.7g}); use "
+                    "format 'lightgbm' (float64)"
+                )
+
     def check_name_characters(self, fmt: str, forbidden: str) -> None:
         """Refuse feature names that the format's consumer rejects (LightGBM: JSON
         punctuation; XGBoost: ``[``, ``]``, ``<``), naming the first one."""
@@ -214,10 +229,10 @@ def read_feature_names(path: str) -> list[str]:
 def f32_floor(t: NDArray[np.float64] | float) -> NDArray[np.float32]:
     """The largest float32 ``m <= t`` (float32 ``x <= t`` iff ``x <= m``)."""
     t = np.asarray(t, dtype=np.float64)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, or the step to it
         m = t.astype(np.float32)
-    too_big = m.astype(np.float64) > t
-    m = np.where(too_big, np.nextafter(m, np.float32(-np.inf)), m)
+        too_big = m.astype(np.float64) > t
+        m = np.where(too_big, np.nextafter(m, np.float32(-np.inf)), m)
     return m.astype(np.float32)
 
 

@@ -54,6 +54,7 @@ def _split(tree: ExportTree, k: int, m, pos: str | None, indent: str, out: list[
 
 def to_ranklib(model: ExportModel, assume_no_missing: bool = False) -> str:
     model.check_single_output("ranklib")
+    model.check_float32_values("ranklib")
     if not assume_no_missing:
         n_bad = sum(len(nan_routes_like_zero(t)) for t in model.trees)
         if n_bad:

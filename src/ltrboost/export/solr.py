@@ -90,6 +90,7 @@ def _node(tree: ExportTree, k: int, names: list[str], m: np.ndarray, inexact: li
 
 def to_solr_dict(model: ExportModel, name: str, store: str | None = None) -> dict:
     model.check_single_output("solr")
+    model.check_float32_values("solr")
     names = model.feature_names
     trees = []
     inexact: list[tuple[str, float, float]] = []
