@@ -119,3 +119,86 @@ def test_thresholds_at_minus_float32_max_export_without_warnings():
             warnings.simplefilter("error")
             for fmt in FORMATS:
                 export_bytes(b, fmt, assume_no_missing=True)
+
+
+# --- outputs ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    path = tmp_path / "model.json"
+    hand_model().save_model(path)
+    return path
+
+
+@pytest.mark.parametrize("createmodel", ["DIR", "NODIR/c.json", "OUT"])
+def test_cli_createmodel_error_leaves_no_model_written(model_file, tmp_path, capsys, createmodel):
+    """``--createmodel`` naming a directory or a missing folder failed after the model
+    had been written (an error left a file behind); naming the output itself replaced
+    the exported dump with the request body, silently."""
+    out_dir = tmp_path / "out"
+    (out_dir / "DIR").mkdir(parents=True)
+    out = out_dir / "dump.json"
+    rc, stdout, err = run(
+        ["export", model_file, "-f", "xgboost-dump", "-o", out,
+         "--createmodel", out_dir / createmodel.replace("OUT", "dump.json")],
+        capsys,
+    )  # fmt: skip
+    assert rc == 2
+    assert stdout == ""
+    assert err.count("\n") == 1
+    assert err.startswith("ltrboost: error: ")
+    assert sorted(p.name for p in out_dir.iterdir()) == ["DIR"]
+    out.write_text("previous")
+    rc, _, err = run(
+        ["export", model_file, "-f", "xgboost-dump", "-o", out, "--createmodel", out], capsys
+    )
+    assert rc == 2
+    assert "same file" in err
+    assert out.read_text() == "previous"
+
+
+def test_export_model_writes_both_files_or_neither(tmp_path, monkeypatch):
+    """A full disk while writing the second file leaves the first untouched."""
+    import errno
+
+    import ltrboost.io._atomic as atomic
+    from ltrboost.export import export_model
+
+    b = hand_model()
+    dump, body = tmp_path / "dump.json", tmp_path / "create.json"
+    dump.write_text("previous")
+    real_fsync = atomic.os.fsync
+    calls = []
+
+    def fsync(fd):
+        calls.append(fd)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    with pytest.raises(OSError, match="No space left") as e:
+        export_model(b, dump, "xgboost-dump", createmodel=body)
+    monkeypatch.undo()
+    assert e.value.filename == str(body)
+    assert dump.read_text() == "previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump.json"]
+    export_model(b, dump, "xgboost-dump", createmodel=body)
+    definition = json.loads(body.read_text())["model"]["model"]["definition"]
+    assert json.loads(definition) == json.loads(dump.read_text())
+
+
+def test_cli_output_dash_is_stdout(model_file, tmp_path, capsys, monkeypatch):
+    """``-o -`` wrote a file named '-' (predict's ``-o -`` is stdout)."""
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(["export", model_file, "-f", "solr", "-o", "-"], capsys)
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == json.loads(export_bytes(hand_model(), "solr", name="ltrboost"))
+    assert not (tmp_path / "-").exists()
+    rc, out, err = run(
+        ["export", model_file, "-f", "xgboost-dump", "-o", "-", "--createmodel", "-"], capsys
+    )
+    assert rc == 2
+    assert out == ""
+    assert "only one of them" in err

@@ -125,11 +125,16 @@ def export_model(
     ``_createmodel`` request body there.  ``name`` defaults to the file's stem.
     Other arguments as :func:`export_bytes`.
     """
-    from ltrboost.io._atomic import atomic_write_bytes
+    from ltrboost.io._atomic import atomic_write_bytes, atomic_write_files
 
     _check_format(format)
     if createmodel is not None and format != "xgboost-dump":
         raise ExportError("createmodel= is only for format 'xgboost-dump'")
+    if createmodel is not None and _same_file(path, createmodel):
+        raise ExportError(
+            f"{os.fspath(createmodel)}: the createmodel body would replace the exported "
+            "model (the same file); give another path"
+        )
     name = name or Path(os.fspath(path)).stem or "ltrboost"
     data = export_bytes(
         booster,
@@ -139,9 +144,19 @@ def export_model(
         name=name,
         assume_no_missing=assume_no_missing,
     )
-    extra = None
-    if createmodel is not None:
-        extra = createmodel_body(booster, feature_names, name=name, iteration=iteration)
-    atomic_write_bytes(path, data)
-    if extra is not None:
-        atomic_write_bytes(createmodel, extra.encode())
+    if createmodel is None:
+        atomic_write_bytes(path, data)
+        return
+    extra = createmodel_body(booster, feature_names, name=name, iteration=iteration)
+    # both or neither: an unwritable createmodel path must not leave the model written
+    atomic_write_files([(path, data), (createmodel, extra.encode())])
+
+
+def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two output paths name one file (links and other spellings included)."""
+    try:
+        if os.path.samefile(a, b):
+            return True
+    except OSError:  # one of them does not exist (yet)
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
