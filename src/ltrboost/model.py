@@ -15,6 +15,7 @@ Update rules
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Any
 
@@ -32,6 +33,20 @@ def averaged_divisor(n_rounds: int) -> int:
     """What the kept sum ``F_0 + eta * sum_k g_k`` of ``n_rounds`` finished rounds is
     divided by under the ``averaged`` update rule: ``n_rounds + 1`` (seed 002)."""
     return n_rounds + 1
+
+
+def as_iteration_count(iteration: Any, n_iterations: int) -> int:
+    """``iteration=`` as an int: an integer (NumPy's too), never a bool, a float or a
+    string (``int()`` took 2.7 as 2 rounds and ``"3"`` as 3, silently)."""
+    if not isinstance(iteration, bool):
+        try:
+            return operator.index(iteration)
+        except TypeError:
+            pass
+    raise ValueError(
+        f"iteration={iteration!r} must be an integer between 0 and {n_iterations} "
+        "(the number of rounds to use)"
+    )
 
 
 class Booster:
@@ -106,7 +121,7 @@ class Booster:
         if iteration is None:
             n = self.best_iteration if self.best_iteration is not None else self.n_iterations
         else:
-            n = int(iteration)
+            n = as_iteration_count(iteration, self.n_iterations)
         if not 0 <= n <= self.n_iterations:
             raise ValueError(f"iteration={iteration} must be between 0 and {self.n_iterations}")
         return n
