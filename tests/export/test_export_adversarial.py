@@ -59,6 +59,19 @@ def test_xgboost_reads_non_ascii_feature_names_as_written(tmp_path):
     np.testing.assert_allclose(got, b.predict(X), rtol=1e-6)
 
 
+def test_lightgbm_dump_model_keeps_the_feature_names(tmp_path):
+    """Vespa reads LightGBM's ``dump_model()`` JSON, which writes names unescaped: a
+    backslash began an escape there ('a\\b' came back as 'a\\x08'), so the export
+    refuses it; other punctuation, non-ASCII and Vespa feature syntax survive."""
+    lgb = pytest.importorskip("lightgbm")
+    with pytest.raises(ExportError, match=r"feature name 1 \('tf\\\\bm25'\)"):
+        export_bytes(hand_model(), "lightgbm", ["tf\\bm25", "x"])
+    names = ["attribute(popularity)", "prix_é/été'"]
+    path = tmp_path / "m.txt"
+    hand_model().export(path, format="lightgbm", feature_names=names)
+    assert lgb.Booster(model_file=str(path)).dump_model()["feature_names"] == names
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_control_characters_in_feature_names_are_refused(fmt):
     """A control character (here \\x01) is written as a ``\\u0001`` escape that XGBoost

@@ -122,9 +122,11 @@ class ExportModel:
 
 
 # Characters a consumer refuses in a feature name: LightGBM's model loader rejects
-# "special JSON characters" (Common::CheckAllowedJSON); XGBoost's DMatrix rejects
-# names with '[', ']' or '<' (they delimit the split conditions of its text dumps).
-LIGHTGBM_FORBIDDEN = '",:[]{}'
+# "special JSON characters" (Common::CheckAllowedJSON), and its dump_model() JSON (what
+# Vespa reads) writes names unescaped, so a backslash starts an escape there (a\b came
+# back with a backspace); XGBoost's DMatrix rejects names with '[', ']' or '<' (they
+# delimit the split conditions of its text dumps).
+LIGHTGBM_FORBIDDEN = '",:[]{}\\'
 XGBOOST_FORBIDDEN = "[]<"
 
 
