@@ -215,3 +215,15 @@ def test_cli_output_dash_is_stdout(model_file, tmp_path, capsys, monkeypatch):
     assert rc == 2
     assert out == ""
     assert "only one of them" in err
+
+
+def test_xgboost_json_is_not_written_to_a_ubj_file(tmp_path):
+    """XGBoost reads a .ubj file as UBJSON: the JSON written there did not load
+    ('Expecting: "L"'); the export says so instead."""
+    xgb = pytest.importorskip("xgboost")
+    b = hand_model()
+    with pytest.raises(ExportError, match=r"m\.ubj: .*\.json file name"):
+        b.export(tmp_path / "m.ubj", format="xgboost")
+    assert not list(tmp_path.iterdir())
+    b.export(tmp_path / "m.json", format="xgboost")
+    assert xgb.Booster(model_file=str(tmp_path / "m.json")).num_boosted_rounds() == 2

@@ -130,6 +130,11 @@ def export_model(
     _check_format(format)
     if createmodel is not None and format != "xgboost-dump":
         raise ExportError("createmodel= is only for format 'xgboost-dump'")
+    if format == "xgboost" and Path(os.fspath(path)).suffix.lower() == ".ubj":
+        raise ExportError(
+            f"{os.fspath(path)}: format 'xgboost' writes JSON, which XGBoost does not read "
+            "from a .ubj file (it expects UBJSON there); give a .json file name"
+        )
     if createmodel is not None and _same_file(path, createmodel):
         raise ExportError(
             f"{os.fspath(createmodel)}: the createmodel body would replace the exported "
