@@ -83,7 +83,10 @@ class Booster:
         self.update_rule = update_rule
         self.best_iteration = best_iteration
         self.params = dict(params or {})
-        self.feature_names = feature_names
+        # strings, as a model file holds them (and as a DataFrame's columns are matched):
+        # names given as numbers (make_dataset(feature_names=[0, 1, ...])) made files
+        # that loading refused
+        self.feature_names = None if feature_names is None else [str(s) for s in feature_names]
         self.evals_result = evals_result or {}
         self.n_outputs = int(n_outputs)
         # the convention for features absent from sparse LETOR lines ("zero" | "nan"),

@@ -426,3 +426,23 @@ def test_model_format_error_is_a_value_error():
     assert isinstance(err, ValueError)
     assert str(err) == "x/y.json: broken"
     assert os.fspath(err.path) == "x/y.json"
+
+
+def test_feature_names_that_are_not_strings_are_saved_as_strings(tmp_path, data):
+    """``make_dataset(feature_names=[0, 1, ...])`` trained a model whose file held the
+    names as JSON integers, which loading refuses: the saved model could not be read
+    back ('feature_names must be null or a list of strings')."""
+    X, y = data
+    b = train(
+        dict(objective="_test_ls", n_estimators=2, max_leaf_nodes=4),
+        make_dataset(X, y, group=[30] * 10, feature_names=[0, 1, 2, np.int64(3)]),
+    )
+    assert b.feature_names == ["0", "1", "2", "3"]
+    path = tmp_path / "m.json"
+    save_model(b, path)
+    loaded = load_model(path)
+    assert loaded.feature_names == ["0", "1", "2", "3"]
+    np.testing.assert_array_equal(loaded.predict(X), b.predict(X))
+    fields = dict(b.model_fields(), feature_names=[7, 8, 9, 10])  # the writer alone
+    model_json.write_model(fields, tmp_path / "f.json")
+    assert load_model(tmp_path / "f.json").feature_names == ["7", "8", "9", "10"]

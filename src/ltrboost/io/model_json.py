@@ -139,6 +139,7 @@ def _as_fields(model: Any) -> Mapping[str, Any]:
 def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
     """Every field of the JSON document but ``trees`` (which comes last)."""
     params = {k: v for k, v in _jsonable(f["params"]).items() if k not in RUNTIME_PARAMS}
+    names = f["feature_names"]  # strings: a file with other names would not load
     out = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -147,7 +148,7 @@ def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
         "objective_params": _jsonable(f["objective_params"]),
         "n_features": int(f["n_features"]),
         "n_outputs": int(f["n_outputs"]),
-        "feature_names": f["feature_names"],
+        "feature_names": None if names is None else [str(s) for s in names],
         "init_score": [float(v) for v in f["init_score"]],
         "update_rule": f["update_rule"],
         # the data convention for absent sparse features ("zero" | "nan" | None)
