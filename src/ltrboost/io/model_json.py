@@ -13,7 +13,7 @@ Layout (``format_version`` 1)::
       "update_rule": "additive" | "averaged",
       "best_iteration": 57 | null,
       "params": {...training parameters...},
-      "evals_result": {"valid": {"ndcg@10": [...]}},
+      "evals_result": {"valid": {"ndcg@10": [...]}},  (null: a NaN a metric returned)
       "trees": [ {"output": 0, "value": [...], "feature": [...], "threshold": [...],
                   "missing_left": [...], "left": [...], "right": [...],
                   "bin_threshold": [...], "gain": [...], "count": [...],
@@ -111,6 +111,29 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
+def _evals_to_json(evals: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """``evals_result`` with a non-finite metric value (a custom metric's NaN) as null:
+    JSON has no NaN, and the model must still be saved."""
+    return {
+        str(name): {
+            str(metric): [v if math.isfinite(v) else None for v in map(float, values)]
+            for metric, values in per_metric.items()
+        }
+        for name, per_metric in evals.items()
+    }
+
+
+def _evals_from_json(evals: Mapping[str, Mapping[str, list]]) -> dict[str, Any]:
+    """``evals_result`` as read: null (a non-finite value when saved) is NaN."""
+    return {
+        name: {
+            metric: [math.nan if v is None else v for v in values]
+            for metric, values in per_metric.items()
+        }
+        for name, per_metric in evals.items()
+    }
+
+
 def tree_to_dict(nodes: np.ndarray, output: int = 0) -> dict[str, Any]:
     """One tree (``NODE_DTYPE`` array) as its JSON object; refuses non-finite leaves."""
     t: dict[str, Any] = {"output": int(output)}
@@ -155,7 +178,7 @@ def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
         "missing": f.get("missing"),
         "best_iteration": f["best_iteration"],
         "params": params,
-        "evals_result": _jsonable(f["evals_result"]),
+        "evals_result": _evals_to_json(f["evals_result"]),
     }
     bias = f.get("position_bias")
     if bias is not None:  # unbiased LambdaMART only: other files do not change
@@ -347,7 +370,7 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         "best_iteration": d.get("best_iteration"),
         "params": {k: v for k, v in (d.get("params") or {}).items() if k not in RUNTIME_PARAMS},
         "feature_names": d.get("feature_names"),
-        "evals_result": d.get("evals_result") or {},
+        "evals_result": _evals_from_json(d.get("evals_result") or {}),
         "n_outputs": n_outputs,
         "missing": d.get("missing"),
         "position_bias": d.get("position_bias"),
