@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+import _consumers as C
 from test_export import _hand_tree
 
 from ltrboost import Booster
@@ -227,3 +228,15 @@ def test_xgboost_json_is_not_written_to_a_ubj_file(tmp_path):
     assert not list(tmp_path.iterdir())
     b.export(tmp_path / "m.json", format="xgboost")
     assert xgb.Booster(model_file=str(tmp_path / "m.json")).num_boosted_rounds() == 2
+
+
+def test_ranklib_header_stays_comment_lines_for_any_objective_name():
+    """A custom objective's name is the function's ``__name__`` (or whatever a model
+    file says): a newline in it put a line outside the '##' comments, which RankLib
+    parses as part of the XML."""
+    b = hand_model()
+    b.objective = "custom:two\nlines <ensemble>"
+    text = export_bytes(b, "ranklib", assume_no_missing=True).decode()
+    header = [ln for ln in text.splitlines() if not ln.lstrip().startswith("<")]
+    assert all(ln.startswith("## ") for ln in header), header
+    C.ranklib_check_schema(text, 2)

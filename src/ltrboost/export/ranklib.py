@@ -68,7 +68,9 @@ def to_ranklib(model: ExportModel, assume_no_missing: bool = False) -> str:
             )
     lines = [
         "## LambdaMART",
-        f"## exported by ltrboost: objective = {model.objective}",
+        # one line: a custom objective's name is the user's (a newline in it would
+        # put text outside the '##' comments, into RankLib's XML)
+        f"## exported by ltrboost: objective = {' '.join(model.objective.split())}",
         f"## No. of trees = {len(model.trees)}",
         "## Learning rate = 1 (folded into the leaf outputs)",
         "## feature id i = the i-th feature of the feature set (1-based)",
