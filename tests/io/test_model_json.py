@@ -472,3 +472,16 @@ def test_non_finite_metric_values_round_trip(tmp_path, data):
     loaded = load_model(path)
     np.testing.assert_array_equal(loaded.evals_result["v"]["flaky"], [0.5, np.nan, 0.5])
     np.testing.assert_array_equal(loaded.predict(X), b.predict(X))
+
+
+def test_model_saved_in_another_encoding_is_named_as_such(tmp_path, model_dict):
+    """A model whose feature names were edited in a Latin-1 editor was 'not a text
+    file'; the error names the encoding and the first byte that is not UTF-8."""
+    d = copy.deepcopy(model_dict)
+    d["feature_names"] = ["prix_\u00e9t\u00e9", "b", "c", "d"]
+    text = json.dumps(d, ensure_ascii=False)
+    path = tmp_path / "m.json"
+    path.write_bytes(text.encode("latin-1"))
+    offset = text.index("\u00e9")
+    with pytest.raises(ModelFormatError, match=f"not UTF-8 text \\(byte 0xe9 at offset {offset};"):
+        load_model(path)

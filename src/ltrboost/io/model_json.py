@@ -277,8 +277,12 @@ def read_model_fields(path: str | os.PathLike) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
-    except UnicodeDecodeError:
-        raise ModelFormatError("not a text file (is this an ltrboost JSON model?)", path) from None
+    except UnicodeDecodeError as e:  # binary, or text saved in another encoding
+        raise ModelFormatError(
+            f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}; is this "
+            "an ltrboost JSON model, or was it saved in another encoding?)",
+            path,
+        ) from None
     except OSError as e:
         raise ModelFormatError(f"cannot read: {e.strerror}", path) from None
     return model_fields_from_json(text, path=path)
