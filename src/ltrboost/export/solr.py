@@ -14,8 +14,9 @@ a negative power of two (``s`` then lies below it, where float32 steps are twice
 it, one or a few float32 steps above the threshold, go left instead of right).
 
 Missing values: every split carries ``"missing": "left" | "right"`` and the model sets
-``"isNullSameAsZero": false`` (Solr >= 9.2, SOLR-16596) so an absent feature is NaN and
-follows ltrboost's learned direction.  Older Solr ignores both and reads it as 0.
+``"isNullSameAsZero": false`` (Solr >= 9.2, SOLR-16596) so an absent feature whose store
+entry has ``"defaultValue": "NaN"`` is NaN and follows ltrboost's learned direction.
+Without that default, and in older Solr (which ignores both), it reads as 0.
 
 Weights are 1 (shrinkage, line-search steps, GBRank's averaging and the initial score
 are folded into the leaf values).
