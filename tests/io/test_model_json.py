@@ -220,6 +220,20 @@ def test_non_finite_leaf_refused_on_save(tmp_path, booster):
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize("threshold", [np.nan, -np.inf])
+def test_nan_or_minus_inf_threshold_refused_on_save(tmp_path, booster, threshold):
+    """Only +inf (a missing-vs-present split) is written as null: a NaN or -inf threshold
+    (a hand-built tree) became null too and read back as +inf, which sends every value
+    left instead of right: the reloaded model predicted differently, silently."""
+    path, before = _existing(tmp_path)
+    b = copy.deepcopy(booster)
+    b.trees[0] = b.trees[0].copy()
+    b.trees[0]["num_threshold"][0] = threshold
+    with pytest.raises(ValueError, match="threshold"):
+        save_model(b, path)
+    assert path.read_bytes() == before
+
+
 def test_save_into_missing_directory_fails_cleanly(tmp_path, booster):
     with pytest.raises(FileNotFoundError):
         save_model(booster, tmp_path / "nope" / "m.json")

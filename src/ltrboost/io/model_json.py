@@ -142,9 +142,12 @@ def tree_to_dict(nodes: np.ndarray, output: int = 0) -> dict[str, Any]:
         if key == "threshold":
             # leaves carry no threshold; +inf thresholds (last bin) become null
             vals = [
-                None if (leaf or not math.isfinite(v)) else float(v)
+                None if (leaf or v == math.inf) else float(v)
                 for v, leaf in zip(col.tolist(), nodes["is_leaf"].tolist(), strict=True)
             ]
+            for v in vals:  # null reads back as +inf: never write it for NaN or -inf
+                if v is not None and not math.isfinite(v):
+                    raise ValueError(f"model has a split threshold {v}; refusing to save it")
             t[key] = vals
         else:
             t[key] = [typ(v) for v in col.tolist()]
