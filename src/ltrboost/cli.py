@@ -353,7 +353,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         required=True,
         help="lightgbm | xgboost | xgboost-dump | solr | ranklib | onnx",
     )
-    p.add_argument("--output", "-o", required=True, help="file to write")
+    p.add_argument("--output", "-o", required=True, help="file to write ('-': stdout)")
     p.add_argument(
         "--feature-names",
         default=None,
@@ -1038,18 +1038,43 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     booster = load_model(args.model)
     to_stdout = args.createmodel == "-"
+    model_to_stdout = args.output == "-"  # as predict's -o -
+    if to_stdout and model_to_stdout:
+        raise ValueError("--output - and --createmodel -: only one of them can be stdout")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        export_model(
-            booster,
-            args.output,
-            args.format,
-            args.feature_names,
-            iteration=args.iteration,
-            name=args.name,
-            assume_no_missing=args.assume_no_missing,
-            createmodel=None if to_stdout else args.createmodel,
-        )
+        if model_to_stdout:
+            from ltrboost.export import export_bytes
+            from ltrboost.io._atomic import atomic_write_text
+
+            name = args.name or "ltrboost"
+            data = export_bytes(
+                booster,
+                args.format,
+                args.feature_names,
+                iteration=args.iteration,
+                name=name,
+                assume_no_missing=args.assume_no_missing,
+            )
+            if args.createmodel is not None:
+                body = createmodel_body(
+                    booster, args.feature_names, name=name, iteration=args.iteration
+                )
+                atomic_write_text(args.createmodel, body)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            export_model(
+                booster,
+                args.output,
+                args.format,
+                args.feature_names,
+                iteration=args.iteration,
+                name=args.name,
+                assume_no_missing=args.assume_no_missing,
+                createmodel=None if to_stdout else args.createmodel,
+            )
     for w in caught:
         print(f"ltrboost: warning: {w.message}", file=sys.stderr)
     if to_stdout:

@@ -29,7 +29,9 @@ IMPORTANCE_TYPES = ("split", "gain")
 def _trees(booster: Any, iteration: int | None) -> list[NDArray]:
     if iteration is None:
         return list(booster.trees)
-    n = int(iteration)
+    from ltrboost.model import as_iteration_count
+
+    n = as_iteration_count(iteration, booster.n_iterations)
     if not 0 <= n <= booster.n_iterations:
         raise ValueError(f"iteration={iteration} must be between 0 and {booster.n_iterations}")
     return list(booster.trees[: n * booster.n_outputs])
