@@ -773,6 +773,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
     _attach_positions(args, params, train_set)
     n_features = train_set.X.shape[1]
+    # NaN read under the "zero" convention (nan or NA tokens): the trees learn NaN
+    # directions, which the model file records for the exporters (RankLib has no NaN)
+    import numpy as np
+
+    with_nan = bool(np.isnan(raw_train.X).any()) or bool(
+        getattr(init_model, "trained_with_nan", False)
+    )
     valid_sets = []
     for vpath, name in zip(args.valid, _valid_names(args.valid), strict=True):
         _, vs = _load(vpath, missing=missing, n_features=n_features, na_values=args.missing_token)
@@ -795,6 +802,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         _check_checkpointable(args.output)
         checkpoint = _Checkpoint(checkpoint_path(args.output), args.checkpoint_every)
         checkpoint.missing = missing
+        checkpoint.trained_with_nan = with_nan
         callbacks.append(checkpoint)
     bar = None
     if not args.quiet:
@@ -808,6 +816,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.io.model_json import save_model
 
     booster.missing = missing
+    booster.trained_with_nan = with_nan
     save_model(
         booster,
         args.output,
@@ -917,6 +926,7 @@ class _Checkpoint:
         self.every = every
         self.cache = TreeJSONCache()
         self.missing: str | None = None
+        self.trained_with_nan = False
 
     def __call__(self, env) -> None:
         from ltrboost.io.model_json import save_model
@@ -924,6 +934,7 @@ class _Checkpoint:
         if (env.iteration + 1) % self.every == 0 and env.snapshot is not None:
             booster = env.snapshot()
             booster.missing = self.missing
+            booster.trained_with_nan = self.trained_with_nan
             save_model(booster, self.path, tree_cache=self.cache)
 
 

@@ -73,6 +73,7 @@ class Booster:
         n_outputs: int = 1,
         missing: str | None = None,
         position_bias: dict[str, list[float]] | None = None,
+        trained_with_nan: bool = False,
     ) -> None:
         self.objective = objective
         self.objective_params = dict(objective_params)
@@ -92,6 +93,9 @@ class Booster:
         # the convention for features absent from sparse LETOR lines ("zero" | "nan"),
         # recorded by the CLI; None when trained from arrays
         self.missing = missing
+        # the training data held NaN although ``missing`` is "zero" (``nan`` tokens or
+        # NA tokens in a LETOR file): learned NaN directions that exporters keep
+        self.trained_with_nan = bool(trained_with_nan)
         # Unbiased LambdaMART's estimates {"t_plus": [...], "t_minus": [...]} (index k-1
         # for position k); properties of the training clicks, never used to predict
         self.position_bias = (
@@ -212,6 +216,7 @@ class Booster:
             "n_outputs": self.n_outputs,
             "missing": getattr(self, "missing", None),
             "position_bias": getattr(self, "position_bias", None),
+            "trained_with_nan": getattr(self, "trained_with_nan", False),
         }
 
     def to_dict(self) -> dict[str, Any]:

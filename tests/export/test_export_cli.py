@@ -198,8 +198,9 @@ def test_cli_solr_near_zero_threshold_warns_in_one_line(tmp_path, capsys):
 
 
 def test_cli_ranklib_export_of_a_missing_zero_model_needs_no_flag(model_file, tmp_path, capsys):
-    """A model whose file records --missing zero never saw a missing value: its NaN
-    directions are never used, so RankLib (absent = 0) needs no --assume-no-missing."""
+    """A model whose file records --missing zero (and no trained_with_nan) never saw a
+    missing value: its NaN directions are never used, so RankLib (absent = 0) needs no
+    --assume-no-missing."""
     path, _ = model_file
     b = load_model(str(path))
     b.missing = "zero"
@@ -212,3 +213,66 @@ def test_cli_ranklib_export_of_a_missing_zero_model_needs_no_flag(model_file, tm
     rc, _, _ = run(["export", path, "-f", "ranklib", "-o", flagged, "--assume-no-missing"], capsys)
     assert rc == 0
     assert flagged.read_text() == (tmp_path / "m.xml").read_text()
+
+
+def _letor_with_nan(path, nan: bool) -> None:
+    """A LETOR file whose feature 1 ranks the documents and is ``nan`` on every third
+    document of each query (or absent, which reads as 0, when ``nan`` is False)."""
+    rng = np.random.default_rng(7)
+    lines = []
+    for q in range(40):
+        for d in range(12):
+            x1 = rng.normal()
+            label = int(x1 > 0.3) + int(x1 > 1.0)
+            f1 = "" if d % 3 else f" 1:{x1!r}"
+            if d % 3 == 0 and nan:
+                f1, label = " 1:nan", 2
+            elif d % 3 == 0:
+                f1, label = "", 2
+            lines.append(f"{label} qid:{q}{f1} 2:{rng.normal()!r}\n")
+    path.write_text("".join(lines))
+
+
+def test_cli_ranklib_export_keeps_nan_directions_learned_under_missing_zero(tmp_path, capsys):
+    """`nan` values in a --missing zero training file give the trees learned NaN
+    directions, which RankLib (no missing values) cannot follow: the model file records
+    them, and the RankLib export asks for --assume-no-missing instead of implying it."""
+    for nan in (True, False):
+        data, model = tmp_path / f"t{nan}.txt", tmp_path / f"m{nan}.json"
+        _letor_with_nan(data, nan)
+        flags = ["--n-estimators", "3", "--max-leaf-nodes", "4", "--min-samples-leaf", "5"]
+        rc, _, err = run(["train", data, "-o", model, "--quiet", *flags], capsys)
+        assert rc == 0, err
+        doc = json.loads(model.read_text())
+        assert doc["missing"] == "zero"
+        assert doc.get("trained_with_nan", False) is nan
+        assert load_model(str(model)).trained_with_nan is nan
+        rc, _, err = run(["export", model, "-f", "ranklib", "-o", tmp_path / "m.xml"], capsys)
+        if nan:
+            assert rc == 2
+            assert "assume-no-missing" in err
+            assert not (tmp_path / "m.xml").exists()
+            rc, _, err = run(
+                ["export", model, "-f", "ranklib", "-o", tmp_path / "m.xml", "--assume-no-missing"],
+                capsys,
+            )
+        assert rc == 0, err
+        (tmp_path / "m.xml").unlink()
+
+
+def test_trained_with_nan_round_trips_and_must_be_a_bool(model_file, tmp_path):
+    path, _ = model_file
+    b = load_model(str(path))
+    assert b.trained_with_nan is False
+    assert "trained_with_nan" not in json.loads(path.read_text())
+    b.trained_with_nan = True
+    out = tmp_path / "nan.json"
+    b.save_model(str(out))
+    assert load_model(str(out)).trained_with_nan is True
+    doc = json.loads(out.read_text())
+    doc["trained_with_nan"] = 1
+    out.write_text(json.dumps(doc))
+    from ltrboost.io.model_json import ModelFormatError
+
+    with pytest.raises(ModelFormatError, match="trained_with_nan must be true or false"):
+        load_model(str(out))

@@ -64,7 +64,9 @@ def export_bytes(
     all).  ``name``: the model name written into ``solr`` files.  ``assume_no_missing``:
     ``ranklib`` only, see :mod:`ltrboost.export.ranklib`; implied for a model whose file
     records that missing features mean 0 (``ltrboost train --missing zero``, the CLI's
-    default): its NaN directions are never used, as in RankLib.
+    default) and whose training data held no NaN (no ``nan`` or ``--missing-token``
+    values; the file then says ``trained_with_nan``): its NaN directions are never used,
+    as in RankLib.
     """
     _check_format(format)
     model = collect(booster, _names(feature_names), iteration=iteration)
@@ -87,7 +89,10 @@ def export_bytes(
     if format == "ranklib":
         from ltrboost.export.ranklib import to_ranklib
 
-        zero = getattr(booster, "missing", None) == "zero"
+        # missing means 0 and no NaN was trained on: the NaN directions are never used
+        zero = getattr(booster, "missing", None) == "zero" and not getattr(
+            booster, "trained_with_nan", False
+        )
         return to_ranklib(model, assume_no_missing=assume_no_missing or zero).encode()
     from ltrboost.export.onnx import to_onnx_bytes
 

@@ -179,6 +179,8 @@ def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
         "update_rule": f["update_rule"],
         # the data convention for absent sparse features ("zero" | "nan" | None)
         "missing": f.get("missing"),
+        # NaN in data read with missing="zero" (written only then: other files do not change)
+        **({"trained_with_nan": True} if f.get("trained_with_nan") else {}),
         "best_iteration": f["best_iteration"],
         "params": params,
         "evals_result": _evals_to_json(f["evals_result"]),
@@ -380,6 +382,7 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         "evals_result": _evals_from_json(d.get("evals_result") or {}),
         "n_outputs": n_outputs,
         "missing": d.get("missing"),
+        "trained_with_nan": bool(d.get("trained_with_nan", False)),
         "position_bias": d.get("position_bias"),
     }
 

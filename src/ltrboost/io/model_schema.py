@@ -34,6 +34,9 @@ Rules (format_version 1)
   it (every older file) read as before.
 * ``missing`` is ``"zero"``, ``"nan"`` or null (the data convention the model was
   trained with; null when unknown, e.g. trained from arrays).
+* ``trained_with_nan`` (optional, written only as ``true``) says that the training data
+  held NaN values although ``missing`` is ``"zero"`` (``nan`` tokens, ``--missing-token``):
+  the model then has learned NaN directions, which exporters must not drop.
 * Trees: exactly the known per-node columns, equal lengths, integers where integers
   belong, finite numbers, children inside the tree, every node reachable exactly once,
   features inside ``n_features`` (checked by ``model_json._tree_from_dict``), and the
@@ -72,6 +75,7 @@ _TOP_LEVEL = {
     "init_score": True,
     "update_rule": True,
     "missing": False,
+    "trained_with_nan": False,
     "best_iteration": False,
     "params": False,
     "evals_result": False,
@@ -208,6 +212,8 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
     missing = d.get("missing")
     if missing is not None and missing not in MISSING_CONVENTIONS:
         fail(f"missing must be one of {MISSING_CONVENTIONS} or null, got {missing!r}")
+    if "trained_with_nan" in d and not isinstance(d["trained_with_nan"], bool):
+        fail(f"trained_with_nan must be true or false, got {_type_name(d['trained_with_nan'])}")
 
     best = d.get("best_iteration")
     if best is not None and (not is_int(best) or not 0 <= best <= n_iterations):
