@@ -65,3 +65,15 @@ def test_repeated_pair_is_allowed(tmp_path):
 def test_missing_file_is_an_input_error(tmp_path):
     with pytest.raises(LTRInputError, match="cannot read"):
         read_pairs_file(tmp_path / "nope.txt", QID, DOCIDS)
+
+
+def test_integer_qids_match_however_they_are_written(tmp_path):
+    """The LETOR reader reads qid:007 and qid:+7 as 7; a pairs file may write the query
+    that way too (it was an 'unknown query'). String qids are compared as written."""
+    p = _write(tmp_path, "007 a b\n+9 d a\n")
+    pref, oth, _ = read_pairs_file(p, QID, DOCIDS)
+    np.testing.assert_array_equal(pref, [0, 4])
+    np.testing.assert_array_equal(oth, [1, 3])
+    p = _write(tmp_path, "007 a b\n")
+    with pytest.raises(LTRInputError, match="unknown query '007'"):
+        read_pairs_file(p, np.array(["7", "7", "7", "9", "9"], dtype=object), DOCIDS)

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost.dataset import LTRInputError, PreferencePairs
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 # Pair weights scale float32 gradients: a larger weight overflows them.
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -52,6 +55,8 @@ def read_pairs_file(
         if d is not None:
             index.setdefault((str(q), d), row)
     known_q = {str(q) for q in np.unique(qid).tolist()}
+    # the LETOR reader reads qid:007 and qid:+7 as 7: a pairs file may write them so too
+    integer_qids = np.asarray(qid).dtype.kind in "iu"
     preferred: list[int] = []
     other: list[int] = []
     weight: list[float] = []
@@ -77,6 +82,8 @@ def read_pairs_file(
                 line=lineno,
             )
         q, a, b = parts[:3]
+        if integer_qids and _INTEGER.fullmatch(q):
+            q = str(int(q))
         w = 1.0
         if len(parts) == 4:
             try:
