@@ -161,6 +161,38 @@ def test_dataset_does_not_write_output_when_its_position_file_cannot_be(tmp_path
     assert not (tmp_path / "out").exists()
 
 
+def test_dataset_writes_its_two_files_all_or_none(tmp_path, capsys, monkeypatch):
+    """A write of OUT.position that fails (a full disk) after OUT was written left a
+    LETOR file beside no positions, or beside an earlier run's."""
+    import errno
+
+    from ltrboost.io import _atomic
+
+    data = _letor(tmp_path, _rows())
+    log = tmp_path / "log.tsv"
+    log.write_text("1 a 1 1\n1 b 2 0\n")
+    out = tmp_path / "out"
+    assert run(["clicks", "dataset", log, "--data", data, "-o", out], capsys)[0] == 0
+    before = (out.read_bytes(), (tmp_path / "out.position").read_bytes())
+    log.write_text("1 b 1 1\n1 a 2 0\n")  # another log: both files would change
+    stage = _atomic._stage
+
+    def full_disk(path, blobs, state):
+        if str(path).endswith(".position"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return stage(path, blobs, state)
+
+    monkeypatch.setattr(_atomic, "_stage", full_disk)
+    rc, _, err = run(["clicks", "dataset", log, "--data", data, "-o", out], capsys)
+    assert rc != 0
+    assert "No space left" in err
+    assert (out.read_bytes(), (tmp_path / "out.position").read_bytes()) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == [
+        "out",
+        "out.position",
+    ]  # no temporary file left behind
+
+
 @pytest.mark.parametrize(
     ("flags", "needle"),
     [

@@ -1349,8 +1349,9 @@ def cmd_clicks_mine(args: argparse.Namespace) -> int:
 
 def cmd_clicks_dataset(args: argparse.Namespace) -> int:
     from ltrboost.clicks import click_rows, read_click_log
-    from ltrboost.io.letor import dump_svmlight
-    from ltrboost.io.queryfile import write_position_file
+    from ltrboost.io._atomic import atomic_write_files
+    from ltrboost.io.letor import svmlight_lines
+    from ltrboost.io.queryfile import position_lines
 
     position_path = args.output + ".position"
     if os.path.isdir(position_path):  # found before OUTPUT is written: never one alone
@@ -1362,8 +1363,14 @@ def cmd_clicks_dataset(args: argparse.Namespace) -> int:
     rows = click_rows(log, raw.qid, docids)
     comments = [f"docid = {docids[r]} query = {raw.qid[r]}" for r in rows.row.tolist()]
     X = raw.X[rows.row]
-    dump_svmlight(args.output, X, rows.clicked, rows.impression + 1, comments)
-    write_position_file(args.output + ".position", rows.position)
+    # the two files all or none: a full disk between them left a LETOR file whose
+    # .position belonged to another run (or none)
+    atomic_write_files(
+        [
+            (args.output, svmlight_lines(X, rows.clicked, rows.impression + 1, comments)),
+            (position_path, position_lines(rows.position)),
+        ]
+    )
     print(
         f"{len(rows)} results in {log.n_impressions} impressions written to "
         f"{args.output} (+ .position); train with --unbiased",

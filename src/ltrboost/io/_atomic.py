@@ -135,15 +135,19 @@ def atomic_write_bytes(
     _write(path, (bytes(data),), unchanged_since)
 
 
-def atomic_write_files(items: Iterable[tuple[str | os.PathLike[str], bytes]]) -> None:
+def atomic_write_files(
+    items: Iterable[tuple[str | os.PathLike[str], bytes | Iterable[str]]],
+) -> None:
     """Write several files, all or none: each is checked and written to its temporary
     file first, and only when every one is complete are they renamed over their
     targets (a full disk or a directory in the way of the last one leaves every target
-    untouched).  Each target has the guarantees of :func:`atomic_write`."""
+    untouched).  Each target's data is bytes or UTF-8 text chunks (as
+    :func:`atomic_write` takes them); each has the guarantees of :func:`atomic_write`."""
     staged: list[_Staged] = []
     try:
         for path, data in items:
-            staged.append(_stage(path, (bytes(data),), UNKNOWN_STATE))
+            blobs = (bytes(data),) if isinstance(data, bytes | bytearray) else _utf8(data)
+            staged.append(_stage(path, blobs, UNKNOWN_STATE))
     except BaseException:
         for st in staged:
             st.discard()

@@ -242,6 +242,13 @@ def dump_svmlight(
         On shape mismatches, non-finite labels, infinite features, non-integer qids or
         comments with line breaks.
     """
+    atomic_write(path, svmlight_lines(X, y, qid, comments, zero_based=zero_based))
+
+
+def _check_svmlight_arrays(
+    X: ArrayLike, y: ArrayLike, qid: ArrayLike | None, comments: Sequence[str] | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64], list[int] | None, list[str] | None]:
+    """:func:`dump_svmlight`'s checks; ``(X, y, qid as ints or None, comments)``."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
@@ -271,6 +278,22 @@ def dump_svmlight(
         for k, text in enumerate(comments):
             if "\n" in text or "\r" in text:
                 raise ValueError(f"comments[{k}] contains a line break")
+    return X, y, qid_list, comments
+
+
+def svmlight_lines(
+    X: ArrayLike,
+    y: ArrayLike,
+    qid: ArrayLike | None = None,
+    comments: Sequence[str] | None = None,
+    *,
+    zero_based: bool = False,
+) -> Iterable[str]:
+    """:func:`dump_svmlight`'s lines, for a caller that writes them with other files
+    (:func:`ltrboost.io._atomic.atomic_write_files`); the arguments are checked at the
+    call, as :func:`dump_svmlight` checks them."""
+    X, y, qid_list, comments = _check_svmlight_arrays(X, y, qid, comments)
+    n_samples = X.shape[0]
     offset = 0 if zero_based else 1
     names = [f" {j + offset}:" for j in range(X.shape[1])]
 
@@ -288,7 +311,7 @@ def dump_svmlight(
             parts.append("\n")
             yield "".join(parts)
 
-    atomic_write(path, lines())
+    return lines()
 
 
 # --- helpers (Python) ---

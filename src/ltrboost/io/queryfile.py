@@ -11,6 +11,7 @@ directory, ``fsync``, ``os.replace``), a helper :mod:`ltrboost.io.letor` shares.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -184,12 +185,18 @@ def read_position_file(
 
 def write_position_file(path: str | os.PathLike[str], positions: ArrayLike) -> None:
     """Write display positions (integers >= 1), one per line, atomically."""
+    atomic_write(path, position_lines(positions))
+
+
+def position_lines(positions: ArrayLike) -> Iterable[str]:
+    """The lines of :func:`write_position_file` (checked at the call), for a caller that
+    writes them with other files."""
     arr = np.asarray(positions)
     if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
         raise ValueError("positions must be a 1-D array of integers")
     if arr.size and int(arr.min()) < 1:
         raise ValueError("positions must be >= 1 (1-based)")
-    atomic_write(path, (f"{int(p)}\n" for p in arr.tolist()))
+    return (f"{int(p)}\n" for p in arr.tolist())
 
 
 def _shorten(text: str, limit: int = 40) -> str:
