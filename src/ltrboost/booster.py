@@ -333,6 +333,10 @@ class Training:
                 f"features, the training data has {self.n_features}"
             )
         done = init_model.n_iterations
+        # data without column names (an array, a LETOR file) continues a named model by
+        # position: the new model keeps the names, so predict still takes a DataFrame's
+        # columns by name instead of silently by position
+        self.resumed_feature_names = init_model.feature_names
         saved_bias = getattr(init_model, "position_bias", None)
         if getattr(objective, "unbiased", False) and done > 0:
             if saved_bias is None:
@@ -461,13 +465,20 @@ class Training:
             update_rule=self.objective.update_rule,
             best_iteration=(self.best_iter if (self.valid and p.early_stopping_rounds) else None),
             params=_params_for_model(p),
-            feature_names=self.train_set.feature_names,
+            feature_names=self.feature_names(),
             evals_result={
                 k: {m: list(v) for m, v in d.items()} for k, d in self.evals_result.items()
             },
             n_outputs=self.n_out,
             position_bias=self.position_bias(),
         )
+
+    def feature_names(self) -> list[str] | None:
+        """The training data's column names, else those of the resumed model."""
+        names = self.train_set.feature_names
+        if names is None:
+            names = getattr(self, "resumed_feature_names", None)
+        return None if names is None else list(names)
 
     def position_bias(self) -> dict[str, list[float]] | None:
         """Unbiased LambdaMART's estimates ``{"t_plus": [...], "t_minus": [...]}``

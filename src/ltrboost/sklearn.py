@@ -254,8 +254,8 @@ class Ranker(BaseEstimator):
         if period:
             log_best(self.booster_, int(params.n_estimators))
         self.n_features_in_ = self.booster_.n_features
-        if train_set.feature_names is not None:
-            self.feature_names_in_ = np.asarray(train_set.feature_names, dtype=object)
+        if self.booster_.feature_names is not None:  # the data's, or init_model's
+            self.feature_names_in_ = np.asarray(self.booster_.feature_names, dtype=object)
         elif hasattr(self, "feature_names_in_"):  # refit on an array: no names now
             del self.feature_names_in_
         # score()'s default metric: fit's eval_metric when given, else the constructor's
