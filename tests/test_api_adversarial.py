@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ltrboost import Ranker, make_dataset, train
+from ltrboost.dataset import LTRInputError
 from ltrboost.datasets import make_ranking
 
 pd = pytest.importorskip("pandas")
@@ -37,3 +38,13 @@ def test_continuing_a_named_model_on_an_array_keeps_the_names(frames):
         init_model=init.booster_,
     )
     assert low.feature_names == COLS
+
+
+@pytest.mark.parametrize(
+    "columns", [["a", "a", "c", "d", "e"], [0, "0", 1, 2, 3]], ids=["same", "same-as-str"]
+)
+def test_duplicate_column_names_are_refused_at_fit(frames, columns):
+    df, y, qid, *_ = frames
+    dup = pd.DataFrame(df.to_numpy(), columns=columns)
+    with pytest.raises(LTRInputError, match=r"duplicate feature names \['(a|0)'\]"):
+        Ranker(**FAST).fit(dup, y, qid=qid)

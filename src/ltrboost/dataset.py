@@ -368,6 +368,8 @@ def make_dataset(
     X, names = as_feature_matrix(X, keep_sparse=True)
     if feature_names is None:
         feature_names = names
+    if feature_names is not None:
+        _refuse_duplicate_names(feature_names)
     n = X.shape[0]
     if (qid is None) == (group is None):
         raise LTRInputError(
@@ -580,6 +582,19 @@ def _columns_by_name(X: Any, names: list[str], expected: list[str]) -> Any:
         )
     position = {c: k for k, c in enumerate(names)}
     return X.iloc[:, [position[c] for c in expected]]
+
+
+def _refuse_duplicate_names(names: Sequence[str]) -> None:
+    """A model takes a DataFrame's columns by name (``predict``, ``score``, warm
+    starts), so two features of one name would be ambiguous: refuse them, naming them."""
+    seen: set[str] = set()
+    dup = [str(c) for c in names if str(c) in seen or seen.add(str(c))]
+    if dup:
+        raise LTRInputError(
+            f"duplicate feature names {sorted(set(dup))}: columns are taken by name, so "
+            "each must be distinct (names are compared as strings: 0 and '0' are both "
+            "'0'); rename the columns"
+        )
 
 
 def _check_numeric_columns(X: Any) -> None:
