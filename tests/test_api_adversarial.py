@@ -48,3 +48,31 @@ def test_duplicate_column_names_are_refused_at_fit(frames, columns):
     dup = pd.DataFrame(df.to_numpy(), columns=columns)
     with pytest.raises(LTRInputError, match=r"duplicate feature names \['(a|0)'\]"):
         Ranker(**FAST).fit(dup, y, qid=qid)
+
+
+def test_a_pyarrow_table_is_taken_by_column_name(frames):
+    pa = pytest.importorskip("pyarrow")
+    from ltrboost.metrics import make_scorer
+
+    df, y, qid, dv, yv, qv = frames
+    by_frame = Ranker(**FAST).fit(df, y, qid=qid)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    by_table = Ranker(**FAST).fit(table, y, qid=qid)
+    assert list(by_table.feature_names_in_) == COLS
+    np.testing.assert_array_equal(by_table.predict(dv), by_frame.predict(dv))
+    # predict takes a reordered table's columns by name (they were taken by position)
+    reordered = pa.Table.from_pandas(dv[COLS[::-1]], preserve_index=False)
+    np.testing.assert_array_equal(by_frame.predict(reordered), by_frame.predict(dv))
+    with pytest.raises(LTRInputError, match=r"unknown columns \['z'\]"):
+        by_frame.predict(reordered.rename_columns(["z", "d", "c", "b", "a"]))
+    # a qid column, nulls as missing values, a string column named
+    with_qid = pa.Table.from_pandas(dv.assign(qid=qv), preserve_index=False)
+    assert by_frame.score(with_qid, yv) == by_frame.score(dv, yv, qid=qv)
+    assert make_scorer("ndcg@10")(by_frame, with_qid, yv) == by_frame.score(dv, yv, qid=qv)
+    fit = Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(with_qid, yv)])
+    assert fit.evals_result_["valid_0"]["ndcg@10"][-1] == by_frame.score(dv, yv, qid=qv)
+    holes = table.set_column(0, "a", pa.array([None] * len(df), type=pa.float64()))
+    np.testing.assert_array_equal(by_frame.predict(holes), by_frame.predict(df.assign(a=np.nan)))
+    text = table.set_column(1, "b", pa.array(["x"] * len(df)))
+    with pytest.raises(LTRInputError, match="column 'b' has dtype string"):
+        Ranker(**FAST).fit(text, y, qid=qid)

@@ -474,6 +474,7 @@ def as_feature_matrix(
     (float32 kept, anything else float64; duplicates summed) instead of densified.
     """
     names = None
+    X = arrow_as_frame(X)
     if keep_sparse and hasattr(X, "tocsr") and hasattr(X, "nnz"):
         return _sparse_feature_matrix(X), names
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # pandas DataFrame
@@ -551,11 +552,27 @@ def _refuse_complex(a: Any, name: str) -> None:
                 raise LTRInputError(f"{name} holds complex numbers; it must be real")
 
 
+def arrow_as_frame(X: Any) -> Any:
+    """A pyarrow ``Table`` or ``RecordBatch`` as a pandas DataFrame (Arrow-backed
+    columns, nulls kept as missing values), so that its column names are kept and
+    checked as a DataFrame's; anything else as it is."""
+    if (
+        type(X).__module__.startswith("pyarrow")
+        and hasattr(X, "column_names")
+        and hasattr(X, "to_pandas")
+    ):
+        import pandas as pd
+
+        return X.to_pandas(types_mapper=pd.ArrowDtype)
+    return X
+
+
 def select_columns(X: Any, feature_names: Sequence[str] | None) -> Any:
     """A pandas DataFrame ``X`` with its columns taken by name in the order of
     ``feature_names`` (the names stored at fit time), still a DataFrame; anything else,
     or no names, as it is.  LTRInputError names missing, unknown or duplicate columns
     (the rule :func:`as_feature_matrix` applies when it converts)."""
+    X = arrow_as_frame(X)
     if feature_names is None or not (hasattr(X, "columns") and hasattr(X, "iloc")):
         return X
     have = [str(c) for c in X.columns]

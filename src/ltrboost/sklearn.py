@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator
 
 from ltrboost.booster import CallbackEnv, train
 from ltrboost.callbacks import check_period, log_best, log_evaluation
-from ltrboost.dataset import RankingDataset, make_dataset
+from ltrboost.dataset import RankingDataset, arrow_as_frame, make_dataset
 from ltrboost.model import Booster
 from ltrboost.params import PARAM_NAMES, BoosterParams
 
@@ -208,7 +208,7 @@ class Ranker(BaseEstimator):
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
-        X, qid = _split_qid_column(X, qid, group)
+        X, qid = _split_qid_column(arrow_as_frame(X), qid, group)
         init_model = _as_booster(init_model)
         if init_model is not None:  # its trees read features by its names
             X = _by_names(X, init_model.feature_names, "X (the columns of init_model)")
@@ -296,6 +296,7 @@ class Ranker(BaseEstimator):
         return self.booster_.predict(X, iteration=iteration)
 
     def _drop_qid_column(self, X: Any) -> tuple[Any, Any]:
+        X = arrow_as_frame(X)
         names = self.booster_.feature_names
         if _has_qid_column(X) and (names is None or "qid" not in names):
             return X.drop(columns="qid"), X["qid"].to_numpy()
@@ -416,6 +417,7 @@ def _by_names(X: Any, names: Sequence[str] | None, what: str) -> Any:
 
 
 def _has_qid_column(X: Any) -> bool:
+    """X is a DataFrame with a ``qid`` column (call on :func:`arrow_as_frame`'s output)."""
     return hasattr(X, "columns") and hasattr(X, "drop") and "qid" in list(X.columns)
 
 
@@ -472,6 +474,8 @@ def _eval_dataset(
     """``eval_set[index]`` as a dataset; a DataFrame's columns are taken by the training
     set's ``names`` (any order), as ``predict`` takes them."""
     es = tuple(es)
+    if es:
+        es = (arrow_as_frame(es[0]), *es[1:])
     if es and _has_qid_column(es[0]) and not (names is not None and "qid" in names):
         X0, q0 = es[0].drop(columns="qid"), es[0]["qid"].to_numpy()
         es = (_by_names(X0, names, f"eval_set[{index}]"), *es[1:])

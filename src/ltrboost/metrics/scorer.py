@@ -71,8 +71,9 @@ class RankingScorer(_BaseScorer):
         sample_weight=None,
         **_: Any,
     ) -> float:
-        from ltrboost.dataset import make_dataset
+        from ltrboost.dataset import arrow_as_frame, make_dataset
 
+        X = arrow_as_frame(X)
         if qid is None and group is None:
             if hasattr(X, "columns") and "qid" in list(X.columns):
                 qid = X["qid"].to_numpy()
