@@ -76,3 +76,19 @@ def test_a_pyarrow_table_is_taken_by_column_name(frames):
     text = table.set_column(1, "b", pa.array(["x"] * len(df)))
     with pytest.raises(LTRInputError, match="column 'b' has dtype string"):
         Ranker(**FAST).fit(text, y, qid=qid)
+
+
+def test_bad_rows_of_an_eval_set_name_the_set(frames):
+    df, y, qid, dv, yv, qv = frames
+    bad_y = np.where(np.arange(len(yv)) == 3, np.nan, yv)
+    with pytest.raises(LTRInputError, match=r"^eval_set\[1\]: row 3: label y\[3\]=nan") as e:
+        Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(dv, yv, qv), (dv, bad_y, qv)])
+    assert e.value.row == 3
+    bad_x = dv.to_numpy().copy()
+    bad_x[7, 2] = np.inf
+    with pytest.raises(LTRInputError, match=r"^eval_set\[0\]: row 7: .* is inf"):
+        Ranker(**FAST).fit(df.to_numpy(), y, qid=qid, eval_set=[(bad_x, yv, qv)])
+    with pytest.raises(LTRInputError, match=r"^eval_set\[0\]: qid has shape \(3,\)"):
+        Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(dv, yv, qv[:3])])
+    with pytest.raises(ValueError, match=r"^eval_set\[0\]: each eval_set entry must be"):
+        Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(dv, yv)])

@@ -232,7 +232,10 @@ class Ranker(BaseEstimator):
         valid_sets = []
         for k, es in enumerate(eval_set):
             name = (eval_names[k] if eval_names else None) or f"valid_{k}"
-            vds = _eval_dataset(es, *eval_queries[k], index=k, names=train_set.feature_names)
+            try:
+                vds = _eval_dataset(es, *eval_queries[k], index=k, names=train_set.feature_names)
+            except ValueError as e:  # say which validation set the bad row is in
+                raise _in_eval_set(e, k) from e
             if vds.X.shape[1] != train_set.X.shape[1]:
                 raise ValueError(
                     f"eval_set[{k}] has {vds.X.shape[1]} features but X has {train_set.X.shape[1]}"
@@ -466,6 +469,22 @@ def _eval_queries(eval_set: list, eval_qid, eval_group) -> list[tuple[Any, Any]]
     if name == "eval_qid":
         return [(q, None) for q in given]
     return [(None, g) for g in given]
+
+
+def _in_eval_set(error: ValueError, index: int) -> ValueError:
+    """``error`` (about an ``eval_set`` entry) with ``eval_set[index]: `` in front of
+    its message, of the same type (an LTRInputError keeps its row); unchanged when it
+    names the entry already."""
+    from ltrboost.dataset import LTRInputError
+
+    msg = str(error)
+    if msg.startswith(f"eval_set[{index}]"):
+        return error
+    if isinstance(error, LTRInputError):
+        named = LTRInputError(f"eval_set[{index}]: {msg}")
+        named.row, named.problem = error.row, error.problem
+        return named
+    return ValueError(f"eval_set[{index}]: {msg}")
 
 
 def _eval_dataset(
