@@ -92,3 +92,16 @@ def test_bad_rows_of_an_eval_set_name_the_set(frames):
         Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(dv, yv, qv[:3])])
     with pytest.raises(ValueError, match=r"^eval_set\[0\]: each eval_set entry must be"):
         Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(dv, yv)])
+
+
+def test_an_infinite_value_of_a_dataframe_names_its_column(frames):
+    df, y, qid, *_ = frames
+    bad = df.copy()
+    bad.iloc[4, 3] = -np.inf
+    with pytest.raises(LTRInputError, match=r"^row 4: feature 3 \(column 'd'\) is -inf") as e:
+        Ranker(**FAST).fit(bad, y, qid=qid)
+    assert e.value.row == 4
+    fitted = Ranker(**FAST).fit(df, y, qid=qid)
+    # the model's numbering of the features, whatever the frame's column order
+    with pytest.raises(LTRInputError, match=r"feature 3 \(column 'd'\) is -inf"):
+        fitted.predict(bad[COLS[::-1]])

@@ -502,8 +502,9 @@ def as_feature_matrix(
     inf = np.isinf(X)
     if inf.any():
         row, col = np.argwhere(inf)[0]
+        column = "" if names is None else f" (column {names[col]!r})"
         raise LTRInputError(
-            f"feature {col} is {X[row, col]}: infinite values are not allowed "
+            f"feature {col}{column} is {X[row, col]}: infinite values are not allowed "
             "(use NaN for a missing value, or clip)",
             row=int(row),
         )
