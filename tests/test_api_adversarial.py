@@ -105,3 +105,14 @@ def test_an_infinite_value_of_a_dataframe_names_its_column(frames):
     # the model's numbering of the features, whatever the frame's column order
     with pytest.raises(LTRInputError, match=r"feature 3 \(column 'd'\) is -inf"):
         fitted.predict(bad[COLS[::-1]])
+
+
+def test_from_booster_sets_the_feature_names_as_fit_does(frames):
+    df, y, qid, *_ = frames
+    fitted = Ranker(**FAST).fit(df, y, qid=qid)
+    again = Ranker.from_booster(fitted.booster_)
+    assert list(again.feature_names_in_) == COLS
+    assert not hasattr(
+        Ranker.from_booster(Ranker(**FAST).fit(df.to_numpy(), y, qid=qid).booster_),
+        "feature_names_in_",
+    )

@@ -392,6 +392,8 @@ class Ranker(BaseEstimator):
         est = cls(**params)
         est.booster_ = booster
         est.n_features_in_ = booster.n_features
+        if booster.feature_names is not None:  # as fit sets it
+            est.feature_names_in_ = np.asarray(booster.feature_names, dtype=object)
         return est
 
     def _check_fitted(self) -> None:
