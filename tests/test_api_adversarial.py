@@ -116,3 +116,18 @@ def test_from_booster_sets_the_feature_names_as_fit_does(frames):
         Ranker.from_booster(Ranker(**FAST).fit(df.to_numpy(), y, qid=qid).booster_),
         "feature_names_in_",
     )
+
+
+def test_sample_weight_of_the_wrong_shape_is_named(frames):
+    df, y, qid, *_ = frames
+    n = len(y)
+    with pytest.raises(LTRInputError, match=r"sample_weight must be 1-D .*got shape \(300, 2\)"):
+        Ranker(**FAST).fit(df, y, qid=qid, sample_weight=np.ones((n, 2)))
+    w = np.ones(n)
+    w[5] = np.nan
+    with pytest.raises(LTRInputError, match=r"^row 5: sample_weight\[5\]=nan") as e:
+        Ranker(**FAST).fit(df, y, qid=qid, sample_weight=w)
+    assert e.value.row == 5
+    column = Ranker(**FAST).fit(df, y, qid=qid, sample_weight=np.ones((n, 1)))
+    flat = Ranker(**FAST).fit(df, y, qid=qid, sample_weight=np.ones(n))
+    np.testing.assert_array_equal(column.predict(df), flat.predict(df))

@@ -394,7 +394,16 @@ def make_dataset(
     if sample_weight is not None:
         w = np.asarray(sample_weight)
         _refuse_complex(w, "sample_weight")
-        w = np.asarray(w, dtype=np.float64).ravel()
+        if w.ndim == 2 and 1 in w.shape:  # a column or row vector, as labels
+            w = np.ravel(w)
+        if w.ndim != 1:
+            raise LTRInputError(
+                f"sample_weight must be 1-D (one weight per row), got shape {w.shape}"
+            )
+        try:
+            w = np.asarray(w, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise LTRInputError(f"sample_weight must be numeric: {e}") from None
         if w.shape[0] != n:
             raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
         # weights are kept as float32: larger ones would become inf
@@ -403,7 +412,8 @@ def make_dataset(
             row = int(np.flatnonzero(bad)[0])
             raise LTRInputError(
                 f"sample_weight[{row}]={w[row]} must be finite, >= 0 and at most "
-                f"{_FLOAT32_MAX:.4g} (weights are float32)"
+                f"{_FLOAT32_MAX:.4g} (weights are float32)",
+                row=row,
             )
         if n > 0 and not w.any():
             raise LTRInputError(
