@@ -131,3 +131,22 @@ def test_sample_weight_of_the_wrong_shape_is_named(frames):
     column = Ranker(**FAST).fit(df, y, qid=qid, sample_weight=np.ones((n, 1)))
     flat = Ranker(**FAST).fit(df, y, qid=qid, sample_weight=np.ones(n))
     np.testing.assert_array_equal(column.predict(df), flat.predict(df))
+
+
+def test_a_value_that_is_not_a_number_is_named_by_row(frames):
+    df, y, qid, *_ = frames
+    X = df.to_numpy()
+    labels = y.astype(object)
+    labels[7] = "high"
+    with pytest.raises(LTRInputError, match=r"^row 7: y\[7\]='high' is not a number"):
+        Ranker(**FAST).fit(X, labels, qid=qid)
+    text = X.astype(object)
+    text[4, 2] = "n/a"
+    with pytest.raises(LTRInputError, match=r"^row 4: feature 2 is 'n/a': not a number"):
+        Ranker(**FAST).fit(text, y, qid=qid)
+    weights = np.ones(len(y), dtype=object)
+    weights[3] = "x"
+    with pytest.raises(LTRInputError, match=r"^row 3: sample_weight\[3\]='x' is not a number"):
+        Ranker(**FAST).fit(X, y, qid=qid, sample_weight=weights)
+    with pytest.raises(LTRInputError, match=r"^row 1: X has 1 values in this row but 2 in row 0"):
+        Ranker(**FAST).fit([[1.0, 2.0], [3.0], [4.0, 5.0]], [0, 1, 0], qid=[0, 0, 0])

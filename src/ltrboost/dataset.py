@@ -257,7 +257,7 @@ def check_labels(
     try:
         arr = np.ascontiguousarray(arr, dtype=np.float64)
     except (TypeError, ValueError) as e:
-        raise LTRInputError(f"{name} must be numeric: {e}") from None
+        raise _not_numeric(arr, name, e) from None
     suffix = f"; {context}" if context else ""
     bad = ~np.isfinite(arr)
     if bad.any():
@@ -403,7 +403,7 @@ def make_dataset(
         try:
             w = np.asarray(w, dtype=np.float64)
         except (TypeError, ValueError) as e:
-            raise LTRInputError(f"sample_weight must be numeric: {e}") from None
+            raise _not_numeric(w, "sample_weight", e) from None
         if w.shape[0] != n:
             raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
         # weights are kept as float32: larger ones would become inf
@@ -458,7 +458,7 @@ def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
         try:
             f = np.asarray(arr, dtype=np.float64)
         except (TypeError, ValueError) as e:
-            raise LTRInputError(f"position must hold integers: {e}") from None
+            raise _not_numeric(arr, "position", e, "not an integer") from None
         bad = ~np.isfinite(f) | (f != np.round(f))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
@@ -500,7 +500,10 @@ def as_feature_matrix(
     elif hasattr(X, "toarray") and hasattr(X, "tocsr"):  # scipy.sparse
         _refuse_complex(X, "X")
         X = X.toarray()
-    X = np.asarray(X)
+    try:
+        X = np.asarray(X)
+    except ValueError as e:  # rows of different lengths
+        raise _ragged(X, e) from None
     _refuse_complex(X, "X")
     if X.ndim != 2:
         raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
@@ -508,7 +511,7 @@ def as_feature_matrix(
         try:
             X = X.astype(np.float64)
         except (TypeError, ValueError) as e:
-            raise LTRInputError(f"X must be numeric: {e}") from None
+            raise _not_numeric(X, "X", e) from None
     inf = np.isinf(X)
     if inf.any():
         row, col = np.argwhere(inf)[0]
@@ -550,6 +553,40 @@ def _sparse_feature_matrix(X: Any) -> Any:
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _not_numeric(
+    arr: Any, name: str, error: Exception, problem: str = "not a number"
+) -> LTRInputError:
+    """The error for an array that does not convert to floats, naming its first value
+    that does not (its row, and its feature for a 2-D ``X``); only on the error path."""
+    a = np.asarray(arr)
+    for index, value in np.ndenumerate(a):
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            row = int(index[0])
+            if a.ndim == 2:  # as the message for an infinite feature
+                return LTRInputError(f"feature {int(index[1])} is {value!r}: {problem}", row=row)
+            return LTRInputError(f"{name}[{row}]={value!r} is {problem}", row=row)
+    return LTRInputError(f"{name} must be numeric: {error}")
+
+
+def _ragged(X: Any, error: Exception) -> LTRInputError:
+    """The error for rows of different lengths (a list of lists), naming the first row
+    whose length differs from row 0's."""
+    try:
+        lengths = [len(r) for r in X]
+    except TypeError:
+        return LTRInputError(f"X must be a 2-D array of numbers: {error}")
+    for row, n in enumerate(lengths):
+        if n != lengths[0]:
+            return LTRInputError(
+                f"X has {n} values in this row but {lengths[0]} in row 0: every row "
+                "needs one value per feature",
+                row=row,
+            )
+    return LTRInputError(f"X must be a 2-D array of numbers: {error}")
 
 
 def _refuse_complex(a: Any, name: str) -> None:
