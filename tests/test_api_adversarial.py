@@ -150,3 +150,13 @@ def test_a_value_that_is_not_a_number_is_named_by_row(frames):
         Ranker(**FAST).fit(X, y, qid=qid, sample_weight=weights)
     with pytest.raises(LTRInputError, match=r"^row 1: X has 1 values in this row but 2 in row 0"):
         Ranker(**FAST).fit([[1.0, 2.0], [3.0], [4.0, 5.0]], [0, 1, 0], qid=[0, 0, 0])
+
+
+def test_a_custom_metric_must_return_a_number(frames):
+    df, y, qid, dv, yv, qv = frames
+
+    def nothing(scores, labels, offsets):
+        return None
+
+    with pytest.raises(ValueError, match="eval_metric 'nothing' must return a number"):
+        Ranker(**FAST, eval_metric=nothing).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])

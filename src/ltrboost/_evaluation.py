@@ -129,7 +129,15 @@ class _CustomMetric:
         self.fn, self.y, self.query_offsets = fn, vs.y, vs.query_offsets
 
     def __call__(self, scores) -> float:
-        return float(self.fn(scores, self.y, self.query_offsets))
+        value = self.fn(scores, self.y, self.query_offsets)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            name = getattr(self.fn, "__name__", "custom")
+            raise ValueError(
+                f"eval_metric {name!r} must return a number (higher is better), not "
+                f"{type(value).__name__} {value!r:.80}"
+            ) from None
 
 
 # Parameters added after the model format was settled, left out of a model file while
