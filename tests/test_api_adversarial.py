@@ -160,3 +160,22 @@ def test_a_custom_metric_must_return_a_number(frames):
 
     with pytest.raises(ValueError, match="eval_metric 'nothing' must return a number"):
         Ranker(**FAST, eval_metric=nothing).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+
+
+def test_a_nan_metric_is_refused_when_it_drives_early_stopping(frames):
+    df, y, qid, dv, yv, qv = frames
+    calls = []
+
+    def rising(scores, labels, offsets):  # NaN once, then better every round
+        calls.append(1)
+        return np.nan if len(calls) == 1 else float(len(calls))
+
+    # the NaN round was kept as the best, so training stopped at round 4 and the
+    # model predicted with its first tree only
+    with pytest.raises(ValueError, match=r"round 1: eval_metric 'rising' is NaN"):
+        Ranker(**dict(FAST, n_estimators=10), eval_metric=rising, early_stopping_rounds=3).fit(
+            df, y, qid=qid, eval_set=[(dv, yv, qv)]
+        )
+    calls.clear()  # without early stopping a NaN is only recorded
+    r = Ranker(**FAST, eval_metric=rising).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+    assert np.isnan(r.evals_result_["valid_0"]["rising"][0])
