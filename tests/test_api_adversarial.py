@@ -179,3 +179,29 @@ def test_a_nan_metric_is_refused_when_it_drives_early_stopping(frames):
     calls.clear()  # without early stopping a NaN is only recorded
     r = Ranker(**FAST, eval_metric=rising).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
     assert np.isnan(r.evals_result_["valid_0"]["rising"][0])
+
+
+@pytest.mark.parametrize(
+    "qid",
+    [
+        np.array(["2020-01-01", "NaT", "2020-01-02", "NaT"], dtype="datetime64[D]"),
+        np.array([1.0, np.nan, 1.0, 2.0], dtype=object),
+        np.array([1, pd.NA, 1, 2], dtype=object),
+        np.array(["a", pd.NaT, "a", "b"], dtype=object),
+    ],
+    ids=["datetime-NaT", "object-NaN", "object-NA", "object-NaT"],
+)
+def test_a_missing_query_id_of_any_kind_is_named(qid):
+    # NaT rows were grouped as one query "NaT"; an object NaN split query 1.0 in two
+    with pytest.raises(LTRInputError, match=r"^row 1: qid is .*every row needs a query id"):
+        make_dataset(np.zeros((4, 2)), [0, 1, 0, 1], qid=qid)
+
+
+def test_object_query_ids_still_group_as_numbers_or_strings():
+    for qid in (
+        np.array([1.0, 2, 1, np.int64(2)], dtype=object),
+        np.array(list("baba"), dtype=object),
+    ):
+        ds = make_dataset(np.zeros((4, 2)), [0, 1, 0, 1], qid=qid)
+        np.testing.assert_array_equal(ds.query_offsets, [0, 2, 4])
+        np.testing.assert_array_equal(ds.order, [0, 2, 1, 3])

@@ -141,13 +141,23 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
     return offsets
 
 
+def _has_missing_object(qid: NDArray[Any]) -> bool:
+    """Whether object qids hold None or a value unequal to itself (NaN, which sorts
+    nowhere and split one query's rows apart) or not comparable (pandas' NA);
+    vectorised, so only a positive answer costs :func:`_check_object_qids`' loop."""
+    try:
+        return bool(np.equal(qid, None).any() or np.not_equal(qid, qid).any())
+    except (TypeError, ValueError):  # e.g. pd.NA != pd.NA is NA, not a bool
+        return True
+
+
 def _check_object_qids(qid: NDArray[Any]) -> None:
     """Object qids must be one comparable kind (all strings or all numbers; grouping
     sorts them): None, NaN or a mix is an error naming the first odd row.  Run only
     when grouping failed or a None is present (a loop over the rows)."""
     kinds = []
     for v in qid.tolist():
-        if v is None or (isinstance(v, float) and v != v):
+        if v is None or (isinstance(v, float) and v != v) or _is_pandas_missing(v):
             kinds.append("missing")
         elif isinstance(v, str | bytes):
             kinds.append(type(v).__name__)
@@ -167,6 +177,11 @@ def _check_object_qids(qid: NDArray[Any]) -> None:
                 "ids must be all strings or all numbers",
                 row=row,
             )
+
+
+def _is_pandas_missing(v: Any) -> bool:
+    """pandas' NA and NaT (checked by type name: pandas is optional)."""
+    return type(v).__name__ in ("NAType", "NaTType")
 
 
 def group_by_qid(
@@ -191,8 +206,11 @@ def group_by_qid(
     if qid.dtype.kind == "f" and not np.all(np.isfinite(qid)):
         bad = int(np.flatnonzero(~np.isfinite(qid))[0])
         raise LTRInputError(f"qid is {qid[bad]}", row=bad)
-    if qid.dtype.kind == "O" and np.equal(qid, None).any():
-        _check_object_qids(qid)  # names the row of the None
+    if qid.dtype.kind in "mM" and np.isnat(qid).any():  # NaT would group as one query
+        bad = int(np.flatnonzero(np.isnat(qid))[0])
+        raise LTRInputError("qid is NaT: every row needs a query id", row=bad)
+    if qid.dtype.kind == "O" and _has_missing_object(qid):
+        _check_object_qids(qid)  # names the row of the None, NaN, NA or NaT
     try:
         return _group_runs(qid, n)
     except TypeError:  # object qids that do not sort together: name the first odd row
