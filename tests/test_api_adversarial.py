@@ -205,3 +205,24 @@ def test_object_query_ids_still_group_as_numbers_or_strings():
         ds = make_dataset(np.zeros((4, 2)), [0, 1, 0, 1], qid=qid)
         np.testing.assert_array_equal(ds.query_offsets, [0, 2, 4])
         np.testing.assert_array_equal(ds.order, [0, 2, 1, 3])
+
+
+def test_train_names_the_expected_types(frames):
+    df, y, qid, *_ = frames
+    ds = make_dataset(df, y, qid=qid)
+    with pytest.raises(TypeError, match="train_set must be a RankingDataset"):
+        train({"n_estimators": 2}, df.to_numpy())
+    with pytest.raises(TypeError, match=r"valid_sets\[0\] must be a pair \(name, RankingDataset\)"):
+        train({"n_estimators": 2}, ds, [ds])
+    with pytest.raises(TypeError, match="init_model must be a Booster"):
+        train({"n_estimators": 2}, ds, init_model="model.json")
+
+
+def test_predict_refuses_a_fractional_iteration(frames):
+    df, y, qid, *_ = frames
+    booster = Ranker(**FAST).fit(df, y, qid=qid).booster_
+    with pytest.raises(ValueError, match=r"iteration=1.5 must be an integer"):
+        booster.predict(df, iteration=1.5)  # was truncated to 1 silently
+    np.testing.assert_array_equal(
+        booster.predict(df, iteration=np.int64(2)), booster.predict(df, iteration=2)
+    )

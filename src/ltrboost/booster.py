@@ -130,6 +130,7 @@ def train(
     if isinstance(params, dict):
         params = BoosterParams.from_dict(params)
     params.validate()
+    valid_sets = _check_train_inputs(train_set, valid_sets, init_model)
     if train_set.y is None:
         raise ValueError("the training set has no labels")
     if train_set.n_samples == 0:
@@ -149,6 +150,33 @@ def train(
     with threads(params.n_threads) as n_threads, quiet:
         run = Training(params, objective, train_set, list(valid_sets), n_threads)
         return run.run(callbacks, init_model)
+
+
+def _check_train_inputs(train_set, valid_sets, init_model) -> list:
+    """TypeErrors naming the expected types (an AttributeError or a failed unpacking
+    deep in training said nothing of them); the validation sets as a list."""
+    if not isinstance(train_set, RankingDataset):
+        raise TypeError(
+            f"train_set must be a RankingDataset (ltrboost.make_dataset(X, y, qid=...)), "
+            f"not {type(train_set).__name__}"
+        )
+    valid_sets = list(valid_sets)
+    for k, entry in enumerate(valid_sets):
+        if not (
+            isinstance(entry, tuple | list)
+            and len(entry) == 2
+            and isinstance(entry[0], str)
+            and isinstance(entry[1], RankingDataset)
+        ):
+            raise TypeError(
+                f"valid_sets[{k}] must be a pair (name, RankingDataset), not {type(entry).__name__}"
+            )
+    if init_model is not None and not isinstance(init_model, Booster):
+        raise TypeError(
+            f"init_model must be a Booster (ltrboost.load_model(path) reads one; "
+            f"Ranker.fit takes a path or a fitted Ranker too), not {type(init_model).__name__}"
+        )
+    return valid_sets
 
 
 def warn_if_pairs_ignored(objective, train_set: RankingDataset) -> None:

@@ -105,6 +105,8 @@ class Booster:
     def _resolve_iterations(self, iteration: int | None) -> int:
         if iteration is None:
             n = self.best_iteration if self.best_iteration is not None else self.n_iterations
+        elif isinstance(iteration, bool) or not isinstance(iteration, int | np.integer):
+            raise ValueError(f"iteration={iteration!r} must be an integer (a number of rounds)")
         else:
             n = int(iteration)
         if not 0 <= n <= self.n_iterations:
