@@ -226,3 +226,11 @@ def test_predict_refuses_a_fractional_iteration(frames):
     np.testing.assert_array_equal(
         booster.predict(df, iteration=np.int64(2)), booster.predict(df, iteration=2)
     )
+
+
+def test_an_eval_metric_of_another_type_is_named(frames):
+    df, y, qid, *_ = frames
+    with pytest.raises(ValueError, match="eval_metric=5 must be a metric name"):
+        Ranker(**FAST, eval_metric=5).fit(df, y, qid=qid)  # was "'int' object is not iterable"
+    r = Ranker(**FAST, eval_metric=("map", "ndcg@3")).fit(df, y, qid=qid)
+    assert r.score(df, y, qid=qid) == r.score(df, y, qid=qid, metric="map")

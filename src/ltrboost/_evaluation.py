@@ -78,6 +78,11 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
     items = [s.strip() for s in m.split(",")] if isinstance(m, str) else m
     if callable(items):
         items = [items]
+    elif not isinstance(items, list | tuple):
+        raise ValueError(
+            f"eval_metric={m!r} must be a metric name, a callable f(scores, labels, "
+            "query_offsets) -> float, or a list of them"
+        )
     out: dict[str, Any] = {}
     for item in items:
         if callable(item):
