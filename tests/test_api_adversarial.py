@@ -234,3 +234,21 @@ def test_an_eval_metric_of_another_type_is_named(frames):
         Ranker(**FAST, eval_metric=5).fit(df, y, qid=qid)  # was "'int' object is not iterable"
     r = Ranker(**FAST, eval_metric=("map", "ndcg@3")).fit(df, y, qid=qid)
     assert r.score(df, y, qid=qid) == r.score(df, y, qid=qid, metric="map")
+
+
+def test_fit_refuses_an_unknown_importance_type(frames):
+    df, y, qid, *_ = frames
+    # it was accepted, and the error came only when feature_importances_ was read
+    with pytest.raises(ValueError, match="importance_type='cover' is not one of"):
+        Ranker(**FAST, importance_type="cover").fit(df, y, qid=qid)
+
+
+def test_score_names_a_callable_metric_that_returns_no_number(frames):
+    df, y, qid, *_ = frames
+    r = Ranker(**FAST).fit(df, y, qid=qid)
+
+    def nothing(scores, labels, offsets):
+        return None
+
+    with pytest.raises(ValueError, match="eval_metric 'nothing' must return a number"):
+        r.score(df, y, qid=qid, metric=nothing)

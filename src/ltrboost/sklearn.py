@@ -208,6 +208,12 @@ class Ranker(BaseEstimator):
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
+        from ltrboost.inspection import IMPORTANCE_TYPES
+
+        if self.importance_type not in IMPORTANCE_TYPES:  # refused by fit, not later
+            raise ValueError(
+                f"importance_type={self.importance_type!r} is not one of {IMPORTANCE_TYPES}"
+            )
         X, qid = _split_qid_column(arrow_as_frame(X), qid, group)
         init_model = _as_booster(init_model)
         if init_model is not None:  # its trees read features by its names
@@ -368,8 +374,10 @@ class Ranker(BaseEstimator):
                 m = [m]
             metric = m[0].strip() if m and isinstance(m[0], str) else (m[0] if m else "ndcg@10")
         scores = self.booster_.predict(ds.X)
-        if callable(metric):
-            return float(metric(scores, ds.y, ds.query_offsets))
+        if callable(metric):  # the number check of eval_metric callables
+            from ltrboost._evaluation import _CustomMetric
+
+            return _CustomMetric(metric, ds)(scores)
         qw = None
         if ds.weights is not None:
             sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])
