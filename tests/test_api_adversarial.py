@@ -252,3 +252,23 @@ def test_score_names_a_callable_metric_that_returns_no_number(frames):
 
     with pytest.raises(ValueError, match="eval_metric 'nothing' must return a number"):
         r.score(df, y, qid=qid, metric=nothing)
+
+
+def test_a_loaded_model_trained_with_a_callable_metric_scores_and_refits(frames, tmp_path):
+    from ltrboost import load_model
+
+    df, y, qid, dv, yv, qv = frames
+
+    def half(scores, labels, offsets):
+        return 0.5
+
+    r = Ranker(**FAST, eval_metric=[half, "map"]).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+    r.save_model(str(tmp_path / "m.json"))
+    again = Ranker.from_booster(load_model(str(tmp_path / "m.json")))
+    # the file keeps the callable's name, 'half', which score and fit refused as unknown
+    assert again.eval_metric == ["map"]
+    assert again.score(dv, yv, qid=qv) == r.score(dv, yv, qid=qv, metric="map")
+    again.fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+    assert list(again.evals_result_["valid_0"]) == ["map"]
+    only = Ranker(**FAST, eval_metric=half).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+    assert Ranker.from_booster(only.booster_).eval_metric is None

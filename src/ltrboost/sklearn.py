@@ -397,6 +397,8 @@ class Ranker(BaseEstimator):
     @classmethod
     def from_booster(cls, booster: Booster) -> Ranker:
         params = {k: v for k, v in booster.params.items() if k in PARAM_NAMES}
+        if "eval_metric" in params:
+            params["eval_metric"] = _stored_metric_names(params["eval_metric"])
         est = cls(**params)
         est.booster_ = booster
         est.n_features_in_ = booster.n_features
@@ -415,6 +417,24 @@ class Ranker(BaseEstimator):
         tags.input_tags.allow_nan = True
         tags.input_tags.sparse = True  # SciPy sparse X is binned without densifying
         return tags
+
+
+def _stored_metric_names(stored: Any) -> Any:
+    """A model's ``eval_metric`` without the names of callables (a model file keeps a
+    callable metric's ``__name__`` only, which is no metric name: ``score`` and a refit
+    would refuse it as unknown); None when nothing is left."""
+    if stored is None or isinstance(stored, str):
+        return stored
+    from ltrboost.metrics import parse_metric_list
+
+    names = []
+    for name in stored:
+        try:
+            parse_metric_list([name])
+        except ValueError:
+            continue  # a callable's __name__
+        names.append(name)
+    return names or None
 
 
 def _by_names(X: Any, names: Sequence[str] | None, what: str) -> Any:
