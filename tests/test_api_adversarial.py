@@ -272,3 +272,17 @@ def test_a_loaded_model_trained_with_a_callable_metric_scores_and_refits(frames,
     assert list(again.evals_result_["valid_0"]) == ["map"]
     only = Ranker(**FAST, eval_metric=half).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
     assert Ranker.from_booster(only.booster_).eval_metric is None
+
+
+def test_make_dataset_checks_the_feature_names_it_is_given(frames, tmp_path):
+    from ltrboost import load_model
+
+    df, y, qid, *_ = frames
+    X = df.to_numpy()
+    # a wrong count or non-string names trained, and the saved model did not load
+    with pytest.raises(LTRInputError, match="feature_names has 1 names but X has 5 features"):
+        make_dataset(X, y, qid=qid, feature_names=["a"])
+    ds = make_dataset(X, y, qid=qid, feature_names=[0, 1, 2, 3, 4])
+    assert ds.feature_names == ["0", "1", "2", "3", "4"]
+    train(dict(FAST), ds).save_model(str(tmp_path / "m.json"))
+    assert load_model(str(tmp_path / "m.json")).feature_names == ["0", "1", "2", "3", "4"]

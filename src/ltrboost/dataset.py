@@ -386,6 +386,13 @@ def make_dataset(
     X, names = as_feature_matrix(X, keep_sparse=True)
     if feature_names is None:
         feature_names = names
+    elif isinstance(feature_names, str) or len(feature_names) != X.shape[1]:
+        n = 1 if isinstance(feature_names, str) else len(feature_names)
+        raise LTRInputError(
+            f"feature_names has {n} names but X has {X.shape[1]} features; give one name per column"
+        )
+    else:  # names as a DataFrame's columns are taken (a model file holds strings)
+        feature_names = [str(c) for c in feature_names]
     if feature_names is not None:
         _refuse_duplicate_names(feature_names)
     n = X.shape[0]
