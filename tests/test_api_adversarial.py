@@ -286,3 +286,27 @@ def test_make_dataset_checks_the_feature_names_it_is_given(frames, tmp_path):
     assert ds.feature_names == ["0", "1", "2", "3", "4"]
     train(dict(FAST), ds).save_model(str(tmp_path / "m.json"))
     assert load_model(str(tmp_path / "m.json")).feature_names == ["0", "1", "2", "3", "4"]
+
+
+def test_the_kernels_get_c_ordered_writeable_arrays(frames):
+    """The kernels are compiled (warmed up, cached) for C-ordered writeable arrays; a
+    pandas Series (read-only under copy-on-write), a DataFrame (whose to_numpy() is
+    Fortran-ordered) or a strided or read-only float32 X compiled a variant of each
+    kernel on its first fit or predict."""
+    df, y, qid, *_ = frames
+    labels = pd.Series(y)
+    assert not np.asarray(labels).flags.writeable  # pandas' copy-on-write
+    X32 = np.asfortranarray(df.to_numpy(dtype=np.float32))
+    ro = df.to_numpy(dtype=np.float32)
+    ro.flags.writeable = False
+    for X in (df, X32, ro, df.to_numpy()[:, ::-1]):
+        ds = make_dataset(X, labels, qid=qid)
+        assert ds.X.flags.c_contiguous
+        assert ds.X.flags.writeable
+        assert ds.y.flags.c_contiguous
+        assert ds.y.flags.writeable
+    assert make_dataset(X32, y, qid=qid).X.dtype == np.float32
+    assert ro.flags.writeable is False  # the caller's array is left as it was
+    a = Ranker(**FAST).fit(df, labels, qid=qid)
+    b = Ranker(**FAST).fit(np.ascontiguousarray(df.to_numpy()), y, qid=qid)
+    assert [t.tobytes() for t in a.booster_.trees] == [t.tobytes() for t in b.booster_.trees]

@@ -274,6 +274,8 @@ def check_labels(
     _refuse_complex(arr, name)
     try:
         arr = np.ascontiguousarray(arr, dtype=np.float64)
+        if not arr.flags.writeable:  # pandas' copy-on-write Series give read-only
+            arr = arr.copy()  # arrays; the kernels are compiled for writeable ones
     except (TypeError, ValueError) as e:
         raise _not_numeric(arr, name, e) from None
     suffix = f"; {context}" if context else ""
@@ -532,11 +534,16 @@ def as_feature_matrix(
     _refuse_complex(X, "X")
     if X.ndim != 2:
         raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    # The kernels are compiled (and warmed up, and cached) for C-ordered writeable
+    # arrays: a Fortran-ordered, strided or read-only X (a DataFrame's to_numpy() is
+    # Fortran-ordered) would compile a variant of each on its first fit or predict.
     if X.dtype != np.float32:
         try:
-            X = X.astype(np.float64)
+            X = X.astype(np.float64, order="C")  # a copy, as always
         except (TypeError, ValueError) as e:
             raise _not_numeric(X, "X", e) from None
+    elif not (X.flags.c_contiguous and X.flags.writeable):
+        X = np.array(X, order="C")  # float32 kept
     inf = np.isinf(X)
     if inf.any():
         row, col = np.argwhere(inf)[0]
