@@ -310,3 +310,14 @@ def test_the_kernels_get_c_ordered_writeable_arrays(frames):
     a = Ranker(**FAST).fit(df, labels, qid=qid)
     b = Ranker(**FAST).fit(np.ascontiguousarray(df.to_numpy()), y, qid=qid)
     assert [t.tobytes() for t in a.booster_.trees] == [t.tobytes() for t in b.booster_.trees]
+
+
+def test_a_label_the_validation_metrics_refuse_names_the_set(frames):
+    df, y, qid, dv, yv, qv = frames
+    big = yv.copy()
+    big[5] = 40  # mart trains on it; NDCG's exponential gain refuses it
+    with pytest.raises(LTRInputError, match=r"^validation set 'vali': row 5: label 40") as e:
+        Ranker(**FAST, objective="mart").fit(
+            df, y, qid=qid, eval_set=[(dv, big, qv)], eval_names=["vali"]
+        )
+    assert e.value.row == 5

@@ -47,7 +47,7 @@ from ltrboost._evaluation import (
 )
 from ltrboost._numba import threads
 from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory
-from ltrboost.dataset import RankingDataset, rows_located
+from ltrboost.dataset import LTRInputError, RankingDataset, rows_located
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.model import Booster, averaged_divisor, feature_importance_gain
 from ltrboost.objectives.registry import get_objective
@@ -337,7 +337,14 @@ class Training:
         Xb = self.binner.transform(self.used.take(vs.X))
         rv = np.empty((self.n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = self.init[:, None]
-        bound = _bind_metrics(self.params, self.objective, vs)
+        try:
+            bound = _bind_metrics(self.params, self.objective, vs)
+        except LTRInputError as e:  # a label the metrics refuse: say which set
+            if e.path is not None:  # FILE:LINE names it already
+                raise
+            named = LTRInputError(f"validation set {name!r}: {e}")
+            named.row, named.problem = e.row, e.problem
+            raise named from e
         return _Valid(name, vs, Xb, rv, bound)
 
     def resume(self, init_model: Booster) -> int:
