@@ -223,6 +223,8 @@ def test_predict_refuses_a_fractional_iteration(frames):
     booster = Ranker(**FAST).fit(df, y, qid=qid).booster_
     with pytest.raises(ValueError, match=r"iteration=1.5 must be an integer"):
         booster.predict(df, iteration=1.5)  # was truncated to 1 silently
+    with pytest.raises(ValueError, match=r"iteration=1.5 must be an integer"):
+        booster.feature_importance("split", iteration=1.5)
     np.testing.assert_array_equal(
         booster.predict(df, iteration=np.int64(2)), booster.predict(df, iteration=2)
     )

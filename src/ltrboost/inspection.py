@@ -29,6 +29,8 @@ IMPORTANCE_TYPES = ("split", "gain")
 def _trees(booster: Any, iteration: int | None) -> list[NDArray]:
     if iteration is None:
         return list(booster.trees)
+    if isinstance(iteration, bool) or not isinstance(iteration, int | np.integer):
+        raise ValueError(f"iteration={iteration!r} must be an integer (a number of rounds)")
     n = int(iteration)
     if not 0 <= n <= booster.n_iterations:
         raise ValueError(f"iteration={iteration} must be between 0 and {booster.n_iterations}")
