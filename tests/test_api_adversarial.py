@@ -323,3 +323,23 @@ def test_a_label_the_validation_metrics_refuse_names_the_set(frames):
             df, y, qid=qid, eval_set=[(dv, big, qv)], eval_names=["vali"]
         )
     assert e.value.row == 5
+
+
+def test_predict_and_score_run_on_the_estimators_n_threads(frames, monkeypatch):
+    import ltrboost.model
+
+    df, y, qid, *_ = frames
+    r = Ranker(**FAST, n_threads=1).fit(df, y, qid=qid)
+    mc = Ranker(**FAST, objective="mcrank", n_threads=1).fit(df, y, qid=qid)
+    seen = []
+    real = ltrboost.model.threads
+
+    def spy(n):
+        seen.append(n)
+        return real(n)
+
+    monkeypatch.setattr(ltrboost.model, "threads", spy)
+    r.predict(df)
+    r.score(df, y, qid=qid)
+    mc.predict_proba(df)
+    assert seen == [1, 1, 1]  # they ran on every core (None)

@@ -298,11 +298,12 @@ class Ranker(BaseEstimator):
         """Ranking scores (higher ranks higher); comparable only within a query.
 
         A DataFrame's columns are matched to the fit-time names (any order); a ``qid``
-        column that was not a feature is ignored.
+        column that was not a feature is ignored.  Runs on ``n_threads`` threads, as
+        ``fit`` does.
         """
         self._check_fitted()
         X, _ = self._drop_qid_column(X)
-        return self.booster_.predict(X, iteration=iteration)
+        return self.booster_.predict(X, iteration=iteration, n_threads=self.n_threads)
 
     def _drop_qid_column(self, X: Any) -> tuple[Any, Any]:
         X = arrow_as_frame(X)
@@ -336,7 +337,8 @@ class Ranker(BaseEstimator):
         self._check_fitted()
         X, _ = self._drop_qid_column(X)
         obj = self.booster_.get_objective()
-        return obj.predict_proba(self.booster_.predict_raw(X, iteration=iteration))
+        raw = self.booster_.predict_raw(X, iteration=iteration, n_threads=self.n_threads)
+        return obj.predict_proba(raw)
 
     def score(
         self,
@@ -373,7 +375,7 @@ class Ranker(BaseEstimator):
             elif callable(m):
                 m = [m]
             metric = m[0].strip() if m and isinstance(m[0], str) else (m[0] if m else "ndcg@10")
-        scores = self.booster_.predict(ds.X)
+        scores = self.booster_.predict(ds.X, n_threads=self.n_threads)
         if callable(metric):  # the number check of eval_metric callables
             from ltrboost._evaluation import _CustomMetric
 
