@@ -343,3 +343,15 @@ def test_predict_and_score_run_on_the_estimators_n_threads(frames, monkeypatch):
     r.score(df, y, qid=qid)
     mc.predict_proba(df)
     assert seen == [1, 1, 1]  # they ran on every core (None)
+
+
+def test_group_sizes_given_as_text_are_read_or_named():
+    X = np.zeros((6, 2))
+    ds = make_dataset(X, [0, 1, 0, 1, 2, 0], group=np.array([3, 3], dtype=object))
+    np.testing.assert_array_equal(ds.query_offsets, [0, 3, 6])
+    # both were a TypeError from np.isfinite
+    np.testing.assert_array_equal(
+        make_dataset(X, [0, 1, 0, 1, 2, 0], group=["3", "3"]).query_offsets, [0, 3, 6]
+    )
+    with pytest.raises(LTRInputError, match=r"^group\[1\]='x' is not a number"):
+        make_dataset(X, [0, 1, 0, 1, 2, 0], group=["3", "x"])

@@ -124,6 +124,10 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
     if sizes.ndim != 1:
         raise LTRInputError(f"group must be 1-D (query sizes), got shape {sizes.shape}")
     if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
+        try:  # e.g. strings or an object array
+            sizes = np.asarray(sizes, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise _not_numeric(sizes, "group", e, rows=False) from None
         if not np.all(np.isfinite(sizes)) or np.any(sizes != np.round(sizes)):
             raise LTRInputError("group must hold whole numbers (documents per query)")
     sizes = sizes.astype(np.int64)
@@ -588,15 +592,19 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _not_numeric(
-    arr: Any, name: str, error: Exception, problem: str = "not a number"
+    arr: Any, name: str, error: Exception, problem: str = "not a number", *, rows: bool = True
 ) -> LTRInputError:
     """The error for an array that does not convert to floats, naming its first value
-    that does not (its row, and its feature for a 2-D ``X``); only on the error path."""
+    that does not (its row, and its feature for a 2-D ``X``; ``rows=False``: its index
+    only, for arrays not indexed by row); only on the error path."""
     a = np.asarray(arr)
     for index, value in np.ndenumerate(a):
         try:
             float(value)
         except (TypeError, ValueError):
+            value = value.item() if isinstance(value, np.generic) else value
+            if not rows:
+                return LTRInputError(f"{name}[{int(index[0])}]={value!r} is {problem}")
             row = int(index[0])
             if a.ndim == 2:  # as the message for an infinite feature
                 return LTRInputError(f"feature {int(index[1])} is {value!r}: {problem}", row=row)
