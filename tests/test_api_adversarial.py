@@ -355,3 +355,21 @@ def test_group_sizes_given_as_text_are_read_or_named():
     )
     with pytest.raises(LTRInputError, match=r"^group\[1\]='x' is not a number"):
         make_dataset(X, [0, 1, 0, 1, 2, 0], group=["3", "x"])
+
+
+def test_resuming_never_takes_a_nan_round_as_the_best(frames):
+    df, y, qid, dv, yv, qv = frames
+    calls = []
+
+    def rising(scores, labels, offsets):  # NaN once, then better every round
+        calls.append(1)
+        return np.nan if len(calls) == 1 else float(len(calls))
+
+    init = Ranker(**FAST, eval_metric=rising).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+    more = Ranker(**FAST, eval_metric=rising, early_stopping_rounds=2).fit(
+        df, y, qid=qid, eval_set=[(dv, yv, qv)], init_model=init
+    )
+    # the NaN first round was taken as the best, so the run stopped after 2 more rounds
+    # and predicted with the first tree only
+    assert more.best_iteration_ == 6
+    assert more.booster_.n_iterations == 6

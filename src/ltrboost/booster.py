@@ -394,9 +394,9 @@ class Training:
             for _k in range(n_out):
                 self.draw_features()
         if done > 0 and self.valid:
-            hist = self.evals_result[self.valid[0].name][self.metric_names[0]]
-            if hist:
-                self.best_iter = int(np.argmax(hist)) + 1
+            hist = np.asarray(self.evals_result[self.valid[0].name][self.metric_names[0]])
+            if (hist == hist).any():  # a NaN round is never the best (np.argmax picks it)
+                self.best_iter = int(np.nanargmax(hist)) + 1
                 self.best_score = float(hist[self.best_iter - 1])
         return done
 
