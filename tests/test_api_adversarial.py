@@ -373,3 +373,14 @@ def test_resuming_never_takes_a_nan_round_as_the_best(frames):
     # and predicted with the first tree only
     assert more.best_iteration_ == 6
     assert more.booster_.n_iterations == 6
+
+
+def test_a_validation_name_is_the_same_string_in_memory_and_in_the_file(frames, tmp_path):
+    from ltrboost import load_model
+
+    df, y, qid, dv, yv, qv = frames
+    r = Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)], eval_names=[1])
+    r.save_model(str(tmp_path / "m.json"))
+    # evals_result_ was keyed 1 in memory and "1" once loaded
+    assert list(r.evals_result_) == list(load_model(str(tmp_path / "m.json")).evals_result)
+    assert list(r.evals_result_) == ["1"]

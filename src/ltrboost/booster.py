@@ -154,7 +154,8 @@ def train(
 
 def _check_train_inputs(train_set, valid_sets, init_model) -> list:
     """TypeErrors naming the expected types (an AttributeError or a failed unpacking
-    deep in training said nothing of them); the validation sets as a list."""
+    deep in training said nothing of them); the validation sets as a list of (str
+    name, dataset) pairs."""
     if not isinstance(train_set, RankingDataset):
         raise TypeError(
             f"train_set must be a RankingDataset (ltrboost.make_dataset(X, y, qid=...)), "
@@ -165,12 +166,13 @@ def _check_train_inputs(train_set, valid_sets, init_model) -> list:
         if not (
             isinstance(entry, tuple | list)
             and len(entry) == 2
-            and isinstance(entry[0], str)
             and isinstance(entry[1], RankingDataset)
         ):
             raise TypeError(
                 f"valid_sets[{k}] must be a pair (name, RankingDataset), not {type(entry).__name__}"
             )
+        # the name keys evals_result, in memory and in the model file (JSON: a string)
+        valid_sets[k] = (str(entry[0]), entry[1])
     if init_model is not None and not isinstance(init_model, Booster):
         raise TypeError(
             f"init_model must be a Booster (ltrboost.load_model(path) reads one; "
