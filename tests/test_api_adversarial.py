@@ -384,3 +384,13 @@ def test_a_validation_name_is_the_same_string_in_memory_and_in_the_file(frames, 
     # evals_result_ was keyed 1 in memory and "1" once loaded
     assert list(r.evals_result_) == list(load_model(str(tmp_path / "m.json")).evals_result)
     assert list(r.evals_result_) == ["1"]
+
+
+def test_an_eval_frame_is_taken_by_the_init_models_names_when_x_is_an_array(frames):
+    df, y, qid, dv, yv, qv = frames
+    init = Ranker(**FAST).fit(df, y, qid=qid)
+    a = Ranker(**FAST).fit(df.to_numpy(), y, qid=qid, init_model=init, eval_set=[(dv, yv, qv)])
+    b = Ranker(**FAST).fit(
+        df.to_numpy(), y, qid=qid, init_model=init, eval_set=[(dv[COLS[::-1]], yv, qv)]
+    )
+    assert a.evals_result_ == b.evals_result_  # b's frame was taken by position

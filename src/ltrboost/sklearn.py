@@ -235,11 +235,15 @@ class Ranker(BaseEstimator):
             if dup:
                 raise ValueError(f"eval_names must be distinct; repeated: {dup}")
         eval_queries = _eval_queries(eval_set, eval_qid, eval_group)
+        # the model's names: the data's, or (an array continuing a named model) init's
+        names = train_set.feature_names
+        if names is None and init_model is not None:
+            names = init_model.feature_names
         valid_sets = []
         for k, es in enumerate(eval_set):
             name = (eval_names[k] if eval_names else None) or f"valid_{k}"
             try:
-                vds = _eval_dataset(es, *eval_queries[k], index=k, names=train_set.feature_names)
+                vds = _eval_dataset(es, *eval_queries[k], index=k, names=names)
             except ValueError as e:  # say which validation set the bad row is in
                 raise _in_eval_set(e, k) from e
             if vds.X.shape[1] != train_set.X.shape[1]:
