@@ -232,6 +232,24 @@ def test_one_metric_flag(folder, tmp_path, capsys) -> None:
         )
     assert exc.value.code == 2
     assert "disagree" in capsys.readouterr().err
+    # the same flag twice: several metrics are one list, and the message says so
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in ["train", tr, "--valid", va, "--metric", "map", "--metric", "err"]])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--metric given twice ('map', then 'err')" in err
+    assert "--metric map,err" in err
+    assert "--eval-metric" not in err
+    # eval took the last of two --metric flags silently
+    assert run(["train", tr, "-o", m, *FLAGS], capsys)[0] == 0
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in ["eval", m, va, "--metric", "ndcg", "--metric", "err"]])
+    assert exc.value.code == 2
+    assert "--metric given twice ('ndcg', then 'err')" in capsys.readouterr().err
+    rc, out, err = run(["eval", m, va, "--metric", "ndcg,err"], capsys)
+    assert rc == 0, err
+    assert "ndcg" in out
+    assert "err" in out
     for flags in (
         ["--eval-metric", "map"],
         ["--metric", "map", "--eval-metric", "map"],

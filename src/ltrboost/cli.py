@@ -30,6 +30,7 @@ from ltrboost.params import PARAM_NAMES, PARAMS, BoosterParams
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a program the pipe's signal ended
 
 
 def _flag(name: str) -> str:
@@ -86,17 +87,26 @@ def _arg_type(annotation: str):
 class _MetricFlag(argparse.Action):
     """``--metric`` and its deprecated alias ``--eval-metric``: one value, not two.
 
-    Both set ``eval_metric``; given both with different values is an error instead of
-    the later one silently winning.
+    Both set ``eval_metric``; two different values (the flag repeated, or both flags)
+    are an error instead of the later one silently winning.  Several metrics are one
+    comma-separated list, which the message says when the same flag is repeated.
     """
 
     def __call__(self, parser, namespace, values, option_string=None):
         before = getattr(namespace, self.dest, None)
-        if before is not None and before != values:
+        first = getattr(namespace, "_metric_flag", None)  # the flag given first, if any
+        if first is not None and before != values:
+            if first == option_string:
+                parser.error(
+                    f"{option_string} given twice ({before!r}, then {values!r}); several "
+                    f"metrics are one comma-separated list, e.g. {option_string} "
+                    f"{before},{values}"
+                )
             parser.error(
                 f"--metric and --eval-metric (a deprecated alias) disagree: "
                 f"{before!r} vs {values!r}; give --metric once"
             )
+        namespace._metric_flag = first or option_string
         setattr(namespace, self.dest, values)
 
 
@@ -267,7 +277,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a model on labelled data")
     p.add_argument("model")
     p.add_argument("data", nargs="+")
-    p.add_argument("--metric", default="ndcg@1,ndcg@3,ndcg@5,ndcg@10,err@10,map")
+    p.add_argument(
+        "--metric",
+        action=_MetricFlag,
+        default="ndcg@1,ndcg@3,ndcg@5,ndcg@10,err@10,map",
+        help="comma-separated metrics (default: %(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
         "--missing",
@@ -338,7 +353,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         required=True,
         help="lightgbm | xgboost | xgboost-dump | solr | ranklib | onnx",
     )
-    p.add_argument("--output", "-o", required=True, help="file to write")
+    p.add_argument("--output", "-o", required=True, help="file to write ('-': stdout)")
     p.add_argument(
         "--feature-names",
         default=None,
@@ -404,6 +419,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.add_argument(
         "--min-count", type=int, default=1, help="keep pairs with net count >= N (default 1)"
     )
+    _add_missing_token_flag(c)
     c.set_defaults(func=cmd_clicks_mine)
     c = csub.add_parser(
         "dataset",
@@ -413,6 +429,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.add_argument("log", help="click log (qid docid position clicked [impression])")
     c.add_argument("--data", required=True, help="the LETOR file the docids belong to")
     c.add_argument("--output", "-o", required=True, help="LETOR file to write")
+    _add_missing_token_flag(c)
     c.set_defaults(func=cmd_clicks_dataset)
     c = csub.add_parser("simulate", help="simulate a click log from a graded LETOR file")
     c.add_argument("data", help="LETOR file with qid: and '#docid = ...' comments")
@@ -421,9 +438,17 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.add_argument("--n-sessions", type=int, default=10000)
     c.add_argument("--random-state", type=int, default=0)
     c.add_argument("--top-k", type=int, default=10)
-    c.add_argument("--eta", type=float, default=1.0, help="position_based: (1/rank)^eta")
-    c.add_argument("--satisfaction", type=float, default=0.5, help="cascade: stop after a click")
+    c.add_argument(
+        "--eta", type=float, default=None, help="position_based: (1/rank)^eta (default 1)"
+    )
+    c.add_argument(
+        "--satisfaction",
+        type=float,
+        default=None,
+        help="cascade: probability of stopping after a click (default 0.5)",
+    )
     c.add_argument("--noise", type=float, default=0.0, help="click probability floor")
+    _add_missing_token_flag(c)
     c.set_defaults(func=cmd_clicks_simulate)
 
     p = sub.add_parser(
@@ -474,6 +499,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     )
 
     _add_protocol_arguments(p)
+    _add_missing_token_flag(p)
     p.set_defaults(func=cmd_experiment)
     return parser
 
@@ -500,16 +526,28 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
+    vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
     try:
         _refuse_output_over_input(args)
         with warnings.catch_warnings(), _background_compile(args):
             warnings.showwarning = _show_warning
             if getattr(args, "quiet", False):
-                return int(args.func(args) or 0)
-            from ltrboost._compile_notice import CompileNotice
+                rc = int(args.func(args) or 0)
+            else:
+                from ltrboost._compile_notice import CompileNotice
 
-            with CompileNotice() as args.compile_notice:
-                return int(args.func(args) or 0)
+                with CompileNotice() as args.compile_notice:
+                    rc = int(args.func(args) or 0)
+            sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+            return rc
+    except BrokenPipeError:
+        # the reader of stdout left (`ltrboost inspect M --dump | head`): not an error
+        # to report; stdout goes to /dev/null so that the exit's flush does not fail too
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return EXIT_BROKEN_PIPE
     except (LTRInputError, ModelFormatError, ValueError, OSError) as e:
         msg = str(e)
         if isinstance(e, OSError) and e.filename:  # FILE: problem, like data errors
@@ -554,6 +592,9 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
         ck = checkpoint_path(out)  # written during training (a link is followed)
         if os.path.isfile(ck):
             outputs.append(("checkpoint", ck))
+    if getattr(args, "clicks_command", None) == "dataset" and isinstance(out, str):
+        if os.path.isfile(out + ".position"):  # written beside the LETOR output
+            outputs.append(("position", out + ".position"))
     if not outputs:
         return
     inputs = []
@@ -570,11 +611,10 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
             except OSError:
                 same = False
             if same:
-                flag = (
-                    "--checkpoint-every's OUTPUT.checkpoint"
-                    if out_name == "checkpoint"
-                    else "--" + out_name.replace("_", "-")
-                )
+                flag = {
+                    "checkpoint": "--checkpoint-every's OUTPUT.checkpoint",
+                    "position": "--output's OUTPUT.position",
+                }.get(out_name, "--" + out_name.replace("_", "-"))
                 raise ValueError(
                     f"{out}: {flag} names an input of this command ({in_name}: {path}); "
                     "writing it would replace that input; give another output path"
@@ -998,18 +1038,43 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     booster = load_model(args.model)
     to_stdout = args.createmodel == "-"
+    model_to_stdout = args.output == "-"  # as predict's -o -
+    if to_stdout and model_to_stdout:
+        raise ValueError("--output - and --createmodel -: only one of them can be stdout")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        export_model(
-            booster,
-            args.output,
-            args.format,
-            args.feature_names,
-            iteration=args.iteration,
-            name=args.name,
-            assume_no_missing=args.assume_no_missing,
-            createmodel=None if to_stdout else args.createmodel,
-        )
+        if model_to_stdout:
+            from ltrboost.export import export_bytes
+            from ltrboost.io._atomic import atomic_write_text
+
+            name = args.name or "ltrboost"
+            data = export_bytes(
+                booster,
+                args.format,
+                args.feature_names,
+                iteration=args.iteration,
+                name=name,
+                assume_no_missing=args.assume_no_missing,
+            )
+            if args.createmodel is not None:
+                body = createmodel_body(
+                    booster, args.feature_names, name=name, iteration=args.iteration
+                )
+                atomic_write_text(args.createmodel, body)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            export_model(
+                booster,
+                args.output,
+                args.format,
+                args.feature_names,
+                iteration=args.iteration,
+                name=args.name,
+                assume_no_missing=args.assume_no_missing,
+                createmodel=None if to_stdout else args.createmodel,
+            )
     for w in caught:
         print(f"ltrboost: warning: {w.message}", file=sys.stderr)
     if to_stdout:
@@ -1246,11 +1311,11 @@ def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set
 
 
 # ----------------------------------------------------------------------- clicks
-def _letor_docids(path: str):
+def _letor_docids(path: str, na_values: list[str] | None = None):
     from ltrboost.dataset import LTRInputError
     from ltrboost.io.letor import load_svmlight, parse_docids
 
-    raw = load_svmlight(path, return_comments=True)
+    raw = load_svmlight(path, return_comments=True, na_values=na_values)
     if raw.qid is None:
         raise LTRInputError("the data has no qid: (queries are needed)", path=path)
     return raw, parse_docids(raw.comments)
@@ -1259,7 +1324,7 @@ def _letor_docids(path: str):
 def cmd_clicks_mine(args: argparse.Namespace) -> int:
     from ltrboost.clicks import mine_preferences, read_click_log, write_pairs
 
-    raw, docids = _letor_docids(args.data)
+    raw, docids = _letor_docids(args.data, args.missing_token)
     log = read_click_log(args.log, qid=raw.qid, docids=docids)
     mined = mine_preferences(log, args.strategy, min_count=args.min_count)
     write_pairs(args.output, mined)
@@ -1276,7 +1341,12 @@ def cmd_clicks_dataset(args: argparse.Namespace) -> int:
     from ltrboost.io.letor import dump_svmlight
     from ltrboost.io.queryfile import write_position_file
 
-    raw, docids = _letor_docids(args.data)
+    position_path = args.output + ".position"
+    if os.path.isdir(position_path):  # found before OUTPUT is written: never one alone
+        raise ValueError(
+            f"{position_path}: is a directory; clicks dataset writes OUTPUT.position there"
+        )
+    raw, docids = _letor_docids(args.data, args.missing_token)
     log = read_click_log(args.log, qid=raw.qid, docids=docids)
     rows = click_rows(log, raw.qid, docids)
     comments = [f"docid = {docids[r]} query = {raw.qid[r]}" for r in rows.row.tolist()]
@@ -1297,14 +1367,48 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
     from ltrboost.clicks import simulate, write_click_log
     from ltrboost.dataset import LTRInputError
 
-    raw, docids = _letor_docids(args.data)
+    if args.random_state < 0:
+        raise ValueError(f"--random-state {args.random_state} must be >= 0")
+    for flag, value, model in (
+        ("--eta", args.eta, "position_based"),
+        ("--satisfaction", args.satisfaction, "cascade"),
+    ):
+        if value is not None and args.model != model:  # a warning: scripts that spell
+            warnings.warn(  # out every default keep working
+                f"{flag} {value:g} is not used: it is a parameter of --model {model}, "
+                f"and this log is simulated with --model {args.model}",
+                stacklevel=1,
+            )
+    raw, docids = _letor_docids(args.data, args.missing_token)
+
+    def line(row: int) -> int | None:
+        return int(raw.lines[row]) if raw.lines is not None else None
+
     missing = [i for i, d in enumerate(docids) if d is None]
     if missing:
         raise LTRInputError(
             "no '#docid = ...' comment (click logs name documents by docid)",
             path=args.data,
-            line=int(raw.lines[missing[0]]) if raw.lines is not None else None,
+            line=line(missing[0]),
         )
+    negative = np.flatnonzero(raw.y < 0)
+    if negative.size:
+        r = int(negative[0])
+        raise LTRInputError(
+            f"label {raw.y[r]:g} is negative: clicks are simulated from grades >= 0",
+            path=args.data,
+            line=line(r),
+        )
+    first: dict[tuple, int] = {}
+    for r, key in enumerate(zip(raw.qid.tolist(), docids, strict=True)):
+        if first.setdefault(key, r) != r:
+            at = line(first[key])
+            raise LTRInputError(
+                f"docid {key[1]!r} of query {key[0]!r} is also on line {at}: a click log "
+                "names a query's documents by docid, so they must differ",
+                path=args.data,
+                line=line(r),
+            )
     order = np.argsort(raw.qid, kind="stable")
     q_sorted = raw.qid[order]
     starts = np.r_[0, np.flatnonzero(np.diff(q_sorted)) + 1]
@@ -1317,8 +1421,8 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
         qids=q_sorted[starts].tolist(),
         docids=[docids[i] for i in order.tolist()],
         top_k=args.top_k,
-        eta=args.eta,
-        satisfaction=args.satisfaction,
+        eta=1.0 if args.eta is None else args.eta,
+        satisfaction=0.5 if args.satisfaction is None else args.satisfaction,
         noise=args.noise,
     )
     write_click_log(args.output, log)
@@ -1339,7 +1443,8 @@ def _add_protocol_arguments(p: argparse.ArgumentParser) -> None:
         default="xia",
         help="xia: seed 000's grid (Xia et al., the default); qbrank: seed 004's six runs "
         "(L1/L2/L3 split, precision at K%%, DCG-5; reads --max-trees (default 500), "
-        "--min-samples-leaf, --n-threads, --output, --quiet; ignores the grid flags)",
+        "--min-samples-leaf, --n-threads, --output, --quiet, --missing-token; ignores "
+        "the grid flags)",
     )
     p.add_argument(
         "--ties",
@@ -1362,6 +1467,7 @@ def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
         settings=settings,
         n_threads=args.n_threads,
         progress=not args.quiet,
+        na_values=args.missing_token,
     )
     with open(os.path.join(args.output, "table.md")) as f:
         print(f.read())
@@ -1373,21 +1479,57 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     if args.max_trees is not None and args.max_trees < 1:
         raise ValueError(f"--max-trees {args.max_trees} must be >= 1 (leave it out: the default)")
     if args.protocol == "qbrank":
+        for flag, given in (
+            ("--patience", args.patience is not None),
+            ("--growth", args.growth != "breadth_first"),
+            ("--ranknet-pair-method", args.ranknet_pair_method is not None),
+        ):
+            if given:
+                raise ValueError(
+                    f"{flag} is a flag of the default protocol (xia); --protocol qbrank "
+                    "does not read it"
+                )
         return cmd_experiment_qbrank(args)
     if args.ties:
         raise ValueError("--ties is a flag of --protocol qbrank")
     from ltrboost.experiment import run_experiment
 
     def split(s: str, typ):
-        return [typ(v) for v in s.split(",") if v.strip()]
+        return [typ(v.strip()) for v in s.split(",") if v.strip()]
 
+    def grid(flag: str, typ, example: str) -> list:
+        text = getattr(args, flag[2:].replace("-", "_"))
+        try:
+            values = split(text, typ)
+        except ValueError:
+            what = "integers" if typ is int else "numbers"
+            raise ValueError(
+                f"{flag} {text!r} must be {what}, comma-separated, e.g. {flag} {example}"
+            ) from None
+        if not values:
+            raise ValueError(f"{flag} {text!r} gives no value: the grid would have no cell")
+        return values
+
+    systems = grid("--systems", str, "mcrank,lambdamart")
+    system_grids = _system_grids(args.system_grid, split)
+    not_run = sorted(set(system_grids) - set(systems))
+    if not_run:
+        raise ValueError(
+            f"--system-grid names {', '.join(not_run)}, which is not among --systems "
+            f"{args.systems!r}: that grid would never run"
+        )
+    if args.ranknet_pair_method and "ranknet" not in systems:
+        raise ValueError(
+            f"--ranknet-pair-method sets RankNet's pairs, and ranknet is not among --systems "
+            f"{args.systems!r}"
+        )
     summary = run_experiment(
         args.folder,
         args.output,
-        systems=split(args.systems, str),
-        criteria=split(args.criteria, str),
-        leaves=split(args.leaves, int),
-        learning_rates=split(args.learning_rates, float),
+        systems=systems,
+        criteria=grid("--criteria", str, "se,ole"),
+        leaves=grid("--leaves", int, "10,20"),
+        learning_rates=grid("--learning-rates", float, "0.06,0.10,0.12"),
         max_trees=args.max_trees,
         growth=args.growth,
         min_samples_leaf=args.min_samples_leaf,
@@ -1399,7 +1541,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             if args.ranknet_pair_method
             else None
         ),
-        system_grids=_system_grids(args.system_grid, split),
+        system_grids=system_grids,
+        na_values=args.missing_token,
     )
     with open(os.path.join(args.output, "table.md")) as f:
         print(f.read())

@@ -7,7 +7,8 @@ columns in this fixed order::
 
     qid  docid  position  clicked  [impression]
 
-* ``qid``: the query id, compared as text with the data file's ``qid:`` values.
+* ``qid``: the query id, compared as text with the data file's ``qid:`` values; an
+  integer is read as the data reader reads ``qid:`` (``007`` is query ``7``).
 * ``docid``: the document id, as in the data file's LETOR comments (``#docid = ...``),
   the ids the ``--pairs`` file uses (:mod:`ltrboost.io.pairs`).
 * ``position``: where the document was shown, an integer >= 1 (1 = top).
@@ -204,7 +205,7 @@ def read_click_log(
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
-        qs = [str(q) for q in np.asarray(qid).tolist()]
+        qs = [_query_id(str(q)) for q in np.asarray(qid).tolist()]
         known = {(q, d) for q, d in zip(qs, docids, strict=True) if d is not None}
         known_q = set(qs)
     try:
@@ -260,6 +261,7 @@ def read_click_log(
                 "column must be on all lines or none"
             )
         q, d, p_txt, c_txt = parts[:4]
+        q = _query_id(q)
         digits = p_txt[1:] if p_txt[:1] in "+-" else p_txt
         if not (digits.isascii() and digits.isdigit()):  # int() takes "2_0" and "٣"
             raise err(f"position {p_txt[:40]!r} is not an integer")
@@ -421,8 +423,13 @@ def simulate(
         raise ValueError("query_offsets must be non-decreasing")
     if not np.all(np.isfinite(y)) or np.any(y < 0):
         raise ValueError("labels must be finite and >= 0")
+    for name, v in (("top_k", top_k), ("n_sessions", n_sessions)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise ValueError(f"{name}={v!r} must be an integer")
     if top_k < 1 or n_sessions < 0:
         raise ValueError("top_k must be >= 1 and n_sessions >= 0")
+    if not (math.isfinite(ranking_noise) and ranking_noise >= 0):
+        raise ValueError(f"ranking_noise={ranking_noise} must be finite and >= 0")
     if not (0.0 <= satisfaction <= 1.0 and 0.0 <= noise <= 1.0 and eta >= 0):
         raise ValueError("satisfaction and noise must be in [0, 1], eta >= 0")
     if eps_plus is not None and not (noise <= eps_plus <= 1.0):
@@ -437,6 +444,9 @@ def simulate(
         s = np.asarray(scores, dtype=np.float64)
         if s.shape != y.shape:
             raise ValueError("scores must have the shape of labels")
+        bad = np.flatnonzero(~np.isfinite(s))
+        if bad.size:  # NaN would be shown last, whatever the ranker meant
+            raise ValueError(f"scores must be finite: row {int(bad[0])} is {s[bad[0]]}")
     ymax = float(y.max()) if y.size else 0.0
     # (2^y - 1) / 2^ymax written as 2^(y - ymax) - 2^-ymax: the same numbers (exactly,
     # for grades up to 53) without overflowing at grades of 1024 and more
@@ -451,6 +461,16 @@ def simulate(
         raise ValueError("qids must have one entry per query")
     if docids is not None and len(docids) != y.size:
         raise ValueError("docids must have one entry per row")
+    if docids is not None:  # a log names a query's documents by id: two rows, one id
+        for q in range(n_q):  # cannot be told apart (its reader refuses the repeat)
+            first: dict[str, int] = {}
+            for i in range(int(off[q]), int(off[q + 1])):
+                d = docids[i]
+                if d is not None and first.setdefault(d, i) != i:
+                    raise ValueError(
+                        f"row {i}: docid {d!r} is also row {first[d]}'s, in the same query "
+                        "(a click log names a query's documents by docid)"
+                    )
     # Each query's shown list, computed once.
     shown: list[NDArray[np.int64]] = []
     for q in range(n_q):
@@ -639,7 +659,7 @@ def click_rows(log: ClickLog, qid: ArrayLike, docids: Sequence[str | None]) -> C
     row of the data is an error naming the log line (or entry).  Rows come in
     impression order, then position order.
     """
-    qs = [str(q) for q in np.asarray(qid).tolist()]
+    qs = [_query_id(str(q)) for q in np.asarray(qid).tolist()]
     if len(qs) != len(docids):
         raise ValueError("qid and docids must have one entry per data row")
     where: dict[tuple[str, str], int] = {}
@@ -649,7 +669,7 @@ def click_rows(log: ClickLog, qid: ArrayLike, docids: Sequence[str | None]) -> C
     order = np.lexsort((log.position, log.impression))
     rows = np.empty(order.size, dtype=np.int64)
     for k, e in enumerate(order.tolist()):
-        r = where.get((str(log.qid[e]), str(log.docid[e])))
+        r = where.get((_query_id(str(log.qid[e])), str(log.docid[e])))
         if r is None:
             at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
             raise LTRInputError(
@@ -764,7 +784,7 @@ def relevance_labels(
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
-        qs = [str(q) for q in np.asarray(qid).tolist()]
+        qs = [_query_id(str(q)) for q in np.asarray(qid).tolist()]
         if len(qs) != len(docids):
             raise ValueError("qid and docids must have one entry per data row")
         where: dict[tuple[str, str], int] = {}
@@ -773,7 +793,7 @@ def relevance_labels(
                 where.setdefault((q, d), i)
         row = np.empty(n, dtype=np.int64)
         for j, key in enumerate(keys):
-            r = where.get(key)
+            r = where.get((_query_id(key[0]), key[1]))
             if r is None:
                 e = int(np.flatnonzero(code == j)[0])
                 at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
@@ -799,6 +819,15 @@ def write_pairs(path: str | os.PathLike, pairs: MinedPairs) -> None:
     from ltrboost.io.pairs import write_pairs_file
 
     write_pairs_file(path, pairs.qid, pairs.preferred, pairs.other, pairs.weight)
+
+
+def _query_id(text: str) -> str:
+    """A log's query id as the data's: the LETOR reader reads ``qid:`` as an integer,
+    so ``007`` and ``+7`` name query ``7``; other text is kept as written."""
+    digits = text[1:] if text[:1] in "+-" else text
+    if digits.isascii() and digits.isdigit():
+        return str(int(text))
+    return text
 
 
 def _objects(items: list[str]) -> NDArray[np.object_]:

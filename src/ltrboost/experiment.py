@@ -20,7 +20,8 @@ RWSE/Newton (Theorem 1).
 
 The report folder holds:
 
-* ``cells/*.json`` -- one finished cell each (the run resumes by skipping them);
+* ``cells/*.json`` -- one finished cell each (the run resumes by skipping them; one
+  made with other settings, or from fold files of other sizes, is an error);
 * ``iterations.csv`` -- every metric at every iteration for every cell;
 * ``table.md`` -- the paper's Table 2/3 layout: SE / OLE per cell (mean over folds),
   improvements of OLE over SE above 0.1 point (0.001) marked with ``*``;
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import io
 import itertools
 import json
 import os
@@ -49,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost.io._atomic import atomic_write_text
+from ltrboost.io._atomic import atomic_write_bytes, atomic_write_text
 
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@10", "err")
 # The paper's caps; RankNet (not in the paper) gets LambdaMART's, the other pairwise one.
@@ -67,12 +69,23 @@ class Cell:
 
     @property
     def key(self) -> str:
-        return f"{self.system}_{self.criterion}_L{self.leaves}_lr{self.learning_rate:g}_{self.fold}"
+        lr = rate_text(self.learning_rate)
+        return f"{self.system}_{self.criterion}_L{self.leaves}_lr{lr}_{self.fold}"
+
+
+def rate_text(lr: float) -> str:
+    """A learning rate as cell files and the report name it: ``{lr:g}`` (``0.1``,
+    ``1``), or the exact ``repr`` when 6 digits do not tell it from its neighbours
+    (``0.1000001``), so that two cells never share a file or a row label."""
+    short = f"{lr:g}"
+    return short if float(short) == lr else repr(float(lr))
 
 
 def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     """(fold name, train, vali, test) for each ``Fold*`` or ``Seed*`` (or the folder
-    itself)."""
+    itself).  A fold folder holding some of the three files but not all is an error
+    (an interrupted copy must not shrink the mean over folds unseen); one holding none
+    is not a fold."""
     folds = []
     candidates = (
         sorted(glob.glob(os.path.join(folder, "Fold*")))
@@ -81,8 +94,15 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     )
     for d in candidates:
         paths = [os.path.join(d, f) for f in ("train.txt", "vali.txt", "test.txt")]
-        if all(os.path.isfile(p) for p in paths):
+        found = [os.path.isfile(p) for p in paths]
+        if all(found):
             folds.append((os.path.basename(os.path.normpath(d)), *paths))
+        elif any(found):
+            missing = [p for p, ok in zip(paths, found, strict=True) if not ok]
+            raise ValueError(
+                f"{d}: fold without {', '.join(os.path.basename(p) for p in missing)} "
+                "(each Fold*/ or Seed*/ folder needs train.txt, vali.txt and test.txt)"
+            )
     if not folds:
         raise ValueError(
             f"{folder}: no Fold*/ or Seed*/ train.txt, vali.txt, test.txt found (nor in the folder)"
@@ -166,6 +186,7 @@ def run_experiment(
     patience: int | None = None,
     system_params: dict[str, dict] | None = None,
     system_grids: dict[str, tuple[Sequence[int], Sequence[float]]] | None = None,
+    na_values: Sequence[str] | None = None,
 ) -> dict:
     """Run (or resume) the grid and write the report; returns the summary table data.
 
@@ -180,30 +201,73 @@ def run_experiment(
     system_grids : dict, optional
         ``{system: (leaves, learning_rates)}`` replacing the grid for that system (to
         cut an expensive system to one cell).
+    na_values : sequence of str, optional
+        Feature values that mean missing (``load_svmlight``'s ``na_values``, e.g.
+        ``["NULL"]`` for LETOR 3.0's "Feature-null" files).
     """
     if patience is not None and int(patience) < 1:
         raise ValueError(f"patience={patience} must be >= 1 or None")
     if max_trees is not None and int(max_trees) < 1:
         raise ValueError(f"max_trees={max_trees} must be >= 1 or None (the paper's caps)")
+    # a value given twice is one cell, trained once
+    systems, criteria = _distinct(systems), _distinct(criteria)
     unknown = sorted(set(systems) - set(SYSTEMS))
     if unknown:
         raise ValueError(f"systems {unknown} are not among {SYSTEMS}")
+    grids = {
+        s: (_distinct(int(v) for v in g[0]), _distinct(float(v) for v in g[1]))
+        for s, g in (system_grids or {}).items()
+    }
+    not_run = sorted(set(grids) - set(systems))
+    if not_run:
+        raise ValueError(
+            f"system_grids names {not_run}, not among this run's systems {list(systems)}"
+        )
+    leaves = _distinct(int(v) for v in leaves)
+    learning_rates = _distinct(float(v) for v in learning_rates)
+    for name, values in (("systems", systems), ("criteria", criteria)):
+        if not values:
+            raise ValueError(f"{name} is empty: the grid has no cell")
+    for s in systems:
+        for name, values in zip(
+            ("leaves", "learning_rates"), grids.get(s, (leaves, learning_rates)), strict=True
+        ):
+            if not values:
+                raise ValueError(f"{name} of {s} is empty: the grid has no cell")
     from ltrboost.booster import train
     from ltrboost.dataset import make_dataset
     from ltrboost.io.letor import load_svmlight
     from ltrboost.params import BoosterParams
 
     folds = find_folds(folder)
-    cells_dir = os.path.join(output, "cells")
-    os.makedirs(cells_dir, exist_ok=True)
-    grids = system_grids or {}
     cells = [
-        Cell(s, c, int(nl), float(lr), f[0])
+        Cell(s, c, nl, lr, f[0])
         for s in systems
         for c, nl, lr, f in itertools.product(
             criteria, *grids.get(s, (leaves, learning_rates)), folds
         )
     ]
+
+    def cell_params(cell: Cell) -> BoosterParams:
+        return BoosterParams(
+            objective=cell.system,
+            n_estimators=max_trees or DEFAULT_TREES.get(cell.system, 1000),
+            learning_rate=cell.learning_rate,
+            max_leaf_nodes=cell.leaves,
+            split_criterion=cell.criterion,
+            growth=growth,
+            n_threads=n_threads,
+            eval_metric=["ndcg@10", *(m for m in METRICS if m != "ndcg@10")],
+            min_samples_leaf=min_samples_leaf,
+            early_stopping_rounds=patience,
+            **(system_params or {}).get(cell.system, {}),
+        )
+
+    # every cell's parameters checked before the first one trains (hours, on real data)
+    for c in cells:
+        cell_params(c).validate()
+    cells_dir = os.path.join(output, "cells")
+    os.makedirs(cells_dir, exist_ok=True)
 
     def settings(cell: Cell) -> dict:
         return {
@@ -214,13 +278,14 @@ def run_experiment(
             **(system_params or {}).get(cell.system, {}),
         }
 
+    fold_paths = {f[0]: f[1:] for f in folds}
     todo = []
     for c in cells:
         path = os.path.join(cells_dir, c.key + ".json")
         if not os.path.exists(path):
             todo.append(c)
             continue
-        _check_resumed_cell(path, settings(c))
+        _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
     # one fold's cells together: its files are read once (seconds at 200k documents)
     fold_rank = {f[0]: k for k, f in enumerate(folds)}
     todo.sort(key=lambda c: fold_rank[c.fold])
@@ -235,31 +300,17 @@ def run_experiment(
             file=sys.stderr,
         )
     data_cache: dict[str, tuple] = {}
-    fold_paths = {f[0]: f[1:] for f in folds}
     for cell in todo:
         if cell.fold not in data_cache:
             tr_p, va_p, te_p = fold_paths[cell.fold]
-            tr = load_svmlight(tr_p)
+            tr = load_svmlight(tr_p, na_values=na_values)
             nf = tr.X.shape[1]
-            va = load_svmlight(va_p, n_features=nf)
-            te = load_svmlight(te_p, n_features=nf)
+            va = load_svmlight(va_p, n_features=nf, na_values=na_values)
+            te = load_svmlight(te_p, n_features=nf, na_values=na_values)
             data_cache.clear()
             data_cache[cell.fold] = tuple(make_dataset(d.X, d.y, qid=d.qid) for d in (tr, va, te))
         tr_ds, va_ds, te_ds = data_cache[cell.fold]
-        n_trees = max_trees or DEFAULT_TREES.get(cell.system, 1000)
-        params = BoosterParams(
-            objective=cell.system,
-            n_estimators=n_trees,
-            learning_rate=cell.learning_rate,
-            max_leaf_nodes=cell.leaves,
-            split_criterion=cell.criterion,
-            growth=growth,
-            n_threads=n_threads,
-            eval_metric=["ndcg@10", *(m for m in METRICS if m != "ndcg@10")],
-            min_samples_leaf=min_samples_leaf,
-            early_stopping_rounds=patience,
-            **(system_params or {}).get(cell.system, {}),
-        )
+        params = cell_params(cell)
         t0 = time.perf_counter()
         booster = train(params, tr_ds, [("vali", va_ds), ("test", te_ds)])
         seconds = time.perf_counter() - t0
@@ -283,6 +334,7 @@ def run_experiment(
             "final_train_loss": final_loss,
             "n_trees": booster.n_iterations,
             "settings": settings(cell),
+            "data": data_sizes(fold_paths[cell.fold]),
         }
         atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
         if bar is not None:
@@ -292,14 +344,47 @@ def run_experiment(
     return write_report(output, cells)
 
 
-def _check_resumed_cell(path: str, wanted: dict) -> None:
-    """A finished cell is reused only if it was made with this run's settings: a report
-    must not mix cells of different tree caps, patience or parameters unawares."""
+def _distinct(values) -> list:
+    """``values`` without repeats, in their first order."""
+    return list(dict.fromkeys(values))
+
+
+def data_sizes(paths: Sequence[str]) -> dict[str, int]:
+    """``{file name: size in bytes}`` of a fold's files, recorded with each finished
+    cell: a rerun into the same output on other data (another data set with the same
+    ``FoldK`` names) must not reuse its cells."""
+    return {os.path.basename(p): os.path.getsize(p) for p in paths}
+
+
+_CELL_KEYS = ("curves", "test_at_best", "final_train_loss", "seconds", "best_iteration")
+
+
+def _check_resumed_cell(path: str, wanted: dict, data: dict[str, int] | None = None) -> None:
+    """A finished cell is reused only if it was made with this run's settings from
+    files of the same sizes: a report must not mix cells of different tree caps,
+    patience, parameters or data sets unawares."""
     try:
         with open(path) as f:
-            saved = json.load(f).get("settings")
-    except (OSError, ValueError, AttributeError) as e:
+            record = json.load(f)
+        if not isinstance(record, dict):
+            raise ValueError(f"a JSON {type(record).__name__}, not an object")
+        lacking = [k for k in _CELL_KEYS if k not in record]
+        if lacking:
+            raise ValueError(f"no {', '.join(lacking)}")
+    except (OSError, ValueError) as e:
         raise ValueError(f"{path}: cannot read this finished cell ({e}); delete it") from None
+    saved_data = record.get("data")
+    if data is not None and saved_data is not None and saved_data != data:
+        what = ", ".join(
+            f"{k} {saved_data.get(k)} bytes (this run: {data.get(k)})"
+            for k in sorted(set(saved_data) | set(data))
+            if saved_data.get(k) != data.get(k)
+        )
+        raise ValueError(
+            f"{path}: this finished cell was made from other data files ({what}); "
+            "write to another output folder"
+        )
+    saved = record.get("settings")
     if saved is None:
         return  # a cell file from before settings were recorded
     wanted = json.loads(json.dumps(wanted))  # as saved: tuples become lists
@@ -335,50 +420,39 @@ def write_report(output: str, cells: list[Cell]) -> dict:
                         *(f"{curves[m][it]:.6f}" for m in METRICS),
                     ]
                 )
-    with open(os.path.join(output, "iterations.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(
+    _write_csv(
+        os.path.join(output, "iterations.csv"),
+        ["system", "criterion", "leaves", "learning_rate", "fold", "split", "iteration", *METRICS],
+        rows,
+    )
+    _write_csv(
+        os.path.join(output, "final_loss.csv"),
+        [
+            "system",
+            "criterion",
+            "leaves",
+            "learning_rate",
+            "fold",
+            "final_train_loss",
+            "seconds",
+            "best_iteration",
+            "n_trees",
+        ],
+        (
             [
-                "system",
-                "criterion",
-                "leaves",
-                "learning_rate",
-                "fold",
-                "split",
-                "iteration",
-                *METRICS,
+                c.system,
+                c.criterion,
+                c.leaves,
+                c.learning_rate,
+                c.fold,
+                r["final_train_loss"],
+                f"{r['seconds']:.2f}",
+                r["best_iteration"],
+                r.get("n_trees", len(r["curves"]["test"]["ndcg@10"])),
             ]
-        )
-        w.writerows(rows)
-    with open(os.path.join(output, "final_loss.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(
-            [
-                "system",
-                "criterion",
-                "leaves",
-                "learning_rate",
-                "fold",
-                "final_train_loss",
-                "seconds",
-                "best_iteration",
-                "n_trees",
-            ]
-        )
-        for c, r in results.items():
-            w.writerow(
-                [
-                    c.system,
-                    c.criterion,
-                    c.leaves,
-                    c.learning_rate,
-                    c.fold,
-                    r["final_train_loss"],
-                    f"{r['seconds']:.2f}",
-                    r["best_iteration"],
-                    r.get("n_trees", len(r["curves"]["test"]["ndcg@10"])),
-                ]
-            )
+            for c, r in results.items()
+        ),
+    )
     # table.md: mean over folds of the test metric at the best validation iteration
     summary: dict = {}
     for c, r in results.items():
@@ -407,7 +481,9 @@ def write_report(output: str, cells: list[Cell]) -> dict:
                     table[(system, nl, lr, m)] = (a, b)
                     mark = "*" if b - a > 0.001 else ""
                     cells_txt.append(f"{100 * a:.2f} / {100 * b:.2f}{mark}")
-                lines.append(f"| {system} | {nl} | {lr:g} | " + " | ".join(cells_txt) + " |")
+                lines.append(
+                    f"| {system} | {nl} | {rate_text(lr)} | " + " | ".join(cells_txt) + " |"
+                )
     wins = sum(1 for (a, b) in table.values() if b - a > 0.001)
     losses = sum(1 for (a, b) in table.values() if a - b > 0.001)
     lines += [
@@ -467,14 +543,24 @@ def ole_minus_se_curves(results: dict, metric: str = "ndcg@10") -> dict:
     return out
 
 
+def _write_csv(path: str, header: list, rows) -> None:
+    """A CSV file (``csv.writer``'s dialect), written atomically: an interrupted
+    report leaves the previous file, never half of one."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(header)
+    w.writerows(rows)
+    atomic_write_text(path, buf.getvalue())
+
+
 def _write_curves(output: str, curves: dict) -> None:
     keys = list(curves)
     n = max((v.size for v in curves.values()), default=0)
-    with open(os.path.join(output, "ole_minus_se.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["iteration", *(f"{s}_L{nl}_lr{lr:g}" for s, nl, lr in keys)])
-        for it in range(n):
-            w.writerow([it + 1, *(f"{held_curve(curves[k], n)[it]:.5f}" for k in keys)])
+    _write_csv(
+        os.path.join(output, "ole_minus_se.csv"),
+        ["iteration", *(f"{s}_L{nl}_lr{rate_text(lr)}" for s, nl, lr in keys)],
+        ([it + 1, *(f"{held_curve(curves[k], n)[it]:.5f}" for k in keys)] for it in range(n)),
+    )
 
 
 # --- the paired test ---
@@ -602,12 +688,16 @@ def _plot(output: str, curves: dict) -> None:
         for (s, nl, lr), mean in curves.items():
             if s != system:
                 continue
-            ax.plot(np.arange(1, mean.size + 1), 100 * mean, label=f"{nl} leaves, lr {lr:g}")
+            ax.plot(
+                np.arange(1, mean.size + 1), 100 * mean, label=f"{nl} leaves, lr {rate_text(lr)}"
+            )
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xlabel("iteration (trees)")
         ax.set_ylabel("OLE - SE, test NDCG@10 (points)")
         ax.set_title(f"{system}: OLE minus SE per iteration (mean over folds)")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(os.path.join(output, f"ole_minus_se_{system}.png"), dpi=110)
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=110)
         plt.close(fig)
+        atomic_write_bytes(os.path.join(output, f"ole_minus_se_{system}.png"), png.getvalue())

@@ -468,13 +468,18 @@ def fit_ranksvm(
     if pairs.preferred.size == 0:
         raise ValueError("RankSVM: the training queries give no preference pair")
     diff, target = pair_differences(train.X, pairs)
+    weight = None
+    if diff.shape[0] == 1:  # one class only, which LinearSVC refuses: the pair and its
+        # flipped copy at half weight each have the very same loss
+        diff, target = np.vstack([diff, -diff]), np.array([1, -1], dtype=np.int64)
+        weight = np.array([0.5, 0.5])
     best: tuple[float, float, NDArray[np.float64]] | None = None
     by_c: dict[str, float] = {}
     for c in c_grid:
         svm = LinearSVC(C=c, fit_intercept=False, dual=False, max_iter=20000)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            svm.fit(diff, target)
+            svm.fit(diff, target, sample_weight=weight)
         coef = svm.coef_.ravel().astype(np.float64)
         vali_scores = np.asarray(vali.X, dtype=np.float64) @ coef
         prec = precision_at_percent(vali_scores, vali.y, vali.query_offsets, (100,))["100"]
@@ -485,14 +490,31 @@ def fit_ranksvm(
     return best[2], best[1], by_c
 
 
-def _load_fold(paths: tuple[str, str, str]) -> tuple[RankingDataset, ...]:
+def _load_fold(
+    paths: tuple[str, str, str],
+    *,
+    no_missing: bool = False,
+    na_values: Sequence[str] | None = None,
+) -> tuple[RankingDataset, ...]:
+    """The fold's train, vali and test sets; ``no_missing``: a missing value (``nan``)
+    is an error naming its file and line (RankSVM, a linear model, cannot take one)."""
+    from ltrboost.dataset import LTRInputError
     from ltrboost.io.letor import load_svmlight
 
-    tr = load_svmlight(paths[0])
-    nf = tr.X.shape[1]
-    out = [make_dataset(tr.X, tr.y, qid=tr.qid)]
-    for p in paths[1:]:
-        d = load_svmlight(p, n_features=nf)
+    out = []
+    nf = None
+    for p in paths:
+        d = load_svmlight(p, n_features=nf, na_values=na_values)
+        nf = d.X.shape[1]
+        if no_missing:
+            bad = np.flatnonzero(np.isnan(d.X).any(axis=1))
+            if bad.size:
+                raise LTRInputError(
+                    "a missing feature value (nan): seed 004's protocol fits RankSVM, a "
+                    "linear model that cannot take missing values",
+                    path=p,
+                    line=None if d.lines is None else int(d.lines[bad[0]]),
+                )
         out.append(make_dataset(d.X, d.y, qid=d.qid))
     return tuple(out)
 
@@ -503,9 +525,11 @@ def run_fold(
     *,
     n_threads: int | None = None,
     runs: Sequence[str] = RUNS,
+    na_values: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The six runs on one fold (``train``, ``vali``, ``test`` paths); a JSON-able dict."""
-    train, vali, test = _load_fold(paths)
+    """The six runs on one fold (``train``, ``vali``, ``test`` paths); a JSON-able dict.
+    ``na_values``: feature values that mean missing (``load_svmlight``'s)."""
+    train, vali, test = _load_fold(paths, no_missing="ranksvm_p2" in runs, na_values=na_values)
     split = split_queries(train, test)
     if split.l2.size == 0:
         raise ValueError(f"{paths[0]}: no training query with two grades (L2 is empty)")
@@ -596,10 +620,12 @@ def run_qbrank_experiment(
     settings: Settings | None = None,
     n_threads: int | None = None,
     progress: bool = True,
+    na_values: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) seed 004's protocol on every fold below ``folder``; write the
-    report into ``output`` and return the summary (see the module docstring)."""
-    from ltrboost.experiment import find_folds
+    report into ``output`` and return the summary (see the module docstring).
+    ``na_values``: feature values that mean missing (``load_svmlight``'s)."""
+    from ltrboost.experiment import data_sizes, find_folds
 
     settings = settings or Settings()
     _check_settings(settings)
@@ -611,17 +637,22 @@ def run_qbrank_experiment(
     t_start = time.perf_counter()
     for name, *paths in folds:
         path = os.path.join(fold_dir, f"{name}.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                cached = json.load(f)
-            if cached.get("settings") == settings_json:
-                results[name] = cached
-                if progress:
-                    print(f"{name}: kept from {path}", file=sys.stderr)
-                continue
+        data = data_sizes(paths)
+        cached = _finished_fold(path, settings_json, data)
+        if cached is not None:
+            results[name] = cached
+            if progress:
+                print(f"{name}: kept from {path}", file=sys.stderr)
+            continue
         t0 = time.perf_counter()
-        res = run_fold(tuple(paths), settings, n_threads=n_threads)  # type: ignore[arg-type]
+        res = run_fold(
+            tuple(paths),  # type: ignore[arg-type]
+            settings,
+            n_threads=n_threads,
+            na_values=na_values,
+        )
         res["settings"] = settings_json
+        res["data"] = data
         res["seconds"] = time.perf_counter() - t0
         atomic_write_text(path, json.dumps(res))
         results[name] = res
@@ -630,6 +661,33 @@ def run_qbrank_experiment(
     summary = write_report(output, results, settings)
     summary["seconds_this_call"] = time.perf_counter() - t_start
     return summary
+
+
+def _finished_fold(
+    path: str, settings_json: dict[str, Any], data: dict[str, int] | None = None
+) -> dict[str, Any] | None:
+    """The fold saved at ``path`` when it was made with these settings from files of
+    these sizes (:func:`~ltrboost.experiment.data_sizes`; not checked for folds saved
+    before sizes were recorded) and holds every run (else None: it is computed again
+    and replaced); an unreadable file is an error naming it, not a file to overwrite
+    unseen."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            cached = json.load(f)
+        if not isinstance(cached, dict):
+            raise ValueError(f"a JSON {type(cached).__name__}, not an object")
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: cannot read this finished fold ({e}); delete it") from None
+    if cached.get("settings") != settings_json:
+        return None
+    if data is not None and cached.get("data", data) != data:
+        return None
+    runs = cached.get("runs")
+    if not isinstance(runs, dict) or any(r not in runs for r in RUNS):
+        return None
+    return cached
 
 
 def _check_settings(s: Settings) -> None:

@@ -29,9 +29,9 @@ IMPORTANCE_TYPES = ("split", "gain")
 def _trees(booster: Any, iteration: int | None) -> list[NDArray]:
     if iteration is None:
         return list(booster.trees)
-    if isinstance(iteration, bool) or not isinstance(iteration, int | np.integer):
-        raise ValueError(f"iteration={iteration!r} must be an integer (a number of rounds)")
-    n = int(iteration)
+    from ltrboost.model import as_iteration_count
+
+    n = as_iteration_count(iteration, booster.n_iterations)
     if not 0 <= n <= booster.n_iterations:
         raise ValueError(f"iteration={iteration} must be between 0 and {booster.n_iterations}")
     return list(booster.trees[: n * booster.n_outputs])
@@ -201,7 +201,7 @@ def model_summary(booster: Any, top: int = 10, importance_type: str = "gain") ->
             "max": max(leaves, default=0),
         },
         "max_depth": max(depths, default=0),
-        "learning_rate": booster.params.get("learning_rate"),
+        "learning_rate": _learning_rate(booster),
         "importance_type": importance_type,
         "top_features": [
             {
@@ -215,3 +215,16 @@ def model_summary(booster: Any, top: int = 10, importance_type: str = "gain") ->
             if key[k] > 0
         ],
     }
+
+
+def _learning_rate(booster: Any) -> float | None:
+    """The shrinkage the trees were grown with: the recorded ``learning_rate``, or when
+    it was left to the default (recorded as None) the objective's default (0.1, 1.0
+    for ``gbrank``); None for an objective this library does not know."""
+    lr = booster.params.get("learning_rate")
+    if lr is not None:
+        return float(lr)
+    from ltrboost.objectives.registry import objective_class
+
+    cls = objective_class(booster.objective)
+    return None if cls is None else float(cls.default_learning_rate)

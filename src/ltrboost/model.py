@@ -15,6 +15,7 @@ Update rules
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Any
 
@@ -32,6 +33,20 @@ def averaged_divisor(n_rounds: int) -> int:
     """What the kept sum ``F_0 + eta * sum_k g_k`` of ``n_rounds`` finished rounds is
     divided by under the ``averaged`` update rule: ``n_rounds + 1`` (seed 002)."""
     return n_rounds + 1
+
+
+def as_iteration_count(iteration: Any, n_iterations: int) -> int:
+    """``iteration=`` as an int: an integer (NumPy's too), never a bool, a float or a
+    string (``int()`` took 2.7 as 2 rounds and ``"3"`` as 3, silently)."""
+    if not isinstance(iteration, bool):
+        try:
+            return operator.index(iteration)
+        except TypeError:
+            pass
+    raise ValueError(
+        f"iteration={iteration!r} must be an integer between 0 and {n_iterations} "
+        "(the number of rounds to use)"
+    )
 
 
 class Booster:
@@ -68,7 +83,10 @@ class Booster:
         self.update_rule = update_rule
         self.best_iteration = best_iteration
         self.params = dict(params or {})
-        self.feature_names = feature_names
+        # strings, as a model file holds them (and as a DataFrame's columns are matched):
+        # names given as numbers (make_dataset(feature_names=[0, 1, ...])) made files
+        # that loading refused
+        self.feature_names = None if feature_names is None else [str(s) for s in feature_names]
         self.evals_result = evals_result or {}
         self.n_outputs = int(n_outputs)
         # the convention for features absent from sparse LETOR lines ("zero" | "nan"),
@@ -105,10 +123,8 @@ class Booster:
     def _resolve_iterations(self, iteration: int | None) -> int:
         if iteration is None:
             n = self.best_iteration if self.best_iteration is not None else self.n_iterations
-        elif isinstance(iteration, bool) or not isinstance(iteration, int | np.integer):
-            raise ValueError(f"iteration={iteration!r} must be an integer (a number of rounds)")
         else:
-            n = int(iteration)
+            n = as_iteration_count(iteration, self.n_iterations)
         if not 0 <= n <= self.n_iterations:
             raise ValueError(f"iteration={iteration} must be between 0 and {self.n_iterations}")
         return n

@@ -53,6 +53,12 @@ def _booster(model: Any) -> Any:
     )
 
 
+def _plain(text: Any) -> str:
+    """``text`` drawn as written: a ``$`` is escaped, so that feature, set and metric
+    names are never parsed as mathtext (``$\\foo$`` raised at draw time)."""
+    return str(text).replace("$", r"\$")
+
+
 def _axes(ax: Any, figsize: tuple[float, float] | None) -> Any:
     if ax is not None:
         return ax
@@ -117,14 +123,14 @@ def plot_importance(
     pos = np.arange(len(order))
     bar_kwargs.setdefault("height", 0.6)
     ax.barh(pos, imp[order], align="center", **bar_kwargs)
-    ax.set_yticks(pos, [names[k] for k in order])
+    ax.set_yticks(pos, [_plain(names[k]) for k in order])
     if precision is not None:
         for y, k in zip(pos, order, strict=True):
             big = importance_type == "split" or imp[k] >= 10**precision
             value = f"{imp[k]:.0f}" if big else f"{imp[k]:.{precision}g}"
             ax.text(imp[k], y, " " + value, va="center")
-    if len(order):
-        ax.set_xlim(0, float(imp[order].max()) * 1.15)
+    if len(order) and imp[order].max() > 0:  # all 0 (ignore_zero=False): the default
+        ax.set_xlim(0, float(imp[order].max()) * 1.15)  # limits; (0, 0) warns
     ax.set_ylim(-1, len(order))
     if title is not None:
         ax.set_title(title)
@@ -188,12 +194,17 @@ def plot_metric(
             "record a metric per round"
         )
     names = list(evals) if dataset_names is None else list(dataset_names)
+    if not names:
+        raise ValueError("dataset_names is empty: name at least one validation set")
     for name in names:
         if name not in evals:
             raise ValueError(f"no validation set named {name!r}; recorded: {list(evals)}")
     if metric is None:
+        if not evals[names[0]]:
+            raise ValueError(f"no metric recorded on {names[0]!r}")
         metric = next(iter(evals[names[0]]))
     ax = _axes(ax, figsize)
+    handles = []
     for name in names:
         if metric not in evals[name]:
             raise ValueError(
@@ -201,14 +212,20 @@ def plot_metric(
             )
         values = np.asarray(evals[name][metric], dtype=np.float64)
         first = 1 if total is None else max(1, total - len(values) + 1)
-        ax.plot(np.arange(first, first + len(values)), values, label=name)
+        handles += ax.plot(np.arange(first, first + len(values)), values, label=name)
     if show_best and best is not None:
-        ax.axvline(int(best), linestyle=":", color="gray", label=f"best iteration ({best})")
+        handles.append(
+            ax.axvline(int(best), linestyle=":", color="gray", label=f"best iteration ({best})")
+        )
     if title is not None:
         ax.set_title(title)
     ax.set_xlabel("iteration")
-    ax.set_ylabel(metric)
-    ax.legend(loc="best")
+    ax.set_ylabel(_plain(metric))
+    # the handles given explicitly: legend() alone hides a set named "_valid"; lines
+    # already on a given ``ax`` (an earlier call's) stay in the legend, before ours
+    earlier = [h for h in ax.get_legend_handles_labels()[0] if h not in handles]
+    handles = earlier + handles
+    ax.legend(handles, [_plain(h.get_label()) for h in handles], loc="best")
     ax.grid(alpha=0.3)
     return ax
 
@@ -257,25 +274,29 @@ def plot_tree(
     for info in show_info:
         if info not in ("gain", "count"):
             raise ValueError(f"show_info entries must be 'gain' or 'count', not {info!r}")
-    nodes = booster.trees[int(tree_index)]
-    names = feature_names(booster)
+    tree_index = int(tree_index) % n_trees  # the tree drawn, named in the title
+    nodes = booster.trees[tree_index]
+    names = [_plain(n) for n in feature_names(booster)]
 
     # x: leaves at 0, 1, 2, ... in left-to-right order; a split at its children's middle.
     x = np.zeros(nodes.shape[0])
     drawn: list[int] = []  # the nodes under the root, in drawing order
     next_leaf = 0
 
-    def place(k: int) -> float:
-        nonlocal next_leaf
+    # depth-first, left first, with a stack (a recursion would stop at Python's limit
+    # on a chain of ~1000 splits); a split is placed once both children are
+    stack = [(0, False)]
+    while stack:
+        k, children_placed = stack.pop()
+        if children_placed:
+            x[k] = 0.5 * (x[int(nodes[k]["left"])] + x[int(nodes[k]["right"])])
+            continue
         drawn.append(k)
         if nodes[k]["is_leaf"]:
             x[k] = next_leaf
             next_leaf += 1
         else:
-            x[k] = 0.5 * (place(int(nodes[k]["left"])) + place(int(nodes[k]["right"])))
-        return x[k]
-
-    place(0)
+            stack += [(k, True), (int(nodes[k]["right"]), False), (int(nodes[k]["left"]), False)]
     n_leaves = max(next_leaf, 1)
     max_depth = int(nodes["depth"].max()) if nodes.shape[0] else 0
     if ax is None:
@@ -334,5 +355,5 @@ def plot_tree(
     ax.set_xlim(-0.7, n_leaves - 0.3)
     ax.set_ylim(-max_depth - 0.6, 0.6)
     ax.set_axis_off()
-    ax.set_title(f"tree {int(tree_index)} (output {int(booster.tree_outputs[int(tree_index)])})")
+    ax.set_title(f"tree {tree_index} (output {int(booster.tree_outputs[tree_index])})")
     return ax

@@ -303,3 +303,22 @@ def test_block_device_is_refused(tmp_path, monkeypatch):
     assert exc.value.filename == str(dev)
     assert dev.read_text() == "precious"
     assert _names(tmp_path) == ["fake-disk"]
+
+
+def test_several_files_are_written_all_or_none(tmp_path):
+    """atomic_write_files: a second output that cannot be written (a directory) leaves
+    the first one as it was, and no temporary file behind."""
+    from ltrboost.io._atomic import atomic_write_files
+
+    first, second = tmp_path / "a.txt", tmp_path / "b"
+    first.write_text("previous")
+    second.mkdir()
+    with pytest.raises(IsADirectoryError) as exc:
+        atomic_write_files([(first, b"new a"), (second, b"new b")])
+    assert exc.value.filename == str(second)
+    assert first.read_text() == "previous"
+    assert _names(tmp_path) == ["a.txt", "b"]
+    second.rmdir()
+    atomic_write_files([(first, b"new a"), (second, b"new b")])
+    assert (first.read_text(), second.read_text()) == ("new a", "new b")
+    assert _names(tmp_path) == ["a.txt", "b"]

@@ -220,6 +220,20 @@ def test_non_finite_leaf_refused_on_save(tmp_path, booster):
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize("threshold", [np.nan, -np.inf])
+def test_nan_or_minus_inf_threshold_refused_on_save(tmp_path, booster, threshold):
+    """Only +inf (a missing-vs-present split) is written as null: a NaN or -inf threshold
+    (a hand-built tree) became null too and read back as +inf, which sends every value
+    left instead of right: the reloaded model predicted differently, silently."""
+    path, before = _existing(tmp_path)
+    b = copy.deepcopy(booster)
+    b.trees[0] = b.trees[0].copy()
+    b.trees[0]["num_threshold"][0] = threshold
+    with pytest.raises(ValueError, match="threshold"):
+        save_model(b, path)
+    assert path.read_bytes() == before
+
+
 def test_save_into_missing_directory_fails_cleanly(tmp_path, booster):
     with pytest.raises(FileNotFoundError):
         save_model(booster, tmp_path / "nope" / "m.json")
@@ -426,3 +440,62 @@ def test_model_format_error_is_a_value_error():
     assert isinstance(err, ValueError)
     assert str(err) == "x/y.json: broken"
     assert os.fspath(err.path) == "x/y.json"
+
+
+def test_feature_names_that_are_not_strings_are_saved_as_strings(tmp_path, data):
+    """``make_dataset(feature_names=[0, 1, ...])`` trained a model whose file held the
+    names as JSON integers, which loading refuses: the saved model could not be read
+    back ('feature_names must be null or a list of strings')."""
+    X, y = data
+    b = train(
+        dict(objective="_test_ls", n_estimators=2, max_leaf_nodes=4),
+        make_dataset(X, y, group=[30] * 10, feature_names=[0, 1, 2, np.int64(3)]),
+    )
+    assert b.feature_names == ["0", "1", "2", "3"]
+    path = tmp_path / "m.json"
+    save_model(b, path)
+    loaded = load_model(path)
+    assert loaded.feature_names == ["0", "1", "2", "3"]
+    np.testing.assert_array_equal(loaded.predict(X), b.predict(X))
+    fields = dict(b.model_fields(), feature_names=[7, 8, 9, 10])  # the writer alone
+    model_json.write_model(fields, tmp_path / "f.json")
+    assert load_model(tmp_path / "f.json").feature_names == ["7", "8", "9", "10"]
+
+
+def test_non_finite_metric_values_round_trip(tmp_path, data):
+    """A custom eval_metric that returned NaN (or inf) for a round trained fine, but
+    save_model then failed ('Out of range float values are not JSON compliant'): the
+    trained model could not be saved.  Such values are written as null and read back
+    as NaN."""
+    X, y = data
+
+    def flaky(scores, labels, offsets):
+        return float("nan") if flaky.calls.append(1) or len(flaky.calls) == 2 else 0.5
+
+    flaky.calls = []
+    ds = make_dataset(X, y, group=[30] * 10)
+    b = train(
+        dict(objective="_test_ls", n_estimators=3, max_leaf_nodes=4, eval_metric=flaky),
+        ds,
+        [("v", ds)],
+    )
+    assert np.isnan(b.evals_result["v"]["flaky"][1])
+    path = tmp_path / "m.json"
+    save_model(b, path)
+    assert json.loads(path.read_text())["evals_result"] == {"v": {"flaky": [0.5, None, 0.5]}}
+    loaded = load_model(path)
+    np.testing.assert_array_equal(loaded.evals_result["v"]["flaky"], [0.5, np.nan, 0.5])
+    np.testing.assert_array_equal(loaded.predict(X), b.predict(X))
+
+
+def test_model_saved_in_another_encoding_is_named_as_such(tmp_path, model_dict):
+    """A model whose feature names were edited in a Latin-1 editor was 'not a text
+    file'; the error names the encoding and the first byte that is not UTF-8."""
+    d = copy.deepcopy(model_dict)
+    d["feature_names"] = ["prix_\u00e9t\u00e9", "b", "c", "d"]
+    text = json.dumps(d, ensure_ascii=False)
+    path = tmp_path / "m.json"
+    path.write_bytes(text.encode("latin-1"))
+    offset = text.index("\u00e9")
+    with pytest.raises(ModelFormatError, match=f"not UTF-8 text \\(byte 0xe9 at offset {offset};"):
+        load_model(path)

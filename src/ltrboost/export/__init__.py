@@ -33,6 +33,11 @@ def _names(feature_names) -> list[str] | None:
             return read_feature_names(os.fspath(feature_names))
         except OSError as e:
             raise ExportError(f"cannot read feature names {feature_names}: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise ExportError(
+                f"cannot read feature names {feature_names}: not UTF-8 text (byte "
+                f"0x{e.object[e.start]:02x} at offset {e.start})"
+            ) from None
     return [str(s) for s in feature_names]
 
 
@@ -120,11 +125,21 @@ def export_model(
     ``_createmodel`` request body there.  ``name`` defaults to the file's stem.
     Other arguments as :func:`export_bytes`.
     """
-    from ltrboost.io._atomic import atomic_write_bytes
+    from ltrboost.io._atomic import atomic_write_bytes, atomic_write_files
 
     _check_format(format)
     if createmodel is not None and format != "xgboost-dump":
         raise ExportError("createmodel= is only for format 'xgboost-dump'")
+    if format == "xgboost" and Path(os.fspath(path)).suffix.lower() == ".ubj":
+        raise ExportError(
+            f"{os.fspath(path)}: format 'xgboost' writes JSON, which XGBoost does not read "
+            "from a .ubj file (it expects UBJSON there); give a .json file name"
+        )
+    if createmodel is not None and _same_file(path, createmodel):
+        raise ExportError(
+            f"{os.fspath(createmodel)}: the createmodel body would replace the exported "
+            "model (the same file); give another path"
+        )
     name = name or Path(os.fspath(path)).stem or "ltrboost"
     data = export_bytes(
         booster,
@@ -134,9 +149,19 @@ def export_model(
         name=name,
         assume_no_missing=assume_no_missing,
     )
-    extra = None
-    if createmodel is not None:
-        extra = createmodel_body(booster, feature_names, name=name, iteration=iteration)
-    atomic_write_bytes(path, data)
-    if extra is not None:
-        atomic_write_bytes(createmodel, extra.encode())
+    if createmodel is None:
+        atomic_write_bytes(path, data)
+        return
+    extra = createmodel_body(booster, feature_names, name=name, iteration=iteration)
+    # both or neither: an unwritable createmodel path must not leave the model written
+    atomic_write_files([(path, data), (createmodel, extra.encode())])
+
+
+def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two output paths name one file (links and other spellings included)."""
+    try:
+        if os.path.samefile(a, b):
+            return True
+    except OSError:  # one of them does not exist (yet)
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)

@@ -20,6 +20,7 @@ split that only separates missing from present values.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,6 +92,21 @@ class ExportModel:
                 f"expected grade); formats that can: {', '.join(MULTI_OUTPUT_FORMATS)}"
             )
 
+    def check_float32_values(self, fmt: str) -> None:
+        """Refuse leaf values (initial scores included) that float32 cannot hold: the
+        consumer would read them as +-inf (and XGBoost's JSON would not parse)."""
+        for tree in self.trees:
+            leaves = tree.value[tree.is_leaf]
+            with np.errstate(over="ignore"):
+                big = np.isinf(leaves.astype(np.float32))
+            if big.any():
+                what = "initial score" if tree.is_bias else "leaf value"
+                raise ExportError(
+                    f"format {fmt!r} keeps values as float32, which cannot hold the "
+                    f"{what} {float(leaves[big][0])!r} (beyond +-{FLT_MAX:.7g}); use "
+                    "format 'lightgbm' (float64)"
+                )
+
     def check_name_characters(self, fmt: str, forbidden: str) -> None:
         """Refuse feature names that the format's consumer rejects (LightGBM: JSON
         punctuation; XGBoost: ``[``, ``]``, ``<``), naming the first one."""
@@ -106,9 +122,11 @@ class ExportModel:
 
 
 # Characters a consumer refuses in a feature name: LightGBM's model loader rejects
-# "special JSON characters" (Common::CheckAllowedJSON); XGBoost's DMatrix rejects
-# names with '[', ']' or '<' (they delimit the split conditions of its text dumps).
-LIGHTGBM_FORBIDDEN = '",:[]{}'
+# "special JSON characters" (Common::CheckAllowedJSON), and its dump_model() JSON (what
+# Vespa reads) writes names unescaped, so a backslash starts an escape there (a\b came
+# back with a backspace); XGBoost's DMatrix rejects names with '[', ']' or '<' (they
+# delimit the split conditions of its text dumps).
+LIGHTGBM_FORBIDDEN = '",:[]{}\\'
 XGBOOST_FORBIDDEN = "[]<"
 
 
@@ -188,8 +206,12 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
         raise ExportError(f"{len(names)} feature names given but the model has {n} features")
     seen: set[str] = set()
     for i, s in enumerate(names):
-        if not s or any(c.isspace() for c in s):
-            raise ExportError(f"feature name {i + 1} ({s!r}) is empty or has whitespace")
+        # control characters: JSON writes them as \u escapes that XGBoost keeps as is,
+        # and no engine's feature set names a feature with one
+        if not s or any(c.isspace() or unicodedata.category(c) == "Cc" for c in s):
+            raise ExportError(
+                f"feature name {i + 1} ({s!r}) is empty or has whitespace or a control character"
+            )
         if s in seen:
             raise ExportError(f"feature name {s!r} appears more than once")
         seen.add(s)
@@ -198,7 +220,7 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
 
 def read_feature_names(path: str) -> list[str]:
     """One name per line; blank lines and ``#`` comments ignored."""
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8-sig") as fh:  # -sig: a BOM is no part of a name
         lines = [ln.strip() for ln in fh]
     return [ln for ln in lines if ln and not ln.startswith("#")]
 
@@ -209,10 +231,10 @@ def read_feature_names(path: str) -> list[str]:
 def f32_floor(t: NDArray[np.float64] | float) -> NDArray[np.float32]:
     """The largest float32 ``m <= t`` (float32 ``x <= t`` iff ``x <= m``)."""
     t = np.asarray(t, dtype=np.float64)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # beyond float32's range: +-inf, or the step to it
         m = t.astype(np.float32)
-    too_big = m.astype(np.float64) > t
-    m = np.where(too_big, np.nextafter(m, np.float32(-np.inf)), m)
+        too_big = m.astype(np.float64) > t
+        m = np.where(too_big, np.nextafter(m, np.float32(-np.inf)), m)
     return m.astype(np.float32)
 
 

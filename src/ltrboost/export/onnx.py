@@ -92,6 +92,8 @@ def build_graph(model: ExportModel, leaf_ids: bool = False):
     onnx = _require_onnx()
     from onnx import TensorProto, helper
 
+    model.check_float32_values("onnx")
+
     nodes = []
     inits = []
     attrs = _ensemble_attrs(model, leaf_ids=leaf_ids)

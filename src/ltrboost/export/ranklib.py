@@ -54,6 +54,7 @@ def _split(tree: ExportTree, k: int, m, pos: str | None, indent: str, out: list[
 
 def to_ranklib(model: ExportModel, assume_no_missing: bool = False) -> str:
     model.check_single_output("ranklib")
+    model.check_float32_values("ranklib")
     if not assume_no_missing:
         n_bad = sum(len(nan_routes_like_zero(t)) for t in model.trees)
         if n_bad:
@@ -67,7 +68,9 @@ def to_ranklib(model: ExportModel, assume_no_missing: bool = False) -> str:
             )
     lines = [
         "## LambdaMART",
-        f"## exported by ltrboost: objective = {model.objective}",
+        # one line: a custom objective's name is the user's (a newline in it would
+        # put text outside the '##' comments, into RankLib's XML)
+        f"## exported by ltrboost: objective = {' '.join(model.objective.split())}",
         f"## No. of trees = {len(model.trees)}",
         "## Learning rate = 1 (folded into the leaf outputs)",
         "## feature id i = the i-th feature of the feature set (1-based)",

@@ -14,8 +14,9 @@ a negative power of two (``s`` then lies below it, where float32 steps are twice
 it, one or a few float32 steps above the threshold, go left instead of right).
 
 Missing values: every split carries ``"missing": "left" | "right"`` and the model sets
-``"isNullSameAsZero": false`` (Solr >= 9.2, SOLR-16596) so an absent feature is NaN and
-follows ltrboost's learned direction.  Older Solr ignores both and reads it as 0.
+``"isNullSameAsZero": false`` (Solr >= 9.2, SOLR-16596) so an absent feature whose store
+entry has ``"defaultValue": "NaN"`` is NaN and follows ltrboost's learned direction.
+Without that default, and in older Solr (which ignores both), it reads as 0.
 
 Weights are 1 (shrinkage, line-search steps, GBRank's averaging and the initial score
 are folded into the leaf values).
@@ -90,6 +91,7 @@ def _node(tree: ExportTree, k: int, names: list[str], m: np.ndarray, inexact: li
 
 def to_solr_dict(model: ExportModel, name: str, store: str | None = None) -> dict:
     model.check_single_output("solr")
+    model.check_float32_values("solr")
     names = model.feature_names
     trees = []
     inexact: list[tuple[str, float, float]] = []

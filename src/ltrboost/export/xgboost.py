@@ -96,6 +96,7 @@ def xgb_tree(tree: ExportTree) -> XGBTree:
 def to_xgboost_dict(model: ExportModel) -> dict:
     model.check_single_output("xgboost")
     model.check_name_characters("xgboost", XGBOOST_FORBIDDEN)
+    model.check_float32_values("xgboost")
     trees = []
     for t_id, tree in enumerate(model.trees):
         t = xgb_tree(tree)
@@ -168,13 +169,16 @@ def to_xgboost_dict(model: ExportModel) -> dict:
 
 
 def to_xgboost(model: ExportModel) -> str:
-    return json.dumps(to_xgboost_dict(model), separators=(",", ":")) + "\n"
+    # UTF-8, not \uXXXX escapes: XGBoost's JSON reader keeps an escape as its six
+    # characters, so feature_names would no longer match a non-ASCII name
+    return json.dumps(to_xgboost_dict(model), separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 def dump_trees(model: ExportModel) -> list[dict]:
     """The trees as ``get_dump(dump_format="json")`` objects, names as ``split``."""
     model.check_single_output("xgboost-dump")
     model.check_name_characters("xgboost-dump", XGBOOST_FORBIDDEN)
+    model.check_float32_values("xgboost-dump")
     names = model.feature_names
     return [_dump_node(xgb_tree(tree), 0, names) for tree in model.trees]
 

@@ -13,6 +13,9 @@
   written in place, never renamed or replaced;
 * a directory, socket or block device: refused (``IsADirectoryError`` / ``OSError``).
 
+:func:`atomic_write_files` writes several outputs all or none (each to its temporary
+file first, renamed only when all are complete).
+
 Every error names the user's path (``OSError.filename``), never the temporary file: a
 full disk reads ``model.json: No space left on device``.  ``unchanged_since`` (a
 :func:`file_state` taken when a run started) warns with :class:`OutputChangedWarning`
@@ -132,15 +135,101 @@ def atomic_write_bytes(
     _write(path, (bytes(data),), unchanged_since)
 
 
+def atomic_write_files(items: Iterable[tuple[str | os.PathLike[str], bytes]]) -> None:
+    """Write several files, all or none: each is checked and written to its temporary
+    file first, and only when every one is complete are they renamed over their
+    targets (a full disk or a directory in the way of the last one leaves every target
+    untouched).  Each target has the guarantees of :func:`atomic_write`."""
+    staged: list[_Staged] = []
+    try:
+        for path, data in items:
+            staged.append(_stage(path, (bytes(data),), UNKNOWN_STATE))
+    except BaseException:
+        for st in staged:
+            st.discard()
+        raise
+    for k, st in enumerate(staged):
+        try:
+            st.commit()
+        except BaseException:
+            for rest in staged[k + 1 :]:
+                rest.discard()
+            raise
+
+
 def _write(path, blobs: Iterable[bytes], unchanged_since: Any) -> None:
+    _stage(path, blobs, unchanged_since).commit()
+
+
+class _Staged:
+    """An output ready to land: a complete temporary file to rename over ``target``,
+    or (a descriptor, a device, a FIFO) the data to write there in place."""
+
+    def __init__(
+        self,
+        user_path: str,
+        target: Any,
+        *,
+        tmp_name: str | None = None,
+        fd: int | None = None,
+        blobs: Iterable[bytes] = (),
+    ) -> None:
+        self.user_path = user_path
+        self.target = target
+        self.tmp_name = tmp_name
+        self.fd = fd
+        self.blobs = blobs
+
+    def discard(self) -> None:
+        if self.tmp_name is not None:
+            try:
+                os.unlink(self.tmp_name)
+            except FileNotFoundError:
+                pass
+
+    def commit(self) -> None:
+        user_path = self.user_path
+        if self.fd is not None:
+            try:
+                _write_fd(self.fd, self.blobs)
+            except OSError as e:
+                raise _named(e, user_path, "writing") from None
+            return
+        if self.tmp_name is None:  # a character device or a FIFO: written in place
+            try:
+                with open(self.target, "wb") as handle:
+                    for blob in self.blobs:
+                        handle.write(blob)
+            except OSError as e:
+                raise _named(e, user_path, "writing") from None
+            return
+        try:
+            os.replace(self.tmp_name, self.target)
+        except BaseException as e:
+            self.discard()
+            if isinstance(e, OSError) and e.filename != user_path:
+                raise _named(e, user_path, "writing; the previous file is intact") from None
+            raise
+        # Make the rename itself durable; not every platform lets a directory be opened.
+        try:
+            dir_fd = os.open(self.target.parent, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(dir_fd)
+        except OSError:
+            pass
+        finally:
+            os.close(dir_fd)
+
+
+def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
+    """Check the output and, for a regular file, write the data to a complete, synced
+    temporary file beside it (removed again on any error); nothing is replaced yet."""
     user_path = os.fspath(path)
     fd = _own_descriptor(user_path)
     if fd is not None:
-        try:
-            _write_fd(fd, blobs)
-        except OSError as e:
-            raise _named(e, user_path, "writing") from None
-        return
+        return _Staged(user_path, None, fd=fd, blobs=blobs)
     target = Path(os.path.realpath(user_path))
     try:
         st = os.stat(target)
@@ -152,13 +241,7 @@ def _write(path, blobs: Iterable[bytes], unchanged_since: Any) -> None:
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory; give a file name", user_path)
         if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-            try:
-                with open(target, "wb") as handle:
-                    for blob in blobs:
-                        handle.write(blob)
-            except OSError as e:
-                raise _named(e, user_path, "writing") from None
-            return
+            return _Staged(user_path, target, blobs=blobs)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(
                 errno.EINVAL,
@@ -180,7 +263,7 @@ def _write(path, blobs: Iterable[bytes], unchanged_since: Any) -> None:
                     f"{user_path} changed since this run started (another run wrote "
                     "it?); replacing it with this run's output"
                 ),
-                stacklevel=3,
+                stacklevel=4,
             )
     try:
         fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
@@ -202,7 +285,6 @@ def _write(path, blobs: Iterable[bytes], unchanged_since: Any) -> None:
             handle.write(b"".join(buffer))
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
     except BaseException as e:
         try:
             os.unlink(tmp_name)
@@ -211,14 +293,4 @@ def _write(path, blobs: Iterable[bytes], unchanged_since: Any) -> None:
         if isinstance(e, OSError) and e.filename != user_path:
             raise _named(e, user_path, "writing; the previous file is intact") from None
         raise
-    # Make the rename itself durable; not every platform lets a directory be opened.
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+    return _Staged(user_path, target, tmp_name=tmp_name)

@@ -13,7 +13,7 @@ Layout (``format_version`` 1)::
       "update_rule": "additive" | "averaged",
       "best_iteration": 57 | null,
       "params": {...training parameters...},
-      "evals_result": {"valid": {"ndcg@10": [...]}},
+      "evals_result": {"valid": {"ndcg@10": [...]}},  (null: a NaN a metric returned)
       "trees": [ {"output": 0, "value": [...], "feature": [...], "threshold": [...],
                   "missing_left": [...], "left": [...], "right": [...],
                   "bin_threshold": [...], "gain": [...], "count": [...],
@@ -111,6 +111,29 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
+def _evals_to_json(evals: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """``evals_result`` with a non-finite metric value (a custom metric's NaN) as null:
+    JSON has no NaN, and the model must still be saved."""
+    return {
+        str(name): {
+            str(metric): [v if math.isfinite(v) else None for v in map(float, values)]
+            for metric, values in per_metric.items()
+        }
+        for name, per_metric in evals.items()
+    }
+
+
+def _evals_from_json(evals: Mapping[str, Mapping[str, list]]) -> dict[str, Any]:
+    """``evals_result`` as read: null (a non-finite value when saved) is NaN."""
+    return {
+        name: {
+            metric: [math.nan if v is None else v for v in values]
+            for metric, values in per_metric.items()
+        }
+        for name, per_metric in evals.items()
+    }
+
+
 def tree_to_dict(nodes: np.ndarray, output: int = 0) -> dict[str, Any]:
     """One tree (``NODE_DTYPE`` array) as its JSON object; refuses non-finite leaves."""
     t: dict[str, Any] = {"output": int(output)}
@@ -119,9 +142,12 @@ def tree_to_dict(nodes: np.ndarray, output: int = 0) -> dict[str, Any]:
         if key == "threshold":
             # leaves carry no threshold; +inf thresholds (last bin) become null
             vals = [
-                None if (leaf or not math.isfinite(v)) else float(v)
+                None if (leaf or v == math.inf) else float(v)
                 for v, leaf in zip(col.tolist(), nodes["is_leaf"].tolist(), strict=True)
             ]
+            for v in vals:  # null reads back as +inf: never write it for NaN or -inf
+                if v is not None and not math.isfinite(v):
+                    raise ValueError(f"model has a split threshold {v}; refusing to save it")
             t[key] = vals
         else:
             t[key] = [typ(v) for v in col.tolist()]
@@ -139,6 +165,7 @@ def _as_fields(model: Any) -> Mapping[str, Any]:
 def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
     """Every field of the JSON document but ``trees`` (which comes last)."""
     params = {k: v for k, v in _jsonable(f["params"]).items() if k not in RUNTIME_PARAMS}
+    names = f["feature_names"]  # strings: a file with other names would not load
     out = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -147,14 +174,14 @@ def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
         "objective_params": _jsonable(f["objective_params"]),
         "n_features": int(f["n_features"]),
         "n_outputs": int(f["n_outputs"]),
-        "feature_names": f["feature_names"],
+        "feature_names": None if names is None else [str(s) for s in names],
         "init_score": [float(v) for v in f["init_score"]],
         "update_rule": f["update_rule"],
         # the data convention for absent sparse features ("zero" | "nan" | None)
         "missing": f.get("missing"),
         "best_iteration": f["best_iteration"],
         "params": params,
-        "evals_result": _jsonable(f["evals_result"]),
+        "evals_result": _evals_to_json(f["evals_result"]),
     }
     bias = f.get("position_bias")
     if bias is not None:  # unbiased LambdaMART only: other files do not change
@@ -253,8 +280,12 @@ def read_model_fields(path: str | os.PathLike) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
-    except UnicodeDecodeError:
-        raise ModelFormatError("not a text file (is this an ltrboost JSON model?)", path) from None
+    except UnicodeDecodeError as e:  # binary, or text saved in another encoding
+        raise ModelFormatError(
+            f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}; is this "
+            "an ltrboost JSON model, or was it saved in another encoding?)",
+            path,
+        ) from None
     except OSError as e:
         raise ModelFormatError(f"cannot read: {e.strerror}", path) from None
     return model_fields_from_json(text, path=path)
@@ -346,7 +377,7 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         "best_iteration": d.get("best_iteration"),
         "params": {k: v for k, v in (d.get("params") or {}).items() if k not in RUNTIME_PARAMS},
         "feature_names": d.get("feature_names"),
-        "evals_result": d.get("evals_result") or {},
+        "evals_result": _evals_from_json(d.get("evals_result") or {}),
         "n_outputs": n_outputs,
         "missing": d.get("missing"),
         "position_bias": d.get("position_bias"),

@@ -27,7 +27,8 @@ Rules (format_version 1)
 * ``params`` is a mapping of known training parameters that pass
   :meth:`BoosterParams.validate`; ``n_threads`` (a run-time setting, no longer written)
   is ignored when present.
-* ``evals_result`` is ``{set: {metric: [finite numbers, at most one per round]}}``.
+* ``evals_result`` is ``{set: {metric: [finite numbers, at most one per round]}}``;
+  null stands for a non-finite value a (custom) metric returned.
 * ``position_bias`` (optional; unbiased LambdaMART only) is ``{"t_plus": [...],
   "t_minus": [...]}``, ``max_positions`` positive finite numbers each; files without
   it (every older file) read as before.
@@ -368,7 +369,7 @@ def _check_evals_result(evals: Any, n_iterations: int, fail) -> None:
         if not isinstance(per_metric, dict):
             fail(f"evals_result[{name!r}] must be an object of metric lists")
         for metric, values in per_metric.items():
-            if not isinstance(values, list) or not all(is_number(v) for v in values):
+            if not isinstance(values, list) or not all(v is None or is_number(v) for v in values):
                 fail(f"evals_result[{name!r}][{metric!r}] must be a list of numbers")
             if len(values) > n_iterations:
                 fail(
