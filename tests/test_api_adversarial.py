@@ -394,3 +394,19 @@ def test_an_eval_frame_is_taken_by_the_init_models_names_when_x_is_an_array(fram
         df.to_numpy(), y, qid=qid, init_model=init, eval_set=[(dv[COLS[::-1]], yv, qv)]
     )
     assert a.evals_result_ == b.evals_result_  # b's frame was taken by position
+
+
+def test_callbacks_are_checked_before_the_first_round(frames):
+    df, y, qid, *_ = frames
+    rounds = []
+
+    def count(env):
+        rounds.append(env.iteration)
+
+    with pytest.raises(TypeError, match=r"callbacks\[1\] is int, not a callable"):
+        Ranker(**FAST).fit(df, y, qid=qid, callbacks=[count, 1])
+    assert rounds == []  # it failed after training round 1
+    Ranker(**FAST).fit(df, y, qid=qid, callbacks=count)  # one callable alone
+    assert rounds == [0, 1, 2]
+    with pytest.raises(TypeError, match="callbacks must be a list of callables"):
+        train(dict(FAST), make_dataset(df, y, qid=qid), callbacks=5)

@@ -131,6 +131,7 @@ def train(
         params = BoosterParams.from_dict(params)
     params.validate()
     valid_sets = _check_train_inputs(train_set, valid_sets, init_model)
+    callbacks = check_callbacks(callbacks)
     if train_set.y is None:
         raise ValueError("the training set has no labels")
     if train_set.n_samples == 0:
@@ -150,6 +151,24 @@ def train(
     with threads(params.n_threads) as n_threads, quiet:
         run = Training(params, objective, train_set, list(valid_sets), n_threads)
         return run.run(callbacks, init_model)
+
+
+def check_callbacks(callbacks) -> list:
+    """``callbacks`` as a list of callables (one callable alone is taken as a list of
+    one); a TypeError naming the first entry that is not callable, before any round
+    (it failed after the first round, as "'int' object is not callable")."""
+    if callable(callbacks):
+        return [callbacks]
+    try:
+        callbacks = list(callbacks)
+    except TypeError:
+        raise TypeError(
+            f"callbacks must be a list of callables f(env), not {type(callbacks).__name__}"
+        ) from None
+    for k, cb in enumerate(callbacks):
+        if not callable(cb):
+            raise TypeError(f"callbacks[{k}] is {type(cb).__name__}, not a callable f(env)")
+    return callbacks
 
 
 def _check_train_inputs(train_set, valid_sets, init_model) -> list:

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
-from ltrboost.booster import CallbackEnv, train
+from ltrboost.booster import CallbackEnv, check_callbacks, train
 from ltrboost.callbacks import check_period, log_best, log_evaluation
 from ltrboost.dataset import RankingDataset, arrow_as_frame, make_dataset
 from ltrboost.model import Booster
@@ -258,7 +258,7 @@ class Ranker(BaseEstimator):
             self.verbose if verbose is None else verbose,
             "verbose" if verbose is None else "fit's verbose",
         )
-        callbacks = list(callbacks)
+        callbacks = check_callbacks(callbacks)
         if period:
             callbacks.insert(0, log_evaluation(period))
         self.booster_ = train(
