@@ -410,3 +410,20 @@ def test_callbacks_are_checked_before_the_first_round(frames):
     assert rounds == [0, 1, 2]
     with pytest.raises(TypeError, match="callbacks must be a list of callables"):
         train(dict(FAST), make_dataset(df, y, qid=qid), callbacks=5)
+
+
+def test_pair_errors_name_rows_as_the_caller_numbered_them():
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    y = [0, 1, 0, 1, 2, 0]
+    qid = [1, 2, 1, 2, 1, 2]  # grouped: rows 0, 2, 4 then 1, 3, 5
+
+    def fit(pairs):
+        Ranker(n_estimators=1, objective="ranknet").fit(X, y, qid=qid, pairs=pairs)
+
+    # they named the grouped rows: "rows 0 and 3", "row 0 preferred to row 1"
+    with pytest.raises(LTRInputError, match="pair 0: rows 0 and 1 belong to different"):
+        fit([[0, 1]])
+    with pytest.raises(ValueError, match=r"pair 0 \(row 0 preferred to row 2\) contradicts"):
+        fit([[0, 2], [2, 0]])
+    with pytest.raises(LTRInputError, match=r"pairs must be numbers of shape"):
+        fit([[0, 2], [4, 2, 1.0]])  # was NumPy's own ValueError

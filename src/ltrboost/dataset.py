@@ -309,6 +309,8 @@ def check_preference_pairs(
     other: ArrayLike,
     weight: ArrayLike | None,
     query_offsets: NDArray[np.int64],
+    *,
+    order: NDArray[np.int64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
     """The one check of explicit preference pairs given as arrays of dataset rows.
 
@@ -318,6 +320,8 @@ def check_preference_pairs(
     out-of-range rows, a document preferred to itself, a pair spanning two queries, a
     negative or non-finite weight.  (Pairs read from a file are checked line by line by
     :mod:`ltrboost.io.pairs`, which knows the file's lines; its output passes here too.)
+    ``order`` (:attr:`RankingDataset.order`) names rows in the caller's numbering, the
+    one the pairs were given in, instead of the grouped one.
     """
     pref = np.asarray(preferred)
     oth = np.asarray(other)
@@ -338,17 +342,21 @@ def check_preference_pairs(
             f"pair {k}: rows ({pref[k]}, {oth[k]}) out of range for {n} documents",
             row=k,
         )
+
+    def shown(r: int) -> int:  # a dataset row as the caller numbered it
+        return int(r) if order is None else int(order[r])
+
     same = pref == oth
     if same.any():
         k = int(np.flatnonzero(same)[0])
-        raise LTRInputError(f"pair {k}: document {pref[k]} is preferred to itself", row=k)
+        raise LTRInputError(f"pair {k}: document {shown(pref[k])} is preferred to itself", row=k)
     q_pref = np.searchsorted(query_offsets, pref, side="right") - 1
     q_other = np.searchsorted(query_offsets, oth, side="right") - 1
     cross = q_pref != q_other
     if cross.any():
         k = int(np.flatnonzero(cross)[0])
         raise LTRInputError(
-            f"pair {k}: rows {pref[k]} and {oth[k]} belong to different queries "
+            f"pair {k}: rows {shown(pref[k])} and {shown(oth[k])} belong to different queries "
             f"({q_pref[k]} and {q_other[k]}); a preference compares documents of one "
             "query",
             row=k,

@@ -573,7 +573,12 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
     """Explicit preference pairs in the user's row numbering -> dataset rows."""
     from ltrboost.dataset import LTRInputError, PreferencePairs, check_preference_pairs
 
-    arr = np.asarray(pairs, dtype=np.float64)
+    try:
+        arr = np.asarray(pairs, dtype=np.float64)
+    except (TypeError, ValueError) as e:  # rows of different lengths, text
+        raise LTRInputError(
+            f"pairs must be numbers of shape (n_pairs, 2) or (n_pairs, 3): {e}"
+        ) from None
     if arr.ndim != 2 or arr.shape[1] not in (2, 3):
         raise LTRInputError("pairs must have shape (n_pairs, 2) or (n_pairs, 3)")
     idx = arr[:, :2]
@@ -591,7 +596,7 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
         idx = inv[idx]
     w = arr[:, 2] if arr.shape[1] == 3 else None
     # same-query, self-preference and weight checks: the package's one pair check
-    check_preference_pairs(idx[:, 0], idx[:, 1], w, ds.query_offsets)
+    check_preference_pairs(idx[:, 0], idx[:, 1], w, ds.query_offsets, order=ds.order)
     return PreferencePairs(
         preferred=idx[:, 0].astype(np.int32),
         other=idx[:, 1].astype(np.int32),
