@@ -427,3 +427,26 @@ def test_pair_errors_name_rows_as_the_caller_numbered_them():
         fit([[0, 2], [2, 0]])
     with pytest.raises(LTRInputError, match=r"pairs must be numbers of shape"):
         fit([[0, 2], [4, 2, 1.0]])  # was NumPy's own ValueError
+
+
+def test_label_errors_name_the_callers_row_when_qids_are_unsorted():
+    from ltrboost.metrics import make_scorer
+
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    qid = [1, 2, 1, 2, 1, 2]  # grouped: rows 0, 2, 4 then 1, 3, 5
+    big = [0, 40, 0, 1, 2, 0]  # the bad label is the caller's row 1 (grouped row 3)
+    # objectives and metrics see the grouped rows, and named row 3
+    with pytest.raises(LTRInputError, match=r"^row 1: label 40 is too large") as e:
+        Ranker(n_estimators=1, min_samples_leaf=1).fit(X, big, qid=qid)
+    assert e.value.row == 1
+    with pytest.raises(LTRInputError, match=r"^row 1: label y\[1\]=1.5 is not a non-negative"):
+        Ranker(n_estimators=1, min_samples_leaf=1).fit(X, [0, 1.5, 0, 1, 2, 0], qid=qid)
+    r = Ranker(n_estimators=1, min_samples_leaf=1, objective="mart").fit(X, big, qid=qid)
+    with pytest.raises(LTRInputError, match=r"^row 1: label 40"):
+        r.score(X, big, qid=qid)
+    with pytest.raises(LTRInputError, match=r"^row 1: label 40"):
+        make_scorer("ndcg@3")(r, pd.DataFrame(X).assign(qid=qid), big)
+    with pytest.raises(LTRInputError, match=r"^validation set 'valid_0': row 1: label 40"):
+        Ranker(n_estimators=1, min_samples_leaf=1, objective="mart").fit(
+            X, big, qid=qid, eval_set=[(X, big, qid)]
+        )

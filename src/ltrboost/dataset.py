@@ -727,17 +727,22 @@ _ROW_IN_MESSAGE = re.compile(r"\by\[(\d+)\]")
 
 @contextmanager
 def rows_located(ds: RankingDataset) -> Iterator[None]:
-    """Rewrite an error naming a row of ``ds`` as ``FILE:LINE: problem``.
+    """Rewrite an error naming a row of ``ds`` as ``FILE:LINE: problem``, or, for
+    arrays regrouped by query (``ds.order``), as the caller's row.
 
     The row is ``i`` of ``y[i]`` in the message, else the 0-based ``row`` of an
-    :class:`LTRInputError` without a path.  Only for datasets read from a file
-    (``ds.source`` and ``ds.row_lines`` set); the line is 1-based, as in every other
-    input error.  Other errors pass unchanged.
+    :class:`LTRInputError` without a path.  For datasets read from a file
+    (``ds.source`` and ``ds.row_lines`` set) the line is 1-based, as in every other
+    input error.  For arrays whose rows were regrouped, the grouped row (what the
+    objectives and metrics see) becomes the row the caller gave, ``ds.order[row]``
+    (errors about explicit pairs, whose ``row`` is a pair's index, are left alone).
+    Other errors pass unchanged.
     """
     try:
         yield
     except ValueError as e:
         if ds.source is None or ds.row_lines is None:
+            _raise_in_callers_rows(e, ds)
             raise
         problem = getattr(e, "problem", None) or str(e)
         match = _ROW_IN_MESSAGE.search(problem)
@@ -752,3 +757,21 @@ def rows_located(ds: RankingDataset) -> Iterator[None]:
         if not 0 <= row < ds.row_lines.shape[0]:
             raise
         raise LTRInputError(problem, path=ds.source, line=int(ds.row_lines[row])) from e
+
+
+def _raise_in_callers_rows(e: ValueError, ds: RankingDataset) -> None:
+    """Re-raise ``e`` with the grouped row it names as the caller's row
+    (``ds.order[row]``); return when there is nothing to rewrite."""
+    if ds.order is None or not isinstance(e, LTRInputError) or e.path is not None:
+        return
+    problem = e.problem
+    if problem.startswith("pair"):  # ``row`` is a pair's index, not a dataset row
+        return
+    match = _ROW_IN_MESSAGE.search(problem)
+    row = int(match.group(1)) if match is not None else e.row
+    if row is None or not 0 <= row < ds.order.shape[0]:
+        return
+    user_row = int(ds.order[row])
+    if match is not None:
+        problem = problem.replace(f"y[{row}]", f"y[{user_row}]", 1)
+    raise LTRInputError(problem, row=user_row) from e

@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator
 
 from ltrboost.booster import CallbackEnv, check_callbacks, train
 from ltrboost.callbacks import check_period, log_best, log_evaluation
-from ltrboost.dataset import RankingDataset, arrow_as_frame, make_dataset
+from ltrboost.dataset import RankingDataset, arrow_as_frame, make_dataset, rows_located
 from ltrboost.model import Booster
 from ltrboost.params import PARAM_NAMES, BoosterParams
 
@@ -389,7 +389,8 @@ class Ranker(BaseEstimator):
             sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])
             qw = sums / ds.query_sizes
         opts = metric_options(self.booster_.params)
-        return float(get_metric(metric, **opts)(scores, ds.y, ds.query_offsets, qw))
+        with rows_located(ds):  # a refused label named by the caller's row
+            return float(get_metric(metric, **opts)(scores, ds.y, ds.query_offsets, qw))
 
     def save_model(self, path: str) -> None:
         self._check_fitted()
