@@ -127,6 +127,12 @@ def _bind_metrics(params, objective, vs: RankingDataset) -> list:
     return bound
 
 
+def custom_metric_value(fn, scores, vs: RankingDataset) -> float:
+    """``fn(scores, labels, query_offsets)`` on ``vs`` as a float; a ValueError naming
+    ``fn`` when it returns no number (``Ranker.score``'s callable metrics)."""
+    return _CustomMetric(fn, vs)(scores)
+
+
 class _CustomMetric:
     """A user metric ``fn(scores, labels, query_offsets) -> float`` bound to data."""
 

@@ -381,9 +381,9 @@ class Ranker(BaseEstimator):
             metric = m[0].strip() if m and isinstance(m[0], str) else (m[0] if m else "ndcg@10")
         scores = self.booster_.predict(ds.X, n_threads=self.n_threads)
         if callable(metric):  # the number check of eval_metric callables
-            from ltrboost._evaluation import _CustomMetric
+            from ltrboost._evaluation import custom_metric_value
 
-            return _CustomMetric(metric, ds)(scores)
+            return custom_metric_value(metric, scores, ds)
         qw = None
         if ds.weights is not None:
             sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])
