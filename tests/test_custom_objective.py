@@ -212,6 +212,8 @@ def _bad(kind):
             return g
         if kind == "strings":
             return g, np.array(["a"] * n)
+        if kind == "huge":  # finite in float64, inf in the engine's float32
+            return g, np.full(n, 1e300)
         raise AssertionError(kind)
 
     return fn
@@ -225,13 +227,15 @@ def _bad(kind):
         ("negative", r"hess must be >= 0"),
         ("not_pair", r"must return a pair \(grad, hess\)"),
         ("strings", r"hess must hold real numbers"),
+        ("huge", r"hess\[0\]=1e\+300 is beyond float32's range"),
     ],
 )
 def test_bad_gradients_are_refused_naming_the_round(kind, message, data) -> None:
     X, y, qid = data
     with pytest.raises(ValueError, match=message) as info:
         Ranker(objective=_bad(kind), n_estimators=2, n_threads=2).fit(X, y, qid=qid)
-    assert "objective 'custom:fn' (round 0)" in str(info.value)
+    # rounds count from 1, as in the logs and the engine's own non-finite error
+    assert "objective 'custom:fn' (round 1)" in str(info.value)
 
 
 def test_refusals(squared_error, data) -> None:

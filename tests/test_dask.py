@@ -472,3 +472,11 @@ def test_readme_dask_example_runs(tmp_path, monkeypatch):
     exec(compile(code, "README.md", "exec"), {})
     assert (tmp_path / "model.json").exists()
     assert len(list((tmp_path / "train.parquet").iterdir())) > 1
+
+
+def test_duplicate_column_names_are_refused_as_in_fit(client):
+    X, y, qid = _data(seed=5, n_queries=10)
+    ddf, dy = _frame(X, y, qid, 2)
+    dup = ddf.rename(columns={"f1": "f0"})
+    with pytest.raises(LTRInputError, match=r"duplicate feature names \['f0'\]"):
+        ldask.train(client, {"n_estimators": 2}, ldask.DaskData(dup, y=dy, qid="qid"))

@@ -78,6 +78,11 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
     items = [s.strip() for s in m.split(",")] if isinstance(m, str) else m
     if callable(items):
         items = [items]
+    elif not isinstance(items, list | tuple):
+        raise ValueError(
+            f"eval_metric={m!r} must be a metric name, a callable f(scores, labels, "
+            "query_offsets) -> float, or a list of them"
+        )
     out: dict[str, Any] = {}
     for item in items:
         if callable(item):
@@ -122,6 +127,12 @@ def _bind_metrics(params, objective, vs: RankingDataset) -> list:
     return bound
 
 
+def custom_metric_value(fn, scores, vs: RankingDataset) -> float:
+    """``fn(scores, labels, query_offsets)`` on ``vs`` as a float; a ValueError naming
+    ``fn`` when it returns no number (``Ranker.score``'s callable metrics)."""
+    return _CustomMetric(fn, vs)(scores)
+
+
 class _CustomMetric:
     """A user metric ``fn(scores, labels, query_offsets) -> float`` bound to data."""
 
@@ -129,7 +140,15 @@ class _CustomMetric:
         self.fn, self.y, self.query_offsets = fn, vs.y, vs.query_offsets
 
     def __call__(self, scores) -> float:
-        return float(self.fn(scores, self.y, self.query_offsets))
+        value = self.fn(scores, self.y, self.query_offsets)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            name = getattr(self.fn, "__name__", "custom")
+            raise ValueError(
+                f"eval_metric {name!r} must return a number (higher is better), not "
+                f"{type(value).__name__} {value!r:.80}"
+            ) from None
 
 
 # Parameters added after the model format was settled, left out of a model file while

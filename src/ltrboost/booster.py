@@ -47,7 +47,7 @@ from ltrboost._evaluation import (
 )
 from ltrboost._numba import threads
 from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory
-from ltrboost.dataset import RankingDataset, rows_located
+from ltrboost.dataset import LTRInputError, RankingDataset, rows_located
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.model import Booster, averaged_divisor, feature_importance_gain
 from ltrboost.objectives.registry import get_objective
@@ -130,6 +130,8 @@ def train(
     if isinstance(params, dict):
         params = BoosterParams.from_dict(params)
     params.validate()
+    valid_sets = _check_train_inputs(train_set, valid_sets, init_model)
+    callbacks = check_callbacks(callbacks)
     if train_set.y is None:
         raise ValueError("the training set has no labels")
     if train_set.n_samples == 0:
@@ -149,6 +151,53 @@ def train(
     with threads(params.n_threads) as n_threads, quiet:
         run = Training(params, objective, train_set, list(valid_sets), n_threads)
         return run.run(callbacks, init_model)
+
+
+def check_callbacks(callbacks) -> list:
+    """``callbacks`` as a list of callables (one callable alone is taken as a list of
+    one); a TypeError naming the first entry that is not callable, before any round
+    (it failed after the first round, as "'int' object is not callable")."""
+    if callable(callbacks):
+        return [callbacks]
+    try:
+        callbacks = list(callbacks)
+    except TypeError:
+        raise TypeError(
+            f"callbacks must be a list of callables f(env), not {type(callbacks).__name__}"
+        ) from None
+    for k, cb in enumerate(callbacks):
+        if not callable(cb):
+            raise TypeError(f"callbacks[{k}] is {type(cb).__name__}, not a callable f(env)")
+    return callbacks
+
+
+def _check_train_inputs(train_set, valid_sets, init_model) -> list:
+    """TypeErrors naming the expected types (an AttributeError or a failed unpacking
+    deep in training said nothing of them); the validation sets as a list of (str
+    name, dataset) pairs."""
+    if not isinstance(train_set, RankingDataset):
+        raise TypeError(
+            f"train_set must be a RankingDataset (ltrboost.make_dataset(X, y, qid=...)), "
+            f"not {type(train_set).__name__}"
+        )
+    valid_sets = list(valid_sets)
+    for k, entry in enumerate(valid_sets):
+        if not (
+            isinstance(entry, tuple | list)
+            and len(entry) == 2
+            and isinstance(entry[1], RankingDataset)
+        ):
+            raise TypeError(
+                f"valid_sets[{k}] must be a pair (name, RankingDataset), not {type(entry).__name__}"
+            )
+        # the name keys evals_result, in memory and in the model file (JSON: a string)
+        valid_sets[k] = (str(entry[0]), entry[1])
+    if init_model is not None and not isinstance(init_model, Booster):
+        raise TypeError(
+            f"init_model must be a Booster (ltrboost.load_model(path) reads one; "
+            f"Ranker.fit takes a path or a fitted Ranker too), not {type(init_model).__name__}"
+        )
+    return valid_sets
 
 
 def warn_if_pairs_ignored(objective, train_set: RankingDataset) -> None:
@@ -309,7 +358,14 @@ class Training:
         Xb = self.binner.transform(self.used.take(vs.X))
         rv = np.empty((self.n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = self.init[:, None]
-        bound = _bind_metrics(self.params, self.objective, vs)
+        try:
+            bound = _bind_metrics(self.params, self.objective, vs)
+        except LTRInputError as e:  # a label the metrics refuse: say which set
+            if e.path is not None:  # FILE:LINE names it already
+                raise
+            named = LTRInputError(f"validation set {name!r}: {e}")
+            named.row, named.problem = e.row, e.problem
+            raise named from e
         return _Valid(name, vs, Xb, rv, bound)
 
     def resume(self, init_model: Booster) -> int:
@@ -333,6 +389,10 @@ class Training:
                 f"features, the training data has {self.n_features}"
             )
         done = init_model.n_iterations
+        # data without column names (an array, a LETOR file) continues a named model by
+        # position: the new model keeps the names, so predict still takes a DataFrame's
+        # columns by name instead of silently by position
+        self.resumed_feature_names = init_model.feature_names
         saved_bias = getattr(init_model, "position_bias", None)
         if getattr(objective, "unbiased", False) and done > 0:
             if saved_bias is None:
@@ -355,9 +415,9 @@ class Training:
             for _k in range(n_out):
                 self.draw_features()
         if done > 0 and self.valid:
-            hist = self.evals_result[self.valid[0].name][self.metric_names[0]]
-            if hist:
-                self.best_iter = int(np.argmax(hist)) + 1
+            hist = np.asarray(self.evals_result[self.valid[0].name][self.metric_names[0]])
+            if (hist == hist).any():  # a NaN round is never the best (np.argmax picks it)
+                self.best_iter = int(np.nanargmax(hist)) + 1
                 self.best_score = float(hist[self.best_iter - 1])
         return done
 
@@ -409,11 +469,18 @@ class Training:
         if not self.valid:
             return False
         first = evaluation[self.valid[0].name][self.metric_names[0]]
+        rounds = self.params.early_stopping_rounds
+        if rounds is not None and first != first:  # NaN: never better, never worse
+            raise ValueError(
+                f"round {iteration + 1}: eval_metric {self.metric_names[0]!r} is NaN on "
+                f"validation set {self.valid[0].name!r}, which drives early stopping; a "
+                "NaN round can be neither the best nor a round without improvement "
+                "(make the metric return a number)"
+            )
         if self.best_score is None or first > self.best_score:
             self.best_score = first
             self.best_iter = iteration + 1
             return False
-        rounds = self.params.early_stopping_rounds
         return rounds is not None and iteration + 1 - self.best_iter >= int(rounds)
 
     def boost_round(self, it: int, gradients, hessians) -> None:
@@ -461,13 +528,20 @@ class Training:
             update_rule=self.objective.update_rule,
             best_iteration=(self.best_iter if (self.valid and p.early_stopping_rounds) else None),
             params=_params_for_model(p),
-            feature_names=self.train_set.feature_names,
+            feature_names=self.feature_names(),
             evals_result={
                 k: {m: list(v) for m, v in d.items()} for k, d in self.evals_result.items()
             },
             n_outputs=self.n_out,
             position_bias=self.position_bias(),
         )
+
+    def feature_names(self) -> list[str] | None:
+        """The training data's column names, else those of the resumed model."""
+        names = self.train_set.feature_names
+        if names is None:
+            names = getattr(self, "resumed_feature_names", None)
+        return None if names is None else list(names)
 
     def position_bias(self) -> dict[str, list[float]] | None:
         """Unbiased LambdaMART's estimates ``{"t_plus": [...], "t_minus": [...]}``

@@ -74,6 +74,7 @@ from ltrboost.booster import CallbackEnv, Training, check_metrics, make_objectiv
 from ltrboost.dataset import (
     LTRInputError,
     RankingDataset,
+    _refuse_duplicate_names,
     as_feature_matrix,
     check_labels,
     group_by_qid,
@@ -179,6 +180,7 @@ def _input_parts(data: DaskData) -> tuple[list, list[str] | None]:
         frames = list(X.to_delayed(optimize_graph=not separate))
         blocks = {r: _delayed_blocks(roles[r], len(frames), r) for r in separate}
         feature_names = [str(c) for c in cols if c not in set(named.values())]
+        _refuse_duplicate_names(feature_names)  # columns are taken by name, as in fit
         parts = [
             make(i, f, *(blocks[r][i] if r in blocks else None for r in ("y", "qid", "w")), named)
             for i, f in enumerate(frames)

@@ -124,6 +124,10 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
     if sizes.ndim != 1:
         raise LTRInputError(f"group must be 1-D (query sizes), got shape {sizes.shape}")
     if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
+        try:  # e.g. strings or an object array
+            sizes = np.asarray(sizes, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise _not_numeric(sizes, "group", e, rows=False) from None
         if not np.all(np.isfinite(sizes)) or np.any(sizes != np.round(sizes)):
             raise LTRInputError("group must hold whole numbers (documents per query)")
     sizes = sizes.astype(np.int64)
@@ -141,13 +145,23 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
     return offsets
 
 
+def _has_missing_object(qid: NDArray[Any]) -> bool:
+    """Whether object qids hold None or a value unequal to itself (NaN, which sorts
+    nowhere and split one query's rows apart) or not comparable (pandas' NA);
+    vectorised, so only a positive answer costs :func:`_check_object_qids`' loop."""
+    try:
+        return bool(np.equal(qid, None).any() or np.not_equal(qid, qid).any())
+    except (TypeError, ValueError):  # e.g. pd.NA != pd.NA is NA, not a bool
+        return True
+
+
 def _check_object_qids(qid: NDArray[Any]) -> None:
     """Object qids must be one comparable kind (all strings or all numbers; grouping
     sorts them): None, NaN or a mix is an error naming the first odd row.  Run only
     when grouping failed or a None is present (a loop over the rows)."""
     kinds = []
     for v in qid.tolist():
-        if v is None or (isinstance(v, float) and v != v):
+        if v is None or (isinstance(v, float) and v != v) or _is_pandas_missing(v):
             kinds.append("missing")
         elif isinstance(v, str | bytes):
             kinds.append(type(v).__name__)
@@ -167,6 +181,11 @@ def _check_object_qids(qid: NDArray[Any]) -> None:
                 "ids must be all strings or all numbers",
                 row=row,
             )
+
+
+def _is_pandas_missing(v: Any) -> bool:
+    """pandas' NA and NaT (checked by type name: pandas is optional)."""
+    return type(v).__name__ in ("NAType", "NaTType")
 
 
 def group_by_qid(
@@ -191,8 +210,11 @@ def group_by_qid(
     if qid.dtype.kind == "f" and not np.all(np.isfinite(qid)):
         bad = int(np.flatnonzero(~np.isfinite(qid))[0])
         raise LTRInputError(f"qid is {qid[bad]}", row=bad)
-    if qid.dtype.kind == "O" and np.equal(qid, None).any():
-        _check_object_qids(qid)  # names the row of the None
+    if qid.dtype.kind in "mM" and np.isnat(qid).any():  # NaT would group as one query
+        bad = int(np.flatnonzero(np.isnat(qid))[0])
+        raise LTRInputError("qid is NaT: every row needs a query id", row=bad)
+    if qid.dtype.kind == "O" and _has_missing_object(qid):
+        _check_object_qids(qid)  # names the row of the None, NaN, NA or NaT
     try:
         return _group_runs(qid, n)
     except TypeError:  # object qids that do not sort together: name the first odd row
@@ -256,8 +278,10 @@ def check_labels(
     _refuse_complex(arr, name)
     try:
         arr = np.ascontiguousarray(arr, dtype=np.float64)
+        if not arr.flags.writeable:  # pandas' copy-on-write Series give read-only
+            arr = arr.copy()  # arrays; the kernels are compiled for writeable ones
     except (TypeError, ValueError) as e:
-        raise LTRInputError(f"{name} must be numeric: {e}") from None
+        raise _not_numeric(arr, name, e) from None
     suffix = f"; {context}" if context else ""
     bad = ~np.isfinite(arr)
     if bad.any():
@@ -285,6 +309,8 @@ def check_preference_pairs(
     other: ArrayLike,
     weight: ArrayLike | None,
     query_offsets: NDArray[np.int64],
+    *,
+    order: NDArray[np.int64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
     """The one check of explicit preference pairs given as arrays of dataset rows.
 
@@ -294,6 +320,8 @@ def check_preference_pairs(
     out-of-range rows, a document preferred to itself, a pair spanning two queries, a
     negative or non-finite weight.  (Pairs read from a file are checked line by line by
     :mod:`ltrboost.io.pairs`, which knows the file's lines; its output passes here too.)
+    ``order`` (:attr:`RankingDataset.order`) names rows in the caller's numbering, the
+    one the pairs were given in, instead of the grouped one.
     """
     pref = np.asarray(preferred)
     oth = np.asarray(other)
@@ -314,17 +342,21 @@ def check_preference_pairs(
             f"pair {k}: rows ({pref[k]}, {oth[k]}) out of range for {n} documents",
             row=k,
         )
+
+    def shown(r: int) -> int:  # a dataset row as the caller numbered it
+        return int(r) if order is None else int(order[r])
+
     same = pref == oth
     if same.any():
         k = int(np.flatnonzero(same)[0])
-        raise LTRInputError(f"pair {k}: document {pref[k]} is preferred to itself", row=k)
+        raise LTRInputError(f"pair {k}: document {shown(pref[k])} is preferred to itself", row=k)
     q_pref = np.searchsorted(query_offsets, pref, side="right") - 1
     q_other = np.searchsorted(query_offsets, oth, side="right") - 1
     cross = q_pref != q_other
     if cross.any():
         k = int(np.flatnonzero(cross)[0])
         raise LTRInputError(
-            f"pair {k}: rows {pref[k]} and {oth[k]} belong to different queries "
+            f"pair {k}: rows {shown(pref[k])} and {shown(oth[k])} belong to different queries "
             f"({q_pref[k]} and {q_other[k]}); a preference compares documents of one "
             "query",
             row=k,
@@ -368,6 +400,15 @@ def make_dataset(
     X, names = as_feature_matrix(X, keep_sparse=True)
     if feature_names is None:
         feature_names = names
+    elif isinstance(feature_names, str) or len(feature_names) != X.shape[1]:
+        n = 1 if isinstance(feature_names, str) else len(feature_names)
+        raise LTRInputError(
+            f"feature_names has {n} names but X has {X.shape[1]} features; give one name per column"
+        )
+    else:  # names as a DataFrame's columns are taken (a model file holds strings)
+        feature_names = [str(c) for c in feature_names]
+    if feature_names is not None:
+        _refuse_duplicate_names(feature_names)
     n = X.shape[0]
     if (qid is None) == (group is None):
         raise LTRInputError(
@@ -392,7 +433,16 @@ def make_dataset(
     if sample_weight is not None:
         w = np.asarray(sample_weight)
         _refuse_complex(w, "sample_weight")
-        w = np.asarray(w, dtype=np.float64).ravel()
+        if w.ndim == 2 and 1 in w.shape:  # a column or row vector, as labels
+            w = np.ravel(w)
+        if w.ndim != 1:
+            raise LTRInputError(
+                f"sample_weight must be 1-D (one weight per row), got shape {w.shape}"
+            )
+        try:
+            w = np.asarray(w, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise _not_numeric(w, "sample_weight", e) from None
         if w.shape[0] != n:
             raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
         # weights are kept as float32: larger ones would become inf
@@ -401,7 +451,8 @@ def make_dataset(
             row = int(np.flatnonzero(bad)[0])
             raise LTRInputError(
                 f"sample_weight[{row}]={w[row]} must be finite, >= 0 and at most "
-                f"{_FLOAT32_MAX:.4g} (weights are float32)"
+                f"{_FLOAT32_MAX:.4g} (weights are float32)",
+                row=row,
             )
         if n > 0 and not w.any():
             raise LTRInputError(
@@ -446,7 +497,7 @@ def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
         try:
             f = np.asarray(arr, dtype=np.float64)
         except (TypeError, ValueError) as e:
-            raise LTRInputError(f"position must hold integers: {e}") from None
+            raise _not_numeric(arr, "position", e, "not an integer") from None
         bad = ~np.isfinite(f) | (f != np.round(f))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
@@ -472,6 +523,7 @@ def as_feature_matrix(
     (float32 kept, anything else float64; duplicates summed) instead of densified.
     """
     names = None
+    X = arrow_as_frame(X)
     if keep_sparse and hasattr(X, "tocsr") and hasattr(X, "nnz"):
         return _sparse_feature_matrix(X), names
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # pandas DataFrame
@@ -487,20 +539,29 @@ def as_feature_matrix(
     elif hasattr(X, "toarray") and hasattr(X, "tocsr"):  # scipy.sparse
         _refuse_complex(X, "X")
         X = X.toarray()
-    X = np.asarray(X)
+    try:
+        X = np.asarray(X)
+    except ValueError as e:  # rows of different lengths
+        raise _ragged(X, e) from None
     _refuse_complex(X, "X")
     if X.ndim != 2:
         raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    # The kernels are compiled (and warmed up, and cached) for C-ordered writeable
+    # arrays: a Fortran-ordered, strided or read-only X (a DataFrame's to_numpy() is
+    # Fortran-ordered) would compile a variant of each on its first fit or predict.
     if X.dtype != np.float32:
         try:
-            X = X.astype(np.float64)
+            X = X.astype(np.float64, order="C")  # a copy, as always
         except (TypeError, ValueError) as e:
-            raise LTRInputError(f"X must be numeric: {e}") from None
+            raise _not_numeric(X, "X", e) from None
+    elif not (X.flags.c_contiguous and X.flags.writeable):
+        X = np.array(X, order="C")  # float32 kept
     inf = np.isinf(X)
     if inf.any():
         row, col = np.argwhere(inf)[0]
+        column = "" if names is None else f" (column {names[col]!r})"
         raise LTRInputError(
-            f"feature {col} is {X[row, col]}: infinite values are not allowed "
+            f"feature {col}{column} is {X[row, col]}: infinite values are not allowed "
             "(use NaN for a missing value, or clip)",
             row=int(row),
         )
@@ -538,6 +599,44 @@ def _sparse_feature_matrix(X: Any) -> Any:
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
+def _not_numeric(
+    arr: Any, name: str, error: Exception, problem: str = "not a number", *, rows: bool = True
+) -> LTRInputError:
+    """The error for an array that does not convert to floats, naming its first value
+    that does not (its row, and its feature for a 2-D ``X``; ``rows=False``: its index
+    only, for arrays not indexed by row); only on the error path."""
+    a = np.asarray(arr)
+    for index, value in np.ndenumerate(a):
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            value = value.item() if isinstance(value, np.generic) else value
+            if not rows:
+                return LTRInputError(f"{name}[{int(index[0])}]={value!r} is {problem}")
+            row = int(index[0])
+            if a.ndim == 2:  # as the message for an infinite feature
+                return LTRInputError(f"feature {int(index[1])} is {value!r}: {problem}", row=row)
+            return LTRInputError(f"{name}[{row}]={value!r} is {problem}", row=row)
+    return LTRInputError(f"{name} must be numeric: {error}")
+
+
+def _ragged(X: Any, error: Exception) -> LTRInputError:
+    """The error for rows of different lengths (a list of lists), naming the first row
+    whose length differs from row 0's."""
+    try:
+        lengths = [len(r) for r in X]
+    except TypeError:
+        return LTRInputError(f"X must be a 2-D array of numbers: {error}")
+    for row, n in enumerate(lengths):
+        if n != lengths[0]:
+            return LTRInputError(
+                f"X has {n} values in this row but {lengths[0]} in row 0: every row "
+                "needs one value per feature",
+                row=row,
+            )
+    return LTRInputError(f"X must be a 2-D array of numbers: {error}")
+
+
 def _refuse_complex(a: Any, name: str) -> None:
     """Complex input would silently lose its imaginary part in a float conversion."""
     dtype = getattr(a, "dtype", None)
@@ -549,11 +648,27 @@ def _refuse_complex(a: Any, name: str) -> None:
                 raise LTRInputError(f"{name} holds complex numbers; it must be real")
 
 
+def arrow_as_frame(X: Any) -> Any:
+    """A pyarrow ``Table`` or ``RecordBatch`` as a pandas DataFrame (Arrow-backed
+    columns, nulls kept as missing values), so that its column names are kept and
+    checked as a DataFrame's; anything else as it is."""
+    if (
+        type(X).__module__.startswith("pyarrow")
+        and hasattr(X, "column_names")
+        and hasattr(X, "to_pandas")
+    ):
+        import pandas as pd
+
+        return X.to_pandas(types_mapper=pd.ArrowDtype)
+    return X
+
+
 def select_columns(X: Any, feature_names: Sequence[str] | None) -> Any:
     """A pandas DataFrame ``X`` with its columns taken by name in the order of
     ``feature_names`` (the names stored at fit time), still a DataFrame; anything else,
     or no names, as it is.  LTRInputError names missing, unknown or duplicate columns
     (the rule :func:`as_feature_matrix` applies when it converts)."""
+    X = arrow_as_frame(X)
     if feature_names is None or not (hasattr(X, "columns") and hasattr(X, "iloc")):
         return X
     have = [str(c) for c in X.columns]
@@ -582,6 +697,19 @@ def _columns_by_name(X: Any, names: list[str], expected: list[str]) -> Any:
     return X.iloc[:, [position[c] for c in expected]]
 
 
+def _refuse_duplicate_names(names: Sequence[str]) -> None:
+    """A model takes a DataFrame's columns by name (``predict``, ``score``, warm
+    starts), so two features of one name would be ambiguous: refuse them, naming them."""
+    seen: set[str] = set()
+    dup = [str(c) for c in names if str(c) in seen or seen.add(str(c))]
+    if dup:
+        raise LTRInputError(
+            f"duplicate feature names {sorted(set(dup))}: columns are taken by name, so "
+            "each must be distinct (names are compared as strings: 0 and '0' are both "
+            "'0'); rename the columns"
+        )
+
+
 def _check_numeric_columns(X: Any) -> None:
     """Refuse a DataFrame column that is not numeric or boolean, naming it."""
     for k, dtype in enumerate(X.dtypes):
@@ -599,17 +727,22 @@ _ROW_IN_MESSAGE = re.compile(r"\by\[(\d+)\]")
 
 @contextmanager
 def rows_located(ds: RankingDataset) -> Iterator[None]:
-    """Rewrite an error naming a row of ``ds`` as ``FILE:LINE: problem``.
+    """Rewrite an error naming a row of ``ds`` as ``FILE:LINE: problem``, or, for
+    arrays regrouped by query (``ds.order``), as the caller's row.
 
     The row is ``i`` of ``y[i]`` in the message, else the 0-based ``row`` of an
-    :class:`LTRInputError` without a path.  Only for datasets read from a file
-    (``ds.source`` and ``ds.row_lines`` set); the line is 1-based, as in every other
-    input error.  Other errors pass unchanged.
+    :class:`LTRInputError` without a path.  For datasets read from a file
+    (``ds.source`` and ``ds.row_lines`` set) the line is 1-based, as in every other
+    input error.  For arrays whose rows were regrouped, the grouped row (what the
+    objectives and metrics see) becomes the row the caller gave, ``ds.order[row]``
+    (errors about explicit pairs, whose ``row`` is a pair's index, are left alone).
+    Other errors pass unchanged.
     """
     try:
         yield
     except ValueError as e:
         if ds.source is None or ds.row_lines is None:
+            _raise_in_callers_rows(e, ds)
             raise
         problem = getattr(e, "problem", None) or str(e)
         match = _ROW_IN_MESSAGE.search(problem)
@@ -624,3 +757,21 @@ def rows_located(ds: RankingDataset) -> Iterator[None]:
         if not 0 <= row < ds.row_lines.shape[0]:
             raise
         raise LTRInputError(problem, path=ds.source, line=int(ds.row_lines[row])) from e
+
+
+def _raise_in_callers_rows(e: ValueError, ds: RankingDataset) -> None:
+    """Re-raise ``e`` with the grouped row it names as the caller's row
+    (``ds.order[row]``); return when there is nothing to rewrite."""
+    if ds.order is None or not isinstance(e, LTRInputError) or e.path is not None:
+        return
+    problem = e.problem
+    if problem.startswith("pair"):  # ``row`` is a pair's index, not a dataset row
+        return
+    match = _ROW_IN_MESSAGE.search(problem)
+    row = int(match.group(1)) if match is not None else e.row
+    if row is None or not 0 <= row < ds.order.shape[0]:
+        return
+    user_row = int(ds.order[row])
+    if match is not None:
+        problem = problem.replace(f"y[{row}]", f"y[{user_row}]", 1)
+    raise LTRInputError(problem, row=user_row) from e

@@ -16,9 +16,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
-from ltrboost.booster import CallbackEnv, train
+from ltrboost.booster import CallbackEnv, check_callbacks, train
 from ltrboost.callbacks import check_period, log_best, log_evaluation
-from ltrboost.dataset import RankingDataset, make_dataset
+from ltrboost.dataset import RankingDataset, arrow_as_frame, make_dataset, rows_located
 from ltrboost.model import Booster
 from ltrboost.params import PARAM_NAMES, BoosterParams
 
@@ -208,7 +208,13 @@ class Ranker(BaseEstimator):
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
-        X, qid = _split_qid_column(X, qid, group)
+        from ltrboost.inspection import IMPORTANCE_TYPES
+
+        if self.importance_type not in IMPORTANCE_TYPES:  # refused by fit, not later
+            raise ValueError(
+                f"importance_type={self.importance_type!r} is not one of {IMPORTANCE_TYPES}"
+            )
+        X, qid = _split_qid_column(arrow_as_frame(X), qid, group)
         init_model = _as_booster(init_model)
         if init_model is not None:  # its trees read features by its names
             X = _by_names(X, init_model.feature_names, "X (the columns of init_model)")
@@ -229,10 +235,17 @@ class Ranker(BaseEstimator):
             if dup:
                 raise ValueError(f"eval_names must be distinct; repeated: {dup}")
         eval_queries = _eval_queries(eval_set, eval_qid, eval_group)
+        # the model's names: the data's, or (an array continuing a named model) init's
+        names = train_set.feature_names
+        if names is None and init_model is not None:
+            names = init_model.feature_names
         valid_sets = []
         for k, es in enumerate(eval_set):
             name = (eval_names[k] if eval_names else None) or f"valid_{k}"
-            vds = _eval_dataset(es, *eval_queries[k], index=k, names=train_set.feature_names)
+            try:
+                vds = _eval_dataset(es, *eval_queries[k], index=k, names=names)
+            except ValueError as e:  # say which validation set the bad row is in
+                raise _in_eval_set(e, k) from e
             if vds.X.shape[1] != train_set.X.shape[1]:
                 raise ValueError(
                     f"eval_set[{k}] has {vds.X.shape[1]} features but X has {train_set.X.shape[1]}"
@@ -245,7 +258,7 @@ class Ranker(BaseEstimator):
             self.verbose if verbose is None else verbose,
             "verbose" if verbose is None else "fit's verbose",
         )
-        callbacks = list(callbacks)
+        callbacks = check_callbacks(callbacks)
         if period:
             callbacks.insert(0, log_evaluation(period))
         self.booster_ = train(
@@ -254,8 +267,8 @@ class Ranker(BaseEstimator):
         if period:
             log_best(self.booster_, int(params.n_estimators))
         self.n_features_in_ = self.booster_.n_features
-        if train_set.feature_names is not None:
-            self.feature_names_in_ = np.asarray(train_set.feature_names, dtype=object)
+        if self.booster_.feature_names is not None:  # the data's, or init_model's
+            self.feature_names_in_ = np.asarray(self.booster_.feature_names, dtype=object)
         elif hasattr(self, "feature_names_in_"):  # refit on an array: no names now
             del self.feature_names_in_
         # score()'s default metric: fit's eval_metric when given, else the constructor's
@@ -289,13 +302,15 @@ class Ranker(BaseEstimator):
         """Ranking scores (higher ranks higher); comparable only within a query.
 
         A DataFrame's columns are matched to the fit-time names (any order); a ``qid``
-        column that was not a feature is ignored.
+        column that was not a feature is ignored.  Runs on ``n_threads`` threads, as
+        ``fit`` does.
         """
         self._check_fitted()
         X, _ = self._drop_qid_column(X)
-        return self.booster_.predict(X, iteration=iteration)
+        return self.booster_.predict(X, iteration=iteration, n_threads=self.n_threads)
 
     def _drop_qid_column(self, X: Any) -> tuple[Any, Any]:
+        X = arrow_as_frame(X)
         names = self.booster_.feature_names
         if _has_qid_column(X) and (names is None or "qid" not in names):
             return X.drop(columns="qid"), X["qid"].to_numpy()
@@ -326,7 +341,8 @@ class Ranker(BaseEstimator):
         self._check_fitted()
         X, _ = self._drop_qid_column(X)
         obj = self.booster_.get_objective()
-        return obj.predict_proba(self.booster_.predict_raw(X, iteration=iteration))
+        raw = self.booster_.predict_raw(X, iteration=iteration, n_threads=self.n_threads)
+        return obj.predict_proba(raw)
 
     def score(
         self,
@@ -363,15 +379,18 @@ class Ranker(BaseEstimator):
             elif callable(m):
                 m = [m]
             metric = m[0].strip() if m and isinstance(m[0], str) else (m[0] if m else "ndcg@10")
-        scores = self.booster_.predict(ds.X)
-        if callable(metric):
-            return float(metric(scores, ds.y, ds.query_offsets))
+        scores = self.booster_.predict(ds.X, n_threads=self.n_threads)
+        if callable(metric):  # the number check of eval_metric callables
+            from ltrboost._evaluation import custom_metric_value
+
+            return custom_metric_value(metric, scores, ds)
         qw = None
         if ds.weights is not None:
             sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])
             qw = sums / ds.query_sizes
         opts = metric_options(self.booster_.params)
-        return float(get_metric(metric, **opts)(scores, ds.y, ds.query_offsets, qw))
+        with rows_located(ds):  # a refused label named by the caller's row
+            return float(get_metric(metric, **opts)(scores, ds.y, ds.query_offsets, qw))
 
     def save_model(self, path: str) -> None:
         self._check_fitted()
@@ -385,9 +404,13 @@ class Ranker(BaseEstimator):
     @classmethod
     def from_booster(cls, booster: Booster) -> Ranker:
         params = {k: v for k, v in booster.params.items() if k in PARAM_NAMES}
+        if "eval_metric" in params:
+            params["eval_metric"] = _stored_metric_names(params["eval_metric"])
         est = cls(**params)
         est.booster_ = booster
         est.n_features_in_ = booster.n_features
+        if booster.feature_names is not None:  # as fit sets it
+            est.feature_names_in_ = np.asarray(booster.feature_names, dtype=object)
         return est
 
     def _check_fitted(self) -> None:
@@ -403,6 +426,24 @@ class Ranker(BaseEstimator):
         return tags
 
 
+def _stored_metric_names(stored: Any) -> Any:
+    """A model's ``eval_metric`` without the names of callables (a model file keeps a
+    callable metric's ``__name__`` only, which is no metric name: ``score`` and a refit
+    would refuse it as unknown); None when nothing is left."""
+    if stored is None or isinstance(stored, str):
+        return stored
+    from ltrboost.metrics import parse_metric_list
+
+    names = []
+    for name in stored:
+        try:
+            parse_metric_list([name])
+        except ValueError:
+            continue  # a callable's __name__
+        names.append(name)
+    return names or None
+
+
 def _by_names(X: Any, names: Sequence[str] | None, what: str) -> Any:
     """A DataFrame ``X`` with its columns in the order of ``names`` (taken by name, as
     ``predict`` takes them; missing or unknown ones refused, naming ``what``); anything
@@ -416,6 +457,7 @@ def _by_names(X: Any, names: Sequence[str] | None, what: str) -> Any:
 
 
 def _has_qid_column(X: Any) -> bool:
+    """X is a DataFrame with a ``qid`` column (call on :func:`arrow_as_frame`'s output)."""
     return hasattr(X, "columns") and hasattr(X, "drop") and "qid" in list(X.columns)
 
 
@@ -466,12 +508,30 @@ def _eval_queries(eval_set: list, eval_qid, eval_group) -> list[tuple[Any, Any]]
     return [(None, g) for g in given]
 
 
+def _in_eval_set(error: ValueError, index: int) -> ValueError:
+    """``error`` (about an ``eval_set`` entry) with ``eval_set[index]: `` in front of
+    its message, of the same type (an LTRInputError keeps its row); unchanged when it
+    names the entry already."""
+    from ltrboost.dataset import LTRInputError
+
+    msg = str(error)
+    if msg.startswith(f"eval_set[{index}]"):
+        return error
+    if isinstance(error, LTRInputError):
+        named = LTRInputError(f"eval_set[{index}]: {msg}")
+        named.row, named.problem = error.row, error.problem
+        return named
+    return ValueError(f"eval_set[{index}]: {msg}")
+
+
 def _eval_dataset(
     es: tuple, qid=None, group=None, index: int = 0, names: Sequence[str] | None = None
 ) -> RankingDataset:
     """``eval_set[index]`` as a dataset; a DataFrame's columns are taken by the training
     set's ``names`` (any order), as ``predict`` takes them."""
     es = tuple(es)
+    if es:
+        es = (arrow_as_frame(es[0]), *es[1:])
     if es and _has_qid_column(es[0]) and not (names is not None and "qid" in names):
         X0, q0 = es[0].drop(columns="qid"), es[0]["qid"].to_numpy()
         es = (_by_names(X0, names, f"eval_set[{index}]"), *es[1:])
@@ -514,7 +574,12 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
     """Explicit preference pairs in the user's row numbering -> dataset rows."""
     from ltrboost.dataset import LTRInputError, PreferencePairs, check_preference_pairs
 
-    arr = np.asarray(pairs, dtype=np.float64)
+    try:
+        arr = np.asarray(pairs, dtype=np.float64)
+    except (TypeError, ValueError) as e:  # rows of different lengths, text
+        raise LTRInputError(
+            f"pairs must be numbers of shape (n_pairs, 2) or (n_pairs, 3): {e}"
+        ) from None
     if arr.ndim != 2 or arr.shape[1] not in (2, 3):
         raise LTRInputError("pairs must have shape (n_pairs, 2) or (n_pairs, 3)")
     idx = arr[:, :2]
@@ -532,7 +597,7 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
         idx = inv[idx]
     w = arr[:, 2] if arr.shape[1] == 3 else None
     # same-query, self-preference and weight checks: the package's one pair check
-    check_preference_pairs(idx[:, 0], idx[:, 1], w, ds.query_offsets)
+    check_preference_pairs(idx[:, 0], idx[:, 1], w, ds.query_offsets, order=ds.order)
     return PreferencePairs(
         preferred=idx[:, 0].astype(np.int32),
         other=idx[:, 1].astype(np.int32),

@@ -71,8 +71,9 @@ class RankingScorer(_BaseScorer):
         sample_weight=None,
         **_: Any,
     ) -> float:
-        from ltrboost.dataset import make_dataset
+        from ltrboost.dataset import arrow_as_frame, make_dataset, rows_located
 
+        X = arrow_as_frame(X)
         if qid is None and group is None:
             if hasattr(X, "columns") and "qid" in list(X.columns):
                 qid = X["qid"].to_numpy()
@@ -90,7 +91,8 @@ class RankingScorer(_BaseScorer):
         if ds.weights is not None:
             sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])
             qw = sums / ds.query_sizes
-        return float(self.metric(ds.X[:, 0], ds.y, ds.query_offsets, qw))
+        with rows_located(ds):  # a refused label named by the caller's row
+            return float(self.metric(ds.X[:, 0], ds.y, ds.query_offsets, qw))
 
 
 def make_scorer(metric: str = "ndcg@10", **options: Any) -> RankingScorer:

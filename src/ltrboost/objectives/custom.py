@@ -13,10 +13,10 @@ user loss::
 Rows are in query order (the training set grouped by query, rows of one query
 contiguous), which may differ from the caller's row order when ``qid`` is not sorted.
 The three arrays are read-only.  ``grad`` and ``hess`` are ``dL/ds`` and ``d2L/ds2`` per
-document: float arrays of shape ``(n_samples,)``, finite, ``hess >= 0``; anything else
-stops training with a ``ValueError`` naming the round.  The function is called once per
-round with every query, so a ``numba.njit`` function loops over all queries in compiled
-code (docs/custom.md).
+document: float arrays of shape ``(n_samples,)``, finite (in float32, the engine's
+precision), ``hess >= 0``; anything else stops training with a ``ValueError`` naming the
+round (from 1).  The function is called once per round with every query, so a
+``numba.njit`` function loops over all queries in compiled code (docs/custom.md).
 
 The tree engine is unchanged: leaves are Newton steps ``-G / (H + l2)`` of these
 gradients and hessians.  ``split_criterion="se"`` works too (it uses the same gradients);
@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._config import G_H_DTYPE
 from ltrboost.dataset import RankingDataset
 from ltrboost.objectives.base import (
     Objective,
@@ -45,6 +46,7 @@ from ltrboost.objectives.base import (
 )
 
 CUSTOM_PREFIX = "custom:"
+_G_H_MAX = float(np.finfo(G_H_DTYPE).max)
 
 
 def is_custom(objective: Any) -> bool:
@@ -148,8 +150,10 @@ class CustomObjective(Objective):
 
 
 def _check_result(result: Any, n: int, name: str, iteration: int):
-    """``(grad, hess)`` as float64 arrays of shape (n,), finite, hess >= 0."""
-    where = f"objective {name!r} (round {iteration})"
+    """``(grad, hess)`` as float64 arrays of shape (n,), finite in the engine's
+    float32, hess >= 0.  ``iteration`` is 0-based; the message counts rounds from 1,
+    as the logs and the engine's non-finite error do."""
+    where = f"objective {name!r} (round {iteration + 1})"
     if not isinstance(result, tuple | list) or len(result) != 2:
         raise ValueError(
             f"{where} must return a pair (grad, hess) of arrays, got {type(result).__name__}"
@@ -174,6 +178,14 @@ def _check_result(result: Any, n: int, name: str, iteration: int):
             raise ValueError(
                 f"{where}: {what} is not finite at {int(bad.sum())} document(s), first "
                 f"{what}[{i}]={arr[i]}"
+            )
+        big = np.abs(arr) > _G_H_MAX
+        if big.any():
+            i = int(np.flatnonzero(big)[0])
+            raise ValueError(
+                f"{where}: {what}[{i}]={arr[i]:g} is beyond float32's range (largest "
+                f"{_G_H_MAX:.4g}), in which the engine keeps gradients and hessians; "
+                "rescale the loss"
             )
         out.append(arr)
     neg = out[1] < 0

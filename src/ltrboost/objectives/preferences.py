@@ -313,7 +313,9 @@ def refuse_contradicting_pairs(data: RankingDataset) -> None:
     if contra.any():
         k = int(np.flatnonzero(contra)[0])
         j = int(np.flatnonzero(key == rev[k])[0])
+        order = data.order  # name rows as the caller numbered them, not grouped
+        a, b = (int(pref[k]), int(other[k])) if order is None else (order[pref[k]], order[other[k]])
         raise ValueError(
-            f"pair {k} (row {pref[k]} preferred to row {other[k]}) contradicts pair {j}"
+            f"pair {k} (row {a} preferred to row {b}) contradicts pair {j}"
             " (the reverse preference); drop one of them"
         )
