@@ -450,3 +450,28 @@ def test_label_errors_name_the_callers_row_when_qids_are_unsorted():
         Ranker(n_estimators=1, min_samples_leaf=1, objective="mart").fit(
             X, big, qid=qid, eval_set=[(X, big, qid)]
         )
+
+
+def test_a_qid_column_given_again_as_qid_is_no_feature():
+    """With qid= given, a DataFrame's 'qid' column became a feature: the query ids
+    leaked into the trees. The same ids twice: the column is dropped; other values:
+    kept as a feature, with a warning."""
+    import warnings
+
+    import pandas as pd
+
+    from ltrboost import Ranker
+    from ltrboost.datasets import make_ranking
+
+    X, y, qid = make_ranking(n_queries=20, docs_per_query=8, n_features=4, random_state=0)
+    df = pd.DataFrame(X, columns=[f"f{k}" for k in range(4)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        both = Ranker(n_estimators=3).fit(df.assign(qid=qid), y, qid=qid)
+    plain = Ranker(n_estimators=3).fit(df, y, qid=qid)
+    assert list(both.feature_names_in_) == [f"f{k}" for k in range(4)]
+    assert both.booster_.to_dict() == plain.booster_.to_dict()
+    np.testing.assert_array_equal(both.predict(df.assign(qid=qid)), plain.predict(df))
+    with pytest.warns(UserWarning, match="column named 'qid' that differs"):
+        kept = Ranker(n_estimators=3).fit(df.assign(qid=np.arange(len(y))), y, qid=qid)
+    assert "qid" in list(kept.feature_names_in_)

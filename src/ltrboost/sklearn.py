@@ -462,10 +462,37 @@ def _has_qid_column(X: Any) -> bool:
 
 
 def _split_qid_column(X: Any, qid: Any, group: Any) -> tuple[Any, Any]:
-    """A DataFrame's ``qid`` column as the query ids when neither qid= nor group=."""
-    if qid is None and group is None and _has_qid_column(X):
-        return X.drop(columns="qid"), X["qid"].to_numpy()
+    """A DataFrame's ``qid`` column as the query ids when neither qid= nor group=.
+
+    Given as well, the column is dropped when it holds the same ids as ``qid=`` (the
+    query ids twice: a query id is no feature; predict drops it too), and otherwise kept
+    as a feature with a warning (it was kept silently: a leak of the query ids)."""
+    if not _has_qid_column(X):
+        return X, qid
+    column = X["qid"].to_numpy()
+    if qid is None and group is None:
+        return X.drop(columns="qid"), column
+    if qid is not None and _same_ids(column, qid):
+        return X.drop(columns="qid"), qid
+    import warnings
+
+    warnings.warn(
+        "X has a column named 'qid' that differs from the "
+        f"{'qid' if qid is not None else 'group'}= given: it is used as a feature "
+        "(rename it if it is one; drop it if it holds query ids)",
+        UserWarning,
+        stacklevel=3,
+    )
     return X, qid
+
+
+def _same_ids(column: Any, qid: Any) -> bool:
+    """Whether a ``qid`` column holds exactly the ids ``qid`` gives, row by row."""
+    try:
+        q = np.asarray(qid)
+        return bool(q.shape == column.shape and np.all(column == q))
+    except (TypeError, ValueError):
+        return False
 
 
 def _as_booster(model: Any) -> Booster | None:
