@@ -472,3 +472,34 @@ def test_readme_dask_example_runs(tmp_path, monkeypatch):
     exec(compile(code, "README.md", "exec"), {})
     assert (tmp_path / "model.json").exists()
     assert len(list((tmp_path / "train.parquet").iterdir())) > 1
+
+
+def test_sample_weight_errors_are_the_local_ones(client):
+    """Weights above float32's maximum, complex weights and all-zero weights are refused
+    as by local training (they trained into inf gradients, dropped the imaginary part or
+    learned nothing, silently)."""
+    X, y, qid = _data(seed=11)
+    c = _cuts(qid, 3)
+    data = _dask_data(X, y, qid, 3)
+    huge = np.ones(len(y))
+    huge[c[1] + 1] = 1e39
+    with pytest.raises(LTRInputError) as local_err:
+        make_dataset(X[c[1] :], y[c[1] :], qid=qid[c[1] :], sample_weight=huge[c[1] :])
+    data.sample_weight = _darr(huge, c)
+    with pytest.raises(LTRInputError) as dist_err:
+        ldask.train(client, dict(n_estimators=1), data)
+    assert str(dist_err.value) == f"partition 1: {local_err.value}"
+    data.sample_weight = _darr(np.ones(len(y)) + 1j, c)
+    with pytest.raises(LTRInputError, match=r"^partition \d: sample_weight is complex"):
+        ldask.train(client, dict(n_estimators=1), data)
+    zero = np.zeros(len(y))
+    with pytest.raises(LTRInputError) as local_err:
+        make_dataset(X, y, qid=qid, sample_weight=zero)
+    data.sample_weight = _darr(zero, c)
+    for objective in ("mart", "lambdamart"):
+        with pytest.raises(LTRInputError) as dist_err:
+            ldask.train(client, dict(objective=objective, n_estimators=1), data)
+        assert str(dist_err.value) == f"the training set: {local_err.value}"
+    zero[c[2] + 1] = 0.5  # one positive weight, in the last partition: trains
+    data.sample_weight = _darr(zero, c)
+    ldask.train(client, dict(objective="mart", n_estimators=1), data)

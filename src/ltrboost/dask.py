@@ -72,10 +72,12 @@ from ltrboost._numba import threads
 from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_histogram_memory
 from ltrboost.booster import CallbackEnv, Training, check_metrics, make_objective
 from ltrboost.dataset import (
+    ALL_ZERO_WEIGHTS,
     LTRInputError,
     RankingDataset,
     as_feature_matrix,
     check_labels,
+    check_sample_weight,
     group_by_qid,
 )
 from ltrboost.grower import GrowerParams, TreeGrower
@@ -222,16 +224,7 @@ def _make_part(i, X, y, qid, w, named):
         if q.ndim != 1 or q.shape[0] != n:
             raise LTRInputError(f"qid has shape {q.shape} but X has {n} rows")
         offsets, order, qids = group_by_qid(q)
-        wa = None
-        if w is not None:
-            wa = np.asarray(w, dtype=np.float64).ravel()
-            bad = ~np.isfinite(wa) | (wa < 0)
-            if wa.shape[0] != n:
-                raise LTRInputError(f"sample_weight has {wa.shape[0]} rows but X has {n}")
-            if bad.any():
-                row = int(np.flatnonzero(bad)[0])
-                raise LTRInputError(f"sample_weight[{row}]={wa[row]} must be finite and >= 0")
-            wa = wa.astype(np.float32)
+        wa = None if w is None else check_sample_weight(w, n)
     except LTRInputError as e:
         raise _located(i, e) from None
     if order is not None:
@@ -248,6 +241,8 @@ def _part_meta(part) -> dict:
         qids=part["qids"],
         sizes=np.diff(part["offsets"]),
         index=part["index"],
+        # None without weights, else whether any is positive (checked over all parts)
+        weighted=None if part["w"] is None else bool(part["w"].any()),
     )
 
 
@@ -1086,6 +1081,8 @@ def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float
     futures, metas = _queries_whole(client, futures, regroup, what, timeout)
     if not futures:
         raise LTRInputError(f"{what} is empty")
+    if data.sample_weight is not None and not any(m["weighted"] for m in metas):
+        raise LTRInputError(f"{what}: {ALL_ZERO_WEIGHTS}")
     return futures, metas, feature_names
 
 

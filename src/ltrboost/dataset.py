@@ -344,6 +344,33 @@ def check_preference_pairs(
     return pref, oth, w, q_pref.astype(np.int64)
 
 
+ALL_ZERO_WEIGHTS = (
+    "sample_weight is zero for every row: nothing to learn or measure "
+    "(give at least one positive weight)"
+)
+
+
+def check_sample_weight(sample_weight: ArrayLike, n: int) -> NDArray[np.float32]:
+    """Per-document weights as float32, refusing (naming the row) complex, non-finite,
+    negative or above float32's maximum (they would become inf) and a length other than
+    ``n``.  Whether any weight is positive is the caller's check (on Dask it is global,
+    over every partition: :data:`ALL_ZERO_WEIGHTS`)."""
+    w = np.asarray(sample_weight)
+    _refuse_complex(w, "sample_weight")
+    w = np.asarray(w, dtype=np.float64).ravel()
+    if w.shape[0] != n:
+        raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
+    # weights are kept as float32: larger ones would become inf
+    bad = ~np.isfinite(w) | (w < 0) | (w > _FLOAT32_MAX)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise LTRInputError(
+            f"sample_weight[{row}]={w[row]} must be finite, >= 0 and at most "
+            f"{_FLOAT32_MAX:.4g} (weights are float32)"
+        )
+    return w.astype(np.float32)
+
+
 def make_dataset(
     X: Any,
     y: ArrayLike | None = None,
@@ -390,25 +417,9 @@ def make_dataset(
         raise LTRInputError("labels y are required")
     w = None
     if sample_weight is not None:
-        w = np.asarray(sample_weight)
-        _refuse_complex(w, "sample_weight")
-        w = np.asarray(w, dtype=np.float64).ravel()
-        if w.shape[0] != n:
-            raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
-        # weights are kept as float32: larger ones would become inf
-        bad = ~np.isfinite(w) | (w < 0) | (w > _FLOAT32_MAX)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise LTRInputError(
-                f"sample_weight[{row}]={w[row]} must be finite, >= 0 and at most "
-                f"{_FLOAT32_MAX:.4g} (weights are float32)"
-            )
+        w = check_sample_weight(sample_weight, n)
         if n > 0 and not w.any():
-            raise LTRInputError(
-                "sample_weight is zero for every row: nothing to learn or measure "
-                "(give at least one positive weight)"
-            )
-        w = w.astype(np.float32)
+            raise LTRInputError(ALL_ZERO_WEIGHTS)
     pos = None if position is None else check_positions(position, n)
     if order is not None:
         if pos is not None:
