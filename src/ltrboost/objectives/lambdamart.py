@@ -51,6 +51,7 @@ from ltrboost.objectives.pair_engine import (
 from ltrboost.objectives.pair_selection import (
     PAIR_SAMPLED,
     has_two_labels,
+    kernel_count,
     n_outer_ranks,
 )
 from ltrboost.objectives.preferences import no_explicit_pairs
@@ -274,7 +275,7 @@ class LambdaMART(PairwiseObjective):
         offsets = data.query_offsets
         if self._metric_code == METRIC_NDCG:
             values = label_gains(y, self._gain)  # raises for y > 31 with gain="exp"
-            k = 0 if self._truncation_level is None else int(self._truncation_level)
+            k = 0 if self._truncation_level is None else kernel_count(self._truncation_level)
             inv_norm = inverse_max_dcg(values, offsets, k)
         elif self._metric_code == METRIC_ERR:
             y_max = float(y.max()) if y.size else 0.0

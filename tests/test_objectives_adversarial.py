@@ -1,0 +1,113 @@
+"""Objectives on adversarial parameters and data: a clear error naming the problem, or
+a sensible model; never a Numba typing error, an integer overflow or a traceback.
+
+* ``truncation_level`` above every query's length means every pair, however large
+  (a value beyond int64 crashed in the kernels).
+* ``pairs_per_sample`` (``pair_method="sampled"``) and ``permutations`` (``yetirank``)
+  size a query's pair buffer: a value whose buffer exceeds the query pair limit
+  (``$LTRBOOST_MAX_QUERY_PAIRS``) is refused naming the parameter and the query,
+  instead of an overflow, a negative array size or a 576 GiB allocation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ltrboost import train
+from ltrboost.cli import main
+from ltrboost.dataset import make_dataset
+from ltrboost.datasets import make_ranking
+from ltrboost.io import dump_svmlight
+
+X, Y, QID = make_ranking(n_queries=6, docs_per_query=(4, 10), n_features=4, random_state=1)[:3]
+BASE = dict(n_estimators=2, min_samples_leaf=2, max_leaf_nodes=4)
+
+
+def _ds(qid=QID):
+    return make_dataset(X, Y, qid=qid)
+
+
+def _scores(params, data=None):
+    return train(dict(BASE, **params), data or _ds()).predict(X)
+
+
+@pytest.mark.parametrize("objective", ["lambdamart", "ranknet", "rankboost"])
+@pytest.mark.parametrize("level", [2**31, 2**63, 10**20])
+def test_a_huge_truncation_level_means_every_pair(objective, level) -> None:
+    every = _scores(dict(objective=objective, truncation_level=0))
+    np.testing.assert_array_equal(_scores(dict(objective=objective, truncation_level=level)), every)
+
+
+SAMPLED = dict(pair_method="sampled")
+
+
+@pytest.mark.parametrize(
+    ("params", "name"),
+    [
+        (dict(SAMPLED, objective="lambdamart", pairs_per_sample=2**31), "pairs_per_sample"),
+        (dict(SAMPLED, objective="ranknet", pairs_per_sample=2**62), "pairs_per_sample"),
+        (dict(SAMPLED, objective="lambdamart", pairs_per_sample=10**20), "pairs_per_sample"),
+        (dict(objective="yetirank", permutations=2**31), "permutations"),
+        (dict(objective="yetirank", permutations=2**63 - 1), "permutations"),
+        (dict(objective="yetirank", permutations=10**20), "permutations"),
+    ],
+)
+def test_a_pair_count_parameter_too_large_for_memory_is_refused_naming_it(params, name) -> None:
+    with pytest.raises(ValueError, match=rf"{name}=\d+.*LTRBOOST_MAX_QUERY_PAIRS"):
+        train(dict(BASE, **params), _ds())
+
+
+def test_one_document_queries_take_any_pair_count() -> None:
+    """No query has a pair: nothing to hold, nothing refused (and nothing overflows)."""
+    single = make_dataset(X, Y, qid=np.arange(len(Y)))
+    for params in (
+        dict(objective="yetirank", permutations=10**20),
+        dict(objective="lambdamart", pair_method="sampled", pairs_per_sample=10**20),
+    ):
+        assert np.isfinite(train(dict(BASE, **params), single).predict(X)).all()
+
+
+def test_pair_count_limits_follow_the_query_pair_limit(monkeypatch) -> None:
+    """The limit is ``$LTRBOOST_MAX_QUERY_PAIRS``: the longest query (10 documents)
+    holds 10 sampled pairs per partner, 9 YetiRank pairs per permutation."""
+    longest = int(np.max(np.unique(QID, return_counts=True)[1]))
+    monkeypatch.setenv("LTRBOOST_MAX_QUERY_PAIRS", str(3 * longest))
+    sampled = dict(objective="lambdamart", pair_method="sampled")
+    train(dict(BASE, **sampled, pairs_per_sample=3), _ds())
+    with pytest.raises(ValueError, match=r"pairs_per_sample=4 .* over the limit of"):
+        train(dict(BASE, **sampled, pairs_per_sample=4), _ds())
+    monkeypatch.setenv("LTRBOOST_MAX_QUERY_PAIRS", str(3 * (longest - 1)))
+    train(dict(BASE, objective="yetirank", permutations=3), _ds())
+    with pytest.raises(ValueError, match=r"permutations=4 .* over the limit of"):
+        train(dict(BASE, objective="yetirank", permutations=4), _ds())
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--truncation-level", "100000000000000000000"],
+        ["--pair-method", "sampled", "--pairs-per-sample", "100000000000000000000"],
+        ["--objective", "yetirank", "--permutations", "100000000000000000000"],
+    ],
+)
+def test_cli_huge_pair_parameters_are_one_line(tmp_path, capsys, flags) -> None:
+    data = tmp_path / "train.txt"
+    dump_svmlight(data, X, Y, QID)
+    out = tmp_path / "m.json"
+    argv = ["train", str(data), "--n-estimators", "1", "-o", str(out), "--quiet", *flags]
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
+    err = capsys.readouterr().err
+    if flags[0] == "--truncation-level":
+        assert rc in (0, None), err
+        assert out.exists()
+        return
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ltrboost: error:")
+    assert flags[-2].lstrip("-").replace("-", "_") in lines[0]
+    assert not out.exists()
