@@ -111,3 +111,10 @@ def test_cli_huge_pair_parameters_are_one_line(tmp_path, capsys, flags) -> None:
     assert lines[0].startswith("ltrboost: error:")
     assert flags[-2].lstrip("-").replace("-", "_") in lines[0]
     assert not out.exists()
+
+
+def test_a_negative_truncation_level_names_the_parameters_own_meaning() -> None:
+    """Through ``train``/``Ranker``/the CLI, None is the objective's default (30) and 0
+    is every pair; the objective's own "None for no truncation" misled there."""
+    with pytest.raises(ValueError, match=r"truncation_level=-1 must be >= 0 \(0: every pair\)"):
+        train(dict(BASE, truncation_level=-1), _ds())
