@@ -149,6 +149,16 @@ def test_non_finite_training_stops_at_the_first_round(params, data, cause) -> No
     assert rounds == []
 
 
+@pytest.mark.parametrize("criterion", ["newton", "se", "ole"])
+def test_overflowing_hessians_stop_training_though_the_leaves_are_finite(criterion) -> None:
+    """RankNet with sigma=1e20: the gradients (~sigma) fit float32, the hessians
+    (~sigma^2) overflow to inf, and a Newton leaf -G/inf is 0: every tree was a stump
+    of value 0, a constant model, silently (the check looked at the hessians only
+    when a leaf value was not finite)."""
+    with pytest.raises(NonFiniteTrainingError, match=r"round 1: the hessians .*sigma=1e\+20"):
+        train(dict(BASE, objective="ranknet", sigma=1e20, split_criterion=criterion), _ds())
+
+
 def test_non_finite_training_cli_one_line_no_file(tmp_path: Path, capsys) -> None:
     from ltrboost.io.letor import dump_svmlight
 

@@ -439,7 +439,7 @@ class Training:
             _apply_tree_train(grown, nodes["value"], raw[k], self.grower)
             check_round_finite(  # the first NaN/inf stops training, naming the round
                 it, gradients=gradients[k], hessians=hessians[k],
-                leaf_values=nodes["value"], scores=raw[k],
+                leaf_values=nodes["value"], hessian_sums=nodes["sum_hessians"], scores=raw[k],
                 params=self.params, train_set=self.train_set,
                 learning_rate=self.learning_rate,
             )  # fmt: skip

@@ -563,7 +563,8 @@ class _Shard:
             self.hist.add_tree(nodes, leaves, self.raw[k])
             check_round_finite(
                 it, gradients=self.g[k], hessians=self.h[k], leaf_values=nodes["value"],
-                scores=self.raw[k], params=self.params, train_set=self.ds,
+                hessian_sums=nodes["sum_hessians"], scores=self.raw[k], params=self.params,
+                train_set=self.ds,
                 learning_rate=learning_rate,
             )  # fmt: skip
             for _, _, vX, rv, _ in self.valid:
