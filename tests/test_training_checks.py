@@ -209,3 +209,11 @@ def test_predict_n_threads_type_is_checked() -> None:
     ref = booster.predict(X, n_threads=1)
     for ok in (None, 0, -1, 1000, np.int64(2)):
         assert booster.predict(X, n_threads=ok).tobytes() == ref.tobytes()
+
+
+def test_an_empty_validation_set_is_named() -> None:
+    """An empty eval set failed inside the metric with 'query_offsets must be 1-D with
+    n_queries + 1 >= 2 entries, got shape (1,)', naming neither the set nor the problem."""
+    empty = make_dataset(X[:0], Y[:0], qid=QID[:0])
+    with pytest.raises(ValueError, match=r"^validation set 'v' is empty$"):
+        train(BASE, _ds(), [("v", empty)])

@@ -306,6 +306,8 @@ class Training:
         """Bin a validation set and bind its metrics; its scores start at init."""
         if vs.y is None:
             raise ValueError(f"validation set {name!r} has no labels")
+        if vs.n_samples == 0:
+            raise ValueError(f"validation set {name!r} is empty")
         Xb = self.binner.transform(self.used.take(vs.X))
         rv = np.empty((self.n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = self.init[:, None]
