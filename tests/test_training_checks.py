@@ -217,3 +217,35 @@ def test_an_empty_validation_set_is_named() -> None:
     empty = make_dataset(X[:0], Y[:0], qid=QID[:0])
     with pytest.raises(ValueError, match=r"^validation set 'v' is empty$"):
         train(BASE, _ds(), [("v", empty)])
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(float("nan"), "nan"), (float("inf"), "inf"), ("abc", "'abc'"), (None, "None")],
+)
+def test_a_custom_metric_must_return_a_finite_number(tmp_path: Path, value, shown) -> None:
+    """A NaN metric value silently froze early stopping at its round and made
+    ``save_model`` fail after training ('Out of range float values are not JSON
+    compliant'); a string or None failed in ``float()`` naming neither the metric."""
+
+    def my_metric(scores, labels, query_offsets):
+        return value
+
+    with pytest.raises(ValueError, match=rf"eval_metric 'my_metric' returned {shown}"):
+        train(dict(BASE, eval_metric=my_metric), _ds(), [("v", _ds())])
+
+
+def test_a_custom_metric_may_return_numpy_scalars() -> None:
+    def half(scores, labels, query_offsets):
+        return np.float32(0.5)
+
+    booster = train(dict(BASE, eval_metric=half), _ds(), [("v", _ds())])
+    assert booster.evals_result["v"]["half"] == [0.5] * BASE["n_estimators"]
+
+
+def test_a_custom_metric_may_return_a_0d_array() -> None:
+    def mean_score(scores, labels, query_offsets):
+        return np.asarray(0.25)
+
+    booster = train(dict(BASE, eval_metric=mean_score), _ds(), [("v", _ds())])
+    assert booster.evals_result["v"]["mean_score"] == [0.25] * BASE["n_estimators"]

@@ -14,6 +14,8 @@ Kept out of :mod:`ltrboost.booster` so the boosting loop only calls these helper
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 import warnings
 from dataclasses import asdict, replace
 from typing import Any
@@ -129,7 +131,23 @@ class _CustomMetric:
         self.fn, self.y, self.query_offsets = fn, vs.y, vs.query_offsets
 
     def __call__(self, scores) -> float:
-        return float(self.fn(scores, self.y, self.query_offsets))
+        return custom_metric_value(self.fn, scores, self.y, self.query_offsets)
+
+
+def custom_metric_value(fn, scores, labels, query_offsets) -> float:
+    """``fn(scores, labels, query_offsets)`` as a float; anything but a finite real
+    number is refused naming the metric (a NaN would freeze early stopping at its round
+    and cannot be written to a model file)."""
+    v = fn(scores, labels, query_offsets)
+    if getattr(v, "shape", None) == () and hasattr(v, "item"):  # a 0-d NumPy array
+        v = v.item()
+    if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v):
+        return float(v)
+    name = getattr(fn, "__name__", "custom")
+    raise ValueError(
+        f"eval_metric {name!r} returned {v!r}; a metric must return a finite real "
+        "number (higher is better)"
+    )
 
 
 # Parameters added after the model format was settled, left out of a model file while

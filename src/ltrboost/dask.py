@@ -67,7 +67,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
-from ltrboost._evaluation import _bind_metrics, check_training_setup
+from ltrboost._evaluation import _bind_metrics, check_training_setup, custom_metric_value
 from ltrboost._numba import threads
 from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_histogram_memory
 from ltrboost.booster import CallbackEnv, Training, check_metrics, make_objective
@@ -1044,7 +1044,7 @@ class _DaskTraining(Training):
         for _, _, off in parts:
             offsets.append(np.asarray(off[1:], dtype=np.int64) + start)
             start += int(off[-1])
-        return float(fn(scores, labels, np.concatenate(offsets)))
+        return custom_metric_value(fn, scores, labels, np.concatenate(offsets))
 
     def run(self, callbacks=(), init_model=None) -> Booster:
         start_iter = 0 if init_model is None else self.resume(init_model)
