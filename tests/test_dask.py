@@ -503,3 +503,23 @@ def test_sample_weight_errors_are_the_local_ones(client):
     zero[c[2] + 1] = 0.5  # one positive weight, in the last partition: trains
     data.sample_weight = _darr(zero, c)
     ldask.train(client, dict(objective="mart", n_estimators=1), data)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(timeout=-1), r"timeout=-1 must be a positive finite number of seconds"),
+        (dict(timeout=float("nan")), r"timeout=nan must be a positive"),
+        (dict(timeout=float("inf")), r"timeout=inf must be a positive"),
+        (dict(timeout="10"), r"timeout='10' must be a positive"),
+        (dict(timeout=True), r"timeout=True must be a positive"),
+        (dict(regroup="no"), r"regroup='no' must be True or False"),
+        (dict(regroup=None), r"regroup=None must be True or False"),
+    ],
+)
+def test_timeout_and_regroup_are_checked(client, kwargs, message):
+    """They failed inside distributed ('could not convert string to float: '1-1'',
+    "KeyError: 'Invalid time unit: nan'") or, for regroup='no', regrouped silently."""
+    X, y, qid = _data()
+    with pytest.raises(ValueError, match=message):
+        ldask.train(client, dict(n_estimators=1), _dask_data(X, y, qid, 2), **kwargs)

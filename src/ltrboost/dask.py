@@ -55,6 +55,7 @@ score other than ``mart``, ERR lambdas, pooled metrics; sparse input.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import types
@@ -1087,6 +1088,19 @@ def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float
     return futures, metas, feature_names
 
 
+def _check_dask_options(regroup: Any, timeout: Any) -> None:
+    """``regroup`` a bool, ``timeout`` a positive finite number of seconds (distributed
+    fails on others with messages that name neither)."""
+    if not isinstance(regroup, bool | np.bool_):
+        raise ValueError(f"regroup={regroup!r} must be True or False")
+    if (
+        isinstance(timeout, bool | np.bool_)
+        or not isinstance(timeout, int | float | np.integer | np.floating)
+        or not (math.isfinite(timeout) and timeout > 0)
+    ):
+        raise ValueError(f"timeout={timeout!r} must be a positive finite number of seconds")
+
+
 def train(
     client,
     params: BoosterParams | dict[str, Any],
@@ -1129,6 +1143,7 @@ def train(
         :func:`ltrboost.train`: the shards replay its trees on their rows, and the same
         data and parameters give the same model as an uninterrupted run.
     """
+    _check_dask_options(regroup, timeout)
     if isinstance(params, dict):
         params = BoosterParams.from_dict(params)
     params.validate()
