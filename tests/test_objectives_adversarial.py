@@ -118,3 +118,21 @@ def test_a_negative_truncation_level_names_the_parameters_own_meaning() -> None:
     is every pair; the objective's own "None for no truncation" misled there."""
     with pytest.raises(ValueError, match=r"truncation_level=-1 must be >= 0 \(0: every pair\)"):
         train(dict(BASE, truncation_level=-1), _ds())
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(objective="lambdamart", split_criterion="newton"),
+        dict(objective="ranknet", split_criterion="se"),
+        dict(objective="mart", split_criterion="ole"),  # pointwise: OLE is Newton
+    ],
+)
+def test_ole_top_features_without_pairwise_ole_warns_that_it_is_ignored(params) -> None:
+    with pytest.warns(UserWarning, match=r"ole_top_features=2 .* ignored"):
+        train(dict(BASE, ole_top_features=2, **params), _ds())
+
+
+def test_ole_top_features_with_pairwise_ole_does_not_warn(recwarn) -> None:
+    train(dict(BASE, objective="ranknet", split_criterion="ole", ole_top_features=2), _ds())
+    assert not [w for w in recwarn if "ole_top_features" in str(w.message)]

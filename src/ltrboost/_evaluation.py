@@ -39,7 +39,8 @@ def metric_options(params: Any) -> dict[str, Any]:
 
 def check_training_setup(params, objective, valid_sets) -> None:
     """Refuse early stopping without a validation set, duplicate validation names; warn
-    about parameters the objective ignores."""
+    about parameters the objective ignores (and ``ole_top_features`` without pairwise
+    OLE)."""
     if params.early_stopping_rounds is not None and not valid_sets:
         raise ValueError(
             f"early_stopping_rounds={params.early_stopping_rounds} needs a validation "
@@ -49,6 +50,17 @@ def check_training_setup(params, objective, valid_sets) -> None:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"validation sets must have distinct names; repeated: {dup}")
+    if params.ole_top_features is not None and not (
+        params.split_criterion == "ole" and objective.is_pairwise
+    ):
+        warnings.warn(
+            f"ole_top_features={params.ole_top_features!r} approximates the OLE criterion "
+            "of a pairwise objective; with "
+            f"split_criterion={params.split_criterion!r} and objective {objective.name!r} "
+            "it is ignored",
+            UserWarning,
+            stacklevel=3,
+        )
     from ltrboost.params import OBJECTIVE_PARAM_NAMES
 
     accepted = inspect.signature(type(objective).__init__).parameters
