@@ -441,6 +441,9 @@ def make_dataset(
     )
 
 
+MAX_POSITION = 2**62  # positions deeper than this are read as this
+
+
 def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
     """The one check of display positions: 1-D, one per row, whole numbers >= 1.
 
@@ -461,8 +464,13 @@ def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
         bad = ~np.isfinite(f) | (f != np.round(f))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise LTRInputError(f"position[{row}]={arr[row]!r} is not an integer", row=row)
+            value = arr[row].item() if hasattr(arr[row], "item") else arr[row]
+            raise LTRInputError(f"position[{row}]={value!r} is not an integer", row=row)
         arr = f
+    # deeper than int64 (1e20, a uint64 2**63) is as deep as 2**62: no estimate goes so
+    # far (max_positions), and the cast must not wrap to a negative position
+    if arr.dtype.kind == "f" or arr.dtype == np.uint64:
+        arr = np.minimum(arr, np.asarray(MAX_POSITION, dtype=arr.dtype))
     arr = arr.astype(np.int64)
     bad = arr < 1
     if bad.any():
