@@ -249,3 +249,23 @@ def test_a_custom_metric_may_return_a_0d_array() -> None:
 
     booster = train(dict(BASE, eval_metric=mean_score), _ds(), [("v", _ds())])
     assert booster.evals_result["v"]["mean_score"] == [0.25] * BASE["n_estimators"]
+
+
+def test_group_sizes_that_overflow_int64_are_refused() -> None:
+    """Four sizes near 2**62 summed to 2**64 + 10, which int64 wrapped to the 10 rows:
+    accepted, with negative query offsets, and training crashed the process (a
+    segmentation fault in the kernels).  A uint64 2**63 was shown wrapped, negative."""
+    X10, y10 = X[:10], Y[:10]
+    with pytest.raises(LTRInputError, match=r"^group\[0\]=4611686018427387904: more documents"):
+        make_dataset(X10, y10, group=[2**62, 2**62, 2**62, 2**62 + 10])
+    with pytest.raises(LTRInputError, match=r"^group\[0\]=9223372036854775808: more documents"):
+        make_dataset(X10, y10, group=np.array([2**63, 5], dtype=np.uint64))
+    with pytest.raises(LTRInputError, match=r"^group\[1\]=1e\+20: more documents"):
+        make_dataset(X10, y10, group=[5.0, 1e20])
+
+
+@pytest.mark.parametrize("group", [[2**64, 5], [5, "5"], [5, None], np.array(["5", "5"])])
+def test_group_sizes_that_are_not_numbers_or_beyond_int64_are_input_errors(group) -> None:
+    """Object or string sizes failed in np.isfinite with a TypeError."""
+    with pytest.raises(LTRInputError, match=r"^group"):
+        make_dataset(X[:10], Y[:10], group=group)

@@ -10,6 +10,7 @@ so that per-document outputs can be returned in input order.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -123,9 +124,24 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
     sizes = np.asarray(group)
     if sizes.ndim != 1:
         raise LTRInputError(f"group must be 1-D (query sizes), got shape {sizes.shape}")
+    if sizes.dtype.kind not in "biuf":  # object (Python ints beyond int64), strings
+        values = sizes.tolist()
+        if not all(isinstance(v, numbers.Real) for v in values):
+            raise LTRInputError("group must hold whole numbers (documents per query)")
+        sizes = np.asarray(values, dtype=np.float64)
     if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
         if not np.all(np.isfinite(sizes)) or np.any(sizes != np.round(sizes)):
             raise LTRInputError("group must hold whole numbers (documents per query)")
+    # before the int64 cast and sum, which wrap: sizes near 2**62 could sum to the rows
+    big = sizes > n_samples
+    if np.any(big):
+        bad = int(np.flatnonzero(big)[0])
+        value = sizes[bad].item()
+        raise LTRInputError(
+            f"group[{bad}]={value:g}: more documents than the {n_samples} rows"
+            if isinstance(value, float)
+            else f"group[{bad}]={value}: more documents than the {n_samples} rows"
+        )
     sizes = sizes.astype(np.int64)
     if np.any(sizes <= 0):
         bad = int(np.flatnonzero(sizes <= 0)[0])
