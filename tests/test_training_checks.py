@@ -269,3 +269,12 @@ def test_group_sizes_that_are_not_numbers_or_beyond_int64_are_input_errors(group
     """Object or string sizes failed in np.isfinite with a TypeError."""
     with pytest.raises(LTRInputError, match=r"^group"):
         make_dataset(X[:10], Y[:10], group=group)
+
+
+def test_qbrank_overflow_is_the_non_finite_training_error() -> None:
+    """QBRank's line search ran before the check and failed with 'delta holds
+    non-finite values', naming neither the round nor the likely cause."""
+    from ltrboost.sklearn import Ranker
+
+    with pytest.raises(NonFiniteTrainingError, match=r"^round 1: the gradients are not finite"):
+        Ranker(objective="qbrank", **BASE).fit(X, Y, qid=QID, pairs=[[0, 1, 1e300]])

@@ -434,6 +434,12 @@ class Training:
             grown = self.grower.grow(gradients[k], hessians[k], sample_indices, feats, pairs)
             nodes = grown.nodes
             if self.objective.leaf_rule == "line_search":
+                check_round_finite(  # before the line search walks a non-finite tree
+                    it, gradients=gradients[k], hessians=hessians[k],
+                    leaf_values=nodes["value"], hessian_sums=nodes["sum_hessians"],
+                    params=self.params, train_set=self.train_set,
+                    learning_rate=self.learning_rate,
+                )  # fmt: skip
                 alpha = self.line_search(grown, obj_scores)
                 nodes["value"] *= alpha * self.learning_rate
             else:
