@@ -457,7 +457,7 @@ def make_dataset(
     )
 
 
-MAX_POSITION = 2**62  # positions deeper than this are read as this
+MAX_POSITION = 2**62  # the deepest position (as in position files)
 
 
 def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
@@ -483,10 +483,16 @@ def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
             value = arr[row].item() if hasattr(arr[row], "item") else arr[row]
             raise LTRInputError(f"position[{row}]={value!r} is not an integer", row=row)
         arr = f
-    # deeper than int64 (1e20, a uint64 2**63) is as deep as 2**62: no estimate goes so
-    # far (max_positions), and the cast must not wrap to a negative position
+    # as the position files' reader: above 2**62 is refused (the int64 cast would wrap
+    # 1e20 or a uint64 2**63 to a negative position)
     if arr.dtype.kind == "f" or arr.dtype == np.uint64:
-        arr = np.minimum(arr, np.asarray(MAX_POSITION, dtype=arr.dtype))
+        big = arr > np.asarray(MAX_POSITION, dtype=arr.dtype)
+        if big.any():
+            row = int(np.flatnonzero(big)[0])
+            raise LTRInputError(
+                f"position[{row}]={arr[row].item()!r} is too large (at most {MAX_POSITION})",
+                row=row,
+            )
     arr = arr.astype(np.int64)
     bad = arr < 1
     if bad.any():
