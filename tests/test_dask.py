@@ -523,3 +523,23 @@ def test_timeout_and_regroup_are_checked(client, kwargs, message):
     X, y, qid = _data()
     with pytest.raises(ValueError, match=message):
         ldask.train(client, dict(n_estimators=1), _dask_data(X, y, qid, 2), **kwargs)
+
+
+def test_an_init_model_of_another_width_is_refused_before_the_shards_replay_it(client, monkeypatch):
+    """The shards replayed the init model's trees on their raw rows (reading feature
+    columns the data does not have: past the array, in a kernel without bounds checks)
+    before the driver's resume found the mismatch."""
+    X, y, qid = _data()
+    wide = ltrboost.train(dict(n_estimators=2), make_dataset(np.c_[X, X], y, qid=qid))
+
+    def replay(*args):
+        raise AssertionError("a shard replayed the init model")
+
+    monkeypatch.setattr(ldask, "predict_raw", replay)
+    with pytest.raises(ValueError, match=r"cannot resume: the model was trained on 12 features"):
+        ldask.train(client, dict(n_estimators=3), _dask_data(X, y, qid, 2), init_model=wide)
+    mcrank = ltrboost.train(dict(objective="mart", n_estimators=2), make_dataset(X, y, qid=qid))
+    with pytest.raises(
+        ValueError, match=r"cannot resume: the model was trained with objective='mart'"
+    ):
+        ldask.train(client, dict(n_estimators=3), _dask_data(X, y, qid, 2), init_model=mcrank)

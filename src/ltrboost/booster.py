@@ -91,6 +91,26 @@ def make_objective(params: BoosterParams):
     return get_objective(params.objective, **kwargs)
 
 
+def check_resumable(init_model: Booster, objective, n_out: int, n_features: int) -> None:
+    """Raise ValueError when ``init_model`` cannot be continued on this training run
+    (another objective, number of outputs or feature count)."""
+    if init_model.objective != objective.name:
+        hint = ""
+        if init_model.objective.startswith("custom:"):
+            hint = f" (pass that callable again: objective={init_model.objective[7:]})"
+        raise ValueError(
+            f"cannot resume: the model was trained with objective="
+            f"{init_model.objective!r}, not {objective.name!r}{hint}"
+        )
+    if init_model.n_outputs != n_out:
+        raise ValueError("cannot resume: the model has a different number of outputs")
+    if init_model.n_features != n_features:
+        raise ValueError(
+            f"cannot resume: the model was trained on {init_model.n_features} "
+            f"features, the training data has {n_features}"
+        )
+
+
 @dataclass
 class CallbackEnv:
     iteration: int  # 0-based round just finished
@@ -318,22 +338,8 @@ class Training:
         """Load a previous booster's trees, replay its scores and random draws; the
         number of rounds already done."""
         objective = self.objective
-        if init_model.objective != objective.name:
-            hint = ""
-            if init_model.objective.startswith("custom:"):
-                hint = f" (pass that callable again: objective={init_model.objective[7:]})"
-            raise ValueError(
-                f"cannot resume: the model was trained with objective="
-                f"{init_model.objective!r}, not {objective.name!r}{hint}"
-            )
         n_out = self.n_out
-        if init_model.n_outputs != n_out:
-            raise ValueError("cannot resume: the model has a different number of outputs")
-        if init_model.n_features != self.n_features:
-            raise ValueError(
-                f"cannot resume: the model was trained on {init_model.n_features} "
-                f"features, the training data has {self.n_features}"
-            )
+        check_resumable(init_model, objective, n_out, self.n_features)
         done = init_model.n_iterations
         saved_bias = getattr(init_model, "position_bias", None)
         if getattr(objective, "unbiased", False) and done > 0:

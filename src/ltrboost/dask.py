@@ -71,7 +71,13 @@ from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
 from ltrboost._evaluation import _bind_metrics, check_training_setup, custom_metric_value
 from ltrboost._numba import threads
 from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_histogram_memory
-from ltrboost.booster import CallbackEnv, Training, check_metrics, make_objective
+from ltrboost.booster import (
+    CallbackEnv,
+    Training,
+    check_metrics,
+    check_resumable,
+    make_objective,
+)
 from ltrboost.dataset import (
     ALL_ZERO_WEIGHTS,
     LTRInputError,
@@ -894,6 +900,9 @@ class _DaskTraining(Training):
         self.init = init
         resume = None
         if init_model is not None:
+            # before the shards replay its trees on their raw rows (a kernel reading
+            # feature columns the rows do not have)
+            check_resumable(init_model, objective, self.n_out, self.n_features)
             done = init_model.n_iterations
             resume = (init_model.trees[:done], init_model.tree_outputs[:done])
         # validation partitions go to the same workers, in contiguous blocks
