@@ -543,3 +543,23 @@ def test_an_init_model_of_another_width_is_refused_before_the_shards_replay_it(c
         ValueError, match=r"cannot resume: the model was trained with objective='mart'"
     ):
         ldask.train(client, dict(n_estimators=3), _dask_data(X, y, qid, 2), init_model=mcrank)
+
+
+def test_validation_frames_take_the_training_columns_by_name(client):
+    """A validation DataFrame whose feature columns come in another order was read by
+    position: silently wrong metrics and early stopping (local training and
+    DaskRanker.predict take them by name)."""
+    X, y, qid = _data(seed=3)
+    frame, dy = _frame(X, y, qid, 2)
+    names = [c for c in frame.columns if c != "qid"]
+    params = dict(n_estimators=2, min_samples_leaf=5)
+
+    def fit(valid):
+        return ldask.DaskRanker(client=client, **params).fit(
+            frame, dy, qid="qid", eval_set=[(valid, dy)]
+        )
+
+    same = fit(frame)
+    assert fit(frame[["qid", *names[::-1]]]).evals_result_ == same.evals_result_
+    with pytest.raises(LTRInputError, match=names[0]):
+        fit(frame[["qid", *names[1:]]])

@@ -156,8 +156,11 @@ def _delayed_blocks(obj, n_parts: int | None, name: str) -> list:
     return parts
 
 
-def _input_parts(data: DaskData) -> tuple[list, list[str] | None]:
+def _input_parts(data: DaskData, columns: list[str] | None = None) -> tuple[list, list[str] | None]:
     """Delayed ``_make_part`` calls, one per partition, and the feature names.
+
+    ``columns``: the training set's feature names, for a validation set: its frame's
+    feature columns are taken by name, as local training takes an ``eval_set`` frame's.
 
     Labels, qids and weights that are columns of a DataFrame ``X`` come with its
     partitions (the best form: Dask may fuse small Parquet files into one partition
@@ -189,7 +192,13 @@ def _input_parts(data: DaskData) -> tuple[list, list[str] | None]:
         blocks = {r: _delayed_blocks(roles[r], len(frames), r) for r in separate}
         feature_names = [str(c) for c in cols if c not in set(named.values())]
         parts = [
-            make(i, f, *(blocks[r][i] if r in blocks else None for r in ("y", "qid", "w")), named)
+            make(
+                i,
+                f,
+                *(blocks[r][i] if r in blocks else None for r in ("y", "qid", "w")),
+                named,
+                columns,
+            )
             for i, f in enumerate(frames)
         ]
         return parts, feature_names
@@ -212,17 +221,18 @@ def _located(i: int, e: Exception) -> LTRInputError:
     return err
 
 
-def _make_part(i, X, y, qid, w, named):
+def _make_part(i, X, y, qid, w, named, columns=None):
     """Validate partition ``i`` (on its worker) and group its rows by qid, stably.
 
-    ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``."""
+    ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``;
+    ``columns``: the feature names its remaining columns are taken by (validation)."""
     try:
         if named:
             y = X[named["y"]].to_numpy() if "y" in named else y
             qid = X[named["qid"]].to_numpy() if "qid" in named else qid
             w = X[named["w"]].to_numpy() if "w" in named else w
             X = X.drop(columns=list(named.values()))
-        Xa, _ = as_feature_matrix(X)
+        Xa, _ = as_feature_matrix(X, columns)
         n = Xa.shape[0]
         if y is None:
             raise LTRInputError("labels y are required")
@@ -1083,11 +1093,12 @@ class _DaskTraining(Training):
 # --------------------------------------------------------------------------- public API
 
 
-def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float):
-    """Validated partitions (futures on the workers) with every query whole."""
+def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float, columns=None):
+    """Validated partitions (futures on the workers) with every query whole;
+    ``columns``: the training feature names (a validation frame's, by name)."""
     if not isinstance(data, DaskData):
         raise TypeError(f"{what} must be a DaskData(X, y, qid), not {type(data).__name__}")
-    parts, feature_names = _input_parts(data)
+    parts, feature_names = _input_parts(data, columns)
     futures = client.compute(parts)
     futures, metas = _queries_whole(client, futures, regroup, what, timeout)
     if not futures:
@@ -1166,7 +1177,7 @@ def train(
     check_training_setup(params, objective, valid_sets)
     tr = _on_cluster(client, train, regroup, "the training set", timeout)
     vs = [
-        (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout))
+        (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout, tr[2]))
         for n, d in valid_sets
     ]
     with np.errstate(over="ignore", invalid="ignore"):
