@@ -563,3 +563,21 @@ def test_validation_frames_take_the_training_columns_by_name(client):
     assert fit(frame[["qid", *names[::-1]]]).evals_result_ == same.evals_result_
     with pytest.raises(LTRInputError, match=names[0]):
         fit(frame[["qid", *names[1:]]])
+
+
+def test_resuming_takes_the_training_columns_by_the_init_models_names(client):
+    """Local warm starts take a frame's columns by the init model's names; on Dask the
+    shards replayed its trees on the columns by position, so a frame with another
+    column order continued into a silently wrong model."""
+    X, y, qid = _data(seed=3)
+    frame, dy = _frame(X, y, qid, 2)
+    names = [c for c in frame.columns if c != "qid"]
+    local = pd.DataFrame(X, columns=names)
+    params = dict(n_estimators=2, min_samples_leaf=5)
+    first = ltrboost.Ranker(**params).fit(local, y, qid=qid)
+    full = ltrboost.Ranker(**dict(params, n_estimators=4)).fit(local, y, qid=qid)
+    resumed = ldask.DaskRanker(client=client, **params).fit(
+        frame[["qid", *names[::-1]]], dy, qid="qid", init_model=first
+    )
+    assert resumed.booster_.feature_names == names
+    np.testing.assert_allclose(resumed.to_local().predict(local), full.predict(local), rtol=1e-9)

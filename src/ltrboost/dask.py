@@ -159,8 +159,9 @@ def _delayed_blocks(obj, n_parts: int | None, name: str) -> list:
 def _input_parts(data: DaskData, columns: list[str] | None = None) -> tuple[list, list[str] | None]:
     """Delayed ``_make_part`` calls, one per partition, and the feature names.
 
-    ``columns``: the training set's feature names, for a validation set: its frame's
-    feature columns are taken by name, as local training takes an ``eval_set`` frame's.
+    ``columns``: the training set's feature names, for a validation set (or the init
+    model's, for a training set that continues it): its frame's feature columns are
+    taken by name, as local training takes an ``eval_set`` or warm-start frame's.
 
     Labels, qids and weights that are columns of a DataFrame ``X`` come with its
     partitions (the best form: Dask may fuse small Parquet files into one partition
@@ -191,6 +192,8 @@ def _input_parts(data: DaskData, columns: list[str] | None = None) -> tuple[list
         frames = list(X.to_delayed(optimize_graph=not separate))
         blocks = {r: _delayed_blocks(roles[r], len(frames), r) for r in separate}
         feature_names = [str(c) for c in cols if c not in set(named.values())]
+        if columns is not None:  # taken by these names (by _make_part)
+            feature_names = list(columns)
         parts = [
             make(
                 i,
@@ -1175,7 +1178,9 @@ def train(
         )
     check_metrics(params, objective)
     check_training_setup(params, objective, valid_sets)
-    tr = _on_cluster(client, train, regroup, "the training set", timeout)
+    # a warm start takes the frame's columns by the init model's names, as locally
+    init_names = None if init_model is None else init_model.feature_names
+    tr = _on_cluster(client, train, regroup, "the training set", timeout, init_names)
     vs = [
         (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout, tr[2]))
         for n, d in valid_sets
