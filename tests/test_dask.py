@@ -581,3 +581,16 @@ def test_resuming_takes_the_training_columns_by_the_init_models_names(client):
     )
     assert resumed.booster_.feature_names == names
     np.testing.assert_allclose(resumed.to_local().predict(local), full.predict(local), rtol=1e-9)
+
+
+def test_a_model_without_features_predicts_a_frame(client):
+    """Training on a frame of only qid and labels gives a constant model whose
+    feature_names are []; predict() took that as 'no names' and used every non-qid
+    column (the labels) as features: 'X has 1 features but the model was trained
+    with 0'."""
+    _, y, qid = _data()
+    frame = dd.from_pandas(pd.DataFrame({"qid": qid, "label": y}), npartitions=2)
+    with pytest.warns(UserWarning, match="constant"):
+        model = ldask.DaskRanker(client=client, n_estimators=1).fit(frame, "label")
+    scores = model.predict(frame).compute().to_numpy()
+    np.testing.assert_array_equal(scores, np.full(len(y), scores[0]))

@@ -1302,7 +1302,9 @@ class DaskRanker(Ranker):
             booster.trees = booster.trees[: iteration * booster.n_outputs]
             booster.tree_outputs = booster.tree_outputs[: iteration * booster.n_outputs]
         if _is_dask_frame(X):
-            names = booster.feature_names or [c for c in X.columns if c != "qid"]
+            names = booster.feature_names  # [] for a model without features
+            if names is None:
+                names = [c for c in X.columns if c != "qid"]
             return X.map_partitions(
                 _predict_frame, booster, list(names), meta=pd.Series(dtype=np.float64)
             )
