@@ -594,3 +594,27 @@ def test_a_model_without_features_predicts_a_frame(client):
         model = ldask.DaskRanker(client=client, n_estimators=1).fit(frame, "label")
     scores = model.predict(frame).compute().to_numpy()
     np.testing.assert_array_equal(scores, np.full(len(y), scores[0]))
+
+
+def test_a_bad_validation_row_names_the_validation_set(client):
+    """'partition 1: row 3: label y[3]=nan is not finite' did not say whether the
+    partition is one of the training set's or of a validation set's."""
+    X, y, qid = _data(seed=6)
+    bad = y.astype(float)
+    c = _cuts(qid, 2)
+    bad[c[1] + 3] = np.nan
+    with pytest.raises(LTRInputError, match=r"^validation set 'v': partition 1: row 3: label"):
+        ldask.train(
+            client,
+            dict(n_estimators=1),
+            _dask_data(X, y, qid, 2),
+            [("v", _dask_data(X, bad, qid, 2))],
+        )
+    big = y.astype(float) + 40  # refused by the metric (exponential gain), on the shards
+    with pytest.raises(LTRInputError, match=r"^validation set 'v': partition \d: row \d+: label"):
+        ldask.train(
+            client,
+            dict(n_estimators=1),
+            _dask_data(X, y, qid, 2),
+            [("v", _dask_data(X, big, qid, 2))],
+        )

@@ -278,3 +278,14 @@ def test_qbrank_overflow_is_the_non_finite_training_error() -> None:
 
     with pytest.raises(NonFiniteTrainingError, match=r"^round 1: the gradients are not finite"):
         Ranker(objective="qbrank", **BASE).fit(X, Y, qid=QID, pairs=[[0, 1, 1e300]])
+
+
+def test_a_validation_label_error_names_the_validation_set() -> None:
+    """'row 0: label 40 is too large ...' did not say that the row is one of the
+    validation set's, not of the training set."""
+    bad = make_dataset(X, Y + 40, qid=QID)
+    with pytest.raises(
+        LTRInputError, match=r"^validation set 'v': row 0: label \d+ is too large"
+    ) as e:
+        train(BASE, _ds(), [("v", bad)])
+    assert e.value.row == 0

@@ -47,7 +47,7 @@ from ltrboost._evaluation import (
 )
 from ltrboost._numba import threads
 from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory
-from ltrboost.dataset import RankingDataset, rows_located
+from ltrboost.dataset import LTRInputError, RankingDataset, rows_located
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.model import Booster, averaged_divisor, feature_importance_gain
 from ltrboost.objectives.registry import get_objective
@@ -89,6 +89,17 @@ def make_objective(params: BoosterParams):
     if kwargs.get("truncation_level") == 0:
         kwargs["truncation_level"] = None  # 0 = no truncation: every pair
     return get_objective(params.objective, **kwargs)
+
+
+def validation_error(name: str, e: LTRInputError) -> LTRInputError:
+    """``e`` (a row of validation set ``name``) naming the set; an error that names
+    its file and line already is returned as it is."""
+    if e.path is not None:
+        return e
+    where = "" if e.row is None else f"row {e.row}: "
+    err = LTRInputError(f"validation set {name!r}: {where}{e.problem}")
+    err.row = e.row
+    return err
 
 
 def check_resumable(init_model: Booster, objective, n_out: int, n_features: int) -> None:
@@ -331,7 +342,10 @@ class Training:
         Xb = self.binner.transform(self.used.take(vs.X))
         rv = np.empty((self.n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = self.init[:, None]
-        bound = _bind_metrics(self.params, self.objective, vs)
+        try:
+            bound = _bind_metrics(self.params, self.objective, vs)
+        except LTRInputError as e:
+            raise validation_error(name, e) from None
         return _Valid(name, vs, Xb, rv, bound)
 
     def resume(self, init_model: Booster) -> int:

@@ -156,12 +156,15 @@ def _delayed_blocks(obj, n_parts: int | None, name: str) -> list:
     return parts
 
 
-def _input_parts(data: DaskData, columns: list[str] | None = None) -> tuple[list, list[str] | None]:
+def _input_parts(
+    data: DaskData, columns: list[str] | None = None, prefix: str | None = None
+) -> tuple[list, list[str] | None]:
     """Delayed ``_make_part`` calls, one per partition, and the feature names.
 
     ``columns``: the training set's feature names, for a validation set (or the init
     model's, for a training set that continues it): its frame's feature columns are
     taken by name, as local training takes an ``eval_set`` or warm-start frame's.
+    ``prefix``: what a validation set's input errors start with (its name).
 
     Labels, qids and weights that are columns of a DataFrame ``X`` come with its
     partitions (the best form: Dask may fuse small Parquet files into one partition
@@ -201,6 +204,7 @@ def _input_parts(data: DaskData, columns: list[str] | None = None) -> tuple[list
                 *(blocks[r][i] if r in blocks else None for r in ("y", "qid", "w")),
                 named,
                 columns,
+                prefix,
             )
             for i, f in enumerate(frames)
         ]
@@ -212,19 +216,20 @@ def _input_parts(data: DaskData, columns: list[str] | None = None) -> tuple[list
     qs = _delayed_blocks(qid, len(xs), "qid")
     ws = _delayed_blocks(roles["w"], len(xs), "sample_weight")
     parts = [
-        make(i, x, yy, q, ww, None)
+        make(i, x, yy, q, ww, None, None, prefix)
         for i, (x, yy, q, ww) in enumerate(zip(xs, ys, qs, ws, strict=True))
     ]
     return parts, None
 
 
-def _located(i: int, e: Exception) -> LTRInputError:
-    err = LTRInputError(f"partition {i}: {e}")
+def _located(i: int, e: Exception, prefix: str | None = None) -> LTRInputError:
+    """``partition i: <e>``, after ``prefix: `` (a validation set's name) if given."""
+    err = LTRInputError(f"{prefix + ': ' if prefix else ''}partition {i}: {e}")
     err.partition = i
     return err
 
 
-def _make_part(i, X, y, qid, w, named, columns=None):
+def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
     """Validate partition ``i`` (on its worker) and group its rows by qid, stably.
 
     ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``;
@@ -246,7 +251,7 @@ def _make_part(i, X, y, qid, w, named, columns=None):
         offsets, order, qids = group_by_qid(q)
         wa = None if w is None else check_sample_weight(w, n)
     except LTRInputError as e:
-        raise _located(i, e) from None
+        raise _located(i, e, prefix) from None
     if order is not None:
         Xa, y_arr = Xa[order], y_arr[order]
         q = q[order]
@@ -474,13 +479,18 @@ class _Shard:
                 rv[:] = np.asarray(init)[:, None]
                 if packed is not None:
                     predict_raw(packed, vpart["X"], rv)
-                bound = self._guard(
-                    _bind_metrics,
-                    params,
-                    self.objective,
-                    vds,
-                    part=(vpart["index"], vpart["sizes"]),
-                )
+                try:
+                    bound = self._guard(
+                        _bind_metrics,
+                        params,
+                        self.objective,
+                        vds,
+                        part=(vpart["index"], vpart["sizes"]),
+                    )
+                except LTRInputError as e:
+                    err = LTRInputError(f"validation set {name!r}: {e}")
+                    err.partition = getattr(e, "partition", None)
+                    raise err from None
                 for bm in bound:
                     if getattr(getattr(bm, "_evaluator", None), "pooled", False):
                         raise ValueError(
@@ -1101,7 +1111,8 @@ def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float
     ``columns``: the training feature names (a validation frame's, by name)."""
     if not isinstance(data, DaskData):
         raise TypeError(f"{what} must be a DaskData(X, y, qid), not {type(data).__name__}")
-    parts, feature_names = _input_parts(data, columns)
+    prefix = what if what.startswith("validation set") else None
+    parts, feature_names = _input_parts(data, columns, prefix)
     futures = client.compute(parts)
     futures, metas = _queries_whole(client, futures, regroup, what, timeout)
     if not futures:
