@@ -618,3 +618,28 @@ def test_a_bad_validation_row_names_the_validation_set(client):
             _dask_data(X, y, qid, 2),
             [("v", _dask_data(X, big, qid, 2))],
         )
+
+
+def test_predict_iteration_is_the_local_one(client):
+    """DaskRanker.predict(iteration=) sliced the trees: -1 silently dropped the last
+    round, 10 (of 4) silently used all, and after early stopping the slice was then
+    cut again to the best iteration; Ranker.predict refuses the first two."""
+    X, y, qid = _data(seed=3)
+    frame, dy = _frame(X, y, qid, 2)
+    model = ldask.DaskRanker(
+        client=client, n_estimators=30, early_stopping_rounds=3, min_samples_leaf=5
+    ).fit(frame, dy, qid="qid", eval_set=[(frame, dy)])
+    local = model.to_local()
+    n = model.booster_.n_iterations
+    assert model.booster_.best_iteration < n  # early stopping chose an earlier round
+    feats = pd.DataFrame(X, columns=[c for c in frame.columns if c != "qid"])
+    for it in (None, 0, 1, n):
+        np.testing.assert_array_equal(
+            model.predict(frame, iteration=it).compute().to_numpy(),
+            local.predict(feats, iteration=it),
+        )
+    for bad in (-1, n + 1, 1.5, "2", True):
+        with pytest.raises(ValueError, match="iteration="):
+            model.predict(frame, iteration=bad)
+        with pytest.raises(ValueError, match="iteration="):
+            local.predict(feats, iteration=bad)

@@ -1215,12 +1215,13 @@ def train(
             c.actors = []
 
 
-def _predict_frame(df, booster, columns):
-    return pd.Series(booster.predict(np.asarray(df[columns], dtype=np.float64)), index=df.index)
+def _predict_frame(df, booster, columns, iteration):
+    X = np.asarray(df[columns], dtype=np.float64)
+    return pd.Series(booster.predict(X, iteration=iteration), index=df.index)
 
 
-def _predict_block(block, booster):
-    return booster.predict(np.asarray(block, dtype=np.float64))
+def _predict_block(block, booster, iteration):
+    return booster.predict(np.asarray(block, dtype=np.float64), iteration=iteration)
 
 
 class DaskRanker(Ranker):
@@ -1308,20 +1309,18 @@ class DaskRanker(Ranker):
         1-D Dask array, partition by partition with the plain booster."""
         self._check_fitted()
         booster = self.booster_
-        if iteration is not None:
-            booster = Booster.from_dict(booster.to_dict())
-            booster.trees = booster.trees[: iteration * booster.n_outputs]
-            booster.tree_outputs = booster.tree_outputs[: iteration * booster.n_outputs]
+        # checked here as Ranker.predict checks it (the default: the best iteration)
+        n_iter = booster._resolve_iterations(iteration)
         if _is_dask_frame(X):
             names = booster.feature_names  # [] for a model without features
             if names is None:
                 names = [c for c in X.columns if c != "qid"]
             return X.map_partitions(
-                _predict_frame, booster, list(names), meta=pd.Series(dtype=np.float64)
+                _predict_frame, booster, list(names), n_iter, meta=pd.Series(dtype=np.float64)
             )
         if X.ndim == 2 and X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
-        return X.map_blocks(_predict_block, booster, drop_axis=1, dtype=np.float64)
+        return X.map_blocks(_predict_block, booster, n_iter, drop_axis=1, dtype=np.float64)
 
     def __getstate__(self):
         state = dict(self.__dict__)
