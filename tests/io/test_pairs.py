@@ -65,3 +65,14 @@ def test_repeated_pair_is_allowed(tmp_path):
 def test_missing_file_is_an_input_error(tmp_path):
     with pytest.raises(LTRInputError, match="cannot read"):
         read_pairs_file(tmp_path / "nope.txt", QID, DOCIDS)
+
+
+def test_a_docid_that_is_not_unique_in_its_query_is_refused_when_a_pair_names_it(tmp_path):
+    """Two rows of query 7 carry docid 'a': a pair naming 'a' was silently mapped to
+    the first of them."""
+    docids = ["a", "b", "a", "a", "d"]
+    p = _write(tmp_path, "9 a d\n7 a b\n")  # 'a' is unique in query 9, not in 7
+    with pytest.raises(LTRInputError) as e:
+        read_pairs_file(p, QID, docids)
+    assert e.value.line == 2
+    assert "document 'a' is not unique in query '7' (data rows 1 and 3" in str(e.value)
