@@ -158,3 +158,19 @@ def test_positions_name_the_value_as_given_and_huge_ones_are_too_large() -> None
     assert deepest[1] == 2**62
     for dtype in (np.int8, np.uint8, np.uint64, np.float16, object):
         np.testing.assert_array_equal(check_positions(np.array([1, 2], dtype=dtype), 2), [1, 2])
+
+
+@pytest.mark.parametrize("iteration", [1.5, "1", True])
+def test_iteration_arguments_must_be_integers(iteration) -> None:
+    """int() read 1.5 as 1, "1" as 1 and True as 1 in predict, feature_importance and
+    dump_text."""
+    booster = train(BASE, _ds())
+    with pytest.raises(ValueError, match="iteration="):
+        booster.predict(X, iteration=iteration)
+    with pytest.raises(ValueError, match="iteration="):
+        booster.feature_importance(iteration=iteration)
+    with pytest.raises(ValueError, match="iteration="):
+        booster.dump_text(iteration=iteration)
+    np.testing.assert_array_equal(
+        booster.predict(X, iteration=np.int64(1)), booster.predict(X, iteration=1)
+    )

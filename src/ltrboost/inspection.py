@@ -29,6 +29,10 @@ IMPORTANCE_TYPES = ("split", "gain")
 def _trees(booster: Any, iteration: int | None) -> list[NDArray]:
     if iteration is None:
         return list(booster.trees)
+    if isinstance(iteration, bool | np.bool_) or not isinstance(iteration, int | np.integer):
+        raise ValueError(  # int() read 1.5 as 1, "2" as 2 and True as 1
+            f"iteration={iteration!r} must be an integer between 0 and {booster.n_iterations}"
+        )
     n = int(iteration)
     if not 0 <= n <= booster.n_iterations:
         raise ValueError(f"iteration={iteration} must be between 0 and {booster.n_iterations}")
