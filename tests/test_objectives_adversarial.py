@@ -174,3 +174,31 @@ def test_iteration_arguments_must_be_integers(iteration) -> None:
     np.testing.assert_array_equal(
         booster.predict(X, iteration=np.int64(1)), booster.predict(X, iteration=1)
     )
+
+
+@pytest.mark.parametrize(
+    ("objective", "name", "value"),
+    [
+        ("lambdamart", "relevance_threshold", None),
+        ("lambdamart", "relevance_threshold", [1]),
+        ("lambdamart", "relevance_threshold", 1j),
+        ("lambdamart", "relevance_threshold", True),
+        ("logistic_rank", "positive_threshold", [1]),
+        ("logistic_rank", "positive_threshold", 1j),
+        ("logistic_rank", "positive_threshold", "2"),
+        ("mcrank", "max_label", float("inf")),
+        ("mcrank", "max_label", [1]),
+        ("mcrank", "max_label", 1j),
+        ("mcrank", "max_label", "2"),
+    ],
+)
+def test_objective_constructors_refuse_wrong_types_naming_the_parameter(
+    objective, name, value
+) -> None:
+    """The objectives' own constructors (the lower-level API, and what a model file's
+    objective_params are checked with) raised TypeError/OverflowError from float() or
+    int(), or took a string or bool as a number."""
+    from ltrboost.objectives.registry import get_objective
+
+    with pytest.raises(ValueError, match=name):
+        get_objective(objective, **{name: value})

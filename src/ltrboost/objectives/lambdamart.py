@@ -34,6 +34,7 @@ from ltrboost.objectives import unbiased as _unbiased
 from ltrboost.objectives.base import (
     dataset_labels,
     doc_weights,
+    finite_real,
 )
 from ltrboost.objectives.pair_engine import (
     LAMBDA_METRICS,
@@ -188,8 +189,7 @@ class LambdaMART(PairwiseObjective):
             raise ValueError(
                 f"lambda_normalization={lambda_normalization!r} should be True or False"
             )
-        if not math.isfinite(float(relevance_threshold)):
-            raise ValueError(f"relevance_threshold={relevance_threshold!r} must be finite")
+        finite_real("relevance_threshold", relevance_threshold)
         self._sigma = self._check_sigma(sigma)
         self._set_pair_params(pair_method, truncation_level, pairs_per_sample, random_state)
         self._loss_code = LOSS_LOGISTIC

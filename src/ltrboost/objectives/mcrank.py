@@ -19,6 +19,7 @@ from ltrboost.objectives.base import (
     dataset_labels,
     doc_weights,
     doc_weights_float64,
+    finite_real,
 )
 from ltrboost.objectives.registry import register
 
@@ -83,7 +84,7 @@ class McRank(Objective):
         init: str = "prior",
     ) -> None:
         if max_label is not None:
-            if isinstance(max_label, bool) or int(max_label) != max_label:
+            if finite_real("max_label", max_label) != int(max_label):
                 raise ValueError(f"max_label={max_label!r} must be an integer grade")
             max_label = int(max_label)
             if not 1 <= max_label <= MCRANK_MAX_LABEL:
