@@ -202,3 +202,31 @@ def test_objective_constructors_refuse_wrong_types_naming_the_parameter(
 
     with pytest.raises(ValueError, match=name):
         get_objective(objective, **{name: value})
+
+
+@pytest.mark.parametrize(
+    ("objective", "name", "value"),
+    [
+        ("ranknet", "sigma", True),
+        ("lambdamart", "sigma", np.True_),
+        ("mcrank", "friedman_factor", "1"),
+        ("mcrank", "friedman_factor", float("nan")),
+        ("mcrank", "friedman_factor", [1]),
+    ],
+)
+def test_objective_constructors_refuse_bools_for_numbers_and_numbers_for_bools(
+    objective, name, value
+) -> None:
+    """sigma=True was taken as 1.0; friedman_factor went through bool(), so "1", NaN
+    and [1] all meant True."""
+    from ltrboost.objectives.registry import get_objective
+
+    with pytest.raises(ValueError, match=name):
+        get_objective(objective, **{name: value})
+
+
+def test_a_numpy_integer_sigma_is_a_number() -> None:
+    """README: NumPy integers are fine; sigma=np.int64(2) was refused by the pairwise
+    objectives ('should be a positive finite number')."""
+    a = _scores(dict(objective="ranknet", sigma=np.int64(2)))
+    np.testing.assert_array_equal(a, _scores(dict(objective="ranknet", sigma=2.0)))

@@ -89,6 +89,8 @@ class McRank(Objective):
             max_label = int(max_label)
             if not 1 <= max_label <= MCRANK_MAX_LABEL:
                 raise ValueError(f"max_label={max_label} must be between 1 and {MCRANK_MAX_LABEL}")
+        if not isinstance(friedman_factor, bool | np.bool_):
+            raise ValueError(f"friedman_factor={friedman_factor!r} must be True or False")
         if init not in ("prior", "zero"):
             raise ValueError(f"init={init!r} is not one of ('prior', 'zero')")
         super().__init__(max_label=max_label, friedman_factor=bool(friedman_factor), init=init)

@@ -156,7 +156,9 @@ class PairwiseObjective(Objective):
 
     @staticmethod
     def _check_sigma(sigma: float) -> float:
-        if not (isinstance(sigma, int | float | np.floating) and math.isfinite(sigma)):
+        if isinstance(sigma, bool | np.bool_) or not (
+            isinstance(sigma, int | float | np.integer | np.floating) and math.isfinite(sigma)
+        ):
             raise ValueError(f"sigma={sigma!r} should be a positive finite number")
         if sigma <= 0:
             raise ValueError(f"sigma={sigma} should be greater than 0")
