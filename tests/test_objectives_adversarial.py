@@ -230,3 +230,9 @@ def test_a_numpy_integer_sigma_is_a_number() -> None:
     objectives ('should be a positive finite number')."""
     a = _scores(dict(objective="ranknet", sigma=np.int64(2)))
     np.testing.assert_array_equal(a, _scores(dict(objective="ranknet", sigma=2.0)))
+
+
+def test_a_numpy_integer_decay_is_a_number() -> None:
+    """yetirank refused decay=np.int64(1) ('should be a number in (0, 1]')."""
+    a = _scores(dict(objective="yetirank", decay=np.int64(1)))
+    np.testing.assert_array_equal(a, _scores(dict(objective="yetirank", decay=1.0)))
