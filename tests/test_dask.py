@@ -480,3 +480,174 @@ def test_duplicate_column_names_are_refused_as_in_fit(client):
     dup = ddf.rename(columns={"f1": "f0"})
     with pytest.raises(LTRInputError, match=r"duplicate feature names \['f0'\]"):
         ldask.train(client, {"n_estimators": 2}, ldask.DaskData(dup, y=dy, qid="qid"))
+
+
+def test_sample_weight_errors_are_the_local_ones(client):
+    """Weights above float32's maximum, complex weights and all-zero weights are refused
+    as by local training (they trained into inf gradients, dropped the imaginary part or
+    learned nothing, silently)."""
+    X, y, qid = _data(seed=11)
+    c = _cuts(qid, 3)
+    data = _dask_data(X, y, qid, 3)
+    huge = np.ones(len(y))
+    huge[c[1] + 1] = 1e39
+    with pytest.raises(LTRInputError) as local_err:
+        make_dataset(X[c[1] :], y[c[1] :], qid=qid[c[1] :], sample_weight=huge[c[1] :])
+    data.sample_weight = _darr(huge, c)
+    with pytest.raises(LTRInputError) as dist_err:
+        ldask.train(client, dict(n_estimators=1), data)
+    assert str(dist_err.value) == f"partition 1: {local_err.value}"
+    data.sample_weight = _darr(np.ones(len(y)) + 1j, c)
+    with pytest.raises(LTRInputError, match=r"^partition \d: sample_weight is complex"):
+        ldask.train(client, dict(n_estimators=1), data)
+    zero = np.zeros(len(y))
+    with pytest.raises(LTRInputError) as local_err:
+        make_dataset(X, y, qid=qid, sample_weight=zero)
+    data.sample_weight = _darr(zero, c)
+    for objective in ("mart", "lambdamart"):
+        with pytest.raises(LTRInputError) as dist_err:
+            ldask.train(client, dict(objective=objective, n_estimators=1), data)
+        assert str(dist_err.value) == f"the training set: {local_err.value}"
+    zero[c[2] + 1] = 0.5  # one positive weight, in the last partition: trains
+    data.sample_weight = _darr(zero, c)
+    ldask.train(client, dict(objective="mart", n_estimators=1), data)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(timeout=-1), r"timeout=-1 must be a positive finite number of seconds"),
+        (dict(timeout=float("nan")), r"timeout=nan must be a positive"),
+        (dict(timeout=float("inf")), r"timeout=inf must be a positive"),
+        (dict(timeout="10"), r"timeout='10' must be a positive"),
+        (dict(timeout=True), r"timeout=True must be a positive"),
+        (dict(regroup="no"), r"regroup='no' must be True or False"),
+        (dict(regroup=None), r"regroup=None must be True or False"),
+    ],
+)
+def test_timeout_and_regroup_are_checked(client, kwargs, message):
+    """They failed inside distributed ('could not convert string to float: '1-1'',
+    "KeyError: 'Invalid time unit: nan'") or, for regroup='no', regrouped silently."""
+    X, y, qid = _data()
+    with pytest.raises(ValueError, match=message):
+        ldask.train(client, dict(n_estimators=1), _dask_data(X, y, qid, 2), **kwargs)
+
+
+def test_an_init_model_of_another_width_is_refused_before_the_shards_replay_it(client, monkeypatch):
+    """The shards replayed the init model's trees on their raw rows (reading feature
+    columns the data does not have: past the array, in a kernel without bounds checks)
+    before the driver's resume found the mismatch."""
+    X, y, qid = _data()
+    wide = ltrboost.train(dict(n_estimators=2), make_dataset(np.c_[X, X], y, qid=qid))
+
+    def replay(*args):
+        raise AssertionError("a shard replayed the init model")
+
+    monkeypatch.setattr(ldask, "predict_raw", replay)
+    with pytest.raises(ValueError, match=r"cannot resume: the model was trained on 12 features"):
+        ldask.train(client, dict(n_estimators=3), _dask_data(X, y, qid, 2), init_model=wide)
+    mcrank = ltrboost.train(dict(objective="mart", n_estimators=2), make_dataset(X, y, qid=qid))
+    with pytest.raises(
+        ValueError, match=r"cannot resume: the model was trained with objective='mart'"
+    ):
+        ldask.train(client, dict(n_estimators=3), _dask_data(X, y, qid, 2), init_model=mcrank)
+
+
+def test_validation_frames_take_the_training_columns_by_name(client):
+    """A validation DataFrame whose feature columns come in another order was read by
+    position: silently wrong metrics and early stopping (local training and
+    DaskRanker.predict take them by name)."""
+    X, y, qid = _data(seed=3)
+    frame, dy = _frame(X, y, qid, 2)
+    names = [c for c in frame.columns if c != "qid"]
+    params = dict(n_estimators=2, min_samples_leaf=5)
+
+    def fit(valid):
+        return ldask.DaskRanker(client=client, **params).fit(
+            frame, dy, qid="qid", eval_set=[(valid, dy)]
+        )
+
+    same = fit(frame)
+    assert fit(frame[["qid", *names[::-1]]]).evals_result_ == same.evals_result_
+    with pytest.raises(LTRInputError, match=names[0]):
+        fit(frame[["qid", *names[1:]]])
+
+
+def test_resuming_takes_the_training_columns_by_the_init_models_names(client):
+    """Local warm starts take a frame's columns by the init model's names; on Dask the
+    shards replayed its trees on the columns by position, so a frame with another
+    column order continued into a silently wrong model."""
+    X, y, qid = _data(seed=3)
+    frame, dy = _frame(X, y, qid, 2)
+    names = [c for c in frame.columns if c != "qid"]
+    local = pd.DataFrame(X, columns=names)
+    params = dict(n_estimators=2, min_samples_leaf=5)
+    first = ltrboost.Ranker(**params).fit(local, y, qid=qid)
+    full = ltrboost.Ranker(**dict(params, n_estimators=4)).fit(local, y, qid=qid)
+    resumed = ldask.DaskRanker(client=client, **params).fit(
+        frame[["qid", *names[::-1]]], dy, qid="qid", init_model=first
+    )
+    assert resumed.booster_.feature_names == names
+    np.testing.assert_allclose(resumed.to_local().predict(local), full.predict(local), rtol=1e-9)
+
+
+def test_a_model_without_features_predicts_a_frame(client):
+    """Training on a frame of only qid and labels gives a constant model whose
+    feature_names are []; predict() took that as 'no names' and used every non-qid
+    column (the labels) as features: 'X has 1 features but the model was trained
+    with 0'."""
+    _, y, qid = _data()
+    frame = dd.from_pandas(pd.DataFrame({"qid": qid, "label": y}), npartitions=2)
+    with pytest.warns(UserWarning, match="constant"):
+        model = ldask.DaskRanker(client=client, n_estimators=1).fit(frame, "label")
+    scores = model.predict(frame).compute().to_numpy()
+    np.testing.assert_array_equal(scores, np.full(len(y), scores[0]))
+
+
+def test_a_bad_validation_row_names_the_validation_set(client):
+    """'partition 1: row 3: label y[3]=nan is not finite' did not say whether the
+    partition is one of the training set's or of a validation set's."""
+    X, y, qid = _data(seed=6)
+    bad = y.astype(float)
+    c = _cuts(qid, 2)
+    bad[c[1] + 3] = np.nan
+    with pytest.raises(LTRInputError, match=r"^validation set 'v': partition 1: row 3: label"):
+        ldask.train(
+            client,
+            dict(n_estimators=1),
+            _dask_data(X, y, qid, 2),
+            [("v", _dask_data(X, bad, qid, 2))],
+        )
+    big = y.astype(float) + 40  # refused by the metric (exponential gain), on the shards
+    with pytest.raises(LTRInputError, match=r"^validation set 'v': partition \d: row \d+: label"):
+        ldask.train(
+            client,
+            dict(n_estimators=1),
+            _dask_data(X, y, qid, 2),
+            [("v", _dask_data(X, big, qid, 2))],
+        )
+
+
+def test_predict_iteration_is_the_local_one(client):
+    """DaskRanker.predict(iteration=) sliced the trees: -1 silently dropped the last
+    round, 10 (of 4) silently used all, and after early stopping the slice was then
+    cut again to the best iteration; Ranker.predict refuses the first two."""
+    X, y, qid = _data(seed=3)
+    frame, dy = _frame(X, y, qid, 2)
+    model = ldask.DaskRanker(
+        client=client, n_estimators=30, early_stopping_rounds=3, min_samples_leaf=5
+    ).fit(frame, dy, qid="qid", eval_set=[(frame, dy)])
+    local = model.to_local()
+    n = model.booster_.n_iterations
+    assert model.booster_.best_iteration < n  # early stopping chose an earlier round
+    feats = pd.DataFrame(X, columns=[c for c in frame.columns if c != "qid"])
+    for it in (None, 0, 1, n):
+        np.testing.assert_array_equal(
+            model.predict(frame, iteration=it).compute().to_numpy(),
+            local.predict(feats, iteration=it),
+        )
+    for bad in (-1, n + 1, 1.5, "2", True):
+        with pytest.raises(ValueError, match="iteration="):
+            model.predict(frame, iteration=bad)
+        with pytest.raises(ValueError, match="iteration="):
+            local.predict(feats, iteration=bad)

@@ -149,6 +149,16 @@ def test_non_finite_training_stops_at_the_first_round(params, data, cause) -> No
     assert rounds == []
 
 
+@pytest.mark.parametrize("criterion", ["newton", "se", "ole"])
+def test_overflowing_hessians_stop_training_though_the_leaves_are_finite(criterion) -> None:
+    """RankNet with sigma=1e20: the gradients (~sigma) fit float32, the hessians
+    (~sigma^2) overflow to inf, and a Newton leaf -G/inf is 0: every tree was a stump
+    of value 0, a constant model, silently (the check looked at the hessians only
+    when a leaf value was not finite)."""
+    with pytest.raises(NonFiniteTrainingError, match=r"round 1: the hessians .*sigma=1e\+20"):
+        train(dict(BASE, objective="ranknet", sigma=1e20, split_criterion=criterion), _ds())
+
+
 def test_non_finite_training_cli_one_line_no_file(tmp_path: Path, capsys) -> None:
     from ltrboost.io.letor import dump_svmlight
 
@@ -199,3 +209,83 @@ def test_predict_n_threads_type_is_checked() -> None:
     ref = booster.predict(X, n_threads=1)
     for ok in (None, 0, -1, 1000, np.int64(2)):
         assert booster.predict(X, n_threads=ok).tobytes() == ref.tobytes()
+
+
+def test_an_empty_validation_set_is_named() -> None:
+    """An empty eval set failed inside the metric with 'query_offsets must be 1-D with
+    n_queries + 1 >= 2 entries, got shape (1,)', naming neither the set nor the problem."""
+    empty = make_dataset(X[:0], Y[:0], qid=QID[:0])
+    with pytest.raises(ValueError, match=r"^validation set 'v' is empty$"):
+        train(BASE, _ds(), [("v", empty)])
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(float("nan"), "nan"), (float("inf"), "inf"), ("abc", "'abc'"), (None, "None")],
+)
+def test_a_custom_metric_must_return_a_finite_number(tmp_path: Path, value, shown) -> None:
+    """A NaN metric value silently froze early stopping at its round and made
+    ``save_model`` fail after training ('Out of range float values are not JSON
+    compliant'); a string or None failed in ``float()`` naming neither the metric."""
+
+    def my_metric(scores, labels, query_offsets):
+        return value
+
+    with pytest.raises(ValueError, match=rf"eval_metric 'my_metric' returned {shown}"):
+        train(dict(BASE, eval_metric=my_metric), _ds(), [("v", _ds())])
+
+
+def test_a_custom_metric_may_return_numpy_scalars() -> None:
+    def half(scores, labels, query_offsets):
+        return np.float32(0.5)
+
+    booster = train(dict(BASE, eval_metric=half), _ds(), [("v", _ds())])
+    assert booster.evals_result["v"]["half"] == [0.5] * BASE["n_estimators"]
+
+
+def test_a_custom_metric_may_return_a_0d_array() -> None:
+    def mean_score(scores, labels, query_offsets):
+        return np.asarray(0.25)
+
+    booster = train(dict(BASE, eval_metric=mean_score), _ds(), [("v", _ds())])
+    assert booster.evals_result["v"]["mean_score"] == [0.25] * BASE["n_estimators"]
+
+
+def test_group_sizes_that_overflow_int64_are_refused() -> None:
+    """Four sizes near 2**62 summed to 2**64 + 10, which int64 wrapped to the 10 rows:
+    accepted, with negative query offsets, and training crashed the process (a
+    segmentation fault in the kernels).  A uint64 2**63 was shown wrapped, negative."""
+    X10, y10 = X[:10], Y[:10]
+    with pytest.raises(LTRInputError, match=r"^group\[0\]=4611686018427387904: more documents"):
+        make_dataset(X10, y10, group=[2**62, 2**62, 2**62, 2**62 + 10])
+    with pytest.raises(LTRInputError, match=r"^group\[0\]=9223372036854775808: more documents"):
+        make_dataset(X10, y10, group=np.array([2**63, 5], dtype=np.uint64))
+    with pytest.raises(LTRInputError, match=r"^group\[1\]=1e\+20: more documents"):
+        make_dataset(X10, y10, group=[5.0, 1e20])
+
+
+@pytest.mark.parametrize("group", [[2**64, 5], [5, "5"], [5, None], np.array(["5", "5"])])
+def test_group_sizes_that_are_not_numbers_or_beyond_int64_are_input_errors(group) -> None:
+    """Object or string sizes failed in np.isfinite with a TypeError."""
+    with pytest.raises(LTRInputError, match=r"^group"):
+        make_dataset(X[:10], Y[:10], group=group)
+
+
+def test_qbrank_overflow_is_the_non_finite_training_error() -> None:
+    """QBRank's line search ran before the check and failed with 'delta holds
+    non-finite values', naming neither the round nor the likely cause."""
+    from ltrboost.sklearn import Ranker
+
+    with pytest.raises(NonFiniteTrainingError, match=r"^round 1: the gradients are not finite"):
+        Ranker(objective="qbrank", **BASE).fit(X, Y, qid=QID, pairs=[[0, 1, 1e300]])
+
+
+def test_a_validation_label_error_names_the_validation_set() -> None:
+    """'row 0: label 40 is too large ...' did not say that the row is one of the
+    validation set's, not of the training set."""
+    bad = make_dataset(X, Y + 40, qid=QID)
+    with pytest.raises(
+        LTRInputError, match=r"^validation set 'v': row 0: label \d+ is too large"
+    ) as e:
+        train(BASE, _ds(), [("v", bad)])
+    assert e.value.row == 0

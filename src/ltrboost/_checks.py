@@ -81,6 +81,7 @@ def check_round_finite(
     gradients: np.ndarray | None = None,
     hessians: np.ndarray | None = None,
     leaf_values: np.ndarray | None = None,
+    hessian_sums: np.ndarray | None = None,
     scores: np.ndarray | None = None,
     params: Any = None,
     train_set: Any = None,
@@ -88,13 +89,16 @@ def check_round_finite(
 ) -> None:
     """Raise :class:`NonFiniteTrainingError` if the tree or the scores hold NaN/inf.
 
-    Per tree only the leaf values (a few numbers) and the scores (two passes) are
-    read; a NaN or inf gradient always reaches a leaf value (its leaf's sum), and only
-    then are the gradients and hessians looked at, to name the first non-finite one.
+    Per tree only the leaf values and the nodes' hessian sums (a few numbers) and the
+    scores (two passes) are read; a NaN or inf gradient always reaches a leaf value
+    (its leaf's sum), an inf hessian a hessian sum (the root's; its leaf value
+    ``-G/inf`` is a finite 0), and only then are the gradients and hessians looked at,
+    to name the first non-finite one.
     """
     bad = None
-    if leaf_values is not None and not _all_finite(np.asarray(leaf_values)):
-        bad = "leaf values"
+    leaves_bad = leaf_values is not None and not _all_finite(np.asarray(leaf_values))
+    if leaves_bad or (hessian_sums is not None and not _all_finite(np.asarray(hessian_sums))):
+        bad = "leaf values" if leaves_bad else "hessians"
         for what, arr in (("gradients", gradients), ("hessians", hessians)):
             if arr is not None and not _all_finite(np.asarray(arr)):
                 bad = what

@@ -14,6 +14,8 @@ Kept out of :mod:`ltrboost.booster` so the boosting loop only calls these helper
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 import warnings
 from dataclasses import asdict, replace
 from typing import Any
@@ -37,7 +39,8 @@ def metric_options(params: Any) -> dict[str, Any]:
 
 def check_training_setup(params, objective, valid_sets) -> None:
     """Refuse early stopping without a validation set, duplicate validation names; warn
-    about parameters the objective ignores."""
+    about parameters the objective ignores (and ``ole_top_features`` without pairwise
+    OLE)."""
     if params.early_stopping_rounds is not None and not valid_sets:
         raise ValueError(
             f"early_stopping_rounds={params.early_stopping_rounds} needs a validation "
@@ -47,6 +50,17 @@ def check_training_setup(params, objective, valid_sets) -> None:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"validation sets must have distinct names; repeated: {dup}")
+    if params.ole_top_features is not None and not (
+        params.split_criterion == "ole" and objective.is_pairwise
+    ):
+        warnings.warn(
+            f"ole_top_features={params.ole_top_features!r} approximates the OLE criterion "
+            "of a pairwise objective; with "
+            f"split_criterion={params.split_criterion!r} and objective {objective.name!r} "
+            "it is ignored",
+            UserWarning,
+            stacklevel=3,
+        )
     from ltrboost.params import OBJECTIVE_PARAM_NAMES
 
     accepted = inspect.signature(type(objective).__init__).parameters
@@ -127,12 +141,6 @@ def _bind_metrics(params, objective, vs: RankingDataset) -> list:
     return bound
 
 
-def custom_metric_value(fn, scores, vs: RankingDataset) -> float:
-    """``fn(scores, labels, query_offsets)`` on ``vs`` as a float; a ValueError naming
-    ``fn`` when it returns no number (``Ranker.score``'s callable metrics)."""
-    return _CustomMetric(fn, vs)(scores)
-
-
 class _CustomMetric:
     """A user metric ``fn(scores, labels, query_offsets) -> float`` bound to data."""
 
@@ -140,15 +148,23 @@ class _CustomMetric:
         self.fn, self.y, self.query_offsets = fn, vs.y, vs.query_offsets
 
     def __call__(self, scores) -> float:
-        value = self.fn(scores, self.y, self.query_offsets)
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            name = getattr(self.fn, "__name__", "custom")
-            raise ValueError(
-                f"eval_metric {name!r} must return a number (higher is better), not "
-                f"{type(value).__name__} {value!r:.80}"
-            ) from None
+        return custom_metric_value(self.fn, scores, self.y, self.query_offsets)
+
+
+def custom_metric_value(fn, scores, labels, query_offsets) -> float:
+    """``fn(scores, labels, query_offsets)`` as a float; anything but a finite real
+    number is refused naming the metric (a NaN would freeze early stopping at its round
+    and cannot be written to a model file)."""
+    v = fn(scores, labels, query_offsets)
+    if getattr(v, "shape", None) == () and hasattr(v, "item"):  # a 0-d NumPy array
+        v = v.item()
+    if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v):
+        return float(v)
+    name = getattr(fn, "__name__", "custom")
+    raise ValueError(
+        f"eval_metric {name!r} returned {v!r}; a metric must return a finite real "
+        "number (higher is better)"
+    )
 
 
 # Parameters added after the model format was settled, left out of a model file while

@@ -91,6 +91,37 @@ def make_objective(params: BoosterParams):
     return get_objective(params.objective, **kwargs)
 
 
+def validation_error(name: str, e: LTRInputError) -> LTRInputError:
+    """``e`` (a row of validation set ``name``) naming the set; an error that names
+    its file and line already is returned as it is."""
+    if e.path is not None:
+        return e
+    where = "" if e.row is None else f"row {e.row}: "
+    err = LTRInputError(f"validation set {name!r}: {where}{e.problem}")
+    err.row = e.row
+    return err
+
+
+def check_resumable(init_model: Booster, objective, n_out: int, n_features: int) -> None:
+    """Raise ValueError when ``init_model`` cannot be continued on this training run
+    (another objective, number of outputs or feature count)."""
+    if init_model.objective != objective.name:
+        hint = ""
+        if init_model.objective.startswith("custom:"):
+            hint = f" (pass that callable again: objective={init_model.objective[7:]})"
+        raise ValueError(
+            f"cannot resume: the model was trained with objective="
+            f"{init_model.objective!r}, not {objective.name!r}{hint}"
+        )
+    if init_model.n_outputs != n_out:
+        raise ValueError("cannot resume: the model has a different number of outputs")
+    if init_model.n_features != n_features:
+        raise ValueError(
+            f"cannot resume: the model was trained on {init_model.n_features} "
+            f"features, the training data has {n_features}"
+        )
+
+
 @dataclass
 class CallbackEnv:
     iteration: int  # 0-based round just finished
@@ -355,39 +386,23 @@ class Training:
         """Bin a validation set and bind its metrics; its scores start at init."""
         if vs.y is None:
             raise ValueError(f"validation set {name!r} has no labels")
+        if vs.n_samples == 0:
+            raise ValueError(f"validation set {name!r} is empty")
         Xb = self.binner.transform(self.used.take(vs.X))
         rv = np.empty((self.n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = self.init[:, None]
         try:
             bound = _bind_metrics(self.params, self.objective, vs)
-        except LTRInputError as e:  # a label the metrics refuse: say which set
-            if e.path is not None:  # FILE:LINE names it already
-                raise
-            named = LTRInputError(f"validation set {name!r}: {e}")
-            named.row, named.problem = e.row, e.problem
-            raise named from e
+        except LTRInputError as e:
+            raise validation_error(name, e) from None
         return _Valid(name, vs, Xb, rv, bound)
 
     def resume(self, init_model: Booster) -> int:
         """Load a previous booster's trees, replay its scores and random draws; the
         number of rounds already done."""
         objective = self.objective
-        if init_model.objective != objective.name:
-            hint = ""
-            if init_model.objective.startswith("custom:"):
-                hint = f" (pass that callable again: objective={init_model.objective[7:]})"
-            raise ValueError(
-                f"cannot resume: the model was trained with objective="
-                f"{init_model.objective!r}, not {objective.name!r}{hint}"
-            )
         n_out = self.n_out
-        if init_model.n_outputs != n_out:
-            raise ValueError("cannot resume: the model has a different number of outputs")
-        if init_model.n_features != self.n_features:
-            raise ValueError(
-                f"cannot resume: the model was trained on {init_model.n_features} "
-                f"features, the training data has {self.n_features}"
-            )
+        check_resumable(init_model, objective, n_out, self.n_features)
         done = init_model.n_iterations
         # data without column names (an array, a LETOR file) continues a named model by
         # position: the new model keeps the names, so predict still takes a DataFrame's
@@ -499,6 +514,12 @@ class Training:
             grown = self.grower.grow(gradients[k], hessians[k], sample_indices, feats, pairs)
             nodes = grown.nodes
             if self.objective.leaf_rule == "line_search":
+                check_round_finite(  # before the line search walks a non-finite tree
+                    it, gradients=gradients[k], hessians=hessians[k],
+                    leaf_values=nodes["value"], hessian_sums=nodes["sum_hessians"],
+                    params=self.params, train_set=self.train_set,
+                    learning_rate=self.learning_rate,
+                )  # fmt: skip
                 alpha = self.line_search(grown, obj_scores)
                 nodes["value"] *= alpha * self.learning_rate
             else:
@@ -506,7 +527,7 @@ class Training:
             _apply_tree_train(grown, nodes["value"], raw[k], self.grower)
             check_round_finite(  # the first NaN/inf stops training, naming the round
                 it, gradients=gradients[k], hessians=hessians[k],
-                leaf_values=nodes["value"], scores=raw[k],
+                leaf_values=nodes["value"], hessian_sums=nodes["sum_hessians"], scores=raw[k],
                 params=self.params, train_set=self.train_set,
                 learning_rate=self.learning_rate,
             )  # fmt: skip

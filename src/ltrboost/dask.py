@@ -55,6 +55,7 @@ score other than ``mart``, ERR lambdas, pooled metrics; sparse input.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import types
@@ -67,16 +68,24 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
-from ltrboost._evaluation import _bind_metrics, check_training_setup
+from ltrboost._evaluation import _bind_metrics, check_training_setup, custom_metric_value
 from ltrboost._numba import threads
 from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_histogram_memory
-from ltrboost.booster import CallbackEnv, Training, check_metrics, make_objective
+from ltrboost.booster import (
+    CallbackEnv,
+    Training,
+    check_metrics,
+    check_resumable,
+    make_objective,
+)
 from ltrboost.dataset import (
+    ALL_ZERO_WEIGHTS,
     LTRInputError,
     RankingDataset,
     _refuse_duplicate_names,
     as_feature_matrix,
     check_labels,
+    check_sample_weight,
     group_by_qid,
 )
 from ltrboost.grower import GrowerParams, TreeGrower
@@ -148,8 +157,15 @@ def _delayed_blocks(obj, n_parts: int | None, name: str) -> list:
     return parts
 
 
-def _input_parts(data: DaskData) -> tuple[list, list[str] | None]:
+def _input_parts(
+    data: DaskData, columns: list[str] | None = None, prefix: str | None = None
+) -> tuple[list, list[str] | None]:
     """Delayed ``_make_part`` calls, one per partition, and the feature names.
+
+    ``columns``: the training set's feature names, for a validation set (or the init
+    model's, for a training set that continues it): its frame's feature columns are
+    taken by name, as local training takes an ``eval_set`` or warm-start frame's.
+    ``prefix``: what a validation set's input errors start with (its name).
 
     Labels, qids and weights that are columns of a DataFrame ``X`` come with its
     partitions (the best form: Dask may fuse small Parquet files into one partition
@@ -181,8 +197,17 @@ def _input_parts(data: DaskData) -> tuple[list, list[str] | None]:
         blocks = {r: _delayed_blocks(roles[r], len(frames), r) for r in separate}
         feature_names = [str(c) for c in cols if c not in set(named.values())]
         _refuse_duplicate_names(feature_names)  # columns are taken by name, as in fit
+        if columns is not None:  # taken by these names (by _make_part)
+            feature_names = list(columns)
         parts = [
-            make(i, f, *(blocks[r][i] if r in blocks else None for r in ("y", "qid", "w")), named)
+            make(
+                i,
+                f,
+                *(blocks[r][i] if r in blocks else None for r in ("y", "qid", "w")),
+                named,
+                columns,
+                prefix,
+            )
             for i, f in enumerate(frames)
         ]
         return parts, feature_names
@@ -193,29 +218,31 @@ def _input_parts(data: DaskData) -> tuple[list, list[str] | None]:
     qs = _delayed_blocks(qid, len(xs), "qid")
     ws = _delayed_blocks(roles["w"], len(xs), "sample_weight")
     parts = [
-        make(i, x, yy, q, ww, None)
+        make(i, x, yy, q, ww, None, None, prefix)
         for i, (x, yy, q, ww) in enumerate(zip(xs, ys, qs, ws, strict=True))
     ]
     return parts, None
 
 
-def _located(i: int, e: Exception) -> LTRInputError:
-    err = LTRInputError(f"partition {i}: {e}")
+def _located(i: int, e: Exception, prefix: str | None = None) -> LTRInputError:
+    """``partition i: <e>``, after ``prefix: `` (a validation set's name) if given."""
+    err = LTRInputError(f"{prefix + ': ' if prefix else ''}partition {i}: {e}")
     err.partition = i
     return err
 
 
-def _make_part(i, X, y, qid, w, named):
+def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
     """Validate partition ``i`` (on its worker) and group its rows by qid, stably.
 
-    ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``."""
+    ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``;
+    ``columns``: the feature names its remaining columns are taken by (validation)."""
     try:
         if named:
             y = X[named["y"]].to_numpy() if "y" in named else y
             qid = X[named["qid"]].to_numpy() if "qid" in named else qid
             w = X[named["w"]].to_numpy() if "w" in named else w
             X = X.drop(columns=list(named.values()))
-        Xa, _ = as_feature_matrix(X)
+        Xa, _ = as_feature_matrix(X, columns)
         n = Xa.shape[0]
         if y is None:
             raise LTRInputError("labels y are required")
@@ -224,18 +251,9 @@ def _make_part(i, X, y, qid, w, named):
         if q.ndim != 1 or q.shape[0] != n:
             raise LTRInputError(f"qid has shape {q.shape} but X has {n} rows")
         offsets, order, qids = group_by_qid(q)
-        wa = None
-        if w is not None:
-            wa = np.asarray(w, dtype=np.float64).ravel()
-            bad = ~np.isfinite(wa) | (wa < 0)
-            if wa.shape[0] != n:
-                raise LTRInputError(f"sample_weight has {wa.shape[0]} rows but X has {n}")
-            if bad.any():
-                row = int(np.flatnonzero(bad)[0])
-                raise LTRInputError(f"sample_weight[{row}]={wa[row]} must be finite and >= 0")
-            wa = wa.astype(np.float32)
+        wa = None if w is None else check_sample_weight(w, n)
     except LTRInputError as e:
-        raise _located(i, e) from None
+        raise _located(i, e, prefix) from None
     if order is not None:
         Xa, y_arr = Xa[order], y_arr[order]
         q = q[order]
@@ -250,6 +268,8 @@ def _part_meta(part) -> dict:
         qids=part["qids"],
         sizes=np.diff(part["offsets"]),
         index=part["index"],
+        # None without weights, else whether any is positive (checked over all parts)
+        weighted=None if part["w"] is None else bool(part["w"].any()),
     )
 
 
@@ -461,13 +481,18 @@ class _Shard:
                 rv[:] = np.asarray(init)[:, None]
                 if packed is not None:
                     predict_raw(packed, vpart["X"], rv)
-                bound = self._guard(
-                    _bind_metrics,
-                    params,
-                    self.objective,
-                    vds,
-                    part=(vpart["index"], vpart["sizes"]),
-                )
+                try:
+                    bound = self._guard(
+                        _bind_metrics,
+                        params,
+                        self.objective,
+                        vds,
+                        part=(vpart["index"], vpart["sizes"]),
+                    )
+                except LTRInputError as e:
+                    err = LTRInputError(f"validation set {name!r}: {e}")
+                    err.partition = getattr(e, "partition", None)
+                    raise err from None
                 for bm in bound:
                     if getattr(getattr(bm, "_evaluator", None), "pooled", False):
                         raise ValueError(
@@ -570,7 +595,8 @@ class _Shard:
             self.hist.add_tree(nodes, leaves, self.raw[k])
             check_round_finite(
                 it, gradients=self.g[k], hessians=self.h[k], leaf_values=nodes["value"],
-                scores=self.raw[k], params=self.params, train_set=self.ds,
+                hessian_sums=nodes["sum_hessians"], scores=self.raw[k], params=self.params,
+                train_set=self.ds,
                 learning_rate=learning_rate,
             )  # fmt: skip
             for _, _, vX, rv, _ in self.valid:
@@ -899,6 +925,9 @@ class _DaskTraining(Training):
         self.init = init
         resume = None
         if init_model is not None:
+            # before the shards replay its trees on their raw rows (a kernel reading
+            # feature columns the rows do not have)
+            check_resumable(init_model, objective, self.n_out, self.n_features)
             done = init_model.n_iterations
             resume = (init_model.trees[:done], init_model.tree_outputs[:done])
         # validation partitions go to the same workers, in contiguous blocks
@@ -1050,7 +1079,7 @@ class _DaskTraining(Training):
         for _, _, off in parts:
             offsets.append(np.asarray(off[1:], dtype=np.int64) + start)
             start += int(off[-1])
-        return float(fn(scores, labels, np.concatenate(offsets)))
+        return custom_metric_value(fn, scores, labels, np.concatenate(offsets))
 
     def run(self, callbacks=(), init_model=None) -> Booster:
         start_iter = 0 if init_model is None else self.resume(init_model)
@@ -1079,16 +1108,33 @@ class _DaskTraining(Training):
 # --------------------------------------------------------------------------- public API
 
 
-def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float):
-    """Validated partitions (futures on the workers) with every query whole."""
+def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float, columns=None):
+    """Validated partitions (futures on the workers) with every query whole;
+    ``columns``: the training feature names (a validation frame's, by name)."""
     if not isinstance(data, DaskData):
         raise TypeError(f"{what} must be a DaskData(X, y, qid), not {type(data).__name__}")
-    parts, feature_names = _input_parts(data)
+    prefix = what if what.startswith("validation set") else None
+    parts, feature_names = _input_parts(data, columns, prefix)
     futures = client.compute(parts)
     futures, metas = _queries_whole(client, futures, regroup, what, timeout)
     if not futures:
         raise LTRInputError(f"{what} is empty")
+    if data.sample_weight is not None and not any(m["weighted"] for m in metas):
+        raise LTRInputError(f"{what}: {ALL_ZERO_WEIGHTS}")
     return futures, metas, feature_names
+
+
+def _check_dask_options(regroup: Any, timeout: Any) -> None:
+    """``regroup`` a bool, ``timeout`` a positive finite number of seconds (distributed
+    fails on others with messages that name neither)."""
+    if not isinstance(regroup, bool | np.bool_):
+        raise ValueError(f"regroup={regroup!r} must be True or False")
+    if (
+        isinstance(timeout, bool | np.bool_)
+        or not isinstance(timeout, int | float | np.integer | np.floating)
+        or not (math.isfinite(timeout) and timeout > 0)
+    ):
+        raise ValueError(f"timeout={timeout!r} must be a positive finite number of seconds")
 
 
 def train(
@@ -1133,6 +1179,7 @@ def train(
         :func:`ltrboost.train`: the shards replay its trees on their rows, and the same
         data and parameters give the same model as an uninterrupted run.
     """
+    _check_dask_options(regroup, timeout)
     if isinstance(params, dict):
         params = BoosterParams.from_dict(params)
     params.validate()
@@ -1144,9 +1191,11 @@ def train(
         )
     check_metrics(params, objective)
     check_training_setup(params, objective, valid_sets)
-    tr = _on_cluster(client, train, regroup, "the training set", timeout)
+    # a warm start takes the frame's columns by the init model's names, as locally
+    init_names = None if init_model is None else init_model.feature_names
+    tr = _on_cluster(client, train, regroup, "the training set", timeout, init_names)
     vs = [
-        (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout))
+        (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout, tr[2]))
         for n, d in valid_sets
     ]
     with np.errstate(over="ignore", invalid="ignore"):
@@ -1168,12 +1217,13 @@ def train(
             c.actors = []
 
 
-def _predict_frame(df, booster, columns):
-    return pd.Series(booster.predict(np.asarray(df[columns], dtype=np.float64)), index=df.index)
+def _predict_frame(df, booster, columns, iteration):
+    X = np.asarray(df[columns], dtype=np.float64)
+    return pd.Series(booster.predict(X, iteration=iteration), index=df.index)
 
 
-def _predict_block(block, booster):
-    return booster.predict(np.asarray(block, dtype=np.float64))
+def _predict_block(block, booster, iteration):
+    return booster.predict(np.asarray(block, dtype=np.float64), iteration=iteration)
 
 
 class DaskRanker(Ranker):
@@ -1261,18 +1311,18 @@ class DaskRanker(Ranker):
         1-D Dask array, partition by partition with the plain booster."""
         self._check_fitted()
         booster = self.booster_
-        if iteration is not None:
-            booster = Booster.from_dict(booster.to_dict())
-            booster.trees = booster.trees[: iteration * booster.n_outputs]
-            booster.tree_outputs = booster.tree_outputs[: iteration * booster.n_outputs]
+        # checked here as Ranker.predict checks it (the default: the best iteration)
+        n_iter = booster._resolve_iterations(iteration)
         if _is_dask_frame(X):
-            names = booster.feature_names or [c for c in X.columns if c != "qid"]
+            names = booster.feature_names  # [] for a model without features
+            if names is None:
+                names = [c for c in X.columns if c != "qid"]
             return X.map_partitions(
-                _predict_frame, booster, list(names), meta=pd.Series(dtype=np.float64)
+                _predict_frame, booster, list(names), n_iter, meta=pd.Series(dtype=np.float64)
             )
         if X.ndim == 2 and X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
-        return X.map_blocks(_predict_block, booster, drop_axis=1, dtype=np.float64)
+        return X.map_blocks(_predict_block, booster, n_iter, drop_axis=1, dtype=np.float64)
 
     def __getstate__(self):
         state = dict(self.__dict__)

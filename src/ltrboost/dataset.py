@@ -10,6 +10,7 @@ so that per-document outputs can be returned in input order.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -123,6 +124,14 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
     sizes = np.asarray(group)
     if sizes.ndim != 1:
         raise LTRInputError(f"group must be 1-D (query sizes), got shape {sizes.shape}")
+    if sizes.dtype.kind not in "biuf":  # object (Python ints beyond int64), strings
+        values = sizes.tolist()
+        for k, v in enumerate(values):
+            if not isinstance(v, numbers.Real) or isinstance(v, bool):
+                raise LTRInputError(
+                    f"group[{k}]={v!r} is not a number (group holds documents per query)"
+                )
+        sizes = np.asarray(values, dtype=np.float64)
     if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
         try:  # e.g. strings or an object array
             sizes = np.asarray(sizes, dtype=np.float64)
@@ -130,6 +139,16 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
             raise _not_numeric(sizes, "group", e, rows=False) from None
         if not np.all(np.isfinite(sizes)) or np.any(sizes != np.round(sizes)):
             raise LTRInputError("group must hold whole numbers (documents per query)")
+    # before the int64 cast and sum, which wrap: sizes near 2**62 could sum to the rows
+    big = sizes > n_samples
+    if np.any(big):
+        bad = int(np.flatnonzero(big)[0])
+        value = sizes[bad].item()
+        raise LTRInputError(
+            f"group[{bad}]={value:g}: more documents than the {n_samples} rows"
+            if isinstance(value, float)
+            else f"group[{bad}]={value}: more documents than the {n_samples} rows"
+        )
     sizes = sizes.astype(np.int64)
     if np.any(sizes <= 0):
         bad = int(np.flatnonzero(sizes <= 0)[0])
@@ -376,6 +395,41 @@ def check_preference_pairs(
     return pref, oth, w, q_pref.astype(np.int64)
 
 
+ALL_ZERO_WEIGHTS = (
+    "sample_weight is zero for every row: nothing to learn or measure "
+    "(give at least one positive weight)"
+)
+
+
+def check_sample_weight(sample_weight: ArrayLike, n: int) -> NDArray[np.float32]:
+    """Per-document weights as float32, refusing (naming the row) complex, non-finite,
+    negative or above float32's maximum (they would become inf) and a length other than
+    ``n``.  Whether any weight is positive is the caller's check (on Dask it is global,
+    over every partition: :data:`ALL_ZERO_WEIGHTS`)."""
+    w = np.asarray(sample_weight)
+    _refuse_complex(w, "sample_weight")
+    if w.ndim == 2 and 1 in w.shape:  # a column or row vector, as labels
+        w = np.ravel(w)
+    if w.ndim != 1:
+        raise LTRInputError(f"sample_weight must be 1-D (one weight per row), got shape {w.shape}")
+    try:
+        w = np.asarray(w, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise _not_numeric(w, "sample_weight", e) from None
+    if w.shape[0] != n:
+        raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
+    # weights are kept as float32: larger ones would become inf
+    bad = ~np.isfinite(w) | (w < 0) | (w > _FLOAT32_MAX)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise LTRInputError(
+            f"sample_weight[{row}]={w[row]} must be finite, >= 0 and at most "
+            f"{_FLOAT32_MAX:.4g} (weights are float32)",
+            row=row,
+        )
+    return w.astype(np.float32)
+
+
 def make_dataset(
     X: Any,
     y: ArrayLike | None = None,
@@ -431,35 +485,9 @@ def make_dataset(
         raise LTRInputError("labels y are required")
     w = None
     if sample_weight is not None:
-        w = np.asarray(sample_weight)
-        _refuse_complex(w, "sample_weight")
-        if w.ndim == 2 and 1 in w.shape:  # a column or row vector, as labels
-            w = np.ravel(w)
-        if w.ndim != 1:
-            raise LTRInputError(
-                f"sample_weight must be 1-D (one weight per row), got shape {w.shape}"
-            )
-        try:
-            w = np.asarray(w, dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise _not_numeric(w, "sample_weight", e) from None
-        if w.shape[0] != n:
-            raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
-        # weights are kept as float32: larger ones would become inf
-        bad = ~np.isfinite(w) | (w < 0) | (w > _FLOAT32_MAX)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise LTRInputError(
-                f"sample_weight[{row}]={w[row]} must be finite, >= 0 and at most "
-                f"{_FLOAT32_MAX:.4g} (weights are float32)",
-                row=row,
-            )
+        w = check_sample_weight(sample_weight, n)
         if n > 0 and not w.any():
-            raise LTRInputError(
-                "sample_weight is zero for every row: nothing to learn or measure "
-                "(give at least one positive weight)"
-            )
-        w = w.astype(np.float32)
+            raise LTRInputError(ALL_ZERO_WEIGHTS)
     pos = None if position is None else check_positions(position, n)
     if order is not None:
         if pos is not None:
@@ -479,6 +507,9 @@ def make_dataset(
         feature_names=feature_names,
         position=pos,
     )
+
+
+MAX_POSITION = 2**62  # the deepest position (as in position files)
 
 
 def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
@@ -501,8 +532,19 @@ def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
         bad = ~np.isfinite(f) | (f != np.round(f))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise LTRInputError(f"position[{row}]={arr[row]!r} is not an integer", row=row)
+            value = arr[row].item() if hasattr(arr[row], "item") else arr[row]
+            raise LTRInputError(f"position[{row}]={value!r} is not an integer", row=row)
         arr = f
+    # as the position files' reader: above 2**62 is refused (the int64 cast would wrap
+    # 1e20 or a uint64 2**63 to a negative position)
+    if arr.dtype.kind == "f" or arr.dtype == np.uint64:
+        big = arr > np.asarray(MAX_POSITION, dtype=arr.dtype)
+        if big.any():
+            row = int(np.flatnonzero(big)[0])
+            raise LTRInputError(
+                f"position[{row}]={arr[row].item()!r} is too large (at most {MAX_POSITION})",
+                row=row,
+            )
     arr = arr.astype(np.int64)
     bad = arr < 1
     if bad.any():

@@ -271,6 +271,11 @@ class _BoosterParamsMethods:
             f"colsample_bytree={self.colsample_bytree} must be in (0, 1]",
         )
         check(
+            self.truncation_level is None or int(self.truncation_level) >= 0,
+            f"truncation_level={self.truncation_level} must be >= 0 (0: every pair) or None "
+            "(the objective's default)",
+        )
+        check(
             self.early_stopping_rounds is None or int(self.early_stopping_rounds) >= 1,
             f"early_stopping_rounds={self.early_stopping_rounds} must be >= 1 or None",
         )

@@ -383,7 +383,7 @@ class Ranker(BaseEstimator):
         if callable(metric):  # the number check of eval_metric callables
             from ltrboost._evaluation import custom_metric_value
 
-            return custom_metric_value(metric, scores, ds)
+            return custom_metric_value(metric, scores, ds.y, ds.query_offsets)
         qw = None
         if ds.weights is not None:
             sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])

@@ -77,3 +77,14 @@ def test_integer_qids_match_however_they_are_written(tmp_path):
     p = _write(tmp_path, "007 a b\n")
     with pytest.raises(LTRInputError, match="unknown query '007'"):
         read_pairs_file(p, np.array(["7", "7", "7", "9", "9"], dtype=object), DOCIDS)
+
+
+def test_a_docid_that_is_not_unique_in_its_query_is_refused_when_a_pair_names_it(tmp_path):
+    """Two rows of query 7 carry docid 'a': a pair naming 'a' was silently mapped to
+    the first of them."""
+    docids = ["a", "b", "a", "a", "d"]
+    p = _write(tmp_path, "9 a d\n7 a b\n")  # 'a' is unique in query 9, not in 7
+    with pytest.raises(LTRInputError) as e:
+        read_pairs_file(p, QID, docids)
+    assert e.value.line == 2
+    assert "document 'a' is not unique in query '7' (data rows 1 and 3" in str(e.value)

@@ -356,3 +356,29 @@ def test_query_weights_validation(random_ranking):
     w = np.array([0.0, 1.0, 1.0, 1.0, 1.0])
     per_query = metric.per_query(scores, y, qo)
     assert metric(scores, y, qo, w) == pytest.approx(per_query[1:].mean())
+
+
+@pytest.mark.parametrize(
+    "name", ["ndcg@100000000000000000000", "err@9223372036854775808", "p@4611686018427387905"]
+)
+def test_a_cutoff_beyond_int64_is_refused_by_name(name) -> None:
+    """K beyond int64 reached the kernels: a Numba typing error or 'OverflowError: int
+    too big to convert' (a traceback in `ltrboost train --metric` and `eval`)."""
+    with pytest.raises(ValueError, match=r"K must be at most 4611686018427387904"):
+        get_metric(name)
+
+
+def test_cli_metric_cutoff_beyond_int64_is_one_line(tmp_path, capsys) -> None:
+    from ltrboost.cli import main
+    from ltrboost.datasets import make_ranking
+    from ltrboost.io import dump_svmlight
+
+    X, y, qid = make_ranking(n_queries=4, random_state=0)[:3]
+    data = tmp_path / "d.txt"
+    dump_svmlight(data, X, y, qid)
+    argv = ["train", str(data), "--valid", str(data), "--n-estimators", "1", "-q"]
+    rc = main([*argv, "-o", str(tmp_path / "m.json"), "--metric", "ndcg@100000000000000000000"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("ltrboost: error:")
+    assert len(err.strip().splitlines()) == 1

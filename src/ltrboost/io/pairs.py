@@ -8,7 +8,8 @@ and must be finite and positive.
 Errors (:class:`~ltrboost.dataset.LTRInputError`, naming the pairs file and line): too few
 or too many fields, a weight that is not a positive number, an unknown query, an unknown
 document id for that query, a document preferred to itself, and *contradicting* pairs
-(``a > b`` on one line and ``b > a`` on another; the message names both lines).  A pair
+(``a > b`` on one line and ``b > a`` on another; the message names both lines), a docid
+that two rows of its query carry (the pair could mean either).  A pair
 given twice is allowed (its weights add up in the loss).  :func:`write_pairs_file` writes
 the format (``ltrboost.clicks`` uses it for preferences mined from click logs).
 """
@@ -51,9 +52,11 @@ def read_pairs_file(
     """
     path = os.fspath(path)
     index: dict[tuple[str, str], int] = {}
+    repeated: dict[tuple[str, str], int] = {}  # a docid's second row in its query
     for row, (q, d) in enumerate(zip(np.asarray(qid).tolist(), docids, strict=True)):
         if d is not None:
-            index.setdefault((str(q), d), row)
+            if index.setdefault((str(q), d), row) != row:
+                repeated.setdefault((str(q), d), row)
     known_q = {str(q) for q in np.unique(qid).tolist()}
     # the LETOR reader reads qid:007 and qid:+7 as 7: a pairs file may write them so too
     integer_qids = np.asarray(qid).dtype.kind in "iu"
@@ -112,6 +115,14 @@ def read_pairs_file(
                 raise LTRInputError(
                     f"document {d!r} is not a document of query {q!r} in the data "
                     "(docids come from '#docid = ...' comments)",
+                    path=path,
+                    line=lineno,
+                )
+            if (q, d) in repeated:
+                raise LTRInputError(
+                    f"document {d!r} is not unique in query {q!r} (data rows {r + 1} and "
+                    f"{repeated[(q, d)] + 1}, counting from 1, carry it): the pair cannot "
+                    "tell them apart; give the documents distinct docids",
                     path=path,
                     line=lineno,
                 )

@@ -83,6 +83,9 @@ def _bad_name(name: object, why: str = "") -> ValueError:
     )
 
 
+MAX_CUTOFF = 2**62  # the largest K of 'ndcg@K' and the others (int64 in the kernels)
+
+
 def _parse_name(name: str) -> tuple[str, str, int, Fraction]:
     """``name`` -> (canonical name, family, k, percent); ValueError if unknown."""
     if not isinstance(name, str):
@@ -99,6 +102,9 @@ def _parse_name(name: str) -> tuple[str, str, int, Fraction]:
         if k == 0:
             hint = "use 'p@K' with K >= 1" if family == "p" else f"write {family!r}"
             raise _bad_name(name, f"K must be >= 1; for the whole list {hint}")
+        if k > MAX_CUTOFF:  # the kernels take K as an int64
+            hint = "" if family == "p" else f"; for the whole list write {family!r}"
+            raise _bad_name(name, f"K must be at most {MAX_CUTOFF}{hint}")
         return f"{family}@{k}", family, k, Fraction(100)
     match = _PAIR_NAME.fullmatch(text)
     if match:

@@ -32,6 +32,8 @@ metric in :mod:`ltrboost.metrics`.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
@@ -271,3 +273,16 @@ def check_use_label_pairs(use_label_pairs: Any) -> bool | None:
     if not isinstance(use_label_pairs, bool | np.bool_):
         raise ValueError(f"use_label_pairs={use_label_pairs!r} should be True, False or None")
     return bool(use_label_pairs)
+
+
+def finite_real(name: str, value: Any) -> float:
+    """``value`` as a float; a bool, a string, a complex or a non-finite number is a
+    ValueError naming the parameter (``float()`` took ``"2"`` and ``True``, and raised
+    TypeError for None or a list)."""
+    if (
+        isinstance(value, bool | np.bool_)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+    ):
+        raise ValueError(f"{name}={value!r} must be a finite real number")
+    return float(value)

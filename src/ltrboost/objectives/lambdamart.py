@@ -34,6 +34,7 @@ from ltrboost.objectives import unbiased as _unbiased
 from ltrboost.objectives.base import (
     dataset_labels,
     doc_weights,
+    finite_real,
 )
 from ltrboost.objectives.pair_engine import (
     LAMBDA_METRICS,
@@ -51,6 +52,7 @@ from ltrboost.objectives.pair_engine import (
 from ltrboost.objectives.pair_selection import (
     PAIR_SAMPLED,
     has_two_labels,
+    kernel_count,
     n_outer_ranks,
 )
 from ltrboost.objectives.preferences import no_explicit_pairs
@@ -187,8 +189,7 @@ class LambdaMART(PairwiseObjective):
             raise ValueError(
                 f"lambda_normalization={lambda_normalization!r} should be True or False"
             )
-        if not math.isfinite(float(relevance_threshold)):
-            raise ValueError(f"relevance_threshold={relevance_threshold!r} must be finite")
+        finite_real("relevance_threshold", relevance_threshold)
         self._sigma = self._check_sigma(sigma)
         self._set_pair_params(pair_method, truncation_level, pairs_per_sample, random_state)
         self._loss_code = LOSS_LOGISTIC
@@ -274,7 +275,7 @@ class LambdaMART(PairwiseObjective):
         offsets = data.query_offsets
         if self._metric_code == METRIC_NDCG:
             values = label_gains(y, self._gain)  # raises for y > 31 with gain="exp"
-            k = 0 if self._truncation_level is None else int(self._truncation_level)
+            k = 0 if self._truncation_level is None else kernel_count(self._truncation_level)
             inv_norm = inverse_max_dcg(values, offsets, k)
         elif self._metric_code == METRIC_ERR:
             y_max = float(y.max()) if y.size else 0.0

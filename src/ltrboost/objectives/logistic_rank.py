@@ -21,6 +21,7 @@ from ltrboost.objectives.base import (
     dataset_labels,
     doc_weights,
     doc_weights_float64,
+    finite_real,
     identity_transform,
     single_output_scores,
     single_output_views,
@@ -78,9 +79,7 @@ class LogisticRank(Objective):
         init: str = "logodds",
     ) -> None:
         if positive_threshold is not None:
-            positive_threshold = float(positive_threshold)
-            if not math.isfinite(positive_threshold):
-                raise ValueError(f"positive_threshold={positive_threshold} must be a finite grade")
+            positive_threshold = finite_real("positive_threshold", positive_threshold)
         if init not in ("logodds", "mean", "zero"):
             raise ValueError(f"init={init!r} is not one of ('logodds', 'mean', 'zero')")
         super().__init__(

@@ -19,6 +19,7 @@ from ltrboost.objectives.base import (
     dataset_labels,
     doc_weights,
     doc_weights_float64,
+    finite_real,
 )
 from ltrboost.objectives.registry import register
 
@@ -83,11 +84,13 @@ class McRank(Objective):
         init: str = "prior",
     ) -> None:
         if max_label is not None:
-            if isinstance(max_label, bool) or int(max_label) != max_label:
+            if finite_real("max_label", max_label) != int(max_label):
                 raise ValueError(f"max_label={max_label!r} must be an integer grade")
             max_label = int(max_label)
             if not 1 <= max_label <= MCRANK_MAX_LABEL:
                 raise ValueError(f"max_label={max_label} must be between 1 and {MCRANK_MAX_LABEL}")
+        if not isinstance(friedman_factor, bool | np.bool_):
+            raise ValueError(f"friedman_factor={friedman_factor!r} must be True or False")
         if init not in ("prior", "zero"):
             raise ValueError(f"init={init!r} is not one of ('prior', 'zero')")
         super().__init__(max_label=max_label, friedman_factor=bool(friedman_factor), init=init)

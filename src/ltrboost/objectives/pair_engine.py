@@ -55,11 +55,13 @@ from ltrboost.objectives.base import (
 )
 from ltrboost.objectives.pair_selection import (
     PAIR_SAMPLED,
+    check_query_pair_count,
     count_pairs_one_query,
     enumerate_pairs_chunk,
     enumerate_pairs_one_query,
     enumerate_pairs_one_query_reference,
     has_two_labels,
+    kernel_count,
     max_pairs_one_query,
     pair_method_code,
     query_rank_order,
@@ -143,7 +145,7 @@ class PairwiseObjective(Objective):
         self._method, self._truncation = pair_method_code(
             pair_method, truncation_level, pairs_per_sample
         )
-        self._pairs_per_sample = int(pairs_per_sample)
+        self._pairs_per_sample = kernel_count(pairs_per_sample)  # more: refused by prepare
         if (
             isinstance(random_state, bool)
             or not isinstance(random_state, int | np.integer)
@@ -154,7 +156,9 @@ class PairwiseObjective(Objective):
 
     @staticmethod
     def _check_sigma(sigma: float) -> float:
-        if not (isinstance(sigma, int | float | np.floating) and math.isfinite(sigma)):
+        if isinstance(sigma, bool | np.bool_) or not (
+            isinstance(sigma, int | float | np.integer | np.floating) and math.isfinite(sigma)
+        ):
             raise ValueError(f"sigma={sigma!r} should be a positive finite number")
         if sigma <= 0:
             raise ValueError(f"sigma={sigma} should be greater than 0")
@@ -177,7 +181,17 @@ class PairwiseObjective(Objective):
         return const
 
     def prepare(self, data: RankingDataset) -> None:
-        """Validate labels (and explicit pairs) and cache the per-dataset constants."""
+        """Validate labels (and explicit pairs) and cache the per-dataset constants;
+        ``sampled`` pairs: refuse a query whose ``n * pairs_per_sample`` pairs (held at
+        once) exceed the query pair limit."""
+        if self._method == PAIR_SAMPLED:
+            pps = int(self.params.get("pairs_per_sample", self._pairs_per_sample))
+            check_query_pair_count(
+                data,
+                lambda n: n * pps if n >= 2 else 0,
+                f"pair_method='sampled' with pairs_per_sample={pps}",
+                "lower pairs_per_sample",
+            )
         self._constants(data)
 
     # -- engine calls -----------------------------------------------------------------

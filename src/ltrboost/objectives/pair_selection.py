@@ -46,6 +46,7 @@ every array argument, which costs more than the pair itself.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -84,19 +85,63 @@ MAX_OLE_PAIRS = 50_000_000
 MAX_QUERY_PAIRS = 50_000_000
 
 
+# A count parameter that sizes pair buffers (``pairs_per_sample``, YetiRank's
+# ``permutations``) or bounds ranks (``truncation_level``) reaches the kernels as at most
+# this (int64 arithmetic there): more than any query's documents, so a larger truncation
+# level means the same (every pair), and a larger pair count is refused by
+# :func:`check_query_pair_count` whenever a query has a pair at all.
+MAX_PAIR_PARAMETER = 2**31 - 1
+
+
+def kernel_count(value: int) -> int:
+    """``value`` (a validated count parameter) as the kernels take it."""
+    return min(int(value), MAX_PAIR_PARAMETER)
+
+
+def query_pair_limit() -> int:
+    """Pairs one query may hold at once: ``$LTRBOOST_MAX_QUERY_PAIRS``, else
+    ``MAX_QUERY_PAIRS``."""
+    env = os.environ.get("LTRBOOST_MAX_QUERY_PAIRS")
+    return int(float(env)) if env else int(MAX_QUERY_PAIRS)
+
+
+def _longest_query(data) -> tuple[Any, int] | None:
+    sizes = np.diff(data.query_offsets)
+    if sizes.size == 0:
+        return None
+    q = int(np.argmax(sizes))
+    return (data.query_ids[q] if data.query_ids is not None else q), int(sizes[q])
+
+
+def check_query_pair_count(data, pairs_of: Any, setting: str, remedy: str) -> None:
+    """Raise ValueError when the longest query's pair buffer, ``pairs_of(n)`` pairs for
+    ``n`` documents (Python integers: no overflow), exceeds :func:`query_pair_limit`;
+    the message names ``setting`` (e.g. ``"pair_method='sampled' with
+    pairs_per_sample=4"``) and ``remedy``."""
+    longest = _longest_query(data)
+    if longest is None:
+        return
+    name, n = longest
+    pairs = int(pairs_of(n))
+    limit = query_pair_limit()
+    if pairs > limit:
+        raise ValueError(
+            f"query {name} has {n} documents: {setting} holds {pairs} pairs of it at "
+            f"once ({pairs * 16 / 2**30:.3g} GiB), over the limit of {limit} "
+            f"($LTRBOOST_MAX_QUERY_PAIRS); {remedy}"
+        )
+
+
 def check_query_pair_buffer(data, objective: str) -> None:
     """Raise ValueError when the longest query's pair buffer exceeds the limit
     (``$LTRBOOST_MAX_QUERY_PAIRS``, else ``MAX_QUERY_PAIRS``)."""
-    sizes = np.diff(data.query_offsets)
-    if sizes.size == 0:
+    longest = _longest_query(data)
+    if longest is None:
         return
-    q = int(np.argmax(sizes))
-    n = int(sizes[q])
+    name, n = longest
     pairs = n * (n - 1) // 2
-    env = os.environ.get("LTRBOOST_MAX_QUERY_PAIRS")
-    limit = int(float(env)) if env else int(MAX_QUERY_PAIRS)
+    limit = query_pair_limit()
     if pairs > limit:
-        name = data.query_ids[q] if data.query_ids is not None else q
         raise ValueError(
             f"query {name} has {n} documents: {objective} holds its {pairs} document "
             f"pairs at once ({pairs * 16 / 2**30:.1f} GiB), over the limit of {limit} "
@@ -137,7 +182,7 @@ def pair_method_code(
                 f"truncation_level={truncation_level} should be at least 1 "
                 "(or None for no truncation)"
             )
-        trunc = int(truncation_level)
+        trunc = kernel_count(truncation_level)  # above every query's length: all pairs
     if (
         isinstance(pairs_per_sample, bool)
         or not isinstance(pairs_per_sample, int | np.integer)

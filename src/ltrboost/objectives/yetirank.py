@@ -40,6 +40,8 @@ from ltrboost.objectives.pair_engine import (
     PairwiseObjective,
 )
 from ltrboost.objectives.pair_selection import (
+    check_query_pair_count,
+    kernel_count,
     query_rank_order,
     query_seed_base,
     random_uniform,
@@ -83,12 +85,14 @@ class YetiRank(PairwiseObjective):
         d = DEFAULT_DECAY if decay is None else decay
         if isinstance(p, bool) or not isinstance(p, int | np.integer) or p < 1:
             raise ValueError(f"permutations={permutations!r} should be a positive integer")
-        if isinstance(d, bool) or not isinstance(d, int | float | np.floating):
+        if isinstance(d, bool | np.bool_) or not isinstance(
+            d, int | float | np.integer | np.floating
+        ):
             raise ValueError(f"decay={decay!r} should be a number in (0, 1]")
         if not (math.isfinite(float(d)) and 0.0 < float(d) <= 1.0):
             raise ValueError(f"decay={decay!r} should be a number in (0, 1]")
         super().__init__(permutations=int(p), decay=float(d), random_state=random_state)
-        self._permutations = int(p)
+        self._permutations = kernel_count(p)  # more: refused by prepare (if any pair)
         self._decay = float(d)
         self._set_pair_params("all", None, 1, random_state)
         self._metric_code = METRIC_NONE
@@ -99,6 +103,18 @@ class YetiRank(PairwiseObjective):
 
     def _cache_key(self) -> tuple[Any, ...]:
         return ("yetirank",)
+
+    def prepare(self, data: RankingDataset) -> None:
+        """As the engine's, and refuse a query whose ``permutations * (n - 1)`` pair
+        slots (held at once every round) exceed the query pair limit."""
+        perms = int(self.params["permutations"])
+        check_query_pair_count(
+            data,
+            lambda n: perms * (n - 1) if n >= 2 else 0,
+            f"yetirank with permutations={perms}",
+            "lower permutations",
+        )
+        super().prepare(data)
 
     def _build_constants(self, data: RankingDataset) -> PairEngineConstants:
         labels = np.ascontiguousarray(dataset_labels(data, self.name), dtype=np.float64)
