@@ -381,3 +381,17 @@ def test_inspect_summary(folder, tmp_path, capsys) -> None:
     assert rc == 0
     for needle in ("objective   lambdamart", "top ", "tree 3"):
         assert needle in out
+
+
+def test_flags_are_not_abbreviated(folder, tmp_path, capsys) -> None:
+    """argparse matched prefixes: `cv --pairs 3` (cv has no --pairs) set
+    --pairs-per-sample=3 silently, and `cv --pairs FILE` failed as an invalid int."""
+    tr = folder / "train.txt"
+    for argv in (
+        ["cv", tr, "--folds", "2", "--pairs", "3"],
+        ["train", tr, "-o", tmp_path / "m.json", "--n-est", "3"],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main([str(a) for a in argv])
+        assert exc.value.code == 2
+        assert "unrecognized arguments" in capsys.readouterr().err

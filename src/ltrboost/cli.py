@@ -163,6 +163,9 @@ class _LazyParser(argparse.ArgumentParser):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # no prefix matching: `cv --pairs 3` set --pairs-per-sample silently (cv has no
+        # --pairs), and a flag added later could change what an abbreviation means
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self._deferred: list[Any] = []
 
@@ -195,6 +198,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ltrboost",
         description="Learning to rank with gradient-boosted regression trees.",
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"ltrboost {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_LazyParser)
