@@ -395,3 +395,13 @@ def test_flags_are_not_abbreviated(folder, tmp_path, capsys) -> None:
             main([str(a) for a in argv])
         assert exc.value.code == 2
         assert "unrecognized arguments" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--docs-per-query", "--n-features", "--n-queries"])
+def test_generate_refuses_a_dataset_too_large_to_hold(flag, tmp_path, capsys) -> None:
+    """A huge size was an OverflowError or MemoryError traceback."""
+    rc, _, err = run(["generate", tmp_path / "g", flag, str(10**20)], capsys)
+    assert rc == 2
+    assert err.startswith("ltrboost: error: --n-queries")
+    assert "a generated dataset may hold" in err
+    assert not (tmp_path / "g").exists()

@@ -216,3 +216,13 @@ def test_simulate_warns_about_a_parameter_of_the_other_model(tmp_path, capsys, f
     )  # fmt: skip
     assert rc == 0
     assert "warning" not in err
+
+
+def test_simulate_refuses_a_session_count_beyond_int64(tmp_path, capsys):
+    """--n-sessions 1e20 was an OverflowError traceback (1e10 is a clean out-of-memory
+    error already)."""
+    data = _letor(tmp_path, _rows())
+    log = tmp_path / "log.tsv"
+    rc, _, err = run(["clicks", "simulate", data, "-o", log, "--n-sessions", str(10**20)], capsys)
+    one_line_error(rc, err, "n_sessions=100000000000000000000 is too large")
+    assert not log.exists()

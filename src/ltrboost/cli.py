@@ -387,8 +387,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     )
     p.add_argument("folder")
     p.add_argument("--n-queries", type=int, default=300, help="queries in train (default 300)")
-    p.add_argument("--docs-per-query", type=int, default=40)
-    p.add_argument("--n-features", type=int, default=30)
+    p.add_argument("--docs-per-query", type=int, default=40, help="(default 40)")
+    p.add_argument("--n-features", type=int, default=30, help="(default 30)")
     p.add_argument("--random-state", type=int, default=0)
     p.set_defaults(func=cmd_generate)
 
@@ -1270,6 +1270,10 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     return 0
 
 
+# ltrboost generate holds X in memory as float64: 2**31 values are 16 GiB.
+_GENERATE_MAX_VALUES = 2**31
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     """Synthetic train/vali/test files (60/20/20 split of queries) from one generator."""
     import numpy as np
@@ -1282,6 +1286,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.random_state < 0:
         raise ValueError(f"--random-state={args.random_state} must be >= 0")
     n_total = args.n_queries + 2 * max(1, args.n_queries // 3)
+    values = n_total * max(args.docs_per_query, 1) * max(args.n_features, 1)
+    if values > _GENERATE_MAX_VALUES:  # an OverflowError or MemoryError traceback before
+        raise ValueError(
+            f"--n-queries {args.n_queries} (+ vali and test queries) x --docs-per-query "
+            f"{args.docs_per_query} x --n-features {args.n_features} is {values} feature "
+            f"values, more than the {_GENERATE_MAX_VALUES} a generated dataset may hold"
+        )
     X, y, qid = make_ranking(
         n_queries=n_total,
         docs_per_query=args.docs_per_query,

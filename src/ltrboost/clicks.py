@@ -428,6 +428,8 @@ def simulate(
             raise ValueError(f"{name}={v!r} must be an integer")
     if top_k < 1 or n_sessions < 0:
         raise ValueError("top_k must be >= 1 and n_sessions >= 0")
+    if n_sessions > 2**62:  # NumPy's sizes are int64: an OverflowError traceback before
+        raise ValueError(f"n_sessions={n_sessions} is too large (at most 2**62)")
     if not (math.isfinite(ranking_noise) and ranking_noise >= 0):
         raise ValueError(f"ranking_noise={ranking_noise} must be finite and >= 0")
     if not (0.0 <= satisfaction <= 1.0 and 0.0 <= noise <= 1.0 and eta >= 0):
