@@ -59,3 +59,13 @@ def test_inspect_into_a_closed_pipe_is_quiet(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 141
     assert err == ""
+
+
+def test_cli_inspect_refuses_a_negative_top(tmp_path, capsys):
+    """--top -1 listed no feature, silently."""
+    from ltrboost.cli import main
+
+    rc = main(["inspect", str(tmp_path / "absent.json"), "--top", "-1"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.strip() == "ltrboost: error: --top -1 must be >= 0"

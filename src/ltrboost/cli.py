@@ -1192,6 +1192,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from ltrboost.inspection import dump_text, model_summary
     from ltrboost.model import load_model
 
+    if args.top < 0:  # listed nothing, silently
+        raise ValueError(f"--top {args.top} must be >= 0")
     booster = load_model(args.model)
     info = model_summary(booster, top=args.top, importance_type=args.importance_type)
     if args.json:
