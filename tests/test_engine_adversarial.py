@@ -24,6 +24,7 @@ generator, so a failure prints a seed that reproduces it.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -40,6 +41,7 @@ import ltrboost.histogram as histogram_mod  # noqa: E402
 from ltrboost.booster import BoosterParams, make_objective, train  # noqa: E402
 from ltrboost.dataset import make_dataset  # noqa: E402
 from ltrboost.grower import GrowerParams, TreeGrower  # noqa: E402
+from ltrboost.histogram import HistogramBuilder, LocalHistograms  # noqa: E402
 
 SETTINGS = dict(
     deadline=None,
@@ -482,3 +484,102 @@ def test_gradient_is_the_derivative_of_the_loss(seed, objective, weighted):
         pt = obj.pair_terms(s, ds)
         per_doc = np.bincount(pt.doc_i, pt.rho, n) + np.bincount(pt.doc_j, pt.rho, n)
         np.testing.assert_allclose(per_doc, h, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------- the seams
+@settings(max_examples=40, **SETTINGS)
+@given(seed=SEEDS, criterion=st.sampled_from(["ole", "newton", "se"]))
+def test_sharded_builder_grows_the_local_tree(seed, criterion, monkeypatch):
+    """Rows cut into 2-3 shards at random places (pairs inside a shard, as whole
+    queries give): the same splits and counts as one local shard, the values close
+    (sums reduced in another order), and every split still the brute-force best
+    (global counts for ``min_samples_leaf``, global sums for the gains)."""
+    monkeypatch.setattr(grower_mod, "OLE_BOUND_MIN_WORK", 0)
+    monkeypatch.setattr(grower_mod, "OLE_BOUND_BLOCK", 1)
+    pb = _Problem(seed)
+    params = _random_grower_params(pb, criterion)
+    n = pb.n
+    n_cuts = min(int(pb.rng.integers(1, 3)), n - 1)
+    cuts = np.sort(pb.rng.choice(np.arange(1, n), n_cuts, replace=False))
+    shard_of = np.searchsorted(cuts, np.arange(n), side="right")
+    di, dj, rho = pb.pairs
+    keep = shard_of[di] == shard_of[dj]
+    pb.pairs = (di[keep], dj[keep], rho[keep])
+    mass = np.bincount(pb.pairs[0], pb.pairs[2], n) + np.bincount(pb.pairs[1], pb.pairs[2], n)
+    pb.h = (mass + 0.1).astype(np.float32)
+    local = pb.grow(params, use_pairs=criterion == "ole")
+    bounds = np.concatenate([[0], cuts, [n]])
+    shards = [
+        LocalHistograms(
+            np.asfortranarray(pb.X_binned[lo:hi]),
+            pb.missing_bin,
+            1,
+            row_start=int(lo),
+            n_bins_non_missing=pb.n_bins_non_missing,
+        )
+        for lo, hi in itertools.pairwise(bounds)
+    ]
+    grower = TreeGrower(
+        None,
+        pb.n_bins_non_missing,
+        pb.missing_bin,
+        pb.thresholds,
+        params,
+        histograms=HistogramBuilder(shards),
+    )
+    pairs = pb.pairs if criterion == "ole" and pb.pairs[0].shape[0] else None
+    sharded = grower.grow(pb.g, pb.h.copy(), pb.sample, pb.feats, pairs).nodes
+    for field in ("feature_idx", "bin_threshold", "missing_go_to_left", "is_leaf", "count"):
+        np.testing.assert_array_equal(sharded[field], local[field])
+    np.testing.assert_allclose(sharded["value"], local["value"], rtol=1e-9, atol=1e-12)
+    _check_tree_against_brute_force(pb, sharded, params)
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(seed=SEEDS, objective=st.sampled_from(["lambdamart", "ranknet", "mart", "mcrank", "gbrank"]))
+def test_validation_scores_from_bins_are_predict_raw_and_sparse_is_dense(
+    seed, objective, monkeypatch
+):
+    """A validation set with NaN where training had none, values beyond the training
+    range, and a column constant in training that varies: its scores (grown from its
+    bins, round by round) are ``predict_raw`` on its raw features bit for bit; and the
+    training set given as a SciPy CSR matrix (absent entries: zeros) trains the model
+    of its dense copy, bit for bit."""
+    captured = []
+    run = booster_mod.Training.run
+
+    def capture(self, *args, **kwargs):
+        out = run(self, *args, **kwargs)
+        captured.append([v.raw.copy() for v in self.valid])
+        return out
+
+    monkeypatch.setattr(booster_mod.Training, "run", capture)
+    rng = np.random.default_rng(seed)
+    nq = int(rng.integers(1, 6))
+    sizes = rng.integers(2, 25, nq)
+    n, f = int(sizes.sum()), int(rng.integers(1, 5))
+    X = rng.integers(0, 4, (n, f)).astype(float) * (rng.random((n, f)) < 0.6)
+    X += rng.normal(size=(n, f)) * (rng.random(f) < 0.3)
+    if f > 1:
+        X[:, -1] = 2.0  # constant in training
+    y = rng.integers(0, 4, n).astype(float)
+    nv = int(rng.integers(2, 30))
+    Xv = rng.integers(-2, 7, (nv, f)).astype(float)
+    Xv[rng.random((nv, f)) < 0.3] = np.nan
+    valid = make_dataset(Xv, rng.integers(0, 4, nv).astype(float), group=[nv])
+    p = BoosterParams(
+        objective=objective,
+        n_estimators=3,
+        max_leaf_nodes=int(rng.integers(2, 8)),
+        min_samples_leaf=int(rng.integers(1, 4)),
+        max_bins=int(rng.integers(2, 12)),
+        split_criterion="ole" if objective in ("lambdamart", "ranknet") else "newton",
+        random_state=seed % 1000,
+    )
+    dense = train(p, make_dataset(X, y, group=sizes), valid_sets=[("v", valid)])
+    scores = captured[-1][0]
+    if dense.update_rule == "averaged":
+        scores = scores / (dense.n_iterations + 1)
+    np.testing.assert_array_equal(np.asarray(dense.predict_raw(Xv)).reshape(-1), scores.ravel())
+    sparse = train(p, make_dataset(sp.csr_matrix(X), y, group=sizes))
+    assert _same_models(dense, sparse)
