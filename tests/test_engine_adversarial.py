@@ -239,6 +239,50 @@ def test_ole_shortcuts_on_and_off_grow_the_same_splits(seed, monkeypatch):
     np.testing.assert_allclose(fast["value"], plain["value"], rtol=1e-9, atol=1e-12)
 
 
+@settings(max_examples=30, **SETTINGS)
+@given(seed=SEEDS)
+def test_ole_top_features_is_exact_ole_over_the_top_newton_features(seed):
+    """``ole_top_features=k`` (approximate OLE): at every node, the split is the best
+    eq. 13 split over the ``k`` features of largest brute-force Newton gain (under the
+    feature sample, the bag and the limits); nodes where the k-th place is a tie are
+    only walked through."""
+    pb = _Problem(seed)
+    if pb.nf < 2:
+        return
+    params = _random_grower_params(pb, "ole")
+    k = int(pb.rng.integers(1, pb.nf))
+    params = params._replace(ole_top_features=k)
+    nodes = pb.grow(params, use_pairs=True)
+    sampled = np.arange(pb.nf) if pb.feats is None else pb.feats
+    stack = [(0, np.arange(pb.n) if pb.sample is None else pb.sample)]
+    while stack:
+        i, rows = stack.pop()
+        nd = nodes[i]
+        if nd["is_leaf"]:
+            continue
+        f = int(nd["feature_idx"])
+        col = pb.X_binned[:, f]
+        left = np.where(
+            col == pb.missing_bin, bool(nd["missing_go_to_left"]), col <= nd["bin_threshold"]
+        )
+        stack += [(int(nd["left"]), rows[left[rows]]), (int(nd["right"]), rows[~left[rows]])]
+        newton = []
+        for feature in sampled:
+            pb.feats = np.array([feature], np.int32)
+            newton.append(pb.brute_force(rows, "newton", params))
+        newton = np.array(newton)
+        kth = np.sort(newton)[::-1][min(k, newton.shape[0]) - 1]
+        if newton.shape[0] > k and np.isclose(newton, kth, rtol=1e-9, atol=1e-12).sum() > 1:
+            continue  # which features are the top k is a matter of rounding
+        top = np.argsort(-newton, kind="stable")[:k]
+        top = np.sort(top[np.isfinite(newton[top])])
+        assert f in sampled[top]
+        pb.feats = sampled[top].astype(np.int32)
+        best = pb.brute_force(rows, "ole", params)
+        chosen = pb.gain(rows, left, "ole", params.l2_regularization)
+        assert abs(chosen - best) <= 1e-6 * max(1.0, abs(best)), (i, chosen, best)
+
+
 # ------------------------------------------------------------------ training runs
 class _Captured(list):
     """Training scores of the runs so far (a short repr: hypothesis prints it)."""
