@@ -133,6 +133,46 @@ class _Problem:
             hl, hr, h = nl, nr, n
         return _score(gl, hl, l2) + _score(gr, hr, l2) - _score(g, h, l2)
 
+    def coupled_gain(self, rows, left, l2):
+        """The OLE gain that orders nodes and decides a split (``_two_leaf_gain``): the
+        decrease of the two-leaf quadratic model with the crossing pairs' coupling
+        ``-cross`` off the diagonal; eq. 13 when nothing crosses or the model is not
+        positive definite."""
+        di, dj, rho = self.pairs
+        node = np.zeros(self.n, bool)
+        node[rows] = True
+        on_left = np.zeros(self.n, bool)
+        on_left[rows[left[rows]]] = True
+        on_right = node & ~on_left
+        inside = node[di] & node[dj]
+        crossing = inside & ((on_left[di] & on_right[dj]) | (on_right[di] & on_left[dj]))
+        cross = rho[crossing].sum()
+        gl, hl, _ = self.side_sums(rows, left, True)
+        gr, hr, _ = self.side_sums(rows, ~left, True)
+        g, h, _ = self.side_sums(rows, np.ones(self.n, bool), True)
+        a, b = hl + l2, hr + l2
+        det = a * b - cross * cross
+        if cross == 0.0 or not (a > 0 and b > 0 and det > 0):
+            return _score(gl, hl, l2) + _score(gr, hr, l2) - _score(g, h, l2)
+        return (b * gl * gl + 2 * cross * gl * gr + a * gr * gr) / det - _score(g, h, l2)
+
+    def splits(self, rows, params):
+        """Every valid split of the node: (eq. 9/13 or SE gain as asked, left mask)."""
+        feats = range(self.nf) if self.feats is None else self.feats
+        for f in feats:
+            col = self.X_binned[:, f]
+            for miss_left in (False, True):
+                for b in range(int(self.n_bins_non_missing[f])):
+                    left = np.where(col == self.missing_bin, miss_left, col <= b)
+                    nl = int(left[rows].sum())
+                    if min(nl, rows.shape[0] - nl) < max(1, params.min_samples_leaf):
+                        continue
+                    hl = self.h[rows[left[rows]]].astype(np.float64).sum()
+                    hr = self.h[rows[~left[rows]]].astype(np.float64).sum()
+                    if min(hl, hr) < params.min_sum_hessian_in_leaf:
+                        continue
+                    yield left
+
     def brute_force(self, rows, criterion, params):
         """The best gain over every feature, threshold and missing side (eq. 9 / 13
         over the side sums, the limits on the raw hessian sums and counts)."""
@@ -170,13 +210,22 @@ def _check_tree_against_brute_force(pb: _Problem, nodes, params) -> None:
             g, h, _ = pb.side_sums(rows, everything, crit == "ole")
             expected = -g / (h + l2) if h + l2 > 0 else 0.0
             np.testing.assert_allclose(nd["value"], expected, rtol=1e-6, atol=1e-9)
-            if (
-                crit != "ole"  # (OLE decides on the coupled two-leaf gain)
-                and n_leaves < params.max_leaf_nodes
-                and (params.max_depth is None or nd["depth"] < params.max_depth)
+            if n_leaves < params.max_leaf_nodes and (
+                params.max_depth is None or nd["depth"] < params.max_depth
             ):
-                # a leaf left unsplit while leaves remain: no split is worth it
-                assert pb.brute_force(rows, crit, params) <= params.min_gain_to_split + 1e-9
+                # a leaf left unsplit while leaves remain: no split is worth it (OLE:
+                # the coupled gain of eq. 13's best splits)
+                if crit != "ole":
+                    assert pb.brute_force(rows, crit, params) <= params.min_gain_to_split + 1e-9
+                else:
+                    found = [
+                        (pb.gain(rows, left, crit, l2), pb.coupled_gain(rows, left, l2))
+                        for left in pb.splits(rows, params)
+                    ]
+                    if found:
+                        eq13, coupled = np.array(found).T
+                        best = np.isclose(eq13, eq13.max(), rtol=1e-9, atol=1e-12)
+                        assert coupled[best].min() <= params.min_gain_to_split + 1e-6
             continue
         assert params.max_depth is None or nd["depth"] < params.max_depth
         f, b = int(nd["feature_idx"]), int(nd["bin_threshold"])
@@ -185,6 +234,10 @@ def _check_tree_against_brute_force(pb: _Problem, nodes, params) -> None:
         chosen = pb.gain(rows, left, crit, l2)
         best = pb.brute_force(rows, crit, params)
         assert chosen >= best - 1e-6 * max(1.0, abs(best)), (k, chosen, best)
+        if crit == "ole":  # the node's reported gain is the coupled one
+            np.testing.assert_allclose(
+                nd["gain"], pb.coupled_gain(rows, left, l2), rtol=1e-5, atol=1e-7
+            )
         assert min(left[rows].sum(), (~left[rows]).sum()) >= max(1, params.min_samples_leaf)
         stack += [(int(nd["left"]), rows[left[rows]]), (int(nd["right"]), rows[~left[rows]])]
 
