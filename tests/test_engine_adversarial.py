@@ -38,6 +38,7 @@ from hypothesis import strategies as st  # noqa: E402
 import ltrboost.booster as booster_mod  # noqa: E402
 import ltrboost.grower as grower_mod  # noqa: E402
 import ltrboost.histogram as histogram_mod  # noqa: E402
+from ltrboost.binning import BinMapper  # noqa: E402
 from ltrboost.booster import BoosterParams, make_objective, train  # noqa: E402
 from ltrboost.dataset import make_dataset  # noqa: E402
 from ltrboost.grower import GrowerParams, TreeGrower  # noqa: E402
@@ -519,6 +520,44 @@ def test_raw_prediction_routes_odd_values_as_their_bins(seed, dtype, sparse, tra
     raw = training_scores[-1].reshape(-1)
     for data in (X, sp.csr_matrix(X), X.astype(np.float64)):
         np.testing.assert_array_equal(np.asarray(model.predict_raw(data)).reshape(-1), raw)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(seed=SEEDS)
+def test_bins_follow_the_thresholds_and_keep_few_distinct_values_apart(seed):
+    """On one column of odd values (with or without many normal ones, float32-rounded
+    or not, NaN): NaN is the missing bin, bins grow with the value, ``bin <= b`` iff
+    ``x <= threshold[b]``, with ``min_samples_bin=1`` and at most ``max_bins`` distinct
+    values each value has its own bin (-0.0 is 0.0), and a CSR copy bins the same."""
+    rng = np.random.default_rng(seed)
+    pool = ODD_VALUES
+    if rng.random() < 0.5:
+        pool = np.concatenate([pool, rng.normal(size=int(rng.integers(1, 400)))])
+    col = rng.choice(pool, int(rng.integers(1, 300)))
+    if rng.random() < 0.3:
+        with np.errstate(over="ignore"):
+            col = col.astype(np.float32).astype(np.float64)
+    col[np.isinf(col)] = 0.0
+    max_bins, min_samples_bin = int(rng.integers(2, 256)), int(rng.choice([1, 1, 3, 10]))
+    binner = BinMapper(max_bins=max_bins, min_samples_bin=min_samples_bin).fit(col[:, None])
+    bins = binner.transform(col[:, None])[:, 0].astype(int)
+    thresholds = binner.thresholds_matrix()[0]
+    present = ~np.isnan(col)
+    assert (bins[~present] == binner.missing_bin_).all()
+    v, b = col[present], bins[present]
+    assert (b < binner.n_bins_non_missing_[0]).all()
+    assert (np.diff(b[np.argsort(v, kind="stable")]) >= 0).all()
+    assert (v <= thresholds[b]).all()
+    assert not ((b > 0) & (v <= thresholds[np.maximum(b - 1, 0)])).any()
+    distinct = np.unique(v).shape[0]
+    if min_samples_bin == 1 and distinct <= max_bins:
+        assert np.unique(b).shape[0] == distinct
+    sparse = BinMapper(max_bins=max_bins, min_samples_bin=min_samples_bin)
+    sparse.fit(sp.csr_matrix(col[:, None]))
+    np.testing.assert_array_equal(sparse.thresholds_matrix(), binner.thresholds_matrix())
+    np.testing.assert_array_equal(
+        np.asarray(sparse.transform(sp.csr_matrix(col[:, None])))[:, 0], bins
+    )
 
 
 # ------------------------------------------------------------------- objectives
