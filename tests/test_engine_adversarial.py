@@ -24,6 +24,7 @@ generator, so a failure prints a seed that reproduces it.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import warnings
 
@@ -335,6 +336,80 @@ def test_ole_top_features_is_exact_ole_over_the_top_newton_features(seed):
         best = pb.brute_force(rows, "ole", params)
         chosen = pb.gain(rows, left, "ole", params.l2_regularization)
         assert abs(chosen - best) <= 1e-6 * max(1.0, abs(best)), (i, chosen, best)
+
+
+def _leaf_partition(pb: _Problem, nodes) -> list[tuple[int, ...]]:
+    """The rows of each leaf of a grown tree (sorted), walked over the bins."""
+    leaves = []
+    stack = [(0, np.arange(pb.n) if pb.sample is None else pb.sample)]
+    while stack:
+        i, rows = stack.pop()
+        nd = nodes[i]
+        if nd["is_leaf"]:
+            leaves.append(tuple(sorted(rows.tolist())))
+            continue
+        col = pb.X_binned[:, int(nd["feature_idx"])]
+        left = np.where(
+            col == pb.missing_bin, bool(nd["missing_go_to_left"]), col <= nd["bin_threshold"]
+        )
+        stack += [(int(nd["left"]), rows[left[rows]]), (int(nd["right"]), rows[~left[rows]])]
+    return sorted(leaves)
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(seed=SEEDS)
+def test_growth_policies_follow_a_plain_heap_reference(seed):
+    """best-first (largest gain first), breadth-first (shallower first, left to right)
+    and depth-first (children of the latest split first, left first), stopped at
+    ``max_leaf_nodes``: the grown tree's leaves are those of a plain heapq grower over
+    brute-force Newton splits (continuous gradients and hessians: no ties)."""
+    pb = _Problem(seed)
+    pb.g = pb.rng.normal(size=pb.n).astype(np.float32)
+    pb.h = pb.rng.uniform(0.5, 2.0, pb.n).astype(np.float32)
+    params = _random_grower_params(pb, "newton")
+    params = params._replace(max_leaf_nodes=int(pb.rng.integers(2, 12)))
+    grown = _leaf_partition(pb, pb.grow(params, use_pairs=False))
+
+    def best_split(rows):
+        best = None
+        for left in pb.splits(rows, params):
+            gain = pb.gain(rows, left, "newton", params.l2_regularization)
+            if best is None or gain > best[0] + 1e-12:
+                best = (gain, left)
+        return best if best is not None and best[0] > params.min_gain_to_split else None
+
+    heap, leaves, order = [], [], itertools.count()
+
+    def consider(rows, depth, seq, side):
+        splittable = rows.shape[0] >= max(2, 2 * params.min_samples_leaf) and (
+            params.max_depth is None or depth < params.max_depth
+        )
+        split = best_split(rows) if splittable else None
+        if split is None:
+            leaves.append(tuple(sorted(rows.tolist())))
+            return
+        c = next(order)
+        key = {
+            "best_first": (-split[0], c),
+            "breadth_first": (depth, c),
+            "depth_first": (-seq, side),
+        }[params.growth]
+        heapq.heappush(heap, (key, c, rows, depth, split[1]))
+
+    consider(np.arange(pb.n) if pb.sample is None else pb.sample, 0, 0, 0)
+    n_leaves, n_splits = 1, 0
+    while heap and n_leaves < params.max_leaf_nodes:
+        _, _, rows, depth, left = heapq.heappop(heap)
+        n_leaves += 1
+        n_splits += 1
+        parts = rows[left[rows]], rows[~left[rows]]
+        for side, part in enumerate(parts):
+            if n_leaves >= params.max_leaf_nodes:
+                leaves.append(tuple(sorted(part.tolist())))
+            else:
+                consider(part, depth + 1, n_splits, side)
+    leaves += [tuple(sorted(item[2].tolist())) for item in heap]
+    assert grown == sorted(leaves)
 
 
 # ------------------------------------------------------------------ training runs
