@@ -23,7 +23,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._numba import kernel, over_rows
-from ltrboost.criteria import _leaf_value, _side_score, _split_gain, ole_hessian
+from ltrboost.criteria import (
+    OLE_HESSIAN_RTOL,
+    _leaf_value,
+    _side_score,
+    _split_gain,
+    ole_hessian,
+)
 
 # The scalar criteria called from Python run as the kernels' Python functions: the same
 # IEEE float64 operations in the same order (hence the same values) with nothing to
@@ -736,7 +742,10 @@ def _two_leaf_gain(g_l, a, g_r, b, cross, g, parent_h, l2):
     same quadratic model that the parent's one-leaf term uses, i.e. with the coupling:
     ``g^T M^-1 g - G^2/(a + b - 2 cross)`` with ``M = [[a, -cross], [-cross, b]]``
     (+ l2 on the diagonal).  It is >= 0 whenever M is positive definite (restricting the
-    two leaves to one value is a special case).  Otherwise fall back to eq. 13.
+    two leaves to one value is a special case).  Otherwise fall back to eq. 13; also when
+    M is singular but for rounding (``det`` within ``OLE_HESSIAN_RTOL`` of ``aa * bb``:
+    a node of whole queries, whose leaves may shift together freely, gave gains of 1e8
+    from a determinant of float32 noise).
     """
     if cross == 0.0:  # uncoupled leaves: exactly eq. 13 (same arithmetic as Newton)
         return _split_gain(g_l, a, g_r, b, g, parent_h, l2)
@@ -744,7 +753,7 @@ def _two_leaf_gain(g_l, a, g_r, b, cross, g, parent_h, l2):
     bb = b + l2
     det = aa * bb - cross * cross
     parent = g * g / (parent_h + l2) if parent_h + l2 > 0.0 else 0.0
-    if aa > 0.0 and bb > 0.0 and det > 0.0:
+    if aa > 0.0 and bb > 0.0 and det > OLE_HESSIAN_RTOL * aa * bb:
         return (bb * g_l * g_l + 2.0 * cross * g_l * g_r + aa * g_r * g_r) / det - parent
     return _split_gain(g_l, a, g_r, b, g, parent_h, l2)
 
