@@ -268,3 +268,39 @@ def test_resume_with_other_parameters_warns(letor, tmp_path, capsys):
     )  # fmt: skip
     assert rc == 0
     assert "differ" not in err
+
+
+def test_convert_into_a_symlinked_empty_folder_follows_the_link(letor, tmp_path, capsys):
+    """OUT a symlink to an empty folder failed with 'OUT: Not a directory' (os.rmdir on
+    the link); outputs elsewhere follow a link and keep it (README: Errors and
+    guarantees)."""
+    pytest.importorskip("pyarrow")
+    (tmp_path / "target").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "target")
+    for out in (link, f"{link}/"):
+        rc, _, err = run(["convert", letor, out, "-q"], capsys)
+        assert rc == 0, err
+        assert link.is_symlink()
+        assert sorted(p.name for p in (tmp_path / "target").iterdir()) == ["part.00000.parquet"]
+        for p in (tmp_path / "target").iterdir():
+            p.unlink()
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "new")
+    rc, _, err = run(["convert", letor, dangling, "-q"], capsys)
+    assert rc == 0, err
+    assert dangling.is_symlink()
+    assert (tmp_path / "new" / "part.00000.parquet").is_file()
+
+
+def test_convert_to_an_empty_path_is_refused(letor, tmp_path, capsys, monkeypatch):
+    """OUT '' made a temporary folder in the parent of the working directory and failed
+    naming it ('/tmp/..x.tmp: No such file or directory')."""
+    pytest.importorskip("pyarrow")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    rc, _, err = run(["convert", letor, ""], capsys)
+    assert rc == 2
+    assert err == "ltrboost: error: convert: the output folder is an empty path\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.txt", "work"]
