@@ -92,3 +92,26 @@ def test_write_is_atomic(tmp_path, monkeypatch):
         write_query_file(path, [2, 3])
     assert path.read_text() == "1\n"
     assert [p.name for p in tmp_path.iterdir()] == ["a.query"]
+
+
+@pytest.mark.parametrize("digits", [4301, 5000])
+def test_sizes_and_positions_beyond_int_conversion_limits_name_their_line(tmp_path, digits):
+    """A size or position of more than 4300 digits made int() raise Python's 'Exceeds
+    the limit (4300 digits)' ValueError, without the file or its line."""
+    from ltrboost.io.queryfile import read_position_file
+
+    p = tmp_path / "d.query"
+    p.write_text("3\n" + "1" * digits + "\n")
+    with pytest.raises(LTRInputError, match=r"d.query:2: query size 1+\.\.\. is larger"):
+        read_query_file(p)
+    with pytest.raises(LTRInputError, match=r"d.query:2: position 1+\.\.\. is too large"):
+        read_position_file(p)
+
+
+def test_leading_zeros_do_not_make_a_size_too_large(tmp_path):
+    p = tmp_path / "d.query"
+    p.write_text("0" * 5000 + "3\n" + "00000000000000000000002\n")
+    assert read_query_file(p).tolist() == [3, 2]
+    from ltrboost.io.queryfile import read_position_file
+
+    assert read_position_file(p).tolist() == [3, 2]
