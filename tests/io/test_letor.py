@@ -877,3 +877,32 @@ def test_real_docids_and_sparse_missing():
     assert absent.any()  # trec_news lines leave out feature 2 now and then
     np.testing.assert_array_equal(zero.X[absent], 0.0)
     np.testing.assert_array_equal(zero.X[~absent], nan.X[~absent])
+
+
+@pytest.mark.parametrize(
+    "qid",
+    [
+        np.array([2**63 + 5, 1], dtype=np.uint64),
+        np.array([2**64 - 1, 1], dtype=np.uint64),
+        [1e19, 1.0],
+        [2.0**63, 1.0],
+        [-(2.0**63), 1.0],
+        np.array([np.iinfo(np.int64).min, 1]),
+    ],
+)
+def test_dump_refuses_qids_it_cannot_write_back(tmp_path, qid):
+    """qids beyond int64 were cast silently (uint64 2**63 + 5 written as
+    qid:-9223372036854775803, floats >= 2**63 as qid:-9223372036854775808, which the
+    reader refuses): a file that read back as other queries, or not at all."""
+    path = tmp_path / "q.txt"
+    with pytest.raises(ValueError, match=r"qid\[0\]=.* is outside"):
+        dump_svmlight(path, [[1.0], [2.0]], [1.0, 0.0], qid)
+    assert not path.exists()
+
+
+def test_dump_writes_the_widest_qids_the_reader_reads(tmp_path):
+    path = tmp_path / "q.txt"
+    top = 2**63 - 1
+    for qid in (np.array([top, 1], dtype=np.uint64), [top, -top], [2.0**62, -(2.0**62)]):
+        dump_svmlight(path, [[1.0], [2.0]], [1.0, 0.0], qid)
+        assert load_svmlight(path).qid.tolist() == [int(q) for q in qid]

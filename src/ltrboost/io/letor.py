@@ -79,6 +79,7 @@ _FAST_SCAN = True
 _BLOCK_BYTES = 1 << 23
 
 _MAX_INDEX = 2**31 - 1  # LightGBM and XGBoost store feature indices in int32
+_MAX_QID = 2**63 - 1  # qids are int64; the reader takes +-(2**63 - 1)
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -239,8 +240,8 @@ def dump_svmlight(
     Raises
     ------
     ValueError
-        On shape mismatches, non-finite labels, infinite features, non-integer qids or
-        comments with line breaks.
+        On shape mismatches, non-finite labels, infinite features, non-integer qids,
+        qids outside +-(2**63 - 1) (the reader's range) or comments with line breaks.
     """
     atomic_write(path, svmlight_lines(X, y, qid, comments, zero_based=zero_based))
 
@@ -270,6 +271,21 @@ def _check_svmlight_arrays(
         if q.size and q.dtype.kind not in "iu":
             if q.dtype.kind != "f" or not np.all(np.isfinite(q) & (q == np.round(q))):
                 raise ValueError("qid must hold integers")
+        if q.size:
+            # The reader takes qids in +-(2**63 - 1); astype(np.int64) would wrap
+            # larger ones silently into other (or unreadable) qids.
+            if q.dtype.kind == "f":
+                out = np.abs(q) >= 2.0**63
+            elif q.dtype.kind == "u":
+                out = q > np.uint64(_MAX_QID)
+            else:
+                out = q.astype(np.int64) < -_MAX_QID
+            if out.any():
+                k = int(np.flatnonzero(out)[0])
+                raise ValueError(
+                    f"qid[{k}]={q[k].item()!r} is outside +-(2**63 - 1), the qids "
+                    "load_svmlight reads"
+                )
         qid_list = q.astype(np.int64).tolist()
     if comments is not None:
         comments = list(comments)
