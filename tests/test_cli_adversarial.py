@@ -304,3 +304,29 @@ def test_convert_to_an_empty_path_is_refused(letor, tmp_path, capsys, monkeypatc
     assert rc == 2
     assert err == "ltrboost: error: convert: the output folder is an empty path\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.txt", "work"]
+
+
+def test_resuming_the_checkpoint_of_the_early_stop_round_writes_the_uninterrupted_model(
+    tmp_path, capsys
+):
+    """A run killed after writing its checkpoint of the round where early stopping fires
+    (before its output) was resumed into more rounds: a model with extra trees."""
+    from ltrboost.io.letor import dump_svmlight
+
+    X, y, q = make_ranking(n_queries=40, docs_per_query=(5, 10), n_features=4, random_state=0)[:3]
+    train_txt, valid_txt = tmp_path / "t.txt", tmp_path / "v.txt"
+    dump_svmlight(train_txt, X[q < 30], y[q < 30], q[q < 30])
+    dump_svmlight(valid_txt, X[q >= 30], y[q >= 30], q[q >= 30])
+    flags = ["-q", "--valid", valid_txt, "--early-stopping-rounds", "1", "--learning-rate", "1"]
+    full = tmp_path / "full.json"
+    assert run(["train", train_txt, "-o", full, "--n-estimators", "50", *flags], capsys)[0] == 0
+    stop = len(json.loads(full.read_text())["trees"])
+    assert stop < 50
+    out = tmp_path / "out.json"
+    ck = Path(f"{out}.checkpoint")  # what the killed run left: its checkpoint of round stop
+    argv = ["train", train_txt, "-o", ck, "--n-estimators", str(stop), *flags]
+    assert run(argv, capsys)[0] == 0
+    argv = ["train", train_txt, "-o", out, "--n-estimators", "50", "--resume", ck, *flags]
+    assert run([*argv, "--checkpoint-every", "1"], capsys)[0] == 0
+    assert out.read_bytes() == full.read_bytes()
+    assert not ck.exists()
