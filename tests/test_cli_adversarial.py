@@ -330,3 +330,22 @@ def test_resuming_the_checkpoint_of_the_early_stop_round_writes_the_uninterrupte
     assert run([*argv, "--checkpoint-every", "1"], capsys)[0] == 0
     assert out.read_bytes() == full.read_bytes()
     assert not ck.exists()
+
+
+def test_a_model_trained_on_data_without_features_loads(tmp_path, capsys):
+    """A LETOR file of labels and qids only trains a constant model (README: data with
+    no feature columns trains, with a warning), but the file written had n_features 0,
+    which loading refused: 'n_features 0 is not between 1 and 2147483647'."""
+    data = tmp_path / "nofeat.txt"
+    data.write_text("1 qid:1 # a\n0 qid:1\n2 qid:2\n0 qid:2\n")
+    model = tmp_path / "m.json"
+    rc, _, err = run(["train", data, "-q", "-o", model, "--n-estimators", "2"], capsys)
+    assert rc == 0, err
+    rc, out, err = run(["predict", model, data], capsys)
+    assert rc == 0, err
+    assert len(set(out.split())) == 1
+    assert len(out.split()) == 4
+    assert run(["eval", model, data], capsys)[0] == 0
+    wider = tmp_path / "f3.txt"
+    wider.write_text("1 qid:1 3:1\n")
+    one_line_error(*run(["predict", model, wider], capsys)[:3:2], "larger than n_features=0")
