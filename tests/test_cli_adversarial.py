@@ -349,3 +349,28 @@ def test_a_model_trained_on_data_without_features_loads(tmp_path, capsys):
     wider = tmp_path / "f3.txt"
     wider.write_text("1 qid:1 3:1\n")
     one_line_error(*run(["predict", model, wider], capsys)[:3:2], "larger than n_features=0")
+
+
+def test_an_output_that_cannot_be_written_fails_before_training(
+    letor, tmp_path, capsys, monkeypatch
+):
+    """train --output in a missing folder (or naming a directory) trained every round
+    and only then failed: hours of a large run lost to a typo. Now it fails before the
+    data is read; so do predict and convert."""
+    import ltrboost.cli as cli
+
+    def no_reading(*a, **k):
+        raise AssertionError("the data was read before the output was checked")
+
+    monkeypatch.setattr("ltrboost.io.letor.load_svmlight", no_reading)
+    monkeypatch.setattr(cli, "_read_for_model", no_reading)
+    missing = tmp_path / "nofolder" / "m.json"
+    for argv in (
+        ["train", letor, "-q", "-o", missing],
+        ["train", letor, "-q", "-o", tmp_path],
+        ["predict", letor, letor, "-o", missing],
+        ["convert", letor, tmp_path / "nofolder" / "out.parquet"],
+    ):
+        rc, _, err = run(argv, capsys)
+        one_line_error(rc, err)
+        assert "does not exist" in err or "is a directory" in err, err

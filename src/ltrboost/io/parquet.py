@@ -76,6 +76,9 @@ def letor_to_parquet(
     # A symlink (to an empty folder, or dangling) is followed, as for the other
     # outputs: the folder is made at its target and the link kept.
     target = os.path.realpath(out)
+    parent = os.path.dirname(target)
+    if not os.path.isdir(parent):  # checked before the (long) parse of the text file
+        raise FileNotFoundError(f"cannot write {out}: directory {parent} does not exist")
     data = load_svmlight(path, n_features=n_features, missing=missing, na_values=na_values)
     if data.qid is None:
         raise LTRInputError(
@@ -89,9 +92,6 @@ def letor_to_parquet(
     # Written into a hidden folder beside ``out`` and renamed to it at the end (as a
     # model file goes through a temporary file): an interrupted or failed conversion
     # leaves no partial dataset that would read back as a smaller one.
-    parent = os.path.dirname(target)
-    if not os.path.isdir(parent):
-        raise FileNotFoundError(f"cannot write {out}: directory {parent} does not exist")
     tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
     try:
         files = []
