@@ -69,6 +69,11 @@ def test_write_read_round_trip(tmp_path):
         ([1.5], "whole numbers"),
         ([np.nan], "whole numbers"),
         (["a"], "whole numbers"),
+        # beyond int64 these wrapped: 2**64 - 1 was refused as 'sizes[0]=-1', 1e30 as
+        # 'sizes[0]=-9223372036854775808', and 2**63 + 5 ones wrote a negative size
+        (np.array([2**64 - 1], dtype=np.uint64), r"sizes\[0\]=18446744073709551615 is larger"),
+        ([1, 1e30], r"sizes\[1\]=1e\+30 is larger"),
+        (np.array([2**62 + 1], dtype=np.uint64), "is larger than any data file"),
     ],
 )
 def test_write_validates_and_keeps_old_file(tmp_path, sizes, match):

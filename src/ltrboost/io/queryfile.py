@@ -121,6 +121,12 @@ def write_query_file(path: str | os.PathLike[str], sizes: ArrayLike) -> None:
             raise ValueError("sizes must hold whole numbers of documents")
         if np.any(arr != np.round(arr)):
             raise ValueError("sizes must hold whole numbers of documents")
+    if arr.size and np.any(arr > MAX_COUNT):  # astype(np.int64) would wrap it
+        big = int(np.flatnonzero(arr > MAX_COUNT)[0])
+        raise ValueError(
+            f"sizes[{big}]={arr[big].item()!r} is larger than any data file (at most "
+            f"{MAX_COUNT}, what read_query_file reads)"
+        )
     ints = arr.astype(np.int64)
     if np.any(ints <= 0):
         bad = int(np.flatnonzero(ints <= 0)[0])
