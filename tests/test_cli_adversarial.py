@@ -374,3 +374,38 @@ def test_an_output_that_cannot_be_written_fails_before_training(
         rc, _, err = run(argv, capsys)
         one_line_error(rc, err)
         assert "does not exist" in err or "is a directory" in err, err
+
+
+def test_an_output_folder_that_refuses_files_fails_before_training(
+    letor, tmp_path, capsys, monkeypatch
+):
+    """A folder where no file can be created (read-only, /proc) failed only at the
+    end, after training; convert named its temporary folder instead of OUT."""
+    import os
+    import tempfile
+
+    real_mkstemp, real_mkdtemp = tempfile.mkstemp, tempfile.mkdtemp
+    ro = tmp_path / "ro"
+    ro.mkdir()
+
+    def refuse(real):
+        def f(*a, dir=None, **k):
+            if dir is not None and os.path.samefile(dir, ro):
+                raise PermissionError(13, "Permission denied", os.path.join(dir, ".x.tmp"))
+            return real(*a, dir=dir, **k)
+
+        return f
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse(real_mkstemp))
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse(real_mkdtemp))
+    monkeypatch.setattr(
+        "ltrboost.io.letor.load_svmlight",
+        lambda *a, **k: (_ for _ in ()).throw(AssertionError("data read first")),
+    )
+    for argv, out in (
+        (["train", letor, "-q", "-o", ro / "m.json"], ro / "m.json"),
+        (["convert", letor, ro / "out.parquet"], ro / "out.parquet"),
+    ):
+        rc, _, err = run(argv, capsys)
+        one_line_error(rc, err, f"{out}: Permission denied")
+        assert ".tmp" not in err

@@ -229,11 +229,20 @@ class _Staged:
 
 def check_output(path: str | os.PathLike[str]) -> None:
     """Raise the error :func:`atomic_write` would raise for ``path`` before writing
-    (a directory, a socket, a folder that does not exist), without writing anything:
-    for a command that works long before it writes."""
+    (a directory, a socket, a folder that does not exist or takes no files), leaving
+    nothing behind: for a command that works long before it writes."""
     user_path = os.fspath(path)
-    if _own_descriptor(user_path) is None:
-        _check_target(user_path)
+    if _own_descriptor(user_path) is not None:
+        return
+    target, st = _check_target(user_path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return  # a FIFO or character device: written in place
+    try:  # a folder that takes no files (read-only, /proc)
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _named(e, user_path, "creating a temporary file beside it") from None
+    os.close(fd)
+    os.unlink(tmp_name)
 
 
 def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:

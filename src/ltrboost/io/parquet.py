@@ -79,21 +79,25 @@ def letor_to_parquet(
     parent = os.path.dirname(target)
     if not os.path.isdir(parent):  # checked before the (long) parse of the text file
         raise FileNotFoundError(f"cannot write {out}: directory {parent} does not exist")
-    data = load_svmlight(path, n_features=n_features, missing=missing, na_values=na_values)
-    if data.qid is None:
-        raise LTRInputError(
-            "no qid: on the lines and no .query file: the queries are unknown", path=str(path)
-        )
-    offsets, order, _ = group_by_qid(data.qid)
-    X, y, qid = data.X, data.y, data.qid
-    if order is not None:
-        X, y, qid = X[order], y[order], qid[order]
-    names = ["qid", "label"] + [f"f{j + 1}" for j in range(X.shape[1])]
     # Written into a hidden folder beside ``out`` and renamed to it at the end (as a
     # model file goes through a temporary file): an interrupted or failed conversion
-    # leaves no partial dataset that would read back as a smaller one.
-    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    # leaves no partial dataset that would read back as a smaller one.  Made before
+    # the (long) parse, so that a folder that takes no files fails first.
     try:
+        tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    except OSError as e:  # name OUT, not the temporary folder
+        raise type(e)(e.errno, f"{e.strerror} (creating a folder beside it)", out) from None
+    try:
+        data = load_svmlight(path, n_features=n_features, missing=missing, na_values=na_values)
+        if data.qid is None:
+            raise LTRInputError(
+                "no qid: on the lines and no .query file: the queries are unknown", path=str(path)
+            )
+        offsets, order, _ = group_by_qid(data.qid)
+        X, y, qid = data.X, data.y, data.qid
+        if order is not None:
+            X, y, qid = X[order], y[order], qid[order]
+        names = ["qid", "label"] + [f"f{j + 1}" for j in range(X.shape[1])]
         files = []
         for k, (a, b) in enumerate(query_file_bounds(offsets, int(rows_per_file))):
             cols = [pa.array(qid[a:b].astype(np.int64)), pa.array(y[a:b])]
