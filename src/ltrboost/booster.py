@@ -435,15 +435,16 @@ class Training:
             if (hist == hist).any():  # a NaN round is never the best (np.argmax picks it)
                 self.best_iter = int(np.nanargmax(hist)) + 1
                 self.best_score = float(hist[self.best_iter - 1])
-        rounds = self.params.early_stopping_rounds
-        if (
-            rounds is not None
-            and self.best_score is not None
-            and done - self.best_iter >= int(rounds)
-        ):
-            # The uninterrupted run stopped at round ``done`` (this model is, e.g., the
-            # checkpoint of that round of a run killed before writing its output).
-            return max(done, int(self.params.n_estimators))
+            rounds = self.params.early_stopping_rounds
+            if (
+                rounds is not None
+                and self.best_score is not None
+                and hist.shape[0] == done  # a metric for every round done
+                and done - self.best_iter >= int(rounds)
+            ):
+                # The uninterrupted run stopped at round ``done`` (this model is, e.g.,
+                # the checkpoint of that round of a run killed before its output).
+                return max(done, int(self.params.n_estimators))
         return done
 
     def replay_scores(self) -> None:
