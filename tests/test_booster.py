@@ -367,6 +367,30 @@ def test_early_stopping(split_data) -> None:
     assert max(history[booster.best_iteration :]) <= history[booster.best_iteration - 1]
 
 
+def test_resuming_a_run_that_had_met_its_early_stop_adds_no_round(split_data) -> None:
+    """A run killed after its checkpoint of the round where early stopping fires (or a
+    model trained exactly to that round) was resumed into more rounds: the resumed
+    model had extra trees, not those of the uninterrupted run (README: resume gives the
+    same final model)."""
+    train_set, valid_set = split_data
+    params = dict(
+        n_estimators=200, learning_rate=0.8, max_leaf_nodes=31, min_samples_leaf=1,
+        early_stopping_rounds=3,
+    )  # fmt: skip
+    full = train(params, train_set, [("valid", valid_set)])
+    stop = full.n_iterations
+    cut = train(dict(params, n_estimators=stop), train_set, [("valid", valid_set)])
+    resumed = train(params, train_set, [("valid", valid_set)], init_model=cut)
+    assert resumed.n_iterations == stop
+    assert resumed.best_iteration == full.best_iteration
+    assert resumed.evals_result == full.evals_result
+    np.testing.assert_array_equal(resumed.predict(valid_set.X), full.predict(valid_set.X))
+    # one round before the stop: training goes on to the same stop
+    early = train(dict(params, n_estimators=stop - 1), train_set, [("valid", valid_set)])
+    resumed = train(params, train_set, [("valid", valid_set)], init_model=early)
+    assert resumed.n_iterations == stop
+
+
 def test_no_best_iteration_without_early_stopping(split_data) -> None:
     train_set, valid_set = split_data
     booster = train(dict(FAST, n_estimators=3), train_set, [("valid", valid_set)])

@@ -268,3 +268,144 @@ def test_resume_with_other_parameters_warns(letor, tmp_path, capsys):
     )  # fmt: skip
     assert rc == 0
     assert "differ" not in err
+
+
+def test_convert_into_a_symlinked_empty_folder_follows_the_link(letor, tmp_path, capsys):
+    """OUT a symlink to an empty folder failed with 'OUT: Not a directory' (os.rmdir on
+    the link); outputs elsewhere follow a link and keep it (README: Errors and
+    guarantees)."""
+    pytest.importorskip("pyarrow")
+    (tmp_path / "target").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "target")
+    for out in (link, f"{link}/"):
+        rc, _, err = run(["convert", letor, out, "-q"], capsys)
+        assert rc == 0, err
+        assert link.is_symlink()
+        assert sorted(p.name for p in (tmp_path / "target").iterdir()) == ["part.00000.parquet"]
+        for p in (tmp_path / "target").iterdir():
+            p.unlink()
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "new")
+    rc, _, err = run(["convert", letor, dangling, "-q"], capsys)
+    assert rc == 0, err
+    assert dangling.is_symlink()
+    assert (tmp_path / "new" / "part.00000.parquet").is_file()
+
+
+def test_convert_to_an_empty_path_is_refused(letor, tmp_path, capsys, monkeypatch):
+    """OUT '' made a temporary folder in the parent of the working directory and failed
+    naming it ('/tmp/..x.tmp: No such file or directory')."""
+    pytest.importorskip("pyarrow")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    rc, _, err = run(["convert", letor, ""], capsys)
+    assert rc == 2
+    assert err == "ltrboost: error: convert: the output folder is an empty path\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.txt", "work"]
+
+
+def test_resuming_the_checkpoint_of_the_early_stop_round_writes_the_uninterrupted_model(
+    tmp_path, capsys
+):
+    """A run killed after writing its checkpoint of the round where early stopping fires
+    (before its output) was resumed into more rounds: a model with extra trees."""
+    from ltrboost.io.letor import dump_svmlight
+
+    X, y, q = make_ranking(n_queries=40, docs_per_query=(5, 10), n_features=4, random_state=0)[:3]
+    train_txt, valid_txt = tmp_path / "t.txt", tmp_path / "v.txt"
+    dump_svmlight(train_txt, X[q < 30], y[q < 30], q[q < 30])
+    dump_svmlight(valid_txt, X[q >= 30], y[q >= 30], q[q >= 30])
+    flags = ["-q", "--valid", valid_txt, "--early-stopping-rounds", "1", "--learning-rate", "1"]
+    full = tmp_path / "full.json"
+    assert run(["train", train_txt, "-o", full, "--n-estimators", "50", *flags], capsys)[0] == 0
+    stop = len(json.loads(full.read_text())["trees"])
+    assert stop < 50
+    out = tmp_path / "out.json"
+    ck = Path(f"{out}.checkpoint")  # what the killed run left: its checkpoint of round stop
+    argv = ["train", train_txt, "-o", ck, "--n-estimators", str(stop), *flags]
+    assert run(argv, capsys)[0] == 0
+    argv = ["train", train_txt, "-o", out, "--n-estimators", "50", "--resume", ck, *flags]
+    assert run([*argv, "--checkpoint-every", "1"], capsys)[0] == 0
+    assert out.read_bytes() == full.read_bytes()
+    assert not ck.exists()
+
+
+def test_a_model_trained_on_data_without_features_loads(tmp_path, capsys):
+    """A LETOR file of labels and qids only trains a constant model (README: data with
+    no feature columns trains, with a warning), but the file written had n_features 0,
+    which loading refused: 'n_features 0 is not between 1 and 2147483647'."""
+    data = tmp_path / "nofeat.txt"
+    data.write_text("1 qid:1 # a\n0 qid:1\n2 qid:2\n0 qid:2\n")
+    model = tmp_path / "m.json"
+    rc, _, err = run(["train", data, "-q", "-o", model, "--n-estimators", "2"], capsys)
+    assert rc == 0, err
+    rc, out, err = run(["predict", model, data], capsys)
+    assert rc == 0, err
+    assert len(set(out.split())) == 1
+    assert len(out.split()) == 4
+    assert run(["eval", model, data], capsys)[0] == 0
+    wider = tmp_path / "f3.txt"
+    wider.write_text("1 qid:1 3:1\n")
+    one_line_error(*run(["predict", model, wider], capsys)[:3:2], "larger than n_features=0")
+
+
+def test_an_output_that_cannot_be_written_fails_before_training(
+    letor, tmp_path, capsys, monkeypatch
+):
+    """train --output in a missing folder (or naming a directory) trained every round
+    and only then failed: hours of a large run lost to a typo. Now it fails before the
+    data is read; so do predict and convert."""
+    import ltrboost.cli as cli
+
+    def no_reading(*a, **k):
+        raise AssertionError("the data was read before the output was checked")
+
+    monkeypatch.setattr("ltrboost.io.letor.load_svmlight", no_reading)
+    monkeypatch.setattr(cli, "_read_for_model", no_reading)
+    missing = tmp_path / "nofolder" / "m.json"
+    for argv in (
+        ["train", letor, "-q", "-o", missing],
+        ["train", letor, "-q", "-o", tmp_path],
+        ["predict", letor, letor, "-o", missing],
+        ["convert", letor, tmp_path / "nofolder" / "out.parquet"],
+    ):
+        rc, _, err = run(argv, capsys)
+        one_line_error(rc, err)
+        assert "does not exist" in err or "is a directory" in err, err
+
+
+def test_an_output_folder_that_refuses_files_fails_before_training(
+    letor, tmp_path, capsys, monkeypatch
+):
+    """A folder where no file can be created (read-only, /proc) failed only at the
+    end, after training; convert named its temporary folder instead of OUT."""
+    import os
+    import tempfile
+
+    real_mkstemp, real_mkdtemp = tempfile.mkstemp, tempfile.mkdtemp
+    ro = tmp_path / "ro"
+    ro.mkdir()
+
+    def refuse(real):
+        def f(*a, dir=None, **k):
+            if dir is not None and os.path.samefile(dir, ro):
+                raise PermissionError(13, "Permission denied", os.path.join(dir, ".x.tmp"))
+            return real(*a, dir=dir, **k)
+
+        return f
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse(real_mkstemp))
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse(real_mkdtemp))
+    monkeypatch.setattr(
+        "ltrboost.io.letor.load_svmlight",
+        lambda *a, **k: (_ for _ in ()).throw(AssertionError("data read first")),
+    )
+    for argv, out in (
+        (["train", letor, "-q", "-o", ro / "m.json"], ro / "m.json"),
+        (["convert", letor, ro / "out.parquet"], ro / "out.parquet"),
+    ):
+        rc, _, err = run(argv, capsys)
+        one_line_error(rc, err, f"{out}: Permission denied")
+        assert ".tmp" not in err

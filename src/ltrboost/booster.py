@@ -399,7 +399,8 @@ class Training:
 
     def resume(self, init_model: Booster) -> int:
         """Load a previous booster's trees, replay its scores and random draws; the
-        number of rounds already done."""
+        first round to train: the number of rounds already done, or ``n_estimators``
+        when those rounds already met the early stop (no round is added)."""
         objective = self.objective
         n_out = self.n_out
         check_resumable(init_model, objective, n_out, self.n_features)
@@ -434,6 +435,16 @@ class Training:
             if (hist == hist).any():  # a NaN round is never the best (np.argmax picks it)
                 self.best_iter = int(np.nanargmax(hist)) + 1
                 self.best_score = float(hist[self.best_iter - 1])
+            rounds = self.params.early_stopping_rounds
+            if (
+                rounds is not None
+                and self.best_score is not None
+                and hist.shape[0] == done  # a metric for every round done
+                and done - self.best_iter >= int(rounds)
+            ):
+                # The uninterrupted run stopped at round ``done`` (this model is, e.g.,
+                # the checkpoint of that round of a run killed before its output).
+                return max(done, int(self.params.n_estimators))
         return done
 
     def replay_scores(self) -> None:

@@ -744,11 +744,16 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
 
 def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.booster import make_objective, train
-    from ltrboost.io._atomic import file_state
+    from ltrboost.io._atomic import check_output, file_state
     from ltrboost.model import load_model
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
     params.validate()
+    # An output that cannot be written fails now, not after the last round.
+    check_output(args.output)
+    if args.checkpoint_every is not None:
+        _check_checkpointable(args.output)
+        check_output(checkpoint_path(args.output))
     if args.pairs is not None and not make_objective(params).uses_preference_pairs:
         raise ValueError(
             f"--pairs: objective {params.objective!r} ignores explicit preference "
@@ -803,7 +808,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     callbacks = []
     checkpoint = None
     if args.checkpoint_every is not None:
-        _check_checkpointable(args.output)
         checkpoint = _Checkpoint(checkpoint_path(args.output), args.checkpoint_every)
         checkpoint.missing = missing
         checkpoint.trained_with_nan = with_nan
@@ -993,9 +997,11 @@ def _progress_bar(params: BoosterParams, notice=None, file=None, mininterval: fl
 
 # -------------------------------------------------------------------------- predict
 def cmd_predict(args: argparse.Namespace) -> int:
-    from ltrboost.io._atomic import atomic_write_text, file_state
+    from ltrboost.io._atomic import atomic_write_text, check_output, file_state
     from ltrboost.model import load_model
 
+    if args.output != "-":
+        check_output(args.output)  # before the model and the data are read
     output_state = file_state(args.output) if args.output != "-" else None
     booster = load_model(args.model)
     missing = resolve_missing(args.missing, booster, args.model)

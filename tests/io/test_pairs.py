@@ -88,3 +88,56 @@ def test_a_docid_that_is_not_unique_in_its_query_is_refused_when_a_pair_names_it
         read_pairs_file(p, QID, docids)
     assert e.value.line == 2
     assert "document 'a' is not unique in query '7' (data rows 1 and 3" in str(e.value)
+
+
+@pytest.mark.parametrize("sep", ["\f", "\v", "\x1c", "\x85", "\u2028"])
+def test_line_numbers_count_line_feeds_only(tmp_path, sep):
+    """str.splitlines() also broke lines at a form feed, VT, \\x1c-\\x1e, NEL, U+2028...:
+    every later error named a line too far (the LETOR reader counts LF only)."""
+    p = _write(tmp_path, f"{sep}\n7 a b\n7 b a\n")
+    with pytest.raises(LTRInputError) as e:
+        read_pairs_file(p, QID, DOCIDS)
+    assert e.value.line == 3
+    assert "contradicts line 2" in str(e.value)
+
+
+def test_cr_line_ends_still_end_lines(tmp_path):
+    """CRLF and CR-only line ends (text-mode newlines) end a line, as before."""
+    for nl in ("\r\n", "\r"):
+        p = tmp_path / "pairs.txt"
+        p.write_bytes(f"7 a b{nl}{nl}7 b a{nl}".encode())
+        with pytest.raises(LTRInputError) as e:
+            read_pairs_file(p, QID, DOCIDS)
+        assert (e.value.line, "contradicts line 1" in str(e.value)) == (3, True)
+
+
+def test_a_qid_beyond_int_conversion_limits_is_an_unknown_query(tmp_path):
+    """A 5000-digit qid made int() raise Python's 'Exceeds the limit (4300 digits)'
+    ValueError: one line without the file or its line."""
+    p = _write(tmp_path, "1" * 5000 + " a b\n")
+    with pytest.raises(LTRInputError) as e:
+        read_pairs_file(p, QID, DOCIDS)
+    assert e.value.line == 1
+    assert "unknown query" in str(e.value)
+
+
+def test_non_utf8_pairs_file_names_the_line(tmp_path):
+    """'not a UTF-8 text file' named no line; every other input error names one."""
+    p = tmp_path / "pairs.txt"
+    p.write_bytes(b"7 a b\n\n9 d \xe9\n")
+    with pytest.raises(LTRInputError) as e:
+        read_pairs_file(p, QID, DOCIDS)
+    assert e.value.line == 3
+    assert "not UTF-8" in str(e.value)
+
+
+def test_bom_is_skipped_and_a_later_bad_byte_is_named(tmp_path):
+    p = tmp_path / "pairs.txt"
+    p.write_bytes(b"\xef\xbb\xbf7 a b\n9 \xe9 a\n")
+    with pytest.raises(LTRInputError, match=r"pairs.txt:2: not UTF-8 text \(byte 0xe9\)"):
+        read_pairs_file(p, QID, DOCIDS)
+    p.write_bytes(b"\xef\xbb\xbf7 a b\n")
+    assert read_pairs_file(p, QID, DOCIDS)[0].tolist() == [0]
+    p.write_bytes(b"7 a b\r9 \xe9 a\r")  # CR-only line ends count as they do above
+    with pytest.raises(LTRInputError, match=r"pairs.txt:2: not UTF-8"):
+        read_pairs_file(p, QID, DOCIDS)

@@ -69,6 +69,11 @@ def test_write_read_round_trip(tmp_path):
         ([1.5], "whole numbers"),
         ([np.nan], "whole numbers"),
         (["a"], "whole numbers"),
+        # beyond int64 these wrapped: 2**64 - 1 was refused as 'sizes[0]=-1', 1e30 as
+        # 'sizes[0]=-9223372036854775808', and 2**63 + 5 ones wrote a negative size
+        (np.array([2**64 - 1], dtype=np.uint64), r"sizes\[0\]=18446744073709551615 is larger"),
+        ([1, 1e30], r"sizes\[1\]=1e\+30 is larger"),
+        (np.array([2**62 + 1], dtype=np.uint64), "is larger than any data file"),
     ],
 )
 def test_write_validates_and_keeps_old_file(tmp_path, sizes, match):
@@ -92,3 +97,26 @@ def test_write_is_atomic(tmp_path, monkeypatch):
         write_query_file(path, [2, 3])
     assert path.read_text() == "1\n"
     assert [p.name for p in tmp_path.iterdir()] == ["a.query"]
+
+
+@pytest.mark.parametrize("digits", [4301, 5000])
+def test_sizes_and_positions_beyond_int_conversion_limits_name_their_line(tmp_path, digits):
+    """A size or position of more than 4300 digits made int() raise Python's 'Exceeds
+    the limit (4300 digits)' ValueError, without the file or its line."""
+    from ltrboost.io.queryfile import read_position_file
+
+    p = tmp_path / "d.query"
+    p.write_text("3\n" + "1" * digits + "\n")
+    with pytest.raises(LTRInputError, match=r"d.query:2: query size 1+\.\.\. is larger"):
+        read_query_file(p)
+    with pytest.raises(LTRInputError, match=r"d.query:2: position 1+\.\.\. is too large"):
+        read_position_file(p)
+
+
+def test_leading_zeros_do_not_make_a_size_too_large(tmp_path):
+    p = tmp_path / "d.query"
+    p.write_text("0" * 5000 + "3\n" + "00000000000000000000002\n")
+    assert read_query_file(p).tolist() == [3, 2]
+    from ltrboost.io.queryfile import read_position_file
+
+    assert read_position_file(p).tolist() == [3, 2]

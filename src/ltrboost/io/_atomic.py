@@ -227,13 +227,27 @@ class _Staged:
             os.close(dir_fd)
 
 
-def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
-    """Check the output and, for a regular file, write the data to a complete, synced
-    temporary file beside it (removed again on any error); nothing is replaced yet."""
+def check_output(path: str | os.PathLike[str]) -> None:
+    """Raise the error :func:`atomic_write` would raise for ``path`` before writing
+    (a directory, a socket, a folder that does not exist or takes no files), leaving
+    nothing behind: for a command that works long before it writes."""
     user_path = os.fspath(path)
-    fd = _own_descriptor(user_path)
-    if fd is not None:
-        return _Staged(user_path, None, fd=fd, blobs=blobs)
+    if _own_descriptor(user_path) is not None:
+        return
+    target, st = _check_target(user_path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return  # a FIFO or character device: written in place
+    try:  # a folder that takes no files (read-only, /proc)
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _named(e, user_path, "creating a temporary file beside it") from None
+    os.close(fd)
+    os.unlink(tmp_name)
+
+
+def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:
+    """The output's target (links followed) and its ``stat`` (None: nothing there
+    yet), after the checks every output gets."""
     target = Path(os.path.realpath(user_path))
     try:
         st = os.stat(target)
@@ -245,7 +259,7 @@ def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory; give a file name", user_path)
         if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-            return _Staged(user_path, target, blobs=blobs)
+            return target, st
         if not stat.S_ISREG(st.st_mode):
             raise OSError(
                 errno.EINVAL,
@@ -259,6 +273,20 @@ def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
             f"cannot write: directory {directory} does not exist",
             user_path,
         )
+    return target, st
+
+
+def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
+    """Check the output and, for a regular file, write the data to a complete, synced
+    temporary file beside it (removed again on any error); nothing is replaced yet."""
+    user_path = os.fspath(path)
+    fd = _own_descriptor(user_path)
+    if fd is not None:
+        return _Staged(user_path, None, fd=fd, blobs=blobs)
+    target, st = _check_target(user_path)
+    if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        return _Staged(user_path, target, blobs=blobs)
+    directory = target.parent
     if unchanged_since is not UNKNOWN_STATE:
         now = None if st is None else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         if now != unchanged_since:

@@ -37,7 +37,9 @@ Conventions, documented once here:
 * ``qid:`` is all-or-nothing: on every data line or on none.  Query ids need *not* be
   contiguous; :func:`ltrboost.dataset.group_by_qid` groups them later.
 * Zero-based files (feature index 0) are rejected: LETOR, LightGBM and XGBoost text
-  files are 1-based.
+  files are 1-based.  So is a file whose header says ``# Column indices are
+  zero-based`` (scikit-learn's ``dump_svmlight_file`` with a comment), even where
+  index 0 never occurs.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ _FAST_SCAN = True
 _BLOCK_BYTES = 1 << 23
 
 _MAX_INDEX = 2**31 - 1  # LightGBM and XGBoost store feature indices in int32
+_MAX_QID = 2**63 - 1  # qids are int64; the reader takes +-(2**63 - 1)
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -239,8 +242,8 @@ def dump_svmlight(
     Raises
     ------
     ValueError
-        On shape mismatches, non-finite labels, infinite features, non-integer qids or
-        comments with line breaks.
+        On shape mismatches, non-finite labels, infinite features, non-integer qids,
+        qids outside +-(2**63 - 1) (the reader's range) or comments with line breaks.
     """
     atomic_write(path, svmlight_lines(X, y, qid, comments, zero_based=zero_based))
 
@@ -270,6 +273,21 @@ def _check_svmlight_arrays(
         if q.size and q.dtype.kind not in "iu":
             if q.dtype.kind != "f" or not np.all(np.isfinite(q) & (q == np.round(q))):
                 raise ValueError("qid must hold integers")
+        if q.size:
+            # The reader takes qids in +-(2**63 - 1); astype(np.int64) would wrap
+            # larger ones silently into other (or unreadable) qids.
+            if q.dtype.kind == "f":
+                out = np.abs(q) >= 2.0**63
+            elif q.dtype.kind == "u":
+                out = q > np.uint64(_MAX_QID)
+            else:
+                out = q.astype(np.int64) < -_MAX_QID
+            if out.any():
+                k = int(np.flatnonzero(out)[0])
+                raise ValueError(
+                    f"qid[{k}]={q[k].item()!r} is outside +-(2**63 - 1), the qids "
+                    "load_svmlight reads"
+                )
         qid_list = q.astype(np.int64).tolist()
     if comments is not None:
         comments = list(comments)
@@ -397,6 +415,35 @@ def _check_utf8(data: bytes, path: str, line0: int = 0) -> None:
             path=path,
             line=line,
         ) from None
+
+
+_ZERO_BASED_HINT = " (scikit-learn's dump_svmlight_file writes them from 0 unless zero_based=False)"
+# The header scikit-learn's dump_svmlight_file writes (with comment=...) in a zero-based
+# file: such a file whose column 0 is never written reads without an index 0, every
+# feature one column to the left, unless the header is believed.
+_ZERO_BASED_HEADER = b"# Column indices are zero-based"
+
+
+def _check_header(block: bytes, start: int, path: str) -> None:
+    """Refuse a file whose leading comment lines (the first 64 lines at most, before
+    the first data line) say that its column indices are zero-based."""
+    pos = start
+    for line in range(1, 65):
+        if pos >= len(block):
+            return
+        end = block.find(b"\n", pos)
+        end = len(block) if end < 0 else end
+        text = block[pos:end].strip(b" \t\r\v\f")
+        if text and not text.startswith(b"#"):
+            return  # a data line: the header is over
+        if text == _ZERO_BASED_HEADER:
+            raise LTRInputError(
+                "the file's header says its column indices are zero-based; feature indices "
+                "are 1-based" + _ZERO_BASED_HINT + ": write it again with zero_based=False",
+                path=path,
+                line=line,
+            )
+        pos = end + 1
 
 
 def _empty_file_error(path: str) -> LTRInputError:
@@ -530,6 +577,8 @@ def _parse_stream(
         start = len(_BOM) if consumed == 0 and block.startswith(_BOM) else 0
         first = consumed == 0
         consumed += len(block)
+        if first:
+            _check_header(block, start, path)
         try:
             b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
         except LTRInputError as e:
@@ -814,7 +863,10 @@ def _kernel_error(
         _E_BAD_TOKEN: f"malformed feature {tok!r}: expected index:value",
         _E_QID_POSITION: f"{tok!r}: qid: must come right after the label",
         _E_BAD_INDEX: f"feature index {tok!r} is not an integer",
-        _E_INDEX_NONPOS: (f"feature index {tok!r} is not positive; feature indices are 1-based"),
+        _E_INDEX_NONPOS: (
+            f"feature index {tok!r} is not positive; feature indices are 1-based"
+            + (_ZERO_BASED_HINT if tok.strip("0") == "" else "")
+        ),
         _E_INDEX_OVERFLOW: f"feature index {tok!r} is too large (at most {_MAX_INDEX})",
         _E_INDEX_TOO_BIG: (f"feature index {aux} is larger than n_features={n_features}"),
         _E_BAD_VALUE: f"feature value {tok!r} is not a number" + _na_hint(tok),
@@ -1757,6 +1809,7 @@ def _parse_bytes_reference(
     ``float()``; it raises ``LTRInputError`` at the same line as the kernel.  ``.query``
     handling is not part of it.
     """
+    _check_header(data, len(_BOM) if data.startswith(_BOM) else 0, path)
     _check_utf8(data, path)
     n_bytes = len(data)
     text = data.removeprefix(_BOM).decode("utf-8")

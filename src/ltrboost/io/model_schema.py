@@ -249,8 +249,10 @@ def _check_position_bias(bias: Any, obj_params: dict, fail) -> None:
 
 
 def _check_n_features(n_features: int, names, trees: list, fail) -> None:
-    if not 1 <= n_features <= MAX_N_FEATURES:
-        fail(f"n_features {n_features} is not between 1 and {MAX_N_FEATURES}")
+    # 0: the constant model of data without feature columns (every node a leaf; a
+    # split's feature is refused as outside 0..-1 by the tree checks)
+    if not 0 <= n_features <= MAX_N_FEATURES:
+        fail(f"n_features {n_features} is not between 0 and {MAX_N_FEATURES}")
     if names is not None and len(names) != n_features:
         fail(f"feature_names lists {len(names)} names but n_features is {n_features}")
     if n_features <= FREE_N_FEATURES or names is not None:

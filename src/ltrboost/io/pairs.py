@@ -65,14 +65,18 @@ def read_pairs_file(
     weight: list[float] = []
     seen: dict[tuple[int, int], int] = {}
     try:
-        f = open(path, encoding="utf-8-sig")
+        with open(path, "rb") as f:
+            data = f.read().removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
     except OSError as e:
         raise LTRInputError(f"cannot read pairs file: {e.strerror}", path=path) from None
-    with f:
-        try:
-            lines = f.read().splitlines()
-        except UnicodeDecodeError:
-            raise LTRInputError("not a UTF-8 text file", path=path) from None
+    try:
+        lines = _lines(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise LTRInputError(
+            f"not UTF-8 text (byte 0x{data[err.start]:02x})",
+            path=path,
+            line=len(_lines(data[: err.start].decode("utf-8"))),
+        ) from None
     for lineno, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -86,7 +90,9 @@ def read_pairs_file(
             )
         q, a, b = parts[:3]
         if integer_qids and _INTEGER.fullmatch(q):
-            q = str(int(q))
+            # str(int(q)) without int(), which refuses more than 4300 digits
+            digits = q.lstrip("+-").lstrip("0") or "0"
+            q = "-" + digits if q[0] == "-" and digits != "0" else digits
         w = 1.0
         if len(parts) == 4:
             try:
@@ -148,6 +154,13 @@ def read_pairs_file(
         np.asarray(other, dtype=np.int64),
         np.asarray(weight, dtype=np.float64),
     )
+
+
+def _lines(text: str) -> list[str]:
+    """Lines ending at LF, CRLF or CR (text-mode newlines), not at every character
+    ``str.splitlines()`` takes for one (form feed, NEL, U+2028, ...): line numbers are
+    those an editor shows."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def write_pairs_file(

@@ -69,26 +69,35 @@ def letor_to_parquet(
     if int(rows_per_file) < 1:
         raise ValueError(f"--rows-per-file={rows_per_file} must be >= 1")
     out = os.fspath(out)
+    if not out:
+        raise ValueError("convert: the output folder is an empty path")
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise FileExistsError(f"{out} exists and is not an empty folder; choose a new path")
-    data = load_svmlight(path, n_features=n_features, missing=missing, na_values=na_values)
-    if data.qid is None:
-        raise LTRInputError(
-            "no qid: on the lines and no .query file: the queries are unknown", path=str(path)
-        )
-    offsets, order, _ = group_by_qid(data.qid)
-    X, y, qid = data.X, data.y, data.qid
-    if order is not None:
-        X, y, qid = X[order], y[order], qid[order]
-    names = ["qid", "label"] + [f"f{j + 1}" for j in range(X.shape[1])]
+    # A symlink (to an empty folder, or dangling) is followed, as for the other
+    # outputs: the folder is made at its target and the link kept.
+    target = os.path.realpath(out)
+    parent = os.path.dirname(target)
+    if not os.path.isdir(parent):  # checked before the (long) parse of the text file
+        raise FileNotFoundError(f"cannot write {out}: directory {parent} does not exist")
     # Written into a hidden folder beside ``out`` and renamed to it at the end (as a
     # model file goes through a temporary file): an interrupted or failed conversion
-    # leaves no partial dataset that would read back as a smaller one.
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent):
-        raise FileNotFoundError(f"cannot write {out}: directory {parent} does not exist")
-    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(out)}.", suffix=".tmp")
+    # leaves no partial dataset that would read back as a smaller one.  Made before
+    # the (long) parse, so that a folder that takes no files fails first.
     try:
+        tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    except OSError as e:  # name OUT, not the temporary folder
+        raise type(e)(e.errno, f"{e.strerror} (creating a folder beside it)", out) from None
+    try:
+        data = load_svmlight(path, n_features=n_features, missing=missing, na_values=na_values)
+        if data.qid is None:
+            raise LTRInputError(
+                "no qid: on the lines and no .query file: the queries are unknown", path=str(path)
+            )
+        offsets, order, _ = group_by_qid(data.qid)
+        X, y, qid = data.X, data.y, data.qid
+        if order is not None:
+            X, y, qid = X[order], y[order], qid[order]
+        names = ["qid", "label"] + [f"f{j + 1}" for j in range(X.shape[1])]
         files = []
         for k, (a, b) in enumerate(query_file_bounds(offsets, int(rows_per_file))):
             cols = [pa.array(qid[a:b].astype(np.int64)), pa.array(y[a:b])]
@@ -97,9 +106,9 @@ def letor_to_parquet(
             name = f"part.{k:05d}.parquet"
             pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
             files.append(name)
-        if os.path.isdir(out):
-            os.rmdir(out)  # empty (checked above): replaced by the finished folder
-        os.rename(tmp, out)
+        if os.path.isdir(target):
+            os.rmdir(target)  # empty (checked above): replaced by the finished folder
+        os.rename(tmp, target)
     except BaseException:  # Ctrl-C included: nothing half-written stays behind
         shutil.rmtree(tmp, ignore_errors=True)
         raise

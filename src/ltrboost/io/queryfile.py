@@ -79,7 +79,7 @@ def read_query_file(path: str | os.PathLike[str]) -> NDArray[np.int64]:
                 path=spath,
                 line=lineno,
             )
-        size = int(token)
+        size = _count(token)
         if size > MAX_COUNT:
             raise LTRInputError(
                 f"query size {_shorten(token)} is larger than any data file (at most {MAX_COUNT})",
@@ -121,6 +121,12 @@ def write_query_file(path: str | os.PathLike[str], sizes: ArrayLike) -> None:
             raise ValueError("sizes must hold whole numbers of documents")
         if np.any(arr != np.round(arr)):
             raise ValueError("sizes must hold whole numbers of documents")
+    if arr.size and np.any(arr > MAX_COUNT):  # astype(np.int64) would wrap it
+        big = int(np.flatnonzero(arr > MAX_COUNT)[0])
+        raise ValueError(
+            f"sizes[{big}]={arr[big].item()!r} is larger than any data file (at most "
+            f"{MAX_COUNT}, what read_query_file reads)"
+        )
     ints = arr.astype(np.int64)
     if np.any(ints <= 0):
         bad = int(np.flatnonzero(ints <= 0)[0])
@@ -161,20 +167,21 @@ def read_position_file(
         token = raw.strip(_WS)
         if not token:
             continue
-        if not (token.isascii() and token.isdigit()) or int(token) < 1:
+        if not (token.isascii() and token.isdigit()) or _count(token) < 1:
             raise LTRInputError(
                 f"position {_shorten(token)!r} is not an integer >= 1 (the 1-based "
                 "position each data row was shown at, one per line)",
                 path=spath,
                 line=lineno,
             )
-        if int(token) > MAX_COUNT:
+        position = _count(token)
+        if position > MAX_COUNT:
             raise LTRInputError(
                 f"position {_shorten(token)} is too large (at most {MAX_COUNT})",
                 path=spath,
                 line=lineno,
             )
-        positions.append(int(token))
+        positions.append(position)
     if n_rows is not None and len(positions) != n_rows:
         raise LTRInputError(
             f"{len(positions)} positions for {n_rows} data rows (one per row, in order)",
@@ -197,6 +204,15 @@ def position_lines(positions: ArrayLike) -> Iterable[str]:
     if arr.size and int(arr.min()) < 1:
         raise ValueError("positions must be >= 1 (1-based)")
     return (f"{int(p)}\n" for p in arr.tolist())
+
+
+def _count(digits: str) -> int:
+    """The ASCII digits ``digits`` as an int, or ``MAX_COUNT + 1`` when larger than
+    ``MAX_COUNT``: int() refuses more than 4300 digits (a ValueError naming no file)."""
+    significant = digits.lstrip("0")
+    if len(significant) > len(str(MAX_COUNT)):
+        return MAX_COUNT + 1
+    return int(significant or "0")
 
 
 def _shorten(text: str, limit: int = 40) -> str:
