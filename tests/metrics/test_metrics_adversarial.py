@@ -39,3 +39,36 @@ def test_evaluate_refuses_two_metrics_of_one_name_with_different_options():
         evaluate(s, y, qo, [get_metric("map", relevance_threshold=2), "map"])
     # the same metric twice is kept once, as parse_metric_list does
     assert list(evaluate(s, y, qo, ["map", get_metric("map")])) == ["map"]
+
+
+def test_make_scorer_judges_a_model_with_its_gain_and_relevance_threshold():
+    """README: a model's ``gain`` and ``relevance_threshold`` set its evaluation
+    (``Ranker.score``, ``ltrboost eval``); make_scorer used the metric defaults instead:
+    a linear-gain model with grades above 31 failed ('label 40 is too large'), and MAP
+    of a model trained with relevance_threshold=3 counted grade 1 as relevant."""
+    import pandas as pd
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from ltrboost.metrics import make_scorer
+
+    X, y, q = make_ranking(n_queries=12, docs_per_query=8, n_features=4, random_state=0)[:3]
+    df = pd.DataFrame(X).add_prefix("f").assign(qid=q)
+    big = y * 20.0
+    r = Ranker(n_estimators=2, gain="linear").fit(df, big)
+    assert make_scorer("ndcg@10")(r, df, big) == r.score(df, big, metric="ndcg@10")
+    r = Ranker(n_estimators=2, relevance_threshold=3).fit(df, y)
+    assert make_scorer("map")(r, df, y) == r.score(df, y, metric="map")
+    pipe = make_pipeline(FunctionTransformer(), Ranker(n_estimators=2, relevance_threshold=3))
+    pipe.fit(df, y, ranker__qid=q)
+    assert make_scorer("map")(pipe, df, y) == r.score(df, y, metric="map")
+    # options given to make_scorer win over the model's
+    explicit = make_scorer("map", relevance_threshold=1)(r, df, y)
+    assert explicit == get_metric("map")(r.predict(df), *_grouped(y, q))
+
+
+def _grouped(y, q):
+    from ltrboost.dataset import make_dataset
+
+    ds = make_dataset(np.zeros((len(y), 1)), y, qid=q)
+    return ds.y, ds.query_offsets
