@@ -82,3 +82,14 @@ def test_score_uses_the_first_metric_training_recorded(eval_metric):
     r = Ranker(n_estimators=2, eval_metric=eval_metric).fit(X, y, qid=q, eval_set=[(X, y, q)])
     assert next(iter(r.evals_result_["valid_0"])) == "ndcg@5"
     assert r.score(X, y, qid=q) == r.score(X, y, qid=q, metric="ndcg@5")
+
+
+def test_evaluate_metrics_argument_one_line_errors():
+    """An empty metric list returned {} silently; None or a number was a bare
+    "'NoneType' object is not iterable"; one Metric object was refused as not
+    iterable (a name string is accepted alone)."""
+    s, y, qo = np.array([0.3, 0.2, 0.1]), np.array([0.0, 1.0, 2.0]), np.array([0, 3])
+    for bad in ([], (), None, 5):
+        with pytest.raises(ValueError, match="metric"):
+            evaluate(s, y, qo, bad)
+    assert evaluate(s, y, qo, get_metric("ndcg@3")) == evaluate(s, y, qo, "ndcg@3")

@@ -400,9 +400,9 @@ def evaluate(
         Relevance labels.
     query_offsets : array-like of shape (n_queries + 1,), integer
         Query boundaries.
-    metrics : str or iterable of str or Metric, default=("ndcg@10",)
+    metrics : str, Metric or iterable of str or Metric, default=("ndcg@10",)
         Names (a comma-separated string is split by :func:`parse_metric_list`) or
-        :class:`Metric` objects, which keep their own options.
+        :class:`Metric` objects, which keep their own options; at least one.
     query_weights : array-like of shape (n_queries,), optional
         Weights of the per-query values.
     **metric_kwargs
@@ -416,6 +416,17 @@ def evaluate(
     """
     if isinstance(metrics, str):
         metrics = parse_metric_list(metrics)
+    elif isinstance(metrics, Metric):
+        metrics = [metrics]
+    elif not isinstance(metrics, Iterable):
+        raise ValueError(
+            f"metrics={metrics!r} must be a metric name, a comma-separated string, a "
+            "Metric or a list of them, e.g. 'ndcg@10,err'"
+        )
+    else:
+        metrics = list(metrics)
+        if not metrics:
+            raise ValueError("no metric given (metrics is empty); e.g. 'ndcg@10,err,map'")
     result: dict[str, float] = {}
     for m in metrics:
         metric = m if isinstance(m, Metric) else get_metric(m, **metric_kwargs)
