@@ -93,3 +93,31 @@ def test_evaluate_metrics_argument_one_line_errors():
         with pytest.raises(ValueError, match="metric"):
             evaluate(s, y, qo, bad)
     assert evaluate(s, y, qo, get_metric("ndcg@3")) == evaluate(s, y, qo, "ndcg@3")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pair_precision@0.0000000000001%",
+        "pair_precision@12.3456789012345%",
+        "pair_precision@99.9999999999999%",
+        "pair_precision@33.333333333333333333%",
+        "pair_precision@.5%",
+        "pair_precision@2.50%",
+    ],
+)
+def test_pair_precision_canonical_name_is_the_same_metric(name):
+    """The canonical name of a percentage was its float rounded to 12 decimals: 1e-13%
+    was named 'pair_precision@0%' (refused when read back), 99.9999999999999% was
+    named 'pair_precision@100%' (another metric), so evals_result_ keys and model
+    files named metrics that were not the ones evaluated."""
+    m = get_metric(name)
+    again = get_metric(m.name)
+    assert again.percent == m.percent
+    assert again.name == m.name
+
+
+def test_pair_precision_canonical_name_is_short():
+    assert get_metric("pair_precision@2.50%").name == "pair_precision@2.5%"
+    assert get_metric("pair_precision@.5%").name == "pair_precision@0.5%"
+    assert get_metric("pair_precision@010.0%").name == "pair_precision@10%"

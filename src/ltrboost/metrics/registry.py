@@ -125,11 +125,22 @@ def _parse_name(name: str) -> tuple[str, str, int, Fraction]:
 
 
 def _format_percent(percent: Fraction) -> str:
-    """Shortest decimal of a percentage parsed from a decimal string (5/2 -> '2.5')."""
+    """The exact decimal of a percentage parsed from a decimal string (5/2 -> '2.5').
+
+    Exact, not rounded: the canonical name must parse back to the same percentage
+    (a float rounded to 12 decimals named 1e-13% 'pair_precision@0%' and
+    99.9999999999999% 'pair_precision@100%').  A decimal string's denominator has no
+    prime factor but 2 and 5, so the expansion terminates.
+    """
     if percent.denominator == 1:
         return str(percent.numerator)
-    text = f"{float(percent):.12f}".rstrip("0").rstrip(".")
-    return text
+    digits = 0
+    scaled = percent
+    while scaled.denominator != 1:
+        scaled *= 10
+        digits += 1
+    text = str(scaled.numerator).rjust(digits + 1, "0")
+    return f"{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
 
 
 @dataclass(frozen=True)
