@@ -121,3 +121,15 @@ def test_pair_precision_canonical_name_is_short():
     assert get_metric("pair_precision@2.50%").name == "pair_precision@2.5%"
     assert get_metric("pair_precision@.5%").name == "pair_precision@0.5%"
     assert get_metric("pair_precision@010.0%").name == "pair_precision@10%"
+
+
+@pytest.mark.parametrize("name", ["ndcg", "ndcg@2", "dcg"])
+def test_linear_gain_labels_whose_dcg_overflows_are_refused(name):
+    """With gain='linear' a grade near the float64 maximum made the ideal DCG inf, so
+    1 / IDCG was 0 and every ranking scored empty_query_score (NDCG 1.0; DCG inf)."""
+    y, qo = np.array([1e308, 1e308, 0.0]), np.array([0, 3])
+    with pytest.raises(ValueError, match="overflow"):
+        get_metric(name, gain="linear")(np.array([0.0, 1.0, 2.0]), y, qo)
+    # large but representable grades still evaluate (NDCG is scale-free)
+    ok = get_metric(name, gain="linear")(np.array([0.0, 1.0, 2.0]), y / 1e10, qo)
+    assert np.isfinite(ok)
