@@ -133,3 +133,16 @@ def test_linear_gain_labels_whose_dcg_overflows_are_refused(name):
     # large but representable grades still evaluate (NDCG is scale-free)
     ok = get_metric(name, gain="linear")(np.array([0.0, 1.0, 2.0]), y / 1e10, qo)
     assert np.isfinite(ok)
+
+
+def test_evaluate_refuses_two_options_of_one_name_even_when_values_agree():
+    """Two 'map' metrics with different thresholds were refused only when their values
+    differed on the data at hand: on other data the same call returned one of them
+    silently.  Options a family does not read do not make metrics different."""
+    s, y, qo = np.array([0.3, 0.2, 0.1]), np.array([2.0, 0.0, 0.0]), np.array([0, 3])
+    strict = get_metric("map", relevance_threshold=2)
+    assert strict(s, y, qo) == get_metric("map")(s, y, qo)  # equal on these labels
+    with pytest.raises(ValueError, match="two metrics named 'map'"):
+        evaluate(s, y, qo, [strict, "map"])
+    # gain is not an option of MAP: the same metric
+    assert list(evaluate(s, y, qo, [get_metric("map", gain="linear"), "map"])) == ["map"]

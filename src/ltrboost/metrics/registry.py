@@ -175,6 +175,25 @@ class Metric:
 
     higher_is_better: ClassVar[bool] = True
 
+    def _options(self) -> dict[str, Any]:
+        """The options this metric's family reads (two metrics of one name and equal
+        options are the same metric)."""
+        f = self.family
+        if f == "ndcg":
+            return {"gain": self.gain, "empty_query_score": self.empty_query_score}
+        if f == "dcg":
+            return {"gain": self.gain}
+        if f == "err":
+            return {"max_grade": self.max_grade}
+        if f in ("map", "mrr"):
+            return {
+                "relevance_threshold": self.relevance_threshold,
+                "empty_query_score": self.empty_query_score,
+            }
+        if f == "p":
+            return {"relevance_threshold": self.relevance_threshold}
+        return {"empty_query_score": self.empty_query_score}
+
     def _evaluator(self, y: ArrayLike, query_offsets: ArrayLike) -> Any:
         """The family's per-query evaluator for these labels (validates them)."""
         f = self.family
@@ -438,17 +457,19 @@ def evaluate(
         metrics = list(metrics)
         if not metrics:
             raise ValueError("no metric given (metrics is empty); e.g. 'ndcg@10,err,map'")
-    result: dict[str, float] = {}
+    chosen: dict[str, Metric] = {}
     for m in metrics:
         metric = m if isinstance(m, Metric) else get_metric(m, **metric_kwargs)
-        value = metric(scores, y, query_offsets, query_weights)
-        before = result.setdefault(metric.name, value)
-        if before != value and not (before != before and value != value):  # NaN == NaN
+        before = chosen.setdefault(metric.name, metric)
+        if before._options() != metric._options():  # decided by options, not by data
             raise ValueError(
-                f"two metrics named {metric.name!r} give different values ({before!r}, "
-                f"{value!r}): their options differ; evaluate them in separate calls"
+                f"two metrics named {metric.name!r} with different options "
+                f"({before._options()} and {metric._options()}); evaluate them in "
+                "separate calls"
             )
-    return result
+    return {
+        name: metric(scores, y, query_offsets, query_weights) for name, metric in chosen.items()
+    }
 
 
 def _validate_query_weights(
