@@ -146,3 +146,22 @@ def test_evaluate_refuses_two_options_of_one_name_even_when_values_agree():
         evaluate(s, y, qo, [strict, "map"])
     # gain is not an option of MAP: the same metric
     assert list(evaluate(s, y, qo, [get_metric("map", gain="linear"), "map"])) == ["map"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"relevance_threshold": True},
+        {"relevance_threshold": "2"},
+        {"max_grade": False},
+        {"max_grade": "4"},
+        {"empty_query_score": True},
+        {"empty_query_score": "0"},
+    ],
+)
+def test_get_metric_options_are_real_numbers(options):
+    """relevance_threshold=True was threshold 1.0, max_grade='4' was 4.0: training
+    parameters refuse these ('must be a real number'); the metric options took them."""
+    with pytest.raises(ValueError, match="must be a"):
+        get_metric("map", **options)
+    assert get_metric("err", max_grade=np.int64(4)).max_grade == 4.0  # NumPy numbers are fine

@@ -46,7 +46,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._numba import kernel
-from ltrboost.metrics._dcg import GAINS, _validate_empty_query_score
+from ltrboost.metrics._dcg import GAINS, _is_real_number, _validate_empty_query_score
 from ltrboost.metrics.ap import APEvaluator
 from ltrboost.metrics.err import ERREvaluator
 from ltrboost.metrics.ndcg import NDCGEvaluator
@@ -357,17 +357,15 @@ def get_metric(
     if gain not in GAINS:
         raise ValueError(f"gain={gain!r} is not one of {GAINS}")
     empty_query_score = _validate_empty_query_score(empty_query_score)
-    try:
-        relevance_threshold = float(relevance_threshold)
-    except (TypeError, ValueError):
-        raise ValueError(f"relevance_threshold={relevance_threshold!r} must be a number") from None
+    if not _is_real_number(relevance_threshold):
+        raise ValueError(f"relevance_threshold={relevance_threshold!r} must be a number")
+    relevance_threshold = float(relevance_threshold)
     if not math.isfinite(relevance_threshold):
         raise ValueError(f"relevance_threshold={relevance_threshold!r} must be finite")
     if max_grade is not None:
-        try:
-            max_grade = float(max_grade)
-        except (TypeError, ValueError):
-            raise ValueError(f"max_grade={max_grade!r} must be a number or None") from None
+        if not _is_real_number(max_grade):
+            raise ValueError(f"max_grade={max_grade!r} must be a number or None")
+        max_grade = float(max_grade)
         if not math.isfinite(max_grade) or max_grade < 0:
             raise ValueError(f"max_grade={max_grade!r} must be finite and >= 0")
     return Metric(
