@@ -378,6 +378,8 @@ class Ranker(BaseEstimator):
                 m = m.split(",")
             elif callable(m):
                 m = [m]
+            # training skips empty entries (",ndcg@5" records ndcg@5 only): so does score
+            m = [x for x in (m or []) if not (isinstance(x, str) and not x.strip())]
             metric = m[0].strip() if m and isinstance(m[0], str) else (m[0] if m else "ndcg@10")
         scores = self.booster_.predict(ds.X, n_threads=self.n_threads)
         if callable(metric):  # the number check of eval_metric callables

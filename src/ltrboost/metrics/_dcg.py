@@ -28,6 +28,7 @@ Conventions (documented once, here; every metric and objective follows them):
 from __future__ import annotations
 
 import math
+import numbers
 from itertools import pairwise
 
 import numpy as np
@@ -176,14 +177,17 @@ def _validate_k(k: int) -> int:
     return int(k)
 
 
+def _is_real_number(value: object) -> bool:
+    """A real number (NumPy's included), not a bool or a string: what training
+    parameters accept."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
 def _validate_empty_query_score(value: float) -> float:
     """The score of a query the metric is undefined on: any finite number."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"empty_query_score={value!r} must be a number (usually 1.0 or 0.0)"
-        ) from None
+    if not _is_real_number(value):
+        raise ValueError(f"empty_query_score={value!r} must be a number (usually 1.0 or 0.0)")
+    v = float(value)
     if not math.isfinite(v):
         raise ValueError(f"empty_query_score={value!r} must be finite")
     return v

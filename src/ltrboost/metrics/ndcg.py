@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._numba import inline_kernel, kernel, over_queries
+from ltrboost.dataset import LTRInputError
 from ltrboost.metrics._dcg import (
     _validate_empty_query_score,
     discounts,
@@ -66,6 +67,7 @@ class NDCGEvaluator(QueryMetricEvaluator):
         self.empty_query_score = _validate_empty_query_score(empty_query_score)
         self.gains = label_gains(self.y, gain)
         self.gain = gain
+        _check_dcg_finite(self.gains, self.query_offsets)
         if self.normalize:
             self.inverse_max_dcgs = inverse_max_dcg(self.gains, self.query_offsets, self.k)
         else:
@@ -88,6 +90,29 @@ class NDCGEvaluator(QueryMetricEvaluator):
             self._order,
             self._scratch,
             out,
+        )
+
+
+def _check_dcg_finite(gains: NDArray[np.float64], query_offsets: NDArray[np.int64]) -> None:
+    """Refuse gains whose sum over a query overflows (linear gain, grades near the
+    float64 maximum): the ideal DCG would be inf and ``1 / IDCG`` 0, so every ranking
+    scored ``empty_query_score``.  The plain sum bounds every (ideal) DCG of the query
+    (discounts are <= 1)."""
+    starts = query_offsets[:-1][np.diff(query_offsets) > 0]
+    if starts.size == 0:
+        return
+    with np.errstate(over="ignore"):
+        sums = np.add.reduceat(gains, starts)
+    if not np.isfinite(sums).all():
+        q = int(np.flatnonzero(~np.isfinite(sums))[0])
+        lo = int(starts[q])
+        hi = int(query_offsets[np.searchsorted(query_offsets, lo, side="right")])
+        row = lo + int(np.argmax(gains[lo:hi]))
+        raise LTRInputError(
+            f"label {float(gains[row]):g}: the gains of its query sum to more than "
+            "float64 holds (the DCG would overflow); rescale the labels (NDCG does not "
+            "change when linear gains are scaled)",
+            row=row,
         )
 
 

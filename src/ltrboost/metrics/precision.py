@@ -3,7 +3,7 @@
 P@k (ranking and ``k`` conventions of :mod:`ltrboost.metrics._dcg`; relevance
 ``y >= relevance_threshold`` as in :mod:`ltrboost.metrics.ap`): the number of relevant
 documents among the top ``k``, divided by ``k`` even when the query has fewer than ``k``
-documents (trec_eval's convention; ranx divides by the query length in that case).
+documents (trec_eval's and ranx's convention: P@5 of a 2-document query is at most 0.4).
 P@k is defined for every query: one without relevant documents scores 0.
 
 Pair precision at K% (Zheng, Zha, Zhang, Chapelle, Chen & Sun, NIPS 2007; seed 004 §4,

@@ -46,7 +46,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._numba import kernel
-from ltrboost.metrics._dcg import GAINS, _validate_empty_query_score
+from ltrboost.metrics._dcg import GAINS, _is_real_number, _validate_empty_query_score
 from ltrboost.metrics.ap import APEvaluator
 from ltrboost.metrics.err import ERREvaluator
 from ltrboost.metrics.ndcg import NDCGEvaluator
@@ -125,11 +125,22 @@ def _parse_name(name: str) -> tuple[str, str, int, Fraction]:
 
 
 def _format_percent(percent: Fraction) -> str:
-    """Shortest decimal of a percentage parsed from a decimal string (5/2 -> '2.5')."""
+    """The exact decimal of a percentage parsed from a decimal string (5/2 -> '2.5').
+
+    Exact, not rounded: the canonical name must parse back to the same percentage
+    (a float rounded to 12 decimals named 1e-13% 'pair_precision@0%' and
+    99.9999999999999% 'pair_precision@100%').  A decimal string's denominator has no
+    prime factor but 2 and 5, so the expansion terminates.
+    """
     if percent.denominator == 1:
         return str(percent.numerator)
-    text = f"{float(percent):.12f}".rstrip("0").rstrip(".")
-    return text
+    digits = 0
+    scaled = percent
+    while scaled.denominator != 1:
+        scaled *= 10
+        digits += 1
+    text = str(scaled.numerator).rjust(digits + 1, "0")
+    return f"{text[:-digits]}.{text[-digits:]}".rstrip("0").rstrip(".")
 
 
 @dataclass(frozen=True)
@@ -163,6 +174,25 @@ class Metric:
     max_grade: float | None = None
 
     higher_is_better: ClassVar[bool] = True
+
+    def _options(self) -> dict[str, Any]:
+        """The options this metric's family reads (two metrics of one name and equal
+        options are the same metric)."""
+        f = self.family
+        if f == "ndcg":
+            return {"gain": self.gain, "empty_query_score": self.empty_query_score}
+        if f == "dcg":
+            return {"gain": self.gain}
+        if f == "err":
+            return {"max_grade": self.max_grade}
+        if f in ("map", "mrr"):
+            return {
+                "relevance_threshold": self.relevance_threshold,
+                "empty_query_score": self.empty_query_score,
+            }
+        if f == "p":
+            return {"relevance_threshold": self.relevance_threshold}
+        return {"empty_query_score": self.empty_query_score}
 
     def _evaluator(self, y: ArrayLike, query_offsets: ArrayLike) -> Any:
         """The family's per-query evaluator for these labels (validates them)."""
@@ -327,17 +357,15 @@ def get_metric(
     if gain not in GAINS:
         raise ValueError(f"gain={gain!r} is not one of {GAINS}")
     empty_query_score = _validate_empty_query_score(empty_query_score)
-    try:
-        relevance_threshold = float(relevance_threshold)
-    except (TypeError, ValueError):
-        raise ValueError(f"relevance_threshold={relevance_threshold!r} must be a number") from None
+    if not _is_real_number(relevance_threshold):
+        raise ValueError(f"relevance_threshold={relevance_threshold!r} must be a number")
+    relevance_threshold = float(relevance_threshold)
     if not math.isfinite(relevance_threshold):
         raise ValueError(f"relevance_threshold={relevance_threshold!r} must be finite")
     if max_grade is not None:
-        try:
-            max_grade = float(max_grade)
-        except (TypeError, ValueError):
-            raise ValueError(f"max_grade={max_grade!r} must be a number or None") from None
+        if not _is_real_number(max_grade):
+            raise ValueError(f"max_grade={max_grade!r} must be a number or None")
+        max_grade = float(max_grade)
         if not math.isfinite(max_grade) or max_grade < 0:
             raise ValueError(f"max_grade={max_grade!r} must be finite and >= 0")
     return Metric(
@@ -400,9 +428,9 @@ def evaluate(
         Relevance labels.
     query_offsets : array-like of shape (n_queries + 1,), integer
         Query boundaries.
-    metrics : str or iterable of str or Metric, default=("ndcg@10",)
+    metrics : str, Metric or iterable of str or Metric, default=("ndcg@10",)
         Names (a comma-separated string is split by :func:`parse_metric_list`) or
-        :class:`Metric` objects, which keep their own options.
+        :class:`Metric` objects, which keep their own options; at least one.
     query_weights : array-like of shape (n_queries,), optional
         Weights of the per-query values.
     **metric_kwargs
@@ -416,17 +444,30 @@ def evaluate(
     """
     if isinstance(metrics, str):
         metrics = parse_metric_list(metrics)
-    result: dict[str, float] = {}
+    elif isinstance(metrics, Metric):
+        metrics = [metrics]
+    elif not isinstance(metrics, Iterable):
+        raise ValueError(
+            f"metrics={metrics!r} must be a metric name, a comma-separated string, a "
+            "Metric or a list of them, e.g. 'ndcg@10,err'"
+        )
+    else:
+        metrics = list(metrics)
+        if not metrics:
+            raise ValueError("no metric given (metrics is empty); e.g. 'ndcg@10,err,map'")
+    chosen: dict[str, Metric] = {}
     for m in metrics:
         metric = m if isinstance(m, Metric) else get_metric(m, **metric_kwargs)
-        value = metric(scores, y, query_offsets, query_weights)
-        before = result.setdefault(metric.name, value)
-        if before != value and not (before != before and value != value):  # NaN == NaN
+        before = chosen.setdefault(metric.name, metric)
+        if before._options() != metric._options():  # decided by options, not by data
             raise ValueError(
-                f"two metrics named {metric.name!r} give different values ({before!r}, "
-                f"{value!r}): their options differ; evaluate them in separate calls"
+                f"two metrics named {metric.name!r} with different options "
+                f"({before._options()} and {metric._options()}); evaluate them in "
+                "separate calls"
             )
-    return result
+    return {
+        name: metric(scores, y, query_offsets, query_weights) for name, metric in chosen.items()
+    }
 
 
 def _validate_query_weights(

@@ -46,10 +46,14 @@ class RankingScorer(_BaseScorer):
     ``X``.  Queries come from ``qid=`` / ``group=`` (metadata routing) or from a
     ``qid`` column of a DataFrame ``X``.  ``sample_weight`` (per document) weights
     each query by the mean weight of its documents.
+
+    ``gain`` and ``relevance_threshold`` not given to :func:`make_scorer` are those the
+    fitted model was trained with (as ``Ranker.score`` and ``ltrboost eval``).
     """
 
     def __init__(self, metric: str, **options: Any) -> None:
         self.metric = get_metric(metric, **options)
+        self._options = dict(options)
         if _BaseScorer is not object:
             super().__init__(score_func=self.metric, sign=1, kwargs={})
 
@@ -91,8 +95,37 @@ class RankingScorer(_BaseScorer):
         if ds.weights is not None:
             sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])
             qw = sums / ds.query_sizes
+        metric = self._metric_for(estimator)
         with rows_located(ds):  # a refused label named by the caller's row
-            return float(self.metric(ds.X[:, 0], ds.y, ds.query_offsets, qw))
+            return float(metric(ds.X[:, 0], ds.y, ds.query_offsets, qw))
+
+    def _metric_for(self, estimator):
+        """The metric with the model's ``gain`` / ``relevance_threshold`` where the
+        scorer was not given them (README: a model is judged with the gains it was
+        trained for)."""
+        from ltrboost._evaluation import metric_options
+
+        booster = _booster_of(estimator)
+        if booster is None:
+            return self.metric
+        options = {**metric_options(booster.params), **self._options}
+        return get_metric(self.metric.name, **options)
+
+
+def _booster_of(estimator: Any) -> Any:
+    """The fitted Booster of a Ranker, of a Pipeline's last step or a search's best
+    estimator; None for anything else."""
+    for _ in range(8):  # nested pipelines / searches, bounded
+        booster = getattr(estimator, "booster_", None)
+        if booster is not None and hasattr(booster, "params"):
+            return booster
+        inner = getattr(estimator, "_final_estimator", None)
+        if inner is None:
+            inner = getattr(estimator, "best_estimator_", None)
+        if inner is None or inner is estimator:
+            return None
+        estimator = inner
+    return None
 
 
 def make_scorer(metric: str = "ndcg@10", **options: Any) -> RankingScorer:
@@ -104,7 +137,9 @@ def make_scorer(metric: str = "ndcg@10", **options: Any) -> RankingScorer:
         A metric name of :func:`~ltrboost.metrics.get_metric`.
     **options
         ``gain``, ``relevance_threshold``, ``empty_query_score``, ``max_grade``, as in
-        :func:`~ltrboost.metrics.get_metric`.
+        :func:`~ltrboost.metrics.get_metric`.  ``gain`` and ``relevance_threshold``
+        default to those of the model being scored (its training parameters, as
+        ``Ranker.score`` and ``ltrboost eval``), else to get_metric's defaults.
 
     Returns
     -------
