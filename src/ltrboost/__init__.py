@@ -3,7 +3,8 @@
 Public names: :class:`Ranker` (scikit-learn estimator), :func:`train` and
 :class:`Booster` (lower-level API), :class:`RankingDataset` / :func:`make_dataset`,
 :func:`load_model`, :func:`load_svmlight`, :func:`dump_svmlight`,
-:func:`log_evaluation` (a training callback).
+:func:`log_evaluation` (a training callback); :class:`NonFiniteTrainingError`,
+:class:`PairsIgnoredWarning` and :class:`PositionIgnoredWarning` (named in README).
 
 Importing the package is cheap: the public names are resolved on first use (module
 ``__getattr__``, PEP 562), so ``import ltrboost`` does not import Numba, scikit-learn or
@@ -18,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 from ltrboost._version import __version__
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
-    from ltrboost.booster import train
+    from ltrboost._checks import NonFiniteTrainingError
+    from ltrboost.booster import PositionIgnoredWarning, train
     from ltrboost.callbacks import log_evaluation
     from ltrboost.dataset import LTRInputError, RankingDataset, make_dataset
     from ltrboost.io.model_json import ModelFormatError
     from ltrboost.model import Booster, load_model
+    from ltrboost.objectives.base import PairsIgnoredWarning
     from ltrboost.params import BoosterParams
     from ltrboost.sklearn import Ranker
 
@@ -38,6 +41,9 @@ _LAZY = {
     "load_model": "ltrboost.model",
     "Ranker": "ltrboost.sklearn",
     "log_evaluation": "ltrboost.callbacks",
+    "NonFiniteTrainingError": "ltrboost._checks",
+    "PairsIgnoredWarning": "ltrboost.objectives.base",
+    "PositionIgnoredWarning": "ltrboost.booster",
 }
 
 
@@ -73,6 +79,9 @@ __all__ = [
     "BoosterParams",
     "LTRInputError",
     "ModelFormatError",
+    "NonFiniteTrainingError",
+    "PairsIgnoredWarning",
+    "PositionIgnoredWarning",
     "Ranker",
     "RankingDataset",
     "__version__",

@@ -53,7 +53,9 @@ def check_period(period, name: str = "period") -> int:
 
 
 def log_evaluation(period: int = 1) -> Callable:
-    """A callback logging the validation metrics every ``period`` rounds (and the last).
+    """A callback logging the validation metrics every ``period`` rounds and at round
+    ``n_estimators`` (a round that early stopping ends on is logged only when it falls on
+    the period, as LightGBM's ``log_evaluation``).
 
     Each line is ``[ROUND]\\tSET's METRIC: VALUE...`` at level INFO on the ``"ltrboost"``
     logger; without validation sets it is ``[ROUND]`` and the time spent.  ``period=0``

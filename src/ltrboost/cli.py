@@ -389,7 +389,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--n-queries", type=int, default=300, help="queries in train (default 300)")
     p.add_argument("--docs-per-query", type=int, default=40, help="(default 40)")
     p.add_argument("--n-features", type=int, default=30, help="(default 30)")
-    p.add_argument("--random-state", type=int, default=0)
+    p.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser(
