@@ -301,3 +301,17 @@ def write_letor_folds() -> Callable[..., Path]:
     fold and file) and returns ``root``; ``single_grade`` maps a file name to query ids
     whose documents all get one grade (0 or 1 in turn)."""
     return _write_letor_folds
+
+
+@pytest.fixture(scope="module")
+def frames():
+    """Training and validation DataFrames (columns a..e) with labels and query ids, for
+    the scikit-learn tests that take columns by name."""
+    import pandas as pd
+
+    from ltrboost.datasets import make_ranking
+
+    cols = ["a", "b", "c", "d", "e"]
+    X, y, qid = make_ranking(n_queries=30, docs_per_query=10, n_features=5, random_state=0)[:3]
+    Xv, yv, qv = make_ranking(n_queries=20, docs_per_query=10, n_features=5, random_state=1)[:3]
+    return pd.DataFrame(X, columns=cols), y, qid, pd.DataFrame(Xv, columns=cols), yv, qv

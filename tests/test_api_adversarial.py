@@ -17,13 +17,6 @@ FAST = dict(n_estimators=3, max_leaf_nodes=6, min_samples_leaf=3, random_state=0
 COLS = ["a", "b", "c", "d", "e"]
 
 
-@pytest.fixture(scope="module")
-def frames():
-    X, y, qid = make_ranking(n_queries=30, docs_per_query=10, n_features=5, random_state=0)[:3]
-    Xv, yv, qv = make_ranking(n_queries=20, docs_per_query=10, n_features=5, random_state=1)[:3]
-    return pd.DataFrame(X, columns=COLS), y, qid, pd.DataFrame(Xv, columns=COLS), yv, qv
-
-
 def test_continuing_a_named_model_on_an_array_keeps_the_names(frames):
     df, y, qid, dv, *_ = frames
     init = Ranker(**FAST).fit(df, y, qid=qid)
@@ -465,7 +458,6 @@ def test_a_qid_column_given_again_as_qid_is_no_feature():
     import pandas as pd
 
     from ltrboost import Ranker
-    from ltrboost.datasets import make_ranking
 
     X, y, qid = make_ranking(n_queries=20, docs_per_query=8, n_features=4, random_state=0)
     df = pd.DataFrame(X, columns=[f"f{k}" for k in range(4)])

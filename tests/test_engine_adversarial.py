@@ -182,23 +182,9 @@ class _Problem:
     def brute_force(self, rows, criterion, params):
         """The best gain over every feature, threshold and missing side (eq. 9 / 13
         over the side sums, the limits on the raw hessian sums and counts)."""
-        best = -np.inf
-        feats = range(self.nf) if self.feats is None else self.feats
-        for f in feats:
-            col = self.X_binned[:, f]
-            for miss_left in (False, True):
-                for b in range(int(self.n_bins_non_missing[f])):
-                    left = np.where(col == self.missing_bin, miss_left, col <= b)
-                    nl = int(left[rows].sum())
-                    nr = rows.shape[0] - nl
-                    if min(nl, nr) < max(1, params.min_samples_leaf):
-                        continue
-                    hl = self.h[rows[left[rows]]].astype(np.float64).sum()
-                    hr = self.h[rows[~left[rows]]].astype(np.float64).sum()
-                    if min(hl, hr) < params.min_sum_hessian_in_leaf:
-                        continue
-                    best = max(best, self.gain(rows, left, criterion, params.l2_regularization))
-        return best
+        l2 = params.l2_regularization
+        gains = [self.gain(rows, left, criterion, l2) for left in self.splits(rows, params)]
+        return max(gains, default=-np.inf)
 
 
 def _check_tree_against_brute_force(pb: _Problem, nodes, params) -> None:

@@ -9,19 +9,11 @@ import pytest
 
 from ltrboost import Ranker
 from ltrboost.dataset import LTRInputError
-from ltrboost.datasets import make_ranking
 
 pd = pytest.importorskip("pandas")
 
 FAST = dict(n_estimators=5, max_leaf_nodes=6, min_samples_leaf=3, random_state=0)
 COLS = ["a", "b", "c", "d", "e"]
-
-
-@pytest.fixture(scope="module")
-def frames():
-    X, y, qid = make_ranking(n_queries=30, docs_per_query=10, n_features=5, random_state=0)[:3]
-    Xv, yv, qv = make_ranking(n_queries=20, docs_per_query=10, n_features=5, random_state=1)[:3]
-    return pd.DataFrame(X, columns=COLS), y, qid, pd.DataFrame(Xv, columns=COLS), yv, qv
 
 
 def test_score_takes_columns_by_name(frames):
