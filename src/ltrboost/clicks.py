@@ -116,6 +116,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost.dataset import LTRInputError
+from ltrboost.io.pairs import query_id_text
 from ltrboost.io.queryfile import MAX_COUNT as MAX_POSITION
 
 __all__ = [
@@ -205,7 +206,7 @@ def read_click_log(
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
-        qs = [_query_id(str(q)) for q in np.asarray(qid).tolist()]
+        qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
         known = {(q, d) for q, d in zip(qs, docids, strict=True) if d is not None}
         known_q = set(qs)
     try:
@@ -261,7 +262,7 @@ def read_click_log(
                 "column must be on all lines or none"
             )
         q, d, p_txt, c_txt = parts[:4]
-        q = _query_id(q)
+        q = query_id_text(q)
         digits = p_txt[1:] if p_txt[:1] in "+-" else p_txt
         if not (digits.isascii() and digits.isdigit()):  # int() takes "2_0" and "٣"
             raise err(f"position {p_txt[:40]!r} is not an integer")
@@ -661,7 +662,7 @@ def click_rows(log: ClickLog, qid: ArrayLike, docids: Sequence[str | None]) -> C
     row of the data is an error naming the log line (or entry).  Rows come in
     impression order, then position order.
     """
-    qs = [_query_id(str(q)) for q in np.asarray(qid).tolist()]
+    qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
     if len(qs) != len(docids):
         raise ValueError("qid and docids must have one entry per data row")
     where: dict[tuple[str, str], int] = {}
@@ -671,7 +672,7 @@ def click_rows(log: ClickLog, qid: ArrayLike, docids: Sequence[str | None]) -> C
     order = np.lexsort((log.position, log.impression))
     rows = np.empty(order.size, dtype=np.int64)
     for k, e in enumerate(order.tolist()):
-        r = where.get((_query_id(str(log.qid[e])), str(log.docid[e])))
+        r = where.get((query_id_text(str(log.qid[e])), str(log.docid[e])))
         if r is None:
             at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
             raise LTRInputError(
@@ -786,7 +787,7 @@ def relevance_labels(
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
-        qs = [_query_id(str(q)) for q in np.asarray(qid).tolist()]
+        qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
         if len(qs) != len(docids):
             raise ValueError("qid and docids must have one entry per data row")
         where: dict[tuple[str, str], int] = {}
@@ -795,7 +796,7 @@ def relevance_labels(
                 where.setdefault((q, d), i)
         row = np.empty(n, dtype=np.int64)
         for j, key in enumerate(keys):
-            r = where.get((_query_id(key[0]), key[1]))
+            r = where.get((query_id_text(key[0]), key[1]))
             if r is None:
                 e = int(np.flatnonzero(code == j)[0])
                 at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
@@ -821,15 +822,6 @@ def write_pairs(path: str | os.PathLike, pairs: MinedPairs) -> None:
     from ltrboost.io.pairs import write_pairs_file
 
     write_pairs_file(path, pairs.qid, pairs.preferred, pairs.other, pairs.weight)
-
-
-def _query_id(text: str) -> str:
-    """A log's query id as the data's: the LETOR reader reads ``qid:`` as an integer,
-    so ``007`` and ``+7`` name query ``7``; other text is kept as written."""
-    digits = text[1:] if text[:1] in "+-" else text
-    if digits.isascii() and digits.isdigit():
-        return str(int(text))
-    return text
 
 
 def _objects(items: list[str]) -> NDArray[np.object_]:

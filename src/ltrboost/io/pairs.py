@@ -89,10 +89,8 @@ def read_pairs_file(
                 line=lineno,
             )
         q, a, b = parts[:3]
-        if integer_qids and _INTEGER.fullmatch(q):
-            # str(int(q)) without int(), which refuses more than 4300 digits
-            digits = q.lstrip("+-").lstrip("0") or "0"
-            q = "-" + digits if q[0] == "-" and digits != "0" else digits
+        if integer_qids:
+            q = query_id_text(q)
         w = 1.0
         if len(parts) == 4:
             try:
@@ -154,6 +152,17 @@ def read_pairs_file(
         np.asarray(other, dtype=np.int64),
         np.asarray(weight, dtype=np.float64),
     )
+
+
+def query_id_text(text: str) -> str:
+    """A query id written in a text file (pairs, click logs) as the data's: the LETOR
+    reader reads ``qid:`` as an integer, so ``007`` and ``+7`` name query ``7``; other
+    text is kept as written.  ``str(int(text))`` without ``int()``, which refuses more
+    than 4300 digits."""
+    if not _INTEGER.fullmatch(text):
+        return text
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    return "-" + digits if text[0] == "-" and digits != "0" else digits
 
 
 def _lines(text: str) -> list[str]:
