@@ -127,11 +127,6 @@ class Booster:
     def _resolve_iterations(self, iteration: int | None) -> int:
         if iteration is None:
             n = self.best_iteration if self.best_iteration is not None else self.n_iterations
-        elif isinstance(iteration, bool | np.bool_) or not isinstance(iteration, int | np.integer):
-            # int() read 1.5 as 1, "2" as 2 and True as 1
-            raise ValueError(
-                f"iteration={iteration!r} must be an integer between 0 and {self.n_iterations}"
-            )
         else:
             n = as_iteration_count(iteration, self.n_iterations)
         if not 0 <= n <= self.n_iterations:
