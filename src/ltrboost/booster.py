@@ -496,13 +496,7 @@ class Training:
             return False
         first = evaluation[self.valid[0].name][self.metric_names[0]]
         rounds = self.params.early_stopping_rounds
-        if rounds is not None and first != first:  # NaN: never better, never worse
-            raise ValueError(
-                f"round {iteration + 1}: eval_metric {self.metric_names[0]!r} is NaN on "
-                f"validation set {self.valid[0].name!r}, which drives early stopping; a "
-                "NaN round can be neither the best nor a round without improvement "
-                "(make the metric return a number)"
-            )
+        # never NaN: a custom metric must return a finite number (custom_metric_value)
         if self.best_score is None or first > self.best_score:
             self.best_score = first
             self.best_iter = iteration + 1
