@@ -17,7 +17,9 @@ The tree dump is what ``Booster.get_dump(dump_format="json")`` prints for the ex
 model; the OpenSearch / Elasticsearch LTR plugin reads it as ``model/xgboost+json``
 (``NaiveAdditiveDecisionTree``: NaN follows ``missing``, otherwise ``x <
 split_condition`` goes to ``yes``; trees summed with weight 1, no base score) and
-Vespa's ``xgboost(...)`` rank feature reads it too.
+Vespa's ``xgboost(...)`` rank feature reads it too, comparing in double: its split
+conditions are therefore written as the float32 conditions' exact values (17 digits),
+which every reader, float32 or double, parses to the same number.
 """
 
 from __future__ import annotations
@@ -191,7 +193,10 @@ def _dump_node(t: XGBTree, i: int, names: list[str]) -> dict:
         "nodeid": i,
         "depth": t.depth[i],
         "split": names[t.feature[i]],
-        "split_condition": f32_json(t.cond[i]),
+        # the float32 condition's exact value (17 digits), not its shortest decimal:
+        # Vespa's xgboost() compares x < v in double with v parsed as a double, and
+        # 0.50000006 (for 0.500000059604...) would send that float32 value to "yes"
+        "split_condition": float(np.float32(t.cond[i])),
         "yes": yes,
         "no": no,
         "missing": yes if t.default_left[i] else no,

@@ -1,0 +1,70 @@
+"""Exports against their consumers, second adversarial pass: readers that parse the
+numbers of a file differently from the reference library (Vespa's double
+expressions)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _consumers as C
+from test_export import _hand_tree, f32_tol, model
+
+from ltrboost import Booster
+from ltrboost.export import export_bytes
+
+
+def _names(b) -> list[str]:
+    return [f"f{i}" for i in range(b.n_features)]
+
+
+@pytest.mark.parametrize("float_split", [False, True], ids=["vespa-double", "vespa-float"])
+def test_vespa_reads_the_dump_split_conditions_as_the_float32_thresholds(float_split):
+    """Vespa's ``xgboost()`` compares ``x < v`` in double with ``v`` the JSON number of
+    ``split_condition`` (Vespa before its float rounding parses it as a double).  The
+    dump wrote the shortest decimal of the float32 condition (0.50000006 for
+    0.500000059604...), which is not that float32 value: the float32 input just above a
+    threshold of 0.5 went left there and right in ltrboost (and XGBoost)."""
+    b = Booster(
+        objective="lambdamart",
+        objective_params={},
+        init_score=np.array([0.0]),
+        trees=[_hand_tree(0.5, 1), _hand_tree(0.1, 0, 1)],
+        tree_outputs=[0, 0],
+        n_features=2,
+    )
+    up = np.nextafter(np.float32(0.5), np.float32(1))
+    X = np.array([[up, 0.5], [0.5, up], [np.nan, 0.1], [0.25, np.nan]], dtype=np.float32)
+    dump = json.loads(export_bytes(b, "xgboost-dump"))
+    got = C.vespa_xgboost_score(dump, _names(b), X, float_split)
+    np.testing.assert_allclose(got, b.predict(X), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("objective", ["lambdamart", "gbrank"])
+def test_vespa_xgboost_route_on_probes(objective):
+    """Every float32 probe (at, below and above each threshold, NaN) of a trained model
+    reaches ltrboost's leaves in Vespa's double evaluation of the dump."""
+    b, X, _ = model(objective, True)
+    P = C.probe_rows(b, X)
+    ours = b.predict(P)
+    dump = json.loads(export_bytes(b, "xgboost-dump"))
+    for float_split in (False, True):
+        got = C.vespa_xgboost_score(dump, _names(b), P, float_split)
+        np.testing.assert_allclose(got, ours, rtol=0, atol=f32_tol(b, ours))
+
+
+@pytest.mark.parametrize("objective", ["lambdamart", "gbrank", "qbrank"])
+def test_opensearch_xgboost_json_raw_reads_leaves_from_base_weights(objective):
+    """OpenSearch's ``model/xgboost+json+raw`` takes a leaf's value from
+    ``base_weights`` (XGBoost keeps the pre-shrinkage weight there) and ignores
+    ``base_score``: the export must put the leaf value itself in both places."""
+    b, X, _ = model(objective, True)
+    P = C.probe_rows(b, X)
+    ours = b.predict(P)
+    got = C.opensearch_raw_score(json.loads(export_bytes(b, "xgboost")), P)
+    np.testing.assert_allclose(got, ours, rtol=0, atol=f32_tol(b, ours))
