@@ -16,7 +16,8 @@ it, one or a few float32 steps above the threshold, go left instead of right).
 Missing values: every split carries ``"missing": "left" | "right"`` and the model sets
 ``"isNullSameAsZero": false`` (Solr >= 9.2, SOLR-16596) so an absent feature whose store
 entry has ``"defaultValue": "NaN"`` is NaN and follows ltrboost's learned direction.
-Without that default, and in older Solr (which ignores both), it reads as 0.
+Without that default it reads as 0.  Solr before 9.2 has no setter for either key and
+refuses the upload.
 
 Weights are 1 (shrinkage, line-search steps, GBRank's averaging and the initial score
 are folded into the leaf values).
