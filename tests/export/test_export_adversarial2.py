@@ -68,3 +68,24 @@ def test_opensearch_xgboost_json_raw_reads_leaves_from_base_weights(objective):
     ours = b.predict(P)
     got = C.opensearch_raw_score(json.loads(export_bytes(b, "xgboost")), P)
     np.testing.assert_allclose(got, ours, rtol=0, atol=f32_tol(b, ours))
+
+
+def test_dataframe_column_names_with_spaces_say_how_to_export():
+    """A model fitted on a DataFrame keeps its column names ('page rank'); the export
+    refused them naming only the name, not that it was the model's own nor how to give
+    the engine's names instead."""
+    pd = pytest.importorskip("pandas")
+    from ltrboost import Ranker
+    from ltrboost.export import ExportError
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(60, 2)), columns=["bm25", "page rank"])
+    r = Ranker(n_estimators=2).fit(X, rng.integers(0, 3, 60), qid=np.repeat(np.arange(6), 10))
+    with pytest.raises(ExportError) as e:
+        export_bytes(r.booster_, "lightgbm")
+    msg = str(e.value)
+    assert "the model's feature name 2 ('page rank')" in msg
+    assert "feature_names=" in msg
+    assert "\n" not in msg
+    text = export_bytes(r.booster_, "lightgbm", ["bm25", "page_rank"]).decode()
+    assert "feature_names=bm25 page_rank" in text

@@ -199,6 +199,9 @@ def collect(booster, feature_names=None, iteration: int | None = None) -> Export
 def resolve_feature_names(booster, feature_names) -> list[str]:
     """Explicit names > the booster's (from a DataFrame) > ``f0, f1, ...``."""
     n = int(booster.n_features)
+    # the model's names (a DataFrame's columns) were never chosen for an engine: say
+    # where they come from and how to give others
+    whose = "" if feature_names is not None or not booster.feature_names else "the model's "
     if feature_names is None:
         feature_names = booster.feature_names or [f"f{i}" for i in range(n)]
     names = [str(s) for s in feature_names]
@@ -210,7 +213,8 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
         # and no engine's feature set names a feature with one
         if not s or any(c.isspace() or unicodedata.category(c) == "Cc" for c in s):
             raise ExportError(
-                f"feature name {i + 1} ({s!r}) is empty or has whitespace or a control character"
+                f"{whose}feature name {i + 1} ({s!r}) is empty or has whitespace or a control "
+                "character; pass the engine's names (feature_names=, or --feature-names FILE)"
             )
         if s in seen:
             raise ExportError(f"feature name {s!r} appears more than once")
