@@ -89,3 +89,30 @@ def test_dataframe_column_names_with_spaces_say_how_to_export():
     assert "\n" not in msg
     text = export_bytes(r.booster_, "lightgbm", ["bm25", "page_rank"]).decode()
     assert "feature_names=bm25 page_rank" in text
+
+
+def test_feature_names_file_errors_name_the_file(tmp_path, capsys):
+    """'2 feature names given but the model has 5 features' (or a duplicate name) did
+    not say that the names came from the --feature-names file, nor which file."""
+    from ltrboost.cli import main
+
+    b = Booster(
+        objective="lambdamart",
+        objective_params={},
+        init_score=np.array([0.0]),
+        trees=[_hand_tree(0.5, 1)],
+        tree_outputs=[0],
+        n_features=2,
+    )
+    model_path = tmp_path / "model.json"
+    b.save_model(model_path)
+    for text, needle in [("bm25\n", "1 feature names given"), ("a\na\n", "'a' appears more")]:
+        names = tmp_path / "names.txt"
+        names.write_text(text)
+        argv = ["export", str(model_path), "-f", "solr", "-o", "-", "--feature-names", str(names)]
+        rc = main(argv)
+        out, err = capsys.readouterr()
+        assert (rc, out) == (2, "")
+        assert err.startswith(f"ltrboost: error: {names}: ")
+        assert needle in err
+        assert err.count("\n") == 1

@@ -41,6 +41,17 @@ def _names(feature_names) -> list[str] | None:
     return [str(s) for s in feature_names]
 
 
+def _collect(booster, feature_names, iteration: int | None):
+    """:func:`collect` with the names resolved; a bad names file is named in the error."""
+    names = _names(feature_names)
+    try:
+        return collect(booster, names, iteration=iteration)
+    except ExportError as e:
+        if isinstance(feature_names, str | os.PathLike):
+            raise ExportError(f"{os.fspath(feature_names)}: {e}") from None
+        raise
+
+
 def _check_format(format: str) -> str:
     if format not in FORMATS:
         raise ExportError(f"unknown export format {format!r}; one of: {', '.join(FORMATS)}")
@@ -69,7 +80,7 @@ def export_bytes(
     as in RankLib.
     """
     _check_format(format)
-    model = collect(booster, _names(feature_names), iteration=iteration)
+    model = _collect(booster, feature_names, iteration)
     if format == "lightgbm":
         from ltrboost.export.lightgbm import to_lightgbm
 
@@ -109,7 +120,7 @@ def createmodel_body(
     """OpenSearch / Elasticsearch LTR ``_createmodel`` body (``model/xgboost+json``)."""
     from ltrboost.export.xgboost import createmodel_body as body
 
-    model = collect(booster, _names(feature_names), iteration=iteration)
+    model = _collect(booster, feature_names, iteration)
     return json.dumps(body(model, name), indent=1) + "\n"
 
 
