@@ -4,6 +4,7 @@ expressions)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -116,3 +117,92 @@ def test_feature_names_file_errors_name_the_file(tmp_path, capsys):
         assert err.startswith(f"ltrboost: error: {names}: ")
         assert needle in err
         assert err.count("\n") == 1
+
+
+@pytest.fixture(scope="module")
+def deep_model():
+    """A trained tree 599 splits deep: each split isolates one document (indicator
+    features, ``max_leaf_nodes=600``)."""
+    sp = pytest.importorskip("scipy.sparse")
+    from ltrboost import make_dataset, train
+
+    n, f = 1200, 600
+    X = sp.csr_matrix((np.ones(f, np.float32), (np.arange(f), np.arange(f))), shape=(n, f))
+    y = np.zeros(n)
+    y[:f] = np.linspace(30, 1, f)
+    params = {"objective": "mart", "n_estimators": 1, "max_leaf_nodes": 600,
+              "min_samples_leaf": 1, "min_samples_bin": 1, "learning_rate": 1.0}  # fmt: skip
+    b = train(params, make_dataset(X, y, qid=np.repeat(np.arange(12), 100)))
+    assert int(b.trees[0]["depth"].max()) >= 590
+    return b, X.toarray()
+
+
+@contextlib.contextmanager
+def _deep_recursion():
+    """json.loads and == of data nested deeper than Python's default recursion limit."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_trees_deeper_than_the_recursion_limit_export_to_every_format(deep_model, tmp_path):
+    """The dump, Solr and RankLib nest a tree's nodes; building and writing them
+    recursed per level: a trained tree 599 deep ended ``ltrboost export -f
+    xgboost-dump`` with a RecursionError traceback (Solr and RankLib at ~1000)."""
+    b, X = deep_model
+    rows = np.r_[X[::7], X[595:605]].astype(np.float32)
+    ours = b.predict(rows)
+    names = _names(b)
+    from ltrboost.export import createmodel_body
+
+    dump_text, body_text = export_bytes(b, "xgboost-dump"), createmodel_body(b)
+    solr_text = export_bytes(b, "solr")
+    with _deep_recursion():  # only for reading the files back here
+        dump = json.loads(dump_text)
+        body = json.loads(body_text)
+        assert json.loads(body["model"]["model"]["definition"]) == dump
+        solr = json.loads(solr_text)
+    np.testing.assert_allclose(C.vespa_xgboost_score(dump, names, rows, True), ours, atol=1e-5)
+    np.testing.assert_allclose(C.solr_score(solr, rows), ours, atol=1e-5)
+    text = export_bytes(b, "ranklib", assume_no_missing=True).decode()
+    np.testing.assert_allclose(C.ranklib_score(text, rows), ours, atol=1e-5)
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    sess = ort.InferenceSession(export_bytes(b, "onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, {"features": rows})[0], ours, atol=1e-5)
+
+
+def _chain(depth: int):
+    """A tree whose split k (on feature 0 at k + 0.5) sends x <= k + 0.5 to leaf k."""
+    from ltrboost._config import NODE_DTYPE
+
+    nodes = np.zeros(2 * depth + 1, dtype=NODE_DTYPE)
+    for k in range(depth):
+        i = 2 * k
+        nodes[i] = (0.0, 0, k + 0.5, 0, k % 2, 0, i + 1, i + 2, 1.0, 10, 1.0, k)
+        nodes[i + 1] = (0.01 * k, -1, 0.0, 0, 0, 1, -1, -1, 0.0, 5, 1.0, k + 1)
+    nodes[-1] = (-1.0, -1, 0.0, 0, 0, 1, -1, -1, 0.0, 5, 1.0, depth)
+    return nodes
+
+
+def test_a_chain_of_1500_splits_exports_to_solr_and_ranklib():
+    """Solr's and RankLib's writers recursed per level too (RecursionError at ~1000)."""
+    b = Booster(
+        objective="lambdamart",
+        objective_params={},
+        init_score=np.array([0.25]),
+        trees=[_chain(1500)],
+        tree_outputs=[0],
+        n_features=1,
+    )
+    X = np.array([[0.0], [1.0], [700.0], [1499.0], [1500.0], [2000.0]], dtype=np.float32)
+    ours = b.predict(X)
+    solr_text = export_bytes(b, "solr")
+    with _deep_recursion():
+        solr = json.loads(solr_text)
+    np.testing.assert_allclose(C.solr_score(solr, X), ours, atol=1e-6)
+    text = export_bytes(b, "ranklib", assume_no_missing=True).decode()
+    np.testing.assert_allclose(C.ranklib_score(text, X), ours, atol=1e-6)

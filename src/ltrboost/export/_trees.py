@@ -20,6 +20,7 @@ split that only separates missing from present values.
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from dataclasses import dataclass, field
 
@@ -57,6 +58,18 @@ class ExportTree:
     @property
     def n_nodes(self) -> int:
         return int(self.feature.shape[0])
+
+    def preorder(self) -> list[int]:
+        """Node indices depth-first, a node before its children, left before right
+        (with a stack: trees can be deeper than Python's recursion limit)."""
+        order: list[int] = []
+        stack = [0]
+        while stack:
+            k = stack.pop()
+            order.append(k)
+            if not self.is_leaf[k]:
+                stack += [int(self.right[k]), int(self.left[k])]
+        return order
 
     def bfs_order(self) -> list[int]:
         """Node indices in breadth-first order from the root (XGBoost's numbering)."""
@@ -261,3 +274,43 @@ def f64_str(v: float) -> str:
     if np.isinf(v):
         v = DBL_MAX if v > 0 else -DBL_MAX
     return repr(v)
+
+
+# --- nested JSON ----------------------------------------------------------------------
+
+
+def json_text(obj, indent: int | None = None) -> str:
+    """``json.dumps(obj, indent=indent)`` (``separators=(",", ":")`` when ``indent`` is
+    None) of nested dicts and lists of any depth.
+
+    The formats that nest a tree's nodes (the XGBoost dump, Solr) are as deep as the
+    tree; ``json.dumps`` recurses once per level (twice for the dump's ``children``
+    lists) and stopped with a RecursionError at ~500 levels, which a model with
+    ``max_leaf_nodes`` in the hundreds reaches.  This writer keeps a stack instead.
+    """
+    key_sep = ": " if indent is not None else ":"
+    out: list[str] = []
+
+    def pad(level: int) -> str:
+        return "" if indent is None else "\n" + " " * (indent * level)
+
+    stack: list[tuple[bool, object, int]] = [(False, obj, 0)]  # (is text, item, level)
+    while stack:
+        is_text, v, level = stack.pop()
+        if is_text:
+            out.append(v)  # type: ignore[arg-type]
+            continue
+        if isinstance(v, dict | list) and v:
+            tasks: list[tuple[bool, object, int]] = []
+            items = v.items() if isinstance(v, dict) else enumerate(v)
+            for i, (k, item) in enumerate(items):
+                head = ("," if i else "") + pad(level + 1)
+                if isinstance(v, dict):
+                    head += json.dumps(k) + key_sep
+                tasks += [(True, head, 0), (False, item, level + 1)]
+            tasks.append((True, pad(level) + ("}" if isinstance(v, dict) else "]"), 0))
+            out.append("{" if isinstance(v, dict) else "[")
+            stack += reversed(tasks)
+        else:
+            out.append(json.dumps(v))
+    return "".join(out)

@@ -36,6 +36,7 @@ from ltrboost.export._trees import (
     ExportTree,
     f32_floor,
     f32_json,
+    json_text,
 )
 
 
@@ -182,35 +183,47 @@ def dump_trees(model: ExportModel) -> list[dict]:
     model.check_name_characters("xgboost-dump", XGBOOST_FORBIDDEN)
     model.check_float32_values("xgboost-dump")
     names = model.feature_names
-    return [_dump_node(xgb_tree(tree), 0, names) for tree in model.trees]
+    return [_dump_tree(xgb_tree(tree), names) for tree in model.trees]
 
 
-def _dump_node(t: XGBTree, i: int, names: list[str]) -> dict:
-    if t.is_leaf[i]:
-        return {"nodeid": i, "leaf": f32_json(t.cond[i])}
-    yes, no = t.left[i], t.right[i]
-    return {
-        "nodeid": i,
-        "depth": t.depth[i],
-        "split": names[t.feature[i]],
-        # the float32 condition's exact value (17 digits), not its shortest decimal:
-        # Vespa's xgboost() compares x < v in double with v parsed as a double, and
-        # 0.50000006 (for 0.500000059604...) would send that float32 value to "yes"
-        "split_condition": float(np.float32(t.cond[i])),
-        "yes": yes,
-        "no": no,
-        "missing": yes if t.default_left[i] else no,
-        "children": [_dump_node(t, yes, names), _dump_node(t, no, names)],
-    }
+def _dump_tree(t: XGBTree, names: list[str]) -> dict:
+    """The root's object, children nested (built without recursion: trees can be
+    deeper than Python's recursion limit)."""
+    nodes: list[dict] = []
+    for i in range(len(t.left)):
+        if t.is_leaf[i]:
+            nodes.append({"nodeid": i, "leaf": f32_json(t.cond[i])})
+            continue
+        yes, no = t.left[i], t.right[i]
+        nodes.append(
+            {
+                "nodeid": i,
+                "depth": t.depth[i],
+                "split": names[t.feature[i]],
+                # the float32 condition's exact value (17 digits), not its shortest
+                # decimal: Vespa's xgboost() compares x < v in double with v parsed as a
+                # double, and 0.50000006 (for 0.500000059604...) would send that float32
+                # value to "yes"
+                "split_condition": float(np.float32(t.cond[i])),
+                "yes": yes,
+                "no": no,
+                "missing": yes if t.default_left[i] else no,
+                "children": [],
+            }
+        )
+    for i, node in enumerate(nodes):
+        if not t.is_leaf[i]:
+            node["children"] += [nodes[t.left[i]], nodes[t.right[i]]]
+    return nodes[0]
 
 
 def to_xgboost_dump(model: ExportModel) -> str:
-    return json.dumps(dump_trees(model), indent=1) + "\n"
+    return json_text(dump_trees(model), indent=1) + "\n"
 
 
 def createmodel_body(model: ExportModel, name: str) -> dict:
     """Body of ``POST _ltr/_featureset/<set>/_createmodel`` (OpenSearch / ES LTR)."""
-    definition = json.dumps(dump_trees(model), separators=(",", ":"))
+    definition = json_text(dump_trees(model))
     return {
         "model": {
             "name": name,
