@@ -206,3 +206,36 @@ def test_a_chain_of_1500_splits_exports_to_solr_and_ranklib():
     np.testing.assert_allclose(C.solr_score(solr, X), ours, atol=1e-6)
     text = export_bytes(b, "ranklib", assume_no_missing=True).decode()
     np.testing.assert_allclose(C.ranklib_score(text, X), ours, atol=1e-6)
+
+
+@pytest.mark.parametrize("objective", ["lambdamart", "qbrank", "gbrank"])
+def test_consumers_explain_the_exported_model(objective, tmp_path):
+    """LightGBM's ``pred_contrib`` and XGBoost's ``pred_contribs`` (TreeSHAP, also what
+    ``shap.TreeExplainer`` reads) weight each branch by the node's training documents
+    (``leaf_count`` / ``internal_count``, XGBoost's ``sum_hessian`` cover): the export
+    wrote 0 everywhere and both returned NaN for every feature.  The contributions must
+    be finite and add up to the consumer's score; LightGBM's gain importance must not be
+    all zero."""
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    b, X, _ = model(objective, True)
+    rows = X[:40]
+    path = tmp_path / "m.txt"
+    b.export(path, format="lightgbm")
+    bl = lgb.Booster(model_file=str(path))
+    contrib = bl.predict(rows, pred_contrib=True)
+    assert np.isfinite(contrib).all()
+    raw = bl.predict(rows, raw_score=True)  # gbrank: average_output is not in contrib
+    np.testing.assert_allclose(contrib.sum(axis=1), raw, rtol=1e-9, atol=1e-9)
+    gain = bl.feature_importance("gain")
+    assert gain.sum() > 0
+    np.testing.assert_array_equal(gain > 0, bl.feature_importance("split") > 0)
+    path = tmp_path / "m.json"
+    b.export(path, format="xgboost")
+    bx = xgb.Booster(model_file=str(path))
+    dm = xgb.DMatrix(rows, missing=np.nan)
+    contrib = bx.predict(dm, pred_contribs=True, validate_features=False)
+    assert np.isfinite(contrib).all()
+    np.testing.assert_allclose(
+        contrib.sum(axis=1), bx.predict(dm, validate_features=False), rtol=0, atol=1e-5
+    )

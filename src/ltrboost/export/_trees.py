@@ -52,6 +52,10 @@ class ExportTree:
     right: NDArray[np.int32]
     value: NDArray[np.float64]  # leaf values, divisor folded in
     depth: NDArray[np.int32]
+    # training documents per node and split gains: LightGBM's and XGBoost's TreeSHAP
+    # weight branches by the counts (0 everywhere made every contribution NaN)
+    count: NDArray[np.int64]
+    gain: NDArray[np.float64]
     output: int = 0
     is_bias: bool = False
 
@@ -157,6 +161,8 @@ def _tree_from_nodes(nodes, divisor: float, output: int) -> ExportTree:
         right=nodes["right"].astype(np.int32),
         value=value,
         depth=nodes["depth"].astype(np.int32),
+        count=nodes["count"].astype(np.int64),
+        gain=np.where(is_leaf, 0.0, nodes["gain"]).astype(np.float64),
         output=int(output),
     )
 
@@ -171,6 +177,8 @@ def bias_tree(value: float, output: int) -> ExportTree:
         right=np.zeros(1, np.int32),
         value=np.array([value], np.float64),
         depth=np.zeros(1, np.int32),
+        count=np.zeros(1, np.int64),
+        gain=np.zeros(1, np.float64),
         output=int(output),
         is_bias=True,
     )

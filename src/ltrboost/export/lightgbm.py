@@ -16,7 +16,13 @@ iterations): the bias tree makes that ``T + 1``.
 
 from __future__ import annotations
 
-from ltrboost.export._trees import LIGHTGBM_FORBIDDEN, ExportModel, ExportTree, f64_str
+from ltrboost.export._trees import (
+    FLT_MAX,
+    LIGHTGBM_FORBIDDEN,
+    ExportModel,
+    ExportTree,
+    f64_str,
+)
 
 
 def _tree_block(index: int, tree: ExportTree) -> str:
@@ -24,7 +30,8 @@ def _tree_block(index: int, tree: ExportTree) -> str:
         return (
             f"Tree={index}\nnum_leaves=1\nnum_cat=0\nsplit_feature=\nsplit_gain=\n"
             f"threshold=\ndecision_type=\nleft_child=\nright_child=\n"
-            f"leaf_value={f64_str(tree.value[0])}\nleaf_weight=0\nleaf_count=0\n"
+            f"leaf_value={f64_str(tree.value[0])}\nleaf_weight=0\n"
+            f"leaf_count={int(tree.count[0])}\n"
             f"internal_value=\ninternal_weight=\ninternal_count=\n"
             f"is_linear=0\nshrinkage=1\n\n\n"
         )
@@ -42,17 +49,18 @@ def _tree_block(index: int, tree: ExportTree) -> str:
         f"num_leaves={len(leaves)}",
         "num_cat=0",
         "split_feature=" + " ".join(str(int(tree.feature[k])) for k in inner),
-        "split_gain=" + " ".join("0" for _ in inner),
+        "split_gain=" + " ".join(f64_str(min(tree.gain[k], FLT_MAX)) for k in inner),
         "threshold=" + " ".join(f64_str(tree.threshold[k]) for k in inner),
         "decision_type=" + " ".join("10" if tree.missing_left[k] else "8" for k in inner),
         "left_child=" + " ".join(child(int(tree.left[k])) for k in inner),
         "right_child=" + " ".join(child(int(tree.right[k])) for k in inner),
         "leaf_value=" + " ".join(f64_str(tree.value[k]) for k in leaves),
         "leaf_weight=" + " ".join("0" for _ in leaves),
-        "leaf_count=" + " ".join("0" for _ in leaves),
+        # TreeSHAP (pred_contrib) weights each branch by these counts
+        "leaf_count=" + " ".join(str(int(tree.count[k])) for k in leaves),
         "internal_value=" + " ".join("0" for _ in range(n_in)),
         "internal_weight=" + " ".join("0" for _ in range(n_in)),
-        "internal_count=" + " ".join("0" for _ in range(n_in)),
+        "internal_count=" + " ".join(str(int(tree.count[k])) for k in inner),
         "is_linear=0",
         "shrinkage=1",
     ]
