@@ -239,3 +239,44 @@ def test_consumers_explain_the_exported_model(objective, tmp_path):
     np.testing.assert_allclose(
         contrib.sum(axis=1), bx.predict(dm, validate_features=False), rtol=0, atol=1e-5
     )
+
+
+@pytest.mark.parametrize("case", ["yetirank", "init_model", "weights", "early_stopped"])
+def test_models_the_objective_tests_leave_out(case, tmp_path):
+    """Exports of models test_export's objective list does not train: YetiRank, a
+    continued model, sample weights, and an early-stopped model (exported, like
+    ``predict``, at its best iteration), each scored by every consumer on probes."""
+    from test_export import check_all, check_lightgbm, make_data
+
+    from ltrboost import make_dataset, train
+
+    X, y, qid = make_data(nan=True)
+    p = {"objective": "lambdamart", "n_estimators": 4, "max_leaf_nodes": 8,
+         "min_samples_leaf": 5, "random_state": 0}  # fmt: skip
+    ds = make_dataset(X, y, qid=qid)
+    if case == "yetirank":
+        b = train({**p, "objective": "yetirank"}, ds)
+    elif case == "init_model":
+        g = {**p, "objective": "gbrank"}  # averaged update: T + 1 spans both runs
+        b = train(g, ds, init_model=train(g, ds))
+    elif case == "weights":
+        w = np.random.default_rng(1).random(len(y)) + 0.5
+        b = train(p, make_dataset(X, y, qid=qid, sample_weight=w))
+    else:
+        vX, vy, vq = make_data(nan=True, seed=5)
+        p.update(n_estimators=40, early_stopping_rounds=2, learning_rate=0.9)
+        b = train(p, ds, [("v", make_dataset(vX, vy, qid=vq))])
+        assert 0 < b.best_iteration < len(b.trees)
+        # the leaf-by-leaf checks walk every tree: compare scores at the best iteration
+        check_lightgbm(b, X, qid, tmp_path)
+        P = C.probe_rows(b, X)
+        ours = b.predict(P)
+        xgb = pytest.importorskip("xgboost")
+        path = tmp_path / "m.json"
+        b.export(path, format="xgboost")
+        got = xgb.Booster(model_file=str(path)).predict(
+            xgb.DMatrix(P, missing=np.nan), validate_features=False
+        )
+        np.testing.assert_allclose(got, ours, rtol=0, atol=f32_tol(b, ours))
+        return
+    check_all(b, X, qid, tmp_path)
