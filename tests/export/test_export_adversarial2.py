@@ -227,6 +227,10 @@ def test_consumers_explain_the_exported_model(objective, tmp_path):
     assert np.isfinite(contrib).all()
     raw = bl.predict(rows, raw_score=True)  # gbrank: average_output is not in contrib
     np.testing.assert_allclose(contrib.sum(axis=1), raw, rtol=1e-9, atol=1e-9)
+    # the expected value (last column) is the sum of the roots' internal_value
+    roots = [t["tree_structure"] for t in bl.dump_model()["tree_info"]]
+    expected = sum(r.get("internal_value", r.get("leaf_value")) for r in roots)
+    np.testing.assert_allclose(contrib[:, -1], expected, rtol=1e-9, atol=1e-12)
     gain = bl.feature_importance("gain")
     assert gain.sum() > 0
     np.testing.assert_array_equal(gain > 0, bl.feature_importance("split") > 0)

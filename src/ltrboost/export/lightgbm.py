@@ -16,6 +16,8 @@ iterations): the bias tree makes that ``T + 1``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ltrboost.export._trees import (
     FLT_MAX,
     LIGHTGBM_FORBIDDEN,
@@ -44,6 +46,15 @@ def _tree_block(index: int, tree: ExportTree) -> str:
         return str(inner_id[c]) if not tree.is_leaf[c] else str(~leaf_id[c])
 
     n_in = len(inner)
+    # a node's value: the mean of its leaves weighted by their documents, what
+    # LightGBM's TreeSHAP takes as the expected value below it (SHAP readers of
+    # dump_model() take it from internal_value)
+    mean = tree.value.astype(np.float64).copy()
+    for k in reversed(tree.bfs_order()):
+        if not tree.is_leaf[k]:
+            a, b = int(tree.left[k]), int(tree.right[k])
+            n = tree.count[a] + tree.count[b]
+            mean[k] = (tree.count[a] * mean[a] + tree.count[b] * mean[b]) / n if n else 0.0
     lines = [
         f"Tree={index}",
         f"num_leaves={len(leaves)}",
@@ -58,7 +69,7 @@ def _tree_block(index: int, tree: ExportTree) -> str:
         "leaf_weight=" + " ".join("0" for _ in leaves),
         # TreeSHAP (pred_contrib) weights each branch by these counts
         "leaf_count=" + " ".join(str(int(tree.count[k])) for k in leaves),
-        "internal_value=" + " ".join("0" for _ in range(n_in)),
+        "internal_value=" + " ".join(f64_str(mean[k]) for k in inner),
         "internal_weight=" + " ".join("0" for _ in range(n_in)),
         "internal_count=" + " ".join(str(int(tree.count[k])) for k in inner),
         "is_linear=0",
