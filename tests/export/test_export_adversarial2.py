@@ -284,3 +284,64 @@ def test_models_the_objective_tests_leave_out(case, tmp_path):
         np.testing.assert_allclose(got, ours, rtol=0, atol=f32_tol(b, ours))
         return
     check_all(b, X, qid, tmp_path)
+
+
+class _FullStdout:
+    """A stdout redirected to a full disk."""
+
+    class buffer:  # sys.stdout.buffer
+        @staticmethod
+        def write(data):
+            import errno
+
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        @staticmethod
+        def flush():
+            pass
+
+    @staticmethod
+    def flush():
+        pass
+
+    @staticmethod
+    def write(text):
+        return _FullStdout.buffer.write(text)
+
+
+@pytest.mark.parametrize("to_stdout", ["model", "createmodel"])
+def test_cli_stdout_failure_leaves_no_file(tmp_path, capsys, monkeypatch, to_stdout):
+    """``-o FILE --createmodel -`` (or ``-o - --createmodel FILE``) wrote the file, then
+    failed printing the other output ('[Errno 28] No space left on device', naming
+    nothing): an error left a file behind, against "an error leaves nothing behind"."""
+    from ltrboost.cli import main
+
+    b = Booster(
+        objective="lambdamart",
+        objective_params={},
+        init_score=np.array([0.0]),
+        trees=[_hand_tree(0.5, 1)],
+        tree_outputs=[0],
+        n_features=2,
+    )
+    model_path = tmp_path / "model.json"
+    b.save_model(model_path)
+    out = tmp_path / "out.json"
+    argv = ["export", str(model_path), "-f", "xgboost-dump"]
+    if to_stdout == "model":
+        argv += ["-o", "-", "--createmodel", str(out)]
+    else:
+        argv += ["-o", str(out), "--createmodel", "-"]
+    monkeypatch.setattr(sys, "stdout", _FullStdout)
+    rc = main(argv)
+    monkeypatch.undo()
+    _, err = capsys.readouterr()
+    assert rc == 2
+    assert err == "ltrboost: error: stdout: No space left on device\n"
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
+    # and with a working stdout both outputs arrive
+    assert main(argv) == 0
+    printed, _ = capsys.readouterr()
+    assert out.exists()
+    assert json.loads(printed)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ltrboost.export._trees import ExportError, collect, read_feature_names
@@ -134,14 +134,17 @@ def export_model(
     name: str | None = None,
     assume_no_missing: bool = False,
     createmodel: str | os.PathLike | None = None,
+    before_commit: Callable[[], None] | None = None,
 ) -> None:
     """Write ``booster`` to ``path`` in ``format`` (atomically: all or nothing).
 
     ``createmodel`` (``xgboost-dump`` only): also write the OpenSearch / ES LTR
     ``_createmodel`` request body there.  ``name`` defaults to the file's stem.
-    Other arguments as :func:`export_bytes`.
+    ``before_commit``: called once the files are complete, before they replace their
+    targets; when it raises, nothing is written (``ltrboost export`` prints the
+    ``_createmodel`` body there).  Other arguments as :func:`export_bytes`.
     """
-    from ltrboost.io._atomic import atomic_write_bytes, atomic_write_files
+    from ltrboost.io._atomic import atomic_write_files
 
     _check_format(format)
     if createmodel is not None and format != "xgboost-dump":
@@ -166,11 +169,11 @@ def export_model(
         assume_no_missing=assume_no_missing,
     )
     if createmodel is None:
-        atomic_write_bytes(path, data)
+        atomic_write_files([(path, data)], before_commit=before_commit)
         return
     extra = createmodel_body(booster, feature_names, name=name, iteration=iteration)
     # both or neither: an unwritable createmodel path must not leave the model written
-    atomic_write_files([(path, data), (createmodel, extra.encode())])
+    atomic_write_files([(path, data), (createmodel, extra.encode())], before_commit=before_commit)
 
 
 def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
