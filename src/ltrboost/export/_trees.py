@@ -21,8 +21,10 @@ split that only separates missing from present values.
 from __future__ import annotations
 
 import json
+import math
 import unicodedata
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 
 import numpy as np
 from numpy.typing import NDArray
@@ -66,13 +68,14 @@ class ExportTree:
     def preorder(self) -> list[int]:
         """Node indices depth-first, a node before its children, left before right
         (with a stack: trees can be deeper than Python's recursion limit)."""
+        is_leaf, left, right = self.is_leaf.tolist(), self.left.tolist(), self.right.tolist()
         order: list[int] = []
         stack = [0]
         while stack:
             k = stack.pop()
             order.append(k)
-            if not self.is_leaf[k]:
-                stack += [int(self.right[k]), int(self.left[k])]
+            if not is_leaf[k]:
+                stack += [right[k], left[k]]
         return order
 
     def bfs_order(self) -> list[int]:
@@ -296,6 +299,11 @@ def json_text(obj, indent: int | None = None) -> str:
     lists) and stopped with a RecursionError at ~500 levels, which a model with
     ``max_leaf_nodes`` in the hundreds reaches.  This writer keeps a stack instead.
     """
+    if indent is None:
+        try:  # the C encoder, when the nesting allows it
+            return json.dumps(obj, separators=(",", ":"))
+        except RecursionError:
+            pass
     key_sep = ": " if indent is not None else ":"
     out: list[str] = []
 
@@ -314,11 +322,22 @@ def json_text(obj, indent: int | None = None) -> str:
             for i, (k, item) in enumerate(items):
                 head = ("," if i else "") + pad(level + 1)
                 if isinstance(v, dict):
-                    head += json.dumps(k) + key_sep
+                    head += _json_scalar(k) + key_sep
                 tasks += [(True, head, 0), (False, item, level + 1)]
             tasks.append((True, pad(level) + ("}" if isinstance(v, dict) else "]"), 0))
             out.append("{" if isinstance(v, dict) else "[")
             stack += reversed(tasks)
         else:
-            out.append(json.dumps(v))
+            out.append(_json_scalar(v))
     return "".join(out)
+
+
+def _json_scalar(v) -> str:
+    """``json.dumps(v)`` of a str, int or finite float, without its per-call cost."""
+    if isinstance(v, str):
+        return encode_basestring_ascii(v)
+    if isinstance(v, float) and math.isfinite(v):
+        return float.__repr__(v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return int.__repr__(v)
+    return json.dumps(v)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ltrboost.export._trees import (
+    DBL_MAX,
     FLT_MAX,
     LIGHTGBM_FORBIDDEN,
     ExportModel,
@@ -37,8 +38,9 @@ def _tree_block(index: int, tree: ExportTree) -> str:
             f"internal_value=\ninternal_weight=\ninternal_count=\n"
             f"is_linear=0\nshrinkage=1\n\n\n"
         )
-    inner = [k for k in tree.bfs_order() if not tree.is_leaf[k]]
-    leaves = [k for k in tree.bfs_order() if tree.is_leaf[k]]
+    bfs = tree.bfs_order()
+    inner = [k for k in bfs if not tree.is_leaf[k]]
+    leaves = [k for k in bfs if tree.is_leaf[k]]
     inner_id = {k: i for i, k in enumerate(inner)}
     leaf_id = {k: i for i, k in enumerate(leaves)}
 
@@ -49,18 +51,20 @@ def _tree_block(index: int, tree: ExportTree) -> str:
     # a node's value: the mean of its leaves weighted by their documents, what
     # LightGBM's TreeSHAP takes as the expected value below it (SHAP readers of
     # dump_model() take it from internal_value)
-    mean = tree.value.astype(np.float64).copy()
-    for k in reversed(tree.bfs_order()):
-        if not tree.is_leaf[k]:
-            a, b = int(tree.left[k]), int(tree.right[k])
-            n = tree.count[a] + tree.count[b]
-            mean[k] = (tree.count[a] * mean[a] + tree.count[b] * mean[b]) / n if n else 0.0
+    mean, count = tree.value.tolist(), tree.count.tolist()
+    left, right = tree.left.tolist(), tree.right.tolist()
+    for k in reversed(inner):
+        a, b = left[k], right[k]
+        n = count[a] + count[b]
+        mean[k] = (count[a] * mean[a] + count[b] * mean[b]) / n if n else 0.0
+    mean = np.nan_to_num(np.asarray(mean), nan=0.0, posinf=DBL_MAX, neginf=-DBL_MAX)
+    gain = np.minimum(tree.gain, FLT_MAX)
     lines = [
         f"Tree={index}",
         f"num_leaves={len(leaves)}",
         "num_cat=0",
         "split_feature=" + " ".join(str(int(tree.feature[k])) for k in inner),
-        "split_gain=" + " ".join(f64_str(min(tree.gain[k], FLT_MAX)) for k in inner),
+        "split_gain=" + " ".join(map(repr, gain[inner].tolist())),
         "threshold=" + " ".join(f64_str(tree.threshold[k]) for k in inner),
         "decision_type=" + " ".join("10" if tree.missing_left[k] else "8" for k in inner),
         "left_child=" + " ".join(child(int(tree.left[k])) for k in inner),
@@ -68,10 +72,10 @@ def _tree_block(index: int, tree: ExportTree) -> str:
         "leaf_value=" + " ".join(f64_str(tree.value[k]) for k in leaves),
         "leaf_weight=" + " ".join("0" for _ in leaves),
         # TreeSHAP (pred_contrib) weights each branch by these counts
-        "leaf_count=" + " ".join(str(int(tree.count[k])) for k in leaves),
-        "internal_value=" + " ".join(f64_str(mean[k]) for k in inner),
+        "leaf_count=" + " ".join(map(str, tree.count[leaves].tolist())),
+        "internal_value=" + " ".join(map(repr, mean[inner].tolist())),
         "internal_weight=" + " ".join("0" for _ in range(n_in)),
-        "internal_count=" + " ".join(str(int(tree.count[k])) for k in inner),
+        "internal_count=" + " ".join(map(str, tree.count[inner].tolist())),
         "is_linear=0",
         "shrinkage=1",
     ]

@@ -49,8 +49,8 @@ class XGBTree:
     parent: list[int]
     feature: list[int]
     cond: list[float]  # split condition (float32 value) or leaf value
-    cover: list[int]  # training documents (XGBoost's TreeSHAP weights branches by it)
-    gain: list[float]
+    cover: list[float]  # training documents (XGBoost's TreeSHAP weights branches by it)
+    gain: list[float]  # at most FLT_MAX
     default_left: list[int]
     is_leaf: list[bool]
     depth: list[int]
@@ -75,7 +75,8 @@ def xgb_tree(tree: ExportTree) -> XGBTree:
     n = len(order)
     out = XGBTree(
         [-1] * n, [-1] * n, [2147483647] * n, [0] * n, [0.0] * n,
-        [int(tree.count[k]) for k in order], [float(tree.gain[k]) for k in order],
+        tree.count[order].astype(np.float64).tolist(),
+        np.minimum(tree.gain, FLT_MAX)[order].tolist(),
         [0] * n, [True] * n, [0] * n, order,
     )  # fmt: skip
     for i, k in enumerate(order):
@@ -119,7 +120,7 @@ def to_xgboost_dict(model: ExportModel) -> dict:
                 "default_left": t.default_left,
                 "id": t_id,
                 "left_children": t.left,
-                "loss_changes": [f32_json(min(v, FLT_MAX)) for v in t.gain],
+                "loss_changes": t.gain,
                 "parents": t.parent,
                 "right_children": t.right,
                 "split_conditions": [f32_json(v) for v in t.cond],
@@ -127,7 +128,7 @@ def to_xgboost_dict(model: ExportModel) -> dict:
                 "split_type": [0] * n,
                 # the documents, not ltrboost's hessian sums: a pairwise objective's
                 # can be 0, and TreeSHAP divides by the cover
-                "sum_hessian": [float(c) for c in t.cover],
+                "sum_hessian": t.cover,
                 "tree_param": {
                     "num_deleted": "0",
                     "num_feature": str(model.n_features),
