@@ -1062,11 +1062,27 @@ def cmd_export(args: argparse.Namespace) -> int:
     model_to_stdout = args.output == "-"  # as predict's -o -
     if to_stdout and model_to_stdout:
         raise ValueError("--output - and --createmodel -: only one of them can be stdout")
+
+    def print_bytes(data: bytes):
+        def write() -> None:
+            try:
+                sys.stdout.flush()
+                sys.stdout.buffer.write(data)
+                sys.stdout.buffer.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as e:  # a full disk behind a redirection: say where
+                raise OSError(e.errno, e.strerror, "stdout") from None
+
+        return write
+
+    # an output on stdout is printed once the file is complete, before it is renamed
+    # into place: a failure on either side leaves no file behind
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if model_to_stdout:
             from ltrboost.export import export_bytes
-            from ltrboost.io._atomic import atomic_write_text
+            from ltrboost.io._atomic import atomic_write_files
 
             name = args.name or "ltrboost"
             data = export_bytes(
@@ -1077,15 +1093,21 @@ def cmd_export(args: argparse.Namespace) -> int:
                 name=name,
                 assume_no_missing=args.assume_no_missing,
             )
+            files = []
             if args.createmodel is not None:
                 body = createmodel_body(
                     booster, args.feature_names, name=name, iteration=args.iteration
                 )
-                atomic_write_text(args.createmodel, body)
-            sys.stdout.flush()
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
+                files.append((args.createmodel, body.encode()))
+            atomic_write_files(files, before_commit=print_bytes(data))
         else:
+            body_out = None
+            if to_stdout:
+                name = args.name or os.path.splitext(os.path.basename(args.output))[0]
+                body = createmodel_body(
+                    booster, args.feature_names, name=name, iteration=args.iteration
+                )
+                body_out = print_bytes(body.encode())
             export_model(
                 booster,
                 args.output,
@@ -1095,14 +1117,10 @@ def cmd_export(args: argparse.Namespace) -> int:
                 name=args.name,
                 assume_no_missing=args.assume_no_missing,
                 createmodel=None if to_stdout else args.createmodel,
+                before_commit=body_out,
             )
     for w in caught:
         print(f"ltrboost: warning: {w.message}", file=sys.stderr)
-    if to_stdout:
-        name = args.name or os.path.splitext(os.path.basename(args.output))[0]
-        sys.stdout.write(
-            createmodel_body(booster, args.feature_names, name=name, iteration=args.iteration)
-        )
     return 0
 
 

@@ -200,3 +200,61 @@ def ranklib_score(text: str, X) -> np.ndarray:
 def load_json(path) -> object:
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)
+
+
+# --- Vespa: ai.vespa.rankingexpression.importer.xgboost / lightgbm ---------------------
+
+
+def vespa_xgboost_score(dump: list, names: list[str], X, float_split: bool) -> np.ndarray:
+    """Vespa's ``xgboost("model.json")``: each tree becomes ``if (f < v, yes, no)`` (``if
+    (!(f >= v), yes, no)`` when ``missing == yes``, so NaN goes to ``yes``, else to
+    ``no``), evaluated in double.  ``v`` is the JSON number parsed as a double (the
+    ``XGBoostParser`` of Vespa before 8.5xx) or that double rounded to float
+    (``AbstractXGBoostParser``: ``(float) node.getSplit_condition()``); leaves are doubles."""
+    index = {n: i for i, n in enumerate(names)}
+    X = np.asarray(X, dtype=np.float64)
+    out = np.zeros(X.shape[0], dtype=np.float64)
+    for tree in dump:
+        for i in range(X.shape[0]):
+            n = tree
+            while "leaf" not in n:
+                v = float(n["split_condition"])
+                if float_split:
+                    v = float(F32(v))
+                x = X[i, index[n["split"]]]
+                if n["missing"] == n["yes"]:
+                    go_yes = not (x >= v)
+                else:
+                    go_yes = bool(x < v)
+                want = n["yes"] if go_yes else n["no"]
+                n = next(c for c in n["children"] if c["nodeid"] == want)
+            out[i] += float(n["leaf"])
+    return out
+
+
+# --- OpenSearch LTR model/xgboost+json+raw: XGBoostRawJsonParser --------------------------
+
+
+def opensearch_raw_score(model: dict, X) -> np.ndarray:
+    """``XGBoostRawJsonParser``: a node is a split when both children are not -1, NaN
+    follows ``default_left``, else ``x < split_conditions`` (float32) goes left; a leaf's
+    value is its ``base_weights`` entry (not ``split_conditions``); trees summed with
+    weight 1 in float32, ``base_score`` ignored; features by name in the feature set."""
+    learner = model["learner"]
+    assert all(t == "float" for t in learner["feature_types"])
+    assert learner["objective"]["name"] in ("rank:pairwise", "rank:ndcg", "rank:map", "reg:linear")
+    X = np.asarray(X, dtype=np.float32)
+    out = np.zeros(X.shape[0], dtype=np.float32)
+    for tree in learner["gradient_booster"]["model"]["trees"]:
+        left, right = tree["left_children"], tree["right_children"]
+        for i in range(X.shape[0]):
+            k = 0
+            while left[k] != -1 and right[k] != -1:
+                x = X[i, tree["split_indices"][k]]
+                if np.isnan(x):
+                    go = tree["default_left"][k] == 1
+                else:
+                    go = x < F32(tree["split_conditions"][k])
+                k = left[k] if go else right[k]
+            out[i] = F32(out[i] + F32(tree["base_weights"][k]))
+    return out

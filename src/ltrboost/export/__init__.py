@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ltrboost.export._trees import ExportError, collect, read_feature_names
@@ -39,6 +39,17 @@ def _names(feature_names) -> list[str] | None:
                 f"0x{e.object[e.start]:02x} at offset {e.start})"
             ) from None
     return [str(s) for s in feature_names]
+
+
+def _collect(booster, feature_names, iteration: int | None):
+    """:func:`collect` with the names resolved; a bad names file is named in the error."""
+    names = _names(feature_names)
+    try:
+        return collect(booster, names, iteration=iteration)
+    except ExportError as e:
+        if isinstance(feature_names, str | os.PathLike):
+            raise ExportError(f"{os.fspath(feature_names)}: {e}") from None
+        raise
 
 
 def _check_format(format: str) -> str:
@@ -69,7 +80,7 @@ def export_bytes(
     as in RankLib.
     """
     _check_format(format)
-    model = collect(booster, _names(feature_names), iteration=iteration)
+    model = _collect(booster, feature_names, iteration)
     if format == "lightgbm":
         from ltrboost.export.lightgbm import to_lightgbm
 
@@ -109,7 +120,7 @@ def createmodel_body(
     """OpenSearch / Elasticsearch LTR ``_createmodel`` body (``model/xgboost+json``)."""
     from ltrboost.export.xgboost import createmodel_body as body
 
-    model = collect(booster, _names(feature_names), iteration=iteration)
+    model = _collect(booster, feature_names, iteration)
     return json.dumps(body(model, name), indent=1) + "\n"
 
 
@@ -123,14 +134,17 @@ def export_model(
     name: str | None = None,
     assume_no_missing: bool = False,
     createmodel: str | os.PathLike | None = None,
+    before_commit: Callable[[], None] | None = None,
 ) -> None:
     """Write ``booster`` to ``path`` in ``format`` (atomically: all or nothing).
 
     ``createmodel`` (``xgboost-dump`` only): also write the OpenSearch / ES LTR
     ``_createmodel`` request body there.  ``name`` defaults to the file's stem.
-    Other arguments as :func:`export_bytes`.
+    ``before_commit``: called once the files are complete, before they replace their
+    targets; when it raises, nothing is written (``ltrboost export`` prints the
+    ``_createmodel`` body there).  Other arguments as :func:`export_bytes`.
     """
-    from ltrboost.io._atomic import atomic_write_bytes, atomic_write_files
+    from ltrboost.io._atomic import atomic_write_files
 
     _check_format(format)
     if createmodel is not None and format != "xgboost-dump":
@@ -155,11 +169,11 @@ def export_model(
         assume_no_missing=assume_no_missing,
     )
     if createmodel is None:
-        atomic_write_bytes(path, data)
+        atomic_write_files([(path, data)], before_commit=before_commit)
         return
     extra = createmodel_body(booster, feature_names, name=name, iteration=iteration)
     # both or neither: an unwritable createmodel path must not leave the model written
-    atomic_write_files([(path, data), (createmodel, extra.encode())])
+    atomic_write_files([(path, data), (createmodel, extra.encode())], before_commit=before_commit)
 
 
 def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:

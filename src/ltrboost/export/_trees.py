@@ -20,8 +20,11 @@ split that only separates missing from present values.
 
 from __future__ import annotations
 
+import json
+import math
 import unicodedata
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,12 +54,29 @@ class ExportTree:
     right: NDArray[np.int32]
     value: NDArray[np.float64]  # leaf values, divisor folded in
     depth: NDArray[np.int32]
+    # training documents per node and split gains: LightGBM's and XGBoost's TreeSHAP
+    # weight branches by the counts (0 everywhere made every contribution NaN)
+    count: NDArray[np.int64]
+    gain: NDArray[np.float64]
     output: int = 0
     is_bias: bool = False
 
     @property
     def n_nodes(self) -> int:
         return int(self.feature.shape[0])
+
+    def preorder(self) -> list[int]:
+        """Node indices depth-first, a node before its children, left before right
+        (with a stack: trees can be deeper than Python's recursion limit)."""
+        is_leaf, left, right = self.is_leaf.tolist(), self.left.tolist(), self.right.tolist()
+        order: list[int] = []
+        stack = [0]
+        while stack:
+            k = stack.pop()
+            order.append(k)
+            if not is_leaf[k]:
+                stack += [right[k], left[k]]
+        return order
 
     def bfs_order(self) -> list[int]:
         """Node indices in breadth-first order from the root (XGBoost's numbering)."""
@@ -144,6 +164,8 @@ def _tree_from_nodes(nodes, divisor: float, output: int) -> ExportTree:
         right=nodes["right"].astype(np.int32),
         value=value,
         depth=nodes["depth"].astype(np.int32),
+        count=nodes["count"].astype(np.int64),
+        gain=np.where(is_leaf, 0.0, nodes["gain"]).astype(np.float64),
         output=int(output),
     )
 
@@ -158,6 +180,8 @@ def bias_tree(value: float, output: int) -> ExportTree:
         right=np.zeros(1, np.int32),
         value=np.array([value], np.float64),
         depth=np.zeros(1, np.int32),
+        count=np.zeros(1, np.int64),
+        gain=np.zeros(1, np.float64),
         output=int(output),
         is_bias=True,
     )
@@ -199,6 +223,9 @@ def collect(booster, feature_names=None, iteration: int | None = None) -> Export
 def resolve_feature_names(booster, feature_names) -> list[str]:
     """Explicit names > the booster's (from a DataFrame) > ``f0, f1, ...``."""
     n = int(booster.n_features)
+    # the model's names (a DataFrame's columns) were never chosen for an engine: say
+    # where they come from and how to give others
+    whose = "" if feature_names is not None or not booster.feature_names else "the model's "
     if feature_names is None:
         feature_names = booster.feature_names or [f"f{i}" for i in range(n)]
     names = [str(s) for s in feature_names]
@@ -210,7 +237,8 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
         # and no engine's feature set names a feature with one
         if not s or any(c.isspace() or unicodedata.category(c) == "Cc" for c in s):
             raise ExportError(
-                f"feature name {i + 1} ({s!r}) is empty or has whitespace or a control character"
+                f"{whose}feature name {i + 1} ({s!r}) is empty or has whitespace or a control "
+                "character; pass the engine's names (feature_names=, or --feature-names FILE)"
             )
         if s in seen:
             raise ExportError(f"feature name {s!r} appears more than once")
@@ -257,3 +285,59 @@ def f64_str(v: float) -> str:
     if np.isinf(v):
         v = DBL_MAX if v > 0 else -DBL_MAX
     return repr(v)
+
+
+# --- nested JSON ----------------------------------------------------------------------
+
+
+def json_text(obj, indent: int | None = None) -> str:
+    """``json.dumps(obj, indent=indent)`` (``separators=(",", ":")`` when ``indent`` is
+    None) of nested dicts and lists of any depth.
+
+    The formats that nest a tree's nodes (the XGBoost dump, Solr) are as deep as the
+    tree; ``json.dumps`` recurses once per level (twice for the dump's ``children``
+    lists) and stopped with a RecursionError at ~500 levels, which a model with
+    ``max_leaf_nodes`` in the hundreds reaches.  This writer keeps a stack instead.
+    """
+    if indent is None:
+        try:  # the C encoder, when the nesting allows it
+            return json.dumps(obj, separators=(",", ":"))
+        except RecursionError:
+            pass
+    key_sep = ": " if indent is not None else ":"
+    out: list[str] = []
+
+    def pad(level: int) -> str:
+        return "" if indent is None else "\n" + " " * (indent * level)
+
+    stack: list[tuple[bool, object, int]] = [(False, obj, 0)]  # (is text, item, level)
+    while stack:
+        is_text, v, level = stack.pop()
+        if is_text:
+            out.append(v)  # type: ignore[arg-type]
+            continue
+        if isinstance(v, dict | list) and v:
+            tasks: list[tuple[bool, object, int]] = []
+            items = v.items() if isinstance(v, dict) else enumerate(v)
+            for i, (k, item) in enumerate(items):
+                head = ("," if i else "") + pad(level + 1)
+                if isinstance(v, dict):
+                    head += _json_scalar(k) + key_sep
+                tasks += [(True, head, 0), (False, item, level + 1)]
+            tasks.append((True, pad(level) + ("}" if isinstance(v, dict) else "]"), 0))
+            out.append("{" if isinstance(v, dict) else "[")
+            stack += reversed(tasks)
+        else:
+            out.append(_json_scalar(v))
+    return "".join(out)
+
+
+def _json_scalar(v) -> str:
+    """``json.dumps(v)`` of a str, int or finite float, without its per-call cost."""
+    if isinstance(v, str):
+        return encode_basestring_ascii(v)
+    if isinstance(v, float) and math.isfinite(v):
+        return float.__repr__(v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return int.__repr__(v)
+    return json.dumps(v)

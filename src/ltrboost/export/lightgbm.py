@@ -16,7 +16,16 @@ iterations): the bias tree makes that ``T + 1``.
 
 from __future__ import annotations
 
-from ltrboost.export._trees import LIGHTGBM_FORBIDDEN, ExportModel, ExportTree, f64_str
+import numpy as np
+
+from ltrboost.export._trees import (
+    DBL_MAX,
+    FLT_MAX,
+    LIGHTGBM_FORBIDDEN,
+    ExportModel,
+    ExportTree,
+    f64_str,
+)
 
 
 def _tree_block(index: int, tree: ExportTree) -> str:
@@ -24,12 +33,14 @@ def _tree_block(index: int, tree: ExportTree) -> str:
         return (
             f"Tree={index}\nnum_leaves=1\nnum_cat=0\nsplit_feature=\nsplit_gain=\n"
             f"threshold=\ndecision_type=\nleft_child=\nright_child=\n"
-            f"leaf_value={f64_str(tree.value[0])}\nleaf_weight=0\nleaf_count=0\n"
+            f"leaf_value={f64_str(tree.value[0])}\nleaf_weight=0\n"
+            f"leaf_count={int(tree.count[0])}\n"
             f"internal_value=\ninternal_weight=\ninternal_count=\n"
             f"is_linear=0\nshrinkage=1\n\n\n"
         )
-    inner = [k for k in tree.bfs_order() if not tree.is_leaf[k]]
-    leaves = [k for k in tree.bfs_order() if tree.is_leaf[k]]
+    bfs = tree.bfs_order()
+    inner = [k for k in bfs if not tree.is_leaf[k]]
+    leaves = [k for k in bfs if tree.is_leaf[k]]
     inner_id = {k: i for i, k in enumerate(inner)}
     leaf_id = {k: i for i, k in enumerate(leaves)}
 
@@ -37,22 +48,34 @@ def _tree_block(index: int, tree: ExportTree) -> str:
         return str(inner_id[c]) if not tree.is_leaf[c] else str(~leaf_id[c])
 
     n_in = len(inner)
+    # a node's value: the mean of its leaves weighted by their documents, what
+    # LightGBM's TreeSHAP takes as the expected value below it (SHAP readers of
+    # dump_model() take it from internal_value)
+    mean, count = tree.value.tolist(), tree.count.tolist()
+    left, right = tree.left.tolist(), tree.right.tolist()
+    for k in reversed(inner):
+        a, b = left[k], right[k]
+        n = count[a] + count[b]
+        mean[k] = (count[a] * mean[a] + count[b] * mean[b]) / n if n else 0.0
+    mean = np.nan_to_num(np.asarray(mean), nan=0.0, posinf=DBL_MAX, neginf=-DBL_MAX)
+    gain = np.minimum(tree.gain, FLT_MAX)
     lines = [
         f"Tree={index}",
         f"num_leaves={len(leaves)}",
         "num_cat=0",
         "split_feature=" + " ".join(str(int(tree.feature[k])) for k in inner),
-        "split_gain=" + " ".join("0" for _ in inner),
+        "split_gain=" + " ".join(map(repr, gain[inner].tolist())),
         "threshold=" + " ".join(f64_str(tree.threshold[k]) for k in inner),
         "decision_type=" + " ".join("10" if tree.missing_left[k] else "8" for k in inner),
         "left_child=" + " ".join(child(int(tree.left[k])) for k in inner),
         "right_child=" + " ".join(child(int(tree.right[k])) for k in inner),
         "leaf_value=" + " ".join(f64_str(tree.value[k]) for k in leaves),
         "leaf_weight=" + " ".join("0" for _ in leaves),
-        "leaf_count=" + " ".join("0" for _ in leaves),
-        "internal_value=" + " ".join("0" for _ in range(n_in)),
+        # TreeSHAP (pred_contrib) weights each branch by these counts
+        "leaf_count=" + " ".join(map(str, tree.count[leaves].tolist())),
+        "internal_value=" + " ".join(map(repr, mean[inner].tolist())),
         "internal_weight=" + " ".join("0" for _ in range(n_in)),
-        "internal_count=" + " ".join("0" for _ in range(n_in)),
+        "internal_count=" + " ".join(map(str, tree.count[inner].tolist())),
         "is_linear=0",
         "shrinkage=1",
     ]

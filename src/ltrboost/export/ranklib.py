@@ -37,19 +37,29 @@ def nan_routes_like_zero(tree: ExportTree) -> list[int]:
     return bad
 
 
-def _split(tree: ExportTree, k: int, m, pos: str | None, indent: str, out: list[str]):
-    tag = f'<split pos="{pos}">' if pos else "<split>"
-    if tree.is_leaf[k]:
-        out.append(f"{indent}{tag}\n{indent}\t<output> {float(tree.value[k])!r} </output>")
-        out.append(f"{indent}</split>")
-        return
-    out.append(f"{indent}{tag}")
-    out.append(f"{indent}\t<feature> {int(tree.feature[k]) + 1} </feature>")
-    thr = f32_str(min(m[k], FLT_MAX))  # +inf (missing-vs-present): all go left
-    out.append(f"{indent}\t<threshold> {thr} </threshold>")
-    _split(tree, int(tree.left[k]), m, "left", indent + "\t", out)
-    _split(tree, int(tree.right[k]), m, "right", indent + "\t", out)
-    out.append(f"{indent}</split>")
+def _splits(tree: ExportTree, m, indent: str, out: list[str]) -> None:
+    """The tree's ``<split>`` elements, depth-first (with a stack: trees can be deeper
+    than Python's recursion limit)."""
+    stack: list[tuple[int, str | None, str, bool]] = [(0, None, indent, False)]
+    while stack:
+        k, pos, ind, close = stack.pop()
+        if close:
+            out.append(f"{ind}</split>")
+            continue
+        tag = f'<split pos="{pos}">' if pos else "<split>"
+        if tree.is_leaf[k]:
+            out.append(f"{ind}{tag}\n{ind}\t<output> {float(tree.value[k])!r} </output>")
+            out.append(f"{ind}</split>")
+            continue
+        out.append(f"{ind}{tag}")
+        out.append(f"{ind}\t<feature> {int(tree.feature[k]) + 1} </feature>")
+        thr = f32_str(min(m[k], FLT_MAX))  # +inf (missing-vs-present): all go left
+        out.append(f"{ind}\t<threshold> {thr} </threshold>")
+        stack += [
+            (k, None, ind, True),
+            (int(tree.right[k]), "right", ind + "\t", False),
+            (int(tree.left[k]), "left", ind + "\t", False),
+        ]
 
 
 def to_ranklib(model: ExportModel, assume_no_missing: bool = False) -> str:
@@ -78,7 +88,7 @@ def to_ranklib(model: ExportModel, assume_no_missing: bool = False) -> str:
     ]
     for i, tree in enumerate(model.trees):
         lines.append(f'\t<tree id="{i + 1}" weight="1">')
-        _split(tree, 0, f32_floor(tree.threshold), None, "\t\t", lines)
+        _splits(tree, f32_floor(tree.threshold), "\t\t", lines)
         lines.append("\t</tree>")
     lines.append("</ensemble>")
     return "\n".join(lines) + "\n"

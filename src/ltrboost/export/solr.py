@@ -16,7 +16,8 @@ it, one or a few float32 steps above the threshold, go left instead of right).
 Missing values: every split carries ``"missing": "left" | "right"`` and the model sets
 ``"isNullSameAsZero": false`` (Solr >= 9.2, SOLR-16596) so an absent feature whose store
 entry has ``"defaultValue": "NaN"`` is NaN and follows ltrboost's learned direction.
-Without that default, and in older Solr (which ignores both), it reads as 0.
+Without that default it reads as 0.  Solr before 9.2 has no setter for either key and
+refuses the upload.
 
 Weights are 1 (shrinkage, line-search steps, GBRank's averaging and the initial score
 are folded into the leaf values).
@@ -24,7 +25,6 @@ are folded into the leaf values).
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
@@ -34,6 +34,7 @@ from ltrboost.export._trees import (
     ExportTree,
     f32_floor,
     f32_str,
+    json_text,
 )
 
 
@@ -74,19 +75,28 @@ def solr_threshold(m: np.float32) -> tuple[np.float32, bool]:
         return s, bool(solr_effective(s) < np.nextafter(m, up))
 
 
-def _node(tree: ExportTree, k: int, names: list[str], m: np.ndarray, inexact: list) -> dict:
-    if tree.is_leaf[k]:
-        return {"value": f32_str(tree.value[k])}
-    s, exact = solr_threshold(m[k])
-    if not exact:
-        inexact.append((names[int(tree.feature[k])], float(m[k]), float(solr_effective(s))))
-    return {
-        "feature": names[int(tree.feature[k])],
-        "threshold": f32_str(s),
-        "missing": "left" if tree.missing_left[k] else "right",
-        "left": _node(tree, int(tree.left[k]), names, m, inexact),
-        "right": _node(tree, int(tree.right[k]), names, m, inexact),
-    }
+def _root(tree: ExportTree, names: list[str], m: np.ndarray, inexact: list) -> dict:
+    """The root's object, children nested (built without recursion: trees can be
+    deeper than Python's recursion limit); thresholds Solr cannot hit go to
+    ``inexact`` in depth-first order."""
+    nodes: dict[int, dict] = {}
+    for k in tree.preorder():
+        if tree.is_leaf[k]:
+            nodes[k] = {"value": f32_str(tree.value[k])}
+            continue
+        s, exact = solr_threshold(m[k])
+        if not exact:
+            inexact.append((names[int(tree.feature[k])], float(m[k]), float(solr_effective(s))))
+        nodes[k] = {
+            "feature": names[int(tree.feature[k])],
+            "threshold": f32_str(s),
+            "missing": "left" if tree.missing_left[k] else "right",
+        }
+    for k, node in nodes.items():
+        if not tree.is_leaf[k]:
+            node["left"] = nodes[int(tree.left[k])]
+            node["right"] = nodes[int(tree.right[k])]
+    return nodes[0]
 
 
 def to_solr_dict(model: ExportModel, name: str, store: str | None = None) -> dict:
@@ -97,7 +107,7 @@ def to_solr_dict(model: ExportModel, name: str, store: str | None = None) -> dic
     inexact: list[tuple[str, float, float]] = []
     for tree in model.trees:
         m = f32_floor(tree.threshold)
-        trees.append({"weight": "1", "root": _node(tree, 0, names, m, inexact)})
+        trees.append({"weight": "1", "root": _root(tree, names, m, inexact)})
     if inexact:
         f, lo, hi = max(inexact, key=lambda t: t[2] - t[1])
         warnings.warn(
@@ -123,4 +133,4 @@ def to_solr_dict(model: ExportModel, name: str, store: str | None = None) -> dic
 
 
 def to_solr(model: ExportModel, name: str, store: str | None = None) -> str:
-    return json.dumps(to_solr_dict(model, name, store), indent=1) + "\n"
+    return json_text(to_solr_dict(model, name, store), indent=1) + "\n"

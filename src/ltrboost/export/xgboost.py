@@ -17,7 +17,9 @@ The tree dump is what ``Booster.get_dump(dump_format="json")`` prints for the ex
 model; the OpenSearch / Elasticsearch LTR plugin reads it as ``model/xgboost+json``
 (``NaiveAdditiveDecisionTree``: NaN follows ``missing``, otherwise ``x <
 split_condition`` goes to ``yes``; trees summed with weight 1, no base score) and
-Vespa's ``xgboost(...)`` rank feature reads it too.
+Vespa's ``xgboost(...)`` rank feature reads it too, comparing in double: its split
+conditions are therefore written as the float32 conditions' exact values (17 digits),
+which every reader, float32 or double, parses to the same number.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ltrboost.export._trees import (
     ExportTree,
     f32_floor,
     f32_json,
+    json_text,
 )
 
 
@@ -46,6 +49,8 @@ class XGBTree:
     parent: list[int]
     feature: list[int]
     cond: list[float]  # split condition (float32 value) or leaf value
+    cover: list[float]  # training documents (XGBoost's TreeSHAP weights branches by it)
+    gain: list[float]  # at most FLT_MAX
     default_left: list[int]
     is_leaf: list[bool]
     depth: list[int]
@@ -69,8 +74,10 @@ def xgb_tree(tree: ExportTree) -> XGBTree:
     idx = {k: i for i, k in enumerate(order)}
     n = len(order)
     out = XGBTree(
-        [-1] * n, [-1] * n, [2147483647] * n, [0] * n, [0.0] * n, [0] * n,
-        [True] * n, [0] * n, order,
+        [-1] * n, [-1] * n, [2147483647] * n, [0] * n, [0.0] * n,
+        tree.count[order].astype(np.float64).tolist(),
+        np.minimum(tree.gain, FLT_MAX)[order].tolist(),
+        [0] * n, [True] * n, [0] * n, order,
     )  # fmt: skip
     for i, k in enumerate(order):
         if tree.is_leaf[k]:
@@ -113,13 +120,15 @@ def to_xgboost_dict(model: ExportModel) -> dict:
                 "default_left": t.default_left,
                 "id": t_id,
                 "left_children": t.left,
-                "loss_changes": [0.0] * n,
+                "loss_changes": t.gain,
                 "parents": t.parent,
                 "right_children": t.right,
                 "split_conditions": [f32_json(v) for v in t.cond],
                 "split_indices": t.feature,
                 "split_type": [0] * n,
-                "sum_hessian": [0.0] * n,
+                # the documents, not ltrboost's hessian sums: a pairwise objective's
+                # can be 0, and TreeSHAP divides by the cover
+                "sum_hessian": t.cover,
                 "tree_param": {
                     "num_deleted": "0",
                     "num_feature": str(model.n_features),
@@ -180,32 +189,47 @@ def dump_trees(model: ExportModel) -> list[dict]:
     model.check_name_characters("xgboost-dump", XGBOOST_FORBIDDEN)
     model.check_float32_values("xgboost-dump")
     names = model.feature_names
-    return [_dump_node(xgb_tree(tree), 0, names) for tree in model.trees]
+    return [_dump_tree(xgb_tree(tree), names) for tree in model.trees]
 
 
-def _dump_node(t: XGBTree, i: int, names: list[str]) -> dict:
-    if t.is_leaf[i]:
-        return {"nodeid": i, "leaf": f32_json(t.cond[i])}
-    yes, no = t.left[i], t.right[i]
-    return {
-        "nodeid": i,
-        "depth": t.depth[i],
-        "split": names[t.feature[i]],
-        "split_condition": f32_json(t.cond[i]),
-        "yes": yes,
-        "no": no,
-        "missing": yes if t.default_left[i] else no,
-        "children": [_dump_node(t, yes, names), _dump_node(t, no, names)],
-    }
+def _dump_tree(t: XGBTree, names: list[str]) -> dict:
+    """The root's object, children nested (built without recursion: trees can be
+    deeper than Python's recursion limit)."""
+    nodes: list[dict] = []
+    for i in range(len(t.left)):
+        if t.is_leaf[i]:
+            nodes.append({"nodeid": i, "leaf": f32_json(t.cond[i])})
+            continue
+        yes, no = t.left[i], t.right[i]
+        nodes.append(
+            {
+                "nodeid": i,
+                "depth": t.depth[i],
+                "split": names[t.feature[i]],
+                # the float32 condition's exact value (17 digits), not its shortest
+                # decimal: Vespa's xgboost() compares x < v in double with v parsed as a
+                # double, and 0.50000006 (for 0.500000059604...) would send that float32
+                # value to "yes"
+                "split_condition": float(np.float32(t.cond[i])),
+                "yes": yes,
+                "no": no,
+                "missing": yes if t.default_left[i] else no,
+                "children": [],
+            }
+        )
+    for i, node in enumerate(nodes):
+        if not t.is_leaf[i]:
+            node["children"] += [nodes[t.left[i]], nodes[t.right[i]]]
+    return nodes[0]
 
 
 def to_xgboost_dump(model: ExportModel) -> str:
-    return json.dumps(dump_trees(model), indent=1) + "\n"
+    return json_text(dump_trees(model), indent=1) + "\n"
 
 
 def createmodel_body(model: ExportModel, name: str) -> dict:
     """Body of ``POST _ltr/_featureset/<set>/_createmodel`` (OpenSearch / ES LTR)."""
-    definition = json.dumps(dump_trees(model), separators=(",", ":"))
+    definition = json_text(dump_trees(model))
     return {
         "model": {
             "name": name,

@@ -31,7 +31,7 @@ import re
 import stat
 import tempfile
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -137,17 +137,23 @@ def atomic_write_bytes(
 
 def atomic_write_files(
     items: Iterable[tuple[str | os.PathLike[str], bytes | Iterable[str]]],
+    *,
+    before_commit: Callable[[], None] | None = None,
 ) -> None:
     """Write several files, all or none: each is checked and written to its temporary
     file first, and only when every one is complete are they renamed over their
     targets (a full disk or a directory in the way of the last one leaves every target
     untouched).  Each target's data is bytes or UTF-8 text chunks (as
-    :func:`atomic_write` takes them); each has the guarantees of :func:`atomic_write`."""
+    :func:`atomic_write` takes them); each has the guarantees of :func:`atomic_write`.
+    ``before_commit`` runs once every file is complete, before any is renamed (an
+    output that cannot be staged, such as stdout); when it raises, none is written."""
     staged: list[_Staged] = []
     try:
         for path, data in items:
             blobs = (bytes(data),) if isinstance(data, bytes | bytearray) else _utf8(data)
             staged.append(_stage(path, blobs, UNKNOWN_STATE))
+        if before_commit is not None:
+            before_commit()
     except BaseException:
         for st in staged:
             st.discard()
