@@ -116,7 +116,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost.dataset import LTRInputError
-from ltrboost.io.pairs import query_id_text
+from ltrboost.io.pairs import query_id_text, text_lines
 from ltrboost.io.queryfile import MAX_COUNT as MAX_POSITION
 
 __all__ = [
@@ -209,18 +209,9 @@ def read_click_log(
         qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
         known = {(q, d) for q, d in zip(qs, docids, strict=True) if d is not None}
         known_q = set(qs)
-    try:
-        f = open(path, encoding="utf-8-sig")
-    except OSError as e:
-        raise LTRInputError(f"cannot read click log: {e.strerror}", path=path) from None
-    with f:
-        try:
-            # LF ends a line (CRLF too: the CR is stripped below), not the other
-            # characters str.splitlines() breaks at (form feed, U+2028, ...), so that
-            # errors name the line an editor shows
-            text_lines = f.read().split("\n")
-        except UnicodeDecodeError:
-            raise LTRInputError("not a UTF-8 text file", path=path) from None
+    # LF, CRLF or CR end a line, not the other characters str.splitlines() breaks at
+    # (form feed, U+2028, ...), so that errors name the line an editor shows
+    lines_read = text_lines(path, "click log")
 
     qids: list[str] = []
     docs: list[str] = []
@@ -237,7 +228,7 @@ def read_click_log(
     prev_q: str | None = None
     current = -1
     header_done = False
-    for lineno, raw in enumerate(text_lines, start=1):
+    for lineno, raw in enumerate(lines_read, start=1):
         s = raw.strip()
         if not s or s.startswith("#"):
             continue

@@ -1,0 +1,45 @@
+"""File inputs and outputs on cases a second adversarial pass over the readers found
+mishandled (pairs files, click logs, model files, atomic outputs): each now gets a
+one-line error naming the file and line, or the behaviour a user of ``open()`` expects."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ltrboost.clicks import read_click_log
+from ltrboost.dataset import LTRInputError
+from ltrboost.io.pairs import read_pairs_file
+
+
+@pytest.mark.parametrize("weight", ["1_0", "\u0663", "\uff12"])
+def test_pair_weight_is_plain_decimal_text(tmp_path, weight):
+    """float() reads '1_0' as 10 and Arabic-Indic or full-width digits as numbers: a
+    weight the LETOR reader (and every other tool) would refuse was taken silently."""
+    path = tmp_path / "pairs.txt"
+    path.write_text(f"1 a b 2\n1 b c {weight}\n", encoding="utf-8")
+    with pytest.raises(LTRInputError, match=r"pairs\.txt:2: weight .* is not a positive number"):
+        read_pairs_file(path, np.array([1, 1, 1]), ["a", "b", "c"])
+
+
+def test_pair_weights_in_every_decimal_form_still_read(tmp_path):
+    path = tmp_path / "pairs.txt"
+    path.write_text("1 a b +2.5e0\n1 b c .5\n1 a c 3.\n")
+    _, _, w = read_pairs_file(path, np.array([1, 1, 1]), ["a", "b", "c"])
+    assert w.tolist() == [2.5, 0.5, 3.0]
+
+
+def test_click_log_that_is_not_utf8_names_the_line(tmp_path):
+    """The error said only "not a UTF-8 text file", unlike the pairs, .query and data
+    readers, which name the line of the first bad byte."""
+    path = tmp_path / "log.tsv"
+    path.write_bytes(b"qid docid position clicked\n1 a 1 0\n1 b\xe9 2 1\n")
+    with pytest.raises(LTRInputError, match=r"log\.tsv:3: not UTF-8 text \(byte 0xe9\)"):
+        read_click_log(path)
+
+
+def test_click_log_bad_byte_after_a_bom_names_its_line(tmp_path):
+    path = tmp_path / "log.tsv"
+    path.write_bytes(b"\xef\xbb\xbf1 a 1 0\n\xff\n")
+    with pytest.raises(LTRInputError, match=r"log\.tsv:2: not UTF-8 text \(byte 0xff\)"):
+        read_click_log(path)
