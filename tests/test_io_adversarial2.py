@@ -4,12 +4,16 @@ one-line error naming the file and line, or the behaviour a user of ``open()`` e
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from ltrboost.clicks import read_click_log
 from ltrboost.dataset import LTRInputError
+from ltrboost.io.model_schema import ModelFormatError
 from ltrboost.io.pairs import read_pairs_file
+from ltrboost.model import load_model
 
 
 @pytest.mark.parametrize("weight", ["1_0", "\u0663", "\uff12"])
@@ -43,3 +47,29 @@ def test_click_log_bad_byte_after_a_bom_names_its_line(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf1 a 1 0\n\xff\n")
     with pytest.raises(LTRInputError, match=r"log\.tsv:2: not UTF-8 text \(byte 0xff\)"):
         read_click_log(path)
+
+
+def _model_with_names(tmp_path, names):
+    d = {
+        "format": "ltrboost-model",
+        "format_version": 1,
+        "objective": "mart",
+        "n_features": len(names),
+        "n_outputs": 1,
+        "feature_names": names,
+        "init_score": [0.5],
+        "update_rule": "additive",
+        "trees": [],
+    }
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+def test_model_file_with_duplicate_feature_names_is_refused(tmp_path):
+    """fit refuses duplicate names (columns are taken by name), but a model file holding
+    them loaded, and predict then fed one DataFrame column to both features silently."""
+    path = _model_with_names(tmp_path, ["a", "b", "a"])
+    with pytest.raises(ModelFormatError, match=r"model\.json: feature_names .*more than once"):
+        load_model(path)
+    assert load_model(_model_with_names(tmp_path, ["a", "b", "c"])).feature_names == ["a", "b", "c"]
