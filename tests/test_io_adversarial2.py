@@ -5,12 +5,16 @@ one-line error naming the file and line, or the behaviour a user of ``open()`` e
 from __future__ import annotations
 
 import json
+import os
+import stat
+import sys
 
 import numpy as np
 import pytest
 
 from ltrboost.clicks import read_click_log
 from ltrboost.dataset import LTRInputError
+from ltrboost.io._atomic import atomic_write_text
 from ltrboost.io.model_schema import ModelFormatError
 from ltrboost.io.pairs import read_pairs_file
 from ltrboost.model import load_model
@@ -73,3 +77,24 @@ def test_model_file_with_duplicate_feature_names_is_refused(tmp_path):
     with pytest.raises(ModelFormatError, match=r"model\.json: feature_names .*more than once"):
         load_model(path)
     assert load_model(_model_with_names(tmp_path, ["a", "b", "c"])).feature_names == ["a", "b", "c"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")
+def test_a_new_output_file_gets_the_mode_open_gives_it(tmp_path):
+    """A new output was always made 0o644, world-readable even under umask 077 (the
+    temporary file's 0o600 was widened without looking at the umask)."""
+    old = os.umask(0o077)
+    try:
+        atomic_write_text(tmp_path / "private.json", "{}")
+        with open(tmp_path / "plain.json", "w") as f:
+            f.write("{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "private.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "plain.json").stat().st_mode) == 0o600
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "shared.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "shared.json").stat().st_mode) == 0o644

@@ -4,7 +4,8 @@
 
 * a regular file, or nothing yet: the text goes to a temporary file in the target's
   folder, is flushed and ``fsync``-ed, then renamed over the target, so readers (and a
-  crash or ``kill -9``) see the old file or the new one, never half of one;
+  crash or ``kill -9``) see the old file or the new one, never half of one; a replaced
+  file keeps its mode, a new one gets the mode ``open()`` would give it (the umask's);
 * a symbolic link: it is followed, the file it points to is replaced, the link is kept;
 * a descriptor of this process (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
   ``/proc/self/fd/N``): written to that descriptor, as the shell opened it (append
@@ -73,6 +74,14 @@ def _own_descriptor(path: str) -> int | None:
             return None
         p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
     return None
+
+
+def _new_file_mode() -> int:
+    """The mode ``open()`` gives a new file: 0o666 less the process's umask (the
+    temporary file is made 0o600, and a fixed 0o644 ignored a umask of 077)."""
+    mask = os.umask(0o077)  # read it by setting it; 077 meanwhile widens nothing
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _named(e: OSError, path: str, doing: str) -> OSError:
@@ -303,7 +312,7 @@ def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
         raise _named(e, user_path, "creating a temporary file beside it") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            mode = 0o644 if st is None else st.st_mode & 0o7777
+            mode = _new_file_mode() if st is None else st.st_mode & 0o7777
             os.fchmod(handle.fileno(), mode)
             buffer: list[bytes] = []
             size = 0
