@@ -98,3 +98,23 @@ def test_a_new_output_file_gets_the_mode_open_gives_it(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "shared.json").stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("text", ["", "qid docid position clicked\n", "# log\n\n"])
+def test_click_log_without_entries_is_refused(tmp_path, capsys, text):
+    """An empty log (or one of only a header and comments) read as zero results:
+    ``clicks dataset`` then wrote an empty LETOR file that ``train`` refuses, and
+    ``clicks mine`` an empty pairs file, both with status 0."""
+    from test_cli import assert_one_line_error, run
+
+    log = tmp_path / "log.tsv"
+    log.write_text(text)
+    with pytest.raises(LTRInputError, match=r"log\.tsv:1: no entries"):
+        read_click_log(log)
+    data = tmp_path / "data.txt"
+    data.write_text("1 qid:1 1:0.5 #docid = a\n0 qid:1 1:0.2 #docid = b\n")
+    for argv in (["clicks", "dataset"], ["clicks", "mine"]):
+        out = tmp_path / "out.txt"
+        rc, _, err = run([*argv, log, "--data", data, "-o", out], capsys)
+        assert_one_line_error(rc, err, "log.tsv:1: no entries")
+        assert not out.exists()

@@ -24,8 +24,9 @@ field is literally ``qid`` is a header and is skipped too.  Errors raise
 :class:`~ltrboost.dataset.LTRInputError` naming ``FILE:LINE``: a wrong number of fields
 (or the impression column on some lines only), a position that is not an integer >= 1,
 a click that is not 0/1, a position or a document shown twice in one impression, an
-impression id reused for another query, and -- when the data's ``qid``/``docids`` are
-given -- a query or a document that the data file does not have.  Repeats within an
+impression id reused for another query, a file without entries, and -- when the
+data's ``qid``/``docids`` are given -- a query or a document that the data file does
+not have.  Repeats within an
 impression are checked once the whole file is read (the earliest repeating line is named).
 
 Simulation (:func:`simulate`)
@@ -294,6 +295,12 @@ def read_click_log(
         clicks.append(int(c_txt))
         imps.append(imp)
         lines.append(lineno)
+    if not lines:  # as the data readers: an empty input is a mistake, not zero results
+        raise LTRInputError(
+            "no entries (the file is empty or holds only a header, blank and comment lines)",
+            path=path,
+            line=1,
+        )
     position = np.asarray(positions, dtype=np.int64)
     impression = np.asarray(imps, dtype=np.int64)
     line = np.asarray(lines, dtype=np.int64)
