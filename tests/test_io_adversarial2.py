@@ -118,3 +118,24 @@ def test_click_log_without_entries_is_refused(tmp_path, capsys, text):
         rc, _, err = run([*argv, log, "--data", data, "-o", out], capsys)
         assert_one_line_error(rc, err, "log.tsv:1: no entries")
         assert not out.exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")
+def test_convert_makes_its_folder_with_the_mode_mkdir_gives_it(tmp_path):
+    """The Parquet folder is built in a temporary folder (mkdtemp: 0o700) renamed at the
+    end, so it was private to its owner whatever the umask (unreadable by Dask workers
+    running as another user), and an empty folder given as OUT lost its own mode."""
+    pytest.importorskip("pyarrow")
+    from ltrboost.io.parquet import letor_to_parquet
+
+    data = tmp_path / "data.txt"
+    data.write_text("1 qid:1 1:0.5\n0 qid:1 1:0.2\n")
+    old = os.umask(0o022)
+    try:
+        letor_to_parquet(data, tmp_path / "new")
+        os.mkdir(tmp_path / "given", 0o750)
+        letor_to_parquet(data, tmp_path / "given")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "given").stat().st_mode) == 0o750

@@ -76,12 +76,12 @@ def _own_descriptor(path: str) -> int | None:
     return None
 
 
-def _new_file_mode() -> int:
-    """The mode ``open()`` gives a new file: 0o666 less the process's umask (the
-    temporary file is made 0o600, and a fixed 0o644 ignored a umask of 077)."""
+def current_umask() -> int:
+    """The process's umask, which a temporary file or folder (made 0o600 / 0o700)
+    does not get: an output made from one is given ``0o666`` / ``0o777`` less it."""
     mask = os.umask(0o077)  # read it by setting it; 077 meanwhile widens nothing
     os.umask(mask)
-    return 0o666 & ~mask
+    return mask
 
 
 def _named(e: OSError, path: str, doing: str) -> OSError:
@@ -312,7 +312,7 @@ def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
         raise _named(e, user_path, "creating a temporary file beside it") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            mode = _new_file_mode() if st is None else st.st_mode & 0o7777
+            mode = 0o666 & ~current_umask() if st is None else st.st_mode & 0o7777
             os.fchmod(handle.fileno(), mode)
             buffer: list[bytes] = []
             size = 0

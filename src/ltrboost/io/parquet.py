@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Sequence
 
 import numpy as np
 
 from ltrboost.dataset import LTRInputError, group_by_qid
+from ltrboost.io._atomic import current_umask
 
 
 def query_file_bounds(offsets: np.ndarray, rows_per_file: int) -> list[tuple[int, int]]:
@@ -106,8 +108,12 @@ def letor_to_parquet(
             name = f"part.{k:05d}.parquet"
             pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
             files.append(name)
+        # the folder mkdir would make (mkdtemp's is 0o700), or the replaced one's mode
         if os.path.isdir(target):
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
             os.rmdir(target)  # empty (checked above): replaced by the finished folder
+        else:
+            os.chmod(tmp, 0o777 & ~current_umask())
         os.rename(tmp, target)
     except BaseException:  # Ctrl-C included: nothing half-written stays behind
         shutil.rmtree(tmp, ignore_errors=True)
