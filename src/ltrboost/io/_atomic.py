@@ -122,10 +122,10 @@ def atomic_write(
 
     See the module docstring for links, devices and refused outputs.  For a regular
     file: on any error the temporary file is removed and the target is untouched; a new
-    file gets mode 0o644, an existing file keeps its mode.  ``unchanged_since``: a
-    :func:`file_state` (None = "did not exist") taken when the run started; if the
-    target's state differs now, :class:`OutputChangedWarning` is issued before it is
-    replaced.
+    file gets 0o666 less the umask (as with ``open()``), an existing file keeps its
+    mode.  ``unchanged_since``: a :func:`file_state` (None = "did not exist") taken when
+    the run started; if the target's state differs now, :class:`OutputChangedWarning`
+    is issued before it is replaced.
     """
     _write(path, _utf8(chunks), unchanged_since)
 
