@@ -139,3 +139,15 @@ def test_convert_makes_its_folder_with_the_mode_mkdir_gives_it(tmp_path):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o755
     assert stat.S_IMODE((tmp_path / "given").stat().st_mode) == 0o750
+
+
+def test_a_huge_grade_for_mcrank_is_named_in_short(tmp_path, capsys):
+    """A label of 1e300 was printed as int(1e300), 301 digits, in McRank's message."""
+    from test_cli import assert_one_line_error, run
+
+    data = tmp_path / "data.txt"
+    data.write_text("1e300 qid:1 1:0.5\n0 qid:1 1:0.2\n1 qid:2 1:0.1\n0 qid:2 1:0.3\n")
+    argv = ["train", data, "--objective", "mcrank", "-q", "-o", tmp_path / "m.json"]
+    rc, _, err = run(argv, capsys)
+    assert_one_line_error(rc, err, "data.txt:1: label=1e+300 is larger than 31")
+    assert len(err) < 300
