@@ -15,6 +15,7 @@ import pytest
 from ltrboost.clicks import read_click_log
 from ltrboost.dataset import LTRInputError
 from ltrboost.io._atomic import atomic_write_text
+from ltrboost.io.letor import load_svmlight
 from ltrboost.io.model_schema import ModelFormatError
 from ltrboost.io.pairs import read_pairs_file
 from ltrboost.model import load_model
@@ -151,3 +152,29 @@ def test_a_huge_grade_for_mcrank_is_named_in_short(tmp_path, capsys):
     rc, _, err = run(argv, capsys)
     assert_one_line_error(rc, err, "data.txt:1: label=1e+300 is larger than 31")
     assert len(err) < 300
+
+
+@pytest.mark.parametrize(
+    ("kind", "head"),
+    [
+        ("gzip", b"\x1f\x8b\x08\x00\x00\x00\x00\x00"),
+        ("bzip2", b"BZh91AY&SY\x00\x01"),
+        ("zip", b"PK\x03\x04\x14\x00\x00\x00"),
+        ("xz", b"\xfd7zXZ\x00\x00\x04"),
+        ("zstd", b"\x28\xb5\x2f\xfd\x00\x58"),
+    ],
+)
+def test_a_compressed_data_file_is_named_as_such(tmp_path, kind, head):
+    """LETOR data sets ship compressed (MSLR as .zip, Yahoo as .bz2, Istella as .gz); a
+    bzip2 or zip file read as "label 'BZh91AY&SY' is not a number"."""
+    path = tmp_path / f"train.{kind}"
+    path.write_bytes(head + b"\x00" * 64)
+    with pytest.raises(LTRInputError, match=rf"train\.{kind}:1: .*{kind}-compressed.*decompress"):
+        load_svmlight(path)
+
+
+def test_a_text_file_starting_like_a_magic_number_is_still_text(tmp_path):
+    path = tmp_path / "data.txt"
+    path.write_bytes(b"PK 1:0.5\n")  # an ordinary bad label: the usual message
+    with pytest.raises(LTRInputError, match=r"data\.txt:1: label 'PK' is not a number"):
+        load_svmlight(path)

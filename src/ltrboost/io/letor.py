@@ -153,8 +153,9 @@ def load_svmlight(
         lines, a missing or non-numeric or non-finite label, ``qid:`` on some lines
         only, a non-integer ``qid``, a malformed ``index:value`` token, a feature index
         that is not positive, repeats on its line or exceeds ``n_features``, an
-        infinite value, text that is not UTF-8, ``.query`` sizes that do not add up to
-        the number of rows (the error names the ``.query`` file).
+        infinite value, text that is not UTF-8 (a compressed file is named as one),
+        ``.query`` sizes that do not add up to the number of rows (the error names the
+        ``.query`` file).
     ValueError
         For a bad ``n_features``, ``missing`` or ``na_values`` argument.
 
@@ -446,6 +447,22 @@ def _check_header(block: bytes, start: int, path: str) -> None:
         pos = end + 1
 
 
+# The leading bytes of compressed files, to name one that fails to parse.
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"PK\x03\x04", "zip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+
+
+def _compression(block: bytes) -> str | None:
+    """The compression format whose magic number ``block`` (a file's start) begins
+    with, or None."""
+    return next((kind for magic, kind in _MAGIC if block.startswith(magic)), None)
+
+
 def _empty_file_error(path: str) -> LTRInputError:
     return LTRInputError(
         "no data lines (the file is empty or holds only blank and comment lines)",
@@ -582,6 +599,14 @@ def _parse_stream(
         try:
             b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
         except LTRInputError as e:
+            kind = _compression(block) if first else None
+            if kind is not None:  # LETOR data sets ship compressed (MSLR .zip, Yahoo .bz2)
+                raise LTRInputError(
+                    f"the file is {kind}-compressed ({e.problem}): decompress it first; "
+                    "ltrboost reads plain text",
+                    path=e.path,
+                    line=e.line,
+                ) from None
             # CR alone is whitespace inside a line; a file of classic Mac OS line ends
             # (no LF at all, CRs between records) reads as one long line: say why
             if first and b"\n" not in block and block.count(b"\r", 0, 1 << 20) > 1:
