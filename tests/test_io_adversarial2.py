@@ -178,3 +178,36 @@ def test_a_text_file_starting_like_a_magic_number_is_still_text(tmp_path):
     path.write_bytes(b"PK 1:0.5\n")  # an ordinary bad label: the usual message
     with pytest.raises(LTRInputError, match=r"data\.txt:1: label 'PK' is not a number"):
         load_svmlight(path)
+
+
+def test_an_output_inside_a_file_says_that_the_folder_is_a_file(tmp_path, capsys):
+    """``-o data.txt/scores.txt`` said "directory data.txt does not exist" of a file
+    that exists."""
+    from test_cli import assert_one_line_error, run
+
+    data = tmp_path / "data.txt"
+    data.write_text("1 qid:1 1:0.5\n0 qid:1 1:0.2\n")
+    argv = ["train", data, "-q", "-o", data / "m.json"]
+    rc, _, err = run(argv, capsys)
+    assert_one_line_error(rc, err, "is not a directory")
+    assert "does not exist" not in err
+    pytest.importorskip("pyarrow")
+    rc, _, err = run(["convert", data, data / "pq"], capsys)
+    assert_one_line_error(rc, err, "is not a directory")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX links")
+def test_convert_to_a_symlink_loop_names_the_output(tmp_path, capsys):
+    """The error named the hidden temporary folder (".out.x1y2.tmp: Not a directory"),
+    found only after the whole file was converted."""
+    pytest.importorskip("pyarrow")
+    from test_cli import assert_one_line_error, run
+
+    data = tmp_path / "data.txt"
+    data.write_text("1 qid:1 1:0.5\n0 qid:1 1:0.2\n")
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    rc, _, err = run(["convert", data, tmp_path / "a"], capsys)
+    assert_one_line_error(rc, err, f"{tmp_path / 'a'}:", "symbolic links")
+    assert ".tmp" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "data.txt"]

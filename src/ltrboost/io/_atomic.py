@@ -275,14 +275,22 @@ def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:
                 "not a regular file (a socket or block device?); not replacing it",
                 user_path,
             )
-    directory = target.parent
-    if not directory.is_dir():  # name the user's path, not the temporary file's
-        raise FileNotFoundError(
-            errno.ENOENT,
-            f"cannot write: directory {directory} does not exist",
-            user_path,
-        )
+    check_folder(target.parent, user_path)
     return target, st
+
+
+def check_folder(directory: str | os.PathLike[str], user_path: str) -> None:
+    """Raise, naming the output ``user_path`` (not a temporary file beside it), unless
+    ``directory``, the folder it goes to, is one: it does not exist, or is a file."""
+    if os.path.isdir(directory):
+        return
+    if os.path.exists(directory):
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"cannot write: {directory} is not a directory", user_path
+        )
+    raise FileNotFoundError(
+        errno.ENOENT, f"cannot write: directory {directory} does not exist", user_path
+    )
 
 
 def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
