@@ -211,3 +211,22 @@ def test_convert_to_a_symlink_loop_names_the_output(tmp_path, capsys):
     assert_one_line_error(rc, err, f"{tmp_path / 'a'}:", "symbolic links")
     assert ".tmp" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "data.txt"]
+
+
+def test_a_data_file_given_as_the_model_is_named_as_such(tmp_path, capsys):
+    """``ltrboost predict DATA MODEL`` (arguments swapped) read the whole data file as
+    JSON and said "not valid JSON (Extra data: line 1 column 3 (char 2))"."""
+    from test_cli import assert_one_line_error, run
+
+    data = tmp_path / "data.txt"
+    data.write_text("2 qid:1 1:0.5\n0 qid:1 1:0.2\n" * 1000)
+    with pytest.raises(ModelFormatError, match=r"data\.txt: not an ltrboost model .*'2 qid:1"):
+        load_model(data)
+    rc, _, err = run(["predict", data, tmp_path / "m.json"], capsys)
+    assert_one_line_error(rc, err, "data.txt: not an ltrboost model", "data file")
+
+
+def test_a_model_with_leading_whitespace_and_a_bom_still_loads(tmp_path):
+    path = _model_with_names(tmp_path, ["a"])
+    path.write_text("\ufeff \r\n\t" + path.read_text(), encoding="utf-8")
+    assert load_model(path).feature_names == ["a"]
