@@ -230,3 +230,12 @@ def test_a_model_with_leading_whitespace_and_a_bom_still_loads(tmp_path):
     path = _model_with_names(tmp_path, ["a"])
     path.write_text("\ufeff \r\n\t" + path.read_text(), encoding="utf-8")
     assert load_model(path).feature_names == ["a"]
+
+
+def test_a_byte_order_mark_inside_the_file_is_named(tmp_path):
+    """Files joined with ``cat``, each with its BOM: the one inside read as "label
+    '\\ufeff0' is not a number", which does not say what U+FEFF is."""
+    path = tmp_path / "joined.txt"
+    path.write_bytes(b"\xef\xbb\xbf1 qid:1 1:0.5\n\xef\xbb\xbf0 qid:1 1:0.2\n")
+    with pytest.raises(LTRInputError, match=r"joined\.txt:2: .*byte order mark.*joined"):
+        load_svmlight(path)

@@ -874,7 +874,8 @@ def _kernel_error(
     tok = _token_text(data, int(info[_I_ERR_START]), int(info[_I_ERR_END]))
     messages = {
         _E_NO_LABEL: f"no label: a data line starts with its label, found {tok!r}",
-        _E_BAD_LABEL: f"label {tok!r} is not a number",
+        _E_BAD_LABEL: f"label {tok!r} is not a number"
+        + (_INNER_BOM_HINT if tok.startswith("\ufeff") else ""),
         _E_NONFINITE_LABEL: f"label {tok!r} is not a finite number",
         _E_QID_MISSING: (
             f"this line has no qid: but line {aux} has one; "
@@ -902,6 +903,13 @@ def _kernel_error(
         _E_DUP_INDEX: f"feature index {aux} appears more than once on this line",
     }
     return LTRInputError(messages[code], path=path, line=line)
+
+
+# A BOM is skipped at the start of the file only; one inside it is a line's first bytes.
+_INNER_BOM_HINT = (
+    " (U+FEFF is a UTF-8 byte order mark inside the file: files joined with cat, each "
+    "with its own? remove it, e.g. sed 's/^\\xEF\\xBB\\xBF//')"
+)
 
 
 def _na_hint(tok: str) -> str:
