@@ -36,8 +36,10 @@ Conventions, documented once here:
 * Feature indices need not be sorted on a line, but may not repeat.
 * ``qid:`` is all-or-nothing: on every data line or on none.  Query ids need *not* be
   contiguous; :func:`ltrboost.dataset.group_by_qid` groups them later.
-* Zero-based files (feature index 0) are rejected: LETOR, LightGBM and XGBoost text
-  files are 1-based.  So is a file whose header says ``# Column indices are
+* Zero-based files (feature index 0) are rejected: LETOR and svmlight files are
+  1-based (LightGBM and XGBoost read index ``k`` as column ``k``, so a 1-based file
+  gives them an empty column 0 there, and a file written for them from 0 must be
+  written again from 1).  So is a file whose header says ``# Column indices are
   zero-based`` (scikit-learn's ``dump_svmlight_file`` with a comment), even where
   index 0 never occurs.
 """
