@@ -239,3 +239,23 @@ def test_a_byte_order_mark_inside_the_file_is_named(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf1 qid:1 1:0.5\n\xef\xbb\xbf0 qid:1 1:0.2\n")
     with pytest.raises(LTRInputError, match=r"joined\.txt:2: .*byte order mark.*joined"):
         load_svmlight(path)
+
+
+def test_a_click_log_naming_a_docid_two_rows_carry_is_refused(tmp_path, capsys):
+    """A docid on two rows of one query: ``clicks simulate`` and the pairs reader refuse
+    it, but a log naming it was mapped to the first row silently (``clicks dataset``
+    wrote that row's features for the result)."""
+    from test_cli import assert_one_line_error, run
+
+    data = tmp_path / "data.txt"
+    data.write_text("2 qid:1 1:1 #docid = a\n1 qid:1 1:0 #docid = a\n0 qid:1 1:0.5 #docid = c\n")
+    log = tmp_path / "log.tsv"
+    log.write_text("1 c 1 1\n1 a 2 0\n")
+    with pytest.raises(LTRInputError, match=r"log\.tsv:2: document 'a' is not unique in query"):
+        read_click_log(log, qid=np.array([1, 1, 1]), docids=["a", "a", "c"])
+    out = tmp_path / "out.txt"
+    rc, _, err = run(["clicks", "dataset", log, "--data", data, "-o", out], capsys)
+    assert_one_line_error(rc, err, "log.tsv:2: document 'a' is not unique", "rows 1 and 2")
+    assert not out.exists()
+    log.write_text("1 c 1 1\n")  # the log names only unambiguous documents: fine
+    assert len(read_click_log(log, qid=np.array([1, 1, 1]), docids=["a", "a", "c"])) == 1

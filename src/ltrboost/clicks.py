@@ -26,7 +26,7 @@ field is literally ``qid`` is a header and is skipped too.  Errors raise
 a click that is not 0/1, a position or a document shown twice in one impression, an
 impression id reused for another query, a file without entries, and -- when the
 data's ``qid``/``docids`` are given -- a query or a document that the data file does
-not have.  Repeats within an
+not have, or a document whose docid two rows of its query carry.  Repeats within an
 impression are checked once the whole file is read (the earliest repeating line is named).
 
 Simulation (:func:`simulate`)
@@ -202,13 +202,17 @@ def read_click_log(
         when given, every (qid, docid) of the log must be a row of the data.
     """
     path = os.fspath(path)
-    known: set[tuple[str, str]] | None = None
+    known: dict[tuple[str, str], int] | None = None
     known_q: set[str] | None = None
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
         qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
-        known = {(q, d) for q, d in zip(qs, docids, strict=True) if d is not None}
+        known = {}
+        repeated: dict[tuple[str, str], tuple[int, int]] = {}  # a docid on two rows
+        for row, key in enumerate(zip(qs, docids, strict=True)):
+            if key[1] is not None and known.setdefault(key, row) != row:
+                repeated.setdefault(key, (known[key], row))
         known_q = set(qs)
     # LF, CRLF or CR end a line, not the other characters str.splitlines() breaks at
     # (form feed, U+2028, ...), so that errors name the line an editor shows
@@ -271,6 +275,13 @@ def read_click_log(
             raise err(
                 f"document {d!r} is not a document of query {q!r} in the data file "
                 "(docids come from '#docid = ...' comments)"
+            )
+        if known is not None and (q, d) in repeated:
+            r1, r2 = repeated[(q, d)]
+            raise err(
+                f"document {d!r} is not unique in query {q!r} (data rows {r1 + 1} and "
+                f"{r2 + 1}, counting from 1, carry it): the log cannot tell them apart; "
+                "give the documents distinct docids"
             )
         if n_fields == 5:
             key = parts[4]
