@@ -259,3 +259,18 @@ def test_a_click_log_naming_a_docid_two_rows_carry_is_refused(tmp_path, capsys):
     assert not out.exists()
     log.write_text("1 c 1 1\n")  # the log names only unambiguous documents: fine
     assert len(read_click_log(log, qid=np.array([1, 1, 1]), docids=["a", "a", "c"])) == 1
+
+
+def test_click_rows_and_relevance_labels_refuse_an_ambiguous_docid(tmp_path):
+    """The same rule for a log given in memory (read without the data, or simulated):
+    both mapped the docid to its first row silently."""
+    from ltrboost.clicks import click_rows, relevance_labels
+
+    log_path = tmp_path / "log.tsv"
+    log_path.write_text("1 c 1 1\n1 a 2 0\n")
+    log = read_click_log(log_path)  # without the data: nothing to check yet
+    qid, docids = np.array([1, 1, 1]), ["a", "a", "c"]
+    for fn in (click_rows, relevance_labels):
+        with pytest.raises(LTRInputError, match=r"line 2: document 'a' is not unique"):
+            fn(log, qid=qid, docids=docids)
+    assert click_rows(log, qid=qid, docids=["a", "b", "c"]).row.tolist() == [2, 0]

@@ -187,6 +187,30 @@ class MinedPairs:
         return int(self.count.shape[0])
 
 
+def _data_rows(
+    qid: ArrayLike, docids: Sequence[str | None]
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], tuple[int, int]]]:
+    """The data row of each (qid, docid) a log may name (qids as text, as a log writes
+    them), and the two first rows of each docid that two rows of one query carry."""
+    qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
+    if len(qs) != len(docids):
+        raise ValueError("qid and docids must have one entry per data row")
+    rows: dict[tuple[str, str], int] = {}
+    repeated: dict[tuple[str, str], tuple[int, int]] = {}
+    for row, key in enumerate(zip(qs, docids, strict=True)):
+        if key[1] is not None and rows.setdefault(key, row) != row:
+            repeated.setdefault(key, (rows[key], row))
+    return rows, repeated
+
+
+def _not_unique(q: str, d: str, rows: tuple[int, int]) -> str:
+    return (
+        f"document {d!r} is not unique in query {q!r} (data rows {rows[0] + 1} and "
+        f"{rows[1] + 1}, counting from 1, carry it): the log cannot tell them apart; "
+        "give the documents distinct docids"
+    )
+
+
 def read_click_log(
     path: str | os.PathLike,
     qid: ArrayLike | None = None,
@@ -207,13 +231,8 @@ def read_click_log(
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
-        qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
-        known = {}
-        repeated: dict[tuple[str, str], tuple[int, int]] = {}  # a docid on two rows
-        for row, key in enumerate(zip(qs, docids, strict=True)):
-            if key[1] is not None and known.setdefault(key, row) != row:
-                repeated.setdefault(key, (known[key], row))
-        known_q = set(qs)
+        known, repeated = _data_rows(qid, docids)
+        known_q = {query_id_text(str(q)) for q in np.asarray(qid).tolist()}
     # LF, CRLF or CR end a line, not the other characters str.splitlines() breaks at
     # (form feed, U+2028, ...), so that errors name the line an editor shows
     lines_read = text_lines(path, "click log")
@@ -277,12 +296,7 @@ def read_click_log(
                 "(docids come from '#docid = ...' comments)"
             )
         if known is not None and (q, d) in repeated:
-            r1, r2 = repeated[(q, d)]
-            raise err(
-                f"document {d!r} is not unique in query {q!r} (data rows {r1 + 1} and "
-                f"{r2 + 1}, counting from 1, carry it): the log cannot tell them apart; "
-                "give the documents distinct docids"
-            )
+            raise err(_not_unique(q, d, repeated[(q, d)]))
         if n_fields == 5:
             key = parts[4]
             imp = imp_index.setdefault(key, len(imp_index))
@@ -671,21 +685,18 @@ def click_rows(log: ClickLog, qid: ArrayLike, docids: Sequence[str | None]) -> C
     row of the data is an error naming the log line (or entry).  Rows come in
     impression order, then position order.
     """
-    qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
-    if len(qs) != len(docids):
-        raise ValueError("qid and docids must have one entry per data row")
-    where: dict[tuple[str, str], int] = {}
-    for i, (q, d) in enumerate(zip(qs, docids, strict=True)):
-        if d is not None:
-            where.setdefault((q, d), i)
+    where, repeated = _data_rows(qid, docids)
     order = np.lexsort((log.position, log.impression))
     rows = np.empty(order.size, dtype=np.int64)
     for k, e in enumerate(order.tolist()):
-        r = where.get((query_id_text(str(log.qid[e])), str(log.docid[e])))
-        if r is None:
+        key = (query_id_text(str(log.qid[e])), str(log.docid[e]))
+        r = where.get(key)
+        if r is None or key in repeated:
             at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
             raise LTRInputError(
                 f"{at}: document {log.docid[e]!r} of query {log.qid[e]!r} is not in the data"
+                if r is None
+                else f"{at}: {_not_unique(*key, repeated[key])}"
             )
         rows[k] = r
     return ClickRows(
@@ -796,21 +807,18 @@ def relevance_labels(
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
-        qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
-        if len(qs) != len(docids):
-            raise ValueError("qid and docids must have one entry per data row")
-        where: dict[tuple[str, str], int] = {}
-        for i, (q, d) in enumerate(zip(qs, docids, strict=True)):
-            if d is not None:
-                where.setdefault((q, d), i)
+        where, repeated = _data_rows(qid, docids)
         row = np.empty(n, dtype=np.int64)
         for j, key in enumerate(keys):
-            r = where.get((query_id_text(key[0]), key[1]))
-            if r is None:
+            data_key = (query_id_text(key[0]), key[1])
+            r = where.get(data_key)
+            if r is None or data_key in repeated:
                 e = int(np.flatnonzero(code == j)[0])
                 at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
                 raise LTRInputError(
                     f"{at}: document {key[1]!r} of query {key[0]!r} is not in the data"
+                    if r is None
+                    else f"{at}: {_not_unique(*data_key, repeated[data_key])}"
                 )
             row[j] = r
         order = np.argsort(row, kind="stable")
