@@ -274,3 +274,28 @@ def test_click_rows_and_relevance_labels_refuse_an_ambiguous_docid(tmp_path):
         with pytest.raises(LTRInputError, match=r"line 2: document 'a' is not unique"):
             fn(log, qid=qid, docids=docids)
     assert click_rows(log, qid=qid, docids=["a", "b", "c"]).row.tolist() == [2, 0]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")
+def test_a_read_only_output_is_not_replaced(tmp_path, monkeypatch, capsys):
+    """A model made read-only (chmod a-w) to keep it was replaced anyway: the rename
+    of the temporary file needs only the folder's permission.  ``open()`` (and ``cp``)
+    refuse to write it; so do the outputs now, before any work."""
+    from test_cli import assert_one_line_error, run
+
+    out = tmp_path / "keep.json"
+    out.write_text("precious")
+    out.chmod(0o444)
+    real_access = os.access
+    # root may write anything; the test plays a user who may not write this file
+    monkeypatch.setattr(
+        os, "access", lambda p, mode, **kw: False if str(p) == str(out) else real_access(p, mode)
+    )
+    with pytest.raises(PermissionError, match="read-only"):
+        atomic_write_text(out, "new")
+    data = tmp_path / "data.txt"
+    data.write_text("1 qid:1 1:0.5\n0 qid:1 1:0.2\n")
+    rc, _, err = run(["train", data, "-q", "-o", out], capsys)
+    assert_one_line_error(rc, err, "keep.json", "read-only")
+    assert out.read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt", "keep.json"]

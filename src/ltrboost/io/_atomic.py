@@ -12,7 +12,9 @@
   mode is respected), nothing renamed;
 * a character device or a FIFO (a terminal, ``/dev/null``, a named pipe): opened and
   written in place, never renamed or replaced;
-* a directory, socket or block device: refused (``IsADirectoryError`` / ``OSError``).
+* a directory, socket or block device: refused (``IsADirectoryError`` / ``OSError``);
+  so is a regular file this process may not write (``PermissionError``), as ``open()``
+  refuses it, although the rename could replace it.
 
 :func:`atomic_write_files` writes several outputs all or none (each to its temporary
 file first, renamed only when all are complete).
@@ -274,6 +276,11 @@ def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:
                 errno.EINVAL,
                 "not a regular file (a socket or block device?); not replacing it",
                 user_path,
+            )
+        # the rename needs only the folder's permission; open() would refuse the file
+        if not os.access(target, os.W_OK):
+            raise PermissionError(
+                errno.EACCES, "is read-only; not replacing it (chmod u+w to allow)", user_path
             )
     check_folder(target.parent, user_path)
     return target, st
