@@ -299,3 +299,49 @@ def test_a_read_only_output_is_not_replaced(tmp_path, monkeypatch, capsys):
     assert_one_line_error(rc, err, "keep.json", "read-only")
     assert out.read_text() == "precious"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt", "keep.json"]
+
+
+def _wide_model(tmp_path, n_features):
+    """A one-leaf model claiming ``n_features`` features (allowed without names up to
+    2**24: the schema's free width)."""
+    d = json.loads(_model_with_names(tmp_path, ["a"]).read_text())
+    d.update(n_features=n_features, feature_names=None)
+    d["trees"] = [
+        {
+            "output": 0, "value": [0.25], "feature": [-1], "threshold": [None],
+            "bin_threshold": [0], "missing_left": [0], "left": [-1], "right": [-1],
+            "gain": [0.0], "count": [4], "sum_hessians": [4.0], "depth": [0],
+        }
+    ]  # fmt: skip
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+def test_resuming_a_model_that_claims_millions_of_features_is_refused(tmp_path, capsys):
+    """``train --resume`` read the data at the model's width: a (hand-edited) model
+    claiming 2**24 features made a 200-row file a 25 GiB matrix (out of memory, or an
+    OOM kill), where predict and eval read such data at its own width."""
+    from test_cli import assert_one_line_error, run
+
+    data = tmp_path / "data.txt"
+    data.write_text("".join(f"{k % 3} qid:{k // 10} 1:{k / 200} 2:0.5\n" for k in range(200)))
+    model = _wide_model(tmp_path, 2**24)
+    out = tmp_path / "o.json"
+    argv = ["train", data, "--resume", model, "--objective", "mart", "-q", "-o", out]
+    rc, _, err = run(argv, capsys)
+    assert_one_line_error(rc, err, "wide.json: ", "16777216 features", "highest feature index")
+    assert not out.exists()
+
+
+def test_resuming_a_wide_model_whose_matrix_fits_keeps_its_width(tmp_path, capsys):
+    from test_cli import run
+
+    data = tmp_path / "data.txt"
+    data.write_text("".join(f"{k % 3} qid:{k // 10} 1:{k / 40} 2:0.5\n" for k in range(40)))
+    model = _wide_model(tmp_path, 70_000)
+    out = tmp_path / "o.json"
+    argv = ["train", data, "--resume", model, "--objective", "mart", "--n-estimators", "3"]
+    rc, _, err = run([*argv, "-q", "-o", out], capsys)
+    assert rc == 0, err
+    assert json.loads(out.read_text())["n_features"] == 70_000

@@ -742,6 +742,39 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
     return data._replace(X=X), view
 
 
+def _resume_width(
+    path: str, booster, model_path: str, missing: str, na_values: list[str] | None
+) -> int | None:
+    """The width to read training data at to resume ``booster`` (None: no model): its
+    ``n_features``, once a wide model's claim is found not to make the matrix far larger
+    than the file allows (the schema lets a model claim 2**24 features unused; predict
+    bounds it by :func:`_read_for_model`)."""
+    if booster is None:
+        return None
+    n_model = booster.n_features
+    if n_model <= _WIDE_MODEL or not os.path.isfile(path):  # a pipe cannot be read twice
+        return n_model
+    from ltrboost.dataset import LTRInputError
+    from ltrboost.io.letor import dense_limit, load_svmlight
+
+    try:
+        data = load_svmlight(path, missing=missing, na_values=na_values)
+    except LTRInputError as e:
+        if getattr(e, "width_guard", None) is None:
+            raise
+        return n_model  # the data itself is that wide
+    rows, width = data.X.shape
+    if width < n_model and rows * n_model * 8 > dense_limit(os.path.getsize(path)):
+        raise LTRInputError(
+            f"the model has {n_model} features but the highest feature index of {path} is "
+            f"{width}: resuming reads the data at the model's width, {rows} x {n_model} "
+            f"float64 ({rows * n_model * 8 / 2**30:.1f} GiB), far more than the file; is "
+            "the model's n_features right?",
+            path=model_path,
+        )
+    return n_model
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.booster import make_objective, train
     from ltrboost.io._atomic import check_output, file_state
@@ -771,7 +804,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         args.train,
         missing=missing,
         return_comments=args.pairs is not None,
-        n_features=init_model.n_features if init_model is not None else None,
+        n_features=_resume_width(args.train, init_model, args.resume, missing, args.missing_token),
         na_values=args.missing_token,
     )
     if args.pairs is not None:

@@ -465,6 +465,13 @@ def _compression(block: bytes) -> str | None:
     return next((kind for magic, kind in _MAGIC if block.startswith(magic)), None)
 
 
+def dense_limit(n_bytes: int) -> int:
+    """The most bytes a dense ``X`` read from an ``n_bytes`` file may take unless its
+    width is confirmed (``n_features=``): a typo'd index, or a model's claim, must not
+    ask for a matrix far larger than the file."""
+    return max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * n_bytes)
+
+
 def _empty_file_error(path: str) -> LTRInputError:
     return LTRInputError(
         "no data lines (the file is empty or holds only blank and comment lines)",
@@ -579,7 +586,7 @@ def _parse_stream(
     fill = 0.0 if missing == "zero" else np.nan
     # No NA tokens: None, so that the kernel's NA branch is pruned (never compiled).
     na_buf, na_off = _na_arrays(na_values) if na_values else (None, None)
-    guard = max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * n_bytes)
+    guard = dense_limit(n_bytes)
     info = np.zeros(_N_INFO, dtype=np.int64)
     info[_I_HAS_QID] = -1
     n_rows = 0
@@ -1920,7 +1927,7 @@ def _parse_bytes_reference(
     width = n_features
     if width is None:
         width = max((max(r) for r in rows if r), default=0)
-        limit = max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * n_bytes)
+        limit = dense_limit(n_bytes)
         if len(rows) * width * 8 > limit:
             line = next(row_lines[i] for i, r in enumerate(rows) if width in r)
             raise fail("feature index makes X too large; pass n_features", line)
