@@ -345,3 +345,20 @@ def test_resuming_a_wide_model_whose_matrix_fits_keeps_its_width(tmp_path, capsy
     rc, _, err = run([*argv, "-q", "-o", out], capsys)
     assert rc == 0, err
     assert json.loads(out.read_text())["n_features"] == 70_000
+
+
+def test_a_validation_file_read_at_a_huge_training_width_is_refused(tmp_path, capsys):
+    """A 10-row training file with a typo'd index 5,000,000 passes the reader's size
+    limit (0.4 GiB); the validation file was then read at that width, 2000 rows: 75 GiB
+    asked for (out of memory, or an OOM kill), naming neither file."""
+    from test_cli import assert_one_line_error, run
+
+    rows = "".join(f"{k % 3} qid:{k // 10} 1:{k / 2000} 2:0.5\n" for k in range(2000))
+    train = tmp_path / "train.txt"
+    train.write_text("1 qid:0 5000000:1\n" + rows[: rows.index("qid:1 ")].rsplit("\n", 1)[0])
+    valid = tmp_path / "vali.txt"
+    valid.write_text(rows)
+    out = tmp_path / "o.json"
+    rc, _, err = run(["train", train, "--valid", valid, "-q", "-o", out], capsys)
+    assert_one_line_error(rc, err, "train.txt: the training data has 5000000 features", "vali.txt")
+    assert not out.exists()

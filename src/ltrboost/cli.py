@@ -742,18 +742,21 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
     return data._replace(X=X), view
 
 
-def _resume_width(
-    path: str, booster, model_path: str, missing: str, na_values: list[str] | None
+def _width_for(
+    path: str,
+    width: int | None,
+    owner: str,
+    owner_path: str,
+    missing: str,
+    na_values: list[str] | None,
 ) -> int | None:
-    """The width to read training data at to resume ``booster`` (None: no model): its
-    ``n_features``, once a wide model's claim is found not to make the matrix far larger
-    than the file allows (the schema lets a model claim 2**24 features unused; predict
-    bounds it by :func:`_read_for_model`)."""
-    if booster is None:
-        return None
-    n_model = booster.n_features
-    if n_model <= _WIDE_MODEL or not os.path.isfile(path):  # a pipe cannot be read twice
-        return n_model
+    """``width`` (what ``owner``, the model resumed or the training data, fixes for the
+    data file ``path``; None: the file's own), once a wide claim is found not to make
+    the matrix far larger than the reader's size limit allows: a model may claim 2**24
+    unused features, and a small training file one huge index, so that a larger file
+    read at that width would not fit (predict bounds it by :func:`_read_for_model`)."""
+    if width is None or width <= _WIDE_MODEL or not os.path.isfile(path):
+        return width  # narrow; or a pipe, which cannot be read twice
     from ltrboost.dataset import LTRInputError
     from ltrboost.io.letor import dense_limit, load_svmlight
 
@@ -762,17 +765,17 @@ def _resume_width(
     except LTRInputError as e:
         if getattr(e, "width_guard", None) is None:
             raise
-        return n_model  # the data itself is that wide
-    rows, width = data.X.shape
-    if width < n_model and rows * n_model * 8 > dense_limit(os.path.getsize(path)):
+        return width  # the data itself is that wide
+    rows, own = data.X.shape
+    if own < width and rows * width * 8 > dense_limit(os.path.getsize(path)):
         raise LTRInputError(
-            f"the model has {n_model} features but the highest feature index of {path} is "
-            f"{width}: resuming reads the data at the model's width, {rows} x {n_model} "
-            f"float64 ({rows * n_model * 8 / 2**30:.1f} GiB), far more than the file; is "
-            "the model's n_features right?",
-            path=model_path,
+            f"{owner} has {width} features but the highest feature index of {path} is "
+            f"{own}: read at that width, it is {rows} x {width} float64 "
+            f"({rows * width * 8 / 2**30:.1f} GiB), far more than the file; is {owner}'s "
+            "width right?",
+            path=owner_path,
         )
-    return n_model
+    return width
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -804,7 +807,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         args.train,
         missing=missing,
         return_comments=args.pairs is not None,
-        n_features=_resume_width(args.train, init_model, args.resume, missing, args.missing_token),
+        n_features=_width_for(
+            args.train,
+            None if init_model is None else init_model.n_features,
+            "the model",
+            args.resume,
+            missing,
+            args.missing_token,
+        ),
         na_values=args.missing_token,
     )
     if args.pairs is not None:
@@ -824,7 +834,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     valid_sets = []
     for vpath, name in zip(args.valid, _valid_names(args.valid), strict=True):
-        _, vs = _load(vpath, missing=missing, n_features=n_features, na_values=args.missing_token)
+        width = _width_for(
+            vpath, n_features, "the training data", args.train, missing, args.missing_token
+        )
+        _, vs = _load(vpath, missing=missing, n_features=width, na_values=args.missing_token)
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
