@@ -362,3 +362,22 @@ def test_a_validation_file_read_at_a_huge_training_width_is_refused(tmp_path, ca
     rc, _, err = run(["train", train, "--valid", valid, "-q", "-o", out], capsys)
     assert_one_line_error(rc, err, "train.txt: the training data has 5000000 features", "vali.txt")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("protocol", ["xia", "qbrank"])
+def test_experiment_folds_read_at_a_huge_training_width_are_refused(tmp_path, capsys, protocol):
+    """The experiments read a fold's vali and test files at its train file's width,
+    without the size check: the same 75 GiB allocation as ``train --valid``."""
+    from test_cli import run
+
+    rows = "".join(f"{k % 3} qid:{k // 10} 1:{k / 2000} 2:0.5\n" for k in range(2000))
+    fold = tmp_path / "Fold1"
+    fold.mkdir()
+    (fold / "train.txt").write_text("1 qid:0 5000000:1\n0 qid:0 1:0.5\n2 qid:1 2:0.5\n")
+    (fold / "vali.txt").write_text(rows)
+    (fold / "test.txt").write_text(rows)
+    argv = ["experiment", tmp_path, "-o", tmp_path / "report", "--protocol", protocol]
+    rc, _, err = run([*argv, "--max-trees", "1"], capsys)
+    assert rc == 2  # the folds are read once the progress bar is drawn: not one line
+    assert "train.txt: the training data has 5000000 features" in err
+    assert "vali.txt is 2:" in err

@@ -692,12 +692,6 @@ def _with_dataset(data, path: str, require_qid: bool = True):
     return data, ds
 
 
-# A model claiming more features than this does not set the width of the matrix: the
-# data is read at its own width (the reader bounds it by the file's size) and padded
-# only up to the features the trees use.
-_WIDE_MODEL = 1 << 16
-
-
 def _read_for_model(path: str, booster, missing: str, na_values: list[str] | None = None):
     """``(LetorData, booster)`` for prediction, memory bounded by the data and the
     trees, never by the model's ``n_features`` claim.  For a wide model the booster
@@ -708,13 +702,17 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
     import numpy as np
 
     from ltrboost.dataset import LTRInputError
+    from ltrboost.io.letor import WIDE
     from ltrboost.io.letor import load_svmlight as _load_svmlight
 
     def load_svmlight(path, **kw):
         return _load_svmlight(path, na_values=na_values, **kw)
 
+    # a model claiming more features than WIDE does not set the width of the matrix: the
+    # data is read at its own width (the reader bounds it by the file's size) and padded
+    # only up to the features the trees use
     n_model = booster.n_features
-    if n_model <= _WIDE_MODEL:
+    if n_model <= WIDE:
         return load_svmlight(path, n_features=n_model, missing=missing), booster
     try:
         data = load_svmlight(path, missing=missing)
@@ -742,45 +740,10 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
     return data._replace(X=X), view
 
 
-def _width_for(
-    path: str,
-    width: int | None,
-    owner: str,
-    owner_path: str,
-    missing: str,
-    na_values: list[str] | None,
-) -> int | None:
-    """``width`` (what ``owner``, the model resumed or the training data, fixes for the
-    data file ``path``; None: the file's own), once a wide claim is found not to make
-    the matrix far larger than the reader's size limit allows: a model may claim 2**24
-    unused features, and a small training file one huge index, so that a larger file
-    read at that width would not fit (predict bounds it by :func:`_read_for_model`)."""
-    if width is None or width <= _WIDE_MODEL or not os.path.isfile(path):
-        return width  # narrow; or a pipe, which cannot be read twice
-    from ltrboost.dataset import LTRInputError
-    from ltrboost.io.letor import dense_limit, load_svmlight
-
-    try:
-        data = load_svmlight(path, missing=missing, na_values=na_values)
-    except LTRInputError as e:
-        if getattr(e, "width_guard", None) is None:
-            raise
-        return width  # the data itself is that wide
-    rows, own = data.X.shape
-    if own < width and rows * width * 8 > dense_limit(os.path.getsize(path)):
-        raise LTRInputError(
-            f"{owner} has {width} features but the highest feature index of {path} is "
-            f"{own}: read at that width, it is {rows} x {width} float64 "
-            f"({rows * width * 8 / 2**30:.1f} GiB), far more than the file; is {owner}'s "
-            "width right?",
-            path=owner_path,
-        )
-    return width
-
-
 def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.booster import make_objective, train
     from ltrboost.io._atomic import check_output, file_state
+    from ltrboost.io.letor import imposed_width
     from ltrboost.model import load_model
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
@@ -807,13 +770,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         args.train,
         missing=missing,
         return_comments=args.pairs is not None,
-        n_features=_width_for(
+        n_features=imposed_width(
             args.train,
             None if init_model is None else init_model.n_features,
             "the model",
             args.resume,
-            missing,
-            args.missing_token,
+            missing=missing,
+            na_values=args.missing_token,
         ),
         na_values=args.missing_token,
     )
@@ -834,8 +797,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     valid_sets = []
     for vpath, name in zip(args.valid, _valid_names(args.valid), strict=True):
-        width = _width_for(
-            vpath, n_features, "the training data", args.train, missing, args.missing_token
+        width = imposed_width(
+            vpath,
+            n_features,
+            "the training data",
+            args.train,
+            missing=missing,
+            na_values=args.missing_token,
         )
         _, vs = _load(vpath, missing=missing, n_features=width, na_values=args.missing_token)
         valid_sets.append((name, vs))

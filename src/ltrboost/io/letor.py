@@ -472,6 +472,47 @@ def dense_limit(n_bytes: int) -> int:
     return max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * n_bytes)
 
 
+# A width above this that a model or other data imposes on a file is checked against
+# the file (:func:`imposed_width`); up to it a dense row costs at most 512 KiB.
+WIDE = 1 << 16
+
+
+def imposed_width(
+    path: str,
+    width: int | None,
+    owner: str,
+    owner_path: str,
+    *,
+    missing: str = "zero",
+    na_values: str | Sequence[str] | None = None,
+) -> int | None:
+    """``width``, the ``n_features`` that ``owner`` (a model resumed, or the training
+    data) fixes for the data file ``path`` (None: the file's own), once a wide one is
+    found not to make ``X`` far larger than :func:`dense_limit` allows: a model may
+    claim 2**24 unused features, and a small training file one huge index, so that a
+    larger file read at that width would not fit.  Raises ``LTRInputError`` naming
+    ``owner_path``.  A file above :data:`WIDE` is read once more to check it (a pipe,
+    which cannot be, is not checked)."""
+    if width is None or width <= WIDE or not os.path.isfile(path):
+        return width
+    try:
+        data = load_svmlight(path, missing=missing, na_values=na_values)
+    except LTRInputError as e:
+        if getattr(e, "width_guard", None) is None:
+            raise
+        return width  # the data itself is that wide
+    rows, own = data.X.shape
+    if own < width and rows * width * 8 > dense_limit(os.path.getsize(path)):
+        raise LTRInputError(
+            f"{owner} has {width} features but the highest feature index of {path} is "
+            f"{own}: read at that width, it is {rows} x {width} float64 "
+            f"({rows * width * 8 / 2**30:.1f} GiB), far more than the file; is {owner}'s "
+            "width right?",
+            path=owner_path,
+        )
+    return width
+
+
 def _empty_file_error(path: str) -> LTRInputError:
     return LTRInputError(
         "no data lines (the file is empty or holds only blank and comment lines)",
