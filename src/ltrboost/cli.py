@@ -692,12 +692,6 @@ def _with_dataset(data, path: str, require_qid: bool = True):
     return data, ds
 
 
-# A model claiming more features than this does not set the width of the matrix: the
-# data is read at its own width (the reader bounds it by the file's size) and padded
-# only up to the features the trees use.
-_WIDE_MODEL = 1 << 16
-
-
 def _read_for_model(path: str, booster, missing: str, na_values: list[str] | None = None):
     """``(LetorData, booster)`` for prediction, memory bounded by the data and the
     trees, never by the model's ``n_features`` claim.  For a wide model the booster
@@ -708,13 +702,17 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
     import numpy as np
 
     from ltrboost.dataset import LTRInputError
+    from ltrboost.io.letor import WIDE
     from ltrboost.io.letor import load_svmlight as _load_svmlight
 
     def load_svmlight(path, **kw):
         return _load_svmlight(path, na_values=na_values, **kw)
 
+    # a model claiming more features than WIDE does not set the width of the matrix: the
+    # data is read at its own width (the reader bounds it by the file's size) and padded
+    # only up to the features the trees use
     n_model = booster.n_features
-    if n_model <= _WIDE_MODEL:
+    if n_model <= WIDE:
         return load_svmlight(path, n_features=n_model, missing=missing), booster
     try:
         data = load_svmlight(path, missing=missing)
@@ -745,6 +743,7 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
 def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.booster import make_objective, train
     from ltrboost.io._atomic import check_output, file_state
+    from ltrboost.io.letor import imposed_width
     from ltrboost.model import load_model
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
@@ -771,7 +770,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         args.train,
         missing=missing,
         return_comments=args.pairs is not None,
-        n_features=init_model.n_features if init_model is not None else None,
+        n_features=imposed_width(
+            args.train,
+            None if init_model is None else init_model.n_features,
+            "the model",
+            args.resume,
+            missing=missing,
+            na_values=args.missing_token,
+        ),
         na_values=args.missing_token,
     )
     if args.pairs is not None:
@@ -791,7 +797,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     valid_sets = []
     for vpath, name in zip(args.valid, _valid_names(args.valid), strict=True):
-        _, vs = _load(vpath, missing=missing, n_features=n_features, na_values=args.missing_token)
+        width = imposed_width(
+            vpath,
+            n_features,
+            "the training data",
+            args.train,
+            missing=missing,
+            na_values=args.missing_token,
+        )
+        _, vs = _load(vpath, missing=missing, n_features=width, na_values=args.missing_token)
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")

@@ -24,8 +24,9 @@ field is literally ``qid`` is a header and is skipped too.  Errors raise
 :class:`~ltrboost.dataset.LTRInputError` naming ``FILE:LINE``: a wrong number of fields
 (or the impression column on some lines only), a position that is not an integer >= 1,
 a click that is not 0/1, a position or a document shown twice in one impression, an
-impression id reused for another query, and -- when the data's ``qid``/``docids`` are
-given -- a query or a document that the data file does not have.  Repeats within an
+impression id reused for another query, a file without entries, and -- when the
+data's ``qid``/``docids`` are given -- a query or a document that the data file does
+not have, or a document whose docid two rows of its query carry.  Repeats within an
 impression are checked once the whole file is read (the earliest repeating line is named).
 
 Simulation (:func:`simulate`)
@@ -116,7 +117,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost.dataset import LTRInputError
-from ltrboost.io.pairs import query_id_text
+from ltrboost.io.pairs import query_id_text, text_lines
 from ltrboost.io.queryfile import MAX_COUNT as MAX_POSITION
 
 __all__ = [
@@ -186,6 +187,30 @@ class MinedPairs:
         return int(self.count.shape[0])
 
 
+def _data_rows(
+    qid: ArrayLike, docids: Sequence[str | None]
+) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], tuple[int, int]]]:
+    """The data row of each (qid, docid) a log may name (qids as text, as a log writes
+    them), and the two first rows of each docid that two rows of one query carry."""
+    qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
+    if len(qs) != len(docids):
+        raise ValueError("qid and docids must have one entry per data row")
+    rows: dict[tuple[str, str], int] = {}
+    repeated: dict[tuple[str, str], tuple[int, int]] = {}
+    for row, key in enumerate(zip(qs, docids, strict=True)):
+        if key[1] is not None and rows.setdefault(key, row) != row:
+            repeated.setdefault(key, (rows[key], row))
+    return rows, repeated
+
+
+def _not_unique(q: str, d: str, rows: tuple[int, int]) -> str:
+    return (
+        f"document {d!r} is not unique in query {q!r} (data rows {rows[0] + 1} and "
+        f"{rows[1] + 1}, counting from 1, carry it): the log cannot tell them apart; "
+        "give the documents distinct docids"
+    )
+
+
 def read_click_log(
     path: str | os.PathLike,
     qid: ArrayLike | None = None,
@@ -201,26 +226,16 @@ def read_click_log(
         when given, every (qid, docid) of the log must be a row of the data.
     """
     path = os.fspath(path)
-    known: set[tuple[str, str]] | None = None
+    known: dict[tuple[str, str], int] | None = None
     known_q: set[str] | None = None
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
-        qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
-        known = {(q, d) for q, d in zip(qs, docids, strict=True) if d is not None}
-        known_q = set(qs)
-    try:
-        f = open(path, encoding="utf-8-sig")
-    except OSError as e:
-        raise LTRInputError(f"cannot read click log: {e.strerror}", path=path) from None
-    with f:
-        try:
-            # LF ends a line (CRLF too: the CR is stripped below), not the other
-            # characters str.splitlines() breaks at (form feed, U+2028, ...), so that
-            # errors name the line an editor shows
-            text_lines = f.read().split("\n")
-        except UnicodeDecodeError:
-            raise LTRInputError("not a UTF-8 text file", path=path) from None
+        known, repeated = _data_rows(qid, docids)
+        known_q = {query_id_text(str(q)) for q in np.asarray(qid).tolist()}
+    # LF, CRLF or CR end a line, not the other characters str.splitlines() breaks at
+    # (form feed, U+2028, ...), so that errors name the line an editor shows
+    lines_read = text_lines(path, "click log")
 
     qids: list[str] = []
     docs: list[str] = []
@@ -237,7 +252,7 @@ def read_click_log(
     prev_q: str | None = None
     current = -1
     header_done = False
-    for lineno, raw in enumerate(text_lines, start=1):
+    for lineno, raw in enumerate(lines_read, start=1):
         s = raw.strip()
         if not s or s.startswith("#"):
             continue
@@ -280,6 +295,8 @@ def read_click_log(
                 f"document {d!r} is not a document of query {q!r} in the data file "
                 "(docids come from '#docid = ...' comments)"
             )
+        if known is not None and (q, d) in repeated:
+            raise err(_not_unique(q, d, repeated[(q, d)]))
         if n_fields == 5:
             key = parts[4]
             imp = imp_index.setdefault(key, len(imp_index))
@@ -303,6 +320,12 @@ def read_click_log(
         clicks.append(int(c_txt))
         imps.append(imp)
         lines.append(lineno)
+    if not lines:  # as the data readers: an empty input is a mistake, not zero results
+        raise LTRInputError(
+            "no entries (the file is empty or holds only a header, blank and comment lines)",
+            path=path,
+            line=1,
+        )
     position = np.asarray(positions, dtype=np.int64)
     impression = np.asarray(imps, dtype=np.int64)
     line = np.asarray(lines, dtype=np.int64)
@@ -662,21 +685,18 @@ def click_rows(log: ClickLog, qid: ArrayLike, docids: Sequence[str | None]) -> C
     row of the data is an error naming the log line (or entry).  Rows come in
     impression order, then position order.
     """
-    qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
-    if len(qs) != len(docids):
-        raise ValueError("qid and docids must have one entry per data row")
-    where: dict[tuple[str, str], int] = {}
-    for i, (q, d) in enumerate(zip(qs, docids, strict=True)):
-        if d is not None:
-            where.setdefault((q, d), i)
+    where, repeated = _data_rows(qid, docids)
     order = np.lexsort((log.position, log.impression))
     rows = np.empty(order.size, dtype=np.int64)
     for k, e in enumerate(order.tolist()):
-        r = where.get((query_id_text(str(log.qid[e])), str(log.docid[e])))
-        if r is None:
+        key = (query_id_text(str(log.qid[e])), str(log.docid[e]))
+        r = where.get(key)
+        if r is None or key in repeated:
             at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
             raise LTRInputError(
                 f"{at}: document {log.docid[e]!r} of query {log.qid[e]!r} is not in the data"
+                if r is None
+                else f"{at}: {_not_unique(*key, repeated[key])}"
             )
         rows[k] = r
     return ClickRows(
@@ -787,21 +807,18 @@ def relevance_labels(
     if qid is not None or docids is not None:
         if qid is None or docids is None:
             raise ValueError("give both qid and docids, or neither")
-        qs = [query_id_text(str(q)) for q in np.asarray(qid).tolist()]
-        if len(qs) != len(docids):
-            raise ValueError("qid and docids must have one entry per data row")
-        where: dict[tuple[str, str], int] = {}
-        for i, (q, d) in enumerate(zip(qs, docids, strict=True)):
-            if d is not None:
-                where.setdefault((q, d), i)
+        where, repeated = _data_rows(qid, docids)
         row = np.empty(n, dtype=np.int64)
         for j, key in enumerate(keys):
-            r = where.get((query_id_text(key[0]), key[1]))
-            if r is None:
+            data_key = (query_id_text(key[0]), key[1])
+            r = where.get(data_key)
+            if r is None or data_key in repeated:
                 e = int(np.flatnonzero(code == j)[0])
                 at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
                 raise LTRInputError(
                     f"{at}: document {key[1]!r} of query {key[0]!r} is not in the data"
+                    if r is None
+                    else f"{at}: {_not_unique(*data_key, repeated[data_key])}"
                 )
             row[j] = r
         order = np.argsort(row, kind="stable")

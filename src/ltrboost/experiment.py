@@ -236,7 +236,7 @@ def run_experiment(
                 raise ValueError(f"{name} of {s} is empty: the grid has no cell")
     from ltrboost.booster import train
     from ltrboost.dataset import make_dataset
-    from ltrboost.io.letor import load_svmlight
+    from ltrboost.io.letor import imposed_width, load_svmlight
     from ltrboost.params import BoosterParams
 
     folds = find_folds(folder)
@@ -304,9 +304,16 @@ def run_experiment(
         if cell.fold not in data_cache:
             tr_p, va_p, te_p = fold_paths[cell.fold]
             tr = load_svmlight(tr_p, na_values=na_values)
-            nf = tr.X.shape[1]
-            va = load_svmlight(va_p, n_features=nf, na_values=na_values)
-            te = load_svmlight(te_p, n_features=nf, na_values=na_values)
+            va, te = (
+                load_svmlight(
+                    p,
+                    n_features=imposed_width(
+                        p, tr.X.shape[1], "the training data", tr_p, na_values=na_values
+                    ),
+                    na_values=na_values,
+                )
+                for p in (va_p, te_p)
+            )
             data_cache.clear()
             data_cache[cell.fold] = tuple(make_dataset(d.X, d.y, qid=d.qid) for d in (tr, va, te))
         tr_ds, va_ds, te_ds = data_cache[cell.fold]

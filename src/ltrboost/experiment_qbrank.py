@@ -499,12 +499,13 @@ def _load_fold(
     """The fold's train, vali and test sets; ``no_missing``: a missing value (``nan``)
     is an error naming its file and line (RankSVM, a linear model, cannot take one)."""
     from ltrboost.dataset import LTRInputError
-    from ltrboost.io.letor import load_svmlight
+    from ltrboost.io.letor import imposed_width, load_svmlight
 
     out = []
     nf = None
     for p in paths:
-        d = load_svmlight(p, n_features=nf, na_values=na_values)
+        width = imposed_width(p, nf, "the training data", paths[0], na_values=na_values)
+        d = load_svmlight(p, n_features=width, na_values=na_values)
         nf = d.X.shape[1]
         if no_missing:
             bad = np.flatnonzero(np.isnan(d.X).any(axis=1))

@@ -4,14 +4,17 @@
 
 * a regular file, or nothing yet: the text goes to a temporary file in the target's
   folder, is flushed and ``fsync``-ed, then renamed over the target, so readers (and a
-  crash or ``kill -9``) see the old file or the new one, never half of one;
+  crash or ``kill -9``) see the old file or the new one, never half of one; a replaced
+  file keeps its mode, a new one gets the mode ``open()`` would give it (the umask's);
 * a symbolic link: it is followed, the file it points to is replaced, the link is kept;
 * a descriptor of this process (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
   ``/proc/self/fd/N``): written to that descriptor, as the shell opened it (append
   mode is respected), nothing renamed;
 * a character device or a FIFO (a terminal, ``/dev/null``, a named pipe): opened and
   written in place, never renamed or replaced;
-* a directory, socket or block device: refused (``IsADirectoryError`` / ``OSError``).
+* a directory, socket or block device: refused (``IsADirectoryError`` / ``OSError``);
+  so is a regular file this process may not write (``PermissionError``), as ``open()``
+  refuses it, although the rename could replace it.
 
 :func:`atomic_write_files` writes several outputs all or none (each to its temporary
 file first, renamed only when all are complete).
@@ -75,6 +78,14 @@ def _own_descriptor(path: str) -> int | None:
     return None
 
 
+def current_umask() -> int:
+    """The process's umask, which a temporary file or folder (made 0o600 / 0o700)
+    does not get: an output made from one is given ``0o666`` / ``0o777`` less it."""
+    mask = os.umask(0o077)  # read it by setting it; 077 meanwhile widens nothing
+    os.umask(mask)
+    return mask
+
+
 def _named(e: OSError, path: str, doing: str) -> OSError:
     """The same error class and errno, naming the user's path."""
     strerror = e.strerror or str(e)
@@ -113,10 +124,10 @@ def atomic_write(
 
     See the module docstring for links, devices and refused outputs.  For a regular
     file: on any error the temporary file is removed and the target is untouched; a new
-    file gets mode 0o644, an existing file keeps its mode.  ``unchanged_since``: a
-    :func:`file_state` (None = "did not exist") taken when the run started; if the
-    target's state differs now, :class:`OutputChangedWarning` is issued before it is
-    replaced.
+    file gets 0o666 less the umask (as with ``open()``), an existing file keeps its
+    mode.  ``unchanged_since``: a :func:`file_state` (None = "did not exist") taken when
+    the run started; if the target's state differs now, :class:`OutputChangedWarning`
+    is issued before it is replaced.
     """
     _write(path, _utf8(chunks), unchanged_since)
 
@@ -272,14 +283,27 @@ def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:
                 "not a regular file (a socket or block device?); not replacing it",
                 user_path,
             )
-    directory = target.parent
-    if not directory.is_dir():  # name the user's path, not the temporary file's
-        raise FileNotFoundError(
-            errno.ENOENT,
-            f"cannot write: directory {directory} does not exist",
-            user_path,
-        )
+        # the rename needs only the folder's permission; open() would refuse the file
+        if not os.access(target, os.W_OK):
+            raise PermissionError(
+                errno.EACCES, "is read-only; not replacing it (chmod u+w to allow)", user_path
+            )
+    check_folder(target.parent, user_path)
     return target, st
+
+
+def check_folder(directory: str | os.PathLike[str], user_path: str) -> None:
+    """Raise, naming the output ``user_path`` (not a temporary file beside it), unless
+    ``directory``, the folder it goes to, is one: it does not exist, or is a file."""
+    if os.path.isdir(directory):
+        return
+    if os.path.exists(directory):
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"cannot write: {directory} is not a directory", user_path
+        )
+    raise FileNotFoundError(
+        errno.ENOENT, f"cannot write: directory {directory} does not exist", user_path
+    )
 
 
 def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
@@ -309,7 +333,7 @@ def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
         raise _named(e, user_path, "creating a temporary file beside it") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            mode = 0o644 if st is None else st.st_mode & 0o7777
+            mode = 0o666 & ~current_umask() if st is None else st.st_mode & 0o7777
             os.fchmod(handle.fileno(), mode)
             buffer: list[bytes] = []
             size = 0

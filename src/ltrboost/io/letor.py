@@ -36,8 +36,10 @@ Conventions, documented once here:
 * Feature indices need not be sorted on a line, but may not repeat.
 * ``qid:`` is all-or-nothing: on every data line or on none.  Query ids need *not* be
   contiguous; :func:`ltrboost.dataset.group_by_qid` groups them later.
-* Zero-based files (feature index 0) are rejected: LETOR, LightGBM and XGBoost text
-  files are 1-based.  So is a file whose header says ``# Column indices are
+* Zero-based files (feature index 0) are rejected: LETOR and svmlight files are
+  1-based (LightGBM and XGBoost read index ``k`` as column ``k``, so a 1-based file
+  gives them an empty column 0 there, and a file written for them from 0 must be
+  written again from 1).  So is a file whose header says ``# Column indices are
   zero-based`` (scikit-learn's ``dump_svmlight_file`` with a comment), even where
   index 0 never occurs.
 """
@@ -153,8 +155,9 @@ def load_svmlight(
         lines, a missing or non-numeric or non-finite label, ``qid:`` on some lines
         only, a non-integer ``qid``, a malformed ``index:value`` token, a feature index
         that is not positive, repeats on its line or exceeds ``n_features``, an
-        infinite value, text that is not UTF-8, ``.query`` sizes that do not add up to
-        the number of rows (the error names the ``.query`` file).
+        infinite value, text that is not UTF-8 (a compressed file is named as one),
+        ``.query`` sizes that do not add up to the number of rows (the error names the
+        ``.query`` file).
     ValueError
         For a bad ``n_features``, ``missing`` or ``na_values`` argument.
 
@@ -446,6 +449,70 @@ def _check_header(block: bytes, start: int, path: str) -> None:
         pos = end + 1
 
 
+# The leading bytes of compressed files, to name one that fails to parse.
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"PK\x03\x04", "zip"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+
+
+def _compression(block: bytes) -> str | None:
+    """The compression format whose magic number ``block`` (a file's start) begins
+    with, or None."""
+    return next((kind for magic, kind in _MAGIC if block.startswith(magic)), None)
+
+
+def dense_limit(n_bytes: int) -> int:
+    """The most bytes a dense ``X`` read from an ``n_bytes`` file may take unless its
+    width is confirmed (``n_features=``): a typo'd index, or a model's claim, must not
+    ask for a matrix far larger than the file."""
+    return max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * n_bytes)
+
+
+# A width above this that a model or other data imposes on a file is checked against
+# the file (:func:`imposed_width`); up to it a dense row costs at most 512 KiB.
+WIDE = 1 << 16
+
+
+def imposed_width(
+    path: str,
+    width: int | None,
+    owner: str,
+    owner_path: str,
+    *,
+    missing: str = "zero",
+    na_values: str | Sequence[str] | None = None,
+) -> int | None:
+    """``width``, the ``n_features`` that ``owner`` (a model resumed, or the training
+    data) fixes for the data file ``path`` (None: the file's own), once a wide one is
+    found not to make ``X`` far larger than :func:`dense_limit` allows: a model may
+    claim 2**24 unused features, and a small training file one huge index, so that a
+    larger file read at that width would not fit.  Raises ``LTRInputError`` naming
+    ``owner_path``.  A file above :data:`WIDE` is read once more to check it (a pipe,
+    which cannot be, is not checked)."""
+    if width is None or width <= WIDE or not os.path.isfile(path):
+        return width
+    try:
+        data = load_svmlight(path, missing=missing, na_values=na_values)
+    except LTRInputError as e:
+        if getattr(e, "width_guard", None) is None:
+            raise
+        return width  # the data itself is that wide
+    rows, own = data.X.shape
+    if own < width and rows * width * 8 > dense_limit(os.path.getsize(path)):
+        raise LTRInputError(
+            f"{owner} has {width} features but the highest feature index of {path} is "
+            f"{own}: read at that width, it is {rows} x {width} float64 "
+            f"({rows * width * 8 / 2**30:.1f} GiB), far more than the file; is {owner}'s "
+            "width right?",
+            path=owner_path,
+        )
+    return width
+
+
 def _empty_file_error(path: str) -> LTRInputError:
     return LTRInputError(
         "no data lines (the file is empty or holds only blank and comment lines)",
@@ -560,7 +627,7 @@ def _parse_stream(
     fill = 0.0 if missing == "zero" else np.nan
     # No NA tokens: None, so that the kernel's NA branch is pruned (never compiled).
     na_buf, na_off = _na_arrays(na_values) if na_values else (None, None)
-    guard = max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * n_bytes)
+    guard = dense_limit(n_bytes)
     info = np.zeros(_N_INFO, dtype=np.int64)
     info[_I_HAS_QID] = -1
     n_rows = 0
@@ -582,6 +649,14 @@ def _parse_stream(
         try:
             b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
         except LTRInputError as e:
+            kind = _compression(block) if first else None
+            if kind is not None:  # LETOR data sets ship compressed (MSLR .zip, Yahoo .bz2)
+                raise LTRInputError(
+                    f"the file is {kind}-compressed ({e.problem}): decompress it first; "
+                    "ltrboost reads plain text",
+                    path=e.path,
+                    line=e.line,
+                ) from None
             # CR alone is whitespace inside a line; a file of classic Mac OS line ends
             # (no LF at all, CRs between records) reads as one long line: say why
             if first and b"\n" not in block and block.count(b"\r", 0, 1 << 20) > 1:
@@ -849,7 +924,8 @@ def _kernel_error(
     tok = _token_text(data, int(info[_I_ERR_START]), int(info[_I_ERR_END]))
     messages = {
         _E_NO_LABEL: f"no label: a data line starts with its label, found {tok!r}",
-        _E_BAD_LABEL: f"label {tok!r} is not a number",
+        _E_BAD_LABEL: f"label {tok!r} is not a number"
+        + (_INNER_BOM_HINT if tok.startswith("\ufeff") else ""),
         _E_NONFINITE_LABEL: f"label {tok!r} is not a finite number",
         _E_QID_MISSING: (
             f"this line has no qid: but line {aux} has one; "
@@ -877,6 +953,13 @@ def _kernel_error(
         _E_DUP_INDEX: f"feature index {aux} appears more than once on this line",
     }
     return LTRInputError(messages[code], path=path, line=line)
+
+
+# A BOM is skipped at the start of the file only; one inside it is a line's first bytes.
+_INNER_BOM_HINT = (
+    " (U+FEFF is a UTF-8 byte order mark inside the file: files joined with cat, each "
+    "with its own? remove it, e.g. sed 's/^\\xEF\\xBB\\xBF//')"
+)
 
 
 def _na_hint(tok: str) -> str:
@@ -1885,7 +1968,7 @@ def _parse_bytes_reference(
     width = n_features
     if width is None:
         width = max((max(r) for r in rows if r), default=0)
-        limit = max(_DENSE_GUARD_BYTES, _DENSE_GUARD_RATIO * n_bytes)
+        limit = dense_limit(n_bytes)
         if len(rows) * width * 8 > limit:
             line = next(row_lines[i] for i, r in enumerate(rows) if width in r)
             raise fail("feature index makes X too large; pass n_features", line)

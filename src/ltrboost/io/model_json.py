@@ -281,7 +281,15 @@ def read_model_fields(path: str | os.PathLike) -> dict[str, Any]:
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
+            text = f.read(1 << 16)
+            start = text.lstrip("\ufeff \t\r\n")[:40]
+            if start and start[0] != "{":  # before reading the rest: a data file is large
+                raise ModelFormatError(
+                    f"not an ltrboost model (a JSON object, '{{...}}'); the file starts with "
+                    f"{start.splitlines()[0]!r} (a data file given as the model?)",
+                    path,
+                )
+            text += f.read()
     except UnicodeDecodeError as e:  # binary, or text saved in another encoding
         raise ModelFormatError(
             f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}; is this "

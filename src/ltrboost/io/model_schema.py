@@ -24,6 +24,8 @@ Rules (format_version 1)
   :data:`FREE_N_FEATURES`, must be backed by the file: named in ``feature_names`` or
   used by a split.  A 50,000,000-feature claim in a small file is refused instead of
   allocating gigabytes at predict time.
+* ``feature_names`` (null or strings) names each feature once: ``predict`` takes a
+  DataFrame's columns by name, so a repeated name would feed one column to two features.
 * ``params`` is a mapping of known training parameters that pass
   :meth:`BoosterParams.validate`; ``n_threads`` (a run-time setting, no longer written)
   is ignored when present.
@@ -199,6 +201,11 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
         not isinstance(names, list) or not all(isinstance(s, str) for s in names)
     ):
         fail("feature_names must be null or a list of strings")
+    if names is not None and len(set(names)) != len(names):
+        # fit refuses them: predict takes a DataFrame's columns by name
+        seen: set[str] = set()
+        dup = sorted({s for s in names if s in seen or seen.add(s)})
+        fail(f"feature_names lists {', '.join(map(repr, dup))} more than once")
     _check_n_features(d["n_features"], names, trees, fail)
 
     obj_params = d.get("objective_params", {})

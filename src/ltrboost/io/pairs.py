@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost.dataset import LTRInputError, PreferencePairs
+from ltrboost.io.letor import _NUMBER_RE
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
@@ -64,20 +65,7 @@ def read_pairs_file(
     other: list[int] = []
     weight: list[float] = []
     seen: dict[tuple[int, int], int] = {}
-    try:
-        with open(path, "rb") as f:
-            data = f.read().removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
-    except OSError as e:
-        raise LTRInputError(f"cannot read pairs file: {e.strerror}", path=path) from None
-    try:
-        lines = _lines(data.decode("utf-8"))
-    except UnicodeDecodeError as err:
-        raise LTRInputError(
-            f"not UTF-8 text (byte 0x{data[err.start]:02x})",
-            path=path,
-            line=len(_lines(data[: err.start].decode("utf-8"))),
-        ) from None
-    for lineno, raw in enumerate(lines, start=1):
+    for lineno, raw in enumerate(text_lines(path, "pairs file"), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -93,10 +81,8 @@ def read_pairs_file(
             q = query_id_text(q)
         w = 1.0
         if len(parts) == 4:
-            try:
-                w = float(parts[3])
-            except ValueError:
-                w = math.nan
+            # the LETOR reader's number syntax: float() also takes "1_0" and non-ASCII digits
+            w = float(parts[3]) if _NUMBER_RE.fullmatch(parts[3]) else math.nan
             if not math.isfinite(w) or w <= 0:
                 raise LTRInputError(
                     f"weight {parts[3]!r} is not a positive number",
@@ -163,6 +149,25 @@ def query_id_text(text: str) -> str:
         return text
     digits = text.lstrip("+-").lstrip("0") or "0"
     return "-" + digits if text[0] == "-" and digits != "0" else digits
+
+
+def text_lines(path: str, what: str) -> list[str]:
+    """The lines of the UTF-8 text file ``path`` (a BOM skipped, lines as :func:`_lines`
+    splits them); :class:`LTRInputError` naming the file, and the line of the first byte
+    that is not UTF-8.  ``what`` names the file in a read error ("pairs file")."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read().removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
+    except OSError as e:
+        raise LTRInputError(f"cannot read {what}: {e.strerror}", path=path) from None
+    try:
+        return _lines(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise LTRInputError(
+            f"not UTF-8 text (byte 0x{data[err.start]:02x})",
+            path=path,
+            line=len(_lines(data[: err.start].decode("utf-8"))),
+        ) from None
 
 
 def _lines(text: str) -> list[str]:

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Sequence
 
 import numpy as np
 
 from ltrboost.dataset import LTRInputError, group_by_qid
+from ltrboost.io._atomic import check_folder, current_umask
 
 
 def query_file_bounds(offsets: np.ndarray, rows_per_file: int) -> list[tuple[int, int]]:
@@ -71,14 +73,19 @@ def letor_to_parquet(
     out = os.fspath(out)
     if not out:
         raise ValueError("convert: the output folder is an empty path")
+    try:
+        os.stat(out)
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # nothing there yet (a folder on the way that is a file: named below)
+    except OSError as e:  # a symlink loop: found now, not by the rename at the end
+        raise type(e)(e.errno, e.strerror, out) from None
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise FileExistsError(f"{out} exists and is not an empty folder; choose a new path")
     # A symlink (to an empty folder, or dangling) is followed, as for the other
     # outputs: the folder is made at its target and the link kept.
     target = os.path.realpath(out)
     parent = os.path.dirname(target)
-    if not os.path.isdir(parent):  # checked before the (long) parse of the text file
-        raise FileNotFoundError(f"cannot write {out}: directory {parent} does not exist")
+    check_folder(parent, out)  # before the (long) parse of the text file
     # Written into a hidden folder beside ``out`` and renamed to it at the end (as a
     # model file goes through a temporary file): an interrupted or failed conversion
     # leaves no partial dataset that would read back as a smaller one.  Made before
@@ -106,8 +113,12 @@ def letor_to_parquet(
             name = f"part.{k:05d}.parquet"
             pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
             files.append(name)
+        # the folder mkdir would make (mkdtemp's is 0o700), or the replaced one's mode
         if os.path.isdir(target):
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
             os.rmdir(target)  # empty (checked above): replaced by the finished folder
+        else:
+            os.chmod(tmp, 0o777 & ~current_umask())
         os.rename(tmp, target)
     except BaseException:  # Ctrl-C included: nothing half-written stays behind
         shutil.rmtree(tmp, ignore_errors=True)

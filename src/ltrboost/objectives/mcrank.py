@@ -104,8 +104,8 @@ class McRank(Objective):
         if K is None:
             if top > MCRANK_MAX_LABEL:
                 row = int(np.argmax(y))
-                raise LTRInputError(
-                    f"label y[{row}]={top} is larger than {MCRANK_MAX_LABEL}, the "
+                raise LTRInputError(  # :g: a label of 1e300 as 1e+300, not 301 digits
+                    f"label y[{row}]={y[row]:g} is larger than {MCRANK_MAX_LABEL}, the "
                     "largest grade 'mcrank' accepts (one tree per grade per round); "
                     "re-map the labels or use 'mart' / 'lambdamart'",
                     row=row,
@@ -115,7 +115,7 @@ class McRank(Objective):
         elif top > K:
             row = int(np.argmax(y))
             raise LTRInputError(
-                f"label y[{row}]={top} is larger than max_label={K} (the classes this "
+                f"label y[{row}]={y[row]:g} is larger than max_label={K} (the classes this "
                 "objective was prepared with); pass max_label= explicitly to cover it",
                 row=row,
             )
