@@ -6,7 +6,10 @@ Every result read in blocks of any size must equal the whole-file plain-Python r
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
 import threading
 import tracemalloc
 
@@ -373,3 +376,56 @@ def test_rows_widened_in_place_keep_peak_and_values(tmp_path, monkeypatch, missi
     np.testing.assert_array_equal(_bits(got.X), _bits(ref[0]))
     out = got.X.nbytes + got.y.nbytes + got.qid.nbytes + got.lines.nbytes
     assert peak <= 1.1 * out + 16 * block, (peak, out)
+
+
+# --- endless and binary streams: bounded memory, an error at the first bad block
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_an_endless_device_is_refused_at_its_first_block(device):
+    """A pipe or device used to be read whole before parsing: /dev/zero grew the
+    process by ~300 MB a second until the machine ran out of memory."""
+    code = (
+        "from ltrboost import load_svmlight\n"
+        "from ltrboost.dataset import LTRInputError\n"
+        f"try:\n    load_svmlight({device!r})\n"
+        "except LTRInputError as e:\n    print('REFUSED', e)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith(f"REFUSED {device}:"), proc.stdout
+
+
+def test_a_long_line_of_nul_bytes_is_named_with_its_line():
+    data = b"1 qid:1 1:0.5\n0 qid:1 1:0.25\n" + b"\0" * (3 * 64)
+    with pytest.raises(LTRInputError, match=r":3: .*NUL") as err:
+        _parse_bytes(data, "f.txt", None, "zero", False, block_bytes=64)
+    assert "binary" in str(err.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_is_parsed_as_it_is_read_and_its_width_checked(tmp_path, monkeypatch):
+    """A pipe's blocks are parsed as they come (an error does not wait for the end of
+    the stream) and the dense-width guard counts the bytes read so far."""
+    monkeypatch.setattr(letor, "_DENSE_GUARD_BYTES", 1 << 16)
+    monkeypatch.setattr(letor, "_BLOCK_BYTES", 4096)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    lines = b"".join(b"1 qid:%d 1:0.5 2:0.25\n" % (i // 10) for i in range(2000))
+    bad = lines + b"0 qid:999 5000000:1\n" + lines
+
+    def feed():
+        with open(fifo, "wb") as f, contextlib.suppress(BrokenPipeError):
+            f.write(bad)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        with pytest.raises(LTRInputError, match=r"highest feature index, 5000000") as err:
+            load_svmlight(fifo)
+    finally:
+        writer.join()
+    assert err.value.line == 2001

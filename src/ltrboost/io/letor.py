@@ -178,10 +178,11 @@ def load_svmlight(
                 _read_blocks(f, _BLOCK_BYTES), st.st_size, spath, n_features, missing,
                 return_comments, na,
             )  # fmt: skip
-        else:  # a pipe: its size is known only once read (for the dense-size guard)
-            X, y, qid, comments, lines = _parse_bytes(
-                f.read(), spath, n_features, missing, return_comments, na_values=na
-            )
+        else:  # a pipe or a device: parsed as read, its size known only at its end
+            X, y, qid, comments, lines = _parse_stream(
+                _read_blocks(f, _BLOCK_BYTES), None, spath, n_features, missing,
+                return_comments, na,
+            )  # fmt: skip
     qid = _attach_queries(spath, query_file, qid, lines)
     return LetorData(X, y, qid, comments, lines)
 
@@ -521,12 +522,18 @@ def _empty_file_error(path: str) -> LTRInputError:
     )
 
 
+class _BinaryLine(Exception):
+    """A line longer than a block holds a NUL byte (see :func:`_read_blocks`)."""
+
+
 def _read_blocks(f: Any, block_bytes: int) -> Iterable[bytes]:
     """Whole lines of the binary file ``f``, about ``block_bytes`` at a time.
 
     Every block but the last ends with LF; a line longer than ``block_bytes`` is joined
     from its pieces once its end is read (no quadratic re-copying).  The last read's
-    bytes stay in one block.
+    bytes stay in one block.  A piece of such a line that holds a NUL byte (no text
+    does) raises :class:`_BinaryLine` at once: binary data, or an endless device such
+    as ``/dev/zero``, whose one line would otherwise be gathered until memory runs out.
     """
     parts: list[bytes] = []
     while True:
@@ -541,6 +548,8 @@ def _read_blocks(f: Any, block_bytes: int) -> Iterable[bytes]:
             continue
         cut = chunk.rfind(b"\n") + 1
         if cut == 0:
+            if b"\0" in chunk:
+                raise _BinaryLine
             parts.append(chunk)
             continue
         if parts:
@@ -608,7 +617,7 @@ def _parse_bytes(
 
 def _parse_stream(
     blocks: Iterable[bytes],
-    n_bytes: int,
+    n_bytes: int | None,
     path: str,
     n_features: int | None,
     missing: str,
@@ -622,12 +631,13 @@ def _parse_stream(
     and are sized from the share of the file read so far; so the peak memory is the
     output plus a few blocks.  Returns ``(X, y, qid_or_None, comments_or_None,
     row_lines)`` where ``row_lines`` (int64, one per data row) holds the 1-based line of
-    each row.
+    each row.  ``n_bytes`` None: a pipe or device, whose size is known only at its end;
+    the dense-size guard then counts the bytes read so far.
     """
     fill = 0.0 if missing == "zero" else np.nan
     # No NA tokens: None, so that the kernel's NA branch is pruned (never compiled).
     na_buf, na_off = _na_arrays(na_values) if na_values else (None, None)
-    guard = dense_limit(n_bytes)
+    guard = dense_limit(n_bytes or 0)
     info = np.zeros(_N_INFO, dtype=np.int64)
     info[_I_HAS_QID] = -1
     n_rows = 0
@@ -640,10 +650,24 @@ def _parse_stream(
     row_line = np.empty(0, dtype=np.int64)
     comments: list[str] | None = [] if return_comments else None
     consumed = 0
-    for block in blocks:
+    blocks = iter(blocks)
+    while True:
+        try:
+            block = next(blocks, None)
+        except _BinaryLine:
+            raise LTRInputError(
+                "a line of NUL bytes with no end in sight: binary data or a device, "
+                "not LETOR text",
+                path=path,
+                line=int(info[_I_LINES]) + 1,
+            ) from None
+        if block is None:
+            break
         start = len(_BOM) if consumed == 0 and block.startswith(_BOM) else 0
         first = consumed == 0
         consumed += len(block)
+        if n_bytes is None:
+            guard = dense_limit(consumed)
         if first:
             _check_header(block, start, path)
         try:
@@ -680,7 +704,9 @@ def _parse_stream(
             # Rows expected in the whole file, from the bytes per row so far, but at
             # most twice the rows read (lines may get longer): what is reserved and
             # not yet written costs address space only, and growth is a realloc.
-            if consumed < n_bytes:
+            if n_bytes is None:
+                cap = 2 * need  # a stream: amortised growth, shrunk at the end
+            elif consumed < n_bytes:
                 cap = min(int(need * (n_bytes / consumed) * 1.02) + 16, 2 * need)
                 cap = max(need, cap)
             else:
@@ -720,7 +746,7 @@ def _parse_stream(
         err = LTRInputError(
             f"the highest feature index, {max_idx}, makes X {n_rows} x {max_idx} float64 "
             f"({nbytes / 2**30:.1f} GiB), far more than the file's size "
-            f"({n_bytes} bytes): is the index a typo? If it is intended, read the file "
+            f"({consumed if n_bytes is None else n_bytes} bytes): is the index a typo? If it is intended, read the file "
             f"with load_svmlight(path, n_features={max_idx}) (Python)",
             path=path,
             line=max_idx_line,
