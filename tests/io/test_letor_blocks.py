@@ -392,9 +392,7 @@ def test_an_endless_device_is_refused_at_its_first_block(device):
         f"try:\n    load_svmlight({device!r})\n"
         "except LTRInputError as e:\n    print('REFUSED', e)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith(f"REFUSED {device}:"), proc.stdout
 

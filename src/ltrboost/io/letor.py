@@ -656,8 +656,7 @@ def _parse_stream(
             block = next(blocks, None)
         except _BinaryLine:
             raise LTRInputError(
-                "a line of NUL bytes with no end in sight: binary data or a device, "
-                "not LETOR text",
+                "a line of NUL bytes with no end in sight: binary data or a device, not LETOR text",
                 path=path,
                 line=int(info[_I_LINES]) + 1,
             ) from None
@@ -746,8 +745,9 @@ def _parse_stream(
         err = LTRInputError(
             f"the highest feature index, {max_idx}, makes X {n_rows} x {max_idx} float64 "
             f"({nbytes / 2**30:.1f} GiB), far more than the file's size "
-            f"({consumed if n_bytes is None else n_bytes} bytes): is the index a typo? If it is intended, read the file "
-            f"with load_svmlight(path, n_features={max_idx}) (Python)",
+            f"({consumed if n_bytes is None else n_bytes} bytes): is the index a typo? "
+            f"If it is intended, read the file with load_svmlight(path, "
+            f"n_features={max_idx}) (Python)",
             path=path,
             line=max_idx_line,
         )
