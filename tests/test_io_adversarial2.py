@@ -381,3 +381,20 @@ def test_experiment_folds_read_at_a_huge_training_width_are_refused(tmp_path, ca
     assert rc == 2  # the folds are read once the progress bar is drawn: not one line
     assert "train.txt: the training data has 5000000 features" in err
     assert "vali.txt is 2:" in err
+
+
+def test_an_explicit_query_file_that_cannot_be_read_is_named(tmp_path):
+    data = tmp_path / "d.txt"
+    data.write_text("1 1:0.5\n0 1:0.25\n")
+    for bad in (tmp_path / "missing.query", tmp_path):
+        with pytest.raises(LTRInputError, match="cannot read the query file") as err:
+            load_svmlight(data, query_file=bad)
+        assert str(err.value).startswith(str(bad))
+
+
+def test_a_bytes_path_reads_with_its_query_sidecar(tmp_path):
+    data = tmp_path / "d.txt"
+    data.write_text("1 1:0.5\n0 1:0.25\n1 1:0.75\n")
+    (tmp_path / "d.txt.query").write_text("2\n1\n")
+    got = load_svmlight(os.fsencode(data))
+    assert got.qid.tolist() == [0, 0, 1]

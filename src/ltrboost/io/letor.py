@@ -166,7 +166,7 @@ def load_svmlight(
     The file is parsed in blocks of lines into output arrays that grow in place, so
     the peak memory is close to the size of the returned arrays (plus a few MiB).
     """
-    spath = os.fspath(path)
+    spath = os.fsdecode(path)  # bytes paths too: the sidecar name is built from it
     if missing not in MISSING_OPTIONS:
         raise ValueError(f"missing={missing!r} is not one of {MISSING_OPTIONS}")
     n_features = _check_n_features(n_features)

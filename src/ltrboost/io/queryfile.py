@@ -50,10 +50,14 @@ def read_query_file(path: str | os.PathLike[str]) -> NDArray[np.int64]:
     ------
     LTRInputError
         ``path:line: problem`` for a line that is not a positive integer, for a file
-        that is not UTF-8 text, and for a file with no sizes at all.
+        that is not UTF-8 text, and for a file with no sizes at all; ``path: cannot
+        read ...`` for a file that is missing, a folder or unreadable.
     """
-    spath = os.fspath(path)
-    data = Path(spath).read_bytes()
+    spath = os.fsdecode(path)
+    try:
+        data = Path(spath).read_bytes()
+    except OSError as e:  # missing, a directory, unreadable: one line naming the file
+        raise LTRInputError(f"cannot read the query file: {e.strerror}", path=spath) from None
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     try:
