@@ -406,3 +406,22 @@ def test_wide_model_predicts_with_memory_bounded_by_the_data(sparse_file, tmp_pa
     beyond.write_text("1 qid:1 1:0.5\n0 qid:1 5000001:1\n")
     rc, _, err = run(["predict", wide, beyond], capsys)
     one_line_error(rc, err, f"{beyond}:2:")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "d.txt", "-o", "-"],
+        ["convert", "d.txt", "-"],
+        ["clicks", "mine", "log.txt", "--data", "d.txt", "-o", "-"],
+        ["clicks", "dataset", "log.txt", "--data", "d.txt", "-o", "-"],
+        ["clicks", "simulate", "d.txt", "-o", "-"],
+        ["experiment", "folds", "-o", "-"],
+    ],
+)
+def test_output_dash_is_stdout_only_for_predict_and_export(argv, tmp_path, monkeypatch, capsys):
+    """``-o -`` wrote a file (or folder) named ``-`` for the commands that write files."""
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = run(argv, capsys)
+    one_line_error(rc, err, "output '-'", "give a file name")
+    assert not os.path.exists(tmp_path / "-")

@@ -532,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
     try:
+        _refuse_stdout_output(args)
         _refuse_output_over_input(args)
         with warnings.catch_warnings(), _background_compile(args):
             warnings.showwarning = _show_warning
@@ -579,6 +580,23 @@ def main(argv: list[str] | None = None) -> int:
 # purpose (train --resume M --output M extends the model M).
 _OUTPUT_ARGS = ("output", "createmodel")
 _REWRITABLE_INPUTS = ("resume",)
+
+
+# The commands whose --output may be '-' (stdout): the others write files or folders.
+_STDOUT_COMMANDS = ("predict", "export")
+
+
+def _refuse_stdout_output(args: argparse.Namespace) -> None:
+    """Refuse the output ``-`` where it is no stdout: it wrote a file named ``-``."""
+    if getattr(args, "output", None) != "-" or args.command in _STDOUT_COMMANDS:
+        return
+    command = " ".join(
+        c for c in (args.command, getattr(args, "clicks_command", None)) if isinstance(c, str)
+    )
+    raise ValueError(
+        f"output '-': '{command}' writes files, not stdout ('-' is stdout for predict "
+        "and export only); give a file name"
+    )
 
 
 def _refuse_output_over_input(args: argparse.Namespace) -> None:
