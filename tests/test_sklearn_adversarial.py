@@ -171,3 +171,11 @@ def test_an_eval_set_of_another_width_is_named(frames):
             df.to_numpy(), y, qid=qid,
             eval_set=[(dv.to_numpy(), yv, qv), (dv.to_numpy()[:, :4], yv, qv)],
         )  # fmt: skip
+
+
+def test_fractional_pair_row_indices_are_named_as_such():
+    X = np.arange(8, dtype=float).reshape(4, 2)
+    y = np.array([1.0, 0.0, 1.0, 0.0])
+    qid = np.array([1, 1, 2, 2])
+    with pytest.raises(LTRInputError, match=r"pair 1: row indices must be whole numbers"):
+        Ranker(objective="ranknet", n_estimators=1).fit(X, y, qid=qid, pairs=[[0, 1], [2.5, 3]])

@@ -612,12 +612,14 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
     if arr.ndim != 2 or arr.shape[1] not in (2, 3):
         raise LTRInputError("pairs must have shape (n_pairs, 2) or (n_pairs, 3)")
     idx = arr[:, :2]
-    if np.any(idx != np.round(idx)) or np.any(idx < 0) or np.any(idx >= ds.n_samples):
-        bad = int(
-            np.flatnonzero(
-                np.any((idx != np.round(idx)) | (idx < 0) | (idx >= ds.n_samples), axis=1)
-            )[0]
+    fractional = np.any(idx != np.round(idx), axis=1)  # NaN included
+    if fractional.any():
+        bad = int(np.flatnonzero(fractional)[0])
+        raise LTRInputError(
+            f"pair {bad}: row indices must be whole numbers, got {idx[bad].tolist()}", row=bad
         )
+    if np.any(idx < 0) or np.any(idx >= ds.n_samples):
+        bad = int(np.flatnonzero(np.any((idx < 0) | (idx >= ds.n_samples), axis=1))[0])
         raise LTRInputError(f"pair {bad}: row index outside 0..{ds.n_samples - 1}", row=bad)
     idx = idx.astype(np.int64)
     if ds.order is not None:  # map user rows to grouped rows
