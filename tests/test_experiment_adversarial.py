@@ -307,3 +307,32 @@ def test_experiment_takes_missing_token(folds, tmp_path, capsys):
     one_line_error(rc, err, "train.txt:3:", "--missing-token NULL")
     rc, _, err = run([*argv, "--missing-token", "NULL"], capsys)
     assert rc == 0, err
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("curves", [], "curves must map vali and test"),
+        ("best_iteration", 10_000, "best_iteration 10000 is not a round"),
+        ("test_at_best", {"ndcg@1": "high"}, "test_at_best must hold numbers"),
+        ("seconds", None, "seconds None is not a number"),
+    ],
+)
+def test_finished_cell_of_the_wrong_shape_is_a_named_error(
+    tmp_path, write_letor_folds, field, value, problem
+):
+    """A finished cell with its keys but wrong values (hand-edited, another version)
+    passed the resume check and the report then failed with a traceback."""
+    import json
+
+    root = write_letor_folds(tmp_path / "a", 1, 10, 6)
+    out = tmp_path / "r"
+    kw = dict(systems=("lambdamart",), criteria=("se",), leaves=(4,), learning_rates=(0.1,))
+    run_experiment(str(root), str(out), **kw, **KW)
+    cell = out / "cells" / "lambdamart_se_L4_lr0.1_Fold1.json"
+    record = json.loads(cell.read_text())
+    run_experiment(str(root), str(out), **kw, **KW)  # untouched: resumes
+    record[field] = value
+    cell.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=rf"Fold1\.json: cannot read .*{problem}"):
+        run_experiment(str(root), str(out), **kw, **KW)

@@ -47,6 +47,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -366,6 +367,39 @@ def data_sizes(paths: Sequence[str]) -> dict[str, int]:
 _CELL_KEYS = ("curves", "test_at_best", "final_train_loss", "seconds", "best_iteration")
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _cell_shape_problem(record: dict) -> str | None:
+    """What in a finished cell's record the report could not read (None: nothing):
+    a hand-edited or foreign file must fail here, naming it, not in the report."""
+    curves = record["curves"]
+    if not isinstance(curves, dict) or set(curves) != {"vali", "test"}:
+        return "curves must map vali and test to their metric curves"
+    n = None
+    for split, by_metric in curves.items():
+        if not isinstance(by_metric, dict) or any(m not in by_metric for m in METRICS):
+            return f"curves.{split} must hold {', '.join(METRICS)}"
+        for m in METRICS:
+            curve = by_metric[m]
+            if not isinstance(curve, list) or not curve or not all(map(_is_number, curve)):
+                return f"curves.{split}.{m} must be a non-empty list of numbers"
+            if n is not None and len(curve) != n:
+                return "the curves differ in length"
+            n = len(curve)
+    best = record["best_iteration"]
+    if not isinstance(best, int) or isinstance(best, bool) or not 1 <= best <= (n or 0):
+        return f"best_iteration {best!r} is not a round of its curves (1..{n})"
+    at_best = record["test_at_best"]
+    if not isinstance(at_best, dict) or not all(_is_number(at_best.get(m)) for m in METRICS):
+        return f"test_at_best must hold numbers for {', '.join(METRICS)}"
+    for key in ("seconds", "final_train_loss"):
+        if not _is_number(record[key]):
+            return f"{key} {record[key]!r} is not a number"
+    return None
+
+
 def _check_resumed_cell(path: str, wanted: dict, data: dict[str, int] | None = None) -> None:
     """A finished cell is reused only if it was made with this run's settings from
     files of the same sizes: a report must not mix cells of different tree caps,
@@ -378,6 +412,9 @@ def _check_resumed_cell(path: str, wanted: dict, data: dict[str, int] | None = N
         lacking = [k for k in _CELL_KEYS if k not in record]
         if lacking:
             raise ValueError(f"no {', '.join(lacking)}")
+        problem = _cell_shape_problem(record)
+        if problem:
+            raise ValueError(problem)
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: cannot read this finished cell ({e}); delete it") from None
     saved_data = record.get("data")
