@@ -345,3 +345,17 @@ def test_cli_stdout_failure_leaves_no_file(tmp_path, capsys, monkeypatch, to_std
     printed, _ = capsys.readouterr()
     assert out.exists()
     assert json.loads(printed)
+
+
+def test_feature_names_that_are_no_list_are_an_export_error():
+    import numpy as np
+
+    from ltrboost import train
+    from ltrboost.dataset import make_dataset
+    from ltrboost.export import ExportError, export_bytes
+
+    rng = np.random.default_rng(0)
+    ds = make_dataset(rng.random((40, 3)), rng.integers(0, 3, 40), qid=np.repeat(np.arange(4), 10))
+    booster = train({"objective": "lambdamart", "n_estimators": 2, "min_samples_leaf": 2}, ds)
+    with pytest.raises(ExportError, match="feature_names must be a list of names"):
+        export_bytes(booster, "solr", feature_names=3)

@@ -38,7 +38,13 @@ def _names(feature_names) -> list[str] | None:
                 f"cannot read feature names {feature_names}: not UTF-8 text (byte "
                 f"0x{e.object[e.start]:02x} at offset {e.start})"
             ) from None
-    return [str(s) for s in feature_names]
+    try:
+        return [str(s) for s in feature_names]
+    except TypeError:  # a number, an object that is no list of names
+        raise ExportError(
+            f"feature_names must be a list of names or a file of them, not "
+            f"{type(feature_names).__name__} {feature_names!r}"
+        ) from None
 
 
 def _collect(booster, feature_names, iteration: int | None):
