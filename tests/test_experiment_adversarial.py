@@ -336,3 +336,20 @@ def test_finished_cell_of_the_wrong_shape_is_a_named_error(
     cell.write_text(json.dumps(record))
     with pytest.raises(ValueError, match=rf"Fold1\.json: cannot read .*{problem}"):
         run_experiment(str(root), str(out), **kw, **KW)
+
+
+def test_an_error_after_the_progress_bar_starts_gets_its_own_line(
+    tmp_path, write_letor_folds, capsys
+):
+    """The cell bar was closed only at exit: the error was written onto the bar's
+    line and the bar drawn again after it."""
+    root = write_letor_folds(tmp_path / "a", 2, 10, 6)
+    with open(root / "Fold2" / "vali.txt", "a") as f:
+        f.write("x qid:1 1:0\n")
+    argv = ["experiment", root, "-o", tmp_path / "r", "--systems", "lambdamart"]
+    argv += ["--criteria", "se", "--leaves", "4", "--learning-rates", "0.1"]
+    rc, _, err = run([*argv, "--max-trees", "2", "--min-samples-leaf", "2"], capsys)
+    assert rc == 2
+    lines = err.rstrip("\n").split("\n")
+    assert lines[-1].startswith("ltrboost: error: ") and "vali.txt" in lines[-1], lines
+    assert all("ltrboost: error" not in line for line in lines[:-1]), lines

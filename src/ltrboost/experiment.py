@@ -37,6 +37,7 @@ The report folder holds:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import io
@@ -300,55 +301,57 @@ def run_experiment(
             unit="cell",
             file=sys.stderr,
         )
-    data_cache: dict[str, tuple] = {}
-    for cell in todo:
-        if cell.fold not in data_cache:
-            tr_p, va_p, te_p = fold_paths[cell.fold]
-            tr = load_svmlight(tr_p, na_values=na_values)
-            va, te = (
-                load_svmlight(
-                    p,
-                    n_features=imposed_width(
-                        p, tr.X.shape[1], "the training data", tr_p, na_values=na_values
-                    ),
-                    na_values=na_values,
+    # closed before an error is reported, so that the error gets its own line
+    with bar if bar is not None else contextlib.nullcontext():
+        data_cache: dict[str, tuple] = {}
+        for cell in todo:
+            if cell.fold not in data_cache:
+                tr_p, va_p, te_p = fold_paths[cell.fold]
+                tr = load_svmlight(tr_p, na_values=na_values)
+                va, te = (
+                    load_svmlight(
+                        p,
+                        n_features=imposed_width(
+                            p, tr.X.shape[1], "the training data", tr_p, na_values=na_values
+                        ),
+                        na_values=na_values,
+                    )
+                    for p in (va_p, te_p)
                 )
-                for p in (va_p, te_p)
-            )
-            data_cache.clear()
-            data_cache[cell.fold] = tuple(make_dataset(d.X, d.y, qid=d.qid) for d in (tr, va, te))
-        tr_ds, va_ds, te_ds = data_cache[cell.fold]
-        params = cell_params(cell)
-        t0 = time.perf_counter()
-        booster = train(params, tr_ds, [("vali", va_ds), ("test", te_ds)])
-        seconds = time.perf_counter() - t0
-        vali_ndcg = booster.evals_result["vali"]["ndcg@10"]
-        best = int(np.argmax(vali_ndcg))
-        obj = booster._objective_instance()
-        raw = booster.predict_raw(tr_ds.X, iteration=booster.n_iterations)
-        try:
-            final_loss = float(obj.loss(raw[0] if raw.shape[0] == 1 else raw, tr_ds))
-        except NotImplementedError:
-            final_loss = float("nan")
-        result = {
-            "cell": cell.__dict__,
-            "seconds": seconds,
-            "best_iteration": best + 1,
-            "test_at_best": {m: booster.evals_result["test"][m][best] for m in METRICS},
-            "curves": {
-                split: {m: booster.evals_result[split][m] for m in METRICS}
-                for split in ("vali", "test")
-            },
-            "final_train_loss": final_loss,
-            "n_trees": booster.n_iterations,
-            "settings": settings(cell),
-            "data": data_sizes(fold_paths[cell.fold]),
-        }
-        atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+                data_cache.clear()
+                data_cache[cell.fold] = tuple(
+                    make_dataset(d.X, d.y, qid=d.qid) for d in (tr, va, te)
+                )
+            tr_ds, va_ds, te_ds = data_cache[cell.fold]
+            params = cell_params(cell)
+            t0 = time.perf_counter()
+            booster = train(params, tr_ds, [("vali", va_ds), ("test", te_ds)])
+            seconds = time.perf_counter() - t0
+            vali_ndcg = booster.evals_result["vali"]["ndcg@10"]
+            best = int(np.argmax(vali_ndcg))
+            obj = booster._objective_instance()
+            raw = booster.predict_raw(tr_ds.X, iteration=booster.n_iterations)
+            try:
+                final_loss = float(obj.loss(raw[0] if raw.shape[0] == 1 else raw, tr_ds))
+            except NotImplementedError:
+                final_loss = float("nan")
+            result = {
+                "cell": cell.__dict__,
+                "seconds": seconds,
+                "best_iteration": best + 1,
+                "test_at_best": {m: booster.evals_result["test"][m][best] for m in METRICS},
+                "curves": {
+                    split: {m: booster.evals_result[split][m] for m in METRICS}
+                    for split in ("vali", "test")
+                },
+                "final_train_loss": final_loss,
+                "n_trees": booster.n_iterations,
+                "settings": settings(cell),
+                "data": data_sizes(fold_paths[cell.fold]),
+            }
+            atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
+            if bar is not None:
+                bar.update(1)
     return write_report(output, cells)
 
 
