@@ -351,5 +351,6 @@ def test_an_error_after_the_progress_bar_starts_gets_its_own_line(
     rc, _, err = run([*argv, "--max-trees", "2", "--min-samples-leaf", "2"], capsys)
     assert rc == 2
     lines = err.rstrip("\n").split("\n")
-    assert lines[-1].startswith("ltrboost: error: ") and "vali.txt" in lines[-1], lines
+    assert lines[-1].startswith("ltrboost: error: "), lines
+    assert "vali.txt" in lines[-1], lines
     assert all("ltrboost: error" not in line for line in lines[:-1]), lines
