@@ -42,3 +42,15 @@ def test_a_custom_metric_cannot_change_the_scores_or_labels_it_is_given(frames):
     plain = Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
     assert r.evals_result_["valid_0"]["ndcg@10"] == plain.evals_result_["valid_0"]["ndcg@10"]
     assert r.score(dv, yv, qid=qv, metric=reads) == r.evals_result_["valid_0"]["reads"][-1]
+
+
+@pytest.mark.parametrize("attribute", ["best_iteration_", "evals_result_", "position_bias_"])
+def test_an_unfitted_rankers_fitted_attributes_say_it_is_not_fitted(attribute):
+    """``Ranker().evals_result_`` raised "'Ranker' object has no attribute 'booster_'"
+    (an attribute the user never named) instead of the NotFittedError that
+    ``feature_importances_`` and ``predict`` raise; ``hasattr`` stays False."""
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        getattr(Ranker(), attribute)
+    assert not hasattr(Ranker(), attribute)

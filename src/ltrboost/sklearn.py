@@ -285,10 +285,12 @@ class Ranker(BaseEstimator):
 
     @property
     def best_iteration_(self) -> int | None:
+        self._check_fitted()
         return self.booster_.best_iteration
 
     @property
     def evals_result_(self) -> dict:
+        self._check_fitted()
         return self.booster_.evals_result
 
     @property
