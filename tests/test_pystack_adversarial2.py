@@ -9,6 +9,8 @@ import pytest
 
 from ltrboost import Ranker, make_dataset, train
 
+pd = pytest.importorskip("pandas")
+
 FAST = dict(n_estimators=4, max_leaf_nodes=4, min_samples_leaf=3, random_state=0)
 
 
@@ -54,3 +56,69 @@ def test_an_unfitted_rankers_fitted_attributes_say_it_is_not_fitted(attribute):
     with pytest.raises(NotFittedError, match="not fitted yet"):
         getattr(Ranker(), attribute)
     assert not hasattr(Ranker(), attribute)
+
+
+@pytest.mark.parametrize(
+    ("given", "needle"),
+    [
+        ("tuple", r"eval_set\[0\] is a DataFrame, not a tuple \(X, y, qid\)"),
+        ("frame", "eval_set must be a list of \\(X, y, qid\\) tuples, not a DataFrame"),
+        ("names", "eval_names='valid' must be a list of names"),
+    ],
+)
+def test_an_eval_set_not_wrapped_in_a_list_is_named(frames, given, needle):
+    """``eval_set=(X_valid, y_valid, qid_valid)`` (the list forgotten) said "eval_set[0]:
+    X must be 2-D, got shape ()" (the first "set" was X, read as its column names); a
+    DataFrame alone raised pandas' "truth value of a DataFrame is ambiguous"; a string
+    of names was taken letter by letter."""
+    df, y, qid, dv, yv, qv = frames
+    kwargs = {
+        "tuple": dict(eval_set=(dv, yv, qv)),
+        "frame": dict(eval_set=dv),
+        "names": dict(eval_set=[(dv, yv, qv)], eval_names="valid"),
+    }[given]
+    with pytest.raises(ValueError, match=needle):
+        Ranker(**FAST).fit(df, y, qid=qid, **kwargs)
+    # a tuple of sets, or any iterable of them, is still a list of sets
+    r = Ranker(**FAST).fit(df, y, qid=qid, eval_set=((dv, yv, qv),), eval_names=("v",))
+    assert list(r.evals_result_) == ["v"]
+
+
+def test_dask_ranker_fit_keeps_the_rankers_promises(frames, caplog):
+    """``DaskRanker`` takes the Ranker's parameters (README) but its ``fit`` ignored
+    ``verbose`` (nothing logged), crashed with an IndexError on too few ``eval_names``,
+    kept a stale ``feature_names_in_`` after a refit on an array, and its ``score``
+    (and ``to_local().score``) ignored fit's ``eval_metric``."""
+    import logging
+
+    distributed = pytest.importorskip("distributed")
+    da = pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    from ltrboost.dask import DaskRanker
+
+    df, y, qid, dv, yv, qv = frames
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster)
+    try:
+        X = dd.from_pandas(df.assign(qid=qid), npartitions=1)
+        y_d = dd.from_pandas(pd.Series(y), npartitions=1)
+        V = dd.from_pandas(dv.assign(qid=qv), npartitions=1)
+        yv_d = dd.from_pandas(pd.Series(yv), npartitions=1)
+        caplog.set_level(logging.INFO, logger="ltrboost")
+        r = DaskRanker(client=client, verbose=2, **FAST).fit(
+            X, y_d, qid="qid", eval_set=[(V, yv_d)], eval_metric="map"
+        )
+        assert any("valid_0's map" in rec.getMessage() for rec in caplog.records)
+        assert list(r.feature_names_in_) == list(df.columns)
+        assert r.score(dv, yv, qid=qv) == r.score(dv, yv, qid=qv, metric="map")
+        assert r.to_local().score(dv, yv, qid=qv) == r.score(dv, yv, qid=qv)
+        with pytest.raises(ValueError, match="eval_names has 1 names but eval_set has 2"):
+            r.fit(X, y_d, qid="qid", eval_set=[(V, yv_d), (V, yv_d)], eval_names=["a"])
+        Xa = da.from_array(df.to_numpy(), chunks=(len(df), 5))
+        r.fit(Xa, da.from_array(y, chunks=len(y)), qid=da.from_array(qid, chunks=len(y)))
+        assert not hasattr(r, "feature_names_in_")
+    finally:
+        client.close()
+        cluster.close()

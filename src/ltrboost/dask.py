@@ -74,6 +74,7 @@ from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_h
 from ltrboost.booster import (
     CallbackEnv,
     Training,
+    check_callbacks,
     check_metrics,
     check_resumable,
     make_objective,
@@ -99,7 +100,7 @@ from ltrboost.histogram import (
 from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
 from ltrboost.params import PARAM_NAMES, BoosterParams
-from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker
+from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker, check_eval_set
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = ["DaskData", "DaskRanker", "DistributedTrainingError", "ShardedHistograms", "train"]
@@ -1191,6 +1192,7 @@ def train(
         )
     check_metrics(params, objective)
     check_training_setup(params, objective, valid_sets)
+    callbacks = check_callbacks(callbacks)  # before any data moves, as locally
     # a warm start takes the frame's columns by the init model's names, as locally
     init_names = None if init_model is None else init_model.feature_names
     tr = _on_cluster(client, train, regroup, "the training set", timeout, init_names)
@@ -1273,7 +1275,8 @@ class DaskRanker(Ranker):
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
-        eval_set = list(eval_set or ())
+        self._check_estimator_params()
+        eval_set, eval_names = check_eval_set(eval_set, eval_names)
         if eval_qid is not None and len(eval_qid) != len(eval_set):
             raise ValueError(
                 f"eval_qid has {len(eval_qid)} entries but eval_set has {len(eval_set)}"
@@ -1281,7 +1284,7 @@ class DaskRanker(Ranker):
         valid = []
         for k, es in enumerate(eval_set):
             vq = es[2] if len(es) > 2 else (eval_qid[k] if eval_qid is not None else None)
-            name = (list(eval_names)[k] if eval_names else None) or f"valid_{k}"
+            name = (eval_names[k] if eval_names else None) or f"valid_{k}"
             valid.append((name, DaskData(es[0], es[1], vq)))
         client = self.client or default_client()
         if isinstance(init_model, str):
@@ -1291,6 +1294,7 @@ class DaskRanker(Ranker):
         init_model = getattr(init_model, "booster_", init_model)
         if init_model is not None:
             params.n_estimators = init_model.n_iterations + int(params.n_estimators)
+        period, callbacks = self._logging_callbacks(None, callbacks)
         self.booster_ = train(
             client,
             params,
@@ -1301,9 +1305,7 @@ class DaskRanker(Ranker):
             timeout=self.timeout,
             init_model=init_model,
         )
-        self.n_features_in_ = self.booster_.n_features
-        if self.booster_.feature_names is not None:
-            self.feature_names_in_ = np.asarray(self.booster_.feature_names, dtype=object)
+        self._set_fitted(period, params, eval_metric)
         return self
 
     def predict(self, X: Any, *, iteration: int | None = None):  # type: ignore[override]
@@ -1337,6 +1339,7 @@ class DaskRanker(Ranker):
         local.n_features_in_ = self.booster_.n_features
         if hasattr(self, "feature_names_in_"):
             local.feature_names_in_ = self.feature_names_in_
+        local._fit_eval_metric = getattr(self, "_fit_eval_metric", None)  # score's default
         return local
 
 
