@@ -122,3 +122,46 @@ def test_dask_ranker_fit_keeps_the_rankers_promises(frames, caplog):
     finally:
         client.close()
         cluster.close()
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        ("tree_float", r"tree_index=1\.9 must be an integer"),
+        ("tree_bool", "tree_index=True must be an integer"),
+        ("tree_str", "tree_index='1' must be an integer"),
+        ("top_float", r"max_num_features=2\.5 must be an integer"),
+        ("flat_dict", r"evals_result\['v'\] is a list"),
+        ("names_str", "dataset_names='valid_0' must be a list"),
+    ],
+)
+def test_plot_arguments_of_the_wrong_kind_are_named(frames, call, needle):
+    """``plot_tree(tree_index=1.9)`` (or True, or "1") drew tree 1 and
+    ``max_num_features=2.5`` drew 2 bars, silently, where ``predict(iteration=)``
+    refuses such values; a flat ``{set: [values]}`` dict raised "list indices must be
+    integers" from inside ``plot_metric``."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ltrboost.plot import plot_importance, plot_metric, plot_tree
+
+    df, y, qid, dv, yv, qv = frames
+    r = Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+    run = {
+        "tree_float": lambda: plot_tree(r, tree_index=1.9),
+        "tree_bool": lambda: plot_tree(r, tree_index=True),
+        "tree_str": lambda: plot_tree(r, tree_index="1"),
+        "top_float": lambda: plot_importance(r, max_num_features=2.5),
+        "flat_dict": lambda: plot_metric({"v": [0.1, 0.2]}),
+        "names_str": lambda: plot_metric(r, dataset_names="valid_0"),
+    }[call]
+    try:
+        with pytest.raises(ValueError, match=needle):
+            run()
+        assert plot_tree(r, tree_index=np.int64(-1)).get_title() == "tree 3 (output 0)"
+        assert len(plot_importance(r, max_num_features=np.int64(2)).patches) == 2
+    finally:
+        plt.close("all")

@@ -16,6 +16,7 @@ graphviz.
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Any
 
@@ -57,6 +58,18 @@ def _plain(text: Any) -> str:
     """``text`` drawn as written: a ``$`` is escaped, so that feature, set and metric
     names are never parsed as mathtext (``$\\foo$`` raised at draw time)."""
     return str(text).replace("$", r"\$")
+
+
+def _integer(value: Any, name: str, what: str) -> int:
+    """``value`` as an int (NumPy's integers too); a bool, a float or a string is
+    refused naming ``name`` (``int()`` drew tree 1 for ``tree_index=1.9`` and for
+    ``True``, silently)."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise ValueError(f"{name}={value!r} must be an integer ({what})")
 
 
 def _axes(ax: Any, figsize: tuple[float, float] | None) -> Any:
@@ -115,9 +128,10 @@ def plot_importance(
     if ignore_zero:
         order = order[imp[order] > 0]
     if max_num_features is not None:
-        if int(max_num_features) < 1:
+        top = _integer(max_num_features, "max_num_features", "at least 1, or None for all")
+        if top < 1:
             raise ValueError(f"max_num_features={max_num_features} must be at least 1 or None")
-        order = order[: int(max_num_features)]
+        order = order[:top]
     order = order[::-1]  # barh draws bottom-up: the largest ends on top
     ax = _axes(ax, figsize)
     pos = np.arange(len(order))
@@ -193,12 +207,19 @@ def plot_metric(
             "no evaluation results: fit with eval_set=[...] (or train with valid_sets) to "
             "record a metric per round"
         )
+    if isinstance(dataset_names, str):  # list("valid") named five sets "v", "a", ...
+        raise ValueError(f"dataset_names={dataset_names!r} must be a list of set names")
     names = list(evals) if dataset_names is None else list(dataset_names)
     if not names:
         raise ValueError("dataset_names is empty: name at least one validation set")
     for name in names:
         if name not in evals:
             raise ValueError(f"no validation set named {name!r}; recorded: {list(evals)}")
+        if not isinstance(evals[name], dict):
+            raise ValueError(
+                f"evals_result[{name!r}] is a {type(evals[name]).__name__}; an evals_result "
+                "is {set name: {metric name: [value per round]}}"
+            )
     if metric is None:
         if not evals[names[0]]:
             raise ValueError(f"no metric recorded on {names[0]!r}")
@@ -269,12 +290,13 @@ def plot_tree(
     _pyplot()
     booster = _booster(model)
     n_trees = len(booster.trees)
-    if not -n_trees <= int(tree_index) < n_trees:
+    tree_index = _integer(tree_index, "tree_index", "0-based, negative from the end")
+    if not -n_trees <= tree_index < n_trees:
         raise IndexError(f"tree_index={tree_index} is out of range for {n_trees} trees")
     for info in show_info:
         if info not in ("gain", "count"):
             raise ValueError(f"show_info entries must be 'gain' or 'count', not {info!r}")
-    tree_index = int(tree_index) % n_trees  # the tree drawn, named in the title
+    tree_index %= n_trees  # the tree drawn, named in the title
     nodes = booster.trees[tree_index]
     names = [_plain(n) for n in feature_names(booster)]
 
