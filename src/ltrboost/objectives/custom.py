@@ -16,7 +16,8 @@ The three arrays are read-only.  ``grad`` and ``hess`` are ``dL/ds`` and ``d2L/d
 document: float arrays of shape ``(n_samples,)``, finite (in float32, the engine's
 precision), ``hess >= 0``; anything else stops training with a ``ValueError`` naming the
 round (from 1).  The function is called once per round with every query, so a
-``numba.njit`` function loops over all queries in compiled code (docs/custom.md).
+``numba.njit`` function loops over all queries in compiled code (docs/custom.md); on
+Dask once per round on each worker, with that worker's shard of whole queries.
 
 The tree engine is unchanged: leaves are Newton steps ``-G / (H + l2)`` of these
 gradients and hessians.  ``split_criterion="se"`` works too (it uses the same gradients);
