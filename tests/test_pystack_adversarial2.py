@@ -201,3 +201,25 @@ def test_a_custom_objective_on_dask_sees_each_workers_queries(frames):
         cluster.close()
     local = Ranker(objective=squared_error, **FAST).fit(df, y, qid=qid)
     np.testing.assert_allclose(d.to_local().predict(df), local.predict(df), rtol=1e-9)
+
+
+def test_a_callback_returning_something_else_than_a_bool_is_named(frames):
+    """A callback that returned a truthy value by accident (the dict it stored, a
+    path it wrote) stopped training after round 1, silently: a 4-round model of 1
+    round.  None and bools (NumPy's too) keep their meaning."""
+    df, y, qid, dv, yv, qv = frames
+    history = {}
+
+    def keep(env):
+        return history.setdefault(env.iteration, env.evaluation)
+
+    with pytest.raises(TypeError, match=r"callbacks\[1\] \(keep\) returned dict; a callback"):
+        Ranker(**FAST).fit(
+            df, y, qid=qid, eval_set=[(dv, yv, qv)], callbacks=[lambda env: None, keep]
+        )
+    stop_at_2 = Ranker(**FAST).fit(
+        df, y, qid=qid, callbacks=[lambda env: np.bool_(env.iteration == 1)]
+    )
+    assert stop_at_2.booster_.n_iterations == 2
+    goes_on = Ranker(**FAST).fit(df, y, qid=qid, callbacks=[lambda env: False])
+    assert goes_on.booster_.n_iterations == FAST["n_estimators"]

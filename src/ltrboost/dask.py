@@ -74,6 +74,7 @@ from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_h
 from ltrboost.booster import (
     CallbackEnv,
     Training,
+    callbacks_stop,
     check_callbacks,
     check_metrics,
     check_resumable,
@@ -1098,9 +1099,8 @@ class _DaskTraining(Training):
                 elapsed=time.perf_counter() - self.t_start,
                 snapshot=self.booster,
             )
-            for cb in callbacks:
-                if cb(env):
-                    stop = True
+            if callbacks_stop(callbacks, env):
+                stop = True
             if stop:
                 break
         return self.booster()
