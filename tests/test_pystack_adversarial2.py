@@ -88,7 +88,8 @@ def test_dask_ranker_fit_keeps_the_rankers_promises(frames, caplog):
     """``DaskRanker`` takes the Ranker's parameters (README) but its ``fit`` ignored
     ``verbose`` (nothing logged), crashed with an IndexError on too few ``eval_names``,
     kept a stale ``feature_names_in_`` after a refit on an array, and its ``score``
-    (and ``to_local().score``) ignored fit's ``eval_metric``."""
+    (and ``to_local().score``) ignored fit's ``eval_metric``; ``sklearn.base.clone``
+    failed deep-copying the client."""
     import logging
 
     distributed = pytest.importorskip("distributed")
@@ -119,6 +120,13 @@ def test_dask_ranker_fit_keeps_the_rankers_promises(frames, caplog):
         Xa = da.from_array(df.to_numpy(), chunks=(len(df), 5))
         r.fit(Xa, da.from_array(y, chunks=len(y)), qid=da.from_array(qid, chunks=len(y)))
         assert not hasattr(r, "feature_names_in_")
+        # clone (GridSearchCV, cross_val_score) deep-copied the Client: a TypeError
+        from sklearn.base import clone
+
+        copy = clone(r)
+        assert copy.client is client
+        assert not hasattr(copy, "booster_")
+        assert copy.get_params()["verbose"] == 2
     finally:
         client.close()
         cluster.close()

@@ -1331,6 +1331,16 @@ class DaskRanker(Ranker):
         state["client"] = None  # a Client cannot be pickled; it is not part of the model
         return state
 
+    def __sklearn_clone__(self):
+        """An unfitted copy on the same client: ``sklearn.base.clone`` deep-copies every
+        parameter, and a Client cannot be copied (GridSearchCV and cross_val_score
+        failed with "cannot pickle '_asyncio.Task' object")."""
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        client = params.pop("client")  # a handle to the cluster, shared: not the model
+        return type(self)(client=client, **{k: clone(v, safe=False) for k, v in params.items()})
+
     def to_local(self) -> Ranker:
         """A plain :class:`~ltrboost.Ranker` holding the same booster (no Dask needed)."""
         self._check_fitted()
