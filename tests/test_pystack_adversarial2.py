@@ -231,3 +231,50 @@ def test_a_callback_returning_something_else_than_a_bool_is_named(frames):
     assert stop_at_2.booster_.n_iterations == 2
     goes_on = Ranker(**FAST).fit(df, y, qid=qid, callbacks=[lambda env: False])
     assert goes_on.booster_.n_iterations == FAST["n_estimators"]
+
+
+def test_dask_ranker_predict_takes_columns_as_ranker_predict(frames):
+    """``DaskRanker.predict`` read a frame's columns with ``np.asarray(df[names])``: a
+    missing column was a KeyError at compute time, a category read as its values,
+    ``Float64`` with ``<NA>`` a float() TypeError; NumPy or pandas input was an
+    AttributeError ('numblocks') and ``score`` on dask data an AttributeError from
+    inside.  Columns that are no feature (qid, labels) stay unused, as before."""
+    distributed = pytest.importorskip("distributed")
+    dd = pytest.importorskip("dask.dataframe")
+    da = pytest.importorskip("dask.array")
+    from ltrboost.dask import DaskRanker
+    from ltrboost.dataset import LTRInputError
+
+    df, y, qid, dv, yv, qv = frames
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster)
+    try:
+        X = dd.from_pandas(df.assign(qid=qid), npartitions=2, sort=False)
+        r = DaskRanker(client=client, **FAST).fit(
+            X, dd.from_pandas(pd.Series(y), npartitions=2, sort=False), qid="qid"
+        )
+        local = r.to_local().predict(dv)
+
+        def lazy(frame):
+            return r.predict(dd.from_pandas(frame, npartitions=2, sort=False))
+
+        np.testing.assert_array_equal(lazy(dv[dv.columns[::-1]]).compute(), local)
+        with pytest.raises(LTRInputError, match=r"lacks the model's feature columns \['e'\]"):
+            lazy(dv.drop(columns="e"))
+        np.testing.assert_array_equal(lazy(dv.assign(z=1.0)).compute(), local)  # unused
+        with pytest.raises(LTRInputError, match="column 'a' has dtype category"):
+            lazy(dv.assign(a=pd.Categorical(np.arange(len(dv)) % 3)))
+        nullable = dv.assign(a=pd.array([1.5, None] * (len(dv) // 2), dtype="Float64"))
+        np.testing.assert_array_equal(lazy(nullable).compute(), r.to_local().predict(nullable))
+        with pytest.raises(TypeError, match=r"use to_local\(\)\.predict\(X\)"):
+            r.predict(dv)
+        with pytest.raises(LTRInputError, match="X must be 2-D"):
+            r.predict(da.from_array(dv.to_numpy()[:, 0], chunks=50))
+        with pytest.raises(TypeError, match=r"DaskRanker\.score takes data in memory"):
+            r.score(X, dd.from_pandas(pd.Series(y), npartitions=2, sort=False))
+        assert r.score(dv, yv, qid=qv) == r.to_local().score(dv, yv, qid=qv)
+    finally:
+        client.close()
+        cluster.close()

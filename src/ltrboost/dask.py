@@ -1219,9 +1219,10 @@ def train(
             c.actors = []
 
 
-def _predict_frame(df, booster, columns, iteration):
-    X = np.asarray(df[columns], dtype=np.float64)
-    return pd.Series(booster.predict(X, iteration=iteration), index=df.index)
+def _predict_frame(df, booster, iteration):
+    """One partition's scores: its columns taken as ``Booster.predict`` takes a
+    DataFrame's (by name, numeric or nullable, ``<NA>`` missing)."""
+    return pd.Series(booster.predict(df, iteration=iteration), index=df.index)
 
 
 def _predict_block(block, booster, iteration):
@@ -1315,16 +1316,49 @@ class DaskRanker(Ranker):
         booster = self.booster_
         # checked here as Ranker.predict checks it (the default: the best iteration)
         n_iter = booster._resolve_iterations(iteration)
-        if _is_dask_frame(X):
-            names = booster.feature_names  # [] for a model without features
-            if names is None:
-                names = [c for c in X.columns if c != "qid"]
+        if _is_dask_frame(X) and hasattr(X, "columns"):
+            names = booster.feature_names
+            if names is not None:  # the features by name; others (labels, qid) unused
+                missing = [c for c in names if c not in X.columns]
+                if missing:
+                    raise LTRInputError(
+                        f"X lacks the model's feature columns {missing} (a dask frame "
+                        "may hold other columns, e.g. qid and labels: they are unused)"
+                    )
+                X = X[list(names)]
+            elif "qid" in X.columns:
+                X = X.drop(columns="qid")
+            # non-numeric columns and a wrong width are named now, as Ranker.predict
+            # names them, not as a KeyError or a float() error when the result is
+            # computed (a category was read as its values)
+            booster.predict(X._meta, iteration=n_iter)
             return X.map_partitions(
-                _predict_frame, booster, list(names), n_iter, meta=pd.Series(dtype=np.float64)
+                _predict_frame, booster, n_iter, meta=pd.Series(dtype=np.float64)
             )
-        if X.ndim == 2 and X.numblocks[1] != 1:
+        if not (hasattr(X, "map_blocks") and hasattr(X, "numblocks")):
+            raise TypeError(
+                "DaskRanker.predict takes a dask DataFrame or a dask array, not "
+                f"{type(X).__name__}; for data in memory use to_local().predict(X)"
+            )
+        if X.ndim != 2:
+            raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+        booster.predict(np.empty((0, X.shape[1])), iteration=n_iter)  # the width, now
+        if X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
         return X.map_blocks(_predict_block, booster, n_iter, drop_axis=1, dtype=np.float64)
+
+    def score(self, X: Any, y: Any, **kwargs: Any) -> float:
+        """``Ranker.score`` on data in memory (NumPy, pandas); dask collections are
+        refused naming the alternative (an AttributeError from inside before)."""
+        from dask import is_dask_collection
+
+        if any(is_dask_collection(a) for a in (X, y, *kwargs.values())):
+            raise TypeError(
+                "DaskRanker.score takes data in memory (NumPy, pandas), not dask "
+                "collections: compute them, or score the model on a validation set "
+                "with eval_set= (evals_result_)"
+            )
+        return super().score(X, y, **kwargs)
 
     def __getstate__(self):
         state = dict(self.__dict__)
