@@ -278,3 +278,56 @@ def test_dask_ranker_predict_takes_columns_as_ranker_predict(frames):
     finally:
         client.close()
         cluster.close()
+
+
+class _PolarsLike:
+    """What ltrboost reads of a polars DataFrame: ``columns`` and ``to_arrow()`` (polars
+    itself is no dependency; the real one is tested below when installed)."""
+
+    __module__ = "polars.dataframe.frame"
+
+    def __init__(self, frame):
+        self._frame = frame
+        self.columns = list(frame.columns)
+        self.dtypes = ["Float64"] * len(self.columns)  # polars dtypes: no NumPy .kind
+
+    def to_arrow(self):
+        pa = pytest.importorskip("pyarrow")
+        return pa.Table.from_pandas(self._frame, preserve_index=False)
+
+    def to_numpy(self, *args, **kwargs):  # polars' takes no dtype=/na_value=
+        raise TypeError("to_numpy() got an unexpected keyword argument 'dtype'")
+
+
+def test_a_polars_frame_is_taken_by_column_name(frames):
+    """A polars DataFrame was refused as "column 'a' has dtype Float64; features must
+    be numeric" (its dtypes are no NumPy dtypes), a reordered one raised "'DataFrame'
+    object has no attribute 'iloc'" and one with a qid column "drop() got an
+    unexpected keyword argument 'columns'"; it is read through Arrow, as a pyarrow
+    Table is."""
+    pytest.importorskip("pyarrow")
+    from ltrboost.metrics import make_scorer
+
+    df, y, qid, dv, yv, qv = frames
+    r = Ranker(**FAST).fit(_PolarsLike(df), y, qid=qid)
+    assert list(r.feature_names_in_) == list(df.columns)
+    expected = Ranker(**FAST).fit(df, y, qid=qid).predict(dv)
+    np.testing.assert_array_equal(r.predict(_PolarsLike(dv[dv.columns[::-1]])), expected)
+    with_qid = _PolarsLike(dv.assign(qid=qv))
+    assert r.score(with_qid, yv) == r.score(dv, yv, qid=qv)
+    assert make_scorer("ndcg@10")(r, with_qid, yv) == r.score(dv, yv, qid=qv)
+    r2 = Ranker(**FAST).fit(_PolarsLike(df.assign(qid=qid)), y, eval_set=[(with_qid, yv)])
+    np.testing.assert_array_equal(r2.predict(dv), expected)
+
+
+def test_a_real_polars_frame_and_lazy_frame():
+    pl = pytest.importorskip("polars")
+    from ltrboost.dataset import LTRInputError
+    from ltrboost.datasets import make_ranking
+
+    X, y, qid = make_ranking(n_queries=20, docs_per_query=10, n_features=3, random_state=0)
+    frame = pl.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2]})
+    r = Ranker(**FAST).fit(frame.with_columns(qid=pl.Series(qid)), y)
+    np.testing.assert_array_equal(r.predict(frame.select(["c", "b", "a"])), r.predict(X))
+    with pytest.raises(LTRInputError, match=r"polars LazyFrame: collect\(\) it"):
+        r.predict(frame.lazy())

@@ -691,14 +691,21 @@ def _refuse_complex(a: Any, name: str) -> None:
 
 
 def arrow_as_frame(X: Any) -> Any:
-    """A pyarrow ``Table`` or ``RecordBatch`` as a pandas DataFrame (Arrow-backed
-    columns, nulls kept as missing values), so that its column names are kept and
-    checked as a DataFrame's; anything else as it is."""
-    if (
-        type(X).__module__.startswith("pyarrow")
-        and hasattr(X, "column_names")
-        and hasattr(X, "to_pandas")
-    ):
+    """A pyarrow ``Table`` or ``RecordBatch``, or a polars ``DataFrame``, as a pandas
+    DataFrame (Arrow-backed columns, nulls kept as missing values), so that its column
+    names are kept and checked as a DataFrame's; anything else as it is.
+
+    A polars frame was refused as "column 'a' has dtype Float64; features must be
+    numeric" (its dtypes are no NumPy dtypes); a polars ``LazyFrame`` is refused
+    naming ``collect()``."""
+    module = type(X).__module__
+    if module.startswith("polars") and hasattr(X, "columns"):
+        if not hasattr(X, "to_arrow"):
+            raise LTRInputError(
+                f"X is a polars {type(X).__name__}: collect() it into a DataFrame first"
+            )
+        X, module = X.to_arrow(), "pyarrow"
+    if module.startswith("pyarrow") and hasattr(X, "column_names") and hasattr(X, "to_pandas"):
         import pandas as pd
 
         return X.to_pandas(types_mapper=pd.ArrowDtype)
