@@ -331,3 +331,21 @@ def test_a_real_polars_frame_and_lazy_frame():
     np.testing.assert_array_equal(r.predict(frame.select(["c", "b", "a"])), r.predict(X))
     with pytest.raises(LTRInputError, match=r"polars LazyFrame: collect\(\) it"):
         r.predict(frame.lazy())
+
+
+def test_fit_and_score_without_queries_name_every_way_to_give_them(frames):
+    """Behind a Pipeline step that returns an array (a scaler), the qid column is gone
+    and fit said only "give exactly one of qid= ... or group=", naming neither the
+    column nor metadata routing."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from ltrboost.dataset import LTRInputError
+
+    df, y, qid, *_ = frames
+    pipe = make_pipeline(StandardScaler(), Ranker(**FAST))
+    with pytest.raises(LTRInputError, match=r"fit needs the query of every row.*'qid' column"):
+        pipe.fit(df.assign(qid=qid), y)
+    r = Ranker(**FAST).fit(df, y, qid=qid)
+    with pytest.raises(LTRInputError, match=r"set_score_request\(qid=True\)"):
+        r.score(df, y)

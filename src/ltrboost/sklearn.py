@@ -210,6 +210,7 @@ class Ranker(BaseEstimator):
         )
         self._check_estimator_params()
         X, qid = _split_qid_column(arrow_as_frame(X), qid, group)
+        _require_queries(qid, group, "fit")
         init_model = _as_booster(init_model)
         if init_model is not None:  # its trees read features by its names
             X = _by_names(X, init_model.feature_names, "X (the columns of init_model)")
@@ -376,6 +377,7 @@ class Ranker(BaseEstimator):
         X, qid_col = self._drop_qid_column(X)
         if qid is None and group is None:
             qid = qid_col
+        _require_queries(qid, group, "score")
         X = _by_names(X, self.booster_.feature_names, "score's X")
         ds = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
         if metric is None:
@@ -503,6 +505,21 @@ def _by_names(X: Any, names: Sequence[str] | None, what: str) -> Any:
         return select_columns(X, names)
     except LTRInputError as e:
         raise LTRInputError(f"{what}: {e}") from None
+
+
+def _require_queries(qid: Any, group: Any, method: str) -> None:
+    """Refuse ``fit`` / ``score`` without queries, naming the three ways to give them
+    (make_dataset's message named qid= and group= only: behind a Pipeline step that
+    turned the DataFrame into an array, its qid column was gone unsaid)."""
+    if qid is None and group is None:
+        from ltrboost.dataset import LTRInputError
+
+        raise LTRInputError(
+            f"{method} needs the query of every row: give qid= (a query id per row), "
+            "group= (documents per query) or X as a DataFrame with a 'qid' column; in a "
+            f"Pipeline, route qid with set_{method}_request(qid=True) under "
+            "sklearn.set_config(enable_metadata_routing=True)"
+        )
 
 
 def _has_qid_column(X: Any) -> bool:
