@@ -349,3 +349,20 @@ def test_fit_and_score_without_queries_name_every_way_to_give_them(frames):
     r = Ranker(**FAST).fit(df, y, qid=qid)
     with pytest.raises(LTRInputError, match=r"set_score_request\(qid=True\)"):
         r.score(df, y)
+
+
+@pytest.mark.parametrize(
+    ("group", "needle"),
+    [
+        (pd.array([150, None, 150], dtype="Int64"), r"group\[1\]=nan"),
+        ([100.0, 100.5, 99.5], r"group\[1\]=100\.5 is not a whole number"),
+    ],
+)
+def test_a_group_size_that_is_no_whole_number_is_named(frames, group, needle):
+    """``group=`` as an ``Int64`` array with ``<NA>`` (or a size of 100.5) said only
+    "group must hold whole numbers", naming no entry."""
+    from ltrboost.dataset import LTRInputError
+
+    df, y, *_ = frames
+    with pytest.raises(LTRInputError, match=needle):
+        Ranker(**FAST).fit(df, y, group=group)

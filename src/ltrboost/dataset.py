@@ -137,8 +137,13 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
             sizes = np.asarray(sizes, dtype=np.float64)
         except (TypeError, ValueError) as e:
             raise _not_numeric(sizes, "group", e, rows=False) from None
-        if not np.all(np.isfinite(sizes)) or np.any(sizes != np.round(sizes)):
-            raise LTRInputError("group must hold whole numbers (documents per query)")
+        whole = np.isfinite(sizes) & (sizes == np.round(sizes))
+        if not np.all(whole):  # name the entry (a <NA> of an Int64 array reads as NaN)
+            bad = int(np.flatnonzero(~whole)[0])
+            raise LTRInputError(
+                f"group[{bad}]={sizes[bad].item()!r} is not a whole number (group holds "
+                "documents per query)"
+            )
     # before the int64 cast and sum, which wrap: sizes near 2**62 could sum to the rows
     big = sizes > n_samples
     if np.any(big):
