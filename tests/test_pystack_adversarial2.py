@@ -272,6 +272,8 @@ def test_dask_ranker_predict_takes_columns_as_ranker_predict(frames):
             r.predict(dv)
         with pytest.raises(LTRInputError, match="X must be 2-D"):
             r.predict(da.from_array(dv.to_numpy()[:, 0], chunks=50))
+        with pytest.raises(TypeError, match="X must be a dask DataFrame or a dask array, not"):
+            r.fit(dv.assign(qid=qv), yv)  # pandas: it said "give qid= (a dask array ...)"
         with pytest.raises(TypeError, match=r"DaskRanker\.score takes data in memory"):
             r.score(X, dd.from_pandas(pd.Series(y), npartitions=2, sort=False))
         assert r.score(dv, yv, qid=qv) == r.to_local().score(dv, yv, qid=qv)

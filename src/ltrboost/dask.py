@@ -213,6 +213,11 @@ def _input_parts(
             for i, f in enumerate(frames)
         ]
         return parts, feature_names
+    if not hasattr(X, "to_delayed"):  # a pandas frame was told to give qid=
+        raise TypeError(
+            f"X must be a dask DataFrame or a dask array, not {type(X).__name__} "
+            "(for data in memory use ltrboost.Ranker)"
+        )
     if qid is None:
         raise LTRInputError("give qid= (a dask array aligned with X)")
     xs = _delayed_blocks(X, None, "X")
