@@ -368,3 +368,26 @@ def test_a_group_size_that_is_no_whole_number_is_named(frames, group, needle):
     df, y, *_ = frames
     with pytest.raises(LTRInputError, match=needle):
         Ranker(**FAST).fit(df, y, group=group)
+
+
+def test_a_custom_objective_without_curvature_is_named(frames):
+    """``hess`` of zeros (a loss whose second derivative was forgotten) trained a model
+    whose every leaf is ``-G / (0 + 0) -> 0`` and that never splits: constant scores,
+    silently.  With ``l2_regularization > 0`` and ``min_sum_hessian_in_leaf=0`` the
+    leaves are gradient steps ``-G / l2``, which learn, so that stays allowed."""
+    df, y, qid, *_ = frames
+
+    def first_order(scores, labels, query_offsets):
+        return 2.0 * (scores - labels), np.zeros_like(scores)
+
+    with pytest.raises(ValueError, match=r"\(round 1\): hess is 0 for every document"):
+        Ranker(**FAST, objective=first_order).fit(df, y, qid=qid)
+    steps = Ranker(
+        **FAST, objective=first_order, l2_regularization=100.0, min_sum_hessian_in_leaf=0.0
+    ).fit(df, y, qid=qid)
+    assert np.unique(steps.predict(df)).size > 1
+
+    def nothing_left(scores, labels, query_offsets):  # no gradient either: nothing to do
+        return np.zeros_like(scores), np.zeros_like(scores)
+
+    assert not Ranker(**FAST, objective=nothing_left).fit(df, y, qid=qid).predict(df).any()

@@ -87,6 +87,9 @@ class CustomObjective(Objective):
             name = CUSTOM_PREFIX + name
         self.name = name  # instance attribute: "custom:<fn name>"
         self._arrays: tuple | None = None
+        # hess == 0 everywhere leaves nothing to learn unless l2_regularization > 0 and
+        # min_sum_hessian_in_leaf == 0 (then leaves are -G / l2): set from the params
+        self.needs_curvature = True
 
     def get_params(self) -> dict[str, Any]:
         # the callable is not stored; the name carries the objective in the model file
@@ -137,6 +140,13 @@ class CustomObjective(Objective):
         s.flags.writeable = False
         result = fn(s, labels, offsets)
         grad, hess = _check_result(result, n, self.name, iteration)
+        if self.needs_curvature and not hess.any() and grad.any():
+            raise ValueError(
+                f"objective {self.name!r} (round {iteration + 1}): hess is 0 for every "
+                "document while grad is not, so every leaf -G / (H + l2_regularization) "
+                "is 0 and no split gains: the model would learn nothing; return the "
+                "curvature (a constant such as 1.0 makes each leaf a gradient step)"
+            )
         np.copyto(g, grad, casting="same_kind")
         np.copyto(h, hess, casting="same_kind")
 
@@ -210,7 +220,11 @@ def make_custom_objective(params: Any) -> CustomObjective:
         )
     obj = params.objective
     if callable(obj):
-        return CustomObjective(obj)
+        objective = CustomObjective(obj)
+        objective.needs_curvature = not (
+            params.l2_regularization > 0 and params.min_sum_hessian_in_leaf == 0
+        )
+        return objective
     objective = CustomObjective(name=obj)
     objective._require_function()  # raises: a name alone cannot train
     return objective
