@@ -391,3 +391,28 @@ def test_a_custom_objective_without_curvature_is_named(frames):
         return np.zeros_like(scores), np.zeros_like(scores)
 
     assert not Ranker(**FAST, objective=nothing_left).fit(df, y, qid=qid).predict(df).any()
+
+
+def test_plot_metric_takes_the_metric_as_eval_metric_was_given(frames):
+    """``eval_metric="NDCG@05"`` is recorded as ``"ndcg@5"``; ``plot_metric(model,
+    metric="NDCG@05")`` said it "was not recorded"."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ltrboost.plot import plot_metric
+
+    df, y, qid, dv, yv, qv = frames
+    r = Ranker(**FAST, eval_metric="NDCG@05,map").fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+    try:
+        ax = plot_metric(r, metric="NDCG@05")
+        assert ax.get_ylabel() == "ndcg@5"
+        np.testing.assert_array_equal(
+            ax.get_lines()[0].get_ydata(), r.evals_result_["valid_0"]["ndcg@5"]
+        )
+        with pytest.raises(ValueError, match="metric 'err' was not recorded"):
+            plot_metric(r, metric="err")
+    finally:
+        plt.close("all")

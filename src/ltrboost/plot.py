@@ -224,6 +224,8 @@ def plot_metric(
         if not evals[names[0]]:
             raise ValueError(f"no metric recorded on {names[0]!r}")
         metric = next(iter(evals[names[0]]))
+    elif metric not in evals[names[0]]:  # "NDCG@05" as given to eval_metric: "ndcg@5"
+        metric = _recorded_name(metric)
     ax = _axes(ax, figsize)
     handles = []
     for name in names:
@@ -249,6 +251,18 @@ def plot_metric(
     ax.legend(handles, [_plain(h.get_label()) for h in handles], loc="best")
     ax.grid(alpha=0.3)
     return ax
+
+
+def _recorded_name(metric: Any) -> Any:
+    """A metric name as training records it (``"NDCG@05"`` -> ``"ndcg@5"``); a name
+    that is no built-in metric (a custom metric's) as it is."""
+    from ltrboost.metrics import parse_metric_list
+
+    try:
+        (name,) = parse_metric_list([metric])
+    except (ValueError, TypeError):
+        return metric
+    return name
 
 
 def plot_tree(
