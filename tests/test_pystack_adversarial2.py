@@ -416,3 +416,11 @@ def test_plot_metric_takes_the_metric_as_eval_metric_was_given(frames):
             plot_metric(r, metric="err")
     finally:
         plt.close("all")
+
+
+def test_train_names_params_of_another_type(frames):
+    """``ltrboost.train(None, data)`` raised "'NoneType' object has no attribute
+    'validate'"."""
+    df, y, qid, *_ = frames
+    with pytest.raises(TypeError, match="params must be a dict of training parameters"):
+        train(None, make_dataset(df, y, qid=qid))

@@ -158,9 +158,7 @@ def train(
         Continue boosting from this model (same data and parameters give the same result
         as an uninterrupted run, because the random generator is fast-forwarded).
     """
-    if isinstance(params, dict):
-        params = BoosterParams.from_dict(params)
-    params.validate()
+    params = as_params(params)
     valid_sets = _check_train_inputs(train_set, valid_sets, init_model)
     callbacks = check_callbacks(callbacks)
     if train_set.y is None:
@@ -200,6 +198,20 @@ def check_callbacks(callbacks) -> list:
         if not callable(cb):
             raise TypeError(f"callbacks[{k}] is {type(cb).__name__}, not a callable f(env)")
     return callbacks
+
+
+def as_params(params: Any) -> BoosterParams:
+    """``params`` (a dict or a BoosterParams) as a validated BoosterParams; anything
+    else is a TypeError naming it (None said "has no attribute 'validate'")."""
+    if isinstance(params, dict):
+        params = BoosterParams.from_dict(params)
+    elif not isinstance(params, BoosterParams):
+        raise TypeError(
+            f"params must be a dict of training parameters or a BoosterParams, not "
+            f"{type(params).__name__} ({{}} for the defaults)"
+        )
+    params.validate()
+    return params
 
 
 def callbacks_stop(callbacks: Sequence[Callable], env: CallbackEnv) -> bool:

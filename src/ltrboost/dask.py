@@ -74,6 +74,7 @@ from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_h
 from ltrboost.booster import (
     CallbackEnv,
     Training,
+    as_params,
     callbacks_stop,
     check_callbacks,
     check_metrics,
@@ -1186,9 +1187,7 @@ def train(
         data and parameters give the same model as an uninterrupted run.
     """
     _check_dask_options(regroup, timeout)
-    if isinstance(params, dict):
-        params = BoosterParams.from_dict(params)
-    params.validate()
+    params = as_params(params)
     objective = make_objective(params)
     why = _unsupported(objective, params)
     if why is not None:
