@@ -424,3 +424,19 @@ def test_train_names_params_of_another_type(frames):
     df, y, qid, *_ = frames
     with pytest.raises(TypeError, match="params must be a dict of training parameters"):
         train(None, make_dataset(df, y, qid=qid))
+
+
+def test_init_model_history_goes_on_under_the_same_set_name(frames):
+    """What README now says of ``init_model`` and ``evals_result``: a set of the same
+    name continues the model's history (and early stopping counts from its best round);
+    another name starts a fresh one."""
+    df, y, qid, dv, yv, qv = frames
+    first = Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+    same = Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)], init_model=first)
+    other = Ranker(**FAST).fit(
+        df, y, qid=qid, eval_set=[(dv, yv, qv)], eval_names=["new"], init_model=first
+    )
+    history = first.evals_result_["valid_0"]["ndcg@10"]
+    assert same.evals_result_["valid_0"]["ndcg@10"][: len(history)] == history
+    assert len(same.evals_result_["valid_0"]["ndcg@10"]) == 2 * FAST["n_estimators"]
+    assert len(other.evals_result_["new"]["ndcg@10"]) == FAST["n_estimators"]
