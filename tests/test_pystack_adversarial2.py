@@ -440,3 +440,24 @@ def test_init_model_history_goes_on_under_the_same_set_name(frames):
     assert same.evals_result_["valid_0"]["ndcg@10"][: len(history)] == history
     assert len(same.evals_result_["valid_0"]["ndcg@10"]) == 2 * FAST["n_estimators"]
     assert len(other.evals_result_["new"]["ndcg@10"]) == FAST["n_estimators"]
+
+
+def test_score_refuses_sample_weight_it_cannot_apply_to_a_callable_metric(frames):
+    """``score(..., sample_weight=w)`` with a callable metric (given, or fit's first
+    ``eval_metric``) returned the unweighted value, silently."""
+    df, y, qid, dv, yv, qv = frames
+
+    def mean_label_of_top(scores, labels, query_offsets):
+        return float(labels[np.argmax(scores)])
+
+    r = Ranker(**FAST, eval_metric=[mean_label_of_top]).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+    w = np.linspace(0.1, 1.0, len(yv))
+    with pytest.raises(ValueError, match="sample_weight cannot weight the metric"):
+        r.score(dv, yv, qid=qv, sample_weight=w)
+    with pytest.raises(ValueError, match="'mean_label_of_top'"):
+        Ranker(**FAST).fit(df, y, qid=qid).score(
+            dv, yv, qid=qv, sample_weight=w, metric=mean_label_of_top
+        )
+    assert r.score(dv, yv, qid=qv, sample_weight=w, metric="ndcg@10") != r.score(
+        dv, yv, qid=qv, metric="ndcg@10"
+    )

@@ -398,6 +398,13 @@ class Ranker(BaseEstimator):
         if callable(metric):  # the number check of eval_metric callables
             from ltrboost._evaluation import custom_metric_value
 
+            if ds.weights is not None:  # f(scores, labels, query_offsets) takes none
+                name = getattr(metric, "__name__", "custom")
+                raise ValueError(
+                    f"sample_weight cannot weight the metric {name!r}, a callable "
+                    "f(scores, labels, query_offsets) (it was ignored); weight inside "
+                    "it, or give a built-in metric= name"
+                )
             return custom_metric_value(metric, scores, ds.y, ds.query_offsets)
         qw = None
         if ds.weights is not None:
