@@ -120,6 +120,15 @@ def test_dask_ranker_fit_keeps_the_rankers_promises(frames, caplog):
         Xa = da.from_array(df.to_numpy(), chunks=(len(df), 5))
         r.fit(Xa, da.from_array(y, chunks=len(y)), qid=da.from_array(qid, chunks=len(y)))
         assert not hasattr(r, "feature_names_in_")
+        # a model file given as a pathlib.Path (an AttributeError before)
+        import pathlib
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "m.json"
+            r.save_model(str(path))
+            more = DaskRanker(client=client, **FAST).fit(X, y_d, qid="qid", init_model=path)
+            assert more.booster_.n_iterations == 2 * FAST["n_estimators"]
         # clone (GridSearchCV, cross_val_score) deep-copied the Client: a TypeError
         from sklearn.base import clone
 

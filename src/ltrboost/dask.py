@@ -102,7 +102,7 @@ from ltrboost.histogram import (
 from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
 from ltrboost.params import PARAM_NAMES, BoosterParams
-from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker, check_eval_set
+from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker, _as_booster, check_eval_set
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = ["DaskData", "DaskRanker", "DistributedTrainingError", "ShardedHistograms", "train"]
@@ -1292,11 +1292,7 @@ class DaskRanker(Ranker):
             name = (eval_names[k] if eval_names else None) or f"valid_{k}"
             valid.append((name, DaskData(es[0], es[1], vq)))
         client = self.client or default_client()
-        if isinstance(init_model, str):
-            from ltrboost.model import load_model
-
-            init_model = load_model(init_model)
-        init_model = getattr(init_model, "booster_", init_model)
+        init_model = _as_booster(init_model)  # a path may be a pathlib.Path too
         if init_model is not None:
             params.n_estimators = init_model.n_iterations + int(params.n_estimators)
         period, callbacks = self._logging_callbacks(None, callbacks)
