@@ -470,3 +470,17 @@ def test_score_refuses_sample_weight_it_cannot_apply_to_a_callable_metric(frames
     assert r.score(dv, yv, qid=qv, sample_weight=w, metric="ndcg@10") != r.score(
         dv, yv, qid=qv, metric="ndcg@10"
     )
+
+
+def test_a_custom_objective_writing_into_its_arguments_is_named(frames):
+    """A custom objective computing in place (``scores -= labels``) failed with NumPy's
+    bare "assignment destination is read-only", naming neither the objective nor the
+    round (a custom metric doing so is named the same way)."""
+    df, y, qid, *_ = frames
+
+    def in_place(scores, labels, query_offsets):
+        scores -= labels
+        return 2.0 * scores, np.full_like(scores, 2.0)
+
+    with pytest.raises(ValueError, match=r"objective 'custom:in_place' \(round 1\) wrote into"):
+        Ranker(**FAST, objective=in_place).fit(df, y, qid=qid)

@@ -138,7 +138,16 @@ class CustomObjective(Objective):
         s, g, h = single_output_views(scores, gradients_out, hessians_out, n)
         s = np.array(s, dtype=np.float64)  # the user gets a copy, never the engine's scores
         s.flags.writeable = False
-        result = fn(s, labels, offsets)
+        try:
+            result = fn(s, labels, offsets)
+        except ValueError as e:  # numpy's "assignment destination is read-only"
+            if "read-only" not in str(e):
+                raise
+            raise ValueError(
+                f"objective {self.name!r} (round {iteration + 1}) wrote into its arguments "
+                f"({e}): scores, labels and query_offsets are read-only; write grad and "
+                "hess into arrays of your own"
+            ) from e
         grad, hess = _check_result(result, n, self.name, iteration)
         if self.needs_curvature and not hess.any() and grad.any():
             raise ValueError(
