@@ -150,13 +150,15 @@ def test_dask_ranker_fit_keeps_the_rankers_promises(frames, caplog):
         ("top_float", r"max_num_features=2\.5 must be an integer"),
         ("flat_dict", r"evals_result\['v'\] is a list"),
         ("names_str", "dataset_names='valid_0' must be a list"),
+        ("ax_array", "ax must be one matplotlib Axes, not ndarray"),
     ],
 )
 def test_plot_arguments_of_the_wrong_kind_are_named(frames, call, needle):
     """``plot_tree(tree_index=1.9)`` (or True, or "1") drew tree 1 and
     ``max_num_features=2.5`` drew 2 bars, silently, where ``predict(iteration=)``
     refuses such values; a flat ``{set: [values]}`` dict raised "list indices must be
-    integers" from inside ``plot_metric``."""
+    integers" from inside ``plot_metric``, and the array of ``plt.subplots(1, 2)`` as
+    ``ax`` "'numpy.ndarray' object has no attribute ..."."""
     pytest.importorskip("matplotlib")
     import matplotlib
 
@@ -174,9 +176,10 @@ def test_plot_arguments_of_the_wrong_kind_are_named(frames, call, needle):
         "top_float": lambda: plot_importance(r, max_num_features=2.5),
         "flat_dict": lambda: plot_metric({"v": [0.1, 0.2]}),
         "names_str": lambda: plot_metric(r, dataset_names="valid_0"),
+        "ax_array": lambda: plot_tree(r, ax=plt.subplots(1, 2)[1]),
     }[call]
     try:
-        with pytest.raises(ValueError, match=needle):
+        with pytest.raises(TypeError if call == "ax_array" else ValueError, match=needle):
             run()
         assert plot_tree(r, tree_index=np.int64(-1)).get_title() == "tree 3 (output 0)"
         assert len(plot_importance(r, max_num_features=np.int64(2)).patches) == 2

@@ -73,7 +73,15 @@ def _integer(value: Any, name: str, what: str) -> int:
 
 
 def _axes(ax: Any, figsize: tuple[float, float] | None) -> Any:
+    """``ax``, or the Axes of a new figure of ``figsize`` when ``ax`` is None; anything
+    but one Axes is a TypeError (the array ``plt.subplots(2)`` returns failed deep in
+    the drawing: "'numpy.ndarray' object has no attribute 'barh'")."""
     if ax is not None:
+        if not (hasattr(ax, "plot") and hasattr(ax, "text") and hasattr(ax, "set_title")):
+            raise TypeError(
+                f"ax must be one matplotlib Axes, not {type(ax).__name__} (of an array of "
+                "subplots, pass one: axes[0])"
+            )
         return ax
     plt = _pyplot()
     _, ax = plt.subplots(figsize=figsize)
@@ -335,10 +343,9 @@ def plot_tree(
             stack += [(k, True), (int(nodes[k]["right"]), False), (int(nodes[k]["left"]), False)]
     n_leaves = max(next_leaf, 1)
     max_depth = int(nodes["depth"].max()) if nodes.shape[0] else 0
-    if ax is None:
-        if figsize is None:
-            figsize = (max(4.0, 1.6 * n_leaves), max(3.0, 1.4 * (max_depth + 1)))
-        ax = _axes(None, figsize)
+    if ax is None and figsize is None:
+        figsize = (max(4.0, 1.6 * n_leaves), max(3.0, 1.4 * (max_depth + 1)))
+    ax = _axes(ax, figsize)
     if fontsize is None:
         fontsize = 9 if n_leaves <= 12 else 7
 
