@@ -20,6 +20,8 @@ import warnings
 from dataclasses import asdict, replace
 from typing import Any
 
+import numpy as np
+
 from ltrboost.dataset import RankingDataset, rows_located
 
 # Objective parameters that evaluation reads too: never reported as unused.
@@ -154,17 +156,37 @@ class _CustomMetric:
 def custom_metric_value(fn, scores, labels, query_offsets) -> float:
     """``fn(scores, labels, query_offsets)`` as a float; anything but a finite real
     number is refused naming the metric (a NaN would freeze early stopping at its round
-    and cannot be written to a model file)."""
-    v = fn(scores, labels, query_offsets)
+    and cannot be written to a model file).
+
+    ``fn`` gets read-only views, as a custom objective does: the scores are the ones
+    training keeps adding trees to and the labels the caller's validation set, so a
+    metric that changed them in place changed every later round's metrics and early
+    stopping (and the caller's data), silently."""
+    name = getattr(fn, "__name__", "custom")
+    try:
+        v = fn(*(_read_only(a) for a in (scores, labels, query_offsets)))
+    except ValueError as e:
+        if "read-only" not in str(e):
+            raise
+        raise ValueError(
+            f"eval_metric {name!r} wrote into its arguments ({e}): scores, labels and "
+            "query_offsets are read-only; work on a copy"
+        ) from e
     if getattr(v, "shape", None) == () and hasattr(v, "item"):  # a 0-d NumPy array
         v = v.item()
     if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v):
         return float(v)
-    name = getattr(fn, "__name__", "custom")
     raise ValueError(
         f"eval_metric {name!r} returned {v!r}; a metric must return a finite real "
         "number (higher is better)"
     )
+
+
+def _read_only(a):
+    """A read-only view of the array ``a`` (no copy)."""
+    view = np.asarray(a).view()
+    view.flags.writeable = False
+    return view
 
 
 # Parameters added after the model format was settled, left out of a model file while

@@ -152,15 +152,13 @@ def train(
     valid_sets : sequence of (name, RankingDataset)
         Evaluated after every round with ``eval_metric``; the first one drives early
         stopping.
-    callbacks : callables receiving a :class:`CallbackEnv` after every round; returning
-        True stops training.
+    callbacks : callables receiving a :class:`CallbackEnv` after every round; each
+        returns None or a bool, True stops training (anything else is a TypeError).
     init_model : Booster, optional
         Continue boosting from this model (same data and parameters give the same result
         as an uninterrupted run, because the random generator is fast-forwarded).
     """
-    if isinstance(params, dict):
-        params = BoosterParams.from_dict(params)
-    params.validate()
+    params = as_params(params)
     valid_sets = _check_train_inputs(train_set, valid_sets, init_model)
     callbacks = check_callbacks(callbacks)
     if train_set.y is None:
@@ -200,6 +198,41 @@ def check_callbacks(callbacks) -> list:
         if not callable(cb):
             raise TypeError(f"callbacks[{k}] is {type(cb).__name__}, not a callable f(env)")
     return callbacks
+
+
+def as_params(params: Any) -> BoosterParams:
+    """``params`` (a dict or a BoosterParams) as a validated BoosterParams; anything
+    else is a TypeError naming it (None said "has no attribute 'validate'")."""
+    if isinstance(params, dict):
+        params = BoosterParams.from_dict(params)
+    elif not isinstance(params, BoosterParams):
+        raise TypeError(
+            f"params must be a dict of training parameters or a BoosterParams, not "
+            f"{type(params).__name__} ({{}} for the defaults)"
+        )
+    params.validate()
+    return params
+
+
+def callbacks_stop(callbacks: Sequence[Callable], env: CallbackEnv) -> bool:
+    """Call every callback on ``env``; True when one returned True (stop training).
+
+    A callback returns None or a bool; anything else is a TypeError naming it: a
+    callback that returned, say, the dict it appended to or a file path stopped
+    training after its first round, silently, being truthy."""
+    stop = False
+    for k, cb in enumerate(callbacks):
+        answer = cb(env)
+        if answer is None:
+            continue
+        if not isinstance(answer, bool | np.bool_):
+            name = getattr(cb, "__name__", type(cb).__name__)
+            raise TypeError(
+                f"callbacks[{k}] ({name}) returned {type(answer).__name__}; a callback "
+                "returns None or a bool (True stops training)"
+            )
+        stop = stop or bool(answer)
+    return stop
 
 
 def _check_train_inputs(train_set, valid_sets, init_model) -> list:
@@ -597,9 +630,8 @@ class Training:
                 elapsed=time.perf_counter() - self.t_start,
                 snapshot=self.booster,
             )
-            for cb in callbacks:
-                if cb(env):
-                    stop = True
+            if callbacks_stop(callbacks, env):
+                stop = True
             if stop:
                 break
         return self.booster()

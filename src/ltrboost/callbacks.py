@@ -1,9 +1,11 @@
 """Training callbacks for :func:`ltrboost.train` and ``Ranker.fit(callbacks=...)``.
 
 A callback is any callable taking a :class:`ltrboost.booster.CallbackEnv` after each
-round (returning True stops training).  :func:`log_evaluation` logs the validation
-metrics through :mod:`logging` (logger ``"ltrboost"``), like LightGBM's callback of the
-same name; ``Ranker(verbose=N)`` installs it for you.
+round and returning None or a bool (True stops training; any other value is a
+TypeError naming the callback, as a truthy one stopped training silently).
+:func:`log_evaluation` logs the validation metrics through :mod:`logging` (logger
+``"ltrboost"``), like LightGBM's callback of the same name; ``Ranker(verbose=N)``
+installs it for you.
 
 Logging is silent unless asked for.  When it is asked for and the program has configured
 no logging at all, a handler writing to stderr is added to the ``"ltrboost"`` logger so

@@ -74,6 +74,9 @@ from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_h
 from ltrboost.booster import (
     CallbackEnv,
     Training,
+    as_params,
+    callbacks_stop,
+    check_callbacks,
     check_metrics,
     check_resumable,
     make_objective,
@@ -99,7 +102,7 @@ from ltrboost.histogram import (
 from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
 from ltrboost.params import PARAM_NAMES, BoosterParams
-from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker
+from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker, _as_booster, check_eval_set
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = ["DaskData", "DaskRanker", "DistributedTrainingError", "ShardedHistograms", "train"]
@@ -211,6 +214,11 @@ def _input_parts(
             for i, f in enumerate(frames)
         ]
         return parts, feature_names
+    if not hasattr(X, "to_delayed"):  # a pandas frame was told to give qid=
+        raise TypeError(
+            f"X must be a dask DataFrame or a dask array, not {type(X).__name__} "
+            "(for data in memory use ltrboost.Ranker)"
+        )
     if qid is None:
         raise LTRInputError("give qid= (a dask array aligned with X)")
     xs = _delayed_blocks(X, None, "X")
@@ -1097,9 +1105,8 @@ class _DaskTraining(Training):
                 elapsed=time.perf_counter() - self.t_start,
                 snapshot=self.booster,
             )
-            for cb in callbacks:
-                if cb(env):
-                    stop = True
+            if callbacks_stop(callbacks, env):
+                stop = True
             if stop:
                 break
         return self.booster()
@@ -1180,9 +1187,7 @@ def train(
         data and parameters give the same model as an uninterrupted run.
     """
     _check_dask_options(regroup, timeout)
-    if isinstance(params, dict):
-        params = BoosterParams.from_dict(params)
-    params.validate()
+    params = as_params(params)
     objective = make_objective(params)
     why = _unsupported(objective, params)
     if why is not None:
@@ -1191,6 +1196,7 @@ def train(
         )
     check_metrics(params, objective)
     check_training_setup(params, objective, valid_sets)
+    callbacks = check_callbacks(callbacks)  # before any data moves, as locally
     # a warm start takes the frame's columns by the init model's names, as locally
     init_names = None if init_model is None else init_model.feature_names
     tr = _on_cluster(client, train, regroup, "the training set", timeout, init_names)
@@ -1217,9 +1223,10 @@ def train(
             c.actors = []
 
 
-def _predict_frame(df, booster, columns, iteration):
-    X = np.asarray(df[columns], dtype=np.float64)
-    return pd.Series(booster.predict(X, iteration=iteration), index=df.index)
+def _predict_frame(df, booster, iteration):
+    """One partition's scores: its columns taken as ``Booster.predict`` takes a
+    DataFrame's (by name, numeric or nullable, ``<NA>`` missing)."""
+    return pd.Series(booster.predict(df, iteration=iteration), index=df.index)
 
 
 def _predict_block(block, booster, iteration):
@@ -1273,7 +1280,8 @@ class DaskRanker(Ranker):
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
-        eval_set = list(eval_set or ())
+        self._check_estimator_params()
+        eval_set, eval_names = check_eval_set(eval_set, eval_names)
         if eval_qid is not None and len(eval_qid) != len(eval_set):
             raise ValueError(
                 f"eval_qid has {len(eval_qid)} entries but eval_set has {len(eval_set)}"
@@ -1281,16 +1289,13 @@ class DaskRanker(Ranker):
         valid = []
         for k, es in enumerate(eval_set):
             vq = es[2] if len(es) > 2 else (eval_qid[k] if eval_qid is not None else None)
-            name = (list(eval_names)[k] if eval_names else None) or f"valid_{k}"
+            name = (eval_names[k] if eval_names else None) or f"valid_{k}"
             valid.append((name, DaskData(es[0], es[1], vq)))
         client = self.client or default_client()
-        if isinstance(init_model, str):
-            from ltrboost.model import load_model
-
-            init_model = load_model(init_model)
-        init_model = getattr(init_model, "booster_", init_model)
+        init_model = _as_booster(init_model)  # a path may be a pathlib.Path too
         if init_model is not None:
             params.n_estimators = init_model.n_iterations + int(params.n_estimators)
+        period, callbacks = self._logging_callbacks(None, callbacks)
         self.booster_ = train(
             client,
             params,
@@ -1301,9 +1306,7 @@ class DaskRanker(Ranker):
             timeout=self.timeout,
             init_model=init_model,
         )
-        self.n_features_in_ = self.booster_.n_features
-        if self.booster_.feature_names is not None:
-            self.feature_names_in_ = np.asarray(self.booster_.feature_names, dtype=object)
+        self._set_fitted(period, params, eval_metric)
         return self
 
     def predict(self, X: Any, *, iteration: int | None = None):  # type: ignore[override]
@@ -1313,21 +1316,64 @@ class DaskRanker(Ranker):
         booster = self.booster_
         # checked here as Ranker.predict checks it (the default: the best iteration)
         n_iter = booster._resolve_iterations(iteration)
-        if _is_dask_frame(X):
-            names = booster.feature_names  # [] for a model without features
-            if names is None:
-                names = [c for c in X.columns if c != "qid"]
+        if _is_dask_frame(X) and hasattr(X, "columns"):
+            names = booster.feature_names
+            if names is not None:  # the features by name; others (labels, qid) unused
+                missing = [c for c in names if c not in X.columns]
+                if missing:
+                    raise LTRInputError(
+                        f"X lacks the model's feature columns {missing} (a dask frame "
+                        "may hold other columns, e.g. qid and labels: they are unused)"
+                    )
+                X = X[list(names)]
+            elif "qid" in X.columns:
+                X = X.drop(columns="qid")
+            # non-numeric columns and a wrong width are named now, as Ranker.predict
+            # names them, not as a KeyError or a float() error when the result is
+            # computed (a category was read as its values)
+            booster.predict(X._meta, iteration=n_iter)
             return X.map_partitions(
-                _predict_frame, booster, list(names), n_iter, meta=pd.Series(dtype=np.float64)
+                _predict_frame, booster, n_iter, meta=pd.Series(dtype=np.float64)
             )
-        if X.ndim == 2 and X.numblocks[1] != 1:
+        if not (hasattr(X, "map_blocks") and hasattr(X, "numblocks")):
+            raise TypeError(
+                "DaskRanker.predict takes a dask DataFrame or a dask array, not "
+                f"{type(X).__name__}; for data in memory use to_local().predict(X)"
+            )
+        if X.ndim != 2:
+            raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+        booster.predict(np.empty((0, X.shape[1])), iteration=n_iter)  # the width, now
+        if X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
         return X.map_blocks(_predict_block, booster, n_iter, drop_axis=1, dtype=np.float64)
+
+    def score(self, X: Any, y: Any, **kwargs: Any) -> float:
+        """``Ranker.score`` on data in memory (NumPy, pandas); dask collections are
+        refused naming the alternative (an AttributeError from inside before)."""
+        from dask import is_dask_collection
+
+        if any(is_dask_collection(a) for a in (X, y, *kwargs.values())):
+            raise TypeError(
+                "DaskRanker.score takes data in memory (NumPy, pandas), not dask "
+                "collections: compute them, or score the model on a validation set "
+                "with eval_set= (evals_result_)"
+            )
+        return super().score(X, y, **kwargs)
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["client"] = None  # a Client cannot be pickled; it is not part of the model
         return state
+
+    def __sklearn_clone__(self):
+        """An unfitted copy on the same client: ``sklearn.base.clone`` deep-copies every
+        parameter, and a Client cannot be copied (GridSearchCV and cross_val_score
+        failed with "cannot pickle '_asyncio.Task' object")."""
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        client = params.pop("client")  # a handle to the cluster, shared: not the model
+        return type(self)(client=client, **{k: clone(v, safe=False) for k, v in params.items()})
 
     def to_local(self) -> Ranker:
         """A plain :class:`~ltrboost.Ranker` holding the same booster (no Dask needed)."""
@@ -1337,6 +1383,7 @@ class DaskRanker(Ranker):
         local.n_features_in_ = self.booster_.n_features
         if hasattr(self, "feature_names_in_"):
             local.feature_names_in_ = self.feature_names_in_
+        local._fit_eval_metric = getattr(self, "_fit_eval_metric", None)  # score's default
         return local
 
 

@@ -137,8 +137,13 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
             sizes = np.asarray(sizes, dtype=np.float64)
         except (TypeError, ValueError) as e:
             raise _not_numeric(sizes, "group", e, rows=False) from None
-        if not np.all(np.isfinite(sizes)) or np.any(sizes != np.round(sizes)):
-            raise LTRInputError("group must hold whole numbers (documents per query)")
+        whole = np.isfinite(sizes) & (sizes == np.round(sizes))
+        if not np.all(whole):  # name the entry (a <NA> of an Int64 array reads as NaN)
+            bad = int(np.flatnonzero(~whole)[0])
+            raise LTRInputError(
+                f"group[{bad}]={sizes[bad].item()!r} is not a whole number (group holds "
+                "documents per query)"
+            )
     # before the int64 cast and sum, which wrap: sizes near 2**62 could sum to the rows
     big = sizes > n_samples
     if np.any(big):
@@ -691,14 +696,21 @@ def _refuse_complex(a: Any, name: str) -> None:
 
 
 def arrow_as_frame(X: Any) -> Any:
-    """A pyarrow ``Table`` or ``RecordBatch`` as a pandas DataFrame (Arrow-backed
-    columns, nulls kept as missing values), so that its column names are kept and
-    checked as a DataFrame's; anything else as it is."""
-    if (
-        type(X).__module__.startswith("pyarrow")
-        and hasattr(X, "column_names")
-        and hasattr(X, "to_pandas")
-    ):
+    """A pyarrow ``Table`` or ``RecordBatch``, or a polars ``DataFrame``, as a pandas
+    DataFrame (Arrow-backed columns, nulls kept as missing values), so that its column
+    names are kept and checked as a DataFrame's; anything else as it is.
+
+    A polars frame was refused as "column 'a' has dtype Float64; features must be
+    numeric" (its dtypes are no NumPy dtypes); a polars ``LazyFrame`` is refused
+    naming ``collect()``."""
+    module = type(X).__module__
+    if module.startswith("polars") and hasattr(X, "columns"):
+        if not hasattr(X, "to_arrow"):
+            raise LTRInputError(
+                f"X is a polars {type(X).__name__}: collect() it into a DataFrame first"
+            )
+        X, module = X.to_arrow(), "pyarrow"
+    if module.startswith("pyarrow") and hasattr(X, "column_names") and hasattr(X, "to_pandas"):
         import pandas as pd
 
         return X.to_pandas(types_mapper=pd.ArrowDtype)

@@ -16,6 +16,7 @@ graphviz.
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Any
 
@@ -59,8 +60,28 @@ def _plain(text: Any) -> str:
     return str(text).replace("$", r"\$")
 
 
+def _integer(value: Any, name: str, what: str) -> int:
+    """``value`` as an int (NumPy's integers too); a bool, a float or a string is
+    refused naming ``name`` (``int()`` drew tree 1 for ``tree_index=1.9`` and for
+    ``True``, silently)."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise ValueError(f"{name}={value!r} must be an integer ({what})")
+
+
 def _axes(ax: Any, figsize: tuple[float, float] | None) -> Any:
+    """``ax``, or the Axes of a new figure of ``figsize`` when ``ax`` is None; anything
+    but one Axes is a TypeError (the array ``plt.subplots(2)`` returns failed deep in
+    the drawing: "'numpy.ndarray' object has no attribute 'barh'")."""
     if ax is not None:
+        if not (hasattr(ax, "plot") and hasattr(ax, "text") and hasattr(ax, "set_title")):
+            raise TypeError(
+                f"ax must be one matplotlib Axes, not {type(ax).__name__} (of an array of "
+                "subplots, pass one: axes[0])"
+            )
         return ax
     plt = _pyplot()
     _, ax = plt.subplots(figsize=figsize)
@@ -115,9 +136,10 @@ def plot_importance(
     if ignore_zero:
         order = order[imp[order] > 0]
     if max_num_features is not None:
-        if int(max_num_features) < 1:
+        top = _integer(max_num_features, "max_num_features", "at least 1, or None for all")
+        if top < 1:
             raise ValueError(f"max_num_features={max_num_features} must be at least 1 or None")
-        order = order[: int(max_num_features)]
+        order = order[:top]
     order = order[::-1]  # barh draws bottom-up: the largest ends on top
     ax = _axes(ax, figsize)
     pos = np.arange(len(order))
@@ -193,16 +215,25 @@ def plot_metric(
             "no evaluation results: fit with eval_set=[...] (or train with valid_sets) to "
             "record a metric per round"
         )
+    if isinstance(dataset_names, str):  # list("valid") named five sets "v", "a", ...
+        raise ValueError(f"dataset_names={dataset_names!r} must be a list of set names")
     names = list(evals) if dataset_names is None else list(dataset_names)
     if not names:
         raise ValueError("dataset_names is empty: name at least one validation set")
     for name in names:
         if name not in evals:
             raise ValueError(f"no validation set named {name!r}; recorded: {list(evals)}")
+        if not isinstance(evals[name], dict):
+            raise ValueError(
+                f"evals_result[{name!r}] is a {type(evals[name]).__name__}; an evals_result "
+                "is {set name: {metric name: [value per round]}}"
+            )
     if metric is None:
         if not evals[names[0]]:
             raise ValueError(f"no metric recorded on {names[0]!r}")
         metric = next(iter(evals[names[0]]))
+    elif metric not in evals[names[0]]:  # "NDCG@05" as given to eval_metric: "ndcg@5"
+        metric = _recorded_name(metric)
     ax = _axes(ax, figsize)
     handles = []
     for name in names:
@@ -228,6 +259,18 @@ def plot_metric(
     ax.legend(handles, [_plain(h.get_label()) for h in handles], loc="best")
     ax.grid(alpha=0.3)
     return ax
+
+
+def _recorded_name(metric: Any) -> Any:
+    """A metric name as training records it (``"NDCG@05"`` -> ``"ndcg@5"``); a name
+    that is no built-in metric (a custom metric's) as it is."""
+    from ltrboost.metrics import parse_metric_list
+
+    try:
+        (name,) = parse_metric_list([metric])
+    except (ValueError, TypeError):
+        return metric
+    return name
 
 
 def plot_tree(
@@ -269,12 +312,13 @@ def plot_tree(
     _pyplot()
     booster = _booster(model)
     n_trees = len(booster.trees)
-    if not -n_trees <= int(tree_index) < n_trees:
+    tree_index = _integer(tree_index, "tree_index", "0-based, negative from the end")
+    if not -n_trees <= tree_index < n_trees:
         raise IndexError(f"tree_index={tree_index} is out of range for {n_trees} trees")
     for info in show_info:
         if info not in ("gain", "count"):
             raise ValueError(f"show_info entries must be 'gain' or 'count', not {info!r}")
-    tree_index = int(tree_index) % n_trees  # the tree drawn, named in the title
+    tree_index %= n_trees  # the tree drawn, named in the title
     nodes = booster.trees[tree_index]
     names = [_plain(n) for n in feature_names(booster)]
 
@@ -299,10 +343,9 @@ def plot_tree(
             stack += [(k, True), (int(nodes[k]["right"]), False), (int(nodes[k]["left"]), False)]
     n_leaves = max(next_leaf, 1)
     max_depth = int(nodes["depth"].max()) if nodes.shape[0] else 0
-    if ax is None:
-        if figsize is None:
-            figsize = (max(4.0, 1.6 * n_leaves), max(3.0, 1.4 * (max_depth + 1)))
-        ax = _axes(None, figsize)
+    if ax is None and figsize is None:
+        figsize = (max(4.0, 1.6 * n_leaves), max(3.0, 1.4 * (max_depth + 1)))
+    ax = _axes(ax, figsize)
     if fontsize is None:
         fontsize = 9 if n_leaves <= 12 else 7
 

@@ -202,19 +202,18 @@ class Ranker(BaseEstimator):
         init_model : Booster, fitted Ranker or model file path, optional
             Continue boosting from this model: ``n_estimators`` *more* rounds are
             added to it (as LightGBM's and XGBoost's ``init_model``/``xgb_model``).
+            Its ``evals_result`` continues for an ``eval_set`` of the same name and
+            early stopping counts from its best round (a checkpoint's semantics): name
+            a validation set on other data differently (``eval_names``).
         verbose : overrides the constructor's ``verbose`` for this fit (XGBoost's
             ``fit(verbose=)``): log the metrics every ``verbose`` rounds.
         """
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
-        from ltrboost.inspection import IMPORTANCE_TYPES
-
-        if self.importance_type not in IMPORTANCE_TYPES:  # refused by fit, not later
-            raise ValueError(
-                f"importance_type={self.importance_type!r} is not one of {IMPORTANCE_TYPES}"
-            )
+        self._check_estimator_params()
         X, qid = _split_qid_column(arrow_as_frame(X), qid, group)
+        _require_queries(qid, group, "fit")
         init_model = _as_booster(init_model)
         if init_model is not None:  # its trees read features by its names
             X = _by_names(X, init_model.feature_names, "X (the columns of init_model)")
@@ -223,17 +222,7 @@ class Ranker(BaseEstimator):
         )
         if pairs is not None:
             train_set.pairs = _pairs_from_array(pairs, train_set)
-        eval_set = list(eval_set or ())
-        if eval_names is not None:
-            eval_names = list(eval_names)
-            if len(eval_names) != len(eval_set):
-                raise ValueError(
-                    f"eval_names has {len(eval_names)} names but eval_set has "
-                    f"{len(eval_set)} entries; give one name per validation set"
-                )
-            dup = sorted({n for n in eval_names if eval_names.count(n) > 1})
-            if dup:
-                raise ValueError(f"eval_names must be distinct; repeated: {dup}")
+        eval_set, eval_names = check_eval_set(eval_set, eval_names)
         eval_queries = _eval_queries(eval_set, eval_qid, eval_group)
         # the model's names: the data's, or (an array continuing a named model) init's
         names = train_set.feature_names
@@ -254,6 +243,26 @@ class Ranker(BaseEstimator):
         if init_model is not None:
             # n_estimators counts the rounds added to init_model (LightGBM, XGBoost)
             params.n_estimators = init_model.n_iterations + int(params.n_estimators)
+        period, callbacks = self._logging_callbacks(verbose, callbacks)
+        self.booster_ = train(
+            params, train_set, valid_sets, callbacks=callbacks, init_model=init_model
+        )
+        self._set_fitted(period, params, eval_metric)
+        return self
+
+    def _check_estimator_params(self) -> None:
+        """Refuse the estimator's own parameters at fit (scikit-learn validates there,
+        not in ``__init__``); the training parameters are checked by ``train``."""
+        from ltrboost.inspection import IMPORTANCE_TYPES
+
+        if self.importance_type not in IMPORTANCE_TYPES:  # refused by fit, not later
+            raise ValueError(
+                f"importance_type={self.importance_type!r} is not one of {IMPORTANCE_TYPES}"
+            )
+
+    def _logging_callbacks(self, verbose: Any, callbacks: Any) -> tuple[int, list]:
+        """The logging period (fit's ``verbose``, else the constructor's) and the
+        callbacks checked, with :func:`log_evaluation` first when logging."""
         period = check_period(
             self.verbose if verbose is None else verbose,
             "verbose" if verbose is None else "fit's verbose",
@@ -261,9 +270,11 @@ class Ranker(BaseEstimator):
         callbacks = check_callbacks(callbacks)
         if period:
             callbacks.insert(0, log_evaluation(period))
-        self.booster_ = train(
-            params, train_set, valid_sets, callbacks=callbacks, init_model=init_model
-        )
+        return period, callbacks
+
+    def _set_fitted(self, period: int, params: BoosterParams, eval_metric: Any) -> None:
+        """After training ``booster_``: the best-round log line, ``n_features_in_``,
+        ``feature_names_in_`` and the metric ``score`` defaults to."""
         if period:
             log_best(self.booster_, int(params.n_estimators))
         self.n_features_in_ = self.booster_.n_features
@@ -273,7 +284,6 @@ class Ranker(BaseEstimator):
             del self.feature_names_in_
         # score()'s default metric: fit's eval_metric when given, else the constructor's
         self._fit_eval_metric = eval_metric
-        return self
 
     @property
     def position_bias_(self) -> dict[str, NDArray[np.float64]] | None:
@@ -285,10 +295,12 @@ class Ranker(BaseEstimator):
 
     @property
     def best_iteration_(self) -> int | None:
+        self._check_fitted()
         return self.booster_.best_iteration
 
     @property
     def evals_result_(self) -> dict:
+        self._check_fitted()
         return self.booster_.evals_result
 
     @property
@@ -368,6 +380,7 @@ class Ranker(BaseEstimator):
         X, qid_col = self._drop_qid_column(X)
         if qid is None and group is None:
             qid = qid_col
+        _require_queries(qid, group, "score")
         X = _by_names(X, self.booster_.feature_names, "score's X")
         ds = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
         if metric is None:
@@ -385,6 +398,13 @@ class Ranker(BaseEstimator):
         if callable(metric):  # the number check of eval_metric callables
             from ltrboost._evaluation import custom_metric_value
 
+            if ds.weights is not None:  # f(scores, labels, query_offsets) takes none
+                name = getattr(metric, "__name__", "custom")
+                raise ValueError(
+                    f"sample_weight cannot weight the metric {name!r}, a callable "
+                    "f(scores, labels, query_offsets) (it was ignored); weight inside "
+                    "it, or give a built-in metric= name"
+                )
             return custom_metric_value(metric, scores, ds.y, ds.query_offsets)
         qw = None
         if ds.weights is not None:
@@ -428,6 +448,45 @@ class Ranker(BaseEstimator):
         return tags
 
 
+def check_eval_set(eval_set: Any, eval_names: Any) -> tuple[list, list | None]:
+    """``eval_set`` and ``eval_names`` as lists, one distinct name per set.
+
+    A DataFrame, an array or a bare ``(X, y, qid)`` tuple given as ``eval_set`` (not
+    wrapped in a list) is refused naming the expected form: it was read as a list of
+    sets whose first "set" was ``X`` itself, and the error spoke of its column names.
+    """
+    if eval_set is None:
+        eval_set = []
+    elif hasattr(eval_set, "shape"):  # an array, a DataFrame, an Arrow table
+        raise ValueError(
+            f"eval_set must be a list of (X, y, qid) tuples, not a {type(eval_set).__name__}: "
+            "e.g. eval_set=[(X_valid, y_valid, qid_valid)]"
+        )
+    eval_set = list(eval_set)
+    for k, es in enumerate(eval_set):
+        if not isinstance(es, list | tuple):
+            raise ValueError(
+                f"eval_set[{k}] is a {type(es).__name__}, not a tuple (X, y, qid): eval_set "
+                "is a list of them, e.g. eval_set=[(X_valid, y_valid, qid_valid)]"
+            )
+    if eval_names is None:
+        return eval_set, None
+    if isinstance(eval_names, str):
+        raise ValueError(
+            f"eval_names={eval_names!r} must be a list of names, one per eval_set entry"
+        )
+    eval_names = list(eval_names)
+    if len(eval_names) != len(eval_set):
+        raise ValueError(
+            f"eval_names has {len(eval_names)} names but eval_set has "
+            f"{len(eval_set)} entries; give one name per validation set"
+        )
+    dup = sorted({n for n in eval_names if eval_names.count(n) > 1})
+    if dup:
+        raise ValueError(f"eval_names must be distinct; repeated: {dup}")
+    return eval_set, eval_names
+
+
 def _stored_metric_names(stored: Any) -> Any:
     """A model's ``eval_metric`` without the names of callables (a model file keeps a
     callable metric's ``__name__`` only, which is no metric name: ``score`` and a refit
@@ -456,6 +515,21 @@ def _by_names(X: Any, names: Sequence[str] | None, what: str) -> Any:
         return select_columns(X, names)
     except LTRInputError as e:
         raise LTRInputError(f"{what}: {e}") from None
+
+
+def _require_queries(qid: Any, group: Any, method: str) -> None:
+    """Refuse ``fit`` / ``score`` without queries, naming the three ways to give them
+    (make_dataset's message named qid= and group= only: behind a Pipeline step that
+    turned the DataFrame into an array, its qid column was gone unsaid)."""
+    if qid is None and group is None:
+        from ltrboost.dataset import LTRInputError
+
+        raise LTRInputError(
+            f"{method} needs the query of every row: give qid= (a query id per row), "
+            "group= (documents per query) or X as a DataFrame with a 'qid' column; in a "
+            f"Pipeline, route qid with set_{method}_request(qid=True) under "
+            "sklearn.set_config(enable_metadata_routing=True)"
+        )
 
 
 def _has_qid_column(X: Any) -> bool:

@@ -16,7 +16,8 @@ The three arrays are read-only.  ``grad`` and ``hess`` are ``dL/ds`` and ``d2L/d
 document: float arrays of shape ``(n_samples,)``, finite (in float32, the engine's
 precision), ``hess >= 0``; anything else stops training with a ``ValueError`` naming the
 round (from 1).  The function is called once per round with every query, so a
-``numba.njit`` function loops over all queries in compiled code (docs/custom.md).
+``numba.njit`` function loops over all queries in compiled code (docs/custom.md); on
+Dask once per round on each worker, with that worker's shard of whole queries.
 
 The tree engine is unchanged: leaves are Newton steps ``-G / (H + l2)`` of these
 gradients and hessians.  ``split_criterion="se"`` works too (it uses the same gradients);
@@ -86,6 +87,9 @@ class CustomObjective(Objective):
             name = CUSTOM_PREFIX + name
         self.name = name  # instance attribute: "custom:<fn name>"
         self._arrays: tuple | None = None
+        # hess == 0 everywhere leaves nothing to learn unless l2_regularization > 0 and
+        # min_sum_hessian_in_leaf == 0 (then leaves are -G / l2): set from the params
+        self.needs_curvature = True
 
     def get_params(self) -> dict[str, Any]:
         # the callable is not stored; the name carries the objective in the model file
@@ -134,8 +138,24 @@ class CustomObjective(Objective):
         s, g, h = single_output_views(scores, gradients_out, hessians_out, n)
         s = np.array(s, dtype=np.float64)  # the user gets a copy, never the engine's scores
         s.flags.writeable = False
-        result = fn(s, labels, offsets)
+        try:
+            result = fn(s, labels, offsets)
+        except ValueError as e:  # numpy's "assignment destination is read-only"
+            if "read-only" not in str(e):
+                raise
+            raise ValueError(
+                f"objective {self.name!r} (round {iteration + 1}) wrote into its arguments "
+                f"({e}): scores, labels and query_offsets are read-only; write grad and "
+                "hess into arrays of your own"
+            ) from e
         grad, hess = _check_result(result, n, self.name, iteration)
+        if self.needs_curvature and not hess.any() and grad.any():
+            raise ValueError(
+                f"objective {self.name!r} (round {iteration + 1}): hess is 0 for every "
+                "document while grad is not, so every leaf -G / (H + l2_regularization) "
+                "is 0 and no split gains: the model would learn nothing; return the "
+                "curvature (a constant such as 1.0 makes each leaf a gradient step)"
+            )
         np.copyto(g, grad, casting="same_kind")
         np.copyto(h, hess, casting="same_kind")
 
@@ -209,7 +229,11 @@ def make_custom_objective(params: Any) -> CustomObjective:
         )
     obj = params.objective
     if callable(obj):
-        return CustomObjective(obj)
+        objective = CustomObjective(obj)
+        objective.needs_curvature = not (
+            params.l2_regularization > 0 and params.min_sum_hessian_in_leaf == 0
+        )
+        return objective
     objective = CustomObjective(name=obj)
     objective._require_function()  # raises: a name alone cannot train
     return objective
