@@ -451,7 +451,32 @@ def test_init_model_history_goes_on_under_the_same_set_name(frames):
     history = first.evals_result_["valid_0"]["ndcg@10"]
     assert same.evals_result_["valid_0"]["ndcg@10"][: len(history)] == history
     assert len(same.evals_result_["valid_0"]["ndcg@10"]) == 2 * FAST["n_estimators"]
-    assert len(other.evals_result_["new"]["ndcg@10"]) == FAST["n_estimators"]
+    # another name: the model's rounds are evaluated on the set (the same data here)
+    assert other.evals_result_["new"]["ndcg@10"][: len(history)] == history
+    assert len(other.evals_result_["new"]["ndcg@10"]) == 2 * FAST["n_estimators"]
+
+
+def test_init_model_on_other_validation_data_is_not_cut_back_by_the_old_history(frames):
+    """Continuing with early stopping on another validation set under the same name
+    took the history recorded on the first set as this set's: its best round, one of
+    the old model's, then made the continued model predict with fewer trees than the
+    model it continued.  The old rounds are now evaluated on the new set, and early
+    stopping looks at the new rounds only (as LightGBM and XGBoost)."""
+    from ltrboost.metrics import get_metric
+
+    df, y, qid, dv, yv, qv = frames
+    kw = dict(FAST, n_estimators=8, early_stopping_rounds=2)
+    first = Ranker(**kw).fit(df, y, qid=qid, eval_set=[(dv, yv, qv)])
+    done = first.booster_.n_iterations
+    # the training data as the other validation set
+    more = Ranker(**kw).fit(df, y, qid=qid, eval_set=[(df, y, qid)], init_model=first)
+    assert more.best_iteration_ > done
+    history = more.evals_result_["valid_0"]["ndcg@10"]
+    assert len(history) == more.booster_.n_iterations
+    offsets = make_dataset(df, y, qid=qid).query_offsets  # qid sorted: rows in order
+    for it in range(1, done + 1):
+        scores = first.booster_.predict(df.to_numpy(), iteration=it)
+        assert history[it - 1] == get_metric("ndcg@10")(scores, y, offsets)
 
 
 def test_score_refuses_sample_weight_it_cannot_apply_to_a_callable_metric(frames):

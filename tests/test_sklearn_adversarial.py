@@ -124,7 +124,9 @@ def test_plot_metric_counts_the_init_models_rounds(frames):
     )
     ax = plot_metric(r)
     x = ax.get_lines()[0].get_xdata()
-    np.testing.assert_array_equal(x, [4, 5, 6, 7])  # the rounds after init's 3
+    # the init model's 3 rounds are evaluated on the new set too (they used to be
+    # missing, and the plot counted the 4 new rounds from round 4)
+    np.testing.assert_array_equal(x, [1, 2, 3, 4, 5, 6, 7])
 
 
 def test_all_zero_sample_weights_are_refused(frames):

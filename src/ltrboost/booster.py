@@ -453,17 +453,13 @@ class Training:
         self.trees.extend(t.copy() for t in init_model.trees[: done * n_out])
         self.outputs.extend(init_model.tree_outputs[: done * n_out])
         self.replay_scores()
-        for name, res in (init_model.evals_result or {}).items():
-            if name in self.evals_result:
-                for m, vals in res.items():
-                    if m in self.evals_result[name]:
-                        self.evals_result[name][m].extend(vals[:done])
+        continued = self.resume_history(init_model.evals_result or {}, done)
         # Fast-forward the random generator through the draws of the finished rounds.
         for _ in range(done):
             self.draw_bag()
             for _k in range(n_out):
                 self.draw_features()
-        if done > 0 and self.valid:
+        if done > 0 and self.valid and continued:
             hist = np.asarray(self.evals_result[self.valid[0].name][self.metric_names[0]])
             if (hist == hist).any():  # a NaN round is never the best (np.argmax picks it)
                 self.best_iter = int(np.nanargmax(hist)) + 1
@@ -479,6 +475,58 @@ class Training:
                 # the checkpoint of that round of a run killed before its output).
                 return max(done, int(self.params.n_estimators))
         return done
+
+    def resume_history(self, recorded: dict, done: int) -> bool:
+        """The metric history of the ``done`` resumed rounds on each validation set;
+        True when the first set's history is the one the model recorded (a resumed run:
+        early stopping goes on from it).
+
+        A set whose recorded history ends with the value the replayed scores give (the
+        same set, by name and data) keeps it.  Any other set -- another set under the
+        same name, or none recorded -- gets its history computed round by round from the
+        trees, and early stopping then looks at the new rounds only, as LightGBM and
+        XGBoost do when they continue a model: a history recorded on other data used to
+        be taken as this set's, and its best round (one of the old model's) then cut the
+        continued model to fewer trees than the model it continued.
+        """
+        if done == 0:
+            return True
+        kept = []
+        for v in self.valid:
+            rec = recorded.get(v.name) or {}
+            now = self._metric_values(v, v.raw, done - 1)
+            same = all(
+                len(rec.get(m) or []) >= done and rec[m][done - 1] == now[m]
+                for m in self.metric_names
+            )
+            if same:
+                for m in self.metric_names:
+                    self.evals_result[v.name][m].extend(rec[m][:done])
+            else:
+                self._replay_history(v, done)
+            kept.append(same)
+        return bool(kept) and kept[0]
+
+    def _replay_history(self, v: _Valid, done: int) -> None:
+        """Every metric on validation set ``v`` after each of the first ``done``
+        rounds, from the resumed trees."""
+        raw = np.empty_like(v.raw)
+        raw[:] = self.init[:, None]
+        n_out = self.n_out
+        for it in range(done):
+            lo, hi = it * n_out, (it + 1) * n_out
+            predict_raw(pack_trees(self.trees[lo:hi], self.outputs[lo:hi]), v.data.X, raw)
+            for m, val in self._metric_values(v, raw, it).items():
+                self.evals_result[v.name][m].append(val)
+
+    def _metric_values(self, v: _Valid, raw, iteration: int) -> dict[str, float]:
+        """Every metric of validation set ``v`` for scores ``raw`` after round
+        ``iteration``."""
+        vscores = raw / averaged_divisor(iteration + 1) if self.averaged else raw
+        ranked = self.objective.transform(vscores)
+        return {
+            mname: float(bm(ranked)) for mname, bm in zip(self.metric_names, v.metrics, strict=True)
+        }
 
     def replay_scores(self) -> None:
         """Training and validation scores of the trees loaded by :meth:`resume`."""
@@ -512,12 +560,8 @@ class Training:
         """Every metric on every validation set after round ``iteration``."""
         evaluation: dict[str, dict[str, float]] = {}
         for v in self.valid:
-            vscores = v.raw / averaged_divisor(iteration + 1) if self.averaged else v.raw
-            ranked = self.objective.transform(vscores)
-            res = {}
-            for mname, bm in zip(self.metric_names, v.metrics, strict=True):
-                val = float(bm(ranked))
-                res[mname] = val
+            res = self._metric_values(v, v.raw, iteration)
+            for mname, val in res.items():
                 self.evals_result[v.name][mname].append(val)
             evaluation[v.name] = res
         return evaluation

@@ -1024,6 +1024,18 @@ class _DaskTraining(Training):
         k = max(1, int(round(p.subsample * n_queries)))
         return np.sort(self.rng.choice(n_queries, size=k, replace=False))
 
+    def resume_history(self, recorded: dict, done: int) -> bool:
+        """The recorded history of the resumed rounds, continued as it is: the shards
+        hold the validation scores, so it is not checked against them here (local
+        training recomputes a history recorded on other data, see
+        :meth:`ltrboost.booster.Training.resume_history`)."""
+        for name, res in recorded.items():
+            if name in self.evals_result:
+                for m, vals in res.items():
+                    if m in self.evals_result[name]:
+                        self.evals_result[name][m].extend(vals[:done])
+        return True
+
     def replay_scores(self) -> None:
         """Nothing to do: each shard replayed the init model's trees when it was made."""
 

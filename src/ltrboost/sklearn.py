@@ -203,8 +203,9 @@ class Ranker(BaseEstimator):
             Continue boosting from this model: ``n_estimators`` *more* rounds are
             added to it (as LightGBM's and XGBoost's ``init_model``/``xgb_model``).
             Its ``evals_result`` continues for an ``eval_set`` of the same name and
-            early stopping counts from its best round (a checkpoint's semantics): name
-            a validation set on other data differently (``eval_names``).
+            data, and early stopping counts from its best round (a checkpoint's
+            semantics); on other validation data its rounds are evaluated afresh and
+            early stopping looks at the new rounds only (as LightGBM and XGBoost).
         verbose : overrides the constructor's ``verbose`` for this fit (XGBoost's
             ``fit(verbose=)``): log the metrics every ``verbose`` rounds.
         """
