@@ -458,7 +458,8 @@ class _Shard:
             )
             self.ds = ds
             self.objective = make_objective(params)
-            self.base_seed = getattr(self.objective, "_random_state", None)
+            if hasattr(self.objective, "_seed_shard"):  # per-query seeds: global numbers
+                self.objective._seed_shard = (self.n_queries_total, self.q_lo)
             self._guard(self.objective.prepare, ds)
             self.n = ds.n_samples
             self.X_binned = binner.transform(_sample(part, None, used_ids))
@@ -518,14 +519,6 @@ class _Shard:
             problem = e.problem.replace(f"y[{e.row}]", f"y[{row}]")
             raise _located(index[k], LTRInputError(problem, row=row)) from None
 
-    def _seed(self, it: int) -> None:
-        """Per-query seeds ``random_state + it * N + q`` with the global ``N`` and ``q``."""
-        if self.base_seed is not None:
-            n_local = self.ds.n_queries
-            self.objective._random_state = (
-                self.base_seed + it * (self.n_queries_total - n_local) + self.q_lo
-            )
-
     def gradients(self, it: int, chosen, ole: bool):
         """Round ``it``: gradients of every output, the bag (``chosen`` global query
         numbers or None) and the OLE pairs; returns the number of pairs."""
@@ -536,7 +529,6 @@ class _Shard:
             s = scores[0] if n_out == 1 else scores
             g = self.g[0] if n_out == 1 else self.g
             h = self.h[0] if n_out == 1 else self.h
-            self._seed(it)
             self.objective.gradient_hessian(s, self.ds, g, h, iteration=it)
             in_bag = None
             self.bag = None
