@@ -71,3 +71,86 @@ def test_seeds_near_2_62_give_the_local_model(client, params):
     local = ltrboost.train(p, make_dataset(X, y, qid=qid))
     dist = ldask.train(client, p, _dask_data(X, y, qid, 3))
     np.testing.assert_allclose(dist.predict(X), local.predict(X), rtol=1e-9, atol=1e-12)
+
+
+# ------------------------------------------------- arguments checked as locally
+
+
+def test_train_checks_its_arguments_as_ltrboost_train(client):
+    """A non-callable callback failed after the first tree ("'int' object is not
+    callable"), one callable alone ("'function' object is not iterable") too, where
+    ltrboost.train takes it as a list of one; a bare DaskData as the validation list and
+    a path as init_model failed with an unpacking or attribute error."""
+    X, y, qid = _data(seed=1)
+    data = _dask_data(X, y, qid, 2)
+    with pytest.raises(TypeError, match=r"^callbacks\[0\] is int, not a callable f\(env\)$"):
+        ldask.train(client, FAST, data, callbacks=[1])
+    seen = []
+    ldask.train(client, FAST, data, callbacks=lambda env: seen.append(env.iteration))
+    assert seen == [0, 1]
+    with pytest.raises(TypeError, match=r"^valid_sets\[0\] must be a pair \(name, DaskData\)"):
+        ldask.train(client, FAST, data, [data])
+    with pytest.raises(TypeError, match=r"^init_model must be a Booster .*not str$"):
+        ldask.train(client, FAST, data, init_model="model.json")
+
+
+def test_validation_names_are_strings_as_in_ltrboost_train(client):
+    """evals_result is keyed by the name as the model file keys it (JSON: a string),
+    so that a checkpoint's history is found again on resume."""
+    X, y, qid = _data(seed=2)
+    Xv, yv, qv = _data(seed=3, n_queries=8)
+    p = dict(FAST, eval_metric="ndcg@3")
+    dist = ldask.train(client, p, _dask_data(X, y, qid, 2), [(0, _dask_data(Xv, yv, qv, 2))])
+    local = ltrboost.train(p, make_dataset(X, y, qid=qid), [(0, make_dataset(Xv, yv, qid=qv))])
+    assert list(dist.evals_result) == list(local.evals_result) == ["0"]
+
+
+def _frame(X, y, qid, n_parts=2):
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    df["qid"] = qid
+    return (
+        dd.from_pandas(df, npartitions=n_parts, sort=False),
+        dd.from_pandas(pd.Series(y), npartitions=n_parts, sort=False),
+    )
+
+
+def test_dask_ranker_fit_checks_and_keeps_what_ranker_fit_does(client, tmp_path, caplog):
+    """DaskRanker.fit had its own copy of Ranker.fit's steps, without: init_model as a
+    path-like or a not fitted Ranker (AttributeError), eval_names of the wrong length
+    (IndexError), importance_type (accepted), verbose (ignored), dropping the names of
+    a DataFrame fit when refitting on an array, and score()'s default metric (fit's
+    eval_metric)."""
+    X, y, qid = _data(seed=4)
+    Xv, yv, qv = _data(seed=5, n_queries=8)
+    arrays = _dask_data(X, y, qid, 2)
+    valid = _dask_data(Xv, yv, qv, 2)
+    path = tmp_path / "m.json"
+    ltrboost.train(FAST, make_dataset(X, y, qid=qid)).save_model(path)
+
+    def fit(model=None, **kw):
+        model = model or ldask.DaskRanker(client=client, **FAST)
+        return model.fit(arrays.X, arrays.y, qid=arrays.qid, **kw)
+
+    from_path = fit(init_model=path).booster_
+    assert from_path.n_iterations == 4
+    assert from_path.predict(X).tolist() == fit(init_model=str(path)).booster_.predict(X).tolist()
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        fit(init_model=ltrboost.Ranker())
+    with pytest.raises(ValueError, match=r"eval_names has 1 names but eval_set has 2"):
+        fit(eval_set=[(valid.X, valid.y, valid.qid)] * 2, eval_names=["a"])
+    with pytest.raises(ValueError, match=r"importance_type='bogus' is not one of"):
+        fit(ldask.DaskRanker(client=client, importance_type="bogus", **FAST))
+    with caplog.at_level("INFO", logger="ltrboost"):
+        fit(eval_set=[(valid.X, valid.y, valid.qid)], verbose=1)
+    assert "[2]\tvalid_0's ndcg@10" in caplog.text
+    ddf, dy = _frame(X, y, qid)
+    model = ldask.DaskRanker(client=client, **FAST).fit(ddf, dy, eval_metric="map")
+    assert list(model.feature_names_in_) == [f"f{i}" for i in range(5)]
+    frame_v = pd.DataFrame(Xv, columns=[f"f{i}" for i in range(5)])
+    by_map = model.to_local().score(frame_v, yv, qid=qv, metric="map")
+    assert model.to_local().score(frame_v, yv, qid=qv) == by_map
+    assert model.score(frame_v, yv, qid=qv) == by_map
+    fit(model)  # refit on arrays: no column names now
+    assert not hasattr(model, "feature_names_in_")

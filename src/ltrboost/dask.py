@@ -74,6 +74,7 @@ from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_h
 from ltrboost.booster import (
     CallbackEnv,
     Training,
+    check_callbacks,
     check_metrics,
     check_resumable,
     make_objective,
@@ -99,7 +100,7 @@ from ltrboost.histogram import (
 from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
 from ltrboost.params import PARAM_NAMES, BoosterParams
-from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker
+from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker, _as_booster
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = ["DaskData", "DaskRanker", "DistributedTrainingError", "ShardedHistograms", "train"]
@@ -1129,6 +1130,26 @@ def _check_dask_options(regroup: Any, timeout: Any) -> None:
         raise ValueError(f"timeout={timeout!r} must be a positive finite number of seconds")
 
 
+def _check_train_inputs(valid_sets, init_model) -> list:
+    """The validation sets as a list of ``(str name, DaskData)`` pairs (the name keys
+    ``evals_result``, in memory and in the model file), ``init_model`` a Booster: a
+    TypeError naming the expected types, as :func:`ltrboost.train` raises, before any
+    work on the cluster."""
+    valid_sets = list(valid_sets)
+    for k, entry in enumerate(valid_sets):
+        if not (isinstance(entry, tuple | list) and len(entry) == 2):
+            raise TypeError(
+                f"valid_sets[{k}] must be a pair (name, DaskData), not {type(entry).__name__}"
+            )
+        valid_sets[k] = (str(entry[0]), entry[1])
+    if init_model is not None and not isinstance(init_model, Booster):
+        raise TypeError(
+            "init_model must be a Booster (ltrboost.load_model(path) reads one; "
+            f"DaskRanker.fit takes a path or a fitted Ranker too), not {type(init_model).__name__}"
+        )
+    return valid_sets
+
+
 def train(
     client,
     params: BoosterParams | dict[str, Any],
@@ -1172,6 +1193,8 @@ def train(
         data and parameters give the same model as an uninterrupted run.
     """
     _check_dask_options(regroup, timeout)
+    valid_sets = _check_train_inputs(valid_sets, init_model)
+    callbacks = check_callbacks(callbacks)
     if isinstance(params, dict):
         params = BoosterParams.from_dict(params)
     params.validate()
@@ -1253,19 +1276,22 @@ class DaskRanker(Ranker):
         early_stopping_rounds: int | None = None,
         callbacks: Sequence[Callable[[CallbackEnv], bool | None]] = (),
         init_model: Booster | Ranker | str | None = None,
+        verbose: int | bool | None = None,
     ) -> DaskRanker:
         """Fit on Dask data: ``X`` a dask DataFrame (may hold a ``qid`` column) or dask
         array; ``y`` a Dask Series/array with the same partitions; ``qid`` a column
         name, Dask Series or array.  ``eval_set``: list of ``(X, y)`` or
         ``(X, y, qid)`` (or ``eval_qid``, one entry per set).  ``init_model``: a
-        Booster, fitted Ranker or model file to continue from (``n_estimators`` more
-        rounds, as :meth:`Ranker.fit`)."""
+        Booster, fitted Ranker or model file path to continue from (``n_estimators``
+        more rounds).  The other arguments and the checks before training are those of
+        :meth:`Ranker.fit`."""
         from distributed import default_client
 
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
         eval_set = list(eval_set or ())
+        eval_names, callbacks, period = self._fit_options(eval_set, eval_names, callbacks, verbose)
         if eval_qid is not None and len(eval_qid) != len(eval_set):
             raise ValueError(
                 f"eval_qid has {len(eval_qid)} entries but eval_set has {len(eval_set)}"
@@ -1273,17 +1299,13 @@ class DaskRanker(Ranker):
         valid = []
         for k, es in enumerate(eval_set):
             vq = es[2] if len(es) > 2 else (eval_qid[k] if eval_qid is not None else None)
-            name = (list(eval_names)[k] if eval_names else None) or f"valid_{k}"
+            name = (eval_names[k] if eval_names else None) or f"valid_{k}"
             valid.append((name, DaskData(es[0], es[1], vq)))
         client = self.client or default_client()
-        if isinstance(init_model, str):
-            from ltrboost.model import load_model
-
-            init_model = load_model(init_model)
-        init_model = getattr(init_model, "booster_", init_model)
+        init_model = _as_booster(init_model)
         if init_model is not None:
             params.n_estimators = init_model.n_iterations + int(params.n_estimators)
-        self.booster_ = train(
+        booster = train(
             client,
             params,
             DaskData(X, y, qid, sample_weight),
@@ -1293,10 +1315,7 @@ class DaskRanker(Ranker):
             timeout=self.timeout,
             init_model=init_model,
         )
-        self.n_features_in_ = self.booster_.n_features
-        if self.booster_.feature_names is not None:
-            self.feature_names_in_ = np.asarray(self.booster_.feature_names, dtype=object)
-        return self
+        return self._set_fitted(booster, eval_metric, period, int(params.n_estimators))
 
     def predict(self, X: Any, *, iteration: int | None = None):  # type: ignore[override]
         """Lazy scores: a Dask Series (DataFrame input; the qid column is ignored) or a
@@ -1329,6 +1348,8 @@ class DaskRanker(Ranker):
         local.n_features_in_ = self.booster_.n_features
         if hasattr(self, "feature_names_in_"):
             local.feature_names_in_ = self.feature_names_in_
+        # score()'s default metric: fit's eval_metric, as the fitted DaskRanker's
+        local._fit_eval_metric = getattr(self, "_fit_eval_metric", None)
         return local
 
 

@@ -208,12 +208,8 @@ class Ranker(BaseEstimator):
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
-        from ltrboost.inspection import IMPORTANCE_TYPES
-
-        if self.importance_type not in IMPORTANCE_TYPES:  # refused by fit, not later
-            raise ValueError(
-                f"importance_type={self.importance_type!r} is not one of {IMPORTANCE_TYPES}"
-            )
+        eval_set = list(eval_set or ())
+        eval_names, callbacks, period = self._fit_options(eval_set, eval_names, callbacks, verbose)
         X, qid = _split_qid_column(arrow_as_frame(X), qid, group)
         init_model = _as_booster(init_model)
         if init_model is not None:  # its trees read features by its names
@@ -223,17 +219,6 @@ class Ranker(BaseEstimator):
         )
         if pairs is not None:
             train_set.pairs = _pairs_from_array(pairs, train_set)
-        eval_set = list(eval_set or ())
-        if eval_names is not None:
-            eval_names = list(eval_names)
-            if len(eval_names) != len(eval_set):
-                raise ValueError(
-                    f"eval_names has {len(eval_names)} names but eval_set has "
-                    f"{len(eval_set)} entries; give one name per validation set"
-                )
-            dup = sorted({n for n in eval_names if eval_names.count(n) > 1})
-            if dup:
-                raise ValueError(f"eval_names must be distinct; repeated: {dup}")
         eval_queries = _eval_queries(eval_set, eval_qid, eval_group)
         # the model's names: the data's, or (an array continuing a named model) init's
         names = train_set.feature_names
@@ -254,6 +239,29 @@ class Ranker(BaseEstimator):
         if init_model is not None:
             # n_estimators counts the rounds added to init_model (LightGBM, XGBoost)
             params.n_estimators = init_model.n_iterations + int(params.n_estimators)
+        booster = train(params, train_set, valid_sets, callbacks=callbacks, init_model=init_model)
+        return self._set_fitted(booster, eval_metric, period, int(params.n_estimators))
+
+    def _fit_options(self, eval_set: list, eval_names, callbacks, verbose):
+        """What ``fit`` checks before it reads the data: ``importance_type``, one
+        distinct name per ``eval_set`` entry, the callbacks and ``verbose``; returns
+        ``(eval_names, callbacks, period)`` (the metrics logger first when logging)."""
+        from ltrboost.inspection import IMPORTANCE_TYPES
+
+        if self.importance_type not in IMPORTANCE_TYPES:  # refused by fit, not later
+            raise ValueError(
+                f"importance_type={self.importance_type!r} is not one of {IMPORTANCE_TYPES}"
+            )
+        if eval_names is not None:
+            eval_names = list(eval_names)
+            if len(eval_names) != len(eval_set):
+                raise ValueError(
+                    f"eval_names has {len(eval_names)} names but eval_set has "
+                    f"{len(eval_set)} entries; give one name per validation set"
+                )
+            dup = sorted({n for n in eval_names if eval_names.count(n) > 1})
+            if dup:
+                raise ValueError(f"eval_names must be distinct; repeated: {dup}")
         period = check_period(
             self.verbose if verbose is None else verbose,
             "verbose" if verbose is None else "fit's verbose",
@@ -261,14 +269,16 @@ class Ranker(BaseEstimator):
         callbacks = check_callbacks(callbacks)
         if period:
             callbacks.insert(0, log_evaluation(period))
-        self.booster_ = train(
-            params, train_set, valid_sets, callbacks=callbacks, init_model=init_model
-        )
+        return eval_names, callbacks, period
+
+    def _set_fitted(self, booster: Booster, eval_metric, period: int, n_estimators: int):
+        """Keep the trained ``booster`` and what ``fit`` learns with it; returns self."""
+        self.booster_ = booster
         if period:
-            log_best(self.booster_, int(params.n_estimators))
-        self.n_features_in_ = self.booster_.n_features
-        if self.booster_.feature_names is not None:  # the data's, or init_model's
-            self.feature_names_in_ = np.asarray(self.booster_.feature_names, dtype=object)
+            log_best(booster, n_estimators)
+        self.n_features_in_ = booster.n_features
+        if booster.feature_names is not None:  # the data's, or init_model's
+            self.feature_names_in_ = np.asarray(booster.feature_names, dtype=object)
         elif hasattr(self, "feature_names_in_"):  # refit on an array: no names now
             del self.feature_names_in_
         # score()'s default metric: fit's eval_metric when given, else the constructor's
