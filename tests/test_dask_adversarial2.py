@@ -154,3 +154,21 @@ def test_dask_ranker_fit_checks_and_keeps_what_ranker_fit_does(client, tmp_path,
     assert model.score(frame_v, yv, qid=qv) == by_map
     fit(model)  # refit on arrays: no column names now
     assert not hasattr(model, "feature_names_in_")
+
+
+@pytest.mark.parametrize("width", [4, 6])
+@pytest.mark.parametrize("constant_column", [False, True])
+def test_a_validation_set_of_another_width_is_named(client, width, constant_column):
+    """ltrboost.train (and ltrboost.dask.train) bound a validation set without checking
+    its width: an error from the binner naming no set, an IndexError, or (a training
+    column constant, so that only the used columns are taken by position) a wider set
+    silently scored on its first columns."""
+    X, y, qid = _data(seed=6)
+    if constant_column:
+        X[:, 2] = 1.0
+    Xv = X[:, :width] if width < X.shape[1] else np.c_[X, X[:, :1]]
+    msg = rf"^validation set 'v' has {width} features but the training set has 5$"
+    with pytest.raises(ValueError, match=msg):
+        ltrboost.train(FAST, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, y, qid=qid))])
+    with pytest.raises(ValueError, match=msg):
+        ldask.train(client, FAST, _dask_data(X, y, qid, 2), [("v", _dask_data(Xv, y, qid, 2))])

@@ -269,6 +269,7 @@ def _part_meta(part) -> dict:
         qids=part["qids"],
         sizes=np.diff(part["offsets"]),
         index=part["index"],
+        width=int(part["X"].shape[1]),
         # None without weights, else whether any is positive (checked over all parts)
         weighted=None if part["w"] is None else bool(part["w"].any()),
     )
@@ -1213,6 +1214,12 @@ def train(
         (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout, tr[2]))
         for n, d in valid_sets
     ]
+    for n, (_, metas, _) in vs:  # the shards would take a wider set's columns by position
+        if metas[0]["width"] != tr[1][0]["width"]:
+            raise LTRInputError(
+                f"validation set {n!r} has {metas[0]['width']} features but the training "
+                f"set has {tr[1][0]['width']}"
+            )
     with np.errstate(over="ignore", invalid="ignore"):
         run = _DaskTraining(client, params, objective, tr, vs, timeout, init_model)
         del tr, vs  # the shards hold their rows (binned) now: free the input partitions
