@@ -9,6 +9,8 @@ One in-process ``LocalCluster`` (2 workers, 1 thread each) serves the module, as
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -172,3 +174,47 @@ def test_a_validation_set_of_another_width_is_named(client, width, constant_colu
         ltrboost.train(FAST, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, y, qid=qid))])
     with pytest.raises(ValueError, match=msg):
         ldask.train(client, FAST, _dask_data(X, y, qid, 2), [("v", _dask_data(Xv, y, qid, 2))])
+
+
+def test_dask_ranker_predict_takes_columns_as_ranker_predict(client):
+    """A frame missing a feature failed at compute time with a KeyError, pandas or
+    NumPy input with an AttributeError ("no attribute 'numblocks'").  (A column that is
+    no feature, such as the labels of a training frame, is ignored: README's example.)"""
+    X, y, qid = _data(seed=7)
+    ddf, dy = _frame(X, y, qid)
+    model = ldask.DaskRanker(client=client, **FAST).fit(ddf, dy)
+    local = model.to_local()
+    frame = ddf.compute()
+    bad = frame.drop(columns=["f2"])
+    with pytest.raises(ValueError, match="feature names seen at fit time") as expected:
+        local.predict(bad)
+    with pytest.raises(ValueError, match="feature names seen at fit time") as got:
+        model.predict(dd.from_pandas(bad.assign(label=y), npartitions=2, sort=False))
+    assert str(got.value) == str(expected.value)
+    reordered = dd.from_pandas(frame[["qid", *frame.columns[::-1][1:]]], npartitions=2)
+    np.testing.assert_array_equal(model.predict(reordered).compute(), local.predict(frame))
+    for in_memory in (frame, X):
+        with pytest.raises(TypeError, match=r"^X must be a dask DataFrame or dask array, not"):
+            model.predict(in_memory)
+
+
+def _slow(a):
+    time.sleep(1.0)
+    return a
+
+
+def test_of_several_bad_partitions_the_first_is_named_every_time(client):
+    """The error was that of the partition that failed first: the same data named
+    partition 0 or 3 from run to run.  Partition 0 is made slow here, so that 3 fails
+    first."""
+    from dask import delayed
+
+    X, y, qid = _data(seed=8)
+    y = y.astype(float)
+    y[[5, len(y) - 5]] = np.nan  # a bad label in the first and in the last partition
+    head = da.from_delayed(delayed(_slow)(X[:80]), shape=(80, X.shape[1]), dtype=X.dtype)
+    Xd = da.concatenate([head, da.from_array(X[80:], chunks=(80, X.shape[1]))])
+    c = Xd.chunks[0]
+    data = ldask.DaskData(Xd, da.from_array(y, chunks=(c,)), da.from_array(qid, chunks=(c,)))
+    with pytest.raises(ValueError, match=r"^partition 0: row 5: label y\[5\]=nan"):
+        ldask.train(client, FAST, data)

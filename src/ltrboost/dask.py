@@ -88,6 +88,7 @@ from ltrboost.dataset import (
     check_labels,
     check_sample_weight,
     group_by_qid,
+    select_columns,
 )
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.histogram import (
@@ -332,7 +333,8 @@ def _concat_parts(*parts, renumber: int | None = None) -> dict:
 
 def _gather(client, futures, timeout: float, what: str):
     """``client.gather`` that gives up after ``timeout`` seconds (a task pinned to a
-    lost worker would wait for it forever)."""
+    lost worker would wait for it forever).  Of several failed tasks, the error of the
+    first in order is raised (the same error for the same data, not the first to fail)."""
     from distributed import wait
 
     single = not isinstance(futures, list)
@@ -343,6 +345,9 @@ def _gather(client, futures, timeout: float, what: str):
         raise DistributedTrainingError(
             f"{what}: the workers did not answer within timeout={timeout} s; training stopped"
         ) from None
+    for f in futs:
+        if f.status == "error":
+            f.result()  # raises the task's error
     out = client.gather(futs)
     return out[0] if single else out
 
@@ -1325,18 +1330,29 @@ class DaskRanker(Ranker):
         return self._set_fitted(booster, eval_metric, period, int(params.n_estimators))
 
     def predict(self, X: Any, *, iteration: int | None = None):  # type: ignore[override]
-        """Lazy scores: a Dask Series (DataFrame input; the qid column is ignored) or a
-        1-D Dask array, partition by partition with the plain booster."""
+        """Lazy scores: a Dask Series (DataFrame input: the features taken by name, a
+        missing one refused at once; other columns, such as the qid and the labels, are
+        ignored) or a 1-D Dask array, partition by partition with the plain booster."""
         self._check_fitted()
         booster = self.booster_
         # checked here as Ranker.predict checks it (the default: the best iteration)
         n_iter = booster._resolve_iterations(iteration)
         if _is_dask_frame(X):
+            meta, _ = self._drop_qid_column(X._meta)  # the (empty) frame of its columns
             names = booster.feature_names  # [] for a model without features
             if names is None:
-                names = [c for c in X.columns if c != "qid"]
+                names = list(meta.columns)
+            else:  # missing ones refused now, as Ranker.predict does, not at compute
+                select_columns(meta[[c for c in meta.columns if c in set(names)]], names)
             return X.map_partitions(
                 _predict_frame, booster, list(names), n_iter, meta=pd.Series(dtype=np.float64)
+            )
+        import dask.array as da
+
+        if not isinstance(X, da.Array):
+            raise TypeError(
+                f"X must be a dask DataFrame or dask array, not {type(X).__name__} "
+                "(to_local() gives a Ranker predicting in-memory data)"
             )
         if X.ndim == 2 and X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
