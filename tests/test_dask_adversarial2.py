@@ -218,3 +218,38 @@ def test_of_several_bad_partitions_the_first_is_named_every_time(client):
     data = ldask.DaskData(Xd, da.from_array(y, chunks=(c,)), da.from_array(qid, chunks=(c,)))
     with pytest.raises(ValueError, match=r"^partition 0: row 5: label y\[5\]=nan"):
         ldask.train(client, FAST, data)
+
+
+def test_a_qid_column_beside_qid_is_no_feature_as_in_ranker_fit(client):
+    """A frame with a ``qid`` column fitted with ``qid=`` given apart: Ranker.fit drops
+    the column when it holds the same ids (and warns when it differs); DaskRanker
+    trained on it as a feature, silently: a model leaking the query ids."""
+    X, y, qid = _data(seed=9)
+    Xv, yv, qv = _data(seed=10, n_queries=8)
+    ddf, dy = _frame(X, y, qid)
+    dv, dyv = _frame(Xv, yv, qv)
+    p = dict(FAST, eval_metric="ndcg@3")
+    model = ldask.DaskRanker(client=client, **p).fit(
+        ddf, dy, qid=ddf["qid"], eval_set=[(dv, dyv, dv["qid"])]
+    )
+    frame, frame_v = ddf.compute(), dv.compute()
+    local = ltrboost.Ranker(**p).fit(frame, y, qid=qid, eval_set=[(frame_v, yv, qv)])
+    assert (
+        model.booster_.feature_names == local.booster_.feature_names == [f"f{i}" for i in range(5)]
+    )
+    np.testing.assert_allclose(model.to_local().predict(frame), local.predict(frame), rtol=1e-9)
+    got, expected = model.evals_result_["valid_0"], local.evals_result_["valid_0"]
+    assert got["ndcg@3"] == pytest.approx(expected["ndcg@3"], rel=1e-12)
+    # other ids in the column: a feature, with Ranker.fit's warning
+    other = ddf.assign(qid=ddf["qid"] + 1000)
+    with pytest.warns(UserWarning, match=r"column named 'qid' that differs from the qid="):
+        model = ldask.DaskRanker(client=client, **FAST).fit(other, dy, qid=ddf["qid"])
+    assert model.booster_.feature_names[-1] == "qid"
+    # the same ids in one partition, others in another: refused, naming both
+    half = frame.copy()
+    half.loc[half.index[len(half) // 2 :], "qid"] += 1000
+    mixed = dd.from_pandas(half, npartitions=2, sort=False)
+    with pytest.raises(
+        ValueError, match=r"'qid' column holds the query ids .* partition 0 but not in partition 1"
+    ):
+        ldask.DaskRanker(client=client, **FAST).fit(mixed, dy, qid=ddf["qid"])

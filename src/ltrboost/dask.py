@@ -101,7 +101,7 @@ from ltrboost.histogram import (
 from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
 from ltrboost.params import PARAM_NAMES, BoosterParams
-from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker, _as_booster
+from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker, _as_booster, _same_ids
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = ["DaskData", "DaskRanker", "DistributedTrainingError", "ShardedHistograms", "train"]
@@ -237,13 +237,24 @@ def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
     """Validate partition ``i`` (on its worker) and group its rows by qid, stably.
 
     ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``;
-    ``columns``: the feature names its remaining columns are taken by (validation)."""
+    ``columns``: the feature names its remaining columns are taken by (validation).
+
+    A frame's ``qid`` column beside query ids given apart is compared with them
+    (``qid_column``: True when the same, None without rows or such a column); the
+    driver drops it from every partition or none (:func:`_qid_column`).  Taken by
+    ``columns`` without ``"qid"``, it is no feature of the model and is dropped."""
+    qid_column = None
     try:
         if named:
             y = X[named["y"]].to_numpy() if "y" in named else y
             qid = X[named["qid"]].to_numpy() if "qid" in named else qid
             w = X[named["w"]].to_numpy() if "w" in named else w
             X = X.drop(columns=list(named.values()))
+        if named is not None and "qid" in X.columns:
+            if columns is not None and "qid" not in columns:
+                X = X.drop(columns="qid")
+            elif columns is None and X.shape[0] > 0:
+                qid_column = _same_ids(X["qid"].to_numpy(), qid)
         Xa, _ = as_feature_matrix(X, columns)
         n = Xa.shape[0]
         if y is None:
@@ -260,7 +271,47 @@ def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
         Xa, y_arr = Xa[order], y_arr[order]
         q = q[order]
         wa = None if wa is None else wa[order]
-    return dict(X=Xa, y=y_arr, qid=q, offsets=offsets, qids=qids, w=wa, index=(i,), sizes=(n,))
+    return dict(
+        X=Xa, y=y_arr, qid=q, offsets=offsets, qids=qids, w=wa, index=(i,), sizes=(n,),
+        qid_column=qid_column,
+    )  # fmt: skip
+
+
+def _qid_column_same(part):
+    return part["qid_column"]
+
+
+def _drop_column(part, k: int) -> dict:
+    return dict(part, X=np.delete(part["X"], k, axis=1))
+
+
+def _qid_column(client, futures, names: list[str], what: str, timeout: float):
+    """A frame's ``qid`` column beside query ids given apart, as ``Ranker.fit`` treats
+    it: dropped when it holds the same ids (a query id is no feature), else kept as a
+    feature with a warning; refused when that differs between partitions (their
+    widths would).  Returns the partitions and the feature names."""
+    same = _gather(client, client.map(_qid_column_same, futures, pure=False), timeout, what)
+    seen = {s: i for i, s in reversed(list(enumerate(same))) if s is not None}
+    if len(seen) == 2:
+        raise LTRInputError(
+            f"{what}: X's 'qid' column holds the query ids given apart in partition "
+            f"{seen[True]} but not in partition {seen[False]}; drop the column (query ids "
+            "are no feature) or rename it"
+        )
+    if True in seen:
+        k = names.index("qid")
+        futures = client.map(_drop_column, futures, k=k, pure=False)
+        return futures, names[:k] + names[k + 1 :]
+    if False in seen:
+        import warnings
+
+        warnings.warn(
+            "X has a column named 'qid' that differs from the qid= given: it is used as a "
+            "feature (rename it if it is one; drop it if it holds query ids)",
+            UserWarning,
+            stacklevel=4,
+        )
+    return futures, names
 
 
 def _part_meta(part) -> dict:
@@ -1115,6 +1166,8 @@ def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float
     prefix = what if what.startswith("validation set") else None
     parts, feature_names = _input_parts(data, columns, prefix)
     futures = client.compute(parts)
+    if columns is None and feature_names is not None and "qid" in feature_names:
+        futures, feature_names = _qid_column(client, futures, feature_names, what, timeout)
     futures, metas = _queries_whole(client, futures, regroup, what, timeout)
     if not futures:
         raise LTRInputError(f"{what} is empty")
