@@ -382,25 +382,53 @@ def _concat_parts(*parts, renumber: int | None = None) -> dict:
     return dict(X=X, y=y, qid=q, offsets=offsets, qids=qids, w=w, index=index, sizes=sizes)
 
 
-def _gather(client, futures, timeout: float, what: str):
+def _gather(client, futures, timeout: float, what: str, workers: Sequence[str] = ()):
     """``client.gather`` that gives up after ``timeout`` seconds (a task pinned to a
-    lost worker would wait for it forever).  Of several failed tasks, the error of the
-    first in order is raised (the same error for the same data, not the first to fail)."""
+    lost worker would wait for it forever), and within about a second when one of
+    ``workers`` (those the tasks are pinned to) is lost.  Of several failed tasks, the
+    error of the first in order is raised (the same error for the same data, not the
+    first to fail)."""
     from distributed import wait
 
     single = not isinstance(futures, list)
     futs = [futures] if single else futures
-    try:
-        wait(futs, timeout=timeout)
-    except TimeoutError:
-        raise DistributedTrainingError(
-            f"{what}: the workers did not answer within timeout={timeout} s; training stopped"
-        ) from None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            wait(futs, timeout=max(0.01, min(1.0, deadline - time.monotonic())))
+            break
+        except TimeoutError:
+            if workers:
+                _check_workers(client, workers, what)
+            if time.monotonic() >= deadline:
+                raise DistributedTrainingError(
+                    f"{what}: the workers did not answer within timeout={timeout} s; "
+                    "training stopped"
+                ) from None
     for f in futs:
         if f.status == "error":
             f.result()  # raises the task's error
     out = client.gather(futs)
     return out[0] if single else out
+
+
+def _check_workers(client, workers: Sequence[str], what: str) -> None:
+    """DistributedTrainingError when the client or cluster went away or one of
+    ``workers`` is no longer in the cluster."""
+    try:
+        info = client.scheduler_info(n_workers=-1)
+    except Exception:  # a closed client raises many kinds
+        info = {}
+    if "workers" not in info:
+        raise DistributedTrainingError(
+            f"the Dask client or cluster went away ({what}); training stopped"
+        )
+    lost = [w for w in workers if w not in info["workers"]]
+    if lost:
+        raise DistributedTrainingError(
+            f"worker {lost[0]} was lost ({what}); training stopped. Its rows lived only "
+            "there: train again"
+        )
 
 
 def _pick(pieces, k):
@@ -931,6 +959,7 @@ class _DaskTraining(Training):
             ],
             timeout,
             "finding the constant features",
+            shard_workers,
         )
         self.used = UsedFeatures(np.vstack(summaries))
         self.n_features = self.used.n_features
@@ -955,6 +984,7 @@ class _DaskTraining(Training):
             client.submit(_fit_binner, p, *samples, workers=[shard_workers[0]], pure=False),
             timeout,
             "fitting the bin edges",
+            shard_workers,
         )
         del samples
         # initial score
@@ -968,6 +998,7 @@ class _DaskTraining(Training):
                 ],
                 timeout,
                 "the initial score",
+                shard_workers,
             )
             wy, ws, ys, ns = (sum(v) for v in zip(*parts, strict=True))
             if objective.params.get("init") != "zero" and ns > 0:
