@@ -290,3 +290,28 @@ def test_a_worker_lost_during_setup_is_reported_at_once(monkeypatch):
     finally:
         client.close()
         cluster.close()
+
+
+def test_dask_ranker_resumes_a_checkpoint_to_the_uninterrupted_model(client, tmp_path):
+    """README: ``fit(..., init_model=path)`` continues a checkpoint to the model of an
+    uninterrupted run when ``n_estimators`` is the rounds left (fit adds that many, as
+    Ranker.fit: the same ``n_estimators`` again gives more rounds, a README sentence
+    had promised the uninterrupted model without saying so)."""
+    X, y, qid = _data(seed=12)
+    ddf, dy = _frame(X, y, qid)
+    p = dict(n_estimators=5, subsample=0.7, objective="yetirank", max_leaf_nodes=6)
+    ckpt, a, b = tmp_path / "ckpt.json", tmp_path / "a.json", tmp_path / "b.json"
+
+    def save_and_die(env):
+        if env.iteration == 1:
+            env.snapshot().save_model(ckpt)
+            return True
+
+    ldask.DaskRanker(client=client, **p).fit(ddf, dy, callbacks=[save_and_die])
+    ldask.DaskRanker(client=client, **p).fit(ddf, dy).save_model(a)
+    again = ldask.DaskRanker(client=client, **p).fit(ddf, dy, init_model=ckpt)
+    assert again.booster_.n_iterations == 7
+    ldask.DaskRanker(client=client, **dict(p, n_estimators=3)).fit(
+        ddf, dy, init_model=ckpt
+    ).save_model(b)
+    assert a.read_bytes() == b.read_bytes()
