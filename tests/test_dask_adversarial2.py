@@ -315,3 +315,17 @@ def test_dask_ranker_resumes_a_checkpoint_to_the_uninterrupted_model(client, tmp
         ddf, dy, init_model=ckpt
     ).save_model(b)
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_dask_ranker_predicts_a_frame_with_integer_column_labels(client):
+    """Feature names are stored as strings ('0', '1', ...); predict looked the
+    model's names up as labels of a frame whose labels are the integers 0, 1, ...: a
+    KeyError at compute time where Ranker.predict matches them by str(label)."""
+    X, y, qid = _data(seed=13)
+    frame = pd.DataFrame(X).assign(qid=qid)
+    ddf = dd.from_pandas(frame, npartitions=2, sort=False)
+    dy = dd.from_pandas(pd.Series(y), npartitions=2, sort=False)
+    model = ldask.DaskRanker(client=client, **FAST).fit(ddf, dy)
+    assert model.booster_.feature_names == ["0", "1", "2", "3", "4"]
+    expected = model.to_local().predict(frame)
+    np.testing.assert_array_equal(model.predict(ddf).compute().to_numpy(), expected)

@@ -1426,8 +1426,10 @@ class DaskRanker(Ranker):
             names = booster.feature_names  # [] for a model without features
             if names is None:
                 names = list(meta.columns)
-            else:  # missing ones refused now, as Ranker.predict does, not at compute
-                select_columns(meta[[c for c in meta.columns if c in set(names)]], names)
+            else:  # by name as Ranker.predict takes them (str(label)); missing: refused now
+                label = {str(c): c for c in meta.columns}
+                select_columns(meta[[label[n] for n in names if n in label]], names)
+                names = [label[n] for n in names]
             return X.map_partitions(
                 _predict_frame, booster, list(names), n_iter, meta=pd.Series(dtype=np.float64)
             )
