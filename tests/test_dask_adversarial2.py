@@ -329,3 +329,15 @@ def test_dask_ranker_predicts_a_frame_with_integer_column_labels(client):
     assert model.booster_.feature_names == ["0", "1", "2", "3", "4"]
     expected = model.to_local().predict(frame)
     np.testing.assert_array_equal(model.predict(ddf).compute().to_numpy(), expected)
+
+
+def test_dask_ranker_score_takes_dask_data(client):
+    """DaskRanker.score, inherited from Ranker, failed on a Dask frame with
+    "'Series' object has no attribute 'to_numpy'"."""
+    X, y, qid = _data(seed=14)
+    ddf, dy = _frame(X, y, qid)
+    model = ldask.DaskRanker(client=client, **FAST).fit(ddf, dy)
+    expected = model.to_local().score(ddf.compute(), y)
+    assert model.score(ddf, dy) == expected
+    arrays = _dask_data(X, y, qid, 2)
+    assert model.score(ddf.compute(), arrays.y, qid=arrays.qid) == expected

@@ -1444,6 +1444,23 @@ class DaskRanker(Ranker):
             X = X.rechunk({1: -1})
         return X.map_blocks(_predict_block, booster, n_iter, drop_axis=1, dtype=np.float64)
 
+    def score(  # type: ignore[override]
+        self,
+        X: Any,
+        y: Any,
+        *,
+        qid: Any = None,
+        group: Any = None,
+        sample_weight: Any = None,
+        metric: str | Callable | None = None,
+    ) -> float:
+        """:meth:`Ranker.score`; Dask collections among the arguments are computed first
+        (their rows come to the driver: score a sample of a large set)."""
+        import dask
+
+        X, y, qid, group, sample_weight = dask.compute(X, y, qid, group, sample_weight)
+        return super().score(X, y, qid=qid, group=group, sample_weight=sample_weight, metric=metric)
+
     def __getstate__(self):
         state = dict(self.__dict__)
         state["client"] = None  # a Client cannot be pickled; it is not part of the model
