@@ -95,6 +95,8 @@ def test_train_checks_its_arguments_as_ltrboost_train(client):
         ldask.train(client, FAST, data, [data])
     with pytest.raises(TypeError, match=r"^init_model must be a Booster .*not str$"):
         ldask.train(client, FAST, data, init_model="model.json")
+    with pytest.raises(TypeError, match=r"^client must be a distributed.Client, not NoneType$"):
+        ldask.train(None, FAST, data)
 
 
 def test_validation_names_are_strings_as_in_ltrboost_train(client):

@@ -1220,11 +1220,15 @@ def _check_dask_options(regroup: Any, timeout: Any) -> None:
         raise ValueError(f"timeout={timeout!r} must be a positive finite number of seconds")
 
 
-def _check_train_inputs(valid_sets, init_model) -> list:
-    """The validation sets as a list of ``(str name, DaskData)`` pairs (the name keys
-    ``evals_result``, in memory and in the model file), ``init_model`` a Booster: a
-    TypeError naming the expected types, as :func:`ltrboost.train` raises, before any
-    work on the cluster."""
+def _check_train_inputs(client, valid_sets, init_model) -> list:
+    """``client`` a ``distributed.Client``, the validation sets as a list of ``(str
+    name, DaskData)`` pairs (the name keys ``evals_result``, in memory and in the model
+    file), ``init_model`` a Booster: a TypeError naming the expected types, as
+    :func:`ltrboost.train` raises, before any work on the cluster."""
+    from distributed import Client
+
+    if not isinstance(client, Client):
+        raise TypeError(f"client must be a distributed.Client, not {type(client).__name__}")
     valid_sets = list(valid_sets)
     for k, entry in enumerate(valid_sets):
         if not (isinstance(entry, tuple | list) and len(entry) == 2):
@@ -1283,7 +1287,7 @@ def train(
         data and parameters give the same model as an uninterrupted run.
     """
     _check_dask_options(regroup, timeout)
-    valid_sets = _check_train_inputs(valid_sets, init_model)
+    valid_sets = _check_train_inputs(client, valid_sets, init_model)
     callbacks = check_callbacks(callbacks)
     if isinstance(params, dict):
         params = BoosterParams.from_dict(params)
