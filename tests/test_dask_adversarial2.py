@@ -285,7 +285,10 @@ def test_a_worker_lost_during_setup_is_reported_at_once(monkeypatch):
         killer = threading.Thread(target=kill)
         killer.start()
         t0 = time.monotonic()
-        with pytest.raises(ldask.DistributedTrainingError, match=r"was lost \(finding the"):
+        with pytest.raises(
+            ldask.DistributedTrainingError,
+            match=r"^worker \S+ \(shard 1, partition 1\) was lost \(finding the",
+        ):
             ldask.train(client, FAST, _dask_data(X, y, qid, 2), timeout=60)
         assert time.monotonic() - t0 < 20
         killer.join()

@@ -382,12 +382,12 @@ def _concat_parts(*parts, renumber: int | None = None) -> dict:
     return dict(X=X, y=y, qid=q, offsets=offsets, qids=qids, w=w, index=index, sizes=sizes)
 
 
-def _gather(client, futures, timeout: float, what: str, workers: Sequence[str] = ()):
+def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] | None = None):
     """``client.gather`` that gives up after ``timeout`` seconds (a task pinned to a
     lost worker would wait for it forever), and within about a second when one of
-    ``workers`` (those the tasks are pinned to) is lost.  Of several failed tasks, the
-    error of the first in order is raised (the same error for the same data, not the
-    first to fail)."""
+    ``workers`` (those the tasks are pinned to: address -> name) is lost.  Of several
+    failed tasks, the error of the first in order is raised (the same error for the
+    same data, not the first to fail)."""
     from distributed import wait
 
     single = not isinstance(futures, list)
@@ -412,9 +412,15 @@ def _gather(client, futures, timeout: float, what: str, workers: Sequence[str] =
     return out[0] if single else out
 
 
-def _check_workers(client, workers: Sequence[str], what: str) -> None:
+def _shard_name(worker: str, i: int, parts: Sequence[int]) -> str:
+    """``worker W (shard i, partitions a-b)``: who holds shard ``i``, for messages."""
+    span = f"partition {parts[0]}" if len(parts) == 1 else f"partitions {parts[0]}-{parts[-1]}"
+    return f"worker {worker} (shard {i}, {span})"
+
+
+def _check_workers(client, workers: dict[str, str], what: str) -> None:
     """DistributedTrainingError when the client or cluster went away or one of
-    ``workers`` is no longer in the cluster."""
+    ``workers`` (address: its name in messages) is no longer in the cluster."""
     try:
         info = client.scheduler_info(n_workers=-1)
     except Exception:  # a closed client raises many kinds
@@ -426,7 +432,7 @@ def _check_workers(client, workers: Sequence[str], what: str) -> None:
     lost = [w for w in workers if w not in info["workers"]]
     if lost:
         raise DistributedTrainingError(
-            f"worker {lost[0]} was lost ({what}); training stopped. Its rows lived only "
+            f"{workers[lost[0]]} was lost ({what}); training stopped. Its rows lived only "
             "there: train again"
         )
 
@@ -755,9 +761,7 @@ class _Cluster:
                 )
 
     def _who(self, i) -> str:
-        parts = self.partitions[i]
-        span = f"partition {parts[0]}" if len(parts) == 1 else f"partitions {parts[0]}-{parts[-1]}"
-        return f"worker {self.workers[i]} (shard {i}, {span})"
+        return _shard_name(self.workers[i], i, self.partitions[i])
 
     def _check_alive(self) -> None:
         try:
@@ -950,6 +954,8 @@ class _DaskTraining(Training):
         for b in blocks:
             row_lo.append(row_lo[-1] + sum(metas[j]["n"] for j in b))
             q_lo.append(q_lo[-1] + sum(len(metas[j]["qids"]) for j in b))
+        partitions = [[i for j in b for i in metas[j]["index"]] for b in blocks]
+        pinned = {w: _shard_name(w, s, partitions[s]) for s, w in enumerate(shard_workers)}
         # features: which vary (two rows per shard), bins (the local sample's rows)
         summaries = _gather(
             client,
@@ -959,7 +965,7 @@ class _DaskTraining(Training):
             ],
             timeout,
             "finding the constant features",
-            shard_workers,
+            pinned,
         )
         self.used = UsedFeatures(np.vstack(summaries))
         self.n_features = self.used.n_features
@@ -984,7 +990,7 @@ class _DaskTraining(Training):
             client.submit(_fit_binner, p, *samples, workers=[shard_workers[0]], pure=False),
             timeout,
             "fitting the bin edges",
-            shard_workers,
+            pinned,
         )
         del samples
         # initial score
@@ -998,7 +1004,7 @@ class _DaskTraining(Training):
                 ],
                 timeout,
                 "the initial score",
-                shard_workers,
+                pinned,
             )
             wy, ws, ys, ns = (sum(v) for v in zip(*parts, strict=True))
             if objective.params.get("init") != "zero" and ns > 0:
@@ -1055,7 +1061,6 @@ class _DaskTraining(Training):
             )
             for s in range(n_shards)
         ]
-        partitions = [[i for j in b for i in metas[j]["index"]] for b in blocks]
         self.cluster = _Cluster(
             client, [None] * n_shards, creation, shard_workers, partitions, timeout
         )
