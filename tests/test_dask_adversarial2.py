@@ -346,3 +346,20 @@ def test_dask_ranker_score_takes_dask_data(client):
     assert model.score(ddf, dy) == expected
     arrays = _dask_data(X, y, qid, 2)
     assert model.score(ddf.compute(), arrays.y, qid=arrays.qid) == expected
+
+
+def test_a_dask_ranker_with_a_client_can_be_cloned(client):
+    """scikit-learn's clone deep-copies every parameter: with ``client=`` it failed
+    ("cannot pickle '_asyncio.Task' object"), and with it any grid search or
+    cross-validation of a DaskRanker given its client."""
+    from sklearn.base import clone
+
+    X, y, qid = _data(seed=15)
+    data = _dask_data(X, y, qid, 2)
+    model = ldask.DaskRanker(client=client, timeout=30.0, **FAST).fit(data.X, data.y, qid=data.qid)
+    copy = clone(model)
+    assert copy.client is client
+    assert copy.get_params() == model.get_params()
+    assert not hasattr(copy, "booster_")
+    copy.fit(data.X, data.y, qid=data.qid)
+    np.testing.assert_array_equal(copy.booster_.predict(X), model.booster_.predict(X))

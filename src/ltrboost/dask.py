@@ -1470,6 +1470,18 @@ class DaskRanker(Ranker):
         X, y, qid, group, sample_weight = dask.compute(X, y, qid, group, sample_weight)
         return super().score(X, y, qid=qid, group=group, sample_weight=sample_weight, metric=metric)
 
+    def __sklearn_clone__(self) -> DaskRanker:
+        """scikit-learn's ``clone``: the parameters copied, the client shared (a live
+        connection cannot be deep-copied: clone failed with "cannot pickle
+        '_asyncio.Task' object", and so did grid searches over a DaskRanker)."""
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        client = params.pop("client")
+        new = type(self)(**{k: clone(v, safe=False) for k, v in params.items()})
+        new.client = client
+        return new
+
     def __getstate__(self):
         state = dict(self.__dict__)
         state["client"] = None  # a Client cannot be pickled; it is not part of the model
