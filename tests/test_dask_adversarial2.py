@@ -363,3 +363,20 @@ def test_a_dask_ranker_with_a_client_can_be_cloned(client):
     assert not hasattr(copy, "booster_")
     copy.fit(data.X, data.y, qid=data.qid)
     np.testing.assert_array_equal(copy.booster_.predict(X), model.booster_.predict(X))
+
+
+def test_dask_ranker_eval_set_entries_are_checked(client):
+    """An entry of one element raised IndexError; one of four (Ranker's sizes form) or a
+    3-tuple beside eval_qid had an element silently ignored."""
+    X, y, qid = _data(seed=16)
+    data = _dask_data(X, y, qid, 2)
+    model = ldask.DaskRanker(client=client, **FAST)
+    fit = lambda **kw: model.fit(data.X, data.y, qid=data.qid, **kw)  # noqa: E731
+    with pytest.raises(ValueError, match=r"^eval_set\[0\] has 1 elements; each must be \(X, y\)"):
+        fit(eval_set=[(data.X,)])
+    with pytest.raises(ValueError, match=r"^eval_set\[0\] has 4 elements"):
+        fit(eval_set=[(data.X, data.y, data.qid, None)])
+    with pytest.raises(ValueError, match=r"^eval_set\[0\] has 3 elements; .* from eval_qid$"):
+        fit(eval_set=[(data.X, data.y, data.qid)], eval_qid=[data.qid])
+    fit(eval_set=[(data.X, data.y)], eval_qid=[data.qid])
+    assert len(model.evals_result_["valid_0"]["ndcg@10"]) == FAST["n_estimators"]

@@ -1403,6 +1403,14 @@ class DaskRanker(Ranker):
             )
         valid = []
         for k, es in enumerate(eval_set):
+            es = tuple(es)
+            if len(es) != 2 and not (len(es) == 3 and eval_qid is None):
+                shapes = (
+                    "(X, y), its queries from eval_qid"
+                    if eval_qid is not None
+                    else "(X, y) or (X, y, qid)"
+                )
+                raise ValueError(f"eval_set[{k}] has {len(es)} elements; each must be {shapes}")
             vq = es[2] if len(es) > 2 else (eval_qid[k] if eval_qid is not None else None)
             name = (eval_names[k] if eval_names else None) or f"valid_{k}"
             valid.append((name, DaskData(es[0], es[1], vq)))
