@@ -29,10 +29,11 @@ How a model is trained (``docs/scaling.md`` has the communication model):
    equal the local ones always (all rows when ``n <= 200000``).  Every shard bins its
    rows once.
 4. **Trees.**  Each shard computes its queries' gradients (exact: whole queries; the
-   per-query seeds of sampled pairs use global query numbers).  The driver runs the
-   ordinary :class:`~ltrboost.grower.TreeGrower` over a :class:`ShardedHistograms`
-   builder: every request (root, node histogram, split, pair histograms) goes to all
-   shards at once and their partial results are summed by
+   per-query seeds of sampled pairs use global query numbers; a custom objective
+   callable gets the shard's rows, exact for a loss that is a sum over queries).  The
+   driver runs the ordinary :class:`~ltrboost.grower.TreeGrower` over a
+   :class:`ShardedHistograms` builder: every request (root, node histogram, split,
+   pair histograms) goes to all shards at once and their partial results are summed by
    :func:`ltrboost.histogram.reduce_histograms` in shard order, so counts
    (``min_samples_leaf``) and sums are global; the split is decided once and every
    shard applies it.  A split and the smaller child's histogram are one round trip.
