@@ -1,7 +1,8 @@
 """Reproducibility and Dask promises an adversarial pass found broken (stop 33): the
-distributed model is the local one for every seed, and ``ltrboost.dask.train`` /
-``DaskRanker.fit`` check their arguments as ``ltrboost.train`` / ``Ranker.fit`` do,
-before any round runs.
+distributed model is the local one for every seed; ``ltrboost.dask.train`` and
+``DaskRanker`` check their arguments and take columns as ``ltrboost.train`` and
+``Ranker`` do, before any round runs; the same bad data give the same error; a worker
+lost during setup is reported at once.
 
 One in-process ``LocalCluster`` (2 workers, 1 thread each) serves the module, as in
 ``tests/test_dask.py``; data are a few hundred rows and trees few.
