@@ -97,6 +97,9 @@ def test_train_checks_its_arguments_as_ltrboost_train(client):
         ldask.train(client, FAST, data, init_model="model.json")
     with pytest.raises(TypeError, match=r"^client must be a distributed.Client, not NoneType$"):
         ldask.train(None, FAST, data)
+    # stats is filled after the last round: a list failed there, losing the model
+    with pytest.raises(TypeError, match=r"^stats must be a dict to fill, not list$"):
+        ldask.train(client, FAST, data, stats=[])
 
 
 def test_validation_names_are_strings_as_in_ltrboost_train(client):

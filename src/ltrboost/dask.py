@@ -1293,6 +1293,8 @@ def train(
         data and parameters give the same model as an uninterrupted run.
     """
     _check_dask_options(regroup, timeout)
+    if stats is not None and not isinstance(stats, dict):  # filled after the last round
+        raise TypeError(f"stats must be a dict to fill, not {type(stats).__name__}")
     valid_sets = _check_train_inputs(client, valid_sets, init_model)
     callbacks = check_callbacks(callbacks)
     if isinstance(params, dict):
