@@ -421,6 +421,11 @@ class Training:
             raise ValueError(f"validation set {name!r} has no labels")
         if vs.n_samples == 0:
             raise ValueError(f"validation set {name!r} is empty")
+        if vs.X.shape[1] != self.n_features:  # take() would pick columns by position
+            raise LTRInputError(
+                f"validation set {name!r} has {vs.X.shape[1]} features but the training "
+                f"set has {self.n_features}"
+            )
         Xb = self.binner.transform(self.used.take(vs.X))
         rv = np.empty((self.n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = self.init[:, None]

@@ -29,10 +29,11 @@ How a model is trained (``docs/scaling.md`` has the communication model):
    equal the local ones always (all rows when ``n <= 200000``).  Every shard bins its
    rows once.
 4. **Trees.**  Each shard computes its queries' gradients (exact: whole queries; the
-   per-query seeds of sampled pairs use global query numbers).  The driver runs the
-   ordinary :class:`~ltrboost.grower.TreeGrower` over a :class:`ShardedHistograms`
-   builder: every request (root, node histogram, split, pair histograms) goes to all
-   shards at once and their partial results are summed by
+   per-query seeds of sampled pairs use global query numbers; a custom objective
+   callable gets the shard's rows, exact for a loss that is a sum over queries).  The
+   driver runs the ordinary :class:`~ltrboost.grower.TreeGrower` over a
+   :class:`ShardedHistograms` builder: every request (root, node histogram, split,
+   pair histograms) goes to all shards at once and their partial results are summed by
    :func:`ltrboost.histogram.reduce_histograms` in shard order, so counts
    (``min_samples_leaf``) and sums are global; the split is decided once and every
    shard applies it.  A split and the smaller child's histogram are one round trip.
@@ -90,6 +91,7 @@ from ltrboost.dataset import (
     check_labels,
     check_sample_weight,
     group_by_qid,
+    select_columns,
 )
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.histogram import (
@@ -102,7 +104,13 @@ from ltrboost.histogram import (
 from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
 from ltrboost.params import PARAM_NAMES, BoosterParams
-from ltrboost.sklearn import ESTIMATOR_PARAM_NAMES, Ranker, _as_booster, check_eval_set
+from ltrboost.sklearn import (
+    ESTIMATOR_PARAM_NAMES,
+    Ranker,
+    _as_booster,
+    _same_ids,
+    check_eval_set,
+)
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = ["DaskData", "DaskRanker", "DistributedTrainingError", "ShardedHistograms", "train"]
@@ -243,13 +251,24 @@ def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
     """Validate partition ``i`` (on its worker) and group its rows by qid, stably.
 
     ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``;
-    ``columns``: the feature names its remaining columns are taken by (validation)."""
+    ``columns``: the feature names its remaining columns are taken by (validation).
+
+    A frame's ``qid`` column beside query ids given apart is compared with them
+    (``qid_column``: True when the same, None without rows or such a column); the
+    driver drops it from every partition or none (:func:`_qid_column`).  Taken by
+    ``columns`` without ``"qid"``, it is no feature of the model and is dropped."""
+    qid_column = None
     try:
         if named:
             y = X[named["y"]].to_numpy() if "y" in named else y
             qid = X[named["qid"]].to_numpy() if "qid" in named else qid
             w = X[named["w"]].to_numpy() if "w" in named else w
             X = X.drop(columns=list(named.values()))
+        if named is not None and "qid" in X.columns:
+            if columns is not None and "qid" not in columns:
+                X = X.drop(columns="qid")
+            elif columns is None and X.shape[0] > 0:
+                qid_column = _same_ids(X["qid"].to_numpy(), qid)
         Xa, _ = as_feature_matrix(X, columns)
         n = Xa.shape[0]
         if y is None:
@@ -266,7 +285,47 @@ def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
         Xa, y_arr = Xa[order], y_arr[order]
         q = q[order]
         wa = None if wa is None else wa[order]
-    return dict(X=Xa, y=y_arr, qid=q, offsets=offsets, qids=qids, w=wa, index=(i,), sizes=(n,))
+    return dict(
+        X=Xa, y=y_arr, qid=q, offsets=offsets, qids=qids, w=wa, index=(i,), sizes=(n,),
+        qid_column=qid_column,
+    )  # fmt: skip
+
+
+def _qid_column_same(part):
+    return part["qid_column"]
+
+
+def _drop_column(part, k: int) -> dict:
+    return dict(part, X=np.delete(part["X"], k, axis=1))
+
+
+def _qid_column(client, futures, names: list[str], what: str, timeout: float):
+    """A frame's ``qid`` column beside query ids given apart, as ``Ranker.fit`` treats
+    it: dropped when it holds the same ids (a query id is no feature), else kept as a
+    feature with a warning; refused when that differs between partitions (their
+    widths would).  Returns the partitions and the feature names."""
+    same = _gather(client, client.map(_qid_column_same, futures, pure=False), timeout, what)
+    seen = {s: i for i, s in reversed(list(enumerate(same))) if s is not None}
+    if len(seen) == 2:
+        raise LTRInputError(
+            f"{what}: X's 'qid' column holds the query ids given apart in partition "
+            f"{seen[True]} but not in partition {seen[False]}; drop the column (query ids "
+            "are no feature) or rename it"
+        )
+    if True in seen:
+        k = names.index("qid")
+        futures = client.map(_drop_column, futures, k=k, pure=False)
+        return futures, names[:k] + names[k + 1 :]
+    if False in seen:
+        import warnings
+
+        warnings.warn(
+            "X has a column named 'qid' that differs from the qid= given: it is used as a "
+            "feature (rename it if it is one; drop it if it holds query ids)",
+            UserWarning,
+            stacklevel=4,
+        )
+    return futures, names
 
 
 def _part_meta(part) -> dict:
@@ -276,6 +335,7 @@ def _part_meta(part) -> dict:
         qids=part["qids"],
         sizes=np.diff(part["offsets"]),
         index=part["index"],
+        width=int(part["X"].shape[1]),
         # None without weights, else whether any is positive (checked over all parts)
         weighted=None if part["w"] is None else bool(part["w"].any()),
     )
@@ -336,21 +396,59 @@ def _concat_parts(*parts, renumber: int | None = None) -> dict:
     return dict(X=X, y=y, qid=q, offsets=offsets, qids=qids, w=w, index=index, sizes=sizes)
 
 
-def _gather(client, futures, timeout: float, what: str):
+def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] | None = None):
     """``client.gather`` that gives up after ``timeout`` seconds (a task pinned to a
-    lost worker would wait for it forever)."""
+    lost worker would wait for it forever), and within about a second when one of
+    ``workers`` (those the tasks are pinned to: address -> name) is lost.  Of several
+    failed tasks, the error of the first in order is raised (the same error for the
+    same data, not the first to fail)."""
     from distributed import wait
 
     single = not isinstance(futures, list)
     futs = [futures] if single else futures
-    try:
-        wait(futs, timeout=timeout)
-    except TimeoutError:
-        raise DistributedTrainingError(
-            f"{what}: the workers did not answer within timeout={timeout} s; training stopped"
-        ) from None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            wait(futs, timeout=max(0.01, min(1.0, deadline - time.monotonic())))
+            break
+        except TimeoutError:
+            if workers:
+                _check_workers(client, workers, what)
+            if time.monotonic() >= deadline:
+                raise DistributedTrainingError(
+                    f"{what}: the workers did not answer within timeout={timeout} s; "
+                    "training stopped"
+                ) from None
+    for f in futs:
+        if f.status == "error":
+            f.result()  # raises the task's error
     out = client.gather(futs)
     return out[0] if single else out
+
+
+def _shard_name(worker: str, i: int, parts: Sequence[int]) -> str:
+    """``worker W (shard i, partitions a-b)``: who holds shard ``i``, for messages."""
+    span = f"partition {parts[0]}" if len(parts) == 1 else f"partitions {parts[0]}-{parts[-1]}"
+    return f"worker {worker} (shard {i}, {span})"
+
+
+def _check_workers(client, workers: dict[str, str], what: str) -> None:
+    """DistributedTrainingError when the client or cluster went away or one of
+    ``workers`` (address: its name in messages) is no longer in the cluster."""
+    try:
+        info = client.scheduler_info(n_workers=-1)
+    except Exception:  # a closed client raises many kinds
+        info = {}
+    if "workers" not in info:
+        raise DistributedTrainingError(
+            f"the Dask client or cluster went away ({what}); training stopped"
+        )
+    lost = [w for w in workers if w not in info["workers"]]
+    if lost:
+        raise DistributedTrainingError(
+            f"{workers[lost[0]]} was lost ({what}); training stopped. Its rows lived only "
+            "there: train again"
+        )
 
 
 def _pick(pieces, k):
@@ -466,7 +564,8 @@ class _Shard:
             )
             self.ds = ds
             self.objective = make_objective(params)
-            self.base_seed = getattr(self.objective, "_random_state", None)
+            if hasattr(self.objective, "_seed_shard"):  # per-query seeds: global numbers
+                self.objective._seed_shard = (self.n_queries_total, self.q_lo)
             self._guard(self.objective.prepare, ds)
             self.n = ds.n_samples
             self.X_binned = binner.transform(_sample(part, None, used_ids))
@@ -526,14 +625,6 @@ class _Shard:
             problem = e.problem.replace(f"y[{e.row}]", f"y[{row}]")
             raise _located(index[k], LTRInputError(problem, row=row)) from None
 
-    def _seed(self, it: int) -> None:
-        """Per-query seeds ``random_state + it * N + q`` with the global ``N`` and ``q``."""
-        if self.base_seed is not None:
-            n_local = self.ds.n_queries
-            self.objective._random_state = (
-                self.base_seed + it * (self.n_queries_total - n_local) + self.q_lo
-            )
-
     def gradients(self, it: int, chosen, ole: bool):
         """Round ``it``: gradients of every output, the bag (``chosen`` global query
         numbers or None) and the OLE pairs; returns the number of pairs."""
@@ -544,7 +635,6 @@ class _Shard:
             s = scores[0] if n_out == 1 else scores
             g = self.g[0] if n_out == 1 else self.g
             h = self.h[0] if n_out == 1 else self.h
-            self._seed(it)
             self.objective.gradient_hessian(s, self.ds, g, h, iteration=it)
             in_bag = None
             self.bag = None
@@ -685,9 +775,7 @@ class _Cluster:
                 )
 
     def _who(self, i) -> str:
-        parts = self.partitions[i]
-        span = f"partition {parts[0]}" if len(parts) == 1 else f"partitions {parts[0]}-{parts[-1]}"
-        return f"worker {self.workers[i]} (shard {i}, {span})"
+        return _shard_name(self.workers[i], i, self.partitions[i])
 
     def _check_alive(self) -> None:
         try:
@@ -880,6 +968,8 @@ class _DaskTraining(Training):
         for b in blocks:
             row_lo.append(row_lo[-1] + sum(metas[j]["n"] for j in b))
             q_lo.append(q_lo[-1] + sum(len(metas[j]["qids"]) for j in b))
+        partitions = [[i for j in b for i in metas[j]["index"]] for b in blocks]
+        pinned = {w: _shard_name(w, s, partitions[s]) for s, w in enumerate(shard_workers)}
         # features: which vary (two rows per shard), bins (the local sample's rows)
         summaries = _gather(
             client,
@@ -889,6 +979,7 @@ class _DaskTraining(Training):
             ],
             timeout,
             "finding the constant features",
+            pinned,
         )
         self.used = UsedFeatures(np.vstack(summaries))
         self.n_features = self.used.n_features
@@ -913,6 +1004,7 @@ class _DaskTraining(Training):
             client.submit(_fit_binner, p, *samples, workers=[shard_workers[0]], pure=False),
             timeout,
             "fitting the bin edges",
+            pinned,
         )
         del samples
         # initial score
@@ -926,6 +1018,7 @@ class _DaskTraining(Training):
                 ],
                 timeout,
                 "the initial score",
+                pinned,
             )
             wy, ws, ys, ns = (sum(v) for v in zip(*parts, strict=True))
             if objective.params.get("init") != "zero" and ns > 0:
@@ -982,7 +1075,6 @@ class _DaskTraining(Training):
             )
             for s in range(n_shards)
         ]
-        partitions = [[i for j in b for i in metas[j]["index"]] for b in blocks]
         self.cluster = _Cluster(
             client, [None] * n_shards, creation, shard_workers, partitions, timeout
         )
@@ -1135,6 +1227,8 @@ def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float
     prefix = what if what.startswith("validation set") else None
     parts, feature_names = _input_parts(data, columns, prefix)
     futures = client.compute(parts)
+    if columns is None and feature_names is not None and "qid" in feature_names:
+        futures, feature_names = _qid_column(client, futures, feature_names, what, timeout)
     futures, metas = _queries_whole(client, futures, regroup, what, timeout)
     if not futures:
         raise LTRInputError(f"{what} is empty")
@@ -1154,6 +1248,30 @@ def _check_dask_options(regroup: Any, timeout: Any) -> None:
         or not (math.isfinite(timeout) and timeout > 0)
     ):
         raise ValueError(f"timeout={timeout!r} must be a positive finite number of seconds")
+
+
+def _check_train_inputs(client, valid_sets, init_model) -> list:
+    """``client`` a ``distributed.Client``, the validation sets as a list of ``(str
+    name, DaskData)`` pairs (the name keys ``evals_result``, in memory and in the model
+    file), ``init_model`` a Booster: a TypeError naming the expected types, as
+    :func:`ltrboost.train` raises, before any work on the cluster."""
+    from distributed import Client
+
+    if not isinstance(client, Client):
+        raise TypeError(f"client must be a distributed.Client, not {type(client).__name__}")
+    valid_sets = list(valid_sets)
+    for k, entry in enumerate(valid_sets):
+        if not (isinstance(entry, tuple | list) and len(entry) == 2):
+            raise TypeError(
+                f"valid_sets[{k}] must be a pair (name, DaskData), not {type(entry).__name__}"
+            )
+        valid_sets[k] = (str(entry[0]), entry[1])
+    if init_model is not None and not isinstance(init_model, Booster):
+        raise TypeError(
+            "init_model must be a Booster (ltrboost.load_model(path) reads one; "
+            f"DaskRanker.fit takes a path or a fitted Ranker too), not {type(init_model).__name__}"
+        )
+    return valid_sets
 
 
 def train(
@@ -1199,6 +1317,10 @@ def train(
         data and parameters give the same model as an uninterrupted run.
     """
     _check_dask_options(regroup, timeout)
+    if stats is not None and not isinstance(stats, dict):  # filled after the last round
+        raise TypeError(f"stats must be a dict to fill, not {type(stats).__name__}")
+    valid_sets = _check_train_inputs(client, valid_sets, init_model)
+    callbacks = check_callbacks(callbacks)
     params = as_params(params)
     objective = make_objective(params)
     why = _unsupported(objective, params)
@@ -1216,6 +1338,12 @@ def train(
         (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout, tr[2]))
         for n, d in valid_sets
     ]
+    for n, (_, metas, _) in vs:  # the shards would take a wider set's columns by position
+        if metas[0]["width"] != tr[1][0]["width"]:
+            raise LTRInputError(
+                f"validation set {n!r} has {metas[0]['width']} features but the training "
+                f"set has {tr[1][0]['width']}"
+            )
     with np.errstate(over="ignore", invalid="ignore"):
         run = _DaskTraining(client, params, objective, tr, vs, timeout, init_model)
         del tr, vs  # the shards hold their rows (binned) now: free the input partitions
@@ -1280,13 +1408,15 @@ class DaskRanker(Ranker):
         early_stopping_rounds: int | None = None,
         callbacks: Sequence[Callable[[CallbackEnv], bool | None]] = (),
         init_model: Booster | Ranker | str | None = None,
+        verbose: int | bool | None = None,
     ) -> DaskRanker:
         """Fit on Dask data: ``X`` a dask DataFrame (may hold a ``qid`` column) or dask
         array; ``y`` a Dask Series/array with the same partitions; ``qid`` a column
         name, Dask Series or array.  ``eval_set``: list of ``(X, y)`` or
         ``(X, y, qid)`` (or ``eval_qid``, one entry per set).  ``init_model``: a
-        Booster, fitted Ranker or model file to continue from (``n_estimators`` more
-        rounds, as :meth:`Ranker.fit`)."""
+        Booster, fitted Ranker or model file path to continue from (``n_estimators``
+        more rounds).  The other arguments and the checks before training are those of
+        :meth:`Ranker.fit`."""
         from distributed import default_client
 
         params = self._booster_params(
@@ -1300,6 +1430,14 @@ class DaskRanker(Ranker):
             )
         valid = []
         for k, es in enumerate(eval_set):
+            es = tuple(es)
+            if len(es) != 2 and not (len(es) == 3 and eval_qid is None):
+                shapes = (
+                    "(X, y), its queries from eval_qid"
+                    if eval_qid is not None
+                    else "(X, y) or (X, y, qid)"
+                )
+                raise ValueError(f"eval_set[{k}] has {len(es)} elements; each must be {shapes}")
             vq = es[2] if len(es) > 2 else (eval_qid[k] if eval_qid is not None else None)
             name = (eval_names[k] if eval_names else None) or f"valid_{k}"
             valid.append((name, DaskData(es[0], es[1], vq)))
@@ -1307,7 +1445,7 @@ class DaskRanker(Ranker):
         init_model = _as_booster(init_model)  # a path may be a pathlib.Path too
         if init_model is not None:
             params.n_estimators = init_model.n_iterations + int(params.n_estimators)
-        period, callbacks = self._logging_callbacks(None, callbacks)
+        period, callbacks = self._logging_callbacks(verbose, callbacks)
         self.booster_ = train(
             client,
             params,
@@ -1322,8 +1460,9 @@ class DaskRanker(Ranker):
         return self
 
     def predict(self, X: Any, *, iteration: int | None = None):  # type: ignore[override]
-        """Lazy scores: a Dask Series (DataFrame input; the qid column is ignored) or a
-        1-D Dask array, partition by partition with the plain booster."""
+        """Lazy scores: a Dask Series (DataFrame input: the features taken by name, a
+        missing one refused at once; other columns, such as the qid and the labels, are
+        ignored) or a 1-D Dask array, partition by partition with the plain booster."""
         self._check_fitted()
         booster = self.booster_
         # checked here as Ranker.predict checks it (the default: the best iteration)
@@ -1331,13 +1470,12 @@ class DaskRanker(Ranker):
         if _is_dask_frame(X) and hasattr(X, "columns"):
             names = booster.feature_names
             if names is not None:  # the features by name; others (labels, qid) unused
-                missing = [c for c in names if c not in X.columns]
-                if missing:
-                    raise LTRInputError(
-                        f"X lacks the model's feature columns {missing} (a dask frame "
-                        "may hold other columns, e.g. qid and labels: they are unused)"
-                    )
-                X = X[list(names)]
+                label = {str(c): c for c in X.columns}  # names as Ranker.predict reads them
+                # a missing feature: Ranker.predict's error, now (not at compute time)
+                select_columns(X._meta[[label[n] for n in names if n in label]], names)
+                X = X[[label[n] for n in names]]
+                if any(not isinstance(c, str) for c in X.columns):  # integer labels
+                    X = X.rename(columns={label[n]: n for n in names})
             elif "qid" in X.columns:
                 X = X.drop(columns="qid")
             # non-numeric columns and a wrong width are named now, as Ranker.predict
@@ -1349,8 +1487,8 @@ class DaskRanker(Ranker):
             )
         if not (hasattr(X, "map_blocks") and hasattr(X, "numblocks")):
             raise TypeError(
-                "DaskRanker.predict takes a dask DataFrame or a dask array, not "
-                f"{type(X).__name__}; for data in memory use to_local().predict(X)"
+                f"X must be a dask DataFrame or dask array, not {type(X).__name__}; for "
+                "data in memory use to_local().predict(X)"
             )
         if X.ndim != 2:
             raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
@@ -1359,18 +1497,22 @@ class DaskRanker(Ranker):
             X = X.rechunk({1: -1})
         return X.map_blocks(_predict_block, booster, n_iter, drop_axis=1, dtype=np.float64)
 
-    def score(self, X: Any, y: Any, **kwargs: Any) -> float:
-        """``Ranker.score`` on data in memory (NumPy, pandas); dask collections are
-        refused naming the alternative (an AttributeError from inside before)."""
-        from dask import is_dask_collection
+    def score(  # type: ignore[override]
+        self,
+        X: Any,
+        y: Any,
+        *,
+        qid: Any = None,
+        group: Any = None,
+        sample_weight: Any = None,
+        metric: str | Callable | None = None,
+    ) -> float:
+        """:meth:`Ranker.score`; Dask collections among the arguments are computed first
+        (their rows come to the driver: score a sample of a large set)."""
+        import dask
 
-        if any(is_dask_collection(a) for a in (X, y, *kwargs.values())):
-            raise TypeError(
-                "DaskRanker.score takes data in memory (NumPy, pandas), not dask "
-                "collections: compute them, or score the model on a validation set "
-                "with eval_set= (evals_result_)"
-            )
-        return super().score(X, y, **kwargs)
+        X, y, qid, group, sample_weight = dask.compute(X, y, qid, group, sample_weight)
+        return super().score(X, y, qid=qid, group=group, sample_weight=sample_weight, metric=metric)
 
     def __getstate__(self):
         state = dict(self.__dict__)

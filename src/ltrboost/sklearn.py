@@ -276,11 +276,12 @@ class Ranker(BaseEstimator):
     def _set_fitted(self, period: int, params: BoosterParams, eval_metric: Any) -> None:
         """After training ``booster_``: the best-round log line, ``n_features_in_``,
         ``feature_names_in_`` and the metric ``score`` defaults to."""
+        booster = self.booster_
         if period:
-            log_best(self.booster_, int(params.n_estimators))
-        self.n_features_in_ = self.booster_.n_features
-        if self.booster_.feature_names is not None:  # the data's, or init_model's
-            self.feature_names_in_ = np.asarray(self.booster_.feature_names, dtype=object)
+            log_best(booster, int(params.n_estimators))
+        self.n_features_in_ = booster.n_features
+        if booster.feature_names is not None:  # the data's, or init_model's
+            self.feature_names_in_ = np.asarray(booster.feature_names, dtype=object)
         elif hasattr(self, "feature_names_in_"):  # refit on an array: no names now
             del self.feature_names_in_
         # score()'s default metric: fit's eval_metric when given, else the constructor's

@@ -134,6 +134,19 @@ class PairwiseObjective(Objective):
     _truncation: int = -1
     _pairs_per_sample: int = 1
     _random_state: int = 0
+    # ``(n_queries, first)`` when the data are one shard of a larger training set
+    # (ltrboost.dask): its ``n_queries`` queries in all, this shard's first query number
+    _seed_shard: tuple[int, int] | None = None
+
+    def _query_seed_base(self, iteration: int, n_queries: int) -> int:
+        """The seed of the data's first query in round ``iteration`` (query ``q`` adds
+        ``q``): :func:`query_seed_base` of these queries, or for a shard that of the
+        whole set plus the shard's first query number, so that every query gets the
+        seed local training gives it (also where the base wraps modulo 2**62)."""
+        if self._seed_shard is None:
+            return query_seed_base(self._random_state, iteration, n_queries)
+        n_total, first = self._seed_shard
+        return query_seed_base(self._random_state, iteration, n_total) + first
 
     def _set_pair_params(
         self,
@@ -207,7 +220,7 @@ class PairwiseObjective(Objective):
             c.xpair_offsets, c.xpair_i, c.xpair_j, c.xpair_w,
             self._method, self._truncation, self._pairs_per_sample,
             # None unless pairs are sampled: the sampler is then never compiled
-            query_seed_base(self._random_state, iteration, data.n_queries)
+            self._query_seed_base(iteration, data.n_queries)
             if self._method == PAIR_SAMPLED
             else None,
             # None for |dZ| = 1 (RankNet, RankBoost): the metric code is not compiled

@@ -43,7 +43,6 @@ from ltrboost.objectives.pair_selection import (
     check_query_pair_count,
     kernel_count,
     query_rank_order,
-    query_seed_base,
     random_uniform,
     random_uniform_reference,
 )
@@ -156,7 +155,7 @@ class YetiRank(PairwiseObjective):
         pj = np.empty(total, dtype=np.int32)
         pw = np.empty(total, dtype=np.float64)
         counts = np.zeros(data.n_queries, dtype=np.int64)
-        seed_base = query_seed_base(self._random_state, iteration, data.n_queries)
+        seed_base = self._query_seed_base(iteration, data.n_queries)
         over_queries(
             _yetirank_queries, qo, ref, c.labels, qo, self._permutations, self._decay,
             seed_base, cap_off, pi, pj, pw, counts,
