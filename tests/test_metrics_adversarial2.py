@@ -24,3 +24,37 @@ def test_best_iteration_is_1_based_as_readme_says():
         r.predict(Xv), r.booster_.predict(Xv, iteration=r.best_iteration_)
     )
     assert r.score(Xv, yv, qid=qv, metric="ndcg@5") == history[r.best_iteration_ - 1]
+
+
+def test_a_warm_start_on_another_eval_set_does_not_compare_with_the_old_history():
+    """The init model's history was measured on its own eval_set (here the training
+    data, NDCG near 0.97) and was kept under the same name ``valid_0``: the new set's
+    first values (about 0.67) never beat it, so training stopped after
+    early_stopping_rounds new rounds out of the 30 asked and predicted with a round
+    chosen on the other data, dropping trees of the init model."""
+    X, y, q = make_ranking(n_queries=30, docs_per_query=8, n_features=5, random_state=0)[:3]
+    Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=8, n_features=5, random_state=1)[:3]
+    init = Ranker(n_estimators=10, eval_metric="ndcg@5").fit(X, y, qid=q, eval_set=[(X, y, q)])
+    more = Ranker(n_estimators=30, eval_metric="ndcg@5", early_stopping_rounds=5).fit(
+        X, y, qid=q, eval_set=[(Xv, yv, qv)], init_model=init
+    )
+    history = more.evals_result_["valid_0"]["ndcg@5"]
+    assert more.best_iteration_ > 10  # one of the new rounds, measured on Xv
+    # the record covers the new rounds only, each measured on Xv
+    assert len(history) == more.booster_.n_iterations - 10
+    best = more.best_iteration_ - 10
+    assert history[best - 1] == max(history)
+    assert more.score(Xv, yv, qid=qv, metric="ndcg@5") == history[best - 1]
+
+
+def test_resuming_on_the_same_eval_set_keeps_the_history():
+    """The same data under the same name: the history is that of the data, and a
+    resumed run stops where the uninterrupted one does."""
+    X, y, q = make_ranking(n_queries=30, docs_per_query=8, n_features=5, random_state=0)[:3]
+    Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=8, n_features=5, random_state=1)[:3]
+    kw = dict(eval_metric="ndcg@5,err", early_stopping_rounds=3, learning_rate=0.3)
+    whole = Ranker(n_estimators=40, **kw).fit(X, y, qid=q, eval_set=[(Xv, yv, qv)])
+    init = Ranker(n_estimators=2, **kw).fit(X, y, qid=q, eval_set=[(Xv, yv, qv)])
+    more = Ranker(n_estimators=38, **kw).fit(X, y, qid=q, eval_set=[(Xv, yv, qv)], init_model=init)
+    assert more.evals_result_ == whole.evals_result_
+    assert more.best_iteration_ == whole.best_iteration_

@@ -27,6 +27,7 @@ homes (:mod:`ltrboost.model`, :mod:`ltrboost.params`) for existing imports.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -420,7 +421,7 @@ class Training:
         self.trees.extend(t.copy() for t in init_model.trees[: done * n_out])
         self.outputs.extend(init_model.tree_outputs[: done * n_out])
         self.replay_scores()
-        for name, res in (init_model.evals_result or {}).items():
+        for name, res in self._history_of_these_sets(init_model, done).items():
             if name in self.evals_result:
                 for m, vals in res.items():
                     if m in self.evals_result[name]:
@@ -446,6 +447,36 @@ class Training:
                 # the checkpoint of that round of a run killed before its output).
                 return max(done, int(self.params.n_estimators))
         return done
+
+    def _history_of_these_sets(self, init_model: Booster, done: int) -> dict:
+        """The init model's validation history of the sets that hold the same data now.
+
+        A set whose recorded last values differ from those of the replayed scores is
+        other data under the same name (a warm start with a new ``eval_set``, named
+        ``valid_0`` again): its history is left out, so early stopping compares only
+        rounds measured on this data (LightGBM's ``init_model`` sees only the new
+        rounds).  A checkpoint resumed on its own data keeps its whole history.
+        """
+        recorded = {
+            name: res
+            for name, res in (init_model.evals_result or {}).items()
+            if name in self.evals_result
+        }
+        if not recorded or done == 0:
+            return recorded
+        now = self.evaluate(done - 1)  # the replayed scores, as recorded after round done
+        for per_metric in self.evals_result.values():
+            for values in per_metric.values():
+                values.clear()
+        same = {}
+        for name, res in recorded.items():
+            last = {m: vals[-1] for m, vals in res.items() if vals and m in now[name]}
+            if all(
+                v is None or v != v or math.isclose(v, now[name][m], rel_tol=1e-9, abs_tol=1e-12)
+                for m, v in last.items()
+            ):
+                same[name] = res
+        return same
 
     def replay_scores(self) -> None:
         """Training and validation scores of the trees loaded by :meth:`resume`."""
