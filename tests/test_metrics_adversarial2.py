@@ -4,9 +4,11 @@ Dask, in ``ltrboost eval`` and ``cv`` agree with the documented conventions."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ltrboost import Ranker
 from ltrboost.datasets import make_ranking
+from ltrboost.metrics import evaluate
 
 
 def test_best_iteration_is_1_based_as_readme_says():
@@ -58,3 +60,12 @@ def test_resuming_on_the_same_eval_set_keeps_the_history():
     more = Ranker(n_estimators=38, **kw).fit(X, y, qid=q, eval_set=[(Xv, yv, qv)], init_model=init)
     assert more.evals_result_ == whole.evals_result_
     assert more.best_iteration_ == whole.best_iteration_
+
+
+@pytest.mark.parametrize("scores", [np.arange(5.0) + 1j, np.arange(5.0) + 0j, [0, 1, 2j, 3, 4]])
+def test_complex_scores_are_refused_not_cut_to_their_real_part(scores):
+    """Labels refuse complex numbers (README: "the imaginary part is never dropped");
+    scores were cast to float64 with a ComplexWarning and ranked by the real part."""
+    y = np.array([1, 0, 2, 0, 1.0])
+    with pytest.raises(ValueError, match="scores are complex"):
+        evaluate(scores, y, [0, 3, 5], "ndcg@2")
