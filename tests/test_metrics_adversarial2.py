@@ -3,12 +3,17 @@ Dask, in ``ltrboost eval`` and ``cv`` agree with the documented conventions."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
 from ltrboost import Ranker
 from ltrboost.datasets import make_ranking
+from ltrboost.io.letor import dump_svmlight
 from ltrboost.metrics import evaluate
+from ltrboost.model import load_model
+from test_cli import run
 
 
 def test_best_iteration_is_1_based_as_readme_says():
@@ -69,3 +74,47 @@ def test_complex_scores_are_refused_not_cut_to_their_real_part(scores):
     y = np.array([1, 0, 2, 0, 1.0])
     with pytest.raises(ValueError, match="scores are complex"):
         evaluate(scores, y, [0, 3, 5], "ndcg@2")
+
+
+def test_train_summary_after_a_resume_without_a_record_names_the_best_rounds_value(
+    tmp_path, capsys
+):
+    """A model trained without --valid, resumed with --valid and early stopping: the
+    record covers the added rounds only, and the summary line indexed it from round 1
+    (an IndexError traceback after the model was written, or another round's value)."""
+
+    X, y, q = make_ranking(n_queries=20, docs_per_query=8, n_features=4, random_state=0)[:3]
+    Xv, yv, qv = make_ranking(n_queries=8, docs_per_query=8, n_features=4, random_state=1)[:3]
+    train, valid = tmp_path / "train.txt", tmp_path / "valid.txt"
+    dump_svmlight(train, X, y, q)
+    dump_svmlight(valid, Xv, yv, qv)
+    init, more = tmp_path / "init.json", tmp_path / "more.json"
+    assert run(["train", train, "-o", init, "--n-estimators", 10, "-q"], capsys)[0] == 0
+    rc, _, err = run(
+        ["train", train, "--valid", valid, "--resume", init, "--n-estimators", 40,
+         "--early-stopping-rounds", 3, "--metric", "ndcg@5", "-o", more, "-q"],
+        capsys,
+    )  # fmt: skip
+    assert rc == 0, err
+    model = load_model(str(more))
+    values = model.evals_result["valid"]["ndcg@5"]
+    assert len(values) == model.n_iterations - 10
+    best = model.best_iteration
+    assert f"best iteration {best}, ndcg@5={values[best - 11]:.4f}" in err
+
+
+def test_logged_best_round_value_after_a_warm_start_without_a_record(caplog):
+    """Ranker(verbose=...) logs the best round's value from the record, which covers
+    only the rounds added to an init_model trained without that eval_set."""
+    X, y, q = make_ranking(n_queries=20, docs_per_query=8, n_features=4, random_state=0)[:3]
+    Xv, yv, qv = make_ranking(n_queries=8, docs_per_query=8, n_features=4, random_state=1)[:3]
+    init = Ranker(n_estimators=5).fit(X, y, qid=q)
+    with caplog.at_level(logging.INFO, logger="ltrboost"):
+        more = Ranker(n_estimators=40, eval_metric="ndcg@5", early_stopping_rounds=3).fit(
+            X, y, qid=q, eval_set=[(Xv, yv, qv)], init_model=init, verbose=100
+        )
+    values = more.evals_result_["valid_0"]["ndcg@5"]
+    best = more.best_iteration_
+    line = [r.getMessage() for r in caplog.records if "best round" in r.getMessage()]
+    assert line
+    assert line[0].endswith(f"best round [{best}]\tvalid_0's ndcg@5: {values[best - 6]:.6g}")
