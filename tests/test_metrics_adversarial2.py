@@ -118,3 +118,23 @@ def test_logged_best_round_value_after_a_warm_start_without_a_record(caplog):
     line = [r.getMessage() for r in caplog.records if "best round" in r.getMessage()]
     assert line
     assert line[0].endswith(f"best round [{best}]\tvalid_0's ndcg@5: {values[best - 6]:.6g}")
+
+
+def test_resuming_a_record_of_the_last_rounds_takes_the_best_round_by_its_number():
+    """A model warm-started without a record has one for its last rounds only; resumed
+    again, its best round was taken as the index into that record (round 5 of 13
+    instead of round 10), so the model predicted with the first, unvalidated trees."""
+    X, y, q = make_ranking(n_queries=20, docs_per_query=8, n_features=4, random_state=0)[:3]
+    Xv, yv, qv = make_ranking(n_queries=8, docs_per_query=8, n_features=4, random_state=1)[:3]
+    first = Ranker(n_estimators=5).fit(X, y, qid=q)
+    kw = dict(eval_metric="ndcg@5")
+    second = Ranker(n_estimators=8, **kw).fit(
+        X, y, qid=q, eval_set=[(Xv, yv, qv)], init_model=first
+    )
+    record = second.evals_result_["valid_0"]["ndcg@5"]
+    best = 5 + int(np.argmax(record)) + 1
+    third = Ranker(n_estimators=10, early_stopping_rounds=3, **kw).fit(
+        X, y, qid=q, eval_set=[(Xv, yv, qv)], init_model=second
+    )
+    assert max(third.evals_result_["valid_0"]["ndcg@5"][8:]) < max(record)  # on this data
+    assert third.best_iteration_ == best
