@@ -138,3 +138,14 @@ def test_resuming_a_record_of_the_last_rounds_takes_the_best_round_by_its_number
     )
     assert max(third.evals_result_["valid_0"]["ndcg@5"][8:]) < max(record)  # on this data
     assert third.best_iteration_ == best
+
+
+@pytest.mark.parametrize("weight", [1e308, 1e-320, 5e-324])
+def test_equal_query_weights_of_any_size_give_the_unweighted_mean(weight):
+    """Only the ratios of query weights matter: weights near the float64 maximum
+    summed to inf (a NaN NDCG and MAP, a pair precision of 1.0) and subnormal ones
+    lost their precision."""
+    s, y, offsets = np.arange(7.0), np.array([1, 0, 2, 0, 1, 3, 0.0]), [0, 3, 5, 7]
+    names = "ndcg@2,map,err,p@2,pair_precision"
+    got = evaluate(s, y, offsets, names, query_weights=[weight] * 3)
+    assert got == evaluate(s, y, offsets, names)
