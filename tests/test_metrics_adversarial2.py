@@ -149,3 +149,15 @@ def test_equal_query_weights_of_any_size_give_the_unweighted_mean(weight):
     names = "ndcg@2,map,err,p@2,pair_precision"
     got = evaluate(s, y, offsets, names, query_weights=[weight] * 3)
     assert got == evaluate(s, y, offsets, names)
+
+
+def test_cv_refuses_unbiased_training_it_cannot_give_positions_to(tmp_path, capsys):
+    """cv has no --position flag, but --unbiased true failed inside the first fold with
+    the objective's advice to pass "CLI --position FILE"."""
+    from test_cli import assert_one_line_error
+
+    X, y, q = make_ranking(n_queries=6, docs_per_query=5, n_features=3, random_state=0)[:3]
+    data = tmp_path / "data.txt"
+    dump_svmlight(data, X, y, q)
+    rc, _, err = run(["cv", data, "--folds", 2, "--unbiased", "true"], capsys)
+    assert_one_line_error(rc, err, "--unbiased true is not available in cv")

@@ -1186,6 +1186,11 @@ def cmd_cv(args: argparse.Namespace) -> int:
             "--early-stopping-rounds is not available in cv (there is no "
             "validation set inside a fold); set --n-estimators instead"
         )
+    if params.unbiased:  # the error of the objective suggested a --position cv lacks
+        raise ValueError(
+            "--unbiased true is not available in cv (it takes no --position file); "
+            "cross-validate the click model with ltrboost.Ranker and GroupKFold instead"
+        )
     metrics = parse_metric_list(params.eval_metric or "ndcg@10")
     params.eval_metric = None
     data, ds = _load(args.data, missing=args.missing, na_values=args.missing_token)
