@@ -155,6 +155,31 @@ def test_early_stopping_and_callbacks_as_local(client):
     _assert_same_model(local, dist, X)
 
 
+def test_err_uses_the_largest_label_of_the_whole_validation_set(client):
+    """ERR's y_max is the largest label of the validation set (README "Metrics"); each
+    Dask shard took its own rows' largest label, so a shard whose labels stop at 1
+    counted a grade 1 as a perfect answer and the validation ERR (and early stopping on
+    it) differed from the same data trained locally."""
+    X, y, qid = _data(seed=5)
+    Xv, yv, qv = _data(seed=6, n_queries=16, missing_rate=0.0)
+    yv = yv.copy()
+    first = qv < np.unique(qv)[8]  # the first partition's labels stop at 1
+    yv[first] = np.minimum(yv[first], 1)
+    assert yv[~first].max() > 1
+    params = dict(n_estimators=3, max_leaf_nodes=6, eval_metric="err,err@3")
+    local = ltrboost.train(
+        params, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, yv, qid=qv))]
+    )
+    cut = int(np.flatnonzero(~first)[0])
+    dv = ldask.DaskData(_darr(Xv, [0, cut, len(yv)]), _darr(yv, [0, cut, len(yv)]),
+                        _darr(qv, [0, cut, len(yv)]))  # fmt: skip
+    dist = ldask.train(client, params, _dask_data(X, y, qid, 2), [("v", dv)])
+    for name in ("err", "err@3"):
+        np.testing.assert_allclose(
+            dist.evals_result["v"][name], local.evals_result["v"][name], rtol=1e-12
+        )
+
+
 def test_custom_metric_sees_every_workers_rows_as_local(client):
     """A custom metric callable is one function of all the validation rows: on Dask it
     is evaluated once on the driver with every worker's scores, labels and queries,

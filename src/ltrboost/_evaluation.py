@@ -128,14 +128,18 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
     return list(out.items())
 
 
-def _bind_metrics(params, objective, vs: RankingDataset) -> list:
-    """One scorer ``f(scores) -> float`` per metric of :func:`_metrics`, on ``vs``."""
+def _bind_metrics(params, objective, vs: RankingDataset, max_grade=None) -> list:
+    """One scorer ``f(scores) -> float`` per metric of :func:`_metrics`, on ``vs``.
+
+    ``max_grade``: ERR's ``y_max`` when ``vs`` is part of a larger validation set (a
+    Dask shard); None takes the largest label of ``vs``.
+    """
     from ltrboost.metrics import get_metric
 
     bound = []
     for name, fn in _metrics(params, objective):
         if fn is None:
-            metric = get_metric(name, **metric_options(params))
+            metric = get_metric(name, max_grade=max_grade, **metric_options(params))
             with rows_located(vs):
                 bound.append(metric.bind(vs.y, vs.query_offsets))
         else:

@@ -467,8 +467,10 @@ class Training:
         if done > 0 and self.valid and continued:
             hist = np.asarray(self.evals_result[self.valid[0].name][self.metric_names[0]])
             if (hist == hist).any():  # a NaN round is never the best (np.argmax picks it)
-                self.best_iter = int(np.nanargmax(hist)) + 1
-                self.best_score = float(hist[self.best_iter - 1])
+                # the record covers the last rounds (a warm start records only its own)
+                at = int(np.nanargmax(hist))
+                self.best_iter = done - hist.shape[0] + at + 1
+                self.best_score = float(hist[at])
             rounds = self.params.early_stopping_rounds
             if (
                 rounds is not None

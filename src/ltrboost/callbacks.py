@@ -87,6 +87,17 @@ def log_evaluation(period: int = 1) -> Callable:
     return callback
 
 
+def recorded_value(values, iteration: int, n_iterations: int):
+    """The value recorded at 1-based round ``iteration`` of a model of ``n_iterations``
+    rounds, or None when that round was not recorded.
+
+    A record covers the model's last ``len(values)`` rounds: a warm start from a model
+    without a record of this validation set records only the rounds it added.
+    """
+    i = iteration - (n_iterations - len(values)) - 1
+    return values[i] if 0 <= i < len(values) else None
+
+
 def log_best(booster, n_rounds_asked: int) -> None:
     """After training: log the early stop and the best round (when there was one)."""
     best = booster.best_iteration
@@ -96,7 +107,8 @@ def log_best(booster, n_rounds_asked: int) -> None:
     if not per_metric:
         return
     metric, values = next(iter(per_metric.items()))
-    if not 1 <= best <= len(values):
+    value = recorded_value(values, best, booster.n_iterations)
+    if value is None:
         return
     stopped = "early stopping" if booster.n_iterations < n_rounds_asked else "finished"
     logger.info(
@@ -106,5 +118,5 @@ def log_best(booster, n_rounds_asked: int) -> None:
         best,
         name,
         metric,
-        values[best - 1],
+        value,
     )

@@ -760,6 +760,7 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
 
 def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.booster import make_objective, train
+    from ltrboost.callbacks import recorded_value
     from ltrboost.io._atomic import check_output, file_state
     from ltrboost.io.letor import imposed_width
     from ltrboost.model import load_model
@@ -879,9 +880,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if valid_sets and booster.evals_result:
         first = next(iter(booster.evals_result.values()))
         for m, vals in first.items():
-            if vals:
-                i = (best or len(vals)) - 1
-                summary += f", {m}={vals[i]:.4f}"
+            v = recorded_value(vals, best or booster.n_iterations, booster.n_iterations)
+            if v is not None:
+                summary += f", {m}={v:.4f}"
     print(summary, file=sys.stderr)
     return 0
 
@@ -1184,6 +1185,11 @@ def cmd_cv(args: argparse.Namespace) -> int:
         raise ValueError(
             "--early-stopping-rounds is not available in cv (there is no "
             "validation set inside a fold); set --n-estimators instead"
+        )
+    if params.unbiased:  # the error of the objective suggested a --position cv lacks
+        raise ValueError(
+            "--unbiased true is not available in cv (it takes no --position file); "
+            "cross-validate the click model with ltrboost.Ranker and GroupKFold instead"
         )
     metrics = parse_metric_list(params.eval_metric or "ndcg@10")
     params.eval_metric = None

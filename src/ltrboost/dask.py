@@ -338,6 +338,8 @@ def _part_meta(part) -> dict:
         width=int(part["X"].shape[1]),
         # None without weights, else whether any is positive (checked over all parts)
         weighted=None if part["w"] is None else bool(part["w"].any()),
+        # ERR's y_max is the largest label of the whole set, not of one shard
+        y_max=float(part["y"].max()) if part["y"].shape[0] else 0.0,
     )
 
 
@@ -550,6 +552,8 @@ class _Shard:
     def __init__(
         self, index, part, valid, binner, used_ids, params, q_lo, n_queries, n_out, init, resume
     ):
+        """``valid``: ``(name, rows, y_max)`` per validation set with rows on this shard,
+        ``y_max`` the largest label of the whole set (ERR's, as one machine's)."""
         with _LOCK:
             self.index = index
             self.part_rows = (part["index"], part["sizes"])
@@ -581,7 +585,7 @@ class _Shard:
             self.h = np.zeros((n_out, self.n), dtype=G_H_DTYPE)
             self.averaged = self.objective.update_rule == "averaged"
             self.valid = []
-            for name, vpart in valid:
+            for name, vpart, y_max in valid:
                 vds = RankingDataset(X=None, y=vpart["y"], query_offsets=vpart["offsets"])
                 vX = binner.transform(_sample(vpart, None, used_ids))
                 rv = np.empty((n_out, vds.n_samples), dtype=SCORE_DTYPE)
@@ -594,6 +598,7 @@ class _Shard:
                         params,
                         self.objective,
                         vds,
+                        max_grade=y_max,
                         part=(vpart["index"], vpart["sizes"]),
                     )
                 except LTRInputError as e:
@@ -1042,7 +1047,7 @@ class _DaskTraining(Training):
         shard_valid = []
         for s in range(n_shards):
             entries = []
-            for name, (vfut, _, _) in valid:
+            for name, (vfut, vmetas, _) in valid:
                 mine = [vfut[j] for (nm, j) in valid_data[s] if nm == name]
                 if mine:
                     entries.append(
@@ -1051,6 +1056,7 @@ class _DaskTraining(Training):
                             client.submit(
                                 _concat_parts, *mine, workers=[shard_workers[s]], pure=False
                             ),
+                            max(m["y_max"] for m in vmetas),
                         )
                     )
             shard_valid.append(entries)

@@ -43,6 +43,9 @@ class Ranker(BaseEstimator):
     ----------
     booster_ : Booster
     best_iteration_ : int or None
+        With early stopping, the number of rounds up to and including the best one
+        (1-based, LightGBM's convention; XGBoost's is 0-based), used by ``predict``;
+        else None.
     evals_result_ : dict
     n_features_in_ : int
     feature_importances_ : ndarray of shape (n_features,)

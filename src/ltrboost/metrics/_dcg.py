@@ -155,6 +155,9 @@ def _validate_scores(scores: ArrayLike, n_samples: int) -> NDArray[np.float64]:
     Allocation-free when ``scores`` already is float64 and contiguous (the
     early-stopping path): the NaN scan is a single sum, refined only when it is NaN.
     """
+    if np.iscomplexobj(scores):  # float64 would drop the imaginary part, as for labels
+        dtype = np.asarray(scores).dtype
+        raise ValueError(f"scores are complex ({dtype}); a ranking needs real scores")
     scores = np.ascontiguousarray(scores, dtype=np.float64)
     if scores.ndim != 1:
         raise ValueError(f"scores must be 1-D of shape (n_samples,), got shape {scores.shape}")

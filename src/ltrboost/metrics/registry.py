@@ -473,7 +473,9 @@ def evaluate(
 def _validate_query_weights(
     query_weights: ArrayLike | None, n_queries: int
 ) -> NDArray[np.float64] | None:
-    """Per-query weights as float64 (n_queries,): finite, >= 0, not all zero."""
+    """Per-query weights as float64 (n_queries,): finite, >= 0, not all zero; scaled by
+    the largest, which leaves the weighted mean as it is (sums of weights near the
+    float64 maximum overflowed to a NaN mean, subnormal ones lost their precision)."""
     if query_weights is None:
         return None
     w = np.ascontiguousarray(query_weights, dtype=np.float64)
@@ -488,7 +490,7 @@ def _validate_query_weights(
         raise ValueError(f"query_weights[{q}]={w[q]} must be finite and >= 0")
     if not w.any():
         raise ValueError("query_weights are all zero; at least one query must count")
-    return w
+    return w / w.max()
 
 
 # --- kernels ---
