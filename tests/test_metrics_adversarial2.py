@@ -168,3 +168,13 @@ def test_cv_refuses_unbiased_training_it_cannot_give_positions_to(tmp_path, caps
     dump_svmlight(data, X, y, q)
     rc, _, err = run(["cv", data, "--folds", 2, "--unbiased", "true"], capsys)
     assert_one_line_error(rc, err, "--unbiased true is not available in cv")
+
+
+def test_positive_sample_weights_that_float32_cannot_hold_are_named():
+    """Weights of 1e-50 became 0 as float32, and the error said that every weight was
+    zero, although none was."""
+    from ltrboost.dataset import LTRInputError, make_dataset
+
+    X, y, q = make_ranking(n_queries=4, docs_per_query=5, n_features=3, random_state=0)[:3]
+    with pytest.raises(LTRInputError, match=r"sample_weight\[0\]=1e-50 is positive but"):
+        make_dataset(X, y, qid=q, sample_weight=np.full(len(y), 1e-50))

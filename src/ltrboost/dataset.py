@@ -408,7 +408,8 @@ ALL_ZERO_WEIGHTS = (
 
 def check_sample_weight(sample_weight: ArrayLike, n: int) -> NDArray[np.float32]:
     """Per-document weights as float32, refusing (naming the row) complex, non-finite,
-    negative or above float32's maximum (they would become inf) and a length other than
+    negative, above float32's maximum (they would become inf) or positive below its
+    smallest positive value (they would become 0) and a length other than
     ``n``.  Whether any weight is positive is the caller's check (on Dask it is global,
     over every partition: :data:`ALL_ZERO_WEIGHTS`)."""
     w = np.asarray(sample_weight)
@@ -432,7 +433,16 @@ def check_sample_weight(sample_weight: ArrayLike, n: int) -> NDArray[np.float32]
             f"{_FLOAT32_MAX:.4g} (weights are float32)",
             row=row,
         )
-    return w.astype(np.float32)
+    w32 = w.astype(np.float32)
+    lost = (w > 0) & (w32 == 0)  # positive, but below float32's smallest subnormal
+    if lost.any():
+        row = int(np.flatnonzero(lost)[0])
+        raise LTRInputError(
+            f"sample_weight[{row}]={w[row]:g} is positive but would become 0 as float32 "
+            "(weights are float32, the smallest positive is 1.4e-45): scale the weights up",
+            row=row,
+        )
+    return w32
 
 
 def make_dataset(
