@@ -315,3 +315,17 @@ def frames():
     X, y, qid = make_ranking(n_queries=30, docs_per_query=10, n_features=5, random_state=0)[:3]
     Xv, yv, qv = make_ranking(n_queries=20, docs_per_query=10, n_features=5, random_state=1)[:3]
     return pd.DataFrame(X, columns=cols), y, qid, pd.DataFrame(Xv, columns=cols), yv, qv
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A Dask client on an in-process cluster of 2 single-thread workers, one per test
+    module (the Dask tests skip where ``distributed`` is not installed)."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()

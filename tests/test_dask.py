@@ -31,17 +31,6 @@ from ltrboost.dataset import LTRInputError, make_dataset  # noqa: E402
 from ltrboost.datasets import make_ranking  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
 def _data(seed=0, n_queries=40, missing_rate=0.1):
     return make_ranking(
         n_queries=n_queries,

@@ -28,17 +28,6 @@ from ltrboost.datasets import make_ranking  # noqa: E402
 FAST = dict(n_estimators=2, max_leaf_nodes=4, min_samples_leaf=3)
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
 def _data(seed=0, n_queries=30):
     return make_ranking(
         n_queries=n_queries, docs_per_query=(5, 15), n_features=5, random_state=seed

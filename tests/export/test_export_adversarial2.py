@@ -92,11 +92,8 @@ def test_dataframe_column_names_with_spaces_say_how_to_export():
     assert "feature_names=bm25 page_rank" in text
 
 
-def test_feature_names_file_errors_name_the_file(tmp_path, capsys):
-    """'2 feature names given but the model has 5 features' (or a duplicate name) did
-    not say that the names came from the --feature-names file, nor which file."""
-    from ltrboost.cli import main
-
+def _two_feature_model_file(tmp_path):
+    """A one-tree, two-feature model saved as ``tmp_path / "model.json"``."""
     b = Booster(
         objective="lambdamart",
         objective_params={},
@@ -107,6 +104,15 @@ def test_feature_names_file_errors_name_the_file(tmp_path, capsys):
     )
     model_path = tmp_path / "model.json"
     b.save_model(model_path)
+    return model_path
+
+
+def test_feature_names_file_errors_name_the_file(tmp_path, capsys):
+    """'2 feature names given but the model has 5 features' (or a duplicate name) did
+    not say that the names came from the --feature-names file, nor which file."""
+    from ltrboost.cli import main
+
+    model_path = _two_feature_model_file(tmp_path)
     for text, needle in [("bm25\n", "1 feature names given"), ("a\na\n", "'a' appears more")]:
         names = tmp_path / "names.txt"
         names.write_text(text)
@@ -316,16 +322,7 @@ def test_cli_stdout_failure_leaves_no_file(tmp_path, capsys, monkeypatch, to_std
     nothing): an error left a file behind, against "an error leaves nothing behind"."""
     from ltrboost.cli import main
 
-    b = Booster(
-        objective="lambdamart",
-        objective_params={},
-        init_score=np.array([0.0]),
-        trees=[_hand_tree(0.5, 1)],
-        tree_outputs=[0],
-        n_features=2,
-    )
-    model_path = tmp_path / "model.json"
-    b.save_model(model_path)
+    model_path = _two_feature_model_file(tmp_path)
     out = tmp_path / "out.json"
     argv = ["export", str(model_path), "-f", "xgboost-dump"]
     if to_stdout == "model":
