@@ -1,0 +1,57 @@
+"""Training parameters against their documented semantics (second adversarial pass).
+
+* A pair parameter the chosen ``pair_method`` never reads (``pairs_per_sample`` without
+  ``"sampled"``; ``truncation_level`` without ``"topk"``, except LambdaMART's NDCG, whose
+  ideal DCG is cut at it) warns naming it, as a parameter the objective ignores does.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from ltrboost import train
+from ltrboost.dataset import make_dataset
+from ltrboost.datasets import make_ranking
+
+X, Y, QID = make_ranking(n_queries=6, docs_per_query=(4, 10), n_features=4, random_state=1)[:3]
+BASE = dict(n_estimators=1, min_samples_leaf=2, max_leaf_nodes=4)
+
+
+def _train(**params):
+    return train(dict(BASE, **params), make_dataset(X, Y, qid=QID))
+
+
+@pytest.mark.parametrize(
+    ("params", "ignored"),
+    [
+        (dict(objective="lambdamart", pairs_per_sample=3), "pairs_per_sample=3"),
+        (dict(objective="ranknet", pair_method="topk", pairs_per_sample=2), "pairs_per_sample=2"),
+        (dict(objective="ranknet", truncation_level=5), "truncation_level=5"),
+        (dict(objective="rankboost", pair_method="sampled", truncation_level=5), "truncation_level=5"),
+        (
+            dict(objective="lambdamart", lambda_metric="err", pair_method="all", truncation_level=5),
+            "truncation_level=5",
+        ),
+    ],
+)
+def test_a_pair_parameter_the_pair_method_ignores_warns(params, ignored) -> None:
+    with pytest.warns(UserWarning, match=rf"pair_method=.*does not use {ignored}"):
+        _train(**params)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(objective="lambdamart", pair_method="sampled", pairs_per_sample=3),
+        dict(objective="lambdamart", truncation_level=5),  # topk (the default)
+        dict(objective="lambdamart", pair_method="all", truncation_level=5),  # IDCG@5
+        dict(objective="ranknet", pair_method="topk", truncation_level=5),
+        dict(objective="ranknet", truncation_level=0),  # 0: every pair, which "all" is
+    ],
+)
+def test_a_pair_parameter_the_pair_method_reads_does_not_warn(params) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _train(**params)
