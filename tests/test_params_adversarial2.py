@@ -3,10 +3,13 @@
 * A pair parameter the chosen ``pair_method`` never reads (``pairs_per_sample`` without
   ``"sampled"``; ``truncation_level`` without ``"topk"``, except LambdaMART's NDCG, whose
   ideal DCG is cut at it) warns naming it, as a parameter the objective ignores does.
+* The doc (``--help``, ``BoosterParams``) of an objective parameter says what None, its
+  default, means: each built-in objective's own default.
 """
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import pytest
@@ -14,6 +17,8 @@ import pytest
 from ltrboost import train
 from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
+from ltrboost.objectives.registry import available_objectives, objective_class
+from ltrboost.params import PARAMS
 
 X, Y, QID = make_ranking(n_queries=6, docs_per_query=(4, 10), n_features=4, random_state=1)[:3]
 BASE = dict(n_estimators=1, min_samples_leaf=2, max_leaf_nodes=4)
@@ -52,3 +57,21 @@ def test_a_pair_parameter_the_pair_method_reads_does_not_warn(params) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _train(**params)
+
+
+def _shown(value) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+@pytest.mark.parametrize(
+    "param", [p for p in PARAMS if p.group == "objective"], ids=lambda p: p.name
+)
+def test_the_help_of_an_objective_parameter_says_what_none_means(param) -> None:
+    """``--help`` printed ``(default: None)`` for ``--truncation-level`` (None there is
+    the objective's 30, not "no truncation" as in the objective's own docstring),
+    ``--sigma``, ``--pair-method``...: each built-in default is now spelled out."""
+    assert "None: " in param.doc, param
+    for name in available_objectives():
+        accepted = inspect.signature(objective_class(name).__init__).parameters
+        if param.name in accepted and accepted[param.name].default is not None:
+            assert _shown(accepted[param.name].default) in param.doc.split("None: ", 1)[1], name
