@@ -75,3 +75,17 @@ def test_the_help_of_an_objective_parameter_says_what_none_means(param) -> None:
         accepted = inspect.signature(objective_class(name).__init__).parameters
         if param.name in accepted and accepted[param.name].default is not None:
             assert _shown(accepted[param.name].default) in param.doc.split("None: ", 1)[1], name
+
+
+@pytest.mark.parametrize(
+    ("label_scale", "needle"),
+    [
+        ([1.0, True, 2.0], "boolean"),  # True was the scale 1.0
+        ({True: 2.0}, "boolean"),  # the grade 1, written {"True": 2.0} into params
+        ({1: 2.0, "1": 3.0}, "grade 1 twice"),  # one of the two was dropped silently
+        ({"2": 2.0, 2.0: 3.0}, "grade 2 twice"),
+    ],
+)
+def test_a_label_scale_with_booleans_or_a_repeated_grade_is_refused(label_scale, needle) -> None:
+    with pytest.raises(ValueError, match=rf"label_scale.*{needle}"):
+        _train(objective="logistic_rank", label_scale=label_scale)
