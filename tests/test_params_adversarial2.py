@@ -89,3 +89,15 @@ def test_the_help_of_an_objective_parameter_says_what_none_means(param) -> None:
 def test_a_label_scale_with_booleans_or_a_repeated_grade_is_refused(label_scale, needle) -> None:
     with pytest.raises(ValueError, match=rf"label_scale.*{needle}"):
         _train(objective="logistic_rank", label_scale=label_scale)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_min_samples_bin_beyond_int64_bins_as_any_count_above_the_rows(sparse) -> None:
+    """``min_samples_bin=2**70`` was a Numba typing error ("Int value is too large")."""
+    import scipy.sparse as sp
+
+    Xd = sp.csr_matrix(X) if sparse else X
+    data = make_dataset(Xd, Y, qid=QID)
+    big = train(dict(BASE, max_bins=4, min_samples_bin=2**70), data)
+    rows = train(dict(BASE, max_bins=4, min_samples_bin=len(Y) + 1), data)
+    assert big.predict(X).tolist() == rows.predict(X).tolist()
