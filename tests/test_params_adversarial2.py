@@ -3,6 +3,7 @@
 * A pair parameter the chosen ``pair_method`` never reads (``pairs_per_sample`` without
   ``"sampled"``; ``truncation_level`` without ``"topk"``, except LambdaMART's NDCG, whose
   ideal DCG is cut at it) warns naming it, as a parameter the objective ignores does.
+* A model trained with ``fractions.Fraction`` parameters (real numbers) saves.
 * The doc (``--help``, ``BoosterParams``) of an objective parameter says what None, its
   default, means: each built-in objective's own default.
 """
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from fractions import Fraction
 
 import pytest
 
-from ltrboost import train
+from ltrboost import load_model, train
 from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
 from ltrboost.objectives.registry import available_objectives, objective_class
@@ -101,3 +103,21 @@ def test_a_min_samples_bin_beyond_int64_bins_as_any_count_above_the_rows(sparse)
     big = train(dict(BASE, max_bins=4, min_samples_bin=2**70), data)
     rows = train(dict(BASE, max_bins=4, min_samples_bin=len(Y) + 1), data)
     assert big.predict(X).tolist() == rows.predict(X).tolist()
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(learning_rate=Fraction(1, 10), subsample=Fraction(1, 2)),
+        dict(l2_regularization=Fraction(1, 2), min_gain_to_split=Fraction(1, 100)),
+        dict(objective="logistic_rank", positive_threshold=Fraction(2), label_scale=[1, 2]),
+        dict(objective="logistic_rank", label_scale=[Fraction(1), Fraction(5, 2)]),
+    ],
+)
+def test_a_model_trained_with_fractions_saves_and_loads(params, tmp_path) -> None:
+    """``fractions.Fraction`` is a real number, accepted as one, but saving the model was
+    ``TypeError: Object of type Fraction is not JSON serializable``."""
+    booster = _train(**params)
+    path = tmp_path / "m.json"
+    booster.save_model(path)
+    assert load_model(path).predict(X).tolist() == booster.predict(X).tolist()
