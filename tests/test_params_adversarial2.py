@@ -121,3 +121,22 @@ def test_a_model_trained_with_fractions_saves_and_loads(params, tmp_path) -> Non
     path = tmp_path / "m.json"
     booster.save_model(path)
     assert load_model(path).predict(X).tolist() == booster.predict(X).tolist()
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(sigma=Fraction(3, 2)),
+        dict(objective="ranknet", sigma=Fraction(1, 2)),
+        dict(objective="gbrank", tau=Fraction(1, 5)),
+        dict(objective="qbrank", preference_weight=Fraction(1, 3), tau=Fraction(1, 2)),
+        dict(objective="yetirank", decay=Fraction(1, 2)),
+    ],
+)
+def test_objective_parameters_take_fractions_as_the_engine_does(params, tmp_path) -> None:
+    """The engine's checks took any real number (``learning_rate=Fraction(1, 10)``); the
+    objectives' refused a Fraction as "should be a positive finite number"."""
+    floats = {k: float(v) if isinstance(v, Fraction) else v for k, v in params.items()}
+    booster = _train(**params)
+    assert booster.predict(X).tolist() == _train(**floats).predict(X).tolist()
+    booster.save_model(tmp_path / "m.json")
