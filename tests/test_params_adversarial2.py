@@ -140,3 +140,15 @@ def test_objective_parameters_take_fractions_as_the_engine_does(params, tmp_path
     booster = _train(**params)
     assert booster.predict(X).tolist() == _train(**floats).predict(X).tolist()
     booster.save_model(tmp_path / "m.json")
+
+
+def test_a_min_samples_leaf_no_node_can_meet_warns_of_a_constant_model() -> None:
+    """``min_samples_leaf`` above half the documents left every tree one leaf, silently
+    (LightGBM warns that no leaf meets the split requirements)."""
+    n = len(Y)
+    with pytest.warns(UserWarning, match=rf"min_samples_leaf={n // 2 + 1}.*{n} documents"):
+        booster = _train(min_samples_leaf=n // 2 + 1)
+    assert all(t["is_leaf"].all() for t in booster.trees)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _train(min_samples_leaf=n // 2)  # the root can split

@@ -181,6 +181,8 @@ def train(
     quiet = np.errstate(over="ignore", invalid="ignore")
     with threads(params.n_threads) as n_threads, quiet:
         run = Training(params, objective, train_set, list(valid_sets), n_threads)
+        if run.used.n_used:  # else: warned that every feature column is constant
+            warn_if_no_split_possible(params, train_set)  # once the data is checked
         return run.run(callbacks, init_model)
 
 
@@ -246,6 +248,20 @@ def warn_if_pairs_ignored(objective, train_set: RankingDataset) -> None:
                 "model is the same as without them (pairs are used by ranknet, "
                 "rankboost, gbrank and qbrank)"
             ),
+            stacklevel=3,
+        )
+
+
+def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) -> None:
+    """Warn when ``min_samples_leaf`` leaves no node a split (two children of that many
+    documents need twice as many): every tree is one leaf, the model a constant."""
+    need = 2 * int(params.min_samples_leaf)
+    if need > train_set.n_samples:
+        warnings.warn(
+            f"min_samples_leaf={params.min_samples_leaf} needs {need} documents to split a "
+            f"node and the training set has {train_set.n_samples} documents: every tree is "
+            "one leaf, the model predicts one constant score",
+            UserWarning,
             stacklevel=3,
         )
 
