@@ -50,7 +50,13 @@ PARAMS: tuple[Param, ...] = (
     Param("min_samples_leaf", 20, "int", "tree", "documents per leaf, at least"),
     Param("min_sum_hessian_in_leaf", 1e-3, "float", "tree", "hessian sum per leaf"),
     Param("l2_regularization", 0.0, "float", "tree", "lambda in -G/(H+lambda)"),
-    Param("min_gain_to_split", 0.0, "float", "tree", "smallest gain that splits"),
+    Param(
+        "min_gain_to_split",
+        0.0,
+        "float",
+        "tree",
+        "a node splits only with a gain above this (0: any positive gain)",
+    ),
     Param("max_bins", 255, "int", "engine", "value bins per feature (<= 255) + missing"),
     Param(
         "min_samples_bin",
