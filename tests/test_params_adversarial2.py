@@ -14,6 +14,7 @@ import inspect
 import warnings
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from ltrboost import load_model, train
@@ -152,3 +153,18 @@ def test_a_min_samples_leaf_no_node_can_meet_warns_of_a_constant_model() -> None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _train(min_samples_leaf=n // 2)  # the root can split
+
+
+def test_a_colsample_that_leaves_most_trees_no_varying_feature_warns() -> None:
+    """``colsample_bytree`` draws among all columns, constant ones included: 5 of 100
+    columns of which 3 vary left 38 of 40 trees one leaf, silently (LightGBM's
+    ``feature_fraction`` draws among the varying columns)."""
+    wide = np.zeros((len(Y), 100))
+    wide[:, :3] = X[:, :3]
+    data = make_dataset(wide, Y, qid=QID)
+    with pytest.warns(UserWarning, match=r"colsample_bytree=0.05 draws 5 of all 100 .* 3 "):
+        train(dict(BASE, colsample_bytree=0.05), data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train(dict(BASE, colsample_bytree=0.5), data)  # 1.5 varying columns a tree
+        train(dict(BASE, colsample_bytree=0.05), make_dataset(X, Y, qid=QID))  # all vary

@@ -183,6 +183,7 @@ def train(
         run = Training(params, objective, train_set, list(valid_sets), n_threads)
         if run.used.n_used:  # else: warned that every feature column is constant
             warn_if_no_split_possible(params, train_set)  # once the data is checked
+            warn_if_colsample_misses(params, run.used)
         return run.run(callbacks, init_model)
 
 
@@ -261,6 +262,26 @@ def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) 
             f"min_samples_leaf={params.min_samples_leaf} needs {need} documents to split a "
             f"node and the training set has {train_set.n_samples} documents: every tree is "
             "one leaf, the model predicts one constant score",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def warn_if_colsample_misses(params: BoosterParams, used) -> None:
+    """Warn when a ``colsample_bytree`` draw holds less than one varying column on
+    average: the draw counts the constant and absent columns too (LightGBM's
+    ``feature_fraction`` draws among the varying ones), so most trees are one leaf."""
+    fraction = params.colsample_bytree
+    if fraction >= 1 or used.all_used:
+        return
+    k = max(1, int(round(fraction * used.n_features)))  # as _draw_features draws
+    expected = k * used.n_used / used.n_features
+    if expected < 1:
+        warnings.warn(
+            f"colsample_bytree={fraction} draws {k} of all {used.n_features} feature "
+            f"columns and only {used.n_used} of them vary: a tree gets {expected:.2g} "
+            "varying columns on average, most trees are one leaf (the draw counts "
+            "constant and absent columns; raise colsample_bytree)",
             UserWarning,
             stacklevel=3,
         )

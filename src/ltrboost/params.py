@@ -82,7 +82,13 @@ PARAMS: tuple[Param, ...] = (
         '"best_first" | "breadth_first" | "depth_first"',
     ),
     Param("subsample", 1.0, "float", "engine", "fraction of queries per round"),
-    Param("colsample_bytree", 1.0, "float", "engine", "fraction of features per tree"),
+    Param(
+        "colsample_bytree",
+        1.0,
+        "float",
+        "engine",
+        "fraction of the feature columns per tree (constant and absent columns count)",
+    ),
     Param("random_state", 0, "int", "engine", "seed of every random draw"),
     Param(
         "n_threads",
