@@ -168,3 +168,20 @@ def test_a_colsample_that_leaves_most_trees_no_varying_feature_warns() -> None:
         warnings.simplefilter("error")
         train(dict(BASE, colsample_bytree=0.5), data)  # 1.5 varying columns a tree
         train(dict(BASE, colsample_bytree=0.05), make_dataset(X, Y, qid=QID))  # all vary
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("num_leaves", "num_leaves is max_leaf_nodes"),  # LightGBM
+        ("eta", "eta is learning_rate"),  # XGBoost
+        ("min_child_weight", "min_child_weight is min_sum_hessian_in_leaf"),
+        ("lambdarank_truncation_level", "is truncation_level"),
+        ("reg_alpha", "no L1 regularisation"),
+    ],
+)
+def test_an_other_librarys_parameter_name_is_translated(name, hint) -> None:
+    """Ported code passing LightGBM's or XGBoost's names got the list of every valid
+    name only; the README's table maps them, and so does the error now."""
+    with pytest.raises(ValueError, match=rf"unknown parameter\(s\) \['{name}'\].*{hint}"):
+        _train(**{name: 1})

@@ -256,6 +256,43 @@ BOOL_PARAM_NAMES: tuple[str, ...] = tuple(
 )
 
 
+# LightGBM's and XGBoost's names of ltrboost's parameters (README's table), for the
+# error of a ported parameter dict
+_OTHER_NAMES: dict[str, str] = {
+    **{
+        k: f"{k} is {v} here"
+        for names, v in (
+            (("num_iterations", "num_boost_round", "num_trees", "num_round"), "n_estimators"),
+            (("eta", "shrinkage_rate"), "learning_rate"),
+            (("num_leaves", "max_leaves"), "max_leaf_nodes"),
+            (("min_data_in_leaf", "min_child_samples"), "min_samples_leaf"),
+            (("min_child_weight",), "min_sum_hessian_in_leaf"),
+            (("lambda_l2", "reg_lambda", "lambda"), "l2_regularization"),
+            (("min_split_gain", "gamma", "min_split_loss"), "min_gain_to_split"),
+            (("max_bin",), "max_bins"),
+            (("min_data_in_bin",), "min_samples_bin"),
+            (("grow_policy",), "growth"),
+            (("bagging_fraction",), "subsample"),
+            (("feature_fraction",), "colsample_bytree"),
+            (("seed", "random_seed"), "random_state"),
+            (("num_threads", "n_jobs", "nthread"), "n_threads"),
+            (("early_stopping_round",), "early_stopping_rounds"),
+            (("metric",), "eval_metric"),
+            (("sigmoid",), "sigma"),
+            (("lambdarank_truncation_level",), "truncation_level"),
+            (("lambdarank_pair_method",), "pair_method"),
+            (("lambdarank_norm", "lambdarank_normalization"), "lambda_normalization"),
+            (("label_gain", "ndcg_exp_gain"), "gain"),
+        )
+        for k in names
+    },
+    **{
+        k: f"{k}: ltrboost has no L1 regularisation (l2_regularization is L2's)"
+        for k in ("reg_alpha", "lambda_l1", "alpha")
+    },
+}
+
+
 class _BoosterParamsMethods:
     """Methods of :class:`BoosterParams` (its fields come from :data:`PARAMS`)."""
 
@@ -346,7 +383,12 @@ class _BoosterParamsMethods:
         """Build from a dict, refusing unknown names (a typo must not pass silently)."""
         unknown = sorted(set(params) - set(PARAM_NAMES))
         if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown}; valid: {sorted(PARAM_NAMES)}")
+            hints = [_OTHER_NAMES[k] for k in unknown if k in _OTHER_NAMES]
+            raise ValueError(
+                f"unknown parameter(s) {unknown}"
+                + "".join(f"; {h}" for h in hints)
+                + f"; valid: {sorted(PARAM_NAMES)}"
+            )
         return cls(**params)
 
     def objective_kwargs(self) -> dict[str, Any]:
