@@ -185,3 +185,14 @@ def test_an_other_librarys_parameter_name_is_translated(name, hint) -> None:
     name only; the README's table maps them, and so does the error now."""
     with pytest.raises(ValueError, match=rf"unknown parameter\(s\) \['{name}'\].*{hint}"):
         _train(**{name: 1})
+
+
+def test_resuming_with_fewer_rounds_in_total_than_the_model_has_is_refused(tmp_path) -> None:
+    """``n_estimators`` counts the rounds in total when resuming (``train(init_model=)``,
+    ``--resume``): below the model's rounds it returned the model unchanged, with
+    ``n_estimators=3`` recorded beside its 5 rounds."""
+    five = _train(n_estimators=5)
+    with pytest.raises(ValueError, match=r"n_estimators=3 .* 5 rounds"):
+        train(dict(BASE, n_estimators=3), make_dataset(X, Y, qid=QID), init_model=five)
+    again = train(dict(BASE, n_estimators=5), make_dataset(X, Y, qid=QID), init_model=five)
+    assert again.predict(X).tolist() == five.predict(X).tolist()  # the same total: as is

@@ -442,6 +442,12 @@ class Training:
         n_out = self.n_out
         check_resumable(init_model, objective, n_out, self.n_features)
         done = init_model.n_iterations
+        if done > int(self.params.n_estimators):  # the model would come back as is
+            raise ValueError(
+                f"n_estimators={self.params.n_estimators} is below the {done} rounds of "
+                f"the model to continue: resuming, n_estimators counts the rounds in "
+                f"total (at least {done})"
+            )
         # data without column names (an array, a LETOR file) continues a named model by
         # position: the new model keeps the names, so predict still takes a DataFrame's
         # columns by name instead of silently by position
