@@ -196,3 +196,9 @@ def test_resuming_with_fewer_rounds_in_total_than_the_model_has_is_refused(tmp_p
         train(dict(BASE, n_estimators=3), make_dataset(X, Y, qid=QID), init_model=five)
     again = train(dict(BASE, n_estimators=5), make_dataset(X, Y, qid=QID), init_model=five)
     assert again.predict(X).tolist() == five.predict(X).tolist()  # the same total: as is
+
+
+def test_lightgbms_no_limit_depth_is_named_as_none() -> None:
+    """``max_depth=-1`` is LightGBM's default (no limit); ported code gets told None is."""
+    with pytest.raises(ValueError, match=r"max_depth=-1 must be >= 1 or None.*no limit"):
+        _train(max_depth=-1)

@@ -325,7 +325,8 @@ class _BoosterParamsMethods:
         )
         check(
             self.max_depth is None or int(self.max_depth) >= 1,
-            f"max_depth={self.max_depth} must be >= 1 or None",
+            f"max_depth={self.max_depth} must be >= 1 or None (None: no limit, LightGBM's "
+            "max_depth <= 0)",
         )
         check(
             int(self.min_samples_leaf) >= 1,
