@@ -20,6 +20,7 @@ import pytest
 from ltrboost import load_model, train
 from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
+from ltrboost.objectives.lambdamart import LambdaMART
 from ltrboost.objectives.registry import available_objectives, objective_class
 from ltrboost.params import PARAMS
 
@@ -202,3 +203,14 @@ def test_lightgbms_no_limit_depth_is_named_as_none() -> None:
     """``max_depth=-1`` is LightGBM's default (no limit); ported code gets told None is."""
     with pytest.raises(ValueError, match=r"max_depth=-1 must be >= 1 or None.*no limit"):
         _train(max_depth=-1)
+
+
+@pytest.mark.parametrize("objective", [LambdaMART, LambdaMART(), dict])
+def test_an_objective_class_or_instance_is_named_with_its_registry_name(objective) -> None:
+    """A class is callable, so it was called as a custom loss ``fn(scores, labels,
+    query_offsets)``: ``LambdaMART`` failed with ``lambda_metric=array([0., 0., ...`` (the
+    scores as its first parameter); an instance was refused without the hint."""
+    name = "'lambdamart'" if objective is not dict else "registered objective name"
+    with pytest.raises(ValueError, match=rf"^objective=.*(class|instance).*{name}") as e:
+        _train(objective=objective)
+    assert "array(" not in str(e.value)

@@ -74,8 +74,22 @@ def make_objective(params: BoosterParams):
     """Instantiate the objective with the parameters it accepts (others are ignored).
 
     A callable ``objective`` is a custom objective (:mod:`ltrboost.objectives.custom`)."""
+    from ltrboost.objectives.base import Objective
     from ltrboost.objectives.custom import is_custom, make_custom_objective
 
+    obj = params.objective
+    if isinstance(obj, Objective) or isinstance(obj, type):  # a class is callable too
+        cls = obj if isinstance(obj, type) else type(obj)
+        name = getattr(cls, "name", None) if issubclass(cls, Objective) else None
+        raise ValueError(
+            f"objective={obj!r} is {'a class' if obj is cls else 'an objective instance'}; "
+            + (
+                f"give its registry name {name!r} and its parameters as training parameters"
+                if name
+                else "give a registered objective name or a function (scores, labels, "
+                "query_offsets) -> (grad, hess)"
+            )
+        )
     if is_custom(params.objective):
         return make_custom_objective(params)
     kwargs = params.objective_kwargs()
