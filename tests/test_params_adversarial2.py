@@ -6,6 +6,12 @@
 * A model trained with ``fractions.Fraction`` parameters (real numbers) saves.
 * The doc (``--help``, ``BoosterParams``) of an objective parameter says what None, its
   default, means: each built-in objective's own default.
+* ``label_scale`` refuses booleans and a grade given twice; ``min_samples_bin`` beyond
+  int64 bins; objective parameters take Fractions as the engine's do.
+* Warnings for silent constant models: ``min_samples_leaf`` above half the documents, a
+  ``colsample_bytree`` draw averaging under one varying column.
+* Errors: LightGBM/XGBoost names translated, ``max_depth=-1`` pointed to None, resuming
+  below the model's rounds, an objective class or instance.
 """
 
 from __future__ import annotations
