@@ -8,7 +8,8 @@ Kept out of :mod:`ltrboost.booster` so the boosting loop only calls these helper
 * ``eval_metric`` may mix metric names and callables ``f(scores, labels,
   query_offsets) -> float`` (higher is better), named by their ``__name__``.
 * :func:`check_training_setup`: early stopping needs a validation set, validation
-  sets need distinct names, parameters the objective ignores are warned about.
+  sets need distinct names, parameters the objective (or its ``pair_method``) ignores
+  are warned about.
 """
 
 from __future__ import annotations
@@ -78,6 +79,31 @@ def check_training_setup(params, objective, valid_sets) -> None:
             + "; these parameters are ignored",
             UserWarning,
             stacklevel=3,
+        )
+    _warn_pair_params_ignored(params, objective)
+
+
+def _warn_pair_params_ignored(params, objective) -> None:
+    """Warn about ``pairs_per_sample`` without ``pair_method="sampled"`` and a positive
+    ``truncation_level`` without ``"topk"`` (LambdaMART's NDCG excepted: its ideal DCG
+    is cut at the level whatever the pair method): the pair method never reads them."""
+    op = getattr(objective, "params", None)
+    method = op.get("pair_method") if isinstance(op, dict) else None
+    if method is None:  # no pair method: the objective ignores both (warned above)
+        return
+    ignored = []
+    if params.pairs_per_sample is not None and method != "sampled":
+        ignored.append(f"pairs_per_sample={params.pairs_per_sample!r}")
+    ndcg_cut = objective.name == "lambdamart" and op.get("lambda_metric") == "ndcg"
+    if params.truncation_level not in (None, 0) and method != "topk" and not ndcg_cut:
+        ignored.append(f"truncation_level={params.truncation_level!r}")
+    if ignored:
+        warnings.warn(
+            f"objective {objective.name!r} with pair_method={method!r} does not use "
+            + ", ".join(ignored)
+            + "; these parameters are ignored",
+            UserWarning,
+            stacklevel=4,
         )
 
 

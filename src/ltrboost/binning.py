@@ -65,7 +65,9 @@ class BinMapper:
             raise ValueError(f"max_bins={max_bins} must be between 2 and {MAX_BINS}")
         if int(min_samples_bin) < 1:
             raise ValueError(f"min_samples_bin={min_samples_bin} must be >= 1")
-        self.min_samples_bin = int(min_samples_bin)
+        # the kernels take an int64; no bin holds more documents, so a larger count
+        # bins exactly as this one does
+        self.min_samples_bin = min(int(min_samples_bin), int(np.iinfo(np.int64).max))
         self.max_bins = int(max_bins)
         self.subsample = subsample
         self.random_state = random_state

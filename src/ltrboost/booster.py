@@ -74,8 +74,22 @@ def make_objective(params: BoosterParams):
     """Instantiate the objective with the parameters it accepts (others are ignored).
 
     A callable ``objective`` is a custom objective (:mod:`ltrboost.objectives.custom`)."""
+    from ltrboost.objectives.base import Objective
     from ltrboost.objectives.custom import is_custom, make_custom_objective
 
+    obj = params.objective
+    if isinstance(obj, Objective) or isinstance(obj, type):  # a class is callable too
+        cls = obj if isinstance(obj, type) else type(obj)
+        name = getattr(cls, "name", None) if issubclass(cls, Objective) else None
+        raise ValueError(
+            f"objective={obj!r} is {'a class' if obj is cls else 'an objective instance'}; "
+            + (
+                f"give its registry name {name!r} and its parameters as training parameters"
+                if name
+                else "give a registered objective name or a function (scores, labels, "
+                "query_offsets) -> (grad, hess)"
+            )
+        )
     if is_custom(params.objective):
         return make_custom_objective(params)
     kwargs = params.objective_kwargs()
@@ -179,6 +193,9 @@ def train(
     quiet = np.errstate(over="ignore", invalid="ignore")
     with threads(params.n_threads) as n_threads, quiet:
         run = Training(params, objective, train_set, list(valid_sets), n_threads)
+        if run.used.n_used:  # else: warned that every feature column is constant
+            warn_if_no_split_possible(params, train_set)  # once the data is checked
+            warn_if_colsample_misses(params, run.used)
         return run.run(callbacks, init_model)
 
 
@@ -279,6 +296,40 @@ def warn_if_pairs_ignored(objective, train_set: RankingDataset) -> None:
                 "model is the same as without them (pairs are used by ranknet, "
                 "rankboost, gbrank and qbrank)"
             ),
+            stacklevel=3,
+        )
+
+
+def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) -> None:
+    """Warn when ``min_samples_leaf`` leaves no node a split (two children of that many
+    documents need twice as many): every tree is one leaf, the model a constant."""
+    need = 2 * int(params.min_samples_leaf)
+    if need > train_set.n_samples:
+        warnings.warn(
+            f"min_samples_leaf={params.min_samples_leaf} needs {need} documents to split a "
+            f"node and the training set has {train_set.n_samples} documents: every tree is "
+            "one leaf, the model predicts one constant score",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def warn_if_colsample_misses(params: BoosterParams, used) -> None:
+    """Warn when a ``colsample_bytree`` draw holds less than one varying column on
+    average: the draw counts the constant and absent columns too (LightGBM's
+    ``feature_fraction`` draws among the varying ones), so most trees are one leaf."""
+    fraction = params.colsample_bytree
+    if fraction >= 1 or used.all_used:
+        return
+    k = max(1, int(round(fraction * used.n_features)))  # as _draw_features draws
+    expected = k * used.n_used / used.n_features
+    if expected < 1:
+        warnings.warn(
+            f"colsample_bytree={fraction} draws {k} of all {used.n_features} feature "
+            f"columns and only {used.n_used} of them vary: a tree gets {expected:.2g} "
+            "varying columns on average, most trees are one leaf (the draw counts "
+            "constant and absent columns; raise colsample_bytree)",
+            UserWarning,
             stacklevel=3,
         )
 
@@ -443,6 +494,12 @@ class Training:
         n_out = self.n_out
         check_resumable(init_model, objective, n_out, self.n_features)
         done = init_model.n_iterations
+        if done > int(self.params.n_estimators):  # the model would come back as is
+            raise ValueError(
+                f"n_estimators={self.params.n_estimators} is below the {done} rounds of "
+                f"the model to continue: resuming, n_estimators counts the rounds in "
+                f"total (at least {done})"
+            )
         # data without column names (an array, a LETOR file) continues a named model by
         # position: the new model keeps the names, so predict still takes a DataFrame's
         # columns by name instead of silently by position

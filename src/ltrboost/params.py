@@ -50,7 +50,13 @@ PARAMS: tuple[Param, ...] = (
     Param("min_samples_leaf", 20, "int", "tree", "documents per leaf, at least"),
     Param("min_sum_hessian_in_leaf", 1e-3, "float", "tree", "hessian sum per leaf"),
     Param("l2_regularization", 0.0, "float", "tree", "lambda in -G/(H+lambda)"),
-    Param("min_gain_to_split", 0.0, "float", "tree", "smallest gain that splits"),
+    Param(
+        "min_gain_to_split",
+        0.0,
+        "float",
+        "tree",
+        "a node splits only with a gain above this (0: any positive gain)",
+    ),
     Param("max_bins", 255, "int", "engine", "value bins per feature (<= 255) + missing"),
     Param(
         "min_samples_bin",
@@ -76,7 +82,13 @@ PARAMS: tuple[Param, ...] = (
         '"best_first" | "breadth_first" | "depth_first"',
     ),
     Param("subsample", 1.0, "float", "engine", "fraction of queries per round"),
-    Param("colsample_bytree", 1.0, "float", "engine", "fraction of features per tree"),
+    Param(
+        "colsample_bytree",
+        1.0,
+        "float",
+        "engine",
+        "fraction of the feature columns per tree (constant and absent columns count)",
+    ),
     Param("random_state", 0, "int", "engine", "seed of every random draw"),
     Param(
         "n_threads",
@@ -99,49 +111,98 @@ PARAMS: tuple[Param, ...] = (
         "early_stopping",
         "metrics on the validation sets; None: the objective's default",
     ),
-    Param("sigma", None, "float | None", "objective", "sigmoid scale of pairwise losses"),
+    Param(
+        "sigma",
+        None,
+        "float | None",
+        "objective",
+        "sigmoid scale of pairwise losses (None: 1.0)",
+    ),
     Param(
         "lambda_metric",
         None,
         "str | None",
         "objective",
-        'LambdaMART\'s Z: "ndcg", "err", "map"',
+        'LambdaMART\'s Z: "ndcg", "err", "map" (None: "ndcg")',
     ),
     Param(
         "truncation_level",
         None,
         "int | None",
         "objective",
-        "pairs with a document in the top k; 0: every pair",
+        "pairs with a document in the top k; 0: every pair (None: 30, not every pair)",
     ),
-    Param("pair_method", None, "str | None", "objective", '"all" | "topk" | "sampled"'),
+    Param(
+        "pair_method",
+        None,
+        "str | None",
+        "objective",
+        '"all" | "topk" | "sampled" (None: "topk" for lambdamart, "all" for ranknet and rankboost)',
+    ),
     Param(
         "pairs_per_sample",
         None,
         "int | None",
         "objective",
-        "pairs drawn per document (sampled)",
+        "pairs drawn per document (sampled) (None: 1)",
     ),
     Param(
         "lambda_normalization",
         None,
         "bool | None",
         "objective",
-        "LightGBM's lambdarank normalisation",
+        "LightGBM's lambdarank normalisation (None: True)",
     ),
-    Param("gain", None, "str | None", "objective", '"exp" (2^y - 1) | "linear" (y)'),
-    Param("relevance_threshold", None, "float | None", "objective", "binary relevance"),
-    Param("positive_threshold", None, "float | None", "objective", "logistic positives"),
-    Param("label_scale", None, "Any", "objective", "logistic pseudo-response scale"),
-    Param("tau", None, "Any", "objective", "pair margin (gbrank, qbrank)"),
+    Param(
+        "gain",
+        None,
+        "str | None",
+        "objective",
+        '"exp" (2^y - 1) | "linear" (y) (None: "exp"; also the metrics\' gain)',
+    ),
+    Param(
+        "relevance_threshold",
+        None,
+        "float | None",
+        "objective",
+        "binary relevance y >= this (None: 1; also the metrics')",
+    ),
+    Param(
+        "positive_threshold",
+        None,
+        "float | None",
+        "objective",
+        "logistic_rank positives y >= this (None: max(1, ceil(max grade / 2)))",
+    ),
+    Param(
+        "label_scale",
+        None,
+        "Any",
+        "objective",
+        "logistic_rank scale per grade, {grade: scale} or [scale, ...] (None: y - "
+        "positive_threshold + 1 for positives, 1 for negatives)",
+    ),
+    Param(
+        "tau",
+        None,
+        "Any",
+        "objective",
+        'pair margin (None: 0.1 for gbrank, "grade_difference" for qbrank)',
+    ),
     Param(
         "preference_weight",
         None,
         "float | None",
         "objective",
-        "qbrank's w (pairs part)",
+        "qbrank's w (pairs part) (None: 0.5)",
     ),
-    Param("use_label_pairs", None, "bool | None", "objective", "pairs from labels too"),
+    Param(
+        "use_label_pairs",
+        None,
+        "bool | None",
+        "objective",
+        "pairs from labels too, with explicit pairs (None: whenever there are labels)",
+    ),
     Param(
         "permutations",
         None,
@@ -195,6 +256,43 @@ BOOL_PARAM_NAMES: tuple[str, ...] = tuple(
 )
 
 
+# LightGBM's and XGBoost's names of ltrboost's parameters (README's table), for the
+# error of a ported parameter dict
+_OTHER_NAMES: dict[str, str] = {
+    **{
+        k: f"{k} is {v} here"
+        for names, v in (
+            (("num_iterations", "num_boost_round", "num_trees", "num_round"), "n_estimators"),
+            (("eta", "shrinkage_rate"), "learning_rate"),
+            (("num_leaves", "max_leaves"), "max_leaf_nodes"),
+            (("min_data_in_leaf", "min_child_samples"), "min_samples_leaf"),
+            (("min_child_weight",), "min_sum_hessian_in_leaf"),
+            (("lambda_l2", "reg_lambda", "lambda"), "l2_regularization"),
+            (("min_split_gain", "gamma", "min_split_loss"), "min_gain_to_split"),
+            (("max_bin",), "max_bins"),
+            (("min_data_in_bin",), "min_samples_bin"),
+            (("grow_policy",), "growth"),
+            (("bagging_fraction",), "subsample"),
+            (("feature_fraction",), "colsample_bytree"),
+            (("seed", "random_seed"), "random_state"),
+            (("num_threads", "n_jobs", "nthread"), "n_threads"),
+            (("early_stopping_round",), "early_stopping_rounds"),
+            (("metric",), "eval_metric"),
+            (("sigmoid",), "sigma"),
+            (("lambdarank_truncation_level",), "truncation_level"),
+            (("lambdarank_pair_method",), "pair_method"),
+            (("lambdarank_norm", "lambdarank_normalization"), "lambda_normalization"),
+            (("label_gain", "ndcg_exp_gain"), "gain"),
+        )
+        for k in names
+    },
+    **{
+        k: f"{k}: ltrboost has no L1 regularisation (l2_regularization is L2's)"
+        for k in ("reg_alpha", "lambda_l1", "alpha")
+    },
+}
+
+
 class _BoosterParamsMethods:
     """Methods of :class:`BoosterParams` (its fields come from :data:`PARAMS`)."""
 
@@ -227,7 +325,8 @@ class _BoosterParamsMethods:
         )
         check(
             self.max_depth is None or int(self.max_depth) >= 1,
-            f"max_depth={self.max_depth} must be >= 1 or None",
+            f"max_depth={self.max_depth} must be >= 1 or None (None: no limit, LightGBM's "
+            "max_depth <= 0)",
         )
         check(
             int(self.min_samples_leaf) >= 1,
@@ -285,7 +384,12 @@ class _BoosterParamsMethods:
         """Build from a dict, refusing unknown names (a typo must not pass silently)."""
         unknown = sorted(set(params) - set(PARAM_NAMES))
         if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown}; valid: {sorted(PARAM_NAMES)}")
+            hints = [_OTHER_NAMES[k] for k in unknown if k in _OTHER_NAMES]
+            raise ValueError(
+                f"unknown parameter(s) {unknown}"
+                + "".join(f"; {h}" for h in hints)
+                + f"; valid: {sorted(PARAM_NAMES)}"
+            )
         return cls(**params)
 
     def objective_kwargs(self) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -108,6 +109,10 @@ def _jsonable(x: Any) -> Any:
         return float(x)
     if isinstance(x, np.bool_):
         return bool(x)
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool | int):
+        return int(x)
+    if isinstance(x, numbers.Real) and not isinstance(x, bool | int | float):
+        return float(x)  # e.g. a fractions.Fraction parameter, trained on as its float
     return x
 
 

@@ -10,6 +10,7 @@ NDCG kernel, the path a default LambdaMART run takes.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -447,8 +448,8 @@ def _check_unbiased(unbiased: Any, position_bias_norm: Any, max_positions: Any) 
         _unbiased.DEFAULT_POSITION_BIAS_NORM if position_bias_norm is None else position_bias_norm
     )
     if (
-        isinstance(norm, bool)
-        or not isinstance(norm, int | float | np.number)
+        isinstance(norm, bool | np.bool_)
+        or not isinstance(norm, numbers.Real)
         or not math.isfinite(float(norm))
         or norm < 0
     ):

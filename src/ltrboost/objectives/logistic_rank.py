@@ -159,7 +159,8 @@ class LogisticRank(Objective):
 def _normalise_label_scale(
     spec: Mapping[Any, float] | Sequence[float] | None,
 ) -> dict[float, float] | None:
-    """Canonical ``{grade: scale}`` (float keys) from a mapping or a sequence."""
+    """Canonical ``{grade: scale}`` (float keys) from a mapping or a sequence; a boolean
+    grade or scale, or a grade given twice (``{1: 2.0, "1": 3.0}``), is refused."""
     if spec is None:
         return None
     if isinstance(spec, Mapping):
@@ -172,11 +173,20 @@ def _normalise_label_scale(
     else:
         items = list(enumerate(spec))
     out: dict[float, float] = {}
+    typed: dict[float, Any] = {}  # each grade as the caller wrote it
     for grade, scale in items:
+        if isinstance(grade, bool | np.bool_) or isinstance(scale, bool | np.bool_):
+            raise ValueError(
+                f"label_scale entry {grade!r}: {scale!r}: grades and scales are numbers, "
+                "not booleans"
+            )
         try:
             g, c = float(grade), float(scale)
         except (TypeError, ValueError):
             raise ValueError(f"label_scale entry {grade!r}: {scale!r} is not a number") from None
+        if g in out:
+            raise ValueError(f"label_scale gives grade {g:g} twice ({typed[g]!r}, {grade!r})")
+        typed[g] = grade
         if not (math.isfinite(c) and c > 0):
             raise ValueError(f"label_scale[{grade!r}]={scale!r}: scales must be finite and > 0")
         out[g] = c

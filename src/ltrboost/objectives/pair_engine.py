@@ -35,6 +35,7 @@ Sign convention: ``gradients`` are dL/ds (descent is ``-gradients``).  Seed 001'
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -170,7 +171,7 @@ class PairwiseObjective(Objective):
     @staticmethod
     def _check_sigma(sigma: float) -> float:
         if isinstance(sigma, bool | np.bool_) or not (
-            isinstance(sigma, int | float | np.integer | np.floating) and math.isfinite(sigma)
+            isinstance(sigma, numbers.Real) and math.isfinite(sigma)
         ):
             raise ValueError(f"sigma={sigma!r} should be a positive finite number")
         if sigma <= 0:

@@ -38,6 +38,7 @@ pairwise engine; with one weight per query the two agree.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -113,9 +114,7 @@ def check_tau(tau: Any) -> float | str:
         if tau == TAU_GRADE_DIFFERENCE:
             return tau
         raise ValueError(f"tau={tau!r} must be a positive number or {TAU_GRADE_DIFFERENCE!r}")
-    if isinstance(tau, bool | np.bool_) or not isinstance(
-        tau, int | float | np.integer | np.floating
-    ):
+    if isinstance(tau, bool | np.bool_) or not isinstance(tau, numbers.Real):
         raise ValueError(f"tau={tau!r} must be a positive number or {TAU_GRADE_DIFFERENCE!r}")
     if not (math.isfinite(tau) and tau > 0):
         raise ValueError(f"tau={tau} must be a positive finite number")

@@ -9,6 +9,7 @@ derivation of ``g`` and ``h`` and the line search in ``docs/theory.md`` ("QBRank
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -94,9 +95,7 @@ class QBRank(Objective):
         init: str = "mean",
     ) -> None:
         w = preference_weight
-        if isinstance(w, bool | np.bool_) or not isinstance(
-            w, int | float | np.integer | np.floating
-        ):
+        if isinstance(w, bool | np.bool_) or not isinstance(w, numbers.Real):
             raise ValueError(f"preference_weight={w!r} must be a number between 0 and 1")
         if not (0.0 <= w <= 1.0):
             raise ValueError(f"preference_weight={w} must be between 0 and 1")

@@ -25,6 +25,7 @@ so results do not depend on the thread count.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -84,9 +85,7 @@ class YetiRank(PairwiseObjective):
         d = DEFAULT_DECAY if decay is None else decay
         if isinstance(p, bool) or not isinstance(p, int | np.integer) or p < 1:
             raise ValueError(f"permutations={permutations!r} should be a positive integer")
-        if isinstance(d, bool | np.bool_) or not isinstance(
-            d, int | float | np.integer | np.floating
-        ):
+        if isinstance(d, bool | np.bool_) or not isinstance(d, numbers.Real):
             raise ValueError(f"decay={decay!r} should be a number in (0, 1]")
         if not (math.isfinite(float(d)) and 0.0 < float(d) <= 1.0):
             raise ValueError(f"decay={decay!r} should be a number in (0, 1]")
