@@ -179,3 +179,34 @@ def test_readme_trees_to_dataframe_columns():
     model = Ranker(n_estimators=2, min_samples_leaf=5).fit(X, y, qid=np.repeat(np.arange(6), 10))
     assert list(model.booster_.trees_to_dataframe().columns) == names
     assert len(names) == 16
+
+
+def test_choosing_a_ranker_table_is_bench_readmes():
+    """Every NDCG@10 of README's "Choosing a ranker" table is the one in bench/README.md's
+    "Every objective on every shared dataset" tables (the numbers' source and command)."""
+    bench = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    section = bench[bench.index("## Every objective on every shared dataset") :]
+    source = {}
+    for data, system, ndcg10 in re.findall(
+        r"^\| ([^|]+?) \| ([^|]+?) \| [\d.]+ \| [\d.]+ \| ([\d.]+) \|", section, re.M
+    ):
+        source[(data, system)] = ndcg10
+    datasets = (
+        "MQ2008 (5 folds)",
+        "MQ2008 binary (5 folds)",
+        "synthetic, 150 docs/query",
+        "lightgbm_example",
+        "mslr_tiny",
+        "trec_news",
+    )
+    readme = _readme()
+    table = readme[readme.index("| objective | MQ2008 (0–2) |") :].split("\n\n")[0]
+    rows = [r for r in table.splitlines()[2:] if r.startswith("|")]
+    assert len(rows) == 16
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        system = cells[0].replace("`", "")
+        system = re.sub(r"^(\w+) \+ OLE$", r"\1, OLE", system)
+        system = re.sub(r"^lambdamart (err|map)$", r"lambdamart (\1)", system)
+        for data, value in zip(datasets, cells[1:], strict=True):
+            assert source.get((data, system)) == value, (system, data, value)
