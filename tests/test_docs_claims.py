@@ -200,7 +200,7 @@ def test_choosing_a_ranker_table_is_bench_readmes():
         "trec_news",
     )
     readme = _readme()
-    table = readme[readme.index("| objective | MQ2008 (0–2) |") :].split("\n\n")[0]
+    table = readme[readme.index("| objective | MQ2008 (0\u20132) |") :].split("\n\n")[0]
     rows = [r for r in table.splitlines()[2:] if r.startswith("|")]
     assert len(rows) == 16
     for row in rows:
