@@ -240,3 +240,17 @@ def test_documented_bench_commands_take_their_flags():
         assert done.returncode == 0, (module, done.stderr[-500:])
         missing = sorted(f for f in flags if f not in done.stdout)
         assert not missing, (module, missing)
+
+
+@pytest.mark.parametrize("command", ["train", "cv"])
+def test_every_parameter_is_a_kebab_case_flag(command):
+    """README: every parameter is a CLI flag in kebab-case, except `eval_metric`, which is
+    `--metric`; the synopsis gives `train` and `cv` "every parameter as --kebab-case"."""
+    from ltrboost.cli import build_parser
+    from ltrboost.params import PARAMS
+
+    parser = _subparser(build_parser(), [command])
+    options = {o for a in parser._actions for o in a.option_strings}
+    for p in PARAMS:
+        flag = "--metric" if p.name == "eval_metric" else "--" + p.name.replace("_", "-")
+        assert flag in options, flag
