@@ -95,17 +95,19 @@ class _MetricFlag(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         before = getattr(namespace, self.dest, None)
         first = getattr(namespace, "_metric_flag", None)  # the flag given first, if any
-        if first is not None and before != values:
+        if first is not None and before != values and not hasattr(namespace, "_metric_error"):
+            # reported by main as one line (parser.error would print the usage too)
             if first == option_string:
-                parser.error(
+                namespace._metric_error = (
                     f"{option_string} given twice ({before!r}, then {values!r}); several "
                     f"metrics are one comma-separated list, e.g. {option_string} "
                     f"{before},{values}"
                 )
-            parser.error(
-                f"--metric and --eval-metric (a deprecated alias) disagree: "
-                f"{before!r} vs {values!r}; give --metric once"
-            )
+            else:
+                namespace._metric_error = (
+                    f"--metric and --eval-metric (a deprecated alias) disagree: "
+                    f"{before!r} vs {values!r}; give --metric once"
+                )
         namespace._metric_flag = first or option_string
         setattr(namespace, self.dest, values)
 
@@ -531,7 +533,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
+    metric_error = vars(args).pop("_metric_error", None)
     try:
+        if metric_error:
+            raise ValueError(metric_error)
         _refuse_stdout_output(args)
         _refuse_output_over_input(args)
         with warnings.catch_warnings(), _background_compile(args):
