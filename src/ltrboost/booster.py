@@ -196,7 +196,10 @@ def train(
         if run.used.n_used:  # else: warned that every feature column is constant
             warn_if_no_split_possible(params, train_set)  # once the data is checked
             warn_if_colsample_misses(params, run.used)
-        return run.run(callbacks, init_model)
+        model = run.run(callbacks, init_model)
+    if run.used.n_used and 2 * int(params.min_samples_leaf) <= train_set.n_samples:
+        warn_if_constant_model(params, model, train_set)  # else warned above
+    return model
 
 
 def check_callbacks(callbacks) -> list:
@@ -312,6 +315,36 @@ def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) 
             UserWarning,
             stacklevel=3,
         )
+
+
+def warn_if_constant_model(params: BoosterParams, model: Booster, train_set) -> None:
+    """Warn when every tree of ``model`` is one leaf: the model gives every document the
+    same score (all labels equal, queries without two grades for a pairwise loss, or
+    split limits no split meets), which trained silently (LightGBM warns that no leaf
+    meets the split requirements).  The message names the likely cause."""
+    if not model.trees or any(t.shape[0] > 1 for t in model.trees):
+        return
+    y = np.asarray(train_set.y)
+    starts = np.asarray(train_set.query_offsets)[:-1]
+    starts = starts[starts < y.shape[0]]
+    if (y == y[0]).all():
+        cause = f"every training label is {y[0]:g}"
+    elif (np.maximum.reduceat(y, starts) == np.minimum.reduceat(y, starts)).all():
+        cause = (
+            "no query holds two documents of different labels, so a pairwise or "
+            "listwise loss has no pair"
+        )
+    else:
+        cause = (
+            f"no split meets min_samples_leaf={params.min_samples_leaf}, "
+            f"min_sum_hessian_in_leaf={params.min_sum_hessian_in_leaf} and "
+            f"min_gain_to_split={params.min_gain_to_split}"
+        )
+    warnings.warn(
+        f"every tree is one leaf, the model predicts one constant score: {cause}",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def warn_if_colsample_misses(params: BoosterParams, used) -> None:
