@@ -104,3 +104,15 @@ def test_weighted_mart_under_se_is_not_newton_as_documented():
         assert (
             splits == [(t["feature_idx"].tolist(), t["bin_threshold"].tolist()) for t in nt.trees]
         ) is same
+
+
+@pytest.mark.parametrize(
+    ("labels", "params", "side"),
+    [([1.0, 2.0], {}, "positive"), ([0.0, 1.0], {"positive_threshold": 5}, "negative")],
+)
+def test_logistic_rank_with_one_class_names_the_threshold(labels, params, side):
+    """Every grade on one side of ``positive_threshold`` (grades 1-2 under the default
+    threshold 1): one class, a constant model; the warning blamed the split limits."""
+    y = np.random.default_rng(3).choice(labels, 40)
+    with pytest.warns(UserWarning, match=rf"every document is {side}.*positive_threshold"):
+        _fit("logistic_rank", y, [10] * 4, **params)

@@ -198,7 +198,7 @@ def train(
             warn_if_colsample_misses(params, run.used)
         model = run.run(callbacks, init_model)
     if run.used.n_used and 2 * int(params.min_samples_leaf) <= train_set.n_samples:
-        warn_if_constant_model(params, model, train_set)  # else warned above
+        warn_if_constant_model(params, objective, model, train_set)  # else warned above
     return model
 
 
@@ -317,7 +317,7 @@ def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) 
         )
 
 
-def warn_if_constant_model(params: BoosterParams, model: Booster, train_set) -> None:
+def warn_if_constant_model(params: BoosterParams, objective, model: Booster, train_set) -> None:
     """Warn when every tree of ``model`` is one leaf: the model gives every document the
     same score (all labels equal, queries without two grades for a pairwise loss, or
     split limits no split meets), which trained silently (LightGBM warns that no leaf
@@ -327,8 +327,15 @@ def warn_if_constant_model(params: BoosterParams, model: Booster, train_set) -> 
     y = np.asarray(train_set.y)
     starts = np.asarray(train_set.query_offsets)[:-1]
     starts = starts[starts < y.shape[0]]
+    own = (
+        objective.constant_model_cause(train_set)
+        if hasattr(objective, "constant_model_cause")
+        else None
+    )
     if (y == y[0]).all():
         cause = f"every training label is {y[0]:g}"
+    elif own is not None:
+        cause = own
     elif (np.maximum.reduceat(y, starts) == np.minimum.reduceat(y, starts)).all():
         cause = (
             "no query holds two documents of different labels, so a pairwise or "
