@@ -116,3 +116,12 @@ def test_logistic_rank_with_one_class_names_the_threshold(labels, params, side):
     y = np.random.default_rng(3).choice(labels, 40)
     with pytest.warns(UserWarning, match=rf"every document is {side}.*positive_threshold"):
         _fit("logistic_rank", y, [10] * 4, **params)
+
+
+@pytest.mark.parametrize("threshold", [3, 0])
+def test_lambdamart_map_without_relevant_and_irrelevant_names_the_threshold(threshold):
+    """``lambda_metric="map"`` on binary relevance ``y >= relevance_threshold``: no
+    query with both a relevant and an irrelevant document gives every pair a zero
+    change of AP, a constant model; the warning blamed the split limits."""
+    with pytest.warns(UserWarning, match=rf"relevance_threshold={threshold}\b"):
+        _fit("lambdamart", GRADES, [10] * 4, lambda_metric="map", relevance_threshold=threshold)
