@@ -125,3 +125,15 @@ def test_lambdamart_map_without_relevant_and_irrelevant_names_the_threshold(thre
     change of AP, a constant model; the warning blamed the split limits."""
     with pytest.warns(UserWarning, match=rf"relevance_threshold={threshold}\b"):
         _fit("lambdamart", GRADES, [10] * 4, lambda_metric="map", relevance_threshold=threshold)
+
+
+def test_labels_of_zero_weight_documents_do_not_count_as_signal():
+    """Grade 3 on zero-weight documents only: the weighted data holds one grade, the
+    model is constant, and the warning named the split limits instead."""
+    y = np.where(GRADES > 1, 3.0, 0.0)
+    w = np.where(y == 3, 0.0, 1.0)
+    with pytest.warns(UserWarning, match="every training label of positive weight is 0"):
+        train(
+            dict(objective="mcrank", n_estimators=3, min_samples_leaf=1),
+            make_dataset(X, y, group=[10] * 4, sample_weight=w),
+        )

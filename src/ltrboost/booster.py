@@ -327,16 +327,21 @@ def warn_if_constant_model(params: BoosterParams, objective, model: Booster, tra
     y = np.asarray(train_set.y)
     starts = np.asarray(train_set.query_offsets)[:-1]
     starts = starts[starts < y.shape[0]]
+    # zero-weight documents carry no signal: their labels count for nothing
+    counts = np.ones(y.shape, bool) if train_set.weights is None else train_set.weights > 0
+    weighted = "" if counts.all() else " of positive weight"
+    top = np.maximum.reduceat(np.where(counts, y, -np.inf), starts)
+    bottom = np.minimum.reduceat(np.where(counts, y, np.inf), starts)
     own = (
         objective.constant_model_cause(train_set)
         if hasattr(objective, "constant_model_cause")
         else None
     )
-    if (y == y[0]).all():
-        cause = f"every training label is {y[0]:g}"
+    if top.max() == bottom.min():
+        cause = f"every training label{weighted} is {top.max():g}"
     elif own is not None:
         cause = own
-    elif (np.maximum.reduceat(y, starts) == np.minimum.reduceat(y, starts)).all():
+    elif (top <= bottom).all():
         cause = (
             "no query holds two documents of different labels, so a pairwise or "
             "listwise loss has no pair"
