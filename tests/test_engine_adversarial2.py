@@ -137,3 +137,23 @@ def test_labels_of_zero_weight_documents_do_not_count_as_signal():
             dict(objective="mcrank", n_estimators=3, min_samples_leaf=1),
             make_dataset(X, y, group=[10] * 4, sample_weight=w),
         )
+
+
+def test_rare_values_merged_by_min_samples_bin_are_named():
+    """Columns that vary only in values rarer than ``min_samples_bin`` bin into one bin
+    each: no tree can split, and the warning named the leaf limits instead."""
+    Xr = np.zeros((40, 2))
+    Xr[[0, 10], 0] = 1.0
+    Xr[20, 1] = 1.0
+    y = Xr.sum(axis=1)
+    with pytest.warns(UserWarning, match=r"min_samples_bin=3 leaves every feature column one bin"):
+        train(
+            dict(objective="lambdamart", n_estimators=2, min_samples_leaf=1),
+            make_dataset(Xr, y, group=[10] * 4),
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train(
+            dict(objective="lambdamart", n_estimators=2, min_samples_leaf=1, min_samples_bin=1),
+            make_dataset(Xr, y, group=[10] * 4),
+        )

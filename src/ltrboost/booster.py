@@ -198,7 +198,9 @@ def train(
             warn_if_colsample_misses(params, run.used)
         model = run.run(callbacks, init_model)
     if run.used.n_used and 2 * int(params.min_samples_leaf) <= train_set.n_samples:
-        warn_if_constant_model(params, objective, model, train_set)  # else warned above
+        binner = run.binner
+        one_bin = bool(((binner.n_bins_non_missing_ <= 1) & ~binner.has_missing_).all())
+        warn_if_constant_model(params, objective, model, train_set, one_bin)
     return model
 
 
@@ -317,11 +319,14 @@ def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) 
         )
 
 
-def warn_if_constant_model(params: BoosterParams, objective, model: Booster, train_set) -> None:
+def warn_if_constant_model(
+    params: BoosterParams, objective, model: Booster, train_set, one_bin: bool = False
+) -> None:
     """Warn when every tree of ``model`` is one leaf: the model gives every document the
-    same score (all labels equal, queries without two grades for a pairwise loss, or
-    split limits no split meets), which trained silently (LightGBM warns that no leaf
-    meets the split requirements).  The message names the likely cause."""
+    same score (all labels equal, queries without two grades for a pairwise loss, every
+    column one bin (``one_bin``), or split limits no split meets), which trained
+    silently (LightGBM warns that no leaf meets the split requirements).  The message
+    names the likely cause."""
     if not model.trees or any(t.shape[0] > 1 for t in model.trees):
         return
     y = np.asarray(train_set.y)
@@ -341,6 +346,11 @@ def warn_if_constant_model(params: BoosterParams, objective, model: Booster, tra
         cause = f"every training label{weighted} is {top.max():g}"
     elif own is not None:
         cause = own
+    elif one_bin:
+        cause = (
+            f"min_samples_bin={params.min_samples_bin} leaves every feature column one bin "
+            "(its other values are rarer; lower min_samples_bin)"
+        )
     elif (top <= bottom).all():
         cause = (
             "no query holds two documents of different labels, so a pairwise or "
