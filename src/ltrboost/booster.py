@@ -196,7 +196,12 @@ def train(
         if run.used.n_used:  # else: warned that every feature column is constant
             warn_if_no_split_possible(params, train_set)  # once the data is checked
             warn_if_colsample_misses(params, run.used)
-        return run.run(callbacks, init_model)
+        model = run.run(callbacks, init_model)
+    if run.used.n_used and 2 * int(params.min_samples_leaf) <= train_set.n_samples:
+        binner = run.binner
+        one_bin = bool(((binner.n_bins_non_missing_ <= 1) & ~binner.has_missing_).all())
+        warn_if_constant_model(params, objective, model, train_set, one_bin)
+    return model
 
 
 def check_callbacks(callbacks) -> list:
@@ -312,6 +317,56 @@ def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) 
             UserWarning,
             stacklevel=3,
         )
+
+
+def warn_if_constant_model(
+    params: BoosterParams, objective, model: Booster, train_set, one_bin: bool = False
+) -> None:
+    """Warn when every tree of ``model`` is one leaf: the model gives every document the
+    same score (all labels equal, queries without two grades for a pairwise loss, every
+    column one bin (``one_bin``), or split limits no split meets), which trained
+    silently (LightGBM warns that no leaf meets the split requirements).  The message
+    names the likely cause."""
+    if not model.trees or any(t.shape[0] > 1 for t in model.trees):
+        return
+    y = np.asarray(train_set.y)
+    starts = np.asarray(train_set.query_offsets)[:-1]
+    starts = starts[starts < y.shape[0]]
+    # zero-weight documents carry no signal: their labels count for nothing
+    counts = np.ones(y.shape, bool) if train_set.weights is None else train_set.weights > 0
+    weighted = "" if counts.all() else " of positive weight"
+    top = np.maximum.reduceat(np.where(counts, y, -np.inf), starts)
+    bottom = np.minimum.reduceat(np.where(counts, y, np.inf), starts)
+    own = (
+        objective.constant_model_cause(train_set)
+        if hasattr(objective, "constant_model_cause")
+        else None
+    )
+    if top.max() == bottom.min():
+        cause = f"every training label{weighted} is {top.max():g}"
+    elif own is not None:
+        cause = own
+    elif one_bin:
+        cause = (
+            f"min_samples_bin={params.min_samples_bin} leaves every feature column one bin "
+            "(its other values are rarer; lower min_samples_bin)"
+        )
+    elif (top <= bottom).all():
+        cause = (
+            "no query holds two documents of different labels, so a pairwise or "
+            "listwise loss has no pair"
+        )
+    else:
+        cause = (
+            f"no split meets min_samples_leaf={params.min_samples_leaf}, "
+            f"min_sum_hessian_in_leaf={params.min_sum_hessian_in_leaf} and "
+            f"min_gain_to_split={params.min_gain_to_split}"
+        )
+    warnings.warn(
+        f"every tree is one leaf, the model predicts one constant score: {cause}",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def warn_if_colsample_misses(params: BoosterParams, used) -> None:

@@ -8,7 +8,8 @@ side of a split, and ``lam`` for ``l2_regularization``.
   For derivative-additive (pointwise) losses this *is* OLE (Theorem 1).
 * ``"se"`` -- least squares on the pseudo-response ``r = -g`` (eq. 3): the same formula
   with the counts in place of the hessians, ``G_l^2/n_l + G_r^2/n_r - G^2/n``.
-  For MART (constant hessian 2) it ranks splits exactly as ``newton`` (Theorem 2).
+  For MART (constant hessian 2) it ranks splits exactly as ``newton`` (Theorem 2); with
+  sample weights MART's hessian is ``2 w``, not constant, and the two differ.
 * ``"ole"`` -- eq. 13 with the exact one-leaf hessian of a pairwise loss: from each side's
   ``H`` the pairs whose two documents both fall on that side are removed,
   ``H_side = sum_{d in side} h_d - 2 sum_{(i,j) in side} rho_ij``; ``G`` is unchanged.

@@ -168,6 +168,12 @@ class Objective:
         """
         return None
 
+    def constant_model_cause(self, data: RankingDataset) -> str | None:
+        """Why ``data`` (after :meth:`prepare`) leaves this objective nothing to learn,
+        for the warning of a model whose every tree is one leaf; None: no reason known
+        beyond the generic ones (equal labels, no query with two labels)."""
+        return None
+
     def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
         """The objective value (used by finite-difference tests and line searches)."""
         raise NotImplementedError

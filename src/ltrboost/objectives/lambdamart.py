@@ -209,6 +209,20 @@ class LambdaMART(PairwiseObjective):
                 f"'all', not lambda_metric={lambda_metric!r}, pair_method={pair_method!r}"
             )
 
+    def constant_model_cause(self, data: RankingDataset) -> str | None:
+        """Under ``"map"``: no query holds both a relevant and an irrelevant document."""
+        if self._metric_code != METRIC_MAP:
+            return None
+        relevant = (np.asarray(data.y) >= self._relevance_threshold).astype(np.int8)
+        starts = np.asarray(data.query_offsets)[:-1]
+        starts = starts[starts < relevant.shape[0]]
+        if (np.maximum.reduceat(relevant, starts) > np.minimum.reduceat(relevant, starts)).any():
+            return None
+        return (
+            "no query holds both a relevant and an irrelevant document under "
+            f"lambda_metric='map' with relevance_threshold={self._relevance_threshold:g}"
+        )
+
     # -- Unbiased LambdaMART: the position biases (ltrboost.objectives.unbiased) --------
 
     def prepare(self, data: RankingDataset) -> None:

@@ -98,6 +98,15 @@ class LogisticRank(Objective):
             self.params["positive_threshold"] = t
         return float(t)
 
+    def constant_model_cause(self, data: RankingDataset) -> str | None:
+        """Every grade on one side of ``positive_threshold``: one class only."""
+        t = self.params["positive_threshold"]
+        positive = np.asarray(data.y) >= t
+        if positive.all() or not positive.any():
+            side = "positive" if positive.all() else "negative"
+            return f"every document is {side} under positive_threshold={t:g}"
+        return None
+
     def _targets(
         self, data: RankingDataset
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
