@@ -1,0 +1,54 @@
+"""The CLI as a user drives it, a second adversarial pass (stop 33): environment
+variables, argument errors, odd output names.  Each problem found is one test here;
+every error is one line ``ltrboost: error: ...`` naming the thing, status 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_cli import assert_one_line_error as one_line_error
+from test_cli import run
+
+
+@pytest.fixture
+def letor(tmp_path: Path) -> Path:
+    """A small LETOR file: 4 queries x 5 documents, 3 features."""
+    lines = [
+        f"{(q + d) % 3} qid:{q + 1} 1:{d} 2:{(q * d) % 4} 3:{0.5 * d}"
+        for q in range(4)
+        for d in range(5)
+    ]
+    path = tmp_path / "small.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("variable", ["LTRBOOST_MAX_HISTOGRAM_BYTES", "LTRBOOST_MAX_QUERY_PAIRS"])
+@pytest.mark.parametrize("value", ["abc", "inf", "nan", "-1", "0", "1e400"])
+def test_a_bad_limit_variable_is_one_line_naming_it(
+    variable, value, letor, tmp_path, capsys, monkeypatch
+):
+    """README names these variables; a value that is no count (text, inf, NaN, zero,
+    negative) was a traceback (OverflowError for inf) or a message that did not name
+    the variable ('could not convert string to float'); a negative limit refused every
+    training with a 'limit of -0.0 GiB'."""
+    monkeypatch.setenv(variable, value)
+    flags = ["--objective", "gbrank"] if "PAIRS" in variable else []
+    rc, _, err = run(
+        ["train", str(letor), "-q", "--n-estimators", "1", "-o", str(tmp_path / "m.json"), *flags],
+        capsys,
+    )
+    one_line_error(rc, err, f"${variable}", repr(value))
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_the_ole_pair_limit_variable_is_checked_too(monkeypatch):
+    from ltrboost.objectives.pair_selection import max_ole_pairs
+
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", "inf")
+    with pytest.raises(ValueError, match=r"\$LTRBOOST_MAX_OLE_PAIRS='inf'"):
+        max_ole_pairs()
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", "5e7")
+    assert max_ole_pairs() == 50_000_000
