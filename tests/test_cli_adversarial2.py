@@ -52,3 +52,31 @@ def test_the_ole_pair_limit_variable_is_checked_too(monkeypatch):
         max_ole_pairs()
     monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", "5e7")
     assert max_ole_pairs() == 50_000_000
+
+
+def _argv_error(argv: list[str], capsys) -> tuple[int, str]:
+    """Exit status and stderr of ``main(argv)`` when argparse refuses ``argv``."""
+    from ltrboost.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    return exc.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["train", "x.txt", "--n-estimators", "abc"], ["--n-estimators", "'abc'", "train --help"]),
+        (["train", "x.txt", "--metric", "map", "--metric", "err"], ["--metric map,err"]),
+        (["predict", "m.json"], ["required: data", "predict --help"]),
+        (["eval", "m.json", "d.txt", "--gain", "cubic"], ["--gain", "'cubic'"]),
+        (["clicks", "mine", "log.txt"], ["--data", "clicks mine --help"]),
+        (["bogus"], ["'bogus'", "'ltrboost --help'"]),
+        ([], ["required"]),
+    ],
+)
+def test_argument_errors_are_one_line(argv, needles, capsys):
+    """A flag argparse refuses printed the usage before the error: 37 lines for
+    ``train`` (its usage lists every training flag), the one that matters last."""
+    rc, err = _argv_error(argv, capsys)
+    one_line_error(rc, err, *needles)

@@ -21,7 +21,7 @@ import json
 import os
 import sys
 import warnings
-from typing import Any
+from typing import Any, NoReturn
 
 from ltrboost._version import __version__
 
@@ -154,7 +154,17 @@ def _add_metric_option_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-class _LazyParser(argparse.ArgumentParser):
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line ``ltrboost: error: ...`` (status 2),
+    as every other error of the CLI, pointing at ``--help``: argparse printed the usage
+    first (37 lines for ``train``, whose usage lists every training flag), which pushed
+    the one line that matters to the bottom of the screen."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"ltrboost: error: {message} (see '{self.prog} --help')\n")
+
+
+class _LazyParser(_Parser):
     """A subcommand parser whose slow-to-build flags are added on first real use.
 
     ``defer(fn)`` registers ``fn(parser)``; it runs once, before this parser parses
@@ -195,7 +205,7 @@ class _LazyParser(argparse.ArgumentParser):
 def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     """The CLI's parser.  ``lazy=True`` (what :func:`main` uses) defers the training
     flags, which import the engine, until the ``train`` subcommand is parsed."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ltrboost",
         description="Learning to rank with gradient-boosted regression trees.",
         allow_abbrev=False,
