@@ -80,3 +80,22 @@ def test_argument_errors_are_one_line(argv, needles, capsys):
     ``train`` (its usage lists every training flag), the one that matters last."""
     rc, err = _argv_error(argv, capsys)
     one_line_error(rc, err, *needles)
+
+
+def test_an_output_name_near_the_length_limit_is_written(letor, tmp_path, capsys):
+    """A 250-byte file name is valid (the limit is 255), but the temporary file beside
+    it, '.NAME.XXXXXXXX.tmp', was not: 'File name too long' for a name that fits."""
+    name = "é" * 100 + "s" * 50  # 250 bytes in UTF-8
+    model = tmp_path / name
+    rc, _, err = run(["train", str(letor), "-q", "--n-estimators", "2", "-o", str(model)], capsys)
+    assert rc == 0, err
+    scores = tmp_path / ("p" * 250)
+    rc, _, err = run(["predict", str(model), str(letor), "-o", str(scores)], capsys)
+    assert rc == 0, err
+    assert len(scores.read_text().splitlines()) == 20
+    folder = tmp_path / ("f" * 250)
+    rc, _, err = run(["convert", str(letor), str(folder), "-q"], capsys)
+    assert rc == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [letor.name, model.name, scores.name, folder.name]
+    )  # no temporary file or folder left beside them

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltrboost.dataset import LTRInputError, group_by_qid
-from ltrboost.io._atomic import check_folder, current_umask
+from ltrboost.io._atomic import check_folder, current_umask, temp_prefix
 
 
 def query_file_bounds(offsets: np.ndarray, rows_per_file: int) -> list[tuple[int, int]]:
@@ -91,7 +91,9 @@ def letor_to_parquet(
     # leaves no partial dataset that would read back as a smaller one.  Made before
     # the (long) parse, so that a folder that takes no files fails first.
     try:
-        tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+        tmp = tempfile.mkdtemp(
+            dir=parent, prefix=temp_prefix(os.path.basename(target)), suffix=".tmp"
+        )
     except OSError as e:  # name OUT, not the temporary folder
         raise type(e)(e.errno, f"{e.strerror} (creating a folder beside it)", out) from None
     try:
