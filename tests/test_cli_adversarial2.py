@@ -99,3 +99,32 @@ def test_an_output_name_near_the_length_limit_is_written(letor, tmp_path, capsys
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [letor.name, model.name, scores.name, folder.name]
     )  # no temporary file or folder left beside them
+
+
+@pytest.mark.parametrize("other", ["folder", "file"])
+def test_convert_names_its_output_when_another_run_wrote_it_meanwhile(
+    other, letor, tmp_path, capsys, monkeypatch
+):
+    """Two conversions to one new folder: the later one to finish found OUT made by the
+    other; the error named the hidden temporary folder ('.OUT.x1y2.tmp: Not a
+    directory').  Now it names OUT, whose content is left as the other run wrote it."""
+    import ltrboost.io.letor as letor_module
+
+    out = tmp_path / "out.parquet"
+    read = letor_module.load_svmlight
+
+    def racing(*args, **kwargs):  # the other run finishes while this one reads
+        if other == "folder":
+            out.mkdir()
+            (out / "part.00000.parquet").write_text("the other run's")
+        else:
+            out.write_text("the other run's")
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(letor_module, "load_svmlight", racing)
+    rc, _, err = run(["convert", str(letor), str(out), "-q"], capsys)
+    line = one_line_error(rc, err, f"{out}: ", "another run")
+    assert ".tmp" not in line
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    kept = out / "part.00000.parquet" if other == "folder" else out
+    assert kept.read_text() == "the other run's"

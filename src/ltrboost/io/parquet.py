@@ -115,13 +115,20 @@ def letor_to_parquet(
             name = f"part.{k:05d}.parquet"
             pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
             files.append(name)
-        # the folder mkdir would make (mkdtemp's is 0o700), or the replaced one's mode
-        if os.path.isdir(target):
-            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
-            os.rmdir(target)  # empty (checked above): replaced by the finished folder
-        else:
-            os.chmod(tmp, 0o777 & ~current_umask())
-        os.rename(tmp, target)
+        try:
+            # the folder mkdir would make (mkdtemp's is 0o700), or the replaced one's mode
+            if os.path.isdir(target):
+                os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+                os.rmdir(target)  # empty (checked above): replaced by the finished folder
+            else:
+                os.chmod(tmp, 0o777 & ~current_umask())
+            os.rename(tmp, target)
+        except OSError as e:  # another run wrote OUT meanwhile: name OUT, never the tmp
+            raise type(e)(
+                e.errno,
+                f"{e.strerror}; it changed during the conversion (another run?), left as it is",
+                out,
+            ) from None
     except BaseException:  # Ctrl-C included: nothing half-written stays behind
         shutil.rmtree(tmp, ignore_errors=True)
         raise
