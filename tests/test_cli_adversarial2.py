@@ -4,6 +4,7 @@ every error is one line ``ltrboost: error: ...`` naming the thing, status 2."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,41 @@ def test_convert_names_its_output_when_another_run_wrote_it_meanwhile(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     kept = out / "part.00000.parquet" if other == "folder" else out
     assert kept.read_text() == "the other run's"
+
+
+@pytest.fixture
+def model(letor, tmp_path, capsys) -> Path:
+    path = tmp_path / "m.json"
+    rc, _, err = run(["train", str(letor), "-q", "--n-estimators", "2", "-o", str(path)], capsys)
+    assert rc == 0, err
+    return path
+
+
+def test_a_closed_stdout_is_one_line_naming_it(model, letor, tmp_path, capsys, monkeypatch):
+    """``ltrboost eval M D >&-`` (Python's sys.stdout is then None) was an
+    AttributeError traceback; a command that prints nothing there still runs."""
+    import sys
+
+    monkeypatch.setattr(sys, "stdout", None)
+    for argv in (["eval", model, letor], ["predict", model, letor], ["inspect", model]):
+        rc, _, err = run(argv, capsys)
+        one_line_error(rc, err, "stdout: closed")
+    rc, _, err = run(["predict", model, letor, "-o", tmp_path / "s.txt"], capsys)
+    assert rc == 0, err
+    assert len((tmp_path / "s.txt").read_text().splitlines()) == 20
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_full_stdout_names_stdout(model, letor, capsys, monkeypatch):
+    """``ltrboost eval M D > /dev/full`` said '[Errno 28] No space left on device',
+    naming no output (README: a write error names the output)."""
+    import sys
+
+    for argv in (["eval", model, letor], ["predict", model, letor], ["inspect", model]):
+        full = open("/dev/full", "w")  # closed below: its close fails too
+        monkeypatch.setattr(sys, "stdout", full)
+        rc, _, err = run(argv, capsys)
+        one_line_error(rc, err, "stdout: No space left on device")
+        monkeypatch.undo()
+        with contextlib.suppress(OSError):
+            full.close()

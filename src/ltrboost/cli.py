@@ -17,6 +17,7 @@ only to a subcommand that is actually parsed or whose help is printed, so
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -534,13 +535,55 @@ def _background_compile(args: argparse.Namespace) -> Any:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    from ltrboost.dataset import LTRInputError
-    from ltrboost.io.model_json import ModelFormatError
+class _Stdout:
+    """``sys.stdout`` while a command runs: its write errors name ``stdout`` (``ltrboost:
+    error: stdout: No space left on device`` behind ``> /dev/full``, not a bare
+    ``[Errno 28] ...``), and a closed stdout (``>&-``, where Python's is None) is such an
+    error too instead of an AttributeError traceback.  Anything else is the stream's."""
 
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if self._stream is None:
+            raise OSError(errno.EBADF, "closed (nowhere to write the output)", "stdout")
+        try:
+            return getattr(self._stream, name)(*args)
+        except BrokenPipeError:
+            raise  # the reader left: main's own case
+        except OSError as e:
+            raise OSError(e.errno, e.strerror or str(e), "stdout") from None
+
+    def write(self, text: str) -> int:
+        return self._call("write", text)
+
+    def flush(self) -> None:
+        if self._stream is not None:  # nothing written to a closed stdout: no error
+            self._call("flush")
+
+    def __getattr__(self, name: str) -> Any:
+        if self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)
+    try:
+        return _run(args)
+    finally:
+        sys.stdout = stdout
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; errors as one line and an exit status (see main)."""
+    from ltrboost.dataset import LTRInputError
+    from ltrboost.io.model_json import ModelFormatError
+
     try:
         _refuse_stdout_output(args)
         _refuse_output_over_input(args)
