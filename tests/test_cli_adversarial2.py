@@ -167,3 +167,12 @@ def test_a_full_stdout_names_stdout(model, letor, capsys, monkeypatch):
         monkeypatch.undo()
         with contextlib.suppress(OSError):
             full.close()
+
+
+@pytest.mark.parametrize("flag", ["--docs-per-query", "--n-features"])
+def test_generate_names_the_flag_of_a_size_below_one(flag, tmp_path, capsys):
+    """'docs_per_query=0 should not be smaller than 1' named the Python argument of
+    make_ranking, not the flag (--n-queries was already named)."""
+    rc, _, err = run(["generate", str(tmp_path / "g"), flag, "0"], capsys)
+    one_line_error(rc, err, f"{flag}=0 must be >= 1")
+    assert not (tmp_path / "g").exists()

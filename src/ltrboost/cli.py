@@ -1398,8 +1398,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from ltrboost.datasets import make_ranking
     from ltrboost.io.letor import dump_svmlight
 
-    if args.n_queries < 1:
-        raise ValueError(f"--n-queries={args.n_queries} must be >= 1")
+    for flag in ("n_queries", "docs_per_query", "n_features"):  # by their flags' names
+        if getattr(args, flag) < 1:
+            raise ValueError(f"{_flag(flag)}={getattr(args, flag)} must be >= 1")
     if args.random_state < 0:
         raise ValueError(f"--random-state={args.random_state} must be >= 0")
     n_total = args.n_queries + 2 * max(1, args.n_queries // 3)
