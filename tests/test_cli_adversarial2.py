@@ -176,3 +176,14 @@ def test_generate_names_the_flag_of_a_size_below_one(flag, tmp_path, capsys):
     rc, _, err = run(["generate", str(tmp_path / "g"), flag, "0"], capsys)
     one_line_error(rc, err, f"{flag}=0 must be >= 1")
     assert not (tmp_path / "g").exists()
+
+
+def test_the_eval_table_has_no_trailing_blanks(model, letor, capsys):
+    """Every line of eval's table ended in blanks (the last column padded to its
+    width), which diffs and `cut`/`awk` pipelines of the table see."""
+    rc, out, err = run(["eval", model, letor, "--metric", "ndcg@10"], capsys)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 2
+    assert lines[0].split() == ["data", "ndcg@10", "queries"]
+    assert all(line == line.rstrip() for line in lines), lines

@@ -1128,9 +1128,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     header = ["data", *metrics, "queries"]
     rows = [[p, *(f"{r[m]:.4f}" for m in metrics), str(r["n_queries"])] for p, r in results.items()]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    for line in (header, *rows):  # no trailing blanks after the last column (as inspect)
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
     return 0
 
 
