@@ -187,3 +187,27 @@ def test_the_eval_table_has_no_trailing_blanks(model, letor, capsys):
     assert len(lines) == 2
     assert lines[0].split() == ["data", "ndcg@10", "queries"]
     assert all(line == line.rstrip() for line in lines), lines
+
+
+def test_generate_writes_its_three_files_all_or_none(tmp_path, capsys, monkeypatch):
+    """The three files were written one after the other: Ctrl-C (or a full disk) while
+    vali.txt was written left the new train.txt beside the old vali.txt and test.txt,
+    a dataset no run generated (README: Ctrl-C writes nothing)."""
+    import ltrboost.io._atomic as atomic
+
+    folder = tmp_path / "g"
+    rc, _, err = run(["generate", folder, "--n-queries", "3", "--docs-per-query", "4"], capsys)
+    assert rc == 0, err
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    stage = atomic._stage
+
+    def interrupted(path, blobs, unchanged_since):
+        if str(path).endswith("vali.txt"):
+            raise KeyboardInterrupt
+        return stage(path, blobs, unchanged_since)
+
+    monkeypatch.setattr(atomic, "_stage", interrupted)
+    argv = ["generate", folder, "--n-queries", "3", "--docs-per-query", "4", "--random-state", "1"]
+    rc, _, err = run(argv, capsys)
+    assert rc == 130, err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # no tmp left

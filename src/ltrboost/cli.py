@@ -1395,7 +1395,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ltrboost.datasets import make_ranking
-    from ltrboost.io.letor import dump_svmlight
+    from ltrboost.io._atomic import atomic_write_files
+    from ltrboost.io.letor import svmlight_lines
 
     for flag in ("n_queries", "docs_per_query", "n_features"):  # by their flags' names
         if getattr(args, flag) < 1:
@@ -1426,8 +1427,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         "vali.txt": np.isin(qid, uq[cut1:cut2]),
         "test.txt": np.isin(qid, uq[cut2:]),
     }
-    for name, mask in parts.items():
-        dump_svmlight(os.path.join(args.folder, name), X[mask], y[mask], qid[mask])
+    # all three or none: an interrupted or failed run leaves no train.txt of this run
+    # beside a vali.txt of an earlier one
+    atomic_write_files(
+        (os.path.join(args.folder, name), svmlight_lines(X[mask], y[mask], qid[mask]))
+        for name, mask in parts.items()
+    )
     print(f"wrote {', '.join(parts)} to {args.folder}", file=sys.stderr)
     return 0
 
