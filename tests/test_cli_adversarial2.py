@@ -211,3 +211,10 @@ def test_generate_writes_its_three_files_all_or_none(tmp_path, capsys, monkeypat
     rc, _, err = run(argv, capsys)
     assert rc == 130, err
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # no tmp left
+
+
+def test_warmup_refuses_an_unknown_profile_beside_all(capsys):
+    """`ltrboost warmup all trian:lambdamart` compiled every profile and skipped the
+    typo silently (it is refused alone)."""
+    rc, _, err = run(["warmup", "all", "trian:lambdamart"], capsys)
+    one_line_error(rc, err, "unknown profile 'trian:lambdamart'")

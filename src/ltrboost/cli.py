@@ -1370,10 +1370,10 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     from ltrboost._warmup import compile_profile, profile_names
 
     known = profile_names()
-    profiles = known if "all" in args.profiles else args.profiles
-    for name in profiles:
-        if name not in known:
+    for name in args.profiles:  # beside 'all' too: a typo is never skipped silently
+        if name != "all" and name not in known:
             raise ValueError(f"unknown profile {name!r}; known: all, {', '.join(known)}")
+    profiles = known if "all" in args.profiles else args.profiles
     for name in profiles:
         t = time.perf_counter()
         counts = compile_profile(name)
