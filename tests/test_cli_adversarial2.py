@@ -218,3 +218,34 @@ def test_warmup_refuses_an_unknown_profile_beside_all(capsys):
     typo silently (it is refused alone)."""
     rc, _, err = run(["warmup", "all", "trian:lambdamart"], capsys)
     one_line_error(rc, err, "unknown profile 'trian:lambdamart'")
+
+
+def test_ctrl_c_inside_an_exec_still_exits_130(tmp_path):
+    """Ctrl-C that lands while a library runs ``exec("...")`` (SciPy's array API
+    shim does at import, which a command's first lines reach) made CPython note an
+    unhandled KeyboardInterrupt; the CLI handled it (the 'interrupted' line) but the
+    process then died of SIGINT (status -2 to subprocess, not the documented 130)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "run_ltrboost.py"  # run with -m, as `python -m ltrboost`
+    script.write_text(
+        "import sys\n"
+        "from ltrboost import cli\n"
+        "def interrupted(args):\n"
+        "    exec('raise KeyboardInterrupt')\n"
+        "cli.cmd_inspect = interrupted\n"
+        "sys.exit(cli.main(['inspect', 'model.json']))\n"
+    )
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([src, str(tmp_path)]),
+        "LTRBOOST_BACKGROUND_COMPILE": "0",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", script.stem], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.startswith("ltrboost: interrupted"), proc.stderr

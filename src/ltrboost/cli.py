@@ -626,6 +626,11 @@ def _run(args: argparse.Namespace) -> int:
             "complete, none was left half-written",
             file=sys.stderr,
         )
+        # A KeyboardInterrupt that left an exec() of a string (SciPy's array API shim
+        # runs one at import) stays noted by CPython as unhandled, and `python -m`
+        # then ends the process by SIGINT instead of this status; an exec() of a
+        # string that completes clears the note.
+        exec("pass")
         return EXIT_INTERRUPTED
 
 
