@@ -5,6 +5,7 @@ every error is one line ``ltrboost: error: ...`` naming the thing, status 2."""
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 
 import pytest
@@ -249,3 +250,22 @@ def test_ctrl_c_inside_an_exec_still_exits_130(tmp_path):
     )
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.startswith("ltrboost: interrupted"), proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "text"),
+    [
+        ("eval", "--iteration", "default: best iteration"),
+        ("export", "--iteration", "default: best iteration"),
+        ("predict", "--n-threads", "all cores"),
+    ],
+)
+def test_help_says_what_the_flag_does(command, flag, text, capsys):
+    """`eval --help` and `export --help` listed --iteration with no word of its
+    default (the best iteration, as predict's help says), predict's --n-threads none."""
+    from ltrboost.cli import main
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert re.search(re.escape(flag) + r" [A-Z_]+ [^-]*" + re.escape(text), help_text)

@@ -285,7 +285,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         default=None,
         help="use the first N rounds (default: best iteration, else all)",
     )
-    p.add_argument("--n-threads", type=int, default=None)
+    p.add_argument(
+        "--n-threads",
+        type=int,
+        default=None,
+        help="threads (default, 0 or negative: all cores; more than the cores: capped)",
+    )
     _add_missing_token_flag(p)
     p.set_defaults(func=cmd_predict)
 
@@ -306,7 +311,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="absent sparse features (default: the model's convention; a different "
         "one is an error)",
     )
-    p.add_argument("--iteration", type=int, default=None)
+    p.add_argument(
+        "--iteration",
+        type=int,
+        default=None,
+        help="use the first N rounds (default: best iteration, else all)",
+    )
     _add_metric_option_flags(p)
     _add_missing_token_flag(p)
     p.set_defaults(func=cmd_eval)
@@ -375,7 +385,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         metavar="FILE",
         help="the engine's feature names, one per line, in ltrboost's feature order",
     )
-    p.add_argument("--iteration", type=int, default=None)
+    p.add_argument(
+        "--iteration",
+        type=int,
+        default=None,
+        help="use the first N rounds (default: best iteration, else all)",
+    )
     p.add_argument(
         "--name", default=None, help="model name (solr, _createmodel); default: file stem"
     )
