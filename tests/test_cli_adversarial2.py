@@ -269,3 +269,17 @@ def test_help_says_what_the_flag_does(command, flag, text, capsys):
         main([command, "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert re.search(re.escape(flag) + r" [A-Z_]+ [^-]*" + re.escape(text), help_text)
+
+
+def test_warmup_says_when_numba_cache_dir_was_passed_over(capsys, monkeypatch):
+    """README's container recipe points NUMBA_CACHE_DIR at a persisted folder and runs
+    `ltrboost warmup`; an unwritable one was passed over for another folder without a
+    word (the compile notice, which names it, shows only when something compiles)."""
+    from ltrboost import _numba
+
+    monkeypatch.setattr(_numba, "_UNUSABLE_NUMBA_CACHE_DIR", "/persisted/cache")
+    rc, _, err = run(["warmup", "predict"], capsys)
+    assert rc == 0, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("kernel cache: "), last
+    assert "NUMBA_CACHE_DIR=/persisted/cache is not writable" in last

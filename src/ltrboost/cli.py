@@ -1402,7 +1402,13 @@ def cmd_warmup(args: argparse.Namespace) -> int:
             f"{counts['skipped']} skipped ({time.perf_counter() - t:.1f} s)",
             file=sys.stderr,
         )
-    print(f"kernel cache: {cache_location()}", file=sys.stderr)
+    from ltrboost import _numba
+
+    where = cache_location()
+    passed_over = _numba._UNUSABLE_NUMBA_CACHE_DIR
+    if passed_over is not None:  # a container build's persisted folder, silently unused
+        where += f" (NUMBA_CACHE_DIR={passed_over} is not writable: passed over)"
+    print(f"kernel cache: {where}", file=sys.stderr)
     return 0
 
 
