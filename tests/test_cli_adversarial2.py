@@ -283,3 +283,18 @@ def test_warmup_says_when_numba_cache_dir_was_passed_over(capsys, monkeypatch):
     last = err.strip().splitlines()[-1]
     assert last.startswith("kernel cache: "), last
     assert "NUMBA_CACHE_DIR=/persisted/cache is not writable" in last
+
+
+def test_cv_help_lists_no_flag_cv_refuses(letor, capsys):
+    """`cv --help` listed --early-stopping-rounds and --unbiased (and the --unbiased
+    only flags), which cv always refuses; they stay parsed, for cv's own message."""
+    from ltrboost.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["cv", "--help"])
+    help_text = capsys.readouterr().out
+    for flag in ("--early-stopping-rounds", "--unbiased", "--max-positions"):
+        assert flag not in help_text
+    assert "--n-estimators" in help_text
+    rc, _, err = run(["cv", letor, "--early-stopping-rounds", "3"], capsys)
+    one_line_error(rc, err, "--early-stopping-rounds is not available in cv")

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import warnings
+from functools import partial
 from typing import Any, NoReturn
 
 from ltrboost._version import __version__
@@ -111,14 +112,25 @@ class _MetricFlag(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def add_training_flags(parser: argparse.ArgumentParser) -> None:
+def add_training_flags(parser: argparse.ArgumentParser, unlisted: tuple[str, ...] = ()) -> None:
     """One flag per training parameter, defaulting to 'not given'.
 
     ``eval_metric`` is spelled ``--metric`` (added by the subcommand); ``--eval-metric``
-    stays accepted as a hidden, deprecated alias.
+    stays accepted as a hidden, deprecated alias.  The parameters in ``unlisted`` are
+    left out of the help (a command that refuses them with its own message, as ``cv``
+    does ``--early-stopping-rounds``), not out of the parser.
     """
     group = parser.add_argument_group("training parameters (see README for each)")
     for p in PARAMS:
+        if p.name in unlisted:
+            group.add_argument(
+                _flag(p.name),
+                dest=p.name,
+                type=_arg_type(p.annotation),
+                default=argparse.SUPPRESS,
+                help=argparse.SUPPRESS,
+            )
+            continue
         if p.name == "eval_metric":
             group.add_argument(
                 "--eval-metric",
@@ -201,6 +213,11 @@ class _LazyParser(_Parser):
     def format_usage(self) -> str:
         self._build()
         return super().format_usage()
+
+
+# Training parameters cv's help leaves out: the two it refuses (no validation set, no
+# --position file in a fold) and those used by --unbiased only.
+_CV_UNLISTED = ("early_stopping_rounds", "unbiased", "position_bias_norm", "max_positions")
 
 
 def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
@@ -335,7 +352,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--missing", choices=("zero", "nan"), default="zero")
     _add_missing_token_flag(p)
-    p.defer(add_training_flags, lazy=lazy)
+    # listed by `cv --help` they read as available; cv refuses them, saying why
+    p.defer(partial(add_training_flags, unlisted=_CV_UNLISTED), lazy=lazy)
     p.set_defaults(func=cmd_cv)
 
     p = sub.add_parser(
