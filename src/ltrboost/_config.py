@@ -53,3 +53,28 @@ NODE_DTYPE = np.dtype(
         ("depth", np.int32),
     ]
 )
+
+
+def env_count(name: str, default: int) -> int:
+    """The count or size in the environment variable ``name`` (a whole number >= 1;
+    ``5e7`` is fine), or ``default`` when it is unset or empty.
+
+    Raises ValueError naming the variable for anything else (text, NaN, inf, zero or
+    negative), instead of a conversion error that names nothing or a limit that
+    refuses every run.
+    """
+    import math
+    import os
+
+    text = os.environ.get(name)
+    if not text:
+        return int(default)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1):
+        raise ValueError(
+            f"${name}={text!r} must be a whole number >= 1 (e.g. 5e7); unset it for the default"
+        )
+    return int(value)

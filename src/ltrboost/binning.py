@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._config import MAX_BINS, X_BINNED_DTYPE
+from ltrboost._config import MAX_BINS, X_BINNED_DTYPE, env_count
 from ltrboost._numba import kernel, over_rows
 
 # Thresholds are computed on at most this many rows (sklearn's subsample=2e5, LightGBM's
@@ -663,14 +663,11 @@ def histogram_memory_limit() -> int:
 
     ``$LTRBOOST_MAX_HISTOGRAM_BYTES`` when set, else half the machine's physical memory
     (8 GiB when unknown)."""
-    env = os.environ.get(_HISTOGRAM_LIMIT_ENV)
-    if env:
-        return int(float(env))
     try:
         phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         phys = 16 << 30
-    return int(phys) // 2
+    return env_count(_HISTOGRAM_LIMIT_ENV, int(phys) // 2)
 
 
 def check_histogram_memory(

@@ -17,11 +17,13 @@ only to a subcommand that is actually parsed or whose help is printed, so
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
 import warnings
-from typing import Any
+from functools import partial
+from typing import Any, NoReturn
 
 from ltrboost._version import __version__
 
@@ -112,14 +114,25 @@ class _MetricFlag(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def add_training_flags(parser: argparse.ArgumentParser) -> None:
+def add_training_flags(parser: argparse.ArgumentParser, unlisted: tuple[str, ...] = ()) -> None:
     """One flag per training parameter, defaulting to 'not given'.
 
     ``eval_metric`` is spelled ``--metric`` (added by the subcommand); ``--eval-metric``
-    stays accepted as a hidden, deprecated alias.
+    stays accepted as a hidden, deprecated alias.  The parameters in ``unlisted`` are
+    left out of the help (a command that refuses them with its own message, as ``cv``
+    does ``--early-stopping-rounds``), not out of the parser.
     """
     group = parser.add_argument_group("training parameters (see README for each)")
     for p in PARAMS:
+        if p.name in unlisted:
+            group.add_argument(
+                _flag(p.name),
+                dest=p.name,
+                type=_arg_type(p.annotation),
+                default=argparse.SUPPRESS,
+                help=argparse.SUPPRESS,
+            )
+            continue
         if p.name == "eval_metric":
             group.add_argument(
                 "--eval-metric",
@@ -156,7 +169,17 @@ def _add_metric_option_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-class _LazyParser(argparse.ArgumentParser):
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line ``ltrboost: error: ...`` (status 2),
+    as every other error of the CLI, pointing at ``--help``: argparse printed the usage
+    first (37 lines for ``train``, whose usage lists every training flag), which pushed
+    the one line that matters to the bottom of the screen."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"ltrboost: error: {message} (see '{self.prog} --help')\n")
+
+
+class _LazyParser(_Parser):
     """A subcommand parser whose slow-to-build flags are added on first real use.
 
     ``defer(fn)`` registers ``fn(parser)``; it runs once, before this parser parses
@@ -194,10 +217,15 @@ class _LazyParser(argparse.ArgumentParser):
         return super().format_usage()
 
 
+# Training parameters cv's help leaves out: the two it refuses (no validation set, no
+# --position file in a fold) and those used by --unbiased only.
+_CV_UNLISTED = ("early_stopping_rounds", "unbiased", "position_bias_norm", "max_positions")
+
+
 def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     """The CLI's parser.  ``lazy=True`` (what :func:`main` uses) defers the training
     flags, which import the engine, until the ``train`` subcommand is parsed."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ltrboost",
         description="Learning to rank with gradient-boosted regression trees.",
         allow_abbrev=False,
@@ -276,7 +304,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         default=None,
         help="use the first N rounds (default: best iteration, else all)",
     )
-    p.add_argument("--n-threads", type=int, default=None)
+    p.add_argument(
+        "--n-threads",
+        type=int,
+        default=None,
+        help="threads (default, 0 or negative: all cores; more than the cores: capped)",
+    )
     _add_missing_token_flag(p)
     p.set_defaults(func=cmd_predict)
 
@@ -297,7 +330,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="absent sparse features (default: the model's convention; a different "
         "one is an error)",
     )
-    p.add_argument("--iteration", type=int, default=None)
+    p.add_argument(
+        "--iteration",
+        type=int,
+        default=None,
+        help="use the first N rounds (default: best iteration, else all)",
+    )
     _add_metric_option_flags(p)
     _add_missing_token_flag(p)
     p.set_defaults(func=cmd_eval)
@@ -316,7 +354,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--missing", choices=("zero", "nan"), default="zero")
     _add_missing_token_flag(p)
-    p.defer(add_training_flags, lazy=lazy)
+    # listed by `cv --help` they read as available; cv refuses them, saying why
+    p.defer(partial(add_training_flags, unlisted=_CV_UNLISTED), lazy=lazy)
     p.set_defaults(func=cmd_cv)
 
     p = sub.add_parser(
@@ -366,7 +405,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         metavar="FILE",
         help="the engine's feature names, one per line, in ltrboost's feature order",
     )
-    p.add_argument("--iteration", type=int, default=None)
+    p.add_argument(
+        "--iteration",
+        type=int,
+        default=None,
+        help="use the first N rounds (default: best iteration, else all)",
+    )
     p.add_argument(
         "--name", default=None, help="model name (solr, _createmodel); default: file stem"
     )
@@ -526,14 +570,57 @@ def _background_compile(args: argparse.Namespace) -> Any:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    from ltrboost.dataset import LTRInputError
-    from ltrboost.io.model_json import ModelFormatError
+class _Stdout:
+    """``sys.stdout`` while a command runs: its write errors name ``stdout`` (``ltrboost:
+    error: stdout: No space left on device`` behind ``> /dev/full``, not a bare
+    ``[Errno 28] ...``), and a closed stdout (``>&-``, where Python's is None) is such an
+    error too instead of an AttributeError traceback.  Anything else is the stream's."""
 
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if self._stream is None:
+            raise OSError(errno.EBADF, "closed (nowhere to write the output)", "stdout")
+        try:
+            return getattr(self._stream, name)(*args)
+        except BrokenPipeError:
+            raise  # the reader left: main's own case
+        except OSError as e:
+            raise OSError(e.errno, e.strerror or str(e), "stdout") from None
+
+    def write(self, text: str) -> int:
+        return self._call("write", text)
+
+    def flush(self) -> None:
+        if self._stream is not None:  # nothing written to a closed stdout: no error
+            self._call("flush")
+
+    def __getattr__(self, name: str) -> Any:
+        if self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser(lazy=True)
     args = parser.parse_args(argv)
     vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
     metric_error = vars(args).pop("_metric_error", None)
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)
+    try:
+        return _run(args, metric_error)
+    finally:
+        sys.stdout = stdout
+
+
+def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
+    """Run the parsed command; errors as one line and an exit status (see main).
+    ``metric_error``: :class:`_MetricFlag`'s, reported here as one line."""
+    from ltrboost.dataset import LTRInputError
+    from ltrboost.io.model_json import ModelFormatError
+
     try:
         if metric_error:
             raise ValueError(metric_error)
@@ -578,6 +665,11 @@ def main(argv: list[str] | None = None) -> int:
             "complete, none was left half-written",
             file=sys.stderr,
         )
+        # A KeyboardInterrupt that left an exec() of a string (SciPy's array API shim
+        # runs one at import) stays noted by CPython as unhandled, and `python -m`
+        # then ends the process by SIGINT instead of this status; an exec() of a
+        # string that completes clears the note.
+        exec("pass")
         return EXIT_INTERRUPTED
 
 
@@ -1080,9 +1172,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     header = ["data", *metrics, "queries"]
     rows = [[p, *(f"{r[m]:.4f}" for m in metrics), str(r["n_queries"])] for p, r in results.items()]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    for line in (header, *rows):  # no trailing blanks after the last column (as inspect)
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
     return 0
 
 
@@ -1323,10 +1414,10 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     from ltrboost._warmup import compile_profile, profile_names
 
     known = profile_names()
-    profiles = known if "all" in args.profiles else args.profiles
-    for name in profiles:
-        if name not in known:
+    for name in args.profiles:  # beside 'all' too: a typo is never skipped silently
+        if name != "all" and name not in known:
             raise ValueError(f"unknown profile {name!r}; known: all, {', '.join(known)}")
+    profiles = known if "all" in args.profiles else args.profiles
     for name in profiles:
         t = time.perf_counter()
         counts = compile_profile(name)
@@ -1335,7 +1426,13 @@ def cmd_warmup(args: argparse.Namespace) -> int:
             f"{counts['skipped']} skipped ({time.perf_counter() - t:.1f} s)",
             file=sys.stderr,
         )
-    print(f"kernel cache: {cache_location()}", file=sys.stderr)
+    from ltrboost import _numba
+
+    where = cache_location()
+    passed_over = _numba._UNUSABLE_NUMBA_CACHE_DIR
+    if passed_over is not None:  # a container build's persisted folder, silently unused
+        where += f" (NUMBA_CACHE_DIR={passed_over} is not writable: passed over)"
+    print(f"kernel cache: {where}", file=sys.stderr)
     return 0
 
 
@@ -1348,10 +1445,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ltrboost.datasets import make_ranking
-    from ltrboost.io.letor import dump_svmlight
+    from ltrboost.io._atomic import atomic_write_files
+    from ltrboost.io.letor import svmlight_lines
 
-    if args.n_queries < 1:
-        raise ValueError(f"--n-queries={args.n_queries} must be >= 1")
+    for flag in ("n_queries", "docs_per_query", "n_features"):  # by their flags' names
+        if getattr(args, flag) < 1:
+            raise ValueError(f"{_flag(flag)}={getattr(args, flag)} must be >= 1")
     if args.random_state < 0:
         raise ValueError(f"--random-state={args.random_state} must be >= 0")
     n_total = args.n_queries + 2 * max(1, args.n_queries // 3)
@@ -1378,8 +1477,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         "vali.txt": np.isin(qid, uq[cut1:cut2]),
         "test.txt": np.isin(qid, uq[cut2:]),
     }
-    for name, mask in parts.items():
-        dump_svmlight(os.path.join(args.folder, name), X[mask], y[mask], qid[mask])
+    # all three or none: an interrupted or failed run leaves no train.txt of this run
+    # beside a vali.txt of an earlier one
+    atomic_write_files(
+        (os.path.join(args.folder, name), svmlight_lines(X[mask], y[mask], qid[mask]))
+        for name, mask in parts.items()
+    )
     print(f"wrote {', '.join(parts)} to {args.folder}", file=sys.stderr)
     return 0
 

@@ -50,6 +50,21 @@ _FD_PATH = re.compile(r"^/(?:dev/fd|proc/(self|thread-self|\d+)/fd)/(\d+)$")
 _STD_NAMES = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
 
 
+# A temporary file is named ".NAME.XXXXXXXX.tmp", 14 bytes more than NAME: of a name
+# near the file system's limit (255 bytes) only the first bytes are kept there, so an
+# output whose own name fits is never refused for the temporary one's length.
+_TEMP_NAME_BYTES = 200
+
+
+def temp_prefix(name: str) -> str:
+    """``mkstemp``/``mkdtemp``'s prefix for a temporary file beside the file ``name``:
+    ``.NAME.``, with NAME cut to its first 200 bytes."""
+    raw = os.fsencode(name)
+    if len(raw) > _TEMP_NAME_BYTES:
+        name = os.fsdecode(raw[:_TEMP_NAME_BYTES])
+    return f".{name}."
+
+
 def file_state(path: str | os.PathLike[str]) -> tuple[int, int, int, int] | None:
     """Identity of the file at ``path`` (after links): (device, inode, size, mtime_ns),
     or None when nothing is there.  Compare two with ``==``."""
@@ -255,7 +270,9 @@ def check_output(path: str | os.PathLike[str]) -> None:
     if st is not None and not stat.S_ISREG(st.st_mode):
         return  # a FIFO or character device: written in place
     try:  # a folder that takes no files (read-only, /proc)
-        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fd, tmp_name = tempfile.mkstemp(
+            dir=target.parent, prefix=temp_prefix(target.name), suffix=".tmp"
+        )
     except OSError as e:
         raise _named(e, user_path, "creating a temporary file beside it") from None
     os.close(fd)
@@ -328,7 +345,9 @@ def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
                 stacklevel=4,
             )
     try:
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+        fd, tmp_name = tempfile.mkstemp(
+            dir=directory, prefix=temp_prefix(target.name), suffix=".tmp"
+        )
     except OSError as e:
         raise _named(e, user_path, "creating a temporary file beside it") from None
     try:

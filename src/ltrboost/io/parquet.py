@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ltrboost.dataset import LTRInputError, group_by_qid
-from ltrboost.io._atomic import check_folder, current_umask
+from ltrboost.io._atomic import check_folder, current_umask, temp_prefix
 
 
 def query_file_bounds(offsets: np.ndarray, rows_per_file: int) -> list[tuple[int, int]]:
@@ -91,7 +91,9 @@ def letor_to_parquet(
     # leaves no partial dataset that would read back as a smaller one.  Made before
     # the (long) parse, so that a folder that takes no files fails first.
     try:
-        tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+        tmp = tempfile.mkdtemp(
+            dir=parent, prefix=temp_prefix(os.path.basename(target)), suffix=".tmp"
+        )
     except OSError as e:  # name OUT, not the temporary folder
         raise type(e)(e.errno, f"{e.strerror} (creating a folder beside it)", out) from None
     try:
@@ -113,13 +115,20 @@ def letor_to_parquet(
             name = f"part.{k:05d}.parquet"
             pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
             files.append(name)
-        # the folder mkdir would make (mkdtemp's is 0o700), or the replaced one's mode
-        if os.path.isdir(target):
-            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
-            os.rmdir(target)  # empty (checked above): replaced by the finished folder
-        else:
-            os.chmod(tmp, 0o777 & ~current_umask())
-        os.rename(tmp, target)
+        try:
+            # the folder mkdir would make (mkdtemp's is 0o700), or the replaced one's mode
+            if os.path.isdir(target):
+                os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+                os.rmdir(target)  # empty (checked above): replaced by the finished folder
+            else:
+                os.chmod(tmp, 0o777 & ~current_umask())
+            os.rename(tmp, target)
+        except OSError as e:  # another run wrote OUT meanwhile: name OUT, never the tmp
+            raise type(e)(
+                e.errno,
+                f"{e.strerror}; it changed during the conversion (another run?), left as it is",
+                out,
+            ) from None
     except BaseException:  # Ctrl-C included: nothing half-written stays behind
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -45,12 +45,12 @@ every array argument, which costs more than the pair itself.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._config import env_count
 from ltrboost._numba import inline_kernel, kernel
 from ltrboost.metrics._dcg import rank_order_one_query
 
@@ -101,8 +101,7 @@ def kernel_count(value: int) -> int:
 def query_pair_limit() -> int:
     """Pairs one query may hold at once: ``$LTRBOOST_MAX_QUERY_PAIRS``, else
     ``MAX_QUERY_PAIRS``."""
-    env = os.environ.get("LTRBOOST_MAX_QUERY_PAIRS")
-    return int(float(env)) if env else int(MAX_QUERY_PAIRS)
+    return env_count("LTRBOOST_MAX_QUERY_PAIRS", MAX_QUERY_PAIRS)
 
 
 def _longest_query(data) -> tuple[Any, int] | None:
@@ -153,8 +152,7 @@ def check_query_pair_buffer(data, objective: str) -> None:
 
 def max_ole_pairs() -> int:
     """The OLE pair limit: ``$LTRBOOST_MAX_OLE_PAIRS`` when set, else MAX_OLE_PAIRS."""
-    env = os.environ.get("LTRBOOST_MAX_OLE_PAIRS")
-    return int(float(env)) if env else int(MAX_OLE_PAIRS)
+    return env_count("LTRBOOST_MAX_OLE_PAIRS", MAX_OLE_PAIRS)
 
 
 def pair_method_code(
