@@ -4,6 +4,7 @@ mishandled: each now gets a one-line error naming the file, line or flag, and wh
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -226,3 +227,22 @@ def test_simulate_refuses_a_session_count_beyond_int64(tmp_path, capsys):
     rc, _, err = run(["clicks", "simulate", data, "-o", log, "--n-sessions", str(10**20)], capsys)
     one_line_error(rc, err, "n_sessions=100000000000000000000 is too large")
     assert not log.exists()
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        (dict(noise=2.0), "noise=2.0 must be in [0, 1]"),
+        (dict(satisfaction=-0.5), "satisfaction=-0.5 must be in [0, 1]"),
+        (dict(model="position_based", eta=-1.0), "eta=-1.0 must be >= 0"),
+        (dict(top_k=0), "top_k=0 must be >= 1"),
+    ],
+)
+def test_simulate_names_the_parameter_out_of_range(kw, needle):
+    """One message covered satisfaction, noise and eta, naming neither which nor its
+    value ('satisfaction and noise must be in [0, 1], eta >= 0' for --noise 2)."""
+    from ltrboost.clicks import simulate
+
+    y = np.array([2.0, 1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        simulate(y, query_offsets=np.array([0, 4]), n_sessions=2, **kw)

@@ -450,18 +450,24 @@ def simulate(
     for name, v in (("top_k", top_k), ("n_sessions", n_sessions)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer):
             raise ValueError(f"{name}={v!r} must be an integer")
-    if top_k < 1 or n_sessions < 0:
-        raise ValueError("top_k must be >= 1 and n_sessions >= 0")
+    if top_k < 1:
+        raise ValueError(f"top_k={top_k} must be >= 1")
+    if n_sessions < 0:
+        raise ValueError(f"n_sessions={n_sessions} must be >= 0")
     if n_sessions > 2**62:  # NumPy's sizes are int64: an OverflowError traceback before
         raise ValueError(f"n_sessions={n_sessions} is too large (at most 2**62)")
     if not (math.isfinite(ranking_noise) and ranking_noise >= 0):
         raise ValueError(f"ranking_noise={ranking_noise} must be finite and >= 0")
-    if not (0.0 <= satisfaction <= 1.0 and 0.0 <= noise <= 1.0 and eta >= 0):
-        raise ValueError("satisfaction and noise must be in [0, 1], eta >= 0")
+    # each named with its value (one message for all three did not say which)
+    for name, v in (("satisfaction", satisfaction), ("noise", noise)):
+        if not 0.0 <= v <= 1.0:
+            raise ValueError(f"{name}={v!r} must be in [0, 1]")
+    if not eta >= 0:
+        raise ValueError(f"eta={eta!r} must be >= 0")
     if eps_plus is not None and not (noise <= eps_plus <= 1.0):
-        raise ValueError("eps_plus must be in [noise, 1]")
+        raise ValueError(f"eps_plus={eps_plus!r} must be in [noise={noise!r}, 1]")
     if not 0.0 <= shuffle_fraction <= 1.0:
-        raise ValueError("shuffle_fraction must be in [0, 1]")
+        raise ValueError(f"shuffle_fraction={shuffle_fraction!r} must be in [0, 1]")
     rng = np.random.default_rng(random_state)
     n_q = off.shape[0] - 1
     if scores is None:
@@ -617,7 +623,7 @@ def mine_preferences(
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     if min_count < 1:
-        raise ValueError("min_count must be >= 1")
+        raise ValueError(f"min_count={min_count!r} must be >= 1 (--min-count on the CLI)")
     counts: dict[tuple[str, str, str], int] = {}
     order = np.lexsort((log.position, log.impression))
     imp = log.impression[order]
