@@ -320,13 +320,19 @@ def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) 
 
 
 def warn_if_constant_model(
-    params: BoosterParams, objective, model: Booster, train_set, one_bin: bool = False
+    params: BoosterParams,
+    objective,
+    model: Booster,
+    train_set,
+    one_bin: bool = False,
+    zero_weights: bool | None = None,
 ) -> None:
     """Warn when every tree of ``model`` is one leaf: the model gives every document the
     same score (all labels equal, queries without two grades for a pairwise loss, every
     column one bin (``one_bin``), or split limits no split meets), which trained
     silently (LightGBM warns that no leaf meets the split requirements).  The message
-    names the likely cause."""
+    names the likely cause.  ``zero_weights``: whether some document has weight 0 (by
+    default read off ``train_set.weights``; Dask passes a summary set without them)."""
     if not model.trees or any(t.shape[0] > 1 for t in model.trees):
         return
     y = np.asarray(train_set.y)
@@ -334,7 +340,9 @@ def warn_if_constant_model(
     starts = starts[starts < y.shape[0]]
     # zero-weight documents carry no signal: their labels count for nothing
     counts = np.ones(y.shape, bool) if train_set.weights is None else train_set.weights > 0
-    weighted = "" if counts.all() else " of positive weight"
+    if zero_weights is None:
+        zero_weights = not counts.all()
+    weighted = " of positive weight" if zero_weights else ""
     top = np.maximum.reduceat(np.where(counts, y, -np.inf), starts)
     bottom = np.minimum.reduceat(np.where(counts, y, np.inf), starts)
     own = (

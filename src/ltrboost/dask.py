@@ -81,6 +81,9 @@ from ltrboost.booster import (
     check_metrics,
     check_resumable,
     make_objective,
+    warn_if_colsample_misses,
+    warn_if_constant_model,
+    warn_if_no_split_possible,
 )
 from ltrboost.dataset import (
     ALL_ZERO_WEIGHTS,
@@ -338,8 +341,41 @@ def _part_meta(part) -> dict:
         width=int(part["X"].shape[1]),
         # None without weights, else whether any is positive (checked over all parts)
         weighted=None if part["w"] is None else bool(part["w"].any()),
+        zero_weights=part["w"] is not None and not bool((part["w"] > 0).all()),
         # ERR's y_max is the largest label of the whole set, not of one shard
         y_max=float(part["y"].max()) if part["y"].shape[0] else 0.0,
+        # each query's largest and smallest label of positive weight (+-inf: none),
+        # for the warning of a constant model (booster.warn_if_constant_model)
+        y_range=_label_range(part),
+    )
+
+
+def _label_range(part) -> NDArray[np.float64]:
+    """(n_queries, 2): each query's largest and smallest label among its documents of
+    positive weight (-inf, +inf where it has none)."""
+    y = np.asarray(part["y"], dtype=np.float64)
+    starts = np.asarray(part["offsets"])[:-1]
+    out = np.empty((starts.shape[0], 2))
+    out[:, 0], out[:, 1] = -np.inf, np.inf
+    if y.shape[0] == 0 or starts.shape[0] == 0:
+        return out
+    keep = np.ones(y.shape, bool) if part["w"] is None else np.asarray(part["w"]) > 0
+    full = starts < y.shape[0]  # reduceat needs starts inside the array
+    out[full, 0] = np.maximum.reduceat(np.where(keep, y, -np.inf), starts[full])
+    out[full, 1] = np.minimum.reduceat(np.where(keep, y, np.inf), starts[full])
+    return out
+
+
+def _label_summary(metas) -> types.SimpleNamespace:
+    """A stand-in training set for :func:`~ltrboost.booster.warn_if_constant_model`: one
+    query per query of the set, holding two documents, its largest and its smallest
+    label of positive weight (the warning's causes depend on nothing else)."""
+    r = np.concatenate([m["y_range"] for m in metas]) if metas else np.empty((0, 2))
+    return types.SimpleNamespace(
+        y=r.reshape(-1),
+        query_offsets=np.arange(0, 2 * r.shape[0] + 1, 2, dtype=np.int64),
+        weights=None,
+        n_samples=sum(m["n"] for m in metas),
     )
 
 
@@ -1350,13 +1386,18 @@ def train(
                 f"validation set {n!r} has {metas[0]['width']} features but the training "
                 f"set has {tr[1][0]['width']}"
             )
+    metas = tr[1]
+    labels = _label_summary(metas)
     with np.errstate(over="ignore", invalid="ignore"):
         run = _DaskTraining(client, params, objective, tr, vs, timeout, init_model)
         del tr, vs  # the shards hold their rows (binned) now: free the input partitions
+        if run.used.n_used:  # as ltrboost.train warns
+            warn_if_no_split_possible(params, labels)
+            warn_if_colsample_misses(params, run.used)
         c = run.cluster
         c.round_trips = c.bytes_to_driver = c.bytes_from_driver = 0
         try:
-            return run.run(callbacks, init_model)
+            model = run.run(callbacks, init_model)
         finally:
             if stats is not None:
                 stats.update(
@@ -1367,6 +1408,12 @@ def train(
                     bytes_from_driver=c.bytes_from_driver,
                 )
             c.actors = []
+    if run.used.n_used and 2 * int(params.min_samples_leaf) <= labels.n_samples:
+        b = run.binner
+        one_bin = bool(((b.n_bins_non_missing_ <= 1) & ~b.has_missing_).all())
+        zero = any(m["zero_weights"] for m in metas)
+        warn_if_constant_model(params, objective, model, labels, one_bin, zero)
+    return model
 
 
 def _predict_frame(df, booster, iteration):
