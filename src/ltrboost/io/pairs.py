@@ -16,10 +16,11 @@ the format (``ltrboost.clicks`` uses it for preferences mined from click logs).
 
 from __future__ import annotations
 
+import array
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -52,29 +53,57 @@ def read_pairs_file(
     weight : ndarray of float64.
     """
     path = os.fspath(path)
-    index: dict[tuple[str, str], int] = {}
+    # query -> docid -> row: a dict per query (one query string each, no key tuples)
+    index: dict[str, dict[str, int]] = {}
     repeated: dict[tuple[str, str], int] = {}  # a docid's second row in its query
+    names: dict = {}  # each query id's text, made once
     for row, (q, d) in enumerate(zip(np.asarray(qid).tolist(), docids, strict=True)):
         if d is not None:
-            if index.setdefault((str(q), d), row) != row:
-                repeated.setdefault((str(q), d), row)
+            qs = names.get(q)
+            if qs is None:
+                qs = names[q] = str(q)
+            rows_q = index.get(qs)
+            if rows_q is None:
+                rows_q = index[qs] = {}
+            if rows_q.setdefault(d, row) != row:
+                repeated.setdefault((qs, d), row)
+    del names
     known_q = {str(q) for q in np.unique(qid).tolist()}
     # the LETOR reader reads qid:007 and qid:+7 as 7: a pairs file may write them so too
     integer_qids = np.asarray(qid).dtype.kind in "iu"
-    preferred: list[int] = []
-    other: list[int] = []
-    weight: list[float] = []
-    seen: dict[tuple[int, int], int] = {}
+    # Python arrays, not lists (8 bytes an entry, not ~36): a pairs file may hold
+    # millions of lines
+    preferred = array.array("q")
+    other = array.array("q")
+    weight = array.array("d")
+    linenos = array.array("q")
+    n_rows = max(len(docids), 1)
+
+    def check_contradictions() -> None:
+        """Refuse the first line whose reverse pair came on an earlier line."""
+        hit = _first_contradiction(preferred, other, n_rows)
+        if hit is not None:
+            i, j = hit
+            raise LTRInputError(
+                f"pair contradicts line {linenos[j]}: {docids[other[i]]!r} was preferred "
+                f"to {docids[preferred[i]]!r} there",
+                path=path,
+                line=linenos[i],
+            )
+
+    def fail(msg: str, lineno: int) -> LTRInputError:
+        check_contradictions()  # an earlier line's error first, as the file is read
+        return LTRInputError(msg, path=path, line=lineno)
+
     for lineno, raw in enumerate(text_lines(path, "pairs file"), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         parts = line.split()
         if len(parts) not in (3, 4):
-            raise LTRInputError(
+            raise fail(
                 f"expected 'qid preferred_docid other_docid [weight]', got {len(parts)} fields",
-                path=path,
-                line=lineno,
+                lineno,
             )
         q, a, b = parts[:3]
         if integer_qids:
@@ -84,60 +113,64 @@ def read_pairs_file(
             # the LETOR reader's number syntax: float() also takes "1_0" and non-ASCII digits
             w = float(parts[3]) if _NUMBER_RE.fullmatch(parts[3]) else math.nan
             if not math.isfinite(w) or w <= 0:
-                raise LTRInputError(
-                    f"weight {parts[3]!r} is not a positive number",
-                    path=path,
-                    line=lineno,
-                )
+                raise fail(f"weight {parts[3]!r} is not a positive number", lineno)
             if w > _FLOAT32_MAX:
-                raise LTRInputError(
+                raise fail(
                     f"weight {parts[3]!r} is above {_FLOAT32_MAX:.4g}, float32's largest "
                     "value (gradients are float32)",
-                    path=path,
-                    line=lineno,
+                    lineno,
                 )
         if q not in known_q:
-            raise LTRInputError(f"unknown query {q!r}", path=path, line=lineno)
+            raise fail(f"unknown query {q!r}", lineno)
         rows = []
+        rows_q = index.get(q, {})
         for d in (a, b):
-            r = index.get((q, d))
+            r = rows_q.get(d)
             if r is None:
-                raise LTRInputError(
+                raise fail(
                     f"document {d!r} is not a document of query {q!r} in the data "
                     "(docids come from '#docid = ...' comments)",
-                    path=path,
-                    line=lineno,
+                    lineno,
                 )
             if (q, d) in repeated:
-                raise LTRInputError(
+                raise fail(
                     f"document {d!r} is not unique in query {q!r} (data rows {r + 1} and "
                     f"{repeated[(q, d)] + 1}, counting from 1, carry it): the pair cannot "
                     "tell them apart; give the documents distinct docids",
-                    path=path,
-                    line=lineno,
+                    lineno,
                 )
             rows.append(r)
         if rows[0] == rows[1]:
-            raise LTRInputError(
-                f"document {a!r} cannot be preferred to itself", path=path, line=lineno
-            )
-        key = (rows[0], rows[1])
-        if (rows[1], rows[0]) in seen:
-            raise LTRInputError(
-                f"pair contradicts line {seen[(rows[1], rows[0])]}: {b!r} was preferred "
-                f"to {a!r} there",
-                path=path,
-                line=lineno,
-            )
-        seen.setdefault(key, lineno)
+            raise fail(f"document {a!r} cannot be preferred to itself", lineno)
         preferred.append(rows[0])
         other.append(rows[1])
         weight.append(w)
-    return (
-        np.asarray(preferred, dtype=np.int64),
-        np.asarray(other, dtype=np.int64),
-        np.asarray(weight, dtype=np.float64),
+        linenos.append(lineno)
+    check_contradictions()
+    return (  # views of the arrays (no copy at the peak)
+        np.frombuffer(preferred, dtype=np.int64),
+        np.frombuffer(other, dtype=np.int64),
+        np.frombuffer(weight, dtype=np.float64),
     )
+
+
+def _first_contradiction(preferred, other, n_rows: int) -> tuple[int, int] | None:
+    """``(i, j)``: the first pair ``i`` (in file order) whose reverse is an earlier pair,
+    and the first such pair ``j < i``; None when no pair contradicts another."""
+    if len(preferred) < 2:
+        return None
+    p = np.frombuffer(preferred, dtype=np.int64)
+    o = np.frombuffer(other, dtype=np.int64)
+    key = p * n_rows + o
+    keys, first = np.unique(key, return_index=True)  # each pair's first occurrence
+    rev = o * n_rows + p
+    at = np.minimum(np.searchsorted(keys, rev), keys.shape[0] - 1)
+    j = np.where(keys[at] == rev, first[at], -1)
+    i = np.arange(p.shape[0])
+    bad = np.flatnonzero((j >= 0) & (j < i))
+    if bad.size == 0:
+        return None
+    return int(bad[0]), int(j[bad[0]])
 
 
 def query_id_text(text: str) -> str:
@@ -151,23 +184,62 @@ def query_id_text(text: str) -> str:
     return "-" + digits if text[0] == "-" and digits != "0" else digits
 
 
-def text_lines(path: str, what: str) -> list[str]:
-    """The lines of the UTF-8 text file ``path`` (a BOM skipped, lines as :func:`_lines`
-    splits them); :class:`LTRInputError` naming the file, and the line of the first byte
-    that is not UTF-8.  ``what`` names the file in a read error ("pairs file")."""
+# Bytes read at a time by text_lines: a file is decoded and split a block at a time,
+# never held whole (a pairs file or click log can be larger than the data file).
+TEXT_BLOCK_BYTES = 1 << 20
+
+
+def text_lines(path: str, what: str, block_bytes: int | None = None) -> Iterator[str]:
+    """The lines of the UTF-8 text file ``path``, read and decoded a block at a time (a
+    BOM skipped; lines as :func:`_lines` splits them: LF, CRLF or CR end a line);
+    :class:`LTRInputError` naming the file, and the line of the first byte that is not
+    UTF-8.  ``what`` names the file in a read error ("pairs file").  After the last
+    line ending, the rest of the file is one more line (``""`` when it is empty)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read().removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
+        f = open(path, "rb")  # closed by _text_lines (its finally)
     except OSError as e:
         raise LTRInputError(f"cannot read {what}: {e.strerror}", path=path) from None
+    return _text_lines(f, path, what, block_bytes or TEXT_BLOCK_BYTES)
+
+
+def _text_lines(f, path: str, what: str, block_bytes: int) -> Iterator[str]:
+    lineno = 0  # lines yielded so far
+    rest = b""
+    first = True
     try:
-        return _lines(data.decode("utf-8"))
-    except UnicodeDecodeError as err:
-        raise LTRInputError(
-            f"not UTF-8 text (byte 0x{data[err.start]:02x})",
-            path=path,
-            line=len(_lines(data[: err.start].decode("utf-8"))),
-        ) from None
+        while True:
+            try:
+                block = f.read(max(block_bytes, 3))  # a BOM whole in the first
+            except OSError as e:
+                raise LTRInputError(f"cannot read {what}: {e.strerror}", path=path) from None
+            more = bool(block)  # not at the end of the file yet
+            if first:
+                block = block.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
+                first = False
+            data = rest + block
+            # complete lines end at the last LF; a CR at the very end may be the first
+            # half of a CRLF, so it waits for the next block
+            cut = data.rfind(b"\n") + 1 if more else len(data)
+            if more and cut == 0 and len(data) > 4 * block_bytes:
+                cut = data.rfind(b"\r", 0, len(data) - 1) + 1  # CR-only line endings
+            part, rest = data[:cut], data[cut:]
+            if part or not more:  # at the end, the rest is the last line, even ""
+                try:
+                    text = part.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    bad = lineno + len(_lines(part[: err.start].decode("utf-8")))
+                    raise LTRInputError(
+                        f"not UTF-8 text (byte 0x{part[err.start]:02x})", path=path, line=bad
+                    ) from None
+                lines = _lines(text)
+                if more:
+                    lines.pop()  # the "" after the part's last line ending
+                lineno += len(lines)
+                yield from lines
+            if not more:
+                return
+    finally:
+        f.close()
 
 
 def _lines(text: str) -> list[str]:
