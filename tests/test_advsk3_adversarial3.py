@@ -1,0 +1,67 @@
+"""Adversarial pass 3 over the scikit-learn layer, inspection and plots: each test failed
+before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ltrboost import Ranker
+from ltrboost.datasets import make_ranking
+
+FAST = dict(n_estimators=3, min_samples_leaf=3, max_leaf_nodes=4)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_ranking(n_queries=20, docs_per_query=8, n_features=4, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    X, y, qid = data
+    return Ranker(**FAST).fit(X, y, qid=qid)
+
+
+@pytest.mark.parametrize(
+    ("n_estimators", "needle"),
+    [
+        (2.5, "n_estimators=2.5 must be an integer"),  # was 2 rounds added
+        (True, "n_estimators=True must be an integer"),  # was 1
+        ("3", "n_estimators='3' must be an integer"),  # was 3
+        (0, "n_estimators=0 must be >= 1"),  # was no round, silently
+        (-1, "n_estimators=-1 must be >= 1"),  # spoke of "n_estimators=2 ... in total"
+        (None, "n_estimators=None is not allowed"),  # was a TypeError from int()
+    ],
+)
+def test_warm_start_checks_n_estimators_as_given(data, fitted, n_estimators, needle):
+    X, y, qid = data
+    with pytest.raises(ValueError, match=needle.replace("(", r"\(")):
+        Ranker(**{**FAST, "n_estimators": n_estimators}).fit(X, y, qid=qid, init_model=fitted)
+
+
+def test_warm_start_still_adds_n_estimators_rounds(data, fitted):
+    X, y, qid = data
+    more = Ranker(**{**FAST, "n_estimators": np.int64(2)}).fit(X, y, qid=qid, init_model=fitted)
+    assert more.booster_.n_iterations == fitted.booster_.n_iterations + 2
+
+
+def test_an_eval_name_0_is_kept(data):
+    """``eval_names=[0, 1]`` recorded the sets as 'valid_0' and '1': 0 is falsy."""
+    X, y, qid = data
+    model = Ranker(**FAST).fit(
+        X, y, qid=qid, eval_set=[(X, y, qid), (X[:40], y[:40], qid[:40])], eval_names=[0, 1]
+    )
+    assert list(model.evals_result_) == ["0", "1"]
+    with pytest.raises(ValueError, match="distinct"):  # 0 and '0' are one name
+        Ranker(**FAST).fit(X, y, qid=qid, eval_set=[(X, y, qid), (X, y, qid)], eval_names=[0, "0"])
+
+
+def test_eval_names_none_or_empty_still_default(data):
+    X, y, qid = data
+    model = Ranker(**FAST).fit(
+        X, y, qid=qid, eval_set=[(X, y, qid), (X, y, qid)], eval_names=[None, ""]
+    )
+    assert list(model.evals_result_) == ["valid_0", "valid_1"]
+
+
