@@ -8,6 +8,7 @@ import pytest
 
 from ltrboost import Ranker
 from ltrboost.datasets import make_ranking
+from ltrboost.inspection import model_summary
 
 FAST = dict(n_estimators=3, min_samples_leaf=3, max_leaf_nodes=4)
 
@@ -65,3 +66,15 @@ def test_eval_names_none_or_empty_still_default(data):
     assert list(model.evals_result_) == ["valid_0", "valid_1"]
 
 
+def test_model_summary_refuses_an_unknown_importance_type(fitted):
+    """Any name but 'gain' ranked by split count and reported the unknown name."""
+    with pytest.raises(ValueError, match="importance_type='cover'"):
+        model_summary(fitted.booster_, importance_type="cover")
+    assert model_summary(fitted.booster_, importance_type="split")["importance_type"] == "split"
+
+
+def test_inspection_docstring_states_the_default_iteration():
+    import ltrboost.inspection as inspection
+
+    assert "default: all\ntrees" not in inspection.__doc__
+    assert "best_iteration" in inspection.__doc__
