@@ -78,3 +78,44 @@ def test_inspection_docstring_states_the_default_iteration():
 
     assert "default: all\ntrees" not in inspection.__doc__
     assert "best_iteration" in inspection.__doc__
+
+
+class TestPlots:
+    @pytest.fixture(autouse=True)
+    def _agg(self):
+        mpl = pytest.importorskip("matplotlib")
+        mpl.use("Agg")
+        import matplotlib.pyplot as plt
+
+        yield
+        plt.close("all")
+
+    @pytest.mark.parametrize("value", [-1, 2.5, True])
+    def test_plot_tree_names_a_bad_precision(self, fitted, value):
+        """Was "Format specifier missing precision" / "Invalid format specifier"."""
+        from ltrboost.plot import plot_tree
+
+        with pytest.raises(ValueError, match="precision="):
+            plot_tree(fitted, precision=value)
+
+    @pytest.mark.parametrize("value", [-1, 2.5, True])
+    def test_plot_importance_names_a_bad_precision(self, fitted, value):
+        from ltrboost.plot import plot_importance
+
+        with pytest.raises(ValueError, match="precision="):
+            plot_importance(fitted, precision=value)
+
+    def test_plot_precision_0_and_none_still_draw(self, fitted):
+        from ltrboost.plot import plot_importance, plot_tree
+
+        plot_tree(fitted, precision=0).figure.canvas.draw()
+        plot_importance(fitted, precision=0).figure.canvas.draw()
+        plot_importance(fitted, precision=None).figure.canvas.draw()
+
+    def test_plot_tree_show_info_as_one_string_is_named(self, fitted):
+        """``show_info="gain"`` was read letter by letter: "not 'g'"."""
+        from ltrboost.plot import plot_tree
+
+        with pytest.raises(ValueError, match=r"show_info='gain' must be a tuple.*\('gain',\)"):
+            plot_tree(fitted, show_info="gain")
+        plot_tree(fitted, show_info=("gain", "count"))

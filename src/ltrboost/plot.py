@@ -72,6 +72,15 @@ def _integer(value: Any, name: str, what: str) -> int:
     raise ValueError(f"{name}={value!r} must be an integer ({what})")
 
 
+def _precision(value: Any) -> int:
+    """``precision=`` as an int >= 0 (a negative one, a float or a bool failed at
+    format time with "Format specifier missing precision", naming no argument)."""
+    n = _integer(value, "precision", "significant digits, at least 0")
+    if n < 0:
+        raise ValueError(f"precision={value} must be at least 0 (significant digits)")
+    return n
+
+
 def _axes(ax: Any, figsize: tuple[float, float] | None) -> Any:
     """``ax``, or the Axes of a new figure of ``figsize`` when ``ax`` is None; anything
     but one Axes is a TypeError (the array ``plt.subplots(2)`` returns failed deep in
@@ -130,6 +139,8 @@ def plot_importance(
     """
     _pyplot()
     booster = _booster(model)
+    if precision is not None:
+        precision = _precision(precision)
     imp = feature_importance(booster, importance_type)
     names = feature_names(booster)
     order = np.argsort(-imp, kind="stable")
@@ -315,6 +326,12 @@ def plot_tree(
     tree_index = _integer(tree_index, "tree_index", "0-based, negative from the end")
     if not -n_trees <= tree_index < n_trees:
         raise IndexError(f"tree_index={tree_index} is out of range for {n_trees} trees")
+    precision = _precision(precision)
+    if isinstance(show_info, str):  # "gain" was read as its letters: "not 'g'"
+        raise ValueError(
+            f"show_info={show_info!r} must be a tuple of 'gain' and/or 'count', e.g. "
+            f"({show_info!r},)"
+        )
     for info in show_info:
         if info not in ("gain", "count"):
             raise ValueError(f"show_info entries must be 'gain' or 'count', not {info!r}")
