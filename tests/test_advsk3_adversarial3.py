@@ -119,3 +119,20 @@ class TestPlots:
         with pytest.raises(ValueError, match=r"show_info='gain' must be a tuple.*\('gain',\)"):
             plot_tree(fitted, show_info="gain")
         plot_tree(fitted, show_info=("gain", "count"))
+
+    def test_plot_tree_takes_a_font_size_name(self, fitted):
+        """``fontsize="small"`` was a TypeError at ``fontsize - 1``."""
+        from ltrboost.plot import plot_tree
+
+        ax = plot_tree(fitted, fontsize="small")
+        ax.figure.canvas.draw()
+        sizes = {t.get_fontsize() for t in ax.texts}
+        assert len(sizes) == 2
+        assert max(sizes) - min(sizes) == 1
+
+    @pytest.mark.parametrize("value", [0, -3, "huge", True, float("nan"), [1]])
+    def test_plot_tree_names_a_bad_font_size(self, fitted, value):
+        from ltrboost.plot import plot_tree
+
+        with pytest.raises(ValueError, match="fontsize="):
+            plot_tree(fitted, fontsize=value)

@@ -16,6 +16,7 @@ graphviz.
 
 from __future__ import annotations
 
+import math
 import operator
 import os
 from typing import Any
@@ -79,6 +80,26 @@ def _precision(value: Any) -> int:
     if n < 0:
         raise ValueError(f"precision={value} must be at least 0 (significant digits)")
     return n
+
+
+def _font_points(size: Any) -> float:
+    """``fontsize=`` in points: a positive number or a matplotlib size name ("small";
+    ``fontsize - 1`` was a TypeError for a name); anything else refused naming it."""
+    from matplotlib.font_manager import FontProperties
+
+    try:  # matplotlib takes a number below 1 as 1 pt: refused here
+        points = float(FontProperties(size=size).get_size_in_points())
+        ok = not isinstance(size, bool) and not (
+            isinstance(size, int | float | np.number) and size <= 0
+        )
+    except (TypeError, ValueError):
+        points, ok = math.nan, False
+    if not (ok and math.isfinite(points)):
+        raise ValueError(
+            f"fontsize={size!r} must be a size in points (> 0) or a matplotlib size name "
+            "such as 'small'"
+        )
+    return points
 
 
 def _axes(ax: Any, figsize: tuple[float, float] | None) -> Any:
@@ -314,7 +335,8 @@ def plot_tree(
         Extra lines in each box.
     figsize : (float, float), optional
         Default grows with the number of leaves and the depth.
-    fontsize : float, optional
+    fontsize : float or str, optional
+        Points, or a matplotlib size name such as ``"small"``.
 
     Returns
     -------
@@ -365,6 +387,8 @@ def plot_tree(
     ax = _axes(ax, figsize)
     if fontsize is None:
         fontsize = 9 if n_leaves <= 12 else 7
+    else:  # points, or a matplotlib size name ("small"): the edge labels are 1 pt smaller
+        fontsize = _font_points(fontsize)
 
     def label(k: int) -> str:
         node = nodes[k]
