@@ -80,6 +80,21 @@ def test_inspection_docstring_states_the_default_iteration():
     assert "best_iteration" in inspection.__doc__
 
 
+def test_importances_of_a_constant_model_are_zero_as_documented(data):
+    """README and the docstring said 'normalised to sum to 1'; a model whose trees never
+    split has no importance to normalise (LightGBM's are 0 too): now said."""
+    import warnings
+
+    import ltrboost.sklearn
+
+    X, y, qid = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the constant-model warning
+        model = Ranker(**FAST).fit(X, np.zeros_like(y), qid=qid)
+    assert model.feature_importances_.tolist() == [0.0] * X.shape[1]
+    assert "all 0" in ltrboost.sklearn.Ranker.__doc__
+
+
 class TestPlots:
     @pytest.fixture(autouse=True)
     def _agg(self):

@@ -50,7 +50,7 @@ class Ranker(BaseEstimator):
     n_features_in_ : int
     feature_importances_ : ndarray of shape (n_features,)
         Total split gain (or number of splits, ``importance_type="split"``) of each
-        feature, normalised to sum to 1.
+        feature, normalised to sum to 1 (all 0 when no tree splits: a constant model).
 
     Examples
     --------
