@@ -12,8 +12,10 @@ Importance types (LightGBM's names):
   as stored in each node's ``gain`` field).  The default here, as in earlier
   releases' ``feature_importances_``; LightGBM's default is ``"split"``.
 
-Only the first ``iteration`` rounds count when ``iteration`` is given (default: all
-trees, as LightGBM's ``Booster.feature_importance``).
+Only the first ``iteration`` rounds count when ``iteration`` is given; by default the
+trees ``predict`` uses: the ``best_iteration`` when early stopping set one, else all
+(as LightGBM's ``Booster.feature_importance``).  ``dump_text`` dumps every tree unless
+given ``iteration``.
 """
 
 from __future__ import annotations
@@ -178,6 +180,8 @@ def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) ->
 
 def model_summary(booster: Any, top: int = 10, importance_type: str = "gain") -> dict[str, Any]:
     """What ``ltrboost inspect`` prints, as a JSON-ready dict."""
+    if importance_type not in IMPORTANCE_TYPES:  # any other name ranked by split, silently
+        raise ValueError(f"importance_type={importance_type!r} is not one of {IMPORTANCE_TYPES}")
     split = feature_importance(booster, "split")
     gain = feature_importance(booster, "gain")
     names = feature_names(booster)

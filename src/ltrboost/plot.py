@@ -16,6 +16,7 @@ graphviz.
 
 from __future__ import annotations
 
+import math
 import operator
 import os
 from typing import Any
@@ -70,6 +71,35 @@ def _integer(value: Any, name: str, what: str) -> int:
         except TypeError:
             pass
     raise ValueError(f"{name}={value!r} must be an integer ({what})")
+
+
+def _precision(value: Any) -> int:
+    """``precision=`` as an int >= 0 (a negative one, a float or a bool failed at
+    format time with "Format specifier missing precision", naming no argument)."""
+    n = _integer(value, "precision", "significant digits, at least 0")
+    if n < 0:
+        raise ValueError(f"precision={value} must be at least 0 (significant digits)")
+    return n
+
+
+def _font_points(size: Any) -> float:
+    """``fontsize=`` in points: a positive number or a matplotlib size name ("small";
+    ``fontsize - 1`` was a TypeError for a name); anything else refused naming it."""
+    from matplotlib.font_manager import FontProperties
+
+    try:  # matplotlib takes a number below 1 as 1 pt: refused here
+        points = float(FontProperties(size=size).get_size_in_points())
+        ok = not isinstance(size, bool) and not (
+            isinstance(size, int | float | np.number) and size <= 0
+        )
+    except (TypeError, ValueError):
+        points, ok = math.nan, False
+    if not (ok and math.isfinite(points)):
+        raise ValueError(
+            f"fontsize={size!r} must be a size in points (> 0) or a matplotlib size name "
+            "such as 'small'"
+        )
+    return points
 
 
 def _axes(ax: Any, figsize: tuple[float, float] | None) -> Any:
@@ -130,6 +160,8 @@ def plot_importance(
     """
     _pyplot()
     booster = _booster(model)
+    if precision is not None:
+        precision = _precision(precision)
     imp = feature_importance(booster, importance_type)
     names = feature_names(booster)
     order = np.argsort(-imp, kind="stable")
@@ -303,7 +335,8 @@ def plot_tree(
         Extra lines in each box.
     figsize : (float, float), optional
         Default grows with the number of leaves and the depth.
-    fontsize : float, optional
+    fontsize : float or str, optional
+        Points, or a matplotlib size name such as ``"small"``.
 
     Returns
     -------
@@ -315,6 +348,12 @@ def plot_tree(
     tree_index = _integer(tree_index, "tree_index", "0-based, negative from the end")
     if not -n_trees <= tree_index < n_trees:
         raise IndexError(f"tree_index={tree_index} is out of range for {n_trees} trees")
+    precision = _precision(precision)
+    if isinstance(show_info, str):  # "gain" was read as its letters: "not 'g'"
+        raise ValueError(
+            f"show_info={show_info!r} must be a tuple of 'gain' and/or 'count', e.g. "
+            f"({show_info!r},)"
+        )
     for info in show_info:
         if info not in ("gain", "count"):
             raise ValueError(f"show_info entries must be 'gain' or 'count', not {info!r}")
@@ -348,6 +387,8 @@ def plot_tree(
     ax = _axes(ax, figsize)
     if fontsize is None:
         fontsize = 9 if n_leaves <= 12 else 7
+    else:  # points, or a matplotlib size name ("small"): the edge labels are 1 pt smaller
+        fontsize = _font_points(fontsize)
 
     def label(k: int) -> str:
         node = nodes[k]

@@ -50,7 +50,7 @@ class Ranker(BaseEstimator):
     n_features_in_ : int
     feature_importances_ : ndarray of shape (n_features,)
         Total split gain (or number of splits, ``importance_type="split"``) of each
-        feature, normalised to sum to 1.
+        feature, normalised to sum to 1 (all 0 when no tree splits: a constant model).
 
     Examples
     --------
@@ -234,7 +234,9 @@ class Ranker(BaseEstimator):
             names = init_model.feature_names
         valid_sets = []
         for k, es in enumerate(eval_set):
-            name = (eval_names[k] if eval_names else None) or f"valid_{k}"
+            name = eval_names[k] if eval_names else None
+            if name is None or name == "":  # a name 0 is "0", not valid_0
+                name = f"valid_{k}"
             try:
                 vds = _eval_dataset(es, *eval_queries[k], index=k, names=names)
             except ValueError as e:  # say which validation set the bad row is in
@@ -245,8 +247,10 @@ class Ranker(BaseEstimator):
                 )
             valid_sets.append((name, vds))
         if init_model is not None:
-            # n_estimators counts the rounds added to init_model (LightGBM, XGBoost)
-            params.n_estimators = init_model.n_iterations + int(params.n_estimators)
+            # n_estimators counts the rounds added to init_model (LightGBM, XGBoost); checked
+            # as given (int() took 2.5 as 2, True as 1, "3" as 3 and 0 as no round)
+            params.validate()
+            params.n_estimators = init_model.n_iterations + params.n_estimators
         period, callbacks = self._logging_callbacks(verbose, callbacks)
         self.booster_ = train(
             params, train_set, valid_sets, callbacks=callbacks, init_model=init_model
