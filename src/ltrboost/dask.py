@@ -1492,12 +1492,15 @@ class DaskRanker(Ranker):
                 )
                 raise ValueError(f"eval_set[{k}] has {len(es)} elements; each must be {shapes}")
             vq = es[2] if len(es) > 2 else (eval_qid[k] if eval_qid is not None else None)
-            name = (eval_names[k] if eval_names else None) or f"valid_{k}"
+            name = eval_names[k] if eval_names else None
+            if name is None or name == "":  # a name 0 is "0", not valid_0 (as Ranker)
+                name = f"valid_{k}"
             valid.append((name, DaskData(es[0], es[1], vq)))
         client = self.client or default_client()
         init_model = _as_booster(init_model)  # a path may be a pathlib.Path too
         if init_model is not None:
-            params.n_estimators = init_model.n_iterations + int(params.n_estimators)
+            params.validate()  # n_estimators as given, as Ranker.fit checks it
+            params.n_estimators = init_model.n_iterations + params.n_estimators
         period, callbacks = self._logging_callbacks(verbose, callbacks)
         self.booster_ = train(
             client,

@@ -1,7 +1,10 @@
-"""``ltrboost.dask.train`` warns where ``ltrboost.train`` does: a model whose every tree
+"""Dask does what the local API does.
+
+``ltrboost.dask.train`` warns where ``ltrboost.train`` does: a model whose every tree
 is one leaf (naming the cause), a ``min_samples_leaf`` that leaves no node a split, a
 ``colsample_bytree`` that leaves most trees without a varying column.  These trained
-constant models silently on Dask.
+constant models silently on Dask.  ``DaskRanker.fit`` checks ``n_estimators`` of a warm
+start and names its validation sets as ``Ranker.fit`` does.
 """
 
 from __future__ import annotations
@@ -104,3 +107,29 @@ def test_ordinary_data_do_not_warn(client):
     X, y, qid = _data()
     local, dist = _both(dict(FAST, objective="lambdamart"), X, y, qid, client)
     assert _ours(local) == _ours(dist) == []
+
+
+@pytest.mark.parametrize(
+    ("n_estimators", "needle"),
+    [
+        (2.5, "n_estimators=2.5 must be an integer"),  # was 2 rounds added
+        (True, "n_estimators=True must be an integer"),  # was 1
+        (0, "n_estimators=0 must be >= 1"),  # was no round, silently
+        (None, "n_estimators=None is not allowed"),  # was a TypeError from int()
+    ],
+)
+def test_warm_start_checks_n_estimators_as_given(client, n_estimators, needle):
+    X, y, qid = _data()
+    first = ltrboost.train(dict(FAST, objective="lambdamart"), ltrboost.make_dataset(X, y, qid=qid))
+    d = _dask(X, y, qid)
+    r = ldask.DaskRanker(client=client, **dict(FAST, n_estimators=n_estimators))
+    with pytest.raises(ValueError, match=needle.replace("(", r"\(")):
+        r.fit(d.X, d.y, qid=d.qid, init_model=first)
+
+
+def test_an_eval_name_0_is_kept(client):
+    X, y, qid = _data()
+    d = _dask(X, y, qid)
+    r = ldask.DaskRanker(client=client, **FAST)
+    r.fit(d.X, d.y, qid=d.qid, eval_set=[(d.X, d.y, d.qid)], eval_names=[0])
+    assert list(r.evals_result_) == ["0"]  # was valid_0: 0 is falsy
