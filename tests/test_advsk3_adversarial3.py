@@ -3,6 +3,8 @@ before its fix."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -151,3 +153,19 @@ class TestPlots:
 
         with pytest.raises(ValueError, match="fontsize="):
             plot_tree(fitted, fontsize=value)
+
+
+def test_a_frame_given_to_a_model_fitted_on_an_array_warns(data):
+    """scikit-learn warns when a model fitted without feature names gets a DataFrame:
+    its columns are taken by position, so reordered columns would score silently wrong."""
+    pd = pytest.importorskip("pandas")
+    X, y, qid = data
+    r = Ranker(**FAST).fit(X, y, qid=qid)
+    frame = pd.DataFrame(X, columns=[f"f{k}" for k in range(X.shape[1])])
+    with pytest.warns(UserWarning, match="X has feature names, but Ranker was fitted without"):
+        scores = r.predict(frame)
+    np.testing.assert_array_equal(scores, r.predict(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r.predict(X)  # an array: no warning
+        Ranker(**FAST).fit(frame, y, qid=qid).predict(frame)  # names both times

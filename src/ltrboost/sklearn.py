@@ -9,6 +9,7 @@ because scikit-learn reads its signature; a test checks it against the list.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -333,6 +334,13 @@ class Ranker(BaseEstimator):
     def _drop_qid_column(self, X: Any) -> tuple[Any, Any]:
         X = arrow_as_frame(X)
         names = self.booster_.feature_names
+        if names is None and hasattr(X, "columns"):  # scikit-learn's warning, its words
+            warnings.warn(
+                f"X has feature names, but {type(self).__name__} was fitted without "
+                "feature names (its columns are taken by position)",
+                UserWarning,
+                stacklevel=3,
+            )
         if _has_qid_column(X) and (names is None or "qid" not in names):
             return X.drop(columns="qid"), X["qid"].to_numpy()
         return X, None
