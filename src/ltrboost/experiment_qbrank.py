@@ -626,8 +626,9 @@ def run_qbrank_experiment(
     """Run (or resume) seed 004's protocol on every fold below ``folder``; write the
     report into ``output`` and return the summary (see the module docstring).
     ``na_values``: feature values that mean missing (``load_svmlight``'s)."""
-    from ltrboost.experiment import data_sizes, find_folds
+    from ltrboost.experiment import check_report_folder, data_sizes, find_folds
 
+    check_report_folder(output)
     settings = settings or Settings()
     _check_settings(settings)
     folds = find_folds(folder)
@@ -670,8 +671,8 @@ def _finished_fold(
     """The fold saved at ``path`` when it was made with these settings from files of
     these sizes (:func:`~ltrboost.experiment.data_sizes`; not checked for folds saved
     before sizes were recorded) and holds every run (else None: it is computed again
-    and replaced); an unreadable file is an error naming it, not a file to overwrite
-    unseen."""
+    and replaced, with a warning naming the difference); an unreadable file is an error
+    naming it, not a file to overwrite unseen."""
     if not os.path.exists(path):
         return None
     try:
@@ -681,12 +682,29 @@ def _finished_fold(
             raise ValueError(f"a JSON {type(cached).__name__}, not an object")
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: cannot read this finished fold ({e}); delete it") from None
-    if cached.get("settings") != settings_json:
-        return None
-    if data is not None and cached.get("data", data) != data:
-        return None
+    saved = cached.get("settings")
+    saved_data = cached.get("data", data)
     runs = cached.get("runs")
-    if not isinstance(runs, dict) or any(r not in runs for r in RUNS):
+    why = None
+    if not isinstance(saved, dict):
+        why = "without its settings"
+    elif saved != settings_json:
+        why = "with " + ", ".join(
+            f"{k} {saved.get(k)!r} (this run: {settings_json.get(k)!r})"
+            for k in sorted(set(saved) | set(settings_json))
+            if saved.get(k) != settings_json.get(k)
+        )
+    elif data is not None and saved_data != data:
+        why = f"from other data files ({saved_data!r}; this run: {data!r})"
+    elif not isinstance(runs, dict) or any(r not in runs for r in RUNS):
+        lacking = [r for r in RUNS if not isinstance(runs, dict) or r not in runs]
+        why = f"without the runs {', '.join(lacking)}"
+    if why is not None:
+        # the finished fold is replaced: say so, as the default protocol names the
+        # difference (it refuses to resume)
+        warnings.warn(
+            f"{path}: this finished fold was made {why}; computing it again", stacklevel=3
+        )
         return None
     return cached
 
