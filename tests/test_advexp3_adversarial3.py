@@ -54,6 +54,15 @@ def test_an_empty_output_is_refused_not_the_working_directory(
     assert not (tmp_path / "table.md").exists()
 
 
+def test_cv_negative_random_state_names_the_flag(folds, capsys):
+    """``cv --objective mart --random-state -1`` failed with NumPy's "expected
+    non-negative integer", naming neither the flag nor the value."""
+    data = folds() / "Fold1" / "train.txt"
+    argv = ["cv", data, "--folds", "3", "--n-estimators", "2", "--objective", "mart"]
+    rc, _, err = run([*argv, "--random-state", "-1"], capsys)
+    one_line_error(rc, err, "--random-state", "-1")
+
+
 def test_paired_json_is_strict_json_with_one_fold(folds, tmp_path):
     """With one fold (or the folder itself) the intervals over folds are undefined and
     paired.json held ``NaN``, which is not JSON (JavaScript's JSON.parse, jq < 1.7 and
