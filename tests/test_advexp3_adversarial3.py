@@ -139,3 +139,23 @@ def test_qbrank_rerun_with_other_settings_names_what_it_replaces(qb_folds, tmp_p
     rc, _, err = run(["experiment", qb_folds, "-o", out, *QB, "--ties"], capsys)
     assert rc == 0, err
     assert "warning" not in err
+
+
+@pytest.mark.parametrize(("key", "value"), [("settings", [1]), ("data", "x")])
+def test_finished_cell_with_settings_or_data_not_an_object_is_a_named_error(
+    folds, tmp_path, capsys, key, value
+):
+    """A hand-edited cell whose ``settings`` or ``data`` was not an object passed the
+    shape check and failed with AttributeError: 'list' object has no attribute 'get'."""
+    root = folds()
+    out = tmp_path / "r"
+    flags = ["--systems", "mcrank", "--leaves", "4", "--learning-rates", "0.1"]
+    flags += ["--max-trees", "2", "--min-samples-leaf", "2", "--quiet"]
+    rc, _, err = run(["experiment", root, "-o", out, *flags], capsys)
+    assert rc == 0, err
+    path = out / "cells" / "mcrank_se_L4_lr0.1_Fold1.json"
+    record = json.loads(path.read_text())
+    record[key] = value
+    path.write_text(json.dumps(record))
+    rc, _, err = run(["experiment", root, "-o", out, *flags], capsys)
+    one_line_error(rc, err, "mcrank_se_L4_lr0.1_Fold1.json", f"{key} ", "delete it")

@@ -417,6 +417,9 @@ def _cell_shape_problem(record: dict) -> str | None:
     for key in ("seconds", "final_train_loss"):
         if not _is_number(record[key]):
             return f"{key} {record[key]!r} is not a number"
+    for key in ("settings", "data"):  # optional (cells from before they were recorded)
+        if record.get(key) is not None and not isinstance(record[key], dict):
+            return f"{key} {record[key]!r} is not an object"
     return None
 
 
