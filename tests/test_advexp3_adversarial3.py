@@ -159,3 +159,30 @@ def test_finished_cell_with_settings_or_data_not_an_object_is_a_named_error(
     path.write_text(json.dumps(record))
     rc, _, err = run(["experiment", root, "-o", out, *flags], capsys)
     one_line_error(rc, err, "mcrank_se_L4_lr0.1_Fold1.json", f"{key} ", "delete it")
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda f: f["runs"]["gbt_l1"].pop("dcg5"), "runs.gbt_l1.dcg5"),
+        (lambda f: f["runs"]["qbrank_p2"]["precision_vali"].pop("50"), "precision_vali"),
+        (lambda f: f["runs"]["gbt_l2"].update(iteration_vali=99), "iteration_vali 99"),
+        (lambda f: f["runs"].update(ranksvm_p2=[]), "runs.ranksvm_p2"),
+        (lambda f: f.pop("queries"), "queries"),
+    ],
+)
+def test_qbrank_finished_fold_of_the_wrong_shape_is_a_named_error(
+    qb_folds, tmp_path, capsys, edit, needle
+):
+    """A hand-edited folds/FoldK.json holding every run but not what the report reads
+    passed the resume check and the report failed with KeyError: 'dcg5' (or an
+    IndexError for an iteration its curves do not have)."""
+    out = tmp_path / "q"
+    rc, _, err = run(["experiment", qb_folds, "-o", out, *QB], capsys)
+    assert rc == 0, err
+    path = out / "folds" / "Fold1.json"
+    fold = json.loads(path.read_text())
+    edit(fold)
+    path.write_text(json.dumps(fold))
+    rc, _, err = run(["experiment", qb_folds, "-o", out, *QB], capsys)
+    one_line_error(rc, err, "Fold1.json", needle, "delete it")

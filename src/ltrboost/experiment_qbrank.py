@@ -699,6 +699,9 @@ def _finished_fold(
     elif not isinstance(runs, dict) or any(r not in runs for r in RUNS):
         lacking = [r for r in RUNS if not isinstance(runs, dict) or r not in runs]
         why = f"without the runs {', '.join(lacking)}"
+    problem = None if why is not None else _fold_shape_problem(cached)
+    if problem:
+        raise ValueError(f"{path}: cannot read this finished fold ({problem}); delete it")
     if why is not None:
         # the finished fold is replaced: say so, as the default protocol names the
         # difference (it refuses to resume)
@@ -707,6 +710,46 @@ def _finished_fold(
         )
         return None
     return cached
+
+
+_TREE_CURVES = ("precision100_l3", "precision100_vali")  # beside dcg5, per tree
+
+
+def _fold_shape_problem(fold: dict[str, Any]) -> str | None:
+    """What in a finished fold (with every run) the report could not read (None:
+    nothing): a hand-edited file must fail here, naming it, not in the report."""
+    from ltrboost.experiment import _is_number
+
+    for key, names in (("queries", ("L1", "L2", "L3")), ("pairs", ("P2", "P3"))):
+        part = fold.get(key)
+        if not isinstance(part, dict) or not all(_is_number(part.get(n)) for n in names):
+            return f"{key} must hold numbers for {', '.join(names)}"
+    if not isinstance(fold.get("L1_grades"), list):
+        return "L1_grades must be a list"
+    percents = [f"{p:g}" for p in PERCENTS]
+    for run in RUNS:
+        res = fold["runs"][run]
+        if not isinstance(res, dict):
+            return f"runs.{run} must be an object"
+        for key in ("precision_vali", "precision_last"):
+            v = res.get(key)
+            if not isinstance(v, dict) or not all(_is_number(v.get(k)) for k in percents):
+                return f"runs.{run}.{key} must hold numbers for {', '.join(percents)}"
+        curves = ("dcg5",) if run == "ranksvm_p2" else ("dcg5", *_TREE_CURVES)
+        n = None
+        for key in curves:
+            v = res.get(key)
+            if not isinstance(v, list) or not v or not all(map(_is_number, v)):
+                return f"runs.{run}.{key} must be a non-empty list of numbers"
+            if n is not None and len(v) != n:
+                return f"runs.{run}: the curves differ in length"
+            n = len(v)
+        it = res.get("iteration_vali")
+        if not isinstance(it, int) or isinstance(it, bool) or not 1 <= it <= (n or 0):
+            return f"runs.{run}.iteration_vali {it!r} is not an iteration of its curves"
+        if run == "ranksvm_p2" and not _is_number(res.get("C")):
+            return "runs.ranksvm_p2.C must be a number"
+    return None
 
 
 def _check_settings(s: Settings) -> None:
