@@ -186,3 +186,16 @@ def test_qbrank_finished_fold_of_the_wrong_shape_is_a_named_error(
     path.write_text(json.dumps(fold))
     rc, _, err = run(["experiment", qb_folds, "-o", out, *QB], capsys)
     one_line_error(rc, err, "Fold1.json", needle, "delete it")
+
+
+@pytest.mark.parametrize("grid", ["leaves", "system_grids"])
+def test_fractional_leaves_are_refused_not_truncated(folds, tmp_path, grid):
+    """``leaves=(4.7,)`` trained (and reported) 4-leaf cells: int() truncated it."""
+    kw = {**GRID, **KW}
+    if grid == "leaves":
+        kw["leaves"] = (4.7,)
+    else:
+        kw["system_grids"] = {"mcrank": ((4.7,), (0.1,))}
+    with pytest.raises(ValueError, match=r"leaves value 4\.7 is not a whole number"):
+        run_experiment(str(folds()), str(tmp_path / "r"), **kw)
+    assert not (tmp_path / "r" / "cells").exists()

@@ -229,7 +229,7 @@ def run_experiment(
     if unknown:
         raise ValueError(f"systems {unknown} are not among {SYSTEMS}")
     grids = {
-        s: (_distinct(int(v) for v in g[0]), _distinct(float(v) for v in g[1]))
+        s: (_distinct(_leaf_count(v) for v in g[0]), _distinct(float(v) for v in g[1]))
         for s, g in (system_grids or {}).items()
     }
     for name, given in (("system_grids", grids), ("system_params", system_params or {})):
@@ -238,7 +238,7 @@ def run_experiment(
             raise ValueError(
                 f"{name} names {not_run}, not among this run's systems {list(systems)}"
             )
-    leaves = _distinct(int(v) for v in leaves)
+    leaves = _distinct(_leaf_count(v) for v in leaves)
     learning_rates = _distinct(float(v) for v in learning_rates)
     for name, values in (("systems", systems), ("criteria", criteria)):
         if not values:
@@ -370,6 +370,13 @@ def run_experiment(
             if bar is not None:
                 bar.update(1)
     return write_report(output, cells)
+
+
+def _leaf_count(v: Any) -> int:
+    """A leaves value as an int; ``int(4.7)`` trained 4-leaf cells silently."""
+    if isinstance(v, float | np.floating) and not float(v).is_integer():
+        raise ValueError(f"leaves value {v!r} is not a whole number")
+    return int(v)
 
 
 def _distinct(values) -> list:
