@@ -199,3 +199,28 @@ def test_fractional_leaves_are_refused_not_truncated(folds, tmp_path, grid):
     with pytest.raises(ValueError, match=r"leaves value 4\.7 is not a whole number"):
         run_experiment(str(folds()), str(tmp_path / "r"), **kw)
     assert not (tmp_path / "r" / "cells").exists()
+
+
+def test_a_cell_replaced_by_a_concurrent_run_is_not_reported(folds, tmp_path, monkeypatch):
+    """Two runs into one output folder (the default ``experiment-report``) with other
+    settings: a cell the other run wrote after this run's check was put in this run's
+    table silently, a report mixing tree caps."""
+    import ltrboost.experiment as experiment
+
+    root = folds()
+    out = tmp_path / "r"
+    written = []
+    real_write = experiment.atomic_write_text
+
+    def write(path, text):
+        real_write(path, text)
+        written.append(path)
+        if len(written) == 2:  # the other run replaces this run's first cell
+            other = json.loads(text)
+            other["settings"]["max_trees"] = 99
+            real_write(written[0], json.dumps(other))
+
+    monkeypatch.setattr(experiment, "atomic_write_text", write)
+    with pytest.raises(ValueError, match=r"max_trees 99 \(this run: 2\).*another run writes"):
+        run_experiment(str(root), str(out), **GRID, **KW)
+    assert not (out / "table.md").exists()

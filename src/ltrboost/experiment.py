@@ -369,6 +369,16 @@ def run_experiment(
             atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
             if bar is not None:
                 bar.update(1)
+    # a run started meanwhile with the same output (the default folder, say) and other
+    # settings replaces cells: the report must not mix them unawares
+    for c in cells:
+        path = os.path.join(cells_dir, c.key + ".json")
+        try:
+            _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
+        except ValueError as e:
+            raise ValueError(
+                f"{e} (it changed during this run: another run writes to {output}?)"
+            ) from None
     return write_report(output, cells)
 
 
