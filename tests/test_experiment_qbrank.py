@@ -203,7 +203,8 @@ def test_six_runs_write_the_report_and_resume(folds, tmp_path):
     run_qbrank_experiment(str(root), str(out), settings=settings, n_threads=1, progress=False)
     assert os.stat(out / "folds" / "Fold1.json").st_mtime_ns == before
     ties = Settings(n_estimators=2, min_samples_leaf=2, ranksvm_c_grid=(1.0,), ties=True)
-    run_qbrank_experiment(str(root), str(out), settings=ties, n_threads=1, progress=False)
+    with pytest.warns(UserWarning, match="made with n_estimators 3 .this run: 2.*computing it"):
+        run_qbrank_experiment(str(root), str(out), settings=ties, n_threads=1, progress=False)
     res2 = json.loads((out / "results.json").read_text())
     assert res2["settings"]["ties"] is True
     fold2 = json.loads((out / "folds" / "Fold1.json").read_text())

@@ -1287,6 +1287,11 @@ def cmd_cv(args: argparse.Namespace) -> int:
             "--unbiased true is not available in cv (it takes no --position file); "
             "cross-validate the click model with ltrboost.Ranker and GroupKFold instead"
         )
+    if params.random_state < 0:  # NumPy's error named no flag: "expected non-negative integer"
+        raise ValueError(
+            f"--random-state={params.random_state} must be a non-negative integer (it seeds "
+            "the query folds)"
+        )
     metrics = parse_metric_list(params.eval_metric or "ndcg@10")
     params.eval_metric = None
     data, ds = _load(args.data, missing=args.missing, na_values=args.missing_token)

@@ -32,7 +32,9 @@ The report folder holds:
 * ``ole_minus_se.csv`` -- the mean OLE - SE curves of test NDCG@10 (one column per
   system, leaves and learning rate), small enough to commit when ``iterations.csv``
   is not;
-* ``paired.md`` / ``paired.json`` -- the paired test of OLE - SE (:func:`paired_test`).
+* ``paired.md`` / ``paired.json`` -- the paired test of OLE - SE (:func:`paired_test`;
+  the interval and p-value of fewer than two units, e.g. of one fold, are ``nan`` in
+  ``paired.md`` and ``null`` in ``paired.json``).
 """
 
 from __future__ import annotations
@@ -89,9 +91,11 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     (an interrupted copy must not shrink the mean over folds unseen); one holding none
     is not a fold."""
     folds = []
+    # escaped: a folder named like a pattern ("runs[1]") is searched as named
+    base = glob.escape(folder)
     candidates = (
-        sorted(glob.glob(os.path.join(folder, "Fold*")))
-        or sorted(glob.glob(os.path.join(folder, "Seed*")))
+        sorted(glob.glob(os.path.join(base, "Fold*")))
+        or sorted(glob.glob(os.path.join(base, "Seed*")))
         or [folder]
     )
     for d in candidates:
@@ -110,6 +114,13 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
             f"{folder}: no Fold*/ or Seed*/ train.txt, vali.txt, test.txt found (nor in the folder)"
         )
     return folds
+
+
+def check_report_folder(output: str) -> None:
+    """Refuse an empty report path: ``os.path.join("", "cells")`` wrote the report
+    into the working directory."""
+    if not os.fspath(output):
+        raise ValueError("the report folder (--output) is an empty path; give a folder name")
 
 
 def write_synthetic_folds(
@@ -207,6 +218,7 @@ def run_experiment(
         Feature values that mean missing (``load_svmlight``'s ``na_values``, e.g.
         ``["NULL"]`` for LETOR 3.0's "Feature-null" files).
     """
+    check_report_folder(output)
     if patience is not None and int(patience) < 1:
         raise ValueError(f"patience={patience} must be >= 1 or None")
     if max_trees is not None and int(max_trees) < 1:
@@ -217,15 +229,16 @@ def run_experiment(
     if unknown:
         raise ValueError(f"systems {unknown} are not among {SYSTEMS}")
     grids = {
-        s: (_distinct(int(v) for v in g[0]), _distinct(float(v) for v in g[1]))
+        s: (_distinct(_leaf_count(v) for v in g[0]), _distinct(float(v) for v in g[1]))
         for s, g in (system_grids or {}).items()
     }
-    not_run = sorted(set(grids) - set(systems))
-    if not_run:
-        raise ValueError(
-            f"system_grids names {not_run}, not among this run's systems {list(systems)}"
-        )
-    leaves = _distinct(int(v) for v in leaves)
+    for name, given in (("system_grids", grids), ("system_params", system_params or {})):
+        not_run = sorted(set(given) - set(systems))
+        if not_run:
+            raise ValueError(
+                f"{name} names {not_run}, not among this run's systems {list(systems)}"
+            )
+    leaves = _distinct(_leaf_count(v) for v in leaves)
     learning_rates = _distinct(float(v) for v in learning_rates)
     for name, values in (("systems", systems), ("criteria", criteria)):
         if not values:
@@ -238,9 +251,10 @@ def run_experiment(
                 raise ValueError(f"{name} of {s} is empty: the grid has no cell")
     from ltrboost.booster import train
     from ltrboost.dataset import make_dataset
-    from ltrboost.io.letor import imposed_width, load_svmlight
+    from ltrboost.io.letor import _check_na_values, imposed_width, load_svmlight
     from ltrboost.params import BoosterParams
 
+    na_tokens = sorted(set(_check_na_values(na_values)))
     folds = find_folds(folder)
     cells = [
         Cell(s, c, nl, lr, f[0])
@@ -278,6 +292,9 @@ def run_experiment(
             "growth": growth,
             "min_samples_leaf": min_samples_leaf,
             **(system_params or {}).get(cell.system, {}),
+            # the values read as missing change the data (recorded only when given, so
+            # that cells from before it was recorded resume)
+            **({"na_values": na_tokens} if na_tokens else {}),
         }
 
     fold_paths = {f[0]: f[1:] for f in folds}
@@ -352,7 +369,24 @@ def run_experiment(
             atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
             if bar is not None:
                 bar.update(1)
+    # a run started meanwhile with the same output (the default folder, say) and other
+    # settings replaces cells: the report must not mix them unawares
+    for c in cells:
+        path = os.path.join(cells_dir, c.key + ".json")
+        try:
+            _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
+        except ValueError as e:
+            raise ValueError(
+                f"{e} (it changed during this run: another run writes to {output}?)"
+            ) from None
     return write_report(output, cells)
+
+
+def _leaf_count(v: Any) -> int:
+    """A leaves value as an int; ``int(4.7)`` trained 4-leaf cells silently."""
+    if isinstance(v, float | np.floating) and not float(v).is_integer():
+        raise ValueError(f"leaves value {v!r} is not a whole number")
+    return int(v)
 
 
 def _distinct(values) -> list:
@@ -400,6 +434,9 @@ def _cell_shape_problem(record: dict) -> str | None:
     for key in ("seconds", "final_train_loss"):
         if not _is_number(record[key]):
             return f"{key} {record[key]!r} is not a number"
+    for key in ("settings", "data"):  # optional (cells from before they were recorded)
+        if record.get(key) is not None and not isinstance(record[key], dict):
+            return f"{key} {record[key]!r} is not an object"
     return None
 
 
@@ -540,7 +577,10 @@ def write_report(output: str, cells: list[Cell]) -> dict:
     ]
     atomic_write_text(os.path.join(output, "table.md"), "\n".join(lines) + "\n")
     paired = paired_test(results)
-    atomic_write_text(os.path.join(output, "paired.json"), json.dumps(paired, indent=1))
+    atomic_write_text(
+        os.path.join(output, "paired.json"),
+        json.dumps(_finite_or_null(paired), indent=1, allow_nan=False),
+    )
     atomic_write_text(os.path.join(output, "paired.md"), format_paired(paired))
     curves = ole_minus_se_curves(results)
     _write_curves(output, curves)
@@ -552,6 +592,18 @@ def write_report(output: str, cells: list[Cell]) -> dict:
         "n_cells": len(table),
         "paired": paired,
     }
+
+
+def _finite_or_null(obj: Any) -> Any:
+    """``obj`` with every NaN or infinity as None: JSON has no NaN (``json.dumps`` wrote
+    ``NaN``, which strict readers such as JavaScript's ``JSON.parse`` refuse)."""
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite_or_null(v) for v in obj]
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
 
 
 def held_curve(values: Sequence[float], length: int) -> NDArray[np.float64]:

@@ -626,8 +626,9 @@ def run_qbrank_experiment(
     """Run (or resume) seed 004's protocol on every fold below ``folder``; write the
     report into ``output`` and return the summary (see the module docstring).
     ``na_values``: feature values that mean missing (``load_svmlight``'s)."""
-    from ltrboost.experiment import data_sizes, find_folds
+    from ltrboost.experiment import check_report_folder, data_sizes, find_folds
 
+    check_report_folder(output)
     settings = settings or Settings()
     _check_settings(settings)
     folds = find_folds(folder)
@@ -670,8 +671,8 @@ def _finished_fold(
     """The fold saved at ``path`` when it was made with these settings from files of
     these sizes (:func:`~ltrboost.experiment.data_sizes`; not checked for folds saved
     before sizes were recorded) and holds every run (else None: it is computed again
-    and replaced); an unreadable file is an error naming it, not a file to overwrite
-    unseen."""
+    and replaced, with a warning naming the difference); an unreadable file is an error
+    naming it, not a file to overwrite unseen."""
     if not os.path.exists(path):
         return None
     try:
@@ -681,14 +682,74 @@ def _finished_fold(
             raise ValueError(f"a JSON {type(cached).__name__}, not an object")
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: cannot read this finished fold ({e}); delete it") from None
-    if cached.get("settings") != settings_json:
-        return None
-    if data is not None and cached.get("data", data) != data:
-        return None
+    saved = cached.get("settings")
+    saved_data = cached.get("data", data)
     runs = cached.get("runs")
-    if not isinstance(runs, dict) or any(r not in runs for r in RUNS):
+    why = None
+    if not isinstance(saved, dict):
+        why = "without its settings"
+    elif saved != settings_json:
+        why = "with " + ", ".join(
+            f"{k} {saved.get(k)!r} (this run: {settings_json.get(k)!r})"
+            for k in sorted(set(saved) | set(settings_json))
+            if saved.get(k) != settings_json.get(k)
+        )
+    elif data is not None and saved_data != data:
+        why = f"from other data files ({saved_data!r}; this run: {data!r})"
+    elif not isinstance(runs, dict) or any(r not in runs for r in RUNS):
+        lacking = [r for r in RUNS if not isinstance(runs, dict) or r not in runs]
+        why = f"without the runs {', '.join(lacking)}"
+    problem = None if why is not None else _fold_shape_problem(cached)
+    if problem:
+        raise ValueError(f"{path}: cannot read this finished fold ({problem}); delete it")
+    if why is not None:
+        # the finished fold is replaced: say so, as the default protocol names the
+        # difference (it refuses to resume)
+        warnings.warn(
+            f"{path}: this finished fold was made {why}; computing it again", stacklevel=3
+        )
         return None
     return cached
+
+
+_TREE_CURVES = ("precision100_l3", "precision100_vali")  # beside dcg5, per tree
+
+
+def _fold_shape_problem(fold: dict[str, Any]) -> str | None:
+    """What in a finished fold (with every run) the report could not read (None:
+    nothing): a hand-edited file must fail here, naming it, not in the report."""
+    from ltrboost.experiment import _is_number
+
+    for key, names in (("queries", ("L1", "L2", "L3")), ("pairs", ("P2", "P3"))):
+        part = fold.get(key)
+        if not isinstance(part, dict) or not all(_is_number(part.get(n)) for n in names):
+            return f"{key} must hold numbers for {', '.join(names)}"
+    if not isinstance(fold.get("L1_grades"), list):
+        return "L1_grades must be a list"
+    percents = [f"{p:g}" for p in PERCENTS]
+    for run in RUNS:
+        res = fold["runs"][run]
+        if not isinstance(res, dict):
+            return f"runs.{run} must be an object"
+        for key in ("precision_vali", "precision_last"):
+            v = res.get(key)
+            if not isinstance(v, dict) or not all(_is_number(v.get(k)) for k in percents):
+                return f"runs.{run}.{key} must hold numbers for {', '.join(percents)}"
+        curves = ("dcg5",) if run == "ranksvm_p2" else ("dcg5", *_TREE_CURVES)
+        n = None
+        for key in curves:
+            v = res.get(key)
+            if not isinstance(v, list) or not v or not all(map(_is_number, v)):
+                return f"runs.{run}.{key} must be a non-empty list of numbers"
+            if n is not None and len(v) != n:
+                return f"runs.{run}: the curves differ in length"
+            n = len(v)
+        it = res.get("iteration_vali")
+        if not isinstance(it, int) or isinstance(it, bool) or not 1 <= it <= (n or 0):
+            return f"runs.{run}.iteration_vali {it!r} is not an iteration of its curves"
+        if run == "ranksvm_p2" and not _is_number(res.get("C")):
+            return "runs.ranksvm_p2.C must be a number"
+    return None
 
 
 def _check_settings(s: Settings) -> None:
