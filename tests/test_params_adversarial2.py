@@ -220,3 +220,15 @@ def test_an_objective_class_or_instance_is_named_with_its_registry_name(objectiv
     with pytest.raises(ValueError, match=rf"^objective=.*(class|instance).*{name}") as e:
         _train(objective=objective)
     assert "array(" not in str(e.value)
+
+
+@pytest.mark.parametrize("objective", ["mart", "lambdamart", "mcrank"])
+def test_a_negative_random_state_is_refused_naming_it(objective):
+    """NumPy's ``default_rng`` refused it after the data was binned: "expected
+    non-negative integer", naming no parameter (found by the experiment pass)."""
+    X, y, qid = make_ranking(n_queries=5, docs_per_query=(4, 6), n_features=3, random_state=0)
+    with pytest.raises(ValueError, match=r"random_state=-1 must be >= 0"):
+        train(
+            dict(objective=objective, random_state=-1, n_estimators=1),
+            make_dataset(X, y, qid=qid),
+        )

@@ -374,6 +374,10 @@ class _BoosterParamsMethods:
             f"truncation_level={self.truncation_level} must be >= 0 (0: every pair) or None "
             "(the objective's default)",
         )
+        check(  # NumPy's generator refused it later, naming no parameter
+            self.random_state is None or int(self.random_state) >= 0,
+            f"random_state={self.random_state} must be >= 0 (it seeds every random draw)",
+        )
         check(
             self.early_stopping_rounds is None or int(self.early_stopping_rounds) >= 1,
             f"early_stopping_rounds={self.early_stopping_rounds} must be >= 1 or None",
