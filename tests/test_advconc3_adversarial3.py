@@ -1,0 +1,75 @@
+"""Adversarial pass 3 on concurrency, processes and logging (engineer advconc3)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ltrboost.datasets import make_ranking
+from ltrboost.metrics.precision import PairPrecisionEvaluator, _pair_precision_reference
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _run(script: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_evaluates_pair_precision_after_the_parent_did() -> None:
+    """The parent evaluated pair_precision (a parfor started GNU OpenMP's workers); a
+    forked child (multiprocessing's default on Linux) doing the same was killed by
+    SIGTERM: "fork() called from a process already using GNU OpenMP, this is unsafe"."""
+    proc = _run(
+        """
+        import os
+        from ltrboost.datasets import make_ranking
+        from ltrboost.metrics.precision import PairPrecisionEvaluator
+        X, y, qid = make_ranking(n_queries=30, docs_per_query=10, n_features=5, random_state=0)
+        offsets = [0, *range(10, 301, 10)]
+        ev = PairPrecisionEvaluator(y, offsets, percent=10)
+        parent = (ev.pooled_value(X[:, 0]), list(ev.per_query(X[:, 0])))
+        pid = os.fork()
+        if pid == 0:
+            ev2 = PairPrecisionEvaluator(y, offsets, percent=10)
+            child = (ev2.pooled_value(X[:, 0]), list(ev2.per_query(X[:, 0])))
+            os._exit(0 if child == parent else 3)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "child 0", proc.stderr
+
+
+def test_pair_precision_is_the_same_on_several_threads(monkeypatch) -> None:
+    """The query blocks on threads give the values of one block (and the reference)."""
+    import numba
+
+    from ltrboost import _numba
+
+    X, y, _ = make_ranking(n_queries=40, docs_per_query=9, n_features=3, random_state=2)
+    offsets = np.arange(0, 361, 9)
+    scores = np.round(X[:, 0], 1)  # ties at the cut
+    with _numba.threads(1):
+        ev = PairPrecisionEvaluator(y, offsets, percent=30)
+        one = (ev.pooled_value(scores), ev.per_query(scores).tolist(), ev.n_pairs.tolist())
+    monkeypatch.setattr(_numba, "MIN_DOCS_PER_THREAD", 1)
+    with _numba.threads(numba.config.NUMBA_NUM_THREADS):
+        ev = PairPrecisionEvaluator(y, offsets, percent=30)
+        many = (ev.pooled_value(scores), ev.per_query(scores).tolist(), ev.n_pairs.tolist())
+    assert many == one
+    assert one[0] == pytest.approx(_pair_precision_reference(scores, y, offsets, percent=30))
