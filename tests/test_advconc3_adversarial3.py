@@ -73,3 +73,28 @@ def test_pair_precision_is_the_same_on_several_threads(monkeypatch) -> None:
         many = (ev.pooled_value(scores), ev.per_query(scores).tolist(), ev.n_pairs.tolist())
     assert many == one
     assert one[0] == pytest.approx(_pair_precision_reference(scores, y, offsets, percent=30))
+
+
+def test_verbose_fallback_handler_stands_aside_once_logging_is_configured() -> None:
+    """After a verbose fit in a program without logging, a verbose fit after
+    ``logging.basicConfig`` printed each line twice (stderr and the program's handler),
+    and a later silent fit printed the library's other INFO records (the compile
+    notice) on stderr."""
+    proc = _run(
+        """
+        import logging, sys
+        from ltrboost import Ranker
+        from ltrboost.datasets import make_ranking
+        X, y, qid = make_ranking(n_queries=12, docs_per_query=6, n_features=4, random_state=0)
+        kw = dict(n_estimators=2, min_samples_leaf=3, n_threads=1)
+        Ranker(**kw).fit(X, y, qid=qid, eval_set=[(X, y, qid)], verbose=1)
+        logging.getLogger("ltrboost").info("compiling kernels (a silent fit's record)")
+        logging.basicConfig(stream=sys.stdout, format="ROOT %(message)s")
+        Ranker(**kw).fit(X, y, qid=qid, eval_set=[(X, y, qid)], verbose=1)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.splitlines()
+    assert [line.split("\t")[0] for line in err] == ["[1]", "[2]"], proc.stderr
+    out = [line.split("\t")[0] for line in proc.stdout.splitlines()]
+    assert out == ["ROOT [1]", "ROOT [2]"], proc.stdout
