@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import subprocess
 import sys
@@ -98,3 +100,59 @@ def test_verbose_fallback_handler_stands_aside_once_logging_is_configured() -> N
     assert [line.split("\t")[0] for line in err] == ["[1]", "[2]"], proc.stderr
     out = [line.split("\t")[0] for line in proc.stdout.splitlines()]
     assert out == ["ROOT [1]", "ROOT [2]"], proc.stdout
+
+
+@pytest.fixture(scope="module")
+def letor(tmp_path_factory) -> Path:
+    from ltrboost.cli import main
+
+    folder = tmp_path_factory.mktemp("letor")
+    args = ["generate", str(folder), "--n-queries", "20", "--docs-per-query", "8"]
+    assert main([*args, "--n-features", "4"]) == 0
+    return folder
+
+
+def _train_args(letor: Path, out: Path) -> list[str]:
+    train, valid = str(letor / "train.txt"), str(letor / "vali.txt")
+    return ["train", train, "--valid", valid, "--n-estimators", "3", "--output", str(out)]
+
+
+class _FullStream(io.StringIO):
+    """A stderr on a full disk (``2>/dev/full``): every write fails."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.parametrize("stderr", [None, _FullStream()], ids=["closed", "full"])
+def test_train_writes_its_model_when_stderr_cannot_take_messages(
+    letor, tmp_path, monkeypatch, stderr
+) -> None:
+    """``2>&-`` (Python's sys.stderr is None) and ``2>/dev/full``: tqdm's first write
+    raised, train exited with status 1 (no message: stderr is gone) and no model."""
+    from ltrboost.cli import main
+
+    monkeypatch.setattr(sys, "stderr", stderr)
+    out = tmp_path / "model.json"
+    assert main(_train_args(letor, out)) == 0
+    assert out.exists()
+    assert main(["train", str(tmp_path / "missing.txt"), "--output", str(out)]) == 2
+    assert sys.stderr is stderr  # restored
+
+
+def test_messages_never_go_to_stdout_when_stderr_is_closed(
+    letor, tmp_path, monkeypatch, capsys
+) -> None:
+    """``print(..., file=sys.stderr)`` with sys.stderr None printed to stdout, into the
+    predictions of ``predict -o -``."""
+    from ltrboost.cli import main
+
+    out = tmp_path / "model.json"
+    assert main([*_train_args(letor, out), "-q"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stderr", None)
+    assert main(["train", str(tmp_path / "missing.txt"), "--output", str(out)]) == 2
+    assert capsys.readouterr().out == ""
