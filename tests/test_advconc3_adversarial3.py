@@ -156,3 +156,16 @@ def test_messages_never_go_to_stdout_when_stderr_is_closed(
     monkeypatch.setattr(sys, "stderr", None)
     assert main(["train", str(tmp_path / "missing.txt"), "--output", str(out)]) == 2
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("text", ["2.5", "1e-3", "1.000001"])
+def test_env_count_refuses_a_fraction(monkeypatch, text) -> None:
+    """``$LTRBOOST_MAX_QUERY_PAIRS=2.5`` was taken as 2, though the variables are
+    documented as whole numbers (``1e-3`` as an error was right, by luck: < 1)."""
+    from ltrboost._config import env_count
+
+    monkeypatch.setenv("LTRBOOST_MAX_QUERY_PAIRS", text)
+    with pytest.raises(ValueError, match=r"LTRBOOST_MAX_QUERY_PAIRS=.*whole number"):
+        env_count("LTRBOOST_MAX_QUERY_PAIRS", 5)
+    monkeypatch.setenv("LTRBOOST_MAX_QUERY_PAIRS", "5e7")
+    assert env_count("LTRBOOST_MAX_QUERY_PAIRS", 5) == 50_000_000
