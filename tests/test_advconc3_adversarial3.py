@@ -169,3 +169,33 @@ def test_env_count_refuses_a_fraction(monkeypatch, text) -> None:
         env_count("LTRBOOST_MAX_QUERY_PAIRS", 5)
     monkeypatch.setenv("LTRBOOST_MAX_QUERY_PAIRS", "5e7")
     assert env_count("LTRBOOST_MAX_QUERY_PAIRS", 5) == 50_000_000
+
+
+def test_predicting_every_iteration_keeps_one_packed_ensemble() -> None:
+    """A staged curve (``predict(X, iteration=i)`` for every i) kept a packed copy of
+    the first i trees for each i: memory quadratic in the trees (~200 MB at 300)."""
+    import tracemalloc
+
+    import ltrboost
+    from ltrboost.tree import pack_trees, predict_raw
+
+    X, y, qid = make_ranking(n_queries=30, docs_per_query=10, n_features=5, random_state=0)
+    booster = (
+        ltrboost.Ranker(n_estimators=40, min_samples_leaf=2, n_threads=1)
+        .fit(X, y, qid=qid)
+        .booster_
+    )
+    full = pack_trees(booster.trees, booster.tree_outputs)
+    one_pack = sum(a.nbytes for a in full)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        staged = [booster.predict(X[:5], iteration=i) for i in range(booster.n_iterations + 1)]
+        held = tracemalloc.get_traced_memory()[0] - base - sum(s.nbytes for s in staged)
+    finally:
+        tracemalloc.stop()
+    assert held < 3 * one_pack, (held, one_pack)
+    for i in (0, 1, 17, booster.n_iterations):
+        raw = np.zeros((1, 5)) + booster.init_score[:, None]
+        predict_raw(pack_trees(booster.trees[:i], booster.tree_outputs[:i]), X[:5], raw)
+        assert np.array_equal(staged[i], raw[0])
