@@ -59,9 +59,9 @@ def env_count(name: str, default: int) -> int:
     """The count or size in the environment variable ``name`` (a whole number >= 1;
     ``5e7`` is fine), or ``default`` when it is unset or empty.
 
-    Raises ValueError naming the variable for anything else (text, NaN, inf, zero or
-    negative), instead of a conversion error that names nothing or a limit that
-    refuses every run.
+    Raises ValueError naming the variable for anything else (text, NaN, inf, zero,
+    negative or a fraction: ``2.5`` was taken as 2), instead of a conversion error that
+    names nothing or a limit that refuses every run.
     """
     import math
     import os
@@ -73,7 +73,7 @@ def env_count(name: str, default: int) -> int:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value >= 1):
+    if not (math.isfinite(value) and value >= 1 and value.is_integer()):
         raise ValueError(
             f"${name}={text!r} must be a whole number >= 1 (e.g. 5e7); unset it for the default"
         )

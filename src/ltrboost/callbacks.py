@@ -8,9 +8,10 @@ TypeError naming the callback, as a truthy one stopped training silently).
 installs it for you.
 
 Logging is silent unless asked for.  When it is asked for and the program has configured
-no logging at all, a handler writing to stderr is added to the ``"ltrboost"`` logger so
-that the lines are seen; when the ``"ltrboost"`` logger has no level of its own it is set
-to INFO.  A program that configures logging keeps control: set a level on
+no logging at all, a handler writing the training lines to stderr is added to the
+``"ltrboost"`` logger so that they are seen (it stands aside once the program configures
+logging); when the ``"ltrboost"`` logger has no level of its own it is set to INFO.
+A program that configures logging keeps control: set a level on
 ``logging.getLogger("ltrboost")`` (e.g. WARNING to silence it) and it is respected.
 """
 
@@ -35,12 +36,38 @@ def format_evaluation(iteration: int, evaluation: dict[str, dict[str, float]]) -
     return "\t".join(parts)
 
 
+# Marks the records of the training log (``extra=``): the lines asked for.
+_TRAINING_LINE = {"ltrboost_training_line": True}
+
+
+class _StderrFallback(logging.Handler):
+    """The training log lines on the current ``sys.stderr`` while the program has
+    configured no logging.  Once it has (a handler on the root logger), the records
+    reach its handlers and this one writes nothing: a permanent StreamHandler printed
+    every line a second time on stderr after a ``logging.basicConfig(...)``, and the
+    library's other INFO records (the compile notice) in later silent fits."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not getattr(record, "ltrboost_training_line", False):
+            return
+        if logger.propagate and logging.getLogger().handlers:
+            return
+        stream = sys.stderr
+        if stream is None:
+            return
+        try:
+            stream.write(self.format(record) + "\n")
+            stream.flush()
+        except Exception:
+            self.handleError(record)
+
+
 def _make_visible() -> None:
     """Let INFO records of the ``"ltrboost"`` logger be seen (see the module doc)."""
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.INFO)
     if not logger.hasHandlers():
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrFallback()
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
 
@@ -79,9 +106,9 @@ def log_evaluation(period: int = 1) -> Callable:
         if (env.iteration + 1) % period and not last:
             return
         if env.evaluation:
-            logger.info(format_evaluation(env.iteration, env.evaluation))
+            logger.info(format_evaluation(env.iteration, env.evaluation), extra=_TRAINING_LINE)
         else:
-            logger.info("[%d]\t%.2f s", env.iteration + 1, env.elapsed)
+            logger.info("[%d]\t%.2f s", env.iteration + 1, env.elapsed, extra=_TRAINING_LINE)
 
     callback.period = period  # type: ignore[attr-defined]
     return callback
@@ -119,4 +146,5 @@ def log_best(booster, n_rounds_asked: int) -> None:
         name,
         metric,
         value,
+        extra=_TRAINING_LINE,
     )

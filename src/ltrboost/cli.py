@@ -17,6 +17,7 @@ only to a subcommand that is actually parsed or whose help is printed, so
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
@@ -602,17 +603,52 @@ class _Stdout:
         return getattr(self._stream, name)
 
 
+class _Stderr:
+    """``sys.stderr`` while a command runs: messages, warnings and the progress bar only,
+    so a stderr that cannot take them (closed, ``2>&-``, where Python's is None; full,
+    ``2>/dev/full``; a reader gone) loses them, not the command's work: tqdm's first
+    write raised and ``train`` exited with status 1 and no model, and ``print(...,
+    file=None)`` wrote the messages to stdout."""
+
+    def __init__(self, stream: Any) -> None:
+        self._devnull = open(os.devnull, "w", encoding="utf-8") if stream is None else None
+        self._stream = stream if stream is not None else self._devnull
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):  # ValueError: a closed file object
+            return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._stream.flush()
+
+    def close_devnull(self) -> None:
+        if self._devnull is not None:
+            self._devnull.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser(lazy=True)
-    args = parser.parse_args(argv)
-    vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
-    metric_error = vars(args).pop("_metric_error", None)
-    stdout = sys.stdout
-    sys.stdout = _Stdout(stdout)
+    stderr = sys.stderr
+    sys.stderr = messages = _Stderr(stderr)
     try:
-        return _run(args, metric_error)
+        parser = build_parser(lazy=True)
+        args = parser.parse_args(argv)
+        vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
+        metric_error = vars(args).pop("_metric_error", None)
+        stdout = sys.stdout
+        sys.stdout = _Stdout(stdout)
+        try:
+            return _run(args, metric_error)
+        finally:
+            sys.stdout = stdout
     finally:
-        sys.stdout = stdout
+        sys.stderr = stderr
+        messages.close_devnull()
 
 
 def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:

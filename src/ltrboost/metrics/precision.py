@@ -46,7 +46,7 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._numba import kernel, over_queries, parallel_kernel, prange
+from ltrboost._numba import kernel, over_queries
 from ltrboost.metrics._dcg import (
     _binary_relevance,
     _validate_empty_query_score,
@@ -243,11 +243,19 @@ def _precision_queries(q0, q1, relevant, query_offsets, k, order, n_ranked, out)
         out[q] = hits / k
 
 
-@parallel_kernel
+# The query loops below run on Python threads (_numba.over_queries), not as parfors:
+# a parfor starts Numba's OpenMP (GNU libgomp) workers, after which a forked child
+# (multiprocessing's default start method on Linux) that evaluates the metric again
+# was killed by SIGTERM ("fork() called from a process already using GNU OpenMP").
 def _count_pairs_all_queries(y, query_offsets, out):
     # y: IN float64 (n_samples,); query_offsets: IN int64; out: OUT int64 (n_queries,)
-    n_queries = query_offsets.shape[0] - 1
-    for q in prange(n_queries):
+    over_queries(_count_pairs_queries, query_offsets, y, query_offsets, out)
+
+
+@kernel
+def _count_pairs_queries(q0, q1, y, query_offsets, out):
+    # queries q0..q1-1 of _count_pairs_all_queries
+    for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
         count = 0
@@ -258,13 +266,19 @@ def _count_pairs_all_queries(y, query_offsets, out):
         out[q] = count
 
 
-@parallel_kernel
 def _pair_margins_all_queries(scores, y, query_offsets, pair_offsets, margins):
     # scores, y: IN float64 (n_samples,); query_offsets, pair_offsets: IN int64
     # margins: OUT float64 (n_pairs,), s(higher label) - s(lower label), pairs of query
     #          q at pair_offsets[q]:pair_offsets[q + 1] in (i < j) enumeration order
-    n_queries = query_offsets.shape[0] - 1
-    for q in prange(n_queries):
+    over_queries(
+        _pair_margins_queries, query_offsets, scores, y, query_offsets, pair_offsets, margins
+    )
+
+
+@kernel
+def _pair_margins_queries(q0, q1, scores, y, query_offsets, pair_offsets, margins):
+    # queries q0..q1-1 of _pair_margins_all_queries
+    for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
         p = pair_offsets[q]
@@ -307,12 +321,16 @@ def _count_at_cut(margins_q, cut, counts_q):
     counts_q[_TIED_CORRECT] = tied_correct
 
 
-@parallel_kernel
 def _count_pairs_at_cut_all_queries(margins, pair_offsets, cut, counts):
     # margins: IN float64 (n_pairs,); pair_offsets: IN int64 (n_queries + 1,)
     # counts: OUT int64 (n_queries, 4), columns _ABOVE.._TIED_CORRECT
-    n_queries = pair_offsets.shape[0] - 1
-    for q in prange(n_queries):
+    over_queries(_count_pairs_at_cut_queries, pair_offsets, margins, pair_offsets, cut, counts)
+
+
+@kernel
+def _count_pairs_at_cut_queries(q0, q1, margins, pair_offsets, cut, counts):
+    # queries q0..q1-1 of _count_pairs_at_cut_all_queries (blocks of about equal pairs)
+    for q in range(q0, q1):
         _count_at_cut(margins[pair_offsets[q] : pair_offsets[q + 1]], cut, counts[q])
 
 
@@ -342,13 +360,28 @@ def _pooled_fraction(counts, weights, n_taken):
     return numerator / denominator
 
 
-@parallel_kernel
 def _pair_precision_all_queries(margins, pair_offsets, n_taken, empty_query_score, abs_buffer, out):
     # margins: IN float64 (n_pairs,); pair_offsets: IN int64 (n_queries + 1,)
     # n_taken: IN int64 (n_queries,), ceil(K% of the query's pairs)
     # abs_buffer: clobbered float64 (n_pairs,); out: OUT float64 (n_queries,)
-    n_queries = pair_offsets.shape[0] - 1
-    for q in prange(n_queries):
+    over_queries(
+        _pair_precision_queries,
+        pair_offsets,
+        margins,
+        pair_offsets,
+        n_taken,
+        empty_query_score,
+        abs_buffer,
+        out,
+    )
+
+
+@kernel
+def _pair_precision_queries(
+    q0, q1, margins, pair_offsets, n_taken, empty_query_score, abs_buffer, out
+):
+    # queries q0..q1-1 of _pair_precision_all_queries
+    for q in range(q0, q1):
         lo = pair_offsets[q]
         hi = pair_offsets[q + 1]
         m = hi - lo
