@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 from typing import Any
 
 FORMAT_NAME = "ltrboost-model"
@@ -117,8 +118,11 @@ def is_int(v: Any) -> bool:
 
 
 def is_number(v: Any) -> bool:
-    """A finite JSON number (a bool is not one)."""
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite JSON number (a bool is not one); an integer beyond the float range
+    (``1`` and 400 zeros) is not one either (``math.isfinite`` raised OverflowError)."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return is_int(v) and -sys.float_info.max <= v <= sys.float_info.max
 
 
 def _type_name(v: Any) -> str:

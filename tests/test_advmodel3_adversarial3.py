@@ -1,0 +1,77 @@
+"""Adversarial pass 3 on model files, loading and prediction: every bug found here has a
+test that failed before its fix."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from ltrboost import Ranker
+from ltrboost.datasets import make_ranking
+from ltrboost.io.model_json import ModelFormatError
+from ltrboost.model import Booster, model_from_json
+
+HUGE = 10**400  # a JSON integer beyond the float range
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_ranking(n_queries=20, docs_per_query=10, n_features=5, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def model_doc(data):
+    X, y, qid = data
+    m = Ranker(n_estimators=3, max_leaf_nodes=5, min_samples_leaf=3).fit(X, y, qid=qid)
+    return m.booster_.to_dict()
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.__setitem__("init_score", [HUGE]),
+        lambda d: d.__setitem__("evals_result", {"v": {"ndcg@10": [HUGE]}}),
+        lambda d: d["params"].__setitem__("learning_rate", HUGE),
+        lambda d: d["params"].__setitem__("random_state", HUGE),
+        lambda d: d["params"].__setitem__("label_scale", {"1": HUGE}),
+        lambda d: d["trees"][0]["value"].__setitem__(1, HUGE),
+        lambda d: d["trees"][0]["threshold"].__setitem__(0, HUGE),
+        lambda d: d["trees"][0]["gain"].__setitem__(0, -HUGE),
+    ],
+    ids=[
+        "init_score",
+        "evals_result",
+        "learning_rate",
+        "random_state",
+        "label_scale",
+        "leaf value",
+        "threshold",
+        "gain",
+    ],
+)
+def test_integer_beyond_float_range_is_a_format_error(model_doc, mutate):
+    # `1` and 400 zeros is a JSON integer: math.isfinite raised OverflowError (a
+    # traceback from `ltrboost predict`) instead of the promised "no number may
+    # overflow to infinity" ModelFormatError naming the file
+    d = copy.deepcopy(model_doc)
+    mutate(d)
+    with pytest.raises(ModelFormatError, match=r"m\.json: .*(float range|finite|unsupported)"):
+        model_from_json(json.dumps(d), path="m.json")
+    with pytest.raises(ModelFormatError, match=r"m\.json: "):
+        Booster.from_dict(d, path="m.json")
+
+
+def test_cli_predict_names_huge_integer_in_model(tmp_path, model_doc, data, capsys):
+    from ltrboost.cli import main
+
+    d = copy.deepcopy(model_doc)
+    d["init_score"] = [HUGE]
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(d))
+    X, _, _ = data
+    rows = tmp_path / "d.txt"
+    rows.write_text("".join(f"0 qid:1 1:{X[i, 0]}\n" for i in range(3)))
+    assert main(["predict", str(path), str(rows)]) != 0
+    assert "m.json: not valid JSON (number 1000" in capsys.readouterr().err
