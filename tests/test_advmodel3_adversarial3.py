@@ -6,9 +6,10 @@ from __future__ import annotations
 import copy
 import json
 
+import numpy as np
 import pytest
 
-from ltrboost import Ranker
+from ltrboost import Ranker, load_model
 from ltrboost.datasets import make_ranking
 from ltrboost.io.model_json import ModelFormatError
 from ltrboost.model import Booster, model_from_json
@@ -75,3 +76,30 @@ def test_cli_predict_names_huge_integer_in_model(tmp_path, model_doc, data, caps
     rows.write_text("".join(f"0 qid:1 1:{X[i, 0]}\n" for i in range(3)))
     assert main(["predict", str(path), str(rows)]) != 0
     assert "m.json: not valid JSON (number 1000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix", ["/", "/.", "/.."])
+def test_save_model_to_path_ending_in_slash_is_refused(tmp_path, model_doc, suffix):
+    # realpath dropped the trailing '/': save_model("model.json/") replaced model.json,
+    # save_model("out/") wrote a file named "out"; open() refuses both
+    b = Booster.from_dict(model_doc)
+    victim = tmp_path / "model.json"
+    victim.write_text("precious")
+    with pytest.raises(IsADirectoryError, match="give a file name"):
+        b.save_model(str(victim) + suffix)
+    assert victim.read_text() == "precious"
+    with pytest.raises(IsADirectoryError, match="give a file name"):
+        b.save_model(str(tmp_path / "out") + "/")
+    assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
+
+
+def test_save_model_takes_a_bytes_path_as_load_model_does(tmp_path, model_doc, data):
+    # load_model(b"m.json") worked; save_model(b"m.json") failed inside a regex with
+    # "cannot use a string pattern on a bytes-like object"
+    b = Booster.from_dict(model_doc)
+    path = tmp_path / "m.json"
+    b.save_model(bytes(path))
+    again = load_model(bytes(path))
+    X, _, _ = data
+    np.testing.assert_array_equal(again.predict(X), b.predict(X))
