@@ -103,3 +103,17 @@ def test_save_model_takes_a_bytes_path_as_load_model_does(tmp_path, model_doc, d
     again = load_model(bytes(path))
     X, _, _ = data
     np.testing.assert_array_equal(again.predict(X), b.predict(X))
+
+
+def test_multi_output_trees_out_of_round_order_are_refused(data):
+    # McRank writes one tree per grade per round (outputs 0..K, 0..K, ...) and
+    # predict(iteration=k) takes the first k * n_outputs trees; a file with the outputs
+    # in another order loaded, and every iteration-limited prediction was silently wrong
+    X, y, qid = data
+    m = Ranker(objective="mcrank", n_estimators=2, max_leaf_nodes=3, min_samples_leaf=3)
+    d = m.fit(X, y, qid=qid).booster_.to_dict()
+    n_out = d["n_outputs"]
+    assert [t["output"] for t in d["trees"]] == list(range(n_out)) * 2
+    d["trees"] = d["trees"][::2] + d["trees"][1::2]  # all of output 0's trees first
+    with pytest.raises(ModelFormatError, match=r"m\.json: tree 1: output .*expected 1"):
+        model_from_json(json.dumps(d), path="m.json")

@@ -382,6 +382,11 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         nodes, out = tree_from_dict(
             t, n_features=n_features, n_outputs=n_outputs, index=t_idx, path=path
         )
+        if out != t_idx % n_outputs:  # predict(iteration=k) takes the first k * n_outputs
+            fail(
+                f"tree {t_idx}: output {out}, expected {t_idx % n_outputs} (a round is one "
+                f"tree per output, in order 0..{n_outputs - 1})"
+            )
         trees.append(nodes)
         outputs.append(out)
     # Leaf values that can add up to +-inf would give non-finite scores at predict time.
