@@ -117,3 +117,15 @@ def test_multi_output_trees_out_of_round_order_are_refused(data):
     d["trees"] = d["trees"][::2] + d["trees"][1::2]  # all of output 0's trees first
     with pytest.raises(ModelFormatError, match=r"m\.json: tree 1: output .*expected 1"):
         model_from_json(json.dumps(d), path="m.json")
+
+
+def test_mcrank_file_with_one_output_is_refused(data):
+    # McRank has K + 1 >= 2 outputs; a file with n_outputs 1 (and no max_label) loaded,
+    # then predict failed with "raw_scores has shape (1, n)", naming no file
+    X, y, qid = data
+    m = Ranker(objective="mcrank", n_estimators=2, max_leaf_nodes=3, min_samples_leaf=3)
+    d = m.fit(X, y, qid=qid).booster_.to_dict()
+    del d["objective_params"]["max_label"]
+    d.update(n_outputs=1, init_score=[0.0], trees=d["trees"][:1])
+    with pytest.raises(ModelFormatError, match=r"m\.json: objective 'mcrank' has one output per"):
+        model_from_json(json.dumps(d), path="m.json")

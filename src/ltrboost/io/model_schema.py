@@ -289,6 +289,9 @@ def _check_n_outputs(obj_cls, obj_params: dict, n_outputs: int, fail) -> None:
 
     if obj_cls.n_outputs is Objective.n_outputs and n_outputs != 1:
         fail(f"objective {obj_cls.name!r} has one output, not n_outputs {n_outputs}")
+    if obj_cls.n_outputs is not Objective.n_outputs and n_outputs < 2:
+        # grades 0..K with K >= 1: one output loaded, then predict failed on its shape
+        fail(f"objective {obj_cls.name!r} has one output per grade 0..K (K >= 1), not 1")
     max_label = obj_params.get("max_label")
     if is_int(max_label) and n_outputs != max_label + 1:
         fail(f"n_outputs {n_outputs} does not match max_label {max_label} (grades 0..K)")
