@@ -129,3 +129,13 @@ def test_mcrank_file_with_one_output_is_refused(data):
     d.update(n_outputs=1, init_score=[0.0], trees=d["trees"][:1])
     with pytest.raises(ModelFormatError, match=r"m\.json: objective 'mcrank' has one output per"):
         model_from_json(json.dumps(d), path="m.json")
+
+
+def test_gains_adding_up_to_infinity_are_refused(model_doc):
+    # each gain finite, their total (feature importance) not: `ltrboost inspect --json`
+    # printed "gain": Infinity, "gain_share": NaN, which is not JSON
+    d = copy.deepcopy(model_doc)
+    d["trees"][0]["gain"][0] = 1e308
+    d["trees"][1]["gain"][0] = 1e308
+    with pytest.raises(ModelFormatError, match=r"m\.json: split gains add up to a non-finite"):
+        model_from_json(json.dumps(d), path="m.json")

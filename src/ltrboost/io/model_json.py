@@ -396,6 +396,12 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
             bound[out] += float(np.max(np.abs(nodes["value"])))
     if not np.all(np.isfinite(bound)):
         fail("leaf values can add up to a non-finite score")
+    # feature importance sums the gains: an infinite total printed `inspect --json` as
+    # Infinity / NaN (not JSON)
+    with np.errstate(over="ignore"):
+        gains = sum(float(np.sum(np.abs(nodes["gain"]))) for nodes in trees)
+    if not math.isfinite(gains):
+        fail("split gains add up to a non-finite total")
     return {
         "objective": d["objective"],
         "objective_params": d.get("objective_params") or {},
