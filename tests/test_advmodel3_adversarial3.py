@@ -165,3 +165,37 @@ def test_predicting_every_iteration_packs_the_trees_once(model_doc, data, monkey
         alone = copy.deepcopy(d)
         alone["trees"] = alone["trees"][:k]
         np.testing.assert_array_equal(staged[k], model_from_json(json.dumps(alone)).predict(X))
+
+
+def test_sparse_prediction_densifies_only_the_columns_the_trees_read(model_doc, monkeypatch):
+    # a sparse X was densified at its full width, 64 MB at a time: with 2,000,000
+    # columns a block held 4 rows and 20,000 rows took 47 s; now only the columns a
+    # split reads are densified (the same scores)
+    import scipy.sparse as sp
+
+    import ltrboost.tree as tree_module
+
+    width = 200_000
+    d = copy.deepcopy(model_doc)
+    d["n_features"] = width
+    for t in d["trees"]:
+        t["feature"] = [f if f < 0 else f * 40_000 + 7 for f in t["feature"]]
+    b = model_from_json(json.dumps(d))
+    rng = np.random.default_rng(0)
+    n, k = 40, 400
+    rows, cols = rng.integers(0, n, k), rng.integers(0, width, k)
+    cols[::2] = rng.choice([7, 40_007, 80_007, 120_007, 160_007], k // 2)
+    X = sp.csr_matrix((rng.random(k) * 10, (rows, cols)), shape=(n, width))
+    widths = []
+    real = tree_module._predict_raw
+
+    def spy(*args):
+        widths.append(args[-2].shape[1])
+        return real(*args)
+
+    monkeypatch.setattr(tree_module, "_predict_raw", spy)
+    scores = b.predict(X)
+    assert widths
+    assert max(widths) <= 5
+    monkeypatch.setattr(tree_module, "_predict_raw", real)
+    np.testing.assert_array_equal(scores, b.predict(X.toarray()))
