@@ -199,3 +199,12 @@ def test_sparse_prediction_densifies_only_the_columns_the_trees_read(model_doc, 
     assert max(widths) <= 5
     monkeypatch.setattr(tree_module, "_predict_raw", real)
     np.testing.assert_array_equal(scores, b.predict(X.toarray()))
+
+
+def test_params_objective_contradicting_the_model_is_refused(model_doc):
+    # params.objective 'ranknet' (or 'bogus') under objective 'lambdamart' loaded, and
+    # Ranker.from_booster gave a Ranker(objective='ranknet') holding lambdamart trees
+    d = copy.deepcopy(model_doc)
+    d["params"]["objective"] = "ranknet"
+    with pytest.raises(ModelFormatError, match=r"m\.json: params: objective 'ranknet' is not"):
+        model_from_json(json.dumps(d), path="m.json")

@@ -234,6 +234,10 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
     if params is None:
         params = {}
     _check_params(params, fail)
+    if params.get("objective") not in (None, objective):
+        # Ranker.from_booster (and so `ltrboost cv`-style refits) takes its objective
+        # from params: the trees of one objective would pass for another
+        fail(f"params: objective {params['objective']!r} is not the model's {objective!r}")
     evals = d.get("evals_result", {})
     if evals is None:
         evals = {}
