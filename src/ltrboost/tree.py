@@ -59,10 +59,20 @@ def predict_raw(ens: PackedEnsemble, X: NDArray[np.floating], out: NDArray[np.fl
     """Add the ensemble's outputs for raw features ``X`` to ``out`` (n_outputs, n).
 
     A SciPy sparse ``X`` is densified a block of rows at a time (at most
-    :data:`SPARSE_PREDICT_CHUNK_BYTES` of floats), never as a whole."""
+    :data:`SPARSE_PREDICT_CHUNK_BYTES` of floats), never as a whole, and only in the
+    columns the trees split on."""
     if ens.tree_offsets.shape[0] <= 1 or X.shape[0] == 0:
         return
     if hasattr(X, "tocsr") and hasattr(X, "nnz"):
+        # only the columns a split reads are densified, the trees' features renumbered
+        # to them: a block of all 2,000,000 columns held 4 rows (47 s for 20,000 rows)
+        inner = ens.is_leaf == 0
+        used = np.unique(ens.feature_idx[inner])
+        if used.shape[0] < X.shape[1]:
+            feature_idx = ens.feature_idx.copy()
+            feature_idx[inner] = np.searchsorted(used, ens.feature_idx[inner])
+            ens = ens._replace(feature_idx=feature_idx)
+            X = X.tocsr()[:, used]
         Xr = X.tocsr()
         itemsize = 4 if Xr.dtype == np.float32 else 8
         step = max(1, SPARSE_PREDICT_CHUNK_BYTES // max(1, Xr.shape[1] * itemsize))

@@ -263,7 +263,7 @@ def check_output(path: str | os.PathLike[str]) -> None:
     """Raise the error :func:`atomic_write` would raise for ``path`` before writing
     (a directory, a socket, a folder that does not exist or takes no files), leaving
     nothing behind: for a command that works long before it writes."""
-    user_path = os.fspath(path)
+    user_path = os.fsdecode(path)  # a bytes path too, as open() takes it
     if _own_descriptor(user_path) is not None:
         return
     target, st = _check_target(user_path)
@@ -282,6 +282,11 @@ def check_output(path: str | os.PathLike[str]) -> None:
 def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:
     """The output's target (links followed) and its ``stat`` (None: nothing there
     yet), after the checks every output gets."""
+    if os.path.basename(user_path) in ("", ".", ".."):
+        # realpath drops a trailing '/': 'out/' wrote a file 'out', 'model.json/'
+        # replaced model.json; open() refuses both
+        what = "is empty" if not user_path else "names a directory (ends with '/', '.' or '..')"
+        raise IsADirectoryError(errno.EISDIR, f"{what}; give a file name", user_path)
     target = Path(os.path.realpath(user_path))
     try:
         st = os.stat(target)
@@ -326,7 +331,7 @@ def check_folder(directory: str | os.PathLike[str], user_path: str) -> None:
 def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
     """Check the output and, for a regular file, write the data to a complete, synced
     temporary file beside it (removed again on any error); nothing is replaced yet."""
-    user_path = os.fspath(path)
+    user_path = os.fsdecode(path)  # a bytes path too, as open() takes it
     fd = _own_descriptor(user_path)
     if fd is not None:
         return _Staged(user_path, None, fd=fd, blobs=blobs)

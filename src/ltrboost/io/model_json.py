@@ -59,6 +59,7 @@ import json
 import math
 import numbers
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,6 +72,7 @@ from ltrboost.io.model_schema import (  # ModelFormatError is public here too
     TREE_KEYS,
     ModelFormatError,
     is_int,
+    is_number,
     validate_model_dict,
 )
 
@@ -317,6 +319,13 @@ def _finite_float(text: str) -> float:
     return v
 
 
+def _float_range_int(text: str) -> int:
+    v = int(text)
+    if not -sys.float_info.max <= v <= sys.float_info.max:  # 1 and 400 zeros
+        raise ValueError(f"number {text[:40]}... is out of the float range")
+    return v
+
+
 class _DuplicateKey(ValueError):
     pass
 
@@ -340,6 +349,7 @@ def model_fields_from_json(text: str, path: str | None = None) -> dict[str, Any]
             text,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
+            parse_int=_float_range_int,
             object_pairs_hook=_no_duplicate_keys,
         )
     except _DuplicateKey as e:
@@ -372,6 +382,11 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         nodes, out = tree_from_dict(
             t, n_features=n_features, n_outputs=n_outputs, index=t_idx, path=path
         )
+        if out != t_idx % n_outputs:  # predict(iteration=k) takes the first k * n_outputs
+            fail(
+                f"tree {t_idx}: output {out}, expected {t_idx % n_outputs} (a round is one "
+                f"tree per output, in order 0..{n_outputs - 1})"
+            )
         trees.append(nodes)
         outputs.append(out)
     # Leaf values that can add up to +-inf would give non-finite scores at predict time.
@@ -381,6 +396,12 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
             bound[out] += float(np.max(np.abs(nodes["value"])))
     if not np.all(np.isfinite(bound)):
         fail("leaf values can add up to a non-finite score")
+    # feature importance sums the gains: an infinite total printed `inspect --json` as
+    # Infinity / NaN (not JSON)
+    with np.errstate(over="ignore"):
+        gains = sum(float(np.sum(np.abs(nodes["gain"]))) for nodes in trees)
+    if not math.isfinite(gains):
+        fail("split gains add up to a non-finite total")
     return {
         "objective": d["objective"],
         "objective_params": d.get("objective_params") or {},
@@ -401,7 +422,7 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
 
 
 def _finite_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return is_number(v)
 
 
 def tree_from_dict(

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 from typing import Any
 
 FORMAT_NAME = "ltrboost-model"
@@ -117,8 +118,11 @@ def is_int(v: Any) -> bool:
 
 
 def is_number(v: Any) -> bool:
-    """A finite JSON number (a bool is not one)."""
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite JSON number (a bool is not one); an integer beyond the float range
+    (``1`` and 400 zeros) is not one either (``math.isfinite`` raised OverflowError)."""
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return is_int(v) and -sys.float_info.max <= v <= sys.float_info.max
 
 
 def _type_name(v: Any) -> str:
@@ -230,6 +234,10 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
     if params is None:
         params = {}
     _check_params(params, fail)
+    if params.get("objective") not in (None, objective):
+        # Ranker.from_booster (and so `ltrboost cv`-style refits) takes its objective
+        # from params: the trees of one objective would pass for another
+        fail(f"params: objective {params['objective']!r} is not the model's {objective!r}")
     evals = d.get("evals_result", {})
     if evals is None:
         evals = {}
@@ -285,6 +293,9 @@ def _check_n_outputs(obj_cls, obj_params: dict, n_outputs: int, fail) -> None:
 
     if obj_cls.n_outputs is Objective.n_outputs and n_outputs != 1:
         fail(f"objective {obj_cls.name!r} has one output, not n_outputs {n_outputs}")
+    if obj_cls.n_outputs is not Objective.n_outputs and n_outputs < 2:
+        # grades 0..K with K >= 1: one output loaded, then predict failed on its shape
+        fail(f"objective {obj_cls.name!r} has one output per grade 0..K (K >= 1), not 1")
     max_label = obj_params.get("max_label")
     if is_int(max_label) and n_outputs != max_label + 1:
         fail(f"n_outputs {n_outputs} does not match max_label {max_label} (grades 0..K)")
