@@ -532,6 +532,16 @@ class Training:
                 f"validation set {name!r} has {vs.X.shape[1]} features but the training "
                 f"set has {self.n_features}"
             )
+        names, have = self.train_set.feature_names, vs.feature_names
+        if names is not None and have is not None and list(have) != list(names):
+            # its columns are read by position: named in another order, they were
+            # silently scored as the wrong features
+            k = next(k for k, (a, b) in enumerate(zip(have, names, strict=True)) if a != b)
+            raise LTRInputError(
+                f"validation set {name!r} has feature {k} named {have[k]!r} but the "
+                f"training set's is {names[k]!r}: columns are read by position; give "
+                "its columns in the training set's order (e.g. make_dataset(df[names], ...))"
+            )
         Xb = self.binner.transform(self.used.take(vs.X))
         rv = np.empty((self.n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = self.init[:, None]

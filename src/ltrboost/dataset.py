@@ -465,7 +465,22 @@ def make_dataset(
     zero, a stored NaN is missing) and is binned without densifying.  NaN marks a
     missing value; +/-inf is refused (clip it or replace it by NaN).  ``position`` (click
     data, see :func:`check_positions`) is the 1-based position each row was shown at.
+    ``feature_names`` names an array's columns; for a DataFrame they must be its column
+    names, whose columns are then taken by name in that order.
     """
+    X = arrow_as_frame(X)
+    if (
+        feature_names is not None
+        and not isinstance(feature_names, str)
+        and hasattr(X, "columns")
+        and hasattr(X, "to_numpy")
+    ):
+        # a model takes a DataFrame's columns by name: names given for a frame must be
+        # its columns' (in any order, taken by name), never relabel them by position
+        feature_names = [str(c) for c in feature_names]
+        have = [str(c) for c in X.columns]
+        if have != feature_names:
+            X = _columns_by_name(X, have, feature_names, against="the feature_names given")
     X, names = as_feature_matrix(X, keep_sparse=True)
     if feature_names is None:
         feature_names = names
@@ -603,6 +618,11 @@ def as_feature_matrix(
     _refuse_complex(X, "X")
     if X.ndim != 2:
         raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.dtype.kind in "mM":  # as a DataFrame's datetime column; NaT became -9.2e18
+        raise LTRInputError(
+            f"X has dtype {X.dtype}; features must be numeric (convert dates and "
+            "durations to numbers first, NaT to NaN)"
+        )
     # The kernels are compiled (and warmed up, and cached) for C-ordered writeable
     # arrays: a Fortran-ordered, strided or read-only X (a DataFrame's to_numpy() is
     # Fortran-ordered) would compile a variant of each on its first fit or predict.
@@ -741,8 +761,15 @@ def select_columns(X: Any, feature_names: Sequence[str] | None) -> Any:
     return _columns_by_name(X, have, list(feature_names))
 
 
-def _columns_by_name(X: Any, names: list[str], expected: list[str]) -> Any:
-    """``X``'s columns reordered to ``expected``; LTRInputError if the sets differ."""
+def _columns_by_name(
+    X: Any,
+    names: list[str],
+    expected: list[str],
+    *,
+    against: str = "the feature names seen at fit time",
+) -> Any:
+    """``X``'s columns reordered to ``expected``; LTRInputError if the sets differ
+    (``against`` says whose names ``expected`` are)."""
     missing = [c for c in expected if c not in names]
     unknown = [c for c in names if c not in expected]
     if missing or unknown or len(set(names)) != len(names):
@@ -753,10 +780,7 @@ def _columns_by_name(X: Any, names: list[str], expected: list[str]) -> Any:
             parts.append(f"unknown columns {unknown}")
         if not parts:
             parts.append("duplicate column names")
-        raise LTRInputError(
-            "the DataFrame's columns do not match the feature names seen at fit time: "
-            + "; ".join(parts)
-        )
+        raise LTRInputError(f"the DataFrame's columns do not match {against}: " + "; ".join(parts))
     position = {c: k for k, c in enumerate(names)}
     return X.iloc[:, [position[c] for c in expected]]
 
