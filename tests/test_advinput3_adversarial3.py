@@ -65,3 +65,18 @@ def test_a_datetime_array_is_refused_as_a_datetime_column_is(dtype):
         LTRInputError, match=re.escape(f"X has dtype {dtype}; features must be numeric")
     ):
         make_dataset(X, [0, 1], qid=[0, 0])
+
+
+def test_an_arrow_null_column_is_a_column_of_missing_values():
+    """README: "NaN (or a null) is a missing value", but a pyarrow column of type null
+    (what pyarrow and polars infer for a column of Nones) was refused as "has dtype
+    null[pyarrow]; features must be numeric", at fit and at predict."""
+    pa = pytest.importorskip("pyarrow")
+    a, b, y, qid = _two_features()
+    table = pa.table({"a": a, "b": pa.nulls(a.shape[0])})
+    ds = make_dataset(table, y, qid=qid)
+    assert ds.feature_names == ["a", "b"]
+    assert np.isnan(ds.X[:, 1]).all()
+    booster = train(dict(FAST), ds)
+    same = train(dict(FAST), make_dataset(np.c_[a, np.full_like(a, np.nan)], y, qid=qid))
+    np.testing.assert_array_equal(booster.predict(table), same.predict(np.c_[a, b * np.nan]))

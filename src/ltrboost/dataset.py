@@ -799,9 +799,13 @@ def _refuse_duplicate_names(names: Sequence[str]) -> None:
 
 
 def _check_numeric_columns(X: Any) -> None:
-    """Refuse a DataFrame column that is not numeric or boolean, naming it."""
+    """Refuse a DataFrame column that is not numeric or boolean, naming it.  An Arrow
+    column of type null (all values null: pyarrow and polars infer it for a column of
+    Nones) is a column of missing values."""
     for k, dtype in enumerate(X.dtypes):
         kind = getattr(dtype, "kind", "O")
+        if str(getattr(dtype, "pyarrow_dtype", "")) == "null":
+            continue
         if str(dtype) == "category" or kind not in "biuf":
             raise LTRInputError(
                 f"column {str(X.columns[k])!r} has dtype {dtype}; features must be "
