@@ -80,3 +80,39 @@ def test_an_arrow_null_column_is_a_column_of_missing_values():
     booster = train(dict(FAST), ds)
     same = train(dict(FAST), make_dataset(np.c_[a, np.full_like(a, np.nan)], y, qid=qid))
     np.testing.assert_array_equal(booster.predict(table), same.predict(np.c_[a, b * np.nan]))
+
+
+def test_sparse_predict_densifies_only_the_columns_the_trees_read(monkeypatch):
+    """Sparse prediction densified every column of each row block: on a wide sparse X
+    (hashed features) it took O(rows x columns) time however few columns the trees
+    split on (20k rows x 300k columns: 12.7 s to predict after a 1.1 s fit)."""
+    sp = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(0)
+    n, n_features = 400, 1_000_000
+    rows = np.repeat(np.arange(n), 4)
+    cols = rng.integers(0, 6, rows.shape[0])
+    cols[::50] = n_features - 1 - rng.integers(0, 3, cols[::50].shape[0])
+    X = sp.csr_matrix((rng.normal(size=rows.shape[0]), (rows, cols)), shape=(n, n_features))
+    X.data[::7] = np.nan
+    y = rng.integers(0, 3, n).astype(float)
+    qid = np.repeat(np.arange(n // 20), 20)
+    ds = make_dataset(X, y, qid=qid)
+    seen = []
+
+    def grab(scores, labels, offsets):  # the training engine's scores of the binned X
+        seen.append(np.array(scores))
+        return 0.0
+
+    booster = train(dict(FAST, objective="lambdamart", eval_metric=[grab]), ds, [("v", ds)])
+    used = {int(f) for t in booster.trees for f in t["feature_idx"][t["is_leaf"] == 0]}
+    widths = []
+    real = type(X).toarray
+
+    def spy(self, *a, **k):
+        widths.append(self.shape[1])
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(type(X), "toarray", spy)
+    np.testing.assert_array_equal(booster.predict(X), seen[-1])
+    assert widths
+    assert max(widths) == len(used)
