@@ -116,3 +116,22 @@ def test_sparse_predict_densifies_only_the_columns_the_trees_read(monkeypatch):
     np.testing.assert_array_equal(booster.predict(X), seen[-1])
     assert widths
     assert max(widths) == len(used)
+
+
+def test_convert_takes_the_training_files_width(tmp_path, capsys):
+    """`ltrboost convert` had no --n-features: a validation file whose lines never hold
+    the highest feature index became Parquet with fewer columns (f1..f2 against the
+    training file's f1..f3), which a Dask eval_set then refused as missing columns,
+    with no way to convert it to the training columns from the command line."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from ltrboost.cli import main
+
+    vali = tmp_path / "vali.txt"
+    vali.write_text("1 qid:1 1:0.5 2:1\n0 qid:1 2:0.25\n")
+    out = tmp_path / "vali.parquet"
+    assert main(["convert", str(vali), str(out), "--n-features", "3", "-q"]) == 0
+    table = pq.read_table(str(out / "part.00000.parquet"))
+    assert table.column_names == ["qid", "label", "f1", "f2", "f3"]
+    assert table.column("f3").to_pylist() == [0.0, 0.0]
+    assert main(["convert", str(vali), str(tmp_path / "narrow"), "--n-features", "1"]) == 2
+    assert "vali.txt:1: feature index 2 is larger than n_features=1" in capsys.readouterr().err
