@@ -135,3 +135,23 @@ def test_convert_takes_the_training_files_width(tmp_path, capsys):
     assert table.column("f3").to_pylist() == [0.0, 0.0]
     assert main(["convert", str(vali), str(tmp_path / "narrow"), "--n-features", "1"]) == 2
     assert "vali.txt:1: feature index 2 is larger than n_features=1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs"),
+    [
+        ("y", {"y": [[1], [2, 3], [0], [1]], "qid": [0, 0, 1, 1]}),
+        ("qid", {"qid": [[0], [0, 1], [1], [1]]}),
+        ("group", {"group": [2, [1, 1]]}),
+        ("sample_weight", {"qid": [0, 0, 1, 1], "sample_weight": [1, [1, 2], 1, 1]}),
+        ("position", {"qid": [0, 0, 1, 1], "position": [[1], [1, 2], [1], [1]]}),
+    ],
+)
+def test_a_ragged_list_names_its_parameter_and_entry(name, kwargs):
+    """A nested list of different lengths as y, qid, group, sample_weight or position
+    raised NumPy's "setting an array element with a sequence. The requested array has
+    an inhomogeneous shape ..." naming no parameter (a ragged X was already named)."""
+    X = np.zeros((4, 2))
+    kwargs = {"y": [0, 1, 0, 1], **kwargs}
+    with pytest.raises(LTRInputError, match=rf"^{name}\[1\] has shape \(2,\) but {name}\[0\]"):
+        make_dataset(X, **kwargs)

@@ -121,7 +121,7 @@ class RankingDataset:
 
 def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int64]:
     """Offsets from LightGBM-style group sizes; sizes must be positive and sum to n_samples."""
-    sizes = np.asarray(group)
+    sizes = _as_array(group, "group")
     if sizes.ndim != 1:
         raise LTRInputError(f"group must be 1-D (query sizes), got shape {sizes.shape}")
     if sizes.dtype.kind not in "biuf":  # object (Python ints beyond int64), strings
@@ -225,7 +225,7 @@ def group_by_qid(
     query_ids : ndarray of shape (n_queries,)
         The id of each query, in the grouped order.
     """
-    qid = np.asarray(qid)
+    qid = _as_array(qid, "qid")
     if qid.ndim != 1:
         raise LTRInputError(f"qid must be 1-D, got shape {qid.shape}")
     n = qid.shape[0]
@@ -292,7 +292,7 @@ def check_labels(
     (n, 1) array is flattened.  ``context`` is appended to the messages (e.g. which
     objective needs the property).
     """
-    arr = np.asarray(y)
+    arr = _as_array(y, name)
     if n_samples is not None and arr.ndim == 2 and 1 in arr.shape:
         arr = np.ravel(arr)
     if arr.ndim != 1:
@@ -412,7 +412,7 @@ def check_sample_weight(sample_weight: ArrayLike, n: int) -> NDArray[np.float32]
     smallest positive value (they would become 0) and a length other than
     ``n``.  Whether any weight is positive is the caller's check (on Dask it is global,
     over every partition: :data:`ALL_ZERO_WEIGHTS`)."""
-    w = np.asarray(sample_weight)
+    w = _as_array(sample_weight, "sample_weight")
     _refuse_complex(w, "sample_weight")
     if w.ndim == 2 and 1 in w.shape:  # a column or row vector, as labels
         w = np.ravel(w)
@@ -502,7 +502,7 @@ def make_dataset(
     order = None
     query_ids = None
     if qid is not None:
-        qid_arr = np.asarray(qid)
+        qid_arr = _as_array(qid, "qid")
         if qid_arr.ndim != 1 or qid_arr.shape[0] != n:
             raise LTRInputError(f"qid has shape {qid_arr.shape} but X has {n} rows")
         offsets, order, query_ids = group_by_qid(qid_arr)
@@ -547,7 +547,7 @@ def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
 
     Returns int64.  The first offending row is named (``LTRInputError.row``, 0-based).
     """
-    arr = np.asarray(position)
+    arr = _as_array(position, "position")
     if arr.ndim != 1 or arr.shape[0] != n_samples:
         raise LTRInputError(
             f"position has shape {arr.shape} but X has {n_samples} rows; give the 1-based "
@@ -695,6 +695,26 @@ def _not_numeric(
                 return LTRInputError(f"feature {int(index[1])} is {value!r}: {problem}", row=row)
             return LTRInputError(f"{name}[{row}]={value!r} is {problem}", row=row)
     return LTRInputError(f"{name} must be numeric: {error}")
+
+
+def _as_array(values: Any, name: str) -> NDArray[Any]:
+    """``np.asarray(values)``; a nested list of different lengths (NumPy's "inhomogeneous
+    shape" ValueError, which named no parameter) is an LTRInputError naming ``name``."""
+    try:
+        return np.asarray(values)
+    except ValueError as e:
+        error = e
+    try:  # name the first entry whose shape differs from the first one's
+        shapes = [np.shape(v) for v in values]
+    except (TypeError, ValueError):
+        shapes = []
+    for k, shape in enumerate(shapes):
+        if shape != shapes[0]:
+            raise LTRInputError(
+                f"{name}[{k}] has shape {shape} but {name}[0] has shape {shapes[0]}: "
+                f"{name} must be a flat array, one value per entry"
+            )
+    raise LTRInputError(f"{name} must be a flat array, one value per entry: {error}")
 
 
 def _ragged(X: Any, error: Exception) -> LTRInputError:
