@@ -1403,6 +1403,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     """LETOR -> query-partitioned Parquet (format: :mod:`ltrboost.io.parquet`)."""
     from ltrboost.io.parquet import letor_to_parquet
 
+    if args.n_features is not None and args.n_features < 0:  # named as the flag
+        raise ValueError(f"--n-features={args.n_features} must be >= 0")
     files = letor_to_parquet(
         args.data,
         args.output,
