@@ -157,3 +157,32 @@ def test_a_ragged_list_names_its_parameter_and_entry(name, kwargs):
     kwargs = {"y": [0, 1, 0, 1], **kwargs}
     with pytest.raises(LTRInputError, match=rf"^{name}\[1\] has shape \(2,\) but {name}\[0\]"):
         make_dataset(X, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("parts", "message"),
+    [
+        ({"query_offsets": np.array([0, 20, 10, 30, 40])}, "query 1 has -10 rows"),
+        ({"query_offsets": np.array([0, 10, 20, 30, 39])}, "they run from 0 to 39"),
+        ({"query_offsets": [0, 10, 20, 30, 40]}, "must be a 1-D integer ndarray"),
+        ({"X": [[0.0, 1.0]] * 40}, r"train_set.X must be a 2-D numeric array .*, not list"),
+    ],
+)
+def test_a_hand_built_dataset_whose_parts_do_not_fit_is_refused(parts, message):
+    """RankingDataset is public and ltrboost.train took one built by hand unchecked:
+    query offsets out of order trained on queries of negative size without a word,
+    offsets ending before the last row said "y has 40 rows but X has 39", and a list X
+    or list offsets failed with "'list' object has no attribute 'shape'"."""
+    from ltrboost import RankingDataset
+
+    rng = np.random.default_rng(0)
+    fields = {
+        "X": rng.normal(size=(40, 2)),
+        "y": (np.arange(40) % 3).astype(float),
+        "query_offsets": np.arange(0, 41, 10),
+    }
+    train(dict(FAST), RankingDataset(**fields))  # well formed: trains
+    with pytest.raises(LTRInputError, match=message):
+        train(dict(FAST), RankingDataset(**{**fields, **parts}))
+    with pytest.raises(LTRInputError, match="validation set 'v'"):
+        train(dict(FAST), RankingDataset(**fields), [("v", RankingDataset(**{**fields, **parts}))])

@@ -119,6 +119,46 @@ class RankingDataset:
         return np.diff(self.query_offsets)
 
 
+def check_dataset_structure(ds: RankingDataset, what: str) -> None:
+    """Refuse a :class:`RankingDataset` built by hand (not by :func:`make_dataset`)
+    whose parts do not fit together: ``X`` not a 2-D numeric array or SciPy sparse
+    matrix (a list failed as "'list' object has no attribute 'shape'"),
+    ``query_offsets`` not rising from 0 to the rows of ``X`` (offsets out of order
+    trained silently on queries of negative size).  O(queries)."""
+    X = ds.X
+    dtype = getattr(X, "dtype", None)
+    if getattr(X, "ndim", None) != 2 or getattr(dtype, "kind", "") not in "biuf":
+        raise LTRInputError(
+            f"{what}.X must be a 2-D numeric array or sparse matrix, not "
+            f"{type(X).__name__}{'' if dtype is None else f' of {dtype}'}"
+            f"{'' if getattr(X, 'ndim', 2) == 2 else f' of shape {X.shape}'}: build "
+            "datasets with ltrboost.make_dataset(X, y, qid=...), which converts and checks"
+        )
+    offsets = ds.query_offsets
+    if not (
+        isinstance(offsets, np.ndarray)
+        and offsets.ndim == 1
+        and offsets.dtype.kind in "iu"
+        and offsets.shape[0] >= 1
+    ):
+        raise LTRInputError(
+            f"{what}.query_offsets must be a 1-D integer ndarray (n_queries + 1 row "
+            "offsets), as ltrboost.make_dataset builds it"
+        )
+    sizes = np.diff(offsets)
+    if offsets[0] != 0 or offsets[-1] != X.shape[0] or np.any(sizes <= 0):
+        bad = np.flatnonzero(sizes <= 0)
+        detail = (
+            f"query {int(bad[0])} has {int(sizes[bad[0]])} rows"
+            if bad.size
+            else f"they run from {int(offsets[0])} to {int(offsets[-1])}"
+        )
+        raise LTRInputError(
+            f"{what}.query_offsets must rise from 0 to the {X.shape[0]} rows of X, every "
+            f"query at least one row; {detail}"
+        )
+
+
 def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int64]:
     """Offsets from LightGBM-style group sizes; sizes must be positive and sum to n_samples."""
     sizes = _as_array(group, "group")
