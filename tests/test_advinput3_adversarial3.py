@@ -186,3 +186,14 @@ def test_a_hand_built_dataset_whose_parts_do_not_fit_is_refused(parts, message):
         train(dict(FAST), RankingDataset(**{**fields, **parts}))
     with pytest.raises(LTRInputError, match="validation set 'v'"):
         train(dict(FAST), RankingDataset(**fields), [("v", RankingDataset(**{**fields, **parts}))])
+
+
+def test_numpy_strings_among_python_strings_are_one_kind_of_qid():
+    """Object qids mixing str and np.str_ (strings both) with a None were refused as
+    "qid np.str_('a') (str_) is not of the first rows' kind (str)" instead of naming
+    the row without a query id."""
+    qid = np.array(["a", np.str_("a"), "b", None], dtype=object)
+    with pytest.raises(LTRInputError, match=r"^row 3: qid is None: every row needs a query id"):
+        make_dataset(np.zeros((4, 1)), [0, 1, 0, 1], qid=qid)
+    qid = np.array([b"a", np.bytes_(b"a"), b"b", b"b"], dtype=object)
+    assert make_dataset(np.zeros((4, 1)), [0, 1, 0, 1], qid=qid).n_queries == 2

@@ -227,8 +227,8 @@ def _check_object_qids(qid: NDArray[Any]) -> None:
     for v in qid.tolist():
         if v is None or (isinstance(v, float) and v != v) or _is_pandas_missing(v):
             kinds.append("missing")
-        elif isinstance(v, str | bytes):
-            kinds.append(type(v).__name__)
+        elif isinstance(v, str | bytes):  # np.str_ / np.bytes_ too, not kinds of their own
+            kinds.append("str" if isinstance(v, str) else "bytes")
         elif isinstance(v, int | float | np.number) and not isinstance(v, bool):
             kinds.append("number")
         else:
