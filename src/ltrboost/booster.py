@@ -47,7 +47,12 @@ from ltrboost._evaluation import (
 )
 from ltrboost._numba import threads
 from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory
-from ltrboost.dataset import LTRInputError, RankingDataset, rows_located
+from ltrboost.dataset import (
+    LTRInputError,
+    RankingDataset,
+    check_dataset_structure,
+    rows_located,
+)
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.model import Booster, averaged_divisor, feature_importance_gain
 from ltrboost.objectives.registry import get_objective
@@ -278,6 +283,9 @@ def _check_train_inputs(train_set, valid_sets, init_model) -> list:
             )
         # the name keys evals_result, in memory and in the model file (JSON: a string)
         valid_sets[k] = (str(entry[0]), entry[1])
+    check_dataset_structure(train_set, "train_set")
+    for name, vs in valid_sets:
+        check_dataset_structure(vs, f"validation set {name!r}")
     if init_model is not None and not isinstance(init_model, Booster):
         raise TypeError(
             f"init_model must be a Booster (ltrboost.load_model(path) reads one; "
@@ -539,6 +547,16 @@ class Training:
             raise LTRInputError(
                 f"validation set {name!r} has {vs.X.shape[1]} features but the training "
                 f"set has {self.n_features}"
+            )
+        names, have = self.train_set.feature_names, vs.feature_names
+        if names is not None and have is not None and list(have) != list(names):
+            # its columns are read by position: named in another order, they were
+            # silently scored as the wrong features
+            k = next(k for k, (a, b) in enumerate(zip(have, names, strict=True)) if a != b)
+            raise LTRInputError(
+                f"validation set {name!r} has feature {k} named {have[k]!r} but the "
+                f"training set's is {names[k]!r}: columns are read by position; give "
+                "its columns in the training set's order (e.g. make_dataset(df[names], ...))"
             )
         Xb = self.binner.transform(self.used.take(vs.X))
         rv = np.empty((self.n_out, vs.n_samples), dtype=SCORE_DTYPE)

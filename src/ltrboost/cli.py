@@ -454,6 +454,14 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "each file is one partition of dask.dataframe.read_parquet, queries whole",
     )
     p.add_argument("--missing", choices=("zero", "nan"), default="zero")
+    p.add_argument(
+        "--n-features",
+        type=int,
+        default=None,
+        metavar="N",
+        help="columns f1..fN (default: the file's highest feature index); give the "
+        "training file's to convert a validation or test file to the same columns",
+    )
     p.add_argument("--quiet", "-q", action="store_true")
     _add_missing_token_flag(p)
     p.set_defaults(func=cmd_convert)
@@ -1436,12 +1444,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
     """LETOR -> query-partitioned Parquet (format: :mod:`ltrboost.io.parquet`)."""
     from ltrboost.io.parquet import letor_to_parquet
 
+    if args.n_features is not None and args.n_features < 0:  # named as the flag
+        raise ValueError(f"--n-features={args.n_features} must be >= 0")
     files = letor_to_parquet(
         args.data,
         args.output,
         rows_per_file=args.rows_per_file,
         missing=args.missing,
         na_values=args.missing_token,
+        n_features=args.n_features,
     )
     print(f"wrote {len(files)} Parquet files to {args.output}", file=sys.stderr)
     return 0

@@ -119,9 +119,49 @@ class RankingDataset:
         return np.diff(self.query_offsets)
 
 
+def check_dataset_structure(ds: RankingDataset, what: str) -> None:
+    """Refuse a :class:`RankingDataset` built by hand (not by :func:`make_dataset`)
+    whose parts do not fit together: ``X`` not a 2-D numeric array or SciPy sparse
+    matrix (a list failed as "'list' object has no attribute 'shape'"),
+    ``query_offsets`` not rising from 0 to the rows of ``X`` (offsets out of order
+    trained silently on queries of negative size).  O(queries)."""
+    X = ds.X
+    dtype = getattr(X, "dtype", None)
+    if getattr(X, "ndim", None) != 2 or getattr(dtype, "kind", "") not in "biuf":
+        raise LTRInputError(
+            f"{what}.X must be a 2-D numeric array or sparse matrix, not "
+            f"{type(X).__name__}{'' if dtype is None else f' of {dtype}'}"
+            f"{'' if getattr(X, 'ndim', 2) == 2 else f' of shape {X.shape}'}: build "
+            "datasets with ltrboost.make_dataset(X, y, qid=...), which converts and checks"
+        )
+    offsets = ds.query_offsets
+    if not (
+        isinstance(offsets, np.ndarray)
+        and offsets.ndim == 1
+        and offsets.dtype.kind in "iu"
+        and offsets.shape[0] >= 1
+    ):
+        raise LTRInputError(
+            f"{what}.query_offsets must be a 1-D integer ndarray (n_queries + 1 row "
+            "offsets), as ltrboost.make_dataset builds it"
+        )
+    sizes = np.diff(offsets)
+    if offsets[0] != 0 or offsets[-1] != X.shape[0] or np.any(sizes <= 0):
+        bad = np.flatnonzero(sizes <= 0)
+        detail = (
+            f"query {int(bad[0])} has {int(sizes[bad[0]])} rows"
+            if bad.size
+            else f"they run from {int(offsets[0])} to {int(offsets[-1])}"
+        )
+        raise LTRInputError(
+            f"{what}.query_offsets must rise from 0 to the {X.shape[0]} rows of X, every "
+            f"query at least one row; {detail}"
+        )
+
+
 def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int64]:
     """Offsets from LightGBM-style group sizes; sizes must be positive and sum to n_samples."""
-    sizes = np.asarray(group)
+    sizes = _as_array(group, "group")
     if sizes.ndim != 1:
         raise LTRInputError(f"group must be 1-D (query sizes), got shape {sizes.shape}")
     if sizes.dtype.kind not in "biuf":  # object (Python ints beyond int64), strings
@@ -187,8 +227,8 @@ def _check_object_qids(qid: NDArray[Any]) -> None:
     for v in qid.tolist():
         if v is None or (isinstance(v, float) and v != v) or _is_pandas_missing(v):
             kinds.append("missing")
-        elif isinstance(v, str | bytes):
-            kinds.append(type(v).__name__)
+        elif isinstance(v, str | bytes):  # np.str_ / np.bytes_ too, not kinds of their own
+            kinds.append("str" if isinstance(v, str) else "bytes")
         elif isinstance(v, int | float | np.number) and not isinstance(v, bool):
             kinds.append("number")
         else:
@@ -225,7 +265,7 @@ def group_by_qid(
     query_ids : ndarray of shape (n_queries,)
         The id of each query, in the grouped order.
     """
-    qid = np.asarray(qid)
+    qid = _as_array(qid, "qid")
     if qid.ndim != 1:
         raise LTRInputError(f"qid must be 1-D, got shape {qid.shape}")
     n = qid.shape[0]
@@ -292,7 +332,7 @@ def check_labels(
     (n, 1) array is flattened.  ``context`` is appended to the messages (e.g. which
     objective needs the property).
     """
-    arr = np.asarray(y)
+    arr = _as_array(y, name)
     if n_samples is not None and arr.ndim == 2 and 1 in arr.shape:
         arr = np.ravel(arr)
     if arr.ndim != 1:
@@ -412,7 +452,7 @@ def check_sample_weight(sample_weight: ArrayLike, n: int) -> NDArray[np.float32]
     smallest positive value (they would become 0) and a length other than
     ``n``.  Whether any weight is positive is the caller's check (on Dask it is global,
     over every partition: :data:`ALL_ZERO_WEIGHTS`)."""
-    w = np.asarray(sample_weight)
+    w = _as_array(sample_weight, "sample_weight")
     _refuse_complex(w, "sample_weight")
     if w.ndim == 2 and 1 in w.shape:  # a column or row vector, as labels
         w = np.ravel(w)
@@ -465,7 +505,22 @@ def make_dataset(
     zero, a stored NaN is missing) and is binned without densifying.  NaN marks a
     missing value; +/-inf is refused (clip it or replace it by NaN).  ``position`` (click
     data, see :func:`check_positions`) is the 1-based position each row was shown at.
+    ``feature_names`` names an array's columns; for a DataFrame they must be its column
+    names, whose columns are then taken by name in that order.
     """
+    X = arrow_as_frame(X)
+    if (
+        feature_names is not None
+        and not isinstance(feature_names, str)
+        and hasattr(X, "columns")
+        and hasattr(X, "to_numpy")
+    ):
+        # a model takes a DataFrame's columns by name: names given for a frame must be
+        # its columns' (in any order, taken by name), never relabel them by position
+        feature_names = [str(c) for c in feature_names]
+        have = [str(c) for c in X.columns]
+        if have != feature_names:
+            X = _columns_by_name(X, have, feature_names, against="the feature_names given")
     X, names = as_feature_matrix(X, keep_sparse=True)
     if feature_names is None:
         feature_names = names
@@ -487,7 +542,7 @@ def make_dataset(
     order = None
     query_ids = None
     if qid is not None:
-        qid_arr = np.asarray(qid)
+        qid_arr = _as_array(qid, "qid")
         if qid_arr.ndim != 1 or qid_arr.shape[0] != n:
             raise LTRInputError(f"qid has shape {qid_arr.shape} but X has {n} rows")
         offsets, order, query_ids = group_by_qid(qid_arr)
@@ -532,7 +587,7 @@ def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
 
     Returns int64.  The first offending row is named (``LTRInputError.row``, 0-based).
     """
-    arr = np.asarray(position)
+    arr = _as_array(position, "position")
     if arr.ndim != 1 or arr.shape[0] != n_samples:
         raise LTRInputError(
             f"position has shape {arr.shape} but X has {n_samples} rows; give the 1-based "
@@ -603,6 +658,11 @@ def as_feature_matrix(
     _refuse_complex(X, "X")
     if X.ndim != 2:
         raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.dtype.kind in "mM":  # as a DataFrame's datetime column; NaT became -9.2e18
+        raise LTRInputError(
+            f"X has dtype {X.dtype}; features must be numeric (convert dates and "
+            "durations to numbers first, NaT to NaN)"
+        )
     # The kernels are compiled (and warmed up, and cached) for C-ordered writeable
     # arrays: a Fortran-ordered, strided or read-only X (a DataFrame's to_numpy() is
     # Fortran-ordered) would compile a variant of each on its first fit or predict.
@@ -677,6 +737,26 @@ def _not_numeric(
     return LTRInputError(f"{name} must be numeric: {error}")
 
 
+def _as_array(values: Any, name: str) -> NDArray[Any]:
+    """``np.asarray(values)``; a nested list of different lengths (NumPy's "inhomogeneous
+    shape" ValueError, which named no parameter) is an LTRInputError naming ``name``."""
+    try:
+        return np.asarray(values)
+    except ValueError as e:
+        error = e
+    try:  # name the first entry whose shape differs from the first one's
+        shapes = [np.shape(v) for v in values]
+    except (TypeError, ValueError):
+        shapes = []
+    for k, shape in enumerate(shapes):
+        if shape != shapes[0]:
+            raise LTRInputError(
+                f"{name}[{k}] has shape {shape} but {name}[0] has shape {shapes[0]}: "
+                f"{name} must be a flat array, one value per entry"
+            )
+    raise LTRInputError(f"{name} must be a flat array, one value per entry: {error}")
+
+
 def _ragged(X: Any, error: Exception) -> LTRInputError:
     """The error for rows of different lengths (a list of lists), naming the first row
     whose length differs from row 0's."""
@@ -741,8 +821,15 @@ def select_columns(X: Any, feature_names: Sequence[str] | None) -> Any:
     return _columns_by_name(X, have, list(feature_names))
 
 
-def _columns_by_name(X: Any, names: list[str], expected: list[str]) -> Any:
-    """``X``'s columns reordered to ``expected``; LTRInputError if the sets differ."""
+def _columns_by_name(
+    X: Any,
+    names: list[str],
+    expected: list[str],
+    *,
+    against: str = "the feature names seen at fit time",
+) -> Any:
+    """``X``'s columns reordered to ``expected``; LTRInputError if the sets differ
+    (``against`` says whose names ``expected`` are)."""
     missing = [c for c in expected if c not in names]
     unknown = [c for c in names if c not in expected]
     if missing or unknown or len(set(names)) != len(names):
@@ -753,10 +840,7 @@ def _columns_by_name(X: Any, names: list[str], expected: list[str]) -> Any:
             parts.append(f"unknown columns {unknown}")
         if not parts:
             parts.append("duplicate column names")
-        raise LTRInputError(
-            "the DataFrame's columns do not match the feature names seen at fit time: "
-            + "; ".join(parts)
-        )
+        raise LTRInputError(f"the DataFrame's columns do not match {against}: " + "; ".join(parts))
     position = {c: k for k, c in enumerate(names)}
     return X.iloc[:, [position[c] for c in expected]]
 
@@ -775,9 +859,13 @@ def _refuse_duplicate_names(names: Sequence[str]) -> None:
 
 
 def _check_numeric_columns(X: Any) -> None:
-    """Refuse a DataFrame column that is not numeric or boolean, naming it."""
+    """Refuse a DataFrame column that is not numeric or boolean, naming it.  An Arrow
+    column of type null (all values null: pyarrow and polars infer it for a column of
+    Nones) is a column of missing values."""
     for k, dtype in enumerate(X.dtypes):
         kind = getattr(dtype, "kind", "O")
+        if str(getattr(dtype, "pyarrow_dtype", "")) == "null":
+            continue
         if str(dtype) == "category" or kind not in "biuf":
             raise LTRInputError(
                 f"column {str(X.columns[k])!r} has dtype {dtype}; features must be "
