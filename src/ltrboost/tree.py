@@ -74,14 +74,6 @@ def predict_raw(ens: PackedEnsemble, X: NDArray[np.floating], out: NDArray[np.fl
             ens = ens._replace(feature_idx=feature_idx)
             X = X.tocsr()[:, used]
         Xr = X.tocsr()
-        inner = ens.is_leaf == 0
-        used = np.unique(ens.feature_idx[inner])
-        if used.shape[0] < Xr.shape[1]:
-            # only the columns a split reads are densified: a wide sparse X (hashed
-            # features) cost O(rows x columns) time however few columns the trees use
-            Xr = Xr[:, used]
-            remapped = np.where(inner, np.searchsorted(used, ens.feature_idx), 0)
-            ens = ens._replace(feature_idx=remapped.astype(ens.feature_idx.dtype))
         itemsize = 4 if Xr.dtype == np.float32 else 8
         step = max(1, SPARSE_PREDICT_CHUNK_BYTES // max(1, Xr.shape[1] * itemsize))
         for r0 in range(0, Xr.shape[0], step):
