@@ -125,6 +125,14 @@ def test_warmup_rejects_an_unknown_profile(capsys) -> None:
     assert "unknown profile 'train:nonsense'" in capsys.readouterr().err
 
 
+def test_warmup_says_why_qbrank_has_no_profile(capsys) -> None:
+    """README documents ``train:OBJECTIVE``; qbrank's was refused as if misspelt."""
+    from ltrboost.cli import main
+
+    assert main(["warmup", "train:qbrank"]) != 0
+    assert "qbrank trains only with a --pairs file" in capsys.readouterr().err
+
+
 def test_helper_stops_where_the_command_got_first() -> None:
     last = _warmup.load_manifest()["predict"][-1][1]
     counts = _warmup.compile_profile("predict", reverse=True, stop_when_met=True, taken={last})
