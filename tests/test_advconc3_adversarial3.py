@@ -199,3 +199,36 @@ def test_predicting_every_iteration_keeps_one_packed_ensemble() -> None:
         raw = np.zeros((1, 5)) + booster.init_score[:, None]
         predict_raw(pack_trees(booster.trees[:i], booster.tree_outputs[:i]), X[:5], raw)
         assert np.array_equal(staged[i], raw[0])
+
+
+def test_a_callback_editing_its_snapshot_does_not_change_the_model():
+    """``env.snapshot()`` shared its tree arrays with the model being trained: a callback
+    that edited a snapshot's leaf values (e.g. to try a shrunken checkpoint) changed the
+    final model silently (found by the concurrency pass, fixed after it).  The snapshot's
+    trees are read-only now; a copy can be edited."""
+    from ltrboost import make_dataset, train
+    from ltrboost.datasets import make_ranking
+
+    X, y, qid = make_ranking(n_queries=20, docs_per_query=(5, 10), n_features=4, random_state=0)
+    ds = make_dataset(X, y, qid=qid)
+    params = dict(objective="lambdamart", n_estimators=4, min_samples_leaf=2)
+    refused = []
+
+    def vandal(env):
+        snap = env.snapshot()
+        for tree in snap.trees:
+            try:
+                tree["value"] *= 100.0
+            except ValueError as e:
+                refused.append(str(e))
+        copy = snap.trees[-1].copy()
+        copy["value"] *= 100.0  # a copy is the callback's own
+
+    plain = train(params, ds)
+    edited = train(params, ds, callbacks=[vandal])
+    assert len(refused) == 1 + 2 + 3 + 4
+    assert "read-only" in refused[0]
+    for a, b in zip(edited.trees, plain.trees, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(edited.predict(X), plain.predict(X))
+    assert all(t.flags.writeable for t in edited.trees)  # the model itself is the user's

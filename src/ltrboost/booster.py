@@ -149,7 +149,9 @@ class CallbackEnv:
     best_iteration: int
     best_score: float | None
     elapsed: float
-    snapshot: Callable[[], Booster] | None = None  # the model so far (for checkpoints)
+    # the model so far (for checkpoints); its trees are read-only views of the ones
+    # being trained (``.copy()`` one to edit it)
+    snapshot: Callable[[], Booster] | None = None
 
 
 def train(
@@ -784,6 +786,23 @@ class Training:
             position_bias=self.position_bias(),
         )
 
+    def snapshot(self) -> Booster:
+        """The model so far, for a callback (``env.snapshot()``).  Its trees are read-only
+        views of the ones being trained (kept from one call to the next, so checkpoints
+        serialize each tree once): a callback editing a snapshot's leaf values changed
+        the model being trained, silently; now it gets NumPy's "assignment destination
+        is read-only"."""
+        views = self.__dict__.setdefault("_snapshot_views", [])
+        del views[len(self.trees) :]
+        for k, t in enumerate(self.trees):
+            if k == len(views) or views[k].base is not t:
+                v = t.view()
+                v.flags.writeable = False
+                views[k:] = [v]
+        model = self.booster()
+        model.trees = list(views)
+        return model
+
     def feature_names(self) -> list[str] | None:
         """The training data's column names, else those of the resumed model."""
         names = self.train_set.feature_names
@@ -817,7 +836,7 @@ class Training:
                 best_iteration=self.best_iter,
                 best_score=self.best_score,
                 elapsed=time.perf_counter() - self.t_start,
-                snapshot=self.booster,
+                snapshot=self.snapshot,
             )
             if callbacks_stop(callbacks, env):
                 stop = True

@@ -1249,7 +1249,7 @@ class _DaskTraining(Training):
                 best_iteration=self.best_iter,
                 best_score=self.best_score,
                 elapsed=time.perf_counter() - self.t_start,
-                snapshot=self.booster,
+                snapshot=self.snapshot,
             )
             if callbacks_stop(callbacks, env):
                 stop = True

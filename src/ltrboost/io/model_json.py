@@ -221,8 +221,10 @@ class TreeJSONCache:
     """Serialized trees kept between checkpoints, so a checkpoint costs the text of the
     new trees plus a copy of the cached text, not a re-serialization of the model.
 
-    Trees are matched by identity (a finished tree's node array is never modified); a
-    model whose trees are not the cached ones (e.g. another model) is re-serialized.
+    Trees are matched by identity (a finished tree's node array is never modified): the
+    same array, or a view of the same memory (a callback's ``env.snapshot()`` holds
+    read-only views of the trees); a model whose trees are not the cached ones (e.g.
+    another model) is re-serialized.
     """
 
     def __init__(self) -> None:
@@ -233,13 +235,35 @@ class TreeJSONCache:
         trees, outputs = fields["trees"], fields["tree_outputs"]
         k = 0
         n = min(len(trees), len(self._nodes))
-        while k < n and trees[k] is self._nodes[k]:
+        while k < n and _same_nodes(trees[k], self._nodes[k]):
             k += 1
         del self._nodes[k:], self._text[k:]
         for nodes, out in zip(trees[k:], outputs[k:], strict=True):
             self._nodes.append(nodes)
             self._text.append(_dumps(tree_to_dict(nodes, out)))
         return self._text
+
+
+def _same_nodes(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are one node array: the same object, or views of the same
+    memory (the same owner, address, shape and type)."""
+    if a is b:
+        return True
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return False
+
+    def owner(x: np.ndarray) -> np.ndarray:
+        while isinstance(x.base, np.ndarray):
+            x = x.base
+        return x
+
+    return (
+        owner(a) is owner(b)
+        and a.ctypes.data == b.ctypes.data
+        and a.shape == b.shape
+        and a.strides == b.strides
+        and a.dtype == b.dtype
+    )
 
 
 def model_json_chunks(model: Any, tree_cache: TreeJSONCache | None = None) -> list[str]:
