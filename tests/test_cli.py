@@ -618,7 +618,7 @@ def test_nonexistent_model_and_data(model_path: Path, data_dir: Path, in_tmp: Pa
 
 def test_predict_iteration_out_of_range(model_path: Path, data_dir: Path, capsys) -> None:
     rc, out, err = run(["predict", model_path, data_dir / "test.txt", "--iteration", "999"], capsys)
-    assert_one_line_error(rc, err, "iteration=999")
+    assert_one_line_error(rc, err, "--iteration 999")
     assert out == ""
 
 

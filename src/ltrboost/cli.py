@@ -1170,14 +1170,29 @@ def _progress_bar(params: BoosterParams, notice=None, file=None, mininterval: fl
 
 
 # -------------------------------------------------------------------------- predict
+def _load_for_iteration(args: argparse.Namespace):
+    """``args.model`` loaded, and ``--iteration`` checked against its rounds: the
+    model's range check named neither the flag nor the file ("iteration=9 must be
+    between 0 and 3")."""
+    from ltrboost.model import load_model
+
+    booster = load_model(args.model)
+    it = args.iteration
+    if it is not None and not 0 <= it <= booster.n_iterations:
+        raise ValueError(
+            f"--iteration {it}: {args.model} has {booster.n_iterations} rounds "
+            f"(give 0..{booster.n_iterations})"
+        )
+    return booster
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from ltrboost.io._atomic import atomic_write_text, check_output, file_state
-    from ltrboost.model import load_model
 
     if args.output != "-":
         check_output(args.output)  # before the model and the data are read
     output_state = file_state(args.output) if args.output != "-" else None
-    booster = load_model(args.model)
+    booster = _load_for_iteration(args)
     missing = resolve_missing(args.missing, booster, args.model)
     data, booster = _read_for_model(args.data, booster, missing, args.missing_token)
     scores = booster.predict(data.X, iteration=args.iteration, n_threads=args.n_threads)
@@ -1193,12 +1208,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from ltrboost.dataset import rows_located
     from ltrboost.metrics import evaluate, parse_metric_list
-    from ltrboost.model import load_model
 
     twice = sorted({p for p in args.data if args.data.count(p) > 1})
     if twice:
         raise ValueError(f"{twice[0]}: given twice (one row, and one JSON entry, per file)")
-    booster = load_model(args.model)
+    booster = _load_for_iteration(args)
     missing = resolve_missing(args.missing, booster, args.model)
     metrics = parse_metric_list(args.metric)
     options = _metric_options(args, booster.params)
@@ -1224,13 +1238,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- export
 def cmd_export(args: argparse.Namespace) -> int:
     from ltrboost.export import createmodel_body, export_model
-    from ltrboost.model import load_model
 
     if args.createmodel is not None and args.format != "xgboost-dump":
         raise ValueError("--createmodel is only for --format xgboost-dump")
     import warnings
 
-    booster = load_model(args.model)
+    booster = _load_for_iteration(args)
     to_stdout = args.createmodel == "-"
     model_to_stdout = args.output == "-"  # as predict's -o -
     if to_stdout and model_to_stdout:
