@@ -357,6 +357,24 @@ def test_inspect_summary(folder, tmp_path, capsys) -> None:
     assert rc == 0
     for needle in ("objective   lambdamart", "top ", "tree 3"):
         assert needle in out
+    assert "rounds)" not in out  # every round counted: nothing to say
+
+
+def test_inspect_says_the_importances_stop_at_the_best_iteration(folder, tmp_path, capsys):
+    """The tree counts cover every round, the importances only up to the best one (as
+    predict): the output did not say so (found by the sklearn pass)."""
+    model = tmp_path / "m.json"
+    assert run(["train", folder / "train.txt", "-o", model, *FLAGS], capsys)[0] == 0
+    d = json.loads(model.read_text())
+    d["best_iteration"] = 2  # of 4 rounds, as early stopping would have chosen
+    model.write_text(json.dumps(d))
+    rc, out, _ = run(["inspect", model, "--json"], capsys)
+    info = json.loads(out)
+    assert (info["n_iterations"], info["importance_iterations"]) == (4, 2)
+    rc, out, _ = run(["inspect", model], capsys)
+    assert rc == 0
+    assert "used (first 2 rounds)" in out
+    assert "features by gain (first 2 rounds):" in out
 
 
 def test_flags_are_not_abbreviated(folder, tmp_path, capsys) -> None:

@@ -1434,7 +1434,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         f"leaves      {lp['min']}..{lp['max']} per tree (mean {lp['mean']:.1f}), "
         f"max depth {info['max_depth']}"
     )
-    print(f"features    {info['n_features_used']} of {info['n_features']} used")
+    counted = info["importance_iterations"]
+    rounds = f" (first {counted} rounds)" if counted != info["n_iterations"] else ""
+    print(f"features    {info['n_features_used']} of {info['n_features']} used{rounds}")
     rows = [
         (f["feature"], str(f["split"]), f"{f['gain']:.6g}", f"{f['gain_share']:.1%}")
         for f in info["top_features"]
@@ -1442,7 +1444,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if rows:
         header = ("feature", "splits", "gain", "gain %")
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-        print(f"\ntop {len(rows)} features by {info['importance_type']}:")
+        print(f"\ntop {len(rows)} features by {info['importance_type']}{rounds}:")
         for line in (header, *rows):
             cells = (c.ljust(w) for c, w in zip(line, widths, strict=True))
             print("  ".join(cells).rstrip())

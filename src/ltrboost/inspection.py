@@ -199,6 +199,11 @@ def model_summary(booster: Any, top: int = 10, importance_type: str = "gain") ->
         "best_iteration": booster.best_iteration,
         "n_features": int(booster.n_features),
         "n_features_used": int(np.count_nonzero(split)),
+        # the rounds the importances (and n_features_used) count: up to the best one,
+        # as predict does; the tree counts above cover every round
+        "importance_iterations": int(
+            booster.best_iteration if booster.best_iteration is not None else booster.n_iterations
+        ),
         "leaves_per_tree": {
             "min": min(leaves, default=0),
             "mean": float(np.mean(leaves)) if leaves else 0.0,
