@@ -218,6 +218,24 @@ def dataset_labels(
     return y
 
 
+def dataset_cached(data: RankingDataset, key: Any, build: Any) -> Any:
+    """``build()``, remembered in ``data.cache[key]`` for as long as the dataset keeps
+    the labels, weights, queries, explicit pairs and positions it was built from.
+
+    A dataset is a mutable dataclass: a second training on it after ``data.pairs = ...``
+    (or new ``y``, ``weights``, ``position``) must see them; a cache keyed on the
+    objective's parameters alone silently trained on the old ones.  Compared by identity
+    (an array changed in place is not noticed; replace it).
+    """
+    sources = (data.y, data.weights, data.query_offsets, data.pairs, data.position)
+    hit = data.cache.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], sources, strict=True)):
+        return hit[1]
+    value = build()
+    data.cache[key] = (sources, value)
+    return value
+
+
 def doc_weights(data: RankingDataset) -> NDArray[np.float32]:
     """Per-document weights as contiguous float32, or an empty array meaning "all ones".
 

@@ -33,6 +33,7 @@ from ltrboost.metrics.ndcg import delta_ndcg
 from ltrboost.objectives import pair_engine as _engine
 from ltrboost.objectives import unbiased as _unbiased
 from ltrboost.objectives.base import (
+    dataset_cached,
     dataset_labels,
     doc_weights,
     finite_real,
@@ -361,12 +362,11 @@ class LambdaMART(PairwiseObjective):
     def _unbiased_gradients(self, scores, data, c, gradients, hessians, counts) -> None:
         bias = self._bias_for_round(self._round)
         k = self._max_positions
-        key = ("position_index", k)
-        pos = data.cache.get(key)
-        if pos is None:
-            if data.position is None:
-                raise LTRInputError("unbiased=True: this dataset has no positions")
-            pos = data.cache[key] = _unbiased.position_index(data.position, k)
+        if data.position is None:
+            raise LTRInputError("unbiased=True: this dataset has no positions")
+        pos = dataset_cached(
+            data, ("position_index", k), lambda: _unbiased.position_index(data.position, k)
+        )
         li = np.empty(data.n_samples, dtype=np.float64)
         lj = np.empty(data.n_samples, dtype=np.float64)
         _unbiased.unbiased_ndcg_all_queries(

@@ -18,6 +18,7 @@ from ltrboost.dataset import RankingDataset
 from ltrboost.objectives.base import (
     PRIOR_EPS,
     Objective,
+    dataset_cached,
     dataset_labels,
     doc_weights,
     doc_weights_float64,
@@ -119,11 +120,9 @@ class LogisticRank(Objective):
             t,
             None if scale_spec is None else tuple(sorted(scale_spec.items())),
         )
-        cached = data.cache.get("logistic_rank_scales")
-        if cached is not None and cached[0] == key and cached[1].shape[0] == y.shape[0]:
-            return y, cached[1], t
-        scales = _label_scales(y, t, scale_spec)
-        data.cache["logistic_rank_scales"] = (key, scales)
+        scales = dataset_cached(
+            data, ("logistic_rank_scales", *key), lambda: _label_scales(y, t, scale_spec)
+        )
         return y, scales, t
 
     def prepare(self, data: RankingDataset) -> None:
