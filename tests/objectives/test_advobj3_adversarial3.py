@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ltrboost
+from ltrboost import Ranker
 from ltrboost.dataset import PreferencePairs
 
 OBJECTIVES = [
@@ -60,3 +61,42 @@ def test_a_dataset_trained_again_after_a_change_uses_the_new_values(data, object
     fresh = ltrboost.make_dataset(X, y, qid=qid)
     setattr(fresh, change, new)
     np.testing.assert_array_equal(_predict(objective, reused, X), _predict(objective, fresh, X))
+
+
+def test_mcrank_continues_on_data_without_its_top_grade(data):
+    # the objective resolved max_label from the new data (2), so the model's 4 classes
+    # were refused as "a different number of outputs"
+    X, y, qid = data
+    top = y.copy()
+    top[5] = 3
+    model = Ranker(objective="mcrank", n_estimators=2, min_samples_leaf=2).fit(X, top, qid=qid)
+    more = Ranker(objective="mcrank", n_estimators=2, min_samples_leaf=2)
+    more.fit(X, y, qid=qid, init_model=model)
+    assert more.booster_.n_outputs == 4
+    assert more.booster_.objective_params["max_label"] == 3
+    assert more.booster_.n_iterations == 4
+    booster = ltrboost.train(
+        {"objective": "mcrank", "n_estimators": 3, "min_samples_leaf": 2},
+        ltrboost.make_dataset(X, y, qid=qid),
+        init_model=model.booster_,
+    )
+    assert booster.n_outputs == 4
+
+
+def test_mcrank_continued_on_a_new_grade_names_it(data):
+    X, y, qid = data
+    model = Ranker(objective="mcrank", n_estimators=2, min_samples_leaf=2).fit(X, y, qid=qid)
+    top = y.copy()
+    top[5] = 3
+    with pytest.raises(ValueError, match=r"y\[5\]=3 is larger than max_label=2.*cannot gain"):
+        Ranker(objective="mcrank", n_estimators=2).fit(X, top, qid=qid, init_model=model)
+
+
+def test_mcrank_resumed_on_the_same_data_is_the_uninterrupted_model(data):
+    X, y, qid = data
+    ds = ltrboost.make_dataset(X, y, qid=qid)
+    params = {"objective": "mcrank", "n_estimators": 4, "min_samples_leaf": 2}
+    whole = ltrboost.train(params, ds)
+    half = ltrboost.train({**params, "n_estimators": 2}, ltrboost.make_dataset(X, y, qid=qid))
+    resumed = ltrboost.train(params, ltrboost.make_dataset(X, y, qid=qid), init_model=half)
+    assert resumed.to_dict() == whole.to_dict()

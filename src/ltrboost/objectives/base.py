@@ -113,6 +113,11 @@ class Objective:
     def prepare(self, data: RankingDataset) -> None:
         """Validate labels and cache per-dataset constants (idcg, label order, ...)."""
 
+    def continue_model(self, model_params: dict[str, Any]) -> None:
+        """Called before :meth:`prepare` when training continues a model of this
+        objective (``init_model``), with the model's stored parameters: an objective
+        whose parameters fix the model's shape takes them from the model."""
+
     def init_score(self, data: RankingDataset) -> NDArray[np.float64]:
         """Initial raw score per output, shape (n_outputs,)."""
         return np.zeros(self.n_outputs(data), dtype=np.float64)
