@@ -3,6 +3,7 @@ explicit pairs and custom objectives at their edges."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -100,3 +101,25 @@ def test_mcrank_resumed_on_the_same_data_is_the_uninterrupted_model(data):
     half = ltrboost.train({**params, "n_estimators": 2}, ltrboost.make_dataset(X, y, qid=qid))
     resumed = ltrboost.train(params, ltrboost.make_dataset(X, y, qid=qid), init_model=half)
     assert resumed.to_dict() == whole.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("objective", "params", "pairs", "cause"),
+    [
+        ("ranknet", {}, [[0, 1, 1e300]], "pair weights up to 1e+300"),
+        ("qbrank", {}, [[0, 1, 1e300]], "pair weights up to 1e+300"),
+        ("gbrank", {"tau": 1e300}, None, "tau=1e+300"),
+        ("qbrank", {"tau": 1e300}, None, "tau=1e+300"),
+        ("logistic_rank", {"label_scale": {2: 1e300}}, None, "label_scale up to 1e+300"),
+        ("logistic_rank", {"label_scale": np.array([1.0, 1.0, 1e300])}, None, "up to 1e+300"),
+    ],
+)
+def test_a_non_finite_round_names_the_objectives_own_large_inputs(
+    data, objective, params, pairs, cause
+):
+    # the likely causes listed learning_rate, sigma, l2, labels and document weights,
+    # never the pair weights, tau or label_scale that actually overflowed
+    X, y, qid = data
+    model = Ranker(objective=objective, n_estimators=2, min_samples_leaf=2, **params)
+    with pytest.raises(ltrboost.NonFiniteTrainingError, match=re.escape(cause)):
+        model.fit(X, y, qid=qid, pairs=pairs)
