@@ -123,3 +123,34 @@ def test_a_non_finite_round_names_the_objectives_own_large_inputs(
     model = Ranker(objective=objective, n_estimators=2, min_samples_leaf=2, **params)
     with pytest.raises(ltrboost.NonFiniteTrainingError, match=re.escape(cause)):
         model.fit(X, y, qid=qid, pairs=pairs)
+
+
+@pytest.mark.parametrize(
+    ("pair", "shown"),
+    [([0, 200], r"\(0, 200\)"), ([-1, 2], r"\(-1, 2\)"), ([3, 2**40], r"\(3, 1099511627776\)")],
+)
+def test_a_pair_row_out_of_range_is_named(data, pair, shown):
+    # "pair 0: row index outside 0..199" did not say which row
+    X, y, qid = data
+    with pytest.raises(ValueError, match=rf"pair 0: rows {shown}: a row index outside 0\.\.199"):
+        Ranker(objective="ranknet", n_estimators=1).fit(X, y, qid=qid, pairs=[pair])
+
+
+def _returns(value):
+    def fn(scores, labels, query_offsets):
+        n = scores.shape[0]
+        grad, hess = 2.0 * (scores - labels), np.full(n, 2.0)
+        return {"triple": (grad, hess, None), "stacked": np.stack([grad, hess])}[value]
+
+    return fn
+
+
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [("triple", "got a tuple of 3 items"), ("stacked", r"got one array of shape \(2, 200\)")],
+)
+def test_a_custom_objective_returning_no_pair_says_what_it_returned(data, value, got):
+    # "must return a pair (grad, hess) of arrays, got tuple" for a tuple of three
+    X, y, qid = data
+    with pytest.raises(ValueError, match=rf"must return a pair \(grad, hess\) of arrays, {got}"):
+        Ranker(objective=_returns(value), n_estimators=1).fit(X, y, qid=qid)
