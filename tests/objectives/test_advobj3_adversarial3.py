@@ -154,3 +154,17 @@ def test_a_custom_objective_returning_no_pair_says_what_it_returned(data, value,
     X, y, qid = data
     with pytest.raises(ValueError, match=rf"must return a pair \(grad, hess\) of arrays, {got}"):
         Ranker(objective=_returns(value), n_estimators=1).fit(X, y, qid=qid)
+
+
+@pytest.mark.parametrize("unbiased", [False, True])
+def test_lambdamart_refuses_linear_gains_whose_idcg_overflows_as_the_metric_does(data, unbiased):
+    # labels near float64's maximum under gain="linear": the query's IDCG was inf, its
+    # 1/IDCG 0, so its pairs silently weighed nothing (a constant model warned that no
+    # split met the limits) while NDCG refused the same labels
+    X, y, qid = data
+    big = y * 8.5e307
+    model = Ranker(n_estimators=2, gain="linear", unbiased=unbiased)
+    position = np.tile(np.arange(1, 21), 10) if unbiased else None
+    with pytest.raises(ValueError, match="the ideal DCG of its query overflows float64"):
+        model.fit(X, big, qid=qid, position=position)
+    assert Ranker(n_estimators=1, gain="linear").fit(X, y * 1e307, qid=qid).n_features_in_ == 5
