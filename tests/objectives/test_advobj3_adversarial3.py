@@ -168,3 +168,24 @@ def test_lambdamart_refuses_linear_gains_whose_idcg_overflows_as_the_metric_does
     with pytest.raises(ValueError, match="the ideal DCG of its query overflows float64"):
         model.fit(X, big, qid=qid, position=position)
     assert Ranker(n_estimators=1, gain="linear").fit(X, y * 1e307, qid=qid).n_features_in_ == 5
+
+
+def test_logistic_rank_continued_on_labels_resolving_another_threshold_warns(data):
+    # positive_threshold=None resolves from the largest grade: continuing a model trained
+    # on grades 0..4 (threshold 2) on grades 0..2 silently moved it to 1, so the new
+    # trees separated other classes than the model's (and the file recorded only 1)
+    X, y, qid = data
+    model = Ranker(objective="logistic_rank", n_estimators=2, min_samples_leaf=2)
+    model.fit(X, y * 2, qid=qid)
+    assert model.booster_.objective_params["positive_threshold"] == 2
+    more = Ranker(objective="logistic_rank", n_estimators=2, min_samples_leaf=2)
+    with pytest.warns(UserWarning, match=r"resolves to 1 .* trained with 2: .*threshold=2"):
+        more.fit(X, y, qid=qid, init_model=model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Ranker(objective="logistic_rank", n_estimators=2, min_samples_leaf=2).fit(
+            X, y * 2, qid=qid, init_model=model
+        )
+        Ranker(
+            objective="logistic_rank", n_estimators=2, min_samples_leaf=2, positive_threshold=2
+        ).fit(X, y, qid=qid, init_model=model)
