@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import MISSING, fields
 from typing import Any
 
@@ -117,10 +118,14 @@ def _likely_causes(params: Any, train_set: Any, learning_rate: float | None) -> 
     if learning_rate is not None:
         parts.append(f"learning_rate={learning_rate:g}")
     if params is not None:
-        for name in ("sigma", "l2_regularization"):
+        for name in ("sigma", "l2_regularization", "tau"):
             v = getattr(params, name, None)
-            if v is not None:
+            if v is not None and not isinstance(v, str):  # tau="grade_difference"
                 parts.append(f"{name}={v:g}")
+        scale = getattr(params, "label_scale", None)
+        if scale is not None and len(scale):  # logistic_rank's, a mapping or a sequence
+            values = scale.values() if isinstance(scale, Mapping) else scale
+            parts.append(f"label_scale up to {max(float(c) for c in values):g}")
     if train_set is not None:
         y = getattr(train_set, "y", None)
         if y is not None and y.size:
@@ -128,6 +133,10 @@ def _likely_causes(params: Any, train_set: Any, learning_rate: float | None) -> 
         w = getattr(train_set, "weights", None)
         if w is not None and w.size:
             parts.append(f"weights up to {float(np.max(w)):g}")
+        pairs = getattr(train_set, "pairs", None)
+        pw = None if pairs is None else pairs.weight
+        if pw is not None and np.size(pw):
+            parts.append(f"pair weights up to {float(np.max(pw)):g}")
     return (
         "likely cause: a parameter or data too large for float arithmetic ("
         + ", ".join(parts)

@@ -187,6 +187,8 @@ def train(
     if train_set.n_samples == 0:
         raise ValueError("the training set is empty")
     objective = make_objective(params)
+    if init_model is not None and init_model.objective == objective.name:
+        objective.continue_model(dict(init_model.objective_params or {}))
     check_metrics(params, objective)  # a typo fails now, valid set or not
     check_training_setup(params, objective, valid_sets)
     warn_if_pairs_ignored(objective, train_set)

@@ -711,7 +711,10 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
         )
     if np.any(idx < 0) or np.any(idx >= ds.n_samples):
         bad = int(np.flatnonzero(np.any((idx < 0) | (idx >= ds.n_samples), axis=1))[0])
-        raise LTRInputError(f"pair {bad}: row index outside 0..{ds.n_samples - 1}", row=bad)
+        rows = ", ".join(f"{v:.0f}" for v in idx[bad])
+        raise LTRInputError(
+            f"pair {bad}: rows ({rows}): a row index outside 0..{ds.n_samples - 1}", row=bad
+        )
     idx = idx.astype(np.int64)
     if ds.order is not None:  # map user rows to grouped rows
         inv = np.empty_like(ds.order)

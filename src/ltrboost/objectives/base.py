@@ -113,6 +113,11 @@ class Objective:
     def prepare(self, data: RankingDataset) -> None:
         """Validate labels and cache per-dataset constants (idcg, label order, ...)."""
 
+    def continue_model(self, model_params: dict[str, Any]) -> None:
+        """Called before :meth:`prepare` when training continues a model of this
+        objective (``init_model``), with the model's stored parameters: an objective
+        whose parameters fix the model's shape takes them from the model."""
+
     def init_score(self, data: RankingDataset) -> NDArray[np.float64]:
         """Initial raw score per output, shape (n_outputs,)."""
         return np.zeros(self.n_outputs(data), dtype=np.float64)
@@ -216,6 +221,24 @@ def dataset_labels(
     if integer:
         data.cache["labels_checked_finite"] = data.y
     return y
+
+
+def dataset_cached(data: RankingDataset, key: Any, build: Any) -> Any:
+    """``build()``, remembered in ``data.cache[key]`` for as long as the dataset keeps
+    the labels, weights, queries, explicit pairs and positions it was built from.
+
+    A dataset is a mutable dataclass: a second training on it after ``data.pairs = ...``
+    (or new ``y``, ``weights``, ``position``) must see them; a cache keyed on the
+    objective's parameters alone silently trained on the old ones.  Compared by identity
+    (an array changed in place is not noticed; replace it).
+    """
+    sources = (data.y, data.weights, data.query_offsets, data.pairs, data.position)
+    hit = data.cache.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], sources, strict=True)):
+        return hit[1]
+    value = build()
+    data.cache[key] = (sources, value)
+    return value
 
 
 def doc_weights(data: RankingDataset) -> NDArray[np.float32]:

@@ -175,9 +175,12 @@ def _check_result(result: Any, n: int, name: str, iteration: int):
     as the logs and the engine's non-finite error do."""
     where = f"objective {name!r} (round {iteration + 1})"
     if not isinstance(result, tuple | list) or len(result) != 2:
-        raise ValueError(
-            f"{where} must return a pair (grad, hess) of arrays, got {type(result).__name__}"
-        )
+        got = type(result).__name__
+        if isinstance(result, tuple | list):  # "got tuple" read as the right type
+            got = f"a {got} of {len(result)} items"
+        elif isinstance(result, np.ndarray):
+            got = f"one array of shape {result.shape}"
+        raise ValueError(f"{where} must return a pair (grad, hess) of arrays, got {got}")
     out = []
     for what, a in zip(("grad", "hess"), result, strict=True):
         try:

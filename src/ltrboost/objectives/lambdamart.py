@@ -33,6 +33,7 @@ from ltrboost.metrics.ndcg import delta_ndcg
 from ltrboost.objectives import pair_engine as _engine
 from ltrboost.objectives import unbiased as _unbiased
 from ltrboost.objectives.base import (
+    dataset_cached,
     dataset_labels,
     doc_weights,
     finite_real,
@@ -292,6 +293,7 @@ class LambdaMART(PairwiseObjective):
             values = label_gains(y, self._gain)  # raises for y > 31 with gain="exp"
             k = 0 if self._truncation_level is None else kernel_count(self._truncation_level)
             inv_norm = inverse_max_dcg(values, offsets, k)
+            _refuse_infinite_idcg(values, offsets, inv_norm)
         elif self._metric_code == METRIC_ERR:
             y_max = float(y.max()) if y.size else 0.0
             if y_max > MAX_DELTA_ERR_GRADE:
@@ -361,12 +363,11 @@ class LambdaMART(PairwiseObjective):
     def _unbiased_gradients(self, scores, data, c, gradients, hessians, counts) -> None:
         bias = self._bias_for_round(self._round)
         k = self._max_positions
-        key = ("position_index", k)
-        pos = data.cache.get(key)
-        if pos is None:
-            if data.position is None:
-                raise LTRInputError("unbiased=True: this dataset has no positions")
-            pos = data.cache[key] = _unbiased.position_index(data.position, k)
+        if data.position is None:
+            raise LTRInputError("unbiased=True: this dataset has no positions")
+        pos = dataset_cached(
+            data, ("position_index", k), lambda: _unbiased.position_index(data.position, k)
+        )
         li = np.empty(data.n_samples, dtype=np.float64)
         lj = np.empty(data.n_samples, dtype=np.float64)
         _unbiased.unbiased_ndcg_all_queries(
@@ -472,6 +473,27 @@ def _check_unbiased(unbiased: Any, position_bias_norm: Any, max_positions: Any) 
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= 10_000:
         raise ValueError(f"max_positions={k!r} should be an integer in [1, 10000]")
     return {"unbiased": True, "position_bias_norm": float(norm), "max_positions": int(k)}
+
+
+def _refuse_infinite_idcg(
+    gains: NDArray[np.float64], offsets: NDArray[np.int64], inv_norm: NDArray[np.float64]
+) -> None:
+    """Refuse a query whose ideal DCG overflows float64 (linear gains near its
+    maximum): its ``1 / IDCG`` is 0, so its pairs would silently weigh nothing."""
+    starts = offsets[:-1]
+    nonempty = np.diff(offsets) > 0
+    top = np.zeros(inv_norm.shape[0])
+    top[nonempty] = np.maximum.reduceat(gains, starts[nonempty])
+    bad = (inv_norm == 0) & (top > 0)
+    if bad.any():
+        q = int(np.flatnonzero(bad)[0])
+        row = int(offsets[q]) + int(np.argmax(gains[offsets[q] : offsets[q + 1]]))
+        raise LTRInputError(
+            f"label {float(gains[row]):g}: the ideal DCG of its query overflows float64 "
+            "(its pairs would weigh nothing); rescale the labels (NDCG does not change "
+            "when linear gains are scaled)",
+            row=row,
+        )
 
 
 # --- kernels ---

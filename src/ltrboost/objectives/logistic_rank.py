@@ -7,6 +7,7 @@ The derivation of its gradients and hessians, and why the Newton leaf is the see
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -18,6 +19,7 @@ from ltrboost.dataset import RankingDataset
 from ltrboost.objectives.base import (
     PRIOR_EPS,
     Objective,
+    dataset_cached,
     dataset_labels,
     doc_weights,
     doc_weights_float64,
@@ -90,12 +92,30 @@ class LogisticRank(Objective):
 
     # -- per-dataset constants ---------------------------------------------------------
 
+    def continue_model(self, model_params: dict[str, Any]) -> None:
+        """Remember the continued model's threshold: :meth:`_threshold` warns when the
+        new labels resolve another one (its trees separate other classes)."""
+        self._model_threshold = model_params.get("positive_threshold")
+
+    _model_threshold: float | None = None
+
     def _threshold(self, y: NDArray[np.float64]) -> float:
         t = self.params["positive_threshold"]
         if t is None:
             top = float(y.max()) if y.size else 0.0
             t = float(max(1.0, math.ceil(top / 2.0)))
             self.params["positive_threshold"] = t
+            was = self._model_threshold
+            if was is not None and float(was) != t:
+                warnings.warn(
+                    f"logistic_rank: positive_threshold resolves to {t:g} on these labels "
+                    f"(largest grade {top:g}), but the model continued (init_model) was "
+                    f"trained with {float(was):g}: its trees and the new ones separate "
+                    f"different classes; pass positive_threshold={float(was):g} to keep "
+                    "the model's",
+                    UserWarning,
+                    stacklevel=2,
+                )
         return float(t)
 
     def constant_model_cause(self, data: RankingDataset) -> str | None:
@@ -119,11 +139,9 @@ class LogisticRank(Objective):
             t,
             None if scale_spec is None else tuple(sorted(scale_spec.items())),
         )
-        cached = data.cache.get("logistic_rank_scales")
-        if cached is not None and cached[0] == key and cached[1].shape[0] == y.shape[0]:
-            return y, cached[1], t
-        scales = _label_scales(y, t, scale_spec)
-        data.cache["logistic_rank_scales"] = (key, scales)
+        scales = dataset_cached(
+            data, ("logistic_rank_scales", *key), lambda: _label_scales(y, t, scale_spec)
+        )
         return y, scales, t
 
     def prepare(self, data: RankingDataset) -> None:

@@ -94,6 +94,15 @@ class McRank(Objective):
         if init not in ("prior", "zero"):
             raise ValueError(f"init={init!r} is not one of ('prior', 'zero')")
         super().__init__(max_label=max_label, friedman_factor=bool(friedman_factor), init=init)
+        self._max_label_from_model = False  # set by continue_model
+
+    def continue_model(self, model_params: dict) -> None:
+        """The model's classes: ``max_label`` from the model when not given (its trees
+        are one per class; the data it continues on need not hold the top grade)."""
+        stored = model_params.get("max_label")
+        if self.params["max_label"] is None and stored is not None:
+            self.params["max_label"] = int(stored)
+            self._max_label_from_model = True
 
     def _grades(self, data: RankingDataset) -> tuple[NDArray[np.float64], int]:
         """Validated labels and K (resolved from the labels the first time)."""
@@ -114,9 +123,15 @@ class McRank(Objective):
             self.params["max_label"] = K
         elif top > K:
             row = int(np.argmax(y))
+            remedy = (
+                "the model continued (init_model) has these classes and cannot gain one: "
+                "train a new model"
+                if self._max_label_from_model
+                else "pass max_label= explicitly to cover it"
+            )
             raise LTRInputError(
                 f"label y[{row}]={y[row]:g} is larger than max_label={K} (the classes this "
-                "objective was prepared with); pass max_label= explicitly to cover it",
+                f"objective was prepared with); {remedy}",
                 row=row,
             )
         return y, int(K)

@@ -52,6 +52,7 @@ from ltrboost.objectives.base import (
     Objective,
     PairTerms,
     check_use_label_pairs,
+    dataset_cached,
     doc_weights,
 )
 from ltrboost.objectives.pair_selection import (
@@ -187,12 +188,7 @@ class PairwiseObjective(Objective):
         raise NotImplementedError
 
     def _constants(self, data: RankingDataset) -> PairEngineConstants:
-        key = self._cache_key()
-        const = data.cache.get(key)
-        if const is None:
-            const = self._build_constants(data)
-            data.cache[key] = const
-        return const
+        return dataset_cached(data, self._cache_key(), lambda: self._build_constants(data))
 
     def prepare(self, data: RankingDataset) -> None:
         """Validate labels (and explicit pairs) and cache the per-dataset constants;

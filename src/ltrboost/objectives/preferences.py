@@ -46,7 +46,7 @@ from numpy.typing import NDArray
 
 from ltrboost._numba import kernel
 from ltrboost.dataset import RankingDataset, check_labels, check_preference_pairs
-from ltrboost.objectives.base import doc_weights
+from ltrboost.objectives.base import dataset_cached, doc_weights
 from ltrboost.objectives.pair_selection import (
     PAIR_ALL,
     check_query_pair_buffer,
@@ -184,10 +184,16 @@ def preference_constants(
     """Validate labels and explicit pairs once per dataset; the result is cached."""
     use_labels = check_pair_sources(data, use_label_pairs, objective, labels_suffice=labels_suffice)
     # the checks above run on every call: they depend on the objective, not the key
-    key = ("preference_pairs", use_label_pairs)
-    const = data.cache.get(key)
-    if const is not None:
-        return const
+    return dataset_cached(
+        data,
+        ("preference_pairs", use_label_pairs),
+        lambda: _preference_constants(data, use_labels, objective),
+    )
+
+
+def _preference_constants(
+    data: RankingDataset, use_labels: bool, objective: str
+) -> PreferenceConstants:
     has_labels = data.y is not None
     if has_labels:
         labels = check_labels(data.y, data.n_samples, context=f"objective {objective!r}")
@@ -195,11 +201,9 @@ def preference_constants(
         labels = np.zeros(data.n_samples, dtype=np.float64)
     if use_labels:
         check_query_pair_buffer(data, objective)  # label pairs: n^2/2 per query
-    const = PreferenceConstants(
+    return PreferenceConstants(
         labels, has_labels, use_labels, doc_weights(data), *explicit_pairs(data)
     )
-    data.cache[key] = const
-    return const
 
 
 # --------------------------------------------------------------------------------------
