@@ -62,9 +62,12 @@ class McRank(Objective):
     max_label : int or None, default=None
         ``K``, the largest grade.  None resolves at :meth:`prepare` (or the first call
         needing it) to ``max(1, max training label)`` and stores it, so the model file
-        knows the number of classes; at least two classes are always used.  Set it to
-        keep a grade that is absent from the training data (e.g. 4 on a 0..4 scale).  At
-        most 31 (one tree per class per round).
+        knows the number of classes; at least two classes are always used.  Given, it
+        keeps a grade that is absent from the training data (e.g. 4 on a 0..4 scale).  At
+        most 31 (one tree per class per round).  ``max_label``, ``friedman_factor`` and
+        ``init`` are parameters of this class only: ``ltrboost.train``, ``Ranker`` and the
+        CLI use the defaults (``max_label`` from the training labels, or from
+        ``init_model`` when continuing one).
     friedman_factor : bool, default=True
         Scale hessians by ``C / (C - 1)`` (see above).
     init : {"prior", "zero"}, default="prior"
