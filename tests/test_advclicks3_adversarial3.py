@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from ltrboost.clicks import ClickLog, read_click_log, simulate, write_click_log
+from ltrboost.clicks import ClickLog, mine_preferences, read_click_log, simulate, write_click_log
 from test_cli import assert_one_line_error as one_line_error
 from test_cli import run
 
@@ -77,3 +77,13 @@ def test_cli_simulate_refuses_zero_sessions(tmp_path, capsys):
     rc, _, err = run(["clicks", "simulate", data, "-o", log, "--n-sessions", "0"], capsys)
     one_line_error(rc, err, "--n-sessions 0 must be >= 1")
     assert not log.exists()
+
+
+@pytest.mark.parametrize("bad", [1.5, True, "2"])
+def test_mine_min_count_must_be_an_integer(bad):
+    """min_count=1.5 silently kept the pairs of count >= 2, True those of count 1, and
+    '2' was a TypeError from a comparison deep in the function."""
+    log = simulate([0, 1, 2], [0, 3], n_sessions=50, random_state=0)
+    with pytest.raises(ValueError, match=r"min_count=.* must be an integer >= 1"):
+        mine_preferences(log, min_count=bad)
+    assert len(mine_preferences(log, min_count=np.int64(1))) > 0

@@ -708,8 +708,11 @@ def mine_preferences(
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    if min_count < 1:
-        raise ValueError(f"min_count={min_count!r} must be >= 1 (--min-count on the CLI)")
+    # an integer: 1.5 kept the pairs of count 2, True those of 1, "2" was a TypeError
+    if isinstance(min_count, bool) or not isinstance(min_count, int | np.integer) or min_count < 1:
+        raise ValueError(
+            f"min_count={min_count!r} must be an integer >= 1 (--min-count on the CLI)"
+        )
     counts: dict[tuple[str, str, str], int] = {}
     order = np.lexsort((log.position, log.impression))
     imp = log.impression[order]
