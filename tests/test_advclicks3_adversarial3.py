@@ -6,11 +6,14 @@ LambdaMART cannot use are said so."""
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
 
+from ltrboost.booster import PositionIgnoredWarning
 from ltrboost.clicks import ClickLog, mine_preferences, read_click_log, simulate, write_click_log
+from ltrboost.sklearn import Ranker
 from test_cli import assert_one_line_error as one_line_error
 from test_cli import run
 
@@ -87,3 +90,40 @@ def test_mine_min_count_must_be_an_integer(bad):
     with pytest.raises(ValueError, match=r"min_count=.* must be an integer >= 1"):
         mine_preferences(log, min_count=bad)
     assert len(mine_preferences(log, min_count=np.int64(1))) > 0
+
+
+def _clicks(first_position=1, n_queries=20, n_docs=8):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n_queries * n_docs, 3))
+    pos = np.tile(np.arange(first_position, first_position + n_docs), n_queries)
+    y = (rng.random(pos.size) < 1.0 / (pos - first_position + 1)).astype(float)
+    return X, y, np.repeat(np.arange(n_queries), n_docs), pos
+
+
+def test_unbiased_without_a_row_at_position_one_warns():
+    """Positions 11..18 (the second page of results, or positions counted from 10):
+    the biases are ratios to position 1's losses, so they stayed 1 and the model was
+    plain LambdaMART's, without a word."""
+    X, y, qid, pos = _clicks(first_position=11)
+    with pytest.warns(PositionIgnoredWarning, match="no training row was shown at position 1"):
+        m = Ranker(n_estimators=3, unbiased=True).fit(X, y, qid=qid, position=pos)
+    assert np.all(m.position_bias_["t_plus"] == 1.0)
+    X, y, qid, pos = _clicks(first_position=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PositionIgnoredWarning)
+        Ranker(n_estimators=3, unbiased=True).fit(X, y, qid=qid, position=pos)
+        # one tracked position: every row shares position 1's bias, the user's choice
+        Ranker(n_estimators=3, unbiased=True, max_positions=1).fit(X, y, qid=qid, position=pos + 1)
+
+
+def test_unbiased_with_another_objective_is_one_error_not_an_ignored_warning_first():
+    """unbiased=True with objective='ranknet' warned 'these parameters are ignored' and
+    then raised that the objective does not debias clicks: both cannot be true."""
+    X, y, qid, pos = _clicks()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="does not debias clicks"):
+            Ranker(n_estimators=2, unbiased=True, objective="ranknet").fit(
+                X, y, qid=qid, position=pos
+            )
+    assert not [r for r in rec if "ignored" in str(r.message)], [str(r.message) for r in rec]
