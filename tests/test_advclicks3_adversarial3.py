@@ -127,3 +127,19 @@ def test_unbiased_with_another_objective_is_one_error_not_an_ignored_warning_fir
                 X, y, qid=qid, position=pos
             )
     assert not [r for r in rec if "ignored" in str(r.message)], [str(r.message) for r in rec]
+
+
+@pytest.mark.parametrize("max_positions", [8, None])
+def test_resuming_with_another_max_positions_names_the_models(max_positions):
+    """Resuming an unbiased model of max_positions=6 with 8 (or the default 32) said
+    'position bias must hold max_positions=8 values each': neither the model's 6 nor
+    the flag to give."""
+    import ltrboost
+    from ltrboost.dataset import make_dataset
+
+    X, y, qid, pos = _clicks()
+    p = dict(n_estimators=2, unbiased=True, max_positions=6)
+    first = ltrboost.train(p, make_dataset(X, y, qid=qid, position=pos))
+    p = dict(p, n_estimators=4, max_positions=max_positions)
+    with pytest.raises(ValueError, match=re.escape("resume with the model's max_positions (6")):
+        ltrboost.train(p, make_dataset(X, y, qid=qid, position=pos), init_model=first)
