@@ -143,3 +143,14 @@ def test_resuming_with_another_max_positions_names_the_models(max_positions):
     p = dict(p, n_estimators=4, max_positions=max_positions)
     with pytest.raises(ValueError, match=re.escape("resume with the model's max_positions (6")):
         ltrboost.train(p, make_dataset(X, y, qid=qid, position=pos), init_model=first)
+
+
+@pytest.mark.parametrize(
+    ("qids", "needle"), [([1, 1], "qids[1]='1'"), (["7", "007"], "qids[1]='007'")]
+)
+def test_simulate_refuses_two_queries_with_one_id(qids, needle):
+    """qids=[1, 1] (or '7' and '007', which the log's reader reads as one query) gave
+    two queries one id: their documents (default ids 0, 1, ...) were mined as one
+    query's, netting pairs of different queries."""
+    with pytest.raises(ValueError, match=re.escape(needle) + ".*names the same query"):
+        simulate([2, 0, 1, 0, 1, 2], [0, 3, 6], n_sessions=10, random_state=0, qids=qids)

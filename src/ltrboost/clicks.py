@@ -577,6 +577,15 @@ def simulate(
     qid_text = [str(q) for q in (range(n_q) if qids is None else qids)]
     if len(qid_text) != n_q:
         raise ValueError("qids must have one entry per query")
+    seen_q: dict[str, int] = {}
+    for q, text in enumerate(qid_text):  # one query's documents would pass for another's
+        first_q = seen_q.setdefault(query_id_text(text), q)
+        if first_q != q:
+            raise ValueError(
+                f"qids[{q}]={text!r} names the same query as qids[{first_q}]="
+                f"{qid_text[first_q]!r} (a click log reads integer ids as numbers): "
+                "give every query its own id"
+            )
     if docids is not None and len(docids) != y.size:
         raise ValueError("docids must have one entry per row")
     if docids is not None:  # a log names a query's documents by id: two rows, one id
