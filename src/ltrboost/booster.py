@@ -190,9 +190,11 @@ def train(
     if init_model is not None and init_model.objective == objective.name:
         objective.continue_model(dict(init_model.objective_params or {}))
     check_metrics(params, objective)  # a typo fails now, valid set or not
+    # before the warnings about ignored parameters: unbiased=True with another objective
+    # is an error, not a warning that it "is ignored" followed by that error
+    check_positions_use(params, objective, train_set)
     check_training_setup(params, objective, valid_sets)
     warn_if_pairs_ignored(objective, train_set)
-    check_positions_use(params, objective, train_set)
     if getattr(objective, "uses_preference_pairs", False):
         from ltrboost.objectives.pairwise import refuse_contradicting_pairs
 
@@ -410,8 +412,9 @@ def warn_if_colsample_misses(params: BoosterParams, used) -> None:
 
 
 class PositionIgnoredWarning(UserWarning):
-    """Display positions were given but the run does not debias (``unbiased`` off):
-    the model is the same as without them."""
+    """Display positions were given but the run does not debias (``unbiased`` off, or
+    no row at position 1, the reference of the biases): the model is the same as
+    without them."""
 
 
 def check_positions_use(params: BoosterParams, objective, train_set: RankingDataset) -> None:
@@ -429,6 +432,20 @@ def check_positions_use(params: BoosterParams, objective, train_set: RankingData
             PositionIgnoredWarning(
                 "positions are used by unbiased=True only (objective='lambdamart'); "
                 "the model is the same as without them"
+            ),
+            stacklevel=3,
+        )
+    position = train_set.position
+    deep = getattr(objective, "_max_positions", 1) > 1
+    if unbiased and deep and position is not None and position.size and position.min() > 1:
+        # the biases are ratios to position 1's losses (t_1 = 1), never updated without
+        # them: training went on as plain LambdaMART, biases all 1, without a word
+        warnings.warn(
+            PositionIgnoredWarning(
+                f"unbiased=True: no training row was shown at position 1 (the highest is "
+                f"{int(position.min())}), and the position biases are estimated relative "
+                "to position 1: they stay 1 and the model is plain LambdaMART's; give "
+                "1-based positions (1 = top of the result list)"
             ),
             stacklevel=3,
         )

@@ -1647,6 +1647,11 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
 
     if args.random_state < 0:
         raise ValueError(f"--random-state {args.random_state} must be >= 0")
+    if args.n_sessions < 1:  # the log would hold no entry, and be read back by nothing
+        raise ValueError(
+            f"--n-sessions {args.n_sessions} must be >= 1 (a click log without entries is "
+            "refused by clicks mine / dataset)"
+        )
     for flag, value, model in (
         ("--eta", args.eta, "position_based"),
         ("--satisfaction", args.satisfaction, "cascade"),

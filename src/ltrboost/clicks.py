@@ -212,6 +212,32 @@ def _not_unique(q: str, d: str, rows: tuple[int, int]) -> str:
     )
 
 
+def _shown_twice(
+    impression: NDArray[np.int64],
+    position: NDArray[np.int64],
+    doc_code: NDArray[np.int64],
+    rank: NDArray[np.int64],
+) -> tuple[int, int, str] | None:
+    """The earliest (by ``rank``) entry whose position or document an earlier entry of
+    its impression already has: ``(entry, earlier entry, "position" | "document")``.
+    Checked on the arrays (dicts of every (impression, position) cost ~10x the log's
+    size)."""
+    found: list[tuple[int, int, int, str]] = []
+    for what, key in (("position", position), ("document", doc_code)):
+        if rank.size < 2:
+            break
+        o = np.lexsort((rank, key, impression))
+        dup = (impression[o][1:] == impression[o][:-1]) & (key[o][1:] == key[o][:-1])
+        if dup.any():
+            k = np.flatnonzero(dup)
+            k = k[np.argmin(rank[o][1:][k])]
+            found.append((int(rank[o[k + 1]]), int(o[k + 1]), int(o[k]), what))
+    if not found:
+        return None
+    _, r, first, what = min(found)
+    return r, first, what
+
+
 def read_click_log(
     path: str | os.PathLike,
     qid: ArrayLike | None = None,
@@ -332,24 +358,13 @@ def read_click_log(
     impression = np.frombuffer(imps, dtype=np.int64)
     line = np.frombuffer(lines, dtype=np.int64)
     docs_arr = _objects(docs)
-    # Shown twice in one impression: checked on the arrays (dicts of every (impression,
-    # position) cost ~10x the log's size); the error names the earliest repeating line.
-    found: list[tuple[int, str]] = []
-    for what, key in (("position", position), ("document", np.frombuffer(doc_codes, np.int64))):
-        if line.size < 2:
-            break
-        o = np.lexsort((line, key, impression))
-        dup = (impression[o][1:] == impression[o][:-1]) & (key[o][1:] == key[o][:-1])
-        if dup.any():
-            k = np.flatnonzero(dup)
-            k = k[np.argmin(line[o][1:][k])]
-            r, first = o[k + 1], o[k]
-            shown = position[r] if what == "position" else repr(docs_arr[r])
-            msg = f"{what} {shown} shown twice in one impression (also on line {line[first]})"
-            found.append((int(line[r]), msg))
-    if found:
-        lineno, msg = min(found)
-        raise LTRInputError(msg, path=path, line=lineno)
+    # shown twice in one impression: the error names the earliest repeating line
+    repeat = _shown_twice(impression, position, np.frombuffer(doc_codes, np.int64), line)
+    if repeat is not None:
+        r, first, what = repeat
+        shown = position[r] if what == "position" else repr(docs_arr[r])
+        msg = f"{what} {shown} shown twice in one impression (also on line {line[first]})"
+        raise LTRInputError(msg, path=path, line=int(line[r]))
     return ClickLog(
         qid=_objects(qids),
         docid=docs_arr,
@@ -361,12 +376,20 @@ def read_click_log(
 
 
 def write_click_log(path: str | os.PathLike, log: ClickLog) -> None:
-    """Write ``log`` in the click-log format (with header and impression column), atomically."""
+    """Write ``log`` in the click-log format (with header and impression column), atomically.
+
+    A log :func:`read_click_log` would not read back is refused (``ValueError`` naming
+    the 0-based entry) before anything is written: no entries, an id the format cannot
+    carry, a position not an integer >= 1, a click not 0/1, a position or document
+    shown twice in one impression, an impression of two queries.
+    """
     from ltrboost.io._atomic import atomic_write
 
     # ids the format cannot carry: a field ends at whitespace, and a line whose first
     # field starts with '#' is a comment (refused before anything is written)
+    codes: dict[str, list[int]] = {"qid": [], "docid": []}
     for kind, ids in (("qid", log.qid), ("docid", log.docid)):
+        seen: dict[str, int] = {}
         for k, v in enumerate(np.asarray(ids, dtype=object).tolist()):
             text = str(v)
             if not text or len(text.split()) != 1 or (kind == "qid" and text[0] == "#"):
@@ -375,20 +398,81 @@ def write_click_log(path: str | os.PathLike, log: ClickLog) -> None:
                     "(ids must be non-empty, without whitespace, and a qid must not start "
                     "with '#')"
                 )
+            key = query_id_text(text) if kind == "qid" else text  # as the reader compares
+            codes[kind].append(seen.setdefault(key, len(seen)))
+    # and positions, clicks and impressions it would not read back (True, 1.0, 2, ...)
+    columns = _writable_columns(
+        log, np.asarray(codes["qid"], np.int64), np.asarray(codes["docid"], np.int64)
+    )
 
     def chunks():
         yield "qid\tdocid\tposition\tclicked\timpression\n"
         for q, d, p, c, i in zip(
             log.qid.tolist(),
             log.docid.tolist(),
-            log.position.tolist(),
-            log.clicked.tolist(),
-            log.impression.tolist(),
+            *(c.tolist() for c in columns),
             strict=True,
         ):
             yield f"{q}\t{d}\t{p}\t{c}\t{i}\n"
 
     atomic_write(path, chunks())
+
+
+def _writable_columns(
+    log: ClickLog, qid_code: NDArray[np.int64], doc_code: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """``log``'s position, clicked and impression as integers, after refusing (naming
+    the 0-based entry) what :func:`read_click_log` would not read back."""
+    n = qid_code.size
+    fields = {"docid": log.docid, "position": log.position, "clicked": log.clicked}
+    fields["impression"] = log.impression
+    for name, values in fields.items():
+        if np.shape(values) != (n,):
+            raise ValueError(f"log.{name} has shape {np.shape(values)}, log.qid ({n},)")
+    if n == 0:
+        raise ValueError(
+            "the log has no entries: a click log file without entries is not read back "
+            "(read_click_log refuses it)"
+        )
+    pos = np.asarray(log.position)
+    clicked = np.asarray(log.clicked)
+    imp = np.asarray(log.impression)
+    for name, values, ok in (
+        ("position", pos, lambda v: (v >= 1) & (v <= MAX_POSITION) & (v == np.floor(v))),
+        ("clicked", clicked, lambda v: (v == 0) | (v == 1)),
+        ("impression", imp, lambda v: v == np.floor(v)),
+    ):
+        if values.dtype.kind not in "biuf":
+            raise ValueError(f"log.{name} must be numeric, got dtype {values.dtype}")
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(~ok(values))
+        if bad.size:
+            k = int(bad[0])
+            need = {
+                "position": f"an integer in [1, {MAX_POSITION}]",
+                "clicked": "0 or 1",
+                "impression": "an integer",
+            }[name]
+            raise ValueError(f"entry {k}: {name} {values[k].item()!r} must be {need}")
+    imp = imp.astype(np.int64)
+    o = np.lexsort((np.arange(n), imp))
+    other = np.flatnonzero((imp[o][1:] == imp[o][:-1]) & (qid_code[o][1:] != qid_code[o][:-1]))
+    if other.size:
+        j = other[np.argmin(o[other + 1])]
+        k = int(o[j + 1])
+        raise ValueError(
+            f"entry {k}: impression {int(imp[k])} is also for query {log.qid[o[j]]!r} "
+            f"(entry {int(o[j])}), not {log.qid[k]!r} (an impression shows one query)"
+        )
+    repeat = _shown_twice(imp, pos.astype(np.int64), doc_code, np.arange(n, dtype=np.int64))
+    if repeat is not None:
+        k, first, what = repeat
+        shown = int(pos[k]) if what == "position" else repr(log.docid[k])
+        raise ValueError(
+            f"entry {k}: {what} {shown} shown twice in impression {int(imp[k])} (also "
+            f"entry {first})"
+        )
+    return pos.astype(np.int64), clicked.astype(np.int64), imp
 
 
 def simulate(
@@ -493,6 +577,15 @@ def simulate(
     qid_text = [str(q) for q in (range(n_q) if qids is None else qids)]
     if len(qid_text) != n_q:
         raise ValueError("qids must have one entry per query")
+    seen_q: dict[str, int] = {}
+    for q, text in enumerate(qid_text):  # one query's documents would pass for another's
+        first_q = seen_q.setdefault(query_id_text(text), q)
+        if first_q != q:
+            raise ValueError(
+                f"qids[{q}]={text!r} names the same query as qids[{first_q}]="
+                f"{qid_text[first_q]!r} (a click log reads integer ids as numbers): "
+                "give every query its own id"
+            )
     if docids is not None and len(docids) != y.size:
         raise ValueError("docids must have one entry per row")
     if docids is not None:  # a log names a query's documents by id: two rows, one id
@@ -624,8 +717,11 @@ def mine_preferences(
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    if min_count < 1:
-        raise ValueError(f"min_count={min_count!r} must be >= 1 (--min-count on the CLI)")
+    # an integer: 1.5 kept the pairs of count 2, True those of 1, "2" was a TypeError
+    if isinstance(min_count, bool) or not isinstance(min_count, int | np.integer) or min_count < 1:
+        raise ValueError(
+            f"min_count={min_count!r} must be an integer >= 1 (--min-count on the CLI)"
+        )
     counts: dict[tuple[str, str, str], int] = {}
     order = np.lexsort((log.position, log.impression))
     imp = log.impression[order]

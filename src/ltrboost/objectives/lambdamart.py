@@ -247,7 +247,13 @@ class LambdaMART(PairwiseObjective):
         tp = np.asarray(t_plus, dtype=np.float64)
         tm = np.asarray(t_minus, dtype=np.float64)
         if tp.shape != (k,) or tm.shape != (k,):
-            raise ValueError(f"position bias must hold max_positions={k} values each")
+            # resuming with another (or the default) max_positions said only this, not
+            # what the model holds nor which flag to give
+            raise ValueError(
+                f"the position bias to continue from holds {tp.size} (t_plus) and {tm.size} "
+                f"(t_minus) values, for max_positions={k}: resume with the model's "
+                f"max_positions ({tp.size}, --max-positions {tp.size})"
+            )
         self._bias = _unbiased.PositionBias(tp.copy(), tm.copy())
         self._pending = None
 
