@@ -232,3 +232,11 @@ def test_a_negative_random_state_is_refused_naming_it(objective):
             dict(objective=objective, random_state=-1, n_estimators=1),
             make_dataset(X, y, qid=qid),
         )
+
+
+@pytest.mark.parametrize("name", ["learning_rate", "position_bias_norm", "subsample", "tau"])
+def test_an_integer_beyond_float64_is_refused_naming_the_parameter(name):
+    """``10**400`` raised OverflowError from ``math.isfinite`` (found by the clicks pass)."""
+    X, y, qid = make_ranking(n_queries=5, docs_per_query=(4, 6), n_features=3, random_state=0)
+    with pytest.raises(ValueError, match=rf"^{name}=10000.*\(401 characters\) must"):
+        train({name: 10**400, "n_estimators": 1}, make_dataset(X, y, qid=qid))

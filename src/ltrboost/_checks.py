@@ -56,8 +56,8 @@ def check_param_types(params: Any) -> None:
         if name in REAL_PARAMS:
             if not _is_real(v):
                 raise ValueError(f"{name}={v!r} must be a real number")
-            if not math.isfinite(v):
-                raise ValueError(f"{name}={v!r} must be finite")
+            if not _finite_number(v):  # an int beyond float64 (10**400) too
+                raise ValueError(f"{name}={_short_repr(v)} must be finite (a float64)")
         if name in BOOL_PARAMS and not isinstance(v, bool | np.bool_):
             raise ValueError(f"{name}={v!r} must be True or False")
     for name in ("tau", "label_scale"):  # numbers or names: numbers must be finite
@@ -65,9 +65,23 @@ def check_param_types(params: Any) -> None:
         values = v if isinstance(v, list | tuple) else [v]
         for x in values:
             if isinstance(x, complex | np.complexfloating) or (
-                _is_real(x) and not math.isfinite(x)
+                _is_real(x) and not _finite_number(x)
             ):
-                raise ValueError(f"{name}={v!r} must hold finite real numbers")
+                raise ValueError(f"{name}={_short_repr(v)} must hold finite real numbers")
+
+
+def _short_repr(v: Any) -> str:
+    """``repr(v)``, its middle left out when longer than 60 characters (10**400)."""
+    r = repr(v)
+    return r if len(r) <= 60 else f"{r[:24]}...{r[-8:]} ({len(r)} characters)"
+
+
+def _finite_number(x: Any) -> bool:
+    """``math.isfinite(x)``, False for an int beyond float64 (it raised OverflowError)."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
 
 
 def _all_finite(a: np.ndarray) -> bool:
