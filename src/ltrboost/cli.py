@@ -1333,6 +1333,11 @@ def cmd_cv(args: argparse.Namespace) -> int:
     from ltrboost.metrics import evaluate, parse_metric_list
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
+    if isinstance(params.random_state, int) and params.random_state < 0:  # named as a flag
+        raise ValueError(
+            f"--random-state={params.random_state} must be a non-negative integer (it seeds "
+            "the query folds)"
+        )
     params.validate()
     if params.early_stopping_rounds is not None:
         raise ValueError(
@@ -1343,11 +1348,6 @@ def cmd_cv(args: argparse.Namespace) -> int:
         raise ValueError(
             "--unbiased true is not available in cv (it takes no --position file); "
             "cross-validate the click model with ltrboost.Ranker and GroupKFold instead"
-        )
-    if params.random_state < 0:  # NumPy's error named no flag: "expected non-negative integer"
-        raise ValueError(
-            f"--random-state={params.random_state} must be a non-negative integer (it seeds "
-            "the query folds)"
         )
     metrics = parse_metric_list(params.eval_metric or "ndcg@10")
     params.eval_metric = None
