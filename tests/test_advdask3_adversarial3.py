@@ -139,3 +139,16 @@ def test_a_successful_training_leaves_nothing_on_the_workers(client):
     X, y, qid = _data(seed=4)
     ldask.train(client, FAST, _dask(X, y, qid))
     assert _left_on_workers(client) == (0, 0)
+
+
+def test_stats_of_a_warm_start_count_the_trees_it_grew(client):
+    """``stats`` is the traffic of this run's rounds; ``trees`` counted the init
+    model's trees too, so traffic per tree came out too small."""
+    X, y, qid = _data(seed=5)
+    first = ldask.train(client, dict(FAST, n_estimators=2), _dask(X, y, qid))
+    stats: dict = {}
+    ldask.train(client, dict(FAST, n_estimators=5), _dask(X, y, qid), init_model=first, stats=stats)
+    assert stats["trees"] == 3
+    fresh: dict = {}
+    ldask.train(client, dict(FAST, n_estimators=3), _dask(X, y, qid), stats=fresh)
+    assert stats["round_trips"] == fresh["round_trips"]

@@ -1368,8 +1368,9 @@ def train(
         a lost worker is reported within about a second.
     stats : dict, optional
         Filled with the traffic of the boosting rounds (after setup): ``shards``,
-        ``trees``, ``round_trips``, ``bytes_to_driver`` and ``bytes_from_driver`` (the
-        NumPy payloads: histograms, row ranges, trees, metric values).
+        ``trees`` (grown by this call, not an ``init_model``'s), ``round_trips``,
+        ``bytes_to_driver`` and ``bytes_from_driver`` (the NumPy payloads: histograms,
+        row ranges, trees, metric values).
     init_model : Booster, optional
         Continue from this model (e.g. a checkpoint saved by a callback from
         ``env.snapshot()``) up to ``n_estimators`` rounds in all, as
@@ -1426,7 +1427,7 @@ def train(
                 if stats is not None:
                     stats.update(
                         shards=len(c.actors),
-                        trees=len(run.trees),
+                        trees=len(run.trees) - (init_model.n_iterations if init_model else 0),
                         round_trips=c.round_trips,
                         bytes_to_driver=c.bytes_to_driver,
                         bytes_from_driver=c.bytes_from_driver,
