@@ -152,3 +152,47 @@ def test_stats_of_a_warm_start_count_the_trees_it_grew(client):
     fresh: dict = {}
     ldask.train(client, dict(FAST, n_estimators=3), _dask(X, y, qid), stats=fresh)
     assert stats["round_trips"] == fresh["round_trips"]
+
+
+def _frame_ranker(client):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    X, y, qid = _data(seed=6)
+    df = pd.DataFrame(X, columns=[f"f{k}" for k in range(X.shape[1])])
+    df = df.assign(qid=qid, label=y, w=np.linspace(0.5, 2.0, len(y)))
+    ddf = dd.from_pandas(df, npartitions=3, sort=False)
+    return ldask.DaskRanker(client=client, **FAST).fit(ddf.drop(columns="w"), "label"), ddf
+
+
+def test_dask_ranker_score_takes_column_names_as_fit(client):
+    """``fit(data, "label")`` takes the labels by column name; ``score(data, "label")``
+    failed with "y must be 1-D of shape (n_samples,), got shape ()"."""
+    model, ddf = _frame_ranker(client)
+    X = ddf.drop(columns=["label", "w"])
+    assert model.score(ddf.drop(columns="w"), "label") == model.score(X, ddf["label"])
+    assert model.score(ddf.drop(columns="w"), "label", qid="qid") == model.score(
+        X.drop(columns="qid"), ddf["label"], qid=ddf["qid"]
+    )
+    weighted = model.score(X, ddf["label"], sample_weight=ddf["w"])
+    assert model.score(ddf, "label", sample_weight="w") == weighted
+    with pytest.raises(LTRInputError, match=r"^y='grade' is not a column of X$"):
+        model.score(ddf, "grade")
+
+
+def test_dask_ranker_predict_warns_as_ranker_for_a_frame_after_an_array_fit(client):
+    """Fitted on arrays, the model takes a frame's columns by position: Ranker.predict
+    warns so (scikit-learn's warning); DaskRanker.predict said nothing."""
+    X, y, qid = _data(seed=7)
+    model = ldask.DaskRanker(client=client, **FAST).fit(
+        _dask(X, y, qid).X, _dask(X, y, qid).y, qid=_dask(X, y, qid).qid
+    )
+    _, ddf = _frame_ranker(client)
+    frame = ddf.drop(columns=["label", "w"])
+    with pytest.warns(UserWarning, match="fitted without feature names") as local:
+        expected = model.to_local().predict(frame.compute())
+    with pytest.warns(UserWarning, match="fitted without feature names") as dist:
+        got = model.predict(frame).compute()
+    assert [str(w.message) for w in dist] == [
+        str(w.message).replace("Ranker", "DaskRanker") for w in local
+    ]
+    np.testing.assert_allclose(got.to_numpy(), expected)

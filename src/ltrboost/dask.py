@@ -1559,8 +1559,17 @@ class DaskRanker(Ranker):
                 X = X[[label[n] for n in names]]
                 if any(not isinstance(c, str) for c in X.columns):  # integer labels
                     X = X.rename(columns={label[n]: n for n in names})
-            elif "qid" in X.columns:
-                X = X.drop(columns="qid")
+            else:  # scikit-learn's warning, as Ranker.predict gives it
+                import warnings
+
+                warnings.warn(
+                    f"X has feature names, but {type(self).__name__} was fitted without "
+                    "feature names (its columns are taken by position)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                if "qid" in X.columns:
+                    X = X.drop(columns="qid")
             # non-numeric columns and a wrong width are named now, as Ranker.predict
             # names them, not as a KeyError or a float() error when the result is
             # computed (a category was read as its values)
@@ -1591,9 +1600,19 @@ class DaskRanker(Ranker):
         metric: str | Callable | None = None,
     ) -> float:
         """:meth:`Ranker.score`; Dask collections among the arguments are computed first
-        (their rows come to the driver: score a sample of a large set)."""
+        (their rows come to the driver: score a sample of a large set).  As in ``fit``,
+        ``y``, ``qid`` and ``sample_weight`` may be column names of a DataFrame ``X``."""
         import dask
 
+        if _is_dask_frame(X) and hasattr(X, "columns"):
+            roles = {"y": y, "qid": qid, "sample_weight": sample_weight}
+            named = {r: v for r, v in roles.items() if isinstance(v, str)}
+            for role, col in named.items():
+                if col not in X.columns:
+                    raise LTRInputError(f"{role}={col!r} is not a column of X")
+            if named:  # those columns are no features (as fit takes them)
+                y, qid, sample_weight = (X[named[r]] if r in named else v for r, v in roles.items())
+                X = X.drop(columns=list(dict.fromkeys(named.values())))
         X, y, qid, group, sample_weight = dask.compute(X, y, qid, group, sample_weight)
         return super().score(X, y, qid=qid, group=group, sample_weight=sample_weight, metric=metric)
 
