@@ -192,7 +192,9 @@ def _input_parts(
     from dask import delayed
 
     X, qid = data.X, data.qid
-    make = delayed(_make_part, pure=True)
+    # keys of this call only: train cancels them when it ends (:func:`_cancel`), which
+    # must not cancel another training's partitions of the same data
+    make = delayed(_make_part, pure=False)
     roles = {"y": data.y, "qid": qid, "w": data.sample_weight}
     if _is_dask_frame(X):
         cols = list(X.columns)
