@@ -56,11 +56,13 @@ score other than ``mart``, ERR lambdas, pooled metrics; sparse input.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
 import types
 from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,7 +192,9 @@ def _input_parts(
     from dask import delayed
 
     X, qid = data.X, data.qid
-    make = delayed(_make_part, pure=True)
+    # keys of this call only: train cancels them when it ends (:func:`_cancel`), which
+    # must not cancel another training's partitions of the same data
+    make = delayed(_make_part, pure=False)
     roles = {"y": data.y, "qid": qid, "w": data.sample_weight}
     if _is_dask_frame(X):
         cols = list(X.columns)
@@ -457,6 +461,9 @@ def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] 
                     f"{what}: the workers did not answer within timeout={timeout} s; "
                     "training stopped"
                 ) from None
+        except Exception:  # a closed client: its futures cancelled ("reason: unknown")
+            _check_workers(client, workers or {}, what)  # or "No clients found"
+            raise
     for f in futs:
         if f.status == "error":
             f.result()  # raises the task's error
@@ -805,8 +812,8 @@ class _Cluster:
                 return fut.result(timeout=1.0)
             except TimeoutError:
                 pass
-            except OSError:  # "Unable to contact Actor's worker"
-                self._check_alive()
+            except (OSError, CancelledError):  # "Unable to contact Actor's worker", or
+                self._check_alive()  # a closed client cancelled the shard's creation
                 raise
             self._check_alive()
             if time.monotonic() > deadline:
@@ -1261,14 +1268,19 @@ class _DaskTraining(Training):
 # --------------------------------------------------------------------------- public API
 
 
-def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float, columns=None):
+def _on_cluster(
+    client, data: DaskData, regroup: bool, what: str, timeout: float, columns=None, inputs=None
+):
     """Validated partitions (futures on the workers) with every query whole;
-    ``columns``: the training feature names (a validation frame's, by name)."""
+    ``columns``: the training feature names (a validation frame's, by name);
+    ``inputs``: a list the computed input partitions are added to (for :func:`_cancel`)."""
     if not isinstance(data, DaskData):
         raise TypeError(f"{what} must be a DaskData(X, y, qid), not {type(data).__name__}")
     prefix = what if what.startswith("validation set") else None
     parts, feature_names = _input_parts(data, columns, prefix)
     futures = client.compute(parts)
+    if inputs is not None:
+        inputs.extend(futures)
     if columns is None and feature_names is not None and "qid" in feature_names:
         futures, feature_names = _qid_column(client, futures, feature_names, what, timeout)
     futures, metas = _queries_whole(client, futures, regroup, what, timeout)
@@ -1277,6 +1289,14 @@ def _on_cluster(client, data: DaskData, regroup: bool, what: str, timeout: float
     if data.sample_weight is not None and not any(m["weighted"] for m in metas):
         raise LTRInputError(f"{what}: {ALL_ZERO_WEIGHTS}")
     return futures, metas, feature_names
+
+
+def _cancel(client, futures: list) -> None:
+    """Cancel ``futures`` and every task made from them (best effort: the client may
+    be closed)."""
+    if futures:
+        with contextlib.suppress(Exception):
+            client.cancel(futures)
 
 
 def _check_dask_options(regroup: Any, timeout: Any) -> None:
@@ -1350,8 +1370,9 @@ def train(
         a lost worker is reported within about a second.
     stats : dict, optional
         Filled with the traffic of the boosting rounds (after setup): ``shards``,
-        ``trees``, ``round_trips``, ``bytes_to_driver`` and ``bytes_from_driver`` (the
-        NumPy payloads: histograms, row ranges, trees, metric values).
+        ``trees`` (grown by this call, not an ``init_model``'s), ``round_trips``,
+        ``bytes_to_driver`` and ``bytes_from_driver`` (the NumPy payloads: histograms,
+        row ranges, trees, metric values).
     init_model : Booster, optional
         Continue from this model (e.g. a checkpoint saved by a callback from
         ``env.snapshot()``) up to ``n_estimators`` rounds in all, as
@@ -1373,46 +1394,54 @@ def train(
     check_metrics(params, objective)
     check_training_setup(params, objective, valid_sets)
     callbacks = check_callbacks(callbacks)  # before any data moves, as locally
-    # a warm start takes the frame's columns by the init model's names, as locally
-    init_names = None if init_model is None else init_model.feature_names
-    tr = _on_cluster(client, train, regroup, "the training set", timeout, init_names)
-    vs = [
-        (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout, tr[2]))
-        for n, d in valid_sets
-    ]
-    for n, (_, metas, _) in vs:  # the shards would take a wider set's columns by position
-        if metas[0]["width"] != tr[1][0]["width"]:
-            raise LTRInputError(
-                f"validation set {n!r} has {metas[0]['width']} features but the training "
-                f"set has {tr[1][0]['width']}"
-            )
-    metas = tr[1]
-    labels = _label_summary(metas)
-    with np.errstate(over="ignore", invalid="ignore"):
-        run = _DaskTraining(client, params, objective, tr, vs, timeout, init_model)
-        del tr, vs  # the shards hold their rows (binned) now: free the input partitions
-        if run.used.n_used:  # as ltrboost.train warns
-            warn_if_no_split_possible(params, labels)
-            warn_if_colsample_misses(params, run.used)
-        c = run.cluster
-        c.round_trips = c.bytes_to_driver = c.bytes_from_driver = 0
-        try:
-            model = run.run(callbacks, init_model)
-        finally:
-            if stats is not None:
-                stats.update(
-                    shards=len(c.actors),
-                    trees=len(run.trees),
-                    round_trips=c.round_trips,
-                    bytes_to_driver=c.bytes_to_driver,
-                    bytes_from_driver=c.bytes_from_driver,
+    # every set's input partitions, then the shards made from them: cancelled at the
+    # end, which frees everything made from them on the workers, also when training
+    # fails while the traceback (an interactive session keeps the last) holds futures
+    inputs: list = []
+    try:
+        # a warm start takes the frame's columns by the init model's names, as locally
+        init_names = None if init_model is None else init_model.feature_names
+        tr = _on_cluster(client, train, regroup, "the training set", timeout, init_names, inputs)
+        vs = [
+            (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout, tr[2], inputs))
+            for n, d in valid_sets
+        ]
+        for n, (_, metas, _) in vs:  # the shards would take a wider set's columns by position
+            if metas[0]["width"] != tr[1][0]["width"]:
+                raise LTRInputError(
+                    f"validation set {n!r} has {metas[0]['width']} features but the training "
+                    f"set has {tr[1][0]['width']}"
                 )
-            c.actors = []
-    if run.used.n_used and 2 * int(params.min_samples_leaf) <= labels.n_samples:
-        b = run.binner
-        one_bin = bool(((b.n_bins_non_missing_ <= 1) & ~b.has_missing_).all())
-        zero = any(m["zero_weights"] for m in metas)
-        warn_if_constant_model(params, objective, model, labels, one_bin, zero)
+        metas = tr[1]
+        labels = _label_summary(metas)
+        with np.errstate(over="ignore", invalid="ignore"):
+            run = _DaskTraining(client, params, objective, tr, vs, timeout, init_model)
+            del tr, vs  # the shards hold their rows (binned) now: free the input partitions
+            inputs[:] = run.cluster.creation  # and cancel the shards at the end
+            if run.used.n_used:  # as ltrboost.train warns
+                warn_if_no_split_possible(params, labels)
+                warn_if_colsample_misses(params, run.used)
+            c = run.cluster
+            c.round_trips = c.bytes_to_driver = c.bytes_from_driver = 0
+            try:
+                model = run.run(callbacks, init_model)
+            finally:
+                if stats is not None:
+                    stats.update(
+                        shards=len(c.actors),
+                        trees=len(run.trees) - (init_model.n_iterations if init_model else 0),
+                        round_trips=c.round_trips,
+                        bytes_to_driver=c.bytes_to_driver,
+                        bytes_from_driver=c.bytes_from_driver,
+                    )
+                c.actors = []
+        if run.used.n_used and 2 * int(params.min_samples_leaf) <= labels.n_samples:
+            b = run.binner
+            one_bin = bool(((b.n_bins_non_missing_ <= 1) & ~b.has_missing_).all())
+            zero = any(m["zero_weights"] for m in metas)
+            warn_if_constant_model(params, objective, model, labels, one_bin, zero)
+    finally:
+        _cancel(client, inputs)
     return model
 
 
@@ -1532,8 +1561,17 @@ class DaskRanker(Ranker):
                 X = X[[label[n] for n in names]]
                 if any(not isinstance(c, str) for c in X.columns):  # integer labels
                     X = X.rename(columns={label[n]: n for n in names})
-            elif "qid" in X.columns:
-                X = X.drop(columns="qid")
+            else:  # scikit-learn's warning, as Ranker.predict gives it
+                import warnings
+
+                warnings.warn(
+                    f"X has feature names, but {type(self).__name__} was fitted without "
+                    "feature names (its columns are taken by position)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                if "qid" in X.columns:
+                    X = X.drop(columns="qid")
             # non-numeric columns and a wrong width are named now, as Ranker.predict
             # names them, not as a KeyError or a float() error when the result is
             # computed (a category was read as its values)
@@ -1564,9 +1602,19 @@ class DaskRanker(Ranker):
         metric: str | Callable | None = None,
     ) -> float:
         """:meth:`Ranker.score`; Dask collections among the arguments are computed first
-        (their rows come to the driver: score a sample of a large set)."""
+        (their rows come to the driver: score a sample of a large set).  As in ``fit``,
+        ``y``, ``qid`` and ``sample_weight`` may be column names of a DataFrame ``X``."""
         import dask
 
+        if _is_dask_frame(X) and hasattr(X, "columns"):
+            roles = {"y": y, "qid": qid, "sample_weight": sample_weight}
+            named = {r: v for r, v in roles.items() if isinstance(v, str)}
+            for role, col in named.items():
+                if col not in X.columns:
+                    raise LTRInputError(f"{role}={col!r} is not a column of X")
+            if named:  # those columns are no features (as fit takes them)
+                y, qid, sample_weight = (X[named[r]] if r in named else v for r, v in roles.items())
+                X = X.drop(columns=list(dict.fromkeys(named.values())))
         X, y, qid, group, sample_weight = dask.compute(X, y, qid, group, sample_weight)
         return super().score(X, y, qid=qid, group=group, sample_weight=sample_weight, metric=metric)
 
