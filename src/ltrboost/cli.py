@@ -1483,13 +1483,7 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     known = profile_names()
     for name in args.profiles:  # beside 'all' too: a typo is never skipped silently
         if name != "all" and name not in known:
-            why = ""
-            if name.startswith("train:") and name.split(":", 1)[1].split("+")[0] == "qbrank":
-                why = (
-                    " (qbrank trains only with a --pairs file: no profile is recorded for it, "
-                    "its kernels compile at its first run)"
-                )
-            raise ValueError(f"unknown profile {name!r}{why}; known: all, {', '.join(known)}")
+            raise ValueError(f"unknown profile {name!r}; known: all, {', '.join(known)}")
     profiles = known if "all" in args.profiles else args.profiles
     for name in profiles:
         t = time.perf_counter()
