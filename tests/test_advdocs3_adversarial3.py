@@ -3,7 +3,21 @@ each test is one the code broke."""
 
 from __future__ import annotations
 
+import pytest
+
+from ltrboost import Ranker
 from ltrboost.cli import main
+from ltrboost.datasets import make_ranking
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("model")
+    X, y, qid = make_ranking(n_queries=12, docs_per_query=10, n_features=4, random_state=0)[:3]
+    path = folder / "model.json"
+    Ranker(n_estimators=3, min_samples_leaf=5).fit(X, y, qid=qid).save_model(str(path))
+    return path
+
 
 # --- ltrboost warmup ------------------------------------------------------------------
 
@@ -19,3 +33,64 @@ def test_warmup_has_a_qbrank_profile(capsys):
     assert _warmup.command_profile("train", "qbrank") == "train:qbrank"
     assert main(["warmup", "train:qbrank"]) in (0, None)
     assert "train:qbrank:" in capsys.readouterr().err
+
+
+# --- ltrboost export: options a format does not use --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fmt", "flags", "named"),
+    [
+        ("lightgbm", ["--name", "my_ranker"], "--name"),
+        ("ranklib", ["--name", "my_ranker"], "--name"),
+        ("onnx", ["--name", "my_ranker"], "--name"),
+        ("xgboost-dump", ["--name", "my_ranker"], "--name"),  # without --createmodel
+        ("lightgbm", ["--assume-no-missing"], "--assume-no-missing"),
+        ("solr", ["--assume-no-missing"], "--assume-no-missing"),
+    ],
+)
+def test_export_refuses_an_option_the_format_ignores(
+    model_path, tmp_path, capsys, fmt, flags, named
+):
+    """docs/deploy.md: --name is the model name of Solr files and of the _createmodel
+    body, --assume-no-missing is ranklib's; elsewhere both were ignored silently (as
+    --createmodel is not: it is refused outside xgboost-dump)."""
+    out = tmp_path / "out"
+    args = ["export", str(model_path), "--format", fmt, "--output", str(out), *flags]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ltrboost: error: ")
+    assert named in err
+    assert err.count("\n") == 1
+    assert not out.exists()
+    assert main([*args[:5], "-", *flags]) == 2  # on stdout too
+    assert named in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("fmt", "flags"),
+    [
+        ("solr", ["--name", "my_ranker"]),
+        ("xgboost-dump", ["--name", "my_ranker", "--createmodel", "CM"]),
+        ("ranklib", ["--assume-no-missing"]),
+    ],
+)
+def test_export_takes_the_options_where_they_count(model_path, tmp_path, fmt, flags):
+    flags = [str(tmp_path / "cm.json") if f == "CM" else f for f in flags]
+    out = tmp_path / "out"
+    assert main(["export", str(model_path), "--format", fmt, "--output", str(out), *flags]) == 0
+    assert out.stat().st_size > 0
+
+
+def test_export_model_refuses_an_option_the_format_ignores(model_path, tmp_path):
+    from ltrboost import load_model
+    from ltrboost.export import ExportError
+
+    booster = load_model(str(model_path))
+    with pytest.raises(ExportError, match="name="):
+        booster.export(str(tmp_path / "m.txt"), format="lightgbm", name="my_ranker")
+    with pytest.raises(ExportError, match="assume_no_missing="):
+        booster.export(str(tmp_path / "m.json"), format="xgboost", assume_no_missing=True)
+    assert not list(tmp_path.iterdir())
+    booster.export(str(tmp_path / "m.json"), format="solr", name="my_ranker")
+    booster.export(str(tmp_path / "r.txt"), format="ranklib", assume_no_missing=True)

@@ -1241,6 +1241,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.createmodel is not None and args.format != "xgboost-dump":
         raise ValueError("--createmodel is only for --format xgboost-dump")
+    if args.name is not None and args.format != "solr" and args.createmodel is None:
+        raise ValueError(
+            "--name is the model name of --format solr files and of the --createmodel "
+            f"body; --format {args.format} writes no name"
+        )
+    if args.assume_no_missing and args.format != "ranklib":
+        raise ValueError(
+            "--assume-no-missing is only for --format ranklib (the other formats carry "
+            "each split's missing-value direction)"
+        )
     import warnings
 
     booster = _load_for_iteration(args)
@@ -1300,7 +1310,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 args.format,
                 args.feature_names,
                 iteration=args.iteration,
-                name=args.name,
+                name=None if to_stdout else args.name,  # the printed body took it
                 assume_no_missing=args.assume_no_missing,
                 createmodel=None if to_stdout else args.createmodel,
                 before_commit=body_out,
