@@ -3,11 +3,13 @@ each test is one the code broke."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ltrboost import Ranker
 from ltrboost.cli import main
 from ltrboost.datasets import make_ranking
+from ltrboost.io import dump_svmlight
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +96,44 @@ def test_export_model_refuses_an_option_the_format_ignores(model_path, tmp_path)
     assert not list(tmp_path.iterdir())
     booster.export(str(tmp_path / "m.json"), format="solr", name="my_ranker")
     booster.export(str(tmp_path / "r.txt"), format="ranklib", assume_no_missing=True)
+
+
+# --- CLI messages that name the Python API instead of the flag ---------------------------
+
+
+def test_missing_token_that_is_a_number_names_the_flag(model_path, tmp_path, capsys):
+    """README: 'numbers cannot be tokens'; the CLI's error named `na_values`, a Python
+    keyword, instead of --missing-token."""
+    data = tmp_path / "d.txt"
+    data.write_text("1 qid:1 1:0.5\n0 qid:1 1:1\n")
+    assert main(["predict", str(model_path), str(data), "--missing-token", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--missing-token" in err
+    assert "'0' is a number" in err
+    assert "na_values" not in err
+
+
+def test_train_resume_of_a_custom_objective_model_says_only_python_continues_it(tmp_path, capsys):
+    """docs/custom.md: `ltrboost train --resume` refuses a custom objective's model; its
+    error told the CLI user to 'pass that callable again: objective=fn', after reading
+    the whole training file."""
+    X, y, qid = make_ranking(n_queries=12, docs_per_query=10, n_features=4, random_state=0)[:3]
+
+    def squared_error(scores, labels, query_offsets):
+        return 2.0 * (scores - labels), np.full_like(scores, 2.0)
+
+    model = tmp_path / "custom.json"
+    Ranker(objective=squared_error, n_estimators=2, min_samples_leaf=5).fit(
+        X, y, qid=qid
+    ).save_model(str(model))
+    data = tmp_path / "train.txt"
+    dump_svmlight(str(data), X, y, qid)
+    data_late = tmp_path / "late.txt"  # an error in the data would be found first
+    data_late.write_text(data.read_text() + "x qid:1 1:0\n")
+    args = ["train", str(data_late), "--resume", str(model), "-o", str(tmp_path / "o.json")]
+    assert main([*args, "--n-estimators", "4", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "custom:squared_error" in err
+    assert "Python" in err
+    assert "init_model=" in err
+    assert "late.txt" not in err

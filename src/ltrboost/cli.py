@@ -668,6 +668,7 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
     try:
         if metric_error:
             raise ValueError(metric_error)
+        _check_missing_tokens(args)
         _refuse_stdout_output(args)
         _refuse_output_over_input(args)
         with warnings.catch_warnings(), _background_compile(args):
@@ -787,6 +788,19 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one ``ltrboost: warning: ...`` line, like errors."""
     print(f"ltrboost: warning: {message}", file=sys.stderr)
+
+
+def _check_missing_tokens(args: argparse.Namespace) -> None:
+    """``--missing-token`` values, checked as ``na_values`` are; the error names the
+    flag, not the Python keyword."""
+    tokens = getattr(args, "missing_token", None)
+    if tokens:
+        from ltrboost.io.letor import _check_na_values
+
+        try:
+            _check_na_values(tokens)
+        except ValueError as e:
+            raise ValueError(f"--missing-token {str(e).removeprefix('na_values entry ')}") from None
 
 
 def _add_missing_token_flag(p: argparse.ArgumentParser) -> None:
@@ -923,6 +937,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     # A resumed model fixes the feature count: a sparse file may not mention the
     # last features at all.
     init_model = load_model(args.resume) if args.resume else None
+    if init_model is not None and init_model.objective.startswith("custom:"):
+        fn = init_model.objective[len("custom:") :]
+        raise ValueError(
+            f"--resume {args.resume}: the model was trained with objective "
+            f"{init_model.objective!r}, a Python function; only Python can continue it: "
+            f"Ranker(objective={fn}).fit(..., init_model={args.resume!r})"
+        )
     if init_model is not None:
         _warn_resume_differs(params, init_model, args.resume)
     missing = resolve_missing(args.missing, init_model, args.resume)
