@@ -566,8 +566,7 @@ def record(objectives: list[str] | None = None, path: str = MANIFEST) -> dict:
     from ltrboost.cli import main as cli_main
     from ltrboost.objectives.registry import available_objectives
 
-    needs_pairs = {"qbrank"}  # trains only with a --pairs file
-    objectives = objectives or [o for o in available_objectives() if o not in needs_pairs]
+    objectives = objectives or available_objectives()
     profiles = [f"train:{o}" for o in objectives]
     profiles += [f"train:{o}+ole" for o in objectives if o in OLE_PROFILE_OBJECTIVES]
     profiles += ["eval", "predict"]

@@ -668,6 +668,7 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
     try:
         if metric_error:
             raise ValueError(metric_error)
+        _check_missing_tokens(args)
         _refuse_stdout_output(args)
         _refuse_output_over_input(args)
         with warnings.catch_warnings(), _background_compile(args):
@@ -787,6 +788,19 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one ``ltrboost: warning: ...`` line, like errors."""
     print(f"ltrboost: warning: {message}", file=sys.stderr)
+
+
+def _check_missing_tokens(args: argparse.Namespace) -> None:
+    """``--missing-token`` values, checked as ``na_values`` are; the error names the
+    flag, not the Python keyword."""
+    tokens = getattr(args, "missing_token", None)
+    if tokens:
+        from ltrboost.io.letor import _check_na_values
+
+        try:
+            _check_na_values(tokens)
+        except ValueError as e:
+            raise ValueError(f"--missing-token {str(e).removeprefix('na_values entry ')}") from None
 
 
 def _add_missing_token_flag(p: argparse.ArgumentParser) -> None:
@@ -923,6 +937,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     # A resumed model fixes the feature count: a sparse file may not mention the
     # last features at all.
     init_model = load_model(args.resume) if args.resume else None
+    if init_model is not None and init_model.objective.startswith("custom:"):
+        fn = init_model.objective[len("custom:") :]
+        raise ValueError(
+            f"--resume {args.resume}: the model was trained with objective "
+            f"{init_model.objective!r}, a Python function; only Python can continue it: "
+            f"Ranker(objective={fn}).fit(..., init_model={args.resume!r})"
+        )
     if init_model is not None:
         _warn_resume_differs(params, init_model, args.resume)
     missing = resolve_missing(args.missing, init_model, args.resume)
@@ -1241,6 +1262,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.createmodel is not None and args.format != "xgboost-dump":
         raise ValueError("--createmodel is only for --format xgboost-dump")
+    if args.name is not None and args.format != "solr" and args.createmodel is None:
+        raise ValueError(
+            "--name is the model name of --format solr files and of the --createmodel "
+            f"body; --format {args.format} writes no name"
+        )
+    if args.assume_no_missing and args.format != "ranklib":
+        raise ValueError(
+            "--assume-no-missing is only for --format ranklib (the other formats carry "
+            "each split's missing-value direction)"
+        )
     import warnings
 
     booster = _load_for_iteration(args)
@@ -1300,7 +1331,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 args.format,
                 args.feature_names,
                 iteration=args.iteration,
-                name=args.name,
+                name=None if to_stdout else args.name,  # the printed body took it
                 assume_no_missing=args.assume_no_missing,
                 createmodel=None if to_stdout else args.createmodel,
                 before_commit=body_out,
@@ -1483,13 +1514,7 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     known = profile_names()
     for name in args.profiles:  # beside 'all' too: a typo is never skipped silently
         if name != "all" and name not in known:
-            why = ""
-            if name.startswith("train:") and name.split(":", 1)[1].split("+")[0] == "qbrank":
-                why = (
-                    " (qbrank trains only with a --pairs file: no profile is recorded for it, "
-                    "its kernels compile at its first run)"
-                )
-            raise ValueError(f"unknown profile {name!r}{why}; known: all, {', '.join(known)}")
+            raise ValueError(f"unknown profile {name!r}; known: all, {', '.join(known)}")
     profiles = known if "all" in args.profiles else args.profiles
     for name in profiles:
         t = time.perf_counter()

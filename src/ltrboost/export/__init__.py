@@ -155,6 +155,16 @@ def export_model(
     _check_format(format)
     if createmodel is not None and format != "xgboost-dump":
         raise ExportError("createmodel= is only for format 'xgboost-dump'")
+    if name is not None and format != "solr" and createmodel is None:
+        raise ExportError(
+            f"name= is the model name of 'solr' files and of the createmodel= body; "
+            f"format {format!r} writes no name"
+        )
+    if assume_no_missing and format != "ranklib":
+        raise ExportError(
+            "assume_no_missing= is only for format 'ranklib' (the other formats carry "
+            "each split's missing-value direction)"
+        )
     if format == "xgboost" and Path(os.fspath(path)).suffix.lower() == ".ubj":
         raise ExportError(
             f"{os.fspath(path)}: format 'xgboost' writes JSON, which XGBoost does not read "

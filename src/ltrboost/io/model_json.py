@@ -13,7 +13,7 @@ Layout (``format_version`` 1)::
       "update_rule": "additive" | "averaged",
       "best_iteration": 57 | null,
       "params": {...training parameters...},
-      "evals_result": {"valid": {"ndcg@10": [...]}},  (null: a NaN a metric returned)
+      "evals_result": {"valid": {"ndcg@10": [...]}},  (null: NaN, older files)
       "trees": [ {"output": 0, "value": [...], "feature": [...], "threshold": [...],
                   "missing_left": [...], "left": [...], "right": [...],
                   "bin_threshold": [...], "gain": [...], "count": [...],

@@ -30,7 +30,8 @@ Rules (format_version 1)
   :meth:`BoosterParams.validate`; ``n_threads`` (a run-time setting, no longer written)
   is ignored when present.
 * ``evals_result`` is ``{set: {metric: [finite numbers, at most one per round]}}``;
-  null stands for a non-finite value a (custom) metric returned.
+  null stands for a non-finite value a custom metric returned (files of versions
+  before custom metrics had to return finite numbers).
 * ``position_bias`` (optional; unbiased LambdaMART only) is ``{"t_plus": [...],
   "t_minus": [...]}``, ``max_positions`` positive finite numbers each; files without
   it (every older file) read as before.
