@@ -5,11 +5,11 @@ Usage::
     python -m bench.bench_speed [--sizes 100000,500000,2000000] [--trees 200] [--repeats 3]
                                 [--scaling] [--output bench/results/speed.md]
     python -m bench.bench_speed --jit-only    # compilation time only
+    python -m bench.bench_speed --cold-start  # cold-start table only
 
 ``--scaling`` also writes the plot to ``scaling.png`` beside ``--output``
 (``bench/figures/speed_scaling.png`` in bench/README.md is a copy of it).  The full run
 always measures compilation and the cold start too (empty Numba caches: minutes).
-    python -m bench.bench_speed --cold-start  # cold-start table only
 
 Data: ``ltrboost.datasets.make_ranking_mslr_like`` (136 features, ~120 documents per
 query, MSLR-like grades), generated once per size and saved under
