@@ -53,8 +53,9 @@ their top k in random order with that probability (``simulate(shuffle_fraction=)
 
 Same trees for everyone: ``--trees`` rounds (no early stopping: a click-trained model has
 no graded validation set), learning rate 0.1, 31 leaves, 20 documents per leaf, 2
-threads.  Writes ``README.md``, ``results.json`` and ``ndcg_vs_log_size.png`` into
-``--out``.
+threads.  Writes ``results.json``, ``table.md`` and ``ndcg_vs_log_size.png`` into
+``--out`` (replacing those of an earlier run there, the committed ones under
+``docs/experiments/clicks`` by default: it says so when it starts).
 
     PYTHONPATH=src python bench/bench_clicks.py --folds 1,2,3 --sizes 1000,4000,16000
     PYTHONPATH=src python bench/bench_clicks.py --logger weak --etas 1,2 \
@@ -68,10 +69,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+if __package__ in (None, ""):  # run as a file, as documented: `from bench` needs the root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import REPO, SHARED_DATA, machine_description
 
@@ -425,6 +430,13 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     results: dict = {"settings": vars(args), "machine": machine_description(), "runs": []}
     previous = {}
+    if not args.merge and (out_dir / "results.json").exists():
+        print(
+            f"{out_dir}: replacing the results.json, table.md and ndcg_vs_log_size.png "
+            "of an earlier run (--merge adds to them instead)",
+            file=sys.stderr,
+            flush=True,
+        )
     if args.merge and (out_dir / "results.json").exists():
         results = json.loads((out_dir / "results.json").read_text())
         results.setdefault("merged_settings", []).append(vars(args))
@@ -502,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     results["wall_s"] = results.get("wall_s", 0.0) + time.perf_counter() - t_start
     (out_dir / "results.json").write_text(json.dumps(results, indent=1))
     write_report(results, out_dir)
+    print(f"wrote {out_dir / 'results.json'}, table.md, ndcg_vs_log_size.png", file=sys.stderr)
     return 0
 
 

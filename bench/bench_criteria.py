@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return 0
+    if min(args.trees, args.synthetic_trees) < 2 or args.repeats < 1 or args.synthetic < 0:
+        # ms/tree is (end of the last round - end of the first) / (rounds - 1)
+        ap.error("--trees and --synthetic-trees must be at least 2, --repeats at least 1")
     datasets = []
     if SHARED_DATA.exists():
         datasets.append(("mq2008", "MQ2008 Fold1", args.trees))

@@ -18,7 +18,8 @@ Runs, one after the other in this process (the cluster's workers are processes):
 * ``DaskLGBMRanker`` / ``DaskXGBRanker`` on the same cluster, when importable.
 
 Reported: fit seconds (including setup), seconds per tree (fit time of ``--trees``
-minus that of 1 tree, over ``--trees - 1``: setup and compilation cancel out), for
+minus that of 1 tree, over ``--trees - 1``: setup and compilation cancel out; every
+library's timed fits follow an untimed 1-tree fit on the same cluster), for
 ltrboost.dask the round trips and array bytes to/from the driver per tree
 (``train(stats=)``), peak RSS per worker (``ru_maxrss`` of the worker processes, which
 live through all Dask runs: a running maximum), and NDCG@10 on the test set.  Two cores
@@ -75,7 +76,7 @@ def _partitions(X, y, qid, n_parts):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--docs", type=int, default=40_000)
     ap.add_argument("--trees", type=int, default=30)
     ap.add_argument("--output", default=None)
@@ -86,6 +87,9 @@ def main() -> None:
     )
     args = ap.parse_args()
     peers = {p.strip() for p in args.peers.split(",") if p.strip()}
+    if peers - {"lightgbm", "xgboost"} or args.trees < 2 or args.docs < 8:
+        # s/tree is (fit of --trees - fit of 1 tree) / (--trees - 1)
+        ap.error("--peers takes lightgbm,xgboost (or ''); --trees at least 2, --docs at least 8")
 
     import dask.array as da
     from distributed import Client, LocalCluster
@@ -168,6 +172,7 @@ def main() -> None:
             m.fit(dX, dy, group=dgroup)
             return time.perf_counter() - t0, m.to_local().predict(Xt)
 
+        fit_lgb(1)  # warm-up, as ltrboost's: a first fit's one-time setup is not a tree's
         t1, _ = fit_lgb(1)
         tn, pred = fit_lgb(args.trees)
         rows.append(
@@ -209,6 +214,7 @@ def main() -> None:
             m.fit(Xdf, ydf, qid=qdf)
             return time.perf_counter() - t0, m.get_booster().inplace_predict(Xt)
 
+        fit_xgb(1)  # warm-up
         t1, _ = fit_xgb(1)
         tn, pred = fit_xgb(args.trees)
         rows.append(

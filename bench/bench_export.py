@@ -138,6 +138,7 @@ def main(argv=None) -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(text)
 
 

@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trees", type=int, default=21)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
+    if args.trees < 2 or args.pairs < 1:  # a tree is (end of round --trees - end of round 1)
+        ap.error("--trees must be at least 2 and --pairs at least 1")
     import lightgbm as lgb
 
     import ltrboost

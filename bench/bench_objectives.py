@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -257,6 +258,12 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", default=ALL_DATASETS)
     ap.add_argument("--output", default=str(REPO / "bench" / "results" / "objectives.md"))
     args = ap.parse_args(argv)
+    unknown = sorted(set(args.datasets.split(",")) - set(ALL_DATASETS.split(",")))
+    if unknown or args.trees < 1 or args.fixed_trees < 1 or args.threads < 1:
+        ap.error(
+            f"--datasets takes {ALL_DATASETS} (unknown: {','.join(unknown) or '-'}); "
+            "--trees, --fixed-trees and --threads at least 1"
+        )
     if not SHARED_DATA.exists():
         print(f"{SHARED_DATA} not found", file=sys.stderr)
         return 1
@@ -275,7 +282,9 @@ def main(argv=None) -> int:
     rows = []
     for (group, name), rs in results.items():
         if any("error" in r for r in rs):
-            rows.append([group, name, rs[0].get("error", "error"), *[""] * len(METRICS)])
+            error = next(r["error"] for r in rs if "error" in r)
+            # one cell a column: the metrics, "trees" and "seconds"
+            rows.append([group, name, error, *[""] * (len(METRICS) + 1)])
             continue
         rows.append(
             [
@@ -287,12 +296,16 @@ def main(argv=None) -> int:
             ]
         )
     table = markdown_table(["data", "objective", *METRICS, "trees", "seconds"], rows)
-    cmd = "python -m bench.bench_objectives " + " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = "python -m bench.bench_objectives " + shlex.join(
+        argv if argv is not None else sys.argv[1:]
+    )
     text = f"Machine: {machine_description()}\n\nCommand: `{cmd}`\n\n{table}\n"
     print(text)
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    replaced = os.path.exists(args.output)
     with open(args.output, "w") as f:
         f.write(text)
+    print(f"{'replaced' if replaced else 'wrote'} {args.output}", file=sys.stderr)
     return 0
 
 

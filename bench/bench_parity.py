@@ -80,6 +80,7 @@ import argparse
 import itertools
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -266,6 +267,7 @@ def worker(spec: dict) -> list[dict]:
             rec = {
                 "fold": fold,
                 "cell": [leaves, lr, min_leaf],
+                "trees": trees,
                 "fit_s": fit_s,
                 "es_trees": es,
                 "per_query": {},
@@ -298,6 +300,18 @@ def paired(raw: dict, dataset: str):
     a = {(r["fold"], tuple(r["cell"])): r for r in raw[dataset]["ltrboost"]}
     b = {(r["fold"], tuple(r["cell"])): r for r in raw[dataset]["lightgbm"]}
     keys = sorted(set(a) & set(b))
+    if not keys:
+        return {}
+    trees = {
+        (lib, r.get("trees")) for lib, d in (("ltrboost", a), ("lightgbm", b)) for r in d.values()
+    }
+    if len({t for _, t in trees if t is not None}) > 1:  # records of before "trees" was kept
+        raise SystemExit(
+            f"{dataset}: the stored runs were trained for different --trees "
+            f"({', '.join(f'{lib} {t}' for lib, t in sorted(trees, key=str))}); their early "
+            "stopping and tree-count modes are not comparable: re-run the libraries with one "
+            "--trees"
+        )
     fold_names = sorted({k[0] for k in keys})
     cells = sorted({k[1] for k in keys})
     modes = list(a[keys[0]]["per_query"])
@@ -330,11 +344,19 @@ def paired(raw: dict, dataset: str):
 
 
 def report(raw: dict, command: str) -> str:
-    rows, cell_rows = [], []
+    rows, cell_rows, modes = [], [], []
     for dataset in raw:
         if "ltrboost" not in raw[dataset] or "lightgbm" not in raw[dataset]:
+            print(f"{dataset}: results of one library only, not in the tables", file=sys.stderr)
             continue
         res = paired(raw, dataset)
+        if not res:
+            print(
+                f"{dataset}: the libraries share no (fold, cell): not in the tables",
+                file=sys.stderr,
+            )
+            continue
+        modes += [m for m in res if m not in modes]
         for mode, r in res.items():
             q = r["per_query"]
             nq = q.size
@@ -360,17 +382,7 @@ def report(raw: dict, command: str) -> str:
                     f"{wins:.2f}",
                 ]
             )
-        # per-cell view (all modes averaged) to spot a pattern over the grid
-        cells = list(next(iter(res.values()))["per_cell"])
-        for c in cells:
-            cell_rows.append(
-                [
-                    dataset,
-                    f"{c[0]}/{c[1]}/{c[2]}",
-                    *(f"{res[m]['per_cell'][c]:+.4f}" for m in res),
-                ]
-            )
-    modes = list(res) if raw else []
+        cell_rows.append((dataset, res))
     table = markdown_table(
         [
             "data",
@@ -386,8 +398,19 @@ def report(raw: dict, command: str) -> str:
         ],
         rows,
     )
+    # per-cell view (each mode) to spot a pattern over the grid; datasets stored from runs
+    # of other --trees have other modes: a blank where a dataset lacks one
     cell_table = markdown_table(
-        ["data", "leaves/lr/min leaf", *(f"diff {m}" for m in modes)], cell_rows
+        ["data", "leaves/lr/min leaf", *(f"diff {m}" for m in modes)],
+        [
+            [
+                dataset,
+                f"{c[0]}/{c[1]}/{c[2]}",
+                *(f"{res[m]['per_cell'][c]:+.4f}" if m in res else "" for m in modes),
+            ]
+            for dataset, res in cell_rows
+            for c in next(iter(res.values()))["per_cell"]
+        ],
     )
     return (
         f"Machine: {machine_description()}\n\nCommand: `{command}`\n\n{table}\n\n"
@@ -416,11 +439,15 @@ def main(argv: list[str] | None = None) -> int:
         with open(spec["out"], "w") as f:
             json.dump(worker(spec), f)
         return 0
-    command = "python -m bench.bench_parity " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m bench.bench_parity " + shlex.join(
+        argv if argv is not None else sys.argv[1:]
+    )
     raw: dict = {}
     if os.path.exists(args.raw):
         with open(args.raw) as f:
             raw = json.load(f)
+    elif args.report_only:
+        ap.error(f"--report-only: no raw results at --raw {args.raw}")
     os.makedirs(os.path.dirname(os.path.abspath(args.raw)), exist_ok=True)
     if not args.report_only:
         if not SHARED_DATA.exists():
@@ -452,12 +479,12 @@ def main(argv: list[str] | None = None) -> int:
                 with open(s["out"]) as f:
                     raw.setdefault(s["dataset"], {})[s["lib"]] = json.load(f)
                 os.remove(s["out"])
-                os.makedirs(os.path.dirname(args.raw), exist_ok=True)
+                os.makedirs(os.path.dirname(os.path.abspath(args.raw)), exist_ok=True)
                 with open(args.raw, "w") as f:
                     json.dump(raw, f)
     text = report(raw, command)
     print(text)
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "w") as f:
         f.write(text)
     return 0

@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -363,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(spec["out"], "w") as f:
             json.dump(worker(spec), f)
         return 0
-    command = "python -m bench.bench_protocol " + " ".join(
+    command = "python -m bench.bench_protocol " + shlex.join(
         argv if argv is not None else sys.argv[1:]
     )
     os.makedirs(os.path.dirname(os.path.abspath(args.raw)), exist_ok=True)
@@ -396,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                     json.dump(raw, f)
     text = report(raw, command)
     print(text)
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "w") as f:
         f.write(text)
     return 0

@@ -4,6 +4,8 @@
 Usage::
 
     python -m bench.bench_quality [--datasets mq2008,lightgbm_example] [--trees 500]
+                                  [--libs ltrboost,lightgbm,xgboost] [--threads 2]
+                                  [--repeats 1] [--output FILE.md]
 
 Settings shared by all libraries: 31 leaves grown leaf-wise, learning rate 0.1, 255 bins,
 min 20 documents per leaf, up to ``--trees`` rounds, early stopping after 50 rounds without
@@ -38,6 +40,8 @@ from bench._common import (
 )
 
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "err@10"]
+DATASETS = ("mq2008", "lightgbm_example")
+LIBS = ("ltrboost", "lightgbm", "xgboost")
 SETTINGS = dict(
     leaves=31,
     learning_rate=0.1,
@@ -225,14 +229,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{SHARED_DATA} not found; nothing to benchmark", file=sys.stderr)
         return 1
     libs = args.libs.split(",")
+    names = args.datasets.split(",")
+    if set(names) - set(DATASETS) or set(libs) - set(LIBS) or args.repeats < 1 or args.trees < 1:
+        ap.error(
+            f"--datasets takes {','.join(DATASETS)}, --libs {','.join(LIBS)} (got "
+            f"{args.datasets!r}, {args.libs!r}); --trees and --repeats at least 1"
+        )
     results: dict[tuple[str, str], dict] = {}
     if "ltrboost" in libs:  # fill the Numba cache first: compile time is not fit time
-        first = datasets(args.datasets.split(","))[0]
+        first = datasets(names)[0]
         run_worker(
             "bench_quality",
             {"lib": "ltrboost", "train": first[2], "valid": first[2], "test": first[2], "trees": 2},
         )
-    for name, tr, va, te in datasets(args.datasets.split(",")):
+    for name, tr, va, te in datasets(names):
         for _ in range(args.repeats):
             for lib in libs:
                 spec = {"lib": lib, "train": tr, "valid": va, "test": te, "trees": args.trees}
@@ -241,12 +251,12 @@ def main(argv: list[str] | None = None) -> int:
                     r["fit_s"] = min(r["fit_s"], results[(name, lib)]["fit_s"])
                     r["cpu_s"] = min(r["cpu_s"], results[(name, lib)]["cpu_s"])
                 results[(name, lib)] = r
-            print(
-                f"{name:18s} {lib:9s} ndcg@10={r['metrics']['ndcg@10']:.4f} "
-                f"fit={r['fit_s']:.2f}s cpu={r['cpu_s']:.2f}s best={r['best_iteration']} "
-                f"rss={r['peak_rss_mb']:.0f}MB",
-                file=sys.stderr,
-            )
+                print(
+                    f"{name:18s} {lib:9s} ndcg@10={r['metrics']['ndcg@10']:.4f} "
+                    f"fit={r['fit_s']:.2f}s cpu={r['cpu_s']:.2f}s best={r['best_iteration']} "
+                    f"rss={r['peak_rss_mb']:.0f}MB",
+                    file=sys.stderr,
+                )
     # table: per dataset group (MQ2008 mean over folds, lightgbm example)
     groups: dict[str, list[str]] = {}
     for name, _ in results:
@@ -275,8 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     table = markdown_table([*header, "peak RSS MB"], rows)
     text = (
         f"Machine: {machine_description()}\n\nCommand: `python -m bench.bench_quality "
-        f"--trees {args.trees} --datasets {args.datasets} --threads {args.threads} "
-        f"--repeats {args.repeats}`\n\n{table}\n"
+        f"--trees {args.trees} --datasets {args.datasets} --libs {args.libs} "
+        f"--threads {args.threads} --repeats {args.repeats}`\n\n{table}\n"
     )
     print(text)
     if args.output:

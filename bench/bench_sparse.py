@@ -5,7 +5,8 @@ The issue's case: a 5,000 x 20,000 CSR matrix with 100k non-zeros (values unifor
 ``LGBMRanker`` / ``ltrboost.Ranker`` with their defaults otherwise.  Each library runs in
 its own process under ``/usr/bin/time -v`` (wall time and peak RSS of the whole process:
 import, data generation, fit and one predict on the training matrix), niced; the row
-``none`` only generates the data (the floor of both columns).
+``none`` only generates the data (the floor of both columns).  An untimed ltrboost run
+first fills the Numba cache, so ltrboost's rows load its kernels instead of compiling.
 
 Usage::
 
@@ -36,7 +37,7 @@ def make_data(rows: int, cols: int, nnz: int, seed: int = 0):
     flat = np.sort(rng.permutation(flat)[:nnz])
     X = sp.csr_matrix((rng.random(flat.shape[0]), (flat // cols, flat % cols)), shape=(rows, cols))
     y = rng.integers(0, 5, size=rows)
-    group = np.full(rows // 50, 50)
+    group = np.full(max(rows // 50, 1), 50)
     group[-1] += rows - group.sum()
     return X, y, group
 
@@ -111,9 +112,16 @@ def main() -> None:
     if args.worker:
         worker(args.worker, args.rows, args.cols, args.nnz, args.trees, args.min_leaf)
         return
+    libs = args.libs.split(",")
+    if set(libs) - {"none", "ltrboost", "lightgbm"} or min(args.rows, args.cols, args.trees) < 1:
+        ap.error("--libs takes none,ltrboost,lightgbm; --rows, --cols, --trees at least 1")
+    if args.nnz > args.rows * args.cols:
+        ap.error(f"--nnz {args.nnz} is more than --rows x --cols ({args.rows * args.cols})")
+    if "ltrboost" in libs:  # fill the Numba cache first (README: kernels loaded from it)
+        run("ltrboost", args)
     print("| library | process wall (s) | fit (s) | predict (s) | peak RSS (GiB) | leaves |")
     print("|---|---:|---:|---:|---:|---:|")
-    for lib in args.libs.split(","):
+    for lib in libs:
         r = run(lib, args)
         print(
             f"| {r['lib']} | {r['wall']:.1f} | {r['fit']:.1f} | {r['predict']:.2f} "

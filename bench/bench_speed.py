@@ -7,6 +7,10 @@ Usage::
     python -m bench.bench_speed --jit-only    # compilation time only
     python -m bench.bench_speed --cold-start  # cold-start table only
 
+``--scaling`` also writes the plot to ``scaling.png`` beside ``--output``
+(``bench/figures/speed_scaling.png`` in bench/README.md is a copy of it).  The full run
+always measures compilation and the cold start too (empty Numba caches: minutes).
+
 Data: ``ltrboost.datasets.make_ranking_mslr_like`` (136 features, ~120 documents per
 query, MSLR-like grades), generated once per size and saved under
 ``bench/results/cache``; every library reads the same arrays.  A separate test set of

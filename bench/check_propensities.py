@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if (out / "propensities.json").exists():
+        print(f"{out}: replacing propensities.json and .md of an earlier run", file=sys.stderr)
     truth = (1.0 / np.arange(1, N_DOCS + 1)) ** args.eta
     rows = []
     for order in args.orders.split(","):
@@ -117,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             + f" | {100 * err:.0f}% | {tm[1:].min():.2f} to {tm[1:].max():.2f} |"
         )
     (out / "propensities.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {out / 'propensities.json'} and propensities.md", file=sys.stderr)
     return 0
 
 
