@@ -28,9 +28,9 @@ rng = np.random.default_rng(0)
 X = rng.normal(size=(n, 10))
 y = rng.integers(0, 5, n).astype(np.float64)
 ds = ltrboost.make_dataset(X, y, qid=np.zeros(n, np.int64))
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux -> MiB
 ltrboost.train(dict(objective=objective, n_estimators=trees, n_threads=2), ds)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux -> MiB
 print(f"| {objective} | {n} | {n * (n - 1) // 2 / 1e6:.0f} | {base:.0f} | {peak:.0f} |")
 """
 
@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.src:
         env["PYTHONPATH"] = args.src
     print(
-        "| objective | documents | pairs (M, at most) | RSS before training (MB) | peak RSS (MB) |"
+        "| objective | documents | pairs (M, at most) | RSS before training (MiB) "
+        "| peak RSS (MiB) |"
     )
     print("|---|---|---|---|---|")
     for objective in OBJECTIVES:
