@@ -11,6 +11,7 @@ import pytest
 
 from ltrboost.dataset import LTRInputError
 from ltrboost.metrics import evaluate, get_metric
+from ltrboost.metrics import precision as precision_module
 
 
 # --- plain-Python definitions (README "Metrics"), one query at a time ---
@@ -151,3 +152,30 @@ def test_query_weights_that_are_not_real_numbers_are_named(weights, what):
 def test_scores_that_are_not_numbers_are_named():
     with pytest.raises(ValueError, match="scores must be real numbers"):
         get_metric("ndcg")(np.array(["a", "b"]), [1.0, 0.0], [0, 2])
+
+
+def test_pair_counts_match_the_pairwise_definition():
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        sizes = rng.integers(0, 9, rng.integers(1, 6))
+        qo = np.concatenate([[0], np.cumsum(sizes)])
+        y = rng.integers(0, 3, int(qo[-1])).astype(float)
+        if rng.random() < 0.3:
+            y[y == 0] = -0.0  # equal to 0.0
+        want = [
+            sum(y[i] != y[j] for i in range(lo, hi) for j in range(i + 1, hi))
+            for lo, hi in itertools.pairwise(qo)
+        ]
+        got = precision_module._count_label_pairs(y, qo)
+        assert got.dtype == np.int64
+        assert got.tolist() == want
+
+
+def test_pair_precision_refuses_pair_buffers_over_the_memory_limit(monkeypatch):
+    # one query of 70,000 documents: 2.45e9 pairs, 39 GiB of buffers; the pairwise
+    # counting loop alone ran for minutes before the allocation (no memory check)
+    monkeypatch.setattr(precision_module, "_pair_memory_limit", lambda: 16 * 1000)
+    y = np.tile([0.0, 1.0], 50)  # 2500 pairs with different labels
+    with pytest.raises(ValueError, match=r"pair_precision needs .* 2500 pairs .* query 0"):
+        get_metric("pair_precision@10%").bind(y, [0, 100])
+    get_metric("pair_precision@10%").bind(y[:40], [0, 40])  # 400 pairs fit
