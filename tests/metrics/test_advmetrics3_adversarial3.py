@@ -179,3 +179,51 @@ def test_pair_precision_refuses_pair_buffers_over_the_memory_limit(monkeypatch):
     with pytest.raises(ValueError, match=r"pair_precision needs .* 2500 pairs .* query 0"):
         get_metric("pair_precision@10%").bind(y, [0, 100])
     get_metric("pair_precision@10%").bind(y[:40], [0, 40])  # 400 pairs fit
+
+
+def _small_ranking_data():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3))
+    y = rng.integers(0, 3, 60).astype(float)
+    return X, y, np.repeat(np.arange(6), 10)
+
+
+def test_metric_objects_in_eval_metric_are_recorded_by_their_names():
+    # a Metric (get_metric's result) is a callable without __name__: it was recorded
+    # as "custom", and two of them failed with "two metrics are named 'custom'"
+    from ltrboost import Ranker
+
+    X, y, qid = _small_ranking_data()
+    model = Ranker(
+        n_estimators=3, eval_metric=[get_metric("ndcg@5", gain="linear"), get_metric("map")]
+    ).fit(X, y, qid=qid, eval_set=[(X, y, qid)])
+    record = model.evals_result_["valid_0"]
+    assert list(record) == ["ndcg@5", "map"]
+    scores = model.predict(X)
+    qo = np.arange(0, 61, 10)
+    assert record["ndcg@5"][-1] == get_metric("ndcg@5", gain="linear")(scores, y, qo)
+    assert model.booster_.params["eval_metric"] == ["ndcg@5", "map"]
+
+
+def test_score_weights_a_metric_object_instead_of_refusing_it_as_a_callable():
+    from ltrboost import Ranker
+
+    X, y, qid = _small_ranking_data()
+    model = Ranker(n_estimators=3).fit(X, y, qid=qid)
+    w = np.repeat(np.arange(1.0, 7.0), 10)
+    metric = get_metric("ndcg@5", gain="linear")
+    want = metric(model.predict(X), y, np.arange(0, 61, 10), np.arange(1.0, 7.0))
+    assert model.score(X, y, qid=qid, sample_weight=w, metric=metric) == want
+
+
+def test_a_model_with_metric_objects_in_eval_metric_can_be_saved(tmp_path):
+    # asdict() turned the Metric dataclass into a dict holding a Fraction: save_model
+    # failed (not JSON serialisable)
+    from ltrboost import Ranker, load_model
+
+    X, y, qid = _small_ranking_data()
+    model = Ranker(n_estimators=2, eval_metric=get_metric("pair_precision@10%")).fit(
+        X, y, qid=qid, eval_set=[(X, y, qid)]
+    )
+    model.save_model(str(tmp_path / "m.json"))
+    assert load_model(str(tmp_path / "m.json")).params["eval_metric"] == ["pair_precision@10%"]

@@ -175,6 +175,13 @@ class Metric:
 
     higher_is_better: ClassVar[bool] = True
 
+    @property
+    def __name__(self) -> str:
+        """The canonical name: a Metric given to ``eval_metric`` (or any API that names
+        a callable metric by ``__name__``) is recorded as ``"ndcg@10"``, not
+        ``"custom"`` (two of them collided under that name)."""
+        return self.name
+
     def _options(self) -> dict[str, Any]:
         """The options this metric's family reads (two metrics of one name and equal
         options are the same metric)."""
