@@ -233,12 +233,15 @@ def _params_for_model(params) -> dict[str, Any]:
         from ltrboost.objectives.custom import custom_name
 
         params = replace(params, objective=custom_name(params.objective))
+    m = params.eval_metric
+    if m is not None and not isinstance(m, str):
+        # named before asdict(), which turned a Metric (a dataclass) into a dict of its
+        # fields (a Fraction among them: the model file could not be written)
+        m = [m] if callable(m) else m
+        names = [getattr(x, "__name__", "custom") if callable(x) else x for x in m]
+        params = replace(params, eval_metric=names)
     p = asdict(params)
     for name in WRITTEN_ONLY_WHEN_SET:
         if p[name] is None:
             del p[name]
-    if p["eval_metric"] is not None and not isinstance(p["eval_metric"], str):
-        m = p["eval_metric"]
-        m = [m] if callable(m) else m
-        p["eval_metric"] = [getattr(x, "__name__", "custom") if callable(x) else x for x in m]
     return p

@@ -386,12 +386,13 @@ class Ranker(BaseEstimator):
         """Mean ``metric`` over queries (default: the first eval metric, else ndcg@10).
 
         Queries come from ``qid=``, ``group=`` or a ``qid`` column of a DataFrame ``X``.
-        The metric uses the model's ``gain`` and ``relevance_threshold``.
+        A metric name uses the model's ``gain`` and ``relevance_threshold``; a
+        :class:`~ltrboost.metrics.Metric` (``get_metric(...)``) keeps its own options.
         ``sample_weight`` (per document, as in ``fit``) weights each query by the mean
         weight of its documents (LightGBM's query weights).
         """
         from ltrboost.booster import metric_options
-        from ltrboost.metrics import get_metric
+        from ltrboost.metrics import Metric, get_metric
 
         self._check_fitted()
         X, qid_col = self._drop_qid_column(X)
@@ -412,7 +413,7 @@ class Ranker(BaseEstimator):
             m = [x for x in (m or []) if not (isinstance(x, str) and not x.strip())]
             metric = m[0].strip() if m and isinstance(m[0], str) else (m[0] if m else "ndcg@10")
         scores = self.booster_.predict(ds.X, n_threads=self.n_threads)
-        if callable(metric):  # the number check of eval_metric callables
+        if callable(metric) and not isinstance(metric, Metric):  # eval_metric's check
             from ltrboost._evaluation import custom_metric_value
 
             if ds.weights is not None:  # f(scores, labels, query_offsets) takes none
@@ -427,9 +428,10 @@ class Ranker(BaseEstimator):
         if ds.weights is not None:
             sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])
             qw = sums / ds.query_sizes
-        opts = metric_options(self.booster_.params)
+        if not isinstance(metric, Metric):  # a Metric keeps its own options
+            metric = get_metric(metric, **metric_options(self.booster_.params))
         with rows_located(ds):  # a refused label named by the caller's row
-            return float(get_metric(metric, **opts)(scores, ds.y, ds.query_offsets, qw))
+            return float(metric(scores, ds.y, ds.query_offsets, qw))
 
     def save_model(self, path: str) -> None:
         self._check_fitted()

@@ -158,7 +158,10 @@ def _validate_scores(scores: ArrayLike, n_samples: int) -> NDArray[np.float64]:
     if np.iscomplexobj(scores):  # float64 would drop the imaginary part, as for labels
         dtype = np.asarray(scores).dtype
         raise ValueError(f"scores are complex ({dtype}); a ranking needs real scores")
-    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    try:
+        scores = np.ascontiguousarray(scores, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"scores must be real numbers ({e})") from None
     if scores.ndim != 1:
         raise ValueError(f"scores must be 1-D of shape (n_samples,), got shape {scores.shape}")
     if scores.shape[0] != n_samples:

@@ -70,6 +70,7 @@ class NDCGEvaluator(QueryMetricEvaluator):
         _check_dcg_finite(self.gains, self.query_offsets)
         if self.normalize:
             self.inverse_max_dcgs = inverse_max_dcg(self.gains, self.query_offsets, self.k)
+            _check_inverse_finite(self.inverse_max_dcgs, self.gains, self.query_offsets)
         else:
             self.inverse_max_dcgs = np.zeros(0, dtype=np.float64)
         max_len = int(np.diff(self.query_offsets).max())
@@ -114,6 +115,28 @@ def _check_dcg_finite(gains: NDArray[np.float64], query_offsets: NDArray[np.int6
             "change when linear gains are scaled)",
             row=row,
         )
+
+
+def _check_inverse_finite(
+    inverse_max_dcgs: NDArray[np.float64],
+    gains: NDArray[np.float64],
+    query_offsets: NDArray[np.int64],
+) -> None:
+    """Refuse an ideal DCG so small (linear gains below ~5.6e-309, subnormal) that
+    ``1 / IDCG`` overflows: every ranking of the query then scored NDCG inf (or NaN
+    when its DCG underflowed to 0) instead of a number in [0, 1]."""
+    bad = ~np.isfinite(inverse_max_dcgs)
+    if not bad.any():
+        return
+    q = int(np.flatnonzero(bad)[0])
+    lo, hi = int(query_offsets[q]), int(query_offsets[q + 1])
+    row = lo + int(np.argmax(gains[lo:hi]))
+    raise LTRInputError(
+        f"label {float(gains[row]):g}: the ideal DCG of its query is too small for "
+        "float64 (1 / IDCG overflows, NDCG would be inf); rescale the labels (NDCG does "
+        "not change when linear gains are scaled)",
+        row=row,
+    )
 
 
 # --- kernels ---

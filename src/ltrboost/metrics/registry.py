@@ -175,6 +175,13 @@ class Metric:
 
     higher_is_better: ClassVar[bool] = True
 
+    @property
+    def __name__(self) -> str:
+        """The canonical name: a Metric given to ``eval_metric`` (or any API that names
+        a callable metric by ``__name__``) is recorded as ``"ndcg@10"``, not
+        ``"custom"`` (two of them collided under that name)."""
+        return self.name
+
     def _options(self) -> dict[str, Any]:
         """The options this metric's family reads (two metrics of one name and equal
         options are the same metric)."""
@@ -308,9 +315,14 @@ class BoundMetric:
         if self._evaluator.pooled:
             return float(self._evaluator.pooled_value(scores, self.query_weights))
         self._evaluator.per_query(scores, out=self._out)
-        if self.query_weights is None:
-            return float(_mean(self._out))
-        return float(_weighted_mean(self._out, self.query_weights))
+        with np.errstate(over="ignore"):  # handled below
+            value = _dataset_mean(self._out, self.query_weights)
+        if not math.isfinite(value):
+            # finite per-query values whose sum overflows (DCG of linear gains near the
+            # float64 maximum): the mean of the values scaled by the largest, scaled back
+            scale = float(np.max(np.abs(self._out)))
+            value = _dataset_mean(self._out / scale, self.query_weights) * scale
+        return value
 
     def __repr__(self) -> str:
         return f"BoundMetric({self.name!r}, n_queries={self.n_queries}, n_samples={self.n_samples})"
@@ -478,7 +490,12 @@ def _validate_query_weights(
     float64 maximum overflowed to a NaN mean, subnormal ones lost their precision)."""
     if query_weights is None:
         return None
-    w = np.ascontiguousarray(query_weights, dtype=np.float64)
+    if np.iscomplexobj(query_weights):  # float64 would drop the imaginary part
+        raise ValueError(f"query_weights are complex ({np.asarray(query_weights).dtype})")
+    try:
+        w = np.ascontiguousarray(query_weights, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"query_weights must be real numbers ({e})") from None
     if w.ndim != 1 or w.shape[0] != n_queries:
         raise ValueError(
             f"query_weights has shape {w.shape} but there are {n_queries} queries "
@@ -491,6 +508,13 @@ def _validate_query_weights(
     if not w.any():
         raise ValueError("query_weights are all zero; at least one query must count")
     return w / w.max()
+
+
+def _dataset_mean(values: NDArray[np.float64], weights: NDArray[np.float64] | None) -> float:
+    """The (weighted) mean of the per-query ``values``, summed in query order."""
+    if weights is None:
+        return float(_mean(values))
+    return float(_weighted_mean(values, weights))
 
 
 # --- kernels ---
