@@ -127,6 +127,29 @@ class ExportModel:
                     "format 'lightgbm' (float64)"
                 )
 
+    def check_float32_sums(self, fmt: str) -> None:
+        """Refuse a model whose float32 sum of leaf values can overflow: each leaf fits,
+        but a row reaching the largest leaf of every tree would score +-inf in the
+        consumer (XGBoost, the LTR plugin, Solr, onnxruntime add in float32), tied with
+        every other such row.  The bound (per output) is the sum of each tree's largest
+        leaf magnitude, widened by the float32 rounding of that many additions."""
+        bound = np.zeros(self.n_outputs, dtype=np.float64)
+        n = np.zeros(self.n_outputs, dtype=np.int64)
+        for tree in self.trees:
+            leaves = np.abs(tree.value[tree.is_leaf].astype(np.float32)).astype(np.float64)
+            bound[tree.output] += float(leaves.max())
+            n[tree.output] += 1
+        over = bound * (1.0 + n * 2.0**-24) > FLT_MAX
+        if over.any():
+            o = int(np.flatnonzero(over)[0])
+            which = f" of output {o}" if self.n_outputs > 1 else ""
+            raise ExportError(
+                f"format {fmt!r} adds leaf values in float32, and a score{which} can reach "
+                f"+-{bound[o]:.7g} (each tree's largest leaf value by magnitude, summed), "
+                f"beyond +-{FLT_MAX:.7g}: the consumer would score such rows +-inf; use "
+                "format 'lightgbm' (float64)"
+            )
+
     def check_name_characters(self, fmt: str, forbidden: str) -> None:
         """Refuse feature names that the format's consumer rejects (LightGBM: JSON
         punctuation; XGBoost: ``[``, ``]``, ``<``), naming the first one."""
