@@ -67,3 +67,39 @@ def test_large_leaves_whose_sums_fit_still_export(fmt):
         got = C.solr_score(json.loads(export_bytes(b, "solr")), X)
         assert np.isfinite(got).all()
         np.testing.assert_allclose(got, b.predict(X), rtol=1e-6)
+
+
+@pytest.mark.parametrize("threshold", [-1e-40, -5e-14, -1e-300, -1e-13])
+def test_solr_routes_zero_as_ltrboost_below_a_tiny_negative_threshold(threshold, tmp_path):
+    """A split at a tiny negative threshold (between a value like -1e-13 and 0): the
+    smallest threshold Solr's +1e-6f reaches above it was 0, so every document whose
+    feature is 0 (the commonest value, and an absent feature in Solr) went left instead
+    of right; the warning named that gap only when it was the widest of the model.  The
+    other side is taken now: 0 routes as in ltrboost, the sliver (threshold, m] is the
+    gap."""
+    import json
+    import warnings
+
+    from test_export import check_solr
+
+    from ltrboost.export.solr import SolrThresholdWarning
+
+    b = Booster(
+        objective="lambdamart",
+        objective_params={},
+        init_score=np.array([0.0]),
+        trees=[_hand_tree(threshold, 1), _hand_tree(-1.0, 0)],  # -1: a wider gap
+        tree_outputs=[0, 0],
+        n_features=2,
+    )
+    X = np.array([[0.0, 0.0], [-0.0, 1.0], [0.0, -3.0], [1e-30, 0.0], [-1.0, 0.0]], np.float32)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        body = json.loads(export_bytes(b, "solr"))
+    (warning,) = [x.message for x in w if isinstance(x.message, SolrThresholdWarning)]
+    np.testing.assert_allclose(C.solr_score(body, X), b.predict(X), rtol=1e-6)
+    gaps = {g[0]: g[1:] for g in warning.gaps}
+    lo, hi = gaps["f0"]
+    assert lo < hi <= threshold < 0  # the sliver lies below 0
+    rng = np.random.default_rng(0)
+    check_solr(b, rng.normal(size=(30, 2)).astype(np.float32), np.repeat(np.arange(3), 10))

@@ -11,7 +11,10 @@ exist: near 0 (``|m|`` below about 1e-6), for about every other float32 within 1
 a negative power of two (``s`` then lies below it, where float32 steps are twice as wide:
 -1, -0.5, -32, ...) and at a few other points.  The smallest reachable threshold above
 ``m`` is then used and a :class:`SolrThresholdWarning` names the widest gap (values in
-it, one or a few float32 steps above the threshold, go left instead of right).
+it, one or a few float32 steps above the threshold, go left instead of right), except
+where that gap would hold 0 (``m`` in about (-1.1e-13, 0)): 0 is the commonest feature
+value (and an absent feature's in Solr), so the largest reachable threshold below ``m``
+is used instead and the values in (that threshold, ``m``] go right instead of left.
 
 Missing values: every split carries ``"missing": "left" | "right"`` and the model sets
 ``"isNullSameAsZero": false`` (Solr >= 9.2, SOLR-16596) so an absent feature whose store
@@ -40,7 +43,9 @@ from ltrboost.export._trees import (
 
 class SolrThresholdWarning(UserWarning):
     """Some thresholds route a sliver of float32 values differently in Solr; ``gaps``
-    lists them as (feature name, m, Solr's threshold): values in (m, threshold]."""
+    lists them as (feature name, lo, hi): the values in (lo, hi] go to the other child.
+    Usually (m, Solr's threshold], which go left instead of right; where that range
+    would hold 0, (Solr's threshold, m], which go right instead of left."""
 
     def __init__(self, message: str, gaps: list[tuple[str, float, float]]):
         super().__init__(message)
@@ -86,7 +91,14 @@ def _root(tree: ExportTree, names: list[str], m: np.ndarray, inexact: list) -> d
             continue
         s, exact = solr_threshold(m[k])
         if not exact:
-            inexact.append((names[int(tree.feature[k])], float(m[k]), float(solr_effective(s))))
+            gap = (float(m[k]), float(solr_effective(s)))  # (m, threshold] go left
+            if m[k] < 0 <= solr_effective(s):
+                # that gap holds 0: every document without the feature would go left;
+                # take the largest threshold below m, (threshold, m] go right instead
+                while solr_effective(s) >= m[k]:
+                    s = np.nextafter(s, np.float32(-np.inf))
+                gap = (float(solr_effective(s)), float(m[k]))
+            inexact.append((names[int(tree.feature[k])], *gap))
         nodes[k] = {
             "feature": names[int(tree.feature[k])],
             "threshold": f32_str(s),
@@ -115,8 +127,9 @@ def to_solr_dict(model: ExportModel, name: str, store: str | None = None) -> dic
             SolrThresholdWarning(
                 f"solr: {len(inexact)} split threshold(s) cannot be written exactly "
                 f"(Solr adds 1e-6f to each in float32, which misses some thresholds "
-                f"near 0 and just above negative powers of two); values in a gap just "
-                f"above them go left instead of right, the widest: {f} in "
+                f"near 0 and just above negative powers of two); values in a gap next "
+                f"to them go to the other child (left instead of right, or right instead "
+                f"of left where the gap would hold 0), the widest: {f} in "
                 f"({lo!r}, {hi!r}]",
                 inexact,
             ),
