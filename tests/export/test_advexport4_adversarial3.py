@@ -103,3 +103,21 @@ def test_solr_routes_zero_as_ltrboost_below_a_tiny_negative_threshold(threshold,
     assert lo < hi <= threshold < 0  # the sliver lies below 0
     rng = np.random.default_rng(0)
     check_solr(b, rng.normal(size=(30, 2)).astype(np.float32), np.repeat(np.arange(3), 10))
+
+
+def test_feature_names_from_an_iterator_reach_both_files(tmp_path):
+    """``export_model(..., feature_names=<generator>, createmodel=...)`` read the names
+    for the dump, then found the generator empty for the ``_createmodel`` body: '0
+    feature names given but the model has 6 features' for six good names."""
+    import json
+
+    from test_export import model
+
+    b, _, _ = model("lambdamart", True)
+    out, body = tmp_path / "d.json", tmp_path / "c.json"
+    b.export(
+        out, format="xgboost-dump", feature_names=(f"q{i}" for i in range(6)), createmodel=body
+    )
+    definition = json.loads(json.loads(body.read_text())["model"]["model"]["definition"])
+    assert definition == json.loads(out.read_text())
+    assert '"split": "q' in out.read_text()

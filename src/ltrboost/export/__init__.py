@@ -176,6 +176,9 @@ def export_model(
             "model (the same file); give another path"
         )
     name = name or Path(os.fspath(path)).stem or "ltrboost"
+    if feature_names is not None and not isinstance(feature_names, str | os.PathLike):
+        # read once: an iterator (a generator of names) was empty for the createmodel body
+        feature_names = _names(feature_names)
     data = export_bytes(
         booster,
         format,
