@@ -851,6 +851,16 @@ def _load(
 def _with_dataset(data, path: str, require_qid: bool = True):
     from ltrboost.dataset import LTRInputError, make_dataset
 
+    # LightGBM reads these sidecars as it reads FILE.query; ltrboost reads only the
+    # .query one, and must not train or score without the others silently.
+    for suffix, what in ((".weight", "per-row weights"), (".init", "initial scores")):
+        if os.path.isfile(f"{path}{suffix}"):
+            warnings.warn(
+                f"{path}{suffix} is not read: ltrboost takes no {what} from LightGBM's "
+                f"{suffix} files, only query sizes from {path}.query"
+                + (" (Python: Ranker.fit(..., sample_weight=...))" if suffix == ".weight" else ""),
+                stacklevel=2,
+            )
     if data.qid is None:
         if require_qid:
             raise LTRInputError(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from ltrboost.io import letor
 from ltrboost.io.letor import load_svmlight
@@ -38,3 +40,36 @@ def test_peak_memory_holds_one_block_at_a_time(tmp_path, monkeypatch):
     # The block's text, a temporary of its size (np.count_nonzero(buf == 10)) and its
     # tokens (12 bytes per index:value, about a block here).
     assert peak - out <= 4 * block, ((peak - out) / block, out)
+
+
+def _letor(path, seed=0):
+    from ltrboost.datasets import make_ranking
+    from ltrboost.io.letor import dump_svmlight
+
+    X, y, qid = make_ranking(n_queries=8, docs_per_query=6, n_features=3, random_state=seed)
+    dump_svmlight(path, X, y, qid)
+    return len(y)
+
+
+@pytest.mark.parametrize("suffix", [".weight", ".init"])
+def test_lightgbm_sidecars_that_are_not_read_are_named(tmp_path, capsys, suffix):
+    """LightGBM reads FILE.weight and FILE.init beside a data file as it reads
+    FILE.query; ltrboost read the .query one and trained without the weights, saying
+    nothing."""
+    from ltrboost.cli import main
+
+    train = tmp_path / "train.txt"
+    n = _letor(train)
+    Path(f"{train}{suffix}").write_text("".join("2\n" for _ in range(n)))
+    model = tmp_path / "m.json"
+    flags = ["--n-estimators", "2", "--min-samples-leaf", "2"]
+    assert main(["train", str(train), "--output", str(model), "-q", *flags]) == 0
+    err = capsys.readouterr().err
+    assert f"{train}{suffix} is not read" in err, err
+    assert main(["cv", str(train), "--folds", "2", *flags]) == 0
+    assert f"{train}{suffix} is not read" in capsys.readouterr().err
+    assert main(["eval", str(model), str(train)]) == 0
+    assert f"{train}{suffix} is not read" in capsys.readouterr().err
+    # predict needs no weights
+    assert main(["predict", str(model), str(train)]) == 0
+    assert "is not read" not in capsys.readouterr().err
