@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 from pathlib import Path
 
@@ -73,3 +74,25 @@ def test_lightgbm_sidecars_that_are_not_read_are_named(tmp_path, capsys, suffix)
     # predict needs no weights
     assert main(["predict", str(model), str(train)]) == 0
     assert "is not read" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # -2**63 is an int64; the reader takes +-(2**63 - 1) (what dump_svmlight writes)
+        ("1 qid:-9223372036854775808 1:2\n", "is not an integer in +-(2**63 - 1)"),
+        ("1 qid:99999999999999999999 1:2\n", "is not an integer in +-(2**63 - 1)"),
+        ("1 qid:1.5 1:2\n", "is not an integer (int64)"),
+        ("1 qid:1 +1:2\n", "'+1' is not an integer without a sign"),
+        ("1 qid:1 x:2\n", "'x' is not an integer"),
+    ],
+)
+def test_error_messages_say_what_is_wrong(tmp_path, text, message):
+    """A qid of -2**63 was refused as 'not an integer (int64)', which it is."""
+    from ltrboost.dataset import LTRInputError
+
+    path = tmp_path / "d.txt"
+    path.write_text(text)
+    with pytest.raises(LTRInputError, match=re.escape(message)) as info:
+        load_svmlight(path)
+    assert info.value.line == 1

@@ -971,10 +971,15 @@ def _kernel_error(
             f"this line has qid: but line {aux} has none; "
             "either every data line has qid: or none does"
         ),
-        _E_BAD_QID: f"qid {tok!r} is not an integer (int64)",
+        _E_BAD_QID: (
+            f"qid {tok!r} is not an integer in +-(2**63 - 1), the query ids the reader takes"
+            if _INT_RE.fullmatch(tok.removeprefix("qid:"))
+            else f"qid {tok!r} is not an integer (int64)"
+        ),
         _E_BAD_TOKEN: f"malformed feature {tok!r}: expected index:value",
         _E_QID_POSITION: f"{tok!r}: qid: must come right after the label",
-        _E_BAD_INDEX: f"feature index {tok!r} is not an integer",
+        _E_BAD_INDEX: f"feature index {tok!r} is not an integer"
+        + (" without a sign" if _INT_RE.fullmatch(tok) else ""),
         _E_INDEX_NONPOS: (
             f"feature index {tok!r} is not positive; feature indices are 1-based"
             + (_ZERO_BASED_HINT if tok.strip("0") == "" else "")
