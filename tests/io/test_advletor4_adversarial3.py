@@ -96,3 +96,22 @@ def test_error_messages_say_what_is_wrong(tmp_path, text, message):
     with pytest.raises(LTRInputError, match=re.escape(message)) as info:
         load_svmlight(path)
     assert info.value.line == 1
+
+
+@pytest.mark.parametrize("protocol", ["xia", "qbrank"])
+def test_experiment_fold_without_queries_names_the_file(tmp_path, capsys, protocol):
+    """A fold file without qid: (and no .query) stopped `ltrboost experiment` with
+    make_dataset's Python message 'give exactly one of qid= ... or group=', naming no
+    file; train, cv and eval name it."""
+    from ltrboost.cli import main
+
+    fold = tmp_path / "data" / "Fold1"
+    fold.mkdir(parents=True)
+    for name in ("train", "vali", "test"):
+        _letor(fold / f"{name}.txt")
+    text = (fold / "vali.txt").read_text()
+    (fold / "vali.txt").write_text(re.sub(r" qid:\S+", "", text))
+    argv = ["experiment", str(tmp_path / "data"), "-o", str(tmp_path / "out")]
+    assert main([*argv, "--max-trees", "1", "--protocol", protocol]) == 2
+    err = capsys.readouterr().err
+    assert f"{fold / 'vali.txt'}: no qid: on any line and no .query file" in err, err

@@ -188,6 +188,17 @@ def load_svmlight(
     return LetorData(X, y, qid, comments, lines)
 
 
+def require_qid(data: LetorData, path: str | os.PathLike[str]) -> NDArray[np.int64]:
+    """``data.qid``, or :class:`LTRInputError` naming ``path`` when the file gave no
+    queries (no ``qid:`` and no ``.query`` file), for callers that rank it."""
+    if data.qid is None:
+        raise LTRInputError(
+            "no qid: on any line and no .query file beside it; queries are required",
+            path=os.fsdecode(path),
+        )
+    return data.qid
+
+
 def parse_docids(comments: Iterable[str | None]) -> list[str | None]:
     """Extract the LETOR document id (``docid = GX000-00-0000000``) from each comment.
 
