@@ -27,12 +27,12 @@ CHILD = """
 import resource, sys, time
 from ltrboost.io.letor import load_svmlight
 load_svmlight(sys.argv[2])
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux -> MiB
 t = time.perf_counter()
 d = load_svmlight(sys.argv[1])
 seconds = time.perf_counter() - t
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
-out = (d.X.nbytes + d.y.nbytes + d.qid.nbytes + d.lines.nbytes) / 1e6
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux -> MiB
+out = (d.X.nbytes + d.y.nbytes + d.qid.nbytes + d.lines.nbytes) / 2**20
 print(f"| {d.X.shape[0]} x {d.X.shape[1]} | {out:.0f} | {base:.0f} | {peak:.0f} | "
       f"{(peak - base) / out:.2f} | {seconds:.2f} |")
 """
@@ -73,7 +73,7 @@ def main() -> None:
             env["PYTHONPATH"] = args.src
         print(f"file: {big.stat().st_size / 1e6:.0f} MB")
         print(
-            "| rows x features | output MB | RSS before MB | peak RSS MB | "
+            "| rows x features | output MiB | RSS before MiB | peak RSS MiB | "
             "(peak - before) / output | load s |"
         )
         print("|---|---|---|---|---|---|")

@@ -848,16 +848,23 @@ def _load(
     return _with_dataset(data, path, require_qid)
 
 
-def _with_dataset(data, path: str, require_qid: bool = True):
-    from ltrboost.dataset import LTRInputError, make_dataset
+def _with_dataset(data, path: str, require_queries: bool = True):
+    from ltrboost.dataset import make_dataset
+    from ltrboost.io.letor import require_qid
 
-    if data.qid is None:
-        if require_qid:
-            raise LTRInputError(
-                "no qid: on any line and no .query file beside it; queries are required",
-                path=str(path),
+    # LightGBM reads these sidecars as it reads FILE.query; ltrboost reads only the
+    # .query one, and must not train or score without the others silently.
+    for suffix, what in ((".weight", "per-row weights"), (".init", "initial scores")):
+        if os.path.isfile(f"{path}{suffix}"):
+            warnings.warn(
+                f"{path}{suffix} is not read: ltrboost takes no {what} from LightGBM's "
+                f"{suffix} files, only query sizes from {path}.query"
+                + (" (Python: Ranker.fit(..., sample_weight=...))" if suffix == ".weight" else ""),
+                stacklevel=2,
             )
+    if data.qid is None and not require_queries:
         return data, None
+    require_qid(data, path)
     ds = make_dataset(data.X, data.y, qid=data.qid)
     ds.source = str(path)
     if data.lines is not None:  # label errors then name FILE:LINE

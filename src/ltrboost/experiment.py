@@ -251,7 +251,7 @@ def run_experiment(
                 raise ValueError(f"{name} of {s} is empty: the grid has no cell")
     from ltrboost.booster import train
     from ltrboost.dataset import make_dataset
-    from ltrboost.io.letor import _check_na_values, imposed_width, load_svmlight
+    from ltrboost.io.letor import _check_na_values, imposed_width, load_svmlight, require_qid
     from ltrboost.params import BoosterParams
 
     na_tokens = sorted(set(_check_na_values(na_values)))
@@ -337,7 +337,8 @@ def run_experiment(
                 )
                 data_cache.clear()
                 data_cache[cell.fold] = tuple(
-                    make_dataset(d.X, d.y, qid=d.qid) for d in (tr, va, te)
+                    make_dataset(d.X, d.y, qid=require_qid(d, p))
+                    for d, p in zip((tr, va, te), (tr_p, va_p, te_p), strict=True)
                 )
             tr_ds, va_ds, te_ds = data_cache[cell.fold]
             params = cell_params(cell)

@@ -499,7 +499,7 @@ def _load_fold(
     """The fold's train, vali and test sets; ``no_missing``: a missing value (``nan``)
     is an error naming its file and line (RankSVM, a linear model, cannot take one)."""
     from ltrboost.dataset import LTRInputError
-    from ltrboost.io.letor import imposed_width, load_svmlight
+    from ltrboost.io.letor import imposed_width, load_svmlight, require_qid
 
     out = []
     nf = None
@@ -516,7 +516,7 @@ def _load_fold(
                     path=p,
                     line=None if d.lines is None else int(d.lines[bad[0]]),
                 )
-        out.append(make_dataset(d.X, d.y, qid=d.qid))
+        out.append(make_dataset(d.X, d.y, qid=require_qid(d, p)))
     return tuple(out)
 
 

@@ -164,7 +164,8 @@ def load_svmlight(
     Notes
     -----
     The file is parsed in blocks of lines into output arrays that grow in place, so
-    the peak memory is close to the size of the returned arrays (plus a few MiB).
+    the peak memory is close to the size of the returned arrays (plus about three
+    8 MiB blocks: the text of one, its tokens and a temporary).
     """
     spath = os.fsdecode(path)  # bytes paths too: the sidecar name is built from it
     if missing not in MISSING_OPTIONS:
@@ -185,6 +186,17 @@ def load_svmlight(
             )  # fmt: skip
     qid = _attach_queries(spath, query_file, qid, lines)
     return LetorData(X, y, qid, comments, lines)
+
+
+def require_qid(data: LetorData, path: str | os.PathLike[str]) -> NDArray[np.int64]:
+    """``data.qid``, or :class:`LTRInputError` naming ``path`` when the file gave no
+    queries (no ``qid:`` and no ``.query`` file), for callers that rank it."""
+    if data.qid is None:
+        raise LTRInputError(
+            "no qid: on any line and no .query file beside it; queries are required",
+            path=os.fsdecode(path),
+        )
+    return data.qid
 
 
 def parse_docids(comments: Iterable[str | None]) -> list[str | None]:
@@ -552,16 +564,23 @@ def _read_blocks(f: Any, block_bytes: int) -> Iterable[bytes]:
                 raise _BinaryLine
             parts.append(chunk)
             continue
+        tail = chunk[cut:]
         if parts:
             parts.append(chunk[:cut])
-            yield b"".join(parts)
-            parts = []
+            lines = b"".join(parts)
         else:
-            yield chunk if cut == len(chunk) else chunk[:cut]
-        if cut < len(chunk):
-            parts.append(chunk[cut:])
+            lines = chunk if cut == len(chunk) else chunk[:cut]
+        # Hold no block while the caller parses this one or the next is read: a chunk
+        # kept across the yield, or these lines kept across the next read, would add
+        # a block's bytes to the peak (bench/bench_reader_memory.py).
+        chunk = None
+        parts = [tail] if tail else []
+        yield lines
+        lines = None
     if parts:
-        yield b"".join(parts)
+        lines = b"".join(parts)
+        parts = []
+        yield lines
 
 
 def _na_arrays(na_values: Sequence[str]) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
@@ -652,6 +671,8 @@ def _parse_stream(
     consumed = 0
     blocks = iter(blocks)
     while True:
+        # The last block and its tokens go before the next block is read (peak memory).
+        block = b = None
         try:
             block = next(blocks, None)
         except _BinaryLine:
@@ -961,10 +982,15 @@ def _kernel_error(
             f"this line has qid: but line {aux} has none; "
             "either every data line has qid: or none does"
         ),
-        _E_BAD_QID: f"qid {tok!r} is not an integer (int64)",
+        _E_BAD_QID: (
+            f"qid {tok!r} is not an integer in +-(2**63 - 1), the query ids the reader takes"
+            if _INT_RE.fullmatch(tok.removeprefix("qid:"))
+            else f"qid {tok!r} is not an integer (int64)"
+        ),
         _E_BAD_TOKEN: f"malformed feature {tok!r}: expected index:value",
         _E_QID_POSITION: f"{tok!r}: qid: must come right after the label",
-        _E_BAD_INDEX: f"feature index {tok!r} is not an integer",
+        _E_BAD_INDEX: f"feature index {tok!r} is not an integer"
+        + (" without a sign" if _INT_RE.fullmatch(tok) else ""),
         _E_INDEX_NONPOS: (
             f"feature index {tok!r} is not positive; feature indices are 1-based"
             + (_ZERO_BASED_HINT if tok.strip("0") == "" else "")
