@@ -932,6 +932,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"--pairs: objective {params.objective!r} ignores explicit preference "
             "pairs (they are used by ranknet, rankboost, gbrank and qbrank)"
         )
+    _check_train_flags(args, params)
     # What is at the output now: at the end, warn if another run replaced it meanwhile.
     output_state = file_state(args.output)
     # A resumed model fixes the feature count: a sparse file may not mention the
@@ -990,16 +991,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
-    # Validate everything a bad flag could break before drawing the progress bar, so
-    # that an error stays one line.
-    from ltrboost.booster import check_metrics
-
-    check_metrics(params)
-    if params.early_stopping_rounds is not None and not valid_sets:
-        raise ValueError(
-            f"--early-stopping-rounds={params.early_stopping_rounds} needs a "
-            "validation file (--valid FILE)"
-        )
     callbacks = []
     checkpoint = None
     if args.checkpoint_every is not None:
@@ -1047,6 +1038,24 @@ def cmd_train(args: argparse.Namespace) -> int:
                 summary += f", {m}={v:.4f}"
     print(summary, file=sys.stderr)
     return 0
+
+
+def _check_train_flags(args: argparse.Namespace, params: BoosterParams) -> None:
+    """The errors a flag alone makes, before any data is read: they came after the
+    training and validation files were parsed (minutes for a large file)."""
+    from ltrboost.booster import check_metrics
+
+    check_metrics(params)
+    if params.early_stopping_rounds is not None and not args.valid:
+        raise ValueError(
+            f"--early-stopping-rounds={params.early_stopping_rounds} needs a "
+            "validation file (--valid FILE)"
+        )
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every={args.checkpoint_every} must be >= 1")
+    _valid_names(args.valid)  # the same file given twice
+    if args.position is not None and not params.unbiased:
+        raise ValueError("--position is used by --unbiased only")
 
 
 def _valid_names(paths: list[str]) -> list[str]:

@@ -1,0 +1,52 @@
+"""``ltrboost train`` with combinations of flags, a third adversarial pass: what is
+refused, warned or silently ignored when flags meet (--resume, --checkpoint-every,
+--valid, --metric, --pairs, --position).  Each problem found is one test here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_cli import assert_one_line_error as one_line_error
+from test_cli import run
+
+
+@pytest.fixture
+def letor(tmp_path: Path) -> Path:
+    """A small LETOR file with docids: 4 queries x 5 documents, 3 features."""
+    lines = [
+        f"{(q + d) % 3} qid:{q + 1} 1:{d} 2:{(q * d) % 4} 3:{0.5 * d} # docid = d{q}-{d}"
+        for q in range(4)
+        for d in range(5)
+    ]
+    path = tmp_path / "small.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# A training file that does not exist: a flag error found before the data is read
+# names the flag; one found after it names this file instead.
+_NO_DATA = "no-such-training-file.txt"
+
+
+@pytest.mark.parametrize(
+    ("flags", "needles"),
+    [
+        (["--metric", "ndcg@x"], ["ndcg@x"]),
+        (["--early-stopping-rounds", "5"], ["--early-stopping-rounds", "--valid"]),
+        (["--checkpoint-every", "0"], ["--checkpoint-every=0", ">= 1"]),
+        (["--valid", "v.txt", "--valid", "v.txt"], ["given twice", "v.txt"]),
+        (["--position", "p.txt"], ["--position", "--unbiased"]),
+    ],
+)
+def test_flag_errors_come_before_the_data_is_read(flags, needles, tmp_path, capsys):
+    """A typo'd --metric, --early-stopping-rounds without --valid, --checkpoint-every
+    0, a repeated --valid, --position without --unbiased were found only after the
+    training data (and every --valid file) had been read and parsed: minutes on a large
+    file, then the error.  An output that cannot be written already failed first."""
+    rc, _, err = run(
+        ["train", tmp_path / _NO_DATA, "-q", "-o", tmp_path / "m.json", *flags], capsys
+    )
+    line = one_line_error(rc, err, *needles)
+    assert _NO_DATA not in line
