@@ -50,3 +50,24 @@ def test_flag_errors_come_before_the_data_is_read(flags, needles, tmp_path, caps
     )
     line = one_line_error(rc, err, *needles)
     assert _NO_DATA not in line
+
+
+def test_an_empty_pairs_file_warns_that_no_pair_is_used(letor, tmp_path, capsys):
+    """--pairs FILE with no pair in it (only comments: e.g. `clicks mine` that kept
+    none at its --min-count) trained on the labels alone without a word, as if the
+    flag had not been given."""
+    pairs = tmp_path / "pairs.txt"
+    pairs.write_text("# qid preferred_docid other_docid weight\n")
+    out = tmp_path / "m.json"
+    argv = ["train", letor, "-q", "--objective", "ranknet", "--n-estimators", "2", "-o", out]
+    argv += ["--min-samples-leaf", "1"]
+    rc, _, err = run([*argv, "--pairs", pairs], capsys)
+    assert rc == 0, err
+    assert "ltrboost: warning:" in err
+    assert f"--pairs {pairs}" in err
+    assert "no pair" in err
+    # pairs given: no such warning
+    pairs.write_text("1 d0-1 d0-0\n")
+    rc, _, err = run([*argv, "--pairs", pairs], capsys)
+    assert rc == 0, err
+    assert "no pair" not in err

@@ -968,6 +968,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         pref, oth, w = read_pairs_file(args.pairs, raw_train.qid, parse_docids(raw_train.comments))
         train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
+        if pref.size == 0 and params.use_label_pairs is not False:  # else the objective's error
+            warnings.warn(
+                f"--pairs {args.pairs}: the file holds no pair (only blank and comment "
+                "lines); the model is trained on the labels alone",
+                UserWarning,
+                stacklevel=1,
+            )
     _attach_positions(args, params, train_set)
     n_features = train_set.X.shape[1]
     # NaN read under the "zero" convention (nan or NA tokens): the trees learn NaN
