@@ -71,3 +71,27 @@ def test_an_empty_pairs_file_warns_that_no_pair_is_used(letor, tmp_path, capsys)
     rc, _, err = run([*argv, "--pairs", pairs], capsys)
     assert rc == 0, err
     assert "no pair" not in err
+
+
+def test_cv_refuses_a_label_its_metrics_cannot_score_before_training_a_fold(tmp_path, capsys):
+    """A label above 31 (the exponential gain's limit) in a query of the second fold:
+    cv trained and printed the first fold, then failed at the second; the whole file's
+    labels are now checked against the metrics before any fold is trained."""
+    import numpy as np
+
+    from ltrboost.cli import query_folds
+
+    qids = np.repeat(np.arange(1, 7), 4)
+    later = int(qids[query_folds(qids, 2, 0) == 1][0])  # a query of the second fold
+    lines = []
+    for k, q in enumerate(qids.tolist()):
+        label = 40 if q == later and k % 4 == 0 else k % 3
+        lines.append(f"{label} qid:{q} 1:{k % 5} 2:{k % 3}")
+    data = tmp_path / "d.txt"
+    data.write_text("\n".join(lines) + "\n")
+    bad_line = lines.index(next(s for s in lines if s.startswith("40 "))) + 1
+    argv = ["cv", data, "--folds", "2", "--n-estimators", "1", "--objective", "mart"]
+    argv += ["--min-samples-leaf", "1"]
+    rc, out, err = run(argv, capsys)
+    one_line_error(rc, err, f"{data}:{bad_line}", "label 40")
+    assert out == ""

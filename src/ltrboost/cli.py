@@ -1401,6 +1401,8 @@ def cmd_cv(args: argparse.Namespace) -> int:
     data, ds = _load(args.data, missing=args.missing, na_values=args.missing_token)
     folds = query_folds(data.qid, args.folds, params.random_state)
     options = metric_options(params)
+    with rows_located(ds):  # a label the metrics refuse: now, not after a fold's training
+        evaluate(np.zeros(ds.n_samples), ds.y, ds.query_offsets, metrics, **options)
     per_fold = []
     for k in range(args.folds):
         test = folds == k
