@@ -26,7 +26,7 @@ def letor(tmp_path: Path) -> Path:
 
 
 # A training file that does not exist: a flag error found before the data is read
-# names the flag; one found after it names this file instead.
+# names the flag; one found after it says "No such file or directory" instead.
 _NO_DATA = "no-such-training-file.txt"
 
 
@@ -38,18 +38,20 @@ _NO_DATA = "no-such-training-file.txt"
         (["--checkpoint-every", "0"], ["--checkpoint-every=0", ">= 1"]),
         (["--valid", "v.txt", "--valid", "v.txt"], ["given twice", "v.txt"]),
         (["--position", "p.txt"], ["--position", "--unbiased"]),
+        (["--unbiased", "true"], ["--unbiased true", "--position FILE"]),
     ],
 )
 def test_flag_errors_come_before_the_data_is_read(flags, needles, tmp_path, capsys):
     """A typo'd --metric, --early-stopping-rounds without --valid, --checkpoint-every
-    0, a repeated --valid, --position without --unbiased were found only after the
+    0, a repeated --valid, --position without --unbiased (--unbiased without a
+    positions file) were found only after the
     training data (and every --valid file) had been read and parsed: minutes on a large
     file, then the error.  An output that cannot be written already failed first."""
     rc, _, err = run(
         ["train", tmp_path / _NO_DATA, "-q", "-o", tmp_path / "m.json", *flags], capsys
     )
     line = one_line_error(rc, err, *needles)
-    assert _NO_DATA not in line
+    assert "No such file" not in line
 
 
 def test_an_empty_pairs_file_warns_that_no_pair_is_used(letor, tmp_path, capsys):

@@ -1061,8 +1061,7 @@ def _check_train_flags(args: argparse.Namespace, params: BoosterParams) -> None:
     if args.checkpoint_every is not None and args.checkpoint_every < 1:
         raise ValueError(f"--checkpoint-every={args.checkpoint_every} must be >= 1")
     _valid_names(args.valid)  # the same file given twice
-    if args.position is not None and not params.unbiased:
-        raise ValueError("--position is used by --unbiased only")
+    _position_path(args, params)  # --position without --unbiased, or none with it
 
 
 def _valid_names(paths: list[str]) -> list[str]:
@@ -1603,9 +1602,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set) -> None:
-    """``--position FILE`` (or ``TRAIN.position`` beside the data under --unbiased)
-    into ``train_set.position``, in the grouped row order."""
+def _position_path(args: argparse.Namespace, params: BoosterParams) -> str | None:
+    """The positions file of --unbiased: ``--position FILE``, else ``TRAIN.position``
+    when it exists; None without --unbiased.  Flag errors (checked before the data)."""
     path = args.position
     if path is None and params.unbiased and os.path.exists(args.train + ".position"):
         path = args.train + ".position"
@@ -1615,9 +1614,18 @@ def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set
                 "--unbiased true needs the position of every training line: --position FILE "
                 f"(or {args.train}.position)"
             )
-        return
+        return None
     if not params.unbiased:
         raise ValueError("--position is used by --unbiased only")
+    return path
+
+
+def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set) -> None:
+    """``--position FILE`` (or ``TRAIN.position`` beside the data under --unbiased)
+    into ``train_set.position``, in the grouped row order."""
+    path = _position_path(args, params)
+    if path is None:
+        return
     from ltrboost.io.queryfile import read_position_file
 
     pos = read_position_file(path, train_set.n_samples)
