@@ -97,3 +97,24 @@ def test_cv_refuses_a_label_its_metrics_cannot_score_before_training_a_fold(tmp_
     rc, out, err = run(argv, capsys)
     one_line_error(rc, err, f"{data}:{bad_line}", "label 40")
     assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("flags", "needles"),
+    [
+        (["--objective", "ranknet"], ["--resume", "'lambdamart'", "'ranknet'"]),
+        (["--n-estimators", "2"], ["--n-estimators 2", "3 rounds", "--resume"]),
+    ],
+)
+def test_a_model_resume_cannot_continue_is_refused_before_the_data_is_read(
+    flags, needles, letor, tmp_path, capsys
+):
+    """--resume with another --objective, or an --n-estimators below the model's
+    rounds, was refused by the training run, after the data had been read and binned."""
+    model = tmp_path / "m.json"
+    rc, _, err = run(["train", letor, "-q", "--n-estimators", "3", "-o", model], capsys)
+    assert rc == 0, err
+    argv = ["train", tmp_path / _NO_DATA, "-q", "--resume", model, "-o", tmp_path / "o.json"]
+    rc, _, err = run([*argv, *flags], capsys)
+    line = one_line_error(rc, err, *needles)
+    assert "No such file" not in line

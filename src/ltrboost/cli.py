@@ -946,6 +946,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"Ranker(objective={fn}).fit(..., init_model={args.resume!r})"
         )
     if init_model is not None:
+        _check_resumable(params, init_model, args.resume)
         _warn_resume_differs(params, init_model, args.resume)
     missing = resolve_missing(args.missing, init_model, args.resume)
     raw_train, train_set = _load(
@@ -1079,6 +1080,25 @@ def _valid_names(paths: list[str]) -> list[str]:
 
 # Parameters a resumed run may change without changing what the model's trees mean.
 _RESUME_FREE = ("n_estimators", "n_threads", "early_stopping_rounds", "eval_metric")
+
+
+def _check_resumable(params: BoosterParams, model: Any, path: str) -> None:
+    """What the training run would refuse once the data is read and binned: another
+    objective, or fewer rounds in total than the model already has."""
+    from ltrboost.booster import make_objective
+
+    objective = make_objective(params).name
+    if model.objective != objective:
+        raise ValueError(
+            f"--resume {path}: the model was trained with objective {model.objective!r}, "
+            f"not {objective!r}; give --objective {model.objective}"
+        )
+    done = model.n_iterations
+    if done > int(params.n_estimators):
+        raise ValueError(
+            f"--n-estimators {params.n_estimators} is below the {done} rounds of --resume "
+            f"{path}: resuming, --n-estimators counts the rounds in total (at least {done})"
+        )
 
 
 def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
