@@ -118,3 +118,23 @@ def test_a_model_resume_cannot_continue_is_refused_before_the_data_is_read(
     rc, _, err = run([*argv, *flags], capsys)
     line = one_line_error(rc, err, *needles)
     assert "No such file" not in line
+
+
+@pytest.mark.parametrize("command", ["predict", "eval", "train"])
+def test_a_file_of_classic_mac_line_ends_with_comments_is_refused(command, letor, tmp_path, capsys):
+    """CR-only line ends (no LF): the whole file is one line, and the first '#' made
+    the rest of it that line's comment: predict wrote one score for 20 documents,
+    eval scored one, train fitted one (a constant model), without an error."""
+    model = tmp_path / "m.json"
+    rc, _, err = run(["train", letor, "-q", "--n-estimators", "2", "-o", model], capsys)
+    assert rc == 0, err
+    mac = tmp_path / "mac.txt"
+    mac.write_bytes(letor.read_bytes().replace(b"\n", b"\r"))
+    argv = {
+        "predict": ["predict", model, mac],
+        "eval": ["eval", model, mac],
+        "train": ["train", mac, "-q", "--n-estimators", "1", "-o", tmp_path / "o.json"],
+    }[command]
+    rc, out, err = run(argv, capsys)
+    one_line_error(rc, err, f"{mac}:1", "only CRs")
+    assert out == ""
