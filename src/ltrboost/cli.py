@@ -939,6 +939,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"--pairs: objective {params.objective!r} ignores explicit preference "
             "pairs (they are used by ranknet, rankboost, gbrank and qbrank)"
         )
+    _check_train_flags(args, params)
     # What is at the output now: at the end, warn if another run replaced it meanwhile.
     output_state = file_state(args.output)
     # A resumed model fixes the feature count: a sparse file may not mention the
@@ -952,6 +953,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"Ranker(objective={fn}).fit(..., init_model={args.resume!r})"
         )
     if init_model is not None:
+        _check_resumable(params, init_model, args.resume)
         _warn_resume_differs(params, init_model, args.resume)
     missing = resolve_missing(args.missing, init_model, args.resume)
     raw_train, train_set = _load(
@@ -974,6 +976,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         pref, oth, w = read_pairs_file(args.pairs, raw_train.qid, parse_docids(raw_train.comments))
         train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
+        if pref.size == 0 and params.use_label_pairs is not False:  # else the objective's error
+            warnings.warn(
+                f"--pairs {args.pairs}: the file holds no pair (only blank and comment "
+                "lines); the model is trained on the labels alone",
+                UserWarning,
+                stacklevel=1,
+            )
     _attach_positions(args, params, train_set)
     n_features = train_set.X.shape[1]
     # NaN read under the "zero" convention (nan or NA tokens): the trees learn NaN
@@ -997,16 +1006,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
-    # Validate everything a bad flag could break before drawing the progress bar, so
-    # that an error stays one line.
-    from ltrboost.booster import check_metrics
-
-    check_metrics(params)
-    if params.early_stopping_rounds is not None and not valid_sets:
-        raise ValueError(
-            f"--early-stopping-rounds={params.early_stopping_rounds} needs a "
-            "validation file (--valid FILE)"
-        )
     callbacks = []
     checkpoint = None
     if args.checkpoint_every is not None:
@@ -1056,6 +1055,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_train_flags(args: argparse.Namespace, params: BoosterParams) -> None:
+    """The errors a flag alone makes, before any data is read: they came after the
+    training and validation files were parsed (minutes for a large file)."""
+    from ltrboost.booster import check_metrics
+
+    check_metrics(params)
+    if params.early_stopping_rounds is not None and not args.valid:
+        raise ValueError(
+            f"--early-stopping-rounds={params.early_stopping_rounds} needs a "
+            "validation file (--valid FILE)"
+        )
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every={args.checkpoint_every} must be >= 1")
+    _valid_names(args.valid)  # the same file given twice
+    _position_path(args, params)  # --position without --unbiased, or none with it
+
+
 def _valid_names(paths: list[str]) -> list[str]:
     """Distinct names for validation files: "valid" for one file, else the basename,
     or the path as given where two basenames coincide (d1/vali.txt, d2/vali.txt)."""
@@ -1071,6 +1087,25 @@ def _valid_names(paths: list[str]) -> list[str]:
 
 # Parameters a resumed run may change without changing what the model's trees mean.
 _RESUME_FREE = ("n_estimators", "n_threads", "early_stopping_rounds", "eval_metric")
+
+
+def _check_resumable(params: BoosterParams, model: Any, path: str) -> None:
+    """What the training run would refuse once the data is read and binned: another
+    objective, or fewer rounds in total than the model already has."""
+    from ltrboost.booster import make_objective
+
+    objective = make_objective(params).name
+    if model.objective != objective:
+        raise ValueError(
+            f"--resume {path}: the model was trained with objective {model.objective!r}, "
+            f"not {objective!r}; give --objective {model.objective}"
+        )
+    done = model.n_iterations
+    if done > int(params.n_estimators):
+        raise ValueError(
+            f"--n-estimators {params.n_estimators} is below the {done} rounds of --resume "
+            f"{path}: resuming, --n-estimators counts the rounds in total (at least {done})"
+        )
 
 
 def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
@@ -1392,6 +1427,8 @@ def cmd_cv(args: argparse.Namespace) -> int:
     data, ds = _load(args.data, missing=args.missing, na_values=args.missing_token)
     folds = query_folds(data.qid, args.folds, params.random_state)
     options = metric_options(params)
+    with rows_located(ds):  # a label the metrics refuse: now, not after a fold's training
+        evaluate(np.zeros(ds.n_samples), ds.y, ds.query_offsets, metrics, **options)
     per_fold = []
     for k in range(args.folds):
         test = folds == k
@@ -1592,9 +1629,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set) -> None:
-    """``--position FILE`` (or ``TRAIN.position`` beside the data under --unbiased)
-    into ``train_set.position``, in the grouped row order."""
+def _position_path(args: argparse.Namespace, params: BoosterParams) -> str | None:
+    """The positions file of --unbiased: ``--position FILE``, else ``TRAIN.position``
+    when it exists; None without --unbiased.  Flag errors (checked before the data)."""
     path = args.position
     if path is None and params.unbiased and os.path.exists(args.train + ".position"):
         path = args.train + ".position"
@@ -1604,9 +1641,18 @@ def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set
                 "--unbiased true needs the position of every training line: --position FILE "
                 f"(or {args.train}.position)"
             )
-        return
+        return None
     if not params.unbiased:
         raise ValueError("--position is used by --unbiased only")
+    return path
+
+
+def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set) -> None:
+    """``--position FILE`` (or ``TRAIN.position`` beside the data under --unbiased)
+    into ``train_set.position``, in the grouped row order."""
+    path = _position_path(args, params)
+    if path is None:
+        return
     from ltrboost.io.queryfile import read_position_file
 
     pos = read_position_file(path, train_set.n_samples)

@@ -711,6 +711,16 @@ def _parse_stream(
                     line=e.line,
                 ) from None
             raise
+        if first and b"\n" not in block and b"\r" in block.rstrip(b" \t\r\v\f"):
+            # the same file with a '#' comment parses: as one line, whose comment holds
+            # every later record (one row read, or none, without an error)
+            raise LTRInputError(
+                "the file has no LF line ends, only CRs (classic Mac OS line ends?): it "
+                "would read as one line, every record after its first '#' part of a "
+                "comment; convert them, e.g. tr '\\r' '\\n' < IN > OUT",
+                path=path,
+                line=1,
+            )
         nb = b.n_rows
         if b.max_idx > max_idx:
             max_idx, max_idx_line = b.max_idx, b.max_idx_line
