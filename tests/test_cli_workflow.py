@@ -399,3 +399,19 @@ def test_generate_refuses_a_dataset_too_large_to_hold(flag, tmp_path, capsys) ->
     assert err.startswith("ltrboost: error: --n-queries")
     assert "a generated dataset may hold" in err
     assert not (tmp_path / "g").exists()
+
+
+def test_inspect_table_escapes_feature_names_with_newlines(folder, tmp_path, capsys) -> None:
+    """A model file may name a feature "a\\nb" (any JSON string): the table printed it
+    raw, breaking its rows (found at stop 33)."""
+    model = tmp_path / "m.json"
+    assert run(["train", folder / "train.txt", "-o", model, *FLAGS], capsys)[0] == 0
+    d = json.loads(model.read_text())
+    d["feature_names"] = [f"f\n{k}\t" for k in range(d["n_features"])]
+    model.write_text(json.dumps(d))
+    rc, out, _ = run(["inspect", model], capsys)
+    assert rc == 0
+    rows = out.split("features by gain:")[1].strip().splitlines()
+    assert rows[0].split() == ["feature", "splits", "gain", "gain", "%"]
+    assert all(len(r.split()) == 4 for r in rows[1:]), rows  # one line per feature
+    assert "'f\\n" in rows[1]

@@ -1513,7 +1513,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     rounds = f" (first {counted} rounds)" if counted != info["n_iterations"] else ""
     print(f"features    {info['n_features_used']} of {info['n_features']} used{rounds}")
     rows = [
-        (f["feature"], str(f["split"]), f"{f['gain']:.6g}", f"{f['gain_share']:.1%}")
+        (
+            # a name with a newline or tab (a model file may hold one) would break the table
+            f["feature"] if f["feature"].isprintable() else repr(f["feature"]),
+            str(f["split"]),
+            f"{f['gain']:.6g}",
+            f"{f['gain_share']:.1%}",
+        )
         for f in info["top_features"]
     ]
     if rows:
