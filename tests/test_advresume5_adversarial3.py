@@ -127,3 +127,18 @@ def test_dask_continuing_mart_on_other_data_keeps_the_models_initial_score(data,
                            init_model=model)  # fmt: skip
     np.testing.assert_array_equal(more.init_score, model.init_score)
     assert more.predict(Xo, iteration=3).tolist() == model.predict(Xo).tolist()
+
+
+def test_train_refuses_a_validation_set_named_otherwise_than_the_model(data):
+    """Training data without names continuing a named model: a validation DataFrame
+    with the model's names in another order was evaluated by position, silently (its
+    history and early stopping were of other features)."""
+    X, y, qid = data
+    names = ["a", "b", "c", "d"]
+    model = train(FAST, make_dataset(pd.DataFrame(X, columns=names), y, qid=qid))
+    swapped = make_dataset(pd.DataFrame(X[:, ::-1], columns=names[::-1]), y, qid=qid)
+    with pytest.raises(ValueError, match=r"validation set 'v' has feature 0 named 'd'"):
+        train(
+            dict(FAST, n_estimators=5), make_dataset(X, y, qid=qid), [("v", swapped)],
+            init_model=model,
+        )  # fmt: skip

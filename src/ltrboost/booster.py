@@ -842,18 +842,25 @@ class Training:
         return model
 
     def check_resumed_names(self, model_names) -> None:
-        """Refuse training data whose column names differ from the continued model's:
-        its trees read the columns by position, so other names (the same in another
-        order) were silently other features (``Ranker.fit`` takes them by name)."""
-        names = self.train_set.feature_names
-        if names is None or model_names is None or list(names) == list(model_names):
+        """Refuse training or validation data whose column names differ from the
+        continued model's: its trees read the columns by position, so other names (the
+        same in another order) were silently other features (``Ranker.fit`` takes them
+        by name); a named validation set was unchecked when the training data had none."""
+        if model_names is None:
             return
-        k = next(k for k, (a, b) in enumerate(zip(names, model_names, strict=True)) if a != b)
-        raise ValueError(
-            f"cannot resume: the training data has feature {k} named {names[k]!r} but the "
-            f"model's is {model_names[k]!r}: columns are read by position; give them in the "
-            "model's order (e.g. make_dataset(df[booster.feature_names], ...))"
-        )
+        sets = [("the training data", self.train_set)]
+        # (Dask's sets are on the workers, taken by name there)
+        sets += [(f"validation set {v.name!r}", getattr(v, "data", None)) for v in self.valid]
+        for what, data in sets:
+            names = getattr(data, "feature_names", None)
+            if names is None or list(names) == list(model_names):
+                continue
+            k = next(k for k, (a, b) in enumerate(zip(names, model_names, strict=True)) if a != b)
+            raise ValueError(
+                f"cannot resume: {what} has feature {k} named {names[k]!r} but the model's "
+                f"is {model_names[k]!r}: columns are read by position; give them in the "
+                "model's order (e.g. make_dataset(df[booster.feature_names], ...))"
+            )
 
     def feature_names(self) -> list[str] | None:
         """The training data's column names, else those of the resumed model."""
