@@ -177,7 +177,9 @@ def train(
         returns None or a bool, True stops training (anything else is a TypeError).
     init_model : Booster, optional
         Continue boosting from this model (same data and parameters give the same result
-        as an uninterrupted run, because the random generator is fast-forwarded).
+        as an uninterrupted run, because the random generator is fast-forwarded).  Its
+        initial score is kept (on other data too); column names, when both have them,
+        must be the model's in its order.
     """
     params = as_params(params)
     valid_sets = _check_train_inputs(train_set, valid_sets, init_model)
@@ -595,6 +597,7 @@ class Training:
         objective = self.objective
         n_out = self.n_out
         check_resumable(init_model, objective, n_out, self.n_features)
+        self.check_resumed_names(init_model.feature_names)
         done = init_model.n_iterations
         if done > int(self.params.n_estimators):  # the model would come back as is
             raise ValueError(
@@ -614,10 +617,24 @@ class Training:
                     "bias estimates"
                 )
             objective.set_position_bias(saved_bias["t_plus"], saved_bias["t_minus"])
+        # the model's own initial scores: recomputed from other data (a mean label, class
+        # priors) they shifted every prediction of the continued trees, silently
+        init = np.asarray(init_model.init_score, dtype=np.float64).reshape(n_out)
+        if not np.array_equal(init, self.init):
+            self.init = init
+            self.raw[:] = init[:, None]
+            for v in self.valid:
+                v.raw[:] = init[:, None]
+        # the CLI's reading convention of a model file goes on with its trees
+        self.resumed_missing = getattr(init_model, "missing", None)
+        self.resumed_with_nan = bool(getattr(init_model, "trained_with_nan", False))
         self.trees.extend(t.copy() for t in init_model.trees[: done * n_out])
         self.outputs.extend(init_model.tree_outputs[: done * n_out])
         self.replay_scores()
         continued = self.resume_history(init_model.evals_result or {}, done)
+        # every resumed round until a new one is evaluated (0 predicted init_score alone
+        # when no round was added on a validation set the model had not recorded)
+        self.best_iter = done
         # Fast-forward the random generator through the draws of the finished rounds.
         for _ in range(done):
             self.draw_bag()
@@ -803,6 +820,8 @@ class Training:
             },
             n_outputs=self.n_out,
             position_bias=self.position_bias(),
+            missing=getattr(self, "resumed_missing", None),
+            trained_with_nan=getattr(self, "resumed_with_nan", False),
         )
 
     def snapshot(self) -> Booster:
@@ -821,6 +840,27 @@ class Training:
         model = self.booster()
         model.trees = list(views)
         return model
+
+    def check_resumed_names(self, model_names) -> None:
+        """Refuse training or validation data whose column names differ from the
+        continued model's: its trees read the columns by position, so other names (the
+        same in another order) were silently other features (``Ranker.fit`` takes them
+        by name); a named validation set was unchecked when the training data had none."""
+        if model_names is None:
+            return
+        sets = [("the training data", self.train_set)]
+        # (Dask's sets are on the workers, taken by name there)
+        sets += [(f"validation set {v.name!r}", getattr(v, "data", None)) for v in self.valid]
+        for what, data in sets:
+            names = getattr(data, "feature_names", None)
+            if names is None or list(names) == list(model_names):
+                continue
+            k = next(k for k, (a, b) in enumerate(zip(names, model_names, strict=True)) if a != b)
+            raise ValueError(
+                f"cannot resume: {what} has feature {k} named {names[k]!r} but the model's "
+                f"is {model_names[k]!r}: columns are read by position; give them in the "
+                "model's order (e.g. make_dataset(df[booster.feature_names], ...))"
+            )
 
     def feature_names(self) -> list[str] | None:
         """The training data's column names, else those of the resumed model."""

@@ -1077,6 +1077,8 @@ class _DaskTraining(Training):
             # before the shards replay its trees on their raw rows (a kernel reading
             # feature columns the rows do not have)
             check_resumable(init_model, objective, self.n_out, self.n_features)
+            # the model's own initial score (as Training.resume), not this data's mean
+            init = self.init = np.asarray(init_model.init_score, dtype=np.float64).reshape(1)
             done = init_model.n_iterations
             resume = (init_model.trees[:done], init_model.tree_outputs[:done])
         # validation partitions go to the same workers, in contiguous blocks
