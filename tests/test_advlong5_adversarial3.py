@@ -1,0 +1,50 @@
+"""Adversarial checks of the memory limits (advlong5): each documented limit counts
+every buffer it bounds and refuses before the allocation."""
+
+from __future__ import annotations
+
+import pytest
+
+import ltrboost.grower as grower
+import ltrboost.histogram as histogram
+from ltrboost import train
+from ltrboost.dataset import make_dataset
+from ltrboost.datasets import make_ranking
+
+
+def test_ole_histogram_check_counts_the_pair_histograms(monkeypatch) -> None:
+    """OLE keeps a pair histogram per splittable leaf (the subtraction trick) besides
+    its gradient histogram: ``check_histogram_memory`` counted one pair histogram in
+    all, so a run that allocated ~2x ``$LTRBOOST_MAX_HISTOGRAM_BYTES`` passed it."""
+    X, y, qid = make_ranking(n_queries=40, docs_per_query=60, n_features=8, random_state=0)[:3]
+    ds = make_dataset(X, y, qid=qid)
+    made = {"grad": 0, "pair": 0}
+    get, buffer = histogram.HistogramPool.get, grower.TreeGrower._pair_buffer
+
+    def counted_get(self):
+        made["grad"] += not self._free
+        return get(self)
+
+    def counted_buffer(self):
+        made["pair"] += not self._pair_pool
+        return buffer(self)
+
+    monkeypatch.setattr(histogram.HistogramPool, "get", counted_get)
+    monkeypatch.setattr(grower.TreeGrower, "_pair_buffer", counted_buffer)
+    params = dict(
+        objective="ranknet",
+        split_criterion="ole",
+        n_estimators=2,
+        max_leaf_nodes=31,
+        min_samples_leaf=5,
+        min_samples_bin=1,
+    )
+    train(params, ds)
+    per_hist = 8 * 256 * 3 * 8  # 8 used features x (max_bins + 1) x 3 x 8 bytes
+    allocated = (made["grad"] + made["pair"]) * per_hist
+    # a limit below what that run allocated must refuse it up front
+    monkeypatch.setenv("LTRBOOST_MAX_HISTOGRAM_BYTES", str(allocated - 1))
+    with pytest.raises(ValueError, match="histograms"):
+        train(params, ds)
+    # Newton holds no pair histograms: the same limit leaves it alone
+    train(dict(params, split_criterion="newton"), ds)
