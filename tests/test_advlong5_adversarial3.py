@@ -3,6 +3,7 @@ every buffer it bounds and refuses before the allocation."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ltrboost.grower as grower
@@ -48,3 +49,29 @@ def test_ole_histogram_check_counts_the_pair_histograms(monkeypatch) -> None:
         train(params, ds)
     # Newton holds no pair histograms: the same limit leaves it alone
     train(dict(params, split_criterion="newton"), ds)
+
+
+def test_yetirank_pair_buffers_are_bounded_by_the_distinct_pairs() -> None:
+    """YetiRank wrote a round's pairs into one buffer of ``permutations * (n - 1)``
+    slots per query for all queries at once (16 bytes a slot, plus a 25-byte-a-slot
+    mask to compact it): ``permutations=1000`` on 50 queries of 20 documents took ~40 MB
+    for at most 50 x 190 distinct pairs, and no limit saw it (each query's 19,000 slots
+    are far below ``$LTRBOOST_MAX_QUERY_PAIRS``)."""
+    import tracemalloc
+
+    from ltrboost.objectives.yetirank import YetiRank
+
+    X, y, qid = make_ranking(n_queries=50, docs_per_query=20, n_features=3, random_state=1)[:3]
+    ds = make_dataset(X, y, qid=qid)
+    scores = np.random.default_rng(0).normal(size=ds.n_samples)
+    obj = YetiRank(permutations=1000)
+    obj.prepare(ds)
+    obj.yetirank_pairs(scores, ds, iteration=2)  # kernels loaded: only buffers below
+    tracemalloc.start()
+    try:
+        offsets = obj.yetirank_pairs(scores, ds, iteration=3)[0]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert offsets[-1] <= 50 * 190
+    assert peak < 2 << 20, f"{peak / 2**20:.1f} MiB for {offsets[-1]} pairs"
