@@ -75,3 +75,30 @@ def test_yetirank_pair_buffers_are_bounded_by_the_distinct_pairs() -> None:
         tracemalloc.stop()
     assert offsets[-1] <= 50 * 190
     assert peak < 2 << 20, f"{peak / 2**20:.1f} MiB for {offsets[-1]} pairs"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(objective="gbrank"),
+        dict(objective="qbrank"),
+        dict(objective="ranknet", pair_method="sampled", pairs_per_sample=10),
+        dict(objective="lambdamart", pair_method="sampled", pairs_per_sample=10),
+    ],
+)
+def test_a_long_query_of_one_grade_is_not_refused_as_a_pair_buffer(params, monkeypatch) -> None:
+    """A query whose documents share one grade holds no label pairs (README: such
+    queries train), yet the query pair limit refused it by its length: a 15-document
+    query of grade 0 was "gbrank holds its 105 document pairs at once" over a limit of
+    100.  Long unclicked queries are common in click data."""
+    monkeypatch.setenv("LTRBOOST_MAX_QUERY_PAIRS", "100")
+    rng = np.random.default_rng(0)
+    qid = np.r_[np.full(8, 3), np.full(15, 9)]
+    y = np.r_[rng.integers(0, 3, 8), np.zeros(15)].astype(np.float64)
+    X = rng.normal(size=(qid.shape[0], 2))
+    p = dict(params, n_estimators=1, min_samples_leaf=1)
+    train(p, make_dataset(X, y, qid=qid))
+    # a long query with two grades is still refused, naming it
+    y[-1] = 1.0
+    with pytest.raises(ValueError, match="query 9 has 15 documents"):
+        train(p, make_dataset(X, y, qid=qid))
