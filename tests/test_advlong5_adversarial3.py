@@ -102,3 +102,28 @@ def test_a_long_query_of_one_grade_is_not_refused_as_a_pair_buffer(params, monke
     y[-1] = 1.0
     with pytest.raises(ValueError, match="query 9 has 15 documents"):
         train(p, make_dataset(X, y, qid=qid))
+
+
+@pytest.mark.parametrize("objective", ["lambdamart", "ranknet"])
+def test_ole_pair_limit_in_a_later_round_names_it_and_fitting_advice(
+    objective, monkeypatch
+) -> None:
+    """``topk`` pairs follow the scores: round 1 had 36 pairs, a later round 324 over a
+    limit of 200.  The error then advised "Use pair_method='topk' with a
+    truncation_level" to a run already using topk with truncation_level=3, and did not
+    say that the count had grown since the first round."""
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", "200")
+    rng = np.random.default_rng(0)
+    y = np.tile(np.r_[np.zeros(3), np.ones(3), np.zeros(24)], 4)
+    qid = np.repeat(np.arange(4), 30)
+    X = np.c_[y + rng.normal(0, 0.1, y.size), rng.normal(size=y.size)]
+    p = dict(
+        objective=objective,
+        split_criterion="ole",
+        pair_method="topk",
+        truncation_level=3,
+        n_estimators=20,
+        min_samples_leaf=2,
+    )
+    with pytest.raises(ValueError, match=r"in round \d+ .*Lower truncation_level \(now 3\)"):
+        train(p, make_dataset(X, y, qid=qid))
