@@ -678,8 +678,11 @@ def check_histogram_memory(
     One histogram is ``n_used_features * (max_bins + 1) * 3 * 8`` bytes.  A grower
     holds one per splittable leaf plus the one being built: at most ``min(
     max_leaf_nodes, 2 ** max_depth, n_samples // (2 * min_samples_leaf)) + 1`` (the
-    splittable leaves are disjoint and hold ``2 * min_samples_leaf`` rows each), plus
-    the OLE pair histogram.  ``params``: a :class:`~ltrboost.booster.BoosterParams`.
+    splittable leaves are disjoint and hold ``2 * min_samples_leaf`` rows each).  OLE
+    (``with_pairs``) keeps a pair histogram per splittable leaf too (for its children's
+    subtraction), plus the split's two scratch ones (the smaller child's, the crossing
+    pairs'), the builder's own and its pair-mass histogram: ``leaves + 4`` more.
+    ``params``: a :class:`~ltrboost.booster.BoosterParams`.
     """
     max_bins = int(params.max_bins)
     leaves = int(params.max_leaf_nodes)
@@ -687,17 +690,18 @@ def check_histogram_memory(
         leaves = min(leaves, 2 ** min(int(params.max_depth), 62))
     leaves = min(leaves, max(1, int(n_samples) // (2 * int(params.min_samples_leaf))))
     per_hist = used.n_used * (max_bins + 1) * 3 * 8
-    n_hist = leaves + 1 + (1 if with_pairs else 0)
+    n_hist = leaves + 1 + (leaves + 4 if with_pairs else 0)
     need = per_hist * n_hist
     limit = histogram_memory_limit()
     if need > limit:
+        kinds = " (gradient and OLE pair histograms)" if with_pairs else ""
         raise ValueError(
-            f"training needs {need / 2**30:.1f} GiB of histograms "
+            f"training needs {need / 2**30:.1f} GiB ({need} bytes) of histograms "
             f"({used.n_used} used features x {max_bins + 1} bins x 3 x 8 bytes x "
-            f"{n_hist} nodes in flight; {used.n_features - used.n_used} of "
+            f"{n_hist} nodes in flight{kinds}; {used.n_features - used.n_used} of "
             f"{used.n_features} columns are constant or absent and cost nothing), "
-            f"over the limit of {limit / 2**30:.1f} GiB: lower max_bins or "
-            f"max_leaf_nodes, select features, or raise ${_HISTOGRAM_LIMIT_ENV}"
+            f"over the limit of {limit / 2**30:.1f} GiB ({limit} bytes): lower max_bins "
+            f"or max_leaf_nodes, select features, or raise ${_HISTOGRAM_LIMIT_ENV}"
         )
 
 

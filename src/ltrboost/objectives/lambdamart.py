@@ -406,11 +406,11 @@ class LambdaMART(PairwiseObjective):
     def ole_pairs(self, scores, data, iteration=0, in_bag=None):
         if self.unbiased or self._metric_code != METRIC_NDCG or self._method == PAIR_SAMPLED:
             return super().ole_pairs(scores, data, iteration=iteration, in_bag=in_bag)
-        return self._ndcg_ole_pairs(scores, data, in_bag)
+        return self._ndcg_ole_pairs(scores, data, in_bag, iteration)
 
     ole_pairs.__doc__ = PairwiseObjective.ole_pairs.__doc__
 
-    def _ndcg_ole_pairs(self, scores, data, in_bag) -> PairCSR:
+    def _ndcg_ole_pairs(self, scores, data, in_bag, iteration=0) -> PairCSR:
         """The common case's OLE pairs (NDCG lambdas, ``all``/``topk`` pairs) by two
         small kernels, written straight into the grower's layout (a
         :class:`~ltrboost.pair_csr.PairCSR`, 6 bytes a pair) with the bag applied: the
@@ -435,7 +435,7 @@ class LambdaMART(PairwiseObjective):
         )  # fmt: skip
         np.cumsum(ptr, out=ptr)
         per_query = ptr[offsets_q[1:]] - ptr[offsets_q[:-1]]
-        _engine._check_ole_pair_count(per_query, data, self.name)
+        _engine._check_ole_pair_count(per_query, data, self, iteration)
         total = int(ptr[-1])
         longest = int(np.max(np.diff(offsets_q), initial=0))
         offset = np.empty(total, dtype=offset_dtype(longest))

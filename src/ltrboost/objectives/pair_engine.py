@@ -57,6 +57,7 @@ from ltrboost.objectives.base import (
 )
 from ltrboost.objectives.pair_selection import (
     PAIR_SAMPLED,
+    PAIR_TOPK,
     check_query_pair_count,
     count_pairs_one_query,
     enumerate_pairs_chunk,
@@ -309,7 +310,7 @@ class PairwiseObjective(Objective):
         offsets = np.zeros(data.n_queries + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         total = int(offsets[-1])
-        _check_ole_pair_count(counts, data, self.name)
+        _check_ole_pair_count(counts, data, self, iteration)
         doc_i = np.empty(total, dtype=np.int32)
         doc_j = np.empty(total, dtype=np.int32)
         rho = np.empty(total, dtype=np.float64)
@@ -368,9 +369,12 @@ class PairwiseObjective(Objective):
         return self._pair_terms(scores, reference_scores, data, iteration)
 
 
-def _check_ole_pair_count(counts: NDArray[np.int64], data: RankingDataset, objective: str) -> None:
+def _check_ole_pair_count(
+    counts: NDArray[np.int64], data: RankingDataset, objective: Any, iteration: int = 0
+) -> None:
     """Refuse to hold more than ``pair_selection.max_ole_pairs()`` pairs (OLE), naming
-    the query with the most pairs and what to change."""
+    the query with the most pairs, the round (``topk`` pairs, a bag and YetiRank's draws
+    change from round to round) and what to change, given ``objective``'s settings."""
     total = int(counts.sum())
     limit = _pair_selection.max_ole_pairs()
     if total <= limit:
@@ -378,12 +382,23 @@ def _check_ole_pair_count(counts: NDArray[np.int64], data: RankingDataset, objec
     q = int(np.argmax(counts))
     name = data.query_ids[q] if data.query_ids is not None else q
     n_q = int(data.query_offsets[q + 1] - data.query_offsets[q])
+    when = f" in round {iteration + 1} (the pairs follow the scores and bag)" if iteration else ""
+    if objective.name == "yetirank":
+        advice = "Lower permutations"
+    elif objective._method == PAIR_TOPK:
+        advice = f"Lower truncation_level (now {objective._truncation}), use pair_method='sampled'"
+    elif objective._method == PAIR_SAMPLED:
+        advice = (
+            f"Lower pairs_per_sample (now {objective._pairs_per_sample}), use "
+            "pair_method='topk' with a truncation_level"
+        )
+    else:
+        advice = "Use pair_method='topk' with a truncation_level, pair_method='sampled'"
     raise ValueError(
         f"split_criterion='ole' holds every pair of a round in memory: {total} pairs "
-        f"(~{total * 22 / 2**30:.1f} GiB) are over the limit of {limit} "
+        f"(~{total * 22 / 2**30:.1f} GiB){when} are over the limit of {limit} "
         f"($LTRBOOST_MAX_OLE_PAIRS); query {name} alone has {int(counts[q])} pairs "
-        f"({n_q} documents). Use pair_method='topk' with a truncation_level, "
-        f"pair_method='sampled', or split_criterion='newton' ({objective})"
+        f"({n_q} documents). {advice}, or split_criterion='newton' ({objective.name})"
     )
 
 

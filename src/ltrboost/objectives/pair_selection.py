@@ -104,20 +104,34 @@ def query_pair_limit() -> int:
     return env_count("LTRBOOST_MAX_QUERY_PAIRS", MAX_QUERY_PAIRS)
 
 
-def _longest_query(data) -> tuple[Any, int] | None:
+def _longest_query(data, two_labels: bool = False) -> tuple[Any, int] | None:
+    """The longest query's ``(name, documents)``; with ``two_labels``, of the queries
+    with two different labels only (the others hold no label pairs), when ``data`` has
+    labels."""
     sizes = np.diff(data.query_offsets)
-    if sizes.size == 0:
+    if two_labels and data.y is not None and sizes.size:
+        y = np.asarray(data.y, dtype=np.float64)
+        some = np.flatnonzero(sizes > 0)
+        starts = np.asarray(data.query_offsets[:-1])[some]
+        low = np.minimum.reduceat(y, starts) if y.size else y
+        high = np.maximum.reduceat(y, starts) if y.size else y
+        sizes = sizes.copy()
+        sizes[some[low == high]] = 0  # NaN: kept (refused by the label checks)
+    if sizes.size == 0 or not sizes.any():
         return None
     q = int(np.argmax(sizes))
     return (data.query_ids[q] if data.query_ids is not None else q), int(sizes[q])
 
 
-def check_query_pair_count(data, pairs_of: Any, setting: str, remedy: str) -> None:
+def check_query_pair_count(
+    data, pairs_of: Any, setting: str, remedy: str, two_labels: bool = True
+) -> None:
     """Raise ValueError when the longest query's pair buffer, ``pairs_of(n)`` pairs for
     ``n`` documents (Python integers: no overflow), exceeds :func:`query_pair_limit`;
     the message names ``setting`` (e.g. ``"pair_method='sampled' with
-    pairs_per_sample=4"``) and ``remedy``."""
-    longest = _longest_query(data)
+    pairs_per_sample=4"``) and ``remedy``.  ``two_labels``: only queries with two
+    different labels hold the buffer (label pairs)."""
+    longest = _longest_query(data, two_labels)
     if longest is None:
         return
     name, n = longest
@@ -133,8 +147,9 @@ def check_query_pair_count(data, pairs_of: Any, setting: str, remedy: str) -> No
 
 def check_query_pair_buffer(data, objective: str) -> None:
     """Raise ValueError when the longest query's pair buffer exceeds the limit
-    (``$LTRBOOST_MAX_QUERY_PAIRS``, else ``MAX_QUERY_PAIRS``)."""
-    longest = _longest_query(data)
+    (``$LTRBOOST_MAX_QUERY_PAIRS``, else ``MAX_QUERY_PAIRS``); a query of one label
+    holds none."""
+    longest = _longest_query(data, two_labels=True)
     if longest is None:
         return
     name, n = longest

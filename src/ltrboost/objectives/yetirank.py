@@ -111,6 +111,7 @@ class YetiRank(PairwiseObjective):
             lambda n: perms * (n - 1) if n >= 2 else 0,
             f"yetirank with permutations={perms}",
             "lower permutations",
+            two_labels=False,  # the draws are buffered for any query of 2 documents
         )
         super().prepare(data)
 
@@ -146,7 +147,9 @@ class YetiRank(PairwiseObjective):
                 f"yetirank: a query has {int(sizes.max())} documents, more than the "
                 f"{MAX_QUERY_DOCS} its pair keys hold exactly"
             )
-        cap = self._permutations * np.maximum(sizes - 1, 0)
+        # a query's distinct pairs: at most its n (n - 1) / 2, however many permutations
+        # (the kernel's own per-query draw buffer is bounded by prepare's check)
+        cap = np.minimum(self._permutations * np.maximum(sizes - 1, 0), sizes * (sizes - 1) // 2)
         cap_off = np.zeros(data.n_queries + 1, dtype=np.int64)
         np.cumsum(cap, out=cap_off[1:])
         total = int(cap_off[-1])
@@ -161,8 +164,11 @@ class YetiRank(PairwiseObjective):
         )  # fmt: skip
         offsets = np.zeros(data.n_queries + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        keep = np.arange(total) - np.repeat(cap_off[:-1], cap) < np.repeat(counts, cap)
-        return offsets, pi[keep], pj[keep], pw[keep]
+        # the first counts[q] slots of each query's, indexed by the pairs kept (not a
+        # mask over every slot)
+        kept = np.repeat(cap_off[:-1] - offsets[:-1], counts)
+        kept += np.arange(kept.shape[0])
+        return offsets, pi[kept], pj[kept], pw[kept]
 
     def _engine_inputs(self, data: RankingDataset, iteration: int) -> tuple[Any, ...]:
         if self._xpairs is None:
