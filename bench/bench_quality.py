@@ -225,9 +225,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return 0
-    if not SHARED_DATA.exists():
-        print(f"{SHARED_DATA} not found; nothing to benchmark", file=sys.stderr)
-        return 1
     libs = args.libs.split(",")
     names = args.datasets.split(",")
     if set(names) - set(DATASETS) or set(libs) - set(LIBS) or args.repeats < 1 or args.trees < 1:
@@ -235,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
             f"--datasets takes {','.join(DATASETS)}, --libs {','.join(LIBS)} (got "
             f"{args.datasets!r}, {args.libs!r}); --trees and --repeats at least 1"
         )
+    if not SHARED_DATA.exists():  # after the usage checks: they hold without the data
+        print(f"{SHARED_DATA} not found; nothing to benchmark", file=sys.stderr)
+        return 1
     results: dict[tuple[str, str], dict] = {}
     if "ltrboost" in libs:  # fill the Numba cache first: compile time is not fit time
         first = datasets(names)[0]
