@@ -81,3 +81,20 @@ def test_the_documented_ranknet_callable_is_the_built_in_ranknet(data):
     custom = Ranker(objective=ranknet, **kw).fit(X, y, qid=qid)
     builtin = Ranker(objective="ranknet", pair_method="all", sigma=1.0, **kw).fit(X, y, qid=qid)
     np.testing.assert_array_equal(custom.predict(X), builtin.predict(X))
+
+
+def test_a_custom_objective_sees_the_callers_rows_when_each_querys_rows_are_together():
+    """docs/custom.md: the rows are the caller's when each query's rows are together,
+    sorted ``qid`` or not (queries in order of first appearance)."""
+    qid = np.repeat([7, 2, 9, 0], 5)
+    y = np.arange(20, dtype=np.float64) % 3
+    X = np.arange(40, dtype=np.float64).reshape(20, 2)
+    seen = []
+
+    def spy(scores, labels, query_offsets):
+        seen.append((labels.copy(), query_offsets.copy()))
+        return scores - labels, np.ones_like(scores)
+
+    Ranker(objective=spy, n_estimators=1, min_samples_leaf=1).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(seen[0][0], y)
+    np.testing.assert_array_equal(seen[0][1], [0, 5, 10, 15, 20])
