@@ -148,6 +148,11 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
                 item = parse_metric_list([item])[0]
             except ValueError:
                 pass  # unknown: check_metrics names it as typed
+            if out.get(item) is not None:  # a callable of that __name__ came first
+                raise ValueError(
+                    f"eval_metric: two metrics are named {item!r} (results are kept by "
+                    "name); give the callable another __name__"
+                )
             out.setdefault(item, None)
     if not out:  # "", ",", " , " or []: not the default metric by accident
         raise ValueError(f"eval_metric: no metric given in {m!r}; e.g. 'ndcg@10,err,map'")

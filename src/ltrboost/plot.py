@@ -200,7 +200,7 @@ def plot_importance(
 
 def plot_metric(
     model_or_evals_result: Any,
-    metric: str | None = None,
+    metric: Any = None,
     ax: Any = None,
     *,
     dataset_names: list[str] | None = None,
@@ -215,8 +215,9 @@ def plot_metric(
     model_or_evals_result : Ranker, Booster, model path or dict
         A dict is ``{set name: {metric name: [value per round]}}`` (the shape of
         ``Ranker.evals_result_`` and ``Booster.evals_result``).
-    metric : str, optional
-        Which metric; default the first one recorded.
+    metric : str or callable, optional
+        Which metric (a callable given to ``eval_metric``: by its ``__name__``); default
+        the first one recorded.
     ax : matplotlib Axes, optional
     dataset_names : list of str, optional
         Which validation sets; default all.
@@ -260,6 +261,8 @@ def plot_metric(
                 f"evals_result[{name!r}] is a {type(evals[name]).__name__}; an evals_result "
                 "is {set name: {metric name: [value per round]}}"
             )
+    if callable(metric):  # the callable given to eval_metric: recorded by its __name__
+        metric = getattr(metric, "__name__", "custom")
     if metric is None:
         if not evals[names[0]]:
             raise ValueError(f"no metric recorded on {names[0]!r}")

@@ -11,7 +11,8 @@ user loss::
   ``query_offsets[q]:query_offsets[q + 1]`` are query ``q``.
 
 Rows are in query order (the training set grouped by query, rows of one query
-contiguous), which may differ from the caller's row order when ``qid`` is not sorted.
+contiguous), which differs from the caller's row order only when the rows of a query
+are not together (queries come in order of first appearance).
 The three arrays are read-only.  ``grad`` and ``hess`` are ``dL/ds`` and ``d2L/ds2`` per
 document: float arrays of shape ``(n_samples,)``, finite (in float32, the engine's
 precision), ``hess >= 0``; anything else stops training with a ``ValueError`` naming the
