@@ -5,9 +5,13 @@ Layout (a folder, e.g. ``train.parquet/``):
 * ``part.00000.parquet``, ``part.00001.parquet``, ...: whole queries, in the order of
   their first line in the text file, about ``rows_per_file`` rows each (a file is
   closed at the first query boundary at or after ``rows_per_file`` rows; a larger
-  query fills a file on its own).  Each file is one row group, so that
+  query fills a file on its own; a file is also closed before it would pass
+  :data:`MAX_ROWS_PER_FILE` rows, pyarrow's largest row group).  Each file is one row
+  group (a single query of more rows than that excepted), so that
   ``dask.dataframe.read_parquet(folder)`` reads one partition per file: every query
-  lies in one partition and :mod:`ltrboost.dask` uses them as they are.
+  lies in one partition and :mod:`ltrboost.dask` uses them as they are.  The part
+  numbers are zero-padded to at least 5 digits, wider beyond 100,000 files, so that the
+  names sort in file order for readers that sort them as text (pandas, pyarrow).
 * Columns: ``qid`` (int64), ``label`` (float64), then ``f1 .. fN`` (float64: the
   LETOR feature indices, 1-based), absent features as 0 or NaN (``missing``).
 
@@ -28,21 +32,40 @@ import numpy as np
 from ltrboost.dataset import LTRInputError, group_by_qid
 from ltrboost.io._atomic import check_folder, current_umask, temp_prefix
 
+# pyarrow writes at most 64 Mi rows in one row group (pyarrow._parquet._MAX_ROW_GROUP_SIZE,
+# whatever row_group_size asks): a longer file would be several row groups, which
+# dask.dataframe.read_parquet may read as several partitions, cutting a query.
+MAX_ROWS_PER_FILE = 64 * 1024 * 1024
 
-def query_file_bounds(offsets: np.ndarray, rows_per_file: int) -> list[tuple[int, int]]:
+
+def query_file_bounds(
+    offsets: np.ndarray, rows_per_file: int, max_rows: int = MAX_ROWS_PER_FILE
+) -> list[tuple[int, int]]:
     """Row ranges ``[start, stop)`` of the files: whole queries, a file closed at the
-    first query boundary at or after ``rows_per_file`` rows."""
+    first query boundary at or after ``rows_per_file`` rows, or at the last one at or
+    before ``max_rows`` rows when that comes first (a longer query fills a file alone)."""
     bounds = []
     start = 0
     n = int(offsets[-1])
     while start < n:
         q = int(np.searchsorted(offsets, start + rows_per_file, side="left"))
         stop = int(offsets[min(q, offsets.shape[0] - 1)])
+        if stop - start > max_rows:
+            last = int(np.searchsorted(offsets, start + max_rows, side="right")) - 1
+            first = int(np.searchsorted(offsets, start, side="right"))  # its first query's end
+            stop = int(offsets[max(last, first)])
         if stop <= start:  # pragma: no cover - offsets strictly increase
             stop = n
         bounds.append((start, stop))
         start = stop
     return bounds
+
+
+def part_names(n_files: int) -> list[str]:
+    """``part.00000.parquet``, ...: zero-padded to the width of the last number, so
+    that sorting the names as text (pandas, pyarrow) keeps the files' order."""
+    width = max(5, len(str(n_files - 1)))
+    return [f"part.{k:0{width}d}.parquet" for k in range(n_files)]
 
 
 def letor_to_parquet(
@@ -107,14 +130,13 @@ def letor_to_parquet(
         if order is not None:
             X, y, qid = X[order], y[order], qid[order]
         names = ["qid", "label"] + [f"f{j + 1}" for j in range(X.shape[1])]
-        files = []
-        for k, (a, b) in enumerate(query_file_bounds(offsets, int(rows_per_file))):
+        bounds = query_file_bounds(offsets, int(rows_per_file), MAX_ROWS_PER_FILE)
+        files = part_names(len(bounds))
+        for (a, b), name in zip(bounds, files, strict=True):
             cols = [pa.array(qid[a:b].astype(np.int64)), pa.array(y[a:b])]
             cols += [pa.array(np.ascontiguousarray(X[a:b, j])) for j in range(X.shape[1])]
             table = pa.Table.from_arrays(cols, names=names)
-            name = f"part.{k:05d}.parquet"
             pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
-            files.append(name)
         try:
             # the folder mkdir would make (mkdtemp's is 0o700), or the replaced one's mode
             if os.path.isdir(target):
