@@ -91,3 +91,24 @@ def test_pandas_and_dask_read_back_load_svmlights_arrays_bit_for_bit(
         assert frame["qid"].to_numpy().tolist() == d.qid[order].tolist()
         assert frame["label"].to_numpy().tobytes() == d.y[order].tobytes()
         assert frame.iloc[:, 2:].to_numpy().tobytes() == d.X[order].tobytes()
+
+
+def test_a_mount_point_as_out_is_refused_before_the_parse(tmp_path, monkeypatch, capsys):
+    """An empty volume given as OUT (``docker run -v host:/out ... convert t.txt /out``):
+    the whole file was parsed and written beside it, then the rename onto the mount point
+    failed with 'Device or resource busy; it changed during the conversion (another
+    run?)', a wrong guess, after all the work."""
+    from ltrboost.cli import main
+
+    (tmp_path / "t.txt").write_text("1 qid:1 1:1\n0 qid:2 2:1\n")
+    out = tmp_path / "vol"
+    out.mkdir()
+    real = lparquet.os.path.ismount
+    monkeypatch.setattr(lparquet.os.path, "ismount", lambda p: p == str(out) or real(p))
+    monkeypatch.setattr(lparquet, "query_file_bounds", None)  # never reached
+    assert main(["convert", str(tmp_path / "t.txt"), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "vol: is a mount point" in err
+    assert "give a new folder inside it" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt", "vol"]
+    assert not any(out.iterdir())

@@ -21,6 +21,7 @@ memory (:func:`~ltrboost.io.letor.load_svmlight`); needs ``pyarrow``.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -80,7 +81,7 @@ def letor_to_parquet(
     """Write the LETOR/svmlight file ``path`` as query-partitioned Parquet in ``out``.
 
     Returns the files written.  ``out`` must not exist or be an empty folder (files of
-    an earlier conversion would be read back as partitions).  Raises
+    an earlier conversion would be read back as partitions), not a mount point.  Raises
     :class:`~ltrboost.dataset.LTRInputError` for a file without ``qid:`` (and without
     a ``.query`` sidecar) and for the parser's own errors (``path:line: problem``).
     """
@@ -107,6 +108,13 @@ def letor_to_parquet(
     # A symlink (to an empty folder, or dangling) is followed, as for the other
     # outputs: the folder is made at its target and the link kept.
     target = os.path.realpath(out)
+    if os.path.isdir(target) and os.path.ismount(target):  # a volume given as OUT
+        raise OSError(
+            errno.EBUSY,
+            "is a mount point, which the finished folder cannot be renamed onto; "
+            "give a new folder inside it",
+            out,
+        )
     parent = os.path.dirname(target)
     check_folder(parent, out)  # before the (long) parse of the text file
     # Written into a hidden folder beside ``out`` and renamed to it at the end (as a
