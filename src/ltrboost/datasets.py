@@ -37,6 +37,7 @@ several threads; the output depends only on the arguments and the seed.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import threading
 from collections.abc import Sequence
@@ -59,6 +60,10 @@ _BLOCK_ROWS = 1 << 16
 
 # Scale of the per-query label offset o_q relative to the unit-variance signal.
 _QUERY_OFFSET_SCALE = 0.8
+
+# Largest count of feature values (or documents in a query) the generators accept: the
+# sizes are int64, and no memory holds 2**62 values.
+_MAX_VALUES = 2**62
 
 # Threads filling blocks (0: one per core, at most 8).  The output does not depend on it
 # (each block has its own seeded stream); tests set it to prove that.
@@ -141,7 +146,7 @@ def make_ranking(
     ``return_signal=True`` the signal is appended: ``(X, y, qid, signal)`` or
     ``(dataset, signal)``.
     """
-    rng = np.random.default_rng(random_state)
+    rng = _rng(random_state)
     n_queries = _check_int("n_queries", n_queries, 1)
     n_features = _check_int("n_features", n_features, 1)
     max_label = _check_int("max_label", max_label, 1)
@@ -153,10 +158,22 @@ def make_ranking(
             )
         lo = _check_int("docs_per_query[0]", docs_per_query[0], 1)
         hi = _check_int("docs_per_query[1]", docs_per_query[1], lo)
+        drawn = True
+    else:
+        lo = hi = _check_int("docs_per_query", docs_per_query, 1)
+        drawn = False
+    # the sizes are summed in int64: a wrapped-around sum made np.repeat write past its
+    # buffer (a segfault); no memory holds 2**62 values anyway
+    if n_queries * hi * n_features > _MAX_VALUES:
+        raise ValueError(
+            f"n_queries={n_queries} x docs_per_query={docs_per_query!r} x "
+            f"n_features={n_features} can reach {n_queries * hi * n_features} feature "
+            "values, more than 2**62"
+        )
+    if drawn:  # a (k, k) pair draws too: the same data as before
         sizes = rng.integers(lo, hi, endpoint=True, size=n_queries).astype(np.int64)
     else:
-        size = _check_int("docs_per_query", docs_per_query, 1)
-        sizes = np.full(n_queries, size, dtype=np.int64)
+        sizes = np.full(n_queries, lo, dtype=np.int64)
     kinds = _feature_kinds(feature_kinds, n_features, rng)
     X, y, qid, signal = _generate(
         sizes,
@@ -207,7 +224,7 @@ def make_ranking_mslr_like(
     y : ndarray of shape (n_samples,), dtype=float64
     qid : ndarray of shape (n_samples,), dtype=int64, contiguous queries
     """
-    rng = np.random.default_rng(random_state)
+    rng = _rng(random_state)
     n_samples = _check_int("n_samples", n_samples, 1)
     if isinstance(docs_per_query, Sequence) and not isinstance(docs_per_query, str):
         if len(docs_per_query) != 2:
@@ -220,10 +237,20 @@ def make_ranking_mslr_like(
         mean = _check_int("docs_per_query", docs_per_query, 1)
         lo = max(1, mean // 6)
         hi = 2 * mean - lo
+    if hi > _MAX_VALUES:  # NumPy draws int64 sizes ('high is out of bounds' before)
+        raise ValueError(
+            f"docs_per_query={docs_per_query!r} is too large: queries of up to {hi} "
+            "documents, more than 2**62"
+        )
     n_draw = n_samples // max(1, (lo + hi) // 2) + 16
+    # a size above n_samples is cut to it (the one query then holds every document, as
+    # it would anyway), so that the running sums below cannot overflow int64 (their
+    # wrap-around made np.repeat write past its buffer: a segfault)
     sizes = rng.integers(lo, hi, endpoint=True, size=n_draw).astype(np.int64)
+    np.minimum(sizes, n_samples, out=sizes)
     while sizes.sum() < n_samples:  # unlucky draw: add queries until it covers
         more = rng.integers(lo, hi, endpoint=True, size=n_draw).astype(np.int64)
+        np.minimum(more, n_samples, out=more)
         sizes = np.concatenate([sizes, more])
     ends = np.cumsum(sizes)
     n_queries = int(np.searchsorted(ends, n_samples)) + 1
@@ -248,6 +275,27 @@ def make_ranking_mslr_like(
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
+
+
+def _rng(random_state: Any) -> np.random.Generator:
+    """``np.random.default_rng(random_state)``, its refusal naming the parameter."""
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError) as e:  # 'expected non-negative integer' named nothing
+        raise ValueError(
+            f"random_state={random_state!r} must be None, an integer >= 0 or a "
+            f"numpy.random.Generator ({e})"
+        ) from None
+
+
+def _check_real(name: str, value: Any) -> float:
+    """A finite real number (not a bool, a string or None), as a float."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}={value!r} must be a real number")
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float64 (10**400)
+        raise ValueError(f"{name}={value!r:.40} must be finite (a float64)") from None
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
@@ -279,8 +327,19 @@ def _label_probabilities(
             f"label_distribution={label_distribution!r} is not 'mslr', 'uniform' or a "
             "sequence of grade frequencies"
         )
-    p = np.asarray(label_distribution, dtype=np.float64)
-    if p.ndim != 1 or p.shape[0] != max_label + 1:
+    try:
+        p = np.asarray(label_distribution, dtype=np.float64)
+    except (TypeError, ValueError) as e:  # 'could not convert string to float' alone
+        raise ValueError(
+            f"label_distribution={label_distribution!r} is not 'mslr', 'uniform' or a "
+            f"sequence of grade frequencies ({e})"
+        ) from None
+    if p.ndim != 1:  # was told it 'has 2 entries but max_label=1 needs 2'
+        raise ValueError(
+            f"label_distribution of shape {p.shape} must be one-dimensional: one "
+            "frequency per grade"
+        )
+    if p.shape[0] != max_label + 1:
         raise ValueError(
             f"label_distribution has {p.size} entries but max_label={max_label} needs "
             f"{max_label + 1} (one per grade); pass max_label={p.size - 1} to match"
@@ -346,6 +405,8 @@ def _generate(
     dtype = np.dtype(dtype)
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype={dtype} must be float32 or float64")
+    noise = _check_real("noise", noise)
+    missing_rate = _check_real("missing_rate", missing_rate)
     if not (math.isfinite(noise) and noise >= 0):
         raise ValueError(f"noise={noise} must be finite and >= 0")
     if not 0.0 <= missing_rate < 1.0:
