@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from ltrboost.cli import main
 from ltrboost.datasets import make_ranking, make_ranking_mslr_like
 
 
@@ -110,3 +111,39 @@ def test_good_numbers_still_accepted():
     make_ranking(3, 4, 5, random_state=np.random.default_rng(0))
     make_ranking(3, 4, 5, random_state=None)
     make_ranking(3, 4, 5, random_state=2**70)
+
+
+def test_generate_into_a_file_says_it_is_not_a_folder(tmp_path, capsys):
+    """`ltrboost generate FILE` printed 'FILE: File exists' (os.makedirs' errno text),
+    which does not say what is wrong with it."""
+    target = tmp_path / "afile"
+    target.write_text("keep\n")
+    assert main(["generate", str(target), "--n-queries", "3", "--docs-per-query", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a folder" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert target.read_text() == "keep\n"
+
+
+def test_generate_into_a_dangling_link_or_an_empty_name(tmp_path, capsys):
+    """A dangling symlink gave 'LINK: File exists', an empty name
+    "[Errno 2] No such file or directory: ''"."""
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "missing")
+    assert main(["generate", str(link), "--n-queries", "3", "--docs-per-query", "2"]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert main(["generate", "", "--n-queries", "3", "--docs-per-query", "2"]) == 2
+    assert "folder name is empty" in capsys.readouterr().err
+
+
+def test_generate_help_says_how_many_queries_vali_and_test_get(tmp_path, capsys):
+    """--help said only 'queries in train'; vali.txt and test.txt silently got a third
+    as many each."""
+    with pytest.raises(SystemExit):
+        main(["generate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "vali.txt and test.txt get a third as many" in text
+    folder = tmp_path / "g"
+    assert main(["generate", str(folder), "--n-queries", "7", "--docs-per-query", "2"]) == 0
+    lines = {n: (folder / n).read_text().count("\n") for n in ("train.txt", "vali.txt", "test.txt")}
+    assert lines == {"train.txt": 14, "vali.txt": 4, "test.txt": 4}
