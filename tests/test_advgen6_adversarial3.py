@@ -86,6 +86,10 @@ def test_mslr_like_clipping_leaves_ordinary_draws_unchanged():
         ({"label_distribution": b"mslr"}, "label_distribution="),
         ({"label_distribution": ["a", "b", "c", "d", "e"]}, "label_distribution="),
         ({"label_distribution": [[0.5, 0.5]], "max_label": 1}, "one-dimensional"),
+        ({"label_distribution": []}, r"needs 5 \(one per grade\); at least 2$"),
+        ({"feature_kinds": None}, "feature_kinds=None"),
+        ({"feature_kinds": 5}, "feature_kinds=5"),
+        ({"dtype": "banana"}, "dtype='banana'"),
     ],
 )
 def test_bad_arguments_name_the_parameter(kwargs, match):
@@ -96,6 +100,14 @@ def test_bad_arguments_name_the_parameter(kwargs, match):
     'has 2 entries but max_label=1 needs 2'."""
     with pytest.raises(ValueError, match=match):
         make_ranking(**{"n_queries": 3, "n_features": 5, "random_state": 0, **kwargs})
+
+
+def test_a_label_distribution_of_huge_weights_is_normalised():
+    """(1e308, 1e308, 1, 1, 1) summed to inf: p / inf was all zeros, every quantile cut
+    the minimum, and every document got grade 4 (silently) instead of half 0, half 1."""
+    _, y, _ = make_ranking(50, 10, 5, label_distribution=[1e308, 1e308, 1, 1, 1], random_state=0)
+    freq = np.bincount(y.astype(np.int64), minlength=5) / y.size
+    np.testing.assert_allclose(freq, [0.5, 0.5, 0, 0, 0], atol=0.01)
 
 
 def test_mslr_like_names_a_bad_random_state():

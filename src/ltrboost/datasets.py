@@ -213,8 +213,9 @@ def make_ranking_mslr_like(
     n_samples : int
         Exact number of documents (>= 1); the last query is truncated to fit.
     docs_per_query : int or (int, int), default=120
-        Mean query size: sizes are uniform integers in ``[m // 6, 2 m - m // 6]``
-        (20..220 for 120), or in the inclusive ``(min, max)`` range given.
+        Mean query size: sizes are uniform integers in ``[k, 2 m - k]``, ``k = max(1,
+        m // 6)`` (20..220 for 120; 1..1 for 1), or in the inclusive ``(min, max)``
+        range given.
     random_state : int, numpy.random.Generator or None, default=None
         Seed or generator.
 
@@ -340,14 +341,20 @@ def _label_probabilities(
             "frequency per grade"
         )
     if p.shape[0] != max_label + 1:
+        # 'pass max_label=-1 to match' for an empty one: max_label must be >= 1
+        hint = f"pass max_label={p.size - 1} to match" if p.size >= 2 else "at least 2"
         raise ValueError(
             f"label_distribution has {p.size} entries but max_label={max_label} needs "
-            f"{max_label + 1} (one per grade); pass max_label={p.size - 1} to match"
+            f"{max_label + 1} (one per grade); {hint}"
         )
-    if not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
+    with np.errstate(over="ignore"):
+        total = p.sum()
+    if not np.all(np.isfinite(p)) or np.any(p < 0) or total <= 0:
         raise ValueError(
             f"label_distribution={p.tolist()} must be non-negative with a positive sum"
         )
+    if not np.isfinite(total):  # (1e308, 1e308, ...): p / inf gave all zeros, which
+        p = p / p.max()  # made every grade max_label
     return p / p.sum()
 
 
@@ -374,6 +381,11 @@ def _feature_kinds(
             + ["query"] * n_query
         )
         return [kinds[j] for j in rng.permutation(n_features)]
+    if not isinstance(feature_kinds, Sequence | np.ndarray):  # 'not iterable' before
+        raise ValueError(
+            f"feature_kinds={feature_kinds!r} is not 'mixed', 'continuous' or a "
+            f"sequence of kinds from {FEATURE_KINDS}"
+        )
     kinds = list(feature_kinds)
     if len(kinds) != n_features:
         raise ValueError(f"feature_kinds has {len(kinds)} entries but n_features={n_features}")
@@ -402,7 +414,10 @@ def _generate(
     feature kind is written straight into ``X`` (a slice when its columns are
     contiguous, as in the MSLR preset), so the only large allocation is ``X`` itself.
     """
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as e:  # "data type 'banana' not understood" named nothing
+        raise ValueError(f"dtype={dtype!r} must be float32 or float64 ({e})") from None
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype={dtype} must be float32 or float64")
     noise = _check_real("noise", noise)
