@@ -433,7 +433,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "generate", help="write a synthetic LETOR dataset (train/vali/test) to a folder"
     )
     p.add_argument("folder")
-    p.add_argument("--n-queries", type=int, default=300, help="queries in train (default 300)")
+    p.add_argument(
+        "--n-queries",
+        type=int,
+        default=300,
+        help="queries in train.txt (default 300); vali.txt and test.txt get a third as many "
+        "each (at least 1)",
+    )
     p.add_argument("--docs-per-query", type=int, default=40, help="(default 40)")
     p.add_argument("--n-features", type=int, default=30, help="(default 30)")
     p.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
@@ -1601,6 +1607,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
             raise ValueError(f"{_flag(flag)}={getattr(args, flag)} must be >= 1")
     if args.random_state < 0:
         raise ValueError(f"--random-state={args.random_state} must be >= 0")
+    if not args.folder:  # "[Errno 2] No such file or directory: ''"
+        raise ValueError("the folder name is empty")
+    if os.path.lexists(args.folder) and not os.path.isdir(args.folder):  # 'File exists'
+        raise ValueError(f"{args.folder} exists and is not a folder")
     n_total = args.n_queries + 2 * max(1, args.n_queries // 3)
     values = n_total * max(args.docs_per_query, 1) * max(args.n_features, 1)
     if values > _GENERATE_MAX_VALUES:  # an OverflowError or MemoryError traceback before

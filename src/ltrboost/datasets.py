@@ -37,6 +37,7 @@ several threads; the output depends only on the arguments and the seed.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import threading
 from collections.abc import Sequence
@@ -59,6 +60,10 @@ _BLOCK_ROWS = 1 << 16
 
 # Scale of the per-query label offset o_q relative to the unit-variance signal.
 _QUERY_OFFSET_SCALE = 0.8
+
+# Largest count of feature values (or documents in a query) the generators accept: the
+# sizes are int64, and no memory holds 2**62 values.
+_MAX_VALUES = 2**62
 
 # Threads filling blocks (0: one per core, at most 8).  The output does not depend on it
 # (each block has its own seeded stream); tests set it to prove that.
@@ -141,7 +146,7 @@ def make_ranking(
     ``return_signal=True`` the signal is appended: ``(X, y, qid, signal)`` or
     ``(dataset, signal)``.
     """
-    rng = np.random.default_rng(random_state)
+    rng = _rng(random_state)
     n_queries = _check_int("n_queries", n_queries, 1)
     n_features = _check_int("n_features", n_features, 1)
     max_label = _check_int("max_label", max_label, 1)
@@ -153,10 +158,22 @@ def make_ranking(
             )
         lo = _check_int("docs_per_query[0]", docs_per_query[0], 1)
         hi = _check_int("docs_per_query[1]", docs_per_query[1], lo)
+        drawn = True
+    else:
+        lo = hi = _check_int("docs_per_query", docs_per_query, 1)
+        drawn = False
+    # the sizes are summed in int64: a wrapped-around sum made np.repeat write past its
+    # buffer (a segfault); no memory holds 2**62 values anyway
+    if n_queries * hi * n_features > _MAX_VALUES:
+        raise ValueError(
+            f"n_queries={n_queries} x docs_per_query={docs_per_query!r} x "
+            f"n_features={n_features} can reach {n_queries * hi * n_features} feature "
+            "values, more than 2**62"
+        )
+    if drawn:  # a (k, k) pair draws too: the same data as before
         sizes = rng.integers(lo, hi, endpoint=True, size=n_queries).astype(np.int64)
     else:
-        size = _check_int("docs_per_query", docs_per_query, 1)
-        sizes = np.full(n_queries, size, dtype=np.int64)
+        sizes = np.full(n_queries, lo, dtype=np.int64)
     kinds = _feature_kinds(feature_kinds, n_features, rng)
     X, y, qid, signal = _generate(
         sizes,
@@ -196,8 +213,9 @@ def make_ranking_mslr_like(
     n_samples : int
         Exact number of documents (>= 1); the last query is truncated to fit.
     docs_per_query : int or (int, int), default=120
-        Mean query size: sizes are uniform integers in ``[m // 6, 2 m - m // 6]``
-        (20..220 for 120), or in the inclusive ``(min, max)`` range given.
+        Mean query size: sizes are uniform integers in ``[k, 2 m - k]``, ``k = max(1,
+        m // 6)`` (20..220 for 120; 1..1 for 1), or in the inclusive ``(min, max)``
+        range given.
     random_state : int, numpy.random.Generator or None, default=None
         Seed or generator.
 
@@ -207,7 +225,7 @@ def make_ranking_mslr_like(
     y : ndarray of shape (n_samples,), dtype=float64
     qid : ndarray of shape (n_samples,), dtype=int64, contiguous queries
     """
-    rng = np.random.default_rng(random_state)
+    rng = _rng(random_state)
     n_samples = _check_int("n_samples", n_samples, 1)
     if isinstance(docs_per_query, Sequence) and not isinstance(docs_per_query, str):
         if len(docs_per_query) != 2:
@@ -220,10 +238,20 @@ def make_ranking_mslr_like(
         mean = _check_int("docs_per_query", docs_per_query, 1)
         lo = max(1, mean // 6)
         hi = 2 * mean - lo
+    if hi > _MAX_VALUES:  # NumPy draws int64 sizes ('high is out of bounds' before)
+        raise ValueError(
+            f"docs_per_query={docs_per_query!r} is too large: queries of up to {hi} "
+            "documents, more than 2**62"
+        )
     n_draw = n_samples // max(1, (lo + hi) // 2) + 16
+    # a size above n_samples is cut to it (the one query then holds every document, as
+    # it would anyway), so that the running sums below cannot overflow int64 (their
+    # wrap-around made np.repeat write past its buffer: a segfault)
     sizes = rng.integers(lo, hi, endpoint=True, size=n_draw).astype(np.int64)
+    np.minimum(sizes, n_samples, out=sizes)
     while sizes.sum() < n_samples:  # unlucky draw: add queries until it covers
         more = rng.integers(lo, hi, endpoint=True, size=n_draw).astype(np.int64)
+        np.minimum(more, n_samples, out=more)
         sizes = np.concatenate([sizes, more])
     ends = np.cumsum(sizes)
     n_queries = int(np.searchsorted(ends, n_samples)) + 1
@@ -248,6 +276,27 @@ def make_ranking_mslr_like(
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
+
+
+def _rng(random_state: Any) -> np.random.Generator:
+    """``np.random.default_rng(random_state)``, its refusal naming the parameter."""
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError) as e:  # 'expected non-negative integer' named nothing
+        raise ValueError(
+            f"random_state={random_state!r} must be None, an integer >= 0 or a "
+            f"numpy.random.Generator ({e})"
+        ) from None
+
+
+def _check_real(name: str, value: Any) -> float:
+    """A finite real number (not a bool, a string or None), as a float."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}={value!r} must be a real number")
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float64 (10**400)
+        raise ValueError(f"{name}={value!r:.40} must be finite (a float64)") from None
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
@@ -279,16 +328,33 @@ def _label_probabilities(
             f"label_distribution={label_distribution!r} is not 'mslr', 'uniform' or a "
             "sequence of grade frequencies"
         )
-    p = np.asarray(label_distribution, dtype=np.float64)
-    if p.ndim != 1 or p.shape[0] != max_label + 1:
+    try:
+        p = np.asarray(label_distribution, dtype=np.float64)
+    except (TypeError, ValueError) as e:  # 'could not convert string to float' alone
+        raise ValueError(
+            f"label_distribution={label_distribution!r} is not 'mslr', 'uniform' or a "
+            f"sequence of grade frequencies ({e})"
+        ) from None
+    if p.ndim != 1:  # was told it 'has 2 entries but max_label=1 needs 2'
+        raise ValueError(
+            f"label_distribution of shape {p.shape} must be one-dimensional: one "
+            "frequency per grade"
+        )
+    if p.shape[0] != max_label + 1:
+        # 'pass max_label=-1 to match' for an empty one: max_label must be >= 1
+        hint = f"pass max_label={p.size - 1} to match" if p.size >= 2 else "at least 2"
         raise ValueError(
             f"label_distribution has {p.size} entries but max_label={max_label} needs "
-            f"{max_label + 1} (one per grade); pass max_label={p.size - 1} to match"
+            f"{max_label + 1} (one per grade); {hint}"
         )
-    if not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
+    with np.errstate(over="ignore"):
+        total = p.sum()
+    if not np.all(np.isfinite(p)) or np.any(p < 0) or total <= 0:
         raise ValueError(
             f"label_distribution={p.tolist()} must be non-negative with a positive sum"
         )
+    if not np.isfinite(total):  # (1e308, 1e308, ...): p / inf gave all zeros, which
+        p = p / p.max()  # made every grade max_label
     return p / p.sum()
 
 
@@ -315,6 +381,11 @@ def _feature_kinds(
             + ["query"] * n_query
         )
         return [kinds[j] for j in rng.permutation(n_features)]
+    if not isinstance(feature_kinds, Sequence | np.ndarray):  # 'not iterable' before
+        raise ValueError(
+            f"feature_kinds={feature_kinds!r} is not 'mixed', 'continuous' or a "
+            f"sequence of kinds from {FEATURE_KINDS}"
+        )
     kinds = list(feature_kinds)
     if len(kinds) != n_features:
         raise ValueError(f"feature_kinds has {len(kinds)} entries but n_features={n_features}")
@@ -343,9 +414,14 @@ def _generate(
     feature kind is written straight into ``X`` (a slice when its columns are
     contiguous, as in the MSLR preset), so the only large allocation is ``X`` itself.
     """
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as e:  # "data type 'banana' not understood" named nothing
+        raise ValueError(f"dtype={dtype!r} must be float32 or float64 ({e})") from None
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype={dtype} must be float32 or float64")
+    noise = _check_real("noise", noise)
+    missing_rate = _check_real("missing_rate", missing_rate)
     if not (math.isfinite(noise) and noise >= 0):
         raise ValueError(f"noise={noise} must be finite and >= 0")
     if not 0.0 <= missing_rate < 1.0:
