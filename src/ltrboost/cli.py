@@ -785,6 +785,8 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
                     "checkpoint": "--checkpoint-every's OUTPUT.checkpoint",
                     "position": "--output's OUTPUT.position",
                 }.get(out_name, "--" + out_name.replace("_", "-"))
+                if out_name == "output" and args.command == "convert":
+                    flag = "OUT"  # convert's output is a positional argument
                 raise ValueError(
                     f"{out}: {flag} names an input of this command ({in_name}: {path}); "
                     "writing it would replace that input; give another output path"
@@ -1548,6 +1550,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     if args.n_features is not None and args.n_features < 0:  # named as the flag
         raise ValueError(f"--n-features={args.n_features} must be >= 0")
+    if args.rows_per_file < 1:
+        raise ValueError(f"--rows-per-file={args.rows_per_file} must be >= 1")
     files = letor_to_parquet(
         args.data,
         args.output,

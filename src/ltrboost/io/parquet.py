@@ -22,6 +22,7 @@ memory (:func:`~ltrboost.io.letor.load_svmlight`); needs ``pyarrow``.
 from __future__ import annotations
 
 import errno
+import numbers
 import os
 import shutil
 import stat
@@ -92,8 +93,12 @@ def letor_to_parquet(
         raise ImportError("ltrboost convert needs pyarrow: pip install 'ltrboost[dask]'") from None
     from ltrboost.io.letor import load_svmlight
 
-    if int(rows_per_file) < 1:
-        raise ValueError(f"--rows-per-file={rows_per_file} must be >= 1")
+    if (
+        isinstance(rows_per_file, bool)
+        or not isinstance(rows_per_file, numbers.Integral)
+        or rows_per_file < 1
+    ):  # int() took 2.5 as 2 silently
+        raise ValueError(f"rows_per_file={rows_per_file!r} must be an integer >= 1")
     out = os.fspath(out)
     if not out:
         raise ValueError("convert: the output folder is an empty path")
