@@ -124,3 +124,21 @@ def test_pairs_ignored_warning_names_the_objectives_that_ignore_pairs():
     assert "yetirank" in PairsIgnoredWarning.__doc__ or "every objective but" in (
         PairsIgnoredWarning.__doc__
     )
+
+
+@pytest.mark.parametrize("given", ["model.json", None, 3])
+def test_from_booster_refuses_what_is_not_a_booster(given):
+    # a path failed as "'str' object has no attribute 'params'"
+    with pytest.raises(TypeError, match=r"from_booster takes a Booster .*load_model"):
+        ltrboost.Ranker.from_booster(given)
+
+
+def test_every_public_property_has_a_docstring():
+    undocumented = [
+        f"{name}.{attr}"
+        for name in ltrboost.__all__
+        if inspect.isclass(obj := getattr(ltrboost, name))
+        for attr, value in vars(obj).items()
+        if not attr.startswith("_") and isinstance(value, property) and not value.__doc__
+    ]
+    assert not undocumented

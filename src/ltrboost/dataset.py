@@ -108,14 +108,17 @@ class RankingDataset:
 
     @property
     def n_samples(self) -> int:
+        """Rows (documents)."""
         return int(self.query_offsets[-1])
 
     @property
     def n_queries(self) -> int:
+        """Queries."""
         return int(self.query_offsets.shape[0] - 1)
 
     @property
     def query_sizes(self) -> NDArray[np.int64]:
+        """Documents per query, in the dataset's (grouped) query order."""
         return np.diff(self.query_offsets)
 
 

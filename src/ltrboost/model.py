@@ -110,6 +110,8 @@ class Booster:
 
     @property
     def n_iterations(self) -> int:
+        """Boosting rounds in the model (trees / ``n_outputs``; McRank grows one tree per
+        grade a round)."""
         return len(self.trees) // max(self.n_outputs, 1)
 
     def get_objective(self):

@@ -307,16 +307,21 @@ class Ranker(BaseEstimator):
 
     @property
     def best_iteration_(self) -> int | None:
+        """With early stopping, the 1-based number of rounds up to the best one (what
+        ``predict`` uses); else None."""
         self._check_fitted()
         return self.booster_.best_iteration
 
     @property
     def evals_result_(self) -> dict:
+        """The validation metrics of every round, ``{set name: {metric: [values]}}``."""
         self._check_fitted()
         return self.booster_.evals_result
 
     @property
     def feature_importances_(self) -> NDArray[np.float64]:
+        """Per-feature ``importance_type`` importance, normalised to sum to 1 (all 0 for
+        a model without a split)."""
         self._check_fitted()
         imp = self.booster_.feature_importance(self.importance_type)
         total = imp.sum()
@@ -452,6 +457,11 @@ class Ranker(BaseEstimator):
     def from_booster(cls, booster: Booster) -> Ranker:
         """A fitted Ranker around ``booster`` (e.g. :func:`ltrboost.load_model`'s), with
         the training parameters recorded in it (``get_params``, ``score``'s metric)."""
+        if not isinstance(booster, Booster):  # a path failed deep inside, unnamed
+            raise TypeError(
+                "Ranker.from_booster takes a Booster (ltrboost.load_model(path) reads "
+                f"one), not {type(booster).__name__}"
+            )
         params = {k: v for k, v in booster.params.items() if k in PARAM_NAMES}
         if "eval_metric" in params:
             params["eval_metric"] = _stored_metric_names(params["eval_metric"])
