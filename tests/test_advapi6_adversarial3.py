@@ -142,3 +142,11 @@ def test_every_public_property_has_a_docstring():
         if not attr.startswith("_") and isinstance(value, property) and not value.__doc__
     ]
     assert not undocumented
+
+
+def test_ranker_docstring_lists_its_fitted_attributes():
+    doc = inspect.getdoc(ltrboost.Ranker)
+    public = ["booster_", "n_features_in_", "feature_names_in_"] + [
+        a for a, v in vars(ltrboost.Ranker).items() if a.endswith("_") and isinstance(v, property)
+    ]
+    assert [a for a in public if f"{a} :" not in doc] == []

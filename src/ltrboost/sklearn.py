@@ -49,6 +49,10 @@ class Ranker(BaseEstimator):
         else None.
     evals_result_ : dict
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        The column names, when ``X`` (or ``init_model``) had them.
+    position_bias_ : dict or None
+        ``unbiased=True``: the estimated position biases.
     feature_importances_ : ndarray of shape (n_features,)
         Total split gain (or number of splits, ``importance_type="split"``) of each
         feature, normalised to sum to 1 (all 0 when no tree splits: a constant model).
