@@ -1,10 +1,12 @@
 """ltrboost: learning to rank with gradient-boosted regression trees.
 
-Public names: :class:`Ranker` (scikit-learn estimator), :func:`train` and
-:class:`Booster` (lower-level API), :class:`RankingDataset` / :func:`make_dataset`,
-:func:`load_model`, :func:`load_svmlight`, :func:`dump_svmlight`,
-:func:`log_evaluation` (a training callback); :class:`NonFiniteTrainingError`,
-:class:`PairsIgnoredWarning` and :class:`PositionIgnoredWarning` (named in README).
+Public names: :class:`Ranker` (scikit-learn estimator), :func:`train`,
+:class:`BoosterParams` and :class:`Booster` (lower-level API), :class:`RankingDataset` /
+:func:`make_dataset`, :func:`load_model`, :func:`load_svmlight`, :func:`dump_svmlight`,
+:func:`log_evaluation` (a training callback); the errors :class:`LTRInputError` (bad
+input, located), :class:`ModelFormatError` (a bad model file) and
+:class:`NonFiniteTrainingError`; the warnings :class:`PairsIgnoredWarning` and
+:class:`PositionIgnoredWarning` (named in README).
 
 Importing the package is cheap: the public names are resolved on first use (module
 ``__getattr__``, PEP 562), so ``import ltrboost`` does not import Numba, scikit-learn or
@@ -23,6 +25,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from ltrboost.booster import PositionIgnoredWarning, train
     from ltrboost.callbacks import log_evaluation
     from ltrboost.dataset import LTRInputError, RankingDataset, make_dataset
+    from ltrboost.io.letor import dump_svmlight, load_svmlight
     from ltrboost.io.model_json import ModelFormatError
     from ltrboost.model import Booster, load_model
     from ltrboost.objectives.base import PairsIgnoredWarning
@@ -44,6 +47,10 @@ _LAZY = {
     "NonFiniteTrainingError": "ltrboost._checks",
     "PairsIgnoredWarning": "ltrboost.objectives.base",
     "PositionIgnoredWarning": "ltrboost.booster",
+    # the functions themselves, so that help() and signature() show their parameters
+    # (they were wrappers f(*args, **kwargs) with a one-line docstring)
+    "load_svmlight": "ltrboost.io.letor",
+    "dump_svmlight": "ltrboost.io.letor",
 }
 
 
@@ -58,20 +65,6 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
-
-
-def load_svmlight(*args, **kwargs):
-    """Read a LETOR/svmlight file; see :func:`ltrboost.io.letor.load_svmlight`."""
-    from ltrboost.io.letor import load_svmlight as _load
-
-    return _load(*args, **kwargs)
-
-
-def dump_svmlight(*args, **kwargs):
-    """Write a LETOR/svmlight file; see :func:`ltrboost.io.letor.dump_svmlight`."""
-    from ltrboost.io.letor import dump_svmlight as _dump
-
-    return _dump(*args, **kwargs)
 
 
 __all__ = [

@@ -108,14 +108,17 @@ class RankingDataset:
 
     @property
     def n_samples(self) -> int:
+        """Rows (documents)."""
         return int(self.query_offsets[-1])
 
     @property
     def n_queries(self) -> int:
+        """Queries."""
         return int(self.query_offsets.shape[0] - 1)
 
     @property
     def query_sizes(self) -> NDArray[np.int64]:
+        """Documents per query, in the dataset's (grouped) query order."""
         return np.diff(self.query_offsets)
 
 
@@ -506,7 +509,9 @@ def make_dataset(
     missing value; +/-inf is refused (clip it or replace it by NaN).  ``position`` (click
     data, see :func:`check_positions`) is the 1-based position each row was shown at.
     ``feature_names`` names an array's columns; for a DataFrame they must be its column
-    names, whose columns are then taken by name in that order.
+    names, whose columns are then taken by name in that order.  ``y``: one label per row,
+    required unless ``require_labels=False`` (data to predict).  ``sample_weight``: one
+    finite, non-negative weight per row, not all zero (LightGBM's convention).
     """
     X = arrow_as_frame(X)
     if (

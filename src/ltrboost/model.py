@@ -53,7 +53,9 @@ class Booster:
     """A trained ensemble: trees, objective, initial scores and the update rule.
 
     Prediction uses numeric thresholds only, so a booster loaded from JSON predicts
-    exactly as the one that was trained.
+    exactly as the one that was trained.  Made by :func:`ltrboost.train` and
+    :func:`load_model`; the keyword arguments are the model file's fields
+    (:meth:`model_fields`).
     """
 
     def __init__(
@@ -108,6 +110,8 @@ class Booster:
 
     @property
     def n_iterations(self) -> int:
+        """Boosting rounds in the model (trees / ``n_outputs``; McRank grows one tree per
+        grade a round)."""
         return len(self.trees) // max(self.n_outputs, 1)
 
     def get_objective(self):
@@ -150,8 +154,9 @@ class Booster:
         iteration: int | None = None,
         n_threads: int | None = None,
     ) -> NDArray[np.float64]:
-        """Raw scores, shape (n_outputs, n_samples), using the first ``iteration``
-        rounds (default: the best iteration when early stopping chose one, else all)."""
+        """Raw scores of ``X``, shape (n_outputs, n_samples), using the first
+        ``iteration`` rounds (default: the best iteration when early stopping chose one,
+        else all), on ``n_threads`` threads (None: all cores)."""
         from ltrboost.dataset import as_feature_matrix
 
         X, _ = as_feature_matrix(X, self.feature_names, keep_sparse=True)
@@ -174,7 +179,10 @@ class Booster:
         iteration: int | None = None,
         n_threads: int | None = None,
     ) -> NDArray[np.float64]:
-        """Ranking scores, shape (n_samples,): higher means ranked higher."""
+        """Ranking scores of ``X``, shape (n_samples,): higher means ranked higher.
+
+        ``X`` as in training (array, DataFrame taken by column name, sparse matrix);
+        ``iteration`` and ``n_threads`` as in :meth:`predict_raw`."""
         raw = self.predict_raw(X, iteration=iteration, n_threads=n_threads)
         return np.ascontiguousarray(self.get_objective().transform(raw))
 
@@ -182,8 +190,9 @@ class Booster:
     def feature_importance(
         self, importance_type: str = "gain", iteration: int | None = None
     ) -> NDArray[np.float64]:
-        """Per-feature total split gain (or number of splits), shape (n_features,);
-        not normalised."""
+        """Per-feature total split gain (``importance_type="gain"``) or number of
+        splits (``"split"``), shape (n_features,); not normalised.  ``iteration``: the
+        first rounds counted (default: those ``predict`` uses)."""
         from ltrboost.inspection import feature_importance
 
         return feature_importance(self, importance_type, iteration)
@@ -195,15 +204,17 @@ class Booster:
         return trees_to_dataframe(self)
 
     def dump_text(self, iteration: int | None = None) -> str:
-        """The trees as indented text, one node per line."""
+        """The trees as indented text, one node per line; ``iteration``: the first
+        rounds dumped (default: every round, also past the best one)."""
         from ltrboost.inspection import dump_text
 
         return dump_text(self, iteration)
 
     def export(self, path: str, format: str, feature_names=None, **options) -> None:
-        """Write the model as ``format`` (lightgbm, xgboost, xgboost-dump, solr, ranklib,
-        onnx) for the engine that serves it; see :func:`ltrboost.export.export_model`
-        and docs/deploy.md."""
+        """Write the model to ``path`` as ``format`` (lightgbm, xgboost, xgboost-dump,
+        solr, ranklib, onnx) for the engine that serves it, naming feature ``i``
+        ``feature_names[i]`` (default: the model's names, else ``f0, f1, ...``); see
+        :func:`ltrboost.export.export_model` and docs/deploy.md."""
         from ltrboost.export import export_model
 
         export_model(self, path, format, feature_names, **options)
@@ -236,16 +247,17 @@ class Booster:
 
     @classmethod
     def from_dict(cls, d: Any, path: str | None = None) -> Booster:
-        """A booster from a model document; ``ModelFormatError`` if it is invalid."""
+        """A booster from a model document ``d`` (:meth:`to_dict`); ``ModelFormatError``
+        (naming ``path`` when given) if it is invalid."""
         return cls(**model_json.model_fields_from_dict(d, path=path))
 
     def save_model(self, path: str | os.PathLike) -> None:
-        """Write the model as JSON, atomically."""
+        """Write the model as JSON to ``path``, atomically."""
         model_json.save_model(self, path)
 
 
 def load_model(path: str | os.PathLike) -> Booster:
-    """Read and validate a model file written by :meth:`Booster.save_model`."""
+    """Read and validate the model file ``path`` written by :meth:`Booster.save_model`."""
     return Booster(**model_json.read_model_fields(path))
 
 

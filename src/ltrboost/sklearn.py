@@ -49,6 +49,10 @@ class Ranker(BaseEstimator):
         else None.
     evals_result_ : dict
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        The column names, when ``X`` (or ``init_model``) had them.
+    position_bias_ : dict or None
+        ``unbiased=True``: the estimated position biases.
     feature_importances_ : ndarray of shape (n_features,)
         Total split gain (or number of splits, ``importance_type="split"``) of each
         feature, normalised to sum to 1 (all 0 when no tree splits: a constant model).
@@ -210,6 +214,8 @@ class Ranker(BaseEstimator):
             data, and early stopping counts from its best round (a checkpoint's
             semantics); on other validation data its rounds are evaluated afresh and
             early stopping looks at the new rounds only (as LightGBM and XGBoost).
+        callbacks : callables receiving a :class:`~ltrboost.booster.CallbackEnv` after
+            every round, as in :func:`ltrboost.train` (True stops training).
         verbose : overrides the constructor's ``verbose`` for this fit (XGBoost's
             ``fit(verbose=)``): log the metrics every ``verbose`` rounds.
         """
@@ -305,27 +311,33 @@ class Ranker(BaseEstimator):
 
     @property
     def best_iteration_(self) -> int | None:
+        """With early stopping, the 1-based number of rounds up to the best one (what
+        ``predict`` uses); else None."""
         self._check_fitted()
         return self.booster_.best_iteration
 
     @property
     def evals_result_(self) -> dict:
+        """The validation metrics of every round, ``{set name: {metric: [values]}}``."""
         self._check_fitted()
         return self.booster_.evals_result
 
     @property
     def feature_importances_(self) -> NDArray[np.float64]:
+        """Per-feature ``importance_type`` importance, normalised to sum to 1 (all 0 for
+        a model without a split)."""
         self._check_fitted()
         imp = self.booster_.feature_importance(self.importance_type)
         total = imp.sum()
         return imp / total if total > 0 else imp
 
     def predict(self, X: Any, *, iteration: int | None = None) -> NDArray[np.float64]:
-        """Ranking scores (higher ranks higher); comparable only within a query.
+        """Ranking scores of ``X`` (higher ranks higher); comparable only within a query.
 
-        A DataFrame's columns are matched to the fit-time names (any order); a ``qid``
-        column that was not a feature is ignored.  Runs on ``n_threads`` threads, as
-        ``fit`` does.
+        ``iteration``: the first rounds used (default: ``best_iteration_`` when early
+        stopping set one, else every round).  A DataFrame's columns are matched to the
+        fit-time names (any order); a ``qid`` column that was not a feature is ignored.
+        Runs on ``n_threads`` threads, as ``fit`` does.
         """
         self._check_fitted()
         X, _ = self._drop_qid_column(X)
@@ -383,7 +395,8 @@ class Ranker(BaseEstimator):
         sample_weight: ArrayLike | None = None,
         metric: str | Callable | None = None,
     ) -> float:
-        """Mean ``metric`` over queries (default: the first eval metric, else ndcg@10).
+        """Mean ``metric`` over queries of ``X`` with labels ``y`` (default metric: the
+        first eval metric, else ndcg@10).
 
         Queries come from ``qid=``, ``group=`` or a ``qid`` column of a DataFrame ``X``.
         A metric name uses the model's ``gain`` and ``relevance_threshold``; a
@@ -433,17 +446,26 @@ class Ranker(BaseEstimator):
         with rows_located(ds):  # a refused label named by the caller's row
             return float(metric(scores, ds.y, ds.query_offsets, qw))
 
-    def save_model(self, path: str) -> None:
+    def save_model(self, path: str | os.PathLike) -> None:
+        """Write the fitted model to ``path`` as JSON, atomically (:meth:`Booster.save_model`)."""
         self._check_fitted()
         self.booster_.save_model(path)
 
     def export(self, path: str, format: str, feature_names=None, **options) -> None:
-        """Write the model for a search engine / serving stack; see ``Booster.export``."""
+        """Write the model to ``path`` as ``format`` for a search engine / serving stack,
+        naming the features ``feature_names``; see :meth:`Booster.export`."""
         self._check_fitted()
         self.booster_.export(path, format=format, feature_names=feature_names, **options)
 
     @classmethod
     def from_booster(cls, booster: Booster) -> Ranker:
+        """A fitted Ranker around ``booster`` (e.g. :func:`ltrboost.load_model`'s), with
+        the training parameters recorded in it (``get_params``, ``score``'s metric)."""
+        if not isinstance(booster, Booster):  # a path failed deep inside, unnamed
+            raise TypeError(
+                "Ranker.from_booster takes a Booster (ltrboost.load_model(path) reads "
+                f"one), not {type(booster).__name__}"
+            )
         params = {k: v for k, v in booster.params.items() if k in PARAM_NAMES}
         if "eval_metric" in params:
             params["eval_metric"] = _stored_metric_names(params["eval_metric"])

@@ -146,7 +146,7 @@ def load_svmlight(
     Returns
     -------
     LetorData
-        ``(X, y, qid, comments)``; see :class:`LetorData`.
+        ``(X, y, qid, comments, lines)``; see :class:`LetorData`.
 
     Raises
     ------

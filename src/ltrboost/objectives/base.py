@@ -50,8 +50,9 @@ PRIOR_EPS = 1e-6
 
 class PairsIgnoredWarning(UserWarning):
     """Explicit preference pairs were given to an objective that does not use them
-    (``lambdamart``, ``mart``, ``mcrank``, ``logistic_rank``): the model is the same as
-    without them.  The CLI refuses ``--pairs`` with such an objective."""
+    (every objective but ``ranknet``, ``rankboost``, ``gbrank`` and ``qbrank``; a custom
+    callable too): the model is the same as without them.  The CLI refuses ``--pairs``
+    with such an objective."""
 
 
 class PairTerms(NamedTuple):
