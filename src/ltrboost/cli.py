@@ -928,6 +928,22 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
     return data._replace(X=X), view
 
 
+def _validate_as_flags(params: BoosterParams) -> None:
+    """``params.validate()``, its error naming the flag: ``--n-estimators=0 must be >= 1``
+    where the Python API says ``n_estimators=0 must be >= 1`` (a CLI user has no
+    ``n_estimators``)."""
+    try:
+        params.validate()
+    except ValueError as e:
+        msg = str(e)
+        import re
+
+        m = re.match(r"([a-z_][a-z0-9_]*)=", msg)
+        if m is None or m.group(1) not in PARAM_NAMES:
+            raise
+        raise ValueError("--" + m.group(1).replace("_", "-") + msg[m.end() - 1 :]) from None
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.booster import make_objective, train
     from ltrboost.callbacks import recorded_value
@@ -936,7 +952,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.model import load_model
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
-    params.validate()
+    _validate_as_flags(params)
     # An output that cannot be written fails now, not after the last round.
     check_output(args.output)
     if args.checkpoint_every is not None:
@@ -1414,12 +1430,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
     from ltrboost.metrics import evaluate, parse_metric_list
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
-    if isinstance(params.random_state, int) and params.random_state < 0:  # named as a flag
-        raise ValueError(
-            f"--random-state={params.random_state} must be a non-negative integer (it seeds "
-            "the query folds)"
-        )
-    params.validate()
+    _validate_as_flags(params)
     if params.early_stopping_rounds is not None:
         raise ValueError(
             "--early-stopping-rounds is not available in cv (there is no "
