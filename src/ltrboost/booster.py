@@ -335,6 +335,22 @@ def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) 
         )
 
 
+def query_label_range(y, query_offsets, weights=None) -> NDArray[np.float64]:
+    """``(n_queries, 2)``: each query's largest and smallest label among its documents
+    of positive weight (zero-weight documents carry no signal); ``(-inf, +inf)`` for a
+    query with none."""
+    y = np.asarray(y, dtype=np.float64)
+    starts = np.asarray(query_offsets)[:-1]
+    out = np.empty((starts.shape[0], 2))
+    out[:, 0], out[:, 1] = -np.inf, np.inf
+    full = starts < y.shape[0]  # reduceat needs starts inside the array
+    if full.any():
+        keep = np.ones(y.shape, bool) if weights is None else np.asarray(weights) > 0
+        out[full, 0] = np.maximum.reduceat(np.where(keep, y, -np.inf), starts[full])
+        out[full, 1] = np.minimum.reduceat(np.where(keep, y, np.inf), starts[full])
+    return out
+
+
 def warn_if_constant_model(
     params: BoosterParams,
     objective,
@@ -351,16 +367,10 @@ def warn_if_constant_model(
     default read off ``train_set.weights``; Dask passes a summary set without them)."""
     if not model.trees or any(t.shape[0] > 1 for t in model.trees):
         return
-    y = np.asarray(train_set.y)
-    starts = np.asarray(train_set.query_offsets)[:-1]
-    starts = starts[starts < y.shape[0]]
-    # zero-weight documents carry no signal: their labels count for nothing
-    counts = np.ones(y.shape, bool) if train_set.weights is None else train_set.weights > 0
     if zero_weights is None:
-        zero_weights = not counts.all()
+        zero_weights = train_set.weights is not None and not (train_set.weights > 0).all()
     weighted = " of positive weight" if zero_weights else ""
-    top = np.maximum.reduceat(np.where(counts, y, -np.inf), starts)
-    bottom = np.minimum.reduceat(np.where(counts, y, np.inf), starts)
+    top, bottom = query_label_range(train_set.y, train_set.query_offsets, train_set.weights).T
     own = (
         objective.constant_model_cause(train_set)
         if hasattr(objective, "constant_model_cause")

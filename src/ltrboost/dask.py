@@ -83,6 +83,7 @@ from ltrboost.booster import (
     check_metrics,
     check_resumable,
     make_objective,
+    query_label_range,
     warn_if_colsample_misses,
     warn_if_constant_model,
     warn_if_no_split_possible,
@@ -350,24 +351,8 @@ def _part_meta(part) -> dict:
         y_max=float(part["y"].max()) if part["y"].shape[0] else 0.0,
         # each query's largest and smallest label of positive weight (+-inf: none),
         # for the warning of a constant model (booster.warn_if_constant_model)
-        y_range=_label_range(part),
+        y_range=query_label_range(part["y"], part["offsets"], part["w"]),
     )
-
-
-def _label_range(part) -> NDArray[np.float64]:
-    """(n_queries, 2): each query's largest and smallest label among its documents of
-    positive weight (-inf, +inf where it has none)."""
-    y = np.asarray(part["y"], dtype=np.float64)
-    starts = np.asarray(part["offsets"])[:-1]
-    out = np.empty((starts.shape[0], 2))
-    out[:, 0], out[:, 1] = -np.inf, np.inf
-    if y.shape[0] == 0 or starts.shape[0] == 0:
-        return out
-    keep = np.ones(y.shape, bool) if part["w"] is None else np.asarray(part["w"]) > 0
-    full = starts < y.shape[0]  # reduceat needs starts inside the array
-    out[full, 0] = np.maximum.reduceat(np.where(keep, y, -np.inf), starts[full])
-    out[full, 1] = np.minimum.reduceat(np.where(keep, y, np.inf), starts[full])
-    return out
 
 
 def _label_summary(metas) -> types.SimpleNamespace:
@@ -1564,14 +1549,7 @@ class DaskRanker(Ranker):
                 if any(not isinstance(c, str) for c in X.columns):  # integer labels
                     X = X.rename(columns={label[n]: n for n in names})
             else:  # scikit-learn's warning, as Ranker.predict gives it
-                import warnings
-
-                warnings.warn(
-                    f"X has feature names, but {type(self).__name__} was fitted without "
-                    "feature names (its columns are taken by position)",
-                    UserWarning,
-                    stacklevel=2,
-                )
+                self._warn_unnamed_fit(stacklevel=3)
                 if "qid" in X.columns:
                     X = X.drop(columns="qid")
             # non-numeric columns and a wrong width are named now, as Ranker.predict

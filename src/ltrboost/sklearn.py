@@ -343,16 +343,21 @@ class Ranker(BaseEstimator):
         X, _ = self._drop_qid_column(X)
         return self.booster_.predict(X, iteration=iteration, n_threads=self.n_threads)
 
+    def _warn_unnamed_fit(self, stacklevel: int) -> None:
+        """scikit-learn's warning, in its words, for a frame given to a model fitted
+        without feature names: its columns are taken by position."""
+        warnings.warn(
+            f"X has feature names, but {type(self).__name__} was fitted without "
+            "feature names (its columns are taken by position)",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+
     def _drop_qid_column(self, X: Any) -> tuple[Any, Any]:
         X = arrow_as_frame(X)
         names = self.booster_.feature_names
-        if names is None and hasattr(X, "columns"):  # scikit-learn's warning, its words
-            warnings.warn(
-                f"X has feature names, but {type(self).__name__} was fitted without "
-                "feature names (its columns are taken by position)",
-                UserWarning,
-                stacklevel=3,
-            )
+        if names is None and hasattr(X, "columns"):
+            self._warn_unnamed_fit(stacklevel=4)
         if _has_qid_column(X) and (names is None or "qid" not in names):
             return X.drop(columns="qid"), X["qid"].to_numpy()
         return X, None

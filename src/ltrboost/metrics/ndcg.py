@@ -18,6 +18,7 @@ Definitions (the ranking, gains, discounts and ``k`` conventions are those of
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import NoReturn
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -105,16 +106,23 @@ def _check_dcg_finite(gains: NDArray[np.float64], query_offsets: NDArray[np.int6
     with np.errstate(over="ignore"):
         sums = np.add.reduceat(gains, starts)
     if not np.isfinite(sums).all():
-        q = int(np.flatnonzero(~np.isfinite(sums))[0])
-        lo = int(starts[q])
+        lo = int(starts[np.flatnonzero(~np.isfinite(sums))[0]])
         hi = int(query_offsets[np.searchsorted(query_offsets, lo, side="right")])
-        row = lo + int(np.argmax(gains[lo:hi]))
-        raise LTRInputError(
-            f"label {float(gains[row]):g}: the gains of its query sum to more than "
-            "float64 holds (the DCG would overflow); rescale the labels (NDCG does not "
-            "change when linear gains are scaled)",
-            row=row,
-        )
+        refuse_query_gains(
+            gains, lo, hi, "the gains of its query sum to more than float64 holds (the DCG "
+            "would overflow)"
+        )  # fmt: skip
+
+
+def refuse_query_gains(gains: NDArray[np.float64], lo: int, hi: int, problem: str) -> NoReturn:
+    """Raise :class:`LTRInputError` naming the row of the largest gain of the query
+    ``gains[lo:hi]`` and ``problem`` (a query whose DCG float64 cannot hold)."""
+    row = lo + int(np.argmax(gains[lo:hi]))
+    raise LTRInputError(
+        f"label {float(gains[row]):g}: {problem}; rescale the labels (NDCG does not change "
+        "when linear gains are scaled)",
+        row=row,
+    )
 
 
 def _check_inverse_finite(
@@ -129,14 +137,11 @@ def _check_inverse_finite(
     if not bad.any():
         return
     q = int(np.flatnonzero(bad)[0])
-    lo, hi = int(query_offsets[q]), int(query_offsets[q + 1])
-    row = lo + int(np.argmax(gains[lo:hi]))
-    raise LTRInputError(
-        f"label {float(gains[row]):g}: the ideal DCG of its query is too small for "
-        "float64 (1 / IDCG overflows, NDCG would be inf); rescale the labels (NDCG does "
-        "not change when linear gains are scaled)",
-        row=row,
-    )
+    refuse_query_gains(
+        gains, int(query_offsets[q]), int(query_offsets[q + 1]),
+        "the ideal DCG of its query is too small for float64 (1 / IDCG overflows, NDCG "
+        "would be inf)",
+    )  # fmt: skip
 
 
 # --- kernels ---

@@ -29,7 +29,7 @@ from ltrboost.metrics._dcg import (
     rerank_all_queries,
 )
 from ltrboost.metrics.err import MAX_DELTA_ERR_GRADE, stop_probabilities
-from ltrboost.metrics.ndcg import delta_ndcg
+from ltrboost.metrics.ndcg import delta_ndcg, refuse_query_gains
 from ltrboost.objectives import pair_engine as _engine
 from ltrboost.objectives import unbiased as _unbiased
 from ltrboost.objectives.base import (
@@ -493,13 +493,10 @@ def _refuse_infinite_idcg(
     bad = (inv_norm == 0) & (top > 0)
     if bad.any():
         q = int(np.flatnonzero(bad)[0])
-        row = int(offsets[q]) + int(np.argmax(gains[offsets[q] : offsets[q + 1]]))
-        raise LTRInputError(
-            f"label {float(gains[row]):g}: the ideal DCG of its query overflows float64 "
-            "(its pairs would weigh nothing); rescale the labels (NDCG does not change "
-            "when linear gains are scaled)",
-            row=row,
-        )
+        refuse_query_gains(
+            gains, int(offsets[q]), int(offsets[q + 1]),
+            "the ideal DCG of its query overflows float64 (its pairs would weigh nothing)",
+        )  # fmt: skip
 
 
 # --- kernels ---
