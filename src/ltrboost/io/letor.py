@@ -711,9 +711,11 @@ def _parse_stream(
                     line=e.line,
                 ) from None
             raise
-        if first and b"\n" not in block and b"\r" in block.rstrip(b" \t\r\v\f"):
+        comment = block.find(b"#", start) if first and b"\n" not in block else -1
+        if comment >= 0 and b"\r" in block[comment:].rstrip(b" \t\r\v\f"):
             # the same file with a '#' comment parses: as one line, whose comment holds
-            # every later record (one row read, or none, without an error)
+            # every later record (one row read, or none, without an error); a CR with no
+            # comment before it is only whitespace inside the line, as elsewhere
             raise LTRInputError(
                 "the file has no LF line ends, only CRs (classic Mac OS line ends?): it "
                 "would read as one line, every record after its first '#' part of a "
