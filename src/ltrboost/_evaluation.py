@@ -18,6 +18,7 @@ import inspect
 import math
 import numbers
 import warnings
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -245,8 +246,36 @@ def _params_for_model(params) -> dict[str, Any]:
         m = [m] if callable(m) else m
         names = [getattr(x, "__name__", "custom") if callable(x) else x for x in m]
         params = replace(params, eval_metric=names)
-    p = asdict(params)
+    p = written_numbers(asdict(params))
     for name in WRITTEN_ONLY_WHEN_SET:
         if p[name] is None:
             del p[name]
     return p
+
+
+def _real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
+
+
+def written_numbers(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` (training or objective parameters) with every real-valued parameter
+    as a float: ``learning_rate=1`` and ``1.0`` (the CLI's ``--learning-rate 1``) train
+    the same model, and the file must not say ``1`` for one and ``1.0`` for the other
+    (README: the same parameters give a byte-identical file).  ``tau`` when a number,
+    and the grades and scales of ``label_scale``, likewise; integer parameters and
+    names are left as they are."""
+    from ltrboost.params import REAL_PARAM_NAMES
+
+    out = dict(params)
+    for name, v in params.items():
+        if name in REAL_PARAM_NAMES or name == "tau":
+            if _real(v):
+                out[name] = float(v)
+        elif name == "label_scale" and v is not None:
+            if isinstance(v, Mapping):
+                out[name] = {
+                    float(g) if _real(g) else g: float(c) if _real(c) else c for g, c in v.items()
+                }
+            elif isinstance(v, list | tuple | np.ndarray):
+                out[name] = [float(c) if _real(c) else c for c in v]
+    return out

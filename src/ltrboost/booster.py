@@ -44,6 +44,7 @@ from ltrboost._evaluation import (
     _params_for_model,
     check_training_setup,
     metric_options,
+    written_numbers,
 )
 from ltrboost._numba import threads
 from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory
@@ -816,7 +817,7 @@ class Training:
         p = self.params
         return Booster(
             objective=self.objective.name,
-            objective_params=self.objective.get_params(),
+            objective_params=written_numbers(self.objective.get_params()),
             init_score=self.init,
             trees=list(self.trees),
             tree_outputs=list(self.outputs),
