@@ -5,8 +5,12 @@ its fix."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+import scipy.sparse as sp
 
 from ltrboost import Ranker
 from ltrboost.cli import main
@@ -86,3 +90,46 @@ def test_python_and_cli_write_the_same_real_parameters(data, tmp_path):
     assert cli_doc.pop("missing") == "zero"  # documented: the CLI records its convention
     assert py_doc.pop("missing") is None
     assert json.dumps(py_doc) == json.dumps(cli_doc)  # the same text, number types included
+
+
+def _readme_determinism() -> str:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    return " ".join(text.split("**Determinism**", 1)[1].split("\n\n", 1)[0].split())
+
+
+def test_a_querys_document_order_changes_the_model_and_readme_says_so(data, tmp_path):
+    """README's determinism promise named only the queries' order; with no random draw
+    at all (``lambdamart``, no bagging), reversing each query's documents trains another
+    model, because the first round's rankings (every score equal) break ties in input
+    order. Interleaving queries' rows, each query's documents in order, does not."""
+    X, y, qid = data
+    rows = np.arange(len(y))
+    backwards = np.concatenate([rows[qid == q][::-1] for q in pd.unique(qid)])
+    interleaved = np.argsort(np.tile(np.arange(8), 12), kind="stable")  # round-robin
+    assert not np.array_equal(qid[interleaved], qid)
+    first = Ranker(**FAST).fit(X, y, qid=qid)
+    same = Ranker(**FAST).fit(X[interleaved], y[interleaved], qid=qid[interleaved])
+    other = Ranker(**FAST).fit(X[backwards], y[backwards], qid=qid[backwards])
+    assert _file(same, tmp_path / "a") == _file(first, tmp_path / "b")
+    assert not np.array_equal(other.predict(X), first.predict(X))
+    assert "each query's documents in the same order" in _readme_determinism()
+
+
+def test_the_container_does_not_change_the_trees(data, tmp_path):
+    """README: the same numbers in any container train the same trees (a DataFrame adds
+    its names); float32 data trains on its float32 values."""
+    X, y, qid = data
+    X = np.round(X, 2)
+    X[::5, 1] = np.nan
+    params = dict(FAST, objective="yetirank", subsample=0.7, colsample_bytree=0.5)
+
+    def trees(Xc):
+        doc = json.loads(_file(Ranker(**params).fit(Xc, y, qid=qid), tmp_path / "m.json"))
+        return json.dumps({k: v for k, v in doc.items() if k != "feature_names"})
+
+    ref = trees(X)
+    for Xc in (np.asfortranarray(X), X.tolist(), sp.csr_matrix(X), pd.DataFrame(X)):
+        assert trees(Xc) == ref
+    X32 = X.astype(np.float32)
+    assert trees(X32) == trees(X32.astype(np.float64)) == trees(sp.csc_matrix(X32))
+    assert "The container does not matter" in _readme_determinism()
