@@ -33,6 +33,7 @@ from ltrboost.params import PARAM_NAMES, PARAMS, BoosterParams
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a program the pipe's signal ended
 
 
@@ -657,12 +658,46 @@ def main(argv: list[str] | None = None) -> int:
         stdout = sys.stdout
         sys.stdout = _Stdout(stdout)
         try:
-            return _run(args, metric_error)
+            with _sigterm_as_interrupt():
+                return _run(args, metric_error)
         finally:
             sys.stdout = stdout
     finally:
         sys.stderr = stderr
         messages.close_devnull()
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM during a command, raised where the signal arrives, as Ctrl-C is."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> NoReturn:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (``kill``, a scheduler's time limit) ends a command as Ctrl-C does: the
+    cleanup of every ``finally`` runs (convert's hidden folder, temporary files beside
+    an output are removed) and the exit status is 143.  Its default action ended the
+    process at once and left them behind.  Only while the command runs, only in the
+    main thread, and only in place of the default action: a handler the calling
+    program installed (``ltrboost_cli`` from Python) is kept."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
@@ -710,10 +745,11 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        terminated = isinstance(e, _Terminated)
         print(
-            "ltrboost: interrupted; files already written (e.g. checkpoints) are "
-            "complete, none was left half-written",
+            f"ltrboost: {'terminated (SIGTERM)' if terminated else 'interrupted'}; files "
+            "already written (e.g. checkpoints) are complete, none was left half-written",
             file=sys.stderr,
         )
         # A KeyboardInterrupt that left an exec() of a string (SciPy's array API shim
@@ -721,7 +757,7 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
         # then ends the process by SIGINT instead of this status; an exec() of a
         # string that completes clears the note.
         exec("pass")
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 
 
 # Arguments that name files a command writes; and inputs a command may rewrite on
