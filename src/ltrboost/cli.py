@@ -964,20 +964,37 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
     return data._replace(X=X), view
 
 
+def _as_flags(msg: str) -> str | None:
+    """``msg`` with the training parameters it names (``decay=2.0``,
+    ``label_scale[1]=...``) spelled as their flags (``--decay=2.0``); None when it does
+    not begin with one (not a parameter's error)."""
+    import re
+
+    names = "|".join(sorted(PARAM_NAMES, key=len, reverse=True))
+    first = re.match(rf"({names})(?=[=\[]| entry | gives )", msg)  # label_scale's too
+    if first is None:
+        return None
+    msg = _flag(first.group(1)) + msg[first.end() :]
+    return re.sub(rf"(?<![\w.-])({names})(?=[=\[])", lambda m: _flag(m.group(1)), msg)
+
+
 def _validate_as_flags(params: BoosterParams) -> None:
-    """``params.validate()``, its error naming the flag: ``--n-estimators=0 must be >= 1``
-    where the Python API says ``n_estimators=0 must be >= 1`` (a CLI user has no
+    """``params.validate()``, then the objective's own checks of its parameters
+    (:func:`~ltrboost.booster.make_objective`), the error naming the flag:
+    ``--n-estimators=0 must be >= 1`` or ``--decay=2.0 should be a number in (0, 1]``
+    where the Python API says ``n_estimators=0`` / ``decay=2.0`` (a CLI user has no
     ``n_estimators``)."""
     try:
         params.validate()
-    except ValueError as e:
-        msg = str(e)
-        import re
+        if isinstance(params.objective, str):  # the CLI's: a registered name
+            from ltrboost.booster import make_objective
 
-        m = re.match(r"([a-z_][a-z0-9_]*)=", msg)
-        if m is None or m.group(1) not in PARAM_NAMES:
+            make_objective(params)
+    except ValueError as e:
+        msg = _as_flags(str(e))
+        if msg is None:
             raise
-        raise ValueError("--" + m.group(1).replace("_", "-") + msg[m.end() - 1 :]) from None
+        raise ValueError(msg) from None
 
 
 def cmd_train(args: argparse.Namespace) -> int:
