@@ -1616,14 +1616,28 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ValueError(f"--n-features={args.n_features} must be >= 0")
     if args.rows_per_file < 1:
         raise ValueError(f"--rows-per-file={args.rows_per_file} must be >= 1")
-    files = letor_to_parquet(
-        args.data,
-        args.output,
-        rows_per_file=args.rows_per_file,
-        missing=args.missing,
-        na_values=args.missing_token,
-        n_features=args.n_features,
-    )
+    from ltrboost.dataset import LTRInputError
+
+    try:
+        files = letor_to_parquet(
+            args.data,
+            args.output,
+            rows_per_file=args.rows_per_file,
+            missing=args.missing,
+            na_values=args.missing_token,
+            n_features=args.n_features,
+        )
+    except LTRInputError as e:  # the reader's remedies in convert's flags, not Python's
+        problem = e.problem
+        wide = getattr(e, "width_guard", None)
+        if wide is not None and "If it is intended" in problem:
+            problem = problem[: problem.index("If it is intended")]
+            problem += f"If it is intended, give --n-features {wide}"
+        elif problem.startswith("feature index ") and " n_features=" in problem:
+            problem = problem.replace(" n_features=", " --n-features=")
+        if problem == e.problem:
+            raise
+        raise LTRInputError(problem, path=e.path, line=e.line) from None
     print(f"wrote {len(files)} Parquet files to {args.output}", file=sys.stderr)
     return 0
 
