@@ -337,6 +337,9 @@ def _detach_from_command() -> None:
     """In a forked helper: nothing of the command's output, listeners or waits."""
     from ltrboost import _numba
 
+    # the command's SIGTERM handler (cli._sigterm_as_interrupt) is not the helper's:
+    # terminate() ends it at once, as a spawned helper
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)

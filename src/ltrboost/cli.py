@@ -33,6 +33,7 @@ from ltrboost.params import PARAM_NAMES, PARAMS, BoosterParams
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a program the pipe's signal ended
 
 
@@ -657,12 +658,46 @@ def main(argv: list[str] | None = None) -> int:
         stdout = sys.stdout
         sys.stdout = _Stdout(stdout)
         try:
-            return _run(args, metric_error)
+            with _sigterm_as_interrupt():
+                return _run(args, metric_error)
         finally:
             sys.stdout = stdout
     finally:
         sys.stderr = stderr
         messages.close_devnull()
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM during a command, raised where the signal arrives, as Ctrl-C is."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> NoReturn:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (``kill``, a scheduler's time limit) ends a command as Ctrl-C does: the
+    cleanup of every ``finally`` runs (convert's hidden folder, temporary files beside
+    an output are removed) and the exit status is 143.  Its default action ended the
+    process at once and left them behind.  Only while the command runs, only in the
+    main thread, and only in place of the default action: a handler the calling
+    program installed (``ltrboost_cli`` from Python) is kept."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
@@ -710,10 +745,11 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        terminated = isinstance(e, _Terminated)
         print(
-            "ltrboost: interrupted; files already written (e.g. checkpoints) are "
-            "complete, none was left half-written",
+            f"ltrboost: {'terminated (SIGTERM)' if terminated else 'interrupted'}; files "
+            "already written (e.g. checkpoints) are complete, none was left half-written",
             file=sys.stderr,
         )
         # A KeyboardInterrupt that left an exec() of a string (SciPy's array API shim
@@ -721,7 +757,7 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
         # then ends the process by SIGINT instead of this status; an exec() of a
         # string that completes clears the note.
         exec("pass")
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 
 
 # Arguments that name files a command writes; and inputs a command may rewrite on
@@ -928,20 +964,37 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
     return data._replace(X=X), view
 
 
+def _as_flags(msg: str) -> str | None:
+    """``msg`` with the training parameters it names (``decay=2.0``,
+    ``label_scale[1]=...``) spelled as their flags (``--decay=2.0``); None when it does
+    not begin with one (not a parameter's error)."""
+    import re
+
+    names = "|".join(sorted(PARAM_NAMES, key=len, reverse=True))
+    first = re.match(rf"({names})(?=[=\[]| entry | gives )", msg)  # label_scale's too
+    if first is None:
+        return None
+    msg = _flag(first.group(1)) + msg[first.end() :]
+    return re.sub(rf"(?<![\w.-])({names})(?=[=\[])", lambda m: _flag(m.group(1)), msg)
+
+
 def _validate_as_flags(params: BoosterParams) -> None:
-    """``params.validate()``, its error naming the flag: ``--n-estimators=0 must be >= 1``
-    where the Python API says ``n_estimators=0 must be >= 1`` (a CLI user has no
+    """``params.validate()``, then the objective's own checks of its parameters
+    (:func:`~ltrboost.booster.make_objective`), the error naming the flag:
+    ``--n-estimators=0 must be >= 1`` or ``--decay=2.0 should be a number in (0, 1]``
+    where the Python API says ``n_estimators=0`` / ``decay=2.0`` (a CLI user has no
     ``n_estimators``)."""
     try:
         params.validate()
-    except ValueError as e:
-        msg = str(e)
-        import re
+        if isinstance(params.objective, str):  # the CLI's: a registered name
+            from ltrboost.booster import make_objective
 
-        m = re.match(r"([a-z_][a-z0-9_]*)=", msg)
-        if m is None or m.group(1) not in PARAM_NAMES:
+            make_objective(params)
+    except ValueError as e:
+        msg = _as_flags(str(e))
+        if msg is None:
             raise
-        raise ValueError("--" + m.group(1).replace("_", "-") + msg[m.end() - 1 :]) from None
+        raise ValueError(msg) from None
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -1563,14 +1616,28 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ValueError(f"--n-features={args.n_features} must be >= 0")
     if args.rows_per_file < 1:
         raise ValueError(f"--rows-per-file={args.rows_per_file} must be >= 1")
-    files = letor_to_parquet(
-        args.data,
-        args.output,
-        rows_per_file=args.rows_per_file,
-        missing=args.missing,
-        na_values=args.missing_token,
-        n_features=args.n_features,
-    )
+    from ltrboost.dataset import LTRInputError
+
+    try:
+        files = letor_to_parquet(
+            args.data,
+            args.output,
+            rows_per_file=args.rows_per_file,
+            missing=args.missing,
+            na_values=args.missing_token,
+            n_features=args.n_features,
+        )
+    except LTRInputError as e:  # the reader's remedies in convert's flags, not Python's
+        problem = e.problem
+        wide = getattr(e, "width_guard", None)
+        if wide is not None and "If it is intended" in problem:
+            problem = problem[: problem.index("If it is intended")]
+            problem += f"If it is intended, give --n-features {wide}"
+        elif problem.startswith("feature index ") and " n_features=" in problem:
+            problem = problem.replace(" n_features=", " --n-features=")
+        if problem == e.problem:
+            raise
+        raise LTRInputError(problem, path=e.path, line=e.line) from None
     print(f"wrote {len(files)} Parquet files to {args.output}", file=sys.stderr)
     return 0
 

@@ -46,6 +46,7 @@ Conventions, documented once here:
 
 from __future__ import annotations
 
+import errno
 import io
 import math
 import os
@@ -172,6 +173,7 @@ def load_svmlight(
         raise ValueError(f"missing={missing!r} is not one of {MISSING_OPTIONS}")
     n_features = _check_n_features(n_features)
     na = _check_na_values(na_values)
+    _refuse_parquet_folder(spath)
     with open(spath, "rb") as f:
         st = os.fstat(f.fileno())
         if stat.S_ISREG(st.st_mode):
@@ -472,6 +474,29 @@ _MAGIC = (
 )
 
 
+# ``ltrboost convert``'s output (a Parquet file, or its folder) given as LETOR text.
+_PARQUET_MAGIC = b"PAR1"
+_PARQUET_HINT = (
+    "ltrboost convert's output?); this reads LETOR/svmlight text: give the text file "
+    "(Parquet is for ltrboost.dask, README: Training on Dask)"
+)
+
+
+def _refuse_parquet_folder(path: str) -> None:
+    """A folder of ``*.parquet`` files as the data file: say what it is (open() said
+    only 'Is a directory')."""
+    try:
+        if not os.path.isdir(path):
+            return
+        parquet = any(e.name.endswith(".parquet") for e in os.scandir(path))
+    except OSError:
+        return  # open() names the problem
+    if parquet:
+        raise IsADirectoryError(
+            errno.EISDIR, f"is a folder of Parquet files ({_PARQUET_HINT}", path
+        )
+
+
 def _compression(block: bytes) -> str | None:
     """The compression format whose magic number ``block`` (a file's start) begins
     with, or None."""
@@ -693,6 +718,10 @@ def _parse_stream(
         try:
             b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
         except LTRInputError as e:
+            if first and block.startswith(_PARQUET_MAGIC):
+                raise LTRInputError(
+                    f"the file is Parquet ({_PARQUET_HINT}", path=e.path, line=e.line
+                ) from None
             kind = _compression(block) if first else None
             if kind is not None:  # LETOR data sets ship compressed (MSLR .zip, Yahoo .bz2)
                 raise LTRInputError(

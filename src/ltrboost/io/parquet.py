@@ -16,7 +16,9 @@ Layout (a folder, e.g. ``train.parquet/``):
   LETOR feature indices, 1-based), absent features as 0 or NaN (``missing``).
 
 Rows of one query keep their order in the text file.  The text file is parsed once in
-memory (:func:`~ltrboost.io.letor.load_svmlight`); needs ``pyarrow``.
+memory (:func:`~ltrboost.io.letor.load_svmlight`); the files are then written from that
+``X``, a file's rows at a time (queries whose lines are interleaved are gathered
+through the grouping permutation, with no second copy of ``X``); needs ``pyarrow``.
 """
 
 from __future__ import annotations
@@ -140,14 +142,15 @@ def letor_to_parquet(
             )
         offsets, order, _ = group_by_qid(data.qid)
         X, y, qid = data.X, data.y, data.qid
-        if order is not None:
-            X, y, qid = X[order], y[order], qid[order]
         names = ["qid", "label"] + [f"f{j + 1}" for j in range(X.shape[1])]
         bounds = query_file_bounds(offsets, int(rows_per_file), MAX_ROWS_PER_FILE)
         files = part_names(len(bounds))
         for (a, b), name in zip(bounds, files, strict=True):
-            cols = [pa.array(qid[a:b].astype(np.int64)), pa.array(y[a:b])]
-            cols += [pa.array(np.ascontiguousarray(X[a:b, j])) for j in range(X.shape[1])]
+            # Interleaved queries: a file's rows are gathered through the permutation,
+            # one column at a time, never X[order] (a second X in memory).
+            rows = slice(a, b) if order is None else order[a:b]
+            cols = [pa.array(qid[rows].astype(np.int64)), pa.array(y[rows])]
+            cols += [pa.array(np.ascontiguousarray(X[rows, j])) for j in range(X.shape[1])]
             table = pa.Table.from_arrays(cols, names=names)
             pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
         try:
