@@ -105,6 +105,7 @@ def _model_dict(data, **params):
         ("garbage", "eval_metric 'garbage'"),
         ("ndcg@10,ndgc@5", "eval_metric 'ndgc@5'"),
         ("", "eval_metric"),
+        (" , ", "eval_metric ' , ' names no metric"),
         (True, "eval_metric"),
         (5, "eval_metric"),
         ([], "eval_metric"),
@@ -126,7 +127,7 @@ def test_load_refuses_a_bad_eval_metric_naming_the_file_and_field(data, tmp_path
 
 
 def test_load_keeps_eval_metrics_training_writes(data, tmp_path):
-    for value in ("NDCG@05, err", ["ndcg@10", "my_metric"], None):
+    for value in ("NDCG@05, err", "ndcg@10,", ["ndcg@10", "my_metric"], None):
         d = _model_dict(data)
         d["params"]["eval_metric"] = value
         path = tmp_path / "m.json"

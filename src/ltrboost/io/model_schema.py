@@ -28,7 +28,8 @@ Rules (format_version 1)
   DataFrame's columns by name, so a repeated name would feed one column to two features.
 * ``params`` is a mapping of known training parameters that pass
   :meth:`BoosterParams.validate`; ``n_threads`` (a run-time setting, no longer written)
-  is ignored when present.
+  is ignored when present.  ``eval_metric`` is null, a string of built-in metric names,
+  or a non-empty list of names (built-in ones, or a callable metric's ``__name__``).
 * ``evals_result`` is ``{set: {metric: [finite numbers, at most one per round]}}``;
   null stands for a non-finite value a custom metric returned (files of versions
   before custom metrics had to return finite numbers).
@@ -381,12 +382,45 @@ def _check_params(params: Any, fail) -> None:
             ok = all(is_number(v) for v in value.values())
         if not ok:
             fail(f"params: {name} has an unsupported value {value!r}"[:200])
+    if "eval_metric" in params:
+        _check_eval_metric(params["eval_metric"], fail)
     # A run-time setting: not part of the model (older files stored it).
     kept = {k: v for k, v in params.items() if k != "n_threads"}
     try:
         BoosterParams(**kept).validate()
     except (ValueError, TypeError, OverflowError) as e:
         fail(f"params: {e}")
+
+
+def _check_eval_metric(value: Any, fail) -> None:
+    """``params.eval_metric`` as training writes it: null; a string of built-in metric
+    names (``"ndcg@10,err"``, given as a string); or a non-empty list of non-empty
+    strings, each a built-in metric name or a callable metric's ``__name__`` (which
+    cannot be told from a misspelt name: ``Ranker.from_booster`` leaves such names out).
+    Anything else loaded and failed later (``score``), or crashed ``from_booster``."""
+    from ltrboost.metrics import parse_metric_list
+
+    if value is None:
+        return
+    if isinstance(value, str):
+        names = [s.strip() for s in value.split(",") if s.strip()]  # as training reads it
+        if not names:
+            fail(f"params: eval_metric {value!r} names no metric")
+        for name in names:
+            try:
+                parse_metric_list([name])
+            except ValueError as e:
+                fail(f"params: eval_metric {name!r} is not a metric ({e})"[:300])
+        return
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and v.strip() for v in value)
+    ):
+        fail(
+            "params: eval_metric must be null, a string of metric names or a list of "
+            f"non-empty metric names, got {value!r}"[:300]
+        )
 
 
 def _check_evals_result(evals: Any, n_iterations: int, fail) -> None:
