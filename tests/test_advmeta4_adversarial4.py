@@ -181,6 +181,12 @@ def test_position_bias_after_early_stopping_is_the_kept_iterations(tmp_path):
         np.testing.assert_array_equal(again[k], want[k])
     loaded.save_model(tmp_path / "again.json")
     assert (tmp_path / "again.json").read_bytes() == (tmp_path / "m.json").read_bytes()
+    # continuing the early-stopped model (it gets no round) keeps its best estimates
+    more = Ranker(n_estimators=5, early_stopping_rounds=3, **p).fit(
+        X, clicks, qid=qid, position=pos, eval_set=[(Xv, cv, qv)], init_model=model
+    )
+    assert more.best_iteration_ == best
+    assert more.booster_.best_position_bias == model.booster_.best_position_bias
 
 
 def test_schema_refuses_a_bad_best_position_bias(tmp_path):

@@ -34,8 +34,9 @@ Rules (format_version 1)
   null stands for a non-finite value a custom metric returned (files of versions
   before custom metrics had to return finite numbers).
 * ``position_bias`` (optional; unbiased LambdaMART only) is ``{"t_plus": [...],
-  "t_minus": [...]}``, ``max_positions`` positive finite numbers each; files without
-  it (every older file) read as before.
+  "t_minus": [...]}``, ``max_positions`` positive finite numbers each, plus
+  ``"best_iteration"``, the same object after round ``best_iteration``, when early
+  stopping trained past it; files without it (every older file) read as before.
 * ``missing`` is ``"zero"``, ``"nan"`` or null (the data convention the model was
   trained with; null when unknown, e.g. trained from arrays).
 * ``trained_with_nan`` (optional, written only as ``true``) says that the training data
@@ -244,25 +245,39 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
     if evals is None:
         evals = {}
     _check_evals_result(evals, n_iterations, fail)
-    _check_position_bias(d.get("position_bias"), obj_params, fail)
+    _check_position_bias(d.get("position_bias"), obj_params, best, n_iterations, fail)
 
 
-def _check_position_bias(bias: Any, obj_params: dict, fail) -> None:
+def _check_position_bias(
+    bias: Any, obj_params: dict, best: Any, n_iterations: int, fail, where: str = ""
+) -> None:
     """``position_bias``: null, or the two bias lists of an ``unbiased`` objective, one
-    finite positive number per tracked position each."""
-    if bias is None:
+    finite positive number per tracked position each; optionally ``best_iteration``, the
+    same lists after round ``best_iteration`` (only below the rounds trained)."""
+    if bias is None and not where:
         return
+    name = f"position_bias{where}"
     if obj_params.get("unbiased") is not True:
         fail("position_bias is only stored for objective_params unbiased=true")
-    if not isinstance(bias, dict) or set(bias) != {"t_plus", "t_minus"}:
-        fail("position_bias must be an object with exactly 't_plus' and 't_minus'")
+    keys = {"t_plus", "t_minus"} | ({"best_iteration"} if not where else set())
+    if not isinstance(bias, dict) or not {"t_plus", "t_minus"} <= set(bias) <= keys:
+        fail(f"{name} must be an object with exactly 't_plus' and 't_minus'")
     k = obj_params.get("max_positions")
-    for name in ("t_plus", "t_minus"):
-        v = bias[name]
+    for t in ("t_plus", "t_minus"):
+        v = bias[t]
         if not isinstance(v, list) or not all(is_number(x) and x > 0 for x in v):
-            fail(f"position_bias.{name} must be a list of positive finite numbers")
+            fail(f"{name}.{t} must be a list of positive finite numbers")
         if is_int(k) and len(v) != k:
-            fail(f"position_bias.{name} has {len(v)} values; max_positions is {k}")
+            fail(f"{name}.{t} has {len(v)} values; max_positions is {k}")
+    if "best_iteration" in bias and not where:
+        if best is None or best >= n_iterations:
+            fail(
+                "position_bias.best_iteration is stored only when best_iteration is "
+                "below the rounds trained"
+            )
+        _check_position_bias(
+            bias["best_iteration"], obj_params, best, n_iterations, fail, ".best_iteration"
+        )
 
 
 def _check_n_features(n_features: int, names, trees: list, fail) -> None:
