@@ -254,3 +254,22 @@ def test_object_arrays_of_numbers_are_still_features(data):
     want[1, 1] = 3.0
     np.testing.assert_array_equal(model.predict(Xo), model.predict(want))
     np.testing.assert_array_equal(make_dataset(Xo, y, qid=qid).X, make_dataset(want, y, qid=qid).X)
+
+
+# --- nearby: a training parameter of params that the objective refuses --------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("gain", "foo"), ("lambda_metric", "zzz"), ("pair_method", "zzz"), ("sigma", -1)],
+)
+def test_load_refuses_an_objective_parameter_the_objective_refuses(data, tmp_path, name, value):
+    """``params.gain = "foo"`` (or a bad ``lambda_metric``, ``pair_method``, ``sigma``)
+    loaded, then ``Ranker.from_booster(...).score`` or a refit failed without naming
+    the file (``objective_params`` were checked, ``params`` only for their types)."""
+    d = _model_dict(data)
+    d["params"][name] = value
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(ModelFormatError, match=rf"m\.json: params: {name}="):
+        load_model(path)

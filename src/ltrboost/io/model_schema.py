@@ -30,6 +30,9 @@ Rules (format_version 1)
   :meth:`BoosterParams.validate`; ``n_threads`` (a run-time setting, no longer written)
   is ignored when present.  ``eval_metric`` is null, a string of built-in metric names,
   or a non-empty list of names (built-in ones, or a callable metric's ``__name__``).
+  The model's objective must accept ``params``' objective parameters (``sigma``,
+  ``pair_method``, ...) and the metrics their ``gain`` / ``relevance_threshold``:
+  ``Ranker.from_booster`` scores and refits with them.
 * ``evals_result`` is ``{set: {metric: [finite numbers, at most one per round]}}``;
   null stands for a non-finite value a custom metric returned (files of versions
   before custom metrics had to return finite numbers).
@@ -236,7 +239,7 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
     params = d.get("params", {})
     if params is None:
         params = {}
-    _check_params(params, fail)
+    _check_params(params, objective, fail)
     if params.get("objective") not in (None, objective):
         # Ranker.from_booster (and so `ltrboost cv`-style refits) takes its objective
         # from params: the trees of one objective would pass for another
@@ -378,7 +381,7 @@ def check_objective_params(objective: str, params: dict, fail) -> None:
         fail(f"objective_params: {e}")
 
 
-def _check_params(params: Any, fail) -> None:
+def _check_params(params: Any, objective: str, fail) -> None:
     from dataclasses import fields
 
     from ltrboost.params import BoosterParams
@@ -402,9 +405,34 @@ def _check_params(params: Any, fail) -> None:
     # A run-time setting: not part of the model (older files stored it).
     kept = {k: v for k, v in params.items() if k != "n_threads"}
     try:
-        BoosterParams(**kept).validate()
+        bp = BoosterParams(**kept)
+        bp.validate()
     except (ValueError, TypeError, OverflowError) as e:
         fail(f"params: {e}")
+    _check_params_build(bp, objective, fail)
+
+
+def _check_params_build(bp: Any, objective: str, fail) -> None:
+    """The objective (the model's) and the evaluation options of ``params`` must be
+    accepted: ``Ranker.from_booster`` refits and scores with them, and ``gain="foo"``
+    or ``sigma=-1`` failed only there, naming no file."""
+    import warnings
+    from dataclasses import replace
+
+    from ltrboost._evaluation import metric_options
+    from ltrboost.metrics import get_metric
+    from ltrboost.objectives.custom import is_custom
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if not is_custom(objective):
+                from ltrboost.booster import make_objective
+
+                make_objective(replace(bp, objective=objective))
+            get_metric("ndcg@10", **metric_options(bp))
+    except (ValueError, TypeError, OverflowError) as e:
+        fail(f"params: {e}"[:300])
 
 
 def _check_eval_metric(value: Any, fail) -> None:
