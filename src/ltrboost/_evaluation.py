@@ -157,7 +157,45 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
             out.setdefault(item, None)
     if not out:  # "", ",", " , " or []: not the default metric by accident
         raise ValueError(f"eval_metric: no metric given in {m!r}; e.g. 'ndcg@10,err,map'")
+    for name, fn in out.items():
+        if fn is not None:
+            _refuse_built_in_name(name, fn, params)
     return list(out.items())
+
+
+def _refuse_built_in_name(name: str, fn: Any, params: Any) -> None:
+    """Refuse a callable metric recorded under a built-in metric's name unless it *is*
+    that metric: ``evals_result_`` and the model file's ``eval_metric`` keep metrics by
+    name, and a loaded model (``Ranker.from_booster``, its ``score``) evaluates a
+    built-in name with the model's options, so another function's values (or the same
+    metric's under other options) passed for the built-in's after saving."""
+    from ltrboost.metrics import get_metric, parse_metric_list
+    from ltrboost.metrics.registry import Metric
+
+    if isinstance(fn, Metric):
+        own = get_metric(fn.name, **metric_options(params))
+        if fn._options() == own._options():
+            return
+        differ = [k for k, v in fn._options().items() if own._options()[k] != v]
+        theirs = ", ".join(f"{k}={getattr(fn, k)!r}" for k in differ)
+        model = ", ".join(f"{k}={getattr(own, k)!r}" for k in differ)
+        raise ValueError(
+            f"eval_metric: get_metric({fn.name!r}, {theirs}) is not this model's "
+            f"{fn.name!r} ({model}): metrics are recorded by name (evals_result_, the "
+            f"model file), and a loaded model evaluates {fn.name!r} with its own options; "
+            "train with those options (gain=, relevance_threshold=), or wrap the metric "
+            "in a function with another __name__"
+        )
+    try:
+        canonical = parse_metric_list([name])[0]
+    except ValueError:
+        return  # a name of its own
+    raise ValueError(
+        f"eval_metric: the callable {name!r} has the name of the built-in metric "
+        f"{canonical!r}: metrics are recorded by name (evals_result_, the model file), so "
+        "its values would pass for the built-in's (a loaded model evaluates the built-in); "
+        f"give it another __name__, or pass the string {canonical!r} for the built-in"
+    )
 
 
 def _bind_metrics(params, objective, vs: RankingDataset, max_grade=None) -> list:

@@ -504,6 +504,10 @@ class Training:
     grower in particular, without copying the loop.
     """
 
+    # unbiased LambdaMART's position biases after round ``best_iter`` (a class default:
+    # a backend's __init__ need not set it)
+    best_bias: dict[str, list[float]] | None = None
+
     def __init__(self, params, objective, train_set, valid_sets, n_threads) -> None:
         self.t_start = time.perf_counter()
         self.params = params
@@ -646,6 +650,7 @@ class Training:
         # every resumed round until a new one is evaluated (0 predicted init_score alone
         # when no round was added on a validation set the model had not recorded)
         self.best_iter = done
+        self.best_bias = saved_bias
         # Fast-forward the random generator through the draws of the finished rounds.
         for _ in range(done):
             self.draw_bag()
@@ -658,6 +663,10 @@ class Training:
                 at = int(np.nanargmax(hist))
                 self.best_iter = done - hist.shape[0] + at + 1
                 self.best_score = float(hist[at])
+                if self.best_iter != done:  # the model's estimates of that round, if kept
+                    kept = getattr(init_model, "best_position_bias", None)
+                    same = init_model.best_iteration == self.best_iter
+                    self.best_bias = kept if same else None
             rounds = self.params.early_stopping_rounds
             if (
                 rounds is not None
@@ -771,6 +780,8 @@ class Training:
         if self.best_score is None or first > self.best_score:
             self.best_score = first
             self.best_iter = iteration + 1
+            # unbiased LambdaMART: the estimates of the model predict will use
+            self.best_bias = self.position_bias()
             return False
         return rounds is not None and iteration + 1 - self.best_iter >= int(rounds)
 
@@ -815,6 +826,12 @@ class Training:
     def booster(self) -> Booster:
         """The model so far."""
         p = self.params
+        best = self.best_iter if (self.valid and p.early_stopping_rounds) else None
+        # the position biases after round ``best`` when rounds past it were trained
+        # (``position_bias`` is the last round's: resuming continues from it)
+        best_bias = None
+        if best is not None and best < len(self.trees) // self.n_out:
+            best_bias = self.best_bias
         return Booster(
             objective=self.objective.name,
             objective_params=written_numbers(self.objective.get_params()),
@@ -823,7 +840,7 @@ class Training:
             tree_outputs=list(self.outputs),
             n_features=self.n_features,
             update_rule=self.objective.update_rule,
-            best_iteration=(self.best_iter if (self.valid and p.early_stopping_rounds) else None),
+            best_iteration=best,
             params=_params_for_model(p),
             feature_names=self.feature_names(),
             evals_result={
@@ -831,6 +848,7 @@ class Training:
             },
             n_outputs=self.n_out,
             position_bias=self.position_bias(),
+            best_position_bias=best_bias,
             missing=getattr(self, "resumed_missing", None),
             trained_with_nan=getattr(self, "resumed_with_nan", False),
         )

@@ -668,6 +668,7 @@ def as_feature_matrix(
             f"X has dtype {X.dtype}; features must be numeric (convert dates and "
             "durations to numbers first, NaT to NaN)"
         )
+    _refuse_strings(X)
     # The kernels are compiled (and warmed up, and cached) for C-ordered writeable
     # arrays: a Fortran-ordered, strided or read-only X (a DataFrame's to_numpy() is
     # Fortran-ordered) would compile a variant of each on its first fit or predict.
@@ -688,6 +689,30 @@ def as_feature_matrix(
             row=int(row),
         )
     return X, names
+
+
+_TEXT_ADVICE = (
+    "features must be numbers, not text (as a DataFrame's string column is refused): "
+    "convert numbers written as text with X.astype(float), encode categories as numbers"
+)
+
+
+def _refuse_strings(X: NDArray[Any]) -> None:
+    """Refuse a string or bytes array, or an object array holding a string: NumPy parsed
+    ``"1.5"`` silently (and ``" 1e3"``, ``"nan"``, ``b"inf"``), whereas a DataFrame's
+    string column is refused; an object array of numbers (``to_numpy()`` of mixed
+    bool/float columns) is converted as before."""
+    if X.dtype.kind in "US":
+        raise LTRInputError(f"X has dtype {X.dtype} (strings); {_TEXT_ADVICE}")
+    if X.dtype.kind == "O" and X.size:
+        is_text = np.frompyfunc(lambda v: isinstance(v, str | bytes | np.str_ | np.bytes_), 1, 1)
+        hits = np.argwhere(is_text(X).astype(bool))
+        if hits.size:
+            row, col = (int(v) for v in hits[0])
+            raise LTRInputError(
+                f"feature {col} is {X[row, col]!r}: not a number (X holds strings; {_TEXT_ADVICE})",
+                row=row,
+            )
 
 
 def _sparse_feature_matrix(X: Any) -> Any:

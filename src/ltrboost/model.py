@@ -76,6 +76,7 @@ class Booster:
         missing: str | None = None,
         position_bias: dict[str, list[float]] | None = None,
         trained_with_nan: bool = False,
+        best_position_bias: dict[str, list[float]] | None = None,
     ) -> None:
         self.objective = objective
         self.objective_params = dict(objective_params)
@@ -100,11 +101,11 @@ class Booster:
         self.trained_with_nan = bool(trained_with_nan)
         # Unbiased LambdaMART's estimates {"t_plus": [...], "t_minus": [...]} (index k-1
         # for position k); properties of the training clicks, never used to predict
-        self.position_bias = (
-            None
-            if position_bias is None
-            else {k: [float(v) for v in position_bias[k]] for k in ("t_plus", "t_minus")}
-        )
+        # (after the last round trained: what resuming continues from)
+        self.position_bias = _bias_lists(position_bias)
+        # the estimates after round ``best_iteration`` (the rounds ``predict`` uses) when
+        # early stopping trained rounds past it; None otherwise (then ``position_bias``)
+        self.best_position_bias = _bias_lists(best_position_bias)
         self._packed: dict[int, PackedEnsemble] = {}
         self._objective = None
 
@@ -239,6 +240,7 @@ class Booster:
             "missing": getattr(self, "missing", None),
             "position_bias": getattr(self, "position_bias", None),
             "trained_with_nan": getattr(self, "trained_with_nan", False),
+            "best_position_bias": getattr(self, "best_position_bias", None),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -254,6 +256,13 @@ class Booster:
     def save_model(self, path: str | os.PathLike) -> None:
         """Write the model as JSON to ``path``, atomically."""
         model_json.save_model(self, path)
+
+
+def _bias_lists(bias: Any) -> dict[str, list[float]] | None:
+    """Position-bias estimates as ``{"t_plus": [floats], "t_minus": [floats]}``."""
+    if bias is None:
+        return None
+    return {k: [float(v) for v in bias[k]] for k in ("t_plus", "t_minus")}
 
 
 def load_model(path: str | os.PathLike) -> Booster:

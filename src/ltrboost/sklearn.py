@@ -304,9 +304,15 @@ class Ranker(BaseEstimator):
     @property
     def position_bias_(self) -> dict[str, NDArray[np.float64]] | None:
         """``unbiased=True``: the estimated position biases ``{"t_plus": ..., "t_minus":
-        ...}`` (index ``k - 1`` for position ``k``, position 1 is 1); else None."""
+        ...}`` (index ``k - 1`` for position ``k``, position 1 is 1) of the rounds
+        ``predict`` uses: after ``best_iteration_`` with early stopping (those of a run
+        of that many rounds), else after the last round; None without ``unbiased``.
+        ``booster_.position_bias`` is always the last round's (resuming continues from
+        it)."""
         self._check_fitted()
-        bias = self.booster_.position_bias
+        bias = getattr(self.booster_, "best_position_bias", None)
+        if bias is None:
+            bias = self.booster_.position_bias
         return None if bias is None else {k: np.asarray(v) for k, v in bias.items()}
 
     @property

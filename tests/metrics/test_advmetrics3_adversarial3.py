@@ -194,8 +194,12 @@ def test_metric_objects_in_eval_metric_are_recorded_by_their_names():
     from ltrboost import Ranker
 
     X, y, qid = _small_ranking_data()
+    # (the model's own gain: a Metric of other options is refused since the fourth pass,
+    # tests/test_advmeta4_adversarial4.py)
     model = Ranker(
-        n_estimators=3, eval_metric=[get_metric("ndcg@5", gain="linear"), get_metric("map")]
+        n_estimators=3,
+        gain="linear",
+        eval_metric=[get_metric("ndcg@5", gain="linear"), get_metric("map")],
     ).fit(X, y, qid=qid, eval_set=[(X, y, qid)])
     record = model.evals_result_["valid_0"]
     assert list(record) == ["ndcg@5", "map"]

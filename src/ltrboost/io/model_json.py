@@ -31,7 +31,10 @@ anything.  ``missing`` ("zero" | "nan" | null) is the convention for features ab
 from sparse LETOR lines the model was trained with; ``position_bias`` (only in models
 trained with ``unbiased=True``, after ``evals_result``) holds
 ``{"t_plus": [...], "t_minus": [...]}``, the estimated click / non-click position
-biases, index ``k - 1`` for position ``k``, which prediction never uses; run-time
+biases after the last round trained, index ``k - 1`` for position ``k``, which
+prediction never uses (and, when early stopping trained rounds past
+``best_iteration``, ``"best_iteration": {"t_plus": [...], "t_minus": [...]}``, the
+estimates after that round); run-time
 settings (``n_threads``) are not written.  :class:`TreeJSONCache` lets checkpoints
 reuse finished trees' text.
 
@@ -194,12 +197,19 @@ def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
     }
     bias = f.get("position_bias")
     if bias is not None:  # unbiased LambdaMART only: other files do not change
-        d_bias = {k: [float(v) for v in bias[k]] for k in ("t_plus", "t_minus")}
-        for v in d_bias["t_plus"] + d_bias["t_minus"]:
-            if not math.isfinite(v):
-                raise ValueError("model has a non-finite position bias; refusing to save it")
-        out["position_bias"] = d_bias
+        out["position_bias"] = _bias_to_json(bias)
+        best = f.get("best_position_bias")
+        if best is not None:  # early stopping trained past the best round
+            out["position_bias"]["best_iteration"] = _bias_to_json(best)
     return out
+
+
+def _bias_to_json(bias: Mapping[str, Any]) -> dict[str, list[float]]:
+    d_bias = {k: [float(v) for v in bias[k]] for k in ("t_plus", "t_minus")}
+    for v in d_bias["t_plus"] + d_bias["t_minus"]:
+        if not math.isfinite(v):
+            raise ValueError("model has a non-finite position bias; refusing to save it")
+    return d_bias
 
 
 def model_to_dict(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -442,6 +452,7 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         "missing": d.get("missing"),
         "trained_with_nan": bool(d.get("trained_with_nan", False)),
         "position_bias": d.get("position_bias"),
+        "best_position_bias": (d.get("position_bias") or {}).get("best_iteration"),
     }
 
 

@@ -28,13 +28,18 @@ Rules (format_version 1)
   DataFrame's columns by name, so a repeated name would feed one column to two features.
 * ``params`` is a mapping of known training parameters that pass
   :meth:`BoosterParams.validate`; ``n_threads`` (a run-time setting, no longer written)
-  is ignored when present.
+  is ignored when present.  ``eval_metric`` is null, a string of built-in metric names,
+  or a non-empty list of names (built-in ones, or a callable metric's ``__name__``).
+  The model's objective must accept ``params``' objective parameters (``sigma``,
+  ``pair_method``, ...) and the metrics their ``gain`` / ``relevance_threshold``:
+  ``Ranker.from_booster`` scores and refits with them.
 * ``evals_result`` is ``{set: {metric: [finite numbers, at most one per round]}}``;
   null stands for a non-finite value a custom metric returned (files of versions
   before custom metrics had to return finite numbers).
 * ``position_bias`` (optional; unbiased LambdaMART only) is ``{"t_plus": [...],
-  "t_minus": [...]}``, ``max_positions`` positive finite numbers each; files without
-  it (every older file) read as before.
+  "t_minus": [...]}``, ``max_positions`` positive finite numbers each, plus
+  ``"best_iteration"``, the same object after round ``best_iteration``, when early
+  stopping trained past it; files without it (every older file) read as before.
 * ``missing`` is ``"zero"``, ``"nan"`` or null (the data convention the model was
   trained with; null when unknown, e.g. trained from arrays).
 * ``trained_with_nan`` (optional, written only as ``true``) says that the training data
@@ -234,7 +239,7 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
     params = d.get("params", {})
     if params is None:
         params = {}
-    _check_params(params, fail)
+    _check_params(params, objective, fail)
     if params.get("objective") not in (None, objective):
         # Ranker.from_booster (and so `ltrboost cv`-style refits) takes its objective
         # from params: the trees of one objective would pass for another
@@ -243,25 +248,39 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
     if evals is None:
         evals = {}
     _check_evals_result(evals, n_iterations, fail)
-    _check_position_bias(d.get("position_bias"), obj_params, fail)
+    _check_position_bias(d.get("position_bias"), obj_params, best, n_iterations, fail)
 
 
-def _check_position_bias(bias: Any, obj_params: dict, fail) -> None:
+def _check_position_bias(
+    bias: Any, obj_params: dict, best: Any, n_iterations: int, fail, where: str = ""
+) -> None:
     """``position_bias``: null, or the two bias lists of an ``unbiased`` objective, one
-    finite positive number per tracked position each."""
-    if bias is None:
+    finite positive number per tracked position each; optionally ``best_iteration``, the
+    same lists after round ``best_iteration`` (only below the rounds trained)."""
+    if bias is None and not where:
         return
+    name = f"position_bias{where}"
     if obj_params.get("unbiased") is not True:
         fail("position_bias is only stored for objective_params unbiased=true")
-    if not isinstance(bias, dict) or set(bias) != {"t_plus", "t_minus"}:
-        fail("position_bias must be an object with exactly 't_plus' and 't_minus'")
+    keys = {"t_plus", "t_minus"} | ({"best_iteration"} if not where else set())
+    if not isinstance(bias, dict) or not {"t_plus", "t_minus"} <= set(bias) <= keys:
+        fail(f"{name} must be an object with exactly 't_plus' and 't_minus'")
     k = obj_params.get("max_positions")
-    for name in ("t_plus", "t_minus"):
-        v = bias[name]
+    for t in ("t_plus", "t_minus"):
+        v = bias[t]
         if not isinstance(v, list) or not all(is_number(x) and x > 0 for x in v):
-            fail(f"position_bias.{name} must be a list of positive finite numbers")
+            fail(f"{name}.{t} must be a list of positive finite numbers")
         if is_int(k) and len(v) != k:
-            fail(f"position_bias.{name} has {len(v)} values; max_positions is {k}")
+            fail(f"{name}.{t} has {len(v)} values; max_positions is {k}")
+    if "best_iteration" in bias and not where:
+        if best is None or best >= n_iterations:
+            fail(
+                "position_bias.best_iteration is stored only when best_iteration is "
+                "below the rounds trained"
+            )
+        _check_position_bias(
+            bias["best_iteration"], obj_params, best, n_iterations, fail, ".best_iteration"
+        )
 
 
 def _check_n_features(n_features: int, names, trees: list, fail) -> None:
@@ -362,7 +381,7 @@ def check_objective_params(objective: str, params: dict, fail) -> None:
         fail(f"objective_params: {e}")
 
 
-def _check_params(params: Any, fail) -> None:
+def _check_params(params: Any, objective: str, fail) -> None:
     from dataclasses import fields
 
     from ltrboost.params import BoosterParams
@@ -381,12 +400,70 @@ def _check_params(params: Any, fail) -> None:
             ok = all(is_number(v) for v in value.values())
         if not ok:
             fail(f"params: {name} has an unsupported value {value!r}"[:200])
+    if "eval_metric" in params:
+        _check_eval_metric(params["eval_metric"], fail)
     # A run-time setting: not part of the model (older files stored it).
     kept = {k: v for k, v in params.items() if k != "n_threads"}
     try:
-        BoosterParams(**kept).validate()
+        bp = BoosterParams(**kept)
+        bp.validate()
     except (ValueError, TypeError, OverflowError) as e:
         fail(f"params: {e}")
+    _check_params_build(bp, objective, fail)
+
+
+def _check_params_build(bp: Any, objective: str, fail) -> None:
+    """The objective (the model's) and the evaluation options of ``params`` must be
+    accepted: ``Ranker.from_booster`` refits and scores with them, and ``gain="foo"``
+    or ``sigma=-1`` failed only there, naming no file."""
+    import warnings
+    from dataclasses import replace
+
+    from ltrboost._evaluation import metric_options
+    from ltrboost.metrics import get_metric
+    from ltrboost.objectives.custom import is_custom
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if not is_custom(objective):
+                from ltrboost.booster import make_objective
+
+                make_objective(replace(bp, objective=objective))
+            get_metric("ndcg@10", **metric_options(bp))
+    except (ValueError, TypeError, OverflowError) as e:
+        fail(f"params: {e}"[:300])
+
+
+def _check_eval_metric(value: Any, fail) -> None:
+    """``params.eval_metric`` as training writes it: null; a string of built-in metric
+    names (``"ndcg@10,err"``, given as a string); or a non-empty list of non-empty
+    strings, each a built-in metric name or a callable metric's ``__name__`` (which
+    cannot be told from a misspelt name: ``Ranker.from_booster`` leaves such names out).
+    Anything else loaded and failed later (``score``), or crashed ``from_booster``."""
+    from ltrboost.metrics import parse_metric_list
+
+    if value is None:
+        return
+    if isinstance(value, str):
+        names = [s.strip() for s in value.split(",") if s.strip()]  # as training reads it
+        if not names:
+            fail(f"params: eval_metric {value!r} names no metric")
+        for name in names:
+            try:
+                parse_metric_list([name])
+            except ValueError as e:
+                fail(f"params: eval_metric {name!r} is not a metric ({e})"[:300])
+        return
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, str) and v.strip() for v in value)
+    ):
+        fail(
+            "params: eval_metric must be null, a string of metric names or a list of "
+            f"non-empty metric names, got {value!r}"[:300]
+        )
 
 
 def _check_evals_result(evals: Any, n_iterations: int, fail) -> None:
