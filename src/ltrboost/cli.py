@@ -1092,8 +1092,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         callbacks.append(checkpoint)
     bar = None
     if not args.quiet:
-        bar = _progress_bar(params, getattr(args, "compile_notice", None))
-        callbacks.append(bar)
+        bar = _progress_bar(
+            params,
+            getattr(args, "compile_notice", None),
+            initial=0 if init_model is None else init_model.n_iterations,
+        )
+        if bar is not None:  # None: tqdm could not be imported (warned)
+            callbacks.append(bar)
     try:
         booster = train(params, train_set, valid_sets, callbacks=callbacks, init_model=init_model)
     finally:
@@ -1260,22 +1265,31 @@ class _Checkpoint:
             save_model(booster, self.path, tree_cache=self.cache)
 
 
-def _progress_bar(params: BoosterParams, notice=None, file=None, mininterval: float = 0.1):
-    """A tqdm bar as a training callback; ``callback.close()`` ends it.
+def _progress_bar(
+    params: BoosterParams, notice=None, file=None, mininterval: float = 0.1, initial: int = 0
+):
+    """A tqdm bar as a training callback (``callback.bar``); ``callback.close()`` ends
+    it.  None, after a warning, when tqdm cannot be imported (:mod:`ltrboost._progress`).
 
     The metric is set before the bar advances, so every redraw shows the tree just
     finished.  When training stops early the bar is closed at 100% of the rounds
-    actually run, with "early stop" in its text.
+    actually run, with "early stop" in its text.  ``initial``: the rounds of a resumed
+    model, done before the bar starts (it started at 0 and jumped to them at the first
+    new round, counting them in its rate and ETA; a resumed model that had already
+    stopped early, which gets no round, left it at 0%).
     """
-    from tqdm.auto import tqdm
+    from ltrboost._progress import progress_bar
 
-    bar = tqdm(
+    bar = progress_bar(
         total=int(params.n_estimators),
+        initial=initial,
         unit="tree",
         dynamic_ncols=True,
         file=sys.stderr if file is None else file,
         mininterval=mininterval,
     )
+    if bar is None:
+        return None
     if notice is not None:
         notice.attach_bar(bar)
 
@@ -1306,6 +1320,7 @@ def _progress_bar(params: BoosterParams, notice=None, file=None, mininterval: fl
         bar.close()
 
     callback.close = close  # type: ignore[attr-defined]
+    callback.bar = bar  # type: ignore[attr-defined]
     return callback
 
 

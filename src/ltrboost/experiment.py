@@ -310,9 +310,10 @@ def run_experiment(
     todo.sort(key=lambda c: fold_rank[c.fold])
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from ltrboost._progress import progress_bar
 
-        bar = tqdm(
+        bar = progress_bar(
+            "--quiet (progress=False in Python)",
             total=len(cells),
             initial=len(cells) - len(todo),
             unit="cell",
