@@ -84,6 +84,36 @@ def check_training_setup(params, objective, valid_sets) -> None:
     _warn_pair_params_ignored(params, objective)
 
 
+def warn_if_early_stopping_blind(params, objective, valid_sets) -> None:
+    """Warn when the validation set that drives early stopping has no query with two
+    different labels (no judgements: every label 0; single-document queries) under a
+    built-in first metric: that metric is the same whatever the scores, so training
+    stopped after ``early_stopping_rounds + 1`` rounds and predicted with its first
+    tree alone, silently.  A callable metric may score the scores alone: not warned."""
+    if params.early_stopping_rounds is None or not valid_sets:
+        return
+    metric, fn = _metrics(params, objective)[0]
+    if fn is not None:
+        return
+    name, vs = valid_sets[0]
+    y, offsets = getattr(vs, "y", None), getattr(vs, "query_offsets", None)
+    if y is None or offsets is None or np.asarray(y).shape[0] == 0:
+        return  # refused later, naming the set
+    y, offsets = np.asarray(y, dtype=np.float64), np.asarray(offsets)
+    starts = offsets[:-1][np.diff(offsets) > 0]  # reduceat over the non-empty queries
+    if (np.maximum.reduceat(y, starts) != np.minimum.reduceat(y, starts)).any():
+        return
+    warnings.warn(
+        f"validation set {name!r} drives early stopping, but none of its queries has "
+        f"documents of different labels: its {metric} is the same whatever the scores, "
+        f"so training stops after {int(params.early_stopping_rounds) + 1} rounds and the "
+        "model predicts with its first tree alone (best_iteration 1); give a validation "
+        "set with judged queries first",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def _warn_pair_params_ignored(params, objective) -> None:
     """Warn about ``pairs_per_sample`` without ``pair_method="sampled"`` and a positive
     ``truncation_level`` without ``"topk"`` (LambdaMART's NDCG excepted: its ideal DCG

@@ -44,6 +44,7 @@ from ltrboost._evaluation import (
     _params_for_model,
     check_training_setup,
     metric_options,
+    warn_if_early_stopping_blind,
     written_numbers,
 )
 from ltrboost._numba import threads
@@ -144,6 +145,33 @@ def check_resumable(init_model: Booster, objective, n_out: int, n_features: int)
 
 @dataclass
 class CallbackEnv:
+    """What a training callback sees after each round.
+
+    Attributes
+    ----------
+    iteration : int
+        The round just finished, 0-based and counted from the first round of the
+        model: a run continuing a model of ``k`` rounds (``init_model=``) starts at
+        ``k``.
+    n_estimators : int
+        The rounds in total the run may reach, the continued model's included
+        (``Ranker.fit(init_model=)`` adds its ``n_estimators`` to them).
+    evaluation : dict
+        ``{validation set: {metric: value}}`` of this round (empty without one).
+    best_iteration : int
+        1-based, as ``Booster.best_iteration``: the rounds up to and including the
+        best value so far of the first metric on the first validation set (the first
+        of equal values), with or without early stopping.  Without a validation set
+        it means nothing (0, or a continued model's rounds).
+    best_score : float or None
+        That best value; None without a validation set.
+    elapsed : float
+        Seconds since training started.
+    snapshot : callable
+        ``env.snapshot()`` is the model so far, a checkpoint (save it and continue
+        with ``init_model=``).
+    """
+
     iteration: int  # 0-based round just finished
     n_estimators: int
     evaluation: dict[str, dict[str, float]]  # {valid_name: {metric: value}}
@@ -197,6 +225,7 @@ def train(
     # is an error, not a warning that it "is ignored" followed by that error
     check_positions_use(params, objective, train_set)
     check_training_setup(params, objective, valid_sets)
+    warn_if_early_stopping_blind(params, objective, valid_sets)
     warn_if_pairs_ignored(objective, train_set)
     if getattr(objective, "uses_preference_pairs", False):
         from ltrboost.objectives.pairwise import refuse_contradicting_pairs
@@ -255,14 +284,25 @@ def callbacks_stop(callbacks: Sequence[Callable], env: CallbackEnv) -> bool:
 
     A callback returns None or a bool; anything else is a TypeError naming it: a
     callback that returned, say, the dict it appended to or a file path stopped
-    training after its first round, silently, being truthy."""
+    training after its first round, silently, being truthy.
+
+    An exception a callback raises ends training (the model so far is not returned);
+    it gets a note naming the callback and the round (a lambda's traceback named
+    neither; a callback saving ``env.snapshot()`` keeps checkpoints)."""
     stop = False
     for k, cb in enumerate(callbacks):
-        answer = cb(env)
+        name = getattr(cb, "__name__", type(cb).__name__)
+        try:
+            answer = cb(env)
+        except Exception as e:
+            e.add_note(
+                f"raised by callbacks[{k}] ({name}) after round {env.iteration + 1}; "
+                "training stopped without returning the model so far"
+            )
+            raise
         if answer is None:
             continue
         if not isinstance(answer, bool | np.bool_):
-            name = getattr(cb, "__name__", type(cb).__name__)
             raise TypeError(
                 f"callbacks[{k}] ({name}) returned {type(answer).__name__}; a callback "
                 "returns None or a bool (True stops training)"
