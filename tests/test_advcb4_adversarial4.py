@@ -204,3 +204,44 @@ def test_a_raising_callback_is_named_with_its_round(data):
         train(SMALL, ds, [("v", vs)], callbacks=[lambda env: None, fragile])
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "callbacks[1] (fragile) after round 4" in notes
+
+
+# ---------------------------------------------------------------- the best-round log line
+
+
+def _best_line(caplog) -> str:
+    lines = [r.getMessage() for r in caplog.records if "best round" in r.getMessage()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_a_stop_asked_by_a_callback_is_not_logged_as_early_stopping(data, caplog):
+    # early_stopping_rounds=5 never ran out: a callback ended training at round 3,
+    # and the log said "early stopping after 3 rounds".
+    import logging
+
+    caplog.set_level(logging.INFO, logger="ltrboost")
+    X, y, qid, Xv, yv, qv = data
+    Ranker(verbose=2, **SMALL).fit(
+        X,
+        y,
+        qid=qid,
+        eval_set=[(Xv, yv, qv)],
+        early_stopping_rounds=5,
+        callbacks=[lambda env: env.iteration == 2],
+    )
+    assert _best_line(caplog).startswith("stopped by a callback after 3 rounds; best round [")
+
+
+def test_early_stopping_is_still_logged_as_such(data, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="ltrboost")
+    X, y, qid, Xv, yv, qv = data
+    model = Ranker(verbose=1, n_estimators=60, max_leaf_nodes=7, min_samples_leaf=5)
+    model.fit(X, y, qid=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=2)
+    n = model.booster_.n_iterations
+    assert n < 60
+    assert _best_line(caplog).startswith(
+        f"early stopping after {n} rounds; best round [{model.best_iteration_}]"
+    )

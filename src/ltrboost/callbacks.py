@@ -126,7 +126,10 @@ def recorded_value(values, iteration: int, n_iterations: int):
 
 
 def log_best(booster, n_rounds_asked: int) -> None:
-    """After training: log the early stop and the best round (when there was one)."""
+    """After training: log the early stop and the best round (when there was one).
+
+    A run that ended before ``n_rounds_asked`` without ``early_stopping_rounds``
+    rounds past its best one was stopped by a callback (it said "early stopping")."""
     best = booster.best_iteration
     if best is None or not booster.evals_result:
         return
@@ -137,7 +140,11 @@ def log_best(booster, n_rounds_asked: int) -> None:
     value = recorded_value(values, best, booster.n_iterations)
     if value is None:
         return
-    stopped = "early stopping" if booster.n_iterations < n_rounds_asked else "finished"
+    stopped = "finished"
+    if booster.n_iterations < n_rounds_asked:
+        rounds = (booster.params or {}).get("early_stopping_rounds")
+        ran_out = rounds is not None and booster.n_iterations - best >= int(rounds)
+        stopped = "early stopping" if ran_out else "stopped by a callback"
     logger.info(
         "%s after %d rounds; best round [%d]\t%s's %s: %.6g",
         stopped,
