@@ -104,7 +104,8 @@ def warn_if_early_stopping_blind(params, objective, valid_sets) -> None:
     if (np.maximum.reduceat(y, starts) != np.minimum.reduceat(y, starts)).any():
         return
     warnings.warn(
-        f"validation set {name!r} drives early stopping, but none of its queries has "
+        f"validation set {name!r} (the first eval_set, or --valid on the command line) "
+        "drives early stopping, but none of its queries has "
         f"documents of different labels: its {metric} is the same whatever the scores, "
         f"so training stops after {int(params.early_stopping_rounds) + 1} rounds and the "
         "model predicts with its first tree alone (best_iteration 1); give a validation "
