@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import io
 import json
 import os
 import sys
@@ -595,18 +596,34 @@ class _Stdout:
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
-    def _call(self, name: str, *args: Any) -> Any:
+    def _call(self, name: str, *args: Any, on: Any = None) -> Any:
         if self._stream is None:
             raise OSError(errno.EBADF, "closed (nowhere to write the output)", "stdout")
         try:
-            return getattr(self._stream, name)(*args)
+            return getattr(self._stream if on is None else on, name)(*args)
         except BrokenPipeError:
             raise  # the reader left: main's own case
         except OSError as e:
             raise OSError(e.errno, e.strerror or str(e), "stdout") from None
 
     def write(self, text: str) -> int:
-        return self._call("write", text)
+        raw = getattr(self._stream, "buffer", None)
+        if not isinstance(raw, io.RawIOBase) or os.name != "posix":  # no "\r\n" to add
+            return self._call("write", text)
+        # PYTHONUNBUFFERED / python -u: the text layer writes straight to the file and
+        # takes a short write (the kernel's, when the reader of a pipe leaves mid-text,
+        # or a disk that fills) for the whole text, dropping the rest silently (predict
+        # | head exited 0).  Write the bytes until all are written or the error shows.
+        self._call("flush")
+        data = memoryview(text.encode(self._stream.encoding, self._stream.errors or "strict"))
+        while data:
+            n = self._call("write", data, on=raw)
+            if n is None:  # a non-blocking stdout that is full: wait, do not spin
+                import select
+
+                select.select([], [raw], [])
+            data = data[n or 0 :]
+        return len(text)
 
     def flush(self) -> None:
         if self._stream is not None:  # nothing written to a closed stdout: no error
