@@ -171,3 +171,41 @@ def test_a_duplicated_column_that_hides_a_missing_one_is_named():
         model.predict(frame)
     assert "missing columns ['c2']" in str(info.value)
     assert "duplicate column names ['c1']" in str(info.value)
+
+
+# --- 4. a --missing nan model scored from Python -------------------------------------------
+
+
+def test_sparse_x_for_a_missing_nan_model_warns(tmp_path, capsys):
+    """A model trained by ``ltrboost train --missing nan`` reads an absent LETOR feature
+    as missing; a SciPy sparse ``X`` (an absent entry is 0) gave other scores than
+    ``ltrboost predict`` on the same file, silently.  Dense data read with
+    ``load_svmlight(path, missing=booster.missing)`` gives the CLI's scores."""
+    import warnings
+
+    import scipy.sparse as sp
+
+    from ltrboost import load_model, load_svmlight
+
+    rng = np.random.default_rng(0)
+    data = tmp_path / "sparse.txt"
+    lines = []
+    for i in range(120):
+        feats = " ".join(f"{j}:{rng.random():.3f}" for j in range(1, 5) if rng.random() < 0.6)
+        lines.append(f"{rng.integers(0, 3)} qid:{i // 10} {feats}\n")
+    data.write_text("".join(lines))
+    model = tmp_path / "m.json"
+    flags = ["--n-estimators", "3", "--min-samples-leaf", "3", "--quiet", "--missing", "nan"]
+    assert main(["train", str(data), "-o", str(model), *flags]) == 0
+    assert main(["predict", str(model), str(data)]) == 0
+    cli = np.array([float(v) for v in capsys.readouterr().out.split()])
+    booster = load_model(str(model))
+    assert booster.missing == "nan"
+    X = load_svmlight(str(data), missing=booster.missing).X
+    assert np.array_equal(booster.predict(X), cli)
+    zero_filled = load_svmlight(str(data)).X
+    with pytest.warns(UserWarning, match=r"--missing nan.*absent entries of a sparse X are 0"):
+        booster.predict(sp.csr_matrix(zero_filled))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        booster.predict(X)  # dense: nothing to warn about
