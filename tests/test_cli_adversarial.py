@@ -348,7 +348,8 @@ def test_a_model_trained_on_data_without_features_loads(tmp_path, capsys):
     assert run(["eval", model, data], capsys)[0] == 0
     wider = tmp_path / "f3.txt"
     wider.write_text("1 qid:1 3:1\n")
-    one_line_error(*run(["predict", model, wider], capsys)[:3:2], "larger than n_features=0")
+    rc_err = run(["predict", model, wider], capsys)[:3:2]
+    one_line_error(*rc_err, "larger than the model's 0 features")
 
 
 def test_an_output_that_cannot_be_written_fails_before_training(

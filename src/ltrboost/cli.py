@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import io
 import json
+import math
 import os
 import sys
 import warnings
@@ -595,18 +597,34 @@ class _Stdout:
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
-    def _call(self, name: str, *args: Any) -> Any:
+    def _call(self, name: str, *args: Any, on: Any = None) -> Any:
         if self._stream is None:
             raise OSError(errno.EBADF, "closed (nowhere to write the output)", "stdout")
         try:
-            return getattr(self._stream, name)(*args)
+            return getattr(self._stream if on is None else on, name)(*args)
         except BrokenPipeError:
             raise  # the reader left: main's own case
         except OSError as e:
             raise OSError(e.errno, e.strerror or str(e), "stdout") from None
 
     def write(self, text: str) -> int:
-        return self._call("write", text)
+        raw = getattr(self._stream, "buffer", None)
+        if not isinstance(raw, io.RawIOBase) or os.name != "posix":  # no "\r\n" to add
+            return self._call("write", text)
+        # PYTHONUNBUFFERED / python -u: the text layer writes straight to the file and
+        # takes a short write (the kernel's, when the reader of a pipe leaves mid-text,
+        # or a disk that fills) for the whole text, dropping the rest silently (predict
+        # | head exited 0).  Write the bytes until all are written or the error shows.
+        self._call("flush")
+        data = memoryview(text.encode(self._stream.encoding, self._stream.errors or "strict"))
+        while data:
+            n = self._call("write", data, on=raw)
+            if n is None:  # a non-blocking stdout that is full: wait, do not spin
+                import select
+
+                select.select([], [raw], [])
+            data = data[n or 0 :]
+        return len(text)
 
     def flush(self) -> None:
         if self._stream is not None:  # nothing written to a closed stdout: no error
@@ -735,6 +753,8 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
         msg = str(e)
         if isinstance(e, OSError) and e.filename:  # FILE: problem, like data errors
             msg = f"{e.filename}: {e.strerror}"
+        if getattr(args, "command", None) in _GAIN_COMMANDS:  # the remedy as their flag
+            msg = msg.replace("use gain='linear'", "use --gain linear")
         print(f"ltrboost: error: {msg}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError as e:  # e.g. NumPy: "Unable to allocate 2.4 GiB for an array …"
@@ -765,6 +785,9 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
 _OUTPUT_ARGS = ("output", "createmodel")
 _REWRITABLE_INPUTS = ("resume",)
 
+
+# The commands that take --gain (a label above 31 names it as the remedy).
+_GAIN_COMMANDS = ("train", "cv", "eval")
 
 # The commands whose --output may be '-' (stdout): the others write files or folders.
 _STDOUT_COMMANDS = ("predict", "export")
@@ -916,11 +939,14 @@ def _with_dataset(data, path: str, require_queries: bool = True):
     return data, ds
 
 
-def _read_for_model(path: str, booster, missing: str, na_values: list[str] | None = None):
+def _read_for_model(
+    path: str, booster, missing: str, na_values: list[str] | None = None, *, model: str
+):
     """``(LetorData, booster)`` for prediction, memory bounded by the data and the
     trees, never by the model's ``n_features`` claim.  For a wide model the booster
     returned is a view with the matrix's width: the same predictions (no tree uses
-    another feature)."""
+    another feature).  ``model``: the model file, named when a feature index is
+    beyond its features."""
     import copy
 
     import numpy as np
@@ -930,7 +956,17 @@ def _read_for_model(path: str, booster, missing: str, na_values: list[str] | Non
     from ltrboost.io.letor import load_svmlight as _load_svmlight
 
     def load_svmlight(path, **kw):
-        return _load_svmlight(path, na_values=na_values, **kw)
+        try:
+            return _load_svmlight(path, na_values=na_values, **kw)
+        except LTRInputError as e:
+            # "larger than n_features=4" named a keyword neither predict nor eval takes
+            too_big = f" is larger than n_features={booster.n_features}"
+            if not (e.problem.startswith("feature index ") and too_big in e.problem):
+                raise
+            problem = e.problem.replace(
+                too_big, f" is larger than the model's {booster.n_features} features ({model})"
+            )
+            raise LTRInputError(problem, path=e.path, line=e.line) from None
 
     # a model claiming more features than WIDE does not set the width of the matrix: the
     # data is read at its own width (the reader bounds it by the file's size) and padded
@@ -1349,7 +1385,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     output_state = file_state(args.output) if args.output != "-" else None
     booster = _load_for_iteration(args)
     missing = resolve_missing(args.missing, booster, args.model)
-    data, booster = _read_for_model(args.data, booster, missing, args.missing_token)
+    data, booster = _read_for_model(
+        args.data, booster, missing, args.missing_token, model=args.model
+    )
     scores = booster.predict(data.X, iteration=args.iteration, n_threads=args.n_threads)
     text = "".join(f"{s!r}\n" for s in scores.tolist())
     if args.output == "-":
@@ -1373,7 +1411,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     options = _metric_options(args, booster.params)
     results = {}
     for path in args.data:
-        data, fitted = _read_for_model(path, booster, missing, args.missing_token)
+        data, fitted = _read_for_model(path, booster, missing, args.missing_token, model=args.model)
         _, ds = _with_dataset(data, path)
         scores = fitted.predict(ds.X, iteration=args.iteration)
         with rows_located(ds):
@@ -1481,6 +1519,9 @@ def _metric_options(args: argparse.Namespace, model_params: dict) -> dict[str, A
     from ltrboost.booster import metric_options
 
     options = metric_options(model_params)
+    threshold = args.relevance_threshold
+    if threshold is not None and not math.isfinite(threshold):  # before any data is read
+        raise ValueError(f"--relevance-threshold {threshold} must be a finite number")
     if args.gain is not None:
         options["gain"] = args.gain
     if args.relevance_threshold is not None:

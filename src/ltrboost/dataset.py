@@ -862,14 +862,16 @@ def _columns_by_name(
     (``against`` says whose names ``expected`` are)."""
     missing = [c for c in expected if c not in names]
     unknown = [c for c in names if c not in expected]
-    if missing or unknown or len(set(names)) != len(names):
+    seen: set[str] = set()
+    twice = sorted({c for c in names if c in seen or seen.add(c)})
+    if missing or unknown or twice:
         parts = []
         if missing:
             parts.append(f"missing columns {missing}")
         if unknown:
             parts.append(f"unknown columns {unknown}")
-        if not parts:
-            parts.append("duplicate column names")
+        if twice:  # also beside a missing one: ['a', 'a'] for ['a', 'b'] said only 'b'
+            parts.append(f"duplicate column names {twice}")
         raise LTRInputError(f"the DataFrame's columns do not match {against}: " + "; ".join(parts))
     position = {c: k for k, c in enumerate(names)}
     return X.iloc[:, [position[c] for c in expected]]

@@ -161,6 +161,17 @@ class Booster:
         from ltrboost.dataset import as_feature_matrix
 
         X, _ = as_feature_matrix(X, self.feature_names, keep_sparse=True)
+        if self.missing == "nan" and hasattr(X, "nnz"):
+            import warnings
+
+            warnings.warn(
+                "the model was trained with --missing nan (a feature absent from a LETOR "
+                "line is missing), but the absent entries of a sparse X are 0: they "
+                "follow the splits' zero side, not the missing side; give the data as "
+                "ltrboost.load_svmlight(path, missing='nan') reads it",
+                UserWarning,
+                stacklevel=3,
+            )
         if X.shape[1] != self.n_features:
             raise ValueError(
                 f"X has {X.shape[1]} features but the model was trained with {self.n_features}"
@@ -183,7 +194,10 @@ class Booster:
         """Ranking scores of ``X``, shape (n_samples,): higher means ranked higher.
 
         ``X`` as in training (array, DataFrame taken by column name, sparse matrix);
-        ``iteration`` and ``n_threads`` as in :meth:`predict_raw`."""
+        ``iteration`` and ``n_threads`` as in :meth:`predict_raw`.  For a model trained
+        with ``ltrboost train --missing nan`` (``missing == "nan"``) read LETOR data
+        as ``load_svmlight(path, missing="nan")`` does, as ``ltrboost predict`` reads
+        it: a sparse ``X`` (whose absent entries are 0) warns."""
         raw = self.predict_raw(X, iteration=iteration, n_threads=n_threads)
         return np.ascontiguousarray(self.get_objective().transform(raw))
 

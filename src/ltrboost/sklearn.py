@@ -425,6 +425,10 @@ class Ranker(BaseEstimator):
         _require_queries(qid, group, "score")
         X = _by_names(X, self.booster_.feature_names, "score's X")
         ds = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
+        if ds.n_samples == 0:  # the metrics' message named their internal query_offsets
+            from ltrboost.dataset import LTRInputError
+
+            raise LTRInputError("score's X has no rows: there is no query to evaluate")
         if metric is None:
             m = getattr(self, "_fit_eval_metric", None)
             if m is None:
