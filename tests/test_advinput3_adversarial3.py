@@ -134,7 +134,7 @@ def test_convert_takes_the_training_files_width(tmp_path, capsys):
     assert table.column_names == ["qid", "label", "f1", "f2", "f3"]
     assert table.column("f3").to_pylist() == [0.0, 0.0]
     assert main(["convert", str(vali), str(tmp_path / "narrow"), "--n-features", "1"]) == 2
-    assert "vali.txt:1: feature index 2 is larger than n_features=1" in capsys.readouterr().err
+    assert "vali.txt:1: feature index 2 is larger than --n-features=1" in capsys.readouterr().err
     assert main(["convert", str(vali), str(tmp_path / "neg"), "--n-features", "-1"]) == 2
     assert capsys.readouterr().err == "ltrboost: error: --n-features=-1 must be >= 0\n"
 
