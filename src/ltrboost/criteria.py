@@ -4,12 +4,18 @@ Write ``G``, ``H``, ``n`` for the sums of gradients, hessians and the document c
 side of a split, and ``lam`` for ``l2_regularization``.
 
 * ``"newton"`` -- RWSE, eq. 9 of seed 000 (identical to the second-order gain of
-  LightGBM/XGBoost): ``gain = G_l^2/(H_l+lam) + G_r^2/(H_r+lam) - G^2/(H+lam)``.
-  For derivative-additive (pointwise) losses this *is* OLE (Theorem 1).
+  LightGBM/XGBoost): ``gain = G_l^2/(H_l+lam) + G_r^2/(H_r+lam) - G^2/(H+lam)``, i.e.
+  ``-RWSE(v)`` (with ``w r = -g``, ``w = h``).  For derivative-additive (pointwise)
+  losses this *is* OLE (Theorem 1).  It is twice the decrease of the second-order loss
+  model: eq. 12 has a factor ``1/2`` that eq. 13 drops.
 * ``"se"`` -- least squares on the pseudo-response ``r = -g`` (eq. 3): the same formula
-  with the counts in place of the hessians, ``G_l^2/n_l + G_r^2/n_r - G^2/n``.
-  For MART (constant hessian 2) it ranks splits exactly as ``newton`` (Theorem 2); with
-  sample weights MART's hessian is ``2 w``, not constant, and the two differ.
+  with the counts in place of the hessians, ``G_l^2/(n_l+lam) + G_r^2/(n_r+lam) -
+  G^2/(n+lam)`` (with ``lam = 0`` exactly the decrease of eq. 3's error).
+  For MART (constant hessian 2) and ``l2_regularization = 0`` it ranks splits exactly as
+  ``newton`` (Theorem 2; its gain is twice Newton's).  With ``l2_regularization > 0``
+  the two shrink differently (``G^2/(n+lam)`` against ``G^2/(2n+lam)``) and may choose
+  different splits; with sample weights MART's hessian is ``2 w``, not constant, and the
+  two differ too.
 * ``"ole"`` -- eq. 13 with the exact one-leaf hessian of a pairwise loss: from each side's
   ``H`` the pairs whose two documents both fall on that side are removed,
   ``H_side = sum_{d in side} h_d - 2 sum_{(i,j) in side} rho_ij``; ``G`` is unchanged.
@@ -17,7 +23,7 @@ side of a split, and ``lam`` for ``l2_regularization``.
   :func:`ole_hessian` is that correction, the one place it is written.
 
 Leaf values are always the Newton step ``-G / (H + lam)`` of the objective's own
-gradients and hessians (with the OLE-corrected ``H`` under ``"ole"``).
+gradients and hessians (eq. 11; with the OLE-corrected ``H`` under ``"ole"``).
 """
 
 from __future__ import annotations
@@ -42,7 +48,9 @@ def _side_score(g, h, l2):
 
 @kernel
 def _split_gain(g_left, h_left, g_right, h_right, g_parent, h_parent, l2):
-    """Eq. 9 / eq. 13 of seed 000: decrease of the second-order loss approximation."""
+    """Eq. 9 / eq. 13 of seed 000: ``G_l^2/(H_l+lam) + G_r^2/(H_r+lam) - G^2/(H+lam)``,
+    twice the decrease of the second-order loss approximation (eq. 12 without its 1/2;
+    the parent's term is the constant eq. 13 leaves out)."""
     return (
         _side_score(g_left, h_left, l2)
         + _side_score(g_right, h_right, l2)
@@ -78,7 +86,7 @@ def ole_hessian(h, pair_rho_sum):
 
 @kernel
 def _leaf_value(g, h, l2):
-    """Newton step -G / (H + lam); 0 for a leaf without curvature."""
+    """Newton step -G / (H + lam) (seed 000, eq. 11); 0 for a leaf without curvature."""
     d = h + l2
     if d <= 0.0:
         return 0.0

@@ -414,7 +414,8 @@ class Splitter:
         )
 
     def leaf_value(self, sum_gradients: float, sum_hessians: float, pair_sum: float = 0.0) -> float:
-        """Newton value ``-G / (H + lam)`` with the OLE-corrected ``H`` (eq. 13)."""
+        """Newton value ``-G / (H + lam)`` (seed 000, eq. 11) with the OLE-corrected
+        one-leaf ``H`` of eq. 13 (``H - 2 * pair_sum``)."""
         return _leaf_value_py(
             sum_gradients,
             _ole_hessian_py(sum_hessians, pair_sum),
@@ -732,7 +733,8 @@ def _ole_bound_body(
 
 @kernel
 def _two_leaf_gain(g_l, a, g_r, b, cross, g, parent_h, l2):
-    """Exact second-order loss decrease of a split under a pairwise loss (OLE nodes).
+    """Second-order loss decrease (times 2, as every gain here) of a split under a
+    pairwise loss (OLE nodes).
 
     Eq. 13 of seed 000 fits the two leaves separately (diagonal hessians ``a``, ``b``:
     each side's hessian minus twice the pairs wholly inside it).  Pairs crossing the split

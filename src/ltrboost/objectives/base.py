@@ -3,7 +3,11 @@
 Conventions
 -----------
 * ``gradients`` are dL/ds (the derivative of the loss with respect to the score), so the
-  descent direction is ``-gradients``.  The papers' "lambda" (seed 001) is ``-gradients``.
+  descent direction is ``-gradients``.  Seed 001's "lambda" is ``gradients`` itself: its
+  ``lambda_ij = dC/df(x_i)`` (negative for the preferred document), ``lambda_i^q =
+  sum_j lambda_ij - sum_j lambda_ji`` and the leaf step ``-eta sum lambda / sum omega``;
+  seed 003's ``lambda_ij = P^_ij - P_ij`` is the same number, though its LambdaMART
+  slide calls ``lambda_i`` the negative gradient.
 * ``hessians`` are the diagonal second derivatives d2L/ds2 used by the Newton leaf value
   ``-G / (H + l2_regularization)`` and by the ``newton`` split gain (seed 000, eq. 9).
 * Rank vs document (XGBoost's rule): ``rank_hi`` / ``rank_lo`` are positions in the list

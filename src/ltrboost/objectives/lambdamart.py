@@ -74,10 +74,11 @@ class LambdaMART(PairwiseObjective):
         gradients[i] += lambda_ij,  gradients[j] -= lambda_ij
         hessians[i] += sigma^2 |dZ_ij| rho_ij (1 - rho_ij),  same for j
 
-    so ``gradients`` are dL/ds and the paper's lambda_i is ``-gradients[i]``.  These are
-    the exact first and diagonal second derivatives of the surrogate ``L = sum_pairs
-    |dZ_ij| log(1 + exp(-sigma (s_i - s_j)))`` with |dZ| held fixed
-    (:meth:`loss_fixed_weights`; the finite-difference tests prove it).
+    so ``gradients`` are dL/ds and seed 001's lambda_i is ``gradients[i]`` (its leaf
+    step is ``-eta sum lambda / sum omega``).  These are the exact first and diagonal
+    second derivatives of the surrogate ``L = sum_pairs |dZ_ij| log(1 + exp(-sigma (s_i
+    - s_j)))`` with |dZ| held fixed (:meth:`loss_fixed_weights`; the finite-difference
+    tests prove it).
 
     Hessian constant: ``sigma^2 rho (1 - rho) |dZ|``, as in the seeds and LightGBM's
     ``lambdarank``; XGBoost uses ``2 rho (1 - rho) |dZ|`` without sigma.  No floor is

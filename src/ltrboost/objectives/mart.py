@@ -1,7 +1,8 @@
 """MART: least-squares regression on the grades (seed 003; seed 000 section 3.4).
 
-A pointwise, derivative-additive loss (seed 000, Theorem 1): SE, RWSE and OLE split the
-same way (Theorem 2), and the Newton leaf ``-G / H`` is the mean residual.
+A pointwise, derivative-additive loss: RWSE and OLE split the same way (seed 000,
+Theorem 1), SE too when unweighted and without ``l2_regularization`` (Theorem 2), and
+the Newton leaf ``-G / H`` is the mean residual.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ class MART(Objective):
     Loss ``L = sum_d w_d (s_d - y_d)^2`` (no factor 1/2: the design table's convention),
     so ``g = 2 w (s - y)``, ``h = 2 w`` and the Newton leaf ``-G / H`` is the (weighted)
     mean residual ``mean(y - s)`` -- the classic gradient-boosting leaf.  For this loss
-    SE, RWSE and OLE choose the same splits (seed 000, Theorem 2).
+    SE, RWSE and OLE choose the same splits (seed 000, Theorem 2) when the hessians are
+    one constant and ``l2_regularization`` is 0: SE's ``G^2 / (n + l2)`` and Newton's
+    ``G^2 / (2 n + l2)`` are proportional only for ``l2 = 0``, and document weights make
+    ``h = 2 w`` vary (RWSE = OLE still holds, Theorem 1).
 
     ``hessian_is_constant`` is True in the sense of :class:`Objective`: hessians never
     change between iterations.  With per-document weights they are ``2 w``, so they are

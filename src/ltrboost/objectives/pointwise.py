@@ -1,9 +1,13 @@
 """Pointwise objectives: ``mart`` (least squares), ``logistic_rank`` and ``mcrank``.
 
 Each document's loss depends on its own score only, so every loss here is *derivative
-additive* (seed 000, Theorem 1): SE, RWSE and OLE split the same way, and the Newton
-leaf ``-G / H`` built from the per-document gradients and hessians written below is the
-leaf formula of each paper.  The hessians are chosen so that this holds exactly:
+additive* (seed 000, Definition 1): RWSE and OLE split the same way (Theorem 1), and the
+Newton leaf ``-G / H`` built from the per-document gradients and hessians written below
+is the leaf formula of each paper.  SE agrees with them only where the hessians are one
+constant, i.e. for unweighted ``mart`` without ``l2_regularization`` (Theorem 2; seed
+000, section 3.4: "SE is generally not equivalent to (R)WSE or OLE, even [when] the
+objective loss functions used satisfy the condition of Theorem 1").  The hessians are
+chosen so that the leaf formulas hold exactly:
 
 * ``mart``: ``g = 2 (s - y)``, ``h = 2``, so ``-G / H`` is the mean residual
   (seed 000, section 3.4 / Theorem 2; seed 003).

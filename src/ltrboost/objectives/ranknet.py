@@ -26,8 +26,10 @@ class RankNet(LabelOrPairObjective):
         d2C/ds_i2 = d2C/ds_j2 = sigma^2 w_ij rho_ij (1 - rho_ij)
 
     ``gradients`` are dC/ds (descent is ``-gradients``); seed 001's lambda_i is
-    ``-gradients[i]``.  Leaves take the Newton step -sum(g)/sum(h) (seed 001, "Newton's
-    method").  This is LambdaMART with |dZ| = 1 and no normalisation.
+    ``gradients[i]`` (its ``lambda_ij = dC/df(x_i) = -sigma w_ij rho_ij``; seed 003's
+    ``lambda_ij = P^_ij - P_ij`` likewise).  Leaves take the Newton step
+    -sum(g)/sum(h) (seed 001, "Newton's method": ``-eta sum lambda / sum omega``).
+    This is LambdaMART with |dZ| = 1 and no normalisation.
 
     Parameters
     ----------
