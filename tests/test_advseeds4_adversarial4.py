@@ -20,6 +20,7 @@ the test also pins the corrected docstring.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -221,7 +222,8 @@ def test_theorem2_se_equals_newton_for_mart_only_without_l2():
         newton = train(dict(p, split_criterion="newton", l2_regularization=l2), data)
         assert _root_left_rows(se, X) == se_left, l2
         assert _root_left_rows(newton, X) == newton_left, l2
-    for doc in (criteria.__doc__, MART.__doc__):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for doc in (criteria.__doc__, MART.__doc__, readme):
         text = _one_line(doc)
         at = text.find("Theorem 2")
         assert "l2_regularization" in text[at - 200 : at + 200]
