@@ -1694,7 +1694,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if problem == e.problem:
             raise
         raise LTRInputError(problem, path=e.path, line=e.line) from None
-    print(f"wrote {len(files)} Parquet files to {args.output}", file=sys.stderr)
+    n = len(files)
+    print(f"wrote {n} Parquet file{'' if n == 1 else 's'} to {args.output}", file=sys.stderr)
     return 0
 
 
