@@ -729,6 +729,7 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
             raise ValueError(metric_error)
         _check_missing_tokens(args)
         _refuse_stdout_output(args)
+        _refuse_stdin_input(args)
         _refuse_output_over_input(args)
         with warnings.catch_warnings(), _background_compile(args):
             warnings.showwarning = _show_warning
@@ -804,6 +805,41 @@ def _refuse_stdout_output(args: argparse.Namespace) -> None:
         f"output '-': '{command}' writes files, not stdout ('-' is stdout for predict "
         "and export only); give a file name"
     )
+
+
+# The arguments that name a file (or a folder) a command reads, as the messages name them.
+_INPUT_ARGS = {
+    "train": "TRAIN",
+    "valid": "--valid",
+    "resume": "--resume",
+    "pairs": "--pairs",
+    "position": "--position",
+    "model": "MODEL",
+    "data": "DATA",
+    "log": "LOG",
+    "feature_names": "--feature-names",
+    "folder": "FOLDER",
+}
+
+
+def _refuse_stdin_input(args: argparse.Namespace) -> None:
+    """Refuse the input ``-``: it read a file named ``-`` ("-: No such file or
+    directory").  Standard input is not read: inputs are files, read by name (a
+    ``.query``/``.position`` sidecar is looked up beside them); a pipe can be given as
+    ``/dev/stdin``, which the readers take as a file read once."""
+    clicks = getattr(args, "clicks_command", None)
+    for name, label in _INPUT_ARGS.items():
+        value = getattr(args, name, None)
+        if "-" not in (value if isinstance(value, list) else [value]):
+            continue
+        if (name, args.command) in (("folder", "generate"), ("model", "clicks")):
+            continue  # generate's output folder; clicks simulate's click model (a choice)
+        if name == "data" and clicks in ("mine", "dataset"):
+            label = "--data"
+        raise ValueError(
+            f"{label} '-': standard input is not read (inputs are files, read by name); "
+            "give a file name (a pipe can be given as /dev/stdin)"
+        )
 
 
 def _refuse_output_over_input(args: argparse.Namespace) -> None:
