@@ -889,7 +889,12 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings as one ``ltrboost: warning: ...`` line, like errors."""
+    """Warnings as one ``ltrboost: warning: ...`` line, like errors; the parameters a
+    :class:`~ltrboost.params.ParameterWarning` names are spelled as their flags."""
+    from ltrboost.params import ParameterWarning
+
+    if isinstance(category, type) and issubclass(category, ParameterWarning):
+        message = _params_as_flags(str(message))
     print(f"ltrboost: warning: {message}", file=sys.stderr)
 
 
@@ -1046,7 +1051,15 @@ def _as_flags(msg: str) -> str | None:
     first = re.match(rf"({names})(?=[=\[]| entry | gives )", msg)  # label_scale's too
     if first is None:
         return None
-    msg = _flag(first.group(1)) + msg[first.end() :]
+    return _params_as_flags(_flag(first.group(1)) + msg[first.end() :])
+
+
+def _params_as_flags(msg: str) -> str:
+    """``msg`` with every ``name=`` / ``name[`` of a training parameter spelled as its
+    flag (``decay=2.0`` -> ``--decay=2.0``)."""
+    import re
+
+    names = "|".join(sorted(PARAM_NAMES, key=len, reverse=True))
     return re.sub(rf"(?<![\w.-])({names})(?=[=\[])", lambda m: _flag(m.group(1)), msg)
 
 
