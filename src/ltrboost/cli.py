@@ -1212,10 +1212,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary = f"wrote {args.output}: {booster.n_iterations} rounds"
     if best is not None:
         summary += f", best iteration {best}"
+        if best == 0:  # a valid model value: no round is best, predict uses no tree
+            summary += " (predict uses the initial score alone)"
     if valid_sets and booster.evals_result:
         first = next(iter(booster.evals_result.values()))
+        at = booster.n_iterations if best is None else best  # 0 is a round, not None
         for m, vals in first.items():
-            v = recorded_value(vals, best or booster.n_iterations, booster.n_iterations)
+            v = recorded_value(vals, at, booster.n_iterations)
             if v is not None:
                 summary += f", {m}={v:.4f}"
     print(summary, file=sys.stderr)
