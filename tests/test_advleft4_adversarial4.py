@@ -18,6 +18,7 @@ from ltrboost.io.letor import dump_svmlight
 from test_cli import assert_one_line_error, run
 
 SMALL = dict(min_samples_leaf=5, n_threads=1)
+ONE_ROUND = ["--n-estimators", "1", "-q", "--min-samples-leaf", "5"]
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +92,7 @@ def test_dash_input_is_refused_as_stdin(letor, tmp_path, capsys, argv, name):
 def test_dash_as_a_missing_token_is_not_a_file(letor, tmp_path, capsys):
     """Only file arguments are checked: '-' is a valid --missing-token."""
     rc, _, err = run(
-        ["train", letor, "--missing-token", "-", "--n-estimators", "1", "-q"]
-        + ["--min-samples-leaf", "5", "-o", tmp_path / "m.json"],
+        ["train", letor, "--missing-token", "-", *ONE_ROUND, "-o", tmp_path / "m.json"],
         capsys,
     )
     assert rc == 0, err
@@ -152,7 +152,8 @@ def test_continuing_a_model_that_stopped_early_warns():
         )
     assert again.booster_.n_iterations == done
     msg = str(rec[0].message)
-    assert "early_stopping_rounds=2" in msg and f"round {first.best_iteration_} of" in msg
+    assert "early_stopping_rounds=2" in msg
+    assert f"round {first.best_iteration_} of" in msg
     with warnings.catch_warnings():  # a larger early_stopping_rounds trains on, silently
         warnings.simplefilter("error")
         more = Ranker(n_estimators=3, **dict(kw, early_stopping_rounds=50)).fit(
@@ -171,13 +172,23 @@ def test_cli_resume_of_a_model_that_stopped_early_warns_with_flags(tmp_path, cap
     rc, _, err = run(["train", tmp_path / "t.txt", "-o", tmp_path / "m.json", *common], capsys)
     assert rc == 0, err
     rc, _, err = run(
-        ["train", tmp_path / "t.txt", "--resume", tmp_path / "m.json", "-o", tmp_path / "m2.json"]
-        + [*common, "--n-estimators", "200"],
+        [
+            "train",
+            tmp_path / "t.txt",
+            "--resume",
+            tmp_path / "m.json",
+            "-o",
+            tmp_path / "m2.json",
+            *common,
+            "--n-estimators",
+            "200",
+        ],
         capsys,
     )
     assert rc == 0, err
     assert "ltrboost: warning: the model to continue had already stopped early" in err
-    assert "--early-stopping-rounds=2" in err and "early_stopping_rounds" not in err
+    assert "--early-stopping-rounds=2" in err
+    assert "early_stopping_rounds" not in err
 
 
 # --- 6. best_iteration 0 in the CLI summary ---------------------------------------------
@@ -195,8 +206,17 @@ def test_cli_summary_of_best_iteration_zero(letor, tmp_path, capsys, monkeypatch
 
     monkeypatch.setattr(ltrboost.booster, "train", train_best_zero)
     rc, _, err = run(
-        ["train", letor, "--valid", letor, "--n-estimators", "3", "-q", "--min-samples-leaf"]
-        + ["5", "-o", tmp_path / "m.json"],
+        [
+            "train",
+            letor,
+            "--valid",
+            letor,
+            *ONE_ROUND,
+            "--n-estimators",
+            "3",
+            "-o",
+            tmp_path / "m.json",
+        ],
         capsys,
     )
     assert rc == 0, err
@@ -209,8 +229,19 @@ def test_cli_summary_of_best_iteration_zero(letor, tmp_path, capsys, monkeypatch
 # --- 7. the ignored-parameter warning names the CLI's flags ------------------------------
 def test_cli_ignored_parameter_warning_names_flags(letor, tmp_path, capsys):
     rc, _, err = run(
-        ["train", letor, "--objective", "mart", "--decay", "0.5", "--pair-method", "topk"]
-        + ["--n-estimators", "1", "-q", "--min-samples-leaf", "5", "-o", tmp_path / "m.json"],
+        [
+            "train",
+            letor,
+            "--objective",
+            "mart",
+            "--decay",
+            "0.5",
+            "--pair-method",
+            "topk",
+            *ONE_ROUND,
+            "-o",
+            tmp_path / "m.json",
+        ],
         capsys,
     )
     assert rc == 0, err
@@ -219,8 +250,17 @@ def test_cli_ignored_parameter_warning_names_flags(letor, tmp_path, capsys):
         "--decay=0.5; these parameters are ignored"
     ) in err
     rc, _, err = run(
-        ["train", letor, "--objective", "ranknet", "--pairs-per-sample", "3"]
-        + ["--n-estimators", "1", "-q", "--min-samples-leaf", "5", "-o", tmp_path / "m.json"],
+        [
+            "train",
+            letor,
+            "--objective",
+            "ranknet",
+            "--pairs-per-sample",
+            "3",
+            *ONE_ROUND,
+            "-o",
+            tmp_path / "m.json",
+        ],
         capsys,
     )
     assert rc == 0, err
