@@ -205,7 +205,7 @@ def test_unused_parameter_warning(folder, tmp_path, capsys) -> None:
         capsys,
     )
     assert rc == 0
-    assert "ltrboost: warning: objective 'mart' does not use sigma=5.0" in err
+    assert "ltrboost: warning: objective 'mart' does not use --sigma=5.0" in err
 
 
 # ------------------------------------------------------------------------ bug 9

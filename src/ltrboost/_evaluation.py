@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ltrboost.dataset import RankingDataset, rows_located
+from ltrboost.params import ParameterWarning
 
 # Objective parameters that evaluation reads too: never reported as unused.
 _EVALUATION_PARAM_NAMES = ("gain", "relevance_threshold")
@@ -62,7 +63,7 @@ def check_training_setup(params, objective, valid_sets) -> None:
             "of a pairwise objective; with "
             f"split_criterion={params.split_criterion!r} and objective {objective.name!r} "
             "it is ignored",
-            UserWarning,
+            ParameterWarning,
             stacklevel=3,
         )
     from ltrboost.params import OBJECTIVE_PARAM_NAMES
@@ -78,7 +79,7 @@ def check_training_setup(params, objective, valid_sets) -> None:
             f"objective {objective.name!r} does not use "
             + ", ".join(f"{k}={getattr(params, k)!r}" for k in unused)
             + "; these parameters are ignored",
-            UserWarning,
+            ParameterWarning,
             stacklevel=3,
         )
     _warn_pair_params_ignored(params, objective)
@@ -134,7 +135,7 @@ def _warn_pair_params_ignored(params, objective) -> None:
             f"objective {objective.name!r} with pair_method={method!r} does not use "
             + ", ".join(ignored)
             + "; these parameters are ignored",
-            UserWarning,
+            ParameterWarning,
             stacklevel=4,
         )
 

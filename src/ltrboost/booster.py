@@ -58,7 +58,7 @@ from ltrboost.dataset import (
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.model import Booster, averaged_divisor, feature_importance_gain
 from ltrboost.objectives.registry import get_objective
-from ltrboost.params import OBJECTIVE_PARAM_NAMES, BoosterParams
+from ltrboost.params import OBJECTIVE_PARAM_NAMES, BoosterParams, ParameterWarning
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = [
@@ -716,6 +716,17 @@ class Training:
             ):
                 # The uninterrupted run stopped at round ``done`` (this model is, e.g.,
                 # the checkpoint of that round of a run killed before its output).
+                if int(self.params.n_estimators) > done:  # rounds asked, none added
+                    warnings.warn(
+                        f"the model to continue had already stopped early: "
+                        f"{self.valid[0].name}'s {self.metric_names[0]} last improved at "
+                        f"round {self.best_iter} of its {done}, and "
+                        f"early_stopping_rounds={rounds} ends training {rounds} rounds "
+                        "after that; no round was added (early_stopping_rounds=None, or "
+                        "a larger value, trains on)",
+                        ParameterWarning,
+                        stacklevel=4,
+                    )
                 return max(done, int(self.params.n_estimators))
         return done
 

@@ -22,6 +22,8 @@ import numbers
 import sys
 from collections.abc import Callable
 
+import numpy as np
+
 logger = logging.getLogger("ltrboost")
 
 __all__ = ["format_evaluation", "log_evaluation"]
@@ -72,12 +74,17 @@ def _make_visible() -> None:
         logger.addHandler(handler)
 
 
-def check_period(period, name: str = "period") -> int:
-    """``period`` as a non-negative int (0: silent); True counts as 1."""
-    if isinstance(period, bool):
+def check_period(period, name: str = "period", *, negative_is_silent: bool = False) -> int:
+    """``period`` as a non-negative int (0: silent); True (``np.True_`` too) counts as 1.
+    ``negative_is_silent``: a negative integer is 0 (``Ranker(verbose=-1)``, LightGBM's
+    way to silence a model), else it is refused."""
+    if isinstance(period, bool | np.bool_):
         return int(period)
+    if isinstance(period, numbers.Integral) and period < 0 and negative_is_silent:
+        return 0
     if not isinstance(period, numbers.Integral) or period < 0:
-        raise ValueError(f"{name}={period!r} must be a non-negative integer (or a bool)")
+        kind = "an integer" if negative_is_silent else "a non-negative integer"
+        raise ValueError(f"{name}={period!r} must be {kind} (or a bool)")
     return int(period)
 
 

@@ -729,6 +729,7 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
             raise ValueError(metric_error)
         _check_missing_tokens(args)
         _refuse_stdout_output(args)
+        _refuse_stdin_input(args)
         _refuse_output_over_input(args)
         with warnings.catch_warnings(), _background_compile(args):
             warnings.showwarning = _show_warning
@@ -806,6 +807,41 @@ def _refuse_stdout_output(args: argparse.Namespace) -> None:
     )
 
 
+# The arguments that name a file (or a folder) a command reads, as the messages name them.
+_INPUT_ARGS = {
+    "train": "TRAIN",
+    "valid": "--valid",
+    "resume": "--resume",
+    "pairs": "--pairs",
+    "position": "--position",
+    "model": "MODEL",
+    "data": "DATA",
+    "log": "LOG",
+    "feature_names": "--feature-names",
+    "folder": "FOLDER",
+}
+
+
+def _refuse_stdin_input(args: argparse.Namespace) -> None:
+    """Refuse the input ``-``: it read a file named ``-`` ("-: No such file or
+    directory").  Standard input is not read: inputs are files, read by name (a
+    ``.query``/``.position`` sidecar is looked up beside them); a pipe can be given as
+    ``/dev/stdin``, which the readers take as a file read once."""
+    clicks = getattr(args, "clicks_command", None)
+    for name, label in _INPUT_ARGS.items():
+        value = getattr(args, name, None)
+        if "-" not in (value if isinstance(value, list) else [value]):
+            continue
+        if (name, args.command) in (("folder", "generate"), ("model", "clicks")):
+            continue  # generate's output folder; clicks simulate's click model (a choice)
+        if name == "data" and clicks in ("mine", "dataset"):
+            label = "--data"
+        raise ValueError(
+            f"{label} '-': standard input is not read (inputs are files, read by name); "
+            "give a file name (a pipe can be given as /dev/stdin)"
+        )
+
+
 def _refuse_output_over_input(args: argparse.Namespace) -> None:
     """Refuse an output file that is also one of the command's input files (the same
     file by device and inode: a link or another spelling included), or a data file's
@@ -853,7 +889,12 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings as one ``ltrboost: warning: ...`` line, like errors."""
+    """Warnings as one ``ltrboost: warning: ...`` line, like errors; the parameters a
+    :class:`~ltrboost.params.ParameterWarning` names are spelled as their flags."""
+    from ltrboost.params import ParameterWarning
+
+    if isinstance(category, type) and issubclass(category, ParameterWarning):
+        message = _params_as_flags(str(message))
     print(f"ltrboost: warning: {message}", file=sys.stderr)
 
 
@@ -1010,7 +1051,15 @@ def _as_flags(msg: str) -> str | None:
     first = re.match(rf"({names})(?=[=\[]| entry | gives )", msg)  # label_scale's too
     if first is None:
         return None
-    msg = _flag(first.group(1)) + msg[first.end() :]
+    return _params_as_flags(_flag(first.group(1)) + msg[first.end() :])
+
+
+def _params_as_flags(msg: str) -> str:
+    """``msg`` with every ``name=`` / ``name[`` of a training parameter spelled as its
+    flag (``decay=2.0`` -> ``--decay=2.0``)."""
+    import re
+
+    names = "|".join(sorted(PARAM_NAMES, key=len, reverse=True))
     return re.sub(rf"(?<![\w.-])({names})(?=[=\[])", lambda m: _flag(m.group(1)), msg)
 
 
@@ -1163,10 +1212,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary = f"wrote {args.output}: {booster.n_iterations} rounds"
     if best is not None:
         summary += f", best iteration {best}"
+        if best == 0:  # a valid model value: no round is best, predict uses no tree
+            summary += " (predict uses the initial score alone)"
     if valid_sets and booster.evals_result:
         first = next(iter(booster.evals_result.values()))
+        at = booster.n_iterations if best is None else best  # 0 is a round, not None
         for m, vals in first.items():
-            v = recorded_value(vals, best or booster.n_iterations, booster.n_iterations)
+            v = recorded_value(vals, at, booster.n_iterations)
             if v is not None:
                 summary += f", {m}={v:.4f}"
     print(summary, file=sys.stderr)
@@ -1694,7 +1746,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if problem == e.problem:
             raise
         raise LTRInputError(problem, path=e.path, line=e.line) from None
-    print(f"wrote {len(files)} Parquet files to {args.output}", file=sys.stderr)
+    n = len(files)
+    print(f"wrote {n} Parquet file{'' if n == 1 else 's'} to {args.output}", file=sys.stderr)
     return 0
 
 

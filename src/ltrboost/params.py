@@ -293,6 +293,12 @@ _OTHER_NAMES: dict[str, str] = {
 }
 
 
+class ParameterWarning(UserWarning):
+    """A warning about the training parameters whose message names them as
+    ``name=value`` (``decay=0.5``); the CLI prints those as its flags
+    (``--decay=0.5``)."""
+
+
 class _BoosterParamsMethods:
     """Methods of :class:`BoosterParams` (its fields come from :data:`PARAMS`)."""
 

@@ -38,7 +38,8 @@ class Ranker(BaseEstimator):
     ("gain", default, or "split") chooses what ``feature_importances_`` counts;
     ``verbose`` (0, default: silent) logs the validation metrics every ``verbose``
     rounds through :mod:`logging` (logger ``"ltrboost"``, see
-    :func:`ltrboost.callbacks.log_evaluation`); True means every round.
+    :func:`ltrboost.callbacks.log_evaluation`); True means every round, a negative
+    value (LightGBM's ``verbose=-1``) is silent, as 0.
 
     Attributes
     ----------
@@ -217,7 +218,8 @@ class Ranker(BaseEstimator):
         callbacks : callables receiving a :class:`~ltrboost.booster.CallbackEnv` after
             every round, as in :func:`ltrboost.train` (True stops training).
         verbose : overrides the constructor's ``verbose`` for this fit (XGBoost's
-            ``fit(verbose=)``): log the metrics every ``verbose`` rounds.
+            ``fit(verbose=)``): log the metrics every ``verbose`` rounds (0 or
+            negative: silent).
         """
         params = self._booster_params(
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
@@ -281,6 +283,7 @@ class Ranker(BaseEstimator):
         period = check_period(
             self.verbose if verbose is None else verbose,
             "verbose" if verbose is None else "fit's verbose",
+            negative_is_silent=True,
         )
         callbacks = check_callbacks(callbacks)
         if period:
