@@ -23,6 +23,16 @@ import ltrboost
 from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
 
+USAGE = "usage: PYTHONPATH=src python bench/ref_models.py OUTDIR  (writes OUTDIR/hashes.txt)"
+if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+    print(USAGE)
+    print(__doc__)
+    raise SystemExit(0)
+if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+    # an option is not a folder name: `--help` used to become ./--help/hashes.txt
+    print(USAGE, file=sys.stderr)
+    print("ref_models.py: error: give exactly one OUTDIR", file=sys.stderr)
+    raise SystemExit(2)
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 X, y, qid = make_ranking(n_queries=60, docs_per_query=(5, 25), n_features=10, random_state=7)[:3]

@@ -98,8 +98,9 @@ def grid_search(X: pd.DataFrame, y: pd.Series, quick: bool) -> GridSearchCV:
 # An `eval_metric` callable is `f(scores, labels, query_offsets) -> float`, higher is
 # better; query `q` owns rows `query_offsets[q]:query_offsets[q + 1]`.  Written with
 # `numba.njit` the loop over queries runs without Python overhead per query.  This one
-# is the mean reciprocal rank of the first document with label >= 1 (queries with no
-# relevant document count 0, as `ltrboost.metrics` does for MRR by default).
+# is the mean reciprocal rank of the first document with label >= 1; a query with no
+# relevant document counts 0, so it equals `get_metric("mrr", empty_query_score=0.0)`
+# (trec_eval's convention; ltrboost's `"mrr"` gives such a query 1.0 by default).
 
 
 # %%
