@@ -14,10 +14,15 @@ How a model is trained (``docs/scaling.md`` has the communication model):
 1. **Queries whole.**  Each input partition is validated on its worker (labels, qids,
    features: the same checks and one-line messages as local training, prefixed with
    ``partition N:``) and grouped by qid inside the partition.  Only the query ids of
-   every partition travel to the driver (O(queries)); a query found in two partitions
-   is regrouped by one stable hash-of-qid shuffle (every row goes to partition
-   ``hash(qid) % P``, rows keep their order) or, with ``regroup=False``, refused
-   naming the query and both partitions.  Never one partition per query.
+   every partition travel to the driver (O(queries)).  Queries found in several
+   partitions (``regroup=False``: refused, naming one and two of its partitions)
+   are made whole: when few (:data:`MOVE_PIECES_PER_PARTITION`; partitions cut from
+   sorted rows), each goes whole to the first partition holding it and the other rows
+   stay, O(P) tasks, the rows then in the order of the partitions concatenated,
+   grouped by qid as local training groups them; interleaved data takes one stable
+   hash-of-qid shuffle (every row goes to partition ``hash(qid) % P``, rows keep their
+   order), P² + 4P tasks.  Empty partitions are dropped.  Never one partition per
+   query.
 2. **Shards.**  Partitions ``0..P-1`` are dealt to the sorted workers in contiguous
    blocks; each worker concatenates its block into one shard (an
    :class:`~distributed.Actor`), so the training set is the partitions in order and
@@ -40,7 +45,8 @@ How a model is trained (``docs/scaling.md`` has the communication model):
 5. **Validation.**  Each shard scores its validation rows and returns per-query metric
    values; the driver takes their mean over all queries (the same value as local).
 
-The model equals the local model trained on the partitions concatenated in order:
+The model equals the local model trained on the partitions concatenated in order
+(after a hash shuffle: the regrouped partitions):
 same splits, leaf values and predictions up to float summation order (within 1e-9
 relative, tested; often bit-equal); repeated runs with the same partitioning and workers
 are byte-identical.
@@ -374,30 +380,47 @@ def _hash_buckets(qid: NDArray, n_buckets: int) -> NDArray[np.int64]:
     Numeric qids are hashed as float64 values (+0.0 for -0.0): one query whose rows come
     as int 7 from one file and float 7.0 from another (one query to pandas) must land in
     one bucket; ``hash_array`` hashes the two dtypes differently.  Distinct large ints
-    that share a float only share a bucket, which is harmless."""
+    that share a float only share a bucket, which is harmless.  Strings are hashed as
+    Python objects (``hash_array`` refuses a NumPy ``<U`` array), as pandas gives them."""
     q = np.asarray(qid)
     if q.dtype.kind in "biuf":
         q = q.astype(np.float64) + 0.0
+    elif q.dtype.kind in "US":
+        q = q.astype(object)
     h = pd.util.hash_array(q, categorize=False)
     return (h % np.uint64(n_buckets)).astype(np.int64)
+
+
+def _rows(part, rows: NDArray) -> dict:
+    """The rows ``rows`` of ``part`` (a piece for :func:`_concat_parts`), in that order."""
+    return dict(
+        X=part["X"][rows],
+        y=part["y"][rows],
+        qid=part["qid"][rows],
+        w=None if part["w"] is None else part["w"][rows],
+        index=part["index"],
+        sizes=(rows.shape[0],),
+    )
 
 
 def _split_part(part, n_buckets: int) -> list:
     """Rows of ``part`` by ``hash(qid) % n_buckets``, each keeping its row order."""
     b = _hash_buckets(part["qid"], n_buckets)
-    out = []
-    for k in range(n_buckets):
-        rows = np.flatnonzero(b == k)
-        out.append(
-            dict(
-                X=part["X"][rows],
-                y=part["y"][rows],
-                qid=part["qid"][rows],
-                w=None if part["w"] is None else part["w"][rows],
-                index=part["index"],
-                sizes=(rows.shape[0],),
-            )
-        )
+    return [_rows(part, np.flatnonzero(b == k)) for k in range(n_buckets)]
+
+
+def _move_out(part, plan: dict[int, list[int]]) -> list:
+    """``part`` as the rows it keeps, then one piece per destination of ``plan``
+    (destination -> the numbers of its queries that go there, ascending), each piece
+    in row order."""
+    offsets = part["offsets"]
+    keep = np.ones(int(offsets[-1]), dtype=bool)
+    out = [None]
+    for queries in plan.values():
+        rows = np.concatenate([np.arange(offsets[t], offsets[t + 1]) for t in queries])
+        keep[rows] = False
+        out.append(_rows(part, rows))
+    out[0] = _rows(part, np.flatnonzero(keep))
     return out
 
 
@@ -502,8 +525,69 @@ def _plain(v):
     return v.item() if hasattr(v, "item") else v
 
 
+#: Cut queries move alone (each whole to the first partition holding it) while their
+#: pieces outside that partition number at most this many per input partition; more
+#: is interleaved data, regrouped by the hash of the qid.  Partitions that are
+#: consecutive slices of query-grouped rows (sorted files, ``repartition``,
+#: ``from_pandas``) cut at most one query per boundary: fewer than one piece each.
+MOVE_PIECES_PER_PARTITION = 2
+
+
+def _move_plan(metas) -> dict[int, dict[int, list[int]]] | None:
+    """Where the rows of cut queries go when only they move: each cut query whole to
+    the first partition holding it (in partition order), as ``{source partition:
+    {destination: the source's query numbers that go there}}``, in ascending order.
+
+    None when the data is interleaved: more pieces to move than
+    :data:`MOVE_PIECES_PER_PARTITION` per partition, or qids of several kinds (numbers
+    in one partition, strings in another: their values are compared only by the hash
+    regroup's own rule)."""
+    held = [m["qids"] for m in metas if len(m["qids"])]
+    kinds = {"n" if q.dtype.kind in "biuf" else q.dtype.kind for q in held}
+    if len(kinds) > 1:
+        return None
+    part_of = np.concatenate([np.full(len(m["qids"]), i) for i, m in enumerate(metas)])
+    number = np.concatenate([np.arange(len(m["qids"])) for m in metas])
+    codes, _ = pd.factorize(pd.Series(np.concatenate(held)))
+    first = np.zeros(len(codes), dtype=bool)
+    first[np.unique(codes, return_index=True)[1]] = True  # a query's first partition
+    moving = np.flatnonzero(~first)
+    if moving.shape[0] > MOVE_PIECES_PER_PARTITION * len(metas):
+        return None
+    owner = np.empty(codes.max() + 1, dtype=np.int64)
+    owner[codes[first]] = part_of[first]
+    plan: dict[int, dict[int, list[int]]] = {}
+    for e in moving:
+        dest = plan.setdefault(int(part_of[e]), {})
+        dest.setdefault(int(owner[codes[e]]), []).append(int(number[e]))
+    return plan
+
+
+def _move_cut_queries(client, futures, plan) -> tuple[list, list[int]]:
+    """The partitions after moving the rows of ``plan`` (:func:`_move_plan`), and the
+    numbers of those that changed.  Each destination holds its own rows (those it
+    keeps), then the rows it receives in partition order, grouped by qid stably: the
+    rows in the order of the partitions concatenated, grouped by qid, as local training
+    groups them.  Tasks: a split and a pick per source, a pick per (source,
+    destination), a concatenation per partition touched; none for the others."""
+    kept, incoming = {}, {}
+    for src, dests in plan.items():
+        pieces = client.submit(_move_out, futures[src], dests, pure=False)
+        kept[src] = client.submit(_pick, pieces, 0, pure=False)
+        for j, dest in enumerate(dests, start=1):
+            incoming.setdefault(dest, []).append((src, client.submit(_pick, pieces, j, pure=False)))
+    changed = sorted(set(kept) | set(incoming))
+    out = list(futures)
+    for k in changed:
+        own = kept.get(k, futures[k])
+        got = [f for _, f in sorted(incoming.get(k, []), key=lambda t: t[0])]
+        out[k] = client.submit(_concat_parts, own, *got, renumber=k, pure=False)
+    return out, changed
+
+
 def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 600.0):
-    """Partitions that keep every query whole: as they are, or after one hash shuffle."""
+    """Partitions that keep every query whole: as they are, after moving the rows of
+    the few cut queries (:func:`_move_plan`), or after one hash shuffle."""
     metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
     if not metas:
         raise LTRInputError(f"{what} has no partitions")
@@ -516,15 +600,24 @@ def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 6
                 f"{int(where[1])}; keep each query in one partition (set_index on the qid, "
                 "or query-partitioned Parquet from `ltrboost convert`) or pass regroup=True"
             )
-        n_out = len(futures)
-        pieces = client.map(_split_part, futures, n_buckets=n_out, pure=False)
-        picked = [[client.submit(_pick, p, k, pure=False) for p in pieces] for k in range(n_out)]
-        futures = [
-            client.submit(_concat_parts, *row, renumber=k, pure=False)
-            for k, row in enumerate(picked)
-        ]
-        metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
-        cut = _cut_query(metas)  # the shuffle must have made every query whole
+        plan = _move_plan(metas)
+        if plan is not None:
+            futures, changed = _move_cut_queries(client, futures, plan)
+            new = client.map(_part_meta, [futures[k] for k in changed], pure=False)
+            for k, m in zip(changed, _gather(client, new, timeout, what), strict=True):
+                metas[k] = m
+        else:
+            n_out = len(futures)
+            pieces = client.map(_split_part, futures, n_buckets=n_out, pure=False)
+            picked = [
+                [client.submit(_pick, p, k, pure=False) for p in pieces] for k in range(n_out)
+            ]
+            futures = [
+                client.submit(_concat_parts, *row, renumber=k, pure=False)
+                for k, row in enumerate(picked)
+            ]
+            metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
+        cut = _cut_query(metas)  # the regrouping must have made every query whole
         if cut is not None:
             raise LTRInputError(
                 f"{what}: query {_plain(cut[0])!r} is still cut between partitions after "
@@ -1349,8 +1442,10 @@ def train(
     callbacks : as :func:`ltrboost.train` (``env.snapshot()`` gives the model so far,
         e.g. for checkpoints).
     regroup : bool, default=True
-        A query found in two partitions: shuffle the rows by ``hash(qid)`` once (True)
-        or raise :class:`~ltrboost.dataset.LTRInputError` naming the query and the two
+        A query found in two partitions: make it whole (True: move the few cut
+        queries each to the first partition holding it, or, for interleaved data,
+        shuffle the rows by ``hash(qid)`` once; see the module docstring) or raise
+        :class:`~ltrboost.dataset.LTRInputError` naming the query and the two
         partitions (False).
     timeout : float, default=600
         Seconds a step may wait for a worker before :class:`DistributedTrainingError`;
