@@ -245,9 +245,10 @@ def test_ref_models_help_and_usage(tmp_path, args):
 
 
 # every benchmark command of these documents, in backquotes or code blocks, also over
-# line breaks and as `python bench/NAME.py` (test_docs_claims.py reads one line of
-# `python -m bench.NAME` only)
+# line breaks and as `python bench/NAME.py` (it replaces test_docs_claims.py's check, which
+# read one line of `python -m bench.NAME` only)
 _COMMAND_DOCS = (
+    "README.md",
     "bench/README.md",
     "docs/scaling.md",
     "docs/deploy.md",

@@ -212,36 +212,6 @@ def test_choosing_a_ranker_table_is_bench_readmes():
             assert source.get((data, system)) == value, (system, data, value)
 
 
-def test_documented_bench_commands_take_their_flags():
-    """Every `python -m bench.NAME --flag ...` command that the docs cite as the source
-    of a number runs `--help` and has each flag it names."""
-    import os
-    import subprocess
-    import sys
-
-    commands: dict[str, set[str]] = {}
-    for doc in DOCS:
-        text = (ROOT / doc).read_text(encoding="utf-8")
-        for module, args in re.findall(r"python -m (bench\.\w+)([^`\n]*)", text):
-            commands.setdefault(module, set()).update(re.findall(r"--[\w-]+", args))
-    assert len(commands) >= 10
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
-    for module, flags in sorted(commands.items()):
-        done = subprocess.run(
-            [sys.executable, "-m", module, "--help"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=env,
-            timeout=300,
-        )
-        if done.returncode and "ModuleNotFoundError" in done.stderr:
-            continue  # a peer library (LightGBM, XGBoost, CatBoost) is not installed
-        assert done.returncode == 0, (module, done.stderr[-500:])
-        missing = sorted(f for f in flags if f not in done.stdout)
-        assert not missing, (module, missing)
-
-
 @pytest.mark.parametrize("command", ["train", "cv"])
 def test_every_parameter_is_a_kebab_case_flag(command):
     """README: every parameter is a CLI flag in kebab-case, except `eval_metric`, which is
