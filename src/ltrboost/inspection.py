@@ -98,8 +98,9 @@ def trees_to_dataframe(booster: Any):
     ``sum_hessians``.
 
     A document's raw score is ``init_score[output]`` plus the values of the leaves it
-    reaches; for ``gbrank`` (``update_rule == "averaged"``) that sum is divided by
-    ``n_iterations + 1``.
+    reaches in the trees of the rounds ``predict`` uses (``iteration < best_iteration``
+    when early stopping set one, else every row); for ``gbrank`` (``update_rule ==
+    "averaged"``) that sum is divided by the number of those rounds + 1.
     """
     import pandas as pd
 
