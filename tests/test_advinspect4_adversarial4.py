@@ -245,3 +245,13 @@ def test_importances_match_a_hand_count_for_every_objective(tmp_path):
                     gain[feature] += tree["gain"][k]
         assert np.array_equal(booster.feature_importance("split"), split), kw
         assert np.allclose(booster.feature_importance("gain"), gain, rtol=1e-12), kw
+
+
+@pytest.mark.parametrize("precision", [-1, 2.5, True, "6"])
+def test_dump_text_refuses_a_precision_that_is_no_digit_count(stopped, precision):
+    """``precision=-1`` failed with "Format specifier missing precision" and 2.5 with
+    "Invalid format specifier '.2.5g'", naming no argument."""
+    booster, _ = stopped
+    with pytest.raises(ValueError, match="precision="):
+        dump_text(booster, precision=precision)
+    assert dump_text(booster, precision=3) != dump_text(booster)

@@ -164,6 +164,9 @@ def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) ->
       1:leaf=0.0123 count=250
       2:leaf=-0.0456 count=150
     """
+    if isinstance(precision, bool) or not isinstance(precision, int | np.integer) or precision < 0:
+        # failed at format time ("Format specifier missing precision"), naming nothing
+        raise ValueError(f"precision={precision!r} must be an integer >= 0 (significant digits)")
     names = [shown_name(n) for n in feature_names(booster)]
     lines: list[str] = []
     for t, nodes in enumerate(_trees(booster, iteration)):
