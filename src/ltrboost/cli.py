@@ -387,6 +387,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         default="gain",
         help="rank features by total split gain (default) or number of splits",
     )
+    p.add_argument(
+        "--iteration",
+        type=int,
+        default=None,
+        help="count and dump the first N rounds (default: importances of the best "
+        "iteration, else all; the dump holds every round)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--dump", action="store_true", help="also print every tree as indented text")
     p.set_defaults(func=cmd_inspect)
@@ -1664,16 +1671,20 @@ def query_folds(qid, n_folds: int, random_state: int):
 
 # -------------------------------------------------------------------------- inspect
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from ltrboost.inspection import dump_text, model_summary
-    from ltrboost.model import load_model
+    from ltrboost.inspection import dump_text, model_summary, shown_name
 
     if args.top < 0:  # listed nothing, silently
         raise ValueError(f"--top {args.top} must be >= 0")
-    booster = load_model(args.model)
-    info = model_summary(booster, top=args.top, importance_type=args.importance_type)
+    booster = _load_for_iteration(args)
+    info = model_summary(
+        booster, top=args.top, importance_type=args.importance_type, iteration=args.iteration
+    )
+    # the dump: the first --iteration rounds, else every round (a line marks where the
+    # rounds past the best iteration begin, which the importances do not count)
+    dump = dump_text(booster, iteration=args.iteration) if args.dump else ""
     if args.json:
         if args.dump:
-            info["dump"] = dump_text(booster)
+            info["dump"] = dump
         print(json.dumps(info, indent=2))
         return 0
     lp = info["leaves_per_tree"]
@@ -1681,8 +1692,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"model       {args.model}")
     print(f"objective   {info['objective']} {json.dumps(info['objective_params'])}")
     print(
-        f"trees       {info['n_trees']} ({info['n_iterations']} rounds x "
-        f"{info['n_outputs']} outputs), best iteration "
+        f"trees       {info['n_trees']} ({_count(info['n_iterations'], 'round')} x "
+        f"{_count(info['n_outputs'], 'output')}), best iteration "
         f"{best if best is not None else '-'}"
     )
     print(
@@ -1690,12 +1701,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         f"max depth {info['max_depth']}"
     )
     counted = info["importance_iterations"]
-    rounds = f" (first {counted} rounds)" if counted != info["n_iterations"] else ""
+    rounds = ""
+    if counted != info["n_iterations"]:
+        rounds = " (first round)" if counted == 1 else f" (first {counted} rounds)"
     print(f"features    {info['n_features_used']} of {info['n_features']} used{rounds}")
     rows = [
         (
-            # a name with a newline or tab (a model file may hold one) would break the table
-            f["feature"] if f["feature"].isprintable() else repr(f["feature"]),
+            # a name with a newline or tab (a model file may hold one) would break the
+            # table, an empty one or one with blanks at its ends would not show
+            shown_name(f["feature"]),
             str(f["split"]),
             f"{f['gain']:.6g}",
             f"{f['gain_share']:.1%}",
@@ -1711,8 +1725,23 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print("  ".join(cells).rstrip())
     if args.dump:
         print()
-        print(dump_text(booster), end="")
+        past = counted * booster.n_outputs  # the first tree the importances leave out
+        if args.iteration is None and past < len(booster.trees):
+            lines = dump.splitlines(keepends=True)  # a node line never starts "tree "
+            at = next(i for i, x in enumerate(lines) if x.startswith(f"tree {past} ("))
+            lines.insert(
+                at,
+                f"# rounds after the best iteration {best} (from tree {past} on): predict "
+                "does not use them, the importances above do not count them\n",
+            )
+            dump = "".join(lines)
+        print(dump, end="")
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 round``, ``2 rounds``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 # ------------------------------------------------------------------------- generate

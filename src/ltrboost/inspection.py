@@ -16,6 +16,10 @@ Only the first ``iteration`` rounds count when ``iteration`` is given; by defaul
 trees ``predict`` uses: the ``best_iteration`` when early stopping set one, else all
 (as LightGBM's ``Booster.feature_importance``).  ``dump_text`` dumps every tree unless
 given ``iteration``.
+
+A feature name that would not show as written on one line of text (empty, with a
+newline, a tab or a blank at either end) is written quoted, as Python's ``repr``, in
+the dump and ``ltrboost inspect``'s table; the DataFrame and the JSON keep it as it is.
 """
 
 from __future__ import annotations
@@ -66,6 +70,14 @@ def feature_importance(
     return imp
 
 
+def shown_name(name: str) -> str:
+    """``name`` as written in a line of text: quoted (``repr``) when it would not show
+    as written (empty, a newline or a tab, a blank at either end)."""
+    if name and name.isprintable() and name == name.strip():
+        return name
+    return repr(name)
+
+
 def feature_names(booster: Any) -> list[str]:
     """The stored feature names, else ``f0, f1, ...`` (0-based column numbers)."""
     if booster.feature_names is not None:
@@ -86,8 +98,9 @@ def trees_to_dataframe(booster: Any):
     ``sum_hessians``.
 
     A document's raw score is ``init_score[output]`` plus the values of the leaves it
-    reaches; for ``gbrank`` (``update_rule == "averaged"``) that sum is divided by
-    ``n_iterations + 1``.
+    reaches in the trees of the rounds ``predict`` uses (``iteration < best_iteration``
+    when early stopping set one, else every row); for ``gbrank`` (``update_rule ==
+    "averaged"``) that sum is divided by the number of those rounds + 1.
     """
     import pandas as pd
 
@@ -151,7 +164,10 @@ def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) ->
       1:leaf=0.0123 count=250
       2:leaf=-0.0456 count=150
     """
-    names = feature_names(booster)
+    if isinstance(precision, bool) or not isinstance(precision, int | np.integer) or precision < 0:
+        # failed at format time ("Format specifier missing precision"), naming nothing
+        raise ValueError(f"precision={precision!r} must be an integer >= 0 (significant digits)")
+    names = [shown_name(n) for n in feature_names(booster)]
     lines: list[str] = []
     for t, nodes in enumerate(_trees(booster, iteration)):
         lines.append(f"tree {t} (output {int(booster.tree_outputs[t])})")
@@ -178,15 +194,29 @@ def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) ->
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def model_summary(booster: Any, top: int = 10, importance_type: str = "gain") -> dict[str, Any]:
-    """What ``ltrboost inspect`` prints, as a JSON-ready dict."""
+def model_summary(
+    booster: Any, top: int = 10, importance_type: str = "gain", iteration: int | None = None
+) -> dict[str, Any]:
+    """What ``ltrboost inspect`` prints, as a JSON-ready dict.
+
+    ``top``: how many features ``top_features`` lists at most (an integer >= 0).
+    ``iteration``: the rounds the importances (and ``n_features_used``) count, as in
+    :func:`feature_importance` (default: those ``predict`` uses), recorded as
+    ``importance_iterations``; the tree counts cover every round.
+    """
     if importance_type not in IMPORTANCE_TYPES:  # any other name ranked by split, silently
         raise ValueError(f"importance_type={importance_type!r} is not one of {IMPORTANCE_TYPES}")
-    split = feature_importance(booster, "split")
-    gain = feature_importance(booster, "gain")
+    if isinstance(top, bool) or not isinstance(top, int | np.integer) or top < 0:
+        # int() listed 2 features for 2.5 and 1 for True; a negative listed none
+        raise ValueError(f"top={top!r} must be an integer >= 0 (features listed)")
+    if iteration is None:
+        iteration = booster.best_iteration
+    counted = len(_trees(booster, iteration)) // max(booster.n_outputs, 1)
+    split = feature_importance(booster, "split", counted)
+    gain = feature_importance(booster, "gain", counted)
     names = feature_names(booster)
     key = gain if importance_type == "gain" else split
-    order = np.argsort(-key, kind="stable")[: max(int(top), 0)]
+    order = np.argsort(-key, kind="stable")[: int(top)]
     total_gain = float(gain.sum())
     leaves = [int(t["is_leaf"].sum()) for t in booster.trees]
     depths = [int(t["depth"].max()) if t.shape[0] else 0 for t in booster.trees]
@@ -199,11 +229,9 @@ def model_summary(booster: Any, top: int = 10, importance_type: str = "gain") ->
         "best_iteration": booster.best_iteration,
         "n_features": int(booster.n_features),
         "n_features_used": int(np.count_nonzero(split)),
-        # the rounds the importances (and n_features_used) count: up to the best one,
-        # as predict does; the tree counts above cover every round
-        "importance_iterations": int(
-            booster.best_iteration if booster.best_iteration is not None else booster.n_iterations
-        ),
+        # the rounds the importances (and n_features_used) count: by default up to the
+        # best one, as predict does; the tree counts above cover every round
+        "importance_iterations": int(counted),
         "leaves_per_tree": {
             "min": min(leaves, default=0),
             "mean": float(np.mean(leaves)) if leaves else 0.0,

@@ -125,6 +125,7 @@ def plot_importance(
     ax: Any = None,
     *,
     ignore_zero: bool = True,
+    iteration: int | None = None,
     title: str | None = "Feature importance",
     xlabel: str | None = None,
     precision: int | None = 3,
@@ -143,6 +144,9 @@ def plot_importance(
     ax : matplotlib Axes, optional
     ignore_zero : bool, default=True
         Leave out features with importance 0 (never used in a split).
+    iteration : int, optional
+        Count the trees of the first ``iteration`` rounds only; default: those
+        ``predict`` uses (the best iteration when early stopping set one, else all).
     title, xlabel : str or None
         ``xlabel`` defaults to ``"gain"`` / ``"split count"``.
     precision : int or None, default=3
@@ -162,7 +166,7 @@ def plot_importance(
     booster = _booster(model)
     if precision is not None:
         precision = _precision(precision)
-    imp = feature_importance(booster, importance_type)
+    imp = feature_importance(booster, importance_type, iteration)
     names = feature_names(booster)
     order = np.argsort(-imp, kind="stable")
     if ignore_zero:
