@@ -330,6 +330,16 @@ def test_huge_integer_field_is_a_format_error(tmp_path, model_dict, field, value
     _assert_fails(_write_dict(tmp_path / "m.json", model_dict))
 
 
+def test_stored_depth_must_be_the_nodes_depth(tmp_path, model_dict):
+    """A node's ``depth`` is read by inspect's max depth, plot_tree's layout and
+    trees_to_dataframe: a hand-edited file whose depths disagree with the tree's
+    structure loaded and misreported them."""
+    tree = _deepest_tree(model_dict)
+    k = _internal(tree)
+    tree["depth"][k] += 3
+    _assert_fails(_write_dict(tmp_path / "m.json", model_dict), "is not its depth in the tree")
+
+
 def test_cycle(tmp_path, model_dict):
     tree = _deepest_tree(model_dict)
     k = _internal(tree)

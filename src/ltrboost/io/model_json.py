@@ -535,18 +535,23 @@ def tree_from_dict(
                 for child in (left[k], right[k]):
                     if not 0 < child < n:
                         fail(f"{where} node {k}: child {child} points outside the tree")
-    # every node reachable exactly once from the root: a tree, no cycles, no sharing
+    # every node reachable exactly once from the root: a tree, no cycles, no sharing;
+    # and each node's stored depth its depth in that tree (inspect's max depth, plot_tree
+    # and trees_to_dataframe read it)
     seen = [False] * n
     leaf = nodes["is_leaf"].tolist()
-    stack = [0]
+    depth = nodes["depth"].tolist()
+    stack = [(0, 0)]
     while stack:
-        k = stack.pop()
+        k, d = stack.pop()
         if seen[k]:
             fail(f"{where}: node {k} is reachable twice (not a tree)")
         seen[k] = True
+        if depth[k] != d:
+            fail(f"{where} node {k}: depth {depth[k]} is not its depth in the tree ({d})")
         if not leaf[k]:
-            stack.append(left[k])
-            stack.append(right[k])
+            stack.append((left[k], d + 1))
+            stack.append((right[k], d + 1))
     if not all(seen):
         fail(f"{where}: node {seen.index(False)} is unreachable")
     return nodes, out

@@ -46,9 +46,10 @@ Rules (format_version 1)
   held NaN values although ``missing`` is ``"zero"`` (``nan`` tokens, ``--missing-token``):
   the model then has learned NaN directions, which exporters must not drop.
 * Trees: exactly the known per-node columns, equal lengths, integers where integers
-  belong, finite numbers, children inside the tree, every node reachable exactly once,
-  features inside ``n_features`` (checked by ``model_json._tree_from_dict``), and the
-  leaf values of all trees cannot add up to a non-finite score.
+  belong, finite numbers, children inside the tree, every node reachable exactly once
+  and at its stored ``depth``, features inside ``n_features`` (checked by
+  ``model_json._tree_from_dict``), and the leaf values of all trees cannot add up to a
+  non-finite score.
 """
 
 from __future__ import annotations
