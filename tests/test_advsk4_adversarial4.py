@@ -34,6 +34,11 @@ def test_the_tags_say_y_is_required(data):
     X, _, qid = data
     with pytest.raises(ValueError, match="labels y are required"):
         Ranker(**FAST).fit(X, None, qid=qid)
+    # the check that tag enables: fit(X, None), no queries either, names the labels in
+    # scikit-learn's words (it spoke of the missing queries first)
+    from sklearn.utils.estimator_checks import check_requires_y_none
+
+    check_requires_y_none("Ranker", Ranker(**FAST))
 
 
 def test_an_array_given_to_a_model_fitted_with_names_warns(data, frame):

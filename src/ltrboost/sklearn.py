@@ -225,6 +225,13 @@ class Ranker(BaseEstimator):
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
         self._check_estimator_params()
+        if y is None:  # before the queries: scikit-learn's words (check_requires_y_none)
+            from ltrboost.dataset import LTRInputError
+
+            raise LTRInputError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None: "
+                "labels y are required (a relevance grade per row)"
+            )
         X, qid = _split_qid_column(arrow_as_frame(X), qid, group)
         _require_queries(qid, group, "fit")
         init_model = _as_booster(init_model)
