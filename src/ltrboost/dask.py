@@ -1662,6 +1662,8 @@ class DaskRanker(Ranker):
         if X.ndim != 2:
             raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
         booster.predict(np.empty((0, X.shape[1])), iteration=n_iter)  # the width, now
+        if booster.feature_names is not None:  # scikit-learn's warning, as Ranker.predict
+            self._warn_named_fit(stacklevel=3)
         if X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
         return X.map_blocks(_predict_block, booster, n_iter, drop_axis=1, dtype=np.float64)

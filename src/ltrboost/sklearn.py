@@ -225,6 +225,13 @@ class Ranker(BaseEstimator):
             eval_metric=eval_metric, early_stopping_rounds=early_stopping_rounds
         )
         self._check_estimator_params()
+        if y is None:  # before the queries: scikit-learn's words (check_requires_y_none)
+            from ltrboost.dataset import LTRInputError
+
+            raise LTRInputError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None: "
+                "labels y are required (a relevance grade per row)"
+            )
         X, qid = _split_qid_column(arrow_as_frame(X), qid, group)
         _require_queries(qid, group, "fit")
         init_model = _as_booster(init_model)
@@ -346,6 +353,8 @@ class Ranker(BaseEstimator):
         ``iteration``: the first rounds used (default: ``best_iteration_`` when early
         stopping set one, else every round).  A DataFrame's columns are matched to the
         fit-time names (any order); a ``qid`` column that was not a feature is ignored.
+        An array given to a model fitted with names (or a DataFrame to one without) is
+        taken by position, with scikit-learn's warning.
         Runs on ``n_threads`` threads, as ``fit`` does.
         """
         self._check_fitted()
@@ -362,11 +371,24 @@ class Ranker(BaseEstimator):
             stacklevel=stacklevel,
         )
 
+    def _warn_named_fit(self, stacklevel: int) -> None:
+        """scikit-learn's warning, in its words, for an array (or sparse matrix) given
+        to a model fitted with feature names: its columns are taken by position."""
+        warnings.warn(
+            f"X does not have valid feature names, but {type(self).__name__} was fitted "
+            "with feature names (its columns are taken by position, in the order of "
+            "feature_names_in_)",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+
     def _drop_qid_column(self, X: Any) -> tuple[Any, Any]:
         X = arrow_as_frame(X)
         names = self.booster_.feature_names
         if names is None and hasattr(X, "columns"):
             self._warn_unnamed_fit(stacklevel=4)
+        elif names is not None and not hasattr(X, "columns"):
+            self._warn_named_fit(stacklevel=4)
         if _has_qid_column(X) and (names is None or "qid" not in names):
             return X.drop(columns="qid"), X["qid"].to_numpy()
         return X, None
@@ -412,7 +434,8 @@ class Ranker(BaseEstimator):
         """Mean ``metric`` over queries of ``X`` with labels ``y`` (default metric: the
         first eval metric, else ndcg@10).
 
-        Queries come from ``qid=``, ``group=`` or a ``qid`` column of a DataFrame ``X``.
+        Queries come from ``qid=``, ``group=`` or a ``qid`` column of a DataFrame ``X``
+        (``qid=`` / ``group=`` when both, with a warning if the column differs).
         A metric name uses the model's ``gain`` and ``relevance_threshold``; a
         :class:`~ltrboost.metrics.Metric` (``get_metric(...)``) keeps its own options.
         ``sample_weight`` (per document, as in ``fit``) weights each query by the mean
@@ -425,6 +448,14 @@ class Ranker(BaseEstimator):
         X, qid_col = self._drop_qid_column(X)
         if qid is None and group is None:
             qid = qid_col
+        elif qid_col is not None and not _same_queries(qid_col, qid, group):
+            given = "qid" if qid is not None else "group"
+            warnings.warn(  # fit warns too (there the column becomes a feature)
+                f"X has a column named 'qid' that differs from the {given}= given: "
+                f"score uses {given}= (drop the column, or give only one of them)",
+                UserWarning,
+                stacklevel=2,
+            )
         _require_queries(qid, group, "score")
         X = _by_names(X, self.booster_.feature_names, "score's X")
         ds = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
@@ -504,6 +535,7 @@ class Ranker(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.sparse = True  # SciPy sparse X is binned without densifying
+        tags.target_tags.required = True  # fit(X, None) is refused: labels are needed
         return tags
 
 
@@ -619,6 +651,26 @@ def _split_qid_column(X: Any, qid: Any, group: Any) -> tuple[Any, Any]:
         stacklevel=3,
     )
     return X, qid
+
+
+def _same_queries(column: Any, qid: Any, group: Any) -> bool:
+    """Whether a ``qid`` column splits the rows into the same queries as ``qid=`` (the
+    same ids) or ``group=`` (one id per block of sizes, distinct between blocks).
+    Sizes that make_dataset will refuse count as the same: its error comes instead."""
+    if qid is not None:
+        return _same_ids(column, qid)
+    try:
+        sizes = np.asarray(group).astype(np.int64, casting="same_kind").ravel()
+    except (TypeError, ValueError):
+        return True
+    if sizes.size == 0 or np.any(sizes <= 0) or int(sizes.sum()) != column.shape[0]:
+        return True
+    firsts = column[np.r_[0, np.cumsum(sizes)[:-1]]]
+    try:
+        blocks_constant = bool(np.all(column == np.repeat(firsts, sizes)))
+        return blocks_constant and len(set(firsts.tolist())) == firsts.shape[0]
+    except (TypeError, ValueError):
+        return True
 
 
 def _same_ids(column: Any, qid: Any) -> bool:
