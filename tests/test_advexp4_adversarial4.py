@@ -1,0 +1,195 @@
+"""``ltrboost experiment`` (both protocols), ``ltrboost clicks`` and the bench scripts the
+docs/experiments/ pages tell users to run: inputs a fourth adversarial pass found
+mishandled -- each now does what its flag says, or fails up front with one line naming
+the flag or file, leaving nothing behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ltrboost.cli import build_parser
+from ltrboost.experiment import DEFAULT_TREES
+from test_cli import assert_one_line_error as one_line_error
+from test_cli import run
+
+ROOT = Path(__file__).resolve().parent.parent
+QB = ["--protocol", "qbrank", "--max-trees", "2", "--min-samples-leaf", "2", "--quiet"]
+XIA = [
+    "--systems", "mcrank", "--leaves", "4", "--learning-rates", "0.1",
+    "--max-trees", "2", "--min-samples-leaf", "2", "--quiet",
+]  # fmt: skip
+
+
+@pytest.fixture
+def no_l1(tmp_path, write_letor_folds):
+    """One fold of 30 documents per query: no query has a single grade (no L1)."""
+    return write_letor_folds(tmp_path / "noL1", 1, 30, 5)
+
+
+@pytest.fixture
+def no_qid(tmp_path, write_letor_folds):
+    """One fold whose train.txt has no ``qid:`` (an error once the fold is read)."""
+    root = write_letor_folds(tmp_path / "noqid", 1, 6, 5)
+    train = root / "Fold1" / "train.txt"
+    train.write_text(
+        "\n".join(" ".join(t for t in ln.split() if not t.startswith("qid:")) for ln in
+                  train.read_text().splitlines()) + "\n"
+    )  # fmt: skip
+    return root
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+# --- nothing left behind by a run that could not complete ------------------------------
+
+
+def test_qbrank_without_l1_leaves_no_empty_report_folder(no_l1, tmp_path, capsys):
+    """``--protocol qbrank`` on data without a single-grade training query stopped with
+    "L1 is empty" but left ``OUT/folds/`` (and OUT) behind, empty."""
+    out = tmp_path / "a" / "report"
+    rc, _, err = run(["experiment", no_l1, "-o", out, *QB], capsys)
+    one_line_error(rc, err, "train.txt", "L1 is empty")
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("protocol", [XIA, QB], ids=["xia", "qbrank"])
+def test_a_fold_that_cannot_be_read_leaves_no_empty_report_folder(
+    no_qid, tmp_path, capsys, protocol
+):
+    """The default protocol left an empty ``OUT/cells/`` the same way."""
+    out = tmp_path / "report"
+    rc, _, err = run(["experiment", no_qid, "-o", out, *protocol], capsys)
+    one_line_error(rc, err, "train.txt", "qid")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("protocol", [XIA, QB], ids=["xia", "qbrank"])
+def test_a_failed_run_keeps_the_folder_it_found(no_qid, tmp_path, capsys, protocol):
+    """Only the folders the run made are removed: one the user had stays, with its
+    files."""
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    rc, _, err = run(["experiment", no_qid, "-o", out, *protocol], capsys)
+    one_line_error(rc, err, "train.txt", "qid")
+    assert _files(out) == ["notes.txt"]
+
+
+# --- --max-trees help ------------------------------------------------------------------
+
+
+def _help(parser, *path: str) -> dict[str, str]:
+    """``{option: help}`` of the sub-command ``path``."""
+    for name in path:
+        sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+        parser = sub.choices[name]
+    return {o: a.help or "" for a in parser._actions for o in a.option_strings}
+
+
+def test_max_trees_help_gives_every_systems_default():
+    """``experiment --max-trees``'s help gave LambdaMART's and McRank's caps, not
+    RankNet's (1000), nor --protocol qbrank's (500)."""
+    from ltrboost.experiment_qbrank import DEFAULT_TREES as QB_TREES
+
+    text = " ".join(_help(build_parser(), "experiment")["--max-trees"].split())
+    names = {"lambdamart": "LambdaMART", "mcrank": "McRank", "ranknet": "RankNet"}
+    for system, n in DEFAULT_TREES.items():
+        assert f"{n} {names[system]}" in text or f"{names[system]} {n}" in text, (system, text)
+    assert f"qbrank: {QB_TREES}" in text or f"qbrank {QB_TREES}" in text, text
+
+
+# --- bench scripts the docs/experiments pages tell users to run ------------------------
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], []])
+def test_clicks_ipw_summary_help_and_usage(tmp_path, args):
+    """``python bench/clicks_ipw_summary.py --help`` took ``--help`` for OUT_DIR and
+    wrote ``./--help/results.json`` and ``table.md``; without arguments it died with an
+    IndexError."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "clicks_ipw_summary.py"), *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert list(tmp_path.iterdir()) == []
+    assert "Traceback" not in done.stderr
+    if args:
+        assert done.returncode == 0, done.stderr
+        assert "OUT_DIR" in done.stdout
+    else:
+        assert done.returncode == 2
+        assert "OUT_DIR" in done.stderr
+
+
+def test_clicks_ipw_summary_bad_results_file_is_one_error_and_writes_nothing(tmp_path):
+    """A results file that is missing or not bench_clicks.py's ended in a traceback."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    for name, needle in (("missing.json", "No such file"), ("other.json", "settings")):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "clicks_ipw_summary.py"), "out", name],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 2
+        assert "Traceback" not in done.stderr
+        assert name in done.stderr, done.stderr
+        assert needle in done.stderr, done.stderr
+        assert not (tmp_path / "out").exists()
+
+
+def _experiment_page_commands() -> dict[str, set[str]]:
+    """``{bench module: flags}`` of every ``python bench/NAME.py`` or ``python -m
+    bench.NAME`` command in a code block or backquotes of docs/experiments/**/*.md
+    (test_advdocs4_adversarial4.py reads docs/experiments/README.md only)."""
+    import re
+
+    # a command goes on over a line ending in a backslash, not over a plain line break
+    # (which in a code block starts the next command)
+    pattern = r"python (?:-m (bench\.\w+)|(bench/\w+)\.py)((?:\\\n|[^`\n])*)"
+    commands: dict[str, set[str]] = {}
+    for doc in sorted((ROOT / "docs" / "experiments").rglob("*.md")):
+        text = doc.read_text(encoding="utf-8")
+        spans = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        spans += [sp.replace("\n", " ") for sp in re.findall(r"`([^`]+)`", prose)]
+        for span in spans:
+            for m in re.finditer(pattern, span):
+                module = m.group(1) or m.group(2).replace("/", ".")
+                commands.setdefault(module, set()).update(re.findall(r"--[\w-]+", m.group(3)))
+    return commands
+
+
+def test_every_bench_command_of_the_experiment_pages_takes_its_flags(tmp_path):
+    """Each bench script a docs/experiments page tells users to run answers ``--help``
+    (writing nothing) and has every flag the page passes it."""
+    commands = _experiment_page_commands()
+    assert {"bench.bench_clicks", "bench.clicks_ipw_summary"} <= set(commands)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+    for module, flags in sorted(commands.items()):
+        done = subprocess.run(
+            [sys.executable, "-m", module, "--help"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+        )
+        assert done.returncode == 0, (module, done.stderr)
+        assert list(tmp_path.iterdir()) == [], module
+        missing = sorted(f for f in flags if f not in done.stdout)
+        assert not missing, (module, missing)
