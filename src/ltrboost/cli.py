@@ -533,7 +533,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "--max-trees",
         type=int,
         default=None,
-        help="cap on trees (default: 1000 LambdaMART, 2500 McRank as the paper)",
+        help="cap on trees (default: 1000 LambdaMART, 2500 McRank as the paper, 1000 "
+        "RankNet as LambdaMART; --protocol qbrank: 500)",
     )
     p.add_argument(
         "--growth",
