@@ -193,3 +193,29 @@ def test_every_bench_command_of_the_experiment_pages_takes_its_flags(tmp_path):
         assert list(tmp_path.iterdir()) == [], module
         missing = sorted(f for f in flags if f not in done.stdout)
         assert not missing, (module, missing)
+
+
+# --- two protocols, one output folder --------------------------------------------------
+
+
+@pytest.fixture
+def qb_folds(tmp_path, write_letor_folds):
+    single = {"train.txt": (0, 3, 7), "test.txt": (1,)}
+    return write_letor_folds(tmp_path / "qb", 1, 8, 5, single)
+
+
+@pytest.mark.parametrize("first,second", [(XIA, QB), (QB, XIA)], ids=["xia-qb", "qb-xia"])
+def test_one_protocol_does_not_overwrite_the_others_report(
+    qb_folds, tmp_path, capsys, first, second
+):
+    """``--protocol qbrank -o R`` into the default protocol's report R replaced its
+    table.md with seed 004's table beside seed 000's iterations.csv and paired.md (and
+    the other way round): the first report was damaged, the folder a mix of both."""
+    out = tmp_path / "r"
+    rc, _, _ = run(["experiment", qb_folds, "-o", out, *first], capsys)
+    assert rc == 0
+    before = {p: (out / p).read_bytes() for p in _files(out) if (out / p).is_file()}
+    rc, _, err = run(["experiment", qb_folds, "-o", out, *second], capsys)
+    other = "qbrank" if first is QB else "xia"
+    one_line_error(rc, err, str(out), "--output", f"--protocol {other}")
+    assert {p: (out / p).read_bytes() for p in _files(out) if (out / p).is_file()} == before

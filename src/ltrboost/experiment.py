@@ -116,11 +116,22 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     return folds
 
 
-def check_report_folder(output: str) -> None:
-    """Refuse an empty report path: ``os.path.join("", "cells")`` wrote the report
-    into the working directory."""
+# the folder of finished units that marks each protocol's report
+REPORT_MARKS = {"xia": "cells", "qbrank": "folds"}
+
+
+def check_report_folder(output: str, protocol: str = "xia") -> None:
+    """Refuse an empty report path (``os.path.join("", "cells")`` wrote the report into
+    the working directory) and a folder holding the other protocol's report (both
+    write ``table.md``: the first report was replaced, the folder a mix of both)."""
     if not os.fspath(output):
         raise ValueError("the report folder (--output) is an empty path; give a folder name")
+    for other, mark in REPORT_MARKS.items():
+        if other != protocol and os.path.isdir(os.path.join(output, mark)):
+            raise ValueError(
+                f"{output}: holds a --protocol {other} report ({mark}/), whose table.md "
+                "this run would replace; write to another --output"
+            )
 
 
 @contextlib.contextmanager

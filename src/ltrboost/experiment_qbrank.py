@@ -628,7 +628,7 @@ def run_qbrank_experiment(
     ``na_values``: feature values that mean missing (``load_svmlight``'s)."""
     from ltrboost.experiment import check_report_folder, data_sizes, find_folds, report_folder
 
-    check_report_folder(output)
+    check_report_folder(output, "qbrank")
     settings = settings or Settings()
     _check_settings(settings)
     folds = find_folds(folder)
