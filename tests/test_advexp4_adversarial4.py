@@ -204,7 +204,7 @@ def qb_folds(tmp_path, write_letor_folds):
     return write_letor_folds(tmp_path / "qb", 1, 8, 5, single)
 
 
-@pytest.mark.parametrize("first,second", [(XIA, QB), (QB, XIA)], ids=["xia-qb", "qb-xia"])
+@pytest.mark.parametrize(("first", "second"), [(XIA, QB), (QB, XIA)], ids=["xia-qb", "qb-xia"])
 def test_one_protocol_does_not_overwrite_the_others_report(
     qb_folds, tmp_path, capsys, first, second
 ):
@@ -219,3 +219,35 @@ def test_one_protocol_does_not_overwrite_the_others_report(
     other = "qbrank" if first is QB else "xia"
     one_line_error(rc, err, str(out), "--output", f"--protocol {other}")
     assert {p: (out / p).read_bytes() for p in _files(out) if (out / p).is_file()} == before
+
+
+# --- folds whose files differ in width ---------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [XIA, QB], ids=["xia", "qbrank"])
+def test_a_validation_file_wider_than_training_names_the_training_file(
+    tmp_path, write_letor_folds, capsys, protocol
+):
+    """vali.txt with a feature index above train.txt's highest failed with "feature
+    index 6 is larger than n_features=5": a Python keyword experiment has no flag for,
+    not saying that the 5 are the training file's."""
+    single = {"train.txt": (0, 3, 7), "test.txt": (1,)}
+    root = write_letor_folds(tmp_path / "a", 1, 8, 5, single)
+    wide = write_letor_folds(tmp_path / "b", 1, 8, 7, single)
+    (root / "Fold1" / "vali.txt").write_bytes((wide / "Fold1" / "vali.txt").read_bytes())
+    out = tmp_path / "r"
+    rc, _, err = run(["experiment", root, "-o", out, *protocol], capsys)
+    line = one_line_error(rc, err, "vali.txt", "train.txt", "5 features")
+    assert "n_features" not in line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("protocol", [XIA, QB], ids=["xia", "qbrank"])
+def test_folds_of_different_widths_each_train(tmp_path, write_letor_folds, capsys, protocol):
+    """Fold1 with 5 features and Fold2 with 7: each fold is read at its own width."""
+    single = {"train.txt": (0, 3, 7), "test.txt": (1,)}
+    root = write_letor_folds(tmp_path / "a", 1, 8, 5, single)
+    wide = write_letor_folds(tmp_path / "b", 1, 8, 7, single)
+    (wide / "Fold1").rename(root / "Fold2")
+    rc, _, err = run(["experiment", root, "-o", tmp_path / "r", *protocol], capsys)
+    assert rc == 0, err

@@ -289,7 +289,7 @@ def run_experiment(
                 raise ValueError(f"{name} of {s} is empty: the grid has no cell")
     from ltrboost.booster import train
     from ltrboost.dataset import make_dataset
-    from ltrboost.io.letor import _check_na_values, imposed_width, load_svmlight, require_qid
+    from ltrboost.io.letor import _check_na_values, load_svmlight, require_qid
     from ltrboost.params import BoosterParams
 
     na_tokens = sorted(set(_check_na_values(na_values)))
@@ -366,13 +366,7 @@ def run_experiment(
                     tr_p, va_p, te_p = fold_paths[cell.fold]
                     tr = load_svmlight(tr_p, na_values=na_values)
                     va, te = (
-                        load_svmlight(
-                            p,
-                            n_features=imposed_width(
-                                p, tr.X.shape[1], "the training data", tr_p, na_values=na_values
-                            ),
-                            na_values=na_values,
-                        )
+                        load_at_training_width(p, tr.X.shape[1], tr_p, na_values)
                         for p in (va_p, te_p)
                     )
                     data_cache.clear()
@@ -433,6 +427,29 @@ def _leaf_count(v: Any) -> int:
 def _distinct(values) -> list:
     """``values`` without repeats, in their first order."""
     return list(dict.fromkeys(values))
+
+
+def load_at_training_width(
+    path: str, width: int, train_path: str, na_values: Sequence[str] | None = None
+) -> Any:
+    """A fold's validation or test file read at its training file's width (``width``
+    features, :func:`~ltrboost.io.letor.load_svmlight`'s data); a feature index above
+    it is an error naming the training file ("larger than n_features=5" named a keyword
+    that experiment has no flag for)."""
+    from ltrboost.dataset import LTRInputError
+    from ltrboost.io.letor import imposed_width, load_svmlight
+
+    n = imposed_width(path, width, "the training data", train_path, na_values=na_values)
+    try:
+        return load_svmlight(path, n_features=n, na_values=na_values)
+    except LTRInputError as e:
+        too_big = f" is larger than n_features={n}"
+        if not (e.problem.startswith("feature index ") and too_big in e.problem):
+            raise
+        problem = e.problem.replace(
+            too_big, f" is above the {n} features of the fold's training file ({train_path})"
+        )
+        raise LTRInputError(problem, path=e.path, line=e.line) from None
 
 
 def data_sizes(paths: Sequence[str]) -> dict[str, int]:

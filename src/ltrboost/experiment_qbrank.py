@@ -499,13 +499,16 @@ def _load_fold(
     """The fold's train, vali and test sets; ``no_missing``: a missing value (``nan``)
     is an error naming its file and line (RankSVM, a linear model, cannot take one)."""
     from ltrboost.dataset import LTRInputError
-    from ltrboost.io.letor import imposed_width, load_svmlight, require_qid
+    from ltrboost.experiment import load_at_training_width
+    from ltrboost.io.letor import load_svmlight, require_qid
 
     out = []
     nf = None
     for p in paths:
-        width = imposed_width(p, nf, "the training data", paths[0], na_values=na_values)
-        d = load_svmlight(p, n_features=width, na_values=na_values)
+        if nf is None:
+            d = load_svmlight(p, na_values=na_values)
+        else:
+            d = load_at_training_width(p, nf, paths[0], na_values)
         nf = d.X.shape[1]
         if no_missing:
             bad = np.flatnonzero(np.isnan(d.X).any(axis=1))
