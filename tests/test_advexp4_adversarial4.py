@@ -251,3 +251,30 @@ def test_folds_of_different_widths_each_train(tmp_path, write_letor_folds, capsy
     (wide / "Fold1").rename(root / "Fold2")
     rc, _, err = run(["experiment", root, "-o", tmp_path / "r", *protocol], capsys)
     assert rc == 0, err
+
+
+# --- the table on a stdout that cannot encode it -----------------------------------------
+
+
+def test_qbrank_table_on_a_cp1252_stdout_is_printed_not_an_error(
+    qb_folds, tmp_path, capsys, monkeypatch
+):
+    """seed 004's table has a union sign and ``±``: on a stdout in cp1252 (a Windows console or
+    a redirect there) the finished run ended with "ltrboost: error: 'charmap' codec
+    can't encode character '\\u222a'" and exit status 2, after the report was written."""
+    import io
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="cp1252", errors="strict")
+    monkeypatch.setattr(sys, "stdout", out)
+    rc = __import__("ltrboost.cli", fromlist=["main"]).main(
+        ["experiment", str(qb_folds), "-o", str(tmp_path / "r"), *QB]
+    )
+    out.flush()
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    text = raw.getvalue().decode("cp1252")
+    assert "Precision at K%" in text
+    assert "GBT(L1\\u222aL2)" in text
+    # the report's own file keeps the character
+    assert "GBT(L1\u222aL2)" in (tmp_path / "r" / "table.md").read_text(encoding="utf-8")

@@ -2022,6 +2022,23 @@ def _add_protocol_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _print_table(output: str) -> None:
+    """The report's ``table.md`` (UTF-8) on stdout, with each character the stdout's
+    encoding lacks as ``\\uXXXX``: seed 004's union and plus-minus signs on a cp1252 stdout (a
+    Windows console, or a redirect there) failed the finished run with "'charmap' codec
+    can't encode character"."""
+    with open(os.path.join(output, "table.md"), encoding="utf-8") as f:
+        text = f.read()
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        text = text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # an encoding Python does not know: the stream's own to report
+        pass
+    print(text)
+
+
 def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
     from ltrboost.experiment_qbrank import DEFAULT_TREES, Settings, run_qbrank_experiment
 
@@ -2038,8 +2055,7 @@ def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         na_values=args.missing_token,
     )
-    with open(os.path.join(args.output, "table.md")) as f:
-        print(f.read())
+    _print_table(args.output)
     print(f"report written to {args.output}", file=sys.stderr)
     return 0
 
@@ -2113,8 +2129,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         system_grids=system_grids,
         na_values=args.missing_token,
     )
-    with open(os.path.join(args.output, "table.md")) as f:
-        print(f.read())
+    _print_table(args.output)
     print(f"report written to {args.output}", file=sys.stderr)
     if not summary["n_cells"]:
         print(
