@@ -278,3 +278,107 @@ def test_qbrank_table_on_a_cp1252_stdout_is_printed_not_an_error(
     assert "GBT(L1\\u222aL2)" in text
     # the report's own file keeps the character
     assert "GBT(L1\u222aL2)" in (tmp_path / "r" / "table.md").read_text(encoding="utf-8")
+
+
+# --- ltrboost clicks ---------------------------------------------------------------------
+
+
+def _letor(tmp_path: Path) -> Path:
+    """Two queries of four documents with '#docid' comments."""
+    path = tmp_path / "data.txt"
+    lines = [
+        f"{y} qid:{q} 1:{k / 10:.1f} 2:{k % 3} #docid = {q}{d}"
+        for q in (1, 2)
+        for k, (y, d) in enumerate(zip((2, 1, 0, 1), "abcd", strict=True))
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _log(tmp_path: Path, rows: list[str], name: str = "log.tsv") -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--top-k", "0"),
+        ("--noise", "2"),
+        ("--noise", "nan"),
+        ("--eta", "-1"),
+        ("--eta", "nan"),
+        ("--satisfaction", "2"),
+        ("--n-sessions", str(2**62 + 1)),
+    ],
+)
+def test_simulate_flag_errors_name_the_flag(tmp_path, capsys, flag, value):
+    """``clicks simulate --top-k 0`` said "top_k=0 must be >= 1" (``--noise 2``:
+    "noise=2.0 ...", ``--n-sessions`` huge: "n_sessions=..."): Python names, not the
+    flags, and only once the data file had been read."""
+    data = _letor(tmp_path)
+    model = ["--model", "position_based"] if flag == "--eta" else []
+    argv = ["clicks", "simulate", data, "-o", tmp_path / "l.tsv", *model, flag, value]
+    rc, _, err = run(argv, capsys)
+    line = one_line_error(rc, err, flag)
+    assert "_" not in line.split(flag)[0]  # no Python name before the flag
+    assert not (tmp_path / "l.tsv").exists()
+
+
+def test_mine_without_any_pair_warns_with_the_highest_count(tmp_path, capsys):
+    """``clicks mine --min-count`` above every net count wrote a pairs file holding no
+    pair and said only "-> 0 pairs"; training on it then warned that the model is
+    trained on the labels alone.  The file is still written (a valid, empty pairs
+    file), with a warning naming --min-count and the highest count."""
+    data = _letor(tmp_path)
+    log = _log(tmp_path, ["1 1a 1 0", "1 1b 2 1", "1 1a 1 0", "1 1b 2 1"])
+    out = tmp_path / "pairs.txt"
+    rc, _, err = run(["clicks", "mine", log, "--data", data, "-o", out, "--min-count", "5"], capsys)
+    assert rc == 0, err
+    assert "warning" in err
+    assert "--min-count 5" in err
+    assert "highest net count is 2" in err
+    assert out.read_text().startswith("#")
+
+
+def test_mine_and_dataset_of_a_log_without_clicks_warn(tmp_path, capsys):
+    """Sessions with no click at all gave no pair (mine) or all-zero labels (dataset)
+    without a word until training on them."""
+    data = _letor(tmp_path)
+    log = _log(tmp_path, ["1 1a 1 0", "1 1b 2 0", "2 2c 1 0"])
+    rc, _, err = run(["clicks", "mine", log, "--data", data, "-o", tmp_path / "p.txt"], capsys)
+    assert rc == 0, err
+    assert "no click" in err
+    rc, _, err = run(["clicks", "dataset", log, "--data", data, "-o", tmp_path / "c.txt"], capsys)
+    assert rc == 0, err
+    assert "no click" in err
+
+
+def test_dataset_hint_gives_the_flag_as_train_takes_it(tmp_path, capsys):
+    """``clicks dataset`` ended with "train with --unbiased", and ``ltrboost train
+    OUT --unbiased`` fails ("expected one argument"): the flag takes a value."""
+    data = _letor(tmp_path)
+    log = _log(tmp_path, ["1 1a 1 0", "1 1b 2 1"])
+    out = tmp_path / "c.txt"
+    rc, _, err = run(["clicks", "dataset", log, "--data", data, "-o", out], capsys)
+    assert rc == 0, err
+    assert "--unbiased true" in err
+    rc, _, err = run(["train", out, "--unbiased", "true", "-o", tmp_path / "m.json",
+                      "--n-estimators", "1", "--quiet"], capsys)  # fmt: skip
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("command", ["mine", "dataset"])
+@pytest.mark.parametrize(
+    ("row", "needle"), [("9 1a 1 1", "query '9'"), ("1 2a 1 1", "document '2a'")]
+)
+def test_a_log_entry_not_in_the_data_names_the_data_file(tmp_path, capsys, command, row, needle):
+    """A click log whose query (or document) the feature file lacks said "not in the
+    data file", naming the log but not which data file (--data)."""
+    data = _letor(tmp_path)
+    log = _log(tmp_path, [row])
+    out = tmp_path / "o.txt"
+    rc, _, err = run(["clicks", command, log, "--data", data, "-o", out], capsys)
+    one_line_error(rc, err, f"{log}:1:", needle, f"--data {data}")
+    assert not out.exists()

@@ -491,7 +491,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_clicks_mine)
     c = csub.add_parser(
         "dataset",
-        help="click log -> training data for --unbiased: a LETOR file (one query per "
+        help="click log -> training data for --unbiased true: a LETOR file (one query per "
         "impression, clicks as labels) and OUTPUT.position",
     )
     c.add_argument("log", help="click log (qid docid position clicked [impression])")
@@ -1878,12 +1878,52 @@ def _letor_docids(path: str, na_values: list[str] | None = None):
     return raw, parse_docids(raw.comments)
 
 
+def _read_click_log(args: argparse.Namespace, raw: Any, docids: list) -> Any:
+    """``args.log`` checked against the ``--data`` file's queries and docids; an entry
+    the data lacks names that file (the log's reader says "the data file")."""
+    from ltrboost.clicks import read_click_log
+    from ltrboost.dataset import LTRInputError
+
+    try:
+        return read_click_log(args.log, qid=raw.qid, docids=docids)
+    except LTRInputError as e:
+        if " in the data file" not in e.problem:
+            raise
+        problem = e.problem.replace(" in the data file", f" in --data {args.data}")
+        raise LTRInputError(problem, path=e.path, line=e.line) from None
+
+
+def _no_click_warning(log: Any, what: str) -> bool:
+    """Warn that ``log`` holds no click (``what``: what that makes of the output)."""
+    if log.clicked.any():
+        return False
+    warnings.warn(f"the click log holds no click: {what}", stacklevel=1)
+    return True
+
+
 def cmd_clicks_mine(args: argparse.Namespace) -> int:
-    from ltrboost.clicks import mine_preferences, read_click_log, write_pairs
+    from ltrboost.clicks import mine_preferences, write_pairs
 
     raw, docids = _letor_docids(args.data, args.missing_token)
-    log = read_click_log(args.log, qid=raw.qid, docids=docids)
+    log = _read_click_log(args, raw, docids)
     mined = mine_preferences(log, args.strategy, min_count=args.min_count)
+    # a file without pairs is still a pairs file (written), but training on it uses the
+    # labels alone: say so now, with the reason, not only when it is trained on
+    none = f"{args.output} holds no pair (training on it uses the labels alone)"
+    if not len(mined) and not _no_click_warning(log, none):
+        every = mine_preferences(log, args.strategy) if args.min_count > 1 else mined
+        if len(every):
+            why = (
+                f"the highest net count is {int(every.count.max())}, below --min-count "
+                f"{args.min_count}"
+            )
+        else:
+            below = "above it" if args.strategy == "skip-above" else "right below it"
+            why = (
+                f"no clicked result has an unclicked one {below} ({args.strategy}), or "
+                "the pairs of the two directions cancel out"
+            )
+        warnings.warn(f"{why}: {none}", stacklevel=1)
     write_pairs(args.output, mined)
     print(
         f"{len(log)} results in {log.n_impressions} impressions -> {len(mined)} pairs "
@@ -1894,7 +1934,7 @@ def cmd_clicks_mine(args: argparse.Namespace) -> int:
 
 
 def cmd_clicks_dataset(args: argparse.Namespace) -> int:
-    from ltrboost.clicks import click_rows, read_click_log
+    from ltrboost.clicks import click_rows
     from ltrboost.io._atomic import atomic_write_files
     from ltrboost.io.letor import svmlight_lines
     from ltrboost.io.queryfile import position_lines
@@ -1905,7 +1945,8 @@ def cmd_clicks_dataset(args: argparse.Namespace) -> int:
             f"{position_path}: is a directory; clicks dataset writes OUTPUT.position there"
         )
     raw, docids = _letor_docids(args.data, args.missing_token)
-    log = read_click_log(args.log, qid=raw.qid, docids=docids)
+    log = _read_click_log(args, raw, docids)
+    _no_click_warning(log, f"every label of {args.output} is 0 (nothing to learn from)")
     rows = click_rows(log, raw.qid, docids)
     comments = [f"docid = {docids[r]} query = {raw.qid[r]}" for r in rows.row.tolist()]
     X = raw.X[rows.row]
@@ -1919,7 +1960,8 @@ def cmd_clicks_dataset(args: argparse.Namespace) -> int:
     )
     print(
         f"{len(rows)} results in {log.n_impressions} impressions written to "
-        f"{args.output} (+ .position); train with --unbiased",
+        f"{args.output} (+ .position); train with: ltrboost train {args.output} "
+        "--unbiased true",
         file=sys.stderr,
     )
     return 0
@@ -1938,6 +1980,17 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
             f"--n-sessions {args.n_sessions} must be >= 1 (a click log without entries is "
             "refused by clicks mine / dataset)"
         )
+    # simulate()'s checks, named by flag and made before the data is read ("top_k=0
+    # must be >= 1" named a Python keyword)
+    if args.n_sessions > 2**62:
+        raise ValueError(f"--n-sessions {args.n_sessions} is too large (at most 2**62)")
+    if args.top_k < 1:
+        raise ValueError(f"--top-k {args.top_k} must be >= 1")
+    for flag, value in (("--noise", args.noise), ("--satisfaction", args.satisfaction)):
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise ValueError(f"{flag} {value:g} must be in [0, 1]")
+    if args.eta is not None and not args.eta >= 0:
+        raise ValueError(f"--eta {args.eta:g} must be >= 0")
     for flag, value, model in (
         ("--eta", args.eta, "position_based"),
         ("--satisfaction", args.satisfaction, "cascade"),
