@@ -14,8 +14,8 @@ shown training documents.
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -105,14 +105,28 @@ def summary(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    out_dir = Path(argv[0])
+def main(argv: list[str] | None = None) -> int:
+    # argparse: `--help` used to be taken for OUT_DIR (./--help/results.json, table.md)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out_dir", metavar="OUT_DIR", help="folder for results.json, table.md")
+    ap.add_argument(
+        "results", metavar="RESULTS.json", nargs="+", help="bench_clicks.py result files"
+    )
+    args = ap.parse_args(argv)
+    out_dir = Path(args.out_dir)
     merged: dict = {"settings": None, "merged_from": [], "runs": []}
-    for f in argv[1:]:
-        res = json.loads(Path(f).read_text())
-        merged["settings"] = merged["settings"] or res["settings"]
-        merged["merged_from"].append({"settings": res["settings"], "wall_s": res.get("wall_s")})
-        merged["runs"] += res["runs"]
+    for f in args.results:  # every file read before anything is written
+        try:
+            res = json.loads(Path(f).read_text())
+            settings, runs = res["settings"], res["runs"]
+            if not isinstance(runs, list):
+                raise ValueError("its runs are not a list")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            what = f"no {e}" if isinstance(e, KeyError) else str(e)
+            ap.error(f"{f}: not a bench_clicks.py results.json ({what})")
+        merged["settings"] = merged["settings"] or settings
+        merged["merged_from"].append({"settings": settings, "wall_s": res.get("wall_s")})
+        merged["runs"] += runs
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(merged, indent=1))
     write_report(merged, out_dir)
@@ -121,4 +135,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

@@ -225,7 +225,7 @@ def test_simulate_refuses_a_session_count_beyond_int64(tmp_path, capsys):
     data = _letor(tmp_path, _rows())
     log = tmp_path / "log.tsv"
     rc, _, err = run(["clicks", "simulate", data, "-o", log, "--n-sessions", str(10**20)], capsys)
-    one_line_error(rc, err, "n_sessions=100000000000000000000 is too large")
+    one_line_error(rc, err, "--n-sessions 100000000000000000000 is too large")
     assert not log.exists()
 
 

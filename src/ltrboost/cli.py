@@ -498,7 +498,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_clicks_mine)
     c = csub.add_parser(
         "dataset",
-        help="click log -> training data for --unbiased: a LETOR file (one query per "
+        help="click log -> training data for --unbiased true: a LETOR file (one query per "
         "impression, clicks as labels) and OUTPUT.position",
     )
     c.add_argument("log", help="click log (qid docid position clicked [impression])")
@@ -540,7 +540,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "--max-trees",
         type=int,
         default=None,
-        help="cap on trees (default: 1000 LambdaMART, 2500 McRank as the paper)",
+        help="cap on trees (default: 1000 LambdaMART, 2500 McRank as the paper, 1000 "
+        "RankNet as LambdaMART; --protocol qbrank: 500)",
     )
     p.add_argument(
         "--growth",
@@ -1906,12 +1907,52 @@ def _letor_docids(path: str, na_values: list[str] | None = None):
     return raw, parse_docids(raw.comments)
 
 
+def _read_click_log(args: argparse.Namespace, raw: Any, docids: list) -> Any:
+    """``args.log`` checked against the ``--data`` file's queries and docids; an entry
+    the data lacks names that file (the log's reader says "the data file")."""
+    from ltrboost.clicks import read_click_log
+    from ltrboost.dataset import LTRInputError
+
+    try:
+        return read_click_log(args.log, qid=raw.qid, docids=docids)
+    except LTRInputError as e:
+        if " in the data file" not in e.problem:
+            raise
+        problem = e.problem.replace(" in the data file", f" in --data {args.data}")
+        raise LTRInputError(problem, path=e.path, line=e.line) from None
+
+
+def _no_click_warning(log: Any, what: str) -> bool:
+    """Warn that ``log`` holds no click (``what``: what that makes of the output)."""
+    if log.clicked.any():
+        return False
+    warnings.warn(f"the click log holds no click: {what}", stacklevel=1)
+    return True
+
+
 def cmd_clicks_mine(args: argparse.Namespace) -> int:
-    from ltrboost.clicks import mine_preferences, read_click_log, write_pairs
+    from ltrboost.clicks import mine_preferences, write_pairs
 
     raw, docids = _letor_docids(args.data, args.missing_token)
-    log = read_click_log(args.log, qid=raw.qid, docids=docids)
+    log = _read_click_log(args, raw, docids)
     mined = mine_preferences(log, args.strategy, min_count=args.min_count)
+    # a file without pairs is still a pairs file (written), but training on it uses the
+    # labels alone: say so now, with the reason, not only when it is trained on
+    none = f"{args.output} holds no pair (training on it uses the labels alone)"
+    if not len(mined) and not _no_click_warning(log, none):
+        every = mine_preferences(log, args.strategy) if args.min_count > 1 else mined
+        if len(every):
+            why = (
+                f"the highest net count is {int(every.count.max())}, below --min-count "
+                f"{args.min_count}"
+            )
+        else:
+            below = "above it" if args.strategy == "skip-above" else "right below it"
+            why = (
+                f"no clicked result has an unclicked one {below} ({args.strategy}), or "
+                "the pairs of the two directions cancel out"
+            )
+        warnings.warn(f"{why}: {none}", stacklevel=1)
     write_pairs(args.output, mined)
     print(
         f"{len(log)} results in {log.n_impressions} impressions -> {len(mined)} pairs "
@@ -1922,7 +1963,7 @@ def cmd_clicks_mine(args: argparse.Namespace) -> int:
 
 
 def cmd_clicks_dataset(args: argparse.Namespace) -> int:
-    from ltrboost.clicks import click_rows, read_click_log
+    from ltrboost.clicks import click_rows
     from ltrboost.io._atomic import atomic_write_files
     from ltrboost.io.letor import svmlight_lines
     from ltrboost.io.queryfile import position_lines
@@ -1933,7 +1974,8 @@ def cmd_clicks_dataset(args: argparse.Namespace) -> int:
             f"{position_path}: is a directory; clicks dataset writes OUTPUT.position there"
         )
     raw, docids = _letor_docids(args.data, args.missing_token)
-    log = read_click_log(args.log, qid=raw.qid, docids=docids)
+    log = _read_click_log(args, raw, docids)
+    _no_click_warning(log, f"every label of {args.output} is 0 (nothing to learn from)")
     rows = click_rows(log, raw.qid, docids)
     comments = [f"docid = {docids[r]} query = {raw.qid[r]}" for r in rows.row.tolist()]
     X = raw.X[rows.row]
@@ -1947,7 +1989,8 @@ def cmd_clicks_dataset(args: argparse.Namespace) -> int:
     )
     print(
         f"{len(rows)} results in {log.n_impressions} impressions written to "
-        f"{args.output} (+ .position); train with --unbiased",
+        f"{args.output} (+ .position); train with: ltrboost train {args.output} "
+        "--unbiased true",
         file=sys.stderr,
     )
     return 0
@@ -1966,6 +2009,17 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
             f"--n-sessions {args.n_sessions} must be >= 1 (a click log without entries is "
             "refused by clicks mine / dataset)"
         )
+    # simulate()'s checks, named by flag and made before the data is read ("top_k=0
+    # must be >= 1" named a Python keyword)
+    if args.n_sessions > 2**62:
+        raise ValueError(f"--n-sessions {args.n_sessions} is too large (at most 2**62)")
+    if args.top_k < 1:
+        raise ValueError(f"--top-k {args.top_k} must be >= 1")
+    for flag, value in (("--noise", args.noise), ("--satisfaction", args.satisfaction)):
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise ValueError(f"{flag} {value:g} must be in [0, 1]")
+    if args.eta is not None and not args.eta >= 0:
+        raise ValueError(f"--eta {args.eta:g} must be >= 0")
     for flag, value, model in (
         ("--eta", args.eta, "position_based"),
         ("--satisfaction", args.satisfaction, "cascade"),
@@ -2050,6 +2104,23 @@ def _add_protocol_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _print_table(output: str) -> None:
+    """The report's ``table.md`` (UTF-8) on stdout, with each character the stdout's
+    encoding lacks as ``\\uXXXX``: seed 004's union and plus-minus signs on a cp1252 stdout (a
+    Windows console, or a redirect there) failed the finished run with "'charmap' codec
+    can't encode character"."""
+    with open(os.path.join(output, "table.md"), encoding="utf-8") as f:
+        text = f.read()
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        text = text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # an encoding Python does not know: the stream's own to report
+        pass
+    print(text)
+
+
 def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
     from ltrboost.experiment_qbrank import DEFAULT_TREES, Settings, run_qbrank_experiment
 
@@ -2066,8 +2137,7 @@ def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         na_values=args.missing_token,
     )
-    with open(os.path.join(args.output, "table.md")) as f:
-        print(f.read())
+    _print_table(args.output)
     print(f"report written to {args.output}", file=sys.stderr)
     return 0
 
@@ -2141,8 +2211,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         system_grids=system_grids,
         na_values=args.missing_token,
     )
-    with open(os.path.join(args.output, "table.md")) as f:
-        print(f.read())
+    _print_table(args.output)
     print(f"report written to {args.output}", file=sys.stderr)
     if not summary["n_cells"]:
         print(

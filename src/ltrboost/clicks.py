@@ -69,7 +69,7 @@ Training rows for Unbiased LambdaMART (:func:`click_rows`)
 ----------------------------------------------------------
 One query group per impression, the clicks as labels and the shown positions as
 ``position`` (``Ranker(unbiased=True)``; CLI ``ltrboost clicks dataset`` writes them
-as a LETOR file plus a ``.position`` file for ``ltrboost train --unbiased``).
+as a LETOR file plus a ``.position`` file for ``ltrboost train --unbiased true``).
 
 Inverse-propensity relevance labels (:func:`relevance_labels`)
 ---------------------------------------------------------------

@@ -48,7 +48,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,11 +116,49 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     return folds
 
 
-def check_report_folder(output: str) -> None:
-    """Refuse an empty report path: ``os.path.join("", "cells")`` wrote the report
-    into the working directory."""
+# the folder of finished units that marks each protocol's report
+REPORT_MARKS = {"xia": "cells", "qbrank": "folds"}
+
+
+def check_report_folder(output: str, protocol: str = "xia") -> None:
+    """Refuse an empty report path (``os.path.join("", "cells")`` wrote the report into
+    the working directory) and a folder holding the other protocol's report (both
+    write ``table.md``: the first report was replaced, the folder a mix of both)."""
     if not os.fspath(output):
         raise ValueError("the report folder (--output) is an empty path; give a folder name")
+    for other, mark in REPORT_MARKS.items():
+        if other != protocol and os.path.isdir(os.path.join(output, mark)):
+            raise ValueError(
+                f"{output}: holds a --protocol {other} report ({mark}/), whose table.md "
+                "this run would replace; write to another --output"
+            )
+
+
+@contextlib.contextmanager
+def report_folder(path: str) -> Iterator[str]:
+    """Make the report's folder ``path`` (with its missing parents) for the block; if
+    the block fails, remove again those of them that are still empty: a run that could
+    not complete (a fold it cannot read, an empty ``L1``) must leave no empty
+    ``cells/`` or ``folds/`` behind.  A folder that was there before, or that holds a
+    finished cell or fold, stays."""
+    made = []
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        made.append(p)  # the deepest first
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    os.makedirs(path, exist_ok=True)
+    try:
+        yield path
+    except BaseException:
+        for d in made:
+            try:
+                os.rmdir(d)
+            except OSError:  # not empty (a finished cell), or not ours to remove
+                break
+        raise
 
 
 def write_synthetic_folds(
@@ -251,7 +289,7 @@ def run_experiment(
                 raise ValueError(f"{name} of {s} is empty: the grid has no cell")
     from ltrboost.booster import train
     from ltrboost.dataset import make_dataset
-    from ltrboost.io.letor import _check_na_values, imposed_width, load_svmlight, require_qid
+    from ltrboost.io.letor import _check_na_values, load_svmlight, require_qid
     from ltrboost.params import BoosterParams
 
     na_tokens = sorted(set(_check_na_values(na_values)))
@@ -283,105 +321,100 @@ def run_experiment(
     for c in cells:
         cell_params(c).validate()
     cells_dir = os.path.join(output, "cells")
-    os.makedirs(cells_dir, exist_ok=True)
+    # a run that cannot complete (a fold it cannot read) leaves no empty folder behind
+    with report_folder(cells_dir):
 
-    def settings(cell: Cell) -> dict:
-        return {
-            "max_trees": max_trees or DEFAULT_TREES.get(cell.system, 1000),
-            "patience": patience,
-            "growth": growth,
-            "min_samples_leaf": min_samples_leaf,
-            **(system_params or {}).get(cell.system, {}),
-            # the values read as missing change the data (recorded only when given, so
-            # that cells from before it was recorded resume)
-            **({"na_values": na_tokens} if na_tokens else {}),
-        }
-
-    fold_paths = {f[0]: f[1:] for f in folds}
-    todo = []
-    for c in cells:
-        path = os.path.join(cells_dir, c.key + ".json")
-        if not os.path.exists(path):
-            todo.append(c)
-            continue
-        _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
-    # one fold's cells together: its files are read once (seconds at 200k documents)
-    fold_rank = {f[0]: k for k, f in enumerate(folds)}
-    todo.sort(key=lambda c: fold_rank[c.fold])
-    bar = None
-    if progress:
-        from ltrboost._progress import progress_bar
-
-        bar = progress_bar(
-            "--quiet (progress=False in Python)",
-            total=len(cells),
-            initial=len(cells) - len(todo),
-            unit="cell",
-            file=sys.stderr,
-        )
-    # closed before an error is reported, so that the error gets its own line
-    with bar if bar is not None else contextlib.nullcontext():
-        data_cache: dict[str, tuple] = {}
-        for cell in todo:
-            if cell.fold not in data_cache:
-                tr_p, va_p, te_p = fold_paths[cell.fold]
-                tr = load_svmlight(tr_p, na_values=na_values)
-                va, te = (
-                    load_svmlight(
-                        p,
-                        n_features=imposed_width(
-                            p, tr.X.shape[1], "the training data", tr_p, na_values=na_values
-                        ),
-                        na_values=na_values,
-                    )
-                    for p in (va_p, te_p)
-                )
-                data_cache.clear()
-                data_cache[cell.fold] = tuple(
-                    make_dataset(d.X, d.y, qid=require_qid(d, p))
-                    for d, p in zip((tr, va, te), (tr_p, va_p, te_p), strict=True)
-                )
-            tr_ds, va_ds, te_ds = data_cache[cell.fold]
-            params = cell_params(cell)
-            t0 = time.perf_counter()
-            booster = train(params, tr_ds, [("vali", va_ds), ("test", te_ds)])
-            seconds = time.perf_counter() - t0
-            vali_ndcg = booster.evals_result["vali"]["ndcg@10"]
-            best = int(np.argmax(vali_ndcg))
-            obj = booster._objective_instance()
-            raw = booster.predict_raw(tr_ds.X, iteration=booster.n_iterations)
-            try:
-                final_loss = float(obj.loss(raw[0] if raw.shape[0] == 1 else raw, tr_ds))
-            except NotImplementedError:
-                final_loss = float("nan")
-            result = {
-                "cell": cell.__dict__,
-                "seconds": seconds,
-                "best_iteration": best + 1,
-                "test_at_best": {m: booster.evals_result["test"][m][best] for m in METRICS},
-                "curves": {
-                    split: {m: booster.evals_result[split][m] for m in METRICS}
-                    for split in ("vali", "test")
-                },
-                "final_train_loss": final_loss,
-                "n_trees": booster.n_iterations,
-                "settings": settings(cell),
-                "data": data_sizes(fold_paths[cell.fold]),
+        def settings(cell: Cell) -> dict:
+            return {
+                "max_trees": max_trees or DEFAULT_TREES.get(cell.system, 1000),
+                "patience": patience,
+                "growth": growth,
+                "min_samples_leaf": min_samples_leaf,
+                **(system_params or {}).get(cell.system, {}),
+                # the values read as missing change the data (recorded only when given, so
+                # that cells from before it was recorded resume)
+                **({"na_values": na_tokens} if na_tokens else {}),
             }
-            atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
-            if bar is not None:
-                bar.update(1)
-    # a run started meanwhile with the same output (the default folder, say) and other
-    # settings replaces cells: the report must not mix them unawares
-    for c in cells:
-        path = os.path.join(cells_dir, c.key + ".json")
-        try:
+
+        fold_paths = {f[0]: f[1:] for f in folds}
+        todo = []
+        for c in cells:
+            path = os.path.join(cells_dir, c.key + ".json")
+            if not os.path.exists(path):
+                todo.append(c)
+                continue
             _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
-        except ValueError as e:
-            raise ValueError(
-                f"{e} (it changed during this run: another run writes to {output}?)"
-            ) from None
-    return write_report(output, cells)
+        # one fold's cells together: its files are read once (seconds at 200k documents)
+        fold_rank = {f[0]: k for k, f in enumerate(folds)}
+        todo.sort(key=lambda c: fold_rank[c.fold])
+        bar = None
+        if progress:
+            from ltrboost._progress import progress_bar
+
+            bar = progress_bar(
+                "--quiet (progress=False in Python)",
+                total=len(cells),
+                initial=len(cells) - len(todo),
+                unit="cell",
+                file=sys.stderr,
+            )
+        # closed before an error is reported, so that the error gets its own line
+        with bar if bar is not None else contextlib.nullcontext():
+            data_cache: dict[str, tuple] = {}
+            for cell in todo:
+                if cell.fold not in data_cache:
+                    tr_p, va_p, te_p = fold_paths[cell.fold]
+                    tr = load_svmlight(tr_p, na_values=na_values)
+                    va, te = (
+                        load_at_training_width(p, tr.X.shape[1], tr_p, na_values)
+                        for p in (va_p, te_p)
+                    )
+                    data_cache.clear()
+                    data_cache[cell.fold] = tuple(
+                        make_dataset(d.X, d.y, qid=require_qid(d, p))
+                        for d, p in zip((tr, va, te), (tr_p, va_p, te_p), strict=True)
+                    )
+                tr_ds, va_ds, te_ds = data_cache[cell.fold]
+                params = cell_params(cell)
+                t0 = time.perf_counter()
+                booster = train(params, tr_ds, [("vali", va_ds), ("test", te_ds)])
+                seconds = time.perf_counter() - t0
+                vali_ndcg = booster.evals_result["vali"]["ndcg@10"]
+                best = int(np.argmax(vali_ndcg))
+                obj = booster._objective_instance()
+                raw = booster.predict_raw(tr_ds.X, iteration=booster.n_iterations)
+                try:
+                    final_loss = float(obj.loss(raw[0] if raw.shape[0] == 1 else raw, tr_ds))
+                except NotImplementedError:
+                    final_loss = float("nan")
+                result = {
+                    "cell": cell.__dict__,
+                    "seconds": seconds,
+                    "best_iteration": best + 1,
+                    "test_at_best": {m: booster.evals_result["test"][m][best] for m in METRICS},
+                    "curves": {
+                        split: {m: booster.evals_result[split][m] for m in METRICS}
+                        for split in ("vali", "test")
+                    },
+                    "final_train_loss": final_loss,
+                    "n_trees": booster.n_iterations,
+                    "settings": settings(cell),
+                    "data": data_sizes(fold_paths[cell.fold]),
+                }
+                atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
+                if bar is not None:
+                    bar.update(1)
+        # a run started meanwhile with the same output (the default folder, say) and other
+        # settings replaces cells: the report must not mix them unawares
+        for c in cells:
+            path = os.path.join(cells_dir, c.key + ".json")
+            try:
+                _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
+            except ValueError as e:
+                raise ValueError(
+                    f"{e} (it changed during this run: another run writes to {output}?)"
+                ) from None
+        return write_report(output, cells)
 
 
 def _leaf_count(v: Any) -> int:
@@ -394,6 +427,29 @@ def _leaf_count(v: Any) -> int:
 def _distinct(values) -> list:
     """``values`` without repeats, in their first order."""
     return list(dict.fromkeys(values))
+
+
+def load_at_training_width(
+    path: str, width: int, train_path: str, na_values: Sequence[str] | None = None
+) -> Any:
+    """A fold's validation or test file read at its training file's width (``width``
+    features, :func:`~ltrboost.io.letor.load_svmlight`'s data); a feature index above
+    it is an error naming the training file ("larger than n_features=5" named a keyword
+    that experiment has no flag for)."""
+    from ltrboost.dataset import LTRInputError
+    from ltrboost.io.letor import imposed_width, load_svmlight
+
+    n = imposed_width(path, width, "the training data", train_path, na_values=na_values)
+    try:
+        return load_svmlight(path, n_features=n, na_values=na_values)
+    except LTRInputError as e:
+        too_big = f" is larger than n_features={n}"
+        if not (e.problem.startswith("feature index ") and too_big in e.problem):
+            raise
+        problem = e.problem.replace(
+            too_big, f" is above the {n} features of the fold's training file ({train_path})"
+        )
+        raise LTRInputError(problem, path=e.path, line=e.line) from None
 
 
 def data_sizes(paths: Sequence[str]) -> dict[str, int]:

@@ -499,13 +499,16 @@ def _load_fold(
     """The fold's train, vali and test sets; ``no_missing``: a missing value (``nan``)
     is an error naming its file and line (RankSVM, a linear model, cannot take one)."""
     from ltrboost.dataset import LTRInputError
-    from ltrboost.io.letor import imposed_width, load_svmlight, require_qid
+    from ltrboost.experiment import load_at_training_width
+    from ltrboost.io.letor import load_svmlight, require_qid
 
     out = []
     nf = None
     for p in paths:
-        width = imposed_width(p, nf, "the training data", paths[0], na_values=na_values)
-        d = load_svmlight(p, n_features=width, na_values=na_values)
+        if nf is None:
+            d = load_svmlight(p, na_values=na_values)
+        else:
+            d = load_at_training_width(p, nf, paths[0], na_values)
         nf = d.X.shape[1]
         if no_missing:
             bad = np.flatnonzero(np.isnan(d.X).any(axis=1))
@@ -626,43 +629,45 @@ def run_qbrank_experiment(
     """Run (or resume) seed 004's protocol on every fold below ``folder``; write the
     report into ``output`` and return the summary (see the module docstring).
     ``na_values``: feature values that mean missing (``load_svmlight``'s)."""
-    from ltrboost.experiment import check_report_folder, data_sizes, find_folds
+    from ltrboost.experiment import check_report_folder, data_sizes, find_folds, report_folder
 
-    check_report_folder(output)
+    check_report_folder(output, "qbrank")
     settings = settings or Settings()
     _check_settings(settings)
     folds = find_folds(folder)
     fold_dir = os.path.join(output, "folds")
-    os.makedirs(fold_dir, exist_ok=True)
-    settings_json = _settings_json(settings)
-    results: dict[str, Any] = {}
-    t_start = time.perf_counter()
-    for name, *paths in folds:
-        path = os.path.join(fold_dir, f"{name}.json")
-        data = data_sizes(paths)
-        cached = _finished_fold(path, settings_json, data)
-        if cached is not None:
-            results[name] = cached
+    # a run that cannot complete (an empty L1, a fold it cannot read) leaves no
+    # empty folder behind
+    with report_folder(fold_dir):
+        settings_json = _settings_json(settings)
+        results: dict[str, Any] = {}
+        t_start = time.perf_counter()
+        for name, *paths in folds:
+            path = os.path.join(fold_dir, f"{name}.json")
+            data = data_sizes(paths)
+            cached = _finished_fold(path, settings_json, data)
+            if cached is not None:
+                results[name] = cached
+                if progress:
+                    print(f"{name}: kept from {path}", file=sys.stderr)
+                continue
+            t0 = time.perf_counter()
+            res = run_fold(
+                tuple(paths),  # type: ignore[arg-type]
+                settings,
+                n_threads=n_threads,
+                na_values=na_values,
+            )
+            res["settings"] = settings_json
+            res["data"] = data
+            res["seconds"] = time.perf_counter() - t0
+            atomic_write_text(path, json.dumps(res))
+            results[name] = res
             if progress:
-                print(f"{name}: kept from {path}", file=sys.stderr)
-            continue
-        t0 = time.perf_counter()
-        res = run_fold(
-            tuple(paths),  # type: ignore[arg-type]
-            settings,
-            n_threads=n_threads,
-            na_values=na_values,
-        )
-        res["settings"] = settings_json
-        res["data"] = data
-        res["seconds"] = time.perf_counter() - t0
-        atomic_write_text(path, json.dumps(res))
-        results[name] = res
-        if progress:
-            print(f"{name}: done in {res['seconds']:.1f} s", file=sys.stderr)
-    summary = write_report(output, results, settings)
-    summary["seconds_this_call"] = time.perf_counter() - t_start
-    return summary
+                print(f"{name}: done in {res['seconds']:.1f} s", file=sys.stderr)
+        summary = write_report(output, results, settings)
+        summary["seconds_this_call"] = time.perf_counter() - t_start
+        return summary
 
 
 def _finished_fold(
