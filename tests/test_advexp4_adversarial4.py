@@ -382,3 +382,24 @@ def test_a_log_entry_not_in_the_data_names_the_data_file(tmp_path, capsys, comma
     rc, _, err = run(["clicks", command, log, "--data", data, "-o", out], capsys)
     one_line_error(rc, err, f"{log}:1:", needle, f"--data {data}")
     assert not out.exists()
+
+
+def test_train_valid_wider_than_training_names_the_training_file(tmp_path, capsys):
+    """`ltrboost train --valid` with a feature beyond the training file's width said
+    "larger than n_features=3", a keyword train has no flag for (experiment's folds got
+    the same fix)."""
+    from ltrboost.cli import main
+
+    tr = tmp_path / "tr.txt"
+    tr.write_text(
+        "1 qid:1 1:0.5 2:1 3:1\n0 qid:1 1:0.2 2:0.1 3:0\n2 qid:2 1:0.3 3:1\n0 qid:2 2:0.5\n"
+    )
+    va = tmp_path / "va.txt"
+    va.write_text("1 qid:1 1:0.5 5:1\n0 qid:1 2:0.1\n")
+    out = tmp_path / "m.json"
+    args = ["train", str(tr), "--valid", str(va), "--n-estimators", "2", "-q", "--output", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"va.txt:1: feature index 5 is above the 3 features of the training data ({tr})" in err
+    assert "n_features" not in err
+    assert not out.exists()

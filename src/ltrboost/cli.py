@@ -1172,7 +1172,18 @@ def cmd_train(args: argparse.Namespace) -> int:
             missing=missing,
             na_values=args.missing_token,
         )
-        _, vs = _load(vpath, missing=missing, n_features=width, na_values=args.missing_token)
+        from ltrboost.dataset import LTRInputError
+
+        try:
+            _, vs = _load(vpath, missing=missing, n_features=width, na_values=args.missing_token)
+        except LTRInputError as e:  # "larger than n_features=3" named no flag of train's
+            too_big = f" is larger than n_features={width}"
+            if not (e.problem.startswith("feature index ") and too_big in e.problem):
+                raise
+            problem = e.problem.replace(
+                too_big, f" is above the {width} features of the training data ({args.train})"
+            )
+            raise LTRInputError(problem, path=e.path, line=e.line) from None
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
