@@ -260,7 +260,7 @@ def test_resume_with_other_parameters_warns(letor, tmp_path, capsys):
         capsys,
     )
     assert rc == 0
-    assert "learning_rate None (model: 0.2), subsample 1.0 (model: 0.8) differ" in err
+    assert "--learning-rate None (model: 0.2), --subsample 1.0 (model: 0.8) differ" in err
     rc, _, err = run(
         ["train", letor, *flags, "-o", tmp_path / "r3.json", "--n-estimators", "5",
          "--resume", first],

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ltrboost.dataset import RankingDataset, rows_located
-from ltrboost.params import ParameterWarning
+from ltrboost.params import ParameterError, ParameterWarning
 
 # Objective parameters that evaluation reads too: never reported as unused.
 _EVALUATION_PARAM_NAMES = ("gain", "relevance_threshold")
@@ -188,7 +188,7 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
                 )
             out.setdefault(item, None)
     if not out:  # "", ",", " , " or []: not the default metric by accident
-        raise ValueError(f"eval_metric: no metric given in {m!r}; e.g. 'ndcg@10,err,map'")
+        raise ParameterError(f"eval_metric: no metric given in {m!r}; e.g. 'ndcg@10,err,map'")
     for name, fn in out.items():
         if fn is not None:
             _refuse_built_in_name(name, fn, params)

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from ltrboost._config import MAX_BINS, X_BINNED_DTYPE, env_count
 from ltrboost._numba import kernel, over_rows
+from ltrboost.params import ParameterError
 
 # Thresholds are computed on at most this many rows (sklearn's subsample=2e5, LightGBM's
 # bin_construct_sample_cnt): bin edges from 200k values are accurate to far below a bin
@@ -695,7 +696,7 @@ def check_histogram_memory(
     limit = histogram_memory_limit()
     if need > limit:
         kinds = " (gradient and OLE pair histograms)" if with_pairs else ""
-        raise ValueError(
+        raise ParameterError(
             f"training needs {need / 2**30:.1f} GiB ({need} bytes) of histograms "
             f"({used.n_used} used features x {max_bins + 1} bins x 3 x 8 bytes x "
             f"{n_hist} nodes in flight{kinds}; {used.n_features - used.n_used} of "

@@ -58,7 +58,12 @@ from ltrboost.dataset import (
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.model import Booster, averaged_divisor, feature_importance_gain
 from ltrboost.objectives.registry import get_objective
-from ltrboost.params import OBJECTIVE_PARAM_NAMES, BoosterParams, ParameterWarning
+from ltrboost.params import (
+    OBJECTIVE_PARAM_NAMES,
+    BoosterParams,
+    ParameterError,
+    ParameterWarning,
+)
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = [
@@ -371,7 +376,7 @@ def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) 
             f"min_samples_leaf={params.min_samples_leaf} needs {need} documents to split a "
             f"node and the training set has {train_set.n_samples} documents: every tree is "
             "one leaf, the model predicts one constant score",
-            UserWarning,
+            ParameterWarning,
             stacklevel=3,
         )
 
@@ -439,7 +444,7 @@ def warn_if_constant_model(
         )
     warnings.warn(
         f"every tree is one leaf, the model predicts one constant score: {cause}",
-        UserWarning,
+        ParameterWarning,  # the cause may name parameters
         stacklevel=3,
     )
 
@@ -459,12 +464,12 @@ def warn_if_colsample_misses(params: BoosterParams, used) -> None:
             f"columns and only {used.n_used} of them vary: a tree gets {expected:.2g} "
             "varying columns on average, most trees are one leaf (the draw counts "
             "constant and absent columns; raise colsample_bytree)",
-            UserWarning,
+            ParameterWarning,
             stacklevel=3,
         )
 
 
-class PositionIgnoredWarning(UserWarning):
+class PositionIgnoredWarning(ParameterWarning):
     """Display positions were given but the run does not debias (``unbiased`` off, or
     no row at position 1, the reference of the biases): the model is the same as
     without them."""
@@ -474,12 +479,12 @@ def check_positions_use(params: BoosterParams, objective, train_set: RankingData
     """``unbiased`` only for LambdaMART, never with OLE; positions without it warn."""
     unbiased = bool(getattr(objective, "unbiased", False))
     if params.unbiased and not unbiased:
-        raise ValueError(
+        raise ParameterError(
             f"unbiased=True is Unbiased LambdaMART (objective='lambdamart'); objective "
             f"{getattr(objective, 'name', params.objective)!r} does not debias clicks"
         )
     if unbiased and params.split_criterion == "ole":
-        raise ValueError("unbiased=True does not support split_criterion='ole'")
+        raise ParameterError("unbiased=True does not support split_criterion='ole'")
     if train_set.position is not None and not unbiased:
         warnings.warn(
             PositionIgnoredWarning(
@@ -667,7 +672,7 @@ class Training:
         saved_bias = getattr(init_model, "position_bias", None)
         if getattr(objective, "unbiased", False) and done > 0:
             if saved_bias is None:
-                raise ValueError(
+                raise ParameterError(
                     "cannot resume unbiased=True training from a model without position "
                     "bias estimates"
                 )

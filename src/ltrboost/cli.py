@@ -759,7 +759,7 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
             pass
         return EXIT_BROKEN_PIPE
     except (LTRInputError, ModelFormatError, ValueError, OSError) as e:
-        msg = str(e)
+        msg = _error_as_flags(e)
         if isinstance(e, OSError) and e.filename:  # FILE: problem, like data errors
             msg = f"{e.filename}: {e.strerror}"
         if getattr(args, "command", None) in _GAIN_COMMANDS:  # the remedy as their flag
@@ -787,6 +787,20 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
         # string that completes clears the note.
         exec("pass")
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+
+def _error_as_flags(e: Exception) -> str:
+    """The message of ``e``; a :class:`~ltrboost.params.ParameterError` names the
+    training parameters by their flags (an input error's location kept as it is)."""
+    from ltrboost.dataset import LTRInputError
+    from ltrboost.params import ParameterError
+
+    if not isinstance(e, ParameterError):
+        return str(e)
+    if isinstance(e, LTRInputError):  # the path is the user's, not a parameter
+        problem = _params_as_flags(e.problem, bare=True)
+        return str(LTRInputError(problem, e.path, e.line, row=e.row))
+    return _params_as_flags(str(e), bare=True)
 
 
 # Arguments that name files a command writes; and inputs a command may rewrite on
@@ -902,7 +916,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     from ltrboost.params import ParameterWarning
 
     if isinstance(category, type) and issubclass(category, ParameterWarning):
-        message = _params_as_flags(str(message))
+        message = _params_as_flags(str(message), bare=True)
     print(f"ltrboost: warning: {message}", file=sys.stderr)
 
 
@@ -1059,16 +1073,35 @@ def _as_flags(msg: str) -> str | None:
     first = re.match(rf"({names})(?=[=\[]| entry | gives )", msg)  # label_scale's too
     if first is None:
         return None
-    return _params_as_flags(_flag(first.group(1)) + msg[first.end() :])
+    return _params_as_flags(_param_flag(first.group(1)) + msg[first.end() :])
 
 
-def _params_as_flags(msg: str) -> str:
+def _param_flag(name: str) -> str:
+    """The flag of training parameter ``name``: ``eval_metric`` is ``--metric``
+    (``--eval-metric`` is a hidden, deprecated alias)."""
+    return "--metric" if name == "eval_metric" else _flag(name)
+
+
+def _params_as_flags(msg: str, bare: bool = False) -> str:
     """``msg`` with every ``name=`` / ``name[`` of a training parameter spelled as its
-    flag (``decay=2.0`` -> ``--decay=2.0``)."""
+    flag (``decay=2.0`` -> ``--decay=2.0``).  ``bare``: the message follows
+    :class:`~ltrboost.params.ParameterWarning`'s convention (a
+    :class:`~ltrboost.params.ParameterError`'s), so a bare name with an underscore is
+    the parameter too (``raise colsample_bytree`` -> ``raise --colsample-bytree``);
+    one-word names stay (``objective``, ``gain`` are English words too).  A name that
+    is part of a path, an identifier or a call (``/max_depth/``, ``max_bins.txt``,
+    ``$LTRBOOST_MAX_BINS``, ``get_metric(``) is left as it is."""
     import re
 
+    def flag(m: re.Match) -> str:
+        return _param_flag(m.group(1) or m.group(2))
+
     names = "|".join(sorted(PARAM_NAMES, key=len, reverse=True))
-    return re.sub(rf"(?<![\w.-])({names})(?=[=\[])", lambda m: _flag(m.group(1)), msg)
+    pattern = rf"(?<![\w.$/-])({names})(?=[=\[])"
+    if bare:
+        joined = sorted((n for n in PARAM_NAMES if "_" in n), key=len, reverse=True)
+        pattern += rf"|(?<![\w.$/'\"-])({'|'.join(joined)})(?![\w/(-]|\.\w)"
+    return re.sub(pattern, flag, msg)
 
 
 def _validate_as_flags(params: BoosterParams) -> None:
@@ -1084,7 +1117,10 @@ def _validate_as_flags(params: BoosterParams) -> None:
 
             make_objective(params)
     except ValueError as e:
-        msg = _as_flags(str(e))
+        from ltrboost.params import ParameterError
+
+        msg = _params_as_flags(str(e), bare=True) if isinstance(e, ParameterError) else None
+        msg = msg or _as_flags(str(e))
         if msg is None:
             raise
         raise ValueError(msg) from None
@@ -1308,7 +1344,7 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
     if now.get("objective") != recorded.get("objective", now.get("objective")):
         return  # refused by the resume itself, in one error line
     diff = [
-        f"{k} {now[k]!r} (model: {recorded[k]!r})"
+        f"{_param_flag(k)} {now[k]!r} (model: {recorded[k]!r})"
         for k in sorted(recorded)
         if k in now and k not in _RESUME_FREE and now[k] != recorded[k] and not callable(now[k])
     ]

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import QUERY_OFFSET_DTYPE
+from ltrboost.params import ParameterError
 
 
 class LTRInputError(ValueError):
@@ -63,6 +64,12 @@ class LTRInputError(ValueError):
         elif row is not None:
             where = f"row {row}: "
         super().__init__(where + msg)
+
+
+class ParameterInputError(LTRInputError, ParameterError):
+    """Bad input data whose remedy names training parameters by their Python names
+    (:class:`~ltrboost.params.ParameterError`'s convention): the CLI prints them as
+    its flags and keeps the location."""
 
 
 @dataclass
@@ -940,7 +947,8 @@ def rows_located(ds: RankingDataset) -> Iterator[None]:
             raise
         if not 0 <= row < ds.row_lines.shape[0]:
             raise
-        raise LTRInputError(problem, path=ds.source, line=int(ds.row_lines[row])) from e
+        cls = ParameterInputError if isinstance(e, ParameterError) else LTRInputError
+        raise cls(problem, path=ds.source, line=int(ds.row_lines[row])) from e
 
 
 def _raise_in_callers_rows(e: ValueError, ds: RankingDataset) -> None:
@@ -958,4 +966,5 @@ def _raise_in_callers_rows(e: ValueError, ds: RankingDataset) -> None:
     user_row = int(ds.order[row])
     if match is not None:
         problem = problem.replace(f"y[{row}]", f"y[{user_row}]", 1)
-    raise LTRInputError(problem, row=user_row) from e
+    cls = ParameterInputError if isinstance(e, ParameterError) else LTRInputError
+    raise cls(problem, row=user_row) from e

@@ -294,9 +294,20 @@ _OTHER_NAMES: dict[str, str] = {
 
 
 class ParameterWarning(UserWarning):
-    """A warning about the training parameters whose message names them as
-    ``name=value`` (``decay=0.5``); the CLI prints those as its flags
-    (``--decay=0.5``)."""
+    """A warning whose message names training parameters by their Python names; the
+    CLI prints each as its flag.
+
+    The convention of these messages (and of :class:`ParameterError`'s): a parameter is
+    written ``name=value`` (``decay=0.5``, CLI ``--decay=0.5``) or ``name[...]``, or
+    bare when its name has an underscore (``raise colsample_bytree``, CLI ``raise
+    --colsample-bytree``): such a word always means the parameter.  A one-word name
+    (``permutations``, ``gain``) is bare English, so a message that means the
+    parameter gives it with its value (``lower permutations=10``)."""
+
+
+class ParameterError(ValueError):
+    """A ValueError whose message names training parameters as :class:`ParameterWarning`'s
+    does: the Python API reads ``min_samples_leaf``, the CLI ``--min-samples-leaf``."""
 
 
 class _BoosterParamsMethods:

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from ltrboost._config import INDEX_DTYPE
 from ltrboost._numba import inline_kernel, kernel, over_queries, vector_kernel
-from ltrboost.dataset import LTRInputError, RankingDataset
+from ltrboost.dataset import LTRInputError, ParameterInputError, RankingDataset
 from ltrboost.metrics import ap as _ap
 from ltrboost.metrics import err as _err
 from ltrboost.metrics._dcg import (
@@ -60,6 +60,7 @@ from ltrboost.objectives.pair_selection import (
 from ltrboost.objectives.preferences import no_explicit_pairs
 from ltrboost.objectives.registry import register
 from ltrboost.pair_csr import PAIR_RHO_DTYPE, PairCSR, offset_dtype
+from ltrboost.params import ParameterError
 
 
 @register
@@ -206,7 +207,7 @@ class LambdaMART(PairwiseObjective):
             "map": "map",
         }[lambda_metric]
         if self.unbiased and (self._metric_code != METRIC_NDCG or self._method == PAIR_SAMPLED):
-            raise ValueError(
+            raise ParameterError(
                 "unbiased=True supports lambda_metric='ndcg' with pair_method 'topk' or "
                 f"'all', not lambda_metric={lambda_metric!r}, pair_method={pair_method!r}"
             )
@@ -250,10 +251,10 @@ class LambdaMART(PairwiseObjective):
         if tp.shape != (k,) or tm.shape != (k,):
             # resuming with another (or the default) max_positions said only this, not
             # what the model holds nor which flag to give
-            raise ValueError(
+            raise ParameterError(
                 f"the position bias to continue from holds {tp.size} (t_plus) and {tm.size} "
                 f"(t_minus) values, for max_positions={k}: resume with the model's "
-                f"max_positions ({tp.size}, --max-positions {tp.size})"
+                f"max_positions ({tp.size}; give max_positions={tp.size})"
             )
         self._bias = _unbiased.PositionBias(tp.copy(), tm.copy())
         self._pending = None
@@ -304,7 +305,7 @@ class LambdaMART(PairwiseObjective):
         elif self._metric_code == METRIC_ERR:
             y_max = float(y.max()) if y.size else 0.0
             if y_max > MAX_DELTA_ERR_GRADE:
-                raise LTRInputError(
+                raise ParameterInputError(
                     f"label {y_max:g} is too large for ERR's lambdas (at most "
                     f"{MAX_DELTA_ERR_GRADE}: |delta ERR| loses its precision above, "
                     "see ltrboost.metrics.err); rescale the labels or use "

@@ -29,6 +29,7 @@ from ltrboost.objectives.base import (
     single_output_views,
 )
 from ltrboost.objectives.registry import register
+from ltrboost.params import ParameterWarning
 
 
 @register
@@ -109,11 +110,11 @@ class LogisticRank(Objective):
             if was is not None and float(was) != t:
                 warnings.warn(
                     f"logistic_rank: positive_threshold resolves to {t:g} on these labels "
-                    f"(largest grade {top:g}), but the model continued (init_model) was "
+                    f"(largest grade {top:g}), but the model being continued was "
                     f"trained with {float(was):g}: its trees and the new ones separate "
                     f"different classes; pass positive_threshold={float(was):g} to keep "
                     "the model's",
-                    UserWarning,
+                    ParameterWarning,
                     stacklevel=2,
                 )
         return float(t)

@@ -71,6 +71,7 @@ from ltrboost.objectives.pair_selection import (
     query_seed_base,
 )
 from ltrboost.objectives.preferences import check_pair_sources, explicit_pairs
+from ltrboost.params import ParameterError
 
 METRIC_NONE = 0  # |dZ| = 1: RankNet, RankBoost
 METRIC_NDCG = 1
@@ -384,7 +385,7 @@ def _check_ole_pair_count(
     n_q = int(data.query_offsets[q + 1] - data.query_offsets[q])
     when = f" in round {iteration + 1} (the pairs follow the scores and bag)" if iteration else ""
     if objective.name == "yetirank":
-        advice = "Lower permutations"
+        advice = f"Lower permutations={objective.params['permutations']}"
     elif objective._method == PAIR_TOPK:
         advice = f"Lower truncation_level (now {objective._truncation}), use pair_method='sampled'"
     elif objective._method == PAIR_SAMPLED:
@@ -394,7 +395,7 @@ def _check_ole_pair_count(
         )
     else:
         advice = "Use pair_method='topk' with a truncation_level, pair_method='sampled'"
-    raise ValueError(
+    raise ParameterError(
         f"split_criterion='ole' holds every pair of a round in memory: {total} pairs "
         f"(~{total * 22 / 2**30:.1f} GiB){when} are over the limit of {limit} "
         f"($LTRBOOST_MAX_OLE_PAIRS); query {name} alone has {int(counts[q])} pairs "

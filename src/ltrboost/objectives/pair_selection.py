@@ -53,6 +53,7 @@ from numpy.typing import NDArray
 from ltrboost._config import env_count
 from ltrboost._numba import inline_kernel, kernel
 from ltrboost.metrics._dcg import rank_order_one_query
+from ltrboost.params import ParameterError
 
 PAIR_ALL = 0
 PAIR_TOPK = 1
@@ -138,7 +139,7 @@ def check_query_pair_count(
     pairs = int(pairs_of(n))
     limit = query_pair_limit()
     if pairs > limit:
-        raise ValueError(
+        raise ParameterError(
             f"query {name} has {n} documents: {setting} holds {pairs} pairs of it at "
             f"once ({pairs * 16 / 2**30:.3g} GiB), over the limit of {limit} "
             f"($LTRBOOST_MAX_QUERY_PAIRS); {remedy}"
@@ -156,7 +157,7 @@ def check_query_pair_buffer(data, objective: str) -> None:
     pairs = n * (n - 1) // 2
     limit = query_pair_limit()
     if pairs > limit:
-        raise ValueError(
+        raise ParameterError(
             f"query {name} has {n} documents: {objective} holds its {pairs} document "
             f"pairs at once ({pairs * 16 / 2**30:.1f} GiB), over the limit of {limit} "
             "($LTRBOOST_MAX_QUERY_PAIRS); split or truncate the query, or use "

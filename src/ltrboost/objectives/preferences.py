@@ -54,6 +54,7 @@ from ltrboost.objectives.pair_selection import (
     has_two_labels,
     max_pairs_one_query,
 )
+from ltrboost.params import ParameterError
 
 TAU_GRADE_DIFFERENCE = "grade_difference"
 # Margin of an explicit pair under tau="grade_difference" (seed 004: "Otherwise, we
@@ -161,13 +162,13 @@ def check_pair_sources(
     has_labels = data.y is not None
     use_labels = has_labels if use_label_pairs is None else use_label_pairs
     if use_labels and not has_labels:
-        raise ValueError(
+        raise ParameterError(
             f"use_label_pairs=True but the dataset has no labels y; give labels or "
             f"use_label_pairs=False with explicit pairs ({objective})"
         )
     has_pairs = data.pairs is not None and len(data.pairs) > 0
     if not use_labels and not has_pairs and not (labels_suffice and has_labels):
-        raise ValueError(
+        raise ParameterError(
             f"{objective} needs labels y or explicit preference pairs; the dataset has "
             "neither (or use_label_pairs=False without pairs)"
         )

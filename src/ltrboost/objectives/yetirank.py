@@ -110,7 +110,7 @@ class YetiRank(PairwiseObjective):
             data,
             lambda n: perms * (n - 1) if n >= 2 else 0,
             f"yetirank with permutations={perms}",
-            "lower permutations",
+            f"lower permutations={perms}",
             two_labels=False,  # the draws are buffered for any query of 2 documents
         )
         super().prepare(data)
