@@ -1795,12 +1795,16 @@ def _count(n: int, noun: str) -> str:
 # ------------------------------------------------------------------------- generate
 def cmd_convert(args: argparse.Namespace) -> int:
     """LETOR -> query-partitioned Parquet (format: :mod:`ltrboost.io.parquet`)."""
-    from ltrboost.io.parquet import letor_to_parquet
+    from ltrboost.io.parquet import letor_to_parquet, require_pyarrow
 
     if args.n_features is not None and args.n_features < 0:  # named as the flag
         raise ValueError(f"--n-features={args.n_features} must be >= 0")
     if args.rows_per_file < 1:
         raise ValueError(f"--rows-per-file={args.rows_per_file} must be >= 1")
+    try:  # a plain install has no pyarrow: the one-line error, not a traceback
+        require_pyarrow()
+    except ImportError as e:
+        raise ValueError(str(e)) from None
     from ltrboost.dataset import LTRInputError
 
     try:

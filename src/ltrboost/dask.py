@@ -63,6 +63,7 @@ score other than ``mart``, ERR lambdas, pooled metrics; sparse input.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 import threading
 import time
@@ -73,7 +74,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
+
+# A plain install has none of these: name the extra that brings them (importing this
+# module said "No module named 'pandas'", and with pandas alone fit() failed deep inside).
+try:
+    import pandas as pd
+
+    for _name in ("dask", "distributed"):
+        if importlib.util.find_spec(_name) is None:
+            raise ModuleNotFoundError(f"No module named {_name!r}", name=_name)
+except ImportError as e:
+    raise ImportError(
+        f"ltrboost.dask needs the dask extra: pip install 'ltrboost[dask]' ({e})", name=e.name
+    ) from None
 from numpy.typing import NDArray
 
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE

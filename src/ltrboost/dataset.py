@@ -831,6 +831,7 @@ def arrow_as_frame(X: Any) -> Any:
     numeric" (its dtypes are no NumPy dtypes); a polars ``LazyFrame`` is refused
     naming ``collect()``."""
     module = type(X).__module__
+    what = f"{module.partition('.')[0]} {type(X).__name__}"  # e.g. "polars DataFrame"
     if module.startswith("polars") and hasattr(X, "columns"):
         if not hasattr(X, "to_arrow"):
             raise LTRInputError(
@@ -838,7 +839,13 @@ def arrow_as_frame(X: Any) -> Any:
             )
         X, module = X.to_arrow(), "pyarrow"
     if module.startswith("pyarrow") and hasattr(X, "column_names") and hasattr(X, "to_pandas"):
-        import pandas as pd
+        try:
+            import pandas as pd
+        except ImportError as e:
+            raise ImportError(
+                f"X is a {what}, read through pandas: pip install 'ltrboost[pandas]' ({e})",
+                name=e.name,
+            ) from None
 
         return X.to_pandas(types_mapper=pd.ArrowDtype)
     return X

@@ -101,8 +101,16 @@ def trees_to_dataframe(booster: Any):
     reaches in the trees of the rounds ``predict`` uses (``iteration < best_iteration``
     when early stopping set one, else every row); for ``gbrank`` (``update_rule ==
     "averaged"``) that sum is divided by the number of those rounds + 1.
+
+    Needs pandas (the ``pandas`` extra: ``pip install 'ltrboost[pandas]'``).
     """
-    import pandas as pd
+    try:
+        import pandas as pd
+    except ImportError as e:
+        raise ImportError(
+            f"trees_to_dataframe needs pandas: pip install 'ltrboost[pandas]' ({e})",
+            name=e.name,
+        ) from None
 
     names = feature_names(booster)
     n_out = max(booster.n_outputs, 1)

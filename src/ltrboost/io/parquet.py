@@ -30,6 +30,7 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -72,6 +73,19 @@ def part_names(n_files: int) -> list[str]:
     return [f"part.{k:0{width}d}.parquet" for k in range(n_files)]
 
 
+def require_pyarrow() -> tuple[Any, Any]:
+    """``(pyarrow, pyarrow.parquet)``; an :class:`ImportError` naming the extra that
+    brings pyarrow when it is not installed."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        raise ImportError(
+            f"writing Parquet needs pyarrow: pip install 'ltrboost[dask]' ({e})"
+        ) from None
+    return pa, pq
+
+
 def letor_to_parquet(
     path: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -88,11 +102,7 @@ def letor_to_parquet(
     :class:`~ltrboost.dataset.LTRInputError` for a file without ``qid:`` (and without
     a ``.query`` sidecar) and for the parser's own errors (``path:line: problem``).
     """
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:  # pragma: no cover - pyarrow comes with the dask extra
-        raise ImportError("ltrboost convert needs pyarrow: pip install 'ltrboost[dask]'") from None
+    pa, pq = require_pyarrow()
     from ltrboost.io.letor import load_svmlight
 
     if (
