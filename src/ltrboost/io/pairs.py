@@ -1,6 +1,7 @@
 """Preference-pair files (``--pairs``): ``qid preferred_docid other_docid [weight]``.
 
-One pair per line; blank lines and lines starting with ``#`` are skipped.  Document ids are
+One pair per line; blank lines and lines starting with ``#`` are skipped, and so is a
+first data line whose first field is literally ``qid`` (a header, as in click logs).  Document ids are
 those of the LETOR comments (``#docid = GX000-00-0000000 ...``) of the data file the pairs
 belong to; ``qid`` must be the query both documents belong to.  The weight defaults to 1
 and must be finite and positive.
@@ -95,14 +96,26 @@ def read_pairs_file(
         check_contradictions()  # an earlier line's error first, as the file is read
         return LTRInputError(msg, path=path, line=lineno)
 
+    header_done = False
     for lineno, raw in enumerate(text_lines(path, "pairs file"), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         parts = line.split()
+        if not header_done:  # a first data line "qid ..." is a header, as in click logs
+            header_done = True
+            if parts[0] == "qid" and "qid" not in known_q:
+                continue
         if len(parts) not in (3, 4):
+            comment = next((k for k, p in enumerate(parts) if p.startswith("#")), None)
+            hint = (
+                f" (field {comment + 1} starts a comment: comments go on their own line)"
+                if comment is not None and comment >= 3
+                else ""
+            )
             raise fail(
-                f"expected 'qid preferred_docid other_docid [weight]', got {len(parts)} fields",
+                f"expected 'qid preferred_docid other_docid [weight]', got {len(parts)} "
+                f"fields{hint}",
                 lineno,
             )
         q, a, b = parts[:3]
@@ -127,11 +140,7 @@ def read_pairs_file(
         for d in (a, b):
             r = rows_q.get(d)
             if r is None:
-                raise fail(
-                    f"document {d!r} is not a document of query {q!r} in the data "
-                    "(docids come from '#docid = ...' comments)",
-                    lineno,
-                )
+                raise fail(_unknown_document(d, q, index), lineno)
             if (q, d) in repeated:
                 raise fail(
                     f"document {d!r} is not unique in query {q!r} (data rows {r + 1} and "
@@ -151,6 +160,45 @@ def read_pairs_file(
         np.frombuffer(preferred, dtype=np.int64),
         np.frombuffer(other, dtype=np.int64),
         np.frombuffer(weight, dtype=np.float64),
+    )
+
+
+def _unknown_document(d: str, q: str, index: dict[str, dict[str, int]]) -> str:
+    """Why docid ``d`` names no document of query ``q``: the data has no docids, the
+    query has none, ``d`` is a document of other queries, or the data spells it in
+    another Unicode normalization form (only computed for the error)."""
+    import unicodedata
+
+    if not index:
+        return (
+            f"document {d!r}: the data has no document ids ('#docid = ...' comments "
+            "after its lines), which pairs name documents by"
+        )
+    rows_q = index.get(q)
+    if not rows_q:
+        return (
+            f"document {d!r}: no document of query {q!r} has a docid in the data "
+            "(docids come from '#docid = ...' comments)"
+        )
+    nfc = unicodedata.normalize("NFC", d)
+    twin = next((k for k in rows_q if unicodedata.normalize("NFC", k) == nfc), None)
+    if twin is not None:
+        return (
+            f"document {ascii(d)} is not a document of query {q!r}: the data has "
+            f"{ascii(twin)}, the same text in another Unicode normalization form; "
+            "docids must match exactly"
+        )
+    elsewhere = [other for other, docs in index.items() if d in docs]
+    if elsewhere:
+        shown = ", ".join(repr(o) for o in elsewhere[:3])
+        more = f" and {len(elsewhere) - 3} more" if len(elsewhere) > 3 else ""
+        return (
+            f"document {d!r} is not a document of query {q!r} in the data (it is one "
+            f"of query {shown}{more}; a pair compares two documents of one query)"
+        )
+    return (
+        f"document {d!r} is not a document of query {q!r} in the data "
+        "(docids come from '#docid = ...' comments)"
     )
 
 
