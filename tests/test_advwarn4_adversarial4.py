@@ -174,7 +174,7 @@ def test_cli_resume_unbiased_from_a_plain_model_names_the_flag(data, capsys, tmp
 
 def test_cli_label_pairs_off_names_the_flag(data, capsys, tmp_path):
     err = train(data, capsys, tmp_path, "--objective", "ranknet", "--use-label-pairs", "0", rc=2)
-    assert "(or --use-label-pairs=False without pairs)" in err
+    assert "or drop --use-label-pairs=False to learn from the label pairs" in err
 
 
 def test_cli_memory_limits_name_the_flags(data, capsys, tmp_path, monkeypatch):
@@ -245,7 +245,7 @@ def test_python_errors_keep_the_keyword_names():
     pos = np.tile(np.arange(1, 11), 6)
     with pytest.raises(ValueError, match="unbiased=True does not support split_criterion='ole'"):
         ltrboost.train(dict(unbiased=True, split_criterion="ole"), _ds(position=pos))
-    with pytest.raises(ParameterError, match=re.escape("(or use_label_pairs=False without")):
+    with pytest.raises(ParameterError, match=re.escape("or drop use_label_pairs=False to learn")):
         ltrboost.train(dict(objective="ranknet", use_label_pairs=False), _ds())
     y = _ds().y.copy()
     y[0] = 40

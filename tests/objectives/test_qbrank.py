@@ -442,7 +442,7 @@ def test_bad_data():
     # labels alone suffice for the labelled part, unless w = 1
     labelled = RankingDataset(X=np.zeros((3, 1)), y=np.ones(3), query_offsets=off)
     QBRank(use_label_pairs=False).prepare(labelled)
-    with pytest.raises(ValueError, match="neither"):
+    with pytest.raises(ValueError, match="preference_weight=1 gives the labels no weight"):
         QBRank(use_label_pairs=False, preference_weight=1.0).prepare(
             RankingDataset(X=np.zeros((3, 1)), y=np.ones(3), query_offsets=off)
         )

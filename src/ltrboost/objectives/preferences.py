@@ -168,9 +168,16 @@ def check_pair_sources(
         )
     has_pairs = data.pairs is not None and len(data.pairs) > 0
     if not use_labels and not has_pairs and not (labels_suffice and has_labels):
+        if not has_labels:
+            raise ParameterError(
+                f"{objective} needs labels y or explicit preference pairs; the dataset has neither"
+            )
+        # labels, but use_label_pairs=False: only explicit pairs were to be learnt from
+        why = "preference_weight=1 gives the labels no weight and " if objective == "qbrank" else ""
         raise ParameterError(
-            f"{objective} needs labels y or explicit preference pairs; the dataset has "
-            "neither (or use_label_pairs=False without pairs)"
+            f"{objective}: {why}use_label_pairs=False learns from explicit preference "
+            "pairs alone, and there is no explicit preference pair; give pairs, or drop "
+            "use_label_pairs=False to learn from the label pairs"
         )
     return bool(use_labels)
 
