@@ -352,11 +352,18 @@ def warn_if_pairs_ignored(objective, train_set: RankingDataset) -> None:
     """Warn (:class:`PairsIgnoredWarning`) when explicit pairs would change nothing."""
     from ltrboost.objectives.base import PairsIgnoredWarning
 
-    if (
-        train_set.pairs is not None
-        and len(train_set.pairs) > 0
-        and not getattr(objective, "uses_preference_pairs", False)
-    ):
+    if train_set.pairs is None or len(train_set.pairs) == 0:
+        return
+    why = getattr(objective, "explicit_pairs_ignored", lambda: None)()
+    if why is not None:
+        warnings.warn(
+            PairsIgnoredWarning(
+                f"objective {objective.name!r}: {why}; the model is the same as without "
+                "the explicit pairs"
+            ),
+            stacklevel=3,
+        )
+    elif not getattr(objective, "uses_preference_pairs", False):
         warnings.warn(
             PairsIgnoredWarning(
                 f"objective {objective.name!r} ignores explicit preference pairs; the "

@@ -1140,11 +1140,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.checkpoint_every is not None:
         _check_checkpointable(args.output)
         check_output(checkpoint_path(args.output))
-    if args.pairs is not None and not make_objective(params).uses_preference_pairs:
+    objective = make_objective(params)
+    if args.pairs is not None and not objective.uses_preference_pairs:
         raise ValueError(
             f"--pairs: objective {params.objective!r} ignores explicit preference "
             "pairs (they are used by ranknet, rankboost, gbrank and qbrank)"
         )
+    pairs_ignored = objective.explicit_pairs_ignored()
+    if args.pairs is not None and pairs_ignored is not None:  # the model is the same
+        raise ValueError(f"--pairs: {_params_as_flags(pairs_ignored)}")
     _check_train_flags(args, params)
     # What is at the output now: at the end, warn if another run replaced it meanwhile.
     output_state = file_state(args.output)
@@ -1182,7 +1186,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         pref, oth, w = read_pairs_file(args.pairs, raw_train.qid, parse_docids(raw_train.comments))
         train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
-        if pref.size == 0 and params.use_label_pairs is not False:  # else the objective's error
+        # without pairs the objective learns from the labels (its label pairs, or
+        # qbrank's labelled part); otherwise it refuses the data, and that error says it
+        labels_teach = params.use_label_pairs is not False or (
+            objective.name == "qbrank" and objective.params["preference_weight"] < 1
+        )
+        if pref.size == 0 and labels_teach:
             warnings.warn(
                 f"--pairs {args.pairs}: the file holds no pair (only blank and comment "
                 "lines); the model is trained on the labels alone",

@@ -115,6 +115,12 @@ class Objective:
         """Parameters that define the objective (stored in the model file)."""
         return dict(self.params)
 
+    def explicit_pairs_ignored(self) -> str | None:
+        """Why this objective's parameters give explicit preference pairs no effect
+        (e.g. QBRank's ``preference_weight=0``), or None; training then warns with
+        :class:`PairsIgnoredWarning` as for an objective that takes no pairs."""
+        return None
+
     def prepare(self, data: RankingDataset) -> None:
         """Validate labels and cache per-dataset constants (idcg, label order, ...)."""
 

@@ -122,6 +122,14 @@ class QBRank(Objective):
             labels_suffice=self._w < 1.0,
         )
 
+    def explicit_pairs_ignored(self) -> str | None:
+        if self._w == 0.0:
+            return (
+                "preference_weight=0 gives the preference pairs no weight (QBRank is then "
+                "least-squares regression on the labels)"
+            )
+        return None
+
     def prepare(self, data: RankingDataset) -> None:
         """Validate labels and explicit pairs; cache the per-dataset arrays."""
         self._constants(data)
