@@ -191,7 +191,9 @@ class Ranker(BaseEstimator):
             (or a ``qid`` column in ``X``).
         sample_weight : per-document weights (LightGBM's convention).
         pairs : optional explicit preferences, array of shape (n_pairs, 2) or (n_pairs, 3)
-            of (preferred_row, other_row[, weight]) in the caller's row numbering.
+            of (preferred_row, other_row[, weight]) in the caller's row numbering
+            (``[]``: no pairs).  For ``ranknet``, ``rankboost``, ``gbrank`` and
+            ``qbrank``; they add to the label pairs unless ``use_label_pairs=False``.
         position : 1-based position each row was shown at (click data), for
             ``unbiased=True`` (Unbiased LambdaMART; ``y`` are then clicks).  Used to
             estimate the position bias during training only (``position_bias_``);
@@ -794,8 +796,12 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
         raise LTRInputError(
             f"pairs must be numbers of shape (n_pairs, 2) or (n_pairs, 3): {e}"
         ) from None
+    if arr.ndim == 1 and arr.shape[0] == 0:  # [] (e.g. nothing mined): no pairs
+        arr = arr.reshape(0, 2)
     if arr.ndim != 2 or arr.shape[1] not in (2, 3):
-        raise LTRInputError("pairs must have shape (n_pairs, 2) or (n_pairs, 3)")
+        raise LTRInputError(
+            f"pairs must have shape (n_pairs, 2) or (n_pairs, 3), got shape {arr.shape}"
+        )
     idx = arr[:, :2]
     fractional = np.any(idx != np.round(idx), axis=1)  # NaN included
     if fractional.any():
