@@ -1,10 +1,10 @@
 """Preference-pair files (``--pairs``): ``qid preferred_docid other_docid [weight]``.
 
 One pair per line; blank lines and lines starting with ``#`` are skipped, and so is a
-first data line whose first field is literally ``qid`` (a header, as in click logs).  Document ids are
-those of the LETOR comments (``#docid = GX000-00-0000000 ...``) of the data file the pairs
-belong to; ``qid`` must be the query both documents belong to.  The weight defaults to 1
-and must be finite and positive.
+first data line whose first field is literally ``qid`` (a header, as in click logs).
+Document ids are those of the LETOR comments (``#docid = GX000-00-0000000 ...``) of
+the data file the pairs belong to; ``qid`` must be the query both documents belong to.
+The weight defaults to 1 and must be finite and positive.
 
 Errors (:class:`~ltrboost.dataset.LTRInputError`, naming the pairs file and line): too few
 or too many fields, a weight that is not a positive number, an unknown query, an unknown
@@ -184,8 +184,8 @@ def _unknown_document(d: str, q: str, index: dict[str, dict[str, int]]) -> str:
     twin = next((k for k in rows_q if unicodedata.normalize("NFC", k) == nfc), None)
     if twin is not None:
         return (
-            f"document {ascii(d)} is not a document of query {q!r}: the data has "
-            f"{ascii(twin)}, the same text in another Unicode normalization form; "
+            f"document {d!a} is not a document of query {q!r}: the data has "
+            f"{twin!a}, the same text in another Unicode normalization form; "
             "docids must match exactly"
         )
     elsewhere = [other for other, docs in index.items() if d in docs]
