@@ -173,10 +173,11 @@ def adversarial_rows(b: Booster, X: np.ndarray, rng) -> np.ndarray:
 # --- ltrboost's routing and the independent evaluators ------------------------------
 
 
-def our_leaf_values(b: Booster, X: np.ndarray, n_trees: int) -> np.ndarray:
+def our_leaf_values(b: Booster, X: np.ndarray, n_trees: int, strict: bool = False) -> np.ndarray:
     """[row, tree]: the (divided) leaf value ltrboost's rule gives (x <= t in float64,
-    NaN where the split learned), vectorised, without ltrboost's predict kernel."""
-    div = (n_trees // b.n_outputs + 1) if b.update_rule == "averaged" else 1
+    NaN where the split learned), vectorised, without ltrboost's predict kernel.
+    ``strict``: ``x < t`` instead, undivided (Vespa's reading of a LightGBM model)."""
+    div = (n_trees // b.n_outputs + 1) if b.update_rule == "averaged" and not strict else 1
     out = np.empty((X.shape[0], n_trees))
     for j, nodes in enumerate(b.trees[:n_trees]):
         k = np.zeros(X.shape[0], dtype=np.int64)
@@ -187,7 +188,8 @@ def our_leaf_values(b: Booster, X: np.ndarray, n_trees: int) -> np.ndarray:
             r = np.flatnonzero(inner)
             nd = nodes[k[r]]
             x = X[r, nd["feature_idx"]]
-            go = np.where(np.isnan(x), nd["missing_go_to_left"] != 0, x <= nd["num_threshold"])
+            below = x < nd["num_threshold"] if strict else x <= nd["num_threshold"]
+            go = np.where(np.isnan(x), nd["missing_go_to_left"] != 0, below)
             k[r] = np.where(go, nd["left"], nd["right"])
         out[:, j] = nodes["value"][k] / div
     return out
@@ -254,6 +256,25 @@ def vespa_dump_leaves(dump: list, names: list[str], X64) -> np.ndarray:
         return n["__kids__"][n["yes"] if yes else n["no"]]
 
     return _walk([prep(t) for t in dump], X64, step)
+
+
+def vespa_lightgbm_leaves(dump: dict, X64) -> np.ndarray:
+    """Vespa ``lightgbm()`` (LightGBMParser) on LightGBM's ``dump_model()``: each split
+    becomes ``if (!(x >= t), left, right)`` with default_left, else ``if (x < t, ..)``,
+    in double; ``average_output`` and ``missing_type`` are not read; the lambdarank
+    objective is used raw."""
+    assert dump["objective"].split()[0] == "lambdarank"
+
+    def step(n, row):
+        if "leaf_value" in n:
+            n["__leaf__"] = float(n["leaf_value"])
+            return None
+        assert n["decision_type"] == "<="
+        x, t = float(row[n["split_feature"]]), float(n["threshold"])
+        left = (not x >= t) if n["default_left"] else x < t
+        return n["left_child"] if left else n["right_child"]
+
+    return _walk([t["tree_structure"] for t in dump["tree_info"]], X64, step)
 
 
 def solr_leaves(body: dict, X32) -> np.ndarray:
@@ -404,6 +425,18 @@ def check_every_consumer(b: Booster, P: np.ndarray, it, tmp_path) -> None:
     zeroed = np.where(np.abs(P) <= LGB_ZERO, 0.0, P)
     np.testing.assert_array_equal(got, b.predict(zeroed, iteration=it))
 
+    # Vespa's lightgbm() on dump_model(): double, x < t (docs/deploy.md: a value exactly
+    # at a threshold goes right there), trees summed without average_output (GBRank's
+    # score T + 1 times ltrboost's).  dump_model() writes thresholds beyond +-1e300
+    # (and a missing-vs-present split's DBL_MAX) as +-1e300: rows with such huge
+    # values are left out.
+    dump = lgb.Booster(model_file=str(path)).dump_model()
+    raw_bias = np.asarray(b.init_score, dtype=np.float64) if b.update_rule == "averaged" else bias
+    sane = ~(np.abs(P) >= 1e300).any(axis=1)
+    got = vespa_lightgbm_leaves(dump, P[sane])
+    want = with_bias(our_leaf_values(b, P[sane], n_trees, strict=True), raw_bias)
+    np.testing.assert_array_equal(got, want, err_msg="vespa lightgbm()")
+
     # XGBoost: a float64 matrix is read as float32; same leaves, float32 sums
     path = tmp_path / "m.json"
     b.export(path, format="xgboost", iteration=it)
@@ -465,3 +498,113 @@ def check_every_consumer(b: Booster, P: np.ndarray, it, tmp_path) -> None:
         text = export_bytes(b, "ranklib", iteration=it, assume_no_missing=True).decode()
     got = ranklib_leaves(text, b.n_features, P32[fin])
     np.testing.assert_array_equal(got, Lz, err_msg="ranklib")
+
+
+def _tree(threshold: float, missing_left: int, feature: int, value: float):
+    """Root split on ``feature`` at ``threshold``, its left child on feature 1 at 0.5."""
+    from ltrboost._config import NODE_DTYPE
+
+    nodes = np.zeros(5, dtype=NODE_DTYPE)
+    nodes[0] = (0.0, feature, threshold, 0, missing_left, 0, 1, 2, 1.0, 10, 1.0, 0)
+    nodes[1] = (0.0, 1, 0.5, 0, 1 - missing_left, 0, 3, 4, 1.0, 5, 1.0, 1)
+    nodes[2] = (-0.75 * value, -1, 0.0, 0, 0, 1, -1, -1, 0.0, 5, 1.0, 1)
+    nodes[3] = (0.125 * value, -1, 0.0, 0, 0, 1, -1, -1, 0.0, 3, 1.0, 2)
+    nodes[4] = (0.5 * value, -1, 0.0, 0, 0, 1, -1, -1, 0.0, 2, 1.0, 2)
+    return nodes
+
+
+HAND_THRESHOLDS = [
+    np.inf, 1e300, 1e39, FLT_MAX, float(np.nextafter(F32(FLT_MAX), F32(0))), 16777217.0,
+    1 / 3, 0.1, 0.5, 5e-36, -5e-36, 1.2e-38, 1e-45, 1.4e-45, 5e-324, 0.0, -0.0,
+    -5e-324, -1e-45, -1e-13, -1e-7, -1.0, float(np.nextafter(F32(-1.0), F32(0))),
+    -0.99999997, -32.0, -31.999999, -FLT_MAX, -1e39, -1e300,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("update_rule", ["additive", "averaged"])
+def test_hand_built_thresholds_at_the_edges_of_float32(update_rule, tmp_path):
+    """Thresholds no training run here produced: float32's and float64's limits and
+    subnormals, LightGBM's zero range, just above negative powers of two, each with
+    both NaN directions, in one additive and one averaged (GBRank) model."""
+    trees, outputs = [], []
+    for i, t in enumerate(HAND_THRESHOLDS):
+        for miss in (0, 1):
+            trees.append(_tree(t, miss, (i + miss) % 3 * 2, 1.0 + i / 10))
+            outputs.append(0)
+    b = Booster(
+        objective="gbrank" if update_rule == "averaged" else "lambdamart",
+        objective_params={},
+        init_score=np.array([0.375]),
+        trees=trees,
+        tree_outputs=outputs,
+        n_features=6,
+        update_rule=update_rule,
+    )
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(30, 6))
+    P = adversarial_rows(b, X, rng)
+    P = P[~np.isinf(P).any(axis=1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Solr's threshold warning: checked inside
+        for it in (None, 7):
+            check_every_consumer(b, P, it, tmp_path)
+
+
+def test_gbrank_lightgbm_file_counts_its_bias_tree_as_a_round(tmp_path):
+    """docs/deploy.md: GBRank's LightGBM file always starts with the initial-score tree
+    (0 included: ``average_output`` divides by the trees), so ``num_iteration=k + 1``
+    is ltrboost's ``iteration=k``; its XGBoost file has that tree only for a non-zero
+    initial score, and ``iteration_range=(0, k)`` there divides by ``T + 1``, not
+    ``k + 1`` (the same ranking, another scale)."""
+    b, X = train_case(("gbrank", True, np.float32, {}, None), 0)
+    assert b.init_score[0] == 0.0
+    assert b.n_iterations == 6
+    X = np.where(np.abs(X) <= LGB_ZERO, 0.0, X)
+    b.export(tmp_path / "m.txt", format="lightgbm")
+    lb = lgb.Booster(model_file=str(tmp_path / "m.txt"))
+    b.export(tmp_path / "m.json", format="xgboost")
+    xb = xgb.Booster(model_file=str(tmp_path / "m.json"))
+    assert lb.num_trees() == 7
+    assert xb.num_boosted_rounds() == 6
+    for k in (1, 3, 6):
+        ours = b.predict(X, iteration=k)
+        np.testing.assert_array_equal(lb.predict(X, num_iteration=k + 1), ours)
+        got = xb.predict(xgb.DMatrix(X), iteration_range=(0, k), validate_features=False)
+        np.testing.assert_allclose(got, ours * (k + 1) / 7, rtol=0, atol=1e-5)
+
+
+def test_vespa_lightgbm_route_clamps_thresholds_at_1e300(tmp_path):
+    """docs/deploy.md: LightGBM's ``dump_model()`` (what Vespa's ``lightgbm()`` reads)
+    writes a threshold beyond +-1e300, and the ``DBL_MAX`` of a missing-vs-present split,
+    as +-1e300: a value of 1e300 or more routes differently there; below, only values
+    exactly at a threshold do."""
+    trees = [_tree(np.inf, 0, 0, 1.0), _tree(5e300, 1, 2, 2.0), _tree(-5e300, 1, 3, 3.0)]
+    b = Booster(
+        objective="lambdamart",
+        objective_params={},
+        init_score=np.array([0.0]),
+        trees=trees,
+        tree_outputs=[0, 0, 0],
+        n_features=4,
+    )
+    b.export(tmp_path / "m.txt", format="lightgbm")
+    lb = lgb.Booster(model_file=str(tmp_path / "m.txt"))
+    dump = lb.dump_model()
+    roots = [t["tree_structure"]["threshold"] for t in dump["tree_info"]]
+    assert roots == [1e300, 1e300, -1e300]
+    X = np.zeros((4, 4))
+    X[1, 0] = 2e300  # left in ltrboost (x <= inf) and LightGBM, right in Vespa
+    X[2, 2] = 2e300  # left (2e300 <= 5e300), right in Vespa
+    X[3, 3] = -2e300  # right (-2e300 > -5e300), left in Vespa
+    np.testing.assert_array_equal(lb.predict(X), b.predict(X))
+    vespa = vespa_lightgbm_leaves(dump, X).sum(axis=1)
+    ours = b.predict(X)
+    assert vespa[0] == ours[0]
+    assert np.all(vespa[1:] != ours[1:])
+
+
+def test_xgboost_refuses_float64_values_beyond_float32():
+    """docs/deploy.md: a float64 feature value beyond float32's range is infinite for
+    the float32 consumers; XGBoost refuses such a matrix."""
+    with pytest.raises(xgb.core.XGBoostError, match="too large"):
+        xgb.DMatrix(np.array([[1e300, 0.0]]))
