@@ -1015,7 +1015,7 @@ def _read_for_model(
     import numpy as np
 
     from ltrboost.dataset import LTRInputError
-    from ltrboost.io.letor import WIDE
+    from ltrboost.io.letor import WIDE, width_error_as
     from ltrboost.io.letor import load_svmlight as _load_svmlight
 
     def load_svmlight(path, **kw):
@@ -1023,13 +1023,11 @@ def _read_for_model(
             return _load_svmlight(path, na_values=na_values, **kw)
         except LTRInputError as e:
             # "larger than n_features=4" named a keyword neither predict nor eval takes
-            too_big = f" is larger than n_features={booster.n_features}"
-            if not (e.problem.startswith("feature index ") and too_big in e.problem):
+            n = booster.n_features
+            reworded = width_error_as(e, n, f"is larger than the model's {n} features ({model})")
+            if reworded is None:
                 raise
-            problem = e.problem.replace(
-                too_big, f" is larger than the model's {booster.n_features} features ({model})"
-            )
-            raise LTRInputError(problem, path=e.path, line=e.line) from None
+            raise reworded from None
 
     # a model claiming more features than WIDE does not set the width of the matrix: the
     # data is read at its own width (the reader bounds it by the file's size) and padded
@@ -1218,17 +1216,16 @@ def cmd_train(args: argparse.Namespace) -> int:
             na_values=args.missing_token,
         )
         from ltrboost.dataset import LTRInputError
+        from ltrboost.io.letor import width_error_as
 
         try:
             _, vs = _load(vpath, missing=missing, n_features=width, na_values=args.missing_token)
         except LTRInputError as e:  # "larger than n_features=3" named no flag of train's
-            too_big = f" is larger than n_features={width}"
-            if not (e.problem.startswith("feature index ") and too_big in e.problem):
+            instead = f"is above the {width} features of the training data ({args.train})"
+            reworded = width_error_as(e, width, instead)
+            if reworded is None:
                 raise
-            problem = e.problem.replace(
-                too_big, f" is above the {width} features of the training data ({args.train})"
-            )
-            raise LTRInputError(problem, path=e.path, line=e.line) from None
+            raise reworded from None
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")

@@ -437,19 +437,17 @@ def load_at_training_width(
     it is an error naming the training file ("larger than n_features=5" named a keyword
     that experiment has no flag for)."""
     from ltrboost.dataset import LTRInputError
-    from ltrboost.io.letor import imposed_width, load_svmlight
+    from ltrboost.io.letor import imposed_width, load_svmlight, width_error_as
 
     n = imposed_width(path, width, "the training data", train_path, na_values=na_values)
     try:
         return load_svmlight(path, n_features=n, na_values=na_values)
     except LTRInputError as e:
-        too_big = f" is larger than n_features={n}"
-        if not (e.problem.startswith("feature index ") and too_big in e.problem):
+        instead = f"is above the {n} features of the fold's training file ({train_path})"
+        reworded = width_error_as(e, n, instead)
+        if reworded is None:
             raise
-        problem = e.problem.replace(
-            too_big, f" is above the {n} features of the fold's training file ({train_path})"
-        )
-        raise LTRInputError(problem, path=e.path, line=e.line) from None
+        raise reworded from None
 
 
 def data_sizes(paths: Sequence[str]) -> dict[str, int]:

@@ -515,6 +515,17 @@ def dense_limit(n_bytes: int) -> int:
 WIDE = 1 << 16
 
 
+def width_error_as(e: LTRInputError, n_features: int, instead: str) -> LTRInputError | None:
+    """The reader's "feature index K is larger than n_features=N" (``e``), its words after
+    the index replaced by ``instead`` (e.g. "is above the 3 features of the training data
+    (train.txt)"), FILE:LINE kept: commands that have no ``n_features`` keyword name what
+    set the width.  None for any other error."""
+    too_big = f" is larger than n_features={n_features}"
+    if not (e.problem.startswith("feature index ") and too_big in e.problem):
+        return None
+    return LTRInputError(e.problem.replace(too_big, " " + instead), path=e.path, line=e.line)
+
+
 def imposed_width(
     path: str,
     width: int | None,
