@@ -1186,10 +1186,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
         # without pairs the objective learns from the labels (its label pairs, or
         # qbrank's labelled part); otherwise it refuses the data, and that error says it
-        labels_teach = params.use_label_pairs is not False or (
-            objective.name == "qbrank" and objective.params["preference_weight"] < 1
-        )
-        if pref.size == 0 and labels_teach:
+        if pref.size == 0 and _labels_teach(params, objective):
             warnings.warn(
                 f"--pairs {args.pairs}: the file holds no pair (only blank and comment "
                 "lines); the model is trained on the labels alone",
@@ -1284,6 +1281,14 @@ def cmd_train(args: argparse.Namespace) -> int:
                 summary += f", {m}={v:.4f}"
     print(summary, file=sys.stderr)
     return 0
+
+
+def _labels_teach(params: BoosterParams, objective: Any) -> bool:
+    """Whether a pair objective learns from the labels when no explicit pair is given:
+    its label pairs, or QBRank's labelled part (a ``preference_weight`` below 1)."""
+    return params.use_label_pairs is not False or (
+        objective.name == "qbrank" and objective.params["preference_weight"] < 1
+    )
 
 
 def _check_train_flags(args: argparse.Namespace, params: BoosterParams) -> None:
@@ -1647,7 +1652,8 @@ def cmd_cv(args: argparse.Namespace) -> int:
     """Train on all query folds but one, score the held-out fold; mean and std."""
     import numpy as np
 
-    from ltrboost.booster import metric_options, train
+    from ltrboost._evaluation import check_training_setup
+    from ltrboost.booster import make_objective, metric_options, train
     from ltrboost.dataset import make_dataset, rows_located
     from ltrboost.metrics import evaluate, parse_metric_list
 
@@ -1663,10 +1669,27 @@ def cmd_cv(args: argparse.Namespace) -> int:
             "--unbiased true is not available in cv (it takes no --position file); "
             "cross-validate the click model with ltrboost.Ranker and GroupKFold instead"
         )
+    if args.folds < 2:  # the flag alone: before the data is read
+        raise ValueError(f"--folds={args.folds} must be at least 2")
+    objective = make_objective(params)
+    if objective.uses_preference_pairs and not _labels_teach(params, objective):
+        raise ValueError(
+            f"--use-label-pairs false: {objective.name} then learns from explicit "
+            "preference pairs alone, and cv takes no --pairs file; drop "
+            "--use-label-pairs, or cross-validate with ltrboost.Ranker and GroupKFold"
+        )
     metrics = parse_metric_list(params.eval_metric or "ndcg@10")
     params.eval_metric = None
+    # a parameter's warning (one the objective ignores) is the same in every fold: once,
+    # now; a fold's own (its training set has every label 0) names the fold below
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_training_setup(params, objective, [])
+    said = {str(w.message) for w in caught}
+    for w in caught:
+        warnings.warn(w.message, stacklevel=1)
     data, ds = _load(args.data, missing=args.missing, na_values=args.missing_token)
-    folds = query_folds(data.qid, args.folds, params.random_state)
+    folds = query_folds(data.qid, args.folds, params.random_state, source=args.data)
     options = metric_options(params)
     with rows_located(ds):  # a label the metrics refuse: now, not after a fold's training
         evaluate(np.zeros(ds.n_samples), ds.y, ds.query_offsets, metrics, **options)
@@ -1679,7 +1702,12 @@ def cmd_cv(args: argparse.Namespace) -> int:
             part.source = ds.source
             lines = data.lines[rows]
             part.row_lines = lines if part.order is None else lines[part.order]
-        booster = train(params, tr)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            booster = train(params, tr)
+        for text in dict.fromkeys(str(w.message) for w in caught if str(w.message) not in said):
+            category = next(w.category for w in caught if str(w.message) == text)
+            warnings.warn(f"fold {k + 1}/{args.folds}: {text}", category, stacklevel=1)
         with rows_located(te):
             res = evaluate(booster.predict(te.X), te.y, te.query_offsets, metrics, **options)
         res["n_queries"] = te.n_queries
@@ -1702,24 +1730,32 @@ def cmd_cv(args: argparse.Namespace) -> int:
     return 0
 
 
-def query_folds(qid, n_folds: int, random_state: int):
+def query_folds(qid, n_folds: int, random_state: int, source: str = "the data"):
     """Fold number (0 .. n_folds - 1) of every row; whole queries stay together.
 
     Queries are shuffled with ``random_state`` and dealt round-robin, so fold sizes
-    differ by at most one query.
+    differ by at most one query.  ``source`` names the data in errors.
     """
     import numpy as np
 
     if qid is None:
         raise ValueError("cv needs query ids (qid: on the lines or a .query file)")
     uniq, inverse = np.unique(qid, return_inverse=True)
-    if not 2 <= n_folds <= uniq.shape[0]:
+    n_queries = uniq.shape[0]
+    if n_folds < 2:
+        raise ValueError(f"--folds={n_folds} must be at least 2")
+    if n_queries < 2:
         raise ValueError(
-            f"--folds={n_folds} must be between 2 and the number of queries ({uniq.shape[0]})"
+            f"{source} holds 1 query; cv needs at least 2 (each fold holds whole queries)"
         )
-    perm = np.random.default_rng(random_state).permutation(uniq.shape[0])
-    fold_of_query = np.empty(uniq.shape[0], dtype=np.int64)
-    fold_of_query[perm] = np.arange(uniq.shape[0]) % n_folds
+    if n_folds > n_queries:
+        raise ValueError(
+            f"--folds={n_folds} is more than the {n_queries} queries of {source}: each fold "
+            f"holds whole queries (give --folds {n_queries} or fewer)"
+        )
+    perm = np.random.default_rng(random_state).permutation(n_queries)
+    fold_of_query = np.empty(n_queries, dtype=np.int64)
+    fold_of_query[perm] = np.arange(n_queries) % n_folds
     return fold_of_query[inverse.ravel()]
 
 
