@@ -138,3 +138,18 @@ def test_cv_a_folds_warning_names_the_fold(tmp_path, capsys):
     tau = [s for s in lines if "--tau" in s]
     assert len(tau) == 1, lines
     assert tau[0].startswith("ltrboost: warning: objective"), lines
+
+
+def test_train_pairs_only_without_pairs_is_refused_before_reading(tmp_path, capsys):
+    """`ltrboost train --use-label-pairs false` without `--pairs` cannot train whatever
+    the data, yet failed only after the training file was read (cv's fix, for train)."""
+    from ltrboost.cli import main
+
+    missing = tmp_path / "does-not-exist.txt"  # never read: the flags alone decide
+    out = tmp_path / "m.json"
+    args = ["train", str(missing), "--objective", "ranknet", "--use-label-pairs", "false"]
+    assert main([*args, "-q", "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--use-label-pairs false: ranknet then learns from explicit preference pairs" in err
+    assert "--pairs FILE" in err
+    assert not out.exists()

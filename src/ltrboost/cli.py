@@ -1306,6 +1306,16 @@ def _check_train_flags(args: argparse.Namespace, params: BoosterParams) -> None:
         raise ValueError(f"--checkpoint-every={args.checkpoint_every} must be >= 1")
     _valid_names(args.valid)  # the same file given twice
     _position_path(args, params)  # --position without --unbiased, or none with it
+    if args.pairs is None and isinstance(params.objective, str):
+        from ltrboost.booster import make_objective
+
+        objective = make_objective(params)
+        if objective.uses_preference_pairs and not _labels_teach(params, objective):
+            raise ValueError(
+                f"--use-label-pairs false: {objective.name} then learns from explicit "
+                "preference pairs alone; give them (--pairs FILE) or drop "
+                "--use-label-pairs"
+            )
 
 
 def _valid_names(paths: list[str]) -> list[str]:
