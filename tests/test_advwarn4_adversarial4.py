@@ -174,7 +174,9 @@ def test_cli_resume_unbiased_from_a_plain_model_names_the_flag(data, capsys, tmp
 
 def test_cli_label_pairs_off_names_the_flag(data, capsys, tmp_path):
     err = train(data, capsys, tmp_path, "--objective", "ranknet", "--use-label-pairs", "0", rc=2)
-    assert "or drop --use-label-pairs=False to learn from the label pairs" in err
+    # refused from the flags alone now, before the data is read (names the flag too)
+    assert "--use-label-pairs false: ranknet then learns from explicit preference" in err
+    assert "or drop --use-label-pairs" in err and "use_label_pairs" not in err
 
 
 def test_cli_memory_limits_name_the_flags(data, capsys, tmp_path, monkeypatch):
