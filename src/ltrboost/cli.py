@@ -248,7 +248,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         action=_MetricFlag,
         default=None,
         help="comma-separated validation metrics, the first drives early stopping "
-        "(default: the objective's, ndcg@10)",
+        "(default: the objective's, ndcg@10; map or err@10 under --lambda-metric map "
+        "or err)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument(
@@ -353,7 +354,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         type=_none_or(str),
         action=_MetricFlag,
         default=None,
-        help="comma-separated metrics reported per fold (default ndcg@10)",
+        help="comma-separated metrics reported per fold (default: the objective's, "
+        "ndcg@10; map or err@10 under --lambda-metric map or err, as train)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--missing", choices=("zero", "nan"), default="zero")
@@ -1647,7 +1649,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
     """Train on all query folds but one, score the held-out fold; mean and std."""
     import numpy as np
 
-    from ltrboost.booster import metric_options, train
+    from ltrboost.booster import make_objective, metric_options, train
     from ltrboost.dataset import make_dataset, rows_located
     from ltrboost.metrics import evaluate, parse_metric_list
 
@@ -1663,7 +1665,10 @@ def cmd_cv(args: argparse.Namespace) -> int:
             "--unbiased true is not available in cv (it takes no --position file); "
             "cross-validate the click model with ltrboost.Ranker and GroupKFold instead"
         )
-    metrics = parse_metric_list(params.eval_metric or "ndcg@10")
+    # without --metric: what train validates on, the objective's metric (map under
+    # --lambda-metric map, err@10 under err, else ndcg@10)
+    default = make_objective(params).default_metric
+    metrics = parse_metric_list(params.eval_metric or default)
     params.eval_metric = None
     data, ds = _load(args.data, missing=args.missing, na_values=args.missing_token)
     folds = query_folds(data.qid, args.folds, params.random_state)
