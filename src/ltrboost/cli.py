@@ -248,7 +248,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         action=_MetricFlag,
         default=None,
         help="comma-separated validation metrics, the first drives early stopping "
-        "(default: the objective's, ndcg@10)",
+        "(default: the objective's, ndcg@10; map or err@10 under --lambda-metric map "
+        "or err)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument(
@@ -353,7 +354,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         type=_none_or(str),
         action=_MetricFlag,
         default=None,
-        help="comma-separated metrics reported per fold (default ndcg@10)",
+        help="comma-separated metrics reported per fold (default: the objective's, "
+        "ndcg@10; map or err@10 under --lambda-metric map or err, as train)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--missing", choices=("zero", "nan"), default="zero")
@@ -1688,7 +1690,9 @@ def cmd_cv(args: argparse.Namespace) -> int:
             "preference pairs alone, and cv takes no --pairs file; drop "
             "--use-label-pairs, or cross-validate with ltrboost.Ranker and GroupKFold"
         )
-    metrics = parse_metric_list(params.eval_metric or "ndcg@10")
+    # without --metric: what train validates on, the objective's metric (map under
+    # --lambda-metric map, err@10 under err, else ndcg@10)
+    metrics = parse_metric_list(params.eval_metric or objective.default_metric)
     params.eval_metric = None
     # a parameter's warning (one the objective ignores) is the same in every fold: once,
     # now; a fold's own (its training set has every label 0) names the fold below

@@ -282,9 +282,26 @@ _OTHER_NAMES: dict[str, str] = {
             (("lambdarank_truncation_level",), "truncation_level"),
             (("lambdarank_pair_method",), "pair_method"),
             (("lambdarank_norm", "lambdarank_normalization"), "lambda_normalization"),
-            (("label_gain", "ndcg_exp_gain"), "gain"),
         )
         for k in names
+    },
+    # gain takes "exp" or "linear", not these parameters' values: say which is which
+    "label_gain": (
+        "label_gain is gain here, which names LightGBM's two usual lists: gain='exp' "
+        "is its default label_gain 2^i - 1, gain='linear' the list 0, 1, 2, ...; there "
+        "is no list of per-grade gains (for NDCG, train on the labels label_gain[y] "
+        "with gain='linear': README, 'gain')"
+    ),
+    "ndcg_exp_gain": (
+        "ndcg_exp_gain is gain here: ndcg_exp_gain=True is gain='exp', "
+        "ndcg_exp_gain=False is gain='linear'"
+    ),
+    **{
+        k: (
+            f"{k}: the cut-off is part of the metric name here: metric='ndcg' with "
+            f"{k}=[5] is eval_metric='ndcg@5' (several: 'ndcg@1,ndcg@5')"
+        )
+        for k in ("eval_at", "ndcg_eval_at", "ndcg_at", "map_eval_at", "map_at")
     },
     **{
         k: f"{k}: ltrboost has no L1 regularisation (l2_regularization is L2's)"

@@ -434,7 +434,9 @@ class Ranker(BaseEstimator):
         metric: str | Callable | None = None,
     ) -> float:
         """Mean ``metric`` over queries of ``X`` with labels ``y`` (default metric: the
-        first eval metric, else ndcg@10).
+        first eval metric, else the one training validates on without one: the
+        objective's, ``map`` / ``err@10`` under ``lambda_metric="map"`` / ``"err"``,
+        otherwise ndcg@10).
 
         Queries come from ``qid=``, ``group=`` or a ``qid`` column of a DataFrame ``X``
         (``qid=`` / ``group=`` when both, with a warning if the column differs).
@@ -475,7 +477,9 @@ class Ranker(BaseEstimator):
                 m = [m]
             # training skips empty entries (",ndcg@5" records ndcg@5 only): so does score
             m = [x for x in (m or []) if not (isinstance(x, str) and not x.strip())]
-            metric = m[0].strip() if m and isinstance(m[0], str) else (m[0] if m else "ndcg@10")
+            if not m:  # what training evaluates without eval_metric: the objective's
+                m = [self.booster_.get_objective().default_metric]  # (map, err@10, ndcg@10)
+            metric = m[0].strip() if isinstance(m[0], str) else m[0]
         scores = self.booster_.predict(ds.X, n_threads=self.n_threads)
         if callable(metric) and not isinstance(metric, Metric):  # eval_metric's check
             from ltrboost._evaluation import custom_metric_value

@@ -121,7 +121,29 @@ def _parse_name(name: str) -> tuple[str, str, int, Fraction]:
         )
     if re.fullmatch(r"pair_precision@\d+(\.\d+)?", text):
         raise _bad_name(name, f"pair precision takes a percentage: '{text}%'")
-    raise _bad_name(name)
+    hint = _other_library_hint(text)
+    raise _bad_name(name, hint) if hint else _bad_name(name)
+
+
+def _other_library_hint(text: str) -> str:
+    """What another library's spelling of a metric is here ('' when none applies):
+    XGBoost's ``ndcg@10-`` / ``pre@5``, ranx's ``precision@5`` / ``ndcg_burges@10``."""
+    match = re.fullmatch(r"(ndcg|map)(@\d+)?-", text)
+    if match:  # XGBoost: a query without relevant documents scores 0
+        base = match.group(1) + (match.group(2) or "")
+        return (
+            f"XGBoost's trailing '-' scores a query without relevant documents 0: that "
+            f"is get_metric({base!r}, empty_query_score=0) here; training and eval "
+            "score such a query 1, as XGBoost's default and LightGBM"
+        )
+    match = re.fullmatch(r"(?:pre|precision)@(\d+)", text)
+    if match and int(match.group(1)) >= 1:
+        return f"precision at K is 'p@{int(match.group(1))}' here"
+    match = re.fullmatch(r"ndcg_burges(@\d+)?", text)
+    if match:
+        base = "ndcg" + (f"@{int(match.group(1)[1:])}" if match.group(1) else "")
+        return f"ranx's ndcg_burges is {base!r} with gain='exp' (the default) here"
+    return ""
 
 
 def _format_percent(percent: Fraction) -> str:
