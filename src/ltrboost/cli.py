@@ -877,6 +877,7 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
     out = getattr(args, "output", None)
     if getattr(args, "checkpoint_every", None) is not None and isinstance(out, str):
         ck = checkpoint_path(out)  # written during training (a link is followed)
+        _refuse_checkpoint_over_output(out, ck)
         if os.path.isfile(ck):
             outputs.append(("checkpoint", ck))
     if getattr(args, "clicks_command", None) == "dataset" and isinstance(out, str):
@@ -886,13 +887,15 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
         return
     inputs = []
     for name, value in vars(args).items():
-        if name in _OUTPUT_ARGS or name in _REWRITABLE_INPUTS:
+        if name in _OUTPUT_ARGS:
             continue
         for v in value if isinstance(value, list | tuple) else [value]:
             if isinstance(v, str) and v:
                 inputs += [(name, v), (name, v + ".query"), (name, v + ".position")]
     for out_name, out in outputs:
         for in_name, path in inputs:
+            if in_name in _REWRITABLE_INPUTS and _may_rewrite(out_name, out, path):
+                continue
             try:
                 same = os.path.isfile(path) and os.path.samefile(out, path)
             except OSError:
@@ -908,6 +911,29 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
                     f"{out}: {flag} names an input of this command ({in_name}: {path}); "
                     "writing it would replace that input; give another output path"
                 )
+
+
+def _may_rewrite(out_name: str, out: str, path: str) -> bool:
+    """Whether the output ``out`` may replace the input ``path`` of a rewritable kind
+    (``--resume``): ``--output`` may (it extends the model), and so may the checkpoint
+    when ``--resume`` names the checkpoint (continuing a killed run); a checkpoint that
+    is a link to another resumed model would replace a file the user did not name."""
+    if out_name != "checkpoint" or not os.path.islink(out):
+        return True
+    return os.path.abspath(out) == os.path.abspath(path)
+
+
+def _refuse_checkpoint_over_output(output: str, ck: str) -> None:
+    """``OUTPUT.checkpoint`` that leads to the output itself (a link, or a dangling
+    link to where the output will be): every checkpoint would replace the previous
+    complete model at the output with a partial one, the one thing checkpoints to
+    their own file exist to prevent."""
+    if os.path.realpath(ck) == os.path.realpath(output):
+        raise ValueError(
+            f"{ck}: --checkpoint-every's OUTPUT.checkpoint is the same file as --output "
+            f"{output} (a link to it); checkpoints would replace the output's previous "
+            "model; remove the link or give another --output"
+        )
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -1265,10 +1291,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     ) == os.path.abspath(checkpoint_path(args.output))
     if checkpoint is not None or resumed_from_checkpoint:
         # the output now holds everything the checkpoint had
-        try:
-            os.unlink(checkpoint_path(args.output))
-        except FileNotFoundError:
-            pass
+        _remove_checkpoint(checkpoint_path(args.output), args.output)
     best = booster.best_iteration
     summary = f"wrote {args.output}: {booster.n_iterations} rounds"
     if best is not None:
@@ -1378,6 +1401,20 @@ def _check_checkpointable(output: str) -> None:
             f"--checkpoint-every: --output {output} is not a regular file; checkpoints "
             "are written beside the output as OUTPUT.checkpoint, so give a file name"
         )
+
+
+def _remove_checkpoint(ck: str, output: str) -> None:
+    """Remove the checkpoint once the output holds it.  A link is followed, as when the
+    checkpoints were written: the file they went to is removed and the link kept (it
+    was removed and the last checkpoint, a full copy of the model, left behind); a
+    link to the output itself (``--resume`` through it) is removed, never the output."""
+    target = os.path.realpath(ck)
+    if os.path.islink(ck) and target != os.path.realpath(output):
+        ck = target
+    try:
+        os.unlink(ck)
+    except FileNotFoundError:
+        pass
 
 
 def checkpoint_path(output: str) -> str:

@@ -209,8 +209,10 @@ class _Staged:
         tmp_name: str | None = None,
         fd: int | None = None,
         blobs: Iterable[bytes] = (),
+        existed: bool = True,
     ) -> None:
         self.user_path = user_path
+        self.existed = existed
         self.target = target
         self.tmp_name = tmp_name
         self.fd = fd
@@ -244,7 +246,8 @@ class _Staged:
         except BaseException as e:
             self.discard()
             if isinstance(e, OSError) and e.filename != user_path:
-                raise _named(e, user_path, "writing; the previous file is intact") from None
+                kept = "the previous file is intact" if self.existed else "nothing was written"
+                raise _named(e, user_path, f"writing; {kept}") from None
             raise
         # Make the rename itself durable; not every platform lets a directory be opened.
         try:
@@ -377,6 +380,7 @@ def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
         except FileNotFoundError:
             pass
         if isinstance(e, OSError) and e.filename != user_path:
-            raise _named(e, user_path, "writing; the previous file is intact") from None
+            kept = "nothing was written" if st is None else "the previous file is intact"
+            raise _named(e, user_path, f"writing; {kept}") from None
         raise
-    return _Staged(user_path, target, tmp_name=tmp_name)
+    return _Staged(user_path, target, tmp_name=tmp_name, existed=st is not None)

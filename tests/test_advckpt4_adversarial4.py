@@ -1,0 +1,147 @@
+"""Files training writes while it runs: ``--checkpoint-every``'s OUTPUT.checkpoint when
+it is a link (to the output, to the resumed model, to a file elsewhere), and what a
+failed write says about the file that was there."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ltrboost.cli import main
+from ltrboost.datasets import make_ranking
+from ltrboost.io._atomic import atomic_write_text
+from ltrboost.model import load_model
+
+POSIX_ONLY = pytest.mark.skipif(os.name != "posix", reason="symbolic links and modes")
+
+
+@pytest.fixture(scope="module")
+def letor(tmp_path_factory) -> Path:
+    X, y, qid = make_ranking(n_queries=20, docs_per_query=(4, 8), n_features=4, random_state=0)
+    path = tmp_path_factory.mktemp("d") / "train.txt"
+    with open(path, "w") as f:
+        for xi, yi, qi in zip(X, y, qid, strict=True):
+            feats = " ".join(f"{j + 1}:{v:.6g}" for j, v in enumerate(xi))
+            f.write(f"{int(yi)} qid:{qi} {feats}\n")
+    return path
+
+
+def _train(letor: Path, out: Path, rounds: int, *extra) -> list[str]:
+    return ["train", str(letor), "-q", "-o", str(out), "--n-estimators", str(rounds), *extra]
+
+
+def _one_line_error(rc: int, err: str, needle: str) -> None:
+    assert rc == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ltrboost: error: ")
+    assert needle in lines[0], err
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("output_exists", [True, False])
+def test_a_checkpoint_link_to_the_output_is_refused(letor, tmp_path, capsys, output_exists):
+    """OUTPUT.checkpoint -> OUTPUT: every checkpoint replaced the previous complete
+    model at the output with a partial one (README: a killed run never replaces it)."""
+    out = tmp_path / "m.json"
+    if output_exists:
+        assert main(_train(letor, out, 2)) == 0
+        before = out.read_bytes()
+    Path(str(out) + ".checkpoint").symlink_to("m.json")
+    capsys.readouterr()
+    rc = main(_train(letor, out, 4, "--checkpoint-every", "1"))
+    _one_line_error(rc, capsys.readouterr().err, "OUTPUT.checkpoint is the same file as --output")
+    if output_exists:
+        assert out.read_bytes() == before
+    else:
+        assert not out.exists()
+
+
+@POSIX_ONLY
+def test_a_checkpoint_link_to_the_resumed_model_is_refused(letor, tmp_path, capsys):
+    """--resume old.json --output new.json with new.json.checkpoint -> old.json: the
+    checkpoints replaced old.json, which the user did not name as an output."""
+    old = tmp_path / "old.json"
+    assert main(_train(letor, old, 2)) == 0
+    before = old.read_bytes()
+    new = tmp_path / "new.json"
+    Path(str(new) + ".checkpoint").symlink_to("old.json")
+    capsys.readouterr()
+    rc = main(_train(letor, new, 4, "--resume", str(old), "--checkpoint-every", "1"))
+    _one_line_error(rc, capsys.readouterr().err, "names an input of this command (resume")
+    assert old.read_bytes() == before
+    assert not new.exists()
+
+
+def test_resuming_the_checkpoint_with_checkpoints_is_still_allowed(letor, tmp_path, capsys):
+    """The documented way to continue a killed run: --resume OUTPUT.checkpoint, with
+    checkpoints again (they replace the file resumed from, which is the point)."""
+    out = tmp_path / "m.json"
+    ck = Path(str(out) + ".checkpoint")
+    assert main(_train(letor, ck, 2)) == 0
+    rc = main(_train(letor, out, 4, "--resume", str(ck), "--checkpoint-every", "1"))
+    capsys.readouterr()
+    assert rc == 0
+    assert load_model(out).n_iterations == 4
+    assert not ck.exists()
+
+
+@POSIX_ONLY
+def test_a_checkpoint_link_elsewhere_leaves_no_stale_checkpoint(letor, tmp_path, capsys):
+    """OUTPUT.checkpoint -> a file on another disk: the checkpoints go there (the link is
+    followed) and, once the output is written, that file is removed and the link kept;
+    the link was removed and the last checkpoint left behind, a full copy of the model."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    out = tmp_path / "m.json"
+    link = Path(str(out) + ".checkpoint")
+    link.symlink_to(scratch / "ck.json")
+    assert main(_train(letor, out, 4, "--checkpoint-every", "1")) == 0
+    capsys.readouterr()
+    assert load_model(out).n_iterations == 4
+    assert list(scratch.iterdir()) == []
+    assert link.is_symlink()
+    # and a second run writes through the link again
+    assert main(_train(letor, out, 3, "--checkpoint-every", "1")) == 0
+    capsys.readouterr()
+    assert list(scratch.iterdir()) == []
+    assert link.is_symlink()
+
+
+@POSIX_ONLY
+def test_resuming_through_a_link_to_the_output_keeps_the_output(letor, tmp_path, capsys):
+    """--resume OUTPUT.checkpoint where that is a link to OUTPUT (resume M --output M):
+    removing the checkpoint after the run must not remove the model just written."""
+    out = tmp_path / "m.json"
+    assert main(_train(letor, out, 2)) == 0
+    link = Path(str(out) + ".checkpoint")
+    link.symlink_to("m.json")
+    assert main(_train(letor, out, 3, "--resume", str(link))) == 0
+    capsys.readouterr()
+    assert load_model(out).n_iterations == 3
+
+
+def test_a_failed_new_file_does_not_claim_a_previous_file(tmp_path, monkeypatch):
+    """A write error for an output that did not exist said "the previous file is
+    intact"; there was none."""
+
+    def full(fd, *a, **k):
+        raise OSError(28, "No space left on device")
+
+    path = tmp_path / "new.txt"
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="nothing was written") as info:
+        atomic_write_text(path, "x")
+    assert "previous file" not in str(info.value)
+    assert "new.txt" in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+    old = tmp_path / "old.txt"
+    monkeypatch.undo()
+    old.write_text("keep")
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="the previous file is intact"):
+        atomic_write_text(old, "x")
+    assert old.read_text() == "keep"
+    assert list(tmp_path.iterdir()) == [old]
