@@ -31,8 +31,8 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import stat
-import tempfile
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -63,6 +63,41 @@ def temp_prefix(name: str) -> str:
     if len(raw) > _TEMP_NAME_BYTES:
         name = os.fsdecode(raw[:_TEMP_NAME_BYTES])
     return f".{name}."
+
+
+def _new_temp(directory: str | os.PathLike[str], name: str, created: list[str]) -> tuple[int, str]:
+    """Create ``.NAME.XXXXXXXX.tmp`` in ``directory`` (as ``mkstemp``: 0o600, never an
+    existing file); its name is added to ``created`` *before* the file exists.  An
+    interrupt (Ctrl-C, SIGTERM) is raised wherever the interpreter next looks at its
+    signals -- after ``os.open`` returned, after a long ``fsync``, between the staging
+    and the rename -- and the caller's cleanup then finds every file it may have made
+    in ``created`` (``mkstemp`` returned the name only once the file existed, and a
+    SIGTERM in that gap, or the next, left the file behind)."""
+    prefix = temp_prefix(name)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
+    for extra in ("O_NOFOLLOW", "O_CLOEXEC", "O_BINARY"):
+        flags |= getattr(os, extra, 0)
+    for _ in range(100):
+        path = os.path.join(os.fsdecode(directory), f"{prefix}{secrets.token_hex(4)}.tmp")
+        created.append(path)
+        try:
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            created.remove(path)  # another process's file: never removed by us
+        except OSError:
+            created.remove(path)
+            raise
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
+
+
+def _remove_temps(created: Iterable[str]) -> None:
+    """Remove the temporary files ``created`` lists that are still there (one renamed
+    over its target is gone: its name is never the target's)."""
+    for path in created:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def file_state(path: str | os.PathLike[str]) -> tuple[int, int, int, int] | None:
@@ -174,27 +209,27 @@ def atomic_write_files(
     ``before_commit`` runs once every file is complete, before any is renamed (an
     output that cannot be staged, such as stdout); when it raises, none is written."""
     staged: list[_Staged] = []
+    created: list[str] = []  # every temporary file, even one whose _stage was interrupted
     try:
         for path, data in items:
             blobs = (bytes(data),) if isinstance(data, bytes | bytearray) else _utf8(data)
-            staged.append(_stage(path, blobs, UNKNOWN_STATE))
+            staged.append(_stage(path, blobs, UNKNOWN_STATE, created))
         if before_commit is not None:
             before_commit()
-    except BaseException:
         for st in staged:
-            st.discard()
-        raise
-    for k, st in enumerate(staged):
-        try:
             st.commit()
-        except BaseException:
-            for rest in staged[k + 1 :]:
-                rest.discard()
-            raise
+    except BaseException:
+        _remove_temps(created)  # the committed ones are gone (renamed): untouched
+        raise
 
 
 def _write(path, blobs: Iterable[bytes], unchanged_since: Any) -> None:
-    _stage(path, blobs, unchanged_since).commit()
+    created: list[str] = []
+    try:
+        _stage(path, blobs, unchanged_since, created).commit()
+    except BaseException:
+        _remove_temps(created)
+        raise
 
 
 class _Staged:
@@ -272,14 +307,15 @@ def check_output(path: str | os.PathLike[str]) -> None:
     target, st = _check_target(user_path)
     if st is not None and not stat.S_ISREG(st.st_mode):
         return  # a FIFO or character device: written in place
+    created: list[str] = []
     try:  # a folder that takes no files (read-only, /proc)
-        fd, tmp_name = tempfile.mkstemp(
-            dir=target.parent, prefix=temp_prefix(target.name), suffix=".tmp"
-        )
-    except OSError as e:
-        raise _named(e, user_path, "creating a temporary file beside it") from None
-    os.close(fd)
-    os.unlink(tmp_name)
+        try:
+            fd, _ = _new_temp(target.parent, target.name, created)
+        except OSError as e:
+            raise _named(e, user_path, "creating a temporary file beside it") from None
+        os.close(fd)
+    finally:
+        _remove_temps(created)
 
 
 def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:
@@ -331,9 +367,13 @@ def check_folder(directory: str | os.PathLike[str], user_path: str) -> None:
     )
 
 
-def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
+def _stage(
+    path, blobs: Iterable[bytes], unchanged_since: Any, created: list[str] | None = None
+) -> _Staged:
     """Check the output and, for a regular file, write the data to a complete, synced
-    temporary file beside it (removed again on any error); nothing is replaced yet."""
+    temporary file beside it (removed again on any error); nothing is replaced yet.
+    ``created`` gets the temporary file's name before it exists (see :func:`_new_temp`):
+    the caller removes it if an interrupt lands after this returns, before the rename."""
     user_path = os.fsdecode(path)  # a bytes path too, as open() takes it
     fd = _own_descriptor(user_path)
     if fd is not None:
@@ -353,9 +393,7 @@ def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
                 stacklevel=4,
             )
     try:
-        fd, tmp_name = tempfile.mkstemp(
-            dir=directory, prefix=temp_prefix(target.name), suffix=".tmp"
-        )
+        fd, tmp_name = _new_temp(directory, target.name, [] if created is None else created)
     except OSError as e:
         raise _named(e, user_path, "creating a temporary file beside it") from None
     try:
