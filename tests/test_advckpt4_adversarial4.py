@@ -240,3 +240,40 @@ def test_sigterm_at_a_checkpoint_leaves_the_last_checkpoint_and_no_temporary_fil
     assert rc == 143, capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json.checkpoint"]
     assert load_model(str(out) + ".checkpoint").n_iterations == 2
+
+
+@POSIX_ONLY
+def test_a_checkpoint_is_no_more_readable_than_the_output_it_stands_for(
+    letor, tmp_path, capsys, monkeypatch
+):
+    """A private model (chmod 600) got a world-readable OUTPUT.checkpoint (0o644 under
+    the usual umask) beside it for the whole run, a full copy of the model."""
+    import stat
+
+    import ltrboost.cli as cli
+
+    out = tmp_path / "m.json"
+    assert main(_train(letor, out, 2)) == 0
+    out.chmod(0o600)
+    modes = []
+    real = cli._Checkpoint.__call__
+
+    def recording(self, env):
+        real(self, env)
+        modes.append(stat.S_IMODE(os.stat(self.path).st_mode))
+
+    monkeypatch.setattr(cli._Checkpoint, "__call__", recording)
+    old_mask = os.umask(0o022)
+    try:
+        assert main(_train(letor, out, 3, "--checkpoint-every", "1")) == 0
+        capsys.readouterr()
+        assert modes == [0o600] * 3
+        assert stat.S_IMODE(out.stat().st_mode) == 0o600
+        # a new output: the checkpoint gets the umask's mode, as the output will
+        new = tmp_path / "new.json"
+        modes.clear()
+        assert main(_train(letor, new, 2, "--checkpoint-every", "1")) == 0
+        capsys.readouterr()
+        assert modes == [0o644] * 2
+    finally:
+        os.umask(old_mask)

@@ -1259,6 +1259,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     checkpoint = None
     if args.checkpoint_every is not None:
         checkpoint = _Checkpoint(checkpoint_path(args.output), args.checkpoint_every)
+        checkpoint.new_mode = _mode_of(args.output)
         checkpoint.missing = missing
         checkpoint.trained_with_nan = with_nan
         callbacks.append(checkpoint)
@@ -1417,6 +1418,17 @@ def _remove_checkpoint(ck: str, output: str) -> None:
         pass
 
 
+def _mode_of(path: str) -> int | None:
+    """The permission bits of the regular file at ``path`` (links followed), or None."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
 def checkpoint_path(output: str) -> str:
     """Where ``--checkpoint-every`` writes: ``OUTPUT.checkpoint``, never the output."""
     return output + ".checkpoint"
@@ -1440,6 +1452,9 @@ class _Checkpoint:
         self.cache = TreeJSONCache()
         self.missing: str | None = None
         self.trained_with_nan = False
+        # a new checkpoint's mode: the output's, when it exists (a private model got a
+        # world-readable copy beside it); None: the umask's, as the output will get
+        self.new_mode: int | None = None
 
     def __call__(self, env) -> None:
         from ltrboost.io.model_json import save_model
@@ -1448,7 +1463,7 @@ class _Checkpoint:
             booster = env.snapshot()
             booster.missing = self.missing
             booster.trained_with_nan = self.trained_with_nan
-            save_model(booster, self.path, tree_cache=self.cache)
+            save_model(booster, self.path, tree_cache=self.cache, new_mode=self.new_mode)
 
 
 def _progress_bar(

@@ -169,17 +169,18 @@ def atomic_write(
     chunks: Iterable[str],
     *,
     unchanged_since: Any = UNKNOWN_STATE,
+    new_mode: int | None = None,
 ) -> None:
     """Write UTF-8 ``chunks`` to ``path`` without ever leaving a half-written file.
 
     See the module docstring for links, devices and refused outputs.  For a regular
     file: on any error the temporary file is removed and the target is untouched; a new
-    file gets 0o666 less the umask (as with ``open()``), an existing file keeps its
-    mode.  ``unchanged_since``: a :func:`file_state` (None = "did not exist") taken when
-    the run started; if the target's state differs now, :class:`OutputChangedWarning`
-    is issued before it is replaced.
+    file gets ``new_mode`` if given, else 0o666 less the umask (as with ``open()``), an
+    existing file keeps its mode.  ``unchanged_since``: a :func:`file_state` (None =
+    "did not exist") taken when the run started; if the target's state differs now,
+    :class:`OutputChangedWarning` is issued before it is replaced.
     """
-    _write(path, _utf8(chunks), unchanged_since)
+    _write(path, _utf8(chunks), unchanged_since, new_mode)
 
 
 def atomic_write_text(
@@ -223,10 +224,10 @@ def atomic_write_files(
         raise
 
 
-def _write(path, blobs: Iterable[bytes], unchanged_since: Any) -> None:
+def _write(path, blobs: Iterable[bytes], unchanged_since: Any, new_mode: int | None = None) -> None:
     created: list[str] = []
     try:
-        _stage(path, blobs, unchanged_since, created).commit()
+        _stage(path, blobs, unchanged_since, created, new_mode).commit()
     except BaseException:
         _remove_temps(created)
         raise
@@ -368,7 +369,11 @@ def check_folder(directory: str | os.PathLike[str], user_path: str) -> None:
 
 
 def _stage(
-    path, blobs: Iterable[bytes], unchanged_since: Any, created: list[str] | None = None
+    path,
+    blobs: Iterable[bytes],
+    unchanged_since: Any,
+    created: list[str] | None = None,
+    new_mode: int | None = None,
 ) -> _Staged:
     """Check the output and, for a regular file, write the data to a complete, synced
     temporary file beside it (removed again on any error); nothing is replaced yet.
@@ -398,7 +403,10 @@ def _stage(
         raise _named(e, user_path, "creating a temporary file beside it") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            mode = 0o666 & ~current_umask() if st is None else st.st_mode & 0o7777
+            if st is not None:
+                mode = st.st_mode & 0o7777
+            else:
+                mode = 0o666 & ~current_umask() if new_mode is None else new_mode
             os.fchmod(handle.fileno(), mode)
             buffer: list[bytes] = []
             size = 0
