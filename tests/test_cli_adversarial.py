@@ -397,8 +397,16 @@ def test_an_output_folder_that_refuses_files_fails_before_training(
 
         return f
 
+    real_open = os.open
+
+    def refusing_open(path, flags, *a, **k):  # the atomic writer's own temporary files
+        if flags & os.O_CREAT and os.path.samefile(os.path.dirname(path) or ".", ro):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *a, **k)
+
     monkeypatch.setattr(tempfile, "mkstemp", refuse(real_mkstemp))
     monkeypatch.setattr(tempfile, "mkdtemp", refuse(real_mkdtemp))
+    monkeypatch.setattr(os, "open", refusing_open)
     monkeypatch.setattr(
         "ltrboost.io.letor.load_svmlight",
         lambda *a, **k: (_ for _ in ()).throw(AssertionError("data read first")),

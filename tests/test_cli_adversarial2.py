@@ -201,10 +201,10 @@ def test_generate_writes_its_three_files_all_or_none(tmp_path, capsys, monkeypat
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     stage = atomic._stage
 
-    def interrupted(path, blobs, unchanged_since):
+    def interrupted(path, blobs, unchanged_since, *rest):
         if str(path).endswith("vali.txt"):
             raise KeyboardInterrupt
-        return stage(path, blobs, unchanged_since)
+        return stage(path, blobs, unchanged_since, *rest)
 
     monkeypatch.setattr(atomic, "_stage", interrupted)
     argv = ["generate", folder, "--n-queries", "3", "--docs-per-query", "4", "--random-state", "1"]

@@ -178,10 +178,10 @@ def test_dataset_writes_its_two_files_all_or_none(tmp_path, capsys, monkeypatch)
     log.write_text("1 b 1 1\n1 a 2 0\n")  # another log: both files would change
     stage = _atomic._stage
 
-    def full_disk(path, blobs, state):
+    def full_disk(path, blobs, state, *rest):
         if str(path).endswith(".position"):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        return stage(path, blobs, state)
+        return stage(path, blobs, state, *rest)
 
     monkeypatch.setattr(_atomic, "_stage", full_disk)
     rc, _, err = run(["clicks", "dataset", log, "--data", data, "-o", out], capsys)

@@ -879,6 +879,7 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
     out = getattr(args, "output", None)
     if getattr(args, "checkpoint_every", None) is not None and isinstance(out, str):
         ck = checkpoint_path(out)  # written during training (a link is followed)
+        _refuse_checkpoint_over_output(out, ck)
         if os.path.isfile(ck):
             outputs.append(("checkpoint", ck))
     if getattr(args, "clicks_command", None) == "dataset" and isinstance(out, str):
@@ -888,13 +889,15 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
         return
     inputs = []
     for name, value in vars(args).items():
-        if name in _OUTPUT_ARGS or name in _REWRITABLE_INPUTS:
+        if name in _OUTPUT_ARGS:
             continue
         for v in value if isinstance(value, list | tuple) else [value]:
             if isinstance(v, str) and v:
                 inputs += [(name, v), (name, v + ".query"), (name, v + ".position")]
     for out_name, out in outputs:
         for in_name, path in inputs:
+            if in_name in _REWRITABLE_INPUTS and _may_rewrite(out_name, out, path):
+                continue
             try:
                 same = os.path.isfile(path) and os.path.samefile(out, path)
             except OSError:
@@ -910,6 +913,29 @@ def _refuse_output_over_input(args: argparse.Namespace) -> None:
                     f"{out}: {flag} names an input of this command ({in_name}: {path}); "
                     "writing it would replace that input; give another output path"
                 )
+
+
+def _may_rewrite(out_name: str, out: str, path: str) -> bool:
+    """Whether the output ``out`` may replace the input ``path`` of a rewritable kind
+    (``--resume``): ``--output`` may (it extends the model), and so may the checkpoint
+    when ``--resume`` names the checkpoint (continuing a killed run); a checkpoint that
+    is a link to another resumed model would replace a file the user did not name."""
+    if out_name != "checkpoint" or not os.path.islink(out):
+        return True
+    return os.path.abspath(out) == os.path.abspath(path)
+
+
+def _refuse_checkpoint_over_output(output: str, ck: str) -> None:
+    """``OUTPUT.checkpoint`` that leads to the output itself (a link, or a dangling
+    link to where the output will be): every checkpoint would replace the previous
+    complete model at the output with a partial one, the one thing checkpoints to
+    their own file exist to prevent."""
+    if os.path.realpath(ck) == os.path.realpath(output):
+        raise ValueError(
+            f"{ck}: --checkpoint-every's OUTPUT.checkpoint is the same file as --output "
+            f"{output} (a link to it); checkpoints would replace the output's previous "
+            "model; remove the link or give another --output"
+        )
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -1232,6 +1258,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     checkpoint = None
     if args.checkpoint_every is not None:
         checkpoint = _Checkpoint(checkpoint_path(args.output), args.checkpoint_every)
+        checkpoint.new_mode = _mode_of(args.output)
         checkpoint.missing = missing
         checkpoint.trained_with_nan = with_nan
         callbacks.append(checkpoint)
@@ -1264,10 +1291,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     ) == os.path.abspath(checkpoint_path(args.output))
     if checkpoint is not None or resumed_from_checkpoint:
         # the output now holds everything the checkpoint had
-        try:
-            os.unlink(checkpoint_path(args.output))
-        except FileNotFoundError:
-            pass
+        _remove_checkpoint(checkpoint_path(args.output), args.output)
     best = booster.best_iteration
     summary = f"wrote {args.output}: {booster.n_iterations} rounds"
     if best is not None:
@@ -1397,6 +1421,31 @@ def _check_checkpointable(output: str) -> None:
         )
 
 
+def _remove_checkpoint(ck: str, output: str) -> None:
+    """Remove the checkpoint once the output holds it.  A link is followed, as when the
+    checkpoints were written: the file they went to is removed and the link kept (it
+    was removed and the last checkpoint, a full copy of the model, left behind); a
+    link to the output itself (``--resume`` through it) is removed, never the output."""
+    target = os.path.realpath(ck)
+    if os.path.islink(ck) and target != os.path.realpath(output):
+        ck = target
+    try:
+        os.unlink(ck)
+    except FileNotFoundError:
+        pass
+
+
+def _mode_of(path: str) -> int | None:
+    """The permission bits of the regular file at ``path`` (links followed), or None."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
 def checkpoint_path(output: str) -> str:
     """Where ``--checkpoint-every`` writes: ``OUTPUT.checkpoint``, never the output."""
     return output + ".checkpoint"
@@ -1420,6 +1469,9 @@ class _Checkpoint:
         self.cache = TreeJSONCache()
         self.missing: str | None = None
         self.trained_with_nan = False
+        # a new checkpoint's mode: the output's, when it exists (a private model got a
+        # world-readable copy beside it); None: the umask's, as the output will get
+        self.new_mode: int | None = None
 
     def __call__(self, env) -> None:
         from ltrboost.io.model_json import save_model
@@ -1428,7 +1480,7 @@ class _Checkpoint:
             booster = env.snapshot()
             booster.missing = self.missing
             booster.trained_with_nan = self.trained_with_nan
-            save_model(booster, self.path, tree_cache=self.cache)
+            save_model(booster, self.path, tree_cache=self.cache, new_mode=self.new_mode)
 
 
 def _progress_bar(

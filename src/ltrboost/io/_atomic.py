@@ -31,8 +31,8 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import stat
-import tempfile
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -63,6 +63,41 @@ def temp_prefix(name: str) -> str:
     if len(raw) > _TEMP_NAME_BYTES:
         name = os.fsdecode(raw[:_TEMP_NAME_BYTES])
     return f".{name}."
+
+
+def _new_temp(directory: str | os.PathLike[str], name: str, created: list[str]) -> tuple[int, str]:
+    """Create ``.NAME.XXXXXXXX.tmp`` in ``directory`` (as ``mkstemp``: 0o600, never an
+    existing file); its name is added to ``created`` *before* the file exists.  An
+    interrupt (Ctrl-C, SIGTERM) is raised wherever the interpreter next looks at its
+    signals -- after ``os.open`` returned, after a long ``fsync``, between the staging
+    and the rename -- and the caller's cleanup then finds every file it may have made
+    in ``created`` (``mkstemp`` returned the name only once the file existed, and a
+    SIGTERM in that gap, or the next, left the file behind)."""
+    prefix = temp_prefix(name)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
+    for extra in ("O_NOFOLLOW", "O_CLOEXEC", "O_BINARY"):
+        flags |= getattr(os, extra, 0)
+    for _ in range(100):
+        path = os.path.join(os.fsdecode(directory), f"{prefix}{secrets.token_hex(4)}.tmp")
+        created.append(path)
+        try:
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            created.remove(path)  # another process's file: never removed by us
+        except OSError:
+            created.remove(path)
+            raise
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
+
+
+def _remove_temps(created: Iterable[str]) -> None:
+    """Remove the temporary files ``created`` lists that are still there (one renamed
+    over its target is gone: its name is never the target's)."""
+    for path in created:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def file_state(path: str | os.PathLike[str]) -> tuple[int, int, int, int] | None:
@@ -134,17 +169,18 @@ def atomic_write(
     chunks: Iterable[str],
     *,
     unchanged_since: Any = UNKNOWN_STATE,
+    new_mode: int | None = None,
 ) -> None:
     """Write UTF-8 ``chunks`` to ``path`` without ever leaving a half-written file.
 
     See the module docstring for links, devices and refused outputs.  For a regular
     file: on any error the temporary file is removed and the target is untouched; a new
-    file gets 0o666 less the umask (as with ``open()``), an existing file keeps its
-    mode.  ``unchanged_since``: a :func:`file_state` (None = "did not exist") taken when
-    the run started; if the target's state differs now, :class:`OutputChangedWarning`
-    is issued before it is replaced.
+    file gets ``new_mode`` if given, else 0o666 less the umask (as with ``open()``), an
+    existing file keeps its mode.  ``unchanged_since``: a :func:`file_state` (None =
+    "did not exist") taken when the run started; if the target's state differs now,
+    :class:`OutputChangedWarning` is issued before it is replaced.
     """
-    _write(path, _utf8(chunks), unchanged_since)
+    _write(path, _utf8(chunks), unchanged_since, new_mode)
 
 
 def atomic_write_text(
@@ -174,27 +210,27 @@ def atomic_write_files(
     ``before_commit`` runs once every file is complete, before any is renamed (an
     output that cannot be staged, such as stdout); when it raises, none is written."""
     staged: list[_Staged] = []
+    created: list[str] = []  # every temporary file, even one whose _stage was interrupted
     try:
         for path, data in items:
             blobs = (bytes(data),) if isinstance(data, bytes | bytearray) else _utf8(data)
-            staged.append(_stage(path, blobs, UNKNOWN_STATE))
+            staged.append(_stage(path, blobs, UNKNOWN_STATE, created))
         if before_commit is not None:
             before_commit()
-    except BaseException:
         for st in staged:
-            st.discard()
-        raise
-    for k, st in enumerate(staged):
-        try:
             st.commit()
-        except BaseException:
-            for rest in staged[k + 1 :]:
-                rest.discard()
-            raise
+    except BaseException:
+        _remove_temps(created)  # the committed ones are gone (renamed): untouched
+        raise
 
 
-def _write(path, blobs: Iterable[bytes], unchanged_since: Any) -> None:
-    _stage(path, blobs, unchanged_since).commit()
+def _write(path, blobs: Iterable[bytes], unchanged_since: Any, new_mode: int | None = None) -> None:
+    created: list[str] = []
+    try:
+        _stage(path, blobs, unchanged_since, created, new_mode).commit()
+    except BaseException:
+        _remove_temps(created)
+        raise
 
 
 class _Staged:
@@ -209,8 +245,10 @@ class _Staged:
         tmp_name: str | None = None,
         fd: int | None = None,
         blobs: Iterable[bytes] = (),
+        existed: bool = True,
     ) -> None:
         self.user_path = user_path
+        self.existed = existed
         self.target = target
         self.tmp_name = tmp_name
         self.fd = fd
@@ -244,7 +282,8 @@ class _Staged:
         except BaseException as e:
             self.discard()
             if isinstance(e, OSError) and e.filename != user_path:
-                raise _named(e, user_path, "writing; the previous file is intact") from None
+                kept = "the previous file is intact" if self.existed else "nothing was written"
+                raise _named(e, user_path, f"writing; {kept}") from None
             raise
         # Make the rename itself durable; not every platform lets a directory be opened.
         try:
@@ -269,14 +308,15 @@ def check_output(path: str | os.PathLike[str]) -> None:
     target, st = _check_target(user_path)
     if st is not None and not stat.S_ISREG(st.st_mode):
         return  # a FIFO or character device: written in place
+    created: list[str] = []
     try:  # a folder that takes no files (read-only, /proc)
-        fd, tmp_name = tempfile.mkstemp(
-            dir=target.parent, prefix=temp_prefix(target.name), suffix=".tmp"
-        )
-    except OSError as e:
-        raise _named(e, user_path, "creating a temporary file beside it") from None
-    os.close(fd)
-    os.unlink(tmp_name)
+        try:
+            fd, _ = _new_temp(target.parent, target.name, created)
+        except OSError as e:
+            raise _named(e, user_path, "creating a temporary file beside it") from None
+        os.close(fd)
+    finally:
+        _remove_temps(created)
 
 
 def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:
@@ -328,9 +368,17 @@ def check_folder(directory: str | os.PathLike[str], user_path: str) -> None:
     )
 
 
-def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
+def _stage(
+    path,
+    blobs: Iterable[bytes],
+    unchanged_since: Any,
+    created: list[str] | None = None,
+    new_mode: int | None = None,
+) -> _Staged:
     """Check the output and, for a regular file, write the data to a complete, synced
-    temporary file beside it (removed again on any error); nothing is replaced yet."""
+    temporary file beside it (removed again on any error); nothing is replaced yet.
+    ``created`` gets the temporary file's name before it exists (see :func:`_new_temp`):
+    the caller removes it if an interrupt lands after this returns, before the rename."""
     user_path = os.fsdecode(path)  # a bytes path too, as open() takes it
     fd = _own_descriptor(user_path)
     if fd is not None:
@@ -350,14 +398,15 @@ def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
                 stacklevel=4,
             )
     try:
-        fd, tmp_name = tempfile.mkstemp(
-            dir=directory, prefix=temp_prefix(target.name), suffix=".tmp"
-        )
+        fd, tmp_name = _new_temp(directory, target.name, [] if created is None else created)
     except OSError as e:
         raise _named(e, user_path, "creating a temporary file beside it") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            mode = 0o666 & ~current_umask() if st is None else st.st_mode & 0o7777
+            if st is not None:
+                mode = st.st_mode & 0o7777
+            else:
+                mode = 0o666 & ~current_umask() if new_mode is None else new_mode
             os.fchmod(handle.fileno(), mode)
             buffer: list[bytes] = []
             size = 0
@@ -377,6 +426,7 @@ def _stage(path, blobs: Iterable[bytes], unchanged_since: Any) -> _Staged:
         except FileNotFoundError:
             pass
         if isinstance(e, OSError) and e.filename != user_path:
-            raise _named(e, user_path, "writing; the previous file is intact") from None
+            kept = "nothing was written" if st is None else "the previous file is intact"
+            raise _named(e, user_path, f"writing; {kept}") from None
         raise
-    return _Staged(user_path, target, tmp_name=tmp_name)
+    return _Staged(user_path, target, tmp_name=tmp_name, existed=st is not None)

@@ -306,12 +306,13 @@ def write_model(
     *,
     tree_cache: TreeJSONCache | None = None,
     unchanged_since: Any = UNKNOWN_STATE,
+    new_mode: int | None = None,
 ) -> None:
     """Write a model (its fields, or an object with ``model_fields()``) as JSON,
-    atomically (symlinks, devices and ``unchanged_since``: see
+    atomically (symlinks, devices, ``unchanged_since`` and ``new_mode``: see
     :func:`ltrboost.io._atomic.atomic_write`)."""
     chunks = model_json_chunks(model, tree_cache)  # fails before touching the file
-    atomic_write(path, chunks, unchanged_since=unchanged_since)
+    atomic_write(path, chunks, unchanged_since=unchanged_since, new_mode=new_mode)
 
 
 save_model = write_model  # the name used before the model layer moved out
