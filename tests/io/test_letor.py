@@ -788,6 +788,8 @@ def _check_consistent(data: bytes, tmp_dir: Path) -> None:
 )
 @given(_fuzz_input)
 @example(b"\r0")  # a CR with no '#' before it is whitespace (the CR-only check refused it)
+@example(b"0#\r\x00")  # a CR in a comment with no record after it: whitespace too
+@example(b"1 qid:1 1:0.5 #a\r0 qid:1 1:0.2\r")  # CRs between records: both refuse
 def test_fuzz_never_crashes_and_matches_reference(tmp_path, data):
     _check_consistent(data, tmp_path)
 

@@ -653,6 +653,27 @@ def _check_na_values(na_values: Any) -> tuple[str, ...]:
     return tokens
 
 
+_CR_ONLY = (
+    "the file has no LF line ends, only CRs (classic Mac OS line ends?): it would read as "
+    "one line, every record after its first '#' part of a comment; convert them, e.g. "
+    "tr '\\r' '\\n' < IN > OUT"
+)
+# a CR, blanks, then what begins a record (its label)
+_CR_RECORD_RE = re.compile(rb"\r[ \t\v\f\r]*[-+.0-9]")
+
+
+def _cr_hides_records(block: bytes, start: int) -> bool:
+    """Whether ``block`` (a file's first block, from byte ``start``: after a BOM) has no
+    LF and, after its first '#', a CR followed by what begins a record: classic Mac OS
+    line ends, where the file parses as one line whose comment holds every later record
+    (one row read, or none, without an error).  A CR with no comment before it, or with
+    no record after it (``0 #c\\r``), is only whitespace inside the line, as elsewhere."""
+    if b"\n" in block:
+        return False
+    comment = block.find(b"#", start)
+    return comment >= 0 and _CR_RECORD_RE.search(block, comment) is not None
+
+
 def _parse_bytes(
     data: bytes,
     path: str,
@@ -751,18 +772,8 @@ def _parse_stream(
                     line=e.line,
                 ) from None
             raise
-        comment = block.find(b"#", start) if first and b"\n" not in block else -1
-        if comment >= 0 and b"\r" in block[comment:].rstrip(b" \t\r\v\f"):
-            # the same file with a '#' comment parses: as one line, whose comment holds
-            # every later record (one row read, or none, without an error); a CR with no
-            # comment before it is only whitespace inside the line, as elsewhere
-            raise LTRInputError(
-                "the file has no LF line ends, only CRs (classic Mac OS line ends?): it "
-                "would read as one line, every record after its first '#' part of a "
-                "comment; convert them, e.g. tr '\\r' '\\n' < IN > OUT",
-                path=path,
-                line=1,
-            )
+        if first and _cr_hides_records(block, start):
+            raise LTRInputError(_CR_ONLY, path=path, line=1)
         nb = b.n_rows
         if b.max_idx > max_idx:
             max_idx, max_idx_line = b.max_idx, b.max_idx_line
@@ -1998,6 +2009,8 @@ def _parse_bytes_reference(
     """
     _check_header(data, len(_BOM) if data.startswith(_BOM) else 0, path)
     _check_utf8(data, path)
+    if _cr_hides_records(data, len(_BOM) if data.startswith(_BOM) else 0):
+        raise LTRInputError(_CR_ONLY, path=path, line=1)
     n_bytes = len(data)
     text = data.removeprefix(_BOM).decode("utf-8")
     rows: list[dict[int, float]] = []
