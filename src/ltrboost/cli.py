@@ -23,6 +23,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 import warnings
 from functools import partial
@@ -177,10 +178,77 @@ class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line ``ltrboost: error: ...`` (status 2),
     as every other error of the CLI, pointing at ``--help``: argparse printed the usage
     first (37 lines for ``train``, whose usage lists every training flag), which pushed
-    the one line that matters to the bottom of the screen."""
+    the one line that matters to the bottom of the screen.
+
+    A mistyped command, choice or flag gets the close one (``did you mean 'train'?``),
+    and an unknown flag points at its command's ``--help``, not the top-level one.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A value that starts with '-' and a digit is a number, not a flag: before Python
+        # 3.13 only -1 and -1.5 were, so `--min-gain-to-split -1e-3` (or -1e-05, as
+        # Python writes 0.00001) failed with "expected one argument".  3.13's own test.
+        self._negative_number_matcher = re.compile(r"-\.?\d")
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"ltrboost: error: {message} (see '{self.prog} --help')\n")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and isinstance(value, str) and value not in choices:
+            import difflib
+
+            close = difflib.get_close_matches(value, [c for c in choices if isinstance(c, str)], 1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            listed = ", ".join(map(repr, choices))
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}{hint} (choose from {listed})"
+            )
+        super()._check_value(action, value)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = self
+            while True:  # the (sub)command the unknown arguments were given to
+                sub = next(
+                    (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
+                    None,
+                )
+                name = getattr(namespace, sub.dest, None) if sub else None
+                if name not in getattr(sub, "choices", {}):
+                    break
+                parser = sub.choices[name]
+            parser.error(f"unrecognized arguments: {' '.join(extras)}{_close_flag(parser, extras)}")
+        return namespace
+
+
+def _close_flag(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """``; did you mean --n-estimators?`` for the first unknown flag of ``extras`` that
+    is a prefix of a flag of ``parser`` (flags are never abbreviated; two or three such
+    flags are all named) or close to one; hidden flags (a deprecated alias, cv's refused
+    ones) are never offered."""
+    flags = [
+        o
+        for a in parser._actions
+        if a.help != argparse.SUPPRESS
+        for o in a.option_strings
+        if o.startswith("--") and o != "--help"
+    ]
+    import difflib
+
+    for word in extras:
+        if not word.startswith("--"):
+            continue
+        given = word.split("=", 1)[0]
+        longer = [f for f in flags if f.startswith(given)]
+        if 1 < len(longer) <= 3:  # `--n`: --n-estimators or --n-threads
+            return f"; did you mean {', '.join(longer[:-1])} or {longer[-1]}?"
+        close = difflib.get_close_matches(given, longer or flags, 1, 0.6 if not longer else 0)
+        if close:
+            return f"; did you mean {close[0]}?"
+    return ""
 
 
 class _LazyParser(_Parser):
@@ -235,7 +303,10 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"ltrboost {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_LazyParser)
+    # metavar: errors say "COMMAND" (argparse named the dest, `command`, `clicks_command`)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_LazyParser
+    )
 
     p = sub.add_parser("train", help="train a ranker on a LETOR/svmlight file")
     p.add_argument("train", help="training data (LETOR/svmlight with qid:, or a .query sidecar)")
@@ -487,7 +558,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "clicks", help="click logs: simulate them from graded data, mine preference pairs"
     )
-    csub = p.add_subparsers(dest="clicks_command", required=True)
+    csub = p.add_subparsers(dest="clicks_command", metavar="COMMAND", required=True)
     c = csub.add_parser("mine", help="mine skip-above / skip-next pairs into a --pairs file")
     c.add_argument("log", help="click log (qid docid position clicked [impression])")
     c.add_argument("--data", required=True, help="the LETOR file the docids belong to")
