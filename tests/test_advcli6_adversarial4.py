@@ -6,6 +6,8 @@ problem found is one test here; the parity tests catch future drift."""
 from __future__ import annotations
 
 import argparse
+import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -30,7 +32,152 @@ def _commands(parser=None, words=()):
                 yield from _commands(sub, (*words, name))
 
 
+def _synopsis() -> dict[str, str]:
+    """README's "Command line" block, one joined text per command."""
+    block = re.search(r"## Command line\n\n```\n(.*?)```", README, re.S).group(1)
+    commands: dict[str, list[str]] = {}
+    current = None
+    for line in block.splitlines():
+        match = re.match(r"ltrboost ((?:clicks )?\w+)", line)
+        if match:
+            current = match.group(1)
+        commands.setdefault(current, []).append(line)
+    return {command: " ".join(lines) for command, lines in commands.items()}
+
+
+def _mentions(text: str, flag: str) -> bool:
+    return re.search(re.escape(flag) + r"(?![\w-])", text) is not None
+
+
 # Flags README documents outside the synopsis line of their command, with where.
+_DOCUMENTED_ELSEWHERE = {
+    # the short spellings, listed once under the synopsis
+    "-o": "short flags sentence",
+    "-q": "short flags sentence",
+    "-f": "short flags sentence",
+    "-h": "short flags sentence",
+    "--help": "short flags sentence",
+    "--version": "short flags sentence",
+}
+
+
+def test_every_flag_of_every_command_is_in_its_readme_synopsis():
+    """Every option argparse has, on every subcommand, is in that command's line of
+    README's synopsis (a training parameter: its name in README's parameter text, as
+    "every parameter as --kebab-case" says), or in the allow-list above with where
+    README gives it.  `train --pairs`, `convert --quiet`, `experiment --quiet` and the
+    `--missing-token` of `clicks mine|dataset|simulate` and `experiment` were missing."""
+    synopsis = _synopsis()
+    missing = []
+    for words, parser in _commands():
+        command = " ".join(words)
+        if command == "clicks":  # a group: its subcommands have the flags
+            continue
+        text = synopsis.get(command, "")
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if flag in _DOCUMENTED_ELSEWHERE:
+                    assert _mentions(README, flag), flag
+                    continue
+                if flag in PARAM_FLAGS and words in (("train",), ("cv",)):
+                    assert f"`{PARAM_FLAGS[flag]}`" in README, flag
+                    continue
+                if flag == "--eval-metric":  # hidden, deprecated alias of --metric
+                    assert action.help == argparse.SUPPRESS
+                    assert "`--eval-metric` is a deprecated, hidden alias" in README
+                    continue
+                if not _mentions(text, flag):
+                    missing.append(f"{command or 'ltrboost'} {flag}")
+    assert not missing, missing
+
+
+def test_every_documented_command_exists():
+    """Each command of README's synopsis is a subcommand (and back: each subcommand
+    has its line)."""
+    documented = {c for c in _synopsis() if c}
+    actual = {" ".join(w) for w, _ in _commands() if w and w != ("clicks",)}
+    assert documented == actual
+
+
+def test_every_non_switch_default_is_in_the_help():
+    """`ltrboost CMD --help` gives the default of each flag that has one (README's
+    synopsis quotes them): `train --output model.json`, `cv`/`convert --missing`,
+    `clicks simulate --n-sessions`, `experiment --systems` ... showed none."""
+    silent = []
+    for words, parser in _commands():
+        for action in parser._actions:
+            if not action.option_strings or action.help == argparse.SUPPRESS:
+                continue
+            default = action.default
+            if default in (None, False, [], argparse.SUPPRESS) or action.required:
+                continue
+            flag = action.option_strings[0]
+            if flag in PARAM_FLAGS:
+                continue  # "(default: ...)" is appended to every parameter's help
+            shown = str(default)
+            help_text = " ".join((action.help or "").split()) % {"default": default}
+            if shown not in help_text or "default" not in help_text:
+                silent.append(f"{' '.join(words)} {flag} (default {shown})")
+    assert not silent, silent
+
+
+def test_exit_statuses_are_documented():
+    """README lists every exit status of the CLI: 0, 1 (experiment's empty table), 2,
+    130, 141 (a closed stdout pipe) and 143; 141 and 1 were undocumented."""
+    from ltrboost import cli
+
+    section = README[README.index("## Command line") : README.index("## Click logs")]
+    statuses = {0, 1, cli.EXIT_BAD_INPUT, cli.EXIT_INTERRUPTED}
+    statuses |= {cli.EXIT_BROKEN_PIPE, cli.EXIT_TERMINATED}
+    for status in statuses:
+        assert re.search(rf"`{status}`", section), status
+    source = (ROOT / "src" / "ltrboost" / "cli.py").read_text(encoding="utf-8")
+    literal = {int(n) for n in re.findall(r"^\s+return (\d+)$", source, re.M)}
+    assert literal <= statuses, literal - statuses
+
+
+_ENV_PREFIXES = ("LTRBOOST_", "NUMBA_", "OMP_", "GOMP_", "KMP_", "XDG_")
+
+
+def _env_names_read() -> set[str]:
+    """Every environment variable name the package's code holds as a string constant
+    (a docstring or comment is not read): os.environ[...], .get, env_count(...) and
+    the module constants those are given."""
+    names = set()
+    for path in (ROOT / "src" / "ltrboost").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                value = node.value
+                if value == "LOCALAPPDATA" or (
+                    value.startswith(_ENV_PREFIXES) and re.fullmatch(r"[A-Z][A-Z0-9_]+", value)
+                ):
+                    names.add(value)
+            if isinstance(node, ast.Call):  # os.environ.get(X) / os.getenv(X)
+                func = ast.unparse(node.func)
+                if func in ("os.environ.get", "os.getenv", "environ.get") and node.args:
+                    arg = node.args[0]
+                    if isinstance(arg, ast.Constant):
+                        names.add(arg.value)
+    return names
+
+
+def test_every_environment_variable_the_code_reads_is_in_readme():
+    names = _env_names_read()
+    assert {"LTRBOOST_BACKGROUND_COMPILE", "LTRBOOST_MAX_QUERY_PAIRS"} <= names
+    undocumented = sorted(n for n in names if n not in README)
+    assert not undocumented, undocumented
+
+
+def test_background_compile_switch_spellings_are_documented():
+    """LTRBOOST_BACKGROUND_COMPILE reads 0/false/no/off and 1/true/yes/on (the
+    spellings of the boolean flags); README gave only `=0` and `1`."""
+    from ltrboost import _warmup
+
+    text = " ".join(README.split())
+    for word in ("0", "false", "no", "off", "1", "true", "yes", "on"):
+        assert re.search(rf"LTRBOOST_BACKGROUND_COMPILE[^.]*[`=]{word}`", text), word
+    assert _warmup.ENV_SWITCH == "LTRBOOST_BACKGROUND_COMPILE"
 
 
 @pytest.mark.parametrize(
@@ -139,6 +286,11 @@ def test_boolean_parameter_spellings(spelling, capsys):
         negated = {"true": "false", "True": "False", "1": "0", "yes": "no", "on": "off"}
         args = parser.parse_args(["train", "x", flag, negated[spelling]])
         assert getattr(args, name) is False
+
+
+def test_readme_gives_the_boolean_spellings():
+    text = " ".join(README[README.index("## Command line") :].split())
+    assert re.search(r"`true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`", text)
 
 
 def test_repeated_flag_then_equals_form_is_the_same(capsys, tmp_path):

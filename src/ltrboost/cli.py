@@ -311,7 +311,9 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train a ranker on a LETOR/svmlight file")
     p.add_argument("train", help="training data (LETOR/svmlight with qid:, or a .query sidecar)")
     p.add_argument("--valid", action="append", default=[], help="validation file (repeatable)")
-    p.add_argument("--output", "-o", default="model.json", help="model file to write (JSON)")
+    p.add_argument(
+        "--output", "-o", default="model.json", help="model file (JSON; default model.json)"
+    )
     p.add_argument(
         "--metric",
         dest="eval_metric",
@@ -366,7 +368,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="write one score per data line, in input order")
     p.add_argument("model")
     p.add_argument("data")
-    p.add_argument("--output", "-o", default="-", help="score file (default: stdout)")
+    p.add_argument("--output", "-o", default="-", help="score file (default -: stdout)")
     p.add_argument(
         "--missing",
         choices=("zero", "nan"),
@@ -429,7 +431,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "ndcg@10; map or err@10 under --lambda-metric map or err, as train)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--missing", choices=("zero", "nan"), default="zero")
+    p.add_argument(
+        "--missing",
+        choices=("zero", "nan"),
+        default="zero",
+        help="value of features absent from a sparse line (default zero)",
+    )
     _add_missing_token_flag(p)
     # listed by `cv --help` they read as available; cv refuses them, saying why
     p.defer(partial(add_training_flags, unlisted=_CV_UNLISTED), lazy=lazy)
@@ -542,7 +549,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="close a file at the first query boundary after N rows (default 1000000); "
         "each file is one partition of dask.dataframe.read_parquet, queries whole",
     )
-    p.add_argument("--missing", choices=("zero", "nan"), default="zero")
+    p.add_argument(
+        "--missing",
+        choices=("zero", "nan"),
+        default="zero",
+        help="value of features absent from a sparse line (default zero)",
+    )
     p.add_argument(
         "--n-features",
         type=int,
@@ -551,7 +563,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="columns f1..fN (default: the file's highest feature index); give the "
         "training file's to convert a validation or test file to the same columns",
     )
-    p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     _add_missing_token_flag(p)
     p.set_defaults(func=cmd_convert)
 
@@ -563,7 +575,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.add_argument("log", help="click log (qid docid position clicked [impression])")
     c.add_argument("--data", required=True, help="the LETOR file the docids belong to")
     c.add_argument("--output", "-o", required=True, help="pairs file to write")
-    c.add_argument("--strategy", choices=("skip-above", "skip-next"), default="skip-above")
+    c.add_argument(
+        "--strategy",
+        choices=("skip-above", "skip-next"),
+        default="skip-above",
+        help="(default skip-above)",
+    )
     c.add_argument(
         "--min-count", type=int, default=1, help="keep pairs with net count >= N (default 1)"
     )
@@ -582,10 +599,15 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c = csub.add_parser("simulate", help="simulate a click log from a graded LETOR file")
     c.add_argument("data", help="LETOR file with qid: and '#docid = ...' comments")
     c.add_argument("--output", "-o", required=True, help="click log to write")
-    c.add_argument("--model", choices=("cascade", "position_based"), default="cascade")
-    c.add_argument("--n-sessions", type=int, default=10000)
-    c.add_argument("--random-state", type=int, default=0)
-    c.add_argument("--top-k", type=int, default=10)
+    c.add_argument(
+        "--model",
+        choices=("cascade", "position_based"),
+        default="cascade",
+        help="click model (default cascade)",
+    )
+    c.add_argument("--n-sessions", type=int, default=10000, help="(default 10000)")
+    c.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
+    c.add_argument("--top-k", type=int, default=10, help="results shown (default 10)")
     c.add_argument(
         "--eta", type=float, default=None, help="position_based: (1/rank)^eta (default 1)"
     )
@@ -595,7 +617,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         default=None,
         help="cascade: probability of stopping after a click (default 0.5)",
     )
-    c.add_argument("--noise", type=float, default=0.0, help="click probability floor")
+    c.add_argument("--noise", type=float, default=0.0, help="click probability floor (default 0.0)")
     _add_missing_token_flag(c)
     c.set_defaults(func=cmd_clicks_simulate)
 
@@ -604,11 +626,21 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="seed 000's protocol: {mcrank, lambdamart} x {se, ole} x leaves x learning rates",
     )
     p.add_argument("folder", help="folder with Fold*/train.txt, vali.txt, test.txt")
-    p.add_argument("--output", "-o", default="experiment-report")
-    p.add_argument("--systems", default="mcrank,lambdamart")
-    p.add_argument("--criteria", default="se,ole")
-    p.add_argument("--leaves", default="10,20")
-    p.add_argument("--learning-rates", default="0.06,0.10,0.12")
+    p.add_argument(
+        "--output", "-o", default="experiment-report", help="report folder (default %(default)s)"
+    )
+    p.add_argument(
+        "--systems", default="mcrank,lambdamart", help="comma-separated (default %(default)s)"
+    )
+    p.add_argument("--criteria", default="se,ole", help="comma-separated (default %(default)s)")
+    p.add_argument(
+        "--leaves", default="10,20", help="leaves per tree, comma-separated (default %(default)s)"
+    )
+    p.add_argument(
+        "--learning-rates",
+        default="0.06,0.10,0.12",
+        help="comma-separated (default %(default)s)",
+    )
     p.add_argument(
         "--max-trees",
         type=int,
@@ -619,11 +651,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument(
         "--growth",
         default="breadth_first",
-        help="node order (the paper grew trees width-first)",
+        help="node order (default breadth_first: the paper grew trees width-first)",
     )
-    p.add_argument("--min-samples-leaf", type=int, default=20)
-    p.add_argument("--n-threads", type=int, default=None)
-    p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument(
+        "--min-samples-leaf", type=int, default=20, help="documents per leaf (default 20)"
+    )
+    p.add_argument("--n-threads", type=int, default=None, help="threads (default: all cores)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     p.add_argument(
         "--patience",
         type=int,
