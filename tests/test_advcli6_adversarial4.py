@@ -298,3 +298,33 @@ def test_repeated_flag_then_equals_form_is_the_same(capsys, tmp_path):
     with different values are refused as the flag given twice."""
     rc, _, err = run(["eval", "m", "d", "--metric", "map", "--metric=ndcg@10"], capsys)
     one_line_error(rc, err, "--metric given twice")
+
+
+@pytest.mark.parametrize(
+    ("flags", "needles"),
+    [
+        (["--patience", "0"], ["--patience 0", ">= 1"]),
+        (["--min-samples-leaf", "0"], ["--min-samples-leaf=0"]),
+        (["--growth", "widest"], ["--growth='widest'"]),
+        (["--leaves", "1"], ["--leaves=1"]),
+        (["--learning-rates", "-1"], ["--learning-rates=-1.0"]),
+        (["--criteria", "foo"], ["--criteria='foo'"]),
+        (["--systems", "foo"], ["--systems", "'foo'", "mcrank"]),
+        (["--system-grid", "lambdamart=1:0.1"], ["--leaves=1", "--system-grid"]),
+        (["--protocol", "qbrank", "--min-samples-leaf", "0"], ["--min-samples-leaf=0"]),
+    ],
+)
+def test_experiment_errors_name_its_flags(flags, needles, write_letor_folds, tmp_path, capsys):
+    """`ltrboost experiment` named its settings as Python does: `patience=0 must be >= 1
+    or None`, `max_leaf_nodes=1 ...` for `--leaves 1`, `learning_rate=-1.0` for
+    `--learning-rates -1`, `split_criterion='foo'` for `--criteria foo`,
+    `min_samples_leaf=0` for `--min-samples-leaf 0`.  Nothing is written."""
+    folds = write_letor_folds(tmp_path / "folds", 1, 6, 3)
+    out = tmp_path / "report"
+    rc, _, err = run(["experiment", folds, "-o", out, "-q", *flags], capsys)
+    line = one_line_error(rc, err, *needles)
+    for python in ("max_leaf_nodes", "learning_rate", "split_criterion", "min_samples_leaf"):
+        assert python not in line
+    assert "patience=" not in line
+    assert "or None" not in line
+    assert not out.exists()

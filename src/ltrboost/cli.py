@@ -2393,22 +2393,68 @@ def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
         min_samples_leaf=args.min_samples_leaf,
         ties=args.ties,
     )
-    run_qbrank_experiment(
-        args.folder,
-        args.output,
-        settings=settings,
-        n_threads=args.n_threads,
-        progress=not args.quiet,
-        na_values=args.missing_token,
-    )
+    with _experiment_flags(args):
+        run_qbrank_experiment(
+            args.folder,
+            args.output,
+            settings=settings,
+            n_threads=args.n_threads,
+            progress=not args.quiet,
+            na_values=args.missing_token,
+        )
     _print_table(args.output)
     print(f"report written to {args.output}", file=sys.stderr)
     return 0
 
 
+# run_experiment's arguments and each cell's parameters, as the flags that set them
+_EXPERIMENT_FLAGS = {
+    "patience": "--patience",
+    "max_trees": "--max-trees",
+    "n_estimators": "--max-trees",
+    "systems": "--systems",
+    "objective": "--systems",
+    "criteria": "--criteria",
+    "split_criterion": "--criteria",
+    "leaves": "--leaves",
+    "max_leaf_nodes": "--leaves",
+    "learning_rates": "--learning-rates",
+    "learning_rate": "--learning-rates",
+    "growth": "--growth",
+    "min_samples_leaf": "--min-samples-leaf",
+    "n_threads": "--n-threads",
+    "pair_method": "--ranknet-pair-method",
+}
+
+
+@contextlib.contextmanager
+def _experiment_flags(args: argparse.Namespace):
+    """A settings error of the experiment (``max_leaf_nodes=1 should not be smaller
+    than 2``) naming the flag that set it (``--leaves=1 ...``); an error that begins
+    with anything else (a data file's ``FILE:LINE``) is left as it is."""
+    import re
+
+    try:
+        yield
+    except ValueError as e:
+        names = "|".join(sorted(_EXPERIMENT_FLAGS, key=len, reverse=True))
+        match = re.match(rf"({names})(?=[=\[ ])", str(e))
+        if match is None or type(e) is not ValueError:
+            raise
+        flag = _EXPERIMENT_FLAGS[match.group(1)]
+        hint = ""
+        if flag in ("--leaves", "--learning-rates") and args.system_grid:
+            hint = f" (a value of {flag} or --system-grid)"
+        raise ValueError(flag + str(e)[match.end() :] + hint) from e
+
+
 def cmd_experiment(args: argparse.Namespace) -> int:
     if args.max_trees is not None and args.max_trees < 1:
         raise ValueError(f"--max-trees {args.max_trees} must be >= 1 (leave it out: the default)")
+    if args.patience is not None and args.patience < 1:
+        raise ValueError(
+            f"--patience {args.patience} must be >= 1 (leave it out: train every tree)"
+        )
     if args.protocol == "qbrank":
         for flag, given in (
             ("--patience", args.patience is not None),
@@ -2454,27 +2500,36 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             f"--ranknet-pair-method sets RankNet's pairs, and ranknet is not among --systems "
             f"{args.systems!r}"
         )
-    summary = run_experiment(
-        args.folder,
-        args.output,
-        systems=systems,
-        criteria=grid("--criteria", str, "se,ole"),
-        leaves=grid("--leaves", int, "10,20"),
-        learning_rates=grid("--learning-rates", float, "0.06,0.10,0.12"),
-        max_trees=args.max_trees,
-        growth=args.growth,
-        min_samples_leaf=args.min_samples_leaf,
-        n_threads=args.n_threads,
-        progress=not args.quiet,
-        patience=args.patience,
-        system_params=(
-            {"ranknet": {"pair_method": args.ranknet_pair_method}}
-            if args.ranknet_pair_method
-            else None
-        ),
-        system_grids=system_grids,
-        na_values=args.missing_token,
-    )
+    from ltrboost.experiment import SYSTEMS
+
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        raise ValueError(
+            f"--systems {args.systems!r}: {', '.join(map(repr, unknown))} is not one of "
+            f"{', '.join(SYSTEMS)}"
+        )
+    with _experiment_flags(args):
+        summary = run_experiment(
+            args.folder,
+            args.output,
+            systems=systems,
+            criteria=grid("--criteria", str, "se,ole"),
+            leaves=grid("--leaves", int, "10,20"),
+            learning_rates=grid("--learning-rates", float, "0.06,0.10,0.12"),
+            max_trees=args.max_trees,
+            growth=args.growth,
+            min_samples_leaf=args.min_samples_leaf,
+            n_threads=args.n_threads,
+            progress=not args.quiet,
+            patience=args.patience,
+            system_params=(
+                {"ranknet": {"pair_method": args.ranknet_pair_method}}
+                if args.ranknet_pair_method
+                else None
+            ),
+            system_grids=system_grids,
+            na_values=args.missing_token,
+        )
     _print_table(args.output)
     print(f"report written to {args.output}", file=sys.stderr)
     if not summary["n_cells"]:
