@@ -328,3 +328,23 @@ def test_experiment_errors_name_its_flags(flags, needles, write_letor_folds, tmp
     assert "patience=" not in line
     assert "or None" not in line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["train", "cv", "eval"])
+def test_metric_flag_shows_no_python_name(command, capsys):
+    """`train --help` showed `--metric EVAL_METRIC`, the Python name of the parameter
+    README says is `--metric` on the command line."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "EVAL_METRIC" not in out
+    assert "--metric METRICS" in out
+
+
+def test_warmup_help_gives_every_profile_form(capsys):
+    """README's `train:OBJECTIVE+ole` profiles were missing from `warmup --help`."""
+    with pytest.raises(SystemExit):
+        main(["warmup", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "train:OBJECTIVE+ole" in out
+    assert "train:OBJECTIVE+ole" in README

@@ -320,6 +320,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         type=_none_or(str),
         action=_MetricFlag,
         default=None,
+        metavar="METRICS",
         help="comma-separated validation metrics, the first drives early stopping "
         "(default: the objective's, ndcg@10; map or err@10 under --lambda-metric map "
         "or err)",
@@ -398,6 +399,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "--metric",
         action=_MetricFlag,
         default="ndcg@1,ndcg@3,ndcg@5,ndcg@10,err@10,map",
+        metavar="METRICS",
         help="comma-separated metrics (default: %(default)s)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -427,6 +429,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         type=_none_or(str),
         action=_MetricFlag,
         default=None,
+        metavar="METRICS",
         help="comma-separated metrics reported per fold (default: the objective's, "
         "ndcg@10; map or err@10 under --lambda-metric map or err, as train)",
     )
@@ -451,7 +454,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "profiles",
         nargs="*",
         default=["train:lambdamart", "eval", "predict"],
-        help="train:OBJECTIVE, eval, predict or all (default: train:lambdamart eval predict)",
+        help="train:OBJECTIVE, train:OBJECTIVE+ole, eval, predict or all (default: "
+        "train:lambdamart eval predict)",
     )
     p.set_defaults(func=cmd_warmup)
 
