@@ -122,3 +122,24 @@ def test_position_bias_is_the_documented_estimator_by_hand():
     np.testing.assert_allclose(two.position_bias_["t_plus"], tp2, rtol=1e-12)
     np.testing.assert_allclose(two.position_bias_["t_minus"], tm2, rtol=1e-12)
     assert two.position_bias_["t_plus"][0] == two.position_bias_["t_minus"][0] == 1.0
+
+
+# --- resuming ----------------------------------------------------------------------------
+
+
+def test_cli_resume_warns_of_a_bias_norm_the_model_left_at_its_default(files, capsys, tmp_path):
+    """A model trained with the default ``--position-bias-norm`` does not write it (nor
+    ``--max-positions``, ``--unbiased``, ``--ole-top-features`` at theirs); resuming
+    with another norm continued the estimates with it without the warning every other
+    changed flag gives (the file then recorded the new one)."""
+    first = tmp_path / "u.json"
+    flags = ["--unbiased", "true", "--max-positions", "4"]
+    rc, err = run(["train", files["train"], "-o", first, *FAST, *flags], capsys)
+    assert rc == 0, err
+    argv = ["train", files["train"], "-o", tmp_path / "m.json", "-q", "--n-estimators", "3"]
+    rc, err = run([*argv, *flags, "--position-bias-norm", "1", "--resume", first], capsys)
+    assert rc == 0, err
+    assert "--position-bias-norm 1.0 (model: None) differ from the model's" in err
+    rc, err = run([*argv, *flags, "--resume", first], capsys)  # the same flags: no word
+    assert rc == 0, err
+    assert "differ" not in err
