@@ -143,3 +143,25 @@ def test_cli_resume_warns_of_a_bias_norm_the_model_left_at_its_default(files, ca
     rc, err = run([*argv, *flags, "--resume", first], capsys)  # the same flags: no word
     assert rc == 0, err
     assert "differ" not in err
+
+
+# --- the .position sidecar -----------------------------------------------------------------
+
+
+def test_cli_train_without_unbiased_says_the_position_sidecar_is_not_read(files, capsys, tmp_path):
+    """``ltrboost train CLICKS`` (``clicks dataset``'s output, ``--unbiased`` forgotten)
+    trained plain LambdaMART on the raw clicks beside ``CLICKS.position`` without a
+    word, while Python's positions without ``unbiased`` warn and a LightGBM
+    ``.weight`` / ``.init`` sidecar that is not read is named (LightGBM reads a
+    ``.position`` file too)."""
+    rc, err = run(["train", files["train"], "-o", tmp_path / "m.json", *FAST], capsys)
+    assert rc == 0, err
+    assert f"warning: {files['train']}.position is not read" in err
+    assert "--unbiased true" in err
+    assert err.count(".position") == 1
+    rc, err = run(
+        ["train", files["train"], "-o", tmp_path / "u.json", *FAST, "--unbiased", "true"],
+        capsys,
+    )
+    assert rc == 0, err
+    assert "warning" not in err

@@ -2051,6 +2051,16 @@ def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set
     """``--position FILE`` (or ``TRAIN.position`` beside the data under --unbiased)
     into ``train_set.position``, in the grouped row order."""
     path = _position_path(args, params)
+    sidecar = args.train + ".position"
+    if path is None and os.path.isfile(sidecar):
+        # as a LightGBM .weight / .init sidecar that is not read: LightGBM reads this
+        # one too, and `clicks dataset` writes it for --unbiased (forgotten, the model
+        # was plain LambdaMART on the raw clicks, without a word)
+        warnings.warn(
+            f"{sidecar} is not read: display positions are used by --unbiased true only "
+            "(this model is plain LambdaMART on the labels)",
+            stacklevel=2,
+        )
     if path is None:
         return
     from ltrboost.io.queryfile import read_position_file
