@@ -2057,8 +2057,8 @@ def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set
         # one too, and `clicks dataset` writes it for --unbiased (forgotten, the model
         # was plain LambdaMART on the raw clicks, without a word)
         warnings.warn(
-            f"{sidecar} is not read: display positions are used by --unbiased true only "
-            "(this model is plain LambdaMART on the labels)",
+            f"{sidecar} is not read: display positions are used by --unbiased true "
+            "(Unbiased LambdaMART) only; the model is the same as without them",
             stacklevel=2,
         )
     if path is None:
