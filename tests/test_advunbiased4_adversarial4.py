@@ -83,45 +83,59 @@ def test_positions_set_on_the_dataset_as_a_list_train_as_the_array():
 # --- the estimates against a hand computation ----------------------------------------------
 
 
-def _hand_estimate(scores, y, qid, pos, t_plus, t_minus, k, p):
+def _hand_estimate(scores, y, qid, pos, t_plus, t_minus, k, p, sigma=1.0, top=None, w=None):
     """README's estimator written out: every pair (clicked i, unclicked j) of a query
-    costs |dZ_ij| log(1 + exp(s_i - s_j)) (NDCG swap on the ranking by score, ties by
-    row); l+ by the click's position divided by t-[pos j], l- by the non-click's
-    divided by t+[pos i]; t = (l_k / l_1) ** (1 / (1 + p))."""
+    with i or j in the ``top`` ranks costs |dZ_ij| log(1 + exp(sigma (s_i - s_j))) (NDCG@top
+    swap on the ranking by score, ties by row) times (w_i + w_j) / 2; l+ by the click's
+    position divided by t-[pos j], l- by the non-click's divided by t+[pos i];
+    t = (l_k / l_1) ** (1 / (1 + p))."""
+    w = np.ones(y.size) if w is None else w
     lp, lm = np.zeros(k), np.zeros(k)
     for q in np.unique(qid):
         rows = np.flatnonzero(qid == q)
-        s, lab, at = scores[rows], y[rows], np.minimum(pos[rows], k) - 1
+        s, lab, at, wq = scores[rows], y[rows], np.minimum(pos[rows], k) - 1, w[rows]
+        n_top = rows.size if top is None else top
         rank = np.empty(rows.size, dtype=int)
         rank[np.argsort(-s, kind="stable")] = np.arange(rows.size)
         disc = 1.0 / np.log2(rank + 2.0)
-        idcg = np.sum((np.sort(2.0**lab - 1)[::-1]) / np.log2(np.arange(rows.size) + 2.0))
+        ideal = np.sort(2.0**lab - 1)[::-1][:n_top]
+        idcg = np.sum(ideal / np.log2(np.arange(ideal.size) + 2.0))
         for i in range(rows.size):
             for j in range(rows.size):
-                if lab[i] > lab[j]:
+                if lab[i] > lab[j] and min(rank[i], rank[j]) < n_top:
                     dz = abs((2.0 ** lab[i] - 2.0 ** lab[j]) * (disc[i] - disc[j])) / idcg
-                    cost = dz * np.log1p(np.exp(s[i] - s[j]))
+                    cost = dz * np.log1p(np.exp(sigma * (s[i] - s[j]))) * (wq[i] + wq[j]) / 2
                     lp[at[i]] += cost / t_minus[at[j]]
                     lm[at[j]] += cost / t_plus[at[i]]
     return (lp / lp[0]) ** (1 / (1 + p)), (lm / lm[0]) ** (1 / (1 + p))
 
 
-def test_position_bias_is_the_documented_estimator_by_hand():
+@pytest.mark.parametrize("setting", ["default", "sigma_top_weights"])
+def test_position_bias_is_the_documented_estimator_by_hand(setting):
     """After round 1 the estimates are those of the base scores' pairs (all tied);
     after round 2 those of round 1's scores (``predict``: the trees only) divided by
     round 1's estimates; position 1 is 1 in both."""
-    X, y, qid, pos = _clicks()
-    k, p = 4, 0.5
-    kw = dict(unbiased=True, max_positions=k, position_bias_norm=p)
-    one = Ranker(n_estimators=1, **kw).fit(X, y, qid=qid, position=pos)
-    tp, tm = _hand_estimate(np.zeros(y.size), y, qid, pos, np.ones(k), np.ones(k), k, p)
+    X, y, qid, pos = _clicks(n_docs=6, seed=5)
+    k, p, fit, hand = 4, 0.5, {}, {}
+    if setting != "default":
+        # weights are held as float32: the hand computation takes them so
+        w = np.random.default_rng(5).uniform(0.5, 2, y.size).astype(np.float32).astype(float)
+        p, fit, hand = 1.0, {"sigma": 2.0, "truncation_level": 2}, {"sigma": 2.0, "top": 2}
+        fit_args, hand["w"] = {"sample_weight": w}, w
+    else:
+        fit_args = {}
+    kw = dict(unbiased=True, max_positions=k, position_bias_norm=p, **fit)
+    one = Ranker(n_estimators=1, **kw).fit(X, y, qid=qid, position=pos, **fit_args)
+    ones = np.ones(k)
+    tp, tm = _hand_estimate(np.zeros(y.size), y, qid, pos, ones, ones, k, p, **hand)
     np.testing.assert_allclose(one.position_bias_["t_plus"], tp, rtol=1e-12)
     np.testing.assert_allclose(one.position_bias_["t_minus"], tm, rtol=1e-12)
-    two = Ranker(n_estimators=2, **kw).fit(X, y, qid=qid, position=pos)
-    tp2, tm2 = _hand_estimate(one.predict(X), y, qid, pos, tp, tm, k, p)
+    two = Ranker(n_estimators=2, **kw).fit(X, y, qid=qid, position=pos, **fit_args)
+    tp2, tm2 = _hand_estimate(one.predict(X), y, qid, pos, tp, tm, k, p, **hand)
     np.testing.assert_allclose(two.position_bias_["t_plus"], tp2, rtol=1e-12)
     np.testing.assert_allclose(two.position_bias_["t_minus"], tm2, rtol=1e-12)
     assert two.position_bias_["t_plus"][0] == two.position_bias_["t_minus"][0] == 1.0
+    assert not np.allclose(tp2, 1.0)  # the example estimates something
 
 
 # --- resuming ----------------------------------------------------------------------------
