@@ -179,3 +179,17 @@ def test_cli_train_without_unbiased_says_the_position_sidecar_is_not_read(files,
     )
     assert rc == 0, err
     assert "warning" not in err
+
+
+def test_same_seed_same_model_file_on_any_thread_count(tmp_path):
+    """The per-query loss sums are written per row and summed by position in one
+    order, so the estimates (and the trees) do not depend on the threads."""
+    X, y, qid, pos = _clicks(n_queries=120, n_docs=8, seed=1)
+    kw = dict(n_estimators=4, unbiased=True, max_positions=6, subsample=0.8, random_state=7)
+    texts = []
+    for threads in (1, 2, 3):
+        m = Ranker(n_threads=threads, **kw).fit(X, y, qid=qid, position=pos)
+        path = tmp_path / f"m{threads}.json"
+        m.booster_.save_model(str(path))
+        texts.append(path.read_bytes())
+    assert texts[0] == texts[1] == texts[2]
