@@ -53,6 +53,7 @@ from ltrboost.dataset import (
     LTRInputError,
     RankingDataset,
     check_dataset_structure,
+    check_positions,
     rows_located,
 )
 from ltrboost.grower import GrowerParams, TreeGrower
@@ -501,6 +502,18 @@ def check_positions_use(params: BoosterParams, objective, train_set: RankingData
             stacklevel=3,
         )
     position = train_set.position
+    if unbiased and position is not None:
+        # make_dataset checked them; positions assigned to the dataset afterwards (as
+        # the CLI's position file is) reached the kernels unchecked: too few read past
+        # the array (a segmentation fault), a 0 indexed the last bias
+        checked = check_positions(position, train_set.n_samples)
+        if not (
+            isinstance(position, np.ndarray)
+            and position.dtype == np.int64
+            and position.ndim == 1
+            and position.flags.c_contiguous
+        ):
+            train_set.position = position = checked
     deep = getattr(objective, "_max_positions", 1) > 1
     if unbiased and deep and position is not None and position.size and position.min() > 1:
         # the biases are ratios to position 1's losses (t_1 = 1), never updated without

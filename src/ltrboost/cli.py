@@ -1495,7 +1495,11 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
     uninterrupted model needs the same flags), and the file records this run's."""
     from dataclasses import asdict
 
+    from ltrboost._evaluation import WRITTEN_ONLY_WHEN_SET
+
     recorded = getattr(model, "params", None) or {}
+    if recorded:  # left out of the file at their default (None): compared as that
+        recorded = {**dict.fromkeys(WRITTEN_ONLY_WHEN_SET), **recorded}
     now = asdict(params)
     if now.get("objective") != recorded.get("objective", now.get("objective")):
         return  # refused by the resume itself, in one error line
@@ -2156,6 +2160,16 @@ def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set
     """``--position FILE`` (or ``TRAIN.position`` beside the data under --unbiased)
     into ``train_set.position``, in the grouped row order."""
     path = _position_path(args, params)
+    sidecar = args.train + ".position"
+    if path is None and os.path.isfile(sidecar):
+        # as a LightGBM .weight / .init sidecar that is not read: LightGBM reads this
+        # one too, and `clicks dataset` writes it for --unbiased (forgotten, the model
+        # was plain LambdaMART on the raw clicks, without a word)
+        warnings.warn(
+            f"{sidecar} is not read: display positions are used by --unbiased true "
+            "(Unbiased LambdaMART) only; the model is the same as without them",
+            stacklevel=2,
+        )
     if path is None:
         return
     from ltrboost.io.queryfile import read_position_file
