@@ -598,9 +598,14 @@ def _move_cut_queries(client, futures, plan) -> tuple[list, list[int]]:
     return out, changed
 
 
-def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 600.0):
+def _queries_whole(
+    client, futures, regroup: bool, what: str, timeout: float = 600.0, held: list | None = None
+):
     """Partitions that keep every query whole: as they are, after moving the rows of
-    the few cut queries (:func:`_move_plan`), or after one hash shuffle."""
+    the few cut queries (:func:`_move_plan`), or after one hash shuffle.
+
+    ``held``: the futures of :func:`train` (for :func:`_cancel`); the regrouped
+    partitions are added to it as soon as they are made."""
     metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
     if not metas:
         raise LTRInputError(f"{what} has no partitions")
@@ -616,6 +621,7 @@ def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 6
         plan = _move_plan(metas)
         if plan is not None:
             futures, changed = _move_cut_queries(client, futures, plan)
+            _hold(held, futures)
             new = client.map(_part_meta, [futures[k] for k in changed], pure=False)
             for k, m in zip(changed, _gather(client, new, timeout, what), strict=True):
                 metas[k] = m
@@ -629,6 +635,7 @@ def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 6
                 client.submit(_concat_parts, *row, renumber=k, pure=False)
                 for k, row in enumerate(picked)
             ]
+            _hold(held, futures)
             metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
         cut = _cut_query(metas)  # the regrouping must have made every query whole
         if cut is not None:
@@ -1366,17 +1373,18 @@ def _on_cluster(
 ):
     """Validated partitions (futures on the workers) with every query whole;
     ``columns``: the training feature names (a validation frame's, by name);
-    ``inputs``: a list the computed input partitions are added to (for :func:`_cancel`)."""
+    ``inputs``: a list the lists of futures it makes (the input partitions, those
+    made from them) are added to, in the order they are made (for :func:`_cancel`)."""
     if not isinstance(data, DaskData):
         raise TypeError(f"{what} must be a DaskData(X, y, qid), not {type(data).__name__}")
     prefix = what if what.startswith("validation set") else None
     parts, feature_names = _input_parts(data, columns, prefix)
     futures = client.compute(parts)
-    if inputs is not None:
-        inputs.extend(futures)
+    _hold(inputs, futures)
     if columns is None and feature_names is not None and "qid" in feature_names:
         futures, feature_names = _qid_column(client, futures, feature_names, what, timeout)
-    futures, metas = _queries_whole(client, futures, regroup, what, timeout)
+        _hold(inputs, futures)
+    futures, metas = _queries_whole(client, futures, regroup, what, timeout, inputs)
     if not futures:
         raise LTRInputError(f"{what} is empty")
     if data.sample_weight is not None and not any(m["weighted"] for m in metas):
@@ -1384,12 +1392,27 @@ def _on_cluster(
     return futures, metas, feature_names
 
 
-def _cancel(client, futures: list) -> None:
-    """Cancel ``futures`` and every task made from them (best effort: the client may
-    be closed)."""
-    if futures:
-        with contextlib.suppress(Exception):
-            client.cancel(futures)
+def _hold(held: list | None, futures: list) -> None:
+    """Add ``futures`` (one step's) to ``held``, the lists :func:`_cancel` cancels."""
+    if held is not None:
+        held.append(list(futures))
+
+
+def _cancel(client, held: list) -> None:
+    """Cancel the futures of ``held`` (lists, in the order they were made) and every
+    task made from them (best effort: the client may be closed).
+
+    The newest first, one list at a time: a regrouping's pieces (:func:`_move_out`,
+    :func:`_split_part`, :func:`_pick`), which no future holds, live on in the
+    scheduler while the partitions made from them do, and cancelling the input
+    partitions first reached them: distributed's scheduler fails an assertion on a
+    dependent no client wants and drops the client's connection, which cancels every
+    future of the client (the user's own too).  Cancelled first, the regrouped
+    partitions take their pieces with them."""
+    for futures in reversed(held):
+        if futures:
+            with contextlib.suppress(Exception):
+                client.cancel(futures)
 
 
 def _check_dask_options(regroup: Any, timeout: Any) -> None:
@@ -1512,7 +1535,7 @@ def train(
         with np.errstate(over="ignore", invalid="ignore"):
             run = _DaskTraining(client, params, objective, tr, vs, timeout, init_model)
             del tr, vs  # the shards hold their rows (binned) now: free the input partitions
-            inputs[:] = run.cluster.creation  # and cancel the shards at the end
+            inputs[:] = [run.cluster.creation]  # and cancel the shards at the end
             if run.used.n_used:  # as ltrboost.train warns
                 warn_if_no_split_possible(params, labels)
                 warn_if_colsample_misses(params, run.used)
