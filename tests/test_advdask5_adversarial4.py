@@ -15,8 +15,9 @@ import pytest
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
+import ltrboost  # noqa: E402
 from ltrboost import dask as ldask  # noqa: E402
-from ltrboost.dataset import LTRInputError  # noqa: E402
+from ltrboost.dataset import LTRInputError, make_dataset  # noqa: E402
 from ltrboost.datasets import make_ranking  # noqa: E402
 
 FAST = dict(n_estimators=3, max_leaf_nodes=4, min_samples_leaf=3, n_threads=1)
@@ -95,3 +96,34 @@ def test_a_failed_training_after_regrouping_keeps_the_clients_other_futures(
     assert _left_on_workers(client, "arange") == (0, 0)
     X, y, qid = _data(seed=2)
     assert ldask.train(client, FAST, _dask(X, y, qid, _even(len(y), 3))).n_iterations == 3
+
+
+# partition 0 holds queries 1 and 2 interleaved; query 2 goes on in partition 1
+_QID = np.array([1, 2, 1, 2, 1, 3, 2, 3, 4, 4, 3])
+_CHUNKS = (5, 6)
+
+
+@pytest.mark.parametrize("bad", [3, 4, 6, 7, 10])
+def test_an_error_found_on_a_shard_names_the_row_the_user_gave(client, bad):
+    """A label that only a shard refuses (too large for the exponential gain) named
+    its row in the partition's rows grouped by qid, and after a cut query moved, in
+    the partition it moved to: input row 3 of partition 0 was "partition 0: row 4",
+    row 1 of partition 1 (query 2, moved) "partition 0: row 3"."""
+    X = np.random.default_rng(0).normal(size=(len(_QID), 3))
+    y = np.zeros(len(_QID))
+    y[0] = 1.0
+    y[bad] = 40.0
+    part, row = (0, bad) if bad < _CHUNKS[0] else (1, bad - _CHUNKS[0])
+    p = dict(FAST, objective="lambdamart", min_samples_leaf=1)
+    with pytest.raises(LTRInputError, match=rf"^partition {part}: row {row}: label 40 is too"):
+        ldask.train(client, p, _dask(X, y, _QID, _CHUNKS))
+    with pytest.raises(LTRInputError, match=rf"^row {bad}: label 40 is too"):  # the same row
+        ltrboost.train(p, make_dataset(X, y, qid=_QID))
+    # in a validation set: prefixed with its name
+    y[bad] = 0.0
+    yv = y.copy()
+    yv[bad] = 40.0
+    valid = [("v", _dask(X, yv, _QID, _CHUNKS))]
+    match = rf"^validation set 'v': partition {part}: row {row}: label 40 is too"
+    with pytest.raises(LTRInputError, match=match):
+        ldask.train(client, dict(p, eval_metric="ndcg@3"), _dask(X, y, _QID, _CHUNKS), valid)

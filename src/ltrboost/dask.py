@@ -108,6 +108,7 @@ from ltrboost.booster import (
     warn_if_no_split_possible,
 )
 from ltrboost.dataset import (
+    _ROW_IN_MESSAGE,
     ALL_ZERO_WEIGHTS,
     LTRInputError,
     RankingDataset,
@@ -277,6 +278,9 @@ def _located(i: int, e: Exception, prefix: str | None = None) -> LTRInputError:
 def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
     """Validate partition ``i`` (on its worker) and group its rows by qid, stably.
 
+    ``origin``: each row's input partition and its row there, so that an error found
+    later (on a shard, after grouping and regrouping) names the row the user gave.
+
     ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``;
     ``columns``: the feature names its remaining columns are taken by (validation).
 
@@ -308,13 +312,15 @@ def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
         wa = None if w is None else check_sample_weight(w, n)
     except LTRInputError as e:
         raise _located(i, e, prefix) from None
+    rows = np.arange(n, dtype=np.int64)
     if order is not None:
         Xa, y_arr = Xa[order], y_arr[order]
         q = q[order]
         wa = None if wa is None else wa[order]
+        rows = order
     return dict(
-        X=Xa, y=y_arr, qid=q, offsets=offsets, qids=qids, w=wa, index=(i,), sizes=(n,),
-        qid_column=qid_column,
+        X=Xa, y=y_arr, qid=q, offsets=offsets, qids=qids, w=wa, index=(i,),
+        origin=(np.full(n, i, dtype=np.int32), rows), qid_column=qid_column,
     )  # fmt: skip
 
 
@@ -412,7 +418,7 @@ def _rows(part, rows: NDArray) -> dict:
         qid=part["qid"][rows],
         w=None if part["w"] is None else part["w"][rows],
         index=part["index"],
-        sizes=(rows.shape[0],),
+        origin=tuple(o[rows] for o in part["origin"]),
     )
 
 
@@ -440,23 +446,25 @@ def _move_out(part, plan: dict[int, list[int]]) -> list:
 def _concat_parts(*parts, renumber: int | None = None) -> dict:
     """One partition from pieces in order (rows regrouped by qid, stably).
 
-    ``index``/``sizes``: the input partitions it holds and their rows (those of the
-    pieces, or ``renumber`` alone for a partition made by the shuffle)."""
+    ``index``: the input partitions it holds (those of the pieces, or ``renumber``
+    alone for a partition made by a regrouping); ``origin``: its rows' (see
+    :func:`_make_part`)."""
     X = np.concatenate([p["X"] for p in parts])
     y = np.concatenate([p["y"] for p in parts])
     q = np.concatenate([p["qid"] for p in parts])
     ws = [p["w"] for p in parts]
     w = None if all(v is None for v in ws) else np.concatenate(ws)
+    origin = tuple(np.concatenate([p["origin"][k] for p in parts]) for k in range(2))
     offsets, order, qids = group_by_qid(q)
     if order is not None:
         X, y, q = X[order], y[order], q[order]
         w = None if w is None else w[order]
+        origin = tuple(o[order] for o in origin)
     if renumber is None:
         index = tuple(i for p in parts for i in p["index"])
-        sizes = tuple(n for p in parts for n in p["sizes"])
     else:
-        index, sizes = (renumber,), (int(y.shape[0]),)
-    return dict(X=X, y=y, qid=q, offsets=offsets, qids=qids, w=w, index=index, sizes=sizes)
+        index = (renumber,)
+    return dict(X=X, y=y, qid=q, offsets=offsets, qids=qids, w=w, index=index, origin=origin)
 
 
 def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] | None = None):
@@ -697,7 +705,7 @@ class _Shard:
         ``y_max`` the largest label of the whole set (ERR's, as one machine's)."""
         with _LOCK:
             self.index = index
-            self.part_rows = (part["index"], part["sizes"])
+            self.origin = part["origin"]  # for the errors of the setup; dropped after
             self.params = params
             self.n_threads = int(params.n_threads or 1)
             self.q_lo = int(q_lo)
@@ -740,7 +748,7 @@ class _Shard:
                         self.objective,
                         vds,
                         max_grade=y_max,
-                        part=(vpart["index"], vpart["sizes"]),
+                        origin=vpart["origin"],
                     )
                 except LTRInputError as e:
                     err = LTRInputError(f"validation set {name!r}: {e}")
@@ -755,21 +763,23 @@ class _Shard:
                 self.valid.append((name, vds, vX, rv, bound))
             self.bag = None
             self.pairs = None
+            self.origin = None
 
-    def _guard(self, fn, *args, part=None, **kwargs):
-        """Run ``fn``; an input error names the partition (and its row) it is in."""
-        part = self.part_rows if part is None else part
+    def _guard(self, fn, *args, origin=None, **kwargs):
+        """Run ``fn``; an input error names the input partition and the row there that
+        it is about (``origin``: the rows', see :func:`_make_part`; default the
+        shard's), as the user gave them: not the shard's row, grouped by qid."""
+        src, rows = self.origin if origin is None else origin
         try:
             return fn(*args, **kwargs)
         except LTRInputError as e:
-            index, sizes = part
-            if e.row is None:
-                raise _located(index[0], e) from None
-            starts = np.concatenate(([0], np.cumsum(sizes)))
-            k = int(np.searchsorted(starts, e.row, side="right") - 1)
-            row = int(e.row - starts[k])
-            problem = e.problem.replace(f"y[{e.row}]", f"y[{row}]")
-            raise _located(index[k], LTRInputError(problem, row=row)) from None
+            match = _ROW_IN_MESSAGE.search(e.problem)
+            r = int(match.group(1)) if match is not None else e.row
+            if r is None or not 0 <= r < rows.shape[0]:
+                raise _located(int(src[0]), e) from None  # a shard holds rows
+            row = int(rows[r])
+            problem = e.problem.replace(f"y[{r}]", f"y[{row}]", 1)
+            raise _located(int(src[r]), LTRInputError(problem, row=row)) from None
 
     def gradients(self, it: int, chosen, ole: bool):
         """Round ``it``: gradients of every output, the bag (``chosen`` global query
