@@ -127,3 +127,19 @@ def test_an_error_found_on_a_shard_names_the_row_the_user_gave(client, bad):
     match = rf"^validation set 'v': partition {part}: row {row}: label 40 is too"
     with pytest.raises(LTRInputError, match=match):
         ldask.train(client, dict(p, eval_metric="ndcg@3"), _dask(X, y, _QID, _CHUNKS), valid)
+
+
+def test_sparse_dask_arrays_train_and_predict(client):
+    """Training took a Dask array of SciPy sparse chunks (each densified on its worker),
+    but ``predict`` failed when computed: "setting an array element with a
+    sequence" (``np.asarray`` of a sparse chunk)."""
+    sp = pytest.importorskip("scipy.sparse")
+    X, y, qid = _data(seed=5)
+    X[X < 0.3] = 0.0
+    chunks = _even(len(y), 3)
+    dX = da.from_array(sp.csr_matrix(X), chunks=(tuple(chunks), X.shape[1]), asarray=False)
+    model = ldask.DaskRanker(client=client, **FAST).fit(dX, _darr(y, chunks), qid=_darr(qid, chunks))
+    local = ltrboost.Ranker(**FAST).fit(sp.csr_matrix(X), y, qid=qid)
+    pred = model.predict(dX)
+    assert pred.chunks == ((*chunks,),)
+    np.testing.assert_allclose(pred.compute(), local.predict(X), rtol=1e-9, atol=1e-12)

@@ -57,7 +57,8 @@ from with ``init_model=`` on a new cluster, to the same model as an uninterrupte
 
 Not supported on Dask (a clear error): explicit preference pairs, ``line_search``
 objectives (qbrank), multi-output (mcrank), objectives with a data-dependent initial
-score other than ``mart``, ERR lambdas, pooled metrics; sparse input.
+score other than ``mart``, ERR lambdas, pooled metrics.  A Dask array of SciPy sparse
+chunks is taken (fit and predict), each chunk densified on its worker.
 """
 
 from __future__ import annotations
@@ -1580,7 +1581,10 @@ def _predict_frame(df, booster, iteration):
 
 
 def _predict_block(block, booster, iteration):
-    return booster.predict(np.asarray(block, dtype=np.float64), iteration=iteration)
+    """One chunk's scores; a SciPy sparse chunk as ``Booster.predict`` takes one."""
+    if not (hasattr(block, "tocsr") and hasattr(block, "nnz")):
+        block = np.asarray(block, dtype=np.float64)
+    return booster.predict(block, iteration=iteration)
 
 
 class DaskRanker(Ranker):
