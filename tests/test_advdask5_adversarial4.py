@@ -138,7 +138,9 @@ def test_sparse_dask_arrays_train_and_predict(client):
     X[X < 0.3] = 0.0
     chunks = _even(len(y), 3)
     dX = da.from_array(sp.csr_matrix(X), chunks=(tuple(chunks), X.shape[1]), asarray=False)
-    model = ldask.DaskRanker(client=client, **FAST).fit(dX, _darr(y, chunks), qid=_darr(qid, chunks))
+    model = ldask.DaskRanker(client=client, **FAST).fit(
+        dX, _darr(y, chunks), qid=_darr(qid, chunks)
+    )
     local = ltrboost.Ranker(**FAST).fit(sp.csr_matrix(X), y, qid=qid)
     pred = model.predict(dX)
     assert pred.chunks == ((*chunks,),)
