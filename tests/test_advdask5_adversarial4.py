@@ -145,3 +145,19 @@ def test_sparse_dask_arrays_train_and_predict(client):
     pred = model.predict(dX)
     assert pred.chunks == ((*chunks,),)
     np.testing.assert_allclose(pred.compute(), local.predict(X), rtol=1e-9, atol=1e-12)
+
+
+def test_dask_ranker_without_any_client_says_so_in_one_line(monkeypatch):
+    """``client=None`` with no default client raised distributed's four-line
+    "No clients found / Start a client and point it to the scheduler address ..."."""
+    # none is current, even where another test module's client still is
+    monkeypatch.setattr(distributed.client, "_get_global_client", lambda: None)
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    X, y, qid = _data(seed=6)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]).assign(qid=qid, y=y)
+    data = dd.from_pandas(frame, npartitions=2, sort=False)
+    with pytest.raises(ValueError, match=r"^DaskRanker\.fit needs a Dask client") as caught:
+        ldask.DaskRanker(**FAST).fit(data, "y")
+    assert "\n" not in str(caught.value)
+    assert "client=" in str(caught.value)

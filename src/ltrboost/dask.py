@@ -1657,7 +1657,15 @@ class DaskRanker(Ranker):
             if name is None or name == "":  # a name 0 is "0", not valid_0 (as Ranker)
                 name = f"valid_{k}"
             valid.append((name, DaskData(es[0], es[1], vq)))
-        client = self.client or default_client()
+        client = self.client
+        if client is None:
+            try:
+                client = default_client()
+            except ValueError:  # distributed's "No clients found" and three lines of help
+                raise ValueError(
+                    "DaskRanker.fit needs a Dask client: pass client= or start a "
+                    "distributed.Client first (none is running in this process)"
+                ) from None
         init_model = _as_booster(init_model)  # a path may be a pathlib.Path too
         if init_model is not None:
             params.validate()  # n_estimators as given, as Ranker.fit checks it
