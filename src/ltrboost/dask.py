@@ -57,7 +57,8 @@ from with ``init_model=`` on a new cluster, to the same model as an uninterrupte
 
 Not supported on Dask (a clear error): explicit preference pairs, ``line_search``
 objectives (qbrank), multi-output (mcrank), objectives with a data-dependent initial
-score other than ``mart``, ERR lambdas, pooled metrics; sparse input.
+score other than ``mart``, ERR lambdas, pooled metrics.  A Dask array of SciPy sparse
+chunks is taken (fit and predict), each chunk densified on its worker.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ from ltrboost.booster import (
     warn_if_no_split_possible,
 )
 from ltrboost.dataset import (
+    _ROW_IN_MESSAGE,
     ALL_ZERO_WEIGHTS,
     LTRInputError,
     RankingDataset,
@@ -277,6 +279,9 @@ def _located(i: int, e: Exception, prefix: str | None = None) -> LTRInputError:
 def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
     """Validate partition ``i`` (on its worker) and group its rows by qid, stably.
 
+    ``origin``: each row's input partition and its row there, so that an error found
+    later (on a shard, after grouping and regrouping) names the row the user gave.
+
     ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``;
     ``columns``: the feature names its remaining columns are taken by (validation).
 
@@ -308,13 +313,15 @@ def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
         wa = None if w is None else check_sample_weight(w, n)
     except LTRInputError as e:
         raise _located(i, e, prefix) from None
+    rows = np.arange(n, dtype=np.int64)
     if order is not None:
         Xa, y_arr = Xa[order], y_arr[order]
         q = q[order]
         wa = None if wa is None else wa[order]
+        rows = order
     return dict(
-        X=Xa, y=y_arr, qid=q, offsets=offsets, qids=qids, w=wa, index=(i,), sizes=(n,),
-        qid_column=qid_column,
+        X=Xa, y=y_arr, qid=q, offsets=offsets, qids=qids, w=wa, index=(i,),
+        origin=(np.full(n, i, dtype=np.int32), rows), qid_column=qid_column,
     )  # fmt: skip
 
 
@@ -412,7 +419,7 @@ def _rows(part, rows: NDArray) -> dict:
         qid=part["qid"][rows],
         w=None if part["w"] is None else part["w"][rows],
         index=part["index"],
-        sizes=(rows.shape[0],),
+        origin=tuple(o[rows] for o in part["origin"]),
     )
 
 
@@ -440,23 +447,25 @@ def _move_out(part, plan: dict[int, list[int]]) -> list:
 def _concat_parts(*parts, renumber: int | None = None) -> dict:
     """One partition from pieces in order (rows regrouped by qid, stably).
 
-    ``index``/``sizes``: the input partitions it holds and their rows (those of the
-    pieces, or ``renumber`` alone for a partition made by the shuffle)."""
+    ``index``: the input partitions it holds (those of the pieces, or ``renumber``
+    alone for a partition made by a regrouping); ``origin``: its rows' (see
+    :func:`_make_part`)."""
     X = np.concatenate([p["X"] for p in parts])
     y = np.concatenate([p["y"] for p in parts])
     q = np.concatenate([p["qid"] for p in parts])
     ws = [p["w"] for p in parts]
     w = None if all(v is None for v in ws) else np.concatenate(ws)
+    origin = tuple(np.concatenate([p["origin"][k] for p in parts]) for k in range(2))
     offsets, order, qids = group_by_qid(q)
     if order is not None:
         X, y, q = X[order], y[order], q[order]
         w = None if w is None else w[order]
+        origin = tuple(o[order] for o in origin)
     if renumber is None:
         index = tuple(i for p in parts for i in p["index"])
-        sizes = tuple(n for p in parts for n in p["sizes"])
     else:
-        index, sizes = (renumber,), (int(y.shape[0]),)
-    return dict(X=X, y=y, qid=q, offsets=offsets, qids=qids, w=w, index=index, sizes=sizes)
+        index = (renumber,)
+    return dict(X=X, y=y, qid=q, offsets=offsets, qids=qids, w=w, index=index, origin=origin)
 
 
 def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] | None = None):
@@ -598,9 +607,14 @@ def _move_cut_queries(client, futures, plan) -> tuple[list, list[int]]:
     return out, changed
 
 
-def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 600.0):
+def _queries_whole(
+    client, futures, regroup: bool, what: str, timeout: float = 600.0, held: list | None = None
+):
     """Partitions that keep every query whole: as they are, after moving the rows of
-    the few cut queries (:func:`_move_plan`), or after one hash shuffle."""
+    the few cut queries (:func:`_move_plan`), or after one hash shuffle.
+
+    ``held``: the futures of :func:`train` (for :func:`_cancel`); the regrouped
+    partitions are added to it as soon as they are made."""
     metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
     if not metas:
         raise LTRInputError(f"{what} has no partitions")
@@ -616,6 +630,7 @@ def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 6
         plan = _move_plan(metas)
         if plan is not None:
             futures, changed = _move_cut_queries(client, futures, plan)
+            _hold(held, futures)
             new = client.map(_part_meta, [futures[k] for k in changed], pure=False)
             for k, m in zip(changed, _gather(client, new, timeout, what), strict=True):
                 metas[k] = m
@@ -629,6 +644,7 @@ def _queries_whole(client, futures, regroup: bool, what: str, timeout: float = 6
                 client.submit(_concat_parts, *row, renumber=k, pure=False)
                 for k, row in enumerate(picked)
             ]
+            _hold(held, futures)
             metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
         cut = _cut_query(metas)  # the regrouping must have made every query whole
         if cut is not None:
@@ -690,7 +706,7 @@ class _Shard:
         ``y_max`` the largest label of the whole set (ERR's, as one machine's)."""
         with _LOCK:
             self.index = index
-            self.part_rows = (part["index"], part["sizes"])
+            self.origin = part["origin"]  # for the errors of the setup; dropped after
             self.params = params
             self.n_threads = int(params.n_threads or 1)
             self.q_lo = int(q_lo)
@@ -733,7 +749,7 @@ class _Shard:
                         self.objective,
                         vds,
                         max_grade=y_max,
-                        part=(vpart["index"], vpart["sizes"]),
+                        origin=vpart["origin"],
                     )
                 except LTRInputError as e:
                     err = LTRInputError(f"validation set {name!r}: {e}")
@@ -748,21 +764,23 @@ class _Shard:
                 self.valid.append((name, vds, vX, rv, bound))
             self.bag = None
             self.pairs = None
+            self.origin = None
 
-    def _guard(self, fn, *args, part=None, **kwargs):
-        """Run ``fn``; an input error names the partition (and its row) it is in."""
-        part = self.part_rows if part is None else part
+    def _guard(self, fn, *args, origin=None, **kwargs):
+        """Run ``fn``; an input error names the input partition and the row there that
+        it is about (``origin``: the rows', see :func:`_make_part`; default the
+        shard's), as the user gave them: not the shard's row, grouped by qid."""
+        src, rows = self.origin if origin is None else origin
         try:
             return fn(*args, **kwargs)
         except LTRInputError as e:
-            index, sizes = part
-            if e.row is None:
-                raise _located(index[0], e) from None
-            starts = np.concatenate(([0], np.cumsum(sizes)))
-            k = int(np.searchsorted(starts, e.row, side="right") - 1)
-            row = int(e.row - starts[k])
-            problem = e.problem.replace(f"y[{e.row}]", f"y[{row}]")
-            raise _located(index[k], LTRInputError(problem, row=row)) from None
+            match = _ROW_IN_MESSAGE.search(e.problem)
+            r = int(match.group(1)) if match is not None else e.row
+            if r is None or not 0 <= r < rows.shape[0]:
+                raise _located(int(src[0]), e) from None  # a shard holds rows
+            row = int(rows[r])
+            problem = e.problem.replace(f"y[{r}]", f"y[{row}]", 1)
+            raise _located(int(src[r]), LTRInputError(problem, row=row)) from None
 
     def gradients(self, it: int, chosen, ole: bool):
         """Round ``it``: gradients of every output, the bag (``chosen`` global query
@@ -1366,17 +1384,18 @@ def _on_cluster(
 ):
     """Validated partitions (futures on the workers) with every query whole;
     ``columns``: the training feature names (a validation frame's, by name);
-    ``inputs``: a list the computed input partitions are added to (for :func:`_cancel`)."""
+    ``inputs``: a list the lists of futures it makes (the input partitions, those
+    made from them) are added to, in the order they are made (for :func:`_cancel`)."""
     if not isinstance(data, DaskData):
         raise TypeError(f"{what} must be a DaskData(X, y, qid), not {type(data).__name__}")
     prefix = what if what.startswith("validation set") else None
     parts, feature_names = _input_parts(data, columns, prefix)
     futures = client.compute(parts)
-    if inputs is not None:
-        inputs.extend(futures)
+    _hold(inputs, futures)
     if columns is None and feature_names is not None and "qid" in feature_names:
         futures, feature_names = _qid_column(client, futures, feature_names, what, timeout)
-    futures, metas = _queries_whole(client, futures, regroup, what, timeout)
+        _hold(inputs, futures)
+    futures, metas = _queries_whole(client, futures, regroup, what, timeout, inputs)
     if not futures:
         raise LTRInputError(f"{what} is empty")
     if data.sample_weight is not None and not any(m["weighted"] for m in metas):
@@ -1384,12 +1403,27 @@ def _on_cluster(
     return futures, metas, feature_names
 
 
-def _cancel(client, futures: list) -> None:
-    """Cancel ``futures`` and every task made from them (best effort: the client may
-    be closed)."""
-    if futures:
-        with contextlib.suppress(Exception):
-            client.cancel(futures)
+def _hold(held: list | None, futures: list) -> None:
+    """Add ``futures`` (one step's) to ``held``, the lists :func:`_cancel` cancels."""
+    if held is not None:
+        held.append(list(futures))
+
+
+def _cancel(client, held: list) -> None:
+    """Cancel the futures of ``held`` (lists, in the order they were made) and every
+    task made from them (best effort: the client may be closed).
+
+    The newest first, one list at a time: a regrouping's pieces (:func:`_move_out`,
+    :func:`_split_part`, :func:`_pick`), which no future holds, live on in the
+    scheduler while the partitions made from them do, and cancelling the input
+    partitions first reached them: distributed's scheduler fails an assertion on a
+    dependent no client wants and drops the client's connection, which cancels every
+    future of the client (the user's own too).  Cancelled first, the regrouped
+    partitions take their pieces with them."""
+    for futures in reversed(held):
+        if futures:
+            with contextlib.suppress(Exception):
+                client.cancel(futures)
 
 
 def _check_dask_options(regroup: Any, timeout: Any) -> None:
@@ -1512,7 +1546,7 @@ def train(
         with np.errstate(over="ignore", invalid="ignore"):
             run = _DaskTraining(client, params, objective, tr, vs, timeout, init_model)
             del tr, vs  # the shards hold their rows (binned) now: free the input partitions
-            inputs[:] = run.cluster.creation  # and cancel the shards at the end
+            inputs[:] = [run.cluster.creation]  # and cancel the shards at the end
             if run.used.n_used:  # as ltrboost.train warns
                 warn_if_no_split_possible(params, labels)
                 warn_if_colsample_misses(params, run.used)
@@ -1547,7 +1581,10 @@ def _predict_frame(df, booster, iteration):
 
 
 def _predict_block(block, booster, iteration):
-    return booster.predict(np.asarray(block, dtype=np.float64), iteration=iteration)
+    """One chunk's scores; a SciPy sparse chunk as ``Booster.predict`` takes one."""
+    if not (hasattr(block, "tocsr") and hasattr(block, "nnz")):
+        block = np.asarray(block, dtype=np.float64)
+    return booster.predict(block, iteration=iteration)
 
 
 class DaskRanker(Ranker):
@@ -1620,7 +1657,15 @@ class DaskRanker(Ranker):
             if name is None or name == "":  # a name 0 is "0", not valid_0 (as Ranker)
                 name = f"valid_{k}"
             valid.append((name, DaskData(es[0], es[1], vq)))
-        client = self.client or default_client()
+        client = self.client
+        if client is None:
+            try:
+                client = default_client()
+            except ValueError:  # distributed's "No clients found" and three lines of help
+                raise ValueError(
+                    "DaskRanker.fit needs a Dask client: pass client= or start a "
+                    "distributed.Client first (none is running in this process)"
+                ) from None
         init_model = _as_booster(init_model)  # a path may be a pathlib.Path too
         if init_model is not None:
             params.validate()  # n_estimators as given, as Ranker.fit checks it
