@@ -193,6 +193,12 @@ def _normalise_label_scale(
         return None
     if isinstance(spec, Mapping):
         items = list(spec.items())
+    elif isinstance(spec, str) and spec.lstrip()[:1] in ("{", "["):
+        # the CLI passes on, as text, a value that is not JSON (unquoted grades)
+        raise ValueError(
+            f"label_scale={spec!r} is not valid JSON: write a mapping with the grades "
+            "in double quotes, '{\"4\": 3, \"3\": 2}', or a list, '[1, 1, 1, 2, 3]'"
+        )
     elif isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence | np.ndarray):
         raise ValueError(
             f"label_scale={spec!r} must be None, a mapping {{grade: scale}} or a "
