@@ -397,8 +397,15 @@ class Ranker(BaseEstimator):
 
     @property
     def predict_proba(self) -> Callable[..., NDArray[np.float64]]:
-        """Grade probabilities (objective ``mcrank`` only), shape (n_samples, n_grades):
+        """Grade probabilities (objective ``mcrank`` only), shape (n_samples, K + 1):
         ``predict_proba(X, *, iteration=None)``.
+
+        Column ``k`` is grade ``k`` for ``k = 0..K``, ``K`` the largest training grade
+        (``booster_.n_outputs == K + 1``), including grades between that are absent from
+        the training labels (their probability stays near the 1e-6 prior floor); each
+        row sums to 1 and ``predict_proba(X) @ arange(K + 1) == predict(X)``.  A grade
+        above ``K`` (e.g. only in a validation set) has no column.  ``iteration`` as in
+        :meth:`predict` (default: ``best_iteration_``).
 
         For any other objective the attribute does not exist (``hasattr`` is False, as
         scikit-learn's checks expect) and reading it raises an AttributeError naming
