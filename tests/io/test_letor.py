@@ -274,7 +274,8 @@ def test_explicit_query_file(tmp_path):
 def test_sidecar_ignored_when_file_has_qid(tmp_path):
     path = _write(tmp_path, "1 qid:7 1:1\n0 qid:8 1:2\n", "rank.train")
     _write(tmp_path, "2\n", "rank.train.query")
-    np.testing.assert_array_equal(load_svmlight(path).qid, [7, 8])
+    with pytest.warns(UserWarning, match="rank.train.query is not read"):
+        np.testing.assert_array_equal(load_svmlight(path).qid, [7, 8])
 
 
 def test_query_file_with_qid_file_is_an_error(tmp_path):

@@ -52,6 +52,7 @@ import math
 import os
 import re
 import stat
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -194,9 +195,15 @@ def require_qid(data: LetorData, path: str | os.PathLike[str]) -> NDArray[np.int
     """``data.qid``, or :class:`LTRInputError` naming ``path`` when the file gave no
     queries (no ``qid:`` and no ``.query`` file), for callers that rank it."""
     if data.qid is None:
+        spath = os.fsdecode(path)
+        stem = os.path.splitext(spath)[0] + ".query"
+        hint = ""
+        if stem != spath + ".query" and os.path.isfile(stem):
+            # LightGBM's name is the data file's whole name plus .query
+            hint = f" ({stem} is there: name it {spath}.query to have it read)"
         raise LTRInputError(
-            "no qid: on any line and no .query file beside it; queries are required",
-            path=os.fsdecode(path),
+            f"no qid: on any line and no .query file beside it{hint}; queries are required",
+            path=spath,
         )
     return data.qid
 
@@ -1094,6 +1101,7 @@ def _attach_queries(
 ) -> NDArray[np.int64] | None:
     """Apply the ``.query`` convention to a file without ``qid:``."""
     n_rows = row_lines.shape[0]
+    sidecar = path + ".query"
     if qid is not None:
         if query_file is not None:
             raise LTRInputError(
@@ -1103,11 +1111,27 @@ def _attach_queries(
                 path=path,
                 line=int(row_lines[0]),
             )
+        if os.path.lexists(sidecar):
+            # LightGBM reads the sidecar (not qid:); a user who brought both must know
+            # which one defined the queries
+            warnings.warn(
+                f"{sidecar} is not read: {path} has qid: on its lines, which define the queries",
+                stacklevel=3,
+            )
         return qid
     if query_file is None:
-        sidecar = path + ".query"
         if not os.path.isfile(sidecar):
-            return None
+            if not os.path.lexists(sidecar):
+                return None
+            # a folder, a dangling link, a FIFO: an error naming it (not "no .query
+            # file beside it", and not a read that blocks on a FIFO)
+            if os.path.isdir(sidecar):
+                why = "it is a folder"
+            elif not os.path.exists(sidecar):
+                why = "it is a link to a missing file"
+            else:
+                why = "it is not a regular file"
+            raise LTRInputError(f"cannot read the query file: {why}", path=sidecar)
         query_file = sidecar
     qpath = os.fspath(query_file)
     sizes = read_query_file(qpath)

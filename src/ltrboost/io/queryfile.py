@@ -146,7 +146,8 @@ def read_position_file(
 
     Used by ``ltrboost train --unbiased`` (Unbiased LambdaMART).  Blank lines are
     skipped (still counted for line numbers); CRLF and a UTF-8 BOM are accepted.
-    ``n_rows``: the data's row count, which the file must match.  Raises
+    ``n_rows``: the data's row count, which the file must match (an error names the
+    line of the first extra position, or the last position of a short file).  Raises
     :class:`LTRInputError` ``path:line: problem``.
     """
     spath = os.fspath(path)
@@ -167,10 +168,17 @@ def read_position_file(
             line=line,
         ) from None
     positions: list[int] = []
+    last_line = 1  # of the last position read (1 when none)
     for lineno, raw in enumerate(text.split("\n"), start=1):
         token = raw.strip(_WS)
         if not token:
             continue
+        if n_rows is not None and len(positions) == n_rows:
+            raise LTRInputError(
+                f"more positions than the {n_rows} data rows (one per row, in order)",
+                path=spath,
+                line=lineno,
+            )
         if not (token.isascii() and token.isdigit()) or _count(token) < 1:
             raise LTRInputError(
                 f"position {_shorten(token)!r} is not an integer >= 1 (the 1-based "
@@ -186,10 +194,13 @@ def read_position_file(
                 line=lineno,
             )
         positions.append(position)
+        last_line = lineno
     if n_rows is not None and len(positions) != n_rows:
         raise LTRInputError(
-            f"{len(positions)} positions for {n_rows} data rows (one per row, in order)",
+            f"{len(positions)} positions for {n_rows} data rows, the last at this line "
+            "(one per row, in order)",
             path=spath,
+            line=last_line,
         )
     return np.asarray(positions, dtype=np.int64)
 
