@@ -115,3 +115,18 @@ def test_model_bytes_do_not_depend_on_the_thread_count(monkeypatch, tmp_path):
         ).booster_.save_model(path)
         models[n] = path.read_bytes()
     assert models[1] == models[2] == models[-1]
+
+
+def test_data_generator_threads_follow_the_usable_cpus(machine, monkeypatch):
+    # make_ranking_mslr_like's block-filling threads counted os.cpu_count() too.
+    from ltrboost import datasets
+
+    machine({0}, numba_threads=1)
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a thread pool on a 1-CPU process")
+
+    monkeypatch.setattr(datasets, "ThreadPoolExecutor", no_pool)
+    monkeypatch.setattr(datasets, "_BLOCK_ROWS", 50)
+    X, y, qid = datasets.make_ranking_mslr_like(300, docs_per_query=30, random_state=0)
+    assert X.shape[0] == y.shape[0] == qid.shape[0] == 300
