@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 
-import numba
 import numpy as np
 import pytest
 
 import ltrboost.histogram as histogram
 from ltrboost._config import N_HIST_STATS
-from ltrboost._numba import threads
+from ltrboost._numba import _resolve_n_threads as threads_for
+from ltrboost._numba import num_threads, threads
 from ltrboost.histogram import (
     HistogramPool,
     _build_histogram_reference,
@@ -275,7 +275,7 @@ def test_selected_features_only(seed):
 
 
 def _n_threads_options():
-    max_threads = numba.config.NUMBA_NUM_THREADS
+    max_threads = threads_for(None)  # the CPUs this process may use
     return [1, 2] if max_threads >= 2 else [1]
 
 
@@ -290,7 +290,7 @@ def test_independent_of_thread_count(seed):
     results = []
     for n_threads in _n_threads_options():
         with threads(n_threads):
-            assert numba.get_num_threads() == n_threads
+            assert num_threads() == n_threads
             root = _kernel_root(X_binned, g, h, 17)
             brute = _kernel_brute(X_binned, rows, g, h, 17)
             sub = root.copy()
@@ -482,10 +482,10 @@ def test_column_kernel_equals_one_feature_at_a_time_scalar_sums():
 
 
 def test_threads_context_manager_restores():
-    before = numba.get_num_threads()
+    before = num_threads()
     with threads(1):
-        assert numba.get_num_threads() == 1
-    assert numba.get_num_threads() == before
+        assert num_threads() == 1
+    assert num_threads() == before
 
 
 # ---------------------------------------------------------------- pool / reduce

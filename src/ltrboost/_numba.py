@@ -430,38 +430,62 @@ def add_gh1(typingctx, sub, t, b, g, h):
     return sig, codegen
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: ``taskset``, a container's
+    cpuset), not the machine's cores that ``os.cpu_count()`` counts."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
 def _resolve_n_threads(n_threads: int | None) -> int:
     """Map the user's ``n_threads`` to a concrete count.
 
-    None, 0 or a negative number: all cores (LightGBM's 0, scikit-learn's -1); more
-    than the cores (or than ``NUMBA_NUM_THREADS``): capped.  Not an integer (``1.5``,
+    None, 0 or a negative number: all the CPUs this process may use (LightGBM's 0,
+    scikit-learn's -1); more than those (or than ``NUMBA_NUM_THREADS``, which joblib's
+    workers set to their share of the cores): capped.  Not an integer (``1.5``,
     ``True``): ValueError.
     """
     if n_threads is not None and (
         isinstance(n_threads, bool) or not isinstance(n_threads, int | np.integer)
     ):
         raise ValueError(f"n_threads={n_threads!r} must be an integer or None")
-    max_threads = numba.config.NUMBA_NUM_THREADS
+    limit = max(1, min(usable_cpus(), numba.config.NUMBA_NUM_THREADS))
     if n_threads is None or n_threads <= 0:
-        cpu = os.cpu_count() or 1
-        return max(1, min(cpu, max_threads))
-    return max(1, min(int(n_threads), max_threads))
+        return limit
+    return max(1, min(int(n_threads), limit))
+
+
+# The thread count of the drivers below, per calling thread.  Kept here rather than
+# in Numba's ``set_num_threads``: no kernel of the package is a parfor, and setting
+# Numba's count starts Numba's OpenMP pool in the user's process, after which a child
+# it forks is killed as soon as it runs any Numba parallel function ("fork() called
+# from a process already using GNU OpenMP").
+_thread_count = threading.local()
+
+
+def num_threads() -> int:
+    """The thread count :func:`threads` set in this thread (default: all usable CPUs)."""
+    n = getattr(_thread_count, "n", None)
+    return _resolve_n_threads(None) if n is None else n
 
 
 @contextlib.contextmanager
 def threads(n_threads: int | None) -> Iterator[int]:
-    """Run the body with ``n_threads`` Numba threads and restore the previous count.
+    """Run the body with ``n_threads`` threads and restore the previous count (of this
+    thread; Numba's own thread count is left alone).
 
     Results of every kernel in the package do not depend on the thread count: parallel
     loops write disjoint outputs and reductions are done in a fixed order.
     """
-    previous = numba.get_num_threads()
+    previous = getattr(_thread_count, "n", None)
     n = _resolve_n_threads(n_threads)
-    numba.set_num_threads(n)
+    _thread_count.n = n
     try:
         yield n
     finally:
-        numba.set_num_threads(previous)
+        _thread_count.n = previous
 
 
 # ------------------------------------------------- thread driver over queries
@@ -518,7 +542,7 @@ def over_queries(
     min_docs_per_thread: int | None = None,
 ) -> None:
     """Run ``kernel_range(q0, q1, *args)`` for all queries, on up to
-    ``numba.get_num_threads()`` threads (the count :func:`threads` set).
+    ``num_threads()`` threads (the count :func:`threads` set).
 
     ``kernel_range`` must be a ``nogil`` kernel whose queries are independent (each
     writes only its own outputs), so the result does not depend on the split.
@@ -529,7 +553,7 @@ def over_queries(
     n_docs = int(query_offsets[-1])
     if min_docs_per_thread is None:
         min_docs_per_thread = MIN_DOCS_PER_THREAD
-    n_threads = min(numba.get_num_threads(), n_docs // max(min_docs_per_thread, 1))
+    n_threads = min(num_threads(), n_docs // max(min_docs_per_thread, 1))
     blocks = query_blocks(query_offsets, n_threads)
     if len(blocks) == 1:
         kernel_range(0, n_queries, *args)
@@ -550,7 +574,7 @@ def over_rows(
     blocks_per_thread: int = 1,
 ) -> None:
     """Run ``kernel_range(r0, r1, *args)`` for rows ``0..n_rows`` in contiguous blocks
-    (starts multiples of ``align``) on up to ``numba.get_num_threads()`` threads; rows
+    (starts multiples of ``align``) on up to ``num_threads()`` threads; rows
     must be independent, as for :func:`over_queries`.
 
     ``blocks_per_thread > 1`` cuts the rows into that many blocks per thread, which the
@@ -560,7 +584,7 @@ def over_rows(
     n_rows = int(n_rows)
     if n_rows <= 0:
         return
-    n_threads = min(numba.get_num_threads(), n_rows // max(min_rows_per_thread, 1))
+    n_threads = min(num_threads(), n_rows // max(min_rows_per_thread, 1))
     if n_threads <= 1:
         kernel_range(0, n_rows, *args)
         return

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -65,7 +64,7 @@ _QUERY_OFFSET_SCALE = 0.8
 # sizes are int64, and no memory holds 2**62 values.
 _MAX_VALUES = 2**62
 
-# Threads filling blocks (0: one per core, at most 8).  The output does not depend on it
+# Threads filling blocks (0: one per usable CPU, at most 8).  The output does not depend on it
 # (each block has its own seeded stream); tests set it to prove that.
 _MAX_THREADS = 0
 
@@ -583,7 +582,9 @@ def _generate(
         if missing_rate > 0.0:
             Xb[brng.random((bs, n_features), dtype=np.float32) < missing_rate] = np.nan
 
-    n_workers = min(len(starts), _MAX_THREADS or os.cpu_count() or 1, 8)
+    from ltrboost._numba import usable_cpus
+
+    n_workers = min(len(starts), _MAX_THREADS or usable_cpus(), 8)
     if n_workers <= 1:
         for block in range(len(starts)):
             fill_block(block)

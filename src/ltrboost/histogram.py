@@ -59,12 +59,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import INDEX_DTYPE, N_HIST_STATS, SUM_DTYPE
-from ltrboost._numba import add_gh1, inline_kernel, kernel, over_rows, prefetch
+from ltrboost._numba import add_gh1, inline_kernel, kernel, num_threads, over_rows, prefetch
 from ltrboost.pair_csr import PairCSR, pairs_to_csr
 from ltrboost.splitting import SplitInfo, split_indices
 from ltrboost.tree import add_leaf_values, predict_binned_tree
@@ -206,7 +205,7 @@ def build_histogram(
         _gather(sample_indices, gradients, hessians, og, oh)
     if X_rows is not None:
         n_features = X_rows.shape[1]
-        n_blocks = min(n_features, ROW_BLOCKS_PER_THREAD * numba.get_num_threads())
+        n_blocks = min(n_features, ROW_BLOCKS_PER_THREAD * num_threads())
         block = -(-n_features // n_blocks)
         if n * n_features < PARALLEL_MIN_WORK:
             _histogram_rows_body(X_rows, sample_indices, og, oh, 0, n_features, hist_out, nbins)
@@ -301,10 +300,10 @@ def build_pair_histogram(
     walk = (*walked, pairs.offset, pairs.rho)
     kernel = _pair_walk if X_rows is None else _pair_walk_rows
     X = X_binned if X_rows is None else X_rows
-    if n_pairs * n_sel < PARALLEL_MIN_WORK or numba.get_num_threads() == 1:
+    if n_pairs * n_sel < PARALLEL_MIN_WORK or num_threads() == 1:
         kernel(X, *walk, feature_indices, 0, n_sel, missing_bin, PAIR_CHUNK, out)
         return
-    n_blocks = min(-(-n_sel // 4), 2 * numba.get_num_threads())
+    n_blocks = min(-(-n_sel // 4), 2 * num_threads())
     block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_walk4
     over_rows(
         lambda k0, k1: kernel(X, *walk, feature_indices, k0, k1, missing_bin, PAIR_CHUNK, out),
@@ -342,7 +341,7 @@ def split_node_pairs(
     row_sums = np.empty(n, dtype=np.float64)
     args = (mid, pairs.ptr, pairs.offset, pairs.rho, live, cross, col, bin_idx)
     tail = (missing_left, missing_bin, longest, row_sums)
-    if n_pairs < PAIR_SPLIT_PARALLEL or numba.get_num_threads() == 1:
+    if n_pairs < PAIR_SPLIT_PARALLEL or num_threads() == 1:
         n_l, n_r, n_x = _split_node_pairs_body(rows, 0, n, *args, *tail)
     else:
         parts: list[tuple[int, int, int]] = []
@@ -395,7 +394,7 @@ def build_pair_mass_histogram(
         if n * n_features < PARALLEL_MIN_WORK:
             _pair_mass_rows_body(X_rows, rows, o, 0, n_features, out)
         else:
-            n_blocks = min(n_features, 2 * numba.get_num_threads())
+            n_blocks = min(n_features, 2 * num_threads())
             over_rows(
                 lambda f0, f1: _pair_mass_rows_body(X_rows, rows, o, f0, f1, out),
                 n_features,

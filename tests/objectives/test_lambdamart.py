@@ -9,6 +9,7 @@ import numba
 import numpy as np
 import pytest
 
+from ltrboost._numba import threads
 from ltrboost.dataset import RankingDataset
 from ltrboost.objectives.lambdamart import (
     LambdaMART,
@@ -381,16 +382,12 @@ def test_pair_terms_conserve_total_hessian_with_document_weights():
 def test_same_result_for_any_thread_count(pair_method):
     data, s = make_data(0, sizes=[7] * 40 + [1, 30])
     obj = LambdaMART(pair_method=pair_method, lambda_metric="err", random_state=3)
-    prev = numba.get_num_threads()
-    try:
-        results = []
-        for n_threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
-            numba.set_num_threads(n_threads)
+    results = []
+    for n_threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+        with threads(n_threads):
             g, h = grad_hess(obj, s, data, iteration=5)
             pt = obj.pair_terms(s, data, iteration=5)
             results.append((g, h, pt, obj.loss(s, data, iteration=5)))
-    finally:
-        numba.set_num_threads(prev)
     for g, h, pt, loss in results[1:]:
         np.testing.assert_array_equal(g, results[0][0])
         np.testing.assert_array_equal(h, results[0][1])
