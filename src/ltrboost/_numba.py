@@ -44,6 +44,8 @@ from numba.core import cgutils
 from numba.core import event as _numba_event
 from numba.extending import intrinsic
 
+from ltrboost._warmup import _usable_cpus  # stdlib only: no Numba there
+
 logger = logging.getLogger("ltrboost")
 
 # Idle OpenMP threads sleep instead of spinning.  GNU libgomp lets a thread spin for
@@ -430,15 +432,6 @@ def add_gh1(typingctx, sub, t, b, g, h):
     return sig, codegen
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity: ``taskset``, a container's
-    cpuset), not the machine's cores that ``os.cpu_count()`` counts."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
-
-
 def _resolve_n_threads(n_threads: int | None) -> int:
     """Map the user's ``n_threads`` to a concrete count.
 
@@ -451,7 +444,7 @@ def _resolve_n_threads(n_threads: int | None) -> int:
         isinstance(n_threads, bool) or not isinstance(n_threads, int | np.integer)
     ):
         raise ValueError(f"n_threads={n_threads!r} must be an integer or None")
-    limit = max(1, min(usable_cpus(), numba.config.NUMBA_NUM_THREADS))
+    limit = max(1, min(_usable_cpus(), numba.config.NUMBA_NUM_THREADS))
     if n_threads is None or n_threads <= 0:
         return limit
     return max(1, min(int(n_threads), limit))

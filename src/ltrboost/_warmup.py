@@ -224,9 +224,12 @@ def _other_runnable_tasks() -> int | None:
 
 
 def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: ``taskset``, a container's
+    cpuset), not the machine's cores that ``os.cpu_count()`` counts.  Here, without
+    Numba, for the helper's decision; :mod:`ltrboost._numba` sizes its threads with it."""
     try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
         return os.cpu_count() or 1
 
 

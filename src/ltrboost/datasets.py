@@ -582,9 +582,9 @@ def _generate(
         if missing_rate > 0.0:
             Xb[brng.random((bs, n_features), dtype=np.float32) < missing_rate] = np.nan
 
-    from ltrboost._numba import usable_cpus
+    from ltrboost._warmup import _usable_cpus
 
-    n_workers = min(len(starts), _MAX_THREADS or usable_cpus(), 8)
+    n_workers = min(len(starts), _MAX_THREADS or _usable_cpus(), 8)
     if n_workers <= 1:
         for block in range(len(starts)):
             fill_block(block)
