@@ -2016,6 +2016,7 @@ def _count(n: int, noun: str) -> str:
 # ------------------------------------------------------------------------- generate
 def cmd_convert(args: argparse.Namespace) -> int:
     """LETOR -> query-partitioned Parquet (format: :mod:`ltrboost.io.parquet`)."""
+    from ltrboost.io.letor import width_error_as
     from ltrboost.io.parquet import letor_to_parquet, require_pyarrow
 
     if args.n_features is not None and args.n_features < 0:  # named as the flag
@@ -2038,18 +2039,17 @@ def cmd_convert(args: argparse.Namespace) -> int:
             n_features=args.n_features,
         )
     except LTRInputError as e:  # the reader's remedies in convert's flags, not Python's
-        problem = e.problem
         wide = getattr(e, "width_guard", None)
-        if wide is not None and "If it is intended" in problem:
-            problem = problem[: problem.index("If it is intended")]
+        if wide is not None and "If it is intended" in e.problem:
+            problem = e.problem[: e.problem.index("If it is intended")]
             problem += f"If it is intended, give --n-features {wide}"
-        elif problem.startswith("feature index ") and " n_features=" in problem:
-            problem = problem.replace(" n_features=", " --n-features=")
-        if problem == e.problem:
+            raise LTRInputError(problem, path=e.path, line=e.line) from None
+        n = args.n_features
+        reworded = None if n is None else width_error_as(e, n, f"is larger than --n-features={n}")
+        if reworded is None:
             raise
-        raise LTRInputError(problem, path=e.path, line=e.line) from None
-    n = len(files)
-    print(f"wrote {n} Parquet file{'' if n == 1 else 's'} to {args.output}", file=sys.stderr)
+        raise reworded from None
+    print(f"wrote {_count(len(files), 'Parquet file')} to {args.output}", file=sys.stderr)
     return 0
 
 
