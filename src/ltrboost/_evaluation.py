@@ -100,9 +100,10 @@ def warn_if_early_stopping_blind(params, objective, valid_sets) -> None:
     y, offsets = getattr(vs, "y", None), getattr(vs, "query_offsets", None)
     if y is None or offsets is None or np.asarray(y).shape[0] == 0:
         return  # refused later, naming the set
-    y, offsets = np.asarray(y, dtype=np.float64), np.asarray(offsets)
-    starts = offsets[:-1][np.diff(offsets) > 0]  # reduceat over the non-empty queries
-    if (np.maximum.reduceat(y, starts) != np.minimum.reduceat(y, starts)).any():
+    from ltrboost.booster import query_label_range
+
+    top, bottom = query_label_range(y, offsets).T  # an empty query: equal, or (-inf, inf)
+    if (top > bottom).any():
         return
     warnings.warn(
         f"validation set {name!r} (the first eval_set, or --valid on the command line) "
