@@ -1582,7 +1582,9 @@ def _predict_frame(df, booster, iteration):
 
 def _predict_block(block, booster, iteration):
     """One chunk's scores; a SciPy sparse chunk as ``Booster.predict`` takes one."""
-    if not (hasattr(block, "tocsr") and hasattr(block, "nnz")):
+    from ltrboost.binning import is_sparse
+
+    if not is_sparse(block):
         block = np.asarray(block, dtype=np.float64)
     return booster.predict(block, iteration=iteration)
 
