@@ -161,7 +161,9 @@ class Booster:
         from ltrboost.dataset import as_feature_matrix
 
         X, _ = as_feature_matrix(X, self.feature_names, keep_sparse=True)
-        if self.missing == "nan" and hasattr(X, "nnz"):
+        from ltrboost.binning import is_sparse
+
+        if self.missing == "nan" and is_sparse(X):
             import warnings
 
             warnings.warn(
