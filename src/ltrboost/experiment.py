@@ -257,39 +257,11 @@ def run_experiment(
         ``["NULL"]`` for LETOR 3.0's "Feature-null" files).
     """
     check_report_folder(output)
-    if patience is not None and int(patience) < 1:
-        raise ValueError(f"patience={patience} must be >= 1 or None")
-    if max_trees is not None and int(max_trees) < 1:
-        raise ValueError(f"max_trees={max_trees} must be >= 1 or None (the paper's caps)")
-    # a value given twice is one cell, trained once
-    systems, criteria = _distinct(systems), _distinct(criteria)
-    unknown = sorted(set(systems) - set(SYSTEMS))
-    if unknown:
-        raise ValueError(f"systems {unknown} are not among {SYSTEMS}")
-    grids = {
-        s: (_distinct(_leaf_count(v) for v in g[0]), _distinct(float(v) for v in g[1]))
-        for s, g in (system_grids or {}).items()
-    }
-    for name, given in (("system_grids", grids), ("system_params", system_params or {})):
-        not_run = sorted(set(given) - set(systems))
-        if not_run:
-            raise ValueError(
-                f"{name} names {not_run}, not among this run's systems {list(systems)}"
-            )
-    leaves = _distinct(_leaf_count(v) for v in leaves)
-    learning_rates = _distinct(float(v) for v in learning_rates)
-    for name, values in (("systems", systems), ("criteria", criteria)):
-        if not values:
-            raise ValueError(f"{name} is empty: the grid has no cell")
-    for s in systems:
-        for name, values in zip(
-            ("leaves", "learning_rates"), grids.get(s, (leaves, learning_rates)), strict=True
-        ):
-            if not values:
-                raise ValueError(f"{name} of {s} is empty: the grid has no cell")
-    from ltrboost.booster import train
-    from ltrboost.dataset import make_dataset
-    from ltrboost.io.letor import _check_na_values, load_svmlight, require_qid
+    systems, criteria, leaves, learning_rates, grids = _checked_grid(
+        systems, criteria, leaves, learning_rates, max_trees, patience, system_grids,
+        system_params,
+    )  # fmt: skip
+    from ltrboost.io.letor import _check_na_values
     from ltrboost.params import BoosterParams
 
     na_tokens = sorted(set(_check_na_values(na_values)))
@@ -317,33 +289,46 @@ def run_experiment(
             **(system_params or {}).get(cell.system, {}),
         )
 
+    def settings(cell: Cell) -> dict:
+        return {
+            "max_trees": max_trees or DEFAULT_TREES.get(cell.system, 1000),
+            "patience": patience,
+            "growth": growth,
+            "min_samples_leaf": min_samples_leaf,
+            **(system_params or {}).get(cell.system, {}),
+            # the values read as missing change the data (recorded only when given, so
+            # that cells from before it was recorded resume)
+            **({"na_values": na_tokens} if na_tokens else {}),
+        }
+
     # every cell's parameters checked before the first one trains (hours, on real data)
     for c in cells:
         cell_params(c).validate()
     cells_dir = os.path.join(output, "cells")
-    # a run that cannot complete (a fold it cannot read) leaves no empty folder behind
-    with report_folder(cells_dir):
+    fold_paths = {f[0]: f[1:] for f in folds}
 
-        def settings(cell: Cell) -> dict:
-            return {
-                "max_trees": max_trees or DEFAULT_TREES.get(cell.system, 1000),
-                "patience": patience,
-                "growth": growth,
-                "min_samples_leaf": min_samples_leaf,
-                **(system_params or {}).get(cell.system, {}),
-                # the values read as missing change the data (recorded only when given, so
-                # that cells from before it was recorded resume)
-                **({"na_values": na_tokens} if na_tokens else {}),
-            }
-
-        fold_paths = {f[0]: f[1:] for f in folds}
+    def check_cells(during: bool) -> list[Cell]:
+        """The cells still to train; those finished must match this run (``during``:
+        checked again after the run, whose cells another run may have replaced)."""
         todo = []
         for c in cells:
             path = os.path.join(cells_dir, c.key + ".json")
-            if not os.path.exists(path):
+            if not during and not os.path.exists(path):
                 todo.append(c)
                 continue
-            _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
+            try:
+                _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
+            except ValueError as e:
+                if not during:
+                    raise
+                raise ValueError(
+                    f"{e} (it changed during this run: another run writes to {output}?)"
+                ) from None
+        return todo
+
+    # a run that cannot complete (a fold it cannot read) leaves no empty folder behind
+    with report_folder(cells_dir):
+        todo = check_cells(during=False)
         # one fold's cells together: its files are read once (seconds at 200k documents)
         fold_rank = {f[0]: k for k, f in enumerate(folds)}
         todo.sort(key=lambda c: fold_rank[c.fold])
@@ -360,44 +345,14 @@ def run_experiment(
             )
         # closed before an error is reported, so that the error gets its own line
         with bar if bar is not None else contextlib.nullcontext():
-            data_cache: dict[str, tuple] = {}
-            for cell in todo:
-                if cell.fold not in data_cache:
-                    tr_p, va_p, te_p = fold_paths[cell.fold]
-                    tr = load_svmlight(tr_p, na_values=na_values)
-                    va, te = (
-                        load_at_training_width(p, tr.X.shape[1], tr_p, na_values)
-                        for p in (va_p, te_p)
-                    )
-                    data_cache.clear()
-                    data_cache[cell.fold] = tuple(
-                        make_dataset(d.X, d.y, qid=require_qid(d, p))
-                        for d, p in zip((tr, va, te), (tr_p, va_p, te_p), strict=True)
-                    )
-                tr_ds, va_ds, te_ds = data_cache[cell.fold]
-                params = cell_params(cell)
-                t0 = time.perf_counter()
-                booster = train(params, tr_ds, [("vali", va_ds), ("test", te_ds)])
-                seconds = time.perf_counter() - t0
-                vali_ndcg = booster.evals_result["vali"]["ndcg@10"]
-                best = int(np.argmax(vali_ndcg))
-                obj = booster._objective_instance()
-                raw = booster.predict_raw(tr_ds.X, iteration=booster.n_iterations)
-                try:
-                    final_loss = float(obj.loss(raw[0] if raw.shape[0] == 1 else raw, tr_ds))
-                except NotImplementedError:
-                    final_loss = float("nan")
+            datasets: tuple = ()
+            for k, cell in enumerate(todo):
+                if k == 0 or todo[k - 1].fold != cell.fold:
+                    datasets = ()  # the previous fold's data freed before reading the next
+                    datasets = _fold_datasets(fold_paths[cell.fold], na_values)
                 result = {
                     "cell": cell.__dict__,
-                    "seconds": seconds,
-                    "best_iteration": best + 1,
-                    "test_at_best": {m: booster.evals_result["test"][m][best] for m in METRICS},
-                    "curves": {
-                        split: {m: booster.evals_result[split][m] for m in METRICS}
-                        for split in ("vali", "test")
-                    },
-                    "final_train_loss": final_loss,
-                    "n_trees": booster.n_iterations,
+                    **_train_cell(cell_params(cell), datasets),
                     "settings": settings(cell),
                     "data": data_sizes(fold_paths[cell.fold]),
                 }
@@ -406,15 +361,90 @@ def run_experiment(
                     bar.update(1)
         # a run started meanwhile with the same output (the default folder, say) and other
         # settings replaces cells: the report must not mix them unawares
-        for c in cells:
-            path = os.path.join(cells_dir, c.key + ".json")
-            try:
-                _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
-            except ValueError as e:
-                raise ValueError(
-                    f"{e} (it changed during this run: another run writes to {output}?)"
-                ) from None
+        check_cells(during=True)
         return write_report(output, cells)
+
+
+def _checked_grid(
+    systems, criteria, leaves, learning_rates, max_trees, patience, system_grids, system_params
+) -> tuple[list, list, list, list, dict]:
+    """:func:`run_experiment`'s grid without repeats (a value given twice is one cell,
+    trained once), checked before any data is read: ``(systems, criteria, leaves,
+    learning_rates, {system: (leaves, learning_rates)})``."""
+    if patience is not None and int(patience) < 1:
+        raise ValueError(f"patience={patience} must be >= 1 or None")
+    if max_trees is not None and int(max_trees) < 1:
+        raise ValueError(f"max_trees={max_trees} must be >= 1 or None (the paper's caps)")
+    systems, criteria = _distinct(systems), _distinct(criteria)
+    unknown = sorted(set(systems) - set(SYSTEMS))
+    if unknown:
+        raise ValueError(f"systems {unknown} are not among {SYSTEMS}")
+    grids = {
+        s: (_distinct(_leaf_count(v) for v in g[0]), _distinct(float(v) for v in g[1]))
+        for s, g in (system_grids or {}).items()
+    }
+    for name, given in (("system_grids", grids), ("system_params", system_params or {})):
+        not_run = sorted(set(given) - set(systems))
+        if not_run:
+            raise ValueError(
+                f"{name} names {not_run}, not among this run's systems {list(systems)}"
+            )
+    leaves = _distinct(_leaf_count(v) for v in leaves)
+    learning_rates = _distinct(float(v) for v in learning_rates)
+    for name, values in (("systems", systems), ("criteria", criteria)):
+        if not values:
+            raise ValueError(f"{name} is empty: the grid has no cell")
+    for s in systems:
+        for name, values in zip(
+            ("leaves", "learning_rates"), grids.get(s, (leaves, learning_rates)), strict=True
+        ):
+            if not values:
+                raise ValueError(f"{name} of {s} is empty: the grid has no cell")
+    return systems, criteria, leaves, learning_rates, grids
+
+
+def _fold_datasets(paths: Sequence[str], na_values: Sequence[str] | None) -> tuple:
+    """A fold's ``(train, vali, test)`` datasets; validation and test are read at the
+    training file's width."""
+    from ltrboost.dataset import make_dataset
+    from ltrboost.io.letor import load_svmlight, require_qid
+
+    tr_p, va_p, te_p = paths
+    tr = load_svmlight(tr_p, na_values=na_values)
+    va, te = (load_at_training_width(p, tr.X.shape[1], tr_p, na_values) for p in (va_p, te_p))
+    return tuple(
+        make_dataset(d.X, d.y, qid=require_qid(d, p))
+        for d, p in zip((tr, va, te), (tr_p, va_p, te_p), strict=True)
+    )
+
+
+def _train_cell(params: Any, datasets: tuple) -> dict:
+    """Train one cell on its fold's ``(train, vali, test)``: the record's measured part
+    (time, best iteration by validation NDCG@10, curves, final training loss)."""
+    from ltrboost.booster import train
+
+    tr_ds, va_ds, te_ds = datasets
+    t0 = time.perf_counter()
+    booster = train(params, tr_ds, [("vali", va_ds), ("test", te_ds)])
+    seconds = time.perf_counter() - t0
+    best = int(np.argmax(booster.evals_result["vali"]["ndcg@10"]))
+    obj = booster._objective_instance()
+    raw = booster.predict_raw(tr_ds.X, iteration=booster.n_iterations)
+    try:
+        final_loss = float(obj.loss(raw[0] if raw.shape[0] == 1 else raw, tr_ds))
+    except NotImplementedError:
+        final_loss = float("nan")
+    return {
+        "seconds": seconds,
+        "best_iteration": best + 1,
+        "test_at_best": {m: booster.evals_result["test"][m][best] for m in METRICS},
+        "curves": {
+            split: {m: booster.evals_result[split][m] for m in METRICS}
+            for split in ("vali", "test")
+        },
+        "final_train_loss": final_loss,
+        "n_trees": booster.n_iterations,
+    }
 
 
 def _leaf_count(v: Any) -> int:
