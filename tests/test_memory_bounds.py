@@ -363,3 +363,62 @@ def test_resume_with_unused_columns_equals_uninterrupted() -> None:
     half = train(dict(p, n_estimators=2), ds)
     resumed = train(p, make_dataset(Xw, y, qid=qid), init_model=half)
     assert [t.tobytes() for t in resumed.trees] == [t.tobytes() for t in full.trees]
+
+
+def test_ole_topk_warns_in_round_one_when_a_later_round_can_go_over(monkeypatch) -> None:
+    """``topk`` pairs follow the scores: round 1 (all scores 0, the first document on
+    top) holds 1 pair of the query below, a ranking with its relevant document first
+    holds 9.  With a limit of 5 such a round stops training with an error, so round 1
+    warns, naming the bound (the error came after hours on real data, unannounced)."""
+    from ltrboost.objectives.registry import get_objective
+    from ltrboost.params import ParameterWarning
+
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", "5")
+    X = np.arange(10, dtype=np.float64)[:, None]
+    y = np.r_[np.zeros(9), 1.0]
+    ds = make_dataset(X, y, qid=np.zeros(10, dtype=np.int64))
+    params = dict(
+        objective="lambdamart", split_criterion="ole", pair_method="topk",
+        truncation_level=1, min_samples_leaf=1,
+    )  # fmt: skip
+    with pytest.warns(ParameterWarning, match=r"round 1 holds 1 pairs.*up to 9 \(~"):
+        train(dict(params, n_estimators=2), ds)
+    obj = get_objective("lambdamart", pair_method="topk", truncation_level=1)
+    obj.prepare(ds)
+    with pytest.raises(ValueError, match=r"9 pairs .* in round 2"):
+        obj.ole_pairs(X[:, 0], ds, iteration=1)
+    # no warning where no round can hold more pairs than the limit
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", "9")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ParameterWarning)
+        train(dict(params, n_estimators=2), ds)
+        train(dict(params, pair_method="all", truncation_level=None, n_estimators=2), ds)
+        train(dict(params, objective="ranknet", pair_method="all", truncation_level=None), ds)
+
+
+def test_ole_pair_bound_is_above_every_rounds_count() -> None:
+    """:func:`ole_pair_bound` against the pairs the engine holds in rounds with other
+    scores, for each pair method, YetiRank and explicit pairs."""
+    from ltrboost.objectives.pair_engine import ole_pair_bound
+    from ltrboost.objectives.registry import get_objective
+
+    rng = np.random.default_rng(3)
+    qid = np.repeat(np.arange(6), rng.integers(1, 12, 6))
+    y = rng.integers(0, 4, qid.shape[0]).astype(np.float64)
+    y[qid == 2] = 1.0  # a query with one grade has no pairs
+    ds = make_dataset(rng.normal(size=(qid.shape[0], 2)), y, qid=qid)
+    for name, kw in [
+        ("lambdamart", dict(pair_method="topk", truncation_level=2)),
+        ("lambdamart", dict(pair_method="all")),
+        ("ranknet", dict(pair_method="topk", truncation_level=3)),
+        ("ranknet", dict(pair_method="sampled", pairs_per_sample=2)),
+        ("yetirank", dict(permutations=3)),
+    ]:
+        obj = get_objective(name, **kw)
+        obj.prepare(ds)
+        bound = ole_pair_bound(ds, obj)
+        counts = [
+            len(obj.ole_pairs(rng.normal(size=qid.shape[0]) * s, ds, iteration=t).rho)
+            for t, s in enumerate([0.0, 1.0, 10.0, 100.0] * 3)
+        ]
+        assert max(counts) <= bound, (name, kw, counts, bound)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -71,7 +72,7 @@ from ltrboost.objectives.pair_selection import (
     query_seed_base,
 )
 from ltrboost.objectives.preferences import check_pair_sources, explicit_pairs
-from ltrboost.params import ParameterError
+from ltrboost.params import ParameterError, ParameterWarning
 
 METRIC_NONE = 0  # |dZ| = 1: RankNet, RankBoost
 METRIC_NDCG = 1
@@ -370,20 +371,8 @@ class PairwiseObjective(Objective):
         return self._pair_terms(scores, reference_scores, data, iteration)
 
 
-def _check_ole_pair_count(
-    counts: NDArray[np.int64], data: RankingDataset, objective: Any, iteration: int = 0
-) -> None:
-    """Refuse to hold more than ``pair_selection.max_ole_pairs()`` pairs (OLE), naming
-    the query with the most pairs, the round (``topk`` pairs, a bag and YetiRank's draws
-    change from round to round) and what to change, given ``objective``'s settings."""
-    total = int(counts.sum())
-    limit = _pair_selection.max_ole_pairs()
-    if total <= limit:
-        return
-    q = int(np.argmax(counts))
-    name = data.query_ids[q] if data.query_ids is not None else q
-    n_q = int(data.query_offsets[q + 1] - data.query_offsets[q])
-    when = f" in round {iteration + 1} (the pairs follow the scores and bag)" if iteration else ""
+def _fewer_pairs_advice(objective: Any) -> str:
+    """What lowers ``objective``'s OLE pair count, as the start of a sentence."""
     if objective.name == "yetirank":
         advice = f"Lower permutations={objective.params['permutations']}"
     elif objective._method == PAIR_TOPK:
@@ -395,11 +384,93 @@ def _check_ole_pair_count(
         )
     else:
         advice = "Use pair_method='topk' with a truncation_level, pair_method='sampled'"
+    return advice
+
+
+def _check_ole_pair_count(
+    counts: NDArray[np.int64], data: RankingDataset, objective: Any, iteration: int = 0
+) -> None:
+    """Refuse to hold more than ``pair_selection.max_ole_pairs()`` pairs (OLE), naming
+    the query with the most pairs, the round (``topk`` pairs, a bag and YetiRank's draws
+    change from round to round) and what to change, given ``objective``'s settings; in
+    the first round, warn when a later round could go over (:func:`ole_pair_bound`)."""
+    total = int(counts.sum())
+    limit = _pair_selection.max_ole_pairs()
+    if total <= limit:
+        if iteration == 0:
+            _warn_later_rounds_over(total, limit, data, objective)
+        return
+    q = int(np.argmax(counts))
+    name = data.query_ids[q] if data.query_ids is not None else q
+    n_q = int(data.query_offsets[q + 1] - data.query_offsets[q])
+    when = f" in round {iteration + 1} (the pairs follow the scores and bag)" if iteration else ""
     raise ParameterError(
         f"split_criterion='ole' holds every pair of a round in memory: {total} pairs "
         f"(~{total * 22 / 2**30:.1f} GiB){when} are over the limit of {limit} "
         f"($LTRBOOST_MAX_OLE_PAIRS); query {name} alone has {int(counts[q])} pairs "
-        f"({n_q} documents). {advice}, or split_criterion='newton' ({objective.name})"
+        f"({n_q} documents). {_fewer_pairs_advice(objective)}, or "
+        f"split_criterion='newton' ({objective.name})"
+    )
+
+
+def ole_pair_bound(data: RankingDataset, objective: Any) -> int:
+    """An upper bound of the pairs any round of ``objective`` can hold for OLE on
+    ``data``: per query the fewer of the pair method's slots and the label pairs (two
+    different grades; YetiRank: ``permutations * (n - 1)``), plus the explicit pairs."""
+    offsets = data.query_offsets
+    sizes = np.diff(offsets)
+    labels = data.y
+    if (
+        labels is None
+        or data.n_queries == 0
+        or getattr(objective, "_use_label_pairs", None) is False
+    ):
+        differing = np.zeros(data.n_queries, dtype=np.int64)
+    else:
+        # pairs of different grades: (n^2 - sum over grades of count^2) / 2
+        q = np.repeat(np.arange(data.n_queries), sizes)
+        order = np.lexsort((labels, q))
+        ql, yl = q[order], labels[order]
+        starts = np.flatnonzero(np.r_[True, (ql[1:] != ql[:-1]) | (yl[1:] != yl[:-1])])
+        runs = np.diff(np.r_[starts, ql.shape[0]])
+        same = np.bincount(
+            ql[starts], weights=runs.astype(np.float64) ** 2, minlength=data.n_queries
+        )
+        differing = ((sizes.astype(np.float64) ** 2 - same) // 2).astype(np.int64)
+    if objective.name == "yetirank":
+        slots = int(objective.params["permutations"]) * np.maximum(sizes - 1, 0)
+    elif objective._method == PAIR_SAMPLED:
+        slots = np.where(differing > 0, objective._pairs_per_sample * sizes, 0)
+        differing = slots
+    else:
+        # max_pairs_one_query for every query: k outer ranks, each paired with the later
+        k = np.maximum(sizes - 1, 0)
+        trunc = int(objective._truncation)
+        if objective._method == PAIR_TOPK and trunc > 0:
+            k = np.minimum(k, trunc)
+        slots = k * (sizes - 1) - k * (k - 1) // 2
+    bound = int(np.minimum(slots, differing).sum())
+    if data.pairs is not None and getattr(objective, "uses_preference_pairs", False):
+        bound += len(data.pairs)
+    return bound
+
+
+def _warn_later_rounds_over(total: int, limit: int, data: RankingDataset, objective: Any) -> None:
+    """Warn, in round 1, when a later round's pairs may go over the OLE limit (``topk``
+    pairs follow the scores, bags and YetiRank's draws change): the error would come
+    after hours of training."""
+    bound = ole_pair_bound(data, objective)
+    if bound <= limit:
+        return
+    warnings.warn(
+        f"split_criterion='ole' holds every pair of a round in memory: round 1 holds "
+        f"{total} pairs, but the pairs follow the scores and bag, and a later round may "
+        f"hold up to {bound} (~{bound * 22 / 2**30:.1f} GiB), over the limit of {limit} "
+        "($LTRBOOST_MAX_OLE_PAIRS); such a round stops training with an error. "
+        f"{_fewer_pairs_advice(objective)}, or split_criterion='newton' "
+        f"({objective.name})",
+        ParameterWarning,
+        stacklevel=2,
     )
 
 
