@@ -11,7 +11,7 @@ import numba
 import numpy as np
 import pytest
 
-from ltrboost import _numba
+from ltrboost import _numba, _warmup
 
 
 @pytest.fixture
@@ -22,6 +22,9 @@ def machine(monkeypatch):
         monkeypatch.setattr(os, "cpu_count", lambda: 8)
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(cpus), raising=False)
         monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", numba_threads)
+        # the default also follows OMP_NUM_THREADS and a cgroup CPU quota: not the host's
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        monkeypatch.setattr(_warmup, "_cgroup_cpu_quota", lambda: None)
 
     return set_up
 

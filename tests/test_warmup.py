@@ -218,6 +218,7 @@ def test_helper_starts_once_at_the_first_compilation_and_stops_with_the_command(
 ) -> None:
     monkeypatch.setenv(_warmup.ENV_SWITCH, "1")
     monkeypatch.setattr(_warmup, "_first_kernel_uncached", lambda profile: False)
+    monkeypatch.setattr(_warmup, "_cgroup_cpu_quota", lambda: None)  # not the host's quota
     monkeypatch.setattr(_warmup, "_usable_cpus", lambda: 2)
     monkeypatch.setattr(_warmup.subprocess, "Popen", _FakeProcess)
     _FakeProcess.started = []
@@ -259,6 +260,7 @@ def test_helper_starts_only_where_it_can_help(
 ) -> None:
     monkeypatch.setenv(_warmup.ENV_SWITCH, switch)
     monkeypatch.setattr(_warmup, "_first_kernel_uncached", lambda profile: False)
+    monkeypatch.setattr(_warmup, "_cgroup_cpu_quota", lambda: None)  # not the host's quota
     monkeypatch.setattr(_warmup, "_usable_cpus", lambda: cpus)
     monkeypatch.setattr(_warmup, "_other_runnable_tasks", lambda: busy)
     monkeypatch.setattr(_warmup.subprocess, "Popen", _FakeProcess)
@@ -277,6 +279,7 @@ def test_on_a_cold_cache_the_helper_starts_with_the_command(monkeypatch, fork) -
     below), spawned otherwise; the kernels the command then starts are named to it."""
     monkeypatch.setenv(_warmup.ENV_SWITCH, "1")
     monkeypatch.setattr(_warmup, "_first_kernel_uncached", lambda profile: True)
+    monkeypatch.setattr(_warmup, "_cgroup_cpu_quota", lambda: None)  # not the host's quota
     monkeypatch.setattr(_warmup, "_usable_cpus", lambda: 2)
     monkeypatch.setattr(_warmup, "_can_fork", lambda: fork)
     monkeypatch.setattr(_warmup.subprocess, "Popen", _FakeProcess)

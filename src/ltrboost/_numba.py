@@ -44,7 +44,7 @@ from numba.core import cgutils
 from numba.core import event as _numba_event
 from numba.extending import intrinsic
 
-from ltrboost._warmup import _usable_cpus  # stdlib only: no Numba there
+from ltrboost._warmup import _default_threads, _usable_cpus  # stdlib only: no Numba
 
 logger = logging.getLogger("ltrboost")
 
@@ -435,9 +435,11 @@ def add_gh1(typingctx, sub, t, b, g, h):
 def _resolve_n_threads(n_threads: int | None) -> int:
     """Map the user's ``n_threads`` to a concrete count.
 
-    None, 0 or a negative number: all the CPUs this process may use (LightGBM's 0,
-    scikit-learn's -1); more than those (or than ``NUMBA_NUM_THREADS``, which joblib's
-    workers set to their share of the cores): capped.  Not an integer (``1.5``,
+    None, 0 or a negative number (LightGBM's 0, scikit-learn's -1): the default,
+    :func:`ltrboost._warmup._default_threads` (``OMP_NUM_THREADS`` when set, otherwise
+    the CPUs this process may use under its affinity and cgroup CPU quota).  Any count,
+    given or default, is capped at the affinity's CPUs and at ``NUMBA_NUM_THREADS``
+    (which joblib's workers set to their share of the cores).  Not an integer (``1.5``,
     ``True``): ValueError.
     """
     if n_threads is not None and (
@@ -446,7 +448,7 @@ def _resolve_n_threads(n_threads: int | None) -> int:
         raise ValueError(f"n_threads={n_threads!r} must be an integer or None")
     limit = max(1, min(_usable_cpus(), numba.config.NUMBA_NUM_THREADS))
     if n_threads is None or n_threads <= 0:
-        return limit
+        n_threads = _default_threads()
     return max(1, min(int(n_threads), limit))
 
 
@@ -459,7 +461,8 @@ _thread_count = threading.local()
 
 
 def num_threads() -> int:
-    """The thread count :func:`threads` set in this thread (default: all usable CPUs)."""
+    """The thread count :func:`threads` set in this thread (default: as for
+    ``n_threads=None``, :func:`_resolve_n_threads`)."""
     n = getattr(_thread_count, "n", None)
     return _resolve_n_threads(None) if n is None else n
 

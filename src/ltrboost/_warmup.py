@@ -45,6 +45,7 @@ import atexit
 import contextlib
 import importlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -198,7 +199,8 @@ def _switch() -> str:
 
 
 def _core_to_spare() -> bool:
-    """Two usable CPUs at least, and one of them idle for the helper besides this process.
+    """Two usable CPUs at least (:func:`_available_cpus`: affinity and cgroup quota), and
+    one of them idle for the helper besides this process.
 
     On a busy machine a third process only takes time from the command: README's train +
     eval took 19.5-20.4 s without the helper and 21.8-23.1 s with it while another job
@@ -206,7 +208,7 @@ def _core_to_spare() -> bool:
     one right now (Linux ``/proc/loadavg``), not the load average, which trails by a
     minute (README's ``pip install`` just before would switch the helper off).
     """
-    cpus = _usable_cpus()
+    cpus = _available_cpus()
     if cpus < 2:
         return False
     busy = _other_runnable_tasks()
@@ -226,11 +228,135 @@ def _other_runnable_tasks() -> int | None:
 def _usable_cpus() -> int:
     """The CPUs this process may run on (its affinity: ``taskset``, a container's
     cpuset), not the machine's cores that ``os.cpu_count()`` counts.  Here, without
-    Numba, for the helper's decision; :mod:`ltrboost._numba` sizes its threads with it."""
+    Numba, for the helper's decision; :mod:`ltrboost._numba` caps its threads with it."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux
         return os.cpu_count() or 1
+
+
+# Where the cgroup CPU quota is read (tests point these at fake trees).
+CGROUP_ROOT = "/sys/fs/cgroup"
+PROC_SELF_CGROUP = "/proc/self/cgroup"
+
+
+def _available_cpus() -> int:
+    """CPUs' worth of time this process may use: its affinity (:func:`_usable_cpus`),
+    limited by a cgroup CPU quota (:func:`_cgroup_cpu_quota`: ``docker --cpus=2`` on a
+    64-core host gives 2; a quota of 1.5 CPUs gives 2)."""
+    cpus = _usable_cpus()
+    quota = _cgroup_cpu_quota()
+    return cpus if quota is None else max(1, min(cpus, quota))
+
+
+def _default_threads() -> int:
+    """The thread count ``n_threads`` None, 0 or negative stands for, before the caps
+    every count gets (:func:`_usable_cpus`, ``NUMBA_NUM_THREADS``): ``OMP_NUM_THREADS``
+    when it is a positive integer (its first level: ``4,2`` is 4), read at each call, as
+    LightGBM and XGBoost do; otherwise :func:`_available_cpus` (affinity and cgroup
+    quota).  An ``OMP_NUM_THREADS`` that is not a positive integer is ignored, with one
+    warning; an empty one is unset."""
+    omp = _env_threads("OMP_NUM_THREADS")
+    return _available_cpus() if omp is None else omp
+
+
+_warned_env: set[tuple[str, str]] = set()
+
+
+def _env_threads(name: str) -> int | None:
+    """A positive thread count from the environment variable ``name`` (None: unset,
+    empty or not a positive integer, the last with one warning per value)."""
+    raw = os.environ.get(name, "")
+    if not raw.strip():
+        return None
+    first = raw.split(",")[0].strip()
+    if first.isascii() and first.isdigit() and int(first) > 0:
+        return int(first)
+    if (name, raw) not in _warned_env:
+        _warned_env.add((name, raw))
+        import warnings
+
+        warnings.warn(
+            f"{name}={raw!r} is not a positive integer; ltrboost ignores it and uses "
+            f"{_available_cpus()} threads by default",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return None
+
+
+def _cgroup_cpu_quota(root: str | None = None, proc_cgroup: str | None = None) -> int | None:
+    """The smallest cgroup CPU quota over this process's cgroup and its ancestors, in
+    whole CPUs rounded up (None: no quota, not Linux, or nothing readable).
+
+    cgroup v2: ``cpu.max`` (``QUOTA PERIOD`` or ``max PERIOD``); v1: ``cpu.cfs_quota_us``
+    (-1: none) over ``cpu.cfs_period_us`` in the ``cpu`` hierarchy.  The cgroup's path
+    comes from ``/proc/self/cgroup``; where that path is not under ``root`` (a container
+    that sees the host's path but has its own cgroup mounted at the root, Docker on v1)
+    the files at the root are read.  ``root`` and ``proc_cgroup`` default to
+    :data:`CGROUP_ROOT` and :data:`PROC_SELF_CGROUP`.  Read at each call (a few small
+    files): a container's quota may change while it runs.
+    """
+    root = CGROUP_ROOT if root is None else root
+    proc_cgroup = PROC_SELF_CGROUP if proc_cgroup is None else proc_cgroup
+    try:
+        with open(proc_cgroup, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    quotas: list[float] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "":  # v2 (unified)
+            for folder in _cgroup_folders(root, path):
+                quotas.append(_read_cpu_max(os.path.join(folder, "cpu.max")))
+        elif "cpu" in controllers.split(","):  # v1
+            for base in (os.path.join(root, "cpu"), os.path.join(root, controllers)):
+                for folder in _cgroup_folders(base, path):
+                    quotas.append(_read_cfs_quota(folder))
+    found = [q for q in quotas if q > 0]
+    if not found:
+        return None
+    return max(1, math.ceil(min(found)))
+
+
+def _cgroup_folders(base: str, path: str) -> list[str]:
+    """``base/path`` and its ancestors up to ``base``; just ``base`` when ``base/path``
+    is not a folder (or leaves ``base``)."""
+    base = os.path.normpath(base)
+    leaf = os.path.normpath(os.path.join(base, path.strip().lstrip("/")))
+    if not (leaf == base or leaf.startswith(base + os.sep)) or not os.path.isdir(leaf):
+        return [base]
+    folders = [leaf]
+    while leaf != base:
+        leaf = os.path.dirname(leaf)
+        folders.append(leaf)
+    return folders
+
+
+def _read_cpu_max(path: str) -> float:
+    """CPUs of a v2 ``cpu.max`` file (0: no quota, no file or not understood)."""
+    try:
+        with open(path, encoding="ascii") as f:
+            quota, period = f.read().split()
+        return int(quota) / int(period) if int(quota) > 0 and int(period) > 0 else 0.0
+    except (OSError, ValueError, UnicodeDecodeError):  # "max", a missing or odd file
+        return 0.0
+
+
+def _read_cfs_quota(folder: str) -> float:
+    """CPUs of a v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` pair (0: none)."""
+    try:
+        with open(os.path.join(folder, "cpu.cfs_quota_us"), encoding="ascii") as f:
+            quota = int(f.read())
+        with open(os.path.join(folder, "cpu.cfs_period_us"), encoding="ascii") as f:
+            period = int(f.read())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return 0.0
+    return quota / period if quota > 0 and period > 0 else 0.0
 
 
 def _first_kernel_uncached(profile: str) -> bool:

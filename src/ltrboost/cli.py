@@ -387,7 +387,10 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "--n-threads",
         type=int,
         default=None,
-        help="threads (default, 0 or negative: all cores; more than the cores: capped)",
+        help=(
+            "threads (default, 0 or negative: OMP_NUM_THREADS, else all cores under the CPU "
+            "quota; more than the cores: capped)"
+        ),
     )
     _add_missing_token_flag(p)
     p.set_defaults(func=cmd_predict)
@@ -660,7 +663,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument(
         "--min-samples-leaf", type=int, default=20, help="documents per leaf (default 20)"
     )
-    p.add_argument("--n-threads", type=int, default=None, help="threads (default: all cores)")
+    p.add_argument(
+        "--n-threads",
+        type=int,
+        default=None,
+        help="threads (default: OMP_NUM_THREADS, else all cores under the CPU quota)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
     p.add_argument(
         "--patience",

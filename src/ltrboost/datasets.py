@@ -64,8 +64,8 @@ _QUERY_OFFSET_SCALE = 0.8
 # sizes are int64, and no memory holds 2**62 values.
 _MAX_VALUES = 2**62
 
-# Threads filling blocks (0: one per usable CPU, at most 8).  The output does not depend on it
-# (each block has its own seeded stream); tests set it to prove that.
+# Threads filling blocks (0: one per usable CPU, under the cgroup CPU quota, at most 8).  The
+# output does not depend on it (each block has its own seeded stream); tests set it to prove that.
 _MAX_THREADS = 0
 
 
@@ -582,9 +582,9 @@ def _generate(
         if missing_rate > 0.0:
             Xb[brng.random((bs, n_features), dtype=np.float32) < missing_rate] = np.nan
 
-    from ltrboost._warmup import _usable_cpus
+    from ltrboost._warmup import _available_cpus
 
-    n_workers = min(len(starts), _MAX_THREADS or _usable_cpus(), 8)
+    n_workers = min(len(starts), _MAX_THREADS or _available_cpus(), 8)
     if n_workers <= 1:
         for block in range(len(starts)):
             fill_block(block)

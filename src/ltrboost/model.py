@@ -157,7 +157,7 @@ class Booster:
     ) -> NDArray[np.float64]:
         """Raw scores of ``X``, shape (n_outputs, n_samples), using the first
         ``iteration`` rounds (default: the best iteration when early stopping chose one,
-        else all), on ``n_threads`` threads (None: all cores)."""
+        else all), on ``n_threads`` threads (None: the default, as in training)."""
         from ltrboost.dataset import as_feature_matrix
 
         X, _ = as_feature_matrix(X, self.feature_names, keep_sparse=True)

@@ -95,7 +95,8 @@ PARAMS: tuple[Param, ...] = (
         None,
         "int | None",
         "engine",
-        "None, 0 or negative: all cores; more: capped (never changes the model)",
+        "None, 0 or negative: OMP_NUM_THREADS, else all cores under the CPU quota; "
+        "more: capped (never changes the model)",
     ),
     Param(
         "early_stopping_rounds",
