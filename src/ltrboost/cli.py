@@ -1339,6 +1339,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 stacklevel=1,
             )
     _attach_positions(args, params, train_set)
+    inputs = _training_inputs(args, params, init_model)
     n_features = train_set.X.shape[1]
     # NaN read under the "zero" convention (nan or NA tokens): the trees learn NaN
     # directions, which the model file records for the exporters (RankLib has no NaN)
@@ -1378,6 +1379,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         checkpoint.new_mode = _mode_of(args.output)
         checkpoint.missing = missing
         checkpoint.trained_with_nan = with_nan
+        checkpoint.training_inputs = inputs
         callbacks.append(checkpoint)
     bar = None
     if not args.quiet:
@@ -1397,6 +1399,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     booster.missing = missing
     booster.trained_with_nan = with_nan
+    # the training file is a checkpoint's only: continuing a finished model on new data
+    # is fine-tuning, and every other model file stays as it was
+    booster.training_inputs = {k: v for k, v in inputs.items() if k != "train"} or None
     save_model(
         booster,
         args.output,
@@ -1527,6 +1532,100 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
         )
 
 
+# The training files a model file does not hold, by their key in its
+# ``training_inputs``, and the flag that names each.
+_INPUT_FLAGS = {"pairs": "--pairs", "position": "--position", "train": "TRAIN"}
+
+
+def _file_fingerprint(path: str) -> dict[str, str] | None:
+    """``{"file": path, "sha256": hex digest of its bytes}`` of the regular file at
+    ``path`` (a link followed); None for anything else: a pipe (``/dev/stdin``) was read
+    once by the training, and a second read would block or find nothing."""
+    import hashlib
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return {"file": os.fspath(path), "sha256": digest.hexdigest()}
+
+
+def _training_inputs(
+    args: argparse.Namespace, params: BoosterParams, init_model: Any
+) -> dict[str, dict[str, str]]:
+    """The content fingerprints of this run's ``--pairs`` and ``--position`` files, and
+    of TRAIN where a checkpoint records it (``--checkpoint-every``, or ``--resume`` of a
+    checkpoint that did); a resumed run first compares them with the model's record and
+    warns of each file that differs (:func:`_warn_resume_inputs_differ`).
+
+    A file whose content the resumed model records keeps the model's entry, its name
+    as first given included: the same training continued from another folder, or
+    through a copy, writes the file the uninterrupted run would have written."""
+    recorded = dict(getattr(init_model, "training_inputs", None) or {})
+    paths = {"pairs": args.pairs, "position": _position_path(args, params)}
+    if args.checkpoint_every is not None or "train" in recorded:
+        paths["train"] = args.train
+    given = {k for k, p in paths.items() if p is not None}
+    inputs = {}
+    for k in sorted(given):
+        now = _file_fingerprint(paths[k])
+        if now is not None:
+            rec = recorded.get(k)
+            inputs[k] = rec if rec is not None and rec["sha256"] == now["sha256"] else now
+    if init_model is not None:
+        _warn_resume_inputs_differ(recorded, inputs, given, args.resume)
+    return inputs
+
+
+def _warn_resume_inputs_differ(recorded: dict, inputs: dict, given: set[str], path: str) -> None:
+    """Warn, naming the flag and both files, when a resumed run trains on another
+    ``--pairs`` or ``--position`` file than the model recorded (or on none, or on pairs
+    the model had none of), or continues a checkpoint on another training file: its new
+    rounds would learn from other data than the model's, which the file did not say.
+    A file that could not be fingerprinted (a pipe) is not compared."""
+    for key, flag in _INPUT_FLAGS.items():
+        rec, now = recorded.get(key), inputs.get(key)
+        if key not in given:
+            if key == "pairs" and rec is not None:
+                msg = (
+                    f"the model was trained with --pairs {rec['file']}; this run gives no "
+                    "--pairs, so the new rounds learn from the labels alone (give --pairs "
+                    f"{rec['file']} to continue the same training)"
+                )
+            else:  # TRAIN is always given; --position is needed by --unbiased alone
+                continue
+        elif now is None or (rec is None and key != "pairs"):
+            continue  # a pipe; an unbiased model of a version that recorded nothing
+        elif rec is None:
+            msg = (
+                f"--pairs {now['file']}: the model records no --pairs file (it was trained "
+                "without one, or by an ltrboost that did not record it); the new rounds "
+                "learn from preferences its rounds did not"
+            )
+        elif rec["sha256"] == now["sha256"]:
+            continue
+        elif key == "train":
+            msg = (
+                f"TRAIN {now['file']} is not the training file of the run that wrote this "
+                f"checkpoint ({rec['file']}: other content); continuing it does not give "
+                "that run's model"
+            )
+        else:
+            msg = (
+                f"{flag} {now['file']} is not the file the model was trained with "
+                f"({flag} {rec['file']}: other content); the new rounds learn from this "
+                f"run's file and the model file records it (give {flag} {rec['file']} to "
+                "continue the same training)"
+            )
+        warnings.warn(f"--resume {path}: {msg}", UserWarning, stacklevel=3)
+
+
 def _check_checkpointable(output: str) -> None:
     """``OUTPUT.checkpoint`` only makes sense beside a regular file (or a new one)."""
     import stat
@@ -1590,6 +1689,8 @@ class _Checkpoint:
         self.cache = TreeJSONCache()
         self.missing: str | None = None
         self.trained_with_nan = False
+        # the fingerprints of the training files, TRAIN's included (see _training_inputs)
+        self.training_inputs: dict[str, dict[str, str]] | None = None
         # a new checkpoint's mode: the output's, when it exists (a private model got a
         # world-readable copy beside it); None: the umask's, as the output will get
         self.new_mode: int | None = None
@@ -1601,6 +1702,7 @@ class _Checkpoint:
             booster = env.snapshot()
             booster.missing = self.missing
             booster.trained_with_nan = self.trained_with_nan
+            booster.training_inputs = self.training_inputs
             save_model(booster, self.path, tree_cache=self.cache, new_mode=self.new_mode)
 
 

@@ -77,6 +77,7 @@ class Booster:
         position_bias: dict[str, list[float]] | None = None,
         trained_with_nan: bool = False,
         best_position_bias: dict[str, list[float]] | None = None,
+        training_inputs: dict[str, dict[str, str]] | None = None,
     ) -> None:
         self.objective = objective
         self.objective_params = dict(objective_params)
@@ -106,6 +107,12 @@ class Booster:
         # the estimates after round ``best_iteration`` (the rounds ``predict`` uses) when
         # early stopping trained rounds past it; None otherwise (then ``position_bias``)
         self.best_position_bias = _bias_lists(best_position_bias)
+        # the CLI's training files the model does not hold, by content:
+        # {"pairs" | "position" | "train": {"file": path, "sha256": hex}}, so that
+        # ``train --resume`` can tell another file (None: none recorded)
+        self.training_inputs = (
+            None if not training_inputs else {k: dict(v) for k, v in training_inputs.items()}
+        )
         self._packed: dict[int, PackedEnsemble] = {}
         self._objective = None
 
@@ -257,6 +264,7 @@ class Booster:
             "position_bias": getattr(self, "position_bias", None),
             "trained_with_nan": getattr(self, "trained_with_nan", False),
             "best_position_bias": getattr(self, "best_position_bias", None),
+            "training_inputs": getattr(self, "training_inputs", None),
         }
 
     def to_dict(self) -> dict[str, Any]:

@@ -34,7 +34,10 @@ trained with ``unbiased=True``, after ``evals_result``) holds
 biases after the last round trained, index ``k - 1`` for position ``k``, which
 prediction never uses (and, when early stopping trained rounds past
 ``best_iteration``, ``"best_iteration": {"t_plus": [...], "t_minus": [...]}``, the
-estimates after that round); run-time
+estimates after that round); ``training_inputs`` (only in models trained by the CLI
+with ``--pairs`` or ``--position``, and in checkpoints) holds
+``{"pairs" | "position" | "train": {"file": name, "sha256": hex}}``, the content
+fingerprints ``train --resume`` compares (a checkpoint's alone records ``train``); run-time
 settings (``n_threads``) are not written.  :class:`TreeJSONCache` lets checkpoints
 reuse finished trees' text.
 
@@ -201,6 +204,12 @@ def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
         best = f.get("best_position_bias")
         if best is not None:  # early stopping trained past the best round
             out["position_bias"]["best_iteration"] = _bias_to_json(best)
+    inputs = f.get("training_inputs")
+    if inputs:  # the CLI's --pairs / --position (and a checkpoint's TRAIN) only
+        out["training_inputs"] = {
+            k: {"file": str(v["file"]), "sha256": str(v["sha256"])}
+            for k, v in sorted(inputs.items())
+        }
     return out
 
 
@@ -454,6 +463,7 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         "trained_with_nan": bool(d.get("trained_with_nan", False)),
         "position_bias": d.get("position_bias"),
         "best_position_bias": (d.get("position_bias") or {}).get("best_iteration"),
+        "training_inputs": d.get("training_inputs"),
     }
 
 

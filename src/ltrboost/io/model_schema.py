@@ -45,6 +45,10 @@ Rules (format_version 1)
 * ``trained_with_nan`` (optional, written only as ``true``) says that the training data
   held NaN values although ``missing`` is ``"zero"`` (``nan`` tokens, ``--missing-token``):
   the model then has learned NaN directions, which exporters must not drop.
+* ``training_inputs`` (optional; written by ``ltrboost train`` for ``--pairs`` and
+  ``--position``, and in checkpoints for the training file) maps ``"pairs"``,
+  ``"position"`` or ``"train"`` to ``{"file": <name as given>, "sha256": <64 lowercase
+  hex digits>}``: what ``train --resume`` compares with the files it is given.
 * Trees: exactly the known per-node columns, equal lengths, integers where integers
   belong, finite numbers, children inside the tree, every node reachable exactly once
   and at its stored ``depth``, features inside ``n_features`` (checked by
@@ -90,6 +94,7 @@ _TOP_LEVEL = {
     "params": False,
     "evals_result": False,
     "position_bias": False,
+    "training_inputs": False,
     "trees": True,
 }
 
@@ -250,6 +255,33 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
         evals = {}
     _check_evals_result(evals, n_iterations, fail)
     _check_position_bias(d.get("position_bias"), obj_params, best, n_iterations, fail)
+    _check_training_inputs(d.get("training_inputs"), fail)
+
+
+TRAINING_INPUTS = ("pairs", "position", "train")
+_HEX = frozenset("0123456789abcdef")
+
+
+def _check_training_inputs(inputs: Any, fail) -> None:
+    """``training_inputs``: null, or ``{name: {"file": str, "sha256": 64 hex}}`` for
+    names in :data:`TRAINING_INPUTS`."""
+    if inputs is None:
+        return
+    if not isinstance(inputs, dict) or not set(inputs) <= set(TRAINING_INPUTS):
+        fail(f"training_inputs must be an object with keys among {list(TRAINING_INPUTS)}")
+    for k, v in inputs.items():
+        if (
+            not isinstance(v, dict)
+            or set(v) != {"file", "sha256"}
+            or not isinstance(v["file"], str)
+            or not isinstance(v["sha256"], str)
+            or len(v["sha256"]) != 64
+            or not set(v["sha256"]) <= _HEX
+        ):
+            fail(
+                f"training_inputs.{k} must be an object with exactly 'file' (a string) and "
+                "'sha256' (64 lowercase hex digits)"
+            )
 
 
 def _check_position_bias(
