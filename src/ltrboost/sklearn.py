@@ -41,6 +41,11 @@ class Ranker(BaseEstimator):
     :func:`ltrboost.callbacks.log_evaluation`); True means every round, a negative
     value (LightGBM's ``verbose=-1``) is silent, as 0.
 
+    ``random_state`` also takes scikit-learn's other forms: None is the default seed 0
+    (reproducible, as LightGBM's and XGBoost's None), and a ``np.random.RandomState``
+    or ``Generator`` gives a seed drawn from it at each fit (recorded in the model as
+    ``booster_.params["random_state"]``); ``get_params`` returns it as given.
+
     Attributes
     ----------
     booster_ : Booster
@@ -86,7 +91,7 @@ class Ranker(BaseEstimator):
         growth: str = "best_first",
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
-        random_state: int = 0,
+        random_state: int | np.random.RandomState | np.random.Generator | None = 0,
         n_threads: int | None = None,
         early_stopping_rounds: int | None = None,
         eval_metric: str | list[str] | None = None,
@@ -154,6 +159,7 @@ class Ranker(BaseEstimator):
 
     def _booster_params(self, **overrides: Any) -> BoosterParams:
         p = {name: getattr(self, name) for name in PARAM_NAMES}
+        p["random_state"] = _seed(self.random_state)
         p.update({k: v for k, v in overrides.items() if v is not None})
         return BoosterParams(**p)
 
@@ -550,6 +556,24 @@ class Ranker(BaseEstimator):
         tags.input_tags.sparse = True  # SciPy sparse X is binned without densifying
         tags.target_tags.required = True  # fit(X, None) is refused: labels are needed
         return tags
+
+
+def _seed(random_state: Any) -> Any:
+    """``random_state`` as the integer seed training takes (scikit-learn's forms).
+
+    None is the default seed 0: reproducible, as LightGBM's and XGBoost's None (not
+    scikit-learn's global NumPy generator).  A ``np.random.RandomState`` or
+    ``np.random.Generator`` gives a seed drawn from it at each fit, as scikit-learn's
+    estimators, LightGBM and XGBoost draw one: the same state gives the same model and
+    successive fits with one instance differ.  Anything else is left to the parameter
+    check (an integer >= 0)."""
+    if random_state is None:
+        return 0
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(np.iinfo(np.int32).max))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(np.iinfo(np.int32).max))
+    return random_state
 
 
 def check_eval_set(eval_set: Any, eval_names: Any) -> tuple[list, list | None]:
