@@ -241,13 +241,14 @@ class Ranker(BaseEstimator):
                 "labels y are required (a relevance grade per row)"
             )
         X, qid = _split_qid_column(arrow_as_frame(X), qid, group)
-        _require_queries(qid, group, "fit")
+        _require_queries(qid, group, "fit", X)
         init_model = _as_booster(init_model)
         if init_model is not None:  # its trees read features by its names
             X = _by_names(X, init_model.feature_names, "X (the columns of init_model)")
         train_set = make_dataset(
             X, y, qid=qid, group=group, sample_weight=sample_weight, position=position
         )
+        _refuse_renamed_qid(X, qid, group)  # after make_dataset checked the queries
         if pairs is not None:
             train_set.pairs = _pairs_from_array(pairs, train_set)
         eval_set, eval_names = check_eval_set(eval_set, eval_names)
@@ -473,7 +474,7 @@ class Ranker(BaseEstimator):
                 UserWarning,
                 stacklevel=2,
             )
-        _require_queries(qid, group, "score")
+        _require_queries(qid, group, "score", X, exclude=self.booster_.feature_names)
         X = _by_names(X, self.booster_.feature_names, "score's X")
         ds = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
         if ds.n_samples == 0:  # the metrics' message named their internal query_offsets
@@ -645,19 +646,61 @@ def _by_names(X: Any, names: Sequence[str] | None, what: str) -> Any:
         raise LTRInputError(f"{what}: {e}") from None
 
 
-def _require_queries(qid: Any, group: Any, method: str) -> None:
+def _require_queries(
+    qid: Any, group: Any, method: str, X: Any = None, exclude: Sequence[str] | None = None
+) -> None:
     """Refuse ``fit`` / ``score`` without queries, naming the three ways to give them
     (make_dataset's message named qid= and group= only: behind a Pipeline step that
-    turned the DataFrame into an array, its qid column was gone unsaid)."""
+    turned the DataFrame into an array, its qid column was gone unsaid), and a
+    ``qid`` column renamed by a ColumnTransformer (not a feature in ``exclude``)."""
     if qid is None and group is None:
         from ltrboost.dataset import LTRInputError
 
+        renamed = _renamed_qid_columns(X, exclude or ())
+        found = ""
+        if renamed:
+            found = (
+                f"X has no 'qid' column but has {', '.join(map(repr, renamed))} (a "
+                "ColumnTransformer names the columns it passes through '<name>__<column>'; "
+                "ColumnTransformer(..., verbose_feature_names_out=False) keeps the name "
+                "'qid'); or "
+            )
         raise LTRInputError(
-            f"{method} needs the query of every row: give qid= (a query id per row), "
-            "group= (documents per query) or X as a DataFrame with a 'qid' column; in a "
-            f"Pipeline, route qid with set_{method}_request(qid=True) under "
+            f"{method} needs the query of every row: {found}give qid= (a query id per "
+            "row), group= (documents per query) or X as a DataFrame with a 'qid' column; "
+            f"in a Pipeline, route qid with set_{method}_request(qid=True) under "
             "sklearn.set_config(enable_metadata_routing=True)"
         )
+
+
+def _renamed_qid_columns(X: Any, exclude: Sequence[str] = ()) -> list[str]:
+    """The columns of a DataFrame ``X`` named ``<name>__qid`` (not in ``exclude``): what
+    scikit-learn's ColumnTransformer (and FeatureUnion) call a ``qid`` column they pass
+    through, with their default ``verbose_feature_names_out=True``."""
+    if not (hasattr(X, "columns") and hasattr(X, "drop")):
+        return []
+    return [
+        c for c in X.columns if isinstance(c, str) and c.endswith("__qid") and c not in exclude
+    ]
+
+
+def _refuse_renamed_qid(X: Any, qid: Any, group: Any) -> None:
+    """Refuse a ``<name>__qid`` column of ``X`` that splits the rows into the queries
+    training uses: a ``qid`` column renamed by a ColumnTransformer in a Pipeline (with
+    qid routed as well), which was silently a feature, leaking the query ids into the
+    model.  A column of another content with such a name stays a feature."""
+    for name in _renamed_qid_columns(X):
+        if _same_queries(X[name].to_numpy(), qid, group):
+            from ltrboost.dataset import LTRInputError
+
+            raise LTRInputError(
+                f"X's column {name!r} holds the query ids (a ColumnTransformer names a "
+                "'qid' column it passes through '<name>__qid'): as a feature it would "
+                "leak them into the model. Keep the name 'qid' with "
+                "ColumnTransformer(..., verbose_feature_names_out=False) (a 'qid' column "
+                "is read as the queries, no feature), or leave the column out of the "
+                "transformed features (remainder='drop') and route qid"
+            )
 
 
 def _has_qid_column(X: Any) -> bool:
