@@ -41,7 +41,7 @@ def test_permutation_importance_with_queries_bound_to_the_scorer(data, frame):
     X without the column."""
     from sklearn.inspection import permutation_importance
 
-    X, y, qid = data
+    _, y, qid = data
     model = Ranker(**FAST).fit(frame, y)
     scorer = make_scorer("ndcg@10", qid=qid)
     with_column = permutation_importance(model, frame, y, scoring=scorer, random_state=0)
@@ -63,7 +63,7 @@ def test_a_bound_scorer_refuses_other_rows_and_queries_given_twice(data, frame):
     the count. qid= and group= together, or routed queries as well, are refused."""
     from sklearn.inspection import permutation_importance
 
-    X, y, qid = data
+    _, y, qid = data
     model = Ranker(**FAST).fit(frame, y)
     scorer = make_scorer("ndcg@10", qid=qid)
     with pytest.raises(ValueError, match=r"qid= bound by make_scorer has 160 ids but X has 80"):

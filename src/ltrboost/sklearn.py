@@ -679,9 +679,7 @@ def _renamed_qid_columns(X: Any, exclude: Sequence[str] = ()) -> list[str]:
     through, with their default ``verbose_feature_names_out=True``."""
     if not (hasattr(X, "columns") and hasattr(X, "drop")):
         return []
-    return [
-        c for c in X.columns if isinstance(c, str) and c.endswith("__qid") and c not in exclude
-    ]
+    return [c for c in X.columns if isinstance(c, str) and c.endswith("__qid") and c not in exclude]
 
 
 def _refuse_renamed_qid(X: Any, qid: Any, group: Any) -> None:

@@ -49,8 +49,8 @@ class RankingScorer(_BaseScorer):
     Made by :func:`make_scorer`; the mean of a ranking metric over the queries of
     ``X``.  Queries come from ``qid=`` / ``group=`` (metadata routing), from a
     ``qid`` column of a DataFrame ``X`` or, bound by ``make_scorer(..., qid=)``, from
-    the ids given there (a ``qid`` column is then ignored).  ``sample_weight`` (per document) weights
-    each query by the mean weight of its documents.
+    the ids given there (a ``qid`` column is then ignored).  ``sample_weight`` (per
+    document) weights each query by the mean weight of its documents.
 
     ``gain`` and ``relevance_threshold`` not given to :func:`make_scorer` are those the
     fitted model was trained with (as ``Ranker.score`` and ``ltrboost eval``).
