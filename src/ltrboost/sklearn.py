@@ -41,6 +41,11 @@ class Ranker(BaseEstimator):
     :func:`ltrboost.callbacks.log_evaluation`); True means every round, a negative
     value (LightGBM's ``verbose=-1``) is silent, as 0.
 
+    ``random_state`` also takes scikit-learn's other forms: None is the default seed 0
+    (reproducible, as LightGBM's and XGBoost's None), and a ``np.random.RandomState``
+    or ``Generator`` gives a seed drawn from it at each fit (recorded in the model as
+    ``booster_.params["random_state"]``); ``get_params`` returns it as given.
+
     Attributes
     ----------
     booster_ : Booster
@@ -86,7 +91,7 @@ class Ranker(BaseEstimator):
         growth: str = "best_first",
         subsample: float = 1.0,
         colsample_bytree: float = 1.0,
-        random_state: int = 0,
+        random_state: int | np.random.RandomState | np.random.Generator | None = 0,
         n_threads: int | None = None,
         early_stopping_rounds: int | None = None,
         eval_metric: str | list[str] | None = None,
@@ -154,6 +159,7 @@ class Ranker(BaseEstimator):
 
     def _booster_params(self, **overrides: Any) -> BoosterParams:
         p = {name: getattr(self, name) for name in PARAM_NAMES}
+        p["random_state"] = _seed(self.random_state)
         p.update({k: v for k, v in overrides.items() if v is not None})
         return BoosterParams(**p)
 
@@ -235,13 +241,14 @@ class Ranker(BaseEstimator):
                 "labels y are required (a relevance grade per row)"
             )
         X, qid = _split_qid_column(arrow_as_frame(X), qid, group)
-        _require_queries(qid, group, "fit")
+        _require_queries(qid, group, "fit", X)
         init_model = _as_booster(init_model)
         if init_model is not None:  # its trees read features by its names
             X = _by_names(X, init_model.feature_names, "X (the columns of init_model)")
         train_set = make_dataset(
             X, y, qid=qid, group=group, sample_weight=sample_weight, position=position
         )
+        _refuse_renamed_qid(X, qid, group)  # after make_dataset checked the queries
         if pairs is not None:
             train_set.pairs = _pairs_from_array(pairs, train_set)
         eval_set, eval_names = check_eval_set(eval_set, eval_names)
@@ -467,7 +474,7 @@ class Ranker(BaseEstimator):
                 UserWarning,
                 stacklevel=2,
             )
-        _require_queries(qid, group, "score")
+        _require_queries(qid, group, "score", X, exclude=self.booster_.feature_names)
         X = _by_names(X, self.booster_.feature_names, "score's X")
         ds = make_dataset(X, y, qid=qid, group=group, sample_weight=sample_weight)
         if ds.n_samples == 0:  # the metrics' message named their internal query_offsets
@@ -552,6 +559,24 @@ class Ranker(BaseEstimator):
         return tags
 
 
+def _seed(random_state: Any) -> Any:
+    """``random_state`` as the integer seed training takes (scikit-learn's forms).
+
+    None is the default seed 0: reproducible, as LightGBM's and XGBoost's None (not
+    scikit-learn's global NumPy generator).  A ``np.random.RandomState`` or
+    ``np.random.Generator`` gives a seed drawn from it at each fit, as scikit-learn's
+    estimators, LightGBM and XGBoost draw one: the same state gives the same model and
+    successive fits with one instance differ.  Anything else is left to the parameter
+    check (an integer >= 0)."""
+    if random_state is None:
+        return 0
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(np.iinfo(np.int32).max))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(np.iinfo(np.int32).max))
+    return random_state
+
+
 def check_eval_set(eval_set: Any, eval_names: Any) -> tuple[list, list | None]:
     """``eval_set`` and ``eval_names`` as lists, one distinct name per set.
 
@@ -621,19 +646,59 @@ def _by_names(X: Any, names: Sequence[str] | None, what: str) -> Any:
         raise LTRInputError(f"{what}: {e}") from None
 
 
-def _require_queries(qid: Any, group: Any, method: str) -> None:
+def _require_queries(
+    qid: Any, group: Any, method: str, X: Any = None, exclude: Sequence[str] | None = None
+) -> None:
     """Refuse ``fit`` / ``score`` without queries, naming the three ways to give them
     (make_dataset's message named qid= and group= only: behind a Pipeline step that
-    turned the DataFrame into an array, its qid column was gone unsaid)."""
+    turned the DataFrame into an array, its qid column was gone unsaid), and a
+    ``qid`` column renamed by a ColumnTransformer (not a feature in ``exclude``)."""
     if qid is None and group is None:
         from ltrboost.dataset import LTRInputError
 
+        renamed = _renamed_qid_columns(X, exclude or ())
+        found = ""
+        if renamed:
+            found = (
+                f"X has no 'qid' column but has {', '.join(map(repr, renamed))} (a "
+                "ColumnTransformer names the columns it passes through '<name>__<column>'; "
+                "ColumnTransformer(..., verbose_feature_names_out=False) keeps the name "
+                "'qid'); or "
+            )
         raise LTRInputError(
-            f"{method} needs the query of every row: give qid= (a query id per row), "
-            "group= (documents per query) or X as a DataFrame with a 'qid' column; in a "
-            f"Pipeline, route qid with set_{method}_request(qid=True) under "
+            f"{method} needs the query of every row: {found}give qid= (a query id per "
+            "row), group= (documents per query) or X as a DataFrame with a 'qid' column; "
+            f"in a Pipeline, route qid with set_{method}_request(qid=True) under "
             "sklearn.set_config(enable_metadata_routing=True)"
         )
+
+
+def _renamed_qid_columns(X: Any, exclude: Sequence[str] = ()) -> list[str]:
+    """The columns of a DataFrame ``X`` named ``<name>__qid`` (not in ``exclude``): what
+    scikit-learn's ColumnTransformer (and FeatureUnion) call a ``qid`` column they pass
+    through, with their default ``verbose_feature_names_out=True``."""
+    if not (hasattr(X, "columns") and hasattr(X, "drop")):
+        return []
+    return [c for c in X.columns if isinstance(c, str) and c.endswith("__qid") and c not in exclude]
+
+
+def _refuse_renamed_qid(X: Any, qid: Any, group: Any) -> None:
+    """Refuse a ``<name>__qid`` column of ``X`` that splits the rows into the queries
+    training uses: a ``qid`` column renamed by a ColumnTransformer in a Pipeline (with
+    qid routed as well), which was silently a feature, leaking the query ids into the
+    model.  A column of another content with such a name stays a feature."""
+    for name in _renamed_qid_columns(X):
+        if _same_queries(X[name].to_numpy(), qid, group):
+            from ltrboost.dataset import LTRInputError
+
+            raise LTRInputError(
+                f"X's column {name!r} holds the query ids (a ColumnTransformer names a "
+                "'qid' column it passes through '<name>__qid'): as a feature it would "
+                "leak them into the model. Keep the name 'qid' with "
+                "ColumnTransformer(..., verbose_feature_names_out=False) (a 'qid' column "
+                "is read as the queries, no feature), or leave the column out of the "
+                "transformed features (remainder='drop') and route qid"
+            )
 
 
 def _has_qid_column(X: Any) -> bool:

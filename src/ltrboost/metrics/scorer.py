@@ -8,7 +8,11 @@ two ways:
    :class:`~ltrboost.Ranker` ignores that column as a feature), so
    ``cross_val_score``/``GridSearchCV`` work with no metadata routing at all;
 2. metadata routing: ``make_scorer("ndcg@10").set_score_request(qid=True)`` under
-   ``sklearn.set_config(enable_metadata_routing=True)`` and ``fit(..., qid=qid)``.
+   ``sklearn.set_config(enable_metadata_routing=True)`` and ``fit(..., qid=qid)``;
+3. ids bound to the rows of one ``X``: ``make_scorer("ndcg@10", qid=qid)``, for tools
+   that route no metadata and must not see the ids as a column, such as
+   ``sklearn.inspection.permutation_importance`` (which permutes every column of ``X``,
+   a ``qid`` column too: that scrambled the queries).
 
 Example
 -------
@@ -43,22 +47,66 @@ class RankingScorer(_BaseScorer):
     """``scorer(estimator, X, y, *, qid=None, group=None, sample_weight=None)``.
 
     Made by :func:`make_scorer`; the mean of a ranking metric over the queries of
-    ``X``.  Queries come from ``qid=`` / ``group=`` (metadata routing) or from a
-    ``qid`` column of a DataFrame ``X``.  ``sample_weight`` (per document) weights
-    each query by the mean weight of its documents.
+    ``X``.  Queries come from ``qid=`` / ``group=`` (metadata routing), from a
+    ``qid`` column of a DataFrame ``X`` or, bound by ``make_scorer(..., qid=)``, from
+    the ids given there (a ``qid`` column is then ignored).  ``sample_weight`` (per
+    document) weights each query by the mean weight of its documents.
 
     ``gain`` and ``relevance_threshold`` not given to :func:`make_scorer` are those the
     fitted model was trained with (as ``Ranker.score`` and ``ltrboost eval``).
     """
 
-    def __init__(self, metric: str, **options: Any) -> None:
+    def __init__(self, metric: str, *, qid: Any = None, group: Any = None, **options: Any):
         self.metric = get_metric(metric, **options)
         self._options = dict(options)
+        if qid is not None and group is not None:
+            raise ValueError(
+                "make_scorer takes qid= or group=, not both (the queries of the rows of X)"
+            )
+        self._bound = None
+        if qid is not None:
+            self._bound = ("qid", np.asarray(qid).ravel())
+        elif group is not None:
+            self._bound = ("group", np.asarray(group).ravel())
         if _BaseScorer is not object:
             super().__init__(score_func=self.metric, sign=1, kwargs={})
 
     def __repr__(self) -> str:
-        return f"make_scorer({self.metric.name!r})"
+        if self._bound is None:
+            return f"make_scorer({self.metric.name!r})"
+        name, ids = self._bound
+        what = "ids" if name == "qid" else "sizes"
+        return f"make_scorer({self.metric.name!r}, {name}=<{ids.shape[0]} {what}>)"
+
+    def _bound_queries(self, X: Any, qid: Any, group: Any) -> tuple[Any, Any]:
+        """The queries bound by make_scorer, checked against the rows of ``X``; refused
+        when queries are given to the call as well."""
+        name, ids = self._bound
+        if qid is not None or group is not None:
+            raise ValueError(
+                f"the scorer has {name}= bound by make_scorer and was given "
+                f"{'qid' if qid is not None else 'group'}= again (metadata routing): "
+                "give the queries one way"
+            )
+        n_rows = X.shape[0]
+        if name == "qid" and ids.shape[0] != n_rows:
+            raise ValueError(
+                f"the scorer's qid= bound by make_scorer has {ids.shape[0]} ids but X has "
+                f"{n_rows} rows: bound ids score the rows of that one X (not a subsample "
+                "such as permutation_importance's max_samples < 1, nor a cross-validation "
+                "fold: use a 'qid' column or metadata routing there)"
+            )
+        if name == "group":
+            try:
+                total = int(np.sum(ids.astype(np.int64, casting="same_kind")))
+            except (TypeError, ValueError):
+                total = n_rows  # make_dataset names what is wrong with the sizes
+            if total != n_rows:
+                raise ValueError(
+                    f"the scorer's group= bound by make_scorer counts {total} rows but X "
+                    f"has {n_rows}: bound sizes score the rows of that one X"
+                )
+        return (ids, None) if name == "qid" else (None, ids)
 
     def __call__(self, estimator, X, y_true, **kwargs) -> float:
         return self._score(None, estimator, X, y_true, **kwargs)
@@ -78,14 +126,17 @@ class RankingScorer(_BaseScorer):
         from ltrboost.dataset import arrow_as_frame, make_dataset, rows_located
 
         X = arrow_as_frame(X)
-        if qid is None and group is None:
+        if self._bound is not None:  # a qid column of X is ignored: not a feature
+            qid, group = self._bound_queries(X, qid, group)
+        elif qid is None and group is None:
             if hasattr(X, "columns") and "qid" in list(X.columns):
                 qid = X["qid"].to_numpy()
             else:
                 raise ValueError(
                     "the scorer needs the query of every row: give X as a DataFrame "
-                    "with a 'qid' column, or route qid= with metadata routing "
-                    "(make_scorer(...).set_score_request(qid=True))"
+                    "with a 'qid' column, route qid= with metadata routing "
+                    "(make_scorer(...).set_score_request(qid=True)), or bind the ids "
+                    "of this X's rows with make_scorer(..., qid=qid)"
                 )
         scores = np.asarray(estimator.predict(X), dtype=np.float64)
         ds = make_dataset(
@@ -128,13 +179,25 @@ def _booster_of(estimator: Any) -> Any:
     return None
 
 
-def make_scorer(metric: str = "ndcg@10", **options: Any) -> RankingScorer:
+def make_scorer(
+    metric: str = "ndcg@10", *, qid: Any = None, group: Any = None, **options: Any
+) -> RankingScorer:
     """A scikit-learn scorer (``scoring=``) for the ranking metric ``metric``.
 
     Parameters
     ----------
     metric : str, default="ndcg@10"
         A metric name of :func:`~ltrboost.metrics.get_metric`.
+    qid, group : array-like, optional
+        The queries of the rows of the one ``X`` the scorer will score, bound to it
+        (a query id per row, or documents per query in row order; not both), for a
+        tool that routes no metadata and must not see the ids as a column of ``X``:
+        ``permutation_importance(ranker, X, y, scoring=make_scorer("ndcg@10",
+        qid=qid))``, where a ``qid`` column of ``X`` would be permuted like a feature
+        (with bound ids it is ignored, and its importance comes out 0).  An ``X`` with
+        another number of rows is refused (a cross-validation fold, ``max_samples <
+        1``: use a ``qid`` column or metadata routing there), as are queries routed
+        to the call as well.
     **options
         ``gain``, ``relevance_threshold``, ``empty_query_score``, ``max_grade``, as in
         :func:`~ltrboost.metrics.get_metric`.  ``gain`` and ``relevance_threshold``
@@ -146,4 +209,4 @@ def make_scorer(metric: str = "ndcg@10", **options: Any) -> RankingScorer:
     RankingScorer
         Higher is better, as scikit-learn expects.
     """
-    return RankingScorer(metric, **options)
+    return RankingScorer(metric, qid=qid, group=group, **options)
