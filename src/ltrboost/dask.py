@@ -400,15 +400,84 @@ def _hash_buckets(qid: NDArray, n_buckets: int) -> NDArray[np.int64]:
     Numeric qids are hashed as float64 values (+0.0 for -0.0): one query whose rows come
     as int 7 from one file and float 7.0 from another (one query to pandas) must land in
     one bucket; ``hash_array`` hashes the two dtypes differently.  Distinct large ints
-    that share a float only share a bucket, which is harmless.  Strings are hashed as
-    Python objects (``hash_array`` refuses a NumPy ``<U`` array), as pandas gives them."""
+    that share a float only share a bucket, which is harmless.  Numbers in an object
+    array (Python ints in one partition, floats in another) are hashed the same way
+    (:func:`_hash_numbers`).  Strings are hashed as Python objects (``hash_array``
+    refuses a NumPy ``<U`` array), as pandas gives them."""
     q = np.asarray(qid)
-    if q.dtype.kind in "biuf":
-        q = q.astype(np.float64) + 0.0
-    elif q.dtype.kind in "US":
-        q = q.astype(object)
-    h = pd.util.hash_array(q, categorize=False)
+    if q.dtype.kind == "O" and _qid_kind(q) == "number":  # Python ints beside floats
+        h = _hash_numbers(q)
+    else:
+        if q.dtype.kind in "biuf":
+            q = q.astype(np.float64) + 0.0
+        elif q.dtype.kind in "US":
+            q = q.astype(object)
+        h = pd.util.hash_array(q, categorize=False)
     return (h % np.uint64(n_buckets)).astype(np.int64)
+
+
+def _hash_numbers(q: NDArray) -> NDArray[np.uint64]:
+    """:func:`_hash_buckets`' hash of object qids that are numbers:
+    as float64 values, as the numeric dtypes are hashed (``hash_array`` hashes an object
+    array by each value's text: 3 as "3", 3.0 as "3.0", one query locally); an int too
+    large for a float keeps the hash of its text."""
+    vals = q.tolist()
+    out = np.empty(len(vals), dtype=np.uint64)
+    floats = np.zeros(len(vals), dtype=np.float64)
+    ok = np.ones(len(vals), dtype=bool)
+    for k, v in enumerate(vals):
+        try:
+            floats[k] = float(v)
+        except OverflowError:
+            ok[k] = False
+    out[ok] = pd.util.hash_array(floats[ok] + 0.0, categorize=False)
+    out[~ok] = pd.util.hash_array(q[~ok], categorize=False)
+    return out
+
+
+def _qid_kind(qids: NDArray) -> str:
+    """What a partition's query ids are, as :func:`ltrboost.dataset.group_by_qid` tells
+    them apart: ``"number"`` (a numeric dtype, or Python/NumPy numbers in an object
+    array), ``"str"``, ``"bytes"``, else the dtype or the type's name.  One partition's
+    ids are one kind (grouping refused a mix); an object array is judged by its first."""
+    k = qids.dtype.kind
+    if k in "biuf":
+        return "number"
+    if k in "US":
+        return "str" if k == "U" else "bytes"
+    if k in "mM":
+        return "timedelta64" if k == "m" else "datetime64"
+    if k != "O" or qids.shape[0] == 0:
+        return str(qids.dtype)
+    v = qids[0]
+    if isinstance(v, str | bytes):
+        return "str" if isinstance(v, str) else "bytes"
+    if isinstance(v, int | float | np.number) and not isinstance(v, bool):
+        return "number"
+    return type(v).__name__
+
+
+def _refuse_mixed_kinds(metas, prefix: str | None) -> None:
+    """Query ids that are numbers in one partition and strings in another: the error of
+    local training on the partitions concatenated (which cannot sort them together),
+    naming the first partition whose ids differ from the first rows' kind and its first
+    row (a partition's first query is its first row's).  Not compared, 5 and "5" were
+    two queries."""
+    first = None
+    for m in metas:
+        if not len(m["qids"]):
+            continue
+        kind = _qid_kind(m["qids"])
+        if first is None:
+            first = kind
+        elif kind != first:
+            v = _plain(m["qids"][0])
+            e = LTRInputError(
+                f"qid {v!r} ({kind}) is not of the first rows' kind ({first}): query "
+                "ids must be all strings or all numbers",
+                row=0,
+            )
+            raise _located(int(m["index"][0]), e, prefix)
 
 
 def _rows(part, rows: NDArray) -> dict:
@@ -565,7 +634,7 @@ def _move_plan(metas) -> dict[int, dict[int, list[int]]] | None:
     in one partition, strings in another: their values are compared only by the hash
     regroup's own rule)."""
     held = [m["qids"] for m in metas if len(m["qids"])]
-    kinds = {"n" if q.dtype.kind in "biuf" else q.dtype.kind for q in held}
+    kinds = {_qid_kind(q) for q in held}
     if len(kinds) > 1:
         return None
     part_of = np.concatenate([np.full(len(m["qids"]), i) for i, m in enumerate(metas)])
@@ -618,6 +687,7 @@ def _queries_whole(
     metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
     if not metas:
         raise LTRInputError(f"{what} has no partitions")
+    _refuse_mixed_kinds(metas, what if what.startswith("validation set") else None)
     cut = _cut_query(metas)
     if cut is not None:
         q, where = cut
