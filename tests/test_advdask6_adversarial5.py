@@ -7,6 +7,8 @@ small data, few trees.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -103,3 +105,49 @@ def test_numbers_in_one_partition_strings_in_another_are_the_local_error(client)
             [("v", _dask(X, y, q, whole))],
             regroup=False,
         )
+
+
+def _blind_warnings(fn):
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        fn()
+    return [(w.category, str(w.message)) for w in rec if "drives early stopping" in str(w.message)]
+
+
+def test_early_stopping_on_a_set_without_two_grades_warns_as_locally(client):
+    """Local training warns that the metric of such a set cannot move (training stops
+    after early_stopping_rounds + 1 rounds, silently); Dask did not."""
+    X, y, qid = _data(seed=3)
+    Xv, yv, qv = _data(seed=4)
+    n, nv = len(y), len(yv)
+    bounds, vbounds = [0, n // 2, n], [0, nv // 3, nv]
+    params = dict(FAST, early_stopping_rounds=2)
+    flat = np.zeros_like(yv)
+    local = _blind_warnings(
+        lambda: ltrboost.train(
+            params, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, flat, qid=qv))]
+        )
+    )
+    assert len(local) == 1
+    dist = _blind_warnings(
+        lambda: ldask.train(
+            client, params, _dask(X, y, qid, bounds), [("v", _dask(Xv, flat, qv, vbounds))]
+        )
+    )
+    assert dist == local
+    # a set with graded queries: no warning, also when its weights (which metrics
+    # ignore, as locally) are zero on all but one document of each query
+    w = np.zeros(nv)
+    w[np.unique(qv, return_index=True)[1]] = 1.0
+    assert not _blind_warnings(
+        lambda: ldask.train(
+            client, params, _dask(X, y, qid, bounds), [("v", _dask(Xv, yv, qv, vbounds, w))]
+        )
+    )
+    assert not _blind_warnings(
+        lambda: ltrboost.train(
+            params,
+            make_dataset(X, y, qid=qid),
+            [("v", make_dataset(Xv, yv, qid=qv, sample_weight=w))],
+        )
+    )

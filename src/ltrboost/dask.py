@@ -91,7 +91,12 @@ except ImportError as e:
 from numpy.typing import NDArray
 
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
-from ltrboost._evaluation import _bind_metrics, check_training_setup, custom_metric_value
+from ltrboost._evaluation import (
+    _bind_metrics,
+    check_training_setup,
+    custom_metric_value,
+    warn_if_early_stopping_blind,
+)
 from ltrboost._numba import threads
 from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_histogram_memory
 from ltrboost.booster import (
@@ -364,6 +369,8 @@ def _qid_column(client, futures, names: list[str], what: str, timeout: float):
 
 def _part_meta(part) -> dict:
     """What the driver learns about a partition: O(queries), never its rows."""
+    y_range = query_label_range(part["y"], part["offsets"], part["w"])
+    span = y_range if part["w"] is None else query_label_range(part["y"], part["offsets"])
     return dict(
         n=int(part["offsets"][-1]),
         qids=part["qids"],
@@ -377,7 +384,10 @@ def _part_meta(part) -> dict:
         y_max=float(part["y"].max()) if part["y"].shape[0] else 0.0,
         # each query's largest and smallest label of positive weight (+-inf: none),
         # for the warning of a constant model (booster.warn_if_constant_model)
-        y_range=query_label_range(part["y"], part["offsets"], part["w"]),
+        y_range=y_range,
+        # some query has documents of two labels, weights ignored (as metrics ignore
+        # them): a validation set's metric can move (warn_if_early_stopping_blind)
+        graded=bool(np.any(np.subtract(*span.T) > 0)),
     )
 
 
@@ -391,6 +401,15 @@ def _label_summary(metas) -> types.SimpleNamespace:
         query_offsets=np.arange(0, 2 * r.shape[0] + 1, 2, dtype=np.int64),
         weights=None,
         n_samples=sum(m["n"] for m in metas),
+    )
+
+
+def _graded_summary(metas) -> types.SimpleNamespace:
+    """A stand-in validation set for :func:`~ltrboost._evaluation.warn_if_early_stopping_blind`:
+    one query of two documents, of two labels when some query of the set has two."""
+    graded = any(m["graded"] for m in metas)
+    return types.SimpleNamespace(
+        y=np.array([1.0 if graded else 0.0, 0.0]), query_offsets=np.array([0, 2])
     )
 
 
@@ -1611,6 +1630,10 @@ def train(
                     f"validation set {n!r} has {metas[0]['width']} features but the training "
                     f"set has {tr[1][0]['width']}"
                 )
+        # as ltrboost.train warns, from the partitions' summaries (no pass over the rows)
+        warn_if_early_stopping_blind(
+            params, objective, [(n, _graded_summary(m)) for n, (_, m, _) in vs[:1]]
+        )
         metas = tr[1]
         labels = _label_summary(metas)
         with np.errstate(over="ignore", invalid="ignore"):
