@@ -8,6 +8,7 @@ small data, few trees.
 from __future__ import annotations
 
 import warnings
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -47,7 +48,7 @@ def _objects(qid, bounds, kinds):
     """``qid`` as an object array whose partition ``k`` holds ``kinds[k]`` values."""
     out = np.empty(qid.shape[0], dtype=object)
     for k, kind in enumerate(kinds):
-        out[bounds[k] : bounds[k + 1]] = [kind(v) for v in qid[bounds[k] : bounds[k + 1]]]
+        out[bounds[k] : bounds[k + 1]] = [kind(int(v)) for v in qid[bounds[k] : bounds[k + 1]]]
     return out
 
 
@@ -56,19 +57,23 @@ def _assert_same_model(local, dist, X):
     np.testing.assert_allclose(dist.predict(X), local.predict(X), rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("layout", ["boundary cuts", "interleaved"])
-def test_object_qids_int_in_one_partition_float_in_another_are_one_query(client, layout):
+@pytest.mark.parametrize(
+    ("layout", "other"),
+    [("boundary cuts", float), ("interleaved", float), ("interleaved", Decimal)],
+)
+def test_object_qids_int_in_one_partition_float_in_another_are_one_query(client, layout, other):
     """Python ints in one partition, the same ids as floats (3.0) in another: one query
     each, as local training takes them (3 == 3.0).  Interleaved data was refused ("query
     1 is still cut between partitions after regrouping"): the hash regroup hashed object
-    ids by their text, "3" and "3.0"."""
+    ids by their text, "3" and "3.0".  Any number equal to an int is its query
+    (``Decimal(3)``), as locally."""
     X, y, qid = _data(seed=1)
     n = len(y)
     if layout == "interleaved":
         order = np.argsort(np.arange(n) % 2, kind="stable")
         X, y, qid = X[order], y[order], qid[order]
     bounds = [0, n // 2 + 1, n]
-    q = _objects(qid, bounds, [int, float])
+    q = _objects(qid, bounds, [int, other])
     dist = ldask.train(client, FAST, _dask(X, y, q, bounds))
     if layout == "interleaved":  # the local equivalent: the rows of the regrouped partitions
         order = np.argsort(ldask._hash_buckets(qid, 2), kind="stable")

@@ -66,6 +66,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import math
+import numbers
 import threading
 import time
 import types
@@ -471,7 +472,9 @@ def _qid_kind(qids: NDArray) -> str:
     v = qids[0]
     if isinstance(v, str | bytes):
         return "str" if isinstance(v, str) else "bytes"
-    if isinstance(v, int | float | np.number) and not isinstance(v, bool):
+    # any number Python compares with ints (Decimal, bool: local grouping takes True for
+    # 1 too), not complex (which does not sort)
+    if isinstance(v, numbers.Number | np.bool_) and not isinstance(v, complex | np.complexfloating):
         return "number"
     return type(v).__name__
 
