@@ -66,6 +66,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import math
+import numbers
 import threading
 import time
 import types
@@ -91,7 +92,12 @@ except ImportError as e:
 from numpy.typing import NDArray
 
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
-from ltrboost._evaluation import _bind_metrics, check_training_setup, custom_metric_value
+from ltrboost._evaluation import (
+    _bind_metrics,
+    check_training_setup,
+    custom_metric_value,
+    warn_if_early_stopping_blind,
+)
 from ltrboost._numba import threads
 from ltrboost.binning import DEFAULT_SUBSAMPLE, BinMapper, UsedFeatures, check_histogram_memory
 from ltrboost.booster import (
@@ -364,6 +370,8 @@ def _qid_column(client, futures, names: list[str], what: str, timeout: float):
 
 def _part_meta(part) -> dict:
     """What the driver learns about a partition: O(queries), never its rows."""
+    y_range = query_label_range(part["y"], part["offsets"], part["w"])
+    span = y_range if part["w"] is None else query_label_range(part["y"], part["offsets"])
     return dict(
         n=int(part["offsets"][-1]),
         qids=part["qids"],
@@ -377,7 +385,10 @@ def _part_meta(part) -> dict:
         y_max=float(part["y"].max()) if part["y"].shape[0] else 0.0,
         # each query's largest and smallest label of positive weight (+-inf: none),
         # for the warning of a constant model (booster.warn_if_constant_model)
-        y_range=query_label_range(part["y"], part["offsets"], part["w"]),
+        y_range=y_range,
+        # some query has documents of two labels, weights ignored (as metrics ignore
+        # them): a validation set's metric can move (warn_if_early_stopping_blind)
+        graded=bool(np.any(np.subtract(*span.T) > 0)),
     )
 
 
@@ -394,21 +405,101 @@ def _label_summary(metas) -> types.SimpleNamespace:
     )
 
 
+def _graded_summary(metas) -> types.SimpleNamespace:
+    """A stand-in validation set for :func:`~ltrboost._evaluation.warn_if_early_stopping_blind`:
+    one query of two documents, of two labels when some query of the set has two."""
+    graded = any(m["graded"] for m in metas)
+    return types.SimpleNamespace(
+        y=np.array([1.0 if graded else 0.0, 0.0]), query_offsets=np.array([0, 2])
+    )
+
+
 def _hash_buckets(qid: NDArray, n_buckets: int) -> NDArray[np.int64]:
     """A stable (seed-free, process-independent) hash of each qid, modulo ``n_buckets``.
 
     Numeric qids are hashed as float64 values (+0.0 for -0.0): one query whose rows come
     as int 7 from one file and float 7.0 from another (one query to pandas) must land in
     one bucket; ``hash_array`` hashes the two dtypes differently.  Distinct large ints
-    that share a float only share a bucket, which is harmless.  Strings are hashed as
-    Python objects (``hash_array`` refuses a NumPy ``<U`` array), as pandas gives them."""
+    that share a float only share a bucket, which is harmless.  Numbers in an object
+    array (Python ints in one partition, floats in another) are hashed the same way
+    (:func:`_hash_numbers`).  Strings are hashed as Python objects (``hash_array``
+    refuses a NumPy ``<U`` array), as pandas gives them."""
     q = np.asarray(qid)
-    if q.dtype.kind in "biuf":
-        q = q.astype(np.float64) + 0.0
-    elif q.dtype.kind in "US":
-        q = q.astype(object)
-    h = pd.util.hash_array(q, categorize=False)
+    if q.dtype.kind == "O" and _qid_kind(q) == "number":  # Python ints beside floats
+        h = _hash_numbers(q)
+    else:
+        if q.dtype.kind in "biuf":
+            q = q.astype(np.float64) + 0.0
+        elif q.dtype.kind in "US":
+            q = q.astype(object)
+        h = pd.util.hash_array(q, categorize=False)
     return (h % np.uint64(n_buckets)).astype(np.int64)
+
+
+def _hash_numbers(q: NDArray) -> NDArray[np.uint64]:
+    """:func:`_hash_buckets`' hash of object qids that are numbers:
+    as float64 values, as the numeric dtypes are hashed (``hash_array`` hashes an object
+    array by each value's text: 3 as "3", 3.0 as "3.0", one query locally); an int too
+    large for a float keeps the hash of its text."""
+    vals = q.tolist()
+    out = np.empty(len(vals), dtype=np.uint64)
+    floats = np.zeros(len(vals), dtype=np.float64)
+    ok = np.ones(len(vals), dtype=bool)
+    for k, v in enumerate(vals):
+        try:
+            floats[k] = float(v)
+        except OverflowError:
+            ok[k] = False
+    out[ok] = pd.util.hash_array(floats[ok] + 0.0, categorize=False)
+    out[~ok] = pd.util.hash_array(q[~ok], categorize=False)
+    return out
+
+
+def _qid_kind(qids: NDArray) -> str:
+    """What a partition's query ids are, as :func:`ltrboost.dataset.group_by_qid` tells
+    them apart: ``"number"`` (a numeric dtype, or Python/NumPy numbers in an object
+    array), ``"str"``, ``"bytes"``, else the dtype or the type's name.  One partition's
+    ids are one kind (grouping refused a mix); an object array is judged by its first."""
+    k = qids.dtype.kind
+    if k in "biuf":
+        return "number"
+    if k in "US":
+        return "str" if k == "U" else "bytes"
+    if k in "mM":
+        return "timedelta64" if k == "m" else "datetime64"
+    if k != "O" or qids.shape[0] == 0:
+        return str(qids.dtype)
+    v = qids[0]
+    if isinstance(v, str | bytes):
+        return "str" if isinstance(v, str) else "bytes"
+    # any number Python compares with ints (Decimal, bool: local grouping takes True for
+    # 1 too), not complex (which does not sort)
+    if isinstance(v, numbers.Number | np.bool_) and not isinstance(v, complex | np.complexfloating):
+        return "number"
+    return type(v).__name__
+
+
+def _refuse_mixed_kinds(metas, prefix: str | None) -> None:
+    """Query ids that are numbers in one partition and strings in another: the error of
+    local training on the partitions concatenated (which cannot sort them together),
+    naming the first partition whose ids differ from the first rows' kind and its first
+    row (a partition's first query is its first row's).  Not compared, 5 and "5" were
+    two queries."""
+    first = None
+    for m in metas:
+        if not len(m["qids"]):
+            continue
+        kind = _qid_kind(m["qids"])
+        if first is None:
+            first = kind
+        elif kind != first:
+            v = _plain(m["qids"][0])
+            e = LTRInputError(
+                f"qid {v!r} ({kind}) is not of the first rows' kind ({first}): query "
+                "ids must be all strings or all numbers",
+                row=0,
+            )
+            raise _located(int(m["index"][0]), e, prefix)
 
 
 def _rows(part, rows: NDArray) -> dict:
@@ -565,7 +656,7 @@ def _move_plan(metas) -> dict[int, dict[int, list[int]]] | None:
     in one partition, strings in another: their values are compared only by the hash
     regroup's own rule)."""
     held = [m["qids"] for m in metas if len(m["qids"])]
-    kinds = {"n" if q.dtype.kind in "biuf" else q.dtype.kind for q in held}
+    kinds = {_qid_kind(q) for q in held}
     if len(kinds) > 1:
         return None
     part_of = np.concatenate([np.full(len(m["qids"]), i) for i, m in enumerate(metas)])
@@ -618,6 +709,7 @@ def _queries_whole(
     metas = _gather(client, client.map(_part_meta, futures, pure=False), timeout, what)
     if not metas:
         raise LTRInputError(f"{what} has no partitions")
+    _refuse_mixed_kinds(metas, what if what.startswith("validation set") else None)
     cut = _cut_query(metas)
     if cut is not None:
         q, where = cut
@@ -1541,6 +1633,10 @@ def train(
                     f"validation set {n!r} has {metas[0]['width']} features but the training "
                     f"set has {tr[1][0]['width']}"
                 )
+        # as ltrboost.train warns, from the partitions' summaries (no pass over the rows)
+        warn_if_early_stopping_blind(
+            params, objective, [(n, _graded_summary(m)) for n, (_, m, _) in vs[:1]]
+        )
         metas = tr[1]
         labels = _label_summary(metas)
         with np.errstate(over="ignore", invalid="ignore"):
