@@ -89,6 +89,9 @@ def test_python_and_cli_write_the_same_real_parameters(data, tmp_path):
     cli_doc = json.loads(cli_model.read_bytes())
     assert cli_doc.pop("missing") == "zero"  # documented: the CLI records its convention
     assert py_doc.pop("missing") is None
+    # documented: the CLI names a LETOR file's features by their ids (an array: no names)
+    assert cli_doc.pop("feature_names") == [f"f{k + 1}" for k in range(X.shape[1])]
+    assert py_doc.pop("feature_names") is None
     assert json.dumps(py_doc) == json.dumps(cli_doc)  # the same text, number types included
 
 

@@ -337,6 +337,7 @@ def test_predict_with_a_huge_feature_claim_fails_before_reading_data(sparse_file
     assert rc == 0
     d = json.loads(model.read_text())
     d["n_features"] = 50_000_000
+    d["feature_names"] = None  # (train's LETOR names, f1..f4, would no longer fit)
     model.write_text(json.dumps(d))
     tracemalloc.start()
     try:
@@ -386,6 +387,7 @@ def test_wide_model_predicts_with_memory_bounded_by_the_data(sparse_file, tmp_pa
     rc, expected, _ = run(["predict", model, small], capsys)
     d = json.loads(model.read_text())
     d["n_features"] = 5_000_000
+    d["feature_names"] = None  # (train's LETOR names, f1..f4, would no longer fit)
     wide = tmp_path / "wide.json"
     wide.write_text(json.dumps(d))
     tracemalloc.start()

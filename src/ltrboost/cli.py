@@ -1110,6 +1110,7 @@ def _load(
     require_qid: bool = True,
     return_comments: bool = False,
     na_values: list[str] | None = None,
+    letor_names: bool = False,
 ):
     from ltrboost.io.letor import load_svmlight
 
@@ -1120,10 +1121,13 @@ def _load(
         return_comments=return_comments,
         na_values=na_values,
     )
-    return _with_dataset(data, path, require_qid)
+    return _with_dataset(data, path, require_qid, letor_names=letor_names)
 
 
-def _with_dataset(data, path: str, require_queries: bool = True):
+def _with_dataset(data, path: str, require_queries: bool = True, *, letor_names: bool = False):
+    """``(data, RankingDataset)`` of a LETOR file's ``data``.  ``letor_names``: name the
+    columns by their LETOR ids (``f1 .. fN``, :attr:`LetorData.feature_names`), as
+    ``train`` stores them in the model and ``convert`` names its Parquet columns."""
     from ltrboost.dataset import make_dataset
     from ltrboost.io.letor import require_qid
 
@@ -1140,7 +1144,8 @@ def _with_dataset(data, path: str, require_queries: bool = True):
     if data.qid is None and not require_queries:
         return data, None
     require_qid(data, path)
-    ds = make_dataset(data.X, data.y, qid=data.qid)
+    names = data.feature_names if letor_names else None
+    ds = make_dataset(data.X, data.y, qid=data.qid, feature_names=names)
     ds.source = str(path)
     if data.lines is not None:  # label errors then name FILE:LINE
         ds.row_lines = data.lines if ds.order is None else data.lines[ds.order]
@@ -1309,6 +1314,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         _check_resumable(params, init_model, args.resume)
         _warn_resume_differs(params, init_model, args.resume)
     missing = resolve_missing(args.missing, init_model, args.resume)
+    # The model names its features by their LETOR ids (f1 .. fN), as convert's Parquet
+    # columns: the same names from the text file and from its Parquet, in inspect and
+    # in the exports.  A resumed model with names of its own (a DataFrame's) keeps
+    # them: the text's columns continue it by position, as they always did.
+    letor_names = init_model is None or init_model.feature_names is None
     raw_train, train_set = _load(
         args.train,
         missing=missing,
@@ -1322,6 +1332,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             na_values=args.missing_token,
         ),
         na_values=args.missing_token,
+        letor_names=letor_names,
     )
     if args.pairs is not None:
         from ltrboost.io.letor import parse_docids
@@ -1362,7 +1373,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         from ltrboost.io.letor import width_error_as
 
         try:
-            _, vs = _load(vpath, missing=missing, n_features=width, na_values=args.missing_token)
+            _, vs = _load(
+                vpath,
+                missing=missing,
+                n_features=width,
+                na_values=args.missing_token,
+                letor_names=letor_names,
+            )
         except LTRInputError as e:  # "larger than n_features=3" named no flag of train's
             instead = f"is above the {width} features of the training data ({args.train})"
             reworded = width_error_as(e, width, instead)

@@ -244,7 +244,9 @@ def collect(booster, feature_names=None, iteration: int | None = None) -> Export
 
 
 def resolve_feature_names(booster, feature_names) -> list[str]:
-    """Explicit names > the booster's (from a DataFrame) > ``f0, f1, ...``."""
+    """Explicit names > the booster's (a DataFrame's columns, or the LETOR ids
+    ``f1, f2, ...`` that ``ltrboost train`` stores for a LETOR file) > ``f0, f1, ...``
+    (0-based columns)."""
     n = int(booster.n_features)
     # the model's names (a DataFrame's columns) were never chosen for an engine: say
     # where they come from and how to give others

@@ -65,7 +65,13 @@ from ltrboost.dataset import LTRInputError, check_labels
 from ltrboost.io._atomic import atomic_write
 from ltrboost.io.queryfile import read_query_file
 
-__all__ = ["LetorData", "dump_svmlight", "load_svmlight", "parse_docids"]
+__all__ = [
+    "LetorData",
+    "dump_svmlight",
+    "letor_feature_names",
+    "load_svmlight",
+    "parse_docids",
+]
 
 MISSING_OPTIONS = ("zero", "nan")
 
@@ -103,6 +109,15 @@ class LetorData(NamedTuple):
         only with ``return_comments=True``.
     lines : ndarray of shape (n_samples,), dtype=int64
         The 1-based line of each row in the file (for error messages).
+    feature_names : list of str
+        (A property, not a field: the tuple still unpacks to five values.)  The LETOR
+        feature id of each column of ``X``: ``["f1", ..., "fN"]`` for ``X[:, 0 .. N-1]``,
+        the names ``ltrboost train`` stores in a model trained from a LETOR file and
+        ``ltrboost convert`` gives its Parquet columns.  Pass them to name an array's
+        columns as the CLI does, e.g.
+        ``make_dataset(data.X, data.y, qid=data.qid, feature_names=data.feature_names)``
+        (an array without names gives a model whose features show as ``f0, f1, ...``,
+        the 0-based column).
     """
 
     X: NDArray[np.float64]
@@ -110,6 +125,18 @@ class LetorData(NamedTuple):
     qid: NDArray[np.int64] | None
     comments: list[str] | None
     lines: NDArray[np.int64] | None = None
+
+    @property
+    def feature_names(self) -> list[str]:
+        return letor_feature_names(self.X.shape[1])
+
+
+def letor_feature_names(n_features: int) -> list[str]:
+    """``["f1", ..., "fN"]``: the LETOR feature id (1-based) of each of ``n_features``
+    columns, as a model trained from a LETOR file and ``convert``'s Parquet name them
+    (column ``j`` is the file's feature ``j + 1:``; RankLib's id of feature ``j`` is
+    ``j + 1`` too)."""
+    return [f"f{j + 1}" for j in range(int(n_features))]
 
 
 def load_svmlight(

@@ -103,7 +103,7 @@ def letor_to_parquet(
     a ``.query`` sidecar) and for the parser's own errors (``path:line: problem``).
     """
     pa, pq = require_pyarrow()
-    from ltrboost.io.letor import load_svmlight
+    from ltrboost.io.letor import letor_feature_names, load_svmlight
 
     if (
         isinstance(rows_per_file, bool)
@@ -152,7 +152,7 @@ def letor_to_parquet(
             )
         offsets, order, _ = group_by_qid(data.qid)
         X, y, qid = data.X, data.y, data.qid
-        names = ["qid", "label"] + [f"f{j + 1}" for j in range(X.shape[1])]
+        names = ["qid", "label", *letor_feature_names(X.shape[1])]  # as train's model
         bounds = query_file_bounds(offsets, int(rows_per_file), MAX_ROWS_PER_FILE)
         files = part_names(len(bounds))
         for (a, b), name in zip(bounds, files, strict=True):
