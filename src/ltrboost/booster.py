@@ -582,6 +582,7 @@ class Training:
         self.rng = np.random.default_rng(params.random_state)
         with rows_located(train_set):
             objective.prepare(train_set)
+        objective.check_training_labels(train_set)  # the whole set (a shard's prepare not)
         self.n_out = objective.n_outputs(train_set)
         self.n = train_set.n_samples
         self.n_features = train_set.X.shape[1]
