@@ -45,6 +45,7 @@ from ltrboost._evaluation import (
     check_training_setup,
     metric_options,
     warn_if_early_stopping_blind,
+    warn_if_threshold_separates_nothing,
     written_numbers,
 )
 from ltrboost._numba import threads
@@ -669,6 +670,9 @@ class Training:
             bound = _bind_metrics(self.params, self.objective, vs)
         except LTRInputError as e:
             raise validation_error(name, e) from None
+        warn_if_threshold_separates_nothing(
+            self.params, self.objective, vs.y, f"validation set {name!r}"
+        )
         return _Valid(name, vs, Xb, rv, bound)
 
     def resume(self, init_model: Booster) -> int:
