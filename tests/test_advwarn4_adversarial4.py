@@ -102,10 +102,13 @@ def test_cli_colsample_names_the_flag_twice(data, capsys, tmp_path):
 
 
 def test_cli_objective_causes_name_the_flags(data, capsys, tmp_path):
-    err = train(data, capsys, tmp_path, "--lambda-metric", "map", "--relevance-threshold", "5")
-    assert "under --lambda-metric='map' with --relevance-threshold=5" in err
-    err = train(data, capsys, tmp_path, "--objective", "logistic_rank", "--positive-threshold", "9")
-    assert "every document is negative under --positive-threshold=9" in err
+    # thresholds outside the grades are refused before training since advlabel5
+    flags = ("--lambda-metric", "map", "--relevance-threshold", "5")
+    err = train(data, capsys, tmp_path, *flags, rc=2)
+    assert "--relevance-threshold=5 counts no training document relevant" in err
+    flags = ("--objective", "logistic_rank", "--positive-threshold", "9")
+    err = train(data, capsys, tmp_path, *flags, rc=2)
+    assert "--positive-threshold=9 makes every training document negative" in err
 
 
 def test_cli_positions_from_2_name_the_flag(data, capsys, tmp_path):

@@ -112,19 +112,31 @@ def test_weighted_mart_under_se_is_not_newton_as_documented():
 )
 def test_logistic_rank_with_one_class_names_the_threshold(labels, params, side):
     """Every grade on one side of ``positive_threshold`` (grades 1-2 under the default
-    threshold 1): one class, a constant model; the warning blamed the split limits."""
+    threshold 1): one class, a constant model; the warning blamed the split limits.
+    Since advlabel5 it is refused before training, naming the grades."""
     y = np.random.default_rng(3).choice(labels, 40)
-    with pytest.warns(UserWarning, match=rf"every document is {side}.*positive_threshold"):
+    with pytest.raises(ValueError, match=rf"every training document {side}.*grades"):
         _fit("logistic_rank", y, [10] * 4, **params)
 
 
 @pytest.mark.parametrize("threshold", [3, 0])
 def test_lambdamart_map_without_relevant_and_irrelevant_names_the_threshold(threshold):
     """``lambda_metric="map"`` on binary relevance ``y >= relevance_threshold``: no
-    query with both a relevant and an irrelevant document gives every pair a zero
-    change of AP, a constant model; the warning blamed the split limits."""
-    with pytest.warns(UserWarning, match=rf"relevance_threshold={threshold}\b"):
+    document relevant (or every one) gives every pair a zero change of AP, a constant
+    model; the warning blamed the split limits.  Since advlabel5 a threshold outside
+    the grades is refused before training."""
+    with pytest.raises(ValueError, match=rf"relevance_threshold={threshold}\b.*grades 0, 1, 2"):
         _fit("lambdamart", GRADES, [10] * 4, lambda_metric="map", relevance_threshold=threshold)
+
+
+def test_lambdamart_map_without_a_mixed_query_warns_naming_the_threshold():
+    """Relevant documents (grades 1, 2) in some queries, irrelevant ones (0) in the
+    others: no query mixes them, the model is constant, the warning names the
+    threshold."""
+    y = np.repeat([1.0, 0.0, 2.0, 0.0], 10)
+    y[:5] = 2.0
+    with pytest.warns(UserWarning, match=r"relevance_threshold=1\b"):
+        _fit("lambdamart", y, [10] * 4, lambda_metric="map", relevance_threshold=1)
 
 
 def test_labels_of_zero_weight_documents_do_not_count_as_signal():

@@ -117,6 +117,46 @@ def warn_if_early_stopping_blind(params, objective, valid_sets) -> None:
     )
 
 
+# metric families that binarise the labels at relevance_threshold
+_THRESHOLD_FAMILIES = ("map", "mrr", "p")
+
+
+def warn_if_threshold_separates_nothing(params, objective, y, where: str) -> None:
+    """Warn when ``relevance_threshold`` counts every document of ``y`` relevant, or
+    none, while ``y`` holds two grades or more: the built-in MAP, MRR and P@k among the
+    evaluation metrics are then the same whatever the scores (a flat log; early
+    stopping on them ends after its patience).  ``where`` names the data."""
+    options = metric_options(params)
+    names = [name for name, fn in _metrics(params, objective) if fn is None]
+    msg = threshold_separates_nothing(names, options, y, where)
+    if msg is not None:
+        warnings.warn(msg, ParameterWarning, stacklevel=4)
+
+
+def threshold_separates_nothing(names, options: dict, y, where: str) -> str | None:
+    """The message of :func:`warn_if_threshold_separates_nothing` for the metric
+    ``names`` (the MAP, MRR and P@k among them count) under the metric ``options``,
+    or None."""
+    from ltrboost.metrics import get_metric
+    from ltrboost.objectives.base import one_sided_threshold
+
+    binary = [n for n in names if get_metric(n, **options).family in _THRESHOLD_FAMILIES]
+    if not binary or y is None:
+        return None
+    threshold = float(options.get("relevance_threshold", 1.0))
+    one_sided = one_sided_threshold(np.asarray(y, dtype=np.float64), threshold)
+    if one_sided is None:
+        return None
+    every, _, grades = one_sided
+    return (
+        f"relevance_threshold={threshold:g} counts {every} document of {where} relevant "
+        f"(relevant is y >= relevance_threshold; the labels hold {grades}): its "
+        + ", ".join(binary)
+        + (" is" if len(binary) == 1 else " are")
+        + " the same whatever the scores; set relevance_threshold on the labels' scale"
+    )
+
+
 def _warn_pair_params_ignored(params, objective) -> None:
     """Warn about ``pairs_per_sample`` without ``pair_method="sampled"`` and a positive
     ``truncation_level`` without ``"topk"`` (LambdaMART's NDCG excepted: its ideal DCG

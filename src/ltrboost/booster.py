@@ -45,6 +45,7 @@ from ltrboost._evaluation import (
     check_training_setup,
     metric_options,
     warn_if_early_stopping_blind,
+    warn_if_threshold_separates_nothing,
     written_numbers,
 )
 from ltrboost._numba import threads
@@ -582,6 +583,7 @@ class Training:
         self.rng = np.random.default_rng(params.random_state)
         with rows_located(train_set):
             objective.prepare(train_set)
+        objective.check_training_labels(train_set)  # the whole set (a shard's prepare not)
         self.n_out = objective.n_outputs(train_set)
         self.n = train_set.n_samples
         self.n_features = train_set.X.shape[1]
@@ -668,6 +670,9 @@ class Training:
             bound = _bind_metrics(self.params, self.objective, vs)
         except LTRInputError as e:
             raise validation_error(name, e) from None
+        warn_if_threshold_separates_nothing(
+            self.params, self.objective, vs.y, f"validation set {name!r}"
+        )
         return _Valid(name, vs, Xb, rv, bound)
 
     def resume(self, init_model: Booster) -> int:

@@ -1821,8 +1821,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
+    from ltrboost._evaluation import threshold_separates_nothing
     from ltrboost.dataset import rows_located
     from ltrboost.metrics import evaluate, parse_metric_list
+    from ltrboost.params import ParameterWarning
 
     twice = sorted({p for p in args.data if args.data.count(p) > 1})
     if twice:
@@ -1839,6 +1841,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         with rows_located(ds):
             results[path] = evaluate(scores, ds.y, ds.query_offsets, metrics=metrics, **options)
         results[path]["n_queries"] = ds.n_queries
+        flat = threshold_separates_nothing(metrics, options, ds.y, path)
+        if flat is not None:  # MAP / MRR / P@k that no ranking changes
+            _show_warning(flat, ParameterWarning, __file__, 0)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0

@@ -180,8 +180,8 @@ PARAMS: tuple[Param, ...] = (
         None,
         "Any",
         "objective",
-        "logistic_rank scale per grade, {grade: scale} or [scale, ...] (None: y - "
-        "positive_threshold + 1 for positives, 1 for negatives)",
+        "logistic_rank scale per grade, {grade: scale} or [scale, ...]; unnamed grades "
+        "get 1 (None: y - positive_threshold + 1 for positives, 1 for negatives)",
     ),
     Param(
         "tau",

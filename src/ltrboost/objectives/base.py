@@ -184,6 +184,12 @@ class Objective:
         """
         return None
 
+    def check_training_labels(self, data: RankingDataset) -> None:
+        """Refuse (or warn about) parameters that read the grades, once per training on
+        the whole training set (after :meth:`prepare`; a Dask shard's ``prepare`` sees
+        only its rows): a threshold that puts every document on one side leaves
+        nothing to learn.  Nothing to check here."""
+
     def constant_model_cause(self, data: RankingDataset) -> str | None:
         """Why ``data`` (after :meth:`prepare`) leaves this objective nothing to learn,
         for the warning of a model whose every tree is one leaf; None: no reason known
@@ -265,6 +271,48 @@ def doc_weights(data: RankingDataset) -> NDArray[np.float32]:
             f"weights has shape {w.shape}; expected ({data.n_samples},), one per document"
         )
     return w
+
+
+def grades_text(y: NDArray[np.float64]) -> str:
+    """The distinct labels of ``y`` for a message: ``"grades 0, 1, 2"``, or
+    ``"grades 0 to 40 (37 distinct)"`` when there are more than eight."""
+    g = np.unique(np.asarray(y, dtype=np.float64))
+    if g.size <= 8:
+        return "grades " + ", ".join(f"{v:g}" for v in g)
+    return f"grades {g[0]:g} to {g[-1]:g} ({g.size} distinct)"
+
+
+def one_sided_threshold(
+    y: NDArray[np.float64], threshold: float, weights: Any = None
+) -> tuple[str, str, str] | None:
+    """Whether ``y >= threshold`` holds for every label of ``y`` or for none while ``y``
+    holds two grades or more (a binary relevance that separates nothing):
+    ``("every" | "no", " of positive weight" or "", the grades)``, else None.  Only
+    documents of positive ``weights`` (per document, None: all) count; with one grade
+    the labels, not the threshold, hold one class (warned as a constant model)."""
+    y = np.asarray(y, dtype=np.float64)
+    weighted = ""
+    if weights is not None:
+        keep = np.asarray(weights, dtype=np.float64) > 0
+        if not keep.all():
+            y, weighted = y[keep], " of positive weight"
+    if y.size == 0 or y.min() == y.max():
+        return None
+    above = y >= threshold
+    if above.all():
+        return "every", weighted, grades_text(y)
+    if not above.any():
+        return "no", weighted, grades_text(y)
+    return None
+
+
+def threshold_range_text(name: str, y: NDArray[np.float64], weights: Any = None) -> str:
+    """``"give NAME above LOW and at most HIGH"``: the thresholds that put the lowest
+    grade (of positive weight) below and the highest above."""
+    y = np.asarray(y, dtype=np.float64)
+    if weights is not None:
+        y = y[np.asarray(weights, dtype=np.float64) > 0]
+    return f"give {name} above {y.min():g} and at most {y.max():g}"
 
 
 def doc_weights_float64(data: RankingDataset, n: int) -> NDArray[np.float64]:

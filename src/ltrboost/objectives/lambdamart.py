@@ -37,6 +37,8 @@ from ltrboost.objectives.base import (
     dataset_labels,
     doc_weights,
     finite_real,
+    one_sided_threshold,
+    threshold_range_text,
 )
 from ltrboost.objectives.pair_engine import (
     LAMBDA_METRICS,
@@ -127,7 +129,11 @@ class LambdaMART(PairwiseObjective):
     gain : {"exp", "linear"}, default="exp"
         NDCG gain ``2^y - 1`` or ``y``.
     relevance_threshold : float, default=1
-        ``"map"``: documents with ``y >= relevance_threshold`` are relevant.
+        ``"map"``: documents with ``y >= relevance_threshold`` are relevant.  A
+        threshold that counts every training document (of positive weight) relevant,
+        or none, while they hold two grades or more leaves no pair to learn from:
+        training refuses it (:class:`~ltrboost.params.ParameterError` naming the
+        grades).
     random_state : int, default=0
         Seed of ``"sampled"``; query ``q`` of iteration ``t`` uses
         ``random_state + t * n_queries + q``.
@@ -211,6 +217,26 @@ class LambdaMART(PairwiseObjective):
                 "unbiased=True supports lambda_metric='ndcg' with pair_method 'topk' or "
                 f"'all', not lambda_metric={lambda_metric!r}, pair_method={pair_method!r}"
             )
+
+    def check_training_labels(self, data: RankingDataset) -> None:
+        """Under ``"map"``: refuse a ``relevance_threshold`` that counts every training
+        document relevant, or none, while they hold two grades or more: no pair
+        changes AP, every lambda is 0 and the trees learn nothing (it trained every
+        round, then warned that the model was constant)."""
+        if self._metric_code != METRIC_MAP:
+            return
+        t = self._relevance_threshold
+        one_sided = one_sided_threshold(np.asarray(data.y), t, data.weights)
+        if one_sided is None:
+            return
+        every, weighted, grades = one_sided
+        raise ParameterError(
+            f"relevance_threshold={t:g} counts {every} training document{weighted} "
+            f"relevant (relevant is y >= relevance_threshold; the labels hold {grades}): "
+            "lambda_metric='map' finds no pair of a relevant and an irrelevant document "
+            "and learns nothing; "
+            + threshold_range_text("relevance_threshold", np.asarray(data.y), data.weights)
+        )
 
     def constant_model_cause(self, data: RankingDataset) -> str | None:
         """Under ``"map"``: no query holds both a relevant and an irrelevant document."""

@@ -24,12 +24,15 @@ from ltrboost.objectives.base import (
     doc_weights,
     doc_weights_float64,
     finite_real,
+    grades_text,
     identity_transform,
+    one_sided_threshold,
     single_output_scores,
     single_output_views,
+    threshold_range_text,
 )
 from ltrboost.objectives.registry import register
-from ltrboost.params import ParameterWarning
+from ltrboost.params import ParameterError, ParameterWarning
 
 
 @register
@@ -54,13 +57,20 @@ class LogisticRank(Objective):
         to ``max(1, ceil(K / 2))`` with ``K`` the largest training grade, and stores the
         value in the parameters.  On the 5-grade scale (0 bad .. 4 perfect) this is 2:
         perfect, excellent and good are positive, fair and bad negative (seed 002's
-        three scaled grades; Yahoo's choice).  Binary 0/1 labels get 1.
+        three scaled grades; Yahoo's choice).  Binary 0/1 labels get 1.  A threshold,
+        given or resolved, that makes every training document (of positive weight) one
+        class while they hold two grades or more (``10`` on 0..4; None on grades 1, 2
+        resolves to 1) leaves nothing to learn: training refuses it
+        (:class:`~ltrboost.params.ParameterError` naming the grades).
     label_scale : None, mapping or sequence, default=None
         Scale ``c`` of each grade.  None: ``y - positive_threshold + 1`` for positives
         and 1 for negatives (on 0..4: perfect 3, excellent 2, good 1, others 1; seed
         002).  A mapping ``{grade: scale}`` (keys may be strings, as after a JSON round
-        trip; grades not listed get 1; ``{}`` turns scaling off), or a sequence whose
-        ``k``-th entry is the scale of grade ``k``.  Scales must be finite and > 0.
+        trip: ``{"4": 3}`` scales grade 4; grades not listed get 1, not the default's
+        scale; ``{}`` turns scaling off), or a sequence whose ``k``-th entry is the
+        scale of grade ``k``.  Scales must be finite and > 0.  A grade that no
+        training document has is ignored, with a
+        :class:`~ltrboost.params.ParameterWarning` naming it.
     init : {"logodds", "mean", "zero"}, default="logodds"
         Initial raw score.  ``"logodds"``: ``F_0 = 1/2 log(W+ / W-)`` with ``W+-`` the
         (weight x scale) mass of positives / negatives, i.e. ``artanh`` of their
@@ -85,6 +95,8 @@ class LogisticRank(Objective):
             positive_threshold = finite_real("positive_threshold", positive_threshold)
         if init not in ("logodds", "mean", "zero"):
             raise ValueError(f"init={init!r} is not one of ('logodds', 'mean', 'zero')")
+        # None resolves at prepare(): the refusal of a one-class threshold says so
+        self._threshold_given = positive_threshold is not None
         super().__init__(
             positive_threshold=positive_threshold,
             label_scale=_normalise_label_scale(label_scale),
@@ -118,6 +130,45 @@ class LogisticRank(Objective):
                     stacklevel=2,
                 )
         return float(t)
+
+    def check_training_labels(self, data: RankingDataset) -> None:
+        """Refuse a ``positive_threshold`` (given, or resolved from the labels) that
+        makes every training document one class while they hold two grades or more:
+        the loss then has one class and the trees learn nothing (it trained every
+        round, then warned that the model was constant).  Warn about ``label_scale``
+        grades the training labels do not hold (ignored)."""
+        y, _, t = self._targets(data)
+        weights = data.weights
+        one_sided = one_sided_threshold(y, t, weights)
+        if one_sided is not None:
+            every, weighted, grades = one_sided
+            side = "positive" if every == "every" else "negative"
+            given = (
+                f"positive_threshold={t:g}"
+                if self._threshold_given
+                else f"positive_threshold=None resolves to {t:g} (max(1, ceil(largest "
+                "grade / 2))) and"
+            )
+            raise ParameterError(
+                f"{given} makes every training document{weighted} {side} (positives "
+                f"are y >= positive_threshold; the labels hold {grades}): logistic_rank "
+                "has one class and learns nothing; "
+                + threshold_range_text("positive_threshold", y, weights)
+            )
+        spec = self.params["label_scale"]
+        if spec:
+            present = set(np.unique(y).tolist())
+            unknown = sorted(g for g in spec if g not in present)
+            if unknown:
+                s = "s" if len(unknown) > 1 else ""
+                warnings.warn(
+                    f"label_scale names grade{s} "
+                    + ", ".join(f"{g:g}" for g in unknown)
+                    + f" that no training document has (the labels hold {grades_text(y)}): "
+                    "ignored; a grade label_scale does not name gets scale 1",
+                    ParameterWarning,
+                    stacklevel=3,
+                )
 
     def constant_model_cause(self, data: RankingDataset) -> str | None:
         """Every grade on one side of ``positive_threshold``: one class only."""
