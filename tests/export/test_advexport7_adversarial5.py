@@ -179,3 +179,52 @@ def test_gbrank_lightgbm_pred_contrib_sums_to_the_undivided_score(tmp_path):
 def test_docs_say_gbrank_pred_contrib_is_undivided():
     flat = _flat(DEPLOY)
     assert "pred_contrib=True" in flat
+
+
+# --- the public functions take what README's export section names --------------------
+
+
+def _ranker():
+    from ltrboost import Ranker
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = rng.integers(0, 3, 100)
+    return Ranker(n_estimators=2, max_leaf_nodes=3).fit(X, y, qid=np.repeat(np.arange(10), 10)), X
+
+
+def test_export_functions_take_a_fitted_ranker(tmp_path):
+    """``export_bytes(ranker, ...)`` (and ``createmodel_body``, ``export_model``) ended
+    in "AttributeError: 'Ranker' object has no attribute '_resolve_iterations'"; README
+    names ``Ranker.export`` beside ``Booster.export``: the Ranker's booster is exported."""
+    from ltrboost.export import createmodel_body, export_bytes, export_model
+
+    r, _ = _ranker()
+    for fmt in ("lightgbm", "xgboost-dump", "solr"):
+        assert export_bytes(r, fmt) == export_bytes(r.booster_, fmt)
+    opts = {"assume_no_missing": True}
+    assert export_bytes(r, "ranklib", **opts) == export_bytes(r.booster_, "ranklib", **opts)
+    assert createmodel_body(r, name="m") == createmodel_body(r.booster_, name="m")
+    export_model(r, tmp_path / "a.txt", "lightgbm")
+    r.export(tmp_path / "b.txt", format="lightgbm")
+    assert (tmp_path / "a.txt").read_bytes() == (tmp_path / "b.txt").read_bytes()
+
+
+def test_export_functions_name_what_they_were_given_instead_of_a_booster(tmp_path):
+    from sklearn.exceptions import NotFittedError
+
+    from ltrboost import Ranker
+    from ltrboost.export import ExportError, createmodel_body, export_bytes, export_model
+
+    with pytest.raises(NotFittedError, match="fit"):
+        export_bytes(Ranker(), "lightgbm")
+    for bad in ("model.json", None):
+        with pytest.raises(ExportError, match="Booster") as e:
+            export_bytes(bad, "lightgbm")
+        assert "load_model" in str(e.value)
+        assert type(bad).__name__ in str(e.value)
+        with pytest.raises(ExportError, match="Booster"):
+            createmodel_body(bad)
+        with pytest.raises(ExportError, match="Booster"):
+            export_model(bad, tmp_path / "m.txt", "lightgbm")
+    assert not (tmp_path / "m.txt").exists()
