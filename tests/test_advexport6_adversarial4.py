@@ -18,7 +18,7 @@ float32 step below and above it, at its float32 roundings, and at NaN, +-0.0,
 beyond float32's range.  Every consumer must reach ltrboost's leaf in every tree (leaf
 values are compared tree by tree, not only the sums), with the documented exceptions:
 float32 consumers round a float64 input to float32 first (so they are compared with
-ltrboost on the rounded rows), LightGBM reads ``|x| <= 1e-35`` as 0, Solr misses the
+ltrboost on the rounded rows), LightGBM reads ``|x| <= 1e-35f`` as 0, Solr misses the
 thresholds its warning reports, RankLib reads NaN as 0, and infinite inputs are not
 part of the contract (ltrboost refuses them).
 """
@@ -42,7 +42,7 @@ ort = pytest.importorskip("onnxruntime")
 
 F32 = np.float32
 FLT_MAX = float(np.finfo(F32).max)
-LGB_ZERO = 1e-35  # LightGBM's kZeroThreshold
+LGB_ZERO = float(F32(1e-35))  # LightGBM's kZeroThreshold: 1e-35f, kept in a double
 
 SPECIALS = [
     np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, FLT_MAX, -FLT_MAX, 1e300, -1e300, 3.5e38,
@@ -418,7 +418,7 @@ def check_every_consumer(b: Booster, P: np.ndarray, it, tmp_path) -> None:
                 export_bytes(b, fmt, iteration=it)
         return
 
-    # LightGBM: float64 throughout, identical scores; |x| <= 1e-35 reads as 0
+    # LightGBM: float64 throughout, identical scores; |x| <= 1e-35f reads as 0
     path = tmp_path / "m.txt"
     b.export(path, format="lightgbm", iteration=it)
     got = lgb.Booster(model_file=str(path)).predict(P)

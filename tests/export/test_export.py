@@ -101,8 +101,9 @@ def onnx_session(data: bytes):
 
 def check_lightgbm(b, X, qid, tmp_path):
     P, pq = probes(b, X, qid)
-    # LightGBM reads a value with |x| <= 1e-35 (kZeroThreshold) as 0 (docs/deploy.md)
-    tiny = ((np.abs(P) <= 1e-35) & (P != 0)).any(axis=1)
+    # LightGBM reads a value with |x| <= 1e-35f (kZeroThreshold, a float32 literal) as 0
+    # (docs/deploy.md)
+    tiny = ((np.abs(P) <= float(np.float32(1e-35))) & (P != 0)).any(axis=1)
     P, pq = P[~tiny], pq[~tiny]
     ours = b.predict(P)
     theirs = lgb_scores(b, P, tmp_path)

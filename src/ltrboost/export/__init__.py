@@ -47,6 +47,22 @@ def _names(feature_names) -> list[str] | None:
         ) from None
 
 
+def _as_booster(booster):
+    """The model to export: a Booster (anything with its interface), or a fitted
+    Ranker's ``booster_`` (``Ranker.export`` exports that; the functions here ended in
+    an AttributeError about ``_resolve_iterations``)."""
+    if hasattr(booster, "_resolve_iterations"):
+        return booster
+    check_fitted = getattr(booster, "_check_fitted", None)
+    if callable(check_fitted):  # a Ranker (or DaskRanker): NotFittedError when unfitted
+        check_fitted()
+        return booster.booster_
+    raise ExportError(
+        f"export takes a Booster (ltrboost.load_model(path) reads one from a model file) "
+        f"or a fitted Ranker, not {type(booster).__name__} {booster!r:.60}"
+    )
+
+
 def _collect(booster, feature_names, iteration: int | None):
     """:func:`collect` with the names resolved; a bad names file is named in the error."""
     names = _names(feature_names)
@@ -75,6 +91,8 @@ def export_bytes(
 ) -> bytes:
     """The exported model as bytes (UTF-8 text for every format but ``onnx``).
 
+    ``booster``: a :class:`~ltrboost.model.Booster` or a fitted ``Ranker`` (its
+    ``booster_``; the same in :func:`createmodel_body` and :func:`export_model`).
     ``feature_names``: the engine's name of ltrboost feature ``i`` (a list, or a file
     with one name per line); default the model's names, else ``f0, f1, ...``.
     ``iteration``: rounds to export (default as ``predict``: the best iteration, else
@@ -85,6 +103,7 @@ def export_bytes(
     values; the file then says ``trained_with_nan``): its NaN directions are never used,
     as in RankLib.
     """
+    booster = _as_booster(booster)
     _check_format(format)
     model = _collect(booster, feature_names, iteration)
     if format == "lightgbm":
@@ -126,6 +145,7 @@ def createmodel_body(
     """OpenSearch / Elasticsearch LTR ``_createmodel`` body (``model/xgboost+json``)."""
     from ltrboost.export.xgboost import createmodel_body as body
 
+    booster = _as_booster(booster)
     model = _collect(booster, feature_names, iteration)
     return json.dumps(body(model, name), indent=1) + "\n"
 
@@ -152,6 +172,7 @@ def export_model(
     """
     from ltrboost.io._atomic import atomic_write_files
 
+    booster = _as_booster(booster)
     _check_format(format)
     if createmodel is not None and format != "xgboost-dump":
         raise ExportError("createmodel= is only for format 'xgboost-dump'")

@@ -5,7 +5,9 @@ when ``x <= threshold`` with ``x`` converted to double, and NaN to the default s
 the node's missing type is NaN (``decision_type`` = 8, plus 2 for default-left): the
 same rule as ltrboost, so thresholds are written as they are (17 significant digits
 round-trip exactly).  A ``+inf`` threshold (a missing-vs-present split) becomes
-``DBL_MAX``.
+``DBL_MAX``.  One exception: LightGBM's predictor reads an input with ``|x| <=
+kZeroThreshold`` as 0, and that constant is ``1e-35f`` (1.0000000180025095e-35, the
+float32 nearest 1e-35, kept in a double), so such tiny values route like 0 there.
 
 Scores are the sum of the trees in file order starting from 0, so a one-leaf tree
 holding the initial score keeps ltrboost's float64 additions in the same order: the
