@@ -257,3 +257,13 @@ def test_readme_documents_the_new_flags():
     assert "[--quiet]" in pr
     assert "[--n-threads N]" in ev
     assert "given twice with two values warns" in readme
+
+
+def test_a_parquet_folder_as_valid_says_what_it_is(data, tmp_path, capsys, no_reading):
+    """The early check keeps the reader's word for convert's output folder."""
+    folder = tmp_path / "v.parquet"
+    folder.mkdir()
+    (folder / "part.00000.parquet").write_bytes(b"PAR1")
+    argv = ["train", data / "train.txt", "-o", tmp_path / "m.json", *FAST]
+    rc, _, err = run([*argv, "--valid", folder], capsys)
+    one_line_error(rc, err, f"--valid {folder}: is a folder of Parquet files")

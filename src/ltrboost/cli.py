@@ -1050,6 +1050,19 @@ _INPUT_READ_AS = {
 }
 
 
+def _folder_problem(name: str, path: str) -> str:
+    """Why the folder ``path`` cannot be the input ``name``: 'Is a directory', or for a
+    data file, what the reader says of convert's Parquet folder."""
+    if name in ("train", "valid", "data"):
+        from ltrboost.io.letor import _refuse_parquet_folder
+
+        try:
+            _refuse_parquet_folder(path)
+        except IsADirectoryError as e:
+            return e.strerror
+    return os.strerror(errno.EISDIR)
+
+
 def _check_inputs(args: argparse.Namespace, only: tuple[str, ...] | None = None) -> None:
     """Every input named on the command line exists and can be read, before any data
     is: a missing ``--valid``, ``--pairs`` or ``--position`` file (or the second file
@@ -1074,7 +1087,7 @@ def _check_inputs(args: argparse.Namespace, only: tuple[str, ...] | None = None)
             if folder and not stat.S_ISDIR(mode):
                 problem = os.strerror(errno.ENOTDIR)
             elif not folder and stat.S_ISDIR(mode):
-                problem = os.strerror(errno.EISDIR)
+                problem = _folder_problem(name, path)
             elif not os.access(path, os.R_OK | (os.X_OK if folder else 0)):
                 problem = os.strerror(errno.EACCES)
             else:
