@@ -154,5 +154,5 @@ def _likely_causes(params: Any, train_set: Any, learning_rate: float | None) -> 
     return (
         "likely cause: a parameter or data too large for float arithmetic ("
         + ", ".join(parts)
-        + "); lower learning_rate/sigma or rescale labels/weights"
+        + "); lower learning_rate (or another parameter listed), or rescale labels/weights"
     )

@@ -174,6 +174,43 @@ def _add_metric_option_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+class _StoreNoting(argparse._StoreAction):
+    """argparse's ``store`` (the last value wins, as everywhere), noting each use of the
+    flag, so that a flag given twice with two values is warned about (see
+    :func:`_repeated_flags`): ``--learning-rate 0.1 ... --learning-rate 0.3`` kept 0.3
+    without a word.  Flags meant to be repeated use ``append``; ``--metric`` has its own
+    action (two values are an error)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(namespace, "_flags_given", None)
+        if given is None:
+            given = {}
+            namespace._flags_given = given
+        given.setdefault(self.dest, []).append((option_string, values))
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _repeated_flags(given: dict[str, list]) -> list[str]:
+    """The warnings for :class:`_StoreNoting`'s notes: one per flag given more than
+    once with different values, naming the flag and its values in order (the spelling
+    too where it differs: ``-o a, then --output b``)."""
+    warnings_ = []
+    for uses in given.values():
+        if len({repr(v) for _, v in uses}) < 2:
+            continue  # once, or the same value again: nothing is lost
+        flags = [o for o, _ in uses]
+        name = max(flags, key=len)  # the long spelling
+        if len(set(flags)) > 1:
+            shown = [f"{o} {v}" for o, v in uses]
+        else:
+            shown = [str(v) for _, v in uses]
+        times = "twice" if len(uses) == 2 else f"{len(uses)} times"
+        warnings_.append(
+            f"{name} given {times} ({', then '.join(shown)}); the last one, {uses[-1][1]}, is used"
+        )
+    return warnings_
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line ``ltrboost: error: ...`` (status 2),
     as every other error of the CLI, pointing at ``--help``: argparse printed the usage
@@ -190,6 +227,8 @@ class _Parser(argparse.ArgumentParser):
         # 3.13 only -1 and -1.5 were, so `--min-gain-to-split -1e-3` (or -1e-05, as
         # Python writes 0.00001) failed with "expected one argument".  3.13's own test.
         self._negative_number_matcher = re.compile(r"-\.?\d")
+        self.register("action", None, _StoreNoting)  # a flag given twice is noted
+        self.register("action", "store", _StoreNoting)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"ltrboost: error: {message} (see '{self.prog} --help')\n")
@@ -392,6 +431,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
             "quota; more than the cores: capped)"
         ),
     )
+    _add_quiet_flag(p, "no 'compiling kernels' notice on a terminal")
     _add_missing_token_flag(p)
     p.set_defaults(func=cmd_predict)
 
@@ -419,7 +459,14 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         default=None,
         help="use the first N rounds (default: best iteration, else all)",
     )
+    p.add_argument(
+        "--n-threads",
+        type=int,
+        default=None,
+        help="threads (default, 0 or negative: all cores; more than the cores: capped)",
+    )
     _add_metric_option_flags(p)
+    _add_quiet_flag(p, "no 'compiling kernels' notice on a terminal")
     _add_missing_token_flag(p)
     p.set_defaults(func=cmd_eval)
 
@@ -443,6 +490,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         default="zero",
         help="value of features absent from a sparse line (default zero)",
     )
+    _add_quiet_flag(p, "no progress bar (one per fold, on stderr)")
     _add_missing_token_flag(p)
     # listed by `cv --help` they read as available; cv refuses them, saying why
     p.defer(partial(add_training_flags, unlisted=_CV_UNLISTED), lazy=lazy)
@@ -800,6 +848,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
         metric_error = vars(args).pop("_metric_error", None)
+        for text in _repeated_flags(vars(args).pop("_flags_given", {})):
+            print(f"ltrboost: warning: {text}", file=sys.stderr)
         stdout = sys.stdout
         sys.stdout = _Stdout(stdout)
         try:
@@ -910,10 +960,15 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
 
 def _error_as_flags(e: Exception) -> str:
     """The message of ``e``; a :class:`~ltrboost.params.ParameterError` names the
-    training parameters by their flags (an input error's location kept as it is)."""
+    training parameters by their flags (an input error's location kept as it is), as
+    does a :class:`~ltrboost._checks.NonFiniteTrainingError`'s list of likely causes
+    (``learning_rate=1e+300`` was the Python keyword)."""
+    from ltrboost._checks import NonFiniteTrainingError
     from ltrboost.dataset import LTRInputError
     from ltrboost.params import ParameterError
 
+    if isinstance(e, NonFiniteTrainingError):
+        return _params_as_flags(str(e), bare=True)
     if not isinstance(e, ParameterError):
         return str(e)
     if isinstance(e, LTRInputError):  # the path is the user's, not a parameter
@@ -963,24 +1018,91 @@ _INPUT_ARGS = {
 }
 
 
+def _input_paths(args: argparse.Namespace):
+    """``(name, label, path)`` for every file (or folder) the command reads, in the
+    order of :data:`_INPUT_ARGS`; ``label`` as the messages name the argument."""
+    clicks = getattr(args, "clicks_command", None)
+    for name, label in _INPUT_ARGS.items():
+        if (name, args.command) in (("folder", "generate"), ("model", "clicks")):
+            continue  # generate's output folder; clicks simulate's click model (a choice)
+        if name == "data" and clicks in ("mine", "dataset"):
+            label = "--data"
+        value = getattr(args, name, None)
+        for path in value if isinstance(value, list) else [value]:
+            if isinstance(path, str):
+                yield name, label, path
+
+
 def _refuse_stdin_input(args: argparse.Namespace) -> None:
     """Refuse the input ``-``: it read a file named ``-`` ("-: No such file or
     directory").  Standard input is not read: inputs are files, read by name (a
     ``.query``/``.position`` sidecar is looked up beside them); a pipe can be given as
     ``/dev/stdin``, which the readers take as a file read once."""
-    clicks = getattr(args, "clicks_command", None)
-    for name, label in _INPUT_ARGS.items():
-        value = getattr(args, name, None)
-        if "-" not in (value if isinstance(value, list) else [value]):
+    for _name, label, path in _input_paths(args):
+        if path != "-":
             continue
-        if (name, args.command) in (("folder", "generate"), ("model", "clicks")):
-            continue  # generate's output folder; clicks simulate's click model (a choice)
-        if name == "data" and clicks in ("mine", "dataset"):
-            label = "--data"
         raise ValueError(
             f"{label} '-': standard input is not read (inputs are files, read by name); "
             "give a file name (a pipe can be given as /dev/stdin)"
         )
+
+
+# What the readers of these inputs say they could not read ("cannot read pairs file").
+_INPUT_READ_AS = {
+    "resume": "cannot read",
+    "pairs": "cannot read pairs file",
+    "position": "cannot read position file",
+    "model": "cannot read",
+    "log": "cannot read click log",
+    "feature_names": "cannot read feature names",
+}
+
+
+def _folder_problem(name: str, path: str) -> str:
+    """Why the folder ``path`` cannot be the input ``name``: 'Is a directory', or for a
+    data file, what the reader says of convert's Parquet folder."""
+    if name in ("train", "valid", "data"):
+        from ltrboost.io.letor import _refuse_parquet_folder
+
+        try:
+            _refuse_parquet_folder(path)
+        except IsADirectoryError as e:
+            return e.strerror
+    return os.strerror(errno.EISDIR)
+
+
+def _check_inputs(args: argparse.Namespace, only: tuple[str, ...] | None = None) -> None:
+    """Every input named on the command line exists and can be read, before any data
+    is: a missing ``--valid``, ``--pairs`` or ``--position`` file (or the second file
+    of ``eval``) was reported only once the training file (gigabytes, minutes) had
+    been read and parsed.  Each command calls it after the checks of its flags alone
+    (those come first, whatever the files) and before it reads its first input.  Only
+    ``stat`` and ``access``: nothing is opened, so a FIFO or ``/dev/stdin`` (a pipe
+    given by name) is taken as it is, not blocked on or consumed.  A flag's file is
+    named with its flag (``--valid FILE: No such file or directory``), a positional
+    one by its path, as the readers name it.  ``only``: these arguments alone."""
+    import stat
+
+    for name, label, path in _input_paths(args):
+        if only is not None and name not in only:
+            continue
+        folder = name == "folder"  # experiment's folder of folds
+        try:
+            mode = os.stat(path).st_mode
+        except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+            problem = getattr(e, "strerror", None) or str(e)
+        else:
+            if folder and not stat.S_ISDIR(mode):
+                problem = os.strerror(errno.ENOTDIR)
+            elif not folder and stat.S_ISDIR(mode):
+                problem = _folder_problem(name, path)
+            elif not os.access(path, os.R_OK | (os.X_OK if folder else 0)):
+                problem = os.strerror(errno.EACCES)
+            else:
+                continue
+        shown = f"{label} {path or repr(path)}" if label.startswith("--") else path or "''"
+        what = _INPUT_READ_AS.get(name)  # as the reader's own error says it
+        raise ValueError(f"{shown}: {what}: {problem}" if what else f"{shown}: {problem}")
 
 
 def _refuse_output_over_input(args: argparse.Namespace) -> None:
@@ -1076,6 +1198,12 @@ def _check_missing_tokens(args: argparse.Namespace) -> None:
             _check_na_values(tokens)
         except ValueError as e:
             raise ValueError(f"--missing-token {str(e).removeprefix('na_values entry ')}") from None
+
+
+def _add_quiet_flag(p: argparse.ArgumentParser, what: str = "no progress bar") -> None:
+    """``--quiet``/``-q``, the same switch on every command that has something to be
+    quiet about (a progress bar, the first run's compile notice)."""
+    p.add_argument("--quiet", "-q", action="store_true", help=what)
 
 
 def _add_missing_token_flag(p: argparse.ArgumentParser) -> None:
@@ -1254,16 +1382,19 @@ def _params_as_flags(msg: str, bare: bool = False) -> str:
 
 def _validate_as_flags(params: BoosterParams) -> None:
     """``params.validate()``, then the objective's own checks of its parameters
-    (:func:`~ltrboost.booster.make_objective`), the error naming the flag:
-    ``--n-estimators=0 must be >= 1`` or ``--decay=2.0 should be a number in (0, 1]``
-    where the Python API says ``n_estimators=0`` / ``decay=2.0`` (a CLI user has no
-    ``n_estimators``)."""
+    (:func:`~ltrboost.booster.make_objective`) and the metrics' (``--metric``, and
+    ``--gain`` / ``--relevance-threshold`` as the metrics read them, whatever the
+    objective), the error naming the flag: ``--n-estimators=0 must be >= 1`` or
+    ``--decay=2.0 should be a number in (0, 1]`` where the Python API says
+    ``n_estimators=0`` / ``decay=2.0`` (a CLI user has no ``n_estimators``).  All
+    before any data is read: cv met a bad ``--gain`` of an objective that ignores it
+    only at its metrics' first use, after reading the data."""
     try:
         params.validate()
         if isinstance(params.objective, str):  # the CLI's: a registered name
-            from ltrboost.booster import make_objective
+            from ltrboost.booster import check_metrics, make_objective
 
-            make_objective(params)
+            check_metrics(params, make_objective(params))
     except ValueError as e:
         from ltrboost.params import ParameterError
 
@@ -1302,6 +1433,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     output_state = file_state(args.output)
     # A resumed model fixes the feature count: a sparse file may not mention the
     # last features at all.
+    _check_inputs(args, only=("resume",))  # named as the flag, before it is read
     init_model = load_model(args.resume) if args.resume else None
     if init_model is not None and init_model.objective.startswith("custom:"):
         fn = init_model.objective[len("custom:") :]
@@ -1313,6 +1445,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if init_model is not None:
         _check_resumable(params, init_model, args.resume)
         _warn_resume_differs(params, init_model, args.resume)
+    # after the flags and the resumed model (a small file, whose refusal comes first as
+    # the flags' do), before the data
+    _check_inputs(args)
     missing = resolve_missing(args.missing, init_model, args.resume)
     # The model names its features by their LETOR ids (f1 .. fN), as convert's Parquet
     # columns: the same names from the text file and from its Parquet, in inspect and
@@ -1459,9 +1594,7 @@ def _labels_teach(params: BoosterParams, objective: Any) -> bool:
 def _check_train_flags(args: argparse.Namespace, params: BoosterParams) -> None:
     """The errors a flag alone makes, before any data is read: they came after the
     training and validation files were parsed (minutes for a large file)."""
-    from ltrboost.booster import check_metrics
-
-    check_metrics(params)
+    # the metrics (--metric, --gain) were checked with the parameters (_validate_as_flags)
     if params.early_stopping_rounds is not None and not args.valid:
         raise ValueError(
             f"--early-stopping-rounds={params.early_stopping_rounds} needs a "
@@ -1789,6 +1922,7 @@ def _load_for_iteration(args: argparse.Namespace):
     between 0 and 3")."""
     from ltrboost.model import load_model
 
+    _check_inputs(args)  # the data files too (eval's second one), before the model
     booster = load_model(args.model)
     it = args.iteration
     if it is not None and not 0 <= it <= booster.n_iterations:
@@ -1837,7 +1971,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for path in args.data:
         data, fitted = _read_for_model(path, booster, missing, args.missing_token, model=args.model)
         _, ds = _with_dataset(data, path)
-        scores = fitted.predict(ds.X, iteration=args.iteration)
+        scores = fitted.predict(ds.X, iteration=args.iteration, n_threads=args.n_threads)
         with rows_located(ds):
             results[path] = evaluate(scores, ds.y, ds.query_offsets, metrics=metrics, **options)
         results[path]["n_queries"] = ds.n_queries
@@ -1999,6 +2133,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
     said = {str(w.message) for w in caught}
     for w in caught:
         warnings.warn(w.message, stacklevel=1)
+    _check_inputs(args)
     data, ds = _load(args.data, missing=args.missing, na_values=args.missing_token)
     folds = query_folds(data.qid, args.folds, params.random_state, source=args.data)
     options = metric_options(params)
@@ -2013,9 +2148,18 @@ def cmd_cv(args: argparse.Namespace) -> int:
             part.source = ds.source
             lines = data.lines[rows]
             part.row_lines = lines if part.order is None else lines[part.order]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            booster = train(params, tr)
+        bar = None
+        if not args.quiet:  # as train's, the fold in its text (the notice takes the left)
+            bar = _progress_bar(params, getattr(args, "compile_notice", None))
+            if bar is not None:
+                bar.bar.set_postfix_str(f"fold {k + 1}/{args.folds}", refresh=False)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                booster = train(params, tr, callbacks=[] if bar is None else [bar])
+        finally:
+            if bar is not None:
+                bar.close()
         for text in dict.fromkeys(str(w.message) for w in caught if str(w.message) not in said):
             category = next(w.category for w in caught if str(w.message) == text)
             warnings.warn(f"fold {k + 1}/{args.folds}: {text}", category, stacklevel=1)
@@ -2161,6 +2305,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ValueError(str(e)) from None
     from ltrboost.dataset import LTRInputError
 
+    _check_inputs(args)
     try:
         files = letor_to_parquet(
             args.data,
@@ -2347,6 +2492,7 @@ def _no_click_warning(log: Any, what: str) -> bool:
 def cmd_clicks_mine(args: argparse.Namespace) -> int:
     from ltrboost.clicks import mine_preferences, write_pairs
 
+    _check_inputs(args)
     raw, docids = _letor_docids(args.data, args.missing_token)
     log = _read_click_log(args, raw, docids)
     mined = mine_preferences(log, args.strategy, min_count=args.min_count)
@@ -2387,6 +2533,7 @@ def cmd_clicks_dataset(args: argparse.Namespace) -> int:
         raise ValueError(
             f"{position_path}: is a directory; clicks dataset writes OUTPUT.position there"
         )
+    _check_inputs(args)
     raw, docids = _letor_docids(args.data, args.missing_token)
     log = _read_click_log(args, raw, docids)
     _no_click_warning(log, f"every label of {args.output} is 0 (nothing to learn from)")
@@ -2444,6 +2591,7 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
                 f"and this log is simulated with --model {args.model}",
                 stacklevel=1,
             )
+    _check_inputs(args)
     raw, docids = _letor_docids(args.data, args.missing_token)
 
     def line(row: int) -> int | None:
@@ -2543,6 +2691,7 @@ def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
         min_samples_leaf=args.min_samples_leaf,
         ties=args.ties,
     )
+    _check_inputs(args)
     with _experiment_flags(args):
         run_qbrank_experiment(
             args.folder,
@@ -2658,6 +2807,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             f"--systems {args.systems!r}: {', '.join(map(repr, unknown))} is not one of "
             f"{', '.join(SYSTEMS)}"
         )
+    _check_inputs(args)
     with _experiment_flags(args):
         summary = run_experiment(
             args.folder,
