@@ -1670,19 +1670,30 @@ def train(
     return model
 
 
-def _predict_frame(df, booster, iteration):
+def _predict_frame(df, booster, iteration, partition_info=None):
     """One partition's scores: its columns taken as ``Booster.predict`` takes a
-    DataFrame's (by name, numeric or nullable, ``<NA>`` missing)."""
-    return pd.Series(booster.predict(df, iteration=iteration), index=df.index)
+    DataFrame's (by name, numeric or nullable, ``<NA>`` missing).  An input error is
+    ``partition N: row R: problem``, as training names a partition's row."""
+    try:
+        return pd.Series(booster.predict(df, iteration=iteration), index=df.index)
+    except LTRInputError as e:
+        if partition_info is None:
+            raise
+        raise _located(int(partition_info["number"]), e) from None
 
 
-def _predict_block(block, booster, iteration):
-    """One chunk's scores; a SciPy sparse chunk as ``Booster.predict`` takes one."""
-    from ltrboost.binning import is_sparse
-
-    if not is_sparse(block):
-        block = np.asarray(block, dtype=np.float64)
-    return booster.predict(block, iteration=iteration)
+def _predict_block(block, booster, iteration, block_info=None):
+    """One chunk's scores, the chunk taken as ``Booster.predict`` takes an array (or a
+    SciPy sparse matrix): as it is, so that text, complex numbers or dates are refused
+    as locally (a conversion to float64 here parsed "1.5", dropped imaginary parts and
+    read dates as numbers).  An input error is ``partition N: row R: problem``, N the
+    chunk's index along the rows, R its row there (as training names them)."""
+    try:
+        return booster.predict(block, iteration=iteration)
+    except LTRInputError as e:
+        if not block_info or 0 not in block_info:
+            raise
+        raise _located(int(block_info[0]["chunk-location"][0]), e) from None
 
 
 class DaskRanker(Ranker):
@@ -1817,7 +1828,8 @@ class DaskRanker(Ranker):
             )
         if X.ndim != 2:
             raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
-        booster.predict(np.empty((0, X.shape[1])), iteration=n_iter)  # the width, now
+        # the width and the dtype (text, complex, dates), now
+        booster.predict(np.empty((0, X.shape[1]), dtype=X.dtype), iteration=n_iter)
         if booster.feature_names is not None:  # scikit-learn's warning, as Ranker.predict
             self._warn_named_fit(stacklevel=3)
         if X.numblocks[1] != 1:

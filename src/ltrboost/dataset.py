@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ltrboost._checks import _short_repr
 from ltrboost._config import QUERY_OFFSET_DTYPE
 from ltrboost.params import ParameterError
 
@@ -181,11 +182,14 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
                 raise LTRInputError(
                     f"group[{k}]={v!r} is not a number (group holds documents per query)"
                 )
-        sizes = np.asarray(values, dtype=np.float64)
+        try:
+            sizes = np.asarray(values, dtype=np.float64)
+        except OverflowError as e:  # a Python int beyond float64 (10**400)
+            raise _not_numeric(sizes, "group", e, rows=False) from None
     if sizes.size and not np.issubdtype(sizes.dtype, np.integer):
         try:  # e.g. strings or an object array
             sizes = np.asarray(sizes, dtype=np.float64)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise _not_numeric(sizes, "group", e, rows=False) from None
         whole = np.isfinite(sizes) & (sizes == np.round(sizes))
         if not np.all(whole):  # name the entry (a <NA> of an Int64 array reads as NaN)
@@ -354,7 +358,7 @@ def check_labels(
         arr = np.ascontiguousarray(arr, dtype=np.float64)
         if not arr.flags.writeable:  # pandas' copy-on-write Series give read-only
             arr = arr.copy()  # arrays; the kernels are compiled for writeable ones
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise _not_numeric(arr, name, e) from None
     suffix = f"; {context}" if context else ""
     bad = ~np.isfinite(arr)
@@ -470,7 +474,7 @@ def check_sample_weight(sample_weight: ArrayLike, n: int) -> NDArray[np.float32]
         raise LTRInputError(f"sample_weight must be 1-D (one weight per row), got shape {w.shape}")
     try:
         w = np.asarray(w, dtype=np.float64)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise _not_numeric(w, "sample_weight", e) from None
     if w.shape[0] != n:
         raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
@@ -609,7 +613,7 @@ def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
     if arr.dtype.kind not in "iu":
         try:
             f = np.asarray(arr, dtype=np.float64)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise _not_numeric(arr, "position", e, "not an integer") from None
         bad = ~np.isfinite(f) | (f != np.round(f))
         if bad.any():
@@ -682,8 +686,12 @@ def as_feature_matrix(
     if X.dtype != np.float32:
         try:
             X = X.astype(np.float64, order="C")  # a copy, as always
-        except (TypeError, ValueError) as e:
-            raise _not_numeric(X, "X", e) from None
+        except (TypeError, ValueError, OverflowError) as e:
+            X = _pandas_na_as_nan(X)  # <NA> is missing, as None is
+            try:
+                X = X.astype(np.float64, order="C")
+            except (TypeError, ValueError, OverflowError):
+                raise _not_numeric(X, "X", e) from None
     elif not (X.flags.c_contiguous and X.flags.writeable):
         X = np.array(X, order="C")  # float32 kept
     inf = np.isinf(X)
@@ -696,6 +704,17 @@ def as_feature_matrix(
             row=int(row),
         )
     return X, names
+
+
+def _pandas_na_as_nan(X: NDArray[Any]) -> NDArray[Any]:
+    """An object ``X`` with pandas' ``<NA>`` (``to_numpy()`` of a frame with a nullable
+    column holds it) replaced by NaN, as ``None`` converts and as the DataFrame's own
+    ``<NA>`` reads; any other ``X`` as it is (only on the error path of the float
+    conversion, so the error names a value that is not ``<NA>``)."""
+    if X.dtype.kind != "O" or not X.size:
+        return X
+    is_na = np.frompyfunc(lambda v: type(v).__name__ == "NAType", 1, 1)(X).astype(bool)
+    return np.where(is_na, np.nan, X) if is_na.any() else X
 
 
 _TEXT_ADVICE = (
@@ -769,14 +788,18 @@ def _not_numeric(
     for index, value in np.ndenumerate(a):
         try:
             float(value)
+            continue
+        except OverflowError:  # a Python int beyond float64 (10**400)
+            shown = _short_repr(value)
+            problem = "too large for a float64 (beyond ±1.8e308)"
         except (TypeError, ValueError):
-            value = value.item() if isinstance(value, np.generic) else value
-            if not rows:
-                return LTRInputError(f"{name}[{int(index[0])}]={value!r} is {problem}")
-            row = int(index[0])
-            if a.ndim == 2:  # as the message for an infinite feature
-                return LTRInputError(f"feature {int(index[1])} is {value!r}: {problem}", row=row)
-            return LTRInputError(f"{name}[{row}]={value!r} is {problem}", row=row)
+            shown = repr(value.item() if isinstance(value, np.generic) else value)
+        if not rows:
+            return LTRInputError(f"{name}[{int(index[0])}]={shown} is {problem}")
+        row = int(index[0])
+        if a.ndim == 2:  # as the message for an infinite feature
+            return LTRInputError(f"feature {int(index[1])} is {shown}: {problem}", row=row)
+        return LTRInputError(f"{name}[{row}]={shown} is {problem}", row=row)
     return LTRInputError(f"{name} must be numeric: {error}")
 
 
