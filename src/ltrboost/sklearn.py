@@ -898,7 +898,9 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
         idx = inv[idx]
     w = arr[:, 2] if arr.shape[1] == 3 else None
     # same-query, self-preference and weight checks: the package's one pair check
-    check_preference_pairs(idx[:, 0], idx[:, 1], w, ds.query_offsets, order=ds.order)
+    check_preference_pairs(
+        idx[:, 0], idx[:, 1], w, ds.query_offsets, order=ds.order, query_ids=ds.query_ids
+    )
     return PreferencePairs(
         preferred=idx[:, 0].astype(np.int32),
         other=idx[:, 1].astype(np.int32),
