@@ -389,6 +389,7 @@ def check_preference_pairs(
     query_offsets: NDArray[np.int64],
     *,
     order: NDArray[np.int64] | None = None,
+    query_ids: NDArray[Any] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
     """The one check of explicit preference pairs given as arrays of dataset rows.
 
@@ -399,7 +400,9 @@ def check_preference_pairs(
     negative or non-finite weight.  (Pairs read from a file are checked line by line by
     :mod:`ltrboost.io.pairs`, which knows the file's lines; its output passes here too.)
     ``order`` (:attr:`RankingDataset.order`) names rows in the caller's numbering, the
-    one the pairs were given in, instead of the grouped one.
+    one the pairs were given in, instead of the grouped one; ``query_ids``
+    (:attr:`RankingDataset.query_ids`) names a pair's queries by the caller's ids (without
+    them, by their position: groups 0, 1, ...).
     """
     pref = np.asarray(preferred)
     oth = np.asarray(other)
@@ -433,10 +436,13 @@ def check_preference_pairs(
     cross = q_pref != q_other
     if cross.any():
         k = int(np.flatnonzero(cross)[0])
+        if query_ids is not None:  # the caller's ids, not the grouped query numbers
+            queries = f"{query_ids[q_pref[k]]} and {query_ids[q_other[k]]}"
+        else:
+            queries = f"groups {q_pref[k]} and {q_other[k]}, counting from 0"
         raise LTRInputError(
             f"pair {k}: rows {shown(pref[k])} and {shown(oth[k])} belong to different queries "
-            f"({q_pref[k]} and {q_other[k]}); a preference compares documents of one "
-            "query",
+            f"({queries}); a preference compares documents of one query",
             row=k,
         )
     if weight is None:

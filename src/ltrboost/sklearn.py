@@ -200,6 +200,8 @@ class Ranker(BaseEstimator):
             of (preferred_row, other_row[, weight]) in the caller's row numbering
             (``[]``: no pairs).  For ``ranknet``, ``rankboost``, ``gbrank`` and
             ``qbrank``; they add to the label pairs unless ``use_label_pairs=False``.
+            Rows are positions in this ``X``: pairs cannot be split by scikit-learn's
+            cross-validation (README, "Explicit preferences").
         position : 1-based position each row was shown at (click data), for
             ``unbiased=True`` (Unbiased LambdaMART; ``y`` are then clicks).  Used to
             estimate the position bias during training only (``position_bias_``);
@@ -889,7 +891,11 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
         bad = int(np.flatnonzero(np.any((idx < 0) | (idx >= ds.n_samples), axis=1))[0])
         rows = ", ".join(f"{v:.0f}" for v in idx[bad])
         raise LTRInputError(
-            f"pair {bad}: rows ({rows}): a row index outside 0..{ds.n_samples - 1}", row=bad
+            f"pair {bad}: rows ({rows}): a row index outside 0..{ds.n_samples - 1} (pairs "
+            "name documents by the positions of the rows of the X given to fit; a "
+            "scikit-learn cross-validation passes each fold's fit the pairs unchanged, "
+            "numbered for the whole data)",
+            row=bad,
         )
     idx = idx.astype(np.int64)
     if ds.order is not None:  # map user rows to grouped rows
@@ -898,7 +904,9 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
         idx = inv[idx]
     w = arr[:, 2] if arr.shape[1] == 3 else None
     # same-query, self-preference and weight checks: the package's one pair check
-    check_preference_pairs(idx[:, 0], idx[:, 1], w, ds.query_offsets, order=ds.order)
+    check_preference_pairs(
+        idx[:, 0], idx[:, 1], w, ds.query_offsets, order=ds.order, query_ids=ds.query_ids
+    )
     return PreferencePairs(
         preferred=idx[:, 0].astype(np.int32),
         other=idx[:, 1].astype(np.int32),

@@ -134,7 +134,7 @@ def read_pairs_file(
                     lineno,
                 )
         if q not in known_q:
-            raise fail(f"unknown query {q!r}", lineno)
+            raise fail(f"unknown query {q!r}{_qid_prefix_hint(q, known_q, integer_qids)}", lineno)
         rows = []
         rows_q = index.get(q, {})
         for d in (a, b):
@@ -161,6 +161,18 @@ def read_pairs_file(
         np.frombuffer(other, dtype=np.int64),
         np.frombuffer(weight, dtype=np.float64),
     )
+
+
+def _qid_prefix_hint(q: str, known_q: set[str], integer_qids: bool) -> str:
+    """For a query written as in the data file (``qid:7``): how to write it instead."""
+    if not q.startswith("qid:"):
+        return ""
+    bare = q[len("qid:") :]
+    if integer_qids:
+        bare = query_id_text(bare)
+    if bare not in known_q:
+        return ""
+    return f" (write the query id without 'qid:', as {bare!r})"
 
 
 def _unknown_document(d: str, q: str, index: dict[str, dict[str, int]]) -> str:

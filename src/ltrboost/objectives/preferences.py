@@ -91,7 +91,9 @@ def explicit_pairs(
     if pp is None or len(pp) == 0:
         return no_explicit_pairs(n_queries)
     offsets = data.query_offsets
-    pref, other, w, q_pref = check_preference_pairs(pp.preferred, pp.other, pp.weight, offsets)
+    pref, other, w, q_pref = check_preference_pairs(
+        pp.preferred, pp.other, pp.weight, offsets, query_ids=data.query_ids
+    )
     order = np.argsort(q_pref, kind="stable")
     xoff = np.zeros(n_queries + 1, dtype=np.int64)
     np.cumsum(np.bincount(q_pref, minlength=n_queries), out=xoff[1:])
