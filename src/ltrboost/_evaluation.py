@@ -186,7 +186,7 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
 
     ``eval_metric`` is a name, a comma-separated string, a callable
     ``f(scores, labels, query_offsets) -> float`` (higher is better; named by its
-    ``__name__``) or a list mixing names and callables.
+    ``__name__``, a non-empty string) or a list mixing names and callables.
     """
     m = params.eval_metric
     if m is None:
@@ -203,6 +203,14 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
     for item in items:
         if callable(item):
             name = getattr(item, "__name__", "custom")
+            if not isinstance(name, str) or not name.strip():
+                # the name is its key in evals_result_ and the model file, which holds
+                # non-empty names only: the saved model could not be loaded
+                raise ValueError(
+                    f"eval_metric: the callable {item!r} has __name__={name!r}; a metric "
+                    "is recorded by its name (evals_result_, the model file): give it a "
+                    "non-empty string __name__"
+                )
             if name in out and out[name] is not item:
                 raise ValueError(
                     f"eval_metric: two metrics are named {name!r} (results are kept by "
