@@ -1257,7 +1257,16 @@ def _validate_as_flags(params: BoosterParams) -> None:
     (:func:`~ltrboost.booster.make_objective`), the error naming the flag:
     ``--n-estimators=0 must be >= 1`` or ``--decay=2.0 should be a number in (0, 1]``
     where the Python API says ``n_estimators=0`` / ``decay=2.0`` (a CLI user has no
-    ``n_estimators``)."""
+    ``n_estimators``).  ``--objective custom:NAME`` (what the file of a model trained
+    with a Python function records) is refused as such: a function cannot be given
+    here."""
+    if isinstance(params.objective, str) and params.objective.startswith("custom:"):
+        fn = params.objective[len("custom:") :] or "fn"
+        raise ValueError(
+            f"--objective {params.objective}: 'custom:NAME' is how a model file records "
+            "a custom objective, a Python function, which the command line cannot take; "
+            f"train it from Python: Ranker(objective={fn}).fit(...) (docs/custom.md)"
+        )
     try:
         params.validate()
         if isinstance(params.objective, str):  # the CLI's: a registered name
