@@ -150,15 +150,18 @@ class CustomObjective(Objective):
                 "hess into arrays of your own"
             ) from e
         grad, hess = _check_result(result, n, self.name, iteration)
-        if self.needs_curvature and not hess.any() and grad.any():
-            raise ValueError(
-                f"objective {self.name!r} (round {iteration + 1}): hess is 0 for every "
-                "document while grad is not, so every leaf -G / (H + l2_regularization) "
-                "is 0 and no split gains: the model would learn nothing; return the "
-                "curvature (a constant such as 1.0 makes each leaf a gradient step)"
-            )
         np.copyto(g, grad, casting="same_kind")
         np.copyto(h, hess, casting="same_kind")
+        # on the engine's float32 values: a hess of 1e-50 is 0 there
+        if self.needs_curvature and not h.any() and g.any():
+            where = " (in float32, the engine's precision)" if hess.any() else ""
+            raise ValueError(
+                f"objective {self.name!r} (round {iteration + 1}): hess is 0 for every "
+                f"document{where} while grad is not, so every leaf -G / (H + "
+                "l2_regularization) is 0 and no split gains: the model would learn "
+                "nothing; return the curvature (a constant such as 1.0 makes each leaf a "
+                "gradient step)"
+            )
 
     def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
         raise NotImplementedError(
