@@ -109,3 +109,26 @@ def test_hessians_that_are_zero_in_float32_are_refused_as_zero(data):
 
     model = Ranker(**FAST, objective=some_hessian, min_sum_hessian_in_leaf=0).fit(X, y, qid=qid)
     assert np.ptp(model.predict(X)) > 0
+
+
+@pytest.mark.parametrize("objective", ["lambdamart", _squared_error])
+def test_the_scores_a_custom_metric_keeps_do_not_change_under_it(objective, data):
+    """A custom metric got a read-only *view* of the validation scores that training
+    updates in place: scores kept from a round (to compare rounds, to plot later)
+    turned into the next round's, silently (under mcrank, whose transform makes a new
+    array, they did not).  A custom objective gets a copy; so does a metric now."""
+    X, y, qid = data
+    kept, copies = [], []
+
+    def keep_scores(scores, labels, query_offsets):
+        kept.append(scores)
+        copies.append(np.array(scores))
+        return float(scores.mean())
+
+    Ranker(**FAST, objective=objective, eval_metric=keep_scores).fit(
+        X, y, qid=qid, eval_set=[(X, y, qid)]
+    )
+    assert len(kept) == FAST["n_estimators"]
+    for round_, (k, c) in enumerate(zip(kept, copies, strict=True), start=1):
+        np.testing.assert_array_equal(k, c, err_msg=f"round {round_}")
+        assert not k.flags.writeable

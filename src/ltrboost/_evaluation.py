@@ -313,11 +313,13 @@ def custom_metric_value(fn, scores, labels, query_offsets) -> float:
     number is refused naming the metric (a NaN would freeze early stopping at its round
     and cannot be written to a model file).
 
-    ``fn`` gets read-only views, as a custom objective does: the scores are the ones
-    training keeps adding trees to and the labels the caller's validation set, so a
-    metric that changed them in place changed every later round's metrics and early
-    stopping (and the caller's data), silently."""
+    ``fn`` gets read-only arrays, as a custom objective does: the labels are the
+    caller's validation set, so a metric that changed them in place changed every later
+    round's metrics and early stopping (and the caller's data), silently.  The scores
+    are a copy: training adds the next trees to its own in place, and scores a metric
+    kept from a round (to compare rounds) turned into the next round's."""
     name = getattr(fn, "__name__", "custom")
+    scores = np.array(scores, dtype=np.float64)  # never the engine's buffer
     try:
         v = fn(*(_read_only(a) for a in (scores, labels, query_offsets)))
     except ValueError as e:
