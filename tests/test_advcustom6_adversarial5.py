@@ -132,3 +132,47 @@ def test_the_scores_a_custom_metric_keeps_do_not_change_under_it(objective, data
     for round_, (k, c) in enumerate(zip(kept, copies, strict=True), start=1):
         np.testing.assert_array_equal(k, c, err_msg=f"round {round_}")
         assert not k.flags.writeable
+
+
+def test_an_exception_a_custom_objective_raises_names_it_and_the_round(data):
+    """An exception from the objective callable came out bare (a lambda's traceback
+    names neither it nor the round); a callback's gets a note, so does it now.  A Numba
+    function that writes into its read-only arguments fails to compile with a
+    TypingError about a 'readonly array': the note says what the arguments are."""
+    X, y, qid = data
+    calls = []
+
+    def breaks_later(scores, labels, query_offsets):
+        calls.append(1)
+        if len(calls) == 2:
+            raise ZeroDivisionError("division by zero")
+        return _squared_error(scores, labels, query_offsets)
+
+    with pytest.raises(ZeroDivisionError) as info:
+        Ranker(**FAST, objective=breaks_later).fit(X, y, qid=qid)
+    notes = " ".join(getattr(info.value, "__notes__", []))
+    assert "objective 'custom:breaks_later'" in notes
+    assert "round 2" in notes
+
+    numba = pytest.importorskip("numba")
+
+    @numba.njit(cache=False)
+    def writes_scores(scores, labels, query_offsets):
+        scores[0] = 0.0
+        return 2.0 * (scores - labels), np.full(scores.shape[0], 2.0)
+
+    with pytest.raises(numba.core.errors.TypingError) as info:
+        Ranker(**FAST, objective=writes_scores).fit(X, y, qid=qid)
+    notes = " ".join(getattr(info.value, "__notes__", []))
+    assert "round 1" in notes
+    assert "read-only" in notes
+
+
+def test_an_exception_a_custom_metric_raises_names_it(data):
+    """Likewise for a custom metric (a lambda among several metrics)."""
+    X, y, qid = data
+    with pytest.raises(KeyError) as info:
+        Ranker(**FAST, eval_metric=["map", lambda s, l, o: {}["x"]]).fit(
+            X, y, qid=qid, eval_set=[(X, y, qid)]
+        )
+    assert "raised by eval_metric '<lambda>'" in " ".join(getattr(info.value, "__notes__", []))

@@ -324,11 +324,15 @@ def custom_metric_value(fn, scores, labels, query_offsets) -> float:
         v = fn(*(_read_only(a) for a in (scores, labels, query_offsets)))
     except ValueError as e:
         if "read-only" not in str(e):
+            e.add_note(f"raised by eval_metric {name!r}")
             raise
         raise ValueError(
             f"eval_metric {name!r} wrote into its arguments ({e}): scores, labels and "
             "query_offsets are read-only; work on a copy"
         ) from e
+    except Exception as e:  # a lambda's traceback does not name it
+        e.add_note(f"raised by eval_metric {name!r}")
+        raise
     if getattr(v, "shape", None) == () and hasattr(v, "item"):  # a 0-d NumPy array
         v = v.item()
     if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v):
