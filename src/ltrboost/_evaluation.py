@@ -186,7 +186,7 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
 
     ``eval_metric`` is a name, a comma-separated string, a callable
     ``f(scores, labels, query_offsets) -> float`` (higher is better; named by its
-    ``__name__``) or a list mixing names and callables.
+    ``__name__``, a non-empty string) or a list mixing names and callables.
     """
     m = params.eval_metric
     if m is None:
@@ -203,6 +203,14 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
     for item in items:
         if callable(item):
             name = getattr(item, "__name__", "custom")
+            if not isinstance(name, str) or not name.strip():
+                # the name is its key in evals_result_ and the model file, which holds
+                # non-empty names only: the saved model could not be loaded
+                raise ValueError(
+                    f"eval_metric: the callable {item!r} has __name__={name!r}; a metric "
+                    "is recorded by its name (evals_result_, the model file): give it a "
+                    "non-empty string __name__"
+                )
             if name in out and out[name] is not item:
                 raise ValueError(
                     f"eval_metric: two metrics are named {name!r} (results are kept by "
@@ -305,20 +313,26 @@ def custom_metric_value(fn, scores, labels, query_offsets) -> float:
     number is refused naming the metric (a NaN would freeze early stopping at its round
     and cannot be written to a model file).
 
-    ``fn`` gets read-only views, as a custom objective does: the scores are the ones
-    training keeps adding trees to and the labels the caller's validation set, so a
-    metric that changed them in place changed every later round's metrics and early
-    stopping (and the caller's data), silently."""
+    ``fn`` gets read-only arrays, as a custom objective does: the labels are the
+    caller's validation set, so a metric that changed them in place changed every later
+    round's metrics and early stopping (and the caller's data), silently.  The scores
+    are a copy: training adds the next trees to its own in place, and scores a metric
+    kept from a round (to compare rounds) turned into the next round's."""
     name = getattr(fn, "__name__", "custom")
+    scores = np.array(scores, dtype=np.float64)  # never the engine's buffer
     try:
         v = fn(*(_read_only(a) for a in (scores, labels, query_offsets)))
     except ValueError as e:
         if "read-only" not in str(e):
+            e.add_note(f"raised by eval_metric {name!r}")
             raise
         raise ValueError(
             f"eval_metric {name!r} wrote into its arguments ({e}): scores, labels and "
             "query_offsets are read-only; work on a copy"
         ) from e
+    except Exception as e:  # a lambda's traceback does not name it
+        e.add_note(f"raised by eval_metric {name!r}")
+        raise
     if getattr(v, "shape", None) == () and hasattr(v, "item"):  # a 0-d NumPy array
         v = v.item()
     if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v):

@@ -1388,7 +1388,16 @@ def _validate_as_flags(params: BoosterParams) -> None:
     ``--decay=2.0 should be a number in (0, 1]`` where the Python API says
     ``n_estimators=0`` / ``decay=2.0`` (a CLI user has no ``n_estimators``).  All
     before any data is read: cv met a bad ``--gain`` of an objective that ignores it
-    only at its metrics' first use, after reading the data."""
+    only at its metrics' first use, after reading the data.  ``--objective custom:NAME``
+    (what the file of a model trained with a Python function records) is refused as
+    such: a function cannot be given here."""
+    if isinstance(params.objective, str) and params.objective.startswith("custom:"):
+        fn = params.objective[len("custom:") :] or "fn"
+        raise ValueError(
+            f"--objective {params.objective}: 'custom:NAME' is how a model file records "
+            "a custom objective, a Python function, which the command line cannot take; "
+            f"train it from Python: Ranker(objective={fn}).fit(...) (docs/custom.md)"
+        )
     try:
         params.validate()
         if isinstance(params.objective, str):  # the CLI's: a registered name

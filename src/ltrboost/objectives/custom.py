@@ -143,22 +143,29 @@ class CustomObjective(Objective):
             result = fn(s, labels, offsets)
         except ValueError as e:  # numpy's "assignment destination is read-only"
             if "read-only" not in str(e):
+                _note(e, self.name, iteration)
                 raise
             raise ValueError(
                 f"objective {self.name!r} (round {iteration + 1}) wrote into its arguments "
                 f"({e}): scores, labels and query_offsets are read-only; write grad and "
                 "hess into arrays of your own"
             ) from e
+        except Exception as e:  # the traceback of a lambda names neither it nor the round
+            _note(e, self.name, iteration)
+            raise
         grad, hess = _check_result(result, n, self.name, iteration)
-        if self.needs_curvature and not hess.any() and grad.any():
-            raise ValueError(
-                f"objective {self.name!r} (round {iteration + 1}): hess is 0 for every "
-                "document while grad is not, so every leaf -G / (H + l2_regularization) "
-                "is 0 and no split gains: the model would learn nothing; return the "
-                "curvature (a constant such as 1.0 makes each leaf a gradient step)"
-            )
         np.copyto(g, grad, casting="same_kind")
         np.copyto(h, hess, casting="same_kind")
+        # on the engine's float32 values: a hess of 1e-50 is 0 there
+        if self.needs_curvature and not h.any() and g.any():
+            where = " (in float32, the engine's precision)" if hess.any() else ""
+            raise ValueError(
+                f"objective {self.name!r} (round {iteration + 1}): hess is 0 for every "
+                f"document{where} while grad is not, so every leaf -G / (H + "
+                "l2_regularization) is 0 and no split gains: the model would learn "
+                "nothing; return the curvature (a constant such as 1.0 makes each leaf a "
+                "gradient step)"
+            )
 
     def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
         raise NotImplementedError(
@@ -168,6 +175,20 @@ class CustomObjective(Objective):
     def transform(self, raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:
         """Rank by the raw score (identity)."""
         return identity_transform(raw_scores)
+
+
+def _note(e: BaseException, name: str, iteration: int) -> None:
+    """Note on ``e``, raised by the objective ``name`` in round ``iteration`` (0-based),
+    which function raised it and when (as a callback's exception gets); a Numba
+    function's compile error about a ``readonly array`` (it wrote into an argument)
+    also says that the arguments are read-only."""
+    note = f"raised by objective {name!r} in round {iteration + 1}"
+    if "readonly array" in str(e):
+        note += (
+            ": scores, labels and query_offsets are read-only; write grad and hess into "
+            "arrays of your own"
+        )
+    e.add_note(note)
 
 
 def _check_result(result: Any, n: int, name: str, iteration: int):
