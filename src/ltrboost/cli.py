@@ -911,15 +911,29 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
 def _error_as_flags(e: Exception) -> str:
     """The message of ``e``; a :class:`~ltrboost.params.ParameterError` names the
     training parameters by their flags (an input error's location kept as it is)."""
+    from ltrboost._checks import NonFiniteTrainingError
     from ltrboost.dataset import LTRInputError
     from ltrboost.params import ParameterError
 
+    if isinstance(e, NonFiniteTrainingError):  # its likely causes name the parameters
+        return _non_finite_as_flags(str(e))
     if not isinstance(e, ParameterError):
         return str(e)
     if isinstance(e, LTRInputError):  # the path is the user's, not a parameter
         problem = _params_as_flags(e.problem, bare=True)
         return str(LTRInputError(problem, e.path, e.line, row=e.row))
     return _params_as_flags(str(e), bare=True)
+
+
+def _non_finite_as_flags(msg: str) -> str:
+    """:class:`~ltrboost.NonFiniteTrainingError`'s message with the parameters of its
+    likely causes (``learning_rate=1e+308``, ``label_scale up to ...``) and its remedy
+    (``lower learning_rate/sigma``) spelled as the flags a CLI user gives."""
+    import re
+
+    msg = _params_as_flags(msg)
+    msg = re.sub(r"(?<![\w-])label_scale up to", "--label-scale up to", msg)
+    return msg.replace("lower learning_rate/sigma", "lower --learning-rate/--sigma")
 
 
 # Arguments that name files a command writes; and inputs a command may rewrite on
