@@ -27,14 +27,13 @@ def test_cross_validation_example_runs(capsys) -> None:
 
 
 def test_python_api_and_plot_examples_run(tmp_path, monkeypatch) -> None:
-    """README's *Python API* example on generated LETOR files (its `train.txt` and
-    `vali.txt`), then the *Plots* example on its `model`."""
+    """README's *Python API* example on the LETOR files of README's first command,
+    `ltrboost generate data` (its `data/train.txt` and `data/vali.txt`), then the
+    *Plots* example on its `model`."""
     from ltrboost.cli import main
 
     monkeypatch.chdir(tmp_path)
     assert main(["generate", "data", "--n-queries", "40", "--docs-per-query", "10"]) in (0, None)
-    for name in ("train.txt", "vali.txt"):
-        (tmp_path / name).write_bytes((tmp_path / "data" / name).read_bytes())
     namespace: dict = {}
     exec(compile(_example("api-example"), "README.md", "exec"), namespace)
     assert (tmp_path / "model.json").exists()
