@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._checks import _is_int
 from ltrboost._config import MAX_BINS, X_BINNED_DTYPE, env_count
 from ltrboost._numba import kernel, over_rows
 from ltrboost.params import ParameterError
@@ -62,15 +63,25 @@ class BinMapper:
         random_state: int | None = None,
         min_samples_bin: int = 1,
     ) -> None:
+        # integers only (as BoosterParams checks them): 2.7 was truncated to 2 bins, "8"
+        # read as 8, subsample=0 fitted every column on no rows (one bin each)
+        if not _is_int(max_bins):
+            raise ValueError(f"max_bins={max_bins!r} must be an integer")
         if not 2 <= int(max_bins) <= MAX_BINS:
             raise ValueError(f"max_bins={max_bins} must be between 2 and {MAX_BINS}")
+        if not _is_int(min_samples_bin):
+            raise ValueError(f"min_samples_bin={min_samples_bin!r} must be an integer")
         if int(min_samples_bin) < 1:
             raise ValueError(f"min_samples_bin={min_samples_bin} must be >= 1")
+        if subsample is not None and not (_is_int(subsample) and int(subsample) >= 1):
+            raise ValueError(
+                f"subsample={subsample!r} must be an integer >= 1 or None (None: all rows)"
+            )
         # the kernels take an int64; no bin holds more documents, so a larger count
         # bins exactly as this one does
         self.min_samples_bin = min(int(min_samples_bin), int(np.iinfo(np.int64).max))
         self.max_bins = int(max_bins)
-        self.subsample = subsample
+        self.subsample = None if subsample is None else int(subsample)
         self.random_state = random_state
 
     @property
