@@ -39,7 +39,7 @@ class BinMapper:
         Bins for non-missing values, 2..255.  Missing values use one extra bin, index
         ``max_bins``.
     subsample : int or None, default=200_000
-        Rows used to find the thresholds (None: all rows).
+        Rows used to find the thresholds, an integer >= 1 (None: all rows).
     random_state : int or None
         Seeds the subsample.
     min_samples_bin : int, default=1

@@ -57,7 +57,7 @@ PARAMS: tuple[Param, ...] = (
         "tree",
         "a node splits only with a gain above this (0: any positive gain)",
     ),
-    Param("max_bins", 255, "int", "engine", "value bins per feature (<= 255) + missing"),
+    Param("max_bins", 255, "int", "engine", "value bins per feature (2..255) + missing"),
     Param(
         "min_samples_bin",
         3,
