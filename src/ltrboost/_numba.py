@@ -14,6 +14,11 @@ loads them instead of compiling again.  Where, in order of precedence:
    (``%LOCALAPPDATA%\\ltrboost\\numba`` on Windows);
 4. when nothing is writable, kernels are compiled in every process (one warning).
 
+Where Numba cannot use the chosen folder for some module's kernels (a sub-folder made
+by another user, a file in its place) it caches them in a folder of its own choice,
+named by :func:`cache_note` and one warning; a write that fails (a full disk) is one
+warning too and never stops the command.
+
 The choice is made once, when this module is imported, and applies to ltrboost's
 kernels only (Numba's global configuration is left as it was).
 
@@ -26,6 +31,7 @@ progress bar) show it.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
 import logging
 import os
@@ -65,6 +71,8 @@ if not any(k in os.environ for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_B
 def user_cache_dir() -> str:
     """The per-user kernel cache used when the package folder is not writable."""
     base = os.environ.get("XDG_CACHE_HOME")
+    if base and not os.path.isabs(base):  # the XDG spec: a relative path is ignored
+        base = None
     if not base and os.name == "nt":
         base = os.environ.get("LOCALAPPDATA")
     if not base:
@@ -115,14 +123,29 @@ def cache_location() -> str:
 def cache_note() -> str:
     """How this process caches kernels, for the compile notice: ``first run only;
     cached in FOLDER``,
-    naming an unwritable ``NUMBA_CACHE_DIR`` that was passed over, or ``not cached``
-    when no folder is writable."""
+    naming an unwritable ``NUMBA_CACHE_DIR`` that was passed over and a folder Numba
+    fell back to, or ``not cached`` when no folder is writable or a write failed."""
     if _warned_uncached:
         return "not cached: no writable folder, every process compiles"
+    if _CACHE_WRITE_ERROR is not None:
+        return f"not cached: {_CACHE_WRITE_ERROR}"
     note = f"first run only; cached in {cache_location()}"
+    if _FALLBACK_CACHE is not None:
+        intended, used = _FALLBACK_CACHE
+        note += f" and {used} ({intended} is not writable)"
     if _UNUSABLE_NUMBA_CACHE_DIR is not None:
         note += f"; NUMBA_CACHE_DIR={_UNUSABLE_NUMBA_CACHE_DIR} is not writable"
     return note
+
+
+def cache_problem() -> str | None:
+    """Why this process keeps no compiled kernels (no writable folder, a failed write),
+    or None (``ltrboost warmup`` fails with it)."""
+    if _warned_uncached:
+        return "not cached: no writable folder for the kernel cache"
+    if _CACHE_WRITE_ERROR is not None:
+        return f"not cached: {_CACHE_WRITE_ERROR}"
+    return None
 
 
 def _preset(**options: Any) -> Callable[[Callable], Any]:
@@ -137,11 +160,13 @@ def _preset(**options: Any) -> Callable[[Callable], Any]:
         if _CACHE_DIR is not None:
             numba.config.CACHE_DIR = _CACHE_DIR
         try:
-            return _wait_for_cache_entries(cached(fn))
+            dispatcher = _wait_for_cache_entries(cached(fn))
+            _check_cache_folder(dispatcher, fn)
+            return dispatcher
         except RuntimeError as e:  # "no locator available": nothing is writable
             if "locator" not in str(e):
                 raise
-            _warn_uncached(str(e))
+            _warn_uncached(_unwritable_reason(fn) or str(e))
             return uncached(fn)
         finally:
             numba.config.CACHE_DIR = saved
@@ -154,6 +179,73 @@ def _preset(**options: Any) -> Callable[[Callable], Any]:
 # ``waiter(name)`` blocks while the helper compiles the kernel ``name`` and returns True
 # when the helper has worked on it (so the cache is worth a second look).
 _cache_waiter: Callable[[str], bool] | None = None
+
+
+def _intended_locator(fn: Callable) -> Any:
+    """Numba's locator for the folder this module meant ``fn``'s cache to be in
+    (``numba.config.CACHE_DIR`` when set, else the module's ``__pycache__``), not
+    checked for writability; None where Numba's private API differs or is overridden."""
+    from numba.core import caching
+
+    if os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES"):
+        return None  # the user chose Numba's locators
+    # CACHE_DIR is an unwritable NUMBA_CACHE_DIR passed over for __pycache__ (2.)
+    passed_over = _UNUSABLE_NUMBA_CACHE_DIR is not None and _CACHE_DIR is None
+    user_provided = numba.config.CACHE_DIR and not passed_over
+    name = "UserProvidedCacheLocator" if user_provided else "InTreeCacheLocator"
+    cls = getattr(caching, name, None) or getattr(caching, "_" + name, None)
+    if cls is None:
+        return None
+    try:
+        return cls(fn, inspect.getfile(fn))
+    except Exception:
+        return None
+
+
+def _unwritable_reason(fn: Callable) -> str | None:
+    """``FOLDER: why`` for the intended cache folder of ``fn`` that Numba refused."""
+    locator = _intended_locator(fn)
+    if locator is None:
+        return None
+    try:
+        path = locator.get_cache_path()
+        locator.ensure_cache_path()
+    except OSError as e:
+        return f"{path}: {e.strerror or e}"
+    except Exception:
+        return None
+    return None
+
+
+# (intended folder, folder Numba used) for the first module whose kernels Numba cached
+# elsewhere than this module chose: named by cache_note().
+_FALLBACK_CACHE: tuple[str, str] | None = None
+
+
+def _check_cache_folder(dispatcher: Any, fn: Callable) -> None:
+    """Numba tries its cache locators in turn and silently takes the next one that is
+    writable (the module's ``__pycache__``, ``~/.cache/numba``) when the intended folder
+    is not: note it (once) so that messages name the folder really used."""
+    global _FALLBACK_CACHE
+    if _FALLBACK_CACHE is not None:
+        return
+    locator = getattr(getattr(getattr(dispatcher, "_cache", None), "_impl", None), "locator", None)
+    intended = _intended_locator(fn)
+    if locator is None or intended is None or isinstance(locator, type(intended)):
+        return
+    try:
+        used = locator.get_cache_path()
+        why = _unwritable_reason(fn) or f"{intended.get_cache_path()}: not usable"
+    except Exception:
+        return
+    folder, _, reason = why.rpartition(": ")
+    _FALLBACK_CACHE = (folder, used)
+    warnings.warn(
+        f"ltrboost: the kernel cache folder {folder} cannot be written ({reason}); "
+        f"kernels of {os.path.basename(inspect.getfile(fn))} are cached in {used} instead",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def set_cache_waiter(waiter: Callable[[str], bool] | None) -> None:
@@ -183,7 +275,39 @@ def _wait_for_cache_entries(dispatcher: Any) -> Any:
         return result
 
     cache.load_overload = load_overload
+    save = getattr(cache, "save_overload", None)
+    if save is not None:
+
+        def save_overload(sig: Any, data: Any) -> None:
+            _save_or_warn(cache, save, sig, data)
+
+        cache.save_overload = save_overload
     return dispatcher
+
+
+# "FOLDER: why" of the first cache write that failed (a full disk, a folder made
+# read-only or by another user): named by cache_note() and ltrboost warmup.
+_CACHE_WRITE_ERROR: str | None = None
+
+
+def _save_or_warn(cache: Any, save: Callable, sig: Any, data: Any) -> None:
+    """Numba's cache write after a compilation; a failed write (``OSError``: no space
+    left, permission denied) is one warning per process, never an error: the kernel is
+    compiled and the command goes on (Numba raised it out of the kernel's call)."""
+    global _CACHE_WRITE_ERROR
+    try:
+        save(sig, data)
+    except OSError as e:
+        if _CACHE_WRITE_ERROR is None:
+            folder = getattr(cache, "cache_path", None) or e.filename or "?"
+            _CACHE_WRITE_ERROR = f"{folder}: {e.strerror or e}"
+            warnings.warn(
+                f"ltrboost: could not write the kernel cache ({_CACHE_WRITE_ERROR}); "
+                "the kernels this process compiles are not kept and compile again "
+                "next run",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
 
 def _load_or_forget(cache: Any, load: Callable, sig: Any, target_context: Any, name: str) -> Any:

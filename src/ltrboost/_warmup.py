@@ -569,16 +569,18 @@ class BackgroundCompile:
             return None
 
     def _listen(self, stream: Any) -> None:
-        """Follow the helper's "start NAME" / "end NAME" lines (until it exits)."""
-        for line in stream:
-            what, _, name = line.decode(errors="replace").strip().partition(" ")
-            with self._changed:
-                if what == "start":
-                    self._busy = name
-                    self._seen.add(name)
-                elif what == "end" and self._busy == name:
-                    self._busy = None
-                self._changed.notify_all()
+        """Follow the helper's "start NAME" / "end NAME" lines (until it exits); then
+        close the pipe (left open, ``python -W always`` reported it at exit)."""
+        with stream:
+            for line in stream:
+                what, _, name = line.decode(errors="replace").strip().partition(" ")
+                with self._changed:
+                    if what == "start":
+                        self._busy = name
+                        self._seen.add(name)
+                    elif what == "end" and self._busy == name:
+                        self._busy = None
+                    self._changed.notify_all()
         with self._changed:
             self._busy = None
             self._changed.notify_all()

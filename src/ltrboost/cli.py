@@ -1184,6 +1184,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
     if isinstance(category, type) and issubclass(category, ParameterWarning):
         message = _params_as_flags(str(message), bare=True)
+    message = str(message).removeprefix("ltrboost: ")  # the library's own prefix
     print(f"ltrboost: warning: {message}", file=sys.stderr)
 
 
@@ -2361,6 +2362,12 @@ def cmd_warmup(args: argparse.Namespace) -> int:
         )
     from ltrboost import _numba
 
+    problem = _numba.cache_problem()
+    if problem is not None:  # compiled for nothing: a container image built cold
+        raise OSError(
+            f"the kernels were compiled but {problem}; point NUMBA_CACHE_DIR "
+            "(or XDG_CACHE_HOME) at a writable folder"
+        )
     where = cache_location()
     passed_over = _numba._UNUSABLE_NUMBA_CACHE_DIR
     if passed_over is not None:  # a container build's persisted folder, silently unused
