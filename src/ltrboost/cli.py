@@ -2026,8 +2026,19 @@ def cmd_export(args: argparse.Namespace) -> int:
         def write() -> None:
             try:
                 sys.stdout.flush()
-                sys.stdout.buffer.write(data)
-                sys.stdout.buffer.flush()
+                out = sys.stdout.buffer
+                # under python -u the buffer is the raw file, which takes part of a
+                # write when the reader of a pipe leaves (or a signal interrupts it):
+                # continue until all is written or the error shows (it exited 0)
+                view = memoryview(data)
+                while view:
+                    n = out.write(view)
+                    if n is None:  # a non-blocking stdout that is full: wait
+                        import select
+
+                        select.select([], [out], [])
+                    view = view[n or 0 :]
+                out.flush()
             except BrokenPipeError:
                 raise
             except OSError as e:  # a full disk behind a redirection: say where
