@@ -139,3 +139,30 @@ def test_cleanup_os_error_after_an_interrupt_is_not_bad_input(model, tmp_path):
     """
     done = _run_script(code, tmp_path)
     _one_line(done, 130, "interrupted")
+
+
+# ------------------------------- 5. convert: the hidden folder, the instant it exists
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_convert_signal_right_after_its_folder_is_made(data, tmp_path, sig):
+    """``tempfile.mkdtemp`` returns the hidden folder's name only once the folder
+    exists: a signal in that gap (polling for the folder and sending SIGTERM hit it
+    every time) left ``.o.parquet.XXXXXXXX.tmp`` beside the output, although the
+    status was 143.  Its name is now known before the folder is made, as the
+    temporary files' are."""
+    pytest.importorskip("pyarrow")
+    code = f"""
+    import os, signal, sys
+    sys.path.insert(0, {SRC!r})
+    real = os.mkdir
+    def mkdir(path, *a, **k):
+        real(path, *a, **k)
+        if os.path.basename(os.fsdecode(path)).startswith(".o.parquet."):
+            os.kill(os.getpid(), signal.{sig})
+    os.mkdir = mkdir
+    from ltrboost.cli import main
+    sys.exit(main(["convert", {str(data / "train.txt")!r}, "o.parquet", "-q"]))
+    """
+    done = _run_script(code, tmp_path)
+    status = 128 + int(getattr(signal, sig))
+    _one_line(done, status, "interrupted" if sig == "SIGINT" else f"terminated ({sig}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
