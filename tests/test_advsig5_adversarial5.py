@@ -68,6 +68,193 @@ def _hidden(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.rglob("*") if p.name.startswith("."))
 
 
+# ------------------------------------------ 1. SIGHUP: cleaned up as SIGTERM, status 129
+_SIGNAL_AT_RENAME = """
+import os, signal, sys
+sys.path.insert(0, {src!r})
+target = {target!r}
+for name in ("replace", "rename"):
+    real = getattr(os, name)
+    def hook(src, dst, *a, _real=real, _name=name, **k):
+        if os.path.basename(os.fsdecode(dst)) == target:
+            setattr(os, _name, _real)
+            os.kill(os.getpid(), signal.{sig})  # the handler runs before kill returns
+        return _real(src, dst, *a, **k)
+    setattr(os, name, hook)
+from ltrboost.cli import main
+sys.exit(main({argv!r}))
+"""
+
+
+def _commands(data: Path, model: Path, work: Path) -> dict[str, tuple[list[str], str]]:
+    """Each command that writes a file or folder: its argv and its output's name."""
+    return {
+        "predict": (["predict", str(model), str(data / "test.txt"), "-o", "p.txt"], "p.txt"),
+        "train": (["train", str(data / "train.txt"), "-o", "m.json", *FAST], "m.json"),
+        "checkpoint": (
+            ["train", str(data / "train.txt"), "-o", "m.json", *FAST, "--checkpoint-every", "1"],
+            "m.json.checkpoint",
+        ),
+        "export": (["export", str(model), "-f", "lightgbm", "-o", "m.txt"], "m.txt"),
+        "convert": (["convert", str(data / "train.txt"), "o.parquet", "-q"], "o.parquet"),
+    }
+
+
+@pytest.mark.parametrize("command", ["predict", "train", "checkpoint", "export", "convert"])
+@pytest.mark.parametrize("sig", ["SIGHUP", "SIGTERM", "SIGINT"])
+def test_signal_at_the_rename_of_the_output(data, model, tmp_path, command, sig):
+    """SIGHUP (the terminal closed, an ssh session dropped) kept its default action,
+    which ended the process at once: the hidden ``.OUT.XXXXXXXX.tmp`` file (convert's
+    folder) that was about to be renamed over the output stayed beside it, and the
+    exit status was the signal's, not a documented one.  It is now SIGTERM's case
+    (cleanup, one line) with status 129; SIGTERM and SIGINT keep 143 and 130."""
+    if command == "convert":
+        pytest.importorskip("pyarrow")
+    argv, out = _commands(data, model, tmp_path)[command]
+    if command != "convert":
+        (tmp_path / out).write_text(SENTINEL)
+    code = _SIGNAL_AT_RENAME.format(src=SRC, target=out, sig=sig, argv=argv)
+    done = _run_script(code, tmp_path)
+    status = 128 + int(getattr(signal, sig))
+    line = _one_line(done, status, "interrupted" if sig == "SIGINT" else f"terminated ({sig}")
+    assert "none was left half-written" in line
+    assert _hidden(tmp_path) == [], done.stderr
+    if command == "convert":
+        assert not (tmp_path / out).exists()
+    else:
+        assert (tmp_path / out).read_text() == SENTINEL
+
+
+def test_sighup_ignored_by_nohup_is_kept(data, model, tmp_path):
+    """``nohup ltrboost ...`` ignores SIGHUP: the command must go on and finish."""
+    code = f"""
+    import os, signal, sys
+    sys.path.insert(0, {SRC!r})
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    from ltrboost.io import letor
+    real = letor.load_svmlight
+    def load(*a, **k):
+        os.kill(os.getpid(), signal.SIGHUP)
+        return real(*a, **k)
+    letor.load_svmlight = load
+    from ltrboost.cli import main
+    rc = main(["predict", {str(model)!r}, {str(data / "test.txt")!r}, "-o", "p.txt"])
+    print(rc, signal.getsignal(signal.SIGHUP) is signal.SIG_IGN)
+    """
+    done = _run_script(code, tmp_path)
+    assert done.stdout.split() == ["0", "True"], done.stderr
+    assert (tmp_path / "p.txt").read_text().count("\n") > 0
+
+
+def test_signal_handlers_are_restored_after_the_cli(data, model, tmp_path):
+    """The CLI's handling of SIGTERM and SIGHUP lasts for the call only."""
+    before = signal.getsignal(signal.SIGHUP), signal.getsignal(signal.SIGTERM)
+    assert main(["predict", str(model), str(data / "test.txt"), "-o", str(tmp_path / "p")]) == 0
+    assert (signal.getsignal(signal.SIGHUP), signal.getsignal(signal.SIGTERM)) == before
+
+
+# ------------------------------------- 2. a signal at the command's first imports
+_SIGNAL_AT_IMPORT = """
+import os, signal, sys
+sys.path.insert(0, {src!r})
+class Trigger:
+    fired = False
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r} and not Trigger.fired:
+            Trigger.fired = True
+            os.kill(os.getpid(), signal.{sig})
+        return None
+sys.meta_path.insert(0, Trigger())
+from ltrboost.cli import main
+sys.exit(main({argv!r}))
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize(
+    ("command", "module"),
+    [("predict", "ltrboost.dataset"), ("train", "numpy"), ("inspect", "ltrboost.dataset")],
+)
+def test_signal_during_the_first_imports(data, model, tmp_path, command, module, sig):
+    """Ctrl-C (or SIGTERM) right after the command was typed landed in the imports
+    that ``_run`` makes before its ``try``: a KeyboardInterrupt traceback ending the
+    process by SIGINT (status -2), or ``ltrboost.cli._Terminated`` as a traceback
+    with status 1."""
+    argv = {
+        "predict": ["predict", str(model), str(data / "test.txt"), "-o", "p.txt"],
+        "train": ["train", str(data / "train.txt"), "-o", "m.json", *FAST],
+        "inspect": ["inspect", str(model)],
+    }[command]
+    code = _SIGNAL_AT_IMPORT.format(src=SRC, module=module, sig=sig, argv=argv)
+    done = _run_script(code, tmp_path)
+    status = 128 + int(getattr(signal, sig))
+    _one_line(done, status, "interrupted" if sig == "SIGINT" else f"terminated ({sig}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# ------------------------------------------ 3. a cleanup that fails after the signal
+def test_cleanup_error_after_an_interrupt_is_still_the_interrupt(model, tmp_path):
+    """An interrupt that lands inside an import can leave a half-imported package, and
+    a cleanup importing it again (the background compiler's exit imports Numba) then
+    failed with ``AttributeError: module 'coverage' has no attribute 'types'``: a
+    traceback and status 1 for a SIGTERM (seen at 0.8 s into ``convert``).  An error
+    raised while an interrupt is being handled ends the command as the interrupt."""
+    code = f"""
+    import sys
+    sys.path.insert(0, {SRC!r})
+    import ltrboost.cli as cli
+    def broken(args):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise AttributeError("module 'coverage' has no attribute 'types'")
+    cli.cmd_inspect = broken
+    sys.exit(cli.main(["inspect", {str(model)!r}]))
+    """
+    done = _run_script(code, tmp_path)
+    _one_line(done, 130, "interrupted")
+
+
+def test_background_compile_without_a_profile_imports_nothing(tmp_path):
+    """``convert``'s background compiler (no kernels: no profile) imported the Numba
+    layer on exit, where an interrupted first import made it fail (above)."""
+    code = f"""
+    import sys
+    sys.path.insert(0, {SRC!r})
+    from ltrboost._warmup import BackgroundCompile
+    with BackgroundCompile(None):
+        pass
+    print(sorted(m for m in ("ltrboost._numba", "numba") if m in sys.modules))
+    """
+    done = _run_script(code, tmp_path)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_convert_interrupted_while_numba_imports(data, tmp_path):
+    """The case above end to end: Ctrl-C while the compile notice imports the Numba
+    layer, whose next import fails (a half-imported package)."""
+    pytest.importorskip("pyarrow")
+    code = f"""
+    import os, signal, sys
+    sys.path.insert(0, {SRC!r})
+    class Broken:
+        calls = 0
+        def find_spec(self, name, path=None, target=None):
+            if name == "ltrboost._numba":
+                Broken.calls += 1
+                if Broken.calls == 1:
+                    os.kill(os.getpid(), signal.SIGINT)
+                raise ImportError("half-imported")
+            return None
+    sys.meta_path.insert(0, Broken())
+    from ltrboost.cli import main
+    sys.exit(main(["convert", {str(data / "train.txt")!r}, "o.parquet"]))
+    """
+    done = _run_script(code, tmp_path)
+    _one_line(done, 130, "interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 # ------------------------------------ 4. export -o -: a short write is not the end
 class _ShortWrites(io.RawIOBase):
     """A pipe under ``python -u`` (PYTHONUNBUFFERED, common in containers) whose
