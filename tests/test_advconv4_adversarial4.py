@@ -352,7 +352,7 @@ def test_forked_compile_helper_dies_by_sigterm_as_before():
         import os, signal, sys, time
         sys.path.insert(0, {SRC!r})
         from ltrboost import cli, _warmup
-        with cli._sigterm_as_interrupt():
+        with cli._signals_as_interrupt():
             pid = os.fork()
             if pid == 0:
                 try:

@@ -404,6 +404,15 @@ def test_an_output_folder_that_refuses_files_fails_before_training(
             raise PermissionError(13, "Permission denied", path)
         return real_open(path, flags, *a, **k)
 
+    real_mkdir = os.mkdir
+
+    def refusing_mkdir(path, *a, **k):  # convert's temporary folder
+        parent = os.path.dirname(os.fsdecode(path)) or "."
+        if os.path.isdir(parent) and os.path.samefile(parent, ro):
+            raise PermissionError(13, "Permission denied", path)
+        return real_mkdir(path, *a, **k)
+
+    monkeypatch.setattr(os, "mkdir", refusing_mkdir)
     monkeypatch.setattr(tempfile, "mkstemp", refuse(real_mkstemp))
     monkeypatch.setattr(tempfile, "mkdtemp", refuse(real_mkdtemp))
     monkeypatch.setattr(os, "open", refusing_open)

@@ -466,9 +466,12 @@ def _detach_from_command() -> None:
     """In a forked helper: nothing of the command's output, listeners or waits."""
     from ltrboost import _numba
 
-    # the command's SIGTERM handler (cli._sigterm_as_interrupt) is not the helper's:
-    # terminate() ends it at once, as a spawned helper
+    # the command's SIGTERM handler (cli._signals_as_interrupt) is not the helper's:
+    # terminate() ends it at once, as a spawned helper; so does a closed terminal's
+    # SIGHUP (unless it was ignored: nohup)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "SIGHUP") and callable(signal.getsignal(signal.SIGHUP)):
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -490,20 +493,27 @@ class BackgroundCompile:
         self._changed = threading.Condition()
         self._busy: str | None = None  # the kernel the helper is compiling now
         self._seen: set[str] = set()  # kernels the helper has started
+        self._listening = False
 
     def __enter__(self) -> BackgroundCompile:
         if self.profile is not None and self._enabled():
             from ltrboost._numba import add_compile_listener
 
             add_compile_listener(self)
+            self._listening = True
             if _first_kernel_uncached(self.profile):
                 self._start(None)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from ltrboost._numba import remove_compile_listener
+        # Nothing is imported here: an interrupt (Ctrl-C, SIGTERM) that landed in the
+        # command's import of Numba left it half-imported, and importing it again to
+        # clean up failed (an AttributeError traceback in place of the interrupt's line)
+        if self._listening:
+            from ltrboost._numba import remove_compile_listener
 
-        remove_compile_listener(self)
+            remove_compile_listener(self)
+            self._listening = False
         self.close()
 
     def _enabled(self) -> bool:
@@ -613,9 +623,8 @@ class BackgroundCompile:
         pass
 
     def close(self) -> None:
-        from ltrboost import _numba
-
-        if _numba._cache_waiter == self.wait_for:
+        _numba = sys.modules.get("ltrboost._numba")  # not imported: no waiter was set
+        if _numba is not None and _numba._cache_waiter == self.wait_for:
             _numba.set_cache_waiter(None)
         if self.process is not None and self.process.stdin is not None:
             with contextlib.suppress(OSError):

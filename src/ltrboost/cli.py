@@ -5,7 +5,8 @@ The CLI has no logic of its own: each subcommand calls one public function.  Eve
 training parameter of :data:`ltrboost.params.PARAMS` is a flag spelled in kebab-case
 (``--min-samples-leaf``), so the CLI and the Python API cannot drift apart.
 Bad input exits with status 2 and one line ``ltrboost: error: FILE:LINE: problem`` on
-stderr, never a traceback.  Ctrl-C exits with status 130 and writes nothing.
+stderr, never a traceback.  Ctrl-C exits with status 130 and writes nothing (SIGTERM:
+143, SIGHUP: 129).
 
 Start-up is kept short: importing this module loads neither Numba, the kernels,
 scikit-learn nor tqdm.  Each command imports what it needs when it runs, and ``main``
@@ -37,6 +38,7 @@ from ltrboost.params import PARAM_NAMES, PARAMS, BoosterParams
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_HANGUP = 129  # 128 + SIGHUP (the terminal closed)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a program the pipe's signal ended
 
 
@@ -844,55 +846,119 @@ def main(argv: list[str] | None = None) -> int:
     stderr = sys.stderr
     sys.stderr = messages = _Stderr(stderr)
     try:
-        parser = build_parser(lazy=True)
-        args = parser.parse_args(argv)
-        vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
-        metric_error = vars(args).pop("_metric_error", None)
-        for text in _repeated_flags(vars(args).pop("_flags_given", {})):
-            print(f"ltrboost: warning: {text}", file=sys.stderr)
-        stdout = sys.stdout
-        sys.stdout = _Stdout(stdout)
-        try:
-            with _sigterm_as_interrupt():
-                return _run(args, metric_error)
-        finally:
-            sys.stdout = stdout
+        # from the first line on: Ctrl-C right after the command was typed lands in
+        # the parser's or the command's first imports, outside _run's handlers
+        with _signals_as_interrupt():
+            try:
+                return _main(argv)
+            except KeyboardInterrupt as e:
+                return _interrupted(e)
+            except Exception as e:
+                interrupt = _interrupt_behind(e)
+                if interrupt is None:
+                    raise
+                return _interrupted(interrupt)
     finally:
         sys.stderr = stderr
         messages.close_devnull()
 
 
+def _main(argv: list[str] | None) -> int:
+    parser = build_parser(lazy=True)
+    args = parser.parse_args(argv)
+    vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
+    metric_error = vars(args).pop("_metric_error", None)
+    for text in _repeated_flags(vars(args).pop("_flags_given", {})):
+        print(f"ltrboost: warning: {text}", file=sys.stderr)
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)
+    try:
+        return _run(args, metric_error)
+    finally:
+        sys.stdout = stdout
+
+
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM during a command, raised where the signal arrives, as Ctrl-C is."""
+    """SIGTERM or SIGHUP during a command, raised where the signal arrives, as Ctrl-C
+    is; ``signum`` is the signal's number."""
+
+    def __init__(self, signum: int = 15) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _raise_terminated(signum: int, frame: Any) -> NoReturn:
-    raise _Terminated
+    raise _Terminated(signum)
+
+
+# Signals whose default action ends the process at once, without Python's cleanup:
+# handled as Ctrl-C is.  SIGHUP: the terminal closed (an ssh session dropped).
+_TERMINATING_SIGNALS = ("SIGTERM", "SIGHUP")
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM (``kill``, a scheduler's time limit) ends a command as Ctrl-C does: the
-    cleanup of every ``finally`` runs (convert's hidden folder, temporary files beside
-    an output are removed) and the exit status is 143.  Its default action ended the
-    process at once and left them behind.  Only while the command runs, only in the
-    main thread, and only in place of the default action: a handler the calling
-    program installed (``ltrboost_cli`` from Python) is kept."""
+def _signals_as_interrupt():
+    """SIGTERM (``kill``, a scheduler's time limit) and SIGHUP (the terminal closed)
+    end a command as Ctrl-C does: the cleanup of every ``finally`` runs (convert's
+    hidden folder, temporary files beside an output are removed) and the exit status
+    is 128 + the signal (143, 129).  Their default action ended the process at once
+    and left them behind.  Only while the command runs, only in the main thread, and
+    only in place of the default action: a handler the calling program installed
+    (``ltrboost_cli`` from Python), or an ignored SIGHUP (``nohup``), is kept."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous is not signal.SIG_DFL:
-        yield
-        return
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    replaced = {}
     try:
+        for name in _TERMINATING_SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is not None and signal.getsignal(signum) is signal.SIG_DFL:
+                replaced[signum] = signal.SIG_DFL
+                signal.signal(signum, _raise_terminated)
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, previous in replaced.items():
+            signal.signal(signum, previous)
+
+
+def _interrupt_behind(e: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt (Ctrl-C, SIGTERM, SIGHUP) during whose handling ``e`` was raised,
+    if any: a cleanup that fails after an interrupt (an import the interrupt left
+    half-done, imported again) is the interrupt's end, not an error to report."""
+    seen = set()
+    context = e.__context__
+    while context is not None and id(context) not in seen:
+        if isinstance(context, KeyboardInterrupt):
+            return context
+        seen.add(id(context))
+        context = context.__context__
+    return None
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    """The one line and the exit status of an interrupted command: 130 for Ctrl-C,
+    128 + the signal for SIGTERM (143) and SIGHUP (129)."""
+    import signal
+
+    signum = e.signum if isinstance(e, _Terminated) else int(signal.SIGINT)
+    if isinstance(e, _Terminated):
+        what = f"terminated ({signal.Signals(signum).name})"
+    else:
+        what = "interrupted"
+    print(
+        f"ltrboost: {what}; files already written (e.g. checkpoints) are complete, none "
+        "was left half-written",
+        file=sys.stderr,
+    )
+    # A KeyboardInterrupt that left an exec() of a string (SciPy's array API shim
+    # runs one at import) stays noted by CPython as unhandled, and `python -m`
+    # then ends the process by SIGINT instead of this status; an exec() of a
+    # string that completes clears the note.
+    exec("pass")
+    return 128 + signum
 
 
 def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
@@ -928,6 +994,8 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
             pass
         return EXIT_BROKEN_PIPE
     except (LTRInputError, ModelFormatError, ValueError, OSError) as e:
+        if (interrupt := _interrupt_behind(e)) is not None:  # a cleanup's error
+            return _interrupted(interrupt)
         msg = _error_as_flags(e)
         if isinstance(e, OSError) and e.filename:  # FILE: problem, like data errors
             msg = f"{e.filename}: {e.strerror}"
@@ -944,18 +1012,7 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
         )
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as e:
-        terminated = isinstance(e, _Terminated)
-        print(
-            f"ltrboost: {'terminated (SIGTERM)' if terminated else 'interrupted'}; files "
-            "already written (e.g. checkpoints) are complete, none was left half-written",
-            file=sys.stderr,
-        )
-        # A KeyboardInterrupt that left an exec() of a string (SciPy's array API shim
-        # runs one at import) stays noted by CPython as unhandled, and `python -m`
-        # then ends the process by SIGINT instead of this status; an exec() of a
-        # string that completes clears the note.
-        exec("pass")
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+        return _interrupted(e)
 
 
 def _error_as_flags(e: Exception) -> str:
@@ -2027,8 +2084,19 @@ def cmd_export(args: argparse.Namespace) -> int:
         def write() -> None:
             try:
                 sys.stdout.flush()
-                sys.stdout.buffer.write(data)
-                sys.stdout.buffer.flush()
+                out = sys.stdout.buffer
+                # under python -u the buffer is the raw file, which takes part of a
+                # write when the reader of a pipe leaves (or a signal interrupts it):
+                # continue until all is written or the error shows (it exited 0)
+                view = memoryview(data)
+                while view:
+                    n = out.write(view)
+                    if n is None:  # a non-blocking stdout that is full: wait
+                        import select
+
+                        select.select([], [out], [])
+                    view = view[n or 0 :]
+                out.flush()
             except BrokenPipeError:
                 raise
             except OSError as e:  # a full disk behind a redirection: say where

@@ -90,6 +90,26 @@ def _new_temp(directory: str | os.PathLike[str], name: str, created: list[str]) 
     raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
 
 
+def new_temp_dir(directory: str | os.PathLike[str], name: str, created: list[str]) -> str:
+    """Create the folder ``.NAME.XXXXXXXX.tmp`` in ``directory`` (as ``mkdtemp``:
+    0o700, never an existing one) and return its path, added to ``created`` *before*
+    the folder exists, as :func:`_new_temp` does for files: ``mkdtemp`` returned the
+    name only once the folder existed, and a signal in that gap left it behind."""
+    prefix = temp_prefix(name)
+    for _ in range(100):
+        path = os.path.join(os.fsdecode(directory), f"{prefix}{secrets.token_hex(4)}.tmp")
+        created.append(path)
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            created.remove(path)  # another process's folder: never removed by us
+        except OSError:
+            created.remove(path)
+            raise
+    raise FileExistsError(errno.EEXIST, "no free temporary folder name", directory)
+
+
 def _remove_temps(created: Iterable[str]) -> None:
     """Remove the temporary files ``created`` lists that are still there (one renamed
     over its target is gone: its name is never the target's)."""

@@ -28,14 +28,13 @@ import numbers
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ltrboost.dataset import LTRInputError, group_by_qid
-from ltrboost.io._atomic import check_folder, current_umask, temp_prefix
+from ltrboost.io._atomic import check_folder, current_umask, new_temp_dir
 
 # pyarrow writes at most 64 Mi rows in one row group (pyarrow._parquet._MAX_ROW_GROUP_SIZE,
 # whatever row_group_size asks): a longer file would be several row groups, which
@@ -138,13 +137,12 @@ def letor_to_parquet(
     # model file goes through a temporary file): an interrupted or failed conversion
     # leaves no partial dataset that would read back as a smaller one.  Made before
     # the (long) parse, so that a folder that takes no files fails first.
+    created: list[str] = []  # the folder's name, known before the folder exists
     try:
-        tmp = tempfile.mkdtemp(
-            dir=parent, prefix=temp_prefix(os.path.basename(target)), suffix=".tmp"
-        )
-    except OSError as e:  # name OUT, not the temporary folder
-        raise type(e)(e.errno, f"{e.strerror} (creating a folder beside it)", out) from None
-    try:
+        try:
+            tmp = new_temp_dir(parent, os.path.basename(target), created)
+        except OSError as e:  # name OUT, not the temporary folder
+            raise type(e)(e.errno, f"{e.strerror} (creating a folder beside it)", out) from None
         data = load_svmlight(path, n_features=n_features, missing=missing, na_values=na_values)
         if data.qid is None:
             raise LTRInputError(
@@ -164,7 +162,7 @@ def letor_to_parquet(
             table = pa.Table.from_arrays(cols, names=names)
             pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
         try:
-            # the folder mkdir would make (mkdtemp's is 0o700), or the replaced one's mode
+            # the folder mkdir would make (the temporary one's is 0o700), or the replaced one's mode
             if os.path.isdir(target):
                 os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
                 os.rmdir(target)  # empty (checked above): replaced by the finished folder
@@ -178,6 +176,7 @@ def letor_to_parquet(
                 out,
             ) from None
     except BaseException:  # Ctrl-C included: nothing half-written stays behind
-        shutil.rmtree(tmp, ignore_errors=True)
+        for folder in created:  # gone if it was renamed to OUT
+            shutil.rmtree(folder, ignore_errors=True)
         raise
     return [os.path.join(out, name) for name in files]
