@@ -222,7 +222,11 @@ def test_a_data_file_given_as_the_model_is_named_as_such(tmp_path, capsys):
     data.write_text("2 qid:1 1:0.5\n0 qid:1 1:0.2\n" * 1000)
     with pytest.raises(ModelFormatError, match=r"data\.txt: not an ltrboost model .*'2 qid:1"):
         load_model(data)
-    rc, _, err = run(["predict", data, tmp_path / "m.json"], capsys)
+    # the swapped arguments: the model file is given as the data (every input exists, so
+    # the first problem is the model)
+    model = tmp_path / "m.json"
+    model.write_text("{}")
+    rc, _, err = run(["predict", data, model], capsys)
     assert_one_line_error(rc, err, "data.txt: not an ltrboost model", "data file")
 
 
