@@ -101,3 +101,34 @@ def test_scorer_names_the_callers_row_of_a_nan_prediction():
     qid = [2, 1, 2, 1]
     with pytest.raises(ValueError, match=r"\[1\] is NaN"):
         make_scorer("ndcg", qid=qid)(_Fixed(s), np.zeros((4, 1)), np.array([1.0, 0.0, 0.0, 1.0]))
+
+
+@pytest.mark.parametrize("command", ["train", "cv", "eval"])
+@pytest.mark.parametrize("value", ["ndcg@0", "ndcg@10.0", "NDCG@10,p"])
+def test_cli_names_the_metric_flag_of_an_unknown_metric(tmp_path, capsys, command, value):
+    # "ltrboost: error: unknown metric 'ndcg@0' (...)" named no flag; a CLI error names
+    # the flag (--metric) as the other flags' errors do.
+    from ltrboost.cli import main
+    from ltrboost.datasets import make_ranking
+    from ltrboost.io import dump_svmlight
+
+    X, y, qid = make_ranking(n_queries=4, docs_per_query=5, n_features=3, random_state=0)[:3]
+    data = tmp_path / "d.txt"
+    dump_svmlight(data, X, y, qid)
+    model = tmp_path / "m.json"
+    if command == "eval":
+        assert main(["train", str(data), "--n-estimators", "1", "-q", "-o", str(model)]) == 0
+        capsys.readouterr()
+        argv = ["eval", str(model), str(data)]
+    elif command == "train":
+        argv = ["train", str(data), "--valid", str(data), "--n-estimators", "1", "-q"]
+        argv += ["-o", str(model)]
+    else:
+        argv = ["cv", str(data), "--folds", "2", "--n-estimators", "1", "-q"]
+    rc = main([*argv, "--metric", value])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("ltrboost: error: --metric"), err
+    assert "unknown metric" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not model.exists() or command == "eval"
