@@ -132,3 +132,15 @@ def test_cli_names_the_metric_flag_of_an_unknown_metric(tmp_path, capsys, comman
     assert "unknown metric" in err
     assert len(err.strip().splitlines()) == 1
     assert not model.exists() or command == "eval"
+
+
+def test_rank_order_names_query_offsets_not_a_y_it_does_not_take():
+    # rank_order(scores, query_offsets) said "scores has length 4 but y has length 3".
+    from ltrboost.metrics import rank_order
+
+    with pytest.raises(ValueError, match=r"query_offsets\[-1\]=3") as e:
+        rank_order(np.zeros(4), [0, 3])
+    assert "y has" not in str(e.value)
+    # ties keep input order, -0.0 ties with 0.0, inf ranks first
+    order = rank_order(np.array([1.0, 2.0, 2.0, np.inf, -0.0, 0.0]), [0, 3, 6])
+    assert order.tolist() == [1, 2, 0, 3, 4, 5]

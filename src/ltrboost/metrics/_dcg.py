@@ -97,6 +97,12 @@ def rank_order(scores: NDArray[np.float64], query_offsets: NDArray[np.int64]) ->
         query ``q`` sorted by score descending, ties in input order.
     """
     query_offsets, n_samples = _validate_query_offsets(query_offsets, None)
+    n_scores = np.shape(scores)[0] if np.ndim(scores) == 1 else None
+    if n_scores is not None and n_scores != n_samples:  # no y here to compare with
+        raise ValueError(
+            f"query_offsets[-1]={n_samples} must equal the number of scores, but scores "
+            f"has length {n_scores}"
+        )
     scores = _validate_scores(scores, n_samples)
     local = np.empty(n_samples, dtype=INDEX_DTYPE)
     scratch = np.empty(n_samples, dtype=INDEX_DTYPE)
