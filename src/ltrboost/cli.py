@@ -1466,10 +1466,17 @@ def _validate_as_flags(params: BoosterParams) -> None:
         from ltrboost.params import ParameterError
 
         msg = _params_as_flags(str(e), bare=True) if isinstance(e, ParameterError) else None
-        msg = msg or _as_flags(str(e))
+        msg = msg or _as_flags(str(e)) or _metric_as_flag(e)
         if msg is None:
             raise
         raise ValueError(msg) from None
+
+
+def _metric_as_flag(error: ValueError) -> str | None:
+    """A metric name's error (``unknown metric 'ndcg@0' ...``, which names no
+    parameter) as ``--metric: ...``; None for any other error."""
+    text = str(error)
+    return f"--metric: {text}" if text.startswith("unknown metric ") else None
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -2032,7 +2039,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ValueError(f"{twice[0]}: given twice (one row, and one JSON entry, per file)")
     booster = _load_for_iteration(args)
     missing = resolve_missing(args.missing, booster, args.model)
-    metrics = parse_metric_list(args.metric)
+    try:
+        metrics = parse_metric_list(args.metric)
+    except ValueError as e:
+        raise ValueError(_metric_as_flag(e) or str(e)) from None
     options = _metric_options(args, booster.params)
     results = {}
     for path in args.data:

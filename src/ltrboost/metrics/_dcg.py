@@ -97,6 +97,12 @@ def rank_order(scores: NDArray[np.float64], query_offsets: NDArray[np.int64]) ->
         query ``q`` sorted by score descending, ties in input order.
     """
     query_offsets, n_samples = _validate_query_offsets(query_offsets, None)
+    n_scores = np.shape(scores)[0] if np.ndim(scores) == 1 else None
+    if n_scores is not None and n_scores != n_samples:  # no y here to compare with
+        raise ValueError(
+            f"query_offsets[-1]={n_samples} must equal the number of scores, but scores "
+            f"has length {n_scores}"
+        )
     scores = _validate_scores(scores, n_samples)
     local = np.empty(n_samples, dtype=INDEX_DTYPE)
     scratch = np.empty(n_samples, dtype=INDEX_DTYPE)
@@ -160,15 +166,17 @@ def _validate_scores(scores: ArrayLike, n_samples: int) -> NDArray[np.float64]:
         raise ValueError(f"scores are complex ({dtype}); a ranking needs real scores")
     try:
         scores = np.ascontiguousarray(scores, dtype=np.float64)
+    except OverflowError:  # a Python int beyond float64 (the labels' check names it too)
+        raise ValueError("scores must be real numbers within float64 (at most ±1.8e308)") from None
     except (TypeError, ValueError) as e:
         raise ValueError(f"scores must be real numbers ({e})") from None
     if scores.ndim != 1:
         raise ValueError(f"scores must be 1-D of shape (n_samples,), got shape {scores.shape}")
     if scores.shape[0] != n_samples:
         raise ValueError(f"scores has length {scores.shape[0]} but y has length {n_samples}")
-    # sum() is NaN iff a score is NaN or both +inf and -inf occur; only then look
-    # closer.
-    with np.errstate(invalid="ignore"):
+    # sum() is NaN iff a score is NaN or both +inf and -inf occur (finite scores that
+    # overflow it make inf, not NaN, and must not warn); only then look closer.
+    with np.errstate(invalid="ignore", over="ignore"):
         total = scores.sum()
     if np.isnan(total) and np.isnan(scores).any():
         row = int(np.flatnonzero(np.isnan(scores))[0])

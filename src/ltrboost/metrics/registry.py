@@ -516,6 +516,8 @@ def _validate_query_weights(
         raise ValueError(f"query_weights are complex ({np.asarray(query_weights).dtype})")
     try:
         w = np.ascontiguousarray(query_weights, dtype=np.float64)
+    except OverflowError:  # a Python int beyond float64
+        raise ValueError("query_weights must be real numbers within float64") from None
     except (TypeError, ValueError) as e:
         raise ValueError(f"query_weights must be real numbers ({e})") from None
     if w.ndim != 1 or w.shape[0] != n_queries:

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ltrboost.metrics._dcg import _validate_scores
 from ltrboost.metrics.registry import get_metric
 
 try:  # the scorer base class gives set_score_request (metadata routing)
@@ -138,17 +139,28 @@ class RankingScorer(_BaseScorer):
                     "(make_scorer(...).set_score_request(qid=True)), or bind the ids "
                     "of this X's rows with make_scorer(..., qid=qid)"
                 )
-        scores = np.asarray(estimator.predict(X), dtype=np.float64)
+        predicted = estimator.predict(X)
+        try:  # checked in the caller's row order, so a NaN names the row of X
+            n = np.shape(predicted)[0] if np.ndim(predicted) else 0
+            scores = _validate_scores(predicted, n)
+        except ValueError as e:
+            raise ValueError(f"the scorer's estimator.predict(X): {e}") from None
+        # Only the queries go through make_dataset, not the scores: as a feature column
+        # an infinite score was refused ("feature 0 is inf"), though the metrics rank
+        # +inf first and -inf last.
         ds = make_dataset(
-            scores[:, None], y_true, qid=qid, group=group, sample_weight=sample_weight
-        )
+            np.zeros((scores.shape[0], 1)), y_true, qid=qid, group=group,
+            sample_weight=sample_weight,
+        )  # fmt: skip
+        if ds.order is not None:  # interleaved queries, grouped (stably)
+            scores = scores[ds.order]
         qw = None
         if ds.weights is not None:
             sums = np.add.reduceat(ds.weights.astype(np.float64), ds.query_offsets[:-1])
             qw = sums / ds.query_sizes
         metric = self._metric_for(estimator)
         with rows_located(ds):  # a refused label named by the caller's row
-            return float(metric(ds.X[:, 0], ds.y, ds.query_offsets, qw))
+            return float(metric(scores, ds.y, ds.query_offsets, qw))
 
     def _metric_for(self, estimator):
         """The metric with the model's ``gain`` / ``relevance_threshold`` where the
