@@ -230,3 +230,18 @@ def test_old_checkpoint_resumes_to_a_finished_model(tmp_path, capsys):
     first = load_model(DATA / "51f2171_cli_nan.json.checkpoint")
     X = np.array([[0.5, np.nan, -1.0], [np.nan, 0.2, np.nan]])
     np.testing.assert_array_equal(b.predict_raw(X, iteration=2), first.predict_raw(X))
+
+
+# --- unbiased LambdaMART with early stopping, written before position_bias.best_iteration
+
+
+def test_old_unbiased_file_says_its_position_bias_is_the_last_rounds():
+    """92e752b kept only the last round's estimates; ``position_bias_`` is documented
+    as the best iteration's.  Failed before: it returned the last round's silently."""
+    b = _load("92e752b_unbiased_es")
+    assert b.best_iteration < b.n_iterations
+    assert b.best_position_bias is None
+    r = Ranker.from_booster(b)
+    with pytest.warns(UserWarning, match=r"after round 2 .* not after best_iteration_ 1"):
+        bias = r.position_bias_
+    np.testing.assert_array_equal(bias["t_plus"], b.position_bias["t_plus"])
