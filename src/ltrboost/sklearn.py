@@ -329,11 +329,24 @@ class Ranker(BaseEstimator):
         ``predict`` uses: after ``best_iteration_`` with early stopping (those of a run
         of that many rounds), else after the last round; None without ``unbiased``.
         ``booster_.position_bias`` is always the last round's (resuming continues from
-        it)."""
+        it).  A model that does not hold the best iteration's estimates (a file written
+        before they were kept, or resumed from one) gives the last round's, with a
+        warning."""
         self._check_fitted()
         bias = getattr(self.booster_, "best_position_bias", None)
         if bias is None:
             bias = self.booster_.position_bias
+            best, last = self.booster_.best_iteration, self.booster_.n_iterations
+            if bias is not None and best is not None and best < last:
+                warnings.warn(
+                    f"position_bias_: these are the estimates after round {last} (the "
+                    f"last one), not after best_iteration_ {best} (the rounds predict "
+                    "uses): the model does not hold those (a model file written before "
+                    "they were kept as position_bias.best_iteration, or resumed from a "
+                    "model that did not keep them)",
+                    UserWarning,
+                    stacklevel=2,
+                )
         return None if bias is None else {k: np.asarray(v) for k, v in bias.items()}
 
     @property

@@ -79,6 +79,7 @@ from ltrboost.io.model_schema import (  # ModelFormatError is public here too
     ModelFormatError,
     is_int,
     is_number,
+    legacy_ignored_params,
     validate_model_dict,
 )
 
@@ -416,6 +417,23 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
     def fail(msg: str):
         raise ModelFormatError(msg, path)
 
+    # a file of an older version may hold a value, now refused, of a parameter its
+    # objective ignores: read as unset (as then), not a reason to refuse the model
+    legacy = {}
+    if isinstance(d, dict):
+        legacy = legacy_ignored_params(d.get("params"), d.get("objective"))
+    if legacy:
+        import warnings
+
+        for name, value in legacy.items():
+            warnings.warn(
+                f"{path or 'model'}: params.{name}={value!r} is ignored: objective "
+                f"{d['objective']!r} does not use it, and ltrboost now refuses that value "
+                "(older versions recorded it unchecked); it is read as unset",
+                UserWarning,
+                stacklevel=2,
+            )
+        d = {**d, "params": {**d["params"], **dict.fromkeys(legacy)}}
     validate_model_dict(d, path)
     n_features = d["n_features"]
     n_outputs = d["n_outputs"]

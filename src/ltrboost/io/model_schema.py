@@ -32,7 +32,12 @@ Rules (format_version 1)
   or a non-empty list of names (built-in ones, or a callable metric's ``__name__``).
   The model's objective must accept ``params``' objective parameters (``sigma``,
   ``pair_method``, ...) and the metrics their ``gain`` / ``relevance_threshold``:
-  ``Ranker.from_booster`` scores and refits with them.
+  ``Ranker.from_booster`` scores and refits with them.  One exception, for files of
+  older versions, which recorded parameters the objective does not take unchecked
+  (``gain="exp2"`` for rankboost, ``truncation_level=-3`` for mart):
+  :func:`legacy_ignored_params` names such a parameter whose value is now refused, and
+  :func:`ltrboost.io.model_json.model_fields_from_dict` drops it (read as unset, as
+  those versions did) with a warning naming the file, instead of refusing the model.
 * ``evals_result`` is ``{set: {metric: [finite numbers, at most one per round]}}``;
   null stands for a non-finite value a custom metric returned (files of versions
   before custom metrics had to return finite numbers).
@@ -426,12 +431,7 @@ def _check_params(params: Any, objective: str, fail) -> None:
     if unknown:
         fail(f"params: unknown training parameter(s) {unknown}")
     for name, value in params.items():
-        ok = value is None or isinstance(value, bool | str) or is_number(value)
-        if isinstance(value, list):
-            ok = all(isinstance(v, str | int | float) for v in value)
-        if isinstance(value, dict):  # label_scale may be a mapping
-            ok = all(is_number(v) for v in value.values())
-        if not ok:
+        if not _plain_value(value):
             fail(f"params: {name} has an unsupported value {value!r}"[:200])
     if "eval_metric" in params:
         _check_eval_metric(params["eval_metric"], fail)
@@ -443,6 +443,53 @@ def _check_params(params: Any, objective: str, fail) -> None:
     except (ValueError, TypeError, OverflowError) as e:
         fail(f"params: {e}")
     _check_params_build(bp, objective, fail)
+
+
+def _plain_value(value: Any) -> bool:
+    """A parameter value as training writes one: null, a boolean, a string, a finite
+    number, a list of them or a mapping to numbers (``label_scale``)."""
+    if isinstance(value, list):
+        return all(isinstance(v, str | int | float) for v in value)
+    if isinstance(value, dict):  # label_scale may be a mapping
+        return all(is_number(v) for v in value.values())
+    return value is None or isinstance(value, bool | str) or is_number(value)
+
+
+def legacy_ignored_params(params: Any, objective: Any) -> dict[str, Any]:
+    """``params``' objective parameters that the model's ``objective`` does not take
+    and whose value :func:`_check_params` refuses on its own (``{name: value}``).
+
+    Versions before the checks of this module accepted any value of a parameter the
+    objective ignores (it was ignored, and evaluation did not read ``gain`` or
+    ``relevance_threshold`` then), so their files may hold one; a value the objective
+    does take is never listed (it stays an error).  Anything this cannot judge (not a
+    mapping, an unknown or custom objective) gives ``{}``: the checks name it."""
+    from ltrboost.objectives.custom import is_custom
+    from ltrboost.objectives.registry import objective_class
+    from ltrboost.params import OBJECTIVE_PARAM_NAMES
+
+    if not isinstance(params, dict) or not isinstance(objective, str) or is_custom(objective):
+        return {}
+    cls = objective_class(objective)
+    if cls is None:
+        return {}
+    sig = inspect.signature(cls.__init__)
+    if any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
+        return {}
+
+    def fail(msg: str):
+        raise ModelFormatError(msg)
+
+    out = {}
+    for name in OBJECTIVE_PARAM_NAMES:
+        value = params.get(name)
+        if value is None or name in sig.parameters or not _plain_value(value):
+            continue  # (a damaged value, such as 1e400, was never written: refused)
+        try:
+            _check_params({"objective": objective, name: value}, objective, fail)
+        except ModelFormatError:
+            out[name] = value
+    return out
 
 
 def _check_params_build(bp: Any, objective: str, fail) -> None:
