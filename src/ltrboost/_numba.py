@@ -187,8 +187,8 @@ def _intended_locator(fn: Callable) -> Any:
     checked for writability; None where Numba's private API differs or is overridden."""
     from numba.core import caching
 
-    if os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES"):
-        return None  # the user chose Numba's locators
+    if getattr(numba.config, "CACHE_LOCATOR_CLASSES", ""):
+        return None  # the user chose Numba's locators (NUMBA_CACHE_LOCATOR_CLASSES)
     # CACHE_DIR is an unwritable NUMBA_CACHE_DIR passed over for __pycache__ (2.)
     passed_over = _UNUSABLE_NUMBA_CACHE_DIR is not None and _CACHE_DIR is None
     user_provided = numba.config.CACHE_DIR and not passed_over
