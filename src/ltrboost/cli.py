@@ -2037,6 +2037,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     twice = sorted({p for p in args.data if args.data.count(p) > 1})
     if twice:
         raise ValueError(f"{twice[0]}: given twice (one row, and one JSON entry, per file)")
+    _check_relevance_threshold(args)
     booster = _load_for_iteration(args)
     missing = resolve_missing(args.missing, booster, args.model)
     try:
@@ -2162,15 +2163,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_relevance_threshold(args: argparse.Namespace) -> None:
+    """``--relevance-threshold`` is a finite number: a flag's check, before any file
+    (the model or the data) is opened."""
+    threshold = args.relevance_threshold
+    if threshold is not None and not math.isfinite(threshold):
+        raise ValueError(f"--relevance-threshold {threshold} must be a finite number")
+
+
 def _metric_options(args: argparse.Namespace, model_params: dict) -> dict[str, Any]:
     """``--gain`` / ``--relevance-threshold``, else the values the model was trained
     with (so ``ltrboost eval`` judges a model as its validation did)."""
     from ltrboost.booster import metric_options
 
     options = metric_options(model_params)
-    threshold = args.relevance_threshold
-    if threshold is not None and not math.isfinite(threshold):  # before any data is read
-        raise ValueError(f"--relevance-threshold {threshold} must be a finite number")
+    _check_relevance_threshold(args)
     if args.gain is not None:
         options["gain"] = args.gain
     if args.relevance_threshold is not None:
