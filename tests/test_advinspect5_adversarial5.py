@@ -33,16 +33,10 @@ def data():
 def _fit(data, **kw):
     X, y, qid = data
     params = {"objective": "mart", "n_estimators": 2, "random_state": 0, **kw}
-    with pytest.warns(UserWarning) if kw.get("min_samples_leaf", 0) > 100 else _nothing():
-        return Ranker(**params).fit(X, y, qid=qid).booster_
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+    if kw.get("min_samples_leaf", 0) > 100:
+        with pytest.warns(UserWarning, match="one leaf"):
+            return Ranker(**params).fit(X, y, qid=qid).booster_
+    return Ranker(**params).fit(X, y, qid=qid).booster_
 
 
 # ------------------------------------------------------------------ trees_to_dataframe
@@ -61,7 +55,8 @@ def test_dataframe_dtypes_do_not_depend_on_the_trees(data):
     assert dtypes[1] == dtypes[0]
     assert dtypes[2] == dtypes[0]
     df = frames[0]
-    assert df["tree"].dtype == np.int64 and df["gain"].dtype == np.float64
+    assert df["tree"].dtype == np.int64
+    assert df["gain"].dtype == np.float64
     assert df["is_leaf"].dtype == bool
     # the leaves' feature is missing alike in every frame
     for f in frames[:2]:
@@ -84,7 +79,8 @@ def test_plot_tree_default_figure_is_bounded(data):
     ).fit(X, y, qid=qid)
     assert int(model.booster_.trees[0]["is_leaf"].sum()) == 200
     width, height = plot_tree(model).figure.get_size_inches()
-    assert width <= 100 and height <= 30
+    assert width <= 100
+    assert height <= 30
     # a given figsize is kept as it is
     w, h = plot_tree(model, figsize=(150, 40)).figure.get_size_inches()
     assert (w, h) == (150, 40)
@@ -136,3 +132,92 @@ def test_plot_tree_shortens_long_names(long_names):
     for text in texts:
         assert len(text.split(" <= ")[0]) <= 40, text
         assert "\n" not in text.split(" <= ")[0]
+
+
+def test_max_name_length_none_draws_whole_names_and_bad_values_are_named(long_names):
+    ax = plot_importance(long_names, max_name_length=None)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert LONG[0] in labels
+    assert LONG[1] in labels
+    for bad in (2, 4.5, True, "40"):
+        with pytest.raises(ValueError, match="max_name_length="):
+            plot_importance(long_names, max_name_length=bad)
+        with pytest.raises(ValueError, match="max_name_length="):
+            plot_tree(long_names, max_name_length=bad)
+
+
+# ------------------------------------------------------------------ hand computations
+@pytest.mark.parametrize(("criterion", "factor"), [("newton", 1.0), ("se", 2.0)])
+def test_gain_is_the_criterion_gain_by_hand(data, criterion, factor):
+    """README: a split's gain is G_l^2/(H_l+lam) + G_r^2/(H_r+lam) - G^2/(H+lam) under
+    ``newton``, with counts for H under ``se`` (for MART, h = 2: twice newton's)."""
+    X, y, qid = data
+    booster = (
+        Ranker(objective="mart", n_estimators=1, max_leaf_nodes=2, split_criterion=criterion)
+        .fit(X, y, qid=qid)
+        .booster_
+    )
+    root = booster.trees[0][0]
+    f, threshold = int(root["feature_idx"]), float(root["num_threshold"])
+    g = 2.0 * (booster.init_score[0] - y)
+    left = X[:, f] <= threshold
+
+    def score(mask):
+        return g[mask].sum() ** 2 / (2.0 * mask.sum())
+
+    newton = score(left) + score(~left) - score(np.ones_like(left))
+    imp = booster.feature_importance("gain")
+    assert imp[f] == pytest.approx(factor * newton, rel=1e-6)
+    assert imp.sum() == imp[f]
+
+
+def test_constant_columns_keep_their_place_in_the_importances(data):
+    """Training leaves constant columns out of the search; the importances (and the
+    names) are indexed as the model's input columns."""
+    X, y, qid = data
+    n = len(y)
+    wide = np.column_stack([np.ones(n), X[:, :2], np.full(n, 3.0), X[:, 2:]])
+    kw = {"objective": "mart", "n_estimators": 4, "max_leaf_nodes": 4, "random_state": 0}
+    a = Ranker(**kw).fit(X, y, qid=qid).booster_
+    b = Ranker(**kw).fit(wide, y, qid=qid).booster_
+    for kind in ("split", "gain"):
+        expected = np.insert(np.insert(a.feature_importance(kind), 2, 0.0), 0, 0.0)
+        np.testing.assert_allclose(b.feature_importance(kind), expected)
+    df = b.trees_to_dataframe()
+    assert not df["feature_idx"].isin([0, 3]).any()
+
+
+# ------------------------------------------------------------------- inspect --json
+def test_inspect_json_keys_are_the_documented_ones(data, tmp_path, capsys):
+    """README lists the keys of ``inspect --json``; they are pinned here."""
+    from test_cli import run
+
+    path = tmp_path / "m.json"
+    X, y, qid = data
+    Ranker(n_estimators=2, max_leaf_nodes=3).fit(X, y, qid=qid).save_model(str(path))
+    rc, out, err = run(["inspect", str(path), "--json", "--dump"], capsys)
+    assert rc == 0, err
+    import json
+
+    info = json.loads(out)
+    assert set(info) == {
+        "objective",
+        "objective_params",
+        "n_iterations",
+        "n_trees",
+        "n_outputs",
+        "best_iteration",
+        "n_features",
+        "n_features_used",
+        "importance_iterations",
+        "leaves_per_tree",
+        "max_depth",
+        "learning_rate",
+        "importance_type",
+        "top_features",
+        "dump",
+    }
+    assert set(info["leaves_per_tree"]) == {"min", "mean", "max"}
+    assert info["top_features"]
+    for entry in info["top_features"]:
+        assert set(entry) == {"feature", "feature_idx", "split", "gain", "gain_share"}
