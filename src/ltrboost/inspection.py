@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._config import NODE_DTYPE
+
 IMPORTANCE_TYPES = ("split", "gain")
 
 
@@ -90,12 +92,25 @@ def trees_to_dataframe(booster: Any):
 
     Columns: ``tree`` (0-based tree index), ``iteration`` (0-based round),
     ``output`` (score column the tree adds to; 0 except for McRank), ``node`` (index in
-    the tree, root 0), ``depth``, ``is_leaf``, ``feature`` (name, None for leaves),
-    ``feature_idx`` (-1 for leaves), ``threshold`` (go left when ``x <= threshold``),
+    the tree, root 0), ``depth`` (root 0), ``is_leaf``, ``feature`` (name, pandas'
+    ``str`` dtype, missing (NaN) for leaves), ``feature_idx`` (-1 for leaves),
+    ``threshold`` (go left when ``x <= threshold``; NaN for leaves),
     ``missing_go_to_left``, ``left`` / ``right`` (child node indices, -1 for leaves),
     ``value`` (leaf value after shrinkage; the node's would-be value for internal
-    nodes), ``gain``, ``count`` (training documents reaching the node) and
-    ``sum_hessians``.
+    nodes), ``gain`` (the split criterion's gain, as ``feature_importance`` sums it;
+    NaN for leaves), ``count`` (training documents reaching the node) and
+    ``sum_hessians``.  The column types are the same for every model, one without
+    trees (no rows) or with one-leaf trees only included: int64 for the indices,
+    counts and depth, bool for the flags, float64 for the numbers.
+
+    Against LightGBM's ``Booster.trees_to_dataframe``: ``tree`` is its
+    ``tree_index``; ``node``, ``left`` and ``right`` are integers within the tree
+    (LightGBM: strings such as ``"0-S1"``, ``"0-L2"``, and a ``parent_index``);
+    ``depth`` counts from 0 at the root (LightGBM's ``node_depth`` from 1); ``feature``
+    and ``gain`` are its ``split_feature`` and ``split_gain``; ``sum_hessians`` its
+    ``weight``; ``missing_go_to_left`` replaces ``decision_type`` (always ``<=``),
+    ``missing_direction`` and ``missing_type``; ``iteration`` and ``output`` (McRank's
+    trees per round) have no LightGBM column.
 
     A document's raw score is ``init_score[output]`` plus the values of the leaves it
     reaches in the trees of the rounds ``predict`` uses (``iteration < best_iteration``
@@ -114,54 +129,37 @@ def trees_to_dataframe(booster: Any):
 
     names = feature_names(booster)
     n_out = max(booster.n_outputs, 1)
-    parts = []
-    for t, nodes in enumerate(booster.trees):
-        leaf = nodes["is_leaf"].astype(bool)
-        fidx = np.where(leaf, -1, nodes["feature_idx"]).astype(np.int64)
-        parts.append(
-            pd.DataFrame(
-                {
-                    "tree": t,
-                    "iteration": t // n_out,
-                    "output": int(booster.tree_outputs[t]),
-                    "node": np.arange(nodes.shape[0]),
-                    "depth": nodes["depth"].astype(np.int64),
-                    "is_leaf": leaf,
-                    "feature": [None if f < 0 else names[f] for f in fidx],
-                    "feature_idx": fidx,
-                    "threshold": np.where(leaf, np.nan, nodes["num_threshold"]),
-                    "missing_go_to_left": nodes["missing_go_to_left"].astype(bool),
-                    "left": np.where(leaf, -1, nodes["left"]).astype(np.int64),
-                    "right": np.where(leaf, -1, nodes["right"]).astype(np.int64),
-                    "value": nodes["value"].astype(np.float64),
-                    "gain": np.where(leaf, np.nan, nodes["gain"]),
-                    "count": nodes["count"].astype(np.int64),
-                    "sum_hessians": nodes["sum_hessians"].astype(np.float64),
-                }
-            )
-        )
-    if not parts:
-        return pd.DataFrame(
-            columns=[
-                "tree",
-                "iteration",
-                "output",
-                "node",
-                "depth",
-                "is_leaf",
-                "feature",
-                "feature_idx",
-                "threshold",
-                "missing_go_to_left",
-                "left",
-                "right",
-                "value",
-                "gain",
-                "count",
-                "sum_hessians",
-            ]
-        )
-    return pd.concat(parts, ignore_index=True)
+    trees = list(booster.trees)
+    sizes = [int(t.shape[0]) for t in trees]
+    nodes = np.concatenate(trees) if trees else np.empty(0, dtype=NODE_DTYPE)
+    tree = np.repeat(np.arange(len(trees), dtype=np.int64), sizes)
+    leaf = nodes["is_leaf"].astype(bool)
+    fidx = np.where(leaf, -1, nodes["feature_idx"]).astype(np.int64)
+    outputs = np.asarray(booster.tree_outputs[: len(trees)], dtype=np.int64)
+    # one dtype per column whatever the trees: pandas gave ``feature`` its ``str``
+    # dtype (leaves NaN) when a tree split, ``object`` (leaves None) when every tree was
+    # one leaf, and a model without trees ``object`` columns throughout
+    columns = {
+        "tree": tree,
+        "iteration": tree // n_out,
+        "output": np.repeat(outputs, sizes),
+        "node": np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])
+        if trees
+        else np.empty(0, dtype=np.int64),
+        "depth": nodes["depth"].astype(np.int64),
+        "is_leaf": leaf,
+        "feature": pd.array([None if f < 0 else names[f] for f in fidx], dtype="str"),
+        "feature_idx": fidx,
+        "threshold": np.where(leaf, np.nan, nodes["num_threshold"]).astype(np.float64),
+        "missing_go_to_left": nodes["missing_go_to_left"].astype(bool),
+        "left": np.where(leaf, -1, nodes["left"]).astype(np.int64),
+        "right": np.where(leaf, -1, nodes["right"]).astype(np.int64),
+        "value": nodes["value"].astype(np.float64),
+        "gain": np.where(leaf, np.nan, nodes["gain"]).astype(np.float64),
+        "count": nodes["count"].astype(np.int64),
+        "sum_hessians": nodes["sum_hessians"].astype(np.float64),
+    }
+    return pd.DataFrame(columns)
 
 
 def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) -> str:

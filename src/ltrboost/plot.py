@@ -23,9 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from ltrboost.inspection import feature_importance, feature_names
+from ltrboost.inspection import feature_importance, feature_names, shown_name
 
 __all__ = ["plot_importance", "plot_metric", "plot_tree"]
+
+# plot_tree's default figure at most (inches): at 100 dpi a 10000 x 3000 pixel raster
+# (120 MB); unbounded it grew 1.6 inches a leaf and 1.4 a level
+_MAX_TREE_FIGSIZE = (100.0, 30.0)
 
 
 def _pyplot():
@@ -59,6 +63,26 @@ def _plain(text: Any) -> str:
     """``text`` drawn as written: a ``$`` is escaped, so that feature, set and metric
     names are never parsed as mathtext (``$\\foo$`` raised at draw time)."""
     return str(text).replace("$", r"\$")
+
+
+def _name_labels(names: list[str], max_length: Any) -> list[str]:
+    """Feature names as drawn: quoted as in the text outputs when they would not show as
+    written (a newline drew one name over two lines), and a name longer than
+    ``max_length`` characters cut in the middle, its start and end kept around a "…"
+    (a 200-character tick label ran off the figure; names alike but for their end stay
+    apart); None keeps every name whole."""
+    if max_length is not None:
+        max_length = _integer(max_length, "max_name_length", "at least 5, or None")
+        if max_length < 5:
+            raise ValueError(f"max_name_length={max_length} must be at least 5 or None")
+    out = []
+    for name in names:
+        text = shown_name(name)
+        if max_length is not None and len(text) > max_length:
+            head = (max_length - 1) // 2
+            text = text[:head] + "\u2026" + text[len(text) - (max_length - 1 - head) :]
+        out.append(_plain(text))
+    return out
 
 
 def _integer(value: Any, name: str, what: str) -> int:
@@ -130,6 +154,7 @@ def plot_importance(
     xlabel: str | None = None,
     precision: int | None = 3,
     figsize: tuple[float, float] | None = None,
+    max_name_length: int | None = 40,
     **bar_kwargs: Any,
 ) -> Any:
     """Horizontal bars of the features' importance, largest on top.
@@ -153,6 +178,10 @@ def plot_importance(
         Significant digits of the value written next to each bar; None writes none.
     figsize : (float, float), optional
         For the new figure when ``ax`` is None.
+    max_name_length : int or None, default=40
+        A longer feature name is drawn cut in the middle (its start, "…", its end);
+        None draws whole names.  A name that would not show as written (a newline, a
+        tab, blanks at an end, empty) is drawn quoted, as in ``dump_text``.
     **bar_kwargs
         Passed to ``ax.barh``.
 
@@ -167,7 +196,7 @@ def plot_importance(
     if precision is not None:
         precision = _precision(precision)
     imp = feature_importance(booster, importance_type, iteration)
-    names = feature_names(booster)
+    names = _name_labels(feature_names(booster), max_name_length)
     order = np.argsort(-imp, kind="stable")
     if ignore_zero:
         order = order[imp[order] > 0]
@@ -181,7 +210,7 @@ def plot_importance(
     pos = np.arange(len(order))
     bar_kwargs.setdefault("height", 0.6)
     ax.barh(pos, imp[order], align="center", **bar_kwargs)
-    ax.set_yticks(pos, [_plain(names[k]) for k in order])
+    ax.set_yticks(pos, [names[k] for k in order])
     if precision is not None:
         for y, k in zip(pos, order, strict=True):
             big = importance_type == "split" or imp[k] >= 10**precision
@@ -321,6 +350,7 @@ def plot_tree(
     show_info: tuple[str, ...] = (),
     figsize: tuple[float, float] | None = None,
     fontsize: float | None = None,
+    max_name_length: int | None = 40,
 ) -> Any:
     """Draw one tree with matplotlib: split boxes, leaf boxes, yes/no edges.
 
@@ -341,9 +371,14 @@ def plot_tree(
     show_info : tuple of {"gain", "count"}, default=()
         Extra lines in each box.
     figsize : (float, float), optional
-        Default grows with the number of leaves and the depth.
+        Default grows with the number of leaves and the depth (1.6 inches a leaf, 1.4
+        a level), up to 100 x 30 inches: a larger tree is drawn crowded unless given a
+        figsize (unbounded, a 700-leaf tree made a 112000-pixel-wide PNG of 2 GB).
     fontsize : float or str, optional
         Points, or a matplotlib size name such as ``"small"``.
+    max_name_length : int or None, default=40
+        As in :func:`plot_importance`: longer names are cut in the middle, names that
+        would not show as written are quoted; None draws whole names.
 
     Returns
     -------
@@ -366,7 +401,7 @@ def plot_tree(
             raise ValueError(f"show_info entries must be 'gain' or 'count', not {info!r}")
     tree_index %= n_trees  # the tree drawn, named in the title
     nodes = booster.trees[tree_index]
-    names = [_plain(n) for n in feature_names(booster)]
+    names = _name_labels(feature_names(booster), max_name_length)
 
     # x: leaves at 0, 1, 2, ... in left-to-right order; a split at its children's middle.
     x = np.zeros(nodes.shape[0])
@@ -390,7 +425,10 @@ def plot_tree(
     n_leaves = max(next_leaf, 1)
     max_depth = int(nodes["depth"].max()) if nodes.shape[0] else 0
     if ax is None and figsize is None:
-        figsize = (max(4.0, 1.6 * n_leaves), max(3.0, 1.4 * (max_depth + 1)))
+        figsize = (
+            min(max(4.0, 1.6 * n_leaves), _MAX_TREE_FIGSIZE[0]),
+            min(max(3.0, 1.4 * (max_depth + 1)), _MAX_TREE_FIGSIZE[1]),
+        )
     ax = _axes(ax, figsize)
     if fontsize is None:
         fontsize = 9 if n_leaves <= 12 else 7
