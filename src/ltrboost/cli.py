@@ -2513,8 +2513,10 @@ def _position_path(args: argparse.Namespace, params: BoosterParams) -> str | Non
     """The positions file of --unbiased: ``--position FILE``, else ``TRAIN.position``
     when it exists; None without --unbiased.  Flag errors (checked before the data)."""
     path = args.position
-    if path is None and params.unbiased and os.path.exists(args.train + ".position"):
-        path = args.train + ".position"
+    sidecar = args.train + ".position"
+    if path is None and params.unbiased and os.path.lexists(sidecar):
+        _check_position_sidecar(sidecar)
+        path = sidecar
     if path is None:
         if params.unbiased:
             raise ValueError(
@@ -2525,6 +2527,24 @@ def _position_path(args: argparse.Namespace, params: BoosterParams) -> str | Non
     if not params.unbiased:
         raise ValueError("--position is used by --unbiased only")
     return path
+
+
+def _check_position_sidecar(sidecar: str) -> None:
+    """Refuse a ``TRAIN.position`` that is not a regular file, before the data is read
+    (as the ``.query`` sidecar): a folder was found only once the training file had
+    been read, a link to a missing file was "needs --position FILE (or TRAIN.position)",
+    and a FIFO blocked the run forever.  A pipe is given by name: ``--position``."""
+    from ltrboost.dataset import LTRInputError
+
+    if os.path.isfile(sidecar):
+        return
+    if os.path.isdir(sidecar):
+        why = "it is a folder"
+    elif not os.path.exists(sidecar):
+        why = "it is a link to a missing file"
+    else:
+        why = "it is not a regular file (give a pipe as --position FILE)"
+    raise LTRInputError(f"cannot read position file: {why}", path=sidecar)
 
 
 def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set) -> None:
