@@ -114,3 +114,38 @@ def test_regular_and_linked_position_sidecars_still_read(tmp_path, capsys):
     flags = ["-q", "--n-estimators", "2", "--unbiased", "true", "--max-positions", "3"]
     rc, _, err = run(["train", train, "-o", tmp_path / "m.json", *flags], capsys)
     assert rc == 0, err
+
+
+def test_resuming_a_plain_model_under_unbiased_is_refused_before_the_data(tmp_path, capsys):
+    """--resume of a model trained without --unbiased under --unbiased true printed a
+    warning that the flags differ, read the training file, and only then refused (a
+    Python name, 'unbiased=True', in the error): one error line now, before the data."""
+    train, positions = _click_data(tmp_path)
+    (tmp_path / "clicks.txt.position").write_text(positions)
+    plain = tmp_path / "plain.json"
+    rc, _, err = run(["train", train, "-o", plain, "-q", "--n-estimators", "2"], capsys)
+    assert rc == 0, err
+    with open(train, "a") as f:
+        f.write("1 qid:3 1:oops\n")  # the data is not read: its error would come first
+    argv = ["train", train, "-o", tmp_path / "m.json", "--resume", plain, "--unbiased", "true"]
+    rc, _, err = run([*argv, "--n-estimators", "4"], capsys)
+    one_line_error(rc, err, f"--resume {plain}", "--unbiased true", "no position bias")
+
+
+def test_resuming_with_another_max_positions_is_refused_before_the_data(tmp_path, capsys):
+    """An unbiased model of --max-positions 3 resumed with the default (32): the error
+    came once the training file had been read."""
+    train, positions = _click_data(tmp_path)
+    (tmp_path / "clicks.txt.position").write_text(positions)
+    model = tmp_path / "u.json"
+    flags = ["-q", "--unbiased", "true"]
+    rc, _, err = run(
+        ["train", train, "-o", model, "--n-estimators", "2", "--max-positions", "3", *flags],
+        capsys,
+    )
+    assert rc == 0, err
+    with open(train, "a") as f:
+        f.write("1 qid:3 1:oops\n")
+    argv = ["train", train, "-o", tmp_path / "m.json", "--resume", model, *flags]
+    rc, _, err = run([*argv, "--n-estimators", "4"], capsys)
+    one_line_error(rc, err, f"--resume {model}", "--max-positions 3")
