@@ -146,8 +146,10 @@ def test_cli_resume_differences_name_the_flags(data, capsys, tmp_path):
         capsys,
     )
     assert rc == 2
-    assert "--max-positions None (model: 5) differ from the model's" in err
-    assert "resume with the model's --max-positions (5; give --max-positions=5)" in err
+    # refused from the model file, before the data (and the warning that the flags
+    # differ): advclicks6
+    assert "the model's position biases cover --max-positions 5, this run's 32" in err
+    assert "give --max-positions 5 to continue it" in err
     assert python_names(err) == [], err
 
 
@@ -172,7 +174,9 @@ def test_cli_resume_unbiased_from_a_plain_model_names_the_flag(data, capsys, tmp
         data, capsys, tmp_path, "--unbiased", "true", "--position", data["pos1"],
         "--resume", plain, rc=2,
     )  # fmt: skip
-    assert "cannot resume --unbiased=True training from a model without position" in err
+    # refused from the model file, before the data: advclicks6
+    assert "the model was trained without --unbiased true: it holds no position bias" in err
+    assert python_names(err) == [], err
 
 
 def test_cli_label_pairs_off_names_the_flag(data, capsys, tmp_path):

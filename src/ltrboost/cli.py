@@ -1712,7 +1712,8 @@ def _check_resumable(params: BoosterParams, model: Any, path: str) -> None:
     objective, or fewer rounds in total than the model already has."""
     from ltrboost.booster import make_objective
 
-    objective = make_objective(params).name
+    made = make_objective(params)
+    objective = made.name
     if model.objective != objective:
         raise ValueError(
             f"--resume {path}: the model was trained with objective {model.objective!r}, "
@@ -1723,6 +1724,30 @@ def _check_resumable(params: BoosterParams, model: Any, path: str) -> None:
         raise ValueError(
             f"--n-estimators {params.n_estimators} is below the {done} rounds of --resume "
             f"{path}: resuming, --n-estimators counts the rounds in total (at least {done})"
+        )
+    if getattr(made, "unbiased", False) and done > 0:
+        _check_resumable_bias(params, model, path)
+
+
+def _check_resumable_bias(params: BoosterParams, model: Any, path: str) -> None:
+    """The position biases ``--unbiased true`` continues from: the training refused a
+    model without them, or with another ``--max-positions``, only once the data was read
+    (after a warning that the flags differ, and naming Python's ``unbiased=True``)."""
+    from ltrboost.objectives.unbiased import DEFAULT_MAX_POSITIONS
+
+    bias = getattr(model, "position_bias", None)
+    if bias is None:
+        raise ValueError(
+            f"--resume {path}: the model was trained without --unbiased true: it holds no "
+            "position bias estimates for --unbiased true to continue from (drop "
+            "--unbiased, or train a new model)"
+        )
+    held = len(bias["t_plus"])
+    k = DEFAULT_MAX_POSITIONS if params.max_positions is None else int(params.max_positions)
+    if held != k:
+        raise ValueError(
+            f"--resume {path}: the model's position biases cover --max-positions {held}, "
+            f"this run's {k}; give --max-positions {held} to continue it"
         )
 
 
@@ -2520,8 +2545,10 @@ def _position_path(args: argparse.Namespace, params: BoosterParams) -> str | Non
     """The positions file of --unbiased: ``--position FILE``, else ``TRAIN.position``
     when it exists; None without --unbiased.  Flag errors (checked before the data)."""
     path = args.position
-    if path is None and params.unbiased and os.path.exists(args.train + ".position"):
-        path = args.train + ".position"
+    sidecar = args.train + ".position"
+    if path is None and params.unbiased and os.path.lexists(sidecar):
+        _check_position_sidecar(sidecar)
+        path = sidecar
     if path is None:
         if params.unbiased:
             raise ValueError(
@@ -2532,6 +2559,24 @@ def _position_path(args: argparse.Namespace, params: BoosterParams) -> str | Non
     if not params.unbiased:
         raise ValueError("--position is used by --unbiased only")
     return path
+
+
+def _check_position_sidecar(sidecar: str) -> None:
+    """Refuse a ``TRAIN.position`` that is not a regular file, before the data is read
+    (as the ``.query`` sidecar): a folder was found only once the training file had
+    been read, a link to a missing file was "needs --position FILE (or TRAIN.position)",
+    and a FIFO blocked the run forever.  A pipe is given by name: ``--position``."""
+    from ltrboost.dataset import LTRInputError
+
+    if os.path.isfile(sidecar):
+        return
+    if os.path.isdir(sidecar):
+        why = "it is a folder"
+    elif not os.path.exists(sidecar):
+        why = "it is a link to a missing file"
+    else:
+        why = "it is not a regular file (give a pipe as --position FILE)"
+    raise LTRInputError(f"cannot read position file: {why}", path=sidecar)
 
 
 def _attach_positions(args: argparse.Namespace, params: BoosterParams, train_set) -> None:

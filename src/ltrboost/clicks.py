@@ -862,8 +862,9 @@ def relevance_labels(
     propensities : array-like of shape (n_positions,), ``propensities[k - 1]`` is the
         examination probability of position ``k`` (e.g. ``(1 / k) ** eta``, or the
         ``t_plus`` of an unbiased model's ``position_bias_``); every value finite and > 0,
-        and the log may not show a document deeper than ``n_positions``.  ``None``: all
-        1, so the label is the click-through rate.
+        and the log's positions must be integers from 1 to ``n_positions`` (a log counted
+        from 0 is refused, naming the line or entry).  ``None``: all 1, so the label is the
+        click-through rate (positions unused).
     qid, docids : optional, the data's query id and document id of each row (as for
         :func:`click_rows`); when given, ``row`` holds each document's data row, entries
         come in row order and a document that is not a row of the data is an error
@@ -875,10 +876,11 @@ def relevance_labels(
     ``docids`` in order of (qid, docid) as text.  For LambdaMART, e.g.
     ``Ranker(gain="linear").fit(X[r.row], r.grades(), qid=data_qid[r.row])``.
     """
-    pos = np.asarray(log.position, dtype=np.int64)
     if propensities is None:
+        pos = np.asarray(log.position, dtype=np.int64)
         weight = np.ones(pos.size, dtype=np.float64)
     else:
+        pos = _one_based_positions(log)
         theta = np.asarray(propensities, dtype=np.float64)
         if theta.ndim != 1 or theta.size == 0:
             raise ValueError("propensities must be a non-empty 1-D array, one per position")
@@ -936,6 +938,26 @@ def relevance_labels(
         clicks=clicks[order],
         row=None if row is None else row[order],
     )
+
+
+def _one_based_positions(log: ClickLog) -> NDArray[np.int64]:
+    """``log.position`` as int64, after refusing (naming the log line, or the 0-based
+    entry) a position that is not an integer >= 1: counted from 0, it indexed the
+    deepest propensity (``theta[-1]``), and 2.5 was truncated to 2, without a word."""
+    raw = np.asarray(log.position)
+    if raw.dtype.kind not in "biuf":
+        raise ValueError(f"log.position must be numeric, got dtype {raw.dtype}")
+    with np.errstate(invalid="ignore"):
+        ok = (raw >= 1) & (raw <= MAX_POSITION) & (raw == np.floor(raw))
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        e = int(bad[0])
+        at = f"line {int(log.line[e])}" if log.line is not None else f"entry {e}"
+        raise ValueError(
+            f"{at}: position {raw[e].item()!r} is not an integer >= 1 (positions are "
+            "1-based: propensities[k - 1] is position k's)"
+        )
+    return raw.astype(np.int64)
 
 
 def write_pairs(path: str | os.PathLike, pairs: MinedPairs) -> None:
