@@ -83,3 +83,21 @@ def test_cli_predict_output_costs_no_more_memory_than_reading_the_data(tmp_path)
     assert len(lines) == 200_000
     assert len(set(lines)) == 1
     assert float(lines[0]) == load_model(str(model)).predict(np.zeros((1, 4)))[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_predict_does_not_copy_a_ready_matrix(dtype):
+    """``Booster.predict`` copied every X (``astype(float64)``, "a copy, as always"),
+    so predicting a 10 GiB float64 matrix needed 20 GiB; LightGBM and XGBoost read a
+    C-ordered float matrix in place.  X is left as it was."""
+    X, y, qid = make_ranking(n_queries=30, docs_per_query=10, n_features=50, random_state=0)
+    booster = Ranker(**FAST).fit(X, y, qid=qid).booster_
+    rng = np.random.default_rng(2)
+    B = rng.normal(size=(20_000, 50)).astype(dtype)
+    B[::7, 3] = np.nan
+    before = B.copy()
+    expected = booster.predict(B.astype(np.float64).tolist())  # a list: converted
+    peak = _traced_peak(lambda: booster.predict(B))
+    assert peak < B.nbytes // 4, (peak, B.nbytes)
+    assert booster.predict(B).tobytes() == expected.tobytes()
+    np.testing.assert_array_equal(B, before)
