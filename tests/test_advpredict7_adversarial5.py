@@ -10,6 +10,7 @@ import pytest
 
 from ltrboost import Ranker, load_model
 from ltrboost.cli import main
+from ltrboost.dataset import LTRInputError
 from ltrboost.datasets import make_ranking
 from ltrboost.io.letor import load_svmlight
 
@@ -101,3 +102,24 @@ def test_predict_does_not_copy_a_ready_matrix(dtype):
     assert peak < B.nbytes // 4, (peak, B.nbytes)
     assert booster.predict(B).tobytes() == expected.tobytes()
     np.testing.assert_array_equal(B, before)
+
+
+def test_a_column_named_differently_only_in_case_is_pointed_at():
+    """Feature names are matched exactly (a model may have both ``a`` and ``A``), so
+    ``Feature1`` for ``feature1`` is refused; the error listed it as one missing and
+    one unknown column without saying they differ only in case (or in spaces around
+    the name, as a CSV header's ``" bm25"``)."""
+    pd = pytest.importorskip("pandas")
+    X, y, qid = make_ranking(n_queries=30, docs_per_query=10, n_features=3, random_state=0)
+    cols = ["bm25", "BM25", "PageRank"]
+    r = Ranker(**FAST).fit(pd.DataFrame(X, columns=cols), y, qid=qid)
+    with pytest.raises(LTRInputError) as e:
+        r.predict(pd.DataFrame(X, columns=["bm25", "BM25", "pagerank"]))
+    assert "missing columns ['PageRank']; unknown columns ['pagerank']" in str(e.value)
+    assert "'pagerank' for 'PageRank'" in str(e.value)
+    assert "only in case" in str(e.value)
+    with pytest.raises(LTRInputError, match=r"' bm25' for 'bm25'"):
+        r.booster_.predict(pd.DataFrame(X, columns=[" bm25", "BM25", "PageRank"]))
+    # both spellings being features, each is taken as it is named
+    swapped = pd.DataFrame(X[:, [1, 0, 2]], columns=["BM25", "bm25", "PageRank"])
+    assert r.predict(swapped).tobytes() == r.predict(pd.DataFrame(X, columns=cols)).tobytes()

@@ -941,6 +941,19 @@ def _columns_by_name(
             parts.append(f"unknown columns {unknown}")
         if twice:  # also beside a missing one: ['a', 'a'] for ['a', 'b'] said only 'b'
             parts.append(f"duplicate column names {twice}")
+        # names are matched exactly (a model may have both 'a' and 'A'): point at an
+        # unknown column that is a missing one but for case or surrounding spaces
+        near = [
+            f"{u!r} for {m!r}"
+            for m in missing
+            for u in unknown
+            if u.strip().casefold() == m.strip().casefold()
+        ]
+        if near:
+            parts.append(
+                "names are matched exactly, and these differ only in case or in spaces "
+                "around them: " + ", ".join(near)
+            )
         raise LTRInputError(f"the DataFrame's columns do not match {against}: " + "; ".join(parts))
     position = {c: k for k, c in enumerate(names)}
     return X.iloc[:, [position[c] for c in expected]]
