@@ -646,7 +646,11 @@ def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
 
 
 def as_feature_matrix(
-    X: Any, feature_names: list[str] | None = None, *, keep_sparse: bool = False
+    X: Any,
+    feature_names: list[str] | None = None,
+    *,
+    keep_sparse: bool = False,
+    copy: bool = True,
 ) -> tuple[Any, list[str] | None]:
     """Dense 2-D float matrix from NumPy / pandas / SciPy sparse input; refuses inf.
 
@@ -655,6 +659,9 @@ def as_feature_matrix(
     columns are taken by name, in the stored order; a missing or unknown name raises.
     With ``keep_sparse`` a SciPy sparse ``X`` is returned as a canonical CSR matrix
     (float32 kept, anything else float64; duplicates summed) instead of densified.
+    ``copy=False`` (prediction, which only reads it): a C-ordered, writeable float64
+    ``X`` is returned as it is, not copied (as a C-ordered, writeable float32 one
+    always is).
     """
     names = None
     X = arrow_as_frame(X)
@@ -689,9 +696,10 @@ def as_feature_matrix(
     # The kernels are compiled (and warmed up, and cached) for C-ordered writeable
     # arrays: a Fortran-ordered, strided or read-only X (a DataFrame's to_numpy() is
     # Fortran-ordered) would compile a variant of each on its first fit or predict.
-    if X.dtype != np.float32:
+    ready = X.dtype == np.float64 and X.flags.c_contiguous and X.flags.writeable and X.flags.aligned
+    if X.dtype != np.float32 and not (ready and not copy):
         try:
-            X = X.astype(np.float64, order="C")  # a copy, as always
+            X = X.astype(np.float64, order="C")  # a copy, unless copy=False allows none
         except (TypeError, ValueError, OverflowError) as e:
             X = _pandas_na_as_nan(X)  # <NA> is missing, as None is
             try:
@@ -700,16 +708,28 @@ def as_feature_matrix(
                 raise _not_numeric(X, "X", e) from None
     elif not (X.flags.c_contiguous and X.flags.writeable):
         X = np.array(X, order="C")  # float32 kept
-    inf = np.isinf(X)
-    if inf.any():
-        row, col = np.argwhere(inf)[0]
+    found = _first_inf(X)
+    if found is not None:
+        row, col = found
         column = "" if names is None else f" (column {names[col]!r})"
         raise LTRInputError(
             f"feature {col}{column} is {X[row, col]}: infinite values are not allowed "
             "(use NaN for a missing value, or clip)",
-            row=int(row),
+            row=row,
         )
     return X, names
+
+
+def _first_inf(X: NDArray[np.floating]) -> tuple[int, int] | None:
+    """(row, column) of the first infinite value of a 2-D ``X``, or None; looked for a
+    block of rows at a time (``np.isinf(X)`` whole held a byte per value)."""
+    step = max(1, (1 << 18) // max(1, X.shape[1]))
+    for r0 in range(0, X.shape[0], step):
+        inf = np.isinf(X[r0 : r0 + step])
+        if inf.any():
+            row, col = np.argwhere(inf)[0]
+            return r0 + int(row), int(col)
+    return None
 
 
 def _pandas_na_as_nan(X: NDArray[Any]) -> NDArray[Any]:
@@ -921,6 +941,19 @@ def _columns_by_name(
             parts.append(f"unknown columns {unknown}")
         if twice:  # also beside a missing one: ['a', 'a'] for ['a', 'b'] said only 'b'
             parts.append(f"duplicate column names {twice}")
+        # names are matched exactly (a model may have both 'a' and 'A'): point at an
+        # unknown column that is a missing one but for case or surrounding spaces
+        near = [
+            f"{u!r} for {m!r}"
+            for m in missing
+            for u in unknown
+            if u.strip().casefold() == m.strip().casefold()
+        ]
+        if near:
+            parts.append(
+                "names are matched exactly, and these differ only in case or in spaces "
+                "around them: " + ", ".join(near)
+            )
         raise LTRInputError(f"the DataFrame's columns do not match {against}: " + "; ".join(parts))
     position = {c: k for k, c in enumerate(names)}
     return X.iloc[:, [position[c] for c in expected]]

@@ -164,10 +164,14 @@ class Booster:
     ) -> NDArray[np.float64]:
         """Raw scores of ``X``, shape (n_outputs, n_samples), using the first
         ``iteration`` rounds (default: the best iteration when early stopping chose one,
-        else all), on ``n_threads`` threads (None: the default, as in training)."""
+        else all), on ``n_threads`` threads (None: the default, as in training).
+
+        A C-ordered, writeable float64 or float32 NumPy ``X`` is read in place, never
+        copied or changed; any other ``X`` is converted to such a copy first."""
         from ltrboost.dataset import as_feature_matrix
 
-        X, _ = as_feature_matrix(X, self.feature_names, keep_sparse=True)
+        # read in place when it can be: a copy doubled the memory of predicting
+        X, _ = as_feature_matrix(X, self.feature_names, keep_sparse=True, copy=False)
         from ltrboost.binning import is_sparse
 
         if self.missing == "nan" and is_sparse(X):

@@ -425,8 +425,10 @@ class Ranker(BaseEstimator):
         Column ``k`` is grade ``k`` for ``k = 0..K``, ``K`` the largest training grade
         (``booster_.n_outputs == K + 1``), including grades between that are absent from
         the training labels (their probability stays near the 1e-6 prior floor); each
-        row sums to 1 and ``predict_proba(X) @ arange(K + 1) == predict(X)``.  A grade
-        above ``K`` (e.g. only in a validation set) has no column.  ``iteration`` as in
+        row sums to 1 and ``predict_proba(X) @ arange(K + 1)`` is ``predict(X)`` to
+        rounding (``predict`` sums ``k p_k`` in the order of ``k``, document by
+        document, so that a score does not depend on the rows predicted with it).  A
+        grade above ``K`` (e.g. only in a validation set) has no column.  ``iteration`` as in
         :meth:`predict` (default: ``best_iteration_``).
 
         For any other objective the attribute does not exist (``hasattr`` is False, as

@@ -206,18 +206,41 @@ class McRank(Objective):
         raw = np.asarray(raw_scores, dtype=np.float64)
         if raw.ndim != 2 or raw.shape[0] < 2:
             raise ValueError(f"raw_scores has shape {raw.shape}, expected (n_outputs, n_samples)")
-        return np.exp(_log_softmax(raw)).T
+        return _softmax_by_document(raw).T
 
     def transform(self, raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Expected grade ``sum_k k p_k`` (Li et al. 2007), shape (n_samples,)."""
-        proba = self.predict_proba(raw_scores)
-        return proba @ np.arange(proba.shape[1], dtype=np.float64)
+        """Expected grade ``sum_k k p_k`` (Li et al. 2007), shape (n_samples,).
+
+        Summed in the order of ``k``, document by document, so that a document's score
+        does not depend on the rows predicted with it (a matrix-vector product sums in
+        an order that depends on the number of rows: a few ulps apart between a
+        document predicted alone, in its query and in a whole file).
+        ``predict_proba(raw) @ arange(K + 1)`` agrees to rounding."""
+        proba = self.predict_proba(raw_scores).T  # (n_outputs, n_samples), C-ordered
+        score = np.zeros(proba.shape[1], dtype=np.float64)
+        for k in range(1, proba.shape[0]):
+            score += k * proba[k]
+        return score
 
 
 def _log_softmax(raw: NDArray[np.float64]) -> NDArray[np.float64]:
     """Log-softmax over axis 0 of (n_classes, n) scores (max-shifted for safety)."""
     shifted = raw - raw.max(axis=0, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=0, keepdims=True))
+
+
+def _softmax_by_document(raw: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Softmax over axis 0 of (n_classes, n) scores, each document's sum taken in the
+    order of the classes: ``_log_softmax``'s reduction summed a single document (a
+    contiguous column) pairwise for more than 8 classes and many documents row by row,
+    so a score depended on the batch.  The same values as ``exp(_log_softmax(raw))``
+    for a batch of more than one document (NumPy's row-by-row reduction)."""
+    shifted = raw - raw.max(axis=0, keepdims=True)
+    e = np.exp(shifted)
+    total = e[0].copy()
+    for k in range(1, e.shape[0]):
+        total += e[k]
+    return np.exp(shifted - np.log(total))
 
 
 # --- kernels ---
