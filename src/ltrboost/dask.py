@@ -564,7 +564,9 @@ def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] 
     lost worker would wait for it forever), and within about a second when one of
     ``workers`` (those the tasks are pinned to: address -> name) is lost.  Of several
     failed tasks, the error of the first in order is raised (the same error for the
-    same data, not the first to fail)."""
+    same data, not the first to fail): at once when every task before it is done or
+    no worker is left to run them, else when ``timeout`` runs out (a known error, not
+    a timeout).  No worker in the cluster when ``timeout`` runs out: an error saying so."""
     from distributed import wait
 
     single = not isinstance(futures, list)
@@ -577,7 +579,19 @@ def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] 
         except TimeoutError:
             if workers:
                 _check_workers(client, workers, what)
+            first = _first_failed(futs)
+            n_workers = _n_workers(client)
+            if first is not None and (n_workers == 0 or all(f.done() for f in futs[:first])):
+                futs[first].result()  # raises the task's error: none before it can fail
             if time.monotonic() >= deadline:
+                if first is not None:
+                    futs[first].result()
+                if n_workers == 0:
+                    raise DistributedTrainingError(
+                        f"{what}: the Dask cluster has no workers (still none after "
+                        f"timeout={timeout} s); start some (cluster.scale(n)) or give a "
+                        "longer timeout for workers still starting"
+                    ) from None
                 raise DistributedTrainingError(
                     f"{what}: the workers did not answer within timeout={timeout} s; "
                     "training stopped"
@@ -585,11 +599,24 @@ def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] 
         except Exception:  # a closed client: its futures cancelled ("reason: unknown")
             _check_workers(client, workers or {}, what)  # or "No clients found"
             raise
-    for f in futs:
-        if f.status == "error":
-            f.result()  # raises the task's error
+    first = _first_failed(futs)
+    if first is not None:
+        futs[first].result()  # raises the task's error
     out = client.gather(futs)
     return out[0] if single else out
+
+
+def _first_failed(futs) -> int | None:
+    """The index of the first future in order whose task failed, or None."""
+    return next((k for k, f in enumerate(futs) if f.status == "error"), None)
+
+
+def _n_workers(client) -> int | None:
+    """Workers in the cluster now (None: the scheduler did not say)."""
+    try:
+        return len(client.scheduler_info(n_workers=-1)["workers"])
+    except Exception:  # a closed client raises many kinds; the caller finds out
+        return None
 
 
 def _shard_name(worker: str, i: int, parts: Sequence[int]) -> str:
@@ -1588,7 +1615,9 @@ def train(
         partitions (False).
     timeout : float, default=600
         Seconds a step may wait for a worker before :class:`DistributedTrainingError`;
-        a lost worker is reported within about a second.
+        a lost worker is reported within about a second, a failed task's error as soon
+        as the tasks before it are done (README, *Faults*); a cluster without workers
+        is waited for (workers joining late) up to ``timeout``, then named as such.
     stats : dict, optional
         Filled with the traffic of the boosting rounds (after setup): ``shards``,
         ``trees`` (grown by this call, not an ``init_model``'s), ``round_trips``,
