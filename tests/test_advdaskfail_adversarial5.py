@@ -169,6 +169,72 @@ def test_a_failed_partition_is_reported_at_once_when_no_worker_is_left():
 # ------------------------------------------------------------------ killed workers
 
 
+def test_an_unreachable_shard_before_the_scheduler_notices_is_a_clear_error(monkeypatch):
+    """A shard's worker killed during a round: the driver's call can fail ("Unable to
+    contact Actor's worker", an OSError) before the scheduler has removed the worker,
+    and that bare OSError came out of ``train`` (seen with SIGKILL on worker
+    processes).  Here the call fails and the worker closes half a second later."""
+    from distributed.actor import ActorFuture
+
+    X, y, qid = _data(seed=6)
+    with _cluster() as (cluster, client):
+        victim = sorted(cluster.scheduler.workers)[1]
+        result = ActorFuture.result
+        armed = []
+
+        def failing_result(self, timeout=None):
+            if armed and armed.pop():
+                worker = next(w for w in cluster.workers.values() if w.address == victim)
+                threading.Timer(0.5, client.sync, (worker.close,)).start()
+                raise OSError("Unable to contact Actor's worker")
+            return result(self, timeout)
+
+        monkeypatch.setattr(ActorFuture, "result", failing_result)
+
+        def arm(env):
+            if env.iteration == 1:
+                armed.append(True)
+
+        with pytest.raises(
+            ldask.DistributedTrainingError,
+            match=r"^worker \S+ \(shard 1, partition 1\) was lost \(round 3\); training",
+        ):
+            ldask.train(client, FAST, _dask(X, y, qid), callbacks=[arm], timeout=30)
+
+
+def test_an_unreachable_shard_whose_worker_stays_is_a_clear_error(monkeypatch):
+    """The call fails and the scheduler still lists the worker: the error names the
+    shard that could not be reached, not a bare OSError."""
+    from distributed.actor import ActorFuture
+
+    X, y, qid = _data(seed=6)
+    with _cluster() as (_, client):
+        result = ActorFuture.result
+        armed = []
+
+        def failing_result(self, timeout=None):
+            if armed and armed.pop():
+                raise OSError("Unable to contact Actor's worker")
+            return result(self, timeout)
+
+        monkeypatch.setattr(ActorFuture, "result", failing_result)
+
+        def arm(env):
+            if env.iteration == 1:
+                armed.append(True)
+
+        t0 = time.monotonic()
+        with pytest.raises(
+            ldask.DistributedTrainingError,
+            match=r"^worker \S+ \(shard 0, partition 0\) could not be reached \(round 3\): "
+            r"Unable to contact Actor's worker; training stopped",
+        ):
+            ldask.train(client, FAST, _dask(X, y, qid), callbacks=[arm], timeout=30)
+        assert time.monotonic() - t0 < 20
+        # the cluster takes the next fit
+        ldask.train(client, FAST, _dask(X, y, qid), timeout=30)
+
+
 def _kill(pid: int) -> None:
     os.kill(pid, signal.SIGKILL)
 

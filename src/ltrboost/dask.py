@@ -998,6 +998,11 @@ class _Shard:
 # --------------------------------------------------------------------------- driver
 
 
+#: seconds a shard's worker that could not be reached is given to leave the
+#: scheduler's list (a killed worker's connection fails first), to name it lost
+UNREACHABLE_GRACE_S = 5.0
+
+
 class _Cluster:
     """The driver's handle of the shard actors: parallel calls, bounded waits."""
 
@@ -1020,12 +1025,11 @@ class _Cluster:
         futs = []
         self.round_trips += 1
         self.bytes_from_driver += _payload_bytes(args_per_shard)
-        for a, args in zip(self.actors, args_per_shard, strict=True):
+        for i, (a, args) in enumerate(zip(self.actors, args_per_shard, strict=True)):
             try:
                 futs.append(getattr(a, method)(*args))
-            except RuntimeError:  # "Worker holding Actor was lost"
-                self._check_alive()
-                raise
+            except RuntimeError as e:  # "Worker holding Actor was lost"
+                self._unreachable(i, e)
         out = [self._wait(i, f) for i, f in enumerate(futs)]
         self.bytes_to_driver += _payload_bytes(out)
         return out
@@ -1040,9 +1044,8 @@ class _Cluster:
                 return fut.result(timeout=1.0)
             except TimeoutError:
                 pass
-            except (OSError, CancelledError):  # "Unable to contact Actor's worker", or
-                self._check_alive()  # a closed client cancelled the shard's creation
-                raise
+            except (OSError, CancelledError) as e:  # "Unable to contact Actor's worker",
+                self._unreachable(i, e)  # or a closed client cancelled the shard's creation
             self._check_alive()
             if time.monotonic() > deadline:
                 raise DistributedTrainingError(
@@ -1052,6 +1055,23 @@ class _Cluster:
 
     def _who(self, i) -> str:
         return _shard_name(self.workers[i], i, self.partitions[i])
+
+    def _unreachable(self, i, e: BaseException):
+        """Shard ``i``'s worker could not be reached: a killed worker's connection
+        fails before the scheduler removes it, so wait a few seconds for the scheduler
+        to say it was lost (or the client went away); still listed, say it could not
+        be reached.  A DistributedTrainingError either way, never the bare error."""
+        deadline = time.monotonic() + min(self.timeout, UNREACHABLE_GRACE_S)
+        while True:
+            self._check_alive()
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        raise DistributedTrainingError(
+            f"{self._who(i)} could not be reached ({self.stage}): {str(e) or type(e).__name__}; "
+            "training stopped. Its rows lived only there: train again (a callback saving "
+            "env.snapshot() gives checkpoints to continue from with init_model=)"
+        ) from e
 
     def _check_alive(self) -> None:
         try:
