@@ -564,7 +564,9 @@ def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] 
     lost worker would wait for it forever), and within about a second when one of
     ``workers`` (those the tasks are pinned to: address -> name) is lost.  Of several
     failed tasks, the error of the first in order is raised (the same error for the
-    same data, not the first to fail)."""
+    same data, not the first to fail): at once when every task before it is done or
+    no worker is left to run them, else when ``timeout`` runs out (a known error, not
+    a timeout).  No worker in the cluster when ``timeout`` runs out: an error saying so."""
     from distributed import wait
 
     single = not isinstance(futures, list)
@@ -577,7 +579,19 @@ def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] 
         except TimeoutError:
             if workers:
                 _check_workers(client, workers, what)
+            first = _first_failed(futs)
+            n_workers = _n_workers(client)
+            if first is not None and (n_workers == 0 or all(f.done() for f in futs[:first])):
+                futs[first].result()  # raises the task's error: none before it can fail
             if time.monotonic() >= deadline:
+                if first is not None:
+                    futs[first].result()
+                if n_workers == 0:
+                    raise DistributedTrainingError(
+                        f"{what}: the Dask cluster has no workers (still none after "
+                        f"timeout={timeout} s); start some (cluster.scale(n)) or give a "
+                        "longer timeout for workers still starting"
+                    ) from None
                 raise DistributedTrainingError(
                     f"{what}: the workers did not answer within timeout={timeout} s; "
                     "training stopped"
@@ -585,11 +599,24 @@ def _gather(client, futures, timeout: float, what: str, workers: dict[str, str] 
         except Exception:  # a closed client: its futures cancelled ("reason: unknown")
             _check_workers(client, workers or {}, what)  # or "No clients found"
             raise
-    for f in futs:
-        if f.status == "error":
-            f.result()  # raises the task's error
+    first = _first_failed(futs)
+    if first is not None:
+        futs[first].result()  # raises the task's error
     out = client.gather(futs)
     return out[0] if single else out
+
+
+def _first_failed(futs) -> int | None:
+    """The index of the first future in order whose task failed, or None."""
+    return next((k for k, f in enumerate(futs) if f.status == "error"), None)
+
+
+def _n_workers(client) -> int | None:
+    """Workers in the cluster now (None: the scheduler did not say)."""
+    try:
+        return len(client.scheduler_info(n_workers=-1)["workers"])
+    except Exception:  # a closed client raises many kinds; the caller finds out
+        return None
 
 
 def _shard_name(worker: str, i: int, parts: Sequence[int]) -> str:
@@ -971,6 +998,11 @@ class _Shard:
 # --------------------------------------------------------------------------- driver
 
 
+#: seconds a shard's worker that could not be reached is given to leave the
+#: scheduler's list (a killed worker's connection fails first), to name it lost
+UNREACHABLE_GRACE_S = 5.0
+
+
 class _Cluster:
     """The driver's handle of the shard actors: parallel calls, bounded waits."""
 
@@ -993,12 +1025,11 @@ class _Cluster:
         futs = []
         self.round_trips += 1
         self.bytes_from_driver += _payload_bytes(args_per_shard)
-        for a, args in zip(self.actors, args_per_shard, strict=True):
+        for i, (a, args) in enumerate(zip(self.actors, args_per_shard, strict=True)):
             try:
                 futs.append(getattr(a, method)(*args))
-            except RuntimeError:  # "Worker holding Actor was lost"
-                self._check_alive()
-                raise
+            except RuntimeError as e:  # "Worker holding Actor was lost"
+                self._unreachable(i, e)
         out = [self._wait(i, f) for i, f in enumerate(futs)]
         self.bytes_to_driver += _payload_bytes(out)
         return out
@@ -1013,9 +1044,8 @@ class _Cluster:
                 return fut.result(timeout=1.0)
             except TimeoutError:
                 pass
-            except (OSError, CancelledError):  # "Unable to contact Actor's worker", or
-                self._check_alive()  # a closed client cancelled the shard's creation
-                raise
+            except (OSError, CancelledError) as e:  # "Unable to contact Actor's worker",
+                self._unreachable(i, e)  # or a closed client cancelled the shard's creation
             self._check_alive()
             if time.monotonic() > deadline:
                 raise DistributedTrainingError(
@@ -1025,6 +1055,23 @@ class _Cluster:
 
     def _who(self, i) -> str:
         return _shard_name(self.workers[i], i, self.partitions[i])
+
+    def _unreachable(self, i, e: BaseException):
+        """Shard ``i``'s worker could not be reached: a killed worker's connection
+        fails before the scheduler removes it, so wait a few seconds for the scheduler
+        to say it was lost (or the client went away); still listed, say it could not
+        be reached.  A DistributedTrainingError either way, never the bare error."""
+        deadline = time.monotonic() + min(self.timeout, UNREACHABLE_GRACE_S)
+        while True:
+            self._check_alive()
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        raise DistributedTrainingError(
+            f"{self._who(i)} could not be reached ({self.stage}): {str(e) or type(e).__name__}; "
+            "training stopped. Its rows lived only there: train again (a callback saving "
+            "env.snapshot() gives checkpoints to continue from with init_model=)"
+        ) from e
 
     def _check_alive(self) -> None:
         try:
@@ -1588,7 +1635,9 @@ def train(
         partitions (False).
     timeout : float, default=600
         Seconds a step may wait for a worker before :class:`DistributedTrainingError`;
-        a lost worker is reported within about a second.
+        a lost worker is reported within about a second, a failed task's error as soon
+        as the tasks before it are done (README, *Faults*); a cluster without workers
+        is waited for (workers joining late) up to ``timeout``, then named as such.
     stats : dict, optional
         Filled with the traffic of the boosting rounds (after setup): ``shards``,
         ``trees`` (grown by this call, not an ``init_model``'s), ``round_trips``,
