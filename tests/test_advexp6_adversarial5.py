@@ -1,0 +1,56 @@
+"""``ltrboost experiment`` / :func:`run_experiment`: inputs a fifth adversarial pass found
+mishandled -- each now does what its flag says, or fails up front with one line naming
+the flag."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import ltrboost.experiment as experiment
+from ltrboost.experiment import Cell, run_experiment, write_report
+from test_cli import assert_one_line_error as one_line_error
+from test_cli import run
+
+KW = dict(max_trees=2, min_samples_leaf=2, n_threads=1, progress=False)
+ARGS = ["--max-trees", "2", "--min-samples-leaf", "2", "--n-threads", "1", "--quiet"]
+
+
+@pytest.fixture
+def folds(tmp_path, write_letor_folds):
+    return write_letor_folds(tmp_path / "data", 1, 8, 5)
+
+
+def _record(ndcg: float) -> dict:
+    curve = {m: [ndcg] for m in experiment.METRICS}
+    return {
+        "curves": {"vali": curve, "test": curve},
+        "test_at_best": {m: ndcg for m in experiment.METRICS},
+        "final_train_loss": 0.0,
+        "seconds": 0.0,
+        "best_iteration": 1,
+    }
+
+
+def test_table_marks_only_differences_above_a_tenth_of_a_point(tmp_path):
+    """``*`` marks OLE better by *more than* 0.1 point: of two differences of exactly
+    0.001, 0.401 - 0.400 (0.0010000000000000009 in floats) was marked and 0.344 - 0.343
+    (0.0009999999999999454) was not -- the table showed ``40.00 / 40.10*`` beside
+    ``34.30 / 34.40``."""
+    cells = []
+    pairs = ((0.4, 0.401), (0.343, 0.344), (0.5, 0.5011))
+    for lr, (se, ole) in zip((0.1, 0.2, 0.3), pairs, strict=True):
+        for crit, v in (("se", se), ("ole", ole)):
+            c = Cell("mcrank", crit, 4, lr, "Fold1")
+            (tmp_path / "cells").mkdir(exist_ok=True)
+            (tmp_path / "cells" / f"{c.key}.json").write_text(json.dumps(_record(v)))
+            cells.append(c)
+    summary = write_report(str(tmp_path), cells)
+    rows = [r for r in (tmp_path / "table.md").read_text().splitlines() if r.startswith("| mcr")]
+    assert "40.00 / 40.10 |" in rows[0], rows
+    assert "34.30 / 34.40 |" in rows[1], rows
+    assert "50.00 / 50.11* |" in rows[2], rows
+    assert (summary["wins"], summary["losses"]) == (4, 0)
