@@ -24,6 +24,44 @@ def folds(tmp_path, write_letor_folds):
     return write_letor_folds(tmp_path / "data", 1, 8, 5)
 
 
+def test_numpy_system_params_are_recorded_not_an_error_after_training(folds, tmp_path, monkeypatch):
+    """``system_params={"lambdamart": {"sigma": np.float32(1)}}``: the cell trained, then
+    its record failed with "Object of type float32 is not JSON serializable" -- the
+    cell's training (hours, on real data) lost.  The value is recorded as the number it
+    is, and a resume with the plain float reuses the cell."""
+    trained = []
+    real = experiment._train_cell
+    monkeypatch.setattr(experiment, "_train_cell", lambda *a: trained.append(1) or real(*a))
+    grid = dict(systems=("lambdamart",), leaves=(4,), learning_rates=(0.1,), **KW)
+    out = tmp_path / "r"
+    sp = {"lambdamart": {"sigma": np.float32(1.0), "random_state": np.int64(3)}}
+    run_experiment(str(folds), str(out), system_params=sp, **grid)
+    assert len(trained) == 2
+    cell = json.loads(next((out / "cells").glob("*.json")).read_text())
+    assert cell["settings"]["sigma"] == 1.0
+    assert cell["settings"]["random_state"] == 3
+    run_experiment(
+        str(folds), str(out), system_params={"lambdamart": {"sigma": 1.0, "random_state": 3}},
+        **grid,
+    )  # fmt: skip
+    assert len(trained) == 2  # both reused
+
+
+def test_system_params_that_cannot_be_recorded_fail_before_any_cell(folds, tmp_path, monkeypatch):
+    """A value the cell files cannot hold (``Fraction(1, 2)`` passes as a real number)
+    failed after the first cell's training; it fails before any."""
+    trained = []
+    monkeypatch.setattr(experiment, "_train_cell", lambda *a: trained.append(1))
+    match = r"system_params of lambdamart: sigma=Fraction\(1, 2\) .*JSON"
+    with pytest.raises(ValueError, match=match):
+        run_experiment(
+            str(folds), str(tmp_path / "r"), systems=("lambdamart",), leaves=(4,),
+            learning_rates=(0.1,), system_params={"lambdamart": {"sigma": Fraction(1, 2)}}, **KW,
+        )  # fmt: skip
+    assert not trained
+    assert not (tmp_path / "r").exists()
+
+
 def _record(ndcg: float) -> dict:
     curve = {m: [ndcg] for m in experiment.METRICS}
     return {

@@ -291,20 +291,33 @@ def run_experiment(
         )
 
     def settings(cell: Cell) -> dict:
-        return {
-            "max_trees": max_trees or DEFAULT_TREES.get(cell.system, 1000),
-            "patience": patience,
-            "growth": growth,
-            "min_samples_leaf": min_samples_leaf,
-            **(system_params or {}).get(cell.system, {}),
-            # the values read as missing change the data (recorded only when given, so
-            # that cells from before it was recorded resume)
-            **({"na_values": na_tokens} if na_tokens else {}),
-        }
+        # as a cell file records them (a NumPy number as the number it is)
+        return _as_recorded(
+            {
+                "max_trees": max_trees or DEFAULT_TREES.get(cell.system, 1000),
+                "patience": patience,
+                "growth": growth,
+                "min_samples_leaf": min_samples_leaf,
+                **(system_params or {}).get(cell.system, {}),
+                # the values read as missing change the data (recorded only when given, so
+                # that cells from before it was recorded resume)
+                **({"na_values": na_tokens} if na_tokens else {}),
+            }
+        )
 
     # every cell's parameters checked before the first one trains (hours, on real data)
     for c in cells:
         cell_params(c).validate()
+    # and recordable: a value JSON cannot hold failed after the first cell's training
+    for s, extra in (system_params or {}).items():
+        for k, v in extra.items():
+            try:
+                _as_recorded(v)
+            except TypeError:
+                raise ValueError(
+                    f"system_params of {s}: {k}={v!r} is not a JSON value, which the cell "
+                    "files record (give a number, string, bool or list)"
+                ) from None
     cells_dir = os.path.join(output, "cells")
     fold_paths = {f[0]: f[1:] for f in folds}
 
@@ -453,6 +466,19 @@ def _leaf_count(v: Any) -> int:
     if isinstance(v, float | np.floating) and not float(v).is_integer():
         raise ValueError(f"leaves value {v!r} is not a whole number")
     return int(v)
+
+
+def _recordable(value: Any) -> Any:
+    """``json.dumps``'s ``default``: a NumPy number or array as the Python value it is."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+def _as_recorded(value: Any) -> Any:
+    """``value`` as a cell file records it and reads it back (tuples as lists, NumPy
+    numbers as Python's); TypeError if JSON cannot hold it."""
+    return json.loads(json.dumps(value, default=_recordable))
 
 
 def _distinct(values) -> list:
