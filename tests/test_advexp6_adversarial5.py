@@ -62,6 +62,30 @@ def test_system_params_that_cannot_be_recorded_fail_before_any_cell(folds, tmp_p
     assert not (tmp_path / "r").exists()
 
 
+def test_system_grid_given_twice_for_one_system_is_an_error(folds, tmp_path, capsys):
+    """``--system-grid lambdamart=4:0.1 --system-grid lambdamart=5:0.1`` trained the
+    5-leaf cells only: the first grid was dropped without a word."""
+    rc, _, err = run(
+        ["experiment", folds, "-o", tmp_path / "r", "--systems", "lambdamart", *ARGS,
+         "--system-grid", "lambdamart=4:0.1", "--system-grid", "lambdamart=5:0.1"],
+        capsys,
+    )  # fmt: skip
+    one_line_error(rc, err, "--system-grid", "lambdamart=4:0.1", "lambdamart=5:0.1")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(("spec", "part"), [("mcrank=:0.1", "LEAVES"), ("mcrank=4:", "RATES")])
+def test_system_grid_without_values_names_the_system_grid_flag(folds, tmp_path, capsys, spec, part):
+    """``--system-grid mcrank=:0.1`` said "--leaves of mcrank is empty": the flag given
+    was --system-grid, and --leaves was not given at all."""
+    rc, _, err = run(
+        ["experiment", folds, "-o", tmp_path / "r", *ARGS, "--system-grid", spec], capsys
+    )
+    line = one_line_error(rc, err, f"--system-grid '{spec}'", part)
+    assert "--leaves" not in line
+    assert "--learning-rates" not in line
+
+
 def _record(ndcg: float) -> dict:
     curve = {m: [ndcg] for m in experiment.METRICS}
     return {
@@ -92,3 +116,33 @@ def test_table_marks_only_differences_above_a_tenth_of_a_point(tmp_path):
     assert "34.30 / 34.40 |" in rows[1], rows
     assert "50.00 / 50.11* |" in rows[2], rows
     assert (summary["wins"], summary["losses"]) == (4, 0)
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "flag"),
+    [
+        ([], ["--max-trees", "3"], "--max-trees 2 (this run: 3)"),
+        ([], ["--patience", "2"], "--patience None (this run: 2)"),
+        ([], ["--growth", "depth_first"], "--growth 'breadth_first' (this run: 'depth_first')"),
+        ([], ["--min-samples-leaf", "3"], "--min-samples-leaf 2 (this run: 3)"),
+        ([], ["--missing-token", "NULL"], "--missing-token None (this run: ['NULL'])"),
+        (
+            ["--ranknet-pair-method", "all"],
+            ["--ranknet-pair-method", "topk"],
+            "--ranknet-pair-method 'all' (this run: 'topk')",
+        ),
+    ],
+)
+def test_resume_with_another_flag_names_the_flag(folds, tmp_path, capsys, first, then, flag):
+    """A resume with another value refused naming the Python keyword (``max_trees 2
+    (this run: 3)``, ``na_values`` for --missing-token, ``pair_method`` for
+    --ranknet-pair-method): the command's error names its flag."""
+    base = ["experiment", folds, "-o", tmp_path / "r", "--systems", "ranknet", "--leaves", "4"]
+    base += ["--learning-rates", "0.1"]
+    rc, _, err = run([*base, *ARGS, *first], capsys)
+    assert rc == 0, err
+    rc, _, err = run([*base, *ARGS, *then], capsys)
+    # "--max-trees given twice" warnings aside
+    err = "".join(x for x in err.splitlines(True) if not x.startswith("ltrboost: warning:"))
+    line = one_line_error(rc, err, flag)
+    assert "resume with the same" in line

@@ -335,9 +335,10 @@ def run_experiment(
             except ValueError as e:
                 if not during:
                     raise
-                raise ValueError(
-                    f"{e} (it changed during this run: another run writes to {output}?)"
-                ) from None
+                note = f" (it changed during this run: another run writes to {output}?)"
+                if isinstance(e, SettingsChanged):
+                    raise SettingsChanged(e.path, e.changes, note) from None
+                raise ValueError(f"{e}{note}") from None
         return todo
 
     # a run that cannot complete (a fold it cannot read) leaves no empty folder behind
@@ -587,10 +588,25 @@ def _check_resumed_cell(path: str, wanted: dict, data: dict[str, int] | None = N
     wanted = json.loads(json.dumps(wanted))  # as saved: tuples become lists
     diff = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
     if diff:
-        what = ", ".join(f"{k} {saved.get(k)!r} (this run: {wanted.get(k)!r})" for k in diff)
-        raise ValueError(
-            f"{path}: this finished cell was made with {what}; resume with the same "
-            "settings, or write to another output folder"
+        raise SettingsChanged(path, [(k, saved.get(k), wanted.get(k)) for k in diff])
+
+
+class SettingsChanged(ValueError):
+    """A finished cell made with other settings: ``changes`` lists ``(key, saved, this
+    run's)``; :meth:`text` names the keys as the caller's flags (the CLI's
+    ``--max-trees`` for ``max_trees``)."""
+
+    def __init__(self, path: str, changes: list[tuple[str, Any, Any]], note: str = "") -> None:
+        self.path, self.changes, self.note = path, changes, note
+        super().__init__(self.text())
+
+    def text(self, names: dict[str, str] | None = None) -> str:
+        what = ", ".join(
+            f"{(names or {}).get(k, k)} {a!r} (this run: {b!r})" for k, a, b in self.changes
+        )
+        return (
+            f"{self.path}: this finished cell was made with {what}; resume with the same "
+            f"settings, or write to another output folder{self.note}"
         )
 
 
