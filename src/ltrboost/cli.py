@@ -2893,8 +2893,12 @@ def _experiment_flags(args: argparse.Namespace):
     with anything else (a data file's ``FILE:LINE``) is left as it is."""
     import re
 
+    from ltrboost.experiment import SettingsChanged
+
     try:
         yield
+    except SettingsChanged as e:  # a resume with another value: the flag that set it
+        raise ValueError(e.text({**_EXPERIMENT_FLAGS, "na_values": "--missing-token"})) from None
     except ValueError as e:
         names = "|".join(sorted(_EXPERIMENT_FLAGS, key=len, reverse=True))
         match = re.match(rf"({names})(?=[=\[ ])", str(e))
@@ -3005,19 +3009,32 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 def _system_grids(specs: list[str], split) -> dict:
     """``["ranknet=20:0.1"]`` -> ``{"ranknet": ([20], [0.1])}``."""
-    grids = {}
+    grids: dict = {}
+    given: dict[str, str] = {}
     for spec in specs:
         system, eq, grid = spec.partition("=")
         leaves, colon, rates = grid.partition(":")
-        if not eq or not colon or not system.strip():
+        system = system.strip()
+        if not eq or not colon or not system:
             raise ValueError(f"--system-grid {spec!r} must look like SYSTEM=LEAVES:RATES")
+        if system in given:  # the first was dropped unsaid
+            raise ValueError(
+                f"--system-grid {given[system]!r} and {spec!r} both give {system}'s grid; "
+                f"give it once, with comma lists (e.g. {system}=10,20:0.05,0.1)"
+            )
+        given[system] = spec
         try:
-            grids[system.strip()] = (split(leaves, int), split(rates, float))
+            grids[system] = (split(leaves, int), split(rates, float))
         except ValueError:
             raise ValueError(
                 f"--system-grid {spec!r}: LEAVES must be integers and RATES numbers, "
                 "comma-separated, e.g. ranknet=10,20:0.05,0.1"
             ) from None
+        for part, values in zip(("LEAVES", "RATES"), grids[system], strict=True):
+            if not values:
+                raise ValueError(
+                    f"--system-grid {spec!r} gives no {part}: the grid would have no cell"
+                )
     return grids
 
 
