@@ -1,0 +1,86 @@
+"""Adversarial pass 5 on concurrency and process models (engineer advconc5): trainings
+and predictions in several Python threads of one process, forks, interrupts."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+from ltrboost import load_model, make_dataset, train
+
+TIMEOUT = 120  # seconds any thread of these tests may take (a hang fails, never blocks)
+
+
+def _data(n: int = 600, n_features: int = 6, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, n_features))
+    y = rng.integers(0, 4, n)
+    return make_dataset(X, y, group=[30] * (n // 30))
+
+
+def _join(threads: list[threading.Thread]) -> None:
+    for t in threads:
+        t.join(TIMEOUT)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+
+
+# ------------------------------------------------------------ warnings and load_model
+def test_load_model_in_two_threads_leaves_the_warning_filters_alone(tmp_path, monkeypatch):
+    # load_model checked the model's parameters under warnings.catch_warnings() +
+    # simplefilter("ignore"): the filters are process-wide, so two loads in two
+    # threads whose checks overlapped (A in, B in, A out, B out) restored B's copy
+    # taken inside A's: "ignore everything" stayed, and every warning of the process
+    # (the user's, ltrboost's PairsIgnoredWarning, ...) was silenced for good; and
+    # while one thread loaded, every other thread's warnings were dropped.
+    model = tmp_path / "m.json"
+    train({"n_estimators": 2}, _data()).save_model(model)
+    import ltrboost.metrics
+
+    real = ltrboost.metrics.get_metric
+    inside = {"A": threading.Event(), "B": threading.Event()}
+    go = {"A": threading.Event(), "B": threading.Event()}
+
+    def slow_get_metric(*args, **kwargs):
+        name = threading.current_thread().name
+        if name in inside:  # the check of a load: hold it there
+            inside[name].set()
+            assert go[name].wait(TIMEOUT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ltrboost.metrics, "get_metric", slow_get_metric)
+    before = list(warnings.filters)
+    loaded = []
+    a = threading.Thread(target=lambda: loaded.append(load_model(model)), name="A")
+    b = threading.Thread(target=lambda: loaded.append(load_model(model)), name="B")
+    a.start()
+    assert inside["A"].wait(TIMEOUT)
+    b.start()
+    assert inside["B"].wait(TIMEOUT)
+    assert warnings.filters == before  # nobody's warnings are dropped meanwhile
+    go["A"].set()
+    _join([a])
+    go["B"].set()
+    _join([b])
+    assert len(loaded) == 2
+    assert warnings.filters == before
+
+
+@pytest.mark.parametrize(
+    "objective",
+    ["gbrank", "lambdamart", "logistic_rank", "mart", "mcrank", "qbrank", "rankboost",
+     "ranknet", "yetirank"],
+)  # fmt: skip
+def test_checking_a_models_parameters_warns_nothing(objective):
+    # what the catch_warnings above hid: nothing, so a load stays silent without it
+    from ltrboost.io.model_schema import _check_params_build
+    from ltrboost.params import BoosterParams
+
+    def fail(msg):
+        raise AssertionError(msg)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _check_params_build(BoosterParams(objective=objective), objective, fail)
