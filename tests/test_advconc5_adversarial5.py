@@ -3,13 +3,15 @@ and predictions in several Python threads of one process, forks, interrupts."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import warnings
 
 import numpy as np
 import pytest
 
-from ltrboost import load_model, make_dataset, train
+from ltrboost import _numba, load_model, make_dataset, train
 
 TIMEOUT = 120  # seconds any thread of these tests may take (a hang fails, never blocks)
 
@@ -84,3 +86,37 @@ def test_checking_a_models_parameters_warns_nothing(objective):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _check_params_build(BoosterParams(objective=objective), objective, fail)
+
+
+# ---------------------------------------------------------------------- fork
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_a_thread_pool_while_another_thread_held_its_lock():
+    # The drivers' thread pool is made under a lock; a fork copies only the forking
+    # thread, so a child forked while another thread (a training in the background,
+    # which takes the lock at every parallel step) held it found it held for ever:
+    # its first multi-threaded step (training, predict) hung.
+    _numba._executor(2)  # the parent's pool exists
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with _numba._pool_lock:
+            held.set()
+            release.wait(TIMEOUT)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(TIMEOUT)
+        pid = os.fork()
+        if pid == 0:  # the child: a pool of its own, or SIGALRM ends it
+            code = 1
+            try:
+                signal.alarm(10)
+                code = 0 if _numba._executor(2).submit(int, "7").result() == 7 else 3
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        _join([holder])
+    assert os.waitstatus_to_exitcode(status) == 0, "the forked child hung on the lock"

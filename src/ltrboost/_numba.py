@@ -625,6 +625,21 @@ _pool_pid = -1
 _pool_lock = threading.Lock()
 
 
+def _forget_pool_in_child() -> None:
+    """After a fork: a new lock and no pool.  A fork copies only the forking thread,
+    so the parent's workers do not exist in the child, and a lock another thread held
+    (a training in the background takes it at every parallel step) stayed held for
+    ever: the child's first multi-threaded step hung."""
+    global _pool, _pool_pid, _pool_lock
+    _pool_lock = threading.Lock()
+    _pool = None
+    _pool_pid = -1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def _executor(n: int) -> Any:
     """A shared thread pool of at least ``n`` workers (a new one after a fork: the
     parent's worker threads do not exist in the child)."""
