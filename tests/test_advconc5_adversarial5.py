@@ -120,3 +120,52 @@ def test_a_forked_child_gets_a_thread_pool_while_another_thread_held_its_lock():
         release.set()
         _join([holder])
     assert os.waitstatus_to_exitcode(status) == 0, "the forked child hung on the lock"
+
+
+# --------------------------------------------------------- interrupts, exceptions
+@pytest.mark.parametrize("blocks_per_thread", [1, 4])
+def test_an_interrupted_driver_leaves_no_block_running(monkeypatch, blocks_per_thread):
+    # Ctrl-C (KeyboardInterrupt) lands in the calling thread, in its own block or while
+    # it waits for the others: the driver raised at once and left the pool's threads
+    # working on (and writing into the arrays of) a call that had already ended, and
+    # the blocks still queued started afterwards.  Now the blocks not started are
+    # dropped and the running ones finish before the interrupt goes on.
+    monkeypatch.setattr(_numba, "num_threads", lambda: 2)
+    worker_in = threading.Event()
+    ran, finished = [], []
+
+    def block(r0: int, r1: int) -> None:
+        ran.append(r0)
+        if threading.current_thread() is threading.main_thread():
+            assert worker_in.wait(TIMEOUT)
+            raise KeyboardInterrupt
+        worker_in.set()
+        threading.Event().wait(0.3)  # slower than the caller's block
+        finished.append(r0)
+
+    n_rows = 2 * blocks_per_thread
+    with pytest.raises(KeyboardInterrupt):
+        _numba.over_rows(block, n_rows, min_rows_per_thread=1, blocks_per_thread=blocks_per_thread)
+    done = (list(ran), list(finished))
+    threading.Event().wait(0.5)  # nothing runs any more
+    assert (ran, finished) == done
+    assert len(finished) == len(ran) - 1  # every block begun but the caller's finished
+    assert len(ran) < n_rows or blocks_per_thread == 1  # the rest never started
+
+
+def test_an_interrupted_query_driver_leaves_no_block_running(monkeypatch):
+    monkeypatch.setattr(_numba, "num_threads", lambda: 2)
+    worker_in = threading.Event()
+    finished = []
+
+    def block(q0: int, q1: int) -> None:
+        if threading.current_thread() is threading.main_thread():
+            assert worker_in.wait(TIMEOUT)
+            raise KeyboardInterrupt
+        worker_in.set()
+        threading.Event().wait(0.3)
+        finished.append(q0)
+
+    with pytest.raises(KeyboardInterrupt):
+        _numba.over_queries(block, np.array([0, 10, 20]), min_docs_per_thread=1)
+    assert finished == [1]
