@@ -169,3 +169,84 @@ def test_an_interrupted_query_driver_leaves_no_block_running(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         _numba.over_queries(block, np.array([0, 10, 20]), min_docs_per_thread=1)
     assert finished == [1]
+
+
+# ------------------------------------------------- guarantees that held (kept as tests)
+def _model_bytes(booster, path) -> bytes:
+    booster.save_model(path)
+    return path.read_bytes()
+
+
+def test_trainings_in_threads_at_once_give_the_bytes_of_each_alone(monkeypatch, tmp_path):
+    # different objectives and n_threads share the drivers' pool; a third raises from
+    # its callback meanwhile: the others' models are unchanged, the error is its own
+    monkeypatch.setattr(_numba, "MIN_DOCS_PER_THREAD", 1)  # really split the queries
+    ds = _data()
+    setups = {"a": ("lambdamart", 2), "b": ("yetirank", 1), "c": ("mart", 2)}
+
+    def fit(key, callbacks=()):
+        objective, n = setups[key]
+        params = {"objective": objective, "n_estimators": 4, "n_threads": n}
+        return _model_bytes(train(params, ds, callbacks=callbacks), tmp_path / f"{key}.json")
+
+    alone = {k: fit(k) for k in setups}
+    together, errors = {}, []
+
+    def boom(env):
+        if env.iteration == 1:
+            raise RuntimeError("callback failed")
+
+    def run(key):
+        try:
+            together[key] = fit(key, [boom] if key == "c" else ())
+        except RuntimeError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in setups]
+    for t in threads:
+        t.start()
+    _join(threads)
+    assert together == {"a": alone["a"], "b": alone["b"]}
+    assert len(errors) == 1
+    assert "after round 2" in " ".join(errors[0].__notes__)
+
+
+def test_predict_in_many_threads_at_once_on_one_booster():
+    # README: a Booster may predict from several threads at once (its packed trees are
+    # built once; each call's n_threads is its own)
+    from concurrent.futures import ThreadPoolExecutor
+
+    booster = train({"n_estimators": 6, "n_threads": 2}, _data())
+    X = np.random.default_rng(1).normal(size=(25_000, 6))  # above the serial size
+    expected = {it: booster.predict(X, iteration=it, n_threads=1) for it in (None, 3)}
+    booster._packed.clear()
+
+    def job(k):
+        it = (None, 3)[k % 2]
+        return it, booster.predict(X, iteration=it, n_threads=1 + k % 3)
+
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(job, range(18), timeout=TIMEOUT))
+    assert all(np.array_equal(p, expected[it]) for it, p in results)
+
+
+def _fit_in_child(n_threads: int) -> list[float]:
+    ds = _data()
+    booster = train({"n_estimators": 3, "n_threads": n_threads}, ds)
+    return booster.predict(ds.X, n_threads=n_threads).tolist()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_process_pool_after_a_training_in_the_parent(method):
+    # fork: the children run the drivers' pool of their own (the parent's threads do
+    # not exist there), and nothing started GNU OpenMP in the parent (it kills
+    # forked children); spawn: a fresh interpreter loads the kernels from the cache
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    if method not in mp.get_all_start_methods():
+        pytest.skip(f"no {method} here")
+    expected = _fit_in_child(2)
+    with ProcessPoolExecutor(2, mp_context=mp.get_context(method)) as pool:
+        results = list(pool.map(_fit_in_child, [1, 2], timeout=240))
+    assert results == [expected, expected]
