@@ -625,6 +625,21 @@ _pool_pid = -1
 _pool_lock = threading.Lock()
 
 
+def _forget_pool_in_child() -> None:
+    """After a fork: a new lock and no pool.  A fork copies only the forking thread,
+    so the parent's workers do not exist in the child, and a lock another thread held
+    (a training in the background takes it at every parallel step) stayed held for
+    ever: the child's first multi-threaded step hung."""
+    global _pool, _pool_pid, _pool_lock
+    _pool_lock = threading.Lock()
+    _pool = None
+    _pool_pid = -1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def _executor(n: int) -> Any:
     """A shared thread pool of at least ``n`` workers (a new one after a fork: the
     parent's worker threads do not exist in the child)."""
@@ -680,9 +695,30 @@ def over_queries(
         return
     pool = _executor(len(blocks))
     futures = [pool.submit(kernel_range, q0, q1, *args) for q0, q1 in blocks[1:]]
-    kernel_range(blocks[0][0], blocks[0][1], *args)  # this thread does a block too
-    for f in futures:
-        f.result()
+    with _settled(futures):
+        kernel_range(blocks[0][0], blocks[0][1], *args)  # this thread does a block too
+        for f in futures:
+            f.result()
+
+
+@contextlib.contextmanager
+def _settled(futures: list[Any], stop: list[bool] | None = None) -> Iterator[None]:
+    """The body waits for ``futures``; when it raises instead (Ctrl-C's
+    KeyboardInterrupt in this thread's own block or while it waits, a block's error),
+    the blocks not started are dropped (``stop[0] = True`` for workers taking blocks
+    in turn) and the running ones finish before the exception goes on: no block of a
+    call that ended keeps a pool thread busy or writes into the call's arrays."""
+    try:
+        yield
+    except BaseException:
+        if stop is not None:
+            stop[0] = True
+        for f in futures:
+            f.cancel()
+        from concurrent.futures import wait
+
+        wait(futures)
+        raise
 
 
 def over_rows(
@@ -716,23 +752,26 @@ def over_rows(
     if len(blocks) > n_threads:
         todo = iter(blocks)
         lock = threading.Lock()
+        stop = [False]
 
         def work() -> None:
             while True:
                 with lock:
-                    block = next(todo, None)
+                    block = None if stop[0] else next(todo, None)
                 if block is None:
                     return
                 kernel_range(block[0], block[1], *args)
 
         pool = _executor(n_threads - 1)
         futures = [pool.submit(work) for _ in range(n_threads - 1)]
-        work()
-        for f in futures:
-            f.result()
+        with _settled(futures, stop):
+            work()
+            for f in futures:
+                f.result()
         return
     pool = _executor(len(blocks))
     futures = [pool.submit(kernel_range, r0, r1, *args) for r0, r1 in blocks[1:]]
-    kernel_range(blocks[0][0], blocks[0][1], *args)
-    for f in futures:
-        f.result()
+    with _settled(futures):
+        kernel_range(blocks[0][0], blocks[0][1], *args)
+        for f in futures:
+            f.result()

@@ -496,21 +496,21 @@ def _check_params_build(bp: Any, objective: str, fail) -> None:
     """The objective (the model's) and the evaluation options of ``params`` must be
     accepted: ``Ranker.from_booster`` refits and scores with them, and ``gain="foo"``
     or ``sigma=-1`` failed only there, naming no file."""
-    import warnings
     from dataclasses import replace
 
     from ltrboost._evaluation import metric_options
     from ltrboost.metrics import get_metric
     from ltrboost.objectives.custom import is_custom
 
+    # No warnings.catch_warnings() here (building an objective or a metric warns
+    # nothing): its filters are the process's, and two loads in two threads left
+    # "ignore" installed for good (and dropped other threads' warnings meanwhile).
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if not is_custom(objective):
-                from ltrboost.booster import make_objective
+        if not is_custom(objective):
+            from ltrboost.booster import make_objective
 
-                make_objective(replace(bp, objective=objective))
-            get_metric("ndcg@10", **metric_options(bp))
+            make_objective(replace(bp, objective=objective))
+        get_metric("ndcg@10", **metric_options(bp))
     except (ValueError, TypeError, OverflowError) as e:
         fail(f"params: {e}"[:300])
 
