@@ -695,30 +695,30 @@ def over_queries(
         return
     pool = _executor(len(blocks))
     futures = [pool.submit(kernel_range, q0, q1, *args) for q0, q1 in blocks[1:]]
-    with _settled(futures):
+    try:
         kernel_range(blocks[0][0], blocks[0][1], *args)  # this thread does a block too
         for f in futures:
             f.result()
-
-
-@contextlib.contextmanager
-def _settled(futures: list[Any], stop: list[bool] | None = None) -> Iterator[None]:
-    """The body waits for ``futures``; when it raises instead (Ctrl-C's
-    KeyboardInterrupt in this thread's own block or while it waits, a block's error),
-    the blocks not started are dropped (``stop[0] = True`` for workers taking blocks
-    in turn) and the running ones finish before the exception goes on: no block of a
-    call that ended keeps a pool thread busy or writes into the call's arrays."""
-    try:
-        yield
     except BaseException:
-        if stop is not None:
-            stop[0] = True
-        for f in futures:
-            f.cancel()
-        from concurrent.futures import wait
-
-        wait(futures)
+        _abandon(futures)
         raise
+
+
+def _abandon(futures: list[Any], stop: list[bool] | None = None) -> None:
+    """A call's parallel step raised instead of waiting for ``futures`` (Ctrl-C's
+    KeyboardInterrupt in this thread's own block or while it waits, a block's error):
+    the blocks not started are dropped (``stop[0] = True`` for workers taking blocks
+    in turn) and the running ones finish before the exception goes on, so no block of
+    a call that ended keeps a pool thread busy or writes into the call's arrays.  (A
+    ``try`` at each call site, not a context manager: these drivers run a few hundred
+    times a tree, and a ``try`` costs nothing until it catches.)"""
+    if stop is not None:
+        stop[0] = True
+    for f in futures:
+        f.cancel()
+    from concurrent.futures import wait
+
+    wait(futures)
 
 
 def over_rows(
@@ -764,14 +764,20 @@ def over_rows(
 
         pool = _executor(n_threads - 1)
         futures = [pool.submit(work) for _ in range(n_threads - 1)]
-        with _settled(futures, stop):
+        try:
             work()
             for f in futures:
                 f.result()
+        except BaseException:
+            _abandon(futures, stop)
+            raise
         return
     pool = _executor(len(blocks))
     futures = [pool.submit(kernel_range, r0, r1, *args) for r0, r1 in blocks[1:]]
-    with _settled(futures):
+    try:
         kernel_range(blocks[0][0], blocks[0][1], *args)
         for f in futures:
             f.result()
+    except BaseException:
+        _abandon(futures)
+        raise
