@@ -64,6 +64,10 @@ _QUERY_OFFSET_SCALE = 0.8
 # sizes are int64, and no memory holds 2**62 values.
 _MAX_VALUES = 2**62
 
+# Largest grade the generators accept: the grade frequencies are built per grade, and
+# max_label=2**40 never returned (the default skew's tail is 0 past grade ~1080 anyway).
+_MAX_LABEL = 2**16 - 1
+
 # Threads filling blocks (0: one per usable CPU, under the cgroup CPU quota, at most 8).  The
 # output does not depend on it (each block has its own seeded stream); tests set it to prove that.
 _MAX_THREADS = 0
@@ -92,8 +96,9 @@ def make_ranking(
     n_queries : int, default=100
         Number of queries (>= 1).
     docs_per_query : int or (int, int), default=20
-        Documents per query: a fixed count, or an inclusive ``(min, max)`` range from
-        which each query's size is drawn uniformly.  Sizes must be >= 1.
+        Documents per query: a fixed count, or an inclusive ``(min, max)`` range (a
+        pair or a 1-d NumPy array of two) from which each query's size is drawn
+        uniformly.  Sizes must be >= 1.
     n_features : int, default=20
         Number of feature columns (>= 1).
     n_informative : int or None, default=None
@@ -106,7 +111,7 @@ def make_ranking(
         ``(0.52, 0.32, 0.13, 0.02, 0.01)``, with the top grades merged when
         ``max_label < 4`` and a halving tail appended when ``max_label > 4``.
     max_label : int, default=4
-        Largest grade (>= 1).  Must equal ``len(label_distribution) - 1`` when a
+        Largest grade (1 to 65535).  Must equal ``len(label_distribution) - 1`` when a
         sequence is given.
     noise : float, default=0.5
         Standard deviation of the Gaussian noise added to the unit-variance relevance
@@ -122,7 +127,11 @@ def make_ranking(
         gives the kind of each column, from ``"gaussian"``, ``"uniform"``, ``"count"``,
         ``"query"``.
     random_state : int, numpy.random.Generator or None, default=None
-        Seed or generator; the same integer seed always gives the same data.
+        Seed or generator; the same integer seed always gives the same data (in any
+        process, with any number of threads).  A Generator is advanced by the call (not
+        by a refused one: every argument is checked before the first draw).  None:
+        fresh, unseeded entropy, so each call gives other data (unlike ``Ranker``,
+        whose ``random_state=None`` is seed 0).
     return_dataset : bool, default=False
         Return a :class:`~ltrboost.dataset.RankingDataset` (via
         :func:`~ltrboost.dataset.make_dataset`) instead of arrays.
@@ -149,18 +158,19 @@ def make_ranking(
     n_queries = _check_int("n_queries", n_queries, 1)
     n_features = _check_int("n_features", n_features, 1)
     max_label = _check_int("max_label", max_label, 1)
+    if max_label > _MAX_LABEL:  # the default skew's tail was built one grade at a time
+        raise ValueError(
+            f"max_label={max_label} is larger than {_MAX_LABEL}, the most grades a "
+            "generated dataset may have"
+        )
     probs = _label_probabilities(label_distribution, max_label)
-    if isinstance(docs_per_query, Sequence) and not isinstance(docs_per_query, str):
-        if len(docs_per_query) != 2:
-            raise ValueError(
-                f"docs_per_query={docs_per_query!r} must be an int or a (min, max) pair"
-            )
-        lo = _check_int("docs_per_query[0]", docs_per_query[0], 1)
-        hi = _check_int("docs_per_query[1]", docs_per_query[1], lo)
-        drawn = True
-    else:
-        lo = hi = _check_int("docs_per_query", docs_per_query, 1)
-        drawn = False
+    size = _docs_per_query(docs_per_query)
+    drawn = isinstance(size, tuple)
+    lo, hi = size if isinstance(size, tuple) else (size, size)
+    # every argument is checked before the first draw: a refused call leaves a caller's
+    # Generator as it was (the same call, corrected, then gives the data it would have)
+    _check_recipe(dtype, noise, missing_rate, n_informative)
+    _check_feature_kinds(feature_kinds, n_features)
     # the sizes are summed in int64: a wrapped-around sum made np.repeat write past its
     # buffer (a segfault); no memory holds 2**62 values anyway
     if n_queries * hi * n_features > _MAX_VALUES:
@@ -216,7 +226,7 @@ def make_ranking_mslr_like(
         m // 6)`` (20..220 for 120; 1..1 for 1), or in the inclusive ``(min, max)``
         range given.
     random_state : int, numpy.random.Generator or None, default=None
-        Seed or generator.
+        Seed or generator, as in :func:`make_ranking` (None: unseeded).
 
     Returns
     -------
@@ -226,15 +236,11 @@ def make_ranking_mslr_like(
     """
     rng = _rng(random_state)
     n_samples = _check_int("n_samples", n_samples, 1)
-    if isinstance(docs_per_query, Sequence) and not isinstance(docs_per_query, str):
-        if len(docs_per_query) != 2:
-            raise ValueError(
-                f"docs_per_query={docs_per_query!r} must be an int or a (min, max) pair"
-            )
-        lo = _check_int("docs_per_query[0]", docs_per_query[0], 1)
-        hi = _check_int("docs_per_query[1]", docs_per_query[1], lo)
+    size = _docs_per_query(docs_per_query)
+    if isinstance(size, tuple):
+        lo, hi = size
     else:
-        mean = _check_int("docs_per_query", docs_per_query, 1)
+        mean = size
         lo = max(1, mean // 6)
         hi = 2 * mean - lo
     if hi > _MAX_VALUES:  # NumPy draws int64 sizes ('high is out of bounds' before)
@@ -286,6 +292,45 @@ def _rng(random_state: Any) -> np.random.Generator:
             f"random_state={random_state!r} must be None, an integer >= 0 or a "
             f"numpy.random.Generator ({e})"
         ) from None
+
+
+def _docs_per_query(value: Any) -> int | tuple[int, int]:
+    """``docs_per_query`` checked: a count >= 1, or an inclusive ``(min, max)`` pair
+    (a sequence or a 1-d NumPy array of two integers, ``1 <= min <= max``)."""
+    if isinstance(value, np.ndarray):  # 'must be an integer >= 1' for a NumPy pair
+        if value.ndim > 1:
+            raise ValueError(
+                f"docs_per_query of shape {value.shape} must be an int or a (min, max) pair"
+            )
+        value = value.item() if value.ndim == 0 else tuple(value.tolist())
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        if len(value) != 2:
+            raise ValueError(f"docs_per_query={value!r} must be an int or a (min, max) pair")
+        lo = _check_int("docs_per_query[0]", value[0], 1)
+        return lo, _check_int("docs_per_query[1]", value[1], lo)
+    return _check_int("docs_per_query", value, 1)
+
+
+def _check_recipe(
+    dtype: DTypeLike, noise: Any, missing_rate: Any, n_informative: Any
+) -> tuple[np.dtype[Any], float, float]:
+    """``dtype``, ``noise`` and ``missing_rate`` checked (and normalised), and
+    ``n_informative`` (None or an integer >= 1)."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as e:  # "data type 'banana' not understood" named nothing
+        raise ValueError(f"dtype={dtype!r} must be float32 or float64 ({e})") from None
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype={dtype} must be float32 or float64")
+    noise = _check_real("noise", noise)
+    missing_rate = _check_real("missing_rate", missing_rate)
+    if not (math.isfinite(noise) and noise >= 0):
+        raise ValueError(f"noise={noise} must be finite and >= 0")
+    if not 0.0 <= missing_rate < 1.0:
+        raise ValueError(f"missing_rate={missing_rate} must be in [0, 1)")
+    if n_informative is not None:
+        _check_int("n_informative", n_informative, 1)
+    return dtype, noise, missing_rate
 
 
 def _check_real(name: str, value: Any) -> float:
@@ -357,29 +402,15 @@ def _label_probabilities(
     return p / p.sum()
 
 
-def _feature_kinds(
-    feature_kinds: str | Sequence[str], n_features: int, rng: np.random.Generator
-) -> list[str]:
+def _check_feature_kinds(feature_kinds: str | Sequence[str], n_features: int) -> list[str] | None:
+    """The kind of each column for a sequence; None for a (checked) preset's name."""
     if isinstance(feature_kinds, str):
         if feature_kinds not in ("mixed", "continuous"):
             raise ValueError(
                 f"feature_kinds={feature_kinds!r} is not 'mixed', 'continuous' or a "
                 f"sequence of kinds from {FEATURE_KINDS}"
             )
-        if feature_kinds == "continuous":
-            n_uniform, n_count, n_query = round(0.3 * n_features), 0, 0
-        else:
-            n_query = min(8, n_features // 10 if n_features >= 10 else int(n_features >= 5))
-            n_count = round(0.3 * n_features)
-            n_uniform = round(0.2 * n_features)
-        n_gauss = n_features - n_query - n_count - n_uniform
-        kinds = (
-            ["gaussian"] * n_gauss
-            + ["uniform"] * n_uniform
-            + ["count"] * n_count
-            + ["query"] * n_query
-        )
-        return [kinds[j] for j in rng.permutation(n_features)]
+        return None
     if not isinstance(feature_kinds, Sequence | np.ndarray):  # 'not iterable' before
         raise ValueError(
             f"feature_kinds={feature_kinds!r} is not 'mixed', 'continuous' or a "
@@ -394,6 +425,26 @@ def _feature_kinds(
     if all(kind == "query" for kind in kinds):
         raise ValueError("feature_kinds needs at least one document-level feature")
     return kinds
+
+
+def _feature_kinds(
+    feature_kinds: str | Sequence[str], n_features: int, rng: np.random.Generator
+) -> list[str]:
+    kinds = _check_feature_kinds(feature_kinds, n_features)
+    if kinds is not None:
+        return kinds
+    # a preset: its counts of each kind, in an order drawn from rng
+    if feature_kinds == "continuous":
+        n_uniform, n_count, n_query = round(0.3 * n_features), 0, 0
+    else:
+        n_query = min(8, n_features // 10 if n_features >= 10 else int(n_features >= 5))
+        n_count = round(0.3 * n_features)
+        n_uniform = round(0.2 * n_features)
+    n_gauss = n_features - n_query - n_count - n_uniform
+    kinds = (
+        ["gaussian"] * n_gauss + ["uniform"] * n_uniform + ["count"] * n_count + ["query"] * n_query
+    )
+    return [kinds[j] for j in rng.permutation(n_features)]
 
 
 def _generate(
@@ -413,18 +464,7 @@ def _generate(
     feature kind is written straight into ``X`` (a slice when its columns are
     contiguous, as in the MSLR preset), so the only large allocation is ``X`` itself.
     """
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError as e:  # "data type 'banana' not understood" named nothing
-        raise ValueError(f"dtype={dtype!r} must be float32 or float64 ({e})") from None
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype={dtype} must be float32 or float64")
-    noise = _check_real("noise", noise)
-    missing_rate = _check_real("missing_rate", missing_rate)
-    if not (math.isfinite(noise) and noise >= 0):
-        raise ValueError(f"noise={noise} must be finite and >= 0")
-    if not 0.0 <= missing_rate < 1.0:
-        raise ValueError(f"missing_rate={missing_rate} must be in [0, 1)")
+    dtype, noise, missing_rate = _check_recipe(dtype, noise, missing_rate, n_informative)
 
     n_features = len(kinds)
     n_queries = sizes.shape[0]
