@@ -2581,15 +2581,13 @@ def _check_position_sidecar(sidecar: str) -> None:
     been read, a link to a missing file was "needs --position FILE (or TRAIN.position)",
     and a FIFO blocked the run forever.  A pipe is given by name: ``--position``."""
     from ltrboost.dataset import LTRInputError
+    from ltrboost.io.letor import sidecar_problem
 
     if os.path.isfile(sidecar):
         return
-    if os.path.isdir(sidecar):
-        why = "it is a folder"
-    elif not os.path.exists(sidecar):
-        why = "it is a link to a missing file"
-    else:
-        why = "it is not a regular file (give a pipe as --position FILE)"
+    why = sidecar_problem(sidecar)
+    if why == "it is not a regular file":
+        why += " (give a pipe as --position FILE)"
     raise LTRInputError(f"cannot read position file: {why}", path=sidecar)
 
 

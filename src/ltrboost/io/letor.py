@@ -131,6 +131,17 @@ class LetorData(NamedTuple):
         return letor_feature_names(self.X.shape[1])
 
 
+def sidecar_problem(path: str | os.PathLike[str]) -> str:
+    """Why a file found beside the data by its name (``TRAIN.query``,
+    ``TRAIN.position``) that is not a regular file cannot be read: a folder, a link to
+    a missing file, or anything else (a FIFO would block the read)."""
+    if os.path.isdir(path):
+        return "it is a folder"
+    if not os.path.exists(path):
+        return "it is a link to a missing file"
+    return "it is not a regular file"
+
+
 def letor_feature_names(n_features: int) -> list[str]:
     """``["f1", ..., "fN"]``: the LETOR feature id (1-based) of each of ``n_features``
     columns, as a model trained from a LETOR file and ``convert``'s Parquet name them
@@ -1152,12 +1163,7 @@ def _attach_queries(
                 return None
             # a folder, a dangling link, a FIFO: an error naming it (not "no .query
             # file beside it", and not a read that blocks on a FIFO)
-            if os.path.isdir(sidecar):
-                why = "it is a folder"
-            elif not os.path.exists(sidecar):
-                why = "it is a link to a missing file"
-            else:
-                why = "it is not a regular file"
+            why = sidecar_problem(sidecar)
             raise LTRInputError(f"cannot read the query file: {why}", path=sidecar)
         query_file = sidecar
     qpath = os.fspath(query_file)
