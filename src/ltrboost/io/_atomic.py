@@ -73,21 +73,10 @@ def _new_temp(directory: str | os.PathLike[str], name: str, created: list[str]) 
     and the rename -- and the caller's cleanup then finds every file it may have made
     in ``created`` (``mkstemp`` returned the name only once the file existed, and a
     SIGTERM in that gap, or the next, left the file behind)."""
-    prefix = temp_prefix(name)
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
     for extra in ("O_NOFOLLOW", "O_CLOEXEC", "O_BINARY"):
         flags |= getattr(os, extra, 0)
-    for _ in range(100):
-        path = os.path.join(os.fsdecode(directory), f"{prefix}{secrets.token_hex(4)}.tmp")
-        created.append(path)
-        try:
-            return os.open(path, flags, 0o600), path
-        except FileExistsError:
-            created.remove(path)  # another process's file: never removed by us
-        except OSError:
-            created.remove(path)
-            raise
-    raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
+    return _claim(directory, name, created, lambda path: os.open(path, flags, 0o600), "file")
 
 
 def new_temp_dir(directory: str | os.PathLike[str], name: str, created: list[str]) -> str:
@@ -95,19 +84,31 @@ def new_temp_dir(directory: str | os.PathLike[str], name: str, created: list[str
     0o700, never an existing one) and return its path, added to ``created`` *before*
     the folder exists, as :func:`_new_temp` does for files: ``mkdtemp`` returned the
     name only once the folder existed, and a signal in that gap left it behind."""
+    return _claim(directory, name, created, lambda path: os.mkdir(path, 0o700), "folder")[1]
+
+
+def _claim(
+    directory: str | os.PathLike[str],
+    name: str,
+    created: list[str],
+    make: Callable[[str], Any],
+    what: str,
+) -> tuple[Any, str]:
+    """``(make(path), path)`` for a free ``.NAME.XXXXXXXX.tmp`` in ``directory``
+    (``make`` fails with FileExistsError when the name is taken), the path added to
+    ``created`` before ``make`` runs and removed again when it fails."""
     prefix = temp_prefix(name)
     for _ in range(100):
         path = os.path.join(os.fsdecode(directory), f"{prefix}{secrets.token_hex(4)}.tmp")
         created.append(path)
         try:
-            os.mkdir(path, 0o700)
-            return path
+            return make(path), path
         except FileExistsError:
-            created.remove(path)  # another process's folder: never removed by us
+            created.remove(path)  # another process's: never removed by us
         except OSError:
             created.remove(path)
             raise
-    raise FileExistsError(errno.EEXIST, "no free temporary folder name", directory)
+    raise FileExistsError(errno.EEXIST, f"no free temporary {what} name", directory)
 
 
 def _remove_temps(created: Iterable[str]) -> None:
