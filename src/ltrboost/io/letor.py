@@ -528,18 +528,44 @@ _PARQUET_HINT = (
 
 
 def _refuse_parquet_folder(path: str) -> None:
-    """A folder of ``*.parquet`` files as the data file: say what it is (open() said
-    only 'Is a directory')."""
+    """A folder of Parquet files as the data file: say what it is (open() said only
+    'Is a directory').  Parquet is found by name (``.parquet``, ``.pq``, ``.parq``, any
+    case) or by the ``PAR1`` magic number (Spark's ``part-00000``), and in the
+    ``key=value`` subfolders of a Hive-partitioned dataset (pyarrow's and Spark's
+    ``qid=3/``); a few entries are looked at, never the whole tree."""
     try:
         if not os.path.isdir(path):
             return
-        parquet = any(e.name.endswith(".parquet") for e in os.scandir(path))
+        parquet = _holds_parquet(path, depth=2)
     except OSError:
         return  # open() names the problem
     if parquet:
         raise IsADirectoryError(
             errno.EISDIR, f"is a folder of Parquet files ({_PARQUET_HINT}", path
         )
+
+
+_PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
+def _holds_parquet(folder: str, depth: int, budget: int = 64) -> bool:
+    """Whether one of the first ``budget`` entries of ``folder`` is a Parquet file, or
+    (``depth`` > 1) a ``key=value`` folder holding one."""
+    with os.scandir(folder) as entries:
+        for _, e in zip(range(budget), entries, strict=False):
+            if e.name.casefold().endswith(_PARQUET_SUFFIXES):
+                return True
+            try:
+                if e.is_file():
+                    with open(e.path, "rb") as f:
+                        if f.read(4) == _PARQUET_MAGIC:
+                            return True
+                elif depth > 1 and "=" in e.name and e.is_dir():
+                    if _holds_parquet(e.path, depth - 1, budget):
+                        return True
+            except OSError:
+                continue  # an unreadable entry says nothing
+    return False
 
 
 def _compression(block: bytes) -> str | None:
@@ -796,8 +822,8 @@ def _parse_stream(
             b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
         except LTRInputError as e:
             if first and block.startswith(_PARQUET_MAGIC):
-                raise LTRInputError(
-                    f"the file is Parquet ({_PARQUET_HINT}", path=e.path, line=e.line
+                raise LTRInputError(  # no line: a line number in a binary file points nowhere
+                    f"the file is Parquet ({_PARQUET_HINT}", path=e.path
                 ) from None
             kind = _compression(block) if first else None
             if kind is not None:  # LETOR data sets ship compressed (MSLR .zip, Yahoo .bz2)
