@@ -88,3 +88,17 @@ def test_a_parquet_file_has_no_line_number(tmp_path, capsys):
     pq.write_table(_table().slice(0, 0), path)
     rc, _, err = run(["train", path, "-o", tmp_path / "m.json", *FAST], capsys)
     one_line_error(rc, err, f"{path}: the file is Parquet")
+
+
+@pytest.mark.parametrize("name", ["QID", "Qid", " qid"])
+def test_fit_without_queries_points_at_a_qid_column_spelled_otherwise(name):
+    """A CSV or Parquet whose header says 'QID' read into a DataFrame: the error named
+    only the three ways to give queries, not the column that was almost the 'qid' one."""
+    pd = pytest.importorskip("pandas")
+    from ltrboost import Ranker
+    from ltrboost.dataset import LTRInputError
+
+    df = _table().to_pandas().rename(columns={"qid": name})
+    with pytest.raises(LTRInputError, match=rf"has {name!r}.*names are matched exactly"):
+        Ranker(n_estimators=2).fit(df.drop(columns="label"), df["label"])
+    assert pd is not None

@@ -682,6 +682,12 @@ def _require_queries(
                 "ColumnTransformer(..., verbose_feature_names_out=False) keeps the name "
                 "'qid'); or "
             )
+        spelled = _qid_spelled_otherwise(X)
+        if spelled:
+            found += (
+                f"X has no 'qid' column but has {', '.join(map(repr, spelled))} (names are "
+                "matched exactly: rename it 'qid'); or "
+            )
         raise LTRInputError(
             f"{method} needs the query of every row: {found}give qid= (a query id per "
             "row), group= (documents per query) or X as a DataFrame with a 'qid' column; "
@@ -697,6 +703,16 @@ def _renamed_qid_columns(X: Any, exclude: Sequence[str] = ()) -> list[str]:
     if not (hasattr(X, "columns") and hasattr(X, "drop")):
         return []
     return [c for c in X.columns if isinstance(c, str) and c.endswith("__qid") and c not in exclude]
+
+
+def _qid_spelled_otherwise(X: Any) -> list[str]:
+    """The columns of a DataFrame ``X`` that are ``qid`` but for case or surrounding
+    spaces (``QID`` from a CSV or Parquet header): not read as the queries."""
+    if not (hasattr(X, "columns") and hasattr(X, "drop")):
+        return []
+    return [
+        c for c in X.columns if isinstance(c, str) and c != "qid" and c.strip().casefold() == "qid"
+    ]
 
 
 def _refuse_renamed_qid(X: Any, qid: Any, group: Any) -> None:
