@@ -94,11 +94,10 @@ def test_a_parquet_file_has_no_line_number(tmp_path, capsys):
 def test_fit_without_queries_points_at_a_qid_column_spelled_otherwise(name):
     """A CSV or Parquet whose header says 'QID' read into a DataFrame: the error named
     only the three ways to give queries, not the column that was almost the 'qid' one."""
-    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pandas")  # to_pandas
     from ltrboost import Ranker
     from ltrboost.dataset import LTRInputError
 
     df = _table().to_pandas().rename(columns={"qid": name})
     with pytest.raises(LTRInputError, match=rf"has {name!r}.*names are matched exactly"):
         Ranker(n_estimators=2).fit(df.drop(columns="label"), df["label"])
-    assert pd is not None
