@@ -561,7 +561,10 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="use the first N rounds (default: best iteration, else all)",
     )
     p.add_argument(
-        "--name", default=None, help="model name (solr, _createmodel); default: file stem"
+        "--name",
+        default=None,
+        help="model name (solr, _createmodel); default: the output file's stem, 'ltrboost' "
+        "with --output -",
     )
     p.add_argument(
         "--createmodel",
