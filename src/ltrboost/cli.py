@@ -2232,10 +2232,11 @@ def cmd_cv(args: argparse.Namespace) -> int:
     """Train on all query folds but one, score the held-out fold; mean and std."""
     import numpy as np
 
-    from ltrboost._evaluation import check_training_setup
+    from ltrboost._evaluation import check_training_setup, threshold_separates_nothing
     from ltrboost.booster import make_objective, metric_options, train
     from ltrboost.dataset import make_dataset, rows_located
     from ltrboost.metrics import evaluate, parse_metric_list
+    from ltrboost.params import ParameterWarning
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
     _validate_as_flags(params)
@@ -2276,6 +2277,11 @@ def cmd_cv(args: argparse.Namespace) -> int:
     options = metric_options(params)
     with rows_located(ds):  # a label the metrics refuse: now, not after a fold's training
         evaluate(np.zeros(ds.n_samples), ds.y, ds.query_offsets, metrics, **options)
+    # MAP / MRR / P@k that no ranking changes (eval warns of its files): once for the
+    # file, before any training; else for a fold whose test queries alone are flattened
+    flat = threshold_separates_nothing(metrics, options, ds.y, args.data)
+    if flat is not None:
+        warnings.warn(flat, ParameterWarning, stacklevel=1)
     per_fold = []
     for k in range(args.folds):
         test = folds == k
@@ -2285,6 +2291,12 @@ def cmd_cv(args: argparse.Namespace) -> int:
             part.source = ds.source
             lines = data.lines[rows]
             part.row_lines = lines if part.order is None else lines[part.order]
+        if flat is None:
+            where = f"the fold's test queries of {args.data}"
+            fold_flat = threshold_separates_nothing(metrics, options, te.y, where)
+            if fold_flat is not None:
+                msg = f"fold {k + 1}/{args.folds}: {fold_flat}"
+                warnings.warn(msg, ParameterWarning, stacklevel=1)
         bar = None
         if not args.quiet:  # as train's, the fold in its text (the notice takes the left)
             bar = _progress_bar(params, getattr(args, "compile_notice", None))
@@ -2306,7 +2318,8 @@ def cmd_cv(args: argparse.Namespace) -> int:
         per_fold.append(res)
         if not args.json:
             cells = "  ".join(f"{m}={res[m]:.4f}" for m in metrics)
-            print(f"fold {k + 1}/{args.folds}: {cells}  ({te.n_queries} queries)")
+            n_q = f"{te.n_queries} {'query' if te.n_queries == 1 else 'queries'}"
+            print(f"fold {k + 1}/{args.folds}: {cells}  ({n_q})")
     summary = {
         m: {
             "mean": float(np.mean([r[m] for r in per_fold])),
