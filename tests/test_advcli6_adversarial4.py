@@ -82,6 +82,10 @@ def test_every_flag_of_every_command_is_in_its_readme_synopsis():
                 if flag in PARAM_FLAGS and words in (("train",), ("cv",)):
                     assert f"`{PARAM_FLAGS[flag]}`" in README, flag
                     continue
+                if words == ("cv",) and flag in ("--valid", "--output"):  # refused
+                    assert action.help == argparse.SUPPRESS
+                    assert "`cv` refuses `train`'s `--valid` and `--output`" in README
+                    continue
                 if flag == "--eval-metric":  # hidden, deprecated alias of --metric
                     assert action.help == argparse.SUPPRESS
                     assert "`--eval-metric` is a deprecated, hidden alias" in README

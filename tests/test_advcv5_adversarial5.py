@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from ltrboost.cli import query_folds
 from ltrboost.io.letor import load_svmlight
@@ -79,3 +80,25 @@ def test_cv_a_fold_of_one_query_says_1_query(tmp_path, capsys):
     lines = out.splitlines()
     assert all(s.endswith("(1 query)") for s in lines[:3]), out
     assert "queries)" not in out, out
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--valid", "v.txt"], "--valid is not available in cv: each fold is scored"),
+        (["-o", "m.json"], "--output is not available in cv: it writes no model"),
+        (["--output", "m.json"], "--output is not available in cv: it writes no model"),
+    ],
+)
+def test_cv_refuses_train_only_flags_saying_why(tmp_path, capsys, flags, says):
+    """``cv --valid`` said "did you mean --gain?" and ``cv --output`` "did you mean
+    --tau?" (argparse's guess among cv's flags); they are train's flags, refused with the
+    reason before anything is read (the data file need not exist)."""
+    from ltrboost.cli import main
+
+    rc = main(["cv", str(tmp_path / "absent.txt"), *flags])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert says in err
+    assert "did you mean" not in err
+    assert len(err.strip().splitlines()) == 1

@@ -495,6 +495,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     )
     _add_quiet_flag(p, "no progress bar (one per fold, on stderr)")
     _add_missing_token_flag(p)
+    # train's flags that cv has no use for: refused saying why (unknown, they got
+    # argparse's "did you mean --gain?" / "--tau?")
+    # (dests of their own: the checks of inputs and outputs run before the command)
+    hidden = dict(default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    p.add_argument("--valid", dest="cv_valid", action="append", **hidden)
+    p.add_argument("-o", "--output", dest="cv_output", **hidden)
     # listed by `cv --help` they read as available; cv refuses them, saying why
     p.defer(partial(add_training_flags, unlisted=_CV_UNLISTED), lazy=lazy)
     p.set_defaults(func=cmd_cv)
@@ -2239,6 +2245,16 @@ def cmd_cv(args: argparse.Namespace) -> int:
     from ltrboost.params import ParameterWarning
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
+    if hasattr(args, "cv_valid"):
+        raise ValueError(
+            "--valid is not available in cv: each fold is scored on its own held-out "
+            "queries; give a validation file to train --valid"
+        )
+    if hasattr(args, "cv_output"):
+        raise ValueError(
+            "--output is not available in cv: it writes no model (one line per fold on "
+            "stdout, --json for machine-readable output); train --output writes one"
+        )
     _validate_as_flags(params)
     if params.early_stopping_rounds is not None:
         raise ValueError(
