@@ -700,19 +700,20 @@ def _renamed_qid_columns(X: Any, exclude: Sequence[str] = ()) -> list[str]:
     """The columns of a DataFrame ``X`` named ``<name>__qid`` (not in ``exclude``): what
     scikit-learn's ColumnTransformer (and FeatureUnion) call a ``qid`` column they pass
     through, with their default ``verbose_feature_names_out=True``."""
-    if not (hasattr(X, "columns") and hasattr(X, "drop")):
-        return []
-    return [c for c in X.columns if isinstance(c, str) and c.endswith("__qid") and c not in exclude]
+    return [c for c in _frame_names(X) if c.endswith("__qid") and c not in exclude]
 
 
 def _qid_spelled_otherwise(X: Any) -> list[str]:
     """The columns of a DataFrame ``X`` that are ``qid`` but for case or surrounding
     spaces (``QID`` from a CSV or Parquet header): not read as the queries."""
+    return [c for c in _frame_names(X) if c != "qid" and c.strip().casefold() == "qid"]
+
+
+def _frame_names(X: Any) -> list[str]:
+    """The string column names of a DataFrame ``X`` (none for anything else)."""
     if not (hasattr(X, "columns") and hasattr(X, "drop")):
         return []
-    return [
-        c for c in X.columns if isinstance(c, str) and c != "qid" and c.strip().casefold() == "qid"
-    ]
+    return [c for c in X.columns if isinstance(c, str)]
 
 
 def _refuse_renamed_qid(X: Any, qid: Any, group: Any) -> None:
