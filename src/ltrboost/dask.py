@@ -66,7 +66,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import math
-import numbers
 import threading
 import time
 import types
@@ -124,6 +123,7 @@ from ltrboost.dataset import (
     check_labels,
     check_sample_weight,
     group_by_qid,
+    qid_value_kind,
     select_columns,
 )
 from ltrboost.grower import GrowerParams, TreeGrower
@@ -469,14 +469,7 @@ def _qid_kind(qids: NDArray) -> str:
         return "timedelta64" if k == "m" else "datetime64"
     if k != "O" or qids.shape[0] == 0:
         return str(qids.dtype)
-    v = qids[0]
-    if isinstance(v, str | bytes):
-        return "str" if isinstance(v, str) else "bytes"
-    # any number Python compares with ints (Decimal, bool: local grouping takes True for
-    # 1 too), not complex (which does not sort)
-    if isinstance(v, numbers.Number | np.bool_) and not isinstance(v, complex | np.complexfloating):
-        return "number"
-    return type(v).__name__
+    return qid_value_kind(qids[0])
 
 
 def _refuse_mixed_kinds(metas, prefix: str | None) -> None:

@@ -233,6 +233,18 @@ def _has_missing_object(qid: NDArray[Any]) -> bool:
         return True
 
 
+def qid_value_kind(v: Any) -> str:
+    """The kind of one query id as grouping tells them apart: ``"str"`` or ``"bytes"``
+    (``np.str_`` / ``np.bytes_`` too), ``"number"`` (any number Python compares with
+    ints: Decimal and bool too, not complex, which does not sort), else the type's
+    name.  Query ids must be all strings or all numbers."""
+    if isinstance(v, str | bytes):
+        return "str" if isinstance(v, str) else "bytes"
+    if isinstance(v, numbers.Number | np.bool_) and not isinstance(v, complex | np.complexfloating):
+        return "number"
+    return type(v).__name__
+
+
 def _check_object_qids(qid: NDArray[Any]) -> None:
     """Object qids must be one comparable kind (all strings or all numbers; grouping
     sorts them): None, NaN or a mix is an error naming the first odd row.  Run only
@@ -241,12 +253,8 @@ def _check_object_qids(qid: NDArray[Any]) -> None:
     for v in qid.tolist():
         if v is None or (isinstance(v, float) and v != v) or _is_pandas_missing(v):
             kinds.append("missing")
-        elif isinstance(v, str | bytes):  # np.str_ / np.bytes_ too, not kinds of their own
-            kinds.append("str" if isinstance(v, str) else "bytes")
-        elif isinstance(v, int | float | np.number) and not isinstance(v, bool):
-            kinds.append("number")
         else:
-            kinds.append(type(v).__name__)
+            kinds.append(qid_value_kind(v))
     first = kinds[0] if kinds[0] != "missing" else None
     for row, k in enumerate(kinds):
         if k == "missing":
