@@ -636,7 +636,46 @@ def _forget_pool_in_child() -> None:
     _pool_pid = -1
 
 
+def _compiler_lock() -> Any:
+    """Numba's process-wide compiler lock (an ``RLock``), or None where its internals
+    moved."""
+    from numba.core.compiler_lock import global_compiler_lock
+
+    lock = getattr(global_compiler_lock, "_lock", None)
+    return lock if hasattr(lock, "acquire") and hasattr(lock, "release") else None
+
+
+def _hold_compiler_lock_for_fork() -> None:
+    """Before a fork: wait for a compilation running in another thread to end.
+
+    A fork copies only the forking thread; a compiler lock another thread held (a
+    background warm-up, or the user's own thread training a new configuration) stays
+    held for ever in the child, whose first compilation then hangs.  Holding the lock
+    across the fork makes the child start with it free (the fork waits for the
+    compilation in flight, seconds at most).
+    """
+    lock = _compiler_lock()
+    if lock is not None:
+        lock.acquire()
+        _fork_held.append(lock)
+
+
+def _release_compiler_lock_after_fork() -> None:
+    """After a fork, in parent and child: release what the fork's hook acquired (in
+    the child the forking thread is the one that holds it)."""
+    while _fork_held:
+        _fork_held.pop().release()
+
+
+_fork_held: list = []
+
+
 if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_hold_compiler_lock_for_fork,
+        after_in_parent=_release_compiler_lock_after_fork,
+        after_in_child=_release_compiler_lock_after_fork,
+    )
     os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
