@@ -14,6 +14,12 @@ holding the initial score keeps ltrboost's float64 additions in the same order: 
 result is identical, not merely close.  GBRank's averaged update ``(F_0 + sum) / (T +
 1)`` uses LightGBM's ``average_output`` (``GBDT::Predict`` divides by the number of
 iterations): the bias tree makes that ``T + 1``.
+
+The objective is written as ``lambdarank`` (LightGBM's ranking objective, whose output
+is the raw score: every ltrboost objective's but ``mcrank``, which is refused), except
+for a custom objective (a Python callable): ``custom``, LightGBM's own name for a loss
+it does not know (``Booster.params`` says ``custom``, prediction is the raw score, and,
+as for LightGBM's own custom-objective models, ``dump_model()`` has no ``objective``).
 """
 
 from __future__ import annotations
@@ -92,6 +98,8 @@ def to_lightgbm(model: ExportModel) -> str:
     trees = model.raw_trees if model.averaged else model.trees
     if not trees:
         raise AssertionError("collect() always yields a tree when there are none")
+    # a custom objective is no LambdaMART: LightGBM's name for a loss it does not know
+    objective = "custom" if model.objective.startswith("custom:") else "lambdarank"
     header = [
         "tree",
         "version=v4",
@@ -99,7 +107,7 @@ def to_lightgbm(model: ExportModel) -> str:
         "num_tree_per_iteration=1",
         "label_index=0",
         f"max_feature_idx={model.n_features - 1}",
-        "objective=lambdarank",
+        f"objective={objective}",
     ]
     if model.averaged:
         header.append("average_output")
@@ -110,7 +118,7 @@ def to_lightgbm(model: ExportModel) -> str:
     ]
     body = [_tree_block(i, t) for i, t in enumerate(trees)]
     params = (
-        "end of trees\n\nparameters:\n[boosting: gbdt]\n[objective: lambdarank]\n"
+        f"end of trees\n\nparameters:\n[boosting: gbdt]\n[objective: {objective}]\n"
         "end of parameters\n\npandas_categorical:null\n"
     )
     return "\n".join(header) + "\n" + "".join(body) + params

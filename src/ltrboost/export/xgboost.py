@@ -13,6 +13,12 @@ Leaf values and sums are float32 in XGBoost: scores differ from ltrboost's float
 by rounding only (every row reaches the same leaves).  ``base_score`` is 0: the initial
 score is a one-leaf tree, which the dump (which has no base score) needs anyway.
 
+``objective.name`` is ``rank:pairwise`` for every model: XGBoost refuses a name it does
+not know and OpenSearch's ``model/xgboost+json+raw`` parser accepts only a few, and this
+one adds nothing to the raw score.  The objective ltrboost trained with (``lambdamart``,
+``custom:<function name>`` for a Python callable, ...) is the learner attribute
+``ltrboost_objective`` (``xgboost.Booster.attr("ltrboost_objective")``).
+
 The tree dump is what ``Booster.get_dump(dump_format="json")`` prints for the exported
 model; the OpenSearch / Elasticsearch LTR plugin reads it as ``model/xgboost+json``
 (``NaiveAdditiveDecisionTree``: NaN follows ``missing``, otherwise ``x <
@@ -141,7 +147,10 @@ def to_xgboost_dict(model: ExportModel) -> dict:
     n_trees = len(trees)
     return {
         "learner": {
-            "attributes": {},
+            # objective.name below must be one XGBoost and OpenSearch's raw parser know
+            # (it only selects the identity output); the attribute says what the model
+            # was trained with (Booster.attr("ltrboost_objective")), custom ones included
+            "attributes": {"ltrboost_objective": model.objective},
             "feature_names": list(model.feature_names),
             "feature_types": ["float"] * model.n_features,
             "gradient_booster": {
