@@ -253,3 +253,31 @@ def test_foreign_hints_leave_valid_models_alone(tmp_path, model_text, data):
     path.write_text("\ufeff\n" + model_text, encoding="utf-8")
     expected = model_from_json(model_text).predict(X)
     np.testing.assert_array_equal(load_model(path).predict(X), expected)
+
+
+def test_a_model_cut_anywhere_says_it_ends_early(model_text):
+    """A cut inside a number (``1.``, ``-``, ``2e``) was "Expecting ',' delimiter" or
+    "Expecting value" at the file's last character, not called truncated."""
+    for k in range(1, len(model_text)):
+        with pytest.raises(ModelFormatError) as exc:
+            model_from_json(model_text[:k], path="m.json")
+        assert "ends before the JSON does" in str(exc.value), (k, model_text[k - 20 : k])
+
+
+def test_text_after_the_model_is_not_called_truncated(model_text):
+    for tail in ("-", "1.", "}", "n"):
+        with pytest.raises(ModelFormatError, match="Extra data") as exc:
+            model_from_json(model_text + tail, path="m.json")
+        assert "truncated" not in str(exc.value)
+
+
+def test_a_model_cut_inside_an_escaped_name_says_it_ends_early(model_text):
+    """Names outside ASCII are written as \\uXXXX escapes (a pair for one beyond the
+    BMP); a cut inside one read as "Invalid \\uXXXX escape"."""
+    d = json.loads(model_text)
+    d["feature_names"] = ["prix_\u00e9t\u00e9", "\U0001f600", "c", "d", "e"]
+    text = json.dumps(d)
+    i = text.index('"feature_names"')
+    for k in range(i, text.index("]", i)):
+        with pytest.raises(ModelFormatError, match="ends before the JSON does"):
+            model_from_json(text[:k], path="m.json")

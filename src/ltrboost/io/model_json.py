@@ -473,16 +473,26 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _WHITE_SPACE = re.compile(r"[ \t\r\n]*")
+# What is left of a number cut short (``-``, ``1.``, ``2e-``) once JSON read its digits.
+_NUMBER_CUT = re.compile(r"-|[.eE][-+.eE0-9]*")
+# ... and of a \\uXXXX escape (a non-ASCII name as the writer escapes it, a pair for 😀).
+_ESCAPE_CUT = re.compile(r"u[0-9a-fA-F]{0,4}(\\(u[0-9a-fA-F]{0,3})?)?")
 
 
 def _ends_early(text: str, e: json.JSONDecodeError) -> bool:
     """Whether the JSON error ``e`` is the text's end: the parser wanted more (a cut
-    inside a string, a literal or between values), not a wrong character."""
+    inside a string, a number, a literal or between values), not a wrong character."""
     if e.msg.startswith("Unterminated string"):
         return True
+    if e.msg == "Extra data":  # a whole document, then more
+        return False
     rest = text[e.pos :].rstrip(" \t\r\n")
-    return not rest or (
-        e.msg == "Expecting value" and any(w.startswith(rest) for w in ("null", "true", "false"))
+    if e.msg.startswith("Invalid \\uXXXX escape"):
+        return _ESCAPE_CUT.fullmatch(rest) is not None
+    return (
+        not rest
+        or _NUMBER_CUT.fullmatch(rest) is not None
+        or any(w.startswith(rest) for w in ("null", "true", "false"))
     )
 
 
