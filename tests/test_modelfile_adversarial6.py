@@ -281,3 +281,13 @@ def test_a_model_cut_inside_an_escaped_name_says_it_ends_early(model_text):
     for k in range(i, text.index("]", i)):
         with pytest.raises(ModelFormatError, match="ends before the JSON does"):
             model_from_json(text[:k], path="m.json")
+
+
+@pytest.mark.parametrize("value", [0.0, "0", True, None])
+def test_a_tree_output_that_is_no_integer_is_named_so(tmp_path, model_text, value):
+    """``"output": 0.0`` (or "0", true, absent) said "output 0.0 is out of range"."""
+    d = json.loads(model_text)
+    d["trees"][1]["output"] = value
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(d))
+    _fails(path, f"tree 1: output {value!r} is not an integer")

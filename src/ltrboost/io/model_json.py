@@ -634,7 +634,9 @@ def tree_from_dict(
     if unknown:
         fail(f"{where}: unknown field(s) {unknown}")
     out = t.get("output")
-    if not is_int(out) or not 0 <= out < n_outputs:
+    if not is_int(out):
+        fail(f"{where}: output {out!r} is not an integer (the score column, 0..{n_outputs - 1})")
+    if not 0 <= out < n_outputs:
         fail(f"{where}: output {out!r} is out of range")
     n = None
     for key in _TREE_FIELDS:
