@@ -26,10 +26,12 @@ numbers are refused on write and on load (a NaN leaf would silently poison score
 Loading refuses duplicate JSON keys, checks every field against the schema
 (:mod:`ltrboost.io.model_schema`) and every structural invariant (children inside the
 tree, every node reachable exactly once, no cycles, features inside ``n_features``) and
-raises :class:`ModelFormatError` naming the file and the problem; it never executes
-anything.  ``missing`` ("zero" | "nan" | null) is the convention for features absent
-from sparse LETOR lines the model was trained with; ``position_bias`` (only in models
-trained with ``unbiased=True``, after ``evals_result``) holds
+raises :class:`ModelFormatError` naming the file and the problem (a file that is no
+model is named for what it is: empty, truncated, compressed, UTF-16, binary, a data
+file, another library's model); it never executes anything.  ``missing`` ("zero" |
+"nan" | null) is the convention for features absent from sparse LETOR lines the
+model was trained with; ``position_bias`` (only in models trained with
+``unbiased=True``, after ``evals_result``) holds
 ``{"t_plus": [...], "t_minus": [...]}``, the estimated click / non-click position
 biases after the last round trained, index ``k - 1`` for position ``k``, which
 prediction never uses (and, when early stopping trained rounds past
