@@ -26,10 +26,12 @@ numbers are refused on write and on load (a NaN leaf would silently poison score
 Loading refuses duplicate JSON keys, checks every field against the schema
 (:mod:`ltrboost.io.model_schema`) and every structural invariant (children inside the
 tree, every node reachable exactly once, no cycles, features inside ``n_features``) and
-raises :class:`ModelFormatError` naming the file and the problem; it never executes
-anything.  ``missing`` ("zero" | "nan" | null) is the convention for features absent
-from sparse LETOR lines the model was trained with; ``position_bias`` (only in models
-trained with ``unbiased=True``, after ``evals_result``) holds
+raises :class:`ModelFormatError` naming the file and the problem (a file that is no
+model is named for what it is: empty, truncated, compressed, UTF-16, binary, a data
+file, another library's model); it never executes anything.  ``missing`` ("zero" |
+"nan" | null) is the convention for features absent from sparse LETOR lines the
+model was trained with; ``position_bias`` (only in models trained with
+``unbiased=True``, after ``evals_result``) holds
 ``{"t_plus": [...], "t_minus": [...]}``, the estimated click / non-click position
 biases after the last round trained, index ``k - 1`` for position ``k``, which
 prediction never uses (and, when early stopping trained rounds past
@@ -61,10 +63,12 @@ readers forward to :mod:`ltrboost.model`.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import numbers
 import os
+import re
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -75,6 +79,7 @@ from ltrboost._config import NODE_DTYPE
 from ltrboost._version import __version__
 from ltrboost.io._atomic import UNKNOWN_STATE, atomic_write
 from ltrboost.io.model_schema import (  # ModelFormatError is public here too
+    FOREIGN_HINT,
     TREE_KEYS,
     ModelFormatError,
     is_int,
@@ -329,28 +334,113 @@ save_model = write_model  # the name used before the model layer moved out
 
 
 def read_model_fields(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a model file; the validated fields (see :func:`model_fields_from_dict`)."""
+    """Read a model file; the validated fields (see :func:`model_fields_from_dict`).
+
+    A file that is not UTF-8 JSON text is named for what it is where its start tells:
+    empty, compressed, UTF-16 / UTF-32, binary, another library's model, a data file."""
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read(1 << 16)
-            start = text.lstrip("\ufeff \t\r\n")[:40]
-            if start and start[0] != "{":  # before reading the rest: a data file is large
-                raise ModelFormatError(
-                    f"not an ltrboost model (a JSON object, '{{...}}'); the file starts with "
-                    f"{start.splitlines()[0]!r} (a data file given as the model?)",
-                    path,
-                )
-            text += f.read()
-    except UnicodeDecodeError as e:  # binary, or text saved in another encoding
-        raise ModelFormatError(
-            f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}; is this "
-            "an ltrboost JSON model, or was it saved in another encoding?)",
-            path,
-        ) from None
+        with open(path, "rb") as f:
+            head = f.read(_HEAD_BYTES)
+            _check_start(head, path)  # before reading the rest: a data file is large
+            rest = f.read()
     except OSError as e:
         raise ModelFormatError(f"cannot read: {e.strerror}", path) from None
+    data = head + rest if rest else head
+    del rest
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:  # the offset counts from the file's start
+        raise ModelFormatError(_not_utf8(e), path) from None
+    del data
     return model_fields_from_json(text, path=path)
+
+
+# The start of a file that :func:`read_model_fields` checks before it reads the rest.
+_HEAD_BYTES = 1 << 16
+_BYTE_ORDER_MARKS = (  # UTF-32's first: its little-endian mark begins with UTF-16's
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+_WIDE_ENCODINGS = (
+    ("utf-32-le", "UTF-32"),
+    ("utf-32-be", "UTF-32"),
+    ("utf-16-le", "UTF-16"),
+    ("utf-16-be", "UTF-16"),
+)
+
+
+def _not_utf8(e: UnicodeDecodeError) -> str:
+    return (
+        f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}; is this "
+        "an ltrboost JSON model, or was it saved in another encoding?)"
+    )
+
+
+def _wide_encoding(head: bytes) -> str | None:
+    """ "UTF-16" or "UTF-32" when ``head`` (a file's start) is JSON text in one: a byte
+    order mark, or a ``{`` or ``[`` among NUL bytes (an editor's or PowerShell's ``>``
+    "Unicode")."""
+    for bom, name in _BYTE_ORDER_MARKS:
+        if head.startswith(bom):
+            return name
+    if b"\x00" not in head[:4]:
+        return None
+    for codec, name in _WIDE_ENCODINGS:
+        start = head[:64].decode(codec, errors="replace").lstrip(" \t\r\n")
+        if start[:1] in ("{", "[") and "\x00" not in start:
+            return name
+    return None
+
+
+def _check_start(head: bytes, path: str) -> None:
+    """Refuse a file whose first bytes ``head`` already show that it is no ltrboost
+    model, naming what it is; a start that may be a model passes."""
+
+    def fail(msg: str):
+        raise ModelFormatError(msg, path)
+
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):  # (no import for a model)
+        from ltrboost.io.letor import _compression
+
+        kind = _compression(head)
+        if kind is not None:
+            fail(f"the file is {kind}-compressed: decompress it first (a model file is JSON text)")
+    wide = _wide_encoding(head)
+    if wide is not None:
+        fail(f"the file is {wide} text: save it as UTF-8 (a model file is UTF-8 JSON)")
+    nul = head.find(b"\x00")
+    if nul >= 0:  # never in JSON text (XGBoost's UBJSON model starts with '{', too)
+        fail(f"not a JSON model: the file is binary (a NUL byte at offset {nul})")
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError as e:  # binary, or text saved in another encoding
+        fail(_not_utf8(e))
+    start = text.lstrip("\ufeff \t\r\n")[:200]
+    if not start:
+        if len(head) < _HEAD_BYTES:  # the whole file
+            fail("not valid JSON: the file is empty" + (" (only white space)" if head else ""))
+        return
+    if start[0] != "{":
+        foreign = _foreign_text(start)
+        fail(
+            f"not an ltrboost model (a JSON object, '{{...}}'); the file starts with "
+            f"{start[:40].splitlines()[0]!r} "
+            + (f"({foreign}? {FOREIGN_HINT})" if foreign else "(a data file given as the model?)")
+        )
+
+
+def _foreign_text(start: str) -> str | None:
+    """What another library's model file that starts with ``start`` is, or None."""
+    if start.startswith("tree") and "version=" in start:
+        return "a LightGBM model"
+    if start.startswith(("## ", "<ensemble>")):
+        return "a RankLib model"
+    if start.startswith("[") and '"nodeid"' in start:
+        return "an XGBoost model's JSON dump"
+    return None
 
 
 def _reject_constant(name: str):
@@ -384,11 +474,37 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return d
 
 
+_WHITE_SPACE = re.compile(r"[ \t\r\n]*")
+# What is left of a number cut short (``-``, ``1.``, ``2e-``) once JSON read its digits.
+_NUMBER_CUT = re.compile(r"-|[.eE][-+.eE0-9]*")
+# ... and of a \\uXXXX escape (a non-ASCII name as the writer escapes it, a pair for 😀).
+_ESCAPE_CUT = re.compile(r"u[0-9a-fA-F]{0,4}(\\(u[0-9a-fA-F]{0,3})?)?")
+
+
+def _ends_early(text: str, e: json.JSONDecodeError) -> bool:
+    """Whether the JSON error ``e`` is the text's end: the parser wanted more (a cut
+    inside a string, a number, a literal or between values), not a wrong character."""
+    if e.msg.startswith("Unterminated string"):
+        return True
+    if e.msg == "Extra data":  # a whole document, then more
+        return False
+    rest = text[e.pos :].rstrip(" \t\r\n")
+    if e.msg.startswith("Invalid \\uXXXX escape"):
+        return _ESCAPE_CUT.fullmatch(rest) is not None
+    return (
+        not rest
+        or _NUMBER_CUT.fullmatch(rest) is not None
+        or any(w.startswith(rest) for w in ("null", "true", "false"))
+    )
+
+
 def model_fields_from_json(text: str, path: str | None = None) -> dict[str, Any]:
     """Parse and validate model text; the model's fields (see
     :func:`model_fields_from_dict`)."""
     if text.startswith("\ufeff"):  # a BOM, as an editor may add (data files take one)
         text = text[1:]
+    if _WHITE_SPACE.fullmatch(text):  # (no copy of a large text, as strip() makes)
+        raise ModelFormatError("not valid JSON: the file is empty", path)
     try:
         d = json.loads(
             text,
@@ -399,7 +515,15 @@ def model_fields_from_json(text: str, path: str | None = None) -> dict[str, Any]
         )
     except _DuplicateKey as e:
         raise ModelFormatError(f"duplicate key {e.args[0]!r} in one JSON object", path) from None
-    except (json.JSONDecodeError, ValueError) as e:
+    except json.JSONDecodeError as e:
+        if _ends_early(text, e):
+            raise ModelFormatError(
+                f"not valid JSON: the file ends before the JSON does ({e}); truncated? "
+                "(a copy or a write that did not finish)",
+                path,
+            ) from None
+        raise ModelFormatError(f"not valid JSON ({e})", path) from None
+    except ValueError as e:
         raise ModelFormatError(f"not valid JSON ({e})", path) from None
     except RecursionError:
         raise ModelFormatError("JSON nested too deeply", path) from None
@@ -512,7 +636,9 @@ def tree_from_dict(
     if unknown:
         fail(f"{where}: unknown field(s) {unknown}")
     out = t.get("output")
-    if not is_int(out) or not 0 <= out < n_outputs:
+    if not is_int(out):
+        fail(f"{where}: output {out!r} is not an integer (the score column, 0..{n_outputs - 1})")
+    if not 0 <= out < n_outputs:
         fail(f"{where}: output {out!r} is out of range")
     n = None
     for key in _TREE_FIELDS:
@@ -562,6 +688,8 @@ def tree_from_dict(
                 if not 0 <= feat[k] < n_features:
                     fail(f"{where} node {k}: feature {feat[k]} is outside 0..{n_features - 1}")
                 for child in (left[k], right[k]):
+                    if child == 0:
+                        fail(f"{where} node {k}: child 0 is the root (a cycle)")
                     if not 0 < child < n:
                         fail(f"{where} node {k}: child {child} points outside the tree")
     # every node reachable exactly once from the root: a tree, no cycles, no sharing;

@@ -80,6 +80,8 @@ MAX_N_FEATURES = 2**31 - 1
 # McRank has one output per grade 0..31.
 MAX_N_OUTPUTS = 32
 MISSING_CONVENTIONS = ("zero", "nan")
+# Said of another library's model file (named by its start or its JSON keys).
+FOREIGN_HINT = "ltrboost reads only its own JSON model files; ltrboost export writes the others"
 
 # field -> required?
 _TOP_LEVEL = {
@@ -154,6 +156,20 @@ def _type_name(v: Any) -> str:
     }.get(type(v), type(v).__name__)
 
 
+def _foreign_model(d: Any) -> str | None:
+    """What another library's JSON model ``d`` is (LightGBM's ``dump_model``, XGBoost's
+    ``save_model``, a Solr LTR model: what ``ltrboost export`` writes too), or None."""
+    if not isinstance(d, dict):
+        return None
+    if "tree_info" in d:
+        return "a LightGBM model"
+    if "learner" in d:
+        return "an XGBoost model"
+    if str(d.get("class", "")).startswith("org.apache.solr.ltr."):
+        return "a Solr LTR model"
+    return None
+
+
 def validate_model_dict(d: Any, path: str | None = None) -> None:
     """Raise :class:`ModelFormatError` unless ``d`` is a valid format-1 model dict."""
 
@@ -161,6 +177,9 @@ def validate_model_dict(d: Any, path: str | None = None) -> None:
         raise ModelFormatError(msg, path)
 
     if not isinstance(d, dict) or d.get("format") != FORMAT_NAME:
+        foreign = _foreign_model(d)
+        if foreign:
+            fail(f"not an ltrboost model ({foreign}? {FOREIGN_HINT})")
         fail(f"not an ltrboost model (missing 'format': {FORMAT_NAME!r})")
     ver = d.get("format_version")
     if not is_int(ver) or ver < 1:
