@@ -27,7 +27,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any, NoReturn
 
@@ -587,7 +587,9 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
-        "generate", help="write a synthetic LETOR dataset (train/vali/test) to a folder"
+        "generate",
+        help="write a synthetic LETOR dataset (train/vali/test.txt, and LightGBM's "
+        "NAME.lightgbm.txt + .query copies) to a folder",
     )
     p.add_argument("folder")
     p.add_argument(
@@ -2542,7 +2544,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     from ltrboost.datasets import make_ranking
     from ltrboost.io._atomic import atomic_write_files
-    from ltrboost.io.letor import svmlight_lines
 
     for flag in ("n_queries", "docs_per_query", "n_features"):  # by their flags' names
         if getattr(args, flag) < 1:
@@ -2577,14 +2578,39 @@ def cmd_generate(args: argparse.Namespace) -> int:
         "vali.txt": np.isin(qid, uq[cut1:cut2]),
         "test.txt": np.isin(qid, uq[cut2:]),
     }
-    # all three or none: an interrupted or failed run leaves no train.txt of this run
-    # beside a vali.txt of an earlier one
+    # all or none: an interrupted or failed run leaves no train.txt of this run beside
+    # a vali.txt of an earlier one
     atomic_write_files(
-        (os.path.join(args.folder, name), svmlight_lines(X[mask], y[mask], qid[mask]))
+        (os.path.join(args.folder, name), lines)
         for name, mask in parts.items()
+        for name, lines in _generated_files(name, X[mask], y[mask], qid[mask])
     )
-    print(f"wrote {', '.join(parts)} to {args.folder}", file=sys.stderr)
+    print(
+        f"wrote {', '.join(parts)} (+ LightGBM's NAME.lightgbm.txt and .query) to {args.folder}",
+        file=sys.stderr,
+    )
     return 0
+
+
+def _generated_files(name: str, X, y, qid) -> Iterable[tuple[str, Iterable[str]]]:
+    """The files ``generate`` writes for one split ``NAME.txt``: the LETOR file
+    (``qid:`` on each line, RankLib's and XGBoost's format), and for LightGBM, which
+    reads no ``qid:`` token ('Input format error when parsing as LibSVM'), the same
+    lines without it in ``NAME.lightgbm.txt`` with the query sizes in the sidecar
+    ``NAME.lightgbm.txt.query`` LightGBM (and ltrboost) load beside it.  A ``.query``
+    beside ``NAME.txt`` itself would be ignored by LightGBM and warned about by
+    ltrboost (the file has qids)."""
+    import numpy as np
+
+    from ltrboost.io.letor import svmlight_lines
+    from ltrboost.io.queryfile import query_lines
+
+    stem = name.removesuffix(".txt")
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])  # contiguous queries
+    sizes = np.diff(np.r_[starts, qid.size])
+    yield name, svmlight_lines(X, y, qid)
+    yield f"{stem}.lightgbm.txt", svmlight_lines(X, y)
+    yield f"{stem}.lightgbm.txt.query", query_lines(sizes)
 
 
 def _position_path(args: argparse.Namespace, params: BoosterParams) -> str | None:
