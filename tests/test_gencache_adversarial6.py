@@ -65,3 +65,109 @@ def test_generated_data_trains_xgboost_with_its_groups(tmp_path):
     np.testing.assert_array_equal(dtrain.get_label(), letor.y)
     booster = xgb.train({"objective": "rank:ndcg"}, dtrain, num_boost_round=3)
     assert booster.num_boosted_rounds() == 3
+
+
+# --------------------------------------------------- warmup --clear (pip uninstall)
+def _subpath(folder: Path) -> str:
+    """Numba's cache sub-folder for the sources in ``folder`` (its
+    ``get_suitable_cache_subpath``)."""
+    import hashlib
+
+    return f"{folder.name}_{hashlib.sha1(str(folder).encode()).hexdigest()}"
+
+
+def _fake_entry(folder: Path, stem: str, line: int) -> list[Path]:
+    """A kernel's cache files as Numba names them: index and one data file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    base = f"{stem}._kernel-{line}.py311"
+    paths = [folder / f"{base}.nbi", folder / f"{base}.1.nbc"]
+    for p in paths:
+        p.write_bytes(b"x" * 10)
+    return paths
+
+
+def _run_cli(args: list[str], env: dict[str, str], pythonpath: Path):
+    import os
+    import subprocess
+    import sys
+
+    full = {**os.environ, **env, "PYTHONPATH": str(pythonpath)}
+    for name in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME"):
+        if name not in env:
+            full.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "ltrboost", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture
+def package_copy(tmp_path) -> Path:
+    """A copy of the package's sources (so that clearing its ``__pycache__`` leaves the
+    checkout's compiled kernels alone)."""
+    import shutil
+
+    import ltrboost
+
+    src = Path(ltrboost.__file__).parent
+    root = tmp_path / "site"
+    shutil.copytree(src, root / "ltrboost", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_warmup_clear_removes_the_per_user_kernel_cache(tmp_path, package_copy):
+    """`pip uninstall ltrboost` left ~/.cache/ltrboost/numba (a read-only install's
+    kernel cache) behind, and nothing said how to remove it."""
+    xdg = tmp_path / "xdg"
+    pkg = package_copy / "ltrboost"
+    ours = xdg / "ltrboost" / "numba"
+    files = _fake_entry(ours / _subpath(pkg), "binning", 12)
+    files += _fake_entry(ours / _subpath(pkg / "io"), "letor", 40)
+    # an older install's (another path) is ltrboost's too: the folder is ltrboost's own
+    files += _fake_entry(ours / "ltrboost_0123abcd", "tree", 7)
+    # compiled kernels in the package folder (a writable install): .nbi/.nbc only
+    files += _fake_entry(pkg / "__pycache__", "binning", 12)
+    pyc = pkg / "__pycache__" / "binning.cpython-311.pyc"
+    pyc.write_bytes(b"pyc")
+    proc = _run_cli(["warmup", "--clear"], {"XDG_CACHE_HOME": str(xdg)}, package_copy)
+    assert proc.returncode == 0, proc.stderr
+    assert not [p for p in files if p.exists()]
+    assert not (xdg / "ltrboost").exists()  # the empty folders too
+    assert pyc.exists()  # pip's to remove
+    assert "removed 8 kernel cache files" in proc.stderr, proc.stderr
+    # nothing left: says so, still status 0
+    proc = _run_cli(["warmup", "--clear"], {"XDG_CACHE_HOME": str(xdg)}, package_copy)
+    assert proc.returncode == 0, proc.stderr
+    assert "no kernel cache files" in proc.stderr, proc.stderr
+    assert not (xdg / "ltrboost").exists()
+
+
+def test_warmup_clear_leaves_the_rest_of_a_numba_cache_dir(tmp_path, package_copy):
+    """A user's NUMBA_CACHE_DIR holds other projects' kernels (and anything else):
+    only this install's entries go, and the folder itself stays."""
+    shared = tmp_path / "numba_cache"
+    pkg = package_copy / "ltrboost"
+    ours = _fake_entry(shared / _subpath(pkg), "histogram", 88)
+    theirs = _fake_entry(shared / "mypkg_ffff", "model", 3)
+    # a file in our sub-folder whose name is not one of our modules' entries
+    stray = shared / _subpath(pkg) / "notes.txt"
+    stray.write_text("keep")
+    other_module = _fake_entry(shared / _subpath(pkg), "not_a_module", 3)
+    proc = _run_cli(["warmup", "--clear"], {"NUMBA_CACHE_DIR": str(shared)}, package_copy)
+    assert proc.returncode == 0, proc.stderr
+    assert not [p for p in ours if p.exists()]
+    assert all(p.exists() for p in [*theirs, *other_module, stray])
+    assert shared.is_dir()
+
+
+def test_warmup_clear_takes_no_profiles(tmp_path, package_copy, capsys):
+    """--clear compiles nothing: a profile beside it is refused, not ignored."""
+    rc = main(["warmup", "--clear", "eval"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "--clear" in err
+    assert len(err.strip().splitlines()) == 1

@@ -513,9 +513,15 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument(
         "profiles",
         nargs="*",
-        default=["train:lambdamart", "eval", "predict"],
+        default=[],  # [] either way for a '*' positional: the default is set below
         help="train:OBJECTIVE, train:OBJECTIVE+ole, eval, predict or all (default: "
         "train:lambdamart eval predict)",
+    )
+    p.add_argument(
+        "--clear",
+        action="store_true",
+        help="compile nothing: remove this install's compiled kernels from every cache "
+        "folder (run it before `pip uninstall ltrboost`; other files are left alone)",
     )
     p.set_defaults(func=cmd_warmup)
 
@@ -2498,14 +2504,22 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+# warmup's profiles when none is given: README's first commands.
+_WARMUP_DEFAULT = ("train:lambdamart", "eval", "predict")
+
+
 def cmd_warmup(args: argparse.Namespace) -> int:
-    """Compile (or load) the kernels of each profile of :mod:`ltrboost._warmup`."""
+    """Compile (or load) the kernels of each profile of :mod:`ltrboost._warmup`; with
+    ``--clear``, remove the compiled kernels instead."""
     import time
 
+    if args.clear:
+        return _clear_kernel_cache(args)
     from ltrboost._numba import cache_location
     from ltrboost._warmup import compile_profile, profile_names
 
     known = profile_names()
+    args.profiles = args.profiles or list(_WARMUP_DEFAULT)
     for name in args.profiles:  # beside 'all' too: a typo is never skipped silently
         if name != "all" and name not in known:
             raise ValueError(f"unknown profile {name!r}; known: all, {', '.join(known)}")
@@ -2531,6 +2545,35 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     if passed_over is not None:  # a container build's persisted folder, silently unused
         where += f" (NUMBA_CACHE_DIR={passed_over} is not writable: passed over)"
     print(f"kernel cache: {where}", file=sys.stderr)
+    return 0
+
+
+def _clear_kernel_cache(args: argparse.Namespace) -> int:
+    """``ltrboost warmup --clear``: :func:`ltrboost._numba.clear_kernel_cache`, and one
+    line saying what was removed from where."""
+    if args.profiles:  # "--clear all" read as "clear all" compiled nothing
+        raise ValueError(
+            f"--clear removes compiled kernels and compiles nothing: give no profile "
+            f"({' '.join(args.profiles)}); run `ltrboost warmup PROFILE` afterwards"
+        )
+    from ltrboost._numba import clear_kernel_cache
+
+    removed, n_bytes, failed = clear_kernel_cache()
+    if failed:
+        path, why = failed[0]
+        raise OSError(
+            f"could not remove {_count(len(failed), 'kernel cache file')} "
+            f"(e.g. {path}: {why}); {_count(len(removed), 'file')} removed"
+        )
+    if not removed:
+        print("no kernel cache files of this install to remove", file=sys.stderr)
+        return 0
+    folders = sorted({os.path.dirname(p) for p in removed})
+    print(
+        f"removed {_count(len(removed), 'kernel cache file')} ({n_bytes / 2**20:.1f} MiB) "
+        f"from {', '.join(folders)}",
+        file=sys.stderr,
+    )
     return 0
 
 
