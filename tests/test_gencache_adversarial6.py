@@ -171,3 +171,126 @@ def test_warmup_clear_takes_no_profiles(tmp_path, package_copy, capsys):
     err = capsys.readouterr().err
     assert "--clear" in err
     assert len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------- generate: flags and outputs
+def test_generate_refuses_dash_as_the_folder(tmp_path, capsys, monkeypatch):
+    """`generate -` made a folder named '-' (every other output reads '-' as standard
+    output, which cannot hold nine files)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["generate", "-", "--n-queries", "2", "--docs-per-query", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "standard output" in err, err
+    assert "./-" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "-").exists()
+    # a folder really named '-' is still possible
+    assert main(["generate", "./-", "--n-queries", "2", "--docs-per-query", "2"]) == 0
+    assert (tmp_path / "-" / "train.txt").is_file()
+
+
+def test_generate_checks_its_folder_before_generating(tmp_path, capsys, monkeypatch):
+    """A folder that cannot be made (under a file) was found only once all the data had
+    been generated (minutes at the largest sizes)."""
+    import ltrboost.datasets
+
+    (tmp_path / "afile").write_text("keep\n")
+
+    def never(*args, **kwargs):
+        raise AssertionError("data generated for a folder that cannot be made")
+
+    monkeypatch.setattr(ltrboost.datasets, "make_ranking", never)
+    assert main(["generate", str(tmp_path / "afile" / "sub"), "--n-queries", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "afile" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert (tmp_path / "afile").read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("stage", ["train.txt", "vali.lightgbm.txt", "test.lightgbm.txt.query"])
+def test_generate_interrupted_leaves_no_new_folder(tmp_path, capsys, monkeypatch, stage):
+    """Ctrl-C while the files were written left the folders made for them (`new/a/b`,
+    empty) behind: README says an interrupted command writes nothing new."""
+    import ltrboost.io._atomic as atomic
+
+    real = atomic._stage
+
+    def interrupted(path, *rest):
+        if str(path).endswith("/" + stage):
+            raise KeyboardInterrupt
+        return real(path, *rest)
+
+    monkeypatch.setattr(atomic, "_stage", interrupted)
+    target = tmp_path / "new" / "a" / "b"
+    assert main(["generate", str(target), "--n-queries", "2", "--docs-per-query", "2"]) == 130
+    assert list(tmp_path.iterdir()) == []
+    # an existing folder stays, with what it held, and no temporary file
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "notes").write_text("x")
+    argv = ["generate", str(tmp_path / "keep" / "sub"), "--n-queries", "2"]
+    assert main([*argv, "--docs-per-query", "2"]) == 130
+    assert [p.name for p in (tmp_path / "keep").iterdir()] == ["notes"]
+
+
+def test_generate_interrupted_keeps_every_previous_file(tmp_path, capsys, monkeypatch):
+    """All nine files or none: Ctrl-C at the last one (a LightGBM sidecar) leaves the
+    previous run's nine files byte for byte."""
+    import ltrboost.io._atomic as atomic
+
+    folder = tmp_path / "g"
+    _generate(folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert len(before) == 9
+    real = atomic._stage
+
+    def interrupted(path, *rest):
+        if str(path).endswith("test.lightgbm.txt.query"):
+            raise KeyboardInterrupt
+        return real(path, *rest)
+
+    monkeypatch.setattr(atomic, "_stage", interrupted)
+    argv = ["generate", str(folder), "--n-queries", "6", "--docs-per-query", "5"]
+    assert main([*argv, "--n-features", "4", "--random-state", "9"]) == 130
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_generate_same_seed_same_bytes_for_any_thread_count(tmp_path, monkeypatch):
+    """Same seed, same nine files byte for byte, whether the blocks of rows are filled
+    on one thread or several; another seed gives other data."""
+    import ltrboost.datasets as ds
+
+    monkeypatch.setattr(ds, "_BLOCK_ROWS", 16)  # several blocks for a small dataset
+    runs = {}
+    for name, threads, seed in (("a", 1, "5"), ("b", 3, "5"), ("c", 1, "6")):
+        monkeypatch.setattr(ds, "_MAX_THREADS", threads)
+        _generate(tmp_path / name, "--random-state", seed)
+        runs[name] = {p.name: p.read_bytes() for p in (tmp_path / name).iterdir()}
+    assert runs["a"] == runs["b"]
+    assert runs["a"]["train.txt"] != runs["c"]["train.txt"]
+
+
+def test_generate_smallest_sizes_give_valid_files_for_every_reader(tmp_path):
+    """One query of one document with one feature: every file still reads (ltrboost,
+    and the .query sidecars sum to the copies' lines)."""
+    folder = tmp_path / "tiny"
+    argv = ["generate", str(folder), "--n-queries", "1", "--docs-per-query", "1"]
+    assert main([*argv, "--n-features", "1"]) == 0
+    for split in SPLITS:
+        letor = load_svmlight(folder / f"{split}.txt")
+        copy = load_svmlight(folder / f"{split}.lightgbm.txt")
+        assert letor.X.shape == copy.X.shape == (1, 1)
+        sizes = (folder / f"{split}.lightgbm.txt.query").read_text().split()
+        assert sizes == ["1"]
+
+
+def test_generate_interrupted_removes_folders_of_a_dotdot_path(tmp_path, monkeypatch):
+    """`new/../x` makes `new` as well as `x`: both go when the run is interrupted."""
+    import ltrboost.io._atomic as atomic
+
+    def interrupted(path, *rest):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic, "_stage", interrupted)
+    monkeypatch.chdir(tmp_path)
+    assert main(["generate", "new/../x", "--n-queries", "2", "--docs-per-query", "2"]) == 130
+    assert list(tmp_path.iterdir()) == []
