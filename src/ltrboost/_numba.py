@@ -31,10 +31,12 @@ progress bar) show it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import inspect
 import itertools
 import logging
 import os
+import re
 import tempfile
 import threading
 import time
@@ -88,6 +90,119 @@ def _writable_folder(path: str) -> bool:
     except OSError:
         return False
     return True
+
+
+# --------------------------------------------------------- clearing the cache
+# A Numba cache file: "<module>.<qualname>-<line>.py<XY><abiflags>.nbi" (the index) or
+# "....<N>.nbc" (one compiled overload), Numba's CacheImpl.get_filename_base.
+_CACHE_FILE_RE = re.compile(r"^(?P<module>[^.]+)\..+-\d+\.py\d+[a-z]*\.(?:nbi|\d+\.nbc)$")
+
+
+def _cache_subpath(source_dir: str) -> str:
+    """Numba's sub-folder of a cache folder for the kernels of ``source_dir``'s modules
+    (``<folder name>_<sha1 of its path>``, ``_CacheLocator.get_suitable_cache_subpath``)."""
+    from numba.core import caching
+
+    locator = getattr(caching, "_CacheLocator", None)
+    if locator is not None and hasattr(locator, "get_suitable_cache_subpath"):
+        return locator.get_suitable_cache_subpath(os.path.join(source_dir, "x.py"))
+    digest = hashlib.sha1(source_dir.encode()).hexdigest()
+    return f"{os.path.basename(source_dir)}_{digest}"
+
+
+def kernel_cache_files() -> list[str]:
+    """Every kernel cache file of this ltrboost install that exists, wherever Numba may
+    have written it: the package's ``__pycache__`` folders, this package's sub-folders
+    of ``NUMBA_CACHE_DIR`` and of Numba's own per-user folder (its fallback), and every
+    cache file in ltrboost's per-user folder (:func:`user_cache_dir`, ltrboost's alone,
+    so other installs' entries too).  Only files named as Numba names the entries of
+    one of the package's modules are listed: never a ``.pyc``, never another project's
+    kernels, never anything else a shared ``NUMBA_CACHE_DIR`` holds."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    roots = [user_cache_dir()]
+    if numba.config.CACHE_DIR:
+        roots.append(os.path.abspath(numba.config.CACHE_DIR))
+    try:
+        from numba.misc.appdirs import AppDirs
+
+        roots.append(AppDirs(appname="numba", appauthor=False).user_cache_dir)
+    except Exception:  # Numba's private module moved: its fallback folder is not searched
+        pass
+    found: list[str] = []
+    for source_dir, dirs, names in os.walk(package):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        modules = {n[:-3] for n in names if n.endswith(".py")}
+        if not modules:
+            continue
+        folders = [os.path.join(source_dir, "__pycache__")]
+        folders += [os.path.join(root, _cache_subpath(source_dir)) for root in roots]
+        for folder in dict.fromkeys(folders):
+            found += _cache_files_in(folder, modules)
+    ours = user_cache_dir()
+    for sub in _listdir(ours):  # ltrboost's own folder: any install's entries
+        found += _cache_files_in(os.path.join(ours, sub), None)
+    return sorted(set(found))
+
+
+def _listdir(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:  # missing, not a folder, unreadable: nothing listed
+        return []
+
+
+def _cache_files_in(folder: str, modules: set[str] | None) -> list[str]:
+    """The Numba cache files in ``folder`` (of ``modules`` only, unless None)."""
+    out = []
+    for name in _listdir(folder):
+        m = _CACHE_FILE_RE.match(name)
+        if m and (modules is None or m.group("module") in modules):
+            path = os.path.join(folder, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                out.append(path)
+    return out
+
+
+def clear_kernel_cache() -> tuple[list[str], int, list[tuple[str, str]]]:
+    """Remove :func:`kernel_cache_files` (before ``pip uninstall``, or to start cold),
+    then the sub-folders of cache folders they leave empty, and ltrboost's per-user
+    folder when nothing else is in it; a ``NUMBA_CACHE_DIR`` and the package's
+    ``__pycache__`` folders themselves stay.
+
+    Returns
+    -------
+    removed : list of str
+        The files removed.
+    n_bytes : int
+        Their total size.
+    failed : list of (str, str)
+        ``(path, why)`` for each file that could not be removed.
+    """
+    removed: list[str] = []
+    failed: list[tuple[str, str]] = []
+    n_bytes = 0
+    folders: set[str] = set()
+    for path in kernel_cache_files():
+        try:
+            size = os.stat(path).st_size
+            os.remove(path)
+        except FileNotFoundError:  # another process's clear, or Numba replacing it
+            continue
+        except OSError as e:
+            failed.append((path, e.strerror or str(e)))
+            continue
+        removed.append(path)
+        n_bytes += size
+        folders.add(os.path.dirname(path))
+    ours = user_cache_dir()
+    for folder in sorted(folders):
+        if os.path.basename(folder) != "__pycache__":
+            with contextlib.suppress(OSError):  # not empty: something else is there
+                os.rmdir(folder)
+    for folder in (ours, os.path.dirname(ours)):  # .../ltrboost/numba, .../ltrboost
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+    return removed, n_bytes, failed
 
 
 # NUMBA_CACHE_DIR when it is set but cannot be written (Numba then silently falls back

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any, NoReturn
 
@@ -513,9 +513,15 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument(
         "profiles",
         nargs="*",
-        default=["train:lambdamart", "eval", "predict"],
+        default=[],  # [] either way for a '*' positional: the default is set below
         help="train:OBJECTIVE, train:OBJECTIVE+ole, eval, predict or all (default: "
         "train:lambdamart eval predict)",
+    )
+    p.add_argument(
+        "--clear",
+        action="store_true",
+        help="compile nothing: remove this install's compiled kernels from every cache "
+        "folder (run it before `pip uninstall ltrboost`; other files are left alone)",
     )
     p.set_defaults(func=cmd_warmup)
 
@@ -587,7 +593,9 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
-        "generate", help="write a synthetic LETOR dataset (train/vali/test) to a folder"
+        "generate",
+        help="write a synthetic LETOR dataset (train/vali/test.txt, and LightGBM's "
+        "NAME.lightgbm.txt + .query copies) to a folder",
     )
     p.add_argument("folder")
     p.add_argument(
@@ -2496,14 +2504,22 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+# warmup's profiles when none is given: README's first commands.
+_WARMUP_DEFAULT = ("train:lambdamart", "eval", "predict")
+
+
 def cmd_warmup(args: argparse.Namespace) -> int:
-    """Compile (or load) the kernels of each profile of :mod:`ltrboost._warmup`."""
+    """Compile (or load) the kernels of each profile of :mod:`ltrboost._warmup`; with
+    ``--clear``, remove the compiled kernels instead."""
     import time
 
+    if args.clear:
+        return _clear_kernel_cache(args)
     from ltrboost._numba import cache_location
     from ltrboost._warmup import compile_profile, profile_names
 
     known = profile_names()
+    args.profiles = args.profiles or list(_WARMUP_DEFAULT)
     for name in args.profiles:  # beside 'all' too: a typo is never skipped silently
         if name != "all" and name not in known:
             raise ValueError(f"unknown profile {name!r}; known: all, {', '.join(known)}")
@@ -2532,18 +2548,41 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clear_kernel_cache(args: argparse.Namespace) -> int:
+    """``ltrboost warmup --clear``: :func:`ltrboost._numba.clear_kernel_cache`, and one
+    line saying what was removed from where."""
+    if args.profiles:  # "--clear all" read as "clear all" compiled nothing
+        raise ValueError(
+            f"--clear removes compiled kernels and compiles nothing: give no profile "
+            f"({' '.join(args.profiles)}); run `ltrboost warmup PROFILE` afterwards"
+        )
+    from ltrboost._numba import clear_kernel_cache
+
+    removed, n_bytes, failed = clear_kernel_cache()
+    if failed:
+        path, why = failed[0]
+        raise OSError(
+            f"could not remove {_count(len(failed), 'kernel cache file')} "
+            f"(e.g. {path}: {why}); {_count(len(removed), 'file')} removed"
+        )
+    if not removed:
+        print("no kernel cache files of this install to remove", file=sys.stderr)
+        return 0
+    folders = sorted({os.path.dirname(p) for p in removed})
+    print(
+        f"removed {_count(len(removed), 'kernel cache file')} ({n_bytes / 2**20:.1f} MiB) "
+        f"from {', '.join(folders)}",
+        file=sys.stderr,
+    )
+    return 0
+
+
 # ltrboost generate holds X in memory as float64: 2**31 values are 16 GiB.
 _GENERATE_MAX_VALUES = 2**31
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Synthetic train/vali/test files (60/20/20 split of queries) from one generator."""
-    import numpy as np
-
-    from ltrboost.datasets import make_ranking
-    from ltrboost.io._atomic import atomic_write_files
-    from ltrboost.io.letor import svmlight_lines
-
     for flag in ("n_queries", "docs_per_query", "n_features"):  # by their flags' names
         if getattr(args, flag) < 1:
             raise ValueError(f"{_flag(flag)}={getattr(args, flag)} must be >= 1")
@@ -2551,6 +2590,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise ValueError(f"--random-state={args.random_state} must be >= 0")
     if not args.folder:  # "[Errno 2] No such file or directory: ''"
         raise ValueError("the folder name is empty")
+    if args.folder == "-":  # made a folder named '-': elsewhere '-' is standard output
+        raise ValueError(
+            "generate writes nine files into a FOLDER; '-' (standard output) cannot hold "
+            "them: name a folder (./- for one named '-')"
+        )
     if os.path.lexists(args.folder) and not os.path.isdir(args.folder):  # 'File exists'
         raise ValueError(f"{args.folder} exists and is not a folder")
     n_total = args.n_queries + 2 * max(1, args.n_queries // 3)
@@ -2561,30 +2605,88 @@ def cmd_generate(args: argparse.Namespace) -> int:
             f"{args.docs_per_query} x --n-features {args.n_features} is {values} feature "
             f"values, more than the {_GENERATE_MAX_VALUES} a generated dataset may hold"
         )
+    # the folder first: one that cannot be made (under a file, read-only) was found
+    # only once the data had been generated; the folders made here go again when the
+    # run fails or is interrupted (nothing new is left, not even an empty folder)
+    made = _missing_folders(args.folder)
+    try:
+        os.makedirs(args.folder, exist_ok=True)
+        _generate_files(args, n_total)
+    except BaseException:
+        for folder in made:  # deepest first; one that is not empty is not ours alone
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        raise
+    print(
+        f"wrote {', '.join(_GENERATED_SPLITS)} (+ LightGBM's NAME.lightgbm.txt and "
+        f".query) to {args.folder}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+# generate's three splits, each written as a LETOR file and a LightGBM copy
+_GENERATED_SPLITS = ("train.txt", "vali.txt", "test.txt")
+
+
+def _missing_folders(folder: str) -> list[str]:
+    """The folders ``os.makedirs(folder)`` would create, deepest first (the path is
+    not normalised: makedirs makes ``new`` of ``new/../x`` too)."""
+    path = os.path.join(os.getcwd(), folder)
+    missing = []
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
+
+
+def _generate_files(args: argparse.Namespace, n_total: int) -> None:
+    """The data of ``generate``, split 60/20/20 by query, written all or none."""
+    import numpy as np
+
+    from ltrboost.datasets import make_ranking
+    from ltrboost.io._atomic import atomic_write_files
+
     X, y, qid = make_ranking(
         n_queries=n_total,
         docs_per_query=args.docs_per_query,
         n_features=args.n_features,
         random_state=args.random_state,
     )
-    os.makedirs(args.folder, exist_ok=True)
     n_valid = max(1, args.n_queries // 3)
     cut1 = args.n_queries
     cut2 = args.n_queries + n_valid
     uq = np.unique(qid)
-    parts = {
-        "train.txt": np.isin(qid, uq[:cut1]),
-        "vali.txt": np.isin(qid, uq[cut1:cut2]),
-        "test.txt": np.isin(qid, uq[cut2:]),
-    }
-    # all three or none: an interrupted or failed run leaves no train.txt of this run
-    # beside a vali.txt of an earlier one
+    masks = (np.isin(qid, uq[:cut1]), np.isin(qid, uq[cut1:cut2]), np.isin(qid, uq[cut2:]))
+    parts = dict(zip(_GENERATED_SPLITS, masks, strict=True))
+    # all or none: an interrupted or failed run leaves no train.txt of this run beside
+    # a vali.txt of an earlier one
     atomic_write_files(
-        (os.path.join(args.folder, name), svmlight_lines(X[mask], y[mask], qid[mask]))
-        for name, mask in parts.items()
+        (os.path.join(args.folder, file_name), lines)
+        for split, mask in parts.items()
+        for file_name, lines in _generated_files(split, X[mask], y[mask], qid[mask])
     )
-    print(f"wrote {', '.join(parts)} to {args.folder}", file=sys.stderr)
-    return 0
+
+
+def _generated_files(name: str, X, y, qid) -> Iterable[tuple[str, Iterable[str]]]:
+    """The files ``generate`` writes for one split ``NAME.txt``: the LETOR file
+    (``qid:`` on each line, RankLib's and XGBoost's format), and for LightGBM, which
+    reads no ``qid:`` token ('Input format error when parsing as LibSVM'), the same
+    lines without it in ``NAME.lightgbm.txt`` with the query sizes in the sidecar
+    ``NAME.lightgbm.txt.query`` LightGBM (and ltrboost) load beside it.  A ``.query``
+    beside ``NAME.txt`` itself would be ignored by LightGBM and warned about by
+    ltrboost (the file has qids)."""
+    import numpy as np
+
+    from ltrboost.io.letor import svmlight_lines
+    from ltrboost.io.queryfile import query_lines
+
+    stem = name.removesuffix(".txt")
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])  # contiguous queries
+    sizes = np.diff(np.r_[starts, qid.size])
+    yield name, svmlight_lines(X, y, qid)
+    yield f"{stem}.lightgbm.txt", svmlight_lines(X, y)
+    yield f"{stem}.lightgbm.txt.query", query_lines(sizes)
 
 
 def _position_path(args: argparse.Namespace, params: BoosterParams) -> str | None:

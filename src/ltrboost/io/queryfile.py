@@ -20,7 +20,13 @@ from numpy.typing import ArrayLike, NDArray
 from ltrboost.dataset import LTRInputError
 from ltrboost.io._atomic import atomic_write
 
-__all__ = ["read_position_file", "read_query_file", "write_position_file", "write_query_file"]
+__all__ = [
+    "query_lines",
+    "read_position_file",
+    "read_query_file",
+    "write_position_file",
+    "write_query_file",
+]
 
 # Whitespace that may surround a size; the same ASCII set the LETOR reader accepts.
 _WS = " \t\r\v\f"
@@ -117,6 +123,12 @@ def write_query_file(path: str | os.PathLike[str], sizes: ArrayLike) -> None:
     ValueError
         When ``sizes`` is not 1-D or holds a value that is not a positive whole number.
     """
+    atomic_write(path, query_lines(sizes))
+
+
+def query_lines(sizes: ArrayLike) -> Iterable[str]:
+    """The lines of :func:`write_query_file` (checked at the call), for a caller that
+    writes them with other files (``ltrboost generate``)."""
     arr = np.asarray(sizes)
     if arr.ndim != 1:
         raise ValueError(f"sizes must be 1-D, got shape {arr.shape}")
@@ -135,7 +147,7 @@ def write_query_file(path: str | os.PathLike[str], sizes: ArrayLike) -> None:
     if np.any(ints <= 0):
         bad = int(np.flatnonzero(ints <= 0)[0])
         raise ValueError(f"sizes[{bad}]={ints[bad]}: every query needs a document")
-    atomic_write(path, (f"{int(s)}\n" for s in ints.tolist()))
+    return (f"{int(s)}\n" for s in ints.tolist())
 
 
 def read_position_file(
