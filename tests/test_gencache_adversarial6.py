@@ -18,7 +18,7 @@ SPLITS = ("train", "vali", "test")
 
 def _generate(folder: Path, *extra: str) -> None:
     argv = ["generate", str(folder), "--n-queries", "6", "--docs-per-query", "5"]
-    assert main([*argv, "--n-features", "4", *extra]) == 0
+    assert main([*argv, "--n-features", "4", "--lightgbm", *extra]) == 0
 
 
 def _sizes(qid: np.ndarray) -> list[int]:
@@ -222,12 +222,13 @@ def test_generate_interrupted_leaves_no_new_folder(tmp_path, capsys, monkeypatch
 
     monkeypatch.setattr(atomic, "_stage", interrupted)
     target = tmp_path / "new" / "a" / "b"
-    assert main(["generate", str(target), "--n-queries", "2", "--docs-per-query", "2"]) == 130
+    argv = ["generate", str(target), "--n-queries", "2", "--docs-per-query", "2", "--lightgbm"]
+    assert main(argv) == 130
     assert list(tmp_path.iterdir()) == []
     # an existing folder stays, with what it held, and no temporary file
     (tmp_path / "keep").mkdir()
     (tmp_path / "keep" / "notes").write_text("x")
-    argv = ["generate", str(tmp_path / "keep" / "sub"), "--n-queries", "2"]
+    argv = ["generate", str(tmp_path / "keep" / "sub"), "--n-queries", "2", "--lightgbm"]
     assert main([*argv, "--docs-per-query", "2"]) == 130
     assert [p.name for p in (tmp_path / "keep").iterdir()] == ["notes"]
 
@@ -250,7 +251,7 @@ def test_generate_interrupted_keeps_every_previous_file(tmp_path, capsys, monkey
 
     monkeypatch.setattr(atomic, "_stage", interrupted)
     argv = ["generate", str(folder), "--n-queries", "6", "--docs-per-query", "5"]
-    assert main([*argv, "--n-features", "4", "--random-state", "9"]) == 130
+    assert main([*argv, "--n-features", "4", "--random-state", "9", "--lightgbm"]) == 130
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 
@@ -274,7 +275,7 @@ def test_generate_smallest_sizes_give_valid_files_for_every_reader(tmp_path):
     and the .query sidecars sum to the copies' lines)."""
     folder = tmp_path / "tiny"
     argv = ["generate", str(folder), "--n-queries", "1", "--docs-per-query", "1"]
-    assert main([*argv, "--n-features", "1"]) == 0
+    assert main([*argv, "--n-features", "1", "--lightgbm"]) == 0
     for split in SPLITS:
         letor = load_svmlight(folder / f"{split}.txt")
         copy = load_svmlight(folder / f"{split}.lightgbm.txt")
@@ -294,3 +295,14 @@ def test_generate_interrupted_removes_folders_of_a_dotdot_path(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     assert main(["generate", "new/../x", "--n-queries", "2", "--docs-per-query", "2"]) == 130
     assert list(tmp_path.iterdir()) == []
+
+
+def test_without_lightgbm_only_the_three_letor_files_are_written(tmp_path):
+    # the LightGBM copies double what generate writes: only on request
+    argv = ["generate", str(tmp_path / "d"), "--n-queries", "3", "--docs-per-query", "3"]
+    assert main(argv) == 0
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [
+        "test.txt",
+        "train.txt",
+        "vali.txt",
+    ]

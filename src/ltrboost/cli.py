@@ -594,8 +594,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "generate",
-        help="write a synthetic LETOR dataset (train/vali/test.txt, and LightGBM's "
-        "NAME.lightgbm.txt + .query copies) to a folder",
+        help="write a synthetic LETOR dataset (train/vali/test.txt) to a folder",
     )
     p.add_argument("folder")
     p.add_argument(
@@ -608,6 +607,12 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--docs-per-query", type=int, default=40, help="(default 40)")
     p.add_argument("--n-features", type=int, default=30, help="(default 30)")
     p.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
+    p.add_argument(
+        "--lightgbm",
+        action="store_true",
+        help="also write LightGBM's copies NAME.lightgbm.txt (no qid: tokens) with their "
+        ".query sidecars (LightGBM cannot read qid:)",
+    )
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser(
@@ -2592,7 +2597,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise ValueError("the folder name is empty")
     if args.folder == "-":  # made a folder named '-': elsewhere '-' is standard output
         raise ValueError(
-            "generate writes nine files into a FOLDER; '-' (standard output) cannot hold "
+            "generate writes several files into a FOLDER; '-' (standard output) cannot hold "
             "them: name a folder (./- for one named '-')"
         )
     if os.path.lexists(args.folder) and not os.path.isdir(args.folder):  # 'File exists'
@@ -2617,15 +2622,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
         raise
-    print(
-        f"wrote {', '.join(_GENERATED_SPLITS)} (+ LightGBM's NAME.lightgbm.txt and "
-        f".query) to {args.folder}",
-        file=sys.stderr,
-    )
+    copies = " (+ LightGBM's NAME.lightgbm.txt and .query)" if args.lightgbm else ""
+    print(f"wrote {', '.join(_GENERATED_SPLITS)}{copies} to {args.folder}", file=sys.stderr)
     return 0
 
 
-# generate's three splits, each written as a LETOR file and a LightGBM copy
+# generate's three splits, each written as a LETOR file (and with --lightgbm a copy)
 _GENERATED_SPLITS = ("train.txt", "vali.txt", "test.txt")
 
 
@@ -2664,13 +2666,18 @@ def _generate_files(args: argparse.Namespace, n_total: int) -> None:
     atomic_write_files(
         (os.path.join(args.folder, file_name), lines)
         for split, mask in parts.items()
-        for file_name, lines in _generated_files(split, X[mask], y[mask], qid[mask])
+        for file_name, lines in _generated_files(
+            split, X[mask], y[mask], qid[mask], lightgbm=args.lightgbm
+        )
     )
 
 
-def _generated_files(name: str, X, y, qid) -> Iterable[tuple[str, Iterable[str]]]:
+def _generated_files(
+    name: str, X, y, qid, *, lightgbm: bool
+) -> Iterable[tuple[str, Iterable[str]]]:
     """The files ``generate`` writes for one split ``NAME.txt``: the LETOR file
-    (``qid:`` on each line, RankLib's and XGBoost's format), and for LightGBM, which
+    (``qid:`` on each line, RankLib's and XGBoost's format), and (``--lightgbm``) for
+    LightGBM, which
     reads no ``qid:`` token ('Input format error when parsing as LibSVM'), the same
     lines without it in ``NAME.lightgbm.txt`` with the query sizes in the sidecar
     ``NAME.lightgbm.txt.query`` LightGBM (and ltrboost) load beside it.  A ``.query``
@@ -2685,6 +2692,8 @@ def _generated_files(name: str, X, y, qid) -> Iterable[tuple[str, Iterable[str]]
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])  # contiguous queries
     sizes = np.diff(np.r_[starts, qid.size])
     yield name, svmlight_lines(X, y, qid)
+    if not lightgbm:
+        return
     yield f"{stem}.lightgbm.txt", svmlight_lines(X, y)
     yield f"{stem}.lightgbm.txt.query", query_lines(sizes)
 
