@@ -405,7 +405,8 @@ def check_preference_pairs(
     (``weight`` all ones when None; ``query`` the query of each pair).  Refuses, naming
     the first offending pair (``LTRInputError.row`` = pair index): non-integer or
     out-of-range rows, a document preferred to itself, a pair spanning two queries, a
-    negative or non-finite weight.  (Pairs read from a file are checked line by line by
+    negative or non-finite weight, or one float32 gradients cannot hold (above float32's
+    maximum, or positive below its smallest positive value: as sample weights).  (Pairs read from a file are checked line by line by
     :mod:`ltrboost.io.pairs`, which knows the file's lines; its output passes here too.)
     ``order`` (:attr:`RankingDataset.order`) names rows in the caller's numbering, the
     one the pairs were given in, instead of the grouped one; ``query_ids``
@@ -461,10 +462,24 @@ def check_preference_pairs(
             raise LTRInputError(
                 f"pairs.weight has shape {w.shape}; expected {pref.shape}, one per pair"
             )
-        badw = ~np.isfinite(w) | (w < 0)
+        # as sample weights (check_sample_weight): they scale float32 gradients, so a
+        # weight beyond float32's maximum made them inf, one below its smallest 0
+        badw = ~np.isfinite(w) | (w < 0) | (w > _FLOAT32_MAX)
         if badw.any():
             k = int(np.flatnonzero(badw)[0])
-            raise LTRInputError(f"pairs.weight[{k}]={w[k]} must be finite and >= 0", row=k)
+            raise LTRInputError(
+                f"pairs.weight[{k}]={w[k]} must be finite, >= 0 and at most "
+                f"{_FLOAT32_MAX:.4g} (pair weights scale float32 gradients)",
+                row=k,
+            )
+        lost = (w > 0) & (w.astype(np.float32) == 0)
+        if lost.any():
+            k = int(np.flatnonzero(lost)[0])
+            raise LTRInputError(
+                f"pairs.weight[{k}]={w[k]:g} is positive but would become 0 in float32 "
+                "gradients (the smallest positive float32 is 1.4e-45): scale the weights up",
+                row=k,
+            )
     return pref, oth, w, q_pref.astype(np.int64)
 
 
