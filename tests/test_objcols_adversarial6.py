@@ -7,7 +7,6 @@ Small data, few trees.
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from fractions import Fraction
 
@@ -53,7 +52,7 @@ def test_object_column_of_numbers_trains_and_predicts_as_the_float_column():
     df.loc[::7, "a"] = np.nan
     df.loc[1::5, "b"] = np.round(df.loc[1::5, "b"] * 10)  # whole numbers
     obj = df.assign(a=_as_objects(df["a"].to_numpy()), b=_as_objects(df["b"].to_numpy()))
-    assert obj["a"].dtype == object and obj["b"].dtype == object
+    assert list(obj.dtypes[["a", "b"]]) == [object, object]
     ref = Ranker(**FAST).fit(df, y, qid=qid)
     got = Ranker(**FAST).fit(obj, y, qid=qid)
     assert got.booster_.to_dict()["trees"] == ref.booster_.to_dict()["trees"]
@@ -103,7 +102,8 @@ def test_object_column_holding_no_number_is_refused_naming_row_and_column(value,
     ):
         with pytest.raises(LTRInputError, match=r"^row 4: feature 1 \(column 'b'\) is ") as e:
             call()
-        assert shown in str(e.value) and e.value.row == 4
+        assert shown in str(e.value)
+        assert e.value.row == 4
     ref = Ranker(**FAST).fit(df, y, qid=qid)
     with pytest.raises(LTRInputError, match=r"^row 4: feature 1 \(column 'b'\) is "):
         ref.predict(bad)
@@ -154,7 +154,8 @@ def test_other_dtypes_are_refused_naming_column_and_first_row(column, dtype, adv
     X = pd.DataFrame({"a": np.arange(4.0), "d": column})
     with pytest.raises(LTRInputError, match=rf"^row 1: column 'd' has dtype {dtype}") as e:
         make_dataset(X, np.zeros(4), qid=np.zeros(4))
-    assert advice in str(e.value) and e.value.row == 1
+    assert advice in str(e.value)
+    assert e.value.row == 1
 
 
 # --- 2. weights of explicit preference pairs ----------------------------------------
@@ -182,3 +183,13 @@ def test_pair_weights_float32_holds_are_kept():
     big = float(np.finfo(np.float32).max)
     pairs = [[0, 1, 1.0], [2, 3, big], [11, 12, 0.0], [13, 14, 1e-40]]
     Ranker(objective="gbrank", **FAST).fit(df, y, qid=qid, pairs=pairs)
+
+
+def test_object_column_refusal_names_the_callers_row_with_interleaved_queries():
+    df, y, qid = _frame()
+    qid = qid[::-1].copy()  # queries interleaved with rows regrouped: still the given row
+    qid[[0, 1]] = qid[[1, 0]]
+    col = df["a"].astype(object)
+    col.iloc[9] = "oops"
+    with pytest.raises(LTRInputError, match=r"^eval_set\[0\]: row 9: feature 0 \(column 'a'\)"):
+        Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(df.assign(a=col), y, qid)])

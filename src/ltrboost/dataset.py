@@ -10,6 +10,7 @@ so that per-document outputs can be returned in input order.
 
 from __future__ import annotations
 
+import decimal
 import numbers
 import re
 from collections.abc import Iterator, Sequence
@@ -406,8 +407,9 @@ def check_preference_pairs(
     the first offending pair (``LTRInputError.row`` = pair index): non-integer or
     out-of-range rows, a document preferred to itself, a pair spanning two queries, a
     negative or non-finite weight, or one float32 gradients cannot hold (above float32's
-    maximum, or positive below its smallest positive value: as sample weights).  (Pairs read from a file are checked line by line by
-    :mod:`ltrboost.io.pairs`, which knows the file's lines; its output passes here too.)
+    maximum, or positive below its smallest positive value: as sample weights).  (Pairs
+    read from a file are checked line by line by :mod:`ltrboost.io.pairs`, which knows
+    the file's lines; its output passes here too.)
     ``order`` (:attr:`RankingDataset.order`) names rows in the caller's numbering, the
     one the pairs were given in, instead of the grouped one; ``query_ids``
     (:attr:`RankingDataset.query_ids`) names a pair's queries by the caller's ids (without
@@ -677,9 +679,11 @@ def as_feature_matrix(
 ) -> tuple[Any, list[str] | None]:
     """Dense 2-D float matrix from NumPy / pandas / SciPy sparse input; refuses inf.
 
-    A DataFrame's columns must be numeric (a string or categorical column is an error
-    naming it).  With ``feature_names`` (the names stored at fit time) a DataFrame's
-    columns are taken by name, in the stored order; a missing or unknown name raises.
+    A DataFrame's columns must be numeric or boolean (a string, categorical, datetime or
+    timedelta column is an error naming it and a row); a column of dtype object is taken
+    when its values are numbers or missing (:func:`_object_columns_as_floats`).  With
+    ``feature_names`` (the names stored at fit time) a DataFrame's columns are taken by
+    name, in the stored order; a missing or unknown name raises.
     With ``keep_sparse`` a SciPy sparse ``X`` is returned as a canonical CSR matrix
     (float32 kept, anything else float64; duplicates summed) instead of densified.
     ``copy=False`` (prediction, which only reads it): a C-ordered, writeable float64
@@ -699,6 +703,7 @@ def as_feature_matrix(
             X = _columns_by_name(X, names, list(feature_names))
             names = list(feature_names)
         _check_numeric_columns(X)
+        X = _object_columns_as_floats(X)
         X = X.to_numpy(dtype=np.float64, na_value=np.nan)
     elif hasattr(X, "toarray") and hasattr(X, "tocsr"):  # scipy.sparse
         _refuse_complex(X, "X")
@@ -996,19 +1001,121 @@ def _refuse_duplicate_names(names: Sequence[str]) -> None:
 
 
 def _check_numeric_columns(X: Any) -> None:
-    """Refuse a DataFrame column that is not numeric or boolean, naming it.  An Arrow
-    column of type null (all values null: pyarrow and polars infer it for a column of
-    Nones) is a column of missing values."""
+    """Refuse a DataFrame column that is not numeric or boolean, naming it and the row
+    of its first value (the first that is no number, for text).  An Arrow column of
+    type null (all values null: pyarrow and polars infer it for a column of Nones) is a
+    column of missing values; a NumPy object column is checked value by value
+    (:func:`_object_columns_as_floats`)."""
     for k, dtype in enumerate(X.dtypes):
         kind = getattr(dtype, "kind", "O")
-        if str(getattr(dtype, "pyarrow_dtype", "")) == "null":
+        if str(getattr(dtype, "pyarrow_dtype", "")) == "null" or _is_object_dtype(dtype):
             continue
         if str(dtype) == "category" or kind not in "biuf":
+            if kind in "mM":
+                advice = "convert dates and durations to numbers first, NaT to NaN"
+            elif str(dtype) == "category":
+                advice = (
+                    "encode categories as numbers first, e.g. with .cat.codes or an OrdinalEncoder"
+                )
+            else:
+                advice = (
+                    "encode strings as numbers first, e.g. with an OrdinalEncoder; convert "
+                    "numbers written as text with .astype(float)"
+                )
+            row, value = _first_shown_value(X.iloc[:, k], text=kind not in "mM")
+            here = "" if row is None else f" ({value} in this row)"
             raise LTRInputError(
-                f"column {str(X.columns[k])!r} has dtype {dtype}; features must be "
-                "numeric (encode strings and categories as numbers first, e.g. "
-                "with .cat.codes or an OrdinalEncoder)"
+                f"column {str(X.columns[k])!r} has dtype {dtype}{here}; features must be "
+                f"numeric ({advice})",
+                row=row,
             )
+
+
+def _is_object_dtype(dtype: Any) -> bool:
+    """NumPy's object dtype itself (not pandas' string or categorical dtypes, whose
+    ``kind`` is "O" too)."""
+    return isinstance(dtype, np.dtype) and dtype.kind == "O"
+
+
+def _first_shown_value(column: Any, *, text: bool) -> tuple[int | None, str]:
+    """The 0-based row and repr of a refused column's first non-missing value (with
+    ``text``, of its first value that ``float()`` does not read, if any: the cell that
+    made ``read_csv`` give a text column); (None, "") when every value is missing.
+    Only on the error path."""
+    values = column.to_numpy(dtype=object)
+    present = np.flatnonzero(~column.isna().to_numpy(dtype=bool)).tolist()
+    if not present:
+        return None, ""
+    row = present[0]
+    if text:
+        for r in present:
+            try:
+                float(values[r])
+            except (TypeError, ValueError, OverflowError):
+                row = r
+                break
+    value = values[row]
+    return row, repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _is_number_type(t: type) -> bool:
+    """Whether values of type ``t`` in an object column are numbers (or missing): any
+    real number (Python's, NumPy's, Fraction, Decimal, bool as 0 and 1), None and
+    pandas' ``<NA>``; not text, complex, dates or durations (``np.timedelta64`` is a
+    NumPy integer) or NaT."""
+    if t is type(None) or t.__name__ == "NAType":
+        return True
+    if issubclass(t, np.timedelta64 | np.datetime64):
+        return False
+    return issubclass(t, numbers.Real | np.bool_ | decimal.Decimal)
+
+
+def _object_columns_as_floats(X: Any) -> Any:
+    """A DataFrame's NumPy object columns (``.astype(object)``, a bool column with a
+    None, numbers of several Python types) as float64 columns, when every value is a
+    number or missing (:func:`_is_number_type`; None, NaN and ``<NA>`` become NaN);
+    else an LTRInputError naming the row and column of the first value that is not, or
+    that no float64 holds.  ``X`` itself is not modified; without object columns it is
+    returned as it is."""
+    objects = [k for k, dtype in enumerate(X.dtypes) if _is_object_dtype(dtype)]
+    if not objects:
+        return X
+    X = X.copy(deep=False)
+    for k in objects:
+        values = X.iloc[:, k].to_numpy()
+        odd = {t for t in set(map(type, values)) if not _is_number_type(t)}
+        if odd:  # the types first, at C speed; a loop over the rows only to name one
+            row = next(r for r, v in enumerate(values) if type(v) in odd)
+            raise _object_value_error(X, k, row, values[row], "not a number")
+        values = _pandas_na_as_nan(values)
+        try:
+            X.isetitem(k, values.astype(np.float64))
+        except (TypeError, ValueError, OverflowError):  # 10**400, Decimal("sNaN")
+            for row, v in enumerate(values):
+                try:
+                    float(v)
+                except OverflowError:
+                    raise _object_value_error(
+                        X, k, row, v, "too large for a float64 (beyond ±1.8e308)"
+                    ) from None
+                except (TypeError, ValueError):
+                    raise _object_value_error(X, k, row, v, "not a number") from None
+            raise
+    return X
+
+
+def _object_value_error(X: Any, k: int, row: int, value: Any, problem: str) -> LTRInputError:
+    """The error for value ``value`` of row ``row`` in object column ``k`` of ``X``."""
+    name = str(X.columns[k])
+    shown = _short_repr(value.item() if isinstance(value, np.generic | np.ndarray) else value)
+    if isinstance(value, str | bytes):
+        problem += f" (column {name!r} of dtype object holds text; {_TEXT_ADVICE})"
+    elif problem == "not a number":
+        problem += (
+            f" (a {type(value).__name__}; features must be numbers: convert dates and "
+            "durations to numbers, encode other values as numbers)"
+        )
+    return LTRInputError(f"feature {k} (column {name!r}) is {shown}: {problem}", row=row)
 
 
 _ROW_IN_MESSAGE = re.compile(r"\by\[(\d+)\]")
