@@ -193,3 +193,16 @@ def test_object_column_refusal_names_the_callers_row_with_interleaved_queries():
     col.iloc[9] = "oops"
     with pytest.raises(LTRInputError, match=r"^eval_set\[0\]: row 9: feature 0 \(column 'a'\)"):
         Ranker(**FAST).fit(df, y, qid=qid, eval_set=[(df.assign(a=col), y, qid)])
+
+
+@pytest.mark.parametrize(
+    "value",
+    [np.timedelta64(5, "s"), np.datetime64("2020-01-01T00:00:00")],
+    ids=["timedelta64", "datetime64"],
+)
+def test_numpy_object_array_holding_a_date_is_refused_as_a_date_array_is(value):
+    # it became 5.0 or 1.58e9 (the number depending on the unit); a datetime64 array
+    # and a DataFrame's datetime column are refused
+    X = np.array([[1.0, 2.0], [3.0, value]], dtype=object)
+    with pytest.raises(LTRInputError, match=r"^row 1: feature 1 is .*not a number"):
+        make_dataset(X, [0, 1], qid=[0, 0])

@@ -781,24 +781,24 @@ def _refuse_strings(X: NDArray[Any]) -> None:
     """Refuse a string or bytes array, or an object array holding a string: NumPy parsed
     ``"1.5"`` silently (and ``" 1e3"``, ``"nan"``, ``b"inf"``), whereas a DataFrame's
     string column is refused; an object array of numbers (``to_numpy()`` of mixed
-    bool/float columns) is converted as before."""
+    bool/float columns) is converted as before.  An object array holding a NumPy date
+    or duration is refused too: it converted to a number that depends on its unit,
+    whereas a datetime64 array is refused."""
     if X.dtype.kind in "US":
         raise LTRInputError(f"X has dtype {X.dtype} (strings); {_TEXT_ADVICE}")
     # the types present first (at C speed; np.str_ and np.bytes_ subclass str, bytes):
     # a Python-level test of every element took ~30x the conversion of an object X
-    if (
-        X.dtype.kind == "O"
-        and X.size
-        and any(issubclass(t, str | bytes) for t in set(map(type, X.flat)))
+    if X.dtype.kind != "O" or not X.size:
+        return
+    types = set(map(type, X.flat))
+    for odd, what in (
+        (str | bytes, f"not a number (X holds strings; {_TEXT_ADVICE})"),
+        (np.datetime64 | np.timedelta64, "not a number (convert dates and durations to numbers)"),
     ):
-        is_text = np.frompyfunc(lambda v: isinstance(v, str | bytes), 1, 1)
-        hits = np.argwhere(is_text(X).astype(bool))
-        if hits.size:
-            row, col = (int(v) for v in hits[0])
-            raise LTRInputError(
-                f"feature {col} is {X[row, col]!r}: not a number (X holds strings; {_TEXT_ADVICE})",
-                row=row,
-            )
+        if any(issubclass(t, odd) for t in types):
+            is_odd = np.frompyfunc(lambda v, odd=odd: isinstance(v, odd), 1, 1)
+            row, col = (int(v) for v in np.argwhere(is_odd(X).astype(bool))[0])
+            raise LTRInputError(f"feature {col} is {X[row, col]!r}: {what}", row=row)
 
 
 def _sparse_feature_matrix(X: Any) -> Any:
