@@ -206,3 +206,66 @@ def test_numpy_object_array_holding_a_date_is_refused_as_a_date_array_is(value):
     X = np.array([[1.0, 2.0], [3.0, value]], dtype=object)
     with pytest.raises(LTRInputError, match=r"^row 1: feature 1 is .*not a number"):
         make_dataset(X, [0, 1], qid=[0, 0])
+
+
+# --- 3. numbers held as object, turned into text by dask.dataframe.from_pandas -------
+
+
+def _dask_frame(df, **kw):
+    dd = pytest.importorskip("dask.dataframe")
+    return dd.from_pandas(df, npartitions=2, sort=False, **kw)
+
+
+@pytest.mark.parametrize(
+    ("column", "role"),
+    [("qid", "qid"), ("y", "y"), ("b", "feature")],
+)
+def test_dask_object_numbers_made_text_by_from_pandas_are_refused_clearly(client, column, role):
+    # 1 and 1.0 became "1" and "1.0": two queries, where local training has one
+    dd = pytest.importorskip("dask.dataframe")
+    ldask = pytest.importorskip("ltrboost.dask")
+    df, y, qid = _frame()
+    frame = df.assign(y=y, qid=qid)
+    values = frame[column].astype(object)
+    values.iloc[3] = float(values.iloc[3])  # a float among ints (or floats)
+    frame[column] = values
+    X = dd.from_pandas(frame, npartitions=2, sort=False)
+    assert frame[column].dtype == object
+    assert X[column].dtype != object  # the installed Dask turned them into text
+    with pytest.raises(LTRInputError, match=r"convert-string") as e:
+        ldask.DaskRanker(client=client, **FAST).fit(X, "y", qid="qid")
+    message = str(e.value)
+    assert f"column {column!r}" in message
+    assert message.startswith("row 0: ")
+    assert e.value.row == 0
+    assert role in message
+    # a separate Series too
+    with pytest.raises(LTRInputError, match=r"^row 0: qid column 'q'.*convert-string"):
+        ldask.DaskRanker(client=client, **FAST).fit(
+            _dask_frame(df),
+            _dask_frame(pd.Series(y)),
+            qid=_dask_frame(pd.Series(qid, name="q", dtype=object)),
+        )
+
+
+def test_dask_object_numbers_kept_as_object_train_as_local(client):
+    dask = pytest.importorskip("dask")
+    ldask = pytest.importorskip("ltrboost.dask")
+    df, y, qid = _frame()
+    qobj = pd.Series([int(q) if k % 2 else float(q) for k, q in enumerate(qid)], dtype=object)
+    obj = df.assign(b=_as_objects(df["b"].to_numpy()), qid=qobj)
+    with dask.config.set({"dataframe.convert-string": False}):
+        X = _dask_frame(obj)
+        yd = _dask_frame(pd.Series(y))
+    got = ldask.DaskRanker(client=client, **FAST).fit(X, yd, qid="qid").to_local()
+    ref = Ranker(**FAST).fit(df, y, qid=qid)
+    assert got.booster_.to_dict()["trees"] == ref.booster_.to_dict()["trees"]
+    # predict: kept as object, the numbers are scored; made text, refused clearly
+    with pytest.raises(LTRInputError, match=r"^row 0: qid Series holds numbers"):
+        ldask.DaskRanker(client=client, **FAST).fit(_dask_frame(df), yd, qid=_dask_frame(qobj))
+    with dask.config.set({"dataframe.convert-string": False}):
+        qd = _dask_frame(qobj)
+    r = ldask.DaskRanker(client=client, **FAST).fit(_dask_frame(df), yd, qid=qd)
+    np.testing.assert_array_equal(r.predict(X).compute(), r.to_local().predict(obj))
+    with pytest.raises(LTRInputError, match=r"^row 0: feature column 'b'.*convert-string"):
+        r.predict(_dask_frame(obj))
