@@ -269,3 +269,42 @@ def test_dask_object_numbers_kept_as_object_train_as_local(client):
     np.testing.assert_array_equal(r.predict(X).compute(), r.to_local().predict(obj))
     with pytest.raises(LTRInputError, match=r"^row 0: feature column 'b'.*convert-string"):
         r.predict(_dask_frame(obj))
+
+
+# --- adversarial pass over DataFrame input -------------------------------------------
+
+
+def test_arrow_decimal_column_is_numbers_as_an_object_column_of_decimals():
+    pa = pytest.importorskip("pyarrow")
+    df, y, qid = _frame()
+    values = [None if k % 5 == 0 else Decimal(f"{v:.3f}") for k, v in enumerate(df["a"])]
+    dec = df.assign(a=pd.array(values, dtype=pd.ArrowDtype(pa.decimal128(9, 3))))
+    ref = make_dataset(df.assign(a=pd.Series(values, dtype=object)), y, qid=qid)
+    np.testing.assert_array_equal(make_dataset(dec, y, qid=qid).X, ref.X)
+    table = pa.Table.from_pandas(dec, preserve_index=False)  # e.g. a database's NUMERIC
+    np.testing.assert_array_equal(make_dataset(table, y, qid=qid).X, ref.X)
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pd.period_range("2020", periods=4, freq="D"),
+        pd.arrays.IntervalArray.from_breaks(np.arange(5)),
+    ],
+    ids=["period", "interval"],
+)
+def test_other_non_numeric_dtypes_get_advice_for_them_not_for_strings(column):
+    X = pd.DataFrame({"a": np.arange(4.0), "d": column})
+    with pytest.raises(LTRInputError, match=r"^row 0: column 'd' has dtype ") as e:
+        make_dataset(X, np.zeros(4), qid=np.zeros(4))
+    assert "strings" not in str(e.value)
+
+
+def test_qid_given_as_a_column_name_is_refused_saying_so():
+    # it said "qid has shape () but X has 56 rows"
+    df, y, qid = _frame()
+    frame = df.assign(qid=qid)
+    with pytest.raises(LTRInputError, match=r"qid='qid' is a string.*column named 'qid'"):
+        Ranker(**FAST).fit(frame, y, qid="qid")
+    with pytest.raises(LTRInputError, match=r"qid='q' is a string"):
+        make_dataset(df, y, qid="q")

@@ -588,6 +588,11 @@ def make_dataset(
         )
     order = None
     query_ids = None
+    if isinstance(qid, str | bytes):  # it said "qid has shape () but X has 40 rows"
+        raise LTRInputError(
+            f"qid={qid!r} is a string: give a query id per row (a DataFrame's query ids "
+            "are taken from its column named 'qid' when neither qid= nor group= is given)"
+        )
     if qid is not None:
         qid_arr = _as_array(qid, "qid")
         if qid_arr.ndim != 1 or qid_arr.shape[0] != n:
@@ -1008,7 +1013,7 @@ def _check_numeric_columns(X: Any) -> None:
     (:func:`_object_columns_as_floats`)."""
     for k, dtype in enumerate(X.dtypes):
         kind = getattr(dtype, "kind", "O")
-        if str(getattr(dtype, "pyarrow_dtype", "")) == "null" or _is_object_dtype(dtype):
+        if str(getattr(dtype, "pyarrow_dtype", "")) == "null" or _holds_numbers(dtype):
             continue
         if str(dtype) == "category" or kind not in "biuf":
             if kind in "mM":
@@ -1017,12 +1022,14 @@ def _check_numeric_columns(X: Any) -> None:
                 advice = (
                     "encode categories as numbers first, e.g. with .cat.codes or an OrdinalEncoder"
                 )
-            else:
+            elif _is_string_dtype(dtype):
                 advice = (
                     "encode strings as numbers first, e.g. with an OrdinalEncoder; convert "
                     "numbers written as text with .astype(float)"
                 )
-            row, value = _first_shown_value(X.iloc[:, k], text=kind not in "mM")
+            else:  # periods, intervals, lists, ...
+                advice = "convert the column to numbers first"
+            row, value = _first_shown_value(X.iloc[:, k], text=_is_string_dtype(dtype))
             here = "" if row is None else f" ({value} in this row)"
             raise LTRInputError(
                 f"column {str(X.columns[k])!r} has dtype {dtype}{here}; features must be "
@@ -1035,6 +1042,20 @@ def _is_object_dtype(dtype: Any) -> bool:
     """NumPy's object dtype itself (not pandas' string or categorical dtypes, whose
     ``kind`` is "O" too)."""
     return isinstance(dtype, np.dtype) and dtype.kind == "O"
+
+
+def _holds_numbers(dtype: Any) -> bool:
+    """A DataFrame column dtype whose values are converted one by one
+    (:func:`_object_columns_as_floats`): NumPy's object dtype, and Arrow's decimals (a
+    database's NUMERIC column, read through pyarrow: ``Decimal`` values)."""
+    arrow = str(getattr(dtype, "pyarrow_dtype", ""))
+    return _is_object_dtype(dtype) or arrow.startswith("decimal")
+
+
+def _is_string_dtype(dtype: Any) -> bool:
+    """pandas' string dtypes (``str``, ``string``, Arrow strings)."""
+    arrow = str(getattr(dtype, "pyarrow_dtype", ""))
+    return str(dtype) in ("str", "string") or arrow in ("string", "large_string", "string_view")
 
 
 def _first_shown_value(column: Any, *, text: bool) -> tuple[int | None, str]:
@@ -1077,12 +1098,12 @@ def _object_columns_as_floats(X: Any) -> Any:
     else an LTRInputError naming the row and column of the first value that is not, or
     that no float64 holds.  ``X`` itself is not modified; without object columns it is
     returned as it is."""
-    objects = [k for k, dtype in enumerate(X.dtypes) if _is_object_dtype(dtype)]
+    objects = [k for k, dtype in enumerate(X.dtypes) if _holds_numbers(dtype)]
     if not objects:
         return X
     X = X.copy(deep=False)
     for k in objects:
-        values = X.iloc[:, k].to_numpy()
+        values = X.iloc[:, k].to_numpy(dtype=object)
         odd = {t for t in set(map(type, values)) if not _is_number_type(t)}
         if odd:  # the types first, at C speed; a loop over the rows only to name one
             row = next(r for r, v in enumerate(values) if type(v) in odd)
