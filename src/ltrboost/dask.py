@@ -118,6 +118,7 @@ from ltrboost.dataset import (
     ALL_ZERO_WEIGHTS,
     LTRInputError,
     RankingDataset,
+    _is_object_dtype,
     _refuse_duplicate_names,
     as_feature_matrix,
     check_labels,
@@ -224,6 +225,9 @@ def _input_parts(
     # must not cancel another training's partitions of the same data
     make = delayed(_make_part, pure=False)
     roles = {"y": data.y, "qid": qid, "w": data.sample_weight}
+    for role, value in roles.items():
+        if _is_dask_frame(value):
+            _refuse_numbers_made_text(value, {}, role, prefix)
     if _is_dask_frame(X):
         cols = list(X.columns)
         if roles["qid"] is None and "qid" in cols:
@@ -243,6 +247,7 @@ def _input_parts(
         blocks = {r: _delayed_blocks(roles[r], len(frames), r) for r in separate}
         feature_names = [str(c) for c in cols if c not in set(named.values())]
         _refuse_duplicate_names(feature_names)  # columns are taken by name, as in fit
+        _refuse_numbers_made_text(X, {c: r for r, c in named.items()}, "feature", prefix)
         if columns is not None:  # taken by these names (by _make_part)
             feature_names = list(columns)
         parts = [
@@ -273,6 +278,64 @@ def _input_parts(
         for i, (x, yy, q, ww) in enumerate(zip(xs, ys, qs, ws, strict=True))
     ]
     return parts, None
+
+
+def _refuse_numbers_made_text(
+    collection: Any, roles: dict[str, str], role: str, prefix: str | None
+) -> None:
+    """Refuse a column of a Dask collection that ``dask.dataframe.from_pandas`` turned
+    from numbers held as dtype object into text (Dask's ``dataframe.convert-string``,
+    on by default): ``1`` and ``1.0`` became ``"1"`` and ``"1.0"``, two queries where
+    local training has one, and a feature or label became a string.  The error names
+    the column, its role (``roles``: column -> "y", "qid" or "w"; else ``role``) and the
+    row of the pandas object given to ``from_pandas`` holding the first such number.
+
+    The numbers are seen only in the pandas object that the collection's expression
+    holds (``FromPandas``); collections built otherwise (read from files, or on a Dask
+    without query-able expressions) are not checked here."""
+    try:
+        from dask.dataframe.dask_expr.io.io import FromPandas
+
+        nodes = list(collection.expr.find_operations(FromPandas))
+    except (ImportError, AttributeError):  # another Dask
+        return
+    meta = collection._meta
+    now = {meta.name: meta.dtype} if meta.ndim == 1 else dict(meta.dtypes.items())
+    for node in nodes:
+        if not node.operand("pyarrow_strings_enabled"):
+            continue
+        frame = getattr(node.frame, "_data", node.frame)
+        given = [(frame.name, frame)] if frame.ndim == 1 else list(frame.items())
+        for name, column in given:
+            dtype = now.get(name)
+            if column.dtype != object or dtype is None or _is_object_dtype(dtype):
+                continue  # not held as object, not in the collection, or kept as object
+            values = column.to_numpy()
+            if all(issubclass(t, str) or t is type(None) for t in set(map(type, values))):
+                continue
+            is_text = np.frompyfunc(lambda v: isinstance(v, str | bytes), 1, 1)
+            odd = np.flatnonzero(~is_text(values).astype(bool) & ~pd.isna(values))
+            if not odd.size:
+                continue
+            row = int(odd[0])
+            what = roles.get(name, role)
+            effect = {
+                "qid": "1 and 1.0 would be two queries, 1 and '1' one",
+                "feature": "features must be numbers, not text",
+            }.get(what, "labels and weights must be numbers, not text")
+            column_name = f"{what} Series" if name is None else f"{what} column {str(name)!r}"
+            e = LTRInputError(
+                f"{column_name} holds numbers as dtype object "
+                f"({_plain(values[row])!r} in this row of the pandas object given to "
+                "from_pandas), which dask.dataframe.from_pandas turned into text (Dask's "
+                f"'dataframe.convert-string' setting; now dtype {dtype}): {effect}. Give "
+                "the column a numeric dtype before from_pandas (e.g. .astype(float)), or "
+                "call from_pandas inside dask.config.set({'dataframe.convert-string': False})",
+                row=row,
+            )
+            if prefix:
+                raise LTRInputError(f"{prefix}: {e}") from None
+            raise e
 
 
 def _located(i: int, e: Exception, prefix: str | None = None) -> LTRInputError:
@@ -1859,6 +1922,7 @@ class DaskRanker(Ranker):
             # non-numeric columns and a wrong width are named now, as Ranker.predict
             # names them, not as a KeyError or a float() error when the result is
             # computed (a category was read as its values)
+            _refuse_numbers_made_text(X, {}, "feature", None)
             booster.predict(X._meta, iteration=n_iter)
             return X.map_partitions(
                 _predict_frame, booster, n_iter, meta=pd.Series(dtype=np.float64)

@@ -10,6 +10,7 @@ so that per-document outputs can be returned in input order.
 
 from __future__ import annotations
 
+import decimal
 import numbers
 import re
 from collections.abc import Iterator, Sequence
@@ -405,8 +406,10 @@ def check_preference_pairs(
     (``weight`` all ones when None; ``query`` the query of each pair).  Refuses, naming
     the first offending pair (``LTRInputError.row`` = pair index): non-integer or
     out-of-range rows, a document preferred to itself, a pair spanning two queries, a
-    negative or non-finite weight.  (Pairs read from a file are checked line by line by
-    :mod:`ltrboost.io.pairs`, which knows the file's lines; its output passes here too.)
+    negative or non-finite weight, or one float32 gradients cannot hold (above float32's
+    maximum, or positive below its smallest positive value: as sample weights).  (Pairs
+    read from a file are checked line by line by :mod:`ltrboost.io.pairs`, which knows
+    the file's lines; its output passes here too.)
     ``order`` (:attr:`RankingDataset.order`) names rows in the caller's numbering, the
     one the pairs were given in, instead of the grouped one; ``query_ids``
     (:attr:`RankingDataset.query_ids`) names a pair's queries by the caller's ids (without
@@ -461,10 +464,24 @@ def check_preference_pairs(
             raise LTRInputError(
                 f"pairs.weight has shape {w.shape}; expected {pref.shape}, one per pair"
             )
-        badw = ~np.isfinite(w) | (w < 0)
+        # as sample weights (check_sample_weight): they scale float32 gradients, so a
+        # weight beyond float32's maximum made them inf, one below its smallest 0
+        badw = ~np.isfinite(w) | (w < 0) | (w > _FLOAT32_MAX)
         if badw.any():
             k = int(np.flatnonzero(badw)[0])
-            raise LTRInputError(f"pairs.weight[{k}]={w[k]} must be finite and >= 0", row=k)
+            raise LTRInputError(
+                f"pairs.weight[{k}]={w[k]} must be finite, >= 0 and at most "
+                f"{_FLOAT32_MAX:.4g} (pair weights scale float32 gradients)",
+                row=k,
+            )
+        lost = (w > 0) & (w.astype(np.float32) == 0)
+        if lost.any():
+            k = int(np.flatnonzero(lost)[0])
+            raise LTRInputError(
+                f"pairs.weight[{k}]={w[k]:g} is positive but would become 0 in float32 "
+                "gradients (the smallest positive float32 is 1.4e-45): scale the weights up",
+                row=k,
+            )
     return pref, oth, w, q_pref.astype(np.int64)
 
 
@@ -571,6 +588,11 @@ def make_dataset(
         )
     order = None
     query_ids = None
+    if isinstance(qid, str | bytes):  # it said "qid has shape () but X has 40 rows"
+        raise LTRInputError(
+            f"qid={qid!r} is a string: give a query id per row (a DataFrame's query ids "
+            "are taken from its column named 'qid' when neither qid= nor group= is given)"
+        )
     if qid is not None:
         qid_arr = _as_array(qid, "qid")
         if qid_arr.ndim != 1 or qid_arr.shape[0] != n:
@@ -662,9 +684,11 @@ def as_feature_matrix(
 ) -> tuple[Any, list[str] | None]:
     """Dense 2-D float matrix from NumPy / pandas / SciPy sparse input; refuses inf.
 
-    A DataFrame's columns must be numeric (a string or categorical column is an error
-    naming it).  With ``feature_names`` (the names stored at fit time) a DataFrame's
-    columns are taken by name, in the stored order; a missing or unknown name raises.
+    A DataFrame's columns must be numeric or boolean (a string, categorical, datetime or
+    timedelta column is an error naming it and a row); a column of dtype object is taken
+    when its values are numbers or missing (:func:`_object_columns_as_floats`).  With
+    ``feature_names`` (the names stored at fit time) a DataFrame's columns are taken by
+    name, in the stored order; a missing or unknown name raises.
     With ``keep_sparse`` a SciPy sparse ``X`` is returned as a canonical CSR matrix
     (float32 kept, anything else float64; duplicates summed) instead of densified.
     ``copy=False`` (prediction, which only reads it): a C-ordered, writeable float64
@@ -684,6 +708,7 @@ def as_feature_matrix(
             X = _columns_by_name(X, names, list(feature_names))
             names = list(feature_names)
         _check_numeric_columns(X)
+        X = _object_columns_as_floats(X)
         X = X.to_numpy(dtype=np.float64, na_value=np.nan)
     elif hasattr(X, "toarray") and hasattr(X, "tocsr"):  # scipy.sparse
         _refuse_complex(X, "X")
@@ -761,24 +786,24 @@ def _refuse_strings(X: NDArray[Any]) -> None:
     """Refuse a string or bytes array, or an object array holding a string: NumPy parsed
     ``"1.5"`` silently (and ``" 1e3"``, ``"nan"``, ``b"inf"``), whereas a DataFrame's
     string column is refused; an object array of numbers (``to_numpy()`` of mixed
-    bool/float columns) is converted as before."""
+    bool/float columns) is converted as before.  An object array holding a NumPy date
+    or duration is refused too: it converted to a number that depends on its unit,
+    whereas a datetime64 array is refused."""
     if X.dtype.kind in "US":
         raise LTRInputError(f"X has dtype {X.dtype} (strings); {_TEXT_ADVICE}")
     # the types present first (at C speed; np.str_ and np.bytes_ subclass str, bytes):
     # a Python-level test of every element took ~30x the conversion of an object X
-    if (
-        X.dtype.kind == "O"
-        and X.size
-        and any(issubclass(t, str | bytes) for t in set(map(type, X.flat)))
+    if X.dtype.kind != "O" or not X.size:
+        return
+    types = set(map(type, X.flat))
+    for odd, what in (
+        (str | bytes, f"not a number (X holds strings; {_TEXT_ADVICE})"),
+        (np.datetime64 | np.timedelta64, "not a number (convert dates and durations to numbers)"),
     ):
-        is_text = np.frompyfunc(lambda v: isinstance(v, str | bytes), 1, 1)
-        hits = np.argwhere(is_text(X).astype(bool))
-        if hits.size:
-            row, col = (int(v) for v in hits[0])
-            raise LTRInputError(
-                f"feature {col} is {X[row, col]!r}: not a number (X holds strings; {_TEXT_ADVICE})",
-                row=row,
-            )
+        if any(issubclass(t, odd) for t in types):
+            is_odd = np.frompyfunc(lambda v, odd=odd: isinstance(v, odd), 1, 1)
+            row, col = (int(v) for v in np.argwhere(is_odd(X).astype(bool))[0])
+            raise LTRInputError(f"feature {col} is {X[row, col]!r}: {what}", row=row)
 
 
 def _sparse_feature_matrix(X: Any) -> Any:
@@ -981,19 +1006,137 @@ def _refuse_duplicate_names(names: Sequence[str]) -> None:
 
 
 def _check_numeric_columns(X: Any) -> None:
-    """Refuse a DataFrame column that is not numeric or boolean, naming it.  An Arrow
-    column of type null (all values null: pyarrow and polars infer it for a column of
-    Nones) is a column of missing values."""
+    """Refuse a DataFrame column that is not numeric or boolean, naming it and the row
+    of its first value (the first that is no number, for text).  An Arrow column of
+    type null (all values null: pyarrow and polars infer it for a column of Nones) is a
+    column of missing values; a NumPy object column is checked value by value
+    (:func:`_object_columns_as_floats`)."""
     for k, dtype in enumerate(X.dtypes):
         kind = getattr(dtype, "kind", "O")
-        if str(getattr(dtype, "pyarrow_dtype", "")) == "null":
+        if str(getattr(dtype, "pyarrow_dtype", "")) == "null" or _holds_numbers(dtype):
             continue
         if str(dtype) == "category" or kind not in "biuf":
+            if kind in "mM":
+                advice = "convert dates and durations to numbers first, NaT to NaN"
+            elif str(dtype) == "category":
+                advice = (
+                    "encode categories as numbers first, e.g. with .cat.codes or an OrdinalEncoder"
+                )
+            elif _is_string_dtype(dtype):
+                advice = (
+                    "encode strings as numbers first, e.g. with an OrdinalEncoder; convert "
+                    "numbers written as text with .astype(float)"
+                )
+            else:  # periods, intervals, lists, ...
+                advice = "convert the column to numbers first"
+            row, value = _first_shown_value(X.iloc[:, k], text=_is_string_dtype(dtype))
+            here = "" if row is None else f" ({value} in this row)"
             raise LTRInputError(
-                f"column {str(X.columns[k])!r} has dtype {dtype}; features must be "
-                "numeric (encode strings and categories as numbers first, e.g. "
-                "with .cat.codes or an OrdinalEncoder)"
+                f"column {str(X.columns[k])!r} has dtype {dtype}{here}; features must be "
+                f"numeric ({advice})",
+                row=row,
             )
+
+
+def _is_object_dtype(dtype: Any) -> bool:
+    """NumPy's object dtype itself (not pandas' string or categorical dtypes, whose
+    ``kind`` is "O" too)."""
+    return isinstance(dtype, np.dtype) and dtype.kind == "O"
+
+
+def _holds_numbers(dtype: Any) -> bool:
+    """A DataFrame column dtype whose values are converted one by one
+    (:func:`_object_columns_as_floats`): NumPy's object dtype, and Arrow's decimals (a
+    database's NUMERIC column, read through pyarrow: ``Decimal`` values)."""
+    arrow = str(getattr(dtype, "pyarrow_dtype", ""))
+    return _is_object_dtype(dtype) or arrow.startswith("decimal")
+
+
+def _is_string_dtype(dtype: Any) -> bool:
+    """pandas' string dtypes (``str``, ``string``, Arrow strings)."""
+    arrow = str(getattr(dtype, "pyarrow_dtype", ""))
+    return str(dtype) in ("str", "string") or arrow in ("string", "large_string", "string_view")
+
+
+def _first_shown_value(column: Any, *, text: bool) -> tuple[int | None, str]:
+    """The 0-based row and repr of a refused column's first non-missing value (with
+    ``text``, of its first value that ``float()`` does not read, if any: the cell that
+    made ``read_csv`` give a text column); (None, "") when every value is missing.
+    Only on the error path."""
+    values = column.to_numpy(dtype=object)
+    present = np.flatnonzero(~column.isna().to_numpy(dtype=bool)).tolist()
+    if not present:
+        return None, ""
+    row = present[0]
+    if text:
+        for r in present:
+            try:
+                float(values[r])
+            except (TypeError, ValueError, OverflowError):
+                row = r
+                break
+    value = values[row]
+    return row, repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _is_number_type(t: type) -> bool:
+    """Whether values of type ``t`` in an object column are numbers (or missing): any
+    real number (Python's, NumPy's, Fraction, Decimal, bool as 0 and 1), None and
+    pandas' ``<NA>``; not text, complex, dates or durations (``np.timedelta64`` is a
+    NumPy integer) or NaT."""
+    if t is type(None) or t.__name__ == "NAType":
+        return True
+    if issubclass(t, np.timedelta64 | np.datetime64):
+        return False
+    return issubclass(t, numbers.Real | np.bool_ | decimal.Decimal)
+
+
+def _object_columns_as_floats(X: Any) -> Any:
+    """A DataFrame's NumPy object columns (``.astype(object)``, a bool column with a
+    None, numbers of several Python types) as float64 columns, when every value is a
+    number or missing (:func:`_is_number_type`; None, NaN and ``<NA>`` become NaN);
+    else an LTRInputError naming the row and column of the first value that is not, or
+    that no float64 holds.  ``X`` itself is not modified; without object columns it is
+    returned as it is."""
+    objects = [k for k, dtype in enumerate(X.dtypes) if _holds_numbers(dtype)]
+    if not objects:
+        return X
+    X = X.copy(deep=False)
+    for k in objects:
+        values = X.iloc[:, k].to_numpy(dtype=object)
+        odd = {t for t in set(map(type, values)) if not _is_number_type(t)}
+        if odd:  # the types first, at C speed; a loop over the rows only to name one
+            row = next(r for r, v in enumerate(values) if type(v) in odd)
+            raise _object_value_error(X, k, row, values[row], "not a number")
+        values = _pandas_na_as_nan(values)
+        try:
+            X.isetitem(k, values.astype(np.float64))
+        except (TypeError, ValueError, OverflowError):  # 10**400, Decimal("sNaN")
+            for row, v in enumerate(values):
+                try:
+                    float(v)
+                except OverflowError:
+                    raise _object_value_error(
+                        X, k, row, v, "too large for a float64 (beyond ±1.8e308)"
+                    ) from None
+                except (TypeError, ValueError):
+                    raise _object_value_error(X, k, row, v, "not a number") from None
+            raise
+    return X
+
+
+def _object_value_error(X: Any, k: int, row: int, value: Any, problem: str) -> LTRInputError:
+    """The error for value ``value`` of row ``row`` in object column ``k`` of ``X``."""
+    name = str(X.columns[k])
+    shown = _short_repr(value.item() if isinstance(value, np.generic | np.ndarray) else value)
+    if isinstance(value, str | bytes):
+        problem += f" (column {name!r} of dtype object holds text; {_TEXT_ADVICE})"
+    elif problem == "not a number":
+        problem += (
+            f" (a {type(value).__name__}; features must be numbers: convert dates and "
+            "durations to numbers, encode other values as numbers)"
+        )
+    return LTRInputError(f"feature {k} (column {name!r}) is {shown}: {problem}", row=row)
 
 
 _ROW_IN_MESSAGE = re.compile(r"\by\[(\d+)\]")
