@@ -12,7 +12,13 @@ loads them instead of compiling again.  Where, in order of precedence:
 3. otherwise (a read-only or system-wide install) a per-user folder:
    ``$XDG_CACHE_HOME/ltrboost/numba``, default ``~/.cache/ltrboost/numba``
    (``%LOCALAPPDATA%\\ltrboost\\numba`` on Windows);
-4. when nothing is writable, kernels are compiled in every process (one warning).
+4. when nothing is writable, kernels are compiled in every process (one warning, at
+   the first compilation).
+
+Kernels are also read, never written, from those of the folders above that come before
+the one written to and exist: a container image prewarmed by ``ltrboost warmup`` when it
+was built and run read-only (or as another user) loads the kernels it holds, and only
+the missing ones compile (see ``_prewarmed_caches``).
 
 Where Numba cannot use the chosen folder for some module's kernels (a sub-folder made
 by another user, a file in its place) it caches them in a folder of its own choice,
@@ -42,7 +48,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import numba
 import numpy as np
@@ -232,25 +238,33 @@ def cache_location() -> str:
         return os.path.abspath(numba.config.CACHE_DIR)
     if _CACHE_DIR is not None:
         return _CACHE_DIR
+    return _package_cache()
+
+
+def _package_cache() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
 
 
 def cache_note() -> str:
     """How this process caches kernels, for the compile notice: ``first run only;
     cached in FOLDER``,
-    naming an unwritable ``NUMBA_CACHE_DIR`` that was passed over and a folder Numba
-    fell back to, or ``not cached`` when no folder is writable or a write failed."""
-    if _warned_uncached:
-        return "not cached: no writable folder, every process compiles"
+    naming an unwritable ``NUMBA_CACHE_DIR`` that was passed over, a folder Numba
+    fell back to and the read-only folders prewarmed kernels were loaded from, or
+    ``not cached`` when no folder is writable or a write failed."""
+    prewarmed = ""
+    if _PREWARMED_USED:
+        prewarmed = f"; prewarmed kernels loaded from {', '.join(_PREWARMED_USED)} (read-only)"
+    if _warned_uncached or _UNCACHED_REASON is not None:
+        return "not cached: no writable folder, every process compiles" + prewarmed
     if _CACHE_WRITE_ERROR is not None:
-        return f"not cached: {_CACHE_WRITE_ERROR}"
+        return f"not cached: {_CACHE_WRITE_ERROR}" + prewarmed
     note = f"first run only; cached in {cache_location()}"
     if _FALLBACK_CACHE is not None:
         intended, used = _FALLBACK_CACHE
         note += f" and {used} ({intended} is not writable)"
     if _UNUSABLE_NUMBA_CACHE_DIR is not None:
         note += f"; NUMBA_CACHE_DIR={_UNUSABLE_NUMBA_CACHE_DIR} is not writable"
-    return note
+    return note + prewarmed
 
 
 def cache_problem() -> str | None:
@@ -275,18 +289,149 @@ def _preset(**options: Any) -> Callable[[Callable], Any]:
         if _CACHE_DIR is not None:
             numba.config.CACHE_DIR = _CACHE_DIR
         try:
-            dispatcher = _wait_for_cache_entries(cached(fn))
+            dispatcher = cached(fn)
             _check_cache_folder(dispatcher, fn)
-            return dispatcher
         except RuntimeError as e:  # "no locator available": nothing is writable
             if "locator" not in str(e):
                 raise
-            _warn_uncached(_unwritable_reason(fn) or str(e))
-            return uncached(fn)
+            dispatcher = uncached(fn)
+            # warned at the first compilation, if any: prewarmed kernels may all load
+            dispatcher._cache = _UnwritableCache(_unwritable_reason(fn) or str(e))
         finally:
             numba.config.CACHE_DIR = saved
+        prewarmed = _prewarmed_caches(fn, dispatcher._cache.cache_path)
+        return _wait_for_cache_entries(dispatcher, prewarmed)
 
     return decorate
+
+
+# ------------------------------------------------ prewarmed, read-only cache folders
+# A container image runs ``ltrboost warmup`` when it is built and then runs read-only
+# (or as another user): Numba's locators refuse a folder they cannot write, so the
+# kernels compiled at build time were never looked at.  Each kernel therefore also
+# reads from the folders that come before the one it writes (README's order:
+# NUMBA_CACHE_DIR, the package's __pycache__, the user folder) and exist: loaded
+# through Numba's own cache (its index checks the Numba version, the source file's
+# hash, the CPU), never written.  Where a kernel writes to the first of them (the usual
+# case) there is nothing more to read and nothing is looked at.
+
+# the prewarmed folders (the top folder of each kind) that kernels were loaded from
+_PREWARMED_USED: list[str] = []
+
+
+def _in_tree(py_file: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(py_file)), "__pycache__")
+
+
+def _read_only_cache_class(root: str | None) -> type:
+    """Numba's ``FunctionCache`` reading the kernels of ``root`` (Numba's layout for
+    ``NUMBA_CACHE_DIR``; None: the module's own ``__pycache__``) without writing:
+    a locator that only needs the folder to exist, in place of Numba's, which needs it
+    writable (``numba.core.caching``: ``_CacheLocator``, ``CacheImpl._locator_classes``)."""
+    cls = _READ_ONLY_CACHES.get(root)
+    if cls is not None:
+        return cls
+    from numba.core import caching
+
+    class ReadOnlyLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+        def __init__(self, py_func: Any, py_file: str) -> None:
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+            if root is None:
+                self._cache_path = _in_tree(py_file)
+            else:
+                sub = self.get_suitable_cache_subpath(py_file)
+                self._cache_path = os.path.join(root, sub)
+
+        def get_cache_path(self) -> str:
+            return self._cache_path
+
+        def ensure_cache_path(self) -> None:  # read only: the folder must exist
+            if not os.path.isdir(self._cache_path):
+                raise FileNotFoundError(self._cache_path)
+
+    class ReadOnlyImpl(caching.CompileResultCacheImpl):
+        _locator_classes: ClassVar[list[type]] = [ReadOnlyLocator]
+
+    class ReadOnlyCache(caching.FunctionCache):
+        _impl_class = ReadOnlyImpl
+        folder = root if root is not None else _package_cache()
+
+        def save_overload(self, sig: Any, data: Any) -> None:
+            pass
+
+        def flush(self) -> None:
+            pass
+
+    _READ_ONLY_CACHES[root] = ReadOnlyCache
+    return ReadOnlyCache
+
+
+_READ_ONLY_CACHES: dict[str | None, type] = {}
+
+
+def _prewarmed_caches(fn: Callable, written: str | None) -> list[Any]:
+    """Read-only Numba caches of ``fn`` in the folders before ``written`` (the folder
+    its kernels are written to; None: none) that exist, in README's order."""
+    if getattr(numba.config, "CACHE_LOCATOR_CLASSES", ""):
+        return []  # the user chose Numba's locators (NUMBA_CACHE_LOCATOR_CLASSES)
+    try:
+        from numba.core.caching import _CacheLocator
+
+        py_file = inspect.getfile(fn)
+        sub = _CacheLocator.get_suitable_cache_subpath(py_file)
+    except Exception:  # Numba's private API differs: compile as before
+        return []
+    roots: list[str | None] = []
+    if numba.config.CACHE_DIR:
+        roots.append(os.path.abspath(numba.config.CACHE_DIR))
+    roots += [None, user_cache_dir()]
+    written = os.path.abspath(written) if written else None
+    caches: list[Any] = []
+    seen: set[str] = set()
+    for root in roots:
+        path = _in_tree(py_file) if root is None else os.path.join(root, sub)
+        if path == written:
+            break
+        if path in seen or not os.path.isdir(path):
+            continue
+        seen.add(path)
+        with contextlib.suppress(Exception):  # gone meanwhile, Numba's private API
+            caches.append(_read_only_cache_class(root)(fn))
+    return caches
+
+
+# why ltrboost's kernels have no writable cache folder (set when they are decorated)
+_UNCACHED_REASON: str | None = None
+
+
+class _UnwritableCache:
+    """The cache of a kernel with no writable folder: nothing to load (prewarmed
+    folders are read first) and a compilation is not kept: one warning per process, at
+    the first compilation (a process that loads every kernel says nothing)."""
+
+    cache_path = None
+
+    def __init__(self, reason: str) -> None:
+        global _UNCACHED_REASON
+        self.reason = reason
+        if _UNCACHED_REASON is None:
+            _UNCACHED_REASON = reason
+
+    def load_overload(self, sig: Any, target_context: Any) -> None:
+        return None
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        _warn_uncached(self.reason)
+
+    def enable(self) -> None:
+        pass
+
+    def disable(self) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
 
 
 # ------------------------------------------------ cache entries another process is compiling
@@ -368,8 +513,9 @@ def set_cache_waiter(waiter: Callable[[str], bool] | None) -> None:
     _cache_waiter = waiter
 
 
-def _wait_for_cache_entries(dispatcher: Any) -> Any:
-    """Make ``dispatcher``'s cache lookup, on a miss, wait for the kernel another process
+def _wait_for_cache_entries(dispatcher: Any, prewarmed: list[Any] | tuple = ()) -> Any:
+    """Make ``dispatcher``'s cache lookup read the ``prewarmed`` read-only caches first
+    (:func:`_prewarmed_caches`) and, on a miss, wait for the kernel another process
     is compiling right now and look again (instead of compiling it a second time).
 
     Numba's ``Dispatcher.compile`` asks ``dispatcher._cache.load_overload`` before it
@@ -383,6 +529,12 @@ def _wait_for_cache_entries(dispatcher: Any) -> Any:
         return dispatcher
 
     def load_overload(sig: Any, target_context: Any) -> Any:
+        for ro in prewarmed:
+            result = _load_or_forget(ro, ro.load_overload, sig, target_context, name, False)
+            if result is not None:
+                if ro.folder not in _PREWARMED_USED:
+                    _PREWARMED_USED.append(ro.folder)
+                return result
         result = _load_or_forget(cache, load, sig, target_context, name)
         waiter = _cache_waiter
         if result is None and waiter is not None and waiter(name):
@@ -390,6 +542,7 @@ def _wait_for_cache_entries(dispatcher: Any) -> Any:
         return result
 
     cache.load_overload = load_overload
+    cache.prewarmed = list(prewarmed)  # for ltrboost._warmup's look at the index files
     save = getattr(cache, "save_overload", None)
     if save is not None:
 
@@ -425,17 +578,20 @@ def _save_or_warn(cache: Any, save: Callable, sig: Any, data: Any) -> None:
             )
 
 
-def _load_or_forget(cache: Any, load: Callable, sig: Any, target_context: Any, name: str) -> Any:
+def _load_or_forget(
+    cache: Any, load: Callable, sig: Any, target_context: Any, name: str, forget: bool = True
+) -> Any:
     """Numba's cache lookup; a damaged entry (a truncated or empty ``.nbi``/``.nbc``
     file: Numba raises from unpickling it) counts as a miss, and its index file is
-    removed so that the compilation that follows writes a fresh one (Numba's save reads
-    the index first and would fail on it too).  The cache only saves time: a damaged
-    file must never stop a command."""
+    removed (unless not ``forget``: a prewarmed read-only folder) so that the
+    compilation that follows writes a fresh one (Numba's save reads the index first and
+    would fail on it too).  The cache only saves time: a damaged file must never stop a
+    command."""
     try:
         return load(sig, target_context)
     except Exception as e:  # pickle, EOF, zlib, attribute errors from a bad file
         index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
-        if index is not None:
+        if index is not None and forget:
             with contextlib.suppress(OSError):
                 os.remove(index)
         warnings.warn(

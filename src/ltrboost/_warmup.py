@@ -379,18 +379,20 @@ def _read_cfs_quota(folder: str) -> float:
 
 
 def _first_kernel_uncached(profile: str) -> bool:
-    """True when the kernel cache holds nothing for the first kernel ``profile``
-    compiles (the reader, for every profile): a cold cache, seen before the command
+    """True when the kernel cache (and any prewarmed read-only folder,
+    :func:`ltrboost._numba._prewarmed_caches`) holds nothing for the first kernel
+    ``profile`` compiles (the reader, for every profile): a cold cache, seen before the command
     compiles anything, so the helper can start while the command imports and reads its
     data.  False when not known (Numba's private cache API changed): the helper then
     starts at the first compilation, as it always may."""
     try:
         module, name, _ = load_manifest()[profile][0]
         dispatcher = getattr(importlib.import_module(module), name)
-        index = dispatcher._cache._cache_file._index_path
+        caches = [dispatcher._cache, *getattr(dispatcher._cache, "prewarmed", ())]
+        indexes = [c._cache_file._index_path for c in caches]
     except Exception:
         return False
-    return not os.path.exists(index)
+    return not any(os.path.exists(index) for index in indexes)
 
 
 def _can_fork() -> bool:
@@ -555,7 +557,7 @@ class BackgroundCompile:
         self._started = True
         from ltrboost import _numba
 
-        if _numba._warned_uncached:  # no kernel cache to share
+        if _numba._warned_uncached or _numba._UNCACHED_REASON is not None:  # nothing to share
             return
         if _switch() == "auto" and not _core_to_spare():
             return

@@ -2546,9 +2546,14 @@ def cmd_warmup(args: argparse.Namespace) -> int:
             "(or XDG_CACHE_HOME) at a writable folder"
         )
     where = cache_location()
+    if _numba._UNCACHED_REASON is not None:  # every kernel was loaded (else: problem)
+        where = "no writable folder"
     passed_over = _numba._UNUSABLE_NUMBA_CACHE_DIR
-    if passed_over is not None:  # a container build's persisted folder, silently unused
+    prewarmed = _numba._PREWARMED_USED
+    if passed_over is not None and passed_over not in prewarmed:
         where += f" (NUMBA_CACHE_DIR={passed_over} is not writable: passed over)"
+    if prewarmed:  # a read-only image prewarmed when it was built
+        where = f"{', '.join(prewarmed)} (read-only, prewarmed); new kernels: {where}"
     print(f"kernel cache: {where}", file=sys.stderr)
     return 0
 
