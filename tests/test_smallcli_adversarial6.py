@@ -9,9 +9,11 @@ from __future__ import annotations
 import csv
 import json
 
+import numpy as np
 import pytest
 
 from ltrboost.experiment import find_folds, run_experiment
+from test_cli import assert_one_line_error as one_line_error
 from test_cli import run
 
 ARGS = ["--max-trees", "2", "--min-samples-leaf", "2", "--n-threads", "1", "--quiet"]
@@ -91,3 +93,46 @@ def test_qbrank_report_lists_fold2_before_fold10(tmp_path, write_letor_folds, ca
     with open(out / "dcg5.csv") as f:
         rows = [r for r in csv.DictReader(f) if r["run"] == "ranksvm_p2"]
     assert [r["fold"] for r in rows] == ["Fold2", "Fold10"]
+
+
+# ------------------------------------------------------- 2. cv: the fold in errors
+def _graded(path, n_queries=6):
+    """Grades 0-2, and 0-3 in query 1 alone: a fold without query 1 in training has
+    no grade 3."""
+    rng = np.random.default_rng(3)
+    path.write_text(
+        "".join(
+            f"{(d % 4) if q == 1 else (d % 3)} qid:{q} 1:{rng.random():.3f} 2:{rng.random():.3f}\n"
+            for q in range(1, n_queries + 1)
+            for d in range(5)
+        )
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--lambda-metric", "map", "--relevance-threshold", "3"],
+         "--relevance-threshold=3 counts no training document relevant"),
+        (["--objective", "logistic_rank", "--positive-threshold", "3"],
+         "--positive-threshold=3 makes every training document negative"),
+    ],
+)  # fmt: skip
+def test_cv_error_inside_a_fold_names_the_fold(tmp_path, capsys, flags, says):
+    """The fold whose training queries lack grade 3 failed with the parameter's error
+    alone: which fold, of how many, was not said (its warnings say ``fold 2/3: ``)."""
+    from ltrboost.cli import query_folds
+    from ltrboost.io.letor import load_svmlight
+
+    data = _graded(tmp_path / "g.txt")
+    rc, _, err = run(["cv", data, "--folds", "3", *flags, *FAST], capsys)
+    qid = load_svmlight(str(data)).qid
+    k = int(query_folds(qid, 3, 0)[qid == 1][0])
+    line = one_line_error(rc, err.replace(_warnings(err), ""), says)
+    assert line.startswith(f"ltrboost: error: fold {k + 1}/3: --"), line
+    assert "_threshold" not in line, line
+
+
+def _warnings(err: str) -> str:
+    return "".join(s + "\n" for s in err.splitlines() if s.startswith("ltrboost: warning:"))
