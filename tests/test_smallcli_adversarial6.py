@@ -136,3 +136,88 @@ def test_cv_error_inside_a_fold_names_the_fold(tmp_path, capsys, flags, says):
 
 def _warnings(err: str) -> str:
     return "".join(s + "\n" for s in err.splitlines() if s.startswith("ltrboost: warning:"))
+
+
+# --------------------------------------------- 3. one spelling per reader (RankLib)
+def _nan_model():
+    from ltrboost.booster import train
+    from ltrboost.dataset import make_dataset
+    from ltrboost.params import BoosterParams
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    X[rng.random(200) < 0.3, 0] = np.nan
+    y = (np.nan_to_num(X[:, 0], nan=3.0) > 0.5).astype(float) + (X[:, 1] > 0)
+    qid = np.repeat(np.arange(20), 10)
+    params = BoosterParams(n_estimators=3, max_leaf_nodes=4, min_samples_leaf=5, n_threads=1)
+    return train(params, make_dataset(X, y, qid=qid))
+
+
+def test_ranklib_refusal_in_python_names_the_parameter_only():
+    """The refusal said "pass assume_no_missing=True / --assume-no-missing": a Python
+    caller has no flag."""
+    from ltrboost.export import ExportError, export_bytes
+
+    with pytest.raises(ExportError) as e:
+        export_bytes(_nan_model(), "ranklib")
+    msg = str(e.value)
+    assert "assume_no_missing=True" in msg
+    assert "--" not in msg, msg
+    assert "\n" not in msg
+
+
+def test_ranklib_refusal_on_the_cli_names_the_flag_only(tmp_path, capsys):
+    """... and ``ltrboost export`` printed the same, a Python keyword its user cannot
+    give; now ``--assume-no-missing`` and ``--format xgboost-dump`` alone."""
+    model = tmp_path / "m.json"
+    _nan_model().save_model(str(model))
+    out = tmp_path / "m.xml"
+    rc, _, err = run(["export", model, "-f", "ranklib", "-o", out], capsys)
+    line = one_line_error(rc, err, "--assume-no-missing", "--format xgboost-dump")
+    assert "assume_no_missing" not in line, line
+    assert "format 'xgboost-dump'" not in line, line
+    assert not out.exists()
+
+
+def test_feature_name_refusal_names_one_spelling(tmp_path, capsys):
+    """A feature name the format's consumer rejects: "pass other names (feature_names=,
+    or --feature-names FILE)" to both readers."""
+    from ltrboost.export import ExportError, export_bytes
+
+    booster = _nan_model()
+    with pytest.raises(ExportError) as e:
+        export_bytes(booster, "lightgbm", ["a", "b:{", "c"])
+    assert "feature_names=" in str(e.value)
+    assert "--feature-names" not in str(e.value)
+    model, names = tmp_path / "m.json", tmp_path / "names.txt"
+    booster.save_model(str(model))
+    names.write_text("a\nb:{\nc\n")
+    out = tmp_path / "m.txt"
+    rc, _, err = run(
+        ["export", model, "-f", "lightgbm", "-o", out, "--feature-names", names], capsys
+    )
+    line = one_line_error(rc, err, "--feature-names")
+    assert "feature_names=" not in line, line
+    assert not out.exists()
+
+
+def test_feature_name_with_a_space_names_one_spelling(tmp_path, capsys):
+    """A feature name with whitespace: the same "(feature_names=, or --feature-names
+    FILE)" to both readers."""
+    from ltrboost.export import ExportError, export_bytes
+
+    booster = _nan_model()
+    with pytest.raises(ExportError) as e:
+        export_bytes(booster, "xgboost", ["a", "b c", "d"])
+    assert "feature_names=" in str(e.value)
+    assert "--feature-names" not in str(e.value)
+    model, names = tmp_path / "m.json", tmp_path / "names.txt"
+    booster.save_model(str(model))
+    names.write_text("a\nb c\nd\n")
+    out = tmp_path / "m.json.out"
+    rc, _, err = run(
+        ["export", model, "-f", "xgboost", "-o", out, "--feature-names", names], capsys
+    )
+    line = one_line_error(rc, err, "--feature-names FILE", "'b c'")
+    assert "feature_names=" not in line, line
+    assert not out.exists()

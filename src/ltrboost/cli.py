@@ -1029,13 +1029,18 @@ def _error_as_flags(e: Exception) -> str:
     """The message of ``e``; a :class:`~ltrboost.params.ParameterError` names the
     training parameters by their flags (an input error's location kept as it is), as
     does a :class:`~ltrboost._checks.NonFiniteTrainingError`'s list of likely causes
-    (``learning_rate=1e+300`` was the Python keyword)."""
+    (``learning_rate=1e+300`` was the Python keyword), and an
+    :class:`~ltrboost.export.ExportError` by its ``cli_message`` (``--assume-no-missing``
+    where Python reads ``assume_no_missing=True``)."""
     from ltrboost._checks import NonFiniteTrainingError
     from ltrboost.dataset import LTRInputError
+    from ltrboost.export._trees import ExportError
     from ltrboost.params import ParameterError
 
     if isinstance(e, NonFiniteTrainingError):
         return _params_as_flags(str(e), bare=True)
+    if isinstance(e, ExportError):
+        return e.cli_message
     if not isinstance(e, ParameterError):
         return str(e)
     if isinstance(e, LTRInputError):  # the path is the user's, not a parameter
