@@ -221,3 +221,30 @@ def test_feature_name_with_a_space_names_one_spelling(tmp_path, capsys):
     line = one_line_error(rc, err, "--feature-names FILE", "'b c'")
     assert "feature_names=" not in line, line
     assert not out.exists()
+
+
+# ------------------------------------------- 4. cv / experiment flags, adversarially
+@pytest.mark.parametrize("below", ["", "sub"])
+@pytest.mark.parametrize("protocol", ["xia", "qbrank"])
+def test_experiment_output_that_is_a_file_names_output(tmp_path, capsys, protocol, below):
+    """``-o FILE`` said "FILE/cells: Not a directory" (``-o FILE/sub``: "FILE/sub: Not a
+    directory"), naming neither --output nor the file in the way; the file is kept."""
+    root = tmp_path / "data"
+    (root / "Fold1").mkdir(parents=True)
+    for name in ("train.txt", "vali.txt", "test.txt"):
+        (root / "Fold1" / name).write_text("1 qid:1 1:0.5\n0 qid:1 1:0.1\n")
+    taken = tmp_path / "report"
+    taken.write_text("mine\n")
+    out = taken / below if below else taken
+    rc, _, err = run(["experiment", root, "-o", out, "--protocol", protocol, *ARGS], capsys)
+    line = one_line_error(rc, err, "--output", "a file, not a folder")
+    if below:
+        assert f"({taken} is a file)" in line, line
+    assert taken.read_text() == "mine\n"
+
+
+def test_run_experiment_output_that_is_a_file_names_the_parameter(tmp_path):
+    taken = tmp_path / "report"
+    taken.write_text("mine\n")
+    with pytest.raises(ValueError, match=r"^output='.*report' names a file, not a folder"):
+        run_experiment(str(tmp_path / "nowhere"), str(taken))

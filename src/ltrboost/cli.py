@@ -2932,6 +2932,7 @@ _EXPERIMENT_FLAGS = {
     "min_samples_leaf": "--min-samples-leaf",
     "n_threads": "--n-threads",
     "pair_method": "--ranknet-pair-method",
+    "output": "--output",
 }
 
 

@@ -144,6 +144,17 @@ def check_report_folder(output: str, protocol: str = "xia") -> None:
     write ``table.md``: the first report was replaced, the folder a mix of both)."""
     if not os.fspath(output):
         raise ValueError("the report folder (--output) is an empty path; give a folder name")
+    # a file where the folder (or one above it) would be: makedirs' "cells: Not a
+    # directory" named neither the option nor the file in the way
+    p = os.path.abspath(output)
+    while not os.path.lexists(p) and os.path.dirname(p) != p:
+        p = os.path.dirname(p)
+    if os.path.lexists(p) and not os.path.isdir(p):
+        where = "" if p == os.path.abspath(output) else f" ({p} is a file)"
+        raise ValueError(
+            f"output={os.fspath(output)!r} names a file, not a folder{where}: the report "
+            "is a folder of files; give a folder"
+        )
     for other, mark in REPORT_MARKS.items():
         if other != protocol and os.path.isdir(os.path.join(output, mark)):
             raise ValueError(
