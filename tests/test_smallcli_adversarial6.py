@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 
+from ltrboost.cli import main
 from ltrboost.experiment import find_folds, run_experiment
 from test_cli import assert_one_line_error as one_line_error
 from test_cli import run
@@ -248,3 +249,23 @@ def test_run_experiment_output_that_is_a_file_names_the_parameter(tmp_path):
     taken.write_text("mine\n")
     with pytest.raises(ValueError, match=r"^output='.*report' names a file, not a folder"):
         run_experiment(str(tmp_path / "nowhere"), str(taken))
+
+
+@pytest.mark.parametrize("command", ["cv", "train"])
+def test_seed_points_at_random_state(tmp_path, capsys, command):
+    """``cv --seed 3`` offered nothing and ``train --seed 3`` "did you mean --unbiased?";
+    the seed flag is --random-state."""
+    with pytest.raises(SystemExit) as exc:
+        main([command, str(tmp_path / "absent.txt"), "--seed", "3"])
+    err = capsys.readouterr().err
+    line = one_line_error(exc.value.code, err, "unrecognized arguments: --seed 3")
+    assert "did you mean --random-state?" in line, line
+
+
+def test_seed_on_experiment_offers_no_flag_it_lacks(tmp_path, capsys):
+    """experiment has no seed flag: nothing is offered."""
+    with pytest.raises(SystemExit) as exc:
+        main(["experiment", str(tmp_path), "--seed", "3"])
+    err = capsys.readouterr().err
+    line = one_line_error(exc.value.code, err, "unrecognized arguments: --seed 3")
+    assert "did you mean" not in line, line

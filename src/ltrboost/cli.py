@@ -266,11 +266,17 @@ class _Parser(argparse.ArgumentParser):
         return namespace
 
 
+# Other libraries' names of a flag, which no spelling distance finds: `train --seed 3`
+# was asked "did you mean --unbiased?", `cv --seed 3` nothing
+_FLAG_SYNONYMS = {"--seed": "--random-state"}
+
+
 def _close_flag(parser: argparse.ArgumentParser, extras: list[str]) -> str:
     """``; did you mean --n-estimators?`` for the first unknown flag of ``extras`` that
-    is a prefix of a flag of ``parser`` (flags are never abbreviated; two or three such
-    flags are all named) or close to one; hidden flags (a deprecated alias, cv's refused
-    ones) are never offered."""
+    is another library's name of a flag of ``parser`` (``--seed``: ``--random-state``),
+    a prefix of one (flags are never abbreviated; two or three such flags are all
+    named) or close to one; hidden flags (a deprecated alias, cv's refused ones) are
+    never offered."""
     flags = [
         o
         for a in parser._actions
@@ -284,6 +290,8 @@ def _close_flag(parser: argparse.ArgumentParser, extras: list[str]) -> str:
         if not word.startswith("--"):
             continue
         given = word.split("=", 1)[0]
+        if _FLAG_SYNONYMS.get(given) in flags:
+            return f"; did you mean {_FLAG_SYNONYMS[given]}?"
         longer = [f for f in flags if f.startswith(given)]
         if 1 < len(longer) <= 3:  # `--n`: --n-estimators or --n-threads
             return f"; did you mean {', '.join(longer[:-1])} or {longer[-1]}?"
