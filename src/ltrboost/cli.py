@@ -266,11 +266,17 @@ class _Parser(argparse.ArgumentParser):
         return namespace
 
 
+# Other libraries' names of a flag, which no spelling distance finds: `train --seed 3`
+# was asked "did you mean --unbiased?", `cv --seed 3` nothing
+_FLAG_SYNONYMS = {"--seed": "--random-state"}
+
+
 def _close_flag(parser: argparse.ArgumentParser, extras: list[str]) -> str:
     """``; did you mean --n-estimators?`` for the first unknown flag of ``extras`` that
-    is a prefix of a flag of ``parser`` (flags are never abbreviated; two or three such
-    flags are all named) or close to one; hidden flags (a deprecated alias, cv's refused
-    ones) are never offered."""
+    is another library's name of a flag of ``parser`` (``--seed``: ``--random-state``),
+    a prefix of one (flags are never abbreviated; two or three such flags are all
+    named) or close to one; hidden flags (a deprecated alias, cv's refused ones) are
+    never offered."""
     flags = [
         o
         for a in parser._actions
@@ -284,6 +290,8 @@ def _close_flag(parser: argparse.ArgumentParser, extras: list[str]) -> str:
         if not word.startswith("--"):
             continue
         given = word.split("=", 1)[0]
+        if _FLAG_SYNONYMS.get(given) in flags:
+            return f"; did you mean {_FLAG_SYNONYMS[given]}?"
         longer = [f for f in flags if f.startswith(given)]
         if 1 < len(longer) <= 3:  # `--n`: --n-estimators or --n-threads
             return f"; did you mean {', '.join(longer[:-1])} or {longer[-1]}?"
@@ -1042,13 +1050,18 @@ def _error_as_flags(e: Exception) -> str:
     """The message of ``e``; a :class:`~ltrboost.params.ParameterError` names the
     training parameters by their flags (an input error's location kept as it is), as
     does a :class:`~ltrboost._checks.NonFiniteTrainingError`'s list of likely causes
-    (``learning_rate=1e+300`` was the Python keyword)."""
+    (``learning_rate=1e+300`` was the Python keyword), and an
+    :class:`~ltrboost.export.ExportError` by its ``cli_message`` (``--assume-no-missing``
+    where Python reads ``assume_no_missing=True``)."""
     from ltrboost._checks import NonFiniteTrainingError
     from ltrboost.dataset import LTRInputError
+    from ltrboost.export._trees import ExportError
     from ltrboost.params import ParameterError
 
     if isinstance(e, NonFiniteTrainingError):
         return _params_as_flags(str(e), bare=True)
+    if isinstance(e, ExportError):
+        return e.cli_message
     if not isinstance(e, ParameterError):
         return str(e)
     if isinstance(e, LTRInputError):  # the path is the user's, not a parameter
@@ -2313,42 +2326,45 @@ def cmd_cv(args: argparse.Namespace) -> int:
         warnings.warn(flat, ParameterWarning, stacklevel=1)
     per_fold = []
     for k in range(args.folds):
-        test = folds == k
-        tr = make_dataset(data.X[~test], data.y[~test], qid=data.qid[~test])
-        te = make_dataset(data.X[test], data.y[test], qid=data.qid[test])
-        for part, rows in ((tr, ~test), (te, test)):
-            part.source = ds.source
-            lines = data.lines[rows]
-            part.row_lines = lines if part.order is None else lines[part.order]
-        if flat is None:
-            where = f"the fold's test queries of {args.data}"
-            fold_flat = threshold_separates_nothing(metrics, options, te.y, where)
-            if fold_flat is not None:
-                msg = f"fold {k + 1}/{args.folds}: {fold_flat}"
-                warnings.warn(msg, ParameterWarning, stacklevel=1)
-        bar = None
-        if not args.quiet:  # as train's, the fold in its text (the notice takes the left)
-            bar = _progress_bar(params, getattr(args, "compile_notice", None))
-            if bar is not None:
-                bar.bar.set_postfix_str(f"fold {k + 1}/{args.folds}", refresh=False)
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                booster = train(params, tr, callbacks=[] if bar is None else [bar])
-        finally:
-            if bar is not None:
-                bar.close()
-        for text in dict.fromkeys(str(w.message) for w in caught if str(w.message) not in said):
-            category = next(w.category for w in caught if str(w.message) == text)
-            warnings.warn(f"fold {k + 1}/{args.folds}: {text}", category, stacklevel=1)
-        with rows_located(te):
-            res = evaluate(booster.predict(te.X), te.y, te.query_offsets, metrics, **options)
-        res["n_queries"] = te.n_queries
-        per_fold.append(res)
-        if not args.json:
-            cells = "  ".join(f"{m}={res[m]:.4f}" for m in metrics)
-            n_q = f"{te.n_queries} {'query' if te.n_queries == 1 else 'queries'}"
-            print(f"fold {k + 1}/{args.folds}: {cells}  ({n_q})")
+        # an error of one fold's data (its training queries lack the grade a threshold
+        # needs) says which fold, as its warnings and its result line do
+        with _fold_errors(k, args.folds):
+            test = folds == k
+            tr = make_dataset(data.X[~test], data.y[~test], qid=data.qid[~test])
+            te = make_dataset(data.X[test], data.y[test], qid=data.qid[test])
+            for part, rows in ((tr, ~test), (te, test)):
+                part.source = ds.source
+                lines = data.lines[rows]
+                part.row_lines = lines if part.order is None else lines[part.order]
+            if flat is None:
+                where = f"the fold's test queries of {args.data}"
+                fold_flat = threshold_separates_nothing(metrics, options, te.y, where)
+                if fold_flat is not None:
+                    msg = f"fold {k + 1}/{args.folds}: {fold_flat}"
+                    warnings.warn(msg, ParameterWarning, stacklevel=1)
+            bar = None
+            if not args.quiet:  # as train's, the fold in its text (the notice takes the left)
+                bar = _progress_bar(params, getattr(args, "compile_notice", None))
+                if bar is not None:
+                    bar.bar.set_postfix_str(f"fold {k + 1}/{args.folds}", refresh=False)
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    booster = train(params, tr, callbacks=[] if bar is None else [bar])
+            finally:
+                if bar is not None:
+                    bar.close()
+            for text in dict.fromkeys(str(w.message) for w in caught if str(w.message) not in said):
+                category = next(w.category for w in caught if str(w.message) == text)
+                warnings.warn(f"fold {k + 1}/{args.folds}: {text}", category, stacklevel=1)
+            with rows_located(te):
+                res = evaluate(booster.predict(te.X), te.y, te.query_offsets, metrics, **options)
+            res["n_queries"] = te.n_queries
+            per_fold.append(res)
+            if not args.json:
+                cells = "  ".join(f"{m}={res[m]:.4f}" for m in metrics)
+                n_q = f"{te.n_queries} {'query' if te.n_queries == 1 else 'queries'}"
+                print(f"fold {k + 1}/{args.folds}: {cells}  ({n_q})")
     summary = {
         m: {
             "mean": float(np.mean([r[m] for r in per_fold])),
@@ -2362,6 +2378,17 @@ def cmd_cv(args: argparse.Namespace) -> int:
     for m, v in summary.items():
         print(f"{m}: {v['mean']:.4f} +- {v['std']:.4f} over {args.folds} query folds")
     return 0
+
+
+@contextlib.contextmanager
+def _fold_errors(k: int, n_folds: int):
+    """An error inside cv's fold ``k`` (0-based) as ``fold 2/5: ...``, the parameters
+    it names spelled as their flags: the fold whose training queries lack grade 3 said
+    only "--relevance-threshold=3 counts no training document relevant"."""
+    try:
+        yield
+    except ValueError as e:
+        raise ValueError(f"fold {k + 1}/{n_folds}: {_error_as_flags(e)}") from None
 
 
 def query_folds(qid, n_folds: int, random_state: int, source: str = "the data"):
@@ -3029,6 +3056,7 @@ _EXPERIMENT_FLAGS = {
     "min_samples_leaf": "--min-samples-leaf",
     "n_threads": "--n-threads",
     "pair_method": "--ranknet-pair-method",
+    "output": "--output",
 }
 
 

@@ -47,6 +47,7 @@ import io
 import itertools
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -86,17 +87,33 @@ def rate_text(lr: float) -> str:
     return short if float(short) == lr else repr(float(lr))
 
 
+def fold_sort_key(name: str) -> tuple:
+    """Sort key of a fold's name in natural order, its numbers as numbers: ``Fold2``
+    before ``Fold10`` (as text, a 10-fold set ran and was reported as Fold1, Fold10,
+    Fold2, ...).  Only ASCII digits count as a number; equal numbers written
+    differently (``Fold01``, ``Fold1``) keep a fixed order by their text."""
+    parts = re.split(r"([0-9]+)", name)
+    # odd positions are the numbers: text and numbers alternate, so two keys compare
+    # text with text and numbers with numbers
+    return (tuple(int(p) if k % 2 else p for k, p in enumerate(parts)), name)
+
+
 def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     """(fold name, train, vali, test) for each ``Fold*`` or ``Seed*`` (or the folder
-    itself).  A fold folder holding some of the three files but not all is an error
-    (an interrupted copy must not shrink the mean over folds unseen); one holding none
-    is not a fold."""
+    itself), in the natural order of their names (:func:`fold_sort_key`).  A fold
+    folder holding some of the three files but not all is an error (an interrupted
+    copy must not shrink the mean over folds unseen); one holding none is not a
+    fold."""
     folds = []
     # escaped: a folder named like a pattern ("runs[1]") is searched as named
     base = glob.escape(folder)
+
+    def in_order(paths: list[str]) -> list[str]:
+        return sorted(paths, key=lambda p: fold_sort_key(os.path.basename(p)))
+
     candidates = (
-        sorted(glob.glob(os.path.join(base, "Fold*")))
-        or sorted(glob.glob(os.path.join(base, "Seed*")))
+        in_order(glob.glob(os.path.join(base, "Fold*")))
+        or in_order(glob.glob(os.path.join(base, "Seed*")))
         or [folder]
     )
     for d in candidates:
@@ -127,6 +144,17 @@ def check_report_folder(output: str, protocol: str = "xia") -> None:
     write ``table.md``: the first report was replaced, the folder a mix of both)."""
     if not os.fspath(output):
         raise ValueError("the report folder (--output) is an empty path; give a folder name")
+    # a file where the folder (or one above it) would be: makedirs' "cells: Not a
+    # directory" named neither the option nor the file in the way
+    p = os.path.abspath(output)
+    while not os.path.lexists(p) and os.path.dirname(p) != p:
+        p = os.path.dirname(p)
+    if os.path.lexists(p) and not os.path.isdir(p):
+        where = "" if p == os.path.abspath(output) else f" ({p} is a file)"
+        raise ValueError(
+            f"output={os.fspath(output)!r} names a file, not a folder{where}: the report "
+            "is a folder of files; give a folder"
+        )
     for other, mark in REPORT_MARKS.items():
         if other != protocol and os.path.isdir(os.path.join(output, mark)):
             raise ValueError(
@@ -852,7 +880,7 @@ def paired_test(results: dict, metrics: Sequence[str] = METRICS, tie: float = 0.
             by_fold: dict[str, list[float]] = {}
             for (fold, _, _), v in zip(units, d, strict=True):
                 by_fold.setdefault(fold, []).append(float(v))
-            fold_means = np.array([np.mean(v) for _, v in sorted(by_fold.items())])
+            fold_means = np.array([np.mean(by_fold[f]) for f in sorted(by_fold, key=fold_sort_key)])
             mean, lo, hi, p = t_interval(d)
             fmean, flo, fhi, fp = t_interval(fold_means)
             out[system][m] = {

@@ -813,8 +813,11 @@ def _markdown_precision(precision: dict[str, dict[str, tuple[float, float]]]) ->
 
 
 def write_report(output: str, results: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """``table.md``, ``dcg5.csv``, ``dcg5.png`` and ``results.json`` from the folds."""
-    folds = sorted(results)
+    """``table.md``, ``dcg5.csv``, ``dcg5.png`` and ``results.json`` from the folds
+    (in the natural order of their names: ``Fold2`` before ``Fold10``)."""
+    from ltrboost.experiment import fold_sort_key
+
+    folds = sorted(results, key=fold_sort_key)
     precision_vali = _precision_table(results, folds, "precision_vali")
     precision_last = _precision_table(results, folds, "precision_last")
     runs = {f: results[f]["runs"] for f in folds}

@@ -70,7 +70,8 @@ def _collect(booster, feature_names, iteration: int | None):
         return collect(booster, names, iteration=iteration)
     except ExportError as e:
         if isinstance(feature_names, str | os.PathLike):
-            raise ExportError(f"{os.fspath(feature_names)}: {e}") from None
+            where = os.fspath(feature_names)
+            raise ExportError(f"{where}: {e}", cli=f"{where}: {e.cli_message}") from None
         raise
 
 

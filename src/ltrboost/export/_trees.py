@@ -39,7 +39,17 @@ MULTI_OUTPUT_FORMATS = ("onnx",)
 
 
 class ExportError(ValueError):
-    """A model that a format cannot represent exactly, or bad export arguments."""
+    """A model that a format cannot represent exactly, or bad export arguments.
+
+    The message names options as Python spells them (``assume_no_missing=True``);
+    ``cli``, where the remedy is an option, is the same message as ``ltrboost export``
+    spells them (``--assume-no-missing``): its ``cli_message`` (the message itself
+    when not given).
+    """
+
+    def __init__(self, message: str, *, cli: str | None = None) -> None:
+        super().__init__(message)
+        self.cli_message = message if cli is None else cli
 
 
 @dataclass
@@ -156,11 +166,14 @@ class ExportModel:
         for i, name in enumerate(self.feature_names):
             bad = sorted({c for c in name if c in forbidden})
             if bad:
-                raise ExportError(
-                    f"format {fmt!r}: feature name {i + 1} ({name!r}) contains "
+                problem = (
+                    f"feature name {i + 1} ({name!r}) contains "
                     f"{' '.join(repr(c) for c in bad)}, which its consumer does not accept "
-                    f"in a feature name (none of {' '.join(forbidden)}); pass other "
-                    "names (feature_names=, or --feature-names FILE)"
+                    f"in a feature name (none of {' '.join(forbidden)}); "
+                )
+                raise ExportError(
+                    f"format {fmt!r}: {problem}pass other names (feature_names=)",
+                    cli=f"--format {fmt}: {problem}give other names (--feature-names FILE)",
                 )
 
 
@@ -261,9 +274,13 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
         # control characters: JSON writes them as \u escapes that XGBoost keeps as is,
         # and no engine's feature set names a feature with one
         if not s or any(c.isspace() or unicodedata.category(c) == "Cc" for c in s):
+            problem = (
+                f"{whose}feature name {i + 1} ({s!r}) is empty or has whitespace or a "
+                "control character; "
+            )
             raise ExportError(
-                f"{whose}feature name {i + 1} ({s!r}) is empty or has whitespace or a control "
-                "character; pass the engine's names (feature_names=, or --feature-names FILE)"
+                f"{problem}pass the engine's names (feature_names=)",
+                cli=f"{problem}give the engine's names (--feature-names FILE)",
             )
         if s in seen:
             raise ExportError(f"feature name {s!r} appears more than once")

@@ -68,13 +68,17 @@ def to_ranklib(model: ExportModel, assume_no_missing: bool = False) -> str:
     if not assume_no_missing:
         n_bad = sum(len(nan_routes_like_zero(t)) for t in model.trees)
         if n_bad:
-            raise ExportError(
+            problem = (
                 f"ranklib has no missing values (an absent feature reads as 0) but "
                 f"{n_bad} split(s) of this model send NaN where 0 does not go; if "
-                "features are never missing in the engine (or missing means 0, as with "
-                "'ltrboost train --missing zero'), pass assume_no_missing=True / "
-                "--assume-no-missing, else use xgboost-dump (model/xgboost+json), "
-                "which keeps the NaN direction"
+                "features are never missing in the engine (or missing means 0"
+            )
+            raise ExportError(
+                f"{problem}), pass assume_no_missing=True, else use format "
+                "'xgboost-dump' (model/xgboost+json), which keeps the NaN direction",
+                cli=f"{problem}, as with 'ltrboost train --missing zero'), give "
+                "--assume-no-missing, else use --format xgboost-dump (model/xgboost+json), "
+                "which keeps the NaN direction",
             )
     lines = [
         "## LambdaMART",
