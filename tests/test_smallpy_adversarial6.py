@@ -80,7 +80,8 @@ def test_ranker_score_uses_a_metric_objects_own_threshold_for_the_warning():
         warnings.simplefilter("always")
         model.score(X, y, qid=qid, metric=get_metric("p@5", relevance_threshold=50))
     msgs = _threshold_warnings(caught)
-    assert len(msgs) == 1 and msgs[0].startswith("relevance_threshold=50 counts no document")
+    assert len(msgs) == 1
+    assert msgs[0].startswith("relevance_threshold=50 counts no document")
     with warnings.catch_warnings(record=True) as caught:  # ndcg reads no threshold
         warnings.simplefilter("always")
         model.score(X, y + 1, qid=qid, metric="ndcg@5")
@@ -237,9 +238,7 @@ def test_dask_validation_set_threshold_warns_as_local(client):
     params = dict(FAST, eval_metric="ndcg@5,map,p@3")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ltrboost.train(
-            params, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, yv, qid=qv))]
-        )
+        ltrboost.train(params, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, yv, qid=qv))])
     local = _threshold_warnings(caught)
     assert len(local) == 1
     with warnings.catch_warnings(record=True) as caught:
@@ -270,7 +269,8 @@ def test_dask_label_column_named_but_for_case_is_pointed_at(client):
     with pytest.raises(LTRInputError) as e:
         ldask.train(client, FAST, ldask.DaskData(ddf, "Label"))
     assert str(e.value).startswith("y='Label' is not a column of X")
-    assert "'label'" in str(e.value) and "names are matched exactly" in str(e.value)
+    assert "'label'" in str(e.value)
+    assert "names are matched exactly" in str(e.value)
     with pytest.raises(LTRInputError) as e:
         ldask.train(client, FAST, ldask.DaskData(ddf.drop(columns="label"), ddf["label"], " QID"))
     assert str(e.value).startswith("qid=' QID' is not a column of X")
