@@ -143,6 +143,7 @@ from ltrboost.sklearn import (
     ESTIMATOR_PARAM_NAMES,
     Ranker,
     _as_booster,
+    _qid_spelled_otherwise,
     _same_ids,
     check_eval_set,
 )
@@ -233,12 +234,19 @@ def _input_parts(
         if roles["y"] is None:
             raise LTRInputError("labels y are required")
         if roles["qid"] is None:
-            raise LTRInputError("give qid= (a column name, a dask Series or array)")
+            spelled = _qid_spelled_otherwise(X)  # a 'QID' header: named, as Ranker.fit
+            found = (
+                f"X has no 'qid' column but has {', '.join(map(repr, spelled))} (names "
+                "are matched exactly: rename it 'qid'); or "
+                if spelled
+                else ""
+            )
+            raise LTRInputError(f"{found}give qid= (a column name, a dask Series or array)")
         named = {}
         for role, value in roles.items():
             if isinstance(value, str):
                 if value not in cols:
-                    raise LTRInputError(f"{role}={value!r} is not a column of X")
+                    raise _not_a_column(role, value, cols)
                 named[role] = value
         separate = [r for r, v in roles.items() if v is not None and r not in named]
         frames = list(X.to_delayed(optimize_graph=not separate))
@@ -275,6 +283,21 @@ def _input_parts(
         for i, (x, yy, q, ww) in enumerate(zip(xs, ys, qs, ws, strict=True))
     ]
     return parts, None
+
+
+def _not_a_column(role: str, name: str, columns) -> LTRInputError:
+    """``y='Label' is not a column of X``, pointing at a column that is ``name`` but for
+    case or surrounding spaces (names are matched exactly, as Ranker.fit's ``qid``
+    column and the feature columns are)."""
+    key = name.strip().casefold()
+    near = [c for c in columns if isinstance(c, str) and c.strip().casefold() == key]
+    hint = ""
+    if near:
+        hint = (
+            f": X has {', '.join(map(repr, near))} (names are matched exactly; give "
+            f"{role}={near[0]!r})"
+        )
+    return LTRInputError(f"{role}={name!r} is not a column of X{hint}")
 
 
 def _located(i: int, e: Exception, prefix: str | None = None) -> LTRInputError:
@@ -1972,7 +1995,7 @@ class DaskRanker(Ranker):
             named = {r: v for r, v in roles.items() if isinstance(v, str)}
             for role, col in named.items():
                 if col not in X.columns:
-                    raise LTRInputError(f"{role}={col!r} is not a column of X")
+                    raise _not_a_column(role, col, list(X.columns))
             if named:  # those columns are no features (as fit takes them)
                 y, qid, sample_weight = (X[named[r]] if r in named else v for r, v in roles.items())
                 X = X.drop(columns=list(dict.fromkeys(named.values())))
