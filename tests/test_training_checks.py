@@ -44,7 +44,7 @@ def _ds(X=X, y=Y, w=None):
         ("min_samples_leaf", False),
         ("n_threads", 1.0),
         ("n_threads", True),
-        ("random_state", None),
+        ("random_state", 1.5),  # None is the default seed 0 (as Ranker)
         ("truncation_level", 3.0),
         ("learning_rate", 1j),
         ("learning_rate", "0.1"),

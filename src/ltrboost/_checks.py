@@ -22,7 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ltrboost.params import BOOL_PARAM_NAMES, INT_PARAM_NAMES, REAL_PARAM_NAMES
+from ltrboost.params import (
+    BOOL_PARAM_NAMES,
+    INT_PARAM_NAMES,
+    NONE_MEANS_DEFAULT,
+    REAL_PARAM_NAMES,
+)
 
 # parameter names by type: from the one parameter list (ltrboost.params)
 INT_PARAMS = INT_PARAM_NAMES
@@ -48,7 +53,7 @@ def check_param_types(params: Any) -> None:
     for name in INT_PARAMS + REAL_PARAMS + BOOL_PARAMS:
         v = getattr(params, name)
         if v is None:
-            if defaults.get(name) is not None:
+            if defaults.get(name) is not None and name not in NONE_MEANS_DEFAULT:
                 raise ValueError(f"{name}=None is not allowed (default {defaults[name]})")
             continue
         if name in INT_PARAMS and not _is_int(v):

@@ -133,6 +133,18 @@ def warn_if_threshold_separates_nothing(params, objective, y, where: str) -> Non
         warnings.warn(msg, ParameterWarning, stacklevel=4)
 
 
+def warn_if_metric_flat(metric, y, where: str, stacklevel: int = 3) -> None:
+    """:func:`warn_if_threshold_separates_nothing` for one
+    :class:`~ltrboost.metrics.Metric` (its own ``relevance_threshold``) scored on the
+    labels ``y``: ``Ranker.score`` and ``make_scorer``'s scorer warn as ``ltrboost
+    eval`` does.  ``where`` names the data; the default ``stacklevel`` points at the
+    code that called the caller."""
+    options = {"relevance_threshold": metric.relevance_threshold}
+    msg = threshold_separates_nothing([metric.name], options, y, where)
+    if msg is not None:
+        warnings.warn(msg, ParameterWarning, stacklevel=stacklevel)
+
+
 def threshold_separates_nothing(names, options: dict, y, where: str) -> str | None:
     """The message of :func:`warn_if_threshold_separates_nothing` for the metric
     ``names`` (the MAP, MRR and P@k among them count) under the metric ``options``,

@@ -30,7 +30,7 @@ import inspect
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -113,7 +113,7 @@ def make_objective(params: BoosterParams):
     if not accepts_any:
         kwargs = {k: v for k, v in kwargs.items() if k in sig.parameters}
     if "random_state" in sig.parameters:
-        kwargs["random_state"] = params.random_state
+        kwargs["random_state"] = 0 if params.random_state is None else params.random_state
     if kwargs.get("truncation_level") == 0:
         kwargs["truncation_level"] = None  # 0 = no truncation: every pair
     return get_objective(params.objective, **kwargs)
@@ -205,6 +205,7 @@ def train(
     params : BoosterParams or dict
         ``objective`` may be a callable ``fn(scores, labels, query_offsets) -> (grad,
         hess)``: a custom loss (:mod:`ltrboost.objectives.custom`, docs/custom.md).
+        ``random_state=None`` is the default seed 0 (the model records 0).
     train_set : RankingDataset
     valid_sets : sequence of (name, RankingDataset)
         Evaluated after every round with ``eval_metric``; the first one drives early
@@ -283,6 +284,8 @@ def as_params(params: Any) -> BoosterParams:
             f"{type(params).__name__} ({{}} for the defaults)"
         )
     params.validate()
+    if params.random_state is None:  # the default seed, recorded as such in the model
+        params = replace(params, random_state=0)  # the caller's left as given
     return params
 
 

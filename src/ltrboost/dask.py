@@ -69,6 +69,7 @@ import math
 import threading
 import time
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
@@ -95,6 +96,7 @@ from ltrboost._evaluation import (
     _bind_metrics,
     check_training_setup,
     custom_metric_value,
+    threshold_separates_nothing,
     warn_if_early_stopping_blind,
 )
 from ltrboost._numba import threads
@@ -137,11 +139,12 @@ from ltrboost.histogram import (
 )
 from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
-from ltrboost.params import PARAM_NAMES, BoosterParams
+from ltrboost.params import PARAM_NAMES, BoosterParams, ParameterError, ParameterWarning
 from ltrboost.sklearn import (
     ESTIMATOR_PARAM_NAMES,
     Ranker,
     _as_booster,
+    _qid_spelled_otherwise,
     _same_ids,
     check_eval_set,
 )
@@ -235,12 +238,19 @@ def _input_parts(
         if roles["y"] is None:
             raise LTRInputError("labels y are required")
         if roles["qid"] is None:
-            raise LTRInputError("give qid= (a column name, a dask Series or array)")
+            spelled = _qid_spelled_otherwise(X)  # a 'QID' header: named, as Ranker.fit
+            found = (
+                f"X has no 'qid' column but has {', '.join(map(repr, spelled))} (names "
+                "are matched exactly: rename it 'qid'); or "
+                if spelled
+                else ""
+            )
+            raise LTRInputError(f"{found}give qid= (a column name, a dask Series or array)")
         named = {}
         for role, value in roles.items():
             if isinstance(value, str):
                 if value not in cols:
-                    raise LTRInputError(f"{role}={value!r} is not a column of X")
+                    raise _not_a_column(role, value, cols)
                 named[role] = value
         separate = [r for r, v in roles.items() if v is not None and r not in named]
         frames = list(X.to_delayed(optimize_graph=not separate))
@@ -338,6 +348,21 @@ def _refuse_numbers_made_text(
             raise e
 
 
+def _not_a_column(role: str, name: str, columns) -> LTRInputError:
+    """``y='Label' is not a column of X``, pointing at a column that is ``name`` but for
+    case or surrounding spaces (names are matched exactly, as Ranker.fit's ``qid``
+    column and the feature columns are)."""
+    key = name.strip().casefold()
+    near = [c for c in columns if isinstance(c, str) and c.strip().casefold() == key]
+    hint = ""
+    if near:
+        hint = (
+            f": X has {', '.join(map(repr, near))} (names are matched exactly; give "
+            f"{role}={near[0]!r})"
+        )
+    return LTRInputError(f"{role}={name!r} is not a column of X{hint}")
+
+
 def _located(i: int, e: Exception, prefix: str | None = None) -> LTRInputError:
     """``partition i: <e>``, after ``prefix: `` (a validation set's name) if given."""
     err = LTRInputError(f"{prefix + ': ' if prefix else ''}partition {i}: {e}")
@@ -420,8 +445,6 @@ def _qid_column(client, futures, names: list[str], what: str, timeout: float):
         futures = client.map(_drop_column, futures, k=k, pure=False)
         return futures, names[:k] + names[k + 1 :]
     if False in seen:
-        import warnings
-
         warnings.warn(
             "X has a column named 'qid' that differs from the qid= given: it is used as a "
             "feature (rename it if it is one; drop it if it holds query ids)",
@@ -446,6 +469,9 @@ def _part_meta(part) -> dict:
         zero_weights=part["w"] is not None and not bool((part["w"] > 0).all()),
         # ERR's y_max is the largest label of the whole set, not of one shard
         y_max=float(part["y"].max()) if part["y"].shape[0] else 0.0,
+        # with y_max, whether relevance_threshold flattens a validation set's MAP / MRR /
+        # P@k (weights ignored, as the metrics ignore them)
+        y_min=float(part["y"].min()) if part["y"].shape[0] else 0.0,
         # each query's largest and smallest label of positive weight (+-inf: none),
         # for the warning of a constant model (booster.warn_if_constant_model)
         y_range=y_range,
@@ -475,6 +501,75 @@ def _graded_summary(metas) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         y=np.array([1.0 if graded else 0.0, 0.0]), query_offsets=np.array([0, 2])
     )
+
+
+def _grades(part, weighted: bool) -> NDArray[np.float64]:
+    """The distinct labels of a partition (of positive weight when ``weighted``)."""
+    y = part["y"]
+    if weighted and part["w"] is not None:
+        y = y[part["w"] > 0]
+    return np.unique(y)
+
+
+def _all_grades(client, futures, weighted: bool, timeout: float, what: str) -> NDArray:
+    """The distinct labels of a whole set (one small pass: only to word a refusal or a
+    warning that the partitions' summaries already decided)."""
+    parts = client.map(_grades, futures, weighted=weighted, pure=False)
+    return np.unique(np.concatenate(_gather(client, parts, timeout, what)))
+
+
+def _grades_set(y, zero_weights: bool = False) -> RankingDataset:
+    """A stand-in set of one query holding the labels ``y``, and one more document of
+    weight 0 when the set has such documents (a message then says "of positive
+    weight"), for the checks that read only which grades a set holds."""
+    y = np.asarray(y, dtype=np.float64)
+    w = None
+    if zero_weights:
+        y, w = np.append(y, y[0]), np.append(np.ones(y.shape[0]), 0.0)
+    return RankingDataset(X=None, y=y, query_offsets=np.array([0, y.shape[0]]), weights=w)
+
+
+def _check_training_labels(client, objective, tr, timeout: float) -> None:
+    """``objective.check_training_labels`` on the whole training set, as
+    :func:`ltrboost.train` runs it (a shard's ``prepare`` sees only its rows): a
+    ``relevance_threshold`` (LambdaMART-MAP) that counts every document of positive
+    weight relevant, or none, is refused with the local message.  Decided from the
+    partitions' summaries (the smallest and largest label of positive weight: the
+    threshold's check reads nothing else); only a refusal gathers the distinct grades
+    its message lists."""
+    futures, metas, _ = tr
+    r = np.concatenate([m["y_range"] for m in metas])
+    top, bottom = float(r[:, 0].max()), float(r[:, 1].min())  # queries of positive weight
+    if not bottom <= top:  # no document of positive weight (refused before)
+        return
+    zero = any(m["zero_weights"] for m in metas)
+    try:
+        with warnings.catch_warnings():  # the stand-in holds two grades, not all of them
+            warnings.simplefilter("ignore")
+            objective.check_training_labels(_grades_set([bottom, top], zero))
+    except ParameterError:
+        grades = _all_grades(client, futures, True, timeout, "the training set")
+        objective.check_training_labels(_grades_set(grades, zero))
+        raise
+
+
+def _warn_if_threshold_flat(client, params, objective, vs, timeout: float) -> None:
+    """Warn, as :func:`ltrboost.train` does, of a validation set whose labels all sit on
+    one side of ``relevance_threshold`` (its MAP, MRR and P@k never move); decided from
+    the partitions' smallest and largest labels."""
+    from ltrboost._evaluation import _metrics, metric_options
+
+    names = [name for name, fn in _metrics(params, objective) if fn is None]
+    options = metric_options(params)
+    for name, (futures, metas, _) in vs:
+        where = f"validation set {name!r}"
+        span = [min(m["y_min"] for m in metas), max(m["y_max"] for m in metas)]
+        if threshold_separates_nothing(names, options, span, where) is None:
+            continue
+        grades = _all_grades(client, futures, False, timeout, where)
+        msg = threshold_separates_nothing(names, options, grades, where)
+        if msg is not None:
+            warnings.warn(msg, ParameterWarning, stacklevel=3)
 
 
 def _hash_buckets(qid: NDArray, n_buckets: int) -> NDArray[np.int64]:
@@ -1728,6 +1823,7 @@ def train(
         # a warm start takes the frame's columns by the init model's names, as locally
         init_names = None if init_model is None else init_model.feature_names
         tr = _on_cluster(client, train, regroup, "the training set", timeout, init_names, inputs)
+        _check_training_labels(client, objective, tr, timeout)  # before more data moves
         vs = [
             (n, _on_cluster(client, d, regroup, f"validation set {n!r}", timeout, tr[2], inputs))
             for n, d in valid_sets
@@ -1742,6 +1838,7 @@ def train(
         warn_if_early_stopping_blind(
             params, objective, [(n, _graded_summary(m)) for n, (_, m, _) in vs[:1]]
         )
+        _warn_if_threshold_flat(client, params, objective, vs, timeout)
         metas = tr[1]
         labels = _label_summary(metas)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -1962,7 +2059,7 @@ class DaskRanker(Ranker):
             named = {r: v for r, v in roles.items() if isinstance(v, str)}
             for role, col in named.items():
                 if col not in X.columns:
-                    raise LTRInputError(f"{role}={col!r} is not a column of X")
+                    raise _not_a_column(role, col, list(X.columns))
             if named:  # those columns are no features (as fit takes them)
                 y, qid, sample_weight = (X[named[r]] if r in named else v for r, v in roles.items())
                 X = X.drop(columns=list(dict.fromkeys(named.values())))

@@ -252,6 +252,10 @@ INT_PARAM_NAMES: tuple[str, ...] = tuple(
 REAL_PARAM_NAMES: tuple[str, ...] = tuple(
     p.name for p in PARAMS if p.annotation.split(" |")[0] == "float"
 )
+# integer parameters whose None means their default (``random_state=None``: seed 0, as
+# ``Ranker(random_state=None)`` and LightGBM's / XGBoost's None); resolved by
+# ``booster.as_params``, so the model records the seed it was trained with
+NONE_MEANS_DEFAULT: tuple[str, ...] = ("random_state",)
 BOOL_PARAM_NAMES: tuple[str, ...] = tuple(
     p.name for p in PARAMS if p.annotation.split(" |")[0] == "bool"
 )
@@ -461,5 +465,6 @@ BoosterParams.__doc__ = (
     "One field per entry of :data:`ltrboost.params.PARAMS`, in that order:\n\n"
     + "\n".join(f"* ``{p.name}`` = ``{p.default!r}``: {p.doc}" for p in PARAMS)
     + "\n\nEarly stopping uses the first metric of ``eval_metric`` on the first "
-    "validation set.  ``truncation_level=0`` means all pairs."
+    "validation set.  ``truncation_level=0`` means all pairs.  ``random_state=None`` "
+    "is the default seed 0 (as ``Ranker(random_state=None)``): training records 0."
 )

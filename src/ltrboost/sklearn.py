@@ -474,8 +474,11 @@ class Ranker(BaseEstimator):
         A metric name uses the model's ``gain`` and ``relevance_threshold``; a
         :class:`~ltrboost.metrics.Metric` (``get_metric(...)``) keeps its own options.
         ``sample_weight`` (per document, as in ``fit``) weights each query by the mean
-        weight of its documents (LightGBM's query weights).
+        weight of its documents (LightGBM's query weights).  A ``ParameterWarning`` (as
+        ``ltrboost eval``) says when MAP, MRR or P@k is the same whatever the scores: its
+        ``relevance_threshold`` counts every document of ``y`` relevant, or none.
         """
+        from ltrboost._evaluation import warn_if_metric_flat
         from ltrboost.booster import metric_options
         from ltrboost.metrics import Metric, get_metric
 
@@ -530,7 +533,10 @@ class Ranker(BaseEstimator):
         if not isinstance(metric, Metric):  # a Metric keeps its own options
             metric = get_metric(metric, **metric_options(self.booster_.params))
         with rows_located(ds):  # a refused label named by the caller's row
-            return float(metric(scores, ds.y, ds.query_offsets, qw))
+            value = float(metric(scores, ds.y, ds.query_offsets, qw))
+        # MAP / MRR / P@k that no ranking changes: warned as ltrboost eval warns
+        warn_if_metric_flat(metric, ds.y, "the data given to score")
+        return value
 
     def save_model(self, path: str | os.PathLike) -> None:
         """Write the fitted model to ``path`` as JSON, atomically (:meth:`Booster.save_model`)."""

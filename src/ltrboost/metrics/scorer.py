@@ -54,7 +54,9 @@ class RankingScorer(_BaseScorer):
     document) weights each query by the mean weight of its documents.
 
     ``gain`` and ``relevance_threshold`` not given to :func:`make_scorer` are those the
-    fitted model was trained with (as ``Ranker.score`` and ``ltrboost eval``).
+    fitted model was trained with (as ``Ranker.score`` and ``ltrboost eval``); as they
+    do, a ``ParameterWarning`` says when that threshold counts every document of
+    ``y_true`` relevant, or none (MAP, MRR and P@k are then the same whatever the scores).
     """
 
     def __init__(self, metric: str, *, qid: Any = None, group: Any = None, **options: Any):
@@ -124,6 +126,7 @@ class RankingScorer(_BaseScorer):
         sample_weight=None,
         **_: Any,
     ) -> float:
+        from ltrboost._evaluation import warn_if_metric_flat
         from ltrboost.dataset import arrow_as_frame, make_dataset, rows_located
 
         X = arrow_as_frame(X)
@@ -160,7 +163,10 @@ class RankingScorer(_BaseScorer):
             qw = sums / ds.query_sizes
         metric = self._metric_for(estimator)
         with rows_located(ds):  # a refused label named by the caller's row
-            return float(metric(scores, ds.y, ds.query_offsets, qw))
+            value = float(metric(scores, ds.y, ds.query_offsets, qw))
+        # MAP / MRR / P@k that no ranking changes: warned as ltrboost eval warns
+        warn_if_metric_flat(metric, ds.y, "the data given to the scorer", stacklevel=4)
+        return value
 
     def _metric_for(self, estimator):
         """The metric with the model's ``gain`` / ``relevance_threshold`` where the
