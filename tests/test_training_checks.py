@@ -271,12 +271,14 @@ def test_group_sizes_that_are_not_numbers_or_beyond_int64_are_input_errors(group
         make_dataset(X[:10], Y[:10], group=group)
 
 
-def test_qbrank_overflow_is_the_non_finite_training_error() -> None:
+def test_qbrank_overflowing_pair_weight_is_refused_before_training() -> None:
     """QBRank's line search ran before the check and failed with 'delta holds
-    non-finite values', naming neither the round nor the likely cause."""
+    non-finite values', naming neither the round nor the likely cause; then the
+    gradients' check said 'round 1: the gradients are not finite'.  A pair weight
+    that float32 gradients cannot hold is now refused with the data, naming it."""
     from ltrboost.sklearn import Ranker
 
-    with pytest.raises(NonFiniteTrainingError, match=r"^round 1: the gradients are not finite"):
+    with pytest.raises(LTRInputError, match=r"pairs\.weight\[0\]=1e\+300 must be finite"):
         Ranker(objective="qbrank", **BASE).fit(X, Y, qid=QID, pairs=[[0, 1, 1e300]])
 
 
