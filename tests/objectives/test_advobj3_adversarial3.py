@@ -106,8 +106,8 @@ def test_mcrank_resumed_on_the_same_data_is_the_uninterrupted_model(data):
 @pytest.mark.parametrize(
     ("objective", "params", "pairs", "cause"),
     [
-        ("ranknet", {}, [[0, 1, 1e300]], "pair weights up to 1e+300"),
-        ("qbrank", {}, [[0, 1, 1e300]], "pair weights up to 1e+300"),
+        # (pair weights beyond float32 are refused with the data now:
+        # tests/test_objcols_adversarial6.py)
         ("gbrank", {"tau": 1e300}, None, "tau=1e+300"),
         ("qbrank", {"tau": 1e300}, None, "tau=1e+300"),
         ("logistic_rank", {"label_scale": {2: 1e300}}, None, "label_scale up to 1e+300"),
