@@ -327,8 +327,10 @@ def test_gbrank_qbrank_long_query_is_refused_naming_it(objective, monkeypatch) -
 
 
 def test_cli_out_of_memory_is_one_error_line(tmp_path: Path) -> None:
-    """Predicting 1000 rows with a 200000-feature model needs a 1.6 GB dense X: under
-    the address-space limit the CLI reports it in one line, status 2, no traceback."""
+    """Evaluating 1000 rows with a 200000-feature model needs a 1.6 GB dense X: under
+    the address-space limit the CLI reports it in one line, status 2, no traceback.
+    (``predict`` was the example; it now reads and scores a block of rows at a time,
+    and predicts these rows in the limit: tests/test_predstream_adversarial6.py.)"""
     from ltrboost.cli import main
 
     train_file = tmp_path / "high.txt"
@@ -342,8 +344,7 @@ def test_cli_out_of_memory_is_one_error_line(tmp_path: Path) -> None:
         f"""
         import sys
         from ltrboost.cli import main
-        sys.exit(main(["predict", {str(model)!r}, {str(data)!r},
-                       "-o", {str(tmp_path / "p.txt")!r}]))
+        sys.exit(main(["eval", {str(model)!r}, {str(data)!r}]))
         """,
         tmp_path,
     )

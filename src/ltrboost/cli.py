@@ -1387,16 +1387,14 @@ def _read_for_model(
     import numpy as np
 
     from ltrboost.dataset import LTRInputError
-    from ltrboost.io.letor import WIDE, width_error_as
+    from ltrboost.io.letor import WIDE
     from ltrboost.io.letor import load_svmlight as _load_svmlight
 
     def load_svmlight(path, **kw):
         try:
             return _load_svmlight(path, na_values=na_values, **kw)
         except LTRInputError as e:
-            # "larger than n_features=4" named a keyword neither predict nor eval takes
-            n = booster.n_features
-            reworded = width_error_as(e, n, f"is larger than the model's {n} features ({model})")
+            reworded = _beyond_the_model(e, booster.n_features, model)
             if reworded is None:
                 raise
             raise reworded from None
@@ -1418,15 +1416,11 @@ def _read_for_model(
     width = data.X.shape[1]
     if width > n_model:  # read again with the model's width: the error names the line
         load_svmlight(path, n_features=n_model, missing=missing)
-    used = -1
-    for nodes in booster.trees:
-        inner = nodes["feature_idx"][nodes["is_leaf"] == 0]
-        if inner.size:
-            used = max(used, int(inner.max()))
+    used = _features_used(booster)
     X = data.X
-    if width < used + 1:
+    if width < used:
         fill = 0.0 if missing == "zero" else np.nan
-        pad = np.full((X.shape[0], used + 1 - width), fill, dtype=X.dtype)
+        pad = np.full((X.shape[0], used - width), fill, dtype=X.dtype)
         X = np.ascontiguousarray(np.concatenate([X, pad], axis=1))
     view = copy.copy(booster)
     view.n_features = X.shape[1]
@@ -2069,6 +2063,9 @@ def _load_for_iteration(args: argparse.Namespace):
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    """Score DATA a block of rows at a time: read, scored and written before the next
+    is read, so that the memory is a block's, never the file's (a score depends on its
+    own row only, and one score a line names no query)."""
     from ltrboost.io._atomic import atomic_write, check_output, file_state
 
     if args.output != "-":
@@ -2076,17 +2073,100 @@ def cmd_predict(args: argparse.Namespace) -> int:
     output_state = file_state(args.output) if args.output != "-" else None
     booster = _load_for_iteration(args)
     missing = resolve_missing(args.missing, booster, args.model)
-    data, booster = _read_for_model(
-        args.data, booster, missing, args.missing_token, model=args.model
-    )
-    scores = booster.predict(data.X, iteration=args.iteration, n_threads=args.n_threads)
-    del data  # the matrix is not needed to write the scores
+    lines = _predicted_lines(args, booster, missing)  # the data file is open: found, readable
     if args.output == "-":
-        for text in _score_lines(scores):
+        for text in lines:  # a stream: an error late in DATA comes after the scores before it
             sys.stdout.write(text)
-    else:
-        atomic_write(args.output, _score_lines(scores), unchanged_since=output_state)
+        return 0
+    try:
+        atomic_write(args.output, _reading(lines), unchanged_since=output_state)
+    except _ReadError as e:
+        raise e.error from None
     return 0
+
+
+# The dense rows scored at a time (bytes of float64 X): a file larger than memory is
+# read, scored and written a block at a time (tests patch it small).
+_PREDICT_BLOCK_BYTES = 1 << 25
+
+
+def _predicted_lines(args: argparse.Namespace, booster, missing: str) -> Iterator[str]:
+    """The score lines of ``args.data`` (:func:`_score_lines`), a block of rows at a
+    time (:data:`_PREDICT_BLOCK_BYTES`).  The rows are read at the model's width; a
+    model wider than :data:`~ltrboost.io.letor.WIDE` features only at the width of the
+    features its trees use (a dense row at its claimed width could be megabytes), as
+    :func:`_read_for_model` pads: the same scores.  The file is opened here, the rows
+    read as the lines are asked for."""
+    import copy
+
+    from ltrboost.io.letor import WIDE, dense_blocks
+
+    n_model = booster.n_features
+    width = n_model if n_model <= WIDE else _features_used(booster)
+    if width != n_model:
+        booster = copy.copy(booster)  # a view of the trees for rows of that width
+        booster.n_features = width
+    blocks = dense_blocks(
+        args.data,
+        n_model,  # a feature beyond it is an error naming its line
+        width=width,
+        missing=missing,
+        na_values=args.missing_token,
+        block_bytes=_PREDICT_BLOCK_BYTES,
+    )
+    return _scored(blocks, booster, args, n_model)
+
+
+def _scored(blocks, booster, args: argparse.Namespace, n_model: int) -> Iterator[str]:
+    """The score lines of each block of rows, as it is read."""
+    from ltrboost.dataset import LTRInputError
+
+    try:
+        for X in blocks:
+            scores = booster.predict(X, iteration=args.iteration, n_threads=args.n_threads)
+            yield from _score_lines(scores)
+    except LTRInputError as e:
+        reworded = _beyond_the_model(e, n_model, args.model)
+        if reworded is None:
+            raise
+        raise reworded from None
+
+
+def _beyond_the_model(e, n_model: int, model: str):
+    """The reader's "feature index K is larger than n_features=N" as "... larger than
+    the model's N features (MODEL)": a keyword neither predict nor eval takes; None for
+    any other error."""
+    from ltrboost.io.letor import width_error_as
+
+    return width_error_as(e, n_model, f"is larger than the model's {n_model} features ({model})")
+
+
+def _features_used(booster) -> int:
+    """One more than the highest feature the trees split on (0: none)."""
+    used = -1
+    for nodes in booster.trees:
+        inner = nodes["feature_idx"][nodes["is_leaf"] == 0]
+        if inner.size:
+            used = max(used, int(inner.max()))
+    return used + 1
+
+
+class _ReadError(Exception):
+    """An ``OSError`` of the data file raised while the output is written, carried past
+    :func:`~ltrboost.io._atomic.atomic_write`, which would name the output in it
+    (``scores.txt: Input/output error (writing; the previous file is intact)``)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _reading(lines: Iterator[str]) -> Iterator[str]:
+    """``lines``, their reading's ``OSError`` as a :class:`_ReadError`."""
+    try:
+        yield from lines
+    except OSError as e:
+        raise _ReadError(e) from e
 
 
 # scores formatted per block: the text of every score at once (a Python float and a

@@ -198,7 +198,8 @@ def atomic_write(
     file: on any error the temporary file is removed and the target is untouched; a new
     file gets ``new_mode`` if given, else 0o666 less the umask (as with ``open()``), an
     existing file keeps its mode.  ``unchanged_since``: a :func:`file_state` (None =
-    "did not exist") taken when the run started; if the target's state differs now,
+    "did not exist") taken when the run started; if the target's state differs once
+    ``chunks`` are written (they may be produced as they are written: a stream),
     :class:`OutputChangedWarning` is issued before it is replaced.
     """
     _write(path, _utf8(chunks), unchanged_since, new_mode)
@@ -408,16 +409,6 @@ def _stage(
     if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
         return _Staged(user_path, target, blobs=blobs)
     directory = target.parent
-    if unchanged_since is not UNKNOWN_STATE:
-        now = None if st is None else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        if now != unchanged_since:
-            warnings.warn(
-                OutputChangedWarning(
-                    f"{user_path} changed since this run started (another run wrote "
-                    "it?); replacing it with this run's output"
-                ),
-                stacklevel=4,
-            )
     try:
         fd, tmp_name = _new_temp(directory, target.name, [] if created is None else created)
     except OSError as e:
@@ -441,6 +432,16 @@ def _stage(
             handle.write(b"".join(buffer))
             handle.flush()
             os.fsync(handle.fileno())
+        # compared once the data is written, just before the rename: ``blobs`` may be
+        # produced as they are written (predict's scores, while the data is read)
+        if unchanged_since is not UNKNOWN_STATE and file_state(target) != unchanged_since:
+            warnings.warn(
+                OutputChangedWarning(
+                    f"{user_path} changed since this run started (another run wrote "
+                    "it?); replacing it with this run's output"
+                ),
+                stacklevel=4,
+            )
     except BaseException as e:
         try:
             os.unlink(tmp_name)

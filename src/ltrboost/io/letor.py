@@ -7,6 +7,7 @@ grown in place, so memory peaks near the size of the arrays returned.  The kerne
 ``_scan_letor`` (the common case, little code to compile), or ``_parse_letor`` (all of
 the grammar and every error) for a block that ``_scan_letor`` leaves to it.  Every
 problem is reported as :class:`~ltrboost.dataset.LTRInputError` naming ``path:line``.
+:func:`dense_blocks` gives the same rows a bounded block at a time (``ltrboost predict``).
 :func:`dump_svmlight` writes the same format atomically and exactly (every value is
 written in its shortest round-trip form).
 
@@ -53,7 +54,7 @@ import os
 import re
 import stat
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -227,6 +228,100 @@ def load_svmlight(
             )  # fmt: skip
     qid = _attach_queries(spath, query_file, qid, lines)
     return LetorData(X, y, qid, comments, lines)
+
+
+def dense_blocks(
+    path: str | os.PathLike[str],
+    n_features: int,
+    *,
+    width: int | None = None,
+    missing: str = "zero",
+    na_values: str | Sequence[str] | None = None,
+    block_bytes: int,
+) -> Iterator[NDArray[np.float64]]:
+    """The rows of the LETOR file ``path``, in file order, as dense blocks: what
+    ``load_svmlight(path, n_features=n_features, missing=missing, na_values=na_values).X``
+    holds, a block at a time (``ltrboost predict``'s reader: its memory is a block's,
+    never the file's).
+
+    Each block is a C-ordered float64 array of shape (n_rows, ``width``), at most
+    ``block_bytes`` bytes (one row at least); ``width`` (default ``n_features``) may be
+    narrower than ``n_features``: the features beyond it are dropped (a model's trees
+    that use only the first ``width``).  The blocks are views of one buffer, each
+    overwritten by the next: use one before asking for the next.
+
+    Every error of :func:`load_svmlight` is raised as it is, when the reading reaches
+    it (the ``.query`` sidecar's once the last row is read): the blocks before it have
+    been yielded.  The file is opened (and the arguments checked) at the call, before
+    the first block is asked for."""
+    spath = os.fsdecode(path)
+    if missing not in MISSING_OPTIONS:
+        raise ValueError(f"missing={missing!r} is not one of {MISSING_OPTIONS}")
+    n_features = _check_n_features(n_features)
+    if n_features is None:
+        raise ValueError("n_features=None: dense_blocks needs the width")
+    width = n_features if width is None else min(int(width), n_features)
+    na = _check_na_values(na_values)
+    _refuse_parquet_folder(spath)
+    f = open(spath, "rb")  # the generator closes it
+    return _dense_blocks_of(f, spath, n_features, width, missing, na, block_bytes)
+
+
+def _dense_blocks_of(
+    f: Any,
+    path: str,
+    n_features: int,
+    width: int,
+    missing: str,
+    na_values: tuple[str, ...],
+    block_bytes: int,
+) -> Iterator[NDArray[np.float64]]:
+    """:func:`dense_blocks`' generator, reading the open binary file ``f``."""
+    fill = 0.0 if missing == "zero" else np.nan
+    na_buf, na_off = _na_arrays(na_values) if na_values else (None, None)
+    info = np.zeros(_N_INFO, dtype=np.int64)
+    info[_I_HAS_QID] = -1
+    max_rows = max(1, block_bytes // (8 * max(width, 1)))
+    X = np.empty((0, width), dtype=np.float64)
+    n_rows = 0
+    first_line = 0
+    with f:
+        blocks = iter(_read_blocks(f, _BLOCK_BYTES))
+        first = True
+        while True:
+            block = b = None  # gone before the next block is read (peak memory)
+            block = _next_block(blocks, path, info)
+            if block is None:
+                break
+            b = _checked_block(block, first, path, n_features, info, na_buf, na_off)
+            first = False
+            nb = b.n_rows
+            if nb == 0:
+                continue
+            if n_rows == 0:
+                first_line = int(b.row_line[0])
+            n_rows += nb
+            # only the features are kept while the rows are scored (labels, qids and
+            # line numbers were ~5 int64 a row: most of the memory of short lines)
+            row_ptr, cols, vals = b.row_ptr, b.cols, b.vals
+            block = b = None
+            if width < n_features:  # drop the features beyond the width
+                keep = cols <= width
+                if not keep.all():
+                    kept = np.zeros(keep.shape[0] + 1, dtype=np.int64)
+                    np.cumsum(keep, out=kept[1:])
+                    row_ptr, cols, vals = kept[row_ptr], cols[keep], vals[keep]
+            for r0 in range(0, nb, max_rows):
+                r1 = min(r0 + max_rows, nb)
+                if X.shape[0] < r1 - r0:
+                    X = np.empty((min(max_rows, nb), width), dtype=np.float64)
+                lo, hi = int(row_ptr[r0]), int(row_ptr[r1])
+                _fill_csr(row_ptr[r0 : r1 + 1] - lo, cols[lo:hi], vals[lo:hi], r1 - r0, X, 0, fill)
+                yield X[: r1 - r0]
+            row_ptr = cols = vals = None
+    if n_rows == 0:
+        raise _empty_file_error(path)
+    _query_sizes(path, None, bool(info[_I_HAS_QID] == 1), n_rows, first_line)
 
 
 def require_qid(data: LetorData, path: str | os.PathLike[str]) -> NDArray[np.int64]:
@@ -801,50 +896,14 @@ def _parse_stream(
     while True:
         # The last block and its tokens go before the next block is read (peak memory).
         block = b = None
-        try:
-            block = next(blocks, None)
-        except _BinaryLine:
-            raise LTRInputError(
-                "a line of NUL bytes with no end in sight: binary data or a device, not LETOR text",
-                path=path,
-                line=int(info[_I_LINES]) + 1,
-            ) from None
+        block = _next_block(blocks, path, info)
         if block is None:
             break
-        start = len(_BOM) if consumed == 0 and block.startswith(_BOM) else 0
         first = consumed == 0
         consumed += len(block)
         if n_bytes is None:
             guard = dense_limit(consumed)
-        if first:
-            _check_header(block, start, path)
-        try:
-            b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
-        except LTRInputError as e:
-            if first and block.startswith(_PARQUET_MAGIC):
-                raise LTRInputError(  # no line: a line number in a binary file points nowhere
-                    f"the file is Parquet ({_PARQUET_HINT}", path=e.path
-                ) from None
-            kind = _compression(block) if first else None
-            if kind is not None:  # LETOR data sets ship compressed (MSLR .zip, Yahoo .bz2)
-                raise LTRInputError(
-                    f"the file is {kind}-compressed ({e.problem}): decompress it first; "
-                    "ltrboost reads plain text",
-                    path=e.path,
-                    line=e.line,
-                ) from None
-            # CR alone is whitespace inside a line; a file of classic Mac OS line ends
-            # (no LF at all, CRs between records) reads as one long line: say why
-            if first and b"\n" not in block and block.count(b"\r", 0, 1 << 20) > 1:
-                raise LTRInputError(
-                    f"{e.problem} (the file has no LF line ends, only CRs: classic Mac OS "
-                    "line ends? convert them, e.g. tr '\\r' '\\n' < IN > OUT)",
-                    path=e.path,
-                    line=e.line,
-                ) from None
-            raise
-        if first and _cr_hides_records(block, start):
-            raise LTRInputError(_CR_ONLY, path=path, line=1)
+        b = _checked_block(block, first, path, n_features, info, na_buf, na_off)
         nb = b.n_rows
         if b.max_idx > max_idx:
             max_idx, max_idx_line = b.max_idx, b.max_idx_line
@@ -920,6 +979,65 @@ def _parse_stream(
     return X, y, qid_out, comments, row_line
 
 
+def _next_block(blocks: Iterator[bytes], path: str, info: NDArray[np.int64]) -> bytes | None:
+    """The next block of whole lines, None at the end; a line of NUL bytes too long to
+    end (:class:`_BinaryLine`) as the error naming its line (``info``: lines so far)."""
+    try:
+        return next(blocks, None)
+    except _BinaryLine:
+        raise LTRInputError(
+            "a line of NUL bytes with no end in sight: binary data or a device, not LETOR text",
+            path=path,
+            line=int(info[_I_LINES]) + 1,
+        ) from None
+
+
+def _checked_block(
+    block: bytes,
+    first: bool,
+    path: str,
+    n_features: int | None,
+    info: NDArray[np.int64],
+    na_buf: NDArray[np.uint8] | None,
+    na_off: NDArray[np.int64] | None,
+) -> _Block:
+    """:func:`_parse_block` of ``block``, a file's ``first`` block or a later one
+    (``info`` IN/OUT from block to block), with the checks only the file's start gets:
+    a BOM skipped, a zero-based header refused, and a first block that does not parse
+    named for what it is (Parquet, compressed, classic Mac OS line ends)."""
+    start = len(_BOM) if first and block.startswith(_BOM) else 0
+    if first:
+        _check_header(block, start, path)
+    try:
+        b = _parse_block(block, start, path, n_features, info, na_buf, na_off)
+    except LTRInputError as e:
+        if first and block.startswith(_PARQUET_MAGIC):
+            raise LTRInputError(  # no line: a line number in a binary file points nowhere
+                f"the file is Parquet ({_PARQUET_HINT}", path=e.path
+            ) from None
+        kind = _compression(block) if first else None
+        if kind is not None:  # LETOR data sets ship compressed (MSLR .zip, Yahoo .bz2)
+            raise LTRInputError(
+                f"the file is {kind}-compressed ({e.problem}): decompress it first; "
+                "ltrboost reads plain text",
+                path=e.path,
+                line=e.line,
+            ) from None
+        # CR alone is whitespace inside a line; a file of classic Mac OS line ends
+        # (no LF at all, CRs between records) reads as one long line: say why
+        if first and b"\n" not in block and block.count(b"\r", 0, 1 << 20) > 1:
+            raise LTRInputError(
+                f"{e.problem} (the file has no LF line ends, only CRs: classic Mac OS "
+                "line ends? convert them, e.g. tr '\\r' '\\n' < IN > OUT)",
+                path=e.path,
+                line=e.line,
+            ) from None
+        raise
+    if first and _cr_hides_records(block, start):
+        raise LTRInputError(_CR_ONLY, path=path, line=1)
+    return b
+
+
 def _grow(a: NDArray[Any], shape: tuple[int, ...]) -> None:
     """Resize ``a`` (which owns its data, no views) in place: a ``realloc``, which
     for large arrays remaps pages instead of copying them.  Out of memory raises
@@ -955,19 +1073,32 @@ def _fill_block(b: _Block, X: NDArray[np.float64], r0: int, fill: float) -> None
     ``fill``).  A dense block -- every row holds features ``1..m`` in order, the usual
     LETOR layout -- is one NumPy copy, with no kernel to compile on a first run (~0.3 s);
     any other goes through ``_fill_rows``.  Either way X holds the same values."""
-    nb = b.n_rows
-    n_tok = b.cols.shape[0]
+    _fill_csr(b.row_ptr, b.cols, b.vals, b.n_rows, X, r0, fill)
+
+
+def _fill_csr(
+    row_ptr: NDArray[np.int64],
+    cols: NDArray[np.int32],
+    vals: NDArray[np.float64],
+    nb: int,
+    X: NDArray[np.float64],
+    r0: int,
+    fill: float,
+) -> None:
+    """:func:`_fill_block` of the ``nb`` CSR rows ``row_ptr`` (from 0), ``cols``
+    (1-based, each at most ``X.shape[1]``), ``vals``."""
+    n_tok = cols.shape[0]
     m = n_tok // nb if nb else 0
     if (
         0 < m <= X.shape[1]
         and m * nb == n_tok
-        and np.array_equal(b.row_ptr, np.arange(0, (nb + 1) * m, m))
-        and (b.cols.reshape(nb, m) == np.arange(1, m + 1, dtype=b.cols.dtype)).all()
+        and np.array_equal(row_ptr, np.arange(0, (nb + 1) * m, m))
+        and (cols.reshape(nb, m) == np.arange(1, m + 1, dtype=cols.dtype)).all()
     ):
-        X[r0 : r0 + nb, :m] = b.vals.reshape(nb, m)
+        X[r0 : r0 + nb, :m] = vals.reshape(nb, m)
         X[r0 : r0 + nb, m:] = fill
         return
-    _fill_rows(b.row_ptr, b.cols, b.vals, nb, X, r0, fill)
+    _fill_rows(row_ptr, cols, vals, nb, X, r0, fill)
 
 
 def _parse_block(
@@ -1164,25 +1295,42 @@ def _attach_queries(
     row_lines: NDArray[np.int64],
 ) -> NDArray[np.int64] | None:
     """Apply the ``.query`` convention to a file without ``qid:``."""
-    n_rows = row_lines.shape[0]
+    first_line = int(row_lines[0]) if row_lines.shape[0] else 1
+    sizes = _query_sizes(path, query_file, qid is not None, row_lines.shape[0], first_line)
+    if qid is not None or sizes is None:
+        return qid
+    return np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+
+
+def _query_sizes(
+    path: str,
+    query_file: str | os.PathLike[str] | None,
+    has_qid: bool,
+    n_rows: int,
+    first_line: int,
+) -> NDArray[np.int64] | None:
+    """The ``.query`` sizes of the ``n_rows`` rows of ``path`` (``query_file``, else the
+    sidecar ``path + ".query"`` when it exists and the file has no ``qid:``), checked to
+    add up to them; None when there are none.  ``first_line``: the first data line's,
+    which an error for a ``query_file`` given beside ``qid:`` names."""
     sidecar = path + ".query"
-    if qid is not None:
+    if has_qid:
         if query_file is not None:
             raise LTRInputError(
                 "the file has qid: on every line, so "
                 f"query_file={os.fspath(query_file)!r} would define the queries twice; "
                 "pass one or the other",
                 path=path,
-                line=int(row_lines[0]),
+                line=first_line,
             )
         if os.path.lexists(sidecar):
             # LightGBM reads the sidecar (not qid:); a user who brought both must know
             # which one defined the queries
             warnings.warn(
                 f"{sidecar} is not read: {path} has qid: on its lines, which define the queries",
-                stacklevel=3,
+                stacklevel=4,
             )
-        return qid
+        return None
     if query_file is None:
         if not os.path.isfile(sidecar):
             if not os.path.lexists(sidecar):
@@ -1210,7 +1358,7 @@ def _attach_queries(
             path=qpath,
             line=size_lines[k],
         )
-    return np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+    return sizes
 
 
 def _power_of_five_table() -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
