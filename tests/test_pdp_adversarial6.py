@@ -228,3 +228,44 @@ def test_sparse_x_and_unnamed_model_names(data, ranker):
     np.testing.assert_allclose(got["average"], want["average"], rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="'zz' is not a feature of the model"):
         partial_dependence(ranker, X, ["zz"])
+
+
+# ------------------------------------------------- scikit-learn's checks, wording only
+def _one_query_ranker():
+    """A Ranker whose ``fit`` puts all rows in one query when given none: scikit-learn's
+    checks call ``fit(X, y)``, which a ranker refuses for want of queries."""
+
+    class OneQueryRanker(Ranker):
+        def fit(self, X, y, **kw):
+            if kw.get("qid") is None and kw.get("group") is None:
+                kw["qid"] = np.zeros(np.shape(X)[0])
+            return super().fit(X, y, **kw)
+
+    return OneQueryRanker(n_estimators=3, min_samples_leaf=2)
+
+
+@pytest.mark.parametrize(
+    "check",
+    ["check_complex_data", "check_fit2d_predict1d", "check_n_features_in_after_fitting"],
+)
+def test_estimator_checks_that_failed_on_wording(check):
+    """Each failed on the words of a clear error alone: "Complex data not supported",
+    "Reshape your data" (with how), "X has 1 features, but Ranker is expecting 4
+    features as input" (``score`` said first that it had no queries)."""
+    from sklearn.utils import estimator_checks
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one-leaf trees on the checks' tiny data
+        getattr(estimator_checks, check)("OneQueryRanker", _one_query_ranker())
+
+
+def test_wording_keeps_the_old_words(ranker, data):
+    from ltrboost import LTRInputError
+
+    X, y, qid = data
+    with pytest.raises(LTRInputError, match=r"X is complex \(complex128\)"):
+        Ranker(**FAST).fit(X + 1j, y, qid=qid)
+    with pytest.raises(LTRInputError, match=r"got shape \(4,\)\. Reshape.*reshape\(1, -1\)"):
+        ranker.predict(X[0])
+    with pytest.raises(ValueError, match="trained with 4"):
+        ranker.score(X[:, :3], y, qid=qid)

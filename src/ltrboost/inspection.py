@@ -413,7 +413,9 @@ def _score_view(
         if X.dtype.kind in "iub":
             X = X.astype(np.float64)
     if X.ndim != 2:
-        raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+        from ltrboost.dataset import _not_2d
+
+        raise LTRInputError(_not_2d(X.shape))
     if X.shape[1] != booster.n_features:
         raise ValueError(
             f"X has {X.shape[1]} features but the model was trained with {booster.n_features}"
