@@ -703,7 +703,9 @@ def as_feature_matrix(
         names = [str(c) for c in X.columns]
         for c, dt in zip(names, X.dtypes, strict=True):
             if getattr(dt, "kind", "") == "c":
-                raise LTRInputError(f"X column {c!r} is complex; features must be real")
+                raise LTRInputError(
+                    f"X column {c!r} is complex. Complex data not supported: features must be real"
+                )
         if feature_names is not None and names != list(feature_names):
             X = _columns_by_name(X, names, list(feature_names))
             names = list(feature_names)
@@ -719,7 +721,7 @@ def as_feature_matrix(
         raise _ragged(X, e) from None
     _refuse_complex(X, "X")
     if X.ndim != 2:
-        raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+        raise LTRInputError(_not_2d(X.shape))
     if X.dtype.kind in "mM":  # as a DataFrame's datetime column; NaT became -9.2e18
         raise LTRInputError(
             f"X has dtype {X.dtype}; features must be numeric (convert dates and "
@@ -812,7 +814,7 @@ def _sparse_feature_matrix(X: Any) -> Any:
 
     _refuse_complex(X, "X")
     if X.ndim != 2:
-        raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+        raise LTRInputError(_not_2d(X.shape))
     X = X if sp.isspmatrix_csr(X) else sp.csr_matrix(X)
     if X.dtype != np.float32 and X.dtype != np.float64:
         try:
@@ -899,15 +901,32 @@ def _ragged(X: Any, error: Exception) -> LTRInputError:
     return LTRInputError(f"X must be a 2-D array of numbers: {error}")
 
 
+def _not_2d(shape: tuple) -> str:
+    """The error for an ``X`` that is not 2-D; for a 1-D one, how to reshape it (with
+    scikit-learn's "Reshape your data", which its check_fit2d_predict1d looks for)."""
+    msg = f"X must be 2-D (n_samples, n_features), got shape {shape}"
+    if len(shape) == 1:
+        msg += (
+            ". Reshape your data: X.reshape(1, -1) if it is one document, "
+            "X.reshape(-1, 1) if it is one feature"
+        )
+    return msg
+
+
 def _refuse_complex(a: Any, name: str) -> None:
     """Complex input would silently lose its imaginary part in a float conversion."""
     dtype = getattr(a, "dtype", None)
     if dtype is not None and dtype.kind == "c":
-        raise LTRInputError(f"{name} is complex ({dtype}); it must hold real numbers")
+        # "Complex data not supported": scikit-learn's words (check_complex_data)
+        raise LTRInputError(
+            f"{name} is complex ({dtype}). Complex data not supported: it must hold real numbers"
+        )
     if dtype is not None and dtype.kind == "O":
         for v in np.asarray(a).ravel()[:1000]:  # a cheap look at object arrays
             if isinstance(v, complex):
-                raise LTRInputError(f"{name} holds complex numbers; it must be real")
+                raise LTRInputError(
+                    f"{name} holds complex numbers. Complex data not supported: it must be real"
+                )
 
 
 def arrow_as_frame(X: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Looking inside a trained model: importances, trees as a table, text dump, summary.
+"""Looking inside a trained model: importances, trees as a table, text dump, summary,
+partial dependence.
 
 All functions take a :class:`~ltrboost.booster.Booster`; ``Booster`` exposes them as
 methods (``feature_importance``, ``trees_to_dataframe``, ``dump_text``) and
@@ -17,6 +18,9 @@ trees ``predict`` uses: the ``best_iteration`` when early stopping set one, else
 (as LightGBM's ``Booster.feature_importance``).  ``dump_text`` dumps every tree unless
 given ``iteration``.
 
+:func:`partial_dependence` is scikit-learn's (brute method) over a regressor view of
+the model, which scikit-learn's own function refuses: a ranker is no regressor.
+
 A feature name that would not show as written on one line of text (empty, with a
 newline, a tab or a blank at either end) is written quoted, as Python's ``repr``, in
 the dump and ``ltrboost inspect``'s table; the DataFrame and the JSON keep it as it is.
@@ -24,6 +28,8 @@ the dump and ``ltrboost inspect``'s table; the DataFrame and the JSON keep it as
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -271,3 +277,237 @@ def _learning_rate(booster: Any) -> float | None:
 
     cls = objective_class(booster.objective)
     return None if cls is None else float(cls.default_learning_rate)
+
+
+# ------------------------------------------------------------------ partial dependence
+def partial_dependence(
+    model: Any,
+    X: Any,
+    features: Any,
+    *,
+    kind: str = "average",
+    grid_resolution: int = 100,
+    percentiles: tuple[float, float] = (0.05, 0.95),
+    custom_values: dict | None = None,
+    categorical_features: Any = None,
+    sample_weight: Any = None,
+    iteration: int | None = None,
+    n_threads: int | None = None,
+):
+    """Partial dependence (and ICE lines) of the ranking score on ``features``.
+
+    scikit-learn's :func:`sklearn.inspection.partial_dependence` refuses a ranker (it
+    takes only regressors and classifiers); this runs its ``method="brute"`` over a
+    regressor view of the model whose ``predict`` is the model's ``predict``: for each
+    grid value, the feature is set to it in every row of ``X`` and the scores are
+    averaged (``kind="average"``) or kept per row (``kind="individual"``, ICE lines;
+    ``"both"``).
+
+    What the curve means for a ranker: a score is comparable only within its query,
+    so the level of the curve carries nothing; its *shape* does.  ``average[b] -
+    average[a]`` is how much a document's score moves, on average over the rows of
+    ``X``, when its feature goes from ``grid[a]`` to ``grid[b]`` with its other
+    features kept: how far it would climb past the other documents of its query,
+    which keep their values.  What counts is the ordering within a query, so ICE lines
+    (``kind="individual"``; centre them with
+    :func:`ltrboost.plot.plot_partial_dependence`'s ``centered=True``) show whether the
+    shift is the same for every document or depends on its other features.  Grade
+    probabilities are not plotted: for ``mcrank`` the score is the expected grade.
+
+    Parameters
+    ----------
+    model : fitted Ranker, Booster or model file path
+    X : array-like, DataFrame or Arrow table of shape (n_samples, n_features)
+        The documents to average over (e.g. the training or a validation set).  A
+        DataFrame's columns are taken by name (any order, as ``predict`` takes them);
+        a ``qid`` column that is not a feature of the model is left out.  Integer
+        (and bool) columns are read as float (scikit-learn refuses them: the grid
+        values would be rounded into them); a SciPy sparse ``X`` is densified (its
+        absent entries 0, as ``predict`` reads them: pass a sample of rows); ``X``
+        itself is not changed.
+    features : int, str, or a list of one or two of them
+        As scikit-learn's: ``[0]``, ``["bm25"]``, or ``[0, 1]`` for the joint dependence on
+        two features.  Integers are column positions in ``X``; names are a DataFrame's
+        column names, or for an array the model's feature names (``f<k>``, the 0-based
+        column, when it stores none).
+    kind : {"average", "individual", "both"}, default="average"
+    grid_resolution, percentiles, custom_values, categorical_features, sample_weight
+        As in :func:`sklearn.inspection.partial_dependence`.
+    iteration : int, optional
+        The first rounds used (default: those ``predict`` uses).
+    n_threads : int, optional
+        Threads for predicting (default: a Ranker's ``n_threads``, else the default).
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``grid_values`` (one array per feature), ``average`` of shape
+        (1, n_grid) (or (1, n_grid_0, n_grid_1) for a pair) and/or ``individual`` of
+        shape (1, n_samples, n_grid), as scikit-learn returns them.
+
+    Examples
+    --------
+    >>> from ltrboost import Ranker
+    >>> from ltrboost.datasets import make_ranking
+    >>> from ltrboost.inspection import partial_dependence
+    >>> X, y, qid = make_ranking(n_queries=20, random_state=0)
+    >>> model = Ranker(n_estimators=10).fit(X, y, qid=qid)
+    >>> pd = partial_dependence(model, X, [0], grid_resolution=20)
+    >>> pd["average"].shape
+    (1, 20)
+    """
+    from sklearn.inspection import partial_dependence as sklearn_partial_dependence
+
+    view, X, names = _score_view(model, X, features, iteration, n_threads)
+    if names is not None:  # an array: scikit-learn takes names for DataFrames only
+        features, custom_values = _by_position(features, custom_values, names)
+    return sklearn_partial_dependence(
+        view,
+        X,
+        features,
+        kind=kind,
+        method="brute",
+        grid_resolution=grid_resolution,
+        percentiles=percentiles,
+        custom_values=custom_values,
+        categorical_features=categorical_features,
+        sample_weight=sample_weight,
+        feature_names=names,
+    )
+
+
+def _score_view(
+    model: Any, X: Any, features: Any, iteration: int | None, n_threads: int | None
+) -> tuple[Any, Any, list[str] | None]:
+    """The regressor view of ``model`` for scikit-learn's partial dependence, ``X``
+    ready for it (qid column out, integer columns as float, sparse densified, columns
+    checked) and the feature names to give scikit-learn for an array ``X`` (the
+    model's, ``f<k>`` when it stores none)."""
+    booster, default_threads = _model_booster(model)
+    if n_threads is None:
+        n_threads = default_threads
+    from ltrboost.dataset import LTRInputError, arrow_as_frame, select_columns
+
+    X = arrow_as_frame(X)
+    names = booster.feature_names
+    is_frame = hasattr(X, "columns") and hasattr(X, "drop")
+    if is_frame and "qid" in list(X.columns) and (names is None or "qid" not in names):
+        if _names_qid(features):
+            raise ValueError(
+                "features: 'qid' is X's column of query ids, not a feature of the model "
+                "(it is left out of X); name one of the model's features"
+            )
+        X = X.drop(columns="qid")
+    if is_frame:
+        select_columns(X, names)  # missing or unknown columns: refused here, by name
+        ints = [c for c in X.columns if X[c].dtype.kind in "iub"]
+        if ints:  # a copy: the caller's frame keeps its types
+            X = X.astype(dict.fromkeys(ints, np.float64))
+    else:
+        from ltrboost.binning import is_sparse
+
+        # scikit-learn's grid and assignment are for dense columns (a sparse X gave a
+        # one-value grid): the rows are densified, their absent entries 0 as predict
+        # reads them
+        X = X.toarray() if is_sparse(X) else np.asarray(X)
+        if X.dtype.kind in "iub":
+            X = X.astype(np.float64)
+    if X.ndim != 2:
+        from ltrboost.dataset import _not_2d
+
+        raise LTRInputError(_not_2d(X.shape))
+    if X.shape[1] != booster.n_features:
+        raise ValueError(
+            f"X has {X.shape[1]} features but the model was trained with {booster.n_features}"
+        )
+    view = _score_regressor_class()(booster=booster, iteration=iteration, n_threads=n_threads)
+    return view, X, (None if is_frame else feature_names(booster))
+
+
+def _by_position(
+    features: Any, custom_values: dict | None, names: Sequence[str]
+) -> tuple[Any, dict | None]:
+    """``features`` (and ``custom_values``' keys) with the model's feature names
+    replaced by column positions, for an array ``X``; an unknown name refused."""
+
+    def position(f: Any) -> Any:
+        if not isinstance(f, str):
+            return f
+        if f not in names:
+            raise ValueError(
+                f"features: {f!r} is not a feature of the model (X is an array: a name "
+                f"must be one of the model's feature names {list(names)[:10]}"
+                f"{' ...' if len(names) > 10 else ''}, or give a column position)"
+            )
+        return names.index(f)
+
+    if isinstance(features, str):
+        features = [features]
+    features = [position(f) for f in features]
+    if custom_values:
+        custom_values = {position(k): v for k, v in custom_values.items()}
+    return features, custom_values
+
+
+def _names_qid(features: Any) -> bool:
+    """Whether ``features`` (scikit-learn's forms) names a feature ``"qid"``."""
+    items = [features] if isinstance(features, str) else list(features)
+    for item in items:
+        group = [item] if isinstance(item, str) or np.ndim(item) == 0 else list(item)
+        if any(isinstance(f, str) and f == "qid" for f in group):
+            return True
+    return False
+
+
+def _model_booster(model: Any) -> tuple[Any, int | None]:
+    """The Booster of a fitted Ranker (and its ``n_threads``), a Booster, or the model
+    in a file."""
+    import os
+
+    from ltrboost.model import Booster
+
+    if isinstance(model, Booster):
+        return model, None
+    if isinstance(model, (str, os.PathLike)):
+        from ltrboost.model import load_model
+
+        return load_model(model), None
+    from ltrboost.sklearn import Ranker
+
+    if isinstance(model, Ranker):
+        model._check_fitted()
+        return model.booster_, model.n_threads
+    raise TypeError(
+        f"model must be a fitted Ranker, a Booster or a model file path, not {type(model).__name__}"
+    )
+
+
+@functools.cache
+def _score_regressor_class() -> type:
+    """The regressor view's class, made on first use: scikit-learn is imported then,
+    not with this module."""
+    from sklearn.base import BaseEstimator, RegressorMixin
+
+    class _ScoreRegressor(RegressorMixin, BaseEstimator):
+        """A fitted model seen as a scikit-learn regressor whose ``predict`` is the
+        ranking score, for :mod:`sklearn.inspection` only (its ``score``, R², means
+        nothing for a ranker: never hand it to model selection)."""
+
+        def __init__(self, booster: Any = None, iteration: Any = None, n_threads: Any = None):
+            self.booster = booster
+            self.iteration = iteration
+            self.n_threads = n_threads
+
+        def __sklearn_is_fitted__(self) -> bool:
+            return True
+
+        def fit(self, X: Any, y: Any = None) -> Any:  # scikit-learn looks for one
+            raise TypeError(
+                "this is a trained model seen as a regressor for partial dependence; "
+                "train with ltrboost.Ranker().fit(X, y, qid=qid)"
+            )
+
+        def predict(self, X: Any) -> NDArray[np.float64]:
+            return self.booster.predict(X, iteration=self.iteration, n_threads=self.n_threads)
+
+    return _ScoreRegressor

@@ -10,6 +10,8 @@ graphviz.
 * :func:`plot_importance`: horizontal bars of
   :func:`ltrboost.inspection.feature_importance` (raw totals, not normalised);
 * :func:`plot_metric`: validation metric per round from ``evals_result_``;
+* :func:`plot_partial_dependence`: partial dependence and ICE lines of the score
+  (returns scikit-learn's ``PartialDependenceDisplay``, not one Axes);
 * :func:`plot_tree`: one tree as boxes, ``feature <= threshold`` for splits (yes =
   left) and the leaf values.
 """
@@ -25,7 +27,7 @@ import numpy as np
 
 from ltrboost.inspection import feature_importance, feature_names, shown_name
 
-__all__ = ["plot_importance", "plot_metric", "plot_tree"]
+__all__ = ["plot_importance", "plot_metric", "plot_partial_dependence", "plot_tree"]
 
 # plot_tree's default figure at most (inches): at 100 dpi a 10000 x 3000 pixel raster
 # (120 MB); unbounded it grew 1.6 inches a leaf and 1.4 a level
@@ -486,3 +488,79 @@ def plot_tree(
     ax.set_axis_off()
     ax.set_title(f"tree {tree_index} (output {int(booster.tree_outputs[tree_index])})")
     return ax
+
+
+def plot_partial_dependence(
+    model: Any,
+    X: Any,
+    features: Any,
+    *,
+    kind: str = "average",
+    ax: Any = None,
+    iteration: int | None = None,
+    n_threads: int | None = None,
+    figsize: tuple[float, float] | None = None,
+    **display_kwargs: Any,
+) -> Any:
+    """Partial dependence (and ICE lines) of the ranking score, one panel per feature.
+
+    :class:`sklearn.inspection.PartialDependenceDisplay` refuses a ranker; this draws
+    it over the regressor view of :func:`ltrboost.inspection.partial_dependence`, whose
+    docstring says what the curve means for a ranker (its level carries nothing: only
+    the score's shift, as the documents of a query are ordered by score).
+
+    Parameters
+    ----------
+    model : Ranker, Booster or model path
+    X : array-like, DataFrame or Arrow table of shape (n_samples, n_features)
+        As in :func:`ltrboost.inspection.partial_dependence` (a ``qid`` column that is
+        not a feature is left out; integer columns are read as float).
+    features : list of int, str or pairs of them
+        One panel per entry, as scikit-learn's ``from_estimator``: ``[0, "bm25"]``
+        draws two one-way panels, ``[(0, 1)]`` one two-way panel.  For an array ``X``,
+        names are the model's feature names (``f<k>`` when it stores none).
+    kind : {"average", "individual", "both"}, default="average"
+        ``"individual"`` / ``"both"`` draw ICE lines, one per row of ``X``
+        (``subsample=`` draws fewer; ``centered=True`` starts every line at 0, which
+        shows the score's shift alone).
+    ax : matplotlib Axes or list of Axes, optional
+        One Axes is divided into a grid of panels (scikit-learn's rule); default: a
+        new figure of ``figsize``.
+    iteration, n_threads
+        As in :func:`ltrboost.inspection.partial_dependence`.
+    **display_kwargs
+        Passed to :meth:`sklearn.inspection.PartialDependenceDisplay.from_estimator`
+        (``grid_resolution``, ``percentiles``, ``centered``, ``subsample``,
+        ``random_state``, ``n_cols``, ``line_kw``, ...).  ``method`` is always
+        ``"brute"``.
+
+    Returns
+    -------
+    sklearn.inspection.PartialDependenceDisplay
+        Its ``axes_`` (one Axes per panel), ``lines_``, ``figure_`` and
+        ``pd_results`` (the :func:`~ltrboost.inspection.partial_dependence` results).
+    """
+    _pyplot()
+    from sklearn.inspection import PartialDependenceDisplay
+
+    from ltrboost.inspection import _score_view
+
+    if "method" in display_kwargs and display_kwargs["method"] != "brute":
+        raise ValueError(
+            f"method={display_kwargs['method']!r}: only 'brute' applies to a ranker "
+            "(scikit-learn's 'recursion' reads its own tree classes)"
+        )
+    display_kwargs.pop("method", None)
+    view, X, names = _score_view(model, X, features, iteration, n_threads)
+    if ax is None:
+        ax = _axes(None, figsize)
+    return PartialDependenceDisplay.from_estimator(
+        view,
+        X,
+        features,
+        kind=kind,
+        ax=ax,
+        method="brute",
+        feature_names=names,
+        **display_kwargs,
+    )

@@ -383,7 +383,28 @@ class Ranker(BaseEstimator):
         """
         self._check_fitted()
         X, _ = self._drop_qid_column(X)
+        self._check_n_features(X)
         return self.booster_.predict(X, iteration=iteration, n_threads=self.n_threads)
+
+    def _check_n_features(self, X: Any) -> None:
+        """Refuse an array (not a DataFrame: its columns are taken by name) with
+        another number of columns than the model's, in scikit-learn's words (its
+        check_n_features_in_after_fitting looks for them), before anything else: score
+        said first that it had no queries."""
+        if hasattr(X, "columns"):
+            return
+        shape = getattr(X, "shape", None)
+        if shape is None:
+            try:
+                shape = np.shape(X)
+            except ValueError:  # ragged rows: as_feature_matrix names the row
+                return
+        n = self.booster_.n_features
+        if len(shape) == 2 and shape[1] != n:
+            raise ValueError(
+                f"X has {shape[1]} features, but {type(self).__name__} is expecting {n} "
+                f"features as input (the model was trained with {n})"
+            )
 
     def _warn_unnamed_fit(self, stacklevel: int) -> None:
         """scikit-learn's warning, in its words, for a frame given to a model fitted
@@ -450,6 +471,7 @@ class Ranker(BaseEstimator):
     def _predict_proba(self, X: Any, *, iteration: int | None = None) -> NDArray[np.float64]:
         self._check_fitted()
         X, _ = self._drop_qid_column(X)
+        self._check_n_features(X)
         obj = self.booster_.get_objective()
         raw = self.booster_.predict_raw(X, iteration=iteration, n_threads=self.n_threads)
         return obj.predict_proba(raw)
@@ -484,6 +506,7 @@ class Ranker(BaseEstimator):
 
         self._check_fitted()
         X, qid_col = self._drop_qid_column(X)
+        self._check_n_features(X)
         if qid is None and group is None:
             qid = qid_col
         elif qid_col is not None and not _same_queries(qid_col, qid, group):
