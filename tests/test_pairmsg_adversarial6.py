@@ -225,10 +225,10 @@ def test_all_zero_weight_pairs_file_alone_is_refused(data, tmp_path, capsys):
 # --- 3. lone surrogates -----------------------------------------------------------------
 def test_lone_surrogate_feature_name_is_refused_at_fit():
     X, y, qid = _arrays()
-    with pytest.raises(LTRInputError, match=r"feature name 1 .*'\\ud800'.*surrogate"):
+    with pytest.raises(LTRInputError, match=r"feature_names\[1\]='\\ud800' .*surrogate"):
         make_dataset(X, y, qid=qid, feature_names=["b", "\ud800", "c"])
     df = pd.DataFrame(X, columns=pd.Index(["a", "b", "x\udcff"], dtype=object))
-    with pytest.raises(LTRInputError, match=r"feature name 2 .*'x\\udcff'.*surrogate"):
+    with pytest.raises(LTRInputError, match=r"X column 2 \('x\\udcff'\) .*surrogate"):
         Ranker(n_estimators=1).fit(df, y, qid=qid)
 
 
@@ -239,7 +239,7 @@ def test_lone_surrogate_feature_name_is_refused_at_save(tmp_path):
     booster = ltrboost.train({"n_estimators": 1, "min_samples_leaf": 2}, ds)
     path = tmp_path / "m.json"
     path.write_text("old", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"feature_names\[1\] .*'\\ud800'.*surrogate"):
+    with pytest.raises(ValueError, match=r"feature_names\[1\]='\\ud800' .*surrogate"):
         booster.save_model(path)
     assert path.read_text(encoding="utf-8") == "old"
 
@@ -265,6 +265,9 @@ def test_old_model_with_lone_surrogate_loads_with_a_warning(tmp_path):
     assert booster.feature_names == ["\\ud800", "b", "c"]
     np.testing.assert_array_equal(booster.predict(X), expected)
     df = pd.DataFrame(X, columns=["\\ud800", "b", "c"])
+    np.testing.assert_array_equal(booster.predict(df), expected)
+    # the DataFrame the model was trained on (its column holds the surrogate) matches too
+    df = pd.DataFrame(X, columns=pd.Index(["\ud800", "b", "c"], dtype=object))
     np.testing.assert_array_equal(booster.predict(df), expected)
     booster.save_model(tmp_path / "new.json")  # the repaired names save (and load quietly)
     with warnings.catch_warnings():
@@ -375,3 +378,22 @@ def test_all_zero_weight_pairs_file_with_labels_warns(data, tmp_path, capsys):
     assert rc == 0, err
     assert "every pair has weight 0" in err
     assert "labels alone" in err
+
+
+@pytest.mark.parametrize("fmt", ["lightgbm", "xgboost", "solr", "ranklib"])
+def test_export_refuses_a_lone_surrogate_name_naming_it(tmp_path, fmt):
+    """Names given to export (or held by a model in memory) that UTF-8 cannot encode
+    ended in a bare "'utf-8' codec can't encode character"."""
+    from ltrboost.export import ExportError, export_model
+
+    X, y, qid = _arrays()
+    booster = ltrboost.train(
+        {"n_estimators": 1, "min_samples_leaf": 2}, make_dataset(X, y, qid=qid)
+    )
+    out = tmp_path / "out"
+    with pytest.raises(ExportError, match=r"feature name 2 \('\\udcff'\).*surrogate"):
+        export_model(booster, out, fmt, feature_names=["a", "\udcff", "c"])
+    booster.feature_names = ["\ud800", "b", "c"]
+    with pytest.raises(ExportError, match=r"feature name 1 \('\\ud800'\).*surrogate"):
+        export_model(booster, out, fmt)
+    assert not out.exists()

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._checks import _short_repr
+from ltrboost._checks import _short_repr, lone_surrogate, without_surrogates
 from ltrboost._config import QUERY_OFFSET_DTYPE
 from ltrboost.params import ParameterError
 
@@ -585,7 +585,7 @@ def make_dataset(
     else:  # names as a DataFrame's columns are taken (a model file holds strings)
         feature_names = [str(c) for c in feature_names]
     if feature_names is not None:
-        _refuse_duplicate_names(feature_names)
+        _refuse_duplicate_names(feature_names, columns=feature_names is names)
     n = X.shape[0]
     if (qid is None) == (group is None):
         raise LTRInputError(
@@ -711,7 +711,9 @@ def as_feature_matrix(
             if getattr(dt, "kind", "") == "c":
                 raise LTRInputError(f"X column {c!r} is complex; features must be real")
         if feature_names is not None and names != list(feature_names):
-            X = _columns_by_name(X, names, list(feature_names))
+            # a column named with a lone surrogate matches the name a model file
+            # holds for it (its escape: see ltrboost.io.model_json)
+            X = _columns_by_name(X, [without_surrogates(c) for c in names], list(feature_names))
             names = list(feature_names)
         _check_numeric_columns(X)
         X = _object_columns_as_floats(X)
@@ -956,7 +958,7 @@ def select_columns(X: Any, feature_names: Sequence[str] | None) -> Any:
     have = [str(c) for c in X.columns]
     if have == list(feature_names):
         return X
-    return _columns_by_name(X, have, list(feature_names))
+    return _columns_by_name(X, [without_surrogates(c) for c in have], list(feature_names))
 
 
 def _columns_by_name(
@@ -998,9 +1000,21 @@ def _columns_by_name(
     return X.iloc[:, [position[c] for c in expected]]
 
 
-def _refuse_duplicate_names(names: Sequence[str]) -> None:
+def _refuse_duplicate_names(names: Sequence[str], *, columns: bool = False) -> None:
     """A model takes a DataFrame's columns by name (``predict``, ``score``, warm
-    starts), so two features of one name would be ambiguous: refuse them, naming them."""
+    starts), so two features of one name would be ambiguous: refuse them, naming them.
+    A name holding a lone surrogate (``"\\ud800"``: no Unicode text) is refused too,
+    naming its index (``X column k`` for a DataFrame's ``columns``, else
+    ``feature_names[k]``): a model file is UTF-8 JSON, and the exporters write UTF-8."""
+    for k, name in enumerate(names):
+        bad = lone_surrogate(str(name))
+        if bad is not None:
+            where = f"X column {k} ({str(name)!r})" if columns else f"feature_names[{k}]={name!r}"
+            raise LTRInputError(
+                f"{where} holds a lone surrogate ({bad}), which is no Unicode text: a "
+                "model file and its exports are UTF-8, so feature names must be valid "
+                "text; rename the feature"
+            )
     seen: set[str] = set()
     dup = [str(c) for c in names if str(c) in seen or seen.add(str(c))]
     if dup:
