@@ -397,3 +397,16 @@ def test_export_refuses_a_lone_surrogate_name_naming_it(tmp_path, fmt):
     with pytest.raises(ExportError, match=r"feature name 1 \('\\ud800'\).*surrogate"):
         export_model(booster, out, fmt)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("weight", [np.nan, -1.0])
+def test_bad_weights_alone_are_named_as_bad_not_as_zero(weight):
+    X, y, qid = _arrays()
+    ds = make_dataset(X, y, qid=qid)
+    ds.pairs = PreferencePairs(
+        preferred=np.array([0], dtype=np.int32),
+        other=np.array([1], dtype=np.int32),
+        weight=np.array([weight]),
+    )
+    with pytest.raises(LTRInputError, match=r"^pair 0: pairs\.weight\[0\]="):
+        ltrboost.train({"objective": "ranknet", "use_label_pairs": False}, ds)

@@ -171,7 +171,8 @@ def check_pair_sources(
     pp = data.pairs
     has_pairs = pp is not None and len(pp) > 0
     # a pair of weight 0 counts for nothing: pairs all of weight 0 are as none
-    weightless = has_pairs and pp.weight is not None and not np.any(np.asarray(pp.weight) > 0)
+    # (== 0, not "not > 0": a NaN or negative weight is the pair check's to name)
+    weightless = has_pairs and pp.weight is not None and bool(np.all(np.asarray(pp.weight) == 0))
     if not use_labels and (weightless or not has_pairs) and not (labels_suffice and has_labels):
         none = (
             "every explicit preference pair has weight 0 (a pair of weight 0 counts for nothing)"
