@@ -390,8 +390,8 @@ def test_write_pairs_file_round_trips_and_refuses_bad_input(tmp_path):
     for bad in (["a b"], [""]):
         with pytest.raises(ValueError, match="whitespace"):
             write_pairs_file(p, ["7"], bad, ["c"])
-    with pytest.raises(ValueError, match="positive"):
-        write_pairs_file(p, ["7"], ["a"], ["b"], [0.0])
+    with pytest.raises(ValueError, match="from 0 to"):  # 0 counts for nothing: written
+        write_pairs_file(p, ["7"], ["a"], ["b"], [-1.0])
     assert back.tolist() == read_pairs_file(p, QID, DOCIDS)[2].tolist()  # p untouched
 
 

@@ -175,7 +175,7 @@ def test_pair_weight_that_float32_cannot_hold_is_refused_naming_the_pair(weight)
     )
     with pytest.raises(LTRInputError, match=r"pairs.weight\[1\]=") as e:
         train({"objective": "ranknet", **FAST}, ds)
-    assert e.value.row == 1
+    assert e.value.pair == 1  # the pair's index (not a data row: ``row`` is None)
 
 
 def test_pair_weights_float32_holds_are_kept():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Mapping
 from dataclasses import MISSING, fields
 from typing import Any
@@ -79,6 +80,24 @@ def _short_repr(v: Any) -> str:
     """``repr(v)``, its middle left out when longer than 60 characters (10**400)."""
     r = repr(v)
     return r if len(r) <= 60 else f"{r[:24]}...{r[-8:]} ({len(r)} characters)"
+
+
+# A code point UTF-8 cannot encode: a surrogate alone (Python strings may hold one, from
+# "\ud800", a JSON escape or a file name decoded with surrogateescape)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> str | None:
+    """The first lone surrogate of ``text`` (a code point UTF-8 cannot encode), as
+    ``\\udXXX`` text; None when ``text`` is valid Unicode text."""
+    m = _SURROGATE.search(text)
+    return None if m is None else f"\\u{ord(m.group()):04x}"
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\ud800``, six
+    characters): UTF-8 text that still tells two such names apart."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _finite_number(x: Any) -> bool:

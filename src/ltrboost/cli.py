@@ -1066,7 +1066,7 @@ def _error_as_flags(e: Exception) -> str:
         return str(e)
     if isinstance(e, LTRInputError):  # the path is the user's, not a parameter
         problem = _params_as_flags(e.problem, bare=True)
-        return str(LTRInputError(problem, e.path, e.line, row=e.row))
+        return str(LTRInputError(problem, e.path, e.line, row=e.row, pair=getattr(e, "pair", None)))
     return _params_as_flags(str(e), bare=True)
 
 
@@ -1581,10 +1581,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         train_set.pairs = pairs_for_dataset(pref, oth, w, train_set.order)
         # without pairs the objective learns from the labels (its label pairs, or
         # qbrank's labelled part); otherwise it refuses the data, and that error says it
-        if pref.size == 0 and _labels_teach(params, objective):
+        if not (w > 0).any() and _labels_teach(params, objective):
+            what = (
+                "the file holds no pair (only blank and comment lines)"
+                if pref.size == 0
+                else "every pair has weight 0 (a pair of weight 0 counts for nothing)"
+            )
             warnings.warn(
-                f"--pairs {args.pairs}: the file holds no pair (only blank and comment "
-                "lines); the model is trained on the labels alone",
+                f"--pairs {args.pairs}: {what}; the model is trained on the labels alone",
                 UserWarning,
                 stacklevel=1,
             )

@@ -256,7 +256,7 @@ def _input_parts(
         frames = list(X.to_delayed(optimize_graph=not separate))
         blocks = {r: _delayed_blocks(roles[r], len(frames), r) for r in separate}
         feature_names = [str(c) for c in cols if c not in set(named.values())]
-        _refuse_duplicate_names(feature_names)  # columns are taken by name, as in fit
+        _refuse_duplicate_names(feature_names, columns=True)  # taken by name, as in fit
         _refuse_numbers_made_text(X, {c: r for r, c in named.items()}, "feature", prefix)
         if columns is not None:  # taken by these names (by _make_part)
             feature_names = list(columns)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._checks import _short_repr
+from ltrboost._checks import _short_repr, lone_surrogate, without_surrogates
 from ltrboost._config import QUERY_OFFSET_DTYPE
 from ltrboost.params import ParameterError
 
@@ -36,12 +36,17 @@ class LTRInputError(ValueError):
     line : int or None
         **1-based** line number in ``path`` (text files).
     row : int or None
-        **0-based** row index into an array (labels, features, pairs given as arrays).
+        **0-based** row index into an array (labels, features, weights: a document).
+    pair : int or None
+        **0-based** index of a preference pair given as arrays (``pairs=``): not a
+        document's row, so never rewritten as one (a file's pairs are named by
+        ``path`` and ``line``).
     problem : str
         The message without the location.
 
-    The message reads ``path:line: problem``, ``path: problem`` or ``row N: problem`` (for
-    arrays), so a CLI can print ``str(err)`` as its one-line diagnostic.
+    The message reads ``path:line: problem``, ``path: problem``, ``row N: problem`` or
+    ``pair K: problem`` (for arrays), so a CLI can print ``str(err)`` as its one-line
+    diagnostic.
     """
 
     def __init__(
@@ -51,10 +56,12 @@ class LTRInputError(ValueError):
         line: int | None = None,
         *,
         row: int | None = None,
+        pair: int | None = None,
     ):
         self.path = path
         self.line = line
         self.row = row
+        self.pair = pair
         self.problem = msg
         where = ""
         if path is not None and line is not None:
@@ -65,6 +72,8 @@ class LTRInputError(ValueError):
             where = f"line {line}: "
         elif row is not None:
             where = f"row {row}: "
+        elif pair is not None:
+            where = f"pair {pair}: "
         super().__init__(where + msg)
 
 
@@ -404,7 +413,7 @@ def check_preference_pairs(
 
     Returns ``(preferred, other, weight, query)`` as int64 / int64 / float64 / int64
     (``weight`` all ones when None; ``query`` the query of each pair).  Refuses, naming
-    the first offending pair (``LTRInputError.row`` = pair index): non-integer or
+    the first offending pair (``LTRInputError.pair`` = its index): non-integer or
     out-of-range rows, a document preferred to itself, a pair spanning two queries, a
     negative or non-finite weight, or one float32 gradients cannot hold (above float32's
     maximum, or positive below its smallest positive value: as sample weights).  (Pairs
@@ -430,10 +439,7 @@ def check_preference_pairs(
     bad = (pref < 0) | (pref >= n) | (oth < 0) | (oth >= n)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise LTRInputError(
-            f"pair {k}: rows ({pref[k]}, {oth[k]}) out of range for {n} documents",
-            row=k,
-        )
+        raise LTRInputError(f"rows ({pref[k]}, {oth[k]}) out of range for {n} documents", pair=k)
 
     def shown(r: int) -> int:  # a dataset row as the caller numbered it
         return int(r) if order is None else int(order[r])
@@ -441,7 +447,7 @@ def check_preference_pairs(
     same = pref == oth
     if same.any():
         k = int(np.flatnonzero(same)[0])
-        raise LTRInputError(f"pair {k}: document {shown(pref[k])} is preferred to itself", row=k)
+        raise LTRInputError(f"document {shown(pref[k])} is preferred to itself", pair=k)
     q_pref = np.searchsorted(query_offsets, pref, side="right") - 1
     q_other = np.searchsorted(query_offsets, oth, side="right") - 1
     cross = q_pref != q_other
@@ -452,9 +458,9 @@ def check_preference_pairs(
         else:
             queries = f"groups {q_pref[k]} and {q_other[k]}, counting from 0"
         raise LTRInputError(
-            f"pair {k}: rows {shown(pref[k])} and {shown(oth[k])} belong to different queries "
+            f"rows {shown(pref[k])} and {shown(oth[k])} belong to different queries "
             f"({queries}); a preference compares documents of one query",
-            row=k,
+            pair=k,
         )
     if weight is None:
         w = np.ones(pref.shape[0], dtype=np.float64)
@@ -472,7 +478,7 @@ def check_preference_pairs(
             raise LTRInputError(
                 f"pairs.weight[{k}]={w[k]} must be finite, >= 0 and at most "
                 f"{_FLOAT32_MAX:.4g} (pair weights scale float32 gradients)",
-                row=k,
+                pair=k,
             )
         lost = (w > 0) & (w.astype(np.float32) == 0)
         if lost.any():
@@ -480,7 +486,7 @@ def check_preference_pairs(
             raise LTRInputError(
                 f"pairs.weight[{k}]={w[k]:g} is positive but would become 0 in float32 "
                 "gradients (the smallest positive float32 is 1.4e-45): scale the weights up",
-                row=k,
+                pair=k,
             )
     return pref, oth, w, q_pref.astype(np.int64)
 
@@ -579,7 +585,7 @@ def make_dataset(
     else:  # names as a DataFrame's columns are taken (a model file holds strings)
         feature_names = [str(c) for c in feature_names]
     if feature_names is not None:
-        _refuse_duplicate_names(feature_names)
+        _refuse_duplicate_names(feature_names, columns=feature_names is names)
     n = X.shape[0]
     if (qid is None) == (group is None):
         raise LTRInputError(
@@ -707,7 +713,9 @@ def as_feature_matrix(
                     f"X column {c!r} is complex. Complex data not supported: features must be real"
                 )
         if feature_names is not None and names != list(feature_names):
-            X = _columns_by_name(X, names, list(feature_names))
+            # a column named with a lone surrogate matches the name a model file
+            # holds for it (its escape: see ltrboost.io.model_json)
+            X = _columns_by_name(X, [without_surrogates(c) for c in names], list(feature_names))
             names = list(feature_names)
         _check_numeric_columns(X)
         X = _object_columns_as_floats(X)
@@ -969,7 +977,7 @@ def select_columns(X: Any, feature_names: Sequence[str] | None) -> Any:
     have = [str(c) for c in X.columns]
     if have == list(feature_names):
         return X
-    return _columns_by_name(X, have, list(feature_names))
+    return _columns_by_name(X, [without_surrogates(c) for c in have], list(feature_names))
 
 
 def _columns_by_name(
@@ -1011,9 +1019,21 @@ def _columns_by_name(
     return X.iloc[:, [position[c] for c in expected]]
 
 
-def _refuse_duplicate_names(names: Sequence[str]) -> None:
+def _refuse_duplicate_names(names: Sequence[str], *, columns: bool = False) -> None:
     """A model takes a DataFrame's columns by name (``predict``, ``score``, warm
-    starts), so two features of one name would be ambiguous: refuse them, naming them."""
+    starts), so two features of one name would be ambiguous: refuse them, naming them.
+    A name holding a lone surrogate (``"\\ud800"``: no Unicode text) is refused too,
+    naming its index (``X column k`` for a DataFrame's ``columns``, else
+    ``feature_names[k]``): a model file is UTF-8 JSON, and the exporters write UTF-8."""
+    for k, name in enumerate(names):
+        bad = lone_surrogate(str(name))
+        if bad is not None:
+            where = f"X column {k} ({str(name)!r})" if columns else f"feature_names[{k}]={name!r}"
+            raise LTRInputError(
+                f"{where} holds a lone surrogate ({bad}), which is no Unicode text: a "
+                "model file and its exports are UTF-8, so feature names must be valid "
+                "text; rename the feature"
+            )
     seen: set[str] = set()
     dup = [str(c) for c in names if str(c) in seen or seen.add(str(c))]
     if dup:
@@ -1171,7 +1191,7 @@ def rows_located(ds: RankingDataset) -> Iterator[None]:
     (``ds.source`` and ``ds.row_lines`` set) the line is 1-based, as in every other
     input error.  For arrays whose rows were regrouped, the grouped row (what the
     objectives and metrics see) becomes the row the caller gave, ``ds.order[row]``
-    (errors about explicit pairs, whose ``row`` is a pair's index, are left alone).
+    (errors about explicit pairs name a ``pair``, not a row: they are left alone).
     Other errors pass unchanged.
     """
     try:
@@ -1202,8 +1222,6 @@ def _raise_in_callers_rows(e: ValueError, ds: RankingDataset) -> None:
     if ds.order is None or not isinstance(e, LTRInputError) or e.path is not None:
         return
     problem = e.problem
-    if problem.startswith("pair"):  # ``row`` is a pair's index, not a dataset row
-        return
     match = _ROW_IN_MESSAGE.search(problem)
     row = int(match.group(1)) if match is not None else e.row
     if row is None or not 0 <= row < ds.order.shape[0]:

@@ -945,18 +945,16 @@ def _pairs_from_array(pairs: Any, ds: RankingDataset):
     fractional = np.any(idx != np.round(idx), axis=1)  # NaN included
     if fractional.any():
         bad = int(np.flatnonzero(fractional)[0])
-        raise LTRInputError(
-            f"pair {bad}: row indices must be whole numbers, got {idx[bad].tolist()}", row=bad
-        )
+        raise LTRInputError(f"row indices must be whole numbers, got {idx[bad].tolist()}", pair=bad)
     if np.any(idx < 0) or np.any(idx >= ds.n_samples):
         bad = int(np.flatnonzero(np.any((idx < 0) | (idx >= ds.n_samples), axis=1))[0])
         rows = ", ".join(f"{v:.0f}" for v in idx[bad])
         raise LTRInputError(
-            f"pair {bad}: rows ({rows}): a row index outside 0..{ds.n_samples - 1} (pairs "
+            f"rows ({rows}): a row index outside 0..{ds.n_samples - 1} (pairs "
             "name documents by the positions of the rows of the X given to fit; a "
             "scikit-learn cross-validation passes each fold's fit the pairs unchanged, "
             "numbered for the whole data)",
-            row=bad,
+            pair=bad,
         )
     idx = idx.astype(np.int64)
     if ds.order is not None:  # map user rows to grouped rows

@@ -35,9 +35,9 @@ def test_pairs_follow_the_dataset_grouping():
     [
         ("7 a\n", 1, "fields"),
         ("7 a b c d e\n", 1, "fields"),
-        ("7 a b -1\n", 1, "positive number"),
-        ("7 a b nan\n", 1, "positive number"),
-        ("7 a b x\n", 1, "positive number"),
+        ("7 a b -1\n", 1, "a number >= 0"),
+        ("7 a b nan\n", 1, "a number >= 0"),
+        ("7 a b x\n", 1, "a number >= 0"),
         ("\n8 a b\n", 2, "unknown query"),
         ("7 a zz\n", 1, "'zz' is not a document of query '7'"),
         ("7 a d\n", 1, "'d' is not a document of query '7'"),

@@ -199,7 +199,8 @@ def test_check_preference_pairs():
     np.testing.assert_array_equal(w, [1.0, 1.0])
     with pytest.raises(LTRInputError, match="different queries") as e:
         check_preference_pairs([0, 1], [2, 3], None, offsets)
-    assert e.value.row == 1
+    assert e.value.pair == 1
+    assert e.value.row is None
     with pytest.raises(LTRInputError, match="preferred to itself"):
         check_preference_pairs([0], [0], None, offsets)
     with pytest.raises(LTRInputError, match="out of range"):

@@ -282,6 +282,12 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
                 f"{problem}pass the engine's names (feature_names=)",
                 cli=f"{problem}give the engine's names (--feature-names FILE)",
             )
+        if any(unicodedata.category(c) == "Cs" for c in s):  # "\ud800": UTF-8 cannot write it
+            raise ExportError(
+                f"{whose}feature name {i + 1} ({s!r}) holds a lone surrogate, which is no "
+                "Unicode text (exports are UTF-8); pass the engine's names (feature_names=, "
+                "or --feature-names FILE)"
+            )
         if s in seen:
             raise ExportError(f"feature name {s!r} appears more than once")
         seen.add(s)

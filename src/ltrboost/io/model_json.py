@@ -75,6 +75,7 @@ from typing import Any
 
 import numpy as np
 
+from ltrboost._checks import lone_surrogate, without_surrogates
 from ltrboost._config import NODE_DTYPE
 from ltrboost._version import __version__
 from ltrboost.io._atomic import UNKNOWN_STATE, atomic_write
@@ -185,6 +186,14 @@ def _header_dict(f: Mapping[str, Any]) -> dict[str, Any]:
     """Every field of the JSON document but ``trees`` (which comes last)."""
     params = {k: v for k, v in _jsonable(f["params"]).items() if k not in RUNTIME_PARAMS}
     names = f["feature_names"]  # strings: a file with other names would not load
+    for k, name in enumerate(names or ()):
+        bad = lone_surrogate(str(name))
+        if bad is not None:  # json.dumps would write it escaped: no text, no export
+            raise ValueError(
+                f"feature_names[{k}]={str(name)!r} holds a lone surrogate ({bad}), which "
+                "is no Unicode text (a model file is UTF-8 JSON); refusing to save it: "
+                "rename the feature"
+            )
     out = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -558,6 +567,7 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
                 stacklevel=2,
             )
         d = {**d, "params": {**d["params"], **dict.fromkeys(legacy)}}
+    d = _names_as_text(d, path)
     validate_model_dict(d, path)
     n_features = d["n_features"]
     n_outputs = d["n_outputs"]
@@ -607,6 +617,32 @@ def model_fields_from_dict(d: Any, path: str | None = None) -> dict[str, Any]:
         "best_position_bias": (d.get("position_bias") or {}).get("best_iteration"),
         "training_inputs": d.get("training_inputs"),
     }
+
+
+def _names_as_text(d: Any, path: str | None) -> Any:
+    """``d`` with each feature name holding a lone surrogate written as its escape
+    (``"\\ud800"`` read as the six characters ``\\ud800``), with a warning naming the
+    field: ltrboost wrote such names (JSON-escaped) before refusing them, and their
+    models predict; the name is no text, so it could not be exported or printed."""
+    names = d.get("feature_names") if isinstance(d, dict) else None
+    if not isinstance(names, list):
+        return d
+    fixed = list(names)
+    for k, name in enumerate(names):
+        if not isinstance(name, str) or lone_surrogate(name) is None:
+            continue
+        fixed[k] = without_surrogates(name)
+        import warnings
+
+        warnings.warn(
+            f"{path or 'model'}: feature_names[{k}]={name!r} holds a lone surrogate "
+            f"({lone_surrogate(name)}), which is no Unicode text (older versions saved "
+            f"it); read as {fixed[k]!r}, the escape as text (a DataFrame given to "
+            "predict takes either name)",
+            UserWarning,
+            stacklevel=3,
+        )
+    return d if fixed == names else {**d, "feature_names": fixed}
 
 
 def _finite_number(v: Any) -> bool:

@@ -4,10 +4,13 @@ One pair per line; blank lines and lines starting with ``#`` are skipped, and so
 first data line whose first field is literally ``qid`` (a header, as in click logs).
 Document ids are those of the LETOR comments (``#docid = GX000-00-0000000 ...``) of
 the data file the pairs belong to; ``qid`` must be the query both documents belong to.
-The weight defaults to 1 and must be finite and positive.
+The weight defaults to 1 and must be a finite number >= 0, as a Python pair's (``pairs=``
+of ``Ranker.fit``): a pair of weight 0 counts for nothing, as a document of sample weight
+0 does.
 
 Errors (:class:`~ltrboost.dataset.LTRInputError`, naming the pairs file and line): too few
-or too many fields, a weight that is not a positive number, an unknown query, an unknown
+or too many fields, a weight that is not a number >= 0 (or one float32 gradients cannot
+hold: above its largest value, or positive below its smallest), an unknown query, an unknown
 document id for that query, a document preferred to itself, and *contradicting* pairs
 (``a > b`` on one line and ``b > a`` on another; the message names both lines), a docid
 that two rows of its query carry (the pair could mean either).  A pair
@@ -125,12 +128,19 @@ def read_pairs_file(
         if len(parts) == 4:
             # the LETOR reader's number syntax: float() also takes "1_0" and non-ASCII digits
             w = float(parts[3]) if _NUMBER_RE.fullmatch(parts[3]) else math.nan
-            if not math.isfinite(w) or w <= 0:
-                raise fail(f"weight {parts[3]!r} is not a positive number", lineno)
+            if not math.isfinite(w) or w < 0:
+                raise fail(f"weight {parts[3]!r} is not a number >= 0", lineno)
             if w > _FLOAT32_MAX:
                 raise fail(
                     f"weight {parts[3]!r} is above {_FLOAT32_MAX:.4g}, float32's largest "
                     "value (gradients are float32)",
+                    lineno,
+                )
+            if w > 0 and np.float32(w) == 0:  # as check_preference_pairs, naming the line
+                raise fail(
+                    f"weight {parts[3]!r} is positive but would become 0 in float32 "
+                    "gradients (the smallest positive float32 is 1.4e-45): scale the "
+                    "weights up",
                     lineno,
                 )
         if q not in known_q:
@@ -334,8 +344,8 @@ def write_pairs_file(
             for tok in (str(q), str(a), str(b)):
                 if not tok or len(tok.split()) != 1 or tok.startswith("#"):
                     raise ValueError(f"id {tok!r} is empty or contains whitespace")
-            if not math.isfinite(w) or w <= 0 or w > _FLOAT32_MAX:
-                raise ValueError(f"weight {w!r} is not a positive number up to {_FLOAT32_MAX:.4g}")
+            if not math.isfinite(w) or w < 0 or w > _FLOAT32_MAX:
+                raise ValueError(f"weight {w!r} is not a number from 0 to {_FLOAT32_MAX:.4g}")
             yield f"{q} {a} {b} {w!r}\n"
 
     atomic_write(path, chunks())

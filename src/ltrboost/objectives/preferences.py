@@ -168,17 +168,27 @@ def check_pair_sources(
             f"use_label_pairs=True but the dataset has no labels y; give labels or "
             f"use_label_pairs=False with explicit pairs ({objective})"
         )
-    has_pairs = data.pairs is not None and len(data.pairs) > 0
-    if not use_labels and not has_pairs and not (labels_suffice and has_labels):
+    pp = data.pairs
+    has_pairs = pp is not None and len(pp) > 0
+    # a pair of weight 0 counts for nothing: pairs all of weight 0 are as none
+    # (== 0, not "not > 0": a NaN or negative weight is the pair check's to name)
+    weightless = has_pairs and pp.weight is not None and bool(np.all(np.asarray(pp.weight) == 0))
+    if not use_labels and (weightless or not has_pairs) and not (labels_suffice and has_labels):
+        none = (
+            "every explicit preference pair has weight 0 (a pair of weight 0 counts for nothing)"
+            if weightless
+            else "there is no explicit preference pair"
+        )
         if not has_labels:
             raise ParameterError(
-                f"{objective} needs labels y or explicit preference pairs; the dataset has neither"
+                f"{objective} needs labels y or explicit preference pairs; the dataset has "
+                + ("no labels, and " + none if weightless else "neither")
             )
         # labels, but use_label_pairs=False: only explicit pairs were to be learnt from
         why = "preference_weight=1 gives the labels no weight and " if objective == "qbrank" else ""
         raise ParameterError(
             f"{objective}: {why}use_label_pairs=False learns from explicit preference "
-            "pairs alone, and there is no explicit preference pair; give pairs, or drop "
+            f"pairs alone, and {none}; give pairs of positive weight, or drop "
             "use_label_pairs=False to learn from the label pairs"
         )
     return bool(use_labels)
