@@ -41,7 +41,7 @@ def _cv_data(tmp_path, top_grade_in_fold: int, top: int):
 
 
 @pytest.mark.parametrize(
-    "flags, says",
+    ("flags", "says"),
     [
         (
             ["--lambda-metric", "map", "--relevance-threshold", "3"],
@@ -57,8 +57,7 @@ def test_cv_a_fold4_threshold_problem_fails_before_fold_1_trains(tmp_path, capsy
     data = _cv_data(tmp_path, 3, 3)
     rc, out, err = run(["cv", data, "--folds", str(N_FOLDS), *flags, *FAST], capsys)
     assert rc != 0
-    assert "fold 1/" not in out and "fold 2/" not in out, out  # no fold trained
-    assert out == "", out
+    assert out == "", out  # no fold trained: no "fold 1/5: ..." line
     assert f"fold 4/{N_FOLDS}: " in err, err
     assert says in err, err
 
@@ -78,13 +77,13 @@ def _experiment(root, out, capsys, *extra):
 
 
 @pytest.mark.parametrize(
-    "file, line, says",
+    ("file", "line", "says"),
     [
         ("train.txt", "1 qid:99 1:0.5 2:abc", "train.txt:73: feature value 'abc' is not a number"),
         ("vali.txt", "1 qid:99 9:0.5", "vali.txt:73: feature index 9 is above the 4 features"),
         ("test.txt", "1 qid:99 1:0.5 2:", "test.txt:73: "),
-        ("train.txt", "40 qid:99 1:0.5", "train.txt:73: label 40 is larger than 31"),
-        ("train.txt", "1.5 qid:99 1:0.5", "train.txt:73: label 1.5 is not a non-negative"),
+        ("train.txt", "40 qid:99 1:0.5", "train.txt:73: label=40 is larger than 31"),
+        ("train.txt", "1.5 qid:99 1:0.5", "train.txt:73: label=1.5 is not a non-negative"),
     ],
 )
 def test_experiment_a_fold4_problem_fails_before_any_cell_trains(
@@ -94,7 +93,7 @@ def test_experiment_a_fold4_problem_fails_before_any_cell_trains(
     with open(root / "Fold4" / file, "a") as f:
         f.write(line + "\n")
     out = tmp_path / "report"
-    rc, stdout, err = _experiment(root, out, capsys)
+    rc, _, err = _experiment(root, out, capsys)
     assert rc != 0
     assert not out.exists(), sorted(os.listdir(out))  # no cell, no report, no folder
     assert str(root / "Fold4") in err, err
@@ -173,3 +172,34 @@ def test_experiment_qbrank_a_fold4_without_single_grade_queries_fails_first(
     assert not out.exists(), sorted(os.listdir(out))
     assert "L1 is empty" in err, err
     assert str(root / "Fold4") in err, err
+
+
+def test_experiment_a_fold4_threshold_refusal_names_the_fold(tmp_path, write_letor_folds):
+    """An objective's refusal that names no file (``relevance_threshold`` under
+    ``lambda_metric='map'``, Python's ``system_params``) fails before any cell trains,
+    naming the fold and its training file."""
+    from ltrboost.experiment import run_experiment
+
+    root = _folds(tmp_path, write_letor_folds)
+    for k in (1, 2, 3):  # grade 3 in every training file but fold 4's
+        with open(root / f"Fold{k}" / "train.txt", "a") as f:
+            f.write("3 qid:99 1:0.5\n0 qid:99 1:0.1\n")
+    out = tmp_path / "report"
+    with pytest.raises(ValueError, match=r"^fold 4/4 ") as e:
+        run_experiment(
+            str(root),
+            str(out),
+            systems=("lambdamart",),
+            criteria=("se",),
+            leaves=(4,),
+            learning_rates=(0.1,),
+            max_trees=2,
+            min_samples_leaf=2,
+            n_threads=1,
+            progress=False,
+            system_params={"lambdamart": {"lambda_metric": "map", "relevance_threshold": 3}},
+        )
+    msg = str(e.value)
+    assert msg.startswith(f"fold 4/4 ({root / 'Fold4' / 'train.txt'}): lambdamart: "), msg
+    assert "relevance_threshold=3 counts no training document relevant" in msg, msg
+    assert not out.exists()
