@@ -221,6 +221,27 @@ def train(
     params = as_params(params)
     valid_sets = _check_train_inputs(train_set, valid_sets, init_model)
     callbacks = check_callbacks(callbacks)
+    objective = _checked_setup(params, train_set, valid_sets, init_model)
+    # NaN/inf is detected after each tree (check_round_finite) and reported as one
+    # error naming the round; NumPy's overflow warnings before it would only be noise.
+    quiet = np.errstate(over="ignore", invalid="ignore")
+    with threads(params.n_threads) as n_threads, quiet:
+        run = Training(params, objective, train_set, list(valid_sets), n_threads)
+        if run.used.n_used:  # else: warned that every feature column is constant
+            warn_if_no_split_possible(params, train_set)  # once the data is checked
+            warn_if_colsample_misses(params, run.used)
+        model = run.run(callbacks, init_model)
+    if run.used.n_used and 2 * int(params.min_samples_leaf) <= train_set.n_samples:
+        binner = run.binner
+        one_bin = bool(((binner.n_bins_non_missing_ <= 1) & ~binner.has_missing_).all())
+        warn_if_constant_model(params, objective, model, train_set, one_bin)
+    return model
+
+
+def _checked_setup(params: BoosterParams, train_set, valid_sets: list, init_model):
+    """The objective of a training, after the checks (and warnings) :func:`train` runs
+    before it reads the data's labels: labels present, a training set not empty,
+    metrics known, positions and explicit pairs usable."""
     if train_set.y is None:
         raise ValueError("the training set has no labels")
     if train_set.n_samples == 0:
@@ -239,20 +260,72 @@ def train(
         from ltrboost.objectives.pairwise import refuse_contradicting_pairs
 
         refuse_contradicting_pairs(train_set)
-    # NaN/inf is detected after each tree (check_round_finite) and reported as one
-    # error naming the round; NumPy's overflow warnings before it would only be noise.
-    quiet = np.errstate(over="ignore", invalid="ignore")
-    with threads(params.n_threads) as n_threads, quiet:
-        run = Training(params, objective, train_set, list(valid_sets), n_threads)
-        if run.used.n_used:  # else: warned that every feature column is constant
-            warn_if_no_split_possible(params, train_set)  # once the data is checked
-            warn_if_colsample_misses(params, run.used)
-        model = run.run(callbacks, init_model)
-    if run.used.n_used and 2 * int(params.min_samples_leaf) <= train_set.n_samples:
-        binner = run.binner
-        one_bin = bool(((binner.n_bins_non_missing_ <= 1) & ~binner.has_missing_).all())
-        warn_if_constant_model(params, objective, model, train_set, one_bin)
-    return model
+    return objective
+
+
+def check_training_data(
+    params: BoosterParams | dict[str, Any],
+    train_set: RankingDataset,
+    valid_sets: Sequence[tuple[str, RankingDataset]] = (),
+) -> None:
+    """Raise the error :func:`train` would raise on this data before its first round,
+    without training: the checks of :func:`train`, the objective's label checks
+    (``prepare``: grades, McRank's largest grade; ``check_training_labels``: a
+    threshold that puts every training document on one side) and the validation
+    sets' (labels, width, column names, the metrics' label checks).
+
+    For runs of many trainings (``ltrboost cv``, ``ltrboost experiment``): a problem
+    of the last fold's data then fails before the first fold trains.  Warnings are
+    not given here (the training gives them).  The objective is a fresh one, so the
+    training's own is not changed by the check.  Not checked: the memory of the
+    histograms and anything found while training (a round's NaN)."""
+    params = as_params(params)
+    valid_sets = _check_train_inputs(train_set, valid_sets, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        objective = _checked_setup(params, train_set, valid_sets, None)
+        prepare_objective(objective, train_set)
+        for name, vs in valid_sets:
+            check_validation_set(params, objective, name, vs, train_set)
+
+
+def prepare_objective(objective, train_set: RankingDataset) -> None:
+    """``objective.prepare`` (label errors as ``FILE:LINE`` when the set was read from
+    a file) and its checks of the whole training set's labels."""
+    with rows_located(train_set):
+        objective.prepare(train_set)
+    objective.check_training_labels(train_set)  # the whole set (a shard's prepare not)
+
+
+def check_validation_set(
+    params: BoosterParams, objective, name: str, vs: RankingDataset, train_set: RankingDataset
+) -> list:
+    """Validation set ``name`` checked against the training set (labels, rows, width,
+    column names); its metrics bound to it (the metrics' label checks)."""
+    if vs.y is None:
+        raise ValueError(f"validation set {name!r} has no labels")
+    if vs.n_samples == 0:
+        raise ValueError(f"validation set {name!r} is empty")
+    n_features = train_set.X.shape[1]
+    if vs.X.shape[1] != n_features:  # take() would pick columns by position
+        raise LTRInputError(
+            f"validation set {name!r} has {vs.X.shape[1]} features but the training "
+            f"set has {n_features}"
+        )
+    names, have = train_set.feature_names, vs.feature_names
+    if names is not None and have is not None and list(have) != list(names):
+        # its columns are read by position: named in another order, they were
+        # silently scored as the wrong features
+        k = next(k for k, (a, b) in enumerate(zip(have, names, strict=True)) if a != b)
+        raise LTRInputError(
+            f"validation set {name!r} has feature {k} named {have[k]!r} but the "
+            f"training set's is {names[k]!r}: columns are read by position; give "
+            "its columns in the training set's order (e.g. make_dataset(df[names], ...))"
+        )
+    try:
+        return _bind_metrics(params, objective, vs)
+    except LTRInputError as e:
+        raise validation_error(name, e) from None
 
 
 def check_callbacks(callbacks) -> list:
@@ -584,9 +657,7 @@ class Training:
         self.train_set = train_set
         self.n_threads = n_threads
         self.rng = np.random.default_rng(params.random_state)
-        with rows_located(train_set):
-            objective.prepare(train_set)
-        objective.check_training_labels(train_set)  # the whole set (a shard's prepare not)
+        prepare_objective(objective, train_set)
         self.n_out = objective.n_outputs(train_set)
         self.n = train_set.n_samples
         self.n_features = train_set.X.shape[1]
@@ -647,32 +718,10 @@ class Training:
 
     def bind_validation(self, name: str, vs: RankingDataset) -> _Valid:
         """Bin a validation set and bind its metrics; its scores start at init."""
-        if vs.y is None:
-            raise ValueError(f"validation set {name!r} has no labels")
-        if vs.n_samples == 0:
-            raise ValueError(f"validation set {name!r} is empty")
-        if vs.X.shape[1] != self.n_features:  # take() would pick columns by position
-            raise LTRInputError(
-                f"validation set {name!r} has {vs.X.shape[1]} features but the training "
-                f"set has {self.n_features}"
-            )
-        names, have = self.train_set.feature_names, vs.feature_names
-        if names is not None and have is not None and list(have) != list(names):
-            # its columns are read by position: named in another order, they were
-            # silently scored as the wrong features
-            k = next(k for k, (a, b) in enumerate(zip(have, names, strict=True)) if a != b)
-            raise LTRInputError(
-                f"validation set {name!r} has feature {k} named {have[k]!r} but the "
-                f"training set's is {names[k]!r}: columns are read by position; give "
-                "its columns in the training set's order (e.g. make_dataset(df[names], ...))"
-            )
+        bound = check_validation_set(self.params, self.objective, name, vs, self.train_set)
         Xb = self.binner.transform(self.used.take(vs.X))
         rv = np.empty((self.n_out, vs.n_samples), dtype=SCORE_DTYPE)
         rv[:] = self.init[:, None]
-        try:
-            bound = _bind_metrics(self.params, self.objective, vs)
-        except LTRInputError as e:
-            raise validation_error(name, e) from None
         warn_if_threshold_separates_nothing(
             self.params, self.objective, vs.y, f"validation set {name!r}"
         )

@@ -2349,7 +2349,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ltrboost._evaluation import check_training_setup, threshold_separates_nothing
-    from ltrboost.booster import make_objective, metric_options, train
+    from ltrboost.booster import check_training_data, make_objective, metric_options, train
     from ltrboost.dataset import make_dataset, rows_located
     from ltrboost.metrics import evaluate, parse_metric_list
     from ltrboost.params import ParameterWarning
@@ -2408,18 +2408,27 @@ def cmd_cv(args: argparse.Namespace) -> int:
     flat = threshold_separates_nothing(metrics, options, ds.y, args.data)
     if flat is not None:
         warnings.warn(flat, ParameterWarning, stacklevel=1)
+
+    def fold_part(rows):
+        part = make_dataset(data.X[rows], data.y[rows], qid=data.qid[rows])
+        part.source = ds.source  # label errors name FILE:LINE
+        lines = data.lines[rows]
+        part.row_lines = lines if part.order is None else lines[part.order]
+        return part
+
+    # every fold's training data checked as its training would check it, before the
+    # first fold trains: a fold whose training queries lack the grade a threshold
+    # needs failed after the folds before it had trained and printed their results
+    for k in range(args.folds):
+        with _fold_errors(k, args.folds):
+            check_training_data(params, fold_part(folds != k))
     per_fold = []
     for k in range(args.folds):
         # an error of one fold's data (its training queries lack the grade a threshold
         # needs) says which fold, as its warnings and its result line do
         with _fold_errors(k, args.folds):
             test = folds == k
-            tr = make_dataset(data.X[~test], data.y[~test], qid=data.qid[~test])
-            te = make_dataset(data.X[test], data.y[test], qid=data.qid[test])
-            for part, rows in ((tr, ~test), (te, test)):
-                part.source = ds.source
-                lines = data.lines[rows]
-                part.row_lines = lines if part.order is None else lines[part.order]
+            tr, te = fold_part(~test), fold_part(test)
             if flat is None:
                 where = f"the fold's test queries of {args.data}"
                 fold_flat = threshold_separates_nothing(metrics, options, te.y, where)

@@ -375,6 +375,10 @@ def run_experiment(
         # one fold's cells together: its files are read once (seconds at 200k documents)
         fold_rank = {f[0]: k for k, f in enumerate(folds)}
         todo.sort(key=lambda c: fold_rank[c.fold])
+        # every fold still to train read and checked before the first cell trains (a
+        # malformed line of the last fold failed after hours of the others' cells); the
+        # first fold to train is read last and kept for its cells
+        datasets = _check_folds(todo, folds, na_values, cell_params)
         bar = None
         if progress:
             from ltrboost._progress import progress_bar
@@ -388,9 +392,8 @@ def run_experiment(
             )
         # closed before an error is reported, so that the error gets its own line
         with bar if bar is not None else contextlib.nullcontext():
-            datasets: tuple = ()
             for k, cell in enumerate(todo):
-                if k == 0 or todo[k - 1].fold != cell.fold:
+                if k > 0 and todo[k - 1].fold != cell.fold:
                     datasets = ()  # the previous fold's data freed before reading the next
                     datasets = _fold_datasets(fold_paths[cell.fold], na_values)
                 result = {
@@ -446,19 +449,53 @@ def _checked_grid(
     return systems, criteria, leaves, learning_rates, grids
 
 
+def _check_folds(todo: Sequence[Cell], folds: list, na_values, cell_params) -> tuple:
+    """Read every fold of the cells ``todo`` (sorted by fold) and check its data as each
+    system's training will (:func:`~ltrboost.booster.check_training_data`: the
+    objective's label checks, the validation and test files'), one fold in memory at
+    a time; returns the datasets of the first fold, read last (``()`` when there is
+    nothing to train).  An error that names no file names the fold."""
+    from ltrboost.booster import check_training_data
+    from ltrboost.dataset import LTRInputError
+
+    fold_paths = {f[0]: f[1:] for f in folds}
+    place = {f[0]: k + 1 for k, f in enumerate(folds)}
+    order = list(dict.fromkeys(c.fold for c in todo))
+    datasets: tuple = ()
+    for fold in [*order[1:], *order[:1]]:
+        datasets = ()  # the previous fold's data freed before reading the next
+        datasets = _fold_datasets(fold_paths[fold], na_values)
+        tr, va, te = datasets
+        first_of_system = {c.system: c for c in reversed(todo) if c.fold == fold}
+        for cell in first_of_system.values():
+            try:
+                check_training_data(cell_params(cell), tr, [("vali", va), ("test", te)])
+            except ValueError as e:
+                if isinstance(e, LTRInputError) and e.path is not None:
+                    raise
+                raise ValueError(
+                    f"fold {place[fold]}/{len(folds)} ({fold_paths[fold][0]}): {cell.system}: {e}"
+                ) from None
+    return datasets
+
+
 def _fold_datasets(paths: Sequence[str], na_values: Sequence[str] | None) -> tuple:
     """A fold's ``(train, vali, test)`` datasets; validation and test are read at the
-    training file's width."""
+    training file's width.  A label error names the file and line."""
     from ltrboost.dataset import make_dataset
     from ltrboost.io.letor import load_svmlight, require_qid
 
     tr_p, va_p, te_p = paths
     tr = load_svmlight(tr_p, na_values=na_values)
     va, te = (load_at_training_width(p, tr.X.shape[1], tr_p, na_values) for p in (va_p, te_p))
-    return tuple(
-        make_dataset(d.X, d.y, qid=require_qid(d, p))
-        for d, p in zip((tr, va, te), (tr_p, va_p, te_p), strict=True)
-    )
+    out = []
+    for d, p in zip((tr, va, te), (tr_p, va_p, te_p), strict=True):
+        ds = make_dataset(d.X, d.y, qid=require_qid(d, p))
+        ds.source = str(p)
+        if d.lines is not None:
+            ds.row_lines = d.lines if ds.order is None else d.lines[ds.order]
+        out.append(ds)
+    return tuple(out)
 
 
 def _train_cell(params: Any, datasets: tuple) -> dict:

@@ -523,6 +523,26 @@ def _load_fold(
     return tuple(out)
 
 
+def _fold_inputs(
+    paths: tuple[str, str, str], runs: Sequence[str], na_values: Sequence[str] | None
+) -> tuple:
+    """The fold's ``(train, vali, test, split, vali_multi)``: its files read and split
+    (L1 / L2 / L3, the multi-grade validation queries), each part ``runs`` needs
+    checked not empty (an error naming its file)."""
+    train, vali, test = _load_fold(paths, no_missing="ranksvm_p2" in runs, na_values=na_values)
+    split = split_queries(train, test)
+    if split.l2.size == 0:
+        raise ValueError(f"{paths[0]}: no training query with two grades (L2 is empty)")
+    if split.l3.size == 0:
+        raise ValueError(f"{paths[2]}: no test query with two grades (L3 is empty)")
+    vali_multi = np.flatnonzero(~single_grade_queries(vali.y, vali.query_offsets))
+    if vali_multi.size == 0:
+        raise ValueError(f"{paths[1]}: no validation query with two grades")
+    if "gbt_l1" in runs and split.l1.size == 0:
+        raise ValueError(f"{paths[0]}: no single-grade training query (L1 is empty)")
+    return train, vali, test, split, vali_multi
+
+
 def run_fold(
     paths: tuple[str, str, str],
     settings: Settings,
@@ -530,18 +550,16 @@ def run_fold(
     n_threads: int | None = None,
     runs: Sequence[str] = RUNS,
     na_values: Sequence[str] | None = None,
+    inputs: tuple | None = None,
 ) -> dict[str, Any]:
     """The six runs on one fold (``train``, ``vali``, ``test`` paths); a JSON-able dict.
-    ``na_values``: feature values that mean missing (``load_svmlight``'s)."""
-    train, vali, test = _load_fold(paths, no_missing="ranksvm_p2" in runs, na_values=na_values)
-    split = split_queries(train, test)
-    if split.l2.size == 0:
-        raise ValueError(f"{paths[0]}: no training query with two grades (L2 is empty)")
-    if split.l3.size == 0:
-        raise ValueError(f"{paths[2]}: no test query with two grades (L3 is empty)")
+    ``na_values``: feature values that mean missing (``load_svmlight``'s); ``inputs``:
+    the fold's :func:`_fold_inputs` when already read (for ``RUNS``)."""
+    if inputs is None:
+        inputs = _fold_inputs(paths, runs, na_values)
+    train, vali, test, split, vali_multi = inputs
     l2 = subset_queries(train, split.l2)
     l3 = subset_queries(test, split.l3)
-    vali_multi = np.flatnonzero(~single_grade_queries(vali.y, vali.query_offsets))
     p2 = preference_pairs(l2.y, l2.query_offsets)
     p3 = preference_pairs(l3.y, l3.query_offsets)
     info: dict[str, Any] = {
@@ -565,8 +583,6 @@ def run_fold(
         },
         "runs": {},
     }
-    if vali_multi.size == 0:
-        raise ValueError(f"{paths[1]}: no validation query with two grades")
     vali_m = subset_queries(vali, vali_multi)
     for run in runs:
         t0 = time.perf_counter()
@@ -583,8 +599,6 @@ def run_fold(
                 "vali_precision_by_C": by_c,
             }
         else:
-            if run == "gbt_l1" and split.l1.size == 0:
-                raise ValueError(f"{paths[0]}: no single-grade training query (L1 is empty)")
             with_l1 = run in ("gbt_l1_l2", "qbrank_p2_l1")
             parts = (
                 (split.l1,) if run == "gbt_l1" else (split.l1, split.l2) if with_l1 else (split.l2,)
@@ -642,29 +656,41 @@ def run_qbrank_experiment(
         settings_json = _settings_json(settings)
         results: dict[str, Any] = {}
         t_start = time.perf_counter()
+        todo = []
         for name, *paths in folds:
             path = os.path.join(fold_dir, f"{name}.json")
-            data = data_sizes(paths)
-            cached = _finished_fold(path, settings_json, data)
+            cached = _finished_fold(path, settings_json, data_sizes(paths))
             if cached is not None:
                 results[name] = cached
                 if progress:
                     print(f"{name}: kept from {path}", file=sys.stderr)
-                continue
+            else:
+                todo.append((name, tuple(paths)))
+        # every fold still to run read and checked before the first one runs (a
+        # malformed line, an empty L1 of the last fold failed after the others ran);
+        # one fold in memory at a time, the first to run read last and kept
+        inputs = None
+        for _, paths in [*todo[1:], *todo[:1]]:
+            inputs = None
+            inputs = _fold_inputs(paths, RUNS, na_values)
+        for k, (name, paths) in enumerate(todo):
             t0 = time.perf_counter()
             res = run_fold(
-                tuple(paths),  # type: ignore[arg-type]
+                paths,  # type: ignore[arg-type]
                 settings,
                 n_threads=n_threads,
                 na_values=na_values,
+                inputs=inputs if k == 0 else None,
             )
+            inputs = None
             res["settings"] = settings_json
-            res["data"] = data
+            res["data"] = data_sizes(paths)
             res["seconds"] = time.perf_counter() - t0
-            atomic_write_text(path, json.dumps(res))
+            atomic_write_text(os.path.join(fold_dir, f"{name}.json"), json.dumps(res))
             results[name] = res
             if progress:
                 print(f"{name}: done in {res['seconds']:.1f} s", file=sys.stderr)
+        results = {name: results[name] for name, *_ in folds}  # in the folds' order
         summary = write_report(output, results, settings)
         summary["seconds_this_call"] = time.perf_counter() - t_start
         return summary
