@@ -303,3 +303,17 @@ def test_the_yahoo_recipe_of_the_error_works(sets, tmp_path, capsys):
     assert [f[0] for f in find_folds(str(fold))] == ["yahoo_set1"]
     rc, _, err = run(["experiment", fold, "-o", tmp_path / "r", *EXP], capsys)
     assert rc == 0, err
+
+
+def test_experiment_above_several_data_sets_names_them_all(sets, tmp_path, capsys):
+    """LETOR 3.0's ``Gov/QueryLevelNorm/`` holds one folder of folds per data set
+    (``2003_td_dataset/``, ``2003_hp_dataset/``, ...): the first one alone was named."""
+    d, _ = sets
+    gov = tmp_path / "Gov" / "QueryLevelNorm"
+    gov.mkdir(parents=True)
+    for name in ("2003_hp_dataset", "2003_td_dataset"):
+        os.symlink(d / "TD2003" / "QueryLevelNorm", gov / name)
+    rc, _, err = run(["experiment", gov, "-o", tmp_path / "r", *EXP], capsys)
+    one_line_error(
+        rc, err, f"{gov / '2003_hp_dataset'}, {gov / '2003_td_dataset'}", "give one of them"
+    )

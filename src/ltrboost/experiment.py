@@ -162,13 +162,22 @@ def _no_fold_hint(folder: str) -> str:
             "(the Yahoo! challenge's names): put each set's three files in a folder of its "
             "own as train.txt, vali.txt and test.txt (links will do) and give that folder"
         )
+    holders = []
     for name in names:
         sub = os.path.join(folder, name)
         if not os.path.isdir(sub):
             continue
         with contextlib.suppress(ValueError, OSError):
             if _folds_in(sub):
-                return f"; its subfolder {sub} holds folds: give it as FOLDS_DIR"
+                holders.append(sub)
+    if len(holders) == 1:
+        return f"; its subfolder {holders[0]} holds folds: give it as FOLDS_DIR"
+    if holders:  # LETOR 3.0's Gov/QueryLevelNorm/ holds one data set per subfolder
+        more = " ..." if len(holders) > 4 else ""
+        return (
+            f"; its subfolders {', '.join(holders[:4])}{more} hold folds: give one of "
+            "them as FOLDS_DIR (each is a data set of its own)"
+        )
     return ""
 
 
@@ -201,7 +210,7 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     folder holding some of a naming's three files but not all is an error (an
     interrupted copy must not shrink the mean over folds unseen); one holding none is
     not a fold.  When no fold is found the error says what the folder holds instead
-    (the Yahoo! challenge's ``set1.train.txt ...``, a subfolder holding the folds)."""
+    (the Yahoo! challenge's ``set1.train.txt ...``, subfolders holding the folds)."""
     folds = _folds_in(folder)
     if not folds:
         raise ValueError(f"{folder}: no fold found: {_LAYOUTS}{_no_fold_hint(folder)}")
