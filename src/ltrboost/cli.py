@@ -713,7 +713,11 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "experiment",
         help="seed 000's protocol: {mcrank, lambdamart} x {se, ole} x leaves x learning rates",
     )
-    p.add_argument("folder", help="folder with Fold*/train.txt, vali.txt, test.txt")
+    p.add_argument(
+        "folder",
+        help="folder with Fold*/train.txt, vali.txt, test.txt "
+        "(LETOR 3.0: trainingset.txt, validationset.txt, testset.txt)",
+    )
     p.add_argument(
         "--output", "-o", default="experiment-report", help="report folder (default %(default)s)"
     )

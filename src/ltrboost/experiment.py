@@ -3,7 +3,8 @@
 Systems {``mcrank``, ``lambdamart``, ``ranknet``} x split criteria {``se``, ``ole``} x
 leaves {10, 20} x learning rates {0.06, 0.10, 0.12}, up to 1000 (LambdaMART, RankNet) /
 2500 (McRank) trees or a user cap, on every ``FoldK/{train,vali,test}.txt`` (or
-``SeedK/...``, see :func:`write_synthetic_folds`) below a folder.  Each cell (system,
+``SeedK/...``, see :func:`write_synthetic_folds`; LETOR 3.0's
+``FoldK/{trainingset,validationset,testset}.txt`` too) below a folder.  Each cell (system,
 criterion, leaves, learning rate, fold) trains once with the validation and test files
 evaluated after every tree (NDCG@1/3/10 and ERR); the reported number is the test metric
 at the iteration with the best validation NDCG@10.
@@ -98,12 +99,90 @@ def fold_sort_key(name: str) -> tuple:
     return (tuple(int(p) if k % 2 else p for k, p in enumerate(parts)), name)
 
 
-def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
-    """(fold name, train, vali, test) for each ``Fold*`` or ``Seed*`` (or the folder
-    itself), in the natural order of their names (:func:`fold_sort_key`).  A fold
-    folder holding some of the three files but not all is an error (an interrupted
-    copy must not shrink the mean over folds unseen); one holding none is not a
-    fold."""
+# A fold's three files (train, validation, test) as the releases name them: LETOR 4.0
+# (MQ2007/MQ2008), MSLR-WEB10K/30K, Istella-S and ``ltrboost generate``; LETOR 3.0
+# (OHSUMED, TD2003/2004, HP/NP2003/2004).
+FOLD_FILE_NAMES = (
+    ("train.txt", "vali.txt", "test.txt"),
+    ("trainingset.txt", "validationset.txt", "testset.txt"),
+)
+
+# What a folder without a fold is told about the layouts read.
+_LAYOUTS = (
+    "experiment reads FoldK/ (or SeedK/) folders, or FOLDS_DIR itself, holding "
+    "train.txt, vali.txt, test.txt (LETOR 4.0, MSLR-WEB, Istella-S) or trainingset.txt, "
+    "validationset.txt, testset.txt (LETOR 3.0)"
+)
+
+
+def _fold_files(d: str) -> tuple[str, str, str] | None:
+    """The train, validation and test files of the fold folder ``d`` (one naming of
+    :data:`FOLD_FILE_NAMES`), None when it holds none of them; ValueError when it holds
+    some of a naming but not all (an interrupted copy must not shrink the mean over
+    folds unseen) or all of two (which three are the fold is not for us to guess)."""
+    found = [[os.path.isfile(os.path.join(d, f)) for f in names] for names in FOLD_FILE_NAMES]
+    complete = [names for names, ok in zip(FOLD_FILE_NAMES, found, strict=True) if all(ok)]
+    if len(complete) > 1:
+        raise ValueError(
+            f"{d}: holds both {', '.join(complete[0])} and {', '.join(complete[1])}: "
+            "move one set of files out of the fold"
+        )
+    if complete:
+        a, b, c = (os.path.join(d, f) for f in complete[0])
+        return a, b, c
+    best = max(range(len(found)), key=lambda k: sum(found[k]))
+    if not any(found[best]):
+        return None
+    missing = [f for f, ok in zip(FOLD_FILE_NAMES[best], found[best], strict=True) if not ok]
+    why = ""
+    if FOLD_FILE_NAMES[best][1] in missing and len(missing) == 1:
+        why = (
+            "; the validation file picks each cell's best iteration: for a release "
+            "without one (Istella's full set: train.txt and test.txt) split one off "
+            "the training file's queries"
+        )
+    raise ValueError(
+        f"{d}: fold without {', '.join(missing)} (each Fold*/ or Seed*/ folder needs "
+        f"{', '.join(FOLD_FILE_NAMES[best])}){why}"
+    )
+
+
+def _no_fold_hint(folder: str) -> str:
+    """What a folder without a fold holds instead: the Yahoo! challenge's
+    ``set1.train.txt ...`` side by side, or a subfolder holding the folds (the folder
+    above ``istella-s/sample/``, or ``OHSUMED/`` above ``QueryLevelNorm/``)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return ""
+    splits = [n for n in names if re.fullmatch(r".+\.(train|valid|vali|test)\.txt", n)]
+    if splits:
+        return (
+            f"; it holds {', '.join(splits[:6])}{' ...' if len(splits) > 6 else ''} "
+            "(the Yahoo! challenge's names): put each set's three files in a folder of its "
+            "own as train.txt, vali.txt and test.txt (links will do) and give that folder"
+        )
+    holders = []
+    for name in names:
+        sub = os.path.join(folder, name)
+        if not os.path.isdir(sub):
+            continue
+        with contextlib.suppress(ValueError, OSError):
+            if _folds_in(sub):
+                holders.append(sub)
+    if len(holders) == 1:
+        return f"; its subfolder {holders[0]} holds folds: give it as FOLDS_DIR"
+    if holders:  # LETOR 3.0's Gov/QueryLevelNorm/ holds one data set per subfolder
+        more = " ..." if len(holders) > 4 else ""
+        return (
+            f"; its subfolders {', '.join(holders[:4])}{more} hold folds: give one of "
+            "them as FOLDS_DIR (each is a data set of its own)"
+        )
+    return ""
+
+
+def _folds_in(folder: str) -> list[tuple[str, str, str, str]]:
+    """The folds of :func:`find_folds`, [] when there is none."""
     folds = []
     # escaped: a folder named like a pattern ("runs[1]") is searched as named
     base = glob.escape(folder)
@@ -117,20 +196,24 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
         or [folder]
     )
     for d in candidates:
-        paths = [os.path.join(d, f) for f in ("train.txt", "vali.txt", "test.txt")]
-        found = [os.path.isfile(p) for p in paths]
-        if all(found):
+        paths = _fold_files(d)
+        if paths is not None:
             folds.append((os.path.basename(os.path.normpath(d)), *paths))
-        elif any(found):
-            missing = [p for p, ok in zip(paths, found, strict=True) if not ok]
-            raise ValueError(
-                f"{d}: fold without {', '.join(os.path.basename(p) for p in missing)} "
-                "(each Fold*/ or Seed*/ folder needs train.txt, vali.txt and test.txt)"
-            )
+    return folds
+
+
+def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
+    """(fold name, train, vali, test) for each ``Fold*`` or ``Seed*`` (or the folder
+    itself), in the natural order of their names (:func:`fold_sort_key`).  A fold's
+    files are ``train.txt``, ``vali.txt``, ``test.txt`` (LETOR 4.0, MSLR-WEB, Istella-S)
+    or ``trainingset.txt``, ``validationset.txt``, ``testset.txt`` (LETOR 3.0).  A fold
+    folder holding some of a naming's three files but not all is an error (an
+    interrupted copy must not shrink the mean over folds unseen); one holding none is
+    not a fold.  When no fold is found the error says what the folder holds instead
+    (the Yahoo! challenge's ``set1.train.txt ...``, subfolders holding the folds)."""
+    folds = _folds_in(folder)
     if not folds:
-        raise ValueError(
-            f"{folder}: no Fold*/ or Seed*/ train.txt, vali.txt, test.txt found (nor in the folder)"
-        )
+        raise ValueError(f"{folder}: no fold found: {_LAYOUTS}{_no_fold_hint(folder)}")
     return folds
 
 
