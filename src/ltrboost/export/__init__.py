@@ -18,11 +18,18 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ltrboost.export._trees import ExportError, collect, read_feature_names
+from ltrboost.export._trees import ExportError, Float32RangeWarning, collect, read_feature_names
 
 FORMATS = ("lightgbm", "xgboost", "xgboost-dump", "solr", "ranklib", "onnx")
 
-__all__ = ["FORMATS", "ExportError", "createmodel_body", "export_bytes", "export_model"]
+__all__ = [
+    "FORMATS",
+    "ExportError",
+    "Float32RangeWarning",
+    "createmodel_body",
+    "export_bytes",
+    "export_model",
+]
 
 
 def _names(feature_names) -> list[str] | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
+import warnings
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 
@@ -50,6 +51,17 @@ class ExportError(ValueError):
     def __init__(self, message: str, *, cli: str | None = None) -> None:
         super().__init__(message)
         self.cli_message = message if cli is None else cli
+
+
+class Float32RangeWarning(UserWarning):
+    """Split thresholds beyond float32's range (about +-3.4e38, finite): the float32
+    consumers read every feature value beyond it as +-inf, so rows holding such values
+    may reach other leaves there than in ltrboost (values within float32's range route
+    as in ltrboost).  ``thresholds`` lists them as (feature name, threshold)."""
+
+    def __init__(self, message: str, thresholds: list[tuple[str, float]]):
+        super().__init__(message)
+        self.thresholds = thresholds
 
 
 @dataclass
@@ -136,6 +148,35 @@ class ExportModel:
                     f"{what} {float(leaves[big][0])!r} (beyond +-{FLT_MAX:.7g}); use "
                     "format 'lightgbm' (float64)"
                 )
+
+    def warn_float32_thresholds(self, fmt: str) -> None:
+        """Warn (:class:`Float32RangeWarning`) of finite split thresholds beyond
+        float32's range, which data holding values near the double's maximum (Istella's
+        features) gives: the consumer cannot tell such values apart.  ``+inf`` (a
+        missing-vs-present split) is exported exactly and is not one of them."""
+        found: list[tuple[str, float]] = []
+        for tree in self.trees:
+            t = tree.threshold[~tree.is_leaf]
+            f = tree.feature[~tree.is_leaf]
+            with np.errstate(over="ignore"):  # beyond: infinite once in float32
+                beyond = np.isfinite(t) & np.isinf(t.astype(np.float32))
+            found += [
+                (self.feature_names[int(k)], float(v))
+                for k, v in zip(f[beyond], t[beyond], strict=True)
+            ]
+        if found:
+            name, value = found[0]
+            warnings.warn(
+                Float32RangeWarning(
+                    f"{fmt}: {len(found)} split threshold(s) lie beyond float32's range "
+                    f"(+-{FLT_MAX:.7g}), the first {value!r} on feature {name!r}: the "
+                    "consumer reads every value beyond it as +-inf, so rows holding such "
+                    "values may reach other leaves than in ltrboost (format 'lightgbm' "
+                    "compares doubles)",
+                    found,
+                ),
+                stacklevel=3,
+            )
 
     def check_float32_sums(self, fmt: str) -> None:
         """Refuse a model whose float32 sum of leaf values can overflow: each leaf fits,

@@ -93,6 +93,7 @@ def build_graph(model: ExportModel, leaf_ids: bool = False):
     from onnx import TensorProto, helper
 
     model.check_float32_values("onnx")
+    model.warn_float32_thresholds("onnx")
     model.check_float32_sums("onnx")
 
     nodes = []

@@ -65,6 +65,7 @@ def _splits(tree: ExportTree, m, indent: str, out: list[str]) -> None:
 def to_ranklib(model: ExportModel, assume_no_missing: bool = False) -> str:
     model.check_single_output("ranklib")
     model.check_float32_values("ranklib")
+    model.warn_float32_thresholds("ranklib")
     if not assume_no_missing:
         n_bad = sum(len(nan_routes_like_zero(t)) for t in model.trees)
         if n_bad:

@@ -114,6 +114,7 @@ def _root(tree: ExportTree, names: list[str], m: np.ndarray, inexact: list) -> d
 def to_solr_dict(model: ExportModel, name: str, store: str | None = None) -> dict:
     model.check_single_output("solr")
     model.check_float32_values("solr")
+    model.warn_float32_thresholds("solr")
     model.check_float32_sums("solr")
     names = model.feature_names
     trees = []

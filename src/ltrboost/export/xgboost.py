@@ -110,6 +110,7 @@ def to_xgboost_dict(model: ExportModel) -> dict:
     model.check_single_output("xgboost")
     model.check_name_characters("xgboost", XGBOOST_FORBIDDEN)
     model.check_float32_values("xgboost")
+    model.warn_float32_thresholds("xgboost")
     model.check_float32_sums("xgboost")
     trees = []
     for t_id, tree in enumerate(model.trees):
@@ -198,6 +199,7 @@ def dump_trees(model: ExportModel) -> list[dict]:
     model.check_single_output("xgboost-dump")
     model.check_name_characters("xgboost-dump", XGBOOST_FORBIDDEN)
     model.check_float32_values("xgboost-dump")
+    model.warn_float32_thresholds("xgboost-dump")
     model.check_float32_sums("xgboost-dump")
     names = model.feature_names
     return [_dump_tree(xgb_tree(tree), names) for tree in model.trees]
