@@ -412,6 +412,15 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="--unbiased: the 1-based position each training line was shown at, one "
         "per line (LightGBM's .position file; default TRAIN.position when it exists)",
     )
+    p.add_argument(
+        "--n-features",
+        type=int,
+        default=None,
+        metavar="N",
+        help="read the training data as N features wide (default: its highest feature "
+        "index, or the resumed model's width), for validation files that use higher "
+        "feature indices; the features absent from the training data are never split on",
+    )
     _add_missing_token_flag(p)
     p.defer(add_training_flags, lazy=lazy)
     p.set_defaults(func=cmd_train)
@@ -1516,12 +1525,15 @@ def _metric_as_flag(error: ValueError) -> str | None:
 def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.booster import make_objective, train
     from ltrboost.callbacks import recorded_value
+    from ltrboost.dataset import LTRInputError
     from ltrboost.io._atomic import check_output, file_state
-    from ltrboost.io.letor import imposed_width
+    from ltrboost.io.letor import imposed_width, width_error_as
     from ltrboost.model import load_model
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
     _validate_as_flags(params)
+    if args.n_features is not None and args.n_features < 1:
+        raise ValueError(f"--n-features={args.n_features} must be >= 1")
     # An output that cannot be written fails now, not after the last round.
     check_output(args.output)
     if args.checkpoint_every is not None:
@@ -1550,6 +1562,12 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"{init_model.objective!r}, a Python function; only Python can continue it: "
             f"Ranker(objective={fn}).fit(..., init_model={args.resume!r})"
         )
+    if init_model is not None and args.n_features not in (None, init_model.n_features):
+        raise ValueError(
+            f"--n-features {args.n_features}: the resumed model {args.resume} has "
+            f"{init_model.n_features} features, the width its data is read at (leave "
+            "--n-features out)"
+        )
     if init_model is not None:
         _check_resumable(params, init_model, args.resume)
         _warn_resume_differs(params, init_model, args.resume)
@@ -1562,21 +1580,40 @@ def cmd_train(args: argparse.Namespace) -> int:
     # in the exports.  A resumed model with names of its own (a DataFrame's) keeps
     # them: the text's columns continue it by position, as they always did.
     letor_names = init_model is None or init_model.feature_names is None
-    raw_train, train_set = _load(
-        args.train,
-        missing=missing,
-        return_comments=args.pairs is not None,
-        n_features=imposed_width(
+    if init_model is not None:
+        width = imposed_width(
             args.train,
-            None if init_model is None else init_model.n_features,
+            init_model.n_features,
             "the model",
             args.resume,
             missing=missing,
             na_values=args.missing_token,
-        ),
-        na_values=args.missing_token,
-        letor_names=letor_names,
-    )
+        )
+    else:
+        width = imposed_width(
+            args.train,
+            args.n_features,
+            f"--n-features {args.n_features}",
+            args.train,
+            missing=missing,
+            na_values=args.missing_token,
+        )
+    try:
+        raw_train, train_set = _load(
+            args.train,
+            missing=missing,
+            return_comments=args.pairs is not None,
+            n_features=width,
+            na_values=args.missing_token,
+            letor_names=letor_names,
+        )
+    except LTRInputError as e:  # "larger than n_features=3" named no flag of train's
+        reworded = None
+        if args.n_features is not None and init_model is None:
+            reworded = width_error_as(e, width, f"is above --n-features {args.n_features}")
+        if reworded is None:
+            raise
+        raise reworded from None
     if args.pairs is not None:
         from ltrboost.io.letor import parse_docids
         from ltrboost.io.pairs import pairs_for_dataset, read_pairs_file
@@ -1616,9 +1653,6 @@ def cmd_train(args: argparse.Namespace) -> int:
             missing=missing,
             na_values=args.missing_token,
         )
-        from ltrboost.dataset import LTRInputError
-        from ltrboost.io.letor import width_error_as
-
         try:
             _, vs = _load(
                 vpath,
@@ -1632,6 +1666,14 @@ def cmd_train(args: argparse.Namespace) -> int:
             reworded = width_error_as(e, width, instead)
             if reworded is None:
                 raise
+            if init_model is None:  # the way to read the training data that wide
+                index = e.problem.split()[2]
+                reworded = LTRInputError(
+                    f"{reworded.problem}; give --n-features {index} (or more) to read the "
+                    "training data that wide",
+                    path=reworded.path,
+                    line=reworded.line,
+                )
             raise reworded from None
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
