@@ -59,4 +59,5 @@ def test_n_features_must_be_positive_and_agree_with_a_resumed_model(tmp_path, ca
     m2 = str(tmp_path / "m2.json")
     assert _train(tr, "-o", m2, "--resume", m, "--n-features", "5") == 2
     err = capsys.readouterr().err
-    assert "--n-features 5" in err and "has 2 features" in err, err
+    assert "--n-features 5" in err, err
+    assert "has 2 features" in err, err
