@@ -8,7 +8,9 @@ What was tried (small but telling sizes, each run under ~30 s and ~3 GiB), and w
   rankboost and lambdamart with ``pair_method="all"`` stream their 1.25e9 pairs in bounded
   memory (< 300 MB RSS; ranknet ~17 s a round); with ``split_criterion="ole"`` they refuse
   naming ``$LTRBOOST_MAX_OLE_PAIRS``, ``pair_method`` and ``split_criterion='newton'`` --
-  after the first round's pair count (15-23 s at 50k, an O(n^2) pass; not changed here).
+  but only after the first round's gradients and pair count (15-23 s at 50k, O(n^2)
+  passes).  Fixed here: ``all``'s pairs are the label pairs of two grades, so the same
+  refusal now comes at the start of training (0.1 s).
   yetirank (``permutations * (n - 1)`` pairs) trains with OLE.
 * 200 000 one-document queries: every objective trains; the pairwise ones warn that no
   query holds two labels (one constant score).
@@ -173,3 +175,93 @@ def test_explicit_histogram_limit_still_wins(cgroup, monkeypatch) -> None:
     cgroup("0::/\n", {"memory.max": f"{64 << 20}\n"})
     monkeypatch.setenv("LTRBOOST_MAX_HISTOGRAM_BYTES", str(1 << 40))
     assert binning.histogram_memory_limit() == 1 << 40
+
+
+# --- OLE with pair_method="all": refuse before the O(n^2) pair count -------------------
+
+
+@pytest.mark.parametrize(
+    ("objective", "extra"),
+    [
+        ("ranknet", {}),
+        ("rankboost", {}),
+        ("lambdamart", {}),  # NDCG: the grower's layout written directly
+        ("lambdamart", {"lambda_metric": "err"}),  # the general engine
+        # the general engine counts every pair, bag or not (the bag applies after)
+        ("ranknet", {"subsample": 0.5}),
+    ],
+)
+def test_ole_all_pairs_refused_before_counting(monkeypatch, objective, extra) -> None:
+    """One query of 50 000 documents with ``pair_method="all"`` and OLE spent 15-23 s
+    counting its 1e9 pairs (an O(n^2) pass) before the refusal.  With ``all`` the pairs
+    are exactly the label pairs of two grades, known from the labels: the same refusal
+    now comes first (here: the count kernels must not run)."""
+    from ltrboost import train
+    from ltrboost.dataset import make_dataset
+    from ltrboost.objectives import lambdamart, pair_engine
+    from ltrboost.params import ParameterError
+
+    def counted(*args, **kwargs):
+        raise AssertionError("the pairs were counted before the refusal")
+
+    over_queries = lambdamart.over_queries
+
+    def over_queries_no_count(fn, *args):
+        if fn is lambdamart._ndcg_pair_doc_counts_queries:
+            counted()
+        return over_queries(fn, *args)
+
+    monkeypatch.setattr(pair_engine, "_pair_counts_all_queries", counted)
+    monkeypatch.setattr(lambdamart, "over_queries", over_queries_no_count)
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", "1000")
+    rng = np.random.default_rng(0)
+    n = 300
+    X = rng.normal(size=(n, 3))
+    y = rng.integers(0, 3, n).astype(float)
+    qid = np.repeat([4, 9], [60, 240])
+    params = dict(
+        objective=objective, pair_method="all", split_criterion="ole", n_estimators=1, **extra
+    )
+    with pytest.raises(ParameterError, match=r"LTRBOOST_MAX_OLE_PAIRS.*query 9 alone"):
+        train(params, make_dataset(X, y, qid=qid))
+
+
+def test_ole_all_pairs_under_the_limit_still_train(monkeypatch) -> None:
+    """The early refusal uses the exact count: a limit of exactly the label pairs trains
+    (and one pair less is refused)."""
+    from ltrboost import train
+    from ltrboost.dataset import make_dataset
+    from ltrboost.params import ParameterError
+
+    y = np.array([0, 1, 2, 0, 1, 2, 1, 1.0])
+    exact = int(sum(a != b for i, a in enumerate(y) for b in y[i + 1 :]))
+    X = np.arange(8.0)[:, None]
+    data = make_dataset(X, y, qid=np.zeros(8, int))
+    params = dict(objective="ranknet", pair_method="all", split_criterion="ole", n_estimators=2)
+    params.update(min_samples_leaf=1)
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", str(exact))
+    train(params, data)
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", str(exact - 1))
+    with pytest.raises(ParameterError, match=f"{exact} pairs"):
+        train(params, data)
+
+
+def test_ole_all_pairs_refused_before_the_first_gradients(monkeypatch) -> None:
+    """RankNet's gradients stream every pair too (~17 s a round for 50 000 documents):
+    the refusal comes at the start of training, before them."""
+    from ltrboost import train
+    from ltrboost.dataset import make_dataset
+    from ltrboost.objectives import pair_engine
+    from ltrboost.params import ParameterError
+
+    def gradients(*args, **kwargs):
+        raise AssertionError("gradients computed before the refusal")
+
+    monkeypatch.setattr(pair_engine.PairwiseObjective, "gradient_hessian", gradients)
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", "1000")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = rng.integers(0, 3, 200).astype(float)
+    params = dict(objective="ranknet", pair_method="all", split_criterion="ole")
+    with pytest.raises(ParameterError, match="LTRBOOST_MAX_OLE_PAIRS"):
+        train(params, make_dataset(X, y, qid=np.zeros(200, int)))
