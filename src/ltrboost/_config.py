@@ -78,3 +78,54 @@ def env_count(name: str, default: int) -> int:
             f"${name}={text!r} must be a whole number >= 1 (e.g. 5e7); unset it for the default"
         )
     return int(value)
+
+
+def memory_budget() -> tuple[int, str]:
+    """Bytes this process may still allocate, and what bounds them, for the memory
+    guards (histograms, pair buffers): the least of the machine's physical memory (16 GiB
+    when unknown), its cgroup's memory limit (a container's ``--memory``) and the address
+    space left under ``RLIMIT_AS`` (``ulimit -v``).  Physical memory alone let a run in
+    a smaller container or under ``ulimit -v`` pass the guards and then be killed or
+    fail with a bare MemoryError."""
+    import os
+
+    try:
+        budget = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        what = "physical memory"
+    except (ValueError, OSError, AttributeError):
+        budget, what = 16 << 30, "memory (16 GiB assumed)"
+    from ltrboost._warmup import _cgroup_memory_limit
+
+    cgroup = _cgroup_memory_limit()
+    if cgroup is not None and cgroup < budget:
+        budget, what = cgroup, "the cgroup memory limit"
+    left = _address_space_left()
+    if left is not None and left < budget:
+        budget, what = left, "the address space left under RLIMIT_AS (ulimit -v)"
+    return budget, what
+
+
+def usable_memory() -> int:
+    """Bytes of :func:`memory_budget`."""
+    return memory_budget()[0]
+
+
+def _address_space_left() -> int | None:
+    """``RLIMIT_AS`` minus the address space in use (None: no limit, or not known)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return None
+    used = 0
+    try:
+        import os
+
+        with open("/proc/self/statm", encoding="ascii") as f:
+            used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(0, int(soft) - used)

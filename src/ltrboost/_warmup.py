@@ -378,6 +378,55 @@ def _read_cfs_quota(folder: str) -> float:
     return quota / period if quota > 0 and period > 0 else 0.0
 
 
+def _cgroup_memory_limit(root: str | None = None, proc_cgroup: str | None = None) -> int | None:
+    """The smallest cgroup memory limit over this process's cgroup and its ancestors, in
+    bytes (None: no limit, not Linux, or nothing readable).
+
+    cgroup v2: ``memory.max`` (``max``: none); v1: ``memory.limit_in_bytes`` in the
+    ``memory`` hierarchy (a huge value, ~2**63: none).  Folders as for
+    :func:`_cgroup_cpu_quota` (``root`` and ``proc_cgroup`` default to
+    :data:`CGROUP_ROOT` and :data:`PROC_SELF_CGROUP`).  Read at each call: the memory
+    guards ask once per training run or metric.
+    """
+    root = CGROUP_ROOT if root is None else root
+    proc_cgroup = PROC_SELF_CGROUP if proc_cgroup is None else proc_cgroup
+    try:
+        with open(proc_cgroup, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    limits: list[int] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "":  # v2 (unified)
+            for folder in _cgroup_folders(root, path):
+                limits.append(_read_memory_bytes(os.path.join(folder, "memory.max")))
+        elif "memory" in controllers.split(","):  # v1
+            for base in (os.path.join(root, "memory"), os.path.join(root, controllers)):
+                for folder in _cgroup_folders(base, path):
+                    limits.append(_read_memory_bytes(os.path.join(folder, "memory.limit_in_bytes")))
+    found = [m for m in limits if m > 0]
+    return min(found) if found else None
+
+
+# A v1 cgroup without a limit reports about 2**63 (rounded down to a page).
+_NO_MEMORY_LIMIT = 1 << 60
+
+
+def _read_memory_bytes(path: str) -> int:
+    """Bytes of a ``memory.max`` / ``memory.limit_in_bytes`` file (0: no limit, no file
+    or not understood)."""
+    try:
+        with open(path, encoding="ascii") as f:
+            value = int(f.read().strip())
+    except (OSError, ValueError, UnicodeDecodeError):  # "max", a missing or odd file
+        return 0
+    return value if 0 < value < _NO_MEMORY_LIMIT else 0
+
+
 def _first_kernel_uncached(profile: str) -> bool:
     """True when the kernel cache (and any prewarmed read-only folder,
     :func:`ltrboost._numba._prewarmed_caches`) holds nothing for the first kernel

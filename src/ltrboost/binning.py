@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._checks import _is_int
-from ltrboost._config import MAX_BINS, X_BINNED_DTYPE, env_count
+from ltrboost._config import MAX_BINS, X_BINNED_DTYPE, env_count, memory_budget
 from ltrboost._numba import kernel, over_rows
 from ltrboost.params import ParameterError
 
@@ -673,13 +673,18 @@ _HISTOGRAM_LIMIT_ENV = "LTRBOOST_MAX_HISTOGRAM_BYTES"
 def histogram_memory_limit() -> int:
     """Bytes the histograms of a training run may take.
 
-    ``$LTRBOOST_MAX_HISTOGRAM_BYTES`` when set, else half the machine's physical memory
-    (8 GiB when unknown)."""
-    try:
-        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        phys = 16 << 30
-    return env_count(_HISTOGRAM_LIMIT_ENV, int(phys) // 2)
+    ``$LTRBOOST_MAX_HISTOGRAM_BYTES`` when set, else half of what this process may
+    allocate (:func:`ltrboost._config.memory_budget`: physical memory, a cgroup memory
+    limit, ``ulimit -v``)."""
+    return _histogram_limit()[0]
+
+
+def _histogram_limit() -> tuple[int, str]:
+    """:func:`histogram_memory_limit` and where it comes from, for the message."""
+    if os.environ.get(_HISTOGRAM_LIMIT_ENV):
+        return env_count(_HISTOGRAM_LIMIT_ENV, 0), f"${_HISTOGRAM_LIMIT_ENV}"
+    budget, what = memory_budget()
+    return max(1, budget // 2), f"half of {what}"
 
 
 def check_histogram_memory(
@@ -704,7 +709,7 @@ def check_histogram_memory(
     per_hist = used.n_used * (max_bins + 1) * 3 * 8
     n_hist = leaves + 1 + (leaves + 4 if with_pairs else 0)
     need = per_hist * n_hist
-    limit = histogram_memory_limit()
+    limit, source = _histogram_limit()
     if need > limit:
         kinds = " (gradient and OLE pair histograms)" if with_pairs else ""
         raise ParameterError(
@@ -712,8 +717,9 @@ def check_histogram_memory(
             f"({used.n_used} used features x {max_bins + 1} bins x 3 x 8 bytes x "
             f"{n_hist} nodes in flight{kinds}; {used.n_features - used.n_used} of "
             f"{used.n_features} columns are constant or absent and cost nothing), "
-            f"over the limit of {limit / 2**30:.1f} GiB ({limit} bytes): lower max_bins "
-            f"or max_leaf_nodes, select features, or raise ${_HISTOGRAM_LIMIT_ENV}"
+            f"over the limit of {limit / 2**30:.1f} GiB ({limit} bytes, {source}): "
+            f"lower max_bins or max_leaf_nodes, select features, or raise "
+            f"${_HISTOGRAM_LIMIT_ENV}"
         )
 
 

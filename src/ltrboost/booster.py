@@ -59,6 +59,7 @@ from ltrboost.dataset import (
 )
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.model import Booster, averaged_divisor, feature_importance_gain
+from ltrboost.objectives.pair_engine import refuse_ole_pairs_up_front
 from ltrboost.objectives.registry import get_objective
 from ltrboost.params import (
     OBJECTIVE_PARAM_NAMES,
@@ -703,6 +704,9 @@ class Training:
             self.n,
             p.split_criterion == "ole" and self.objective.is_pairwise,
         )
+        if p.split_criterion == "ole" and self.objective.is_pairwise:
+            # before the first round's gradients (an O(n^2) pass for ranknet)
+            refuse_ole_pairs_up_front(self.train_set, self.objective, p.subsample < 1)
         self.X_binned = self.binner.fit_transform(self.used.take(self.train_set.X))
 
     def make_grower(self) -> TreeGrower:

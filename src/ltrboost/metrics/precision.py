@@ -40,13 +40,13 @@ for K < 100%) per pair with different labels.
 from __future__ import annotations
 
 import math
-import os
 from fractions import Fraction
 from itertools import pairwise
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ltrboost import _config
 from ltrboost._numba import kernel, over_queries
 from ltrboost.metrics._dcg import (
     _binary_relevance,
@@ -234,18 +234,17 @@ def _count_label_pairs(
     return sizes * (sizes - 1) // 2 - equal
 
 
-# The pair buffers (two float64 per pair) may take at most this share of the physical
-# memory; a larger dataset is refused up front instead of being killed by the system.
+# The pair buffers (two float64 per pair) may take at most this share of the memory this
+# process may allocate (physical, cgroup limit, ulimit -v); a larger dataset is refused
+# up front instead of being killed by the system.
 _PAIR_MEMORY_SHARE = 2
 
 
 def _pair_memory_limit() -> int:
-    """Bytes the pair buffers may take: half the physical memory (8 GiB when unknown)."""
-    try:
-        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        phys = 16 << 30
-    return int(phys) // _PAIR_MEMORY_SHARE
+    """Bytes the pair buffers may take: half of what this process may allocate
+    (:func:`ltrboost._config.memory_budget`: physical memory, a cgroup memory limit,
+    ``ulimit -v``)."""
+    return _config.usable_memory() // _PAIR_MEMORY_SHARE
 
 
 def _check_pair_memory(n_pairs: NDArray[np.int64], query_offsets: NDArray[np.int64]) -> None:
@@ -259,8 +258,9 @@ def _check_pair_memory(n_pairs: NDArray[np.int64], query_offsets: NDArray[np.int
         raise ValueError(
             f"pair_precision needs {need / 2**30:.1f} GiB for the {total} pairs of "
             f"documents with different labels (16 bytes a pair; query {q} alone has "
-            f"{int(n_pairs[q])} pairs of {size} documents), over half the physical "
-            f"memory ({limit / 2**30:.1f} GiB); evaluate it on fewer or shorter queries"
+            f"{int(n_pairs[q])} pairs of {size} documents), over half of "
+            f"{_config.memory_budget()[1]} ({limit / 2**30:.1f} GiB); evaluate it on "
+            "fewer or shorter queries"
         )
 
 

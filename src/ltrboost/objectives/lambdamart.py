@@ -431,6 +431,12 @@ class LambdaMART(PairwiseObjective):
             raise ValueError("unbiased=True does not support split_criterion='ole'")
         return super()._pair_terms(scores, ref_scores, data, iteration)
 
+    def _bag_applied_in_count(self) -> bool:
+        """Whether :meth:`ole_pairs` counts only the bag's pairs (the NDCG layout)."""
+        return not (
+            self.unbiased or self._metric_code != METRIC_NDCG or self._method == PAIR_SAMPLED
+        )
+
     def ole_pairs(self, scores, data, iteration=0, in_bag=None):
         if self.unbiased or self._metric_code != METRIC_NDCG or self._method == PAIR_SAMPLED:
             return super().ole_pairs(scores, data, iteration=iteration, in_bag=in_bag)
@@ -447,6 +453,8 @@ class LambdaMART(PairwiseObjective):
         16-byte-a-pair list in between (issue 16 item 4), and a first OLE run compiles
         these instead of the engine's pair-term kernels (~9 s; issue 12)."""
         s = self._scores(scores, data, "scores")
+        if in_bag is None:  # a bag drops pairs while counting
+            _engine._refuse_all_pairs_early(data, self, iteration)
         c = self._constants(data)
         offsets_q = data.query_offsets
         n = s.shape[0]

@@ -57,6 +57,7 @@ from ltrboost.objectives.base import (
     doc_weights,
 )
 from ltrboost.objectives.pair_selection import (
+    PAIR_ALL,
     PAIR_SAMPLED,
     PAIR_TOPK,
     check_query_pair_count,
@@ -307,6 +308,7 @@ class PairwiseObjective(Objective):
         same = ref_scores is None
         ref = s if same else self._scores(ref_scores, data, "reference_scores")
         inputs = self._engine_inputs(data, iteration)
+        _refuse_all_pairs_early(data, self, iteration)
         counts = np.zeros(data.n_queries, dtype=np.int64)
         _pair_counts_all_queries(ref, *inputs, counts)
         offsets = np.zeros(data.n_queries + 1, dtype=np.int64)
@@ -417,26 +419,8 @@ def ole_pair_bound(data: RankingDataset, objective: Any) -> int:
     """An upper bound of the pairs any round of ``objective`` can hold for OLE on
     ``data``: per query the fewer of the pair method's slots and the label pairs (two
     different grades; YetiRank: ``permutations * (n - 1)``), plus the explicit pairs."""
-    offsets = data.query_offsets
-    sizes = np.diff(offsets)
-    labels = data.y
-    if (
-        labels is None
-        or data.n_queries == 0
-        or getattr(objective, "_use_label_pairs", None) is False
-    ):
-        differing = np.zeros(data.n_queries, dtype=np.int64)
-    else:
-        # pairs of different grades: (n^2 - sum over grades of count^2) / 2
-        q = np.repeat(np.arange(data.n_queries), sizes)
-        order = np.lexsort((labels, q))
-        ql, yl = q[order], labels[order]
-        starts = np.flatnonzero(np.r_[True, (ql[1:] != ql[:-1]) | (yl[1:] != yl[:-1])])
-        runs = np.diff(np.r_[starts, ql.shape[0]])
-        same = np.bincount(
-            ql[starts], weights=runs.astype(np.float64) ** 2, minlength=data.n_queries
-        )
-        differing = ((sizes.astype(np.float64) ** 2 - same) // 2).astype(np.int64)
+    sizes = np.diff(data.query_offsets)
+    differing = _label_pairs_per_query(data, objective)
     if objective.name == "yetirank":
         slots = int(objective.params["permutations"]) * np.maximum(sizes - 1, 0)
     elif objective._method == PAIR_SAMPLED:
@@ -453,6 +437,56 @@ def ole_pair_bound(data: RankingDataset, objective: Any) -> int:
     if data.pairs is not None and getattr(objective, "uses_preference_pairs", False):
         bound += len(data.pairs)
     return bound
+
+
+def _label_pairs_per_query(data: RankingDataset, objective: Any) -> NDArray[np.int64]:
+    """Per query, its pairs of documents with different labels (0 where ``objective``
+    uses no label pairs): ``pair_method="all"``'s pairs."""
+    sizes = np.diff(data.query_offsets)
+    labels = data.y
+    if (
+        labels is None
+        or data.n_queries == 0
+        or getattr(objective, "_use_label_pairs", None) is False
+    ):
+        return np.zeros(data.n_queries, dtype=np.int64)
+    # pairs of different grades: (n^2 - sum over grades of count^2) / 2
+    q = np.repeat(np.arange(data.n_queries), sizes)
+    order = np.lexsort((labels, q))
+    ql, yl = q[order], labels[order]
+    starts = np.flatnonzero(np.r_[True, (ql[1:] != ql[:-1]) | (yl[1:] != yl[:-1])])
+    runs = np.diff(np.r_[starts, ql.shape[0]])
+    same = np.bincount(ql[starts], weights=runs.astype(np.float64) ** 2, minlength=data.n_queries)
+    return ((sizes.astype(np.float64) ** 2 - same) // 2).astype(np.int64)
+
+
+def _refuse_all_pairs_early(data: RankingDataset, objective: Any, iteration: int) -> None:
+    """With ``pair_method="all"`` a round's OLE pairs are the label pairs of two grades
+    (plus explicit ones), known from the labels: refuse as :func:`_check_ole_pair_count`
+    would, before the O(sum n_q^2) pass that counts them (15-23 s for one query of
+    50 000 documents).  Callers use it only where the count is of every such pair (no
+    bag applied while counting)."""
+    if (
+        objective.name == "yetirank"
+        or objective._method != PAIR_ALL
+        or getattr(objective, "unbiased", False)
+    ):
+        return
+    per_query = _label_pairs_per_query(data, objective)
+    if int(per_query.sum()) > _pair_selection.max_ole_pairs():
+        _check_ole_pair_count(per_query, data, objective, iteration)
+
+
+def refuse_ole_pairs_up_front(data: RankingDataset, objective: Any, bagged: bool) -> None:
+    """At the start of training under OLE: :func:`_refuse_all_pairs_early` before the
+    first round's gradients (for ranknet, another O(sum n_q^2) pass).  ``bagged``:
+    rounds draw a bag (``subsample < 1``), which LambdaMART's NDCG pairs apply while
+    counting (``objective._bag_applied_in_count``): then nothing is refused here."""
+    if not hasattr(objective, "_method"):
+        return
+    if bagged and getattr(objective, "_bag_applied_in_count", lambda: False)():
+        return
+    _refuse_all_pairs_early(data, objective, 0)
 
 
 def _warn_later_rounds_over(total: int, limit: int, data: RankingDataset, objective: Any) -> None:
