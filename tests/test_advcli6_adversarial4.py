@@ -221,7 +221,7 @@ def test_no_command_names_the_commands(capsys):
         # an abbreviation (refused on purpose: no prefix matching) names the full flag
         (["train", "x", "--n-est", "5"], ["--n-est", "did you mean --n-estimators?"]),
         (["train", "x", "--n-est=5"], ["--n-est=5", "did you mean --n-estimators?"]),
-        (["train", "x", "--n", "5"], ["did you mean --n-estimators or --n-threads?"]),
+        (["train", "x", "--n", "5"], ["did you mean --n-features, --n-estimators or --n-threads?"]),
         # a typo
         (["predict", "m", "d", "--n-thread", "2"], ["--n-thread", "did you mean --n-threads?"]),
         (

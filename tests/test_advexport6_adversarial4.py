@@ -469,10 +469,13 @@ def check_every_consumer(b: Booster, P: np.ndarray, it, tmp_path) -> None:
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         solr = json.loads(export_bytes(b, "solr", iteration=it))
+    from ltrboost.export import Float32RangeWarning
     from ltrboost.export.solr import SolrThresholdWarning
 
     keep = np.ones(Q.shape[0], dtype=bool)
     for x in w:
+        if isinstance(x.message, Float32RangeWarning):
+            continue  # thresholds beyond float32's range: the float32 rows route alike
         assert isinstance(x.message, SolrThresholdWarning), x.message
         for f, lo, hi in x.message.gaps:
             v = P32[fin][:, names.index(f)]
