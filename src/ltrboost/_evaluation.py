@@ -416,3 +416,76 @@ def written_numbers(params: dict[str, Any]) -> dict[str, Any]:
             elif isinstance(v, list | tuple | np.ndarray):
                 out[name] = [float(c) if _real(c) else c for c in v]
     return out
+
+
+class QueryBlocksEvaluation:
+    """:func:`~ltrboost.metrics.evaluate` of a dataset given a block of whole queries
+    at a time (``ltrboost eval`` of a file too large to hold): :meth:`add` each block's
+    scores, labels and query offsets in query order, then :meth:`values` gives what
+    ``evaluate`` of the concatenated blocks gives, bit for bit.
+
+    A metric whose query values stand alone (NDCG, DCG, MAP, MRR, P@k) keeps one float
+    a query: its dataset value is their mean in query order
+    (:func:`~ltrboost.metrics.registry.mean_over_queries`).  ERR without ``max_grade``
+    (its ``y_max`` is the largest label of the whole dataset) and pair precision (its
+    top K% pools the pairs of every query) keep each row's score and label (16 bytes a
+    row): ERR is computed a block at a time once ``y_max`` is known, pair precision
+    over all the rows.  The distinct labels are kept for
+    :func:`threshold_separates_nothing`.
+
+    Errors are the metrics' own, for the block (rows and queries numbered in it);
+    ``ltrboost eval`` reads the whole file again to name the first one as before.
+    """
+
+    def __init__(self, names: list[str], options: dict[str, Any]) -> None:
+        from ltrboost.metrics import get_metric
+
+        self.metrics = [get_metric(name, **options) for name in names]
+        self._err = [m.family == "err" and m.max_grade is None for m in self.metrics]
+        self._pooled = [m.family == "pair_precision" for m in self.metrics]
+        self._keep_rows = any(self._err) or any(self._pooled)
+        self._values: list[list[np.ndarray]] = [[] for _ in self.metrics]
+        self._rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.grades = np.empty(0, dtype=np.float64)
+        self.n_queries = 0
+
+    def add(self, scores: np.ndarray, y: np.ndarray, query_offsets: np.ndarray) -> None:
+        """One block of whole queries: ``scores`` and ``y`` of its rows, float64,
+        ``query_offsets`` (from 0) of its queries."""
+        values = [
+            None if err or pooled else m.per_query(scores, y, query_offsets)
+            for m, err, pooled in zip(self.metrics, self._err, self._pooled, strict=True)
+        ]
+        for kept, v in zip(self._values, values, strict=True):
+            if v is not None:
+                kept.append(v)
+        if self._keep_rows:
+            rows = (np.array(scores, dtype=np.float64), np.array(y, dtype=np.float64))
+            self._rows.append((*rows, np.asarray(query_offsets, dtype=np.int64)))
+        self.grades = np.union1d(self.grades, y)
+        self.n_queries += query_offsets.shape[0] - 1
+
+    def values(self) -> dict[str, float]:
+        """Metric name -> value over every block added, as ``evaluate`` gives it."""
+        from ltrboost.metrics.registry import mean_over_queries
+
+        out = {}
+        for k, m in enumerate(self.metrics):
+            if self._err[k]:  # evaluate's y_max: the largest label of all the blocks
+                top = replace(m, max_grade=float(self.grades[-1]))
+                per = [top.per_query(*rows) for rows in self._rows]
+                out[m.name] = mean_over_queries(np.concatenate(per))
+            elif self._pooled[k]:
+                scores, labels, offsets = self._joined_rows()
+                out[m.name] = m(scores, labels, offsets)
+            else:
+                out[m.name] = mean_over_queries(np.concatenate(self._values[k]))
+        return out
+
+    def _joined_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The scores, labels and query offsets of all the blocks, as one dataset."""
+        sizes = np.concatenate([np.diff(offsets) for _, _, offsets in self._rows])
+        offsets = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        scores = np.concatenate([s for s, _, _ in self._rows])
+        return scores, np.concatenate([y for _, y, _ in self._rows]), offsets

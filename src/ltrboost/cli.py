@@ -1366,16 +1366,7 @@ def _with_dataset(data, path: str, require_queries: bool = True, *, letor_names:
     from ltrboost.dataset import make_dataset
     from ltrboost.io.letor import require_qid
 
-    # LightGBM reads these sidecars as it reads FILE.query; ltrboost reads only the
-    # .query one, and must not train or score without the others silently.
-    for suffix, what in ((".weight", "per-row weights"), (".init", "initial scores")):
-        if os.path.isfile(f"{path}{suffix}"):
-            warnings.warn(
-                f"{path}{suffix} is not read: ltrboost takes no {what} from LightGBM's "
-                f"{suffix} files, only query sizes from {path}.query"
-                + (" (Python: Ranker.fit(..., sample_weight=...))" if suffix == ".weight" else ""),
-                stacklevel=2,
-            )
+    _warn_unread_sidecars(path)
     if data.qid is None and not require_queries:
         return data, None
     require_qid(data, path)
@@ -1385,6 +1376,20 @@ def _with_dataset(data, path: str, require_queries: bool = True, *, letor_names:
     if data.lines is not None:  # label errors then name FILE:LINE
         ds.row_lines = data.lines if ds.order is None else data.lines[ds.order]
     return data, ds
+
+
+def _warn_unread_sidecars(path: str) -> None:
+    """Warn about a ``.weight`` or ``.init`` file beside the data ``path``: LightGBM
+    reads these sidecars as it reads FILE.query; ltrboost reads only the .query one,
+    and must not train or score without the others silently."""
+    for suffix, what in ((".weight", "per-row weights"), (".init", "initial scores")):
+        if os.path.isfile(f"{path}{suffix}"):
+            warnings.warn(
+                f"{path}{suffix} is not read: ltrboost takes no {what} from LightGBM's "
+                f"{suffix} files, only query sizes from {path}.query"
+                + (" (Python: Ranker.fit(..., sample_weight=...))" if suffix == ".weight" else ""),
+                stacklevel=3,
+            )
 
 
 def _read_for_model(
@@ -2251,13 +2256,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     options = _metric_options(args, booster.params)
     results = {}
     for path in args.data:
-        data, fitted = _read_for_model(path, booster, missing, args.missing_token, model=args.model)
-        _, ds = _with_dataset(data, path)
-        scores = fitted.predict(ds.X, iteration=args.iteration, n_threads=args.n_threads)
-        with rows_located(ds):
-            results[path] = evaluate(scores, ds.y, ds.query_offsets, metrics=metrics, **options)
-        results[path]["n_queries"] = ds.n_queries
-        flat = threshold_separates_nothing(metrics, options, ds.y, path)
+        streamed = _eval_streamed(path, booster, missing, args, metrics, options)
+        if streamed is not None:
+            results[path], flat = streamed
+        else:  # the whole file at once: its queries regrouped, or its first error named
+            data, fitted = _read_for_model(
+                path, booster, missing, args.missing_token, model=args.model
+            )
+            _, ds = _with_dataset(data, path)
+            scores = fitted.predict(ds.X, iteration=args.iteration, n_threads=args.n_threads)
+            with rows_located(ds):
+                results[path] = evaluate(scores, ds.y, ds.query_offsets, metrics=metrics, **options)
+            results[path]["n_queries"] = ds.n_queries
+            flat = threshold_separates_nothing(metrics, options, ds.y, path)
         if flat is not None:  # MAP / MRR / P@k that no ranking changes
             _show_warning(flat, ParameterWarning, __file__, 0)
     if args.json:
@@ -2269,6 +2280,112 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for line in (header, *rows):  # no trailing blanks after the last column (as inspect)
         print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
     return 0
+
+
+# The dense rows eval scores at a time (bytes of float64 X), cut at query boundaries
+# (tests patch it small: 8 bytes is one row a block).
+_EVAL_BLOCK_BYTES = 1 << 25
+
+
+class _WholeFile(Exception):
+    """:func:`_eval_streamed` cannot give the whole-file read's answer: read it so."""
+
+
+def _eval_streamed(path: str, booster, missing: str, args, metrics: list[str], options: dict):
+    """``(results, flat)`` of ``path`` for ``cmd_eval``, read, scored and evaluated a
+    block of whole queries at a time (:data:`_EVAL_BLOCK_BYTES`), so that the memory is
+    a block's and a float a query, not the file's dense matrix
+    (:class:`~ltrboost._evaluation.QueryBlocksEvaluation`); the numbers are the
+    whole-file read's bit for bit.  ``flat``: the warning of
+    :func:`~ltrboost._evaluation.threshold_separates_nothing`, or None.
+
+    None when only the whole file gives the answer, which ``cmd_eval`` then reads as
+    before: a qid seen again after other queries (the whole-file read groups such
+    queries, in order of first appearance), a model wider than
+    :data:`~ltrboost.io.letor.WIDE` features (read at the data's width, see
+    :func:`_read_for_model`), or a metric that refuses the labels (the first offending
+    row of the whole file named, as before).  An error of the file itself is raised when
+    the reading reaches it: the whole-file read's."""
+    import numpy as np
+
+    from ltrboost._evaluation import QueryBlocksEvaluation, threshold_separates_nothing
+    from ltrboost.io.letor import WIDE, LetorData, labelled_blocks, require_qid
+
+    n_model = booster.n_features
+    if n_model > WIDE:
+        return None
+    acc = QueryBlocksEvaluation(metrics, options)
+    blocks = labelled_blocks(
+        path, n_model, missing=missing, na_values=args.missing_token,
+        block_bytes=_EVAL_BLOCK_BYTES,
+    )  # fmt: skip
+    seen = np.empty(0, dtype=np.int64)  # the ids of the queries evaluated, sorted
+    carry = None  # (scores, y, qid) of the last query read: it may go on in the next block
+
+    def evaluate_queries(scores, y, qid, starts) -> None:
+        nonlocal seen
+        ids = qid[starts]
+        if np.unique(ids).shape[0] < ids.shape[0] or np.isin(ids, seen).any():
+            raise _WholeFile  # not contiguous: the whole-file read regroups them
+        seen = np.union1d(seen, ids)
+        offsets = np.append(starts, y.shape[0]).astype(np.int64)
+        try:
+            acc.add(scores, y, offsets)
+        except ValueError:
+            raise _WholeFile from None
+
+    no_queries = False
+    stream = _reworded(blocks, n_model, args.model)  # the file's errors, raised as read
+    # the reader's warnings (a .query file beside qid:) are shown once the file is
+    # evaluated, not twice when the whole file is read after all
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            for b in stream:
+                if b.qid is None:  # no queries: read on, the file's errors come first
+                    no_queries = True
+                    continue
+                scores = booster.predict(b.X, iteration=args.iteration, n_threads=args.n_threads)
+                y, qid = b.y, b.qid
+                if carry is not None:
+                    scores, y, qid = (
+                        np.concatenate(pair) for pair in zip(carry, (scores, y, qid), strict=True)
+                    )
+                starts = np.flatnonzero(np.concatenate(([True], qid[1:] != qid[:-1])))
+                last = int(starts[-1])
+                if last > 0:
+                    evaluate_queries(scores[:last], y[:last], qid[:last], starts[:-1])
+                carry = (scores[last:].copy(), y[last:].copy(), qid[last:].copy())
+            results: dict[str, Any] = {}
+            if not no_queries:
+                evaluate_queries(*carry, np.zeros(1, dtype=np.int64))
+                try:
+                    results = acc.values()
+                except ValueError:
+                    raise _WholeFile from None
+        except _WholeFile:
+            stream.close()
+            return None
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    _warn_unread_sidecars(path)
+    if no_queries:
+        require_qid(LetorData(np.empty((0, 0)), np.empty(0), None, None), path)
+    results["n_queries"] = acc.n_queries
+    return results, threshold_separates_nothing(metrics, options, acc.grades, path)
+
+
+def _reworded(blocks, n_model: int, model: str):
+    """``blocks``, an index beyond the model's features named as
+    :func:`_read_for_model` names it."""
+    from ltrboost.dataset import LTRInputError
+
+    try:
+        yield from blocks
+    except LTRInputError as e:
+        reworded = _beyond_the_model(e, n_model, model)
+        if reworded is None:
+            raise
+        raise reworded from None
 
 
 # --------------------------------------------------------------------------- export

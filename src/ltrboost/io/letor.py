@@ -254,6 +254,50 @@ def dense_blocks(
     it (the ``.query`` sidecar's once the last row is read): the blocks before it have
     been yielded.  The file is opened (and the arguments checked) at the call, before
     the first block is asked for."""
+    return _open_blocks(path, n_features, width, missing, na_values, block_bytes, False)
+
+
+class LabelledBlock(NamedTuple):
+    """One block of :func:`labelled_blocks`: ``X`` (a view overwritten by the next
+    block, as :func:`dense_blocks`' are) and, for its rows, the label ``y``, the query
+    id ``qid`` (None when the file gives no queries) and the 1-based ``lines``."""
+
+    X: NDArray[np.float64]
+    y: NDArray[np.float64]
+    qid: NDArray[np.int64] | None
+    lines: NDArray[np.int64]
+
+
+def labelled_blocks(
+    path: str | os.PathLike[str],
+    n_features: int,
+    *,
+    width: int | None = None,
+    missing: str = "zero",
+    na_values: str | Sequence[str] | None = None,
+    block_bytes: int,
+) -> Iterator[LabelledBlock]:
+    """:func:`dense_blocks` with each row's label, query id and line: what
+    ``load_svmlight(path, n_features=n_features, ...)`` returns, a block at a time
+    (``ltrboost eval``'s reader).  The query ids are the file's ``qid:``, else those
+    its ``.query`` sidecar gives (``0 .. n_queries - 1``, numbered as
+    :func:`load_svmlight` numbers them), else None.  The errors are
+    :func:`load_svmlight`'s, raised when the reading reaches them (the ``.query``
+    sidecar's once the last row is read, as :func:`dense_blocks` does)."""
+    return _open_blocks(path, n_features, width, missing, na_values, block_bytes, True)
+
+
+def _open_blocks(
+    path: str | os.PathLike[str],
+    n_features: int,
+    width: int | None,
+    missing: str,
+    na_values: str | Sequence[str] | None,
+    block_bytes: int,
+    labelled: bool,
+) -> Iterator[Any]:
+    """The arguments of :func:`dense_blocks` checked and the file opened, then its
+    generator (of :class:`LabelledBlock` when ``labelled``)."""
     spath = os.fsdecode(path)
     if missing not in MISSING_OPTIONS:
         raise ValueError(f"missing={missing!r} is not one of {MISSING_OPTIONS}")
@@ -264,7 +308,20 @@ def dense_blocks(
     na = _check_na_values(na_values)
     _refuse_parquet_folder(spath)
     f = open(spath, "rb")  # the generator closes it
-    return _dense_blocks_of(f, spath, n_features, width, missing, na, block_bytes)
+    return _dense_blocks_of(f, spath, n_features, width, missing, na, block_bytes, labelled)
+
+
+def _sidecar_bounds(path: str) -> NDArray[np.int64] | None:
+    """The cumulative ``.query`` sizes beside ``path`` (a file without ``qid:``); None
+    when there is none that reads (its error, if any, is :func:`_query_sizes`' once the
+    rows are counted, where :func:`load_svmlight` raises it)."""
+    sidecar = path + ".query"
+    if not os.path.isfile(sidecar):
+        return None
+    try:
+        return np.cumsum(read_query_file(sidecar))
+    except (LTRInputError, OSError):
+        return None
 
 
 def _dense_blocks_of(
@@ -275,8 +332,10 @@ def _dense_blocks_of(
     missing: str,
     na_values: tuple[str, ...],
     block_bytes: int,
-) -> Iterator[NDArray[np.float64]]:
-    """:func:`dense_blocks`' generator, reading the open binary file ``f``."""
+    labelled: bool = False,
+) -> Iterator[Any]:
+    """:func:`dense_blocks`' generator, reading the open binary file ``f``; of
+    :class:`LabelledBlock` when ``labelled``."""
     fill = 0.0 if missing == "zero" else np.nan
     na_buf, na_off = _na_arrays(na_values) if na_values else (None, None)
     info = np.zeros(_N_INFO, dtype=np.int64)
@@ -285,6 +344,7 @@ def _dense_blocks_of(
     X = np.empty((0, width), dtype=np.float64)
     n_rows = 0
     first_line = 0
+    bounds = y = qid = row_line = None
     with f:
         blocks = iter(_read_blocks(f, _BLOCK_BYTES))
         first = True
@@ -300,10 +360,22 @@ def _dense_blocks_of(
                 continue
             if n_rows == 0:
                 first_line = int(b.row_line[0])
+                if labelled and info[_I_HAS_QID] != 1:  # queries from a .query file?
+                    bounds = _sidecar_bounds(path)
+            row0 = n_rows
             n_rows += nb
             # only the features are kept while the rows are scored (labels, qids and
             # line numbers were ~5 int64 a row: most of the memory of short lines)
             row_ptr, cols, vals = b.row_ptr, b.cols, b.vals
+            if labelled:
+                y, row_line = b.y, b.row_line
+                if info[_I_HAS_QID] == 1:
+                    qid = b.qid
+                elif bounds is not None:  # rows beyond the sizes: an error at the end
+                    rows = np.arange(row0, row0 + nb, dtype=np.int64)
+                    qid = np.searchsorted(bounds, rows, side="right").astype(np.int64)
+                else:
+                    qid = None
             block = b = None
             if width < n_features:  # drop the features beyond the width
                 keep = cols <= width
@@ -317,8 +389,16 @@ def _dense_blocks_of(
                     X = np.empty((min(max_rows, nb), width), dtype=np.float64)
                 lo, hi = int(row_ptr[r0]), int(row_ptr[r1])
                 _fill_csr(row_ptr[r0 : r1 + 1] - lo, cols[lo:hi], vals[lo:hi], r1 - r0, X, 0, fill)
-                yield X[: r1 - r0]
-            row_ptr = cols = vals = None
+                if not labelled:
+                    yield X[: r1 - r0]
+                    continue
+                yield LabelledBlock(
+                    X[: r1 - r0],
+                    y[r0:r1].copy(),
+                    None if qid is None else qid[r0:r1].copy(),
+                    row_line[r0:r1].copy(),
+                )
+            row_ptr = cols = vals = y = qid = row_line = None
     if n_rows == 0:
         raise _empty_file_error(path)
     _query_sizes(path, None, bool(info[_I_HAS_QID] == 1), n_rows, first_line)

@@ -337,14 +337,7 @@ class BoundMetric:
         if self._evaluator.pooled:
             return float(self._evaluator.pooled_value(scores, self.query_weights))
         self._evaluator.per_query(scores, out=self._out)
-        with np.errstate(over="ignore"):  # handled below
-            value = _dataset_mean(self._out, self.query_weights)
-        if not math.isfinite(value):
-            # finite per-query values whose sum overflows (DCG of linear gains near the
-            # float64 maximum): the mean of the values scaled by the largest, scaled back
-            scale = float(np.max(np.abs(self._out)))
-            value = _dataset_mean(self._out / scale, self.query_weights) * scale
-        return value
+        return mean_over_queries(self._out, self.query_weights)
 
     def __repr__(self) -> str:
         return f"BoundMetric({self.name!r}, n_queries={self.n_queries}, n_samples={self.n_samples})"
@@ -532,6 +525,23 @@ def _validate_query_weights(
     if not w.any():
         raise ValueError("query_weights are all zero; at least one query must count")
     return w / w.max()
+
+
+def mean_over_queries(
+    values: NDArray[np.float64], weights: NDArray[np.float64] | None = None
+) -> float:
+    """The dataset value of a (non-pooled) metric from its per-query ``values``
+    (float64, (n_queries,), in query order): their (weighted) mean, summed serially in
+    query order, so that values computed a block of queries at a time
+    (``ltrboost eval``) give the whole dataset's bit for bit."""
+    with np.errstate(over="ignore"):  # handled below
+        value = _dataset_mean(values, weights)
+    if not math.isfinite(value):
+        # finite per-query values whose sum overflows (DCG of linear gains near the
+        # float64 maximum): the mean of the values scaled by the largest, scaled back
+        scale = float(np.max(np.abs(values)))
+        value = _dataset_mean(values / scale, weights) * scale
+    return value
 
 
 def _dataset_mean(values: NDArray[np.float64], weights: NDArray[np.float64] | None) -> float:
