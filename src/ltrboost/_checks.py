@@ -9,7 +9,10 @@
   :class:`NonFiniteTrainingError` naming the round, what went non-finite and the
   magnitudes that usually cause it (a huge ``learning_rate`` or ``sigma``, huge labels
   or weights), instead of training every round and failing only at save time (CLI) or
-  returning NaN scores (Python).
+  returning NaN scores (Python).  So does a tree whose leaf values made every training
+  score of an output one number where they held several before (a leaf value
+  swamping them, e.g. a Newton step on hessians that vanished at saturated scores):
+  the model would rank every document alike from that round on.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ BOOL_PARAMS = BOOL_PARAM_NAMES
 
 
 class NonFiniteTrainingError(ValueError):
-    """Training produced NaN or inf (gradients, leaf values or scores)."""
+    """Training produced NaN or inf (gradients, leaf values or scores), or a tree whose
+    leaf values collapsed the training scores into one number."""
 
 
 def _is_int(v: Any) -> bool:
@@ -109,9 +113,16 @@ def _finite_number(x: Any) -> bool:
 
 
 def _all_finite(a: np.ndarray) -> bool:
+    return _finite_range(a) is not None
+
+
+def _finite_range(a: np.ndarray) -> tuple[float, float] | None:
+    """``(min, max)`` of ``a`` when every value is finite (``(0, 0)`` when empty); None
+    when one is NaN or inf (NaN propagates through both)."""
     if a.size == 0:
-        return True
-    return bool(np.isfinite(a.min()) and np.isfinite(a.max()))  # NaN propagates
+        return (0.0, 0.0)
+    lo, hi = float(a.min()), float(a.max())
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
 
 
 def check_round_finite(
@@ -125,16 +136,29 @@ def check_round_finite(
     params: Any = None,
     train_set: Any = None,
     learning_rate: float | None = None,
-) -> None:
-    """Raise :class:`NonFiniteTrainingError` if the tree or the scores hold NaN/inf.
+    previous_range: tuple[float, float] | None = None,
+    output: tuple[int, int] | None = None,
+) -> tuple[float, float] | None:
+    """Raise :class:`NonFiniteTrainingError` if the tree or the scores hold NaN/inf, or
+    if the tree made the scores one number; return the scores' ``(min, max)`` (None
+    without ``scores``), the ``previous_range`` of the next round's check.
 
     Per tree only the leaf values and the nodes' hessian sums (a few numbers) and the
     scores (two passes) are read; a NaN or inf gradient always reaches a leaf value
     (its leaf's sum), an inf hessian a hessian sum (the root's; its leaf value
     ``-G/inf`` is a finite 0), and only then are the gradients and hessians looked at,
     to name the first non-finite one.
+
+    ``previous_range`` is the scores' ``(min, max)`` before the tree was added (None:
+    unknown, the first round a run trains). Scores that held several values and hold
+    one after the tree lost every difference to a leaf value that swamped them
+    (``5e26 + 676 == 5e26 - 1921``): from then on the model ranks every document
+    alike, and later trees cannot undo it. No tree fitted to gradients makes
+    different scores equal otherwise, so this stops training too. ``output``:
+    ``(k, n_outputs)`` of a multi-output objective's (mcrank's) k-th scores, named so.
     """
     bad = None
+    score_range = None
     leaves_bad = leaf_values is not None and not _all_finite(np.asarray(leaf_values))
     if leaves_bad or (hessian_sums is not None and not _all_finite(np.asarray(hessian_sums))):
         bad = "leaf values" if leaves_bad else "hessians"
@@ -142,16 +166,77 @@ def check_round_finite(
             if arr is not None and not _all_finite(np.asarray(arr)):
                 bad = what
                 break
-    elif scores is not None and not _all_finite(np.asarray(scores)):
-        bad = "training scores"
+    elif scores is not None:
+        a = np.asarray(scores)
+        score_range = _finite_range(a)
+        if score_range is None:
+            bad = "training scores"
+        elif a.size == 0:
+            score_range = None  # a Dask shard without rows: no range to merge
     if bad is not None:
         raise NonFiniteTrainingError(
             f"round {iteration + 1}: the {bad} are not finite (NaN or inf), "
             f"training stopped; {_likely_causes(params, train_set, learning_rate)}"
         )
+    check_scores_collapsed(
+        iteration, previous_range, score_range, leaf_values, params=params,
+        train_set=train_set, learning_rate=learning_rate, output=output,
+    )  # fmt: skip
+    return score_range
 
 
-def _likely_causes(params: Any, train_set: Any, learning_rate: float | None) -> str:
+def check_scores_collapsed(
+    iteration: int,
+    previous_range: tuple[float, float] | None,
+    score_range: tuple[float, float] | None,
+    leaf_values: np.ndarray | None,
+    *,
+    params: Any = None,
+    train_set: Any = None,
+    learning_rate: float | None = None,
+    output: tuple[int, int] | None = None,
+) -> None:
+    """Raise :class:`NonFiniteTrainingError` when the scores' ``(min, max)`` went from
+    several values (``previous_range``, before the tree) to one (``score_range``);
+    None for either: unknown, nothing checked. Dask's driver calls it with the range
+    of every shard's scores, as :func:`check_round_finite` does with one process's."""
+    if (
+        score_range is None
+        or previous_range is None
+        or previous_range[0] == previous_range[1]
+        or score_range[0] != score_range[1]
+    ):
+        return
+    of_output = "" if output is None else f" of output {output[0]} (of {output[1]})"
+    raise NonFiniteTrainingError(
+        f"round {iteration + 1}: the tree made every training score{of_output} "
+        f"{score_range[0]:g} (they were {previous_range[0]:g} to "
+        f"{previous_range[1]:g}): its leaf values, up to {_largest(leaf_values):g}, "
+        "swamped their differences, and the model would rank every document alike; "
+        "training stopped; "
+        + _likely_causes(
+            params,
+            train_set,
+            learning_rate,
+            cause="a Newton step -G/H on hessians that vanished where the scores saturated",
+            remedy="lower learning_rate or raise l2_regularization",
+        )
+    )
+
+
+def _largest(values: Any) -> float:
+    """The largest magnitude among ``values`` (0 when there are none)."""
+    a = np.abs(np.asarray(values if values is not None else [], dtype=np.float64))
+    return float(a.max()) if a.size else 0.0
+
+
+def _likely_causes(
+    params: Any,
+    train_set: Any,
+    learning_rate: float | None,
+    cause: str = "a parameter or data too large for float arithmetic",
+    remedy: str = "lower learning_rate (or another parameter listed), or rescale labels/weights",
+) -> str:
     parts = []
     if learning_rate is not None:
         parts.append(f"learning_rate={learning_rate:g}")
@@ -175,8 +260,4 @@ def _likely_causes(params: Any, train_set: Any, learning_rate: float | None) -> 
         pw = None if pairs is None else pairs.weight
         if pw is not None and np.size(pw):
             parts.append(f"pair weights up to {float(np.max(pw)):g}")
-    return (
-        "likely cause: a parameter or data too large for float arithmetic ("
-        + ", ".join(parts)
-        + "); lower learning_rate (or another parameter listed), or rescale labels/weights"
-    )
+    return f"likely cause: {cause} ({', '.join(parts)}); {remedy}"

@@ -949,11 +949,15 @@ class Training:
             else:
                 nodes["value"] *= self.learning_rate
             _apply_tree_train(grown, nodes["value"], raw[k], self.grower)
-            check_round_finite(  # the first NaN/inf stops training, naming the round
+            # the first NaN/inf stops training, naming the round; so do scores that the
+            # tree made one number (their (min, max) before it: None in a run's first round)
+            ranges = self.__dict__.setdefault("score_ranges", [None] * n_out)
+            ranges[k] = check_round_finite(
                 it, gradients=gradients[k], hessians=hessians[k],
                 leaf_values=nodes["value"], hessian_sums=nodes["sum_hessians"], scores=raw[k],
                 params=self.params, train_set=self.train_set,
-                learning_rate=self.learning_rate,
+                learning_rate=self.learning_rate, previous_range=ranges[k],
+                output=(k, n_out) if n_out > 1 else None,
             )  # fmt: skip
             for v in self.valid:
                 predict_binned_tree(nodes, v.X_binned, self.binner.missing_bin_, v.raw[k])

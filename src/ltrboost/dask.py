@@ -91,6 +91,7 @@ except ImportError as e:
     ) from None
 from numpy.typing import NDArray
 
+from ltrboost._checks import check_scores_collapsed
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
 from ltrboost._evaluation import (
     _bind_metrics,
@@ -1113,12 +1114,14 @@ class _Shard:
             return hist.copy(), psum  # the shard's buffer is overwritten by the next call
 
     def add_tree(self, it: int, k: int, nodes, leaves, learning_rate: float):
-        """Add the tree to the training and validation scores; check them finite."""
+        """Add the tree to the training and validation scores; check them finite.
+        Returns the shard's training scores' ``(min, max)`` (None without rows), which
+        the driver merges to check that the tree did not make them one number."""
         from ltrboost._checks import check_round_finite
 
         with _LOCK, threads(self.n_threads), np.errstate(over="ignore", invalid="ignore"):
             self.hist.add_tree(nodes, leaves, self.raw[k])
-            check_round_finite(
+            score_range = check_round_finite(
                 it, gradients=self.g[k], hessians=self.h[k], leaf_values=nodes["value"],
                 hessian_sums=nodes["sum_hessians"], scores=self.raw[k], params=self.params,
                 train_set=self.ds,
@@ -1126,6 +1129,7 @@ class _Shard:
             )  # fmt: skip
             for _, _, vX, rv, _ in self.valid:
                 predict_binned_tree(nodes, vX, self.missing_bin, rv[k])
+        return score_range
 
     def evaluate(self, it: int):
         """Per validation set, per metric: per-query values, or for a custom metric
@@ -1594,13 +1598,21 @@ class _DaskTraining(Training):
         grown = self.grower.grow(None, None, chosen, feats, pairs)
         nodes = grown.nodes
         nodes["value"] *= self.learning_rate
-        c.call(
+        ranges = c.call(
             "add_tree",
             [
                 (it, 0, nodes, [(r[s], i) for r, i in grown.leaves], self.learning_rate)
                 for s in range(len(c.actors))
             ],
         )
+        # every shard's scores: the check a single process makes (check_round_finite)
+        ranges = [r for r in ranges if r is not None]
+        merged = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else None
+        check_scores_collapsed(
+            it, getattr(self, "score_range", None), merged, nodes["value"], params=p,
+            learning_rate=self.learning_rate,
+        )  # fmt: skip
+        self.score_range = merged
         self.trees.append(self.used.to_original(nodes))
         self.outputs.append(0)
 
