@@ -176,7 +176,9 @@ def test_pair_precision_refuses_pair_buffers_over_the_memory_limit(monkeypatch):
     # counting loop alone ran for minutes before the allocation (no memory check)
     monkeypatch.setattr(precision_module, "_pair_memory_limit", lambda: 16 * 1000)
     y = np.tile([0.0, 1.0], 50)  # 2500 pairs with different labels
-    with pytest.raises(ValueError, match=r"pair_precision needs .* 2500 pairs .* query 0"):
+    with pytest.raises(
+        ValueError, match=r"pair_precision needs .* 2500 pairs .* the 1st query \(rows 0 to 99\)"
+    ):
         get_metric("pair_precision@10%").bind(y, [0, 100])
     get_metric("pair_precision@10%").bind(y[:40], [0, 40])  # 400 pairs fit
 
