@@ -212,7 +212,7 @@ def test_scores_written_as_text_are_refused_like_features(as_text):
         lambda s: get_metric("pair_precision").bind(y, qo)(s),
         lambda s: rank_order(s, qo),
     ):
-        with pytest.raises(ValueError, match=r"^scores\[0\]='0\.5' is not a number \(scores"):
+        with pytest.raises(ValueError, match=r"^scores\[0\]=b?'0\.5' is not a number \(scores"):
             call(as_text(scores))
 
 
