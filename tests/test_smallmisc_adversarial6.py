@@ -262,7 +262,11 @@ def _booster():
         ("xgboost", ["a", "b", "c<d"], r"feature_names\[2\]='c<d' contains '<'"),
         ("solr", ["a", "b c", "d"], r"feature_names\[1\]='b c' is empty or has whitespace"),
         ("solr", ["\ud800", "b", "c"], r"feature_names\[0\]='\\ud800' holds a lone surrogate"),
-        ("solr", ["a", "b", "a"], r"feature_names\[0\] and feature_names\[2\] are both 'a'"),
+        (
+            "solr",
+            ["a", "b", "a"],
+            r"feature_names\[2\]='a' appears more than once \(also feature_names\[0\]\)",
+        ),
     ],
 )
 def test_export_messages_name_features_as_fit_does(fmt, names, words):
@@ -286,3 +290,25 @@ def test_export_message_names_the_models_feature_0_based(tmp_path, capsys):
         capsys,
     )
     assert_one_line_error(rc, err, f"{names}: feature_names[1]='bm 25x' (line 4)")
+
+
+def test_a_name_the_format_refuses_is_named_in_its_names_file(tmp_path, capsys):
+    """The format's own name checks (after the names were read) named neither the file
+    nor the line; now both, as the checks made while reading the names do."""
+    booster = _booster()
+    names = tmp_path / "names.txt"
+    names.write_text("a\n# the second\nb:c\nd\n")
+    with pytest.raises(ExportError, match=rf"^{names}: format 'lightgbm': feature_names\[1\]"):
+        export_bytes(booster, "lightgbm", names)
+    with pytest.raises(ExportError, match=r"feature_names\[1\]='b:c' \(line 3\) contains"):
+        export_bytes(booster, "lightgbm", names)
+    path = tmp_path / "m.json"
+    booster.save_model(path)
+    rc, _, err = run(
+        ["export", path, "-f", "lightgbm", "-o", tmp_path / "m.txt", "--feature-names", names],
+        capsys,
+    )
+    assert_one_line_error(
+        rc, err, f"{names}: --format lightgbm: feature_names[1]='b:c' (line 3) contains"
+    )
+    assert not (tmp_path / "m.txt").exists()
