@@ -1192,11 +1192,15 @@ def rows_located(ds: RankingDataset) -> Iterator[None]:
     input error.  For arrays whose rows were regrouped, the grouped row (what the
     objectives and metrics see) becomes the row the caller gave, ``ds.order[row]``
     (errors about explicit pairs name a ``pair``, not a row: they are left alone).
+    An error naming a query by its position (``query_words``, see
+    :func:`ltrboost.metrics.base.query_words`: a metric knows no ids) names it
+    ``query <qid>`` when ``ds`` has the ids (:attr:`RankingDataset.query_ids`).
     Other errors pass unchanged.
     """
     try:
         yield
     except ValueError as e:
+        _raise_naming_query(e, ds)
         if ds.source is None or ds.row_lines is None:
             _raise_in_callers_rows(e, ds)
             raise
@@ -1214,6 +1218,21 @@ def rows_located(ds: RankingDataset) -> Iterator[None]:
             raise
         cls = ParameterInputError if isinstance(e, ParameterError) else LTRInputError
         raise cls(problem, path=ds.source, line=int(ds.row_lines[row])) from e
+
+
+def _raise_naming_query(e: ValueError, ds: RankingDataset) -> None:
+    """Re-raise ``e``, which names a query by its position (``e.query_words``), naming
+    it by its id instead (as the objectives' errors do: ``query 7``); return when it
+    names none or ``ds`` has no ids."""
+    words, q = getattr(e, "query_words", None), getattr(e, "query", None)
+    if words is None or q is None or ds.query_ids is None:
+        return
+    if not 0 <= q < len(ds.query_ids) or words not in str(e):
+        return
+    named = f"query {ds.query_ids[q]}"
+    error = ValueError(str(e).replace(words, named, 1))
+    error.query, error.query_words = q, named  # type: ignore[attr-defined]
+    raise error from e
 
 
 def _raise_in_callers_rows(e: ValueError, ds: RankingDataset) -> None:

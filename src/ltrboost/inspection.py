@@ -39,6 +39,11 @@ from ltrboost._config import NODE_DTYPE
 
 IMPORTANCE_TYPES = ("split", "gain")
 
+# The deepest level ``dump_text`` indents (two blanks a level): a node deeper than this is
+# written at this indentation with ``depth=D`` at the end of its line.  Unbounded, a chain
+# of 10,000 splits (a 1 MB model file) dumped 100 MB of blanks.
+MAX_DUMP_INDENT = 32
+
 
 def _trees(booster: Any, iteration: int | None) -> list[NDArray]:
     if iteration is None:
@@ -175,6 +180,11 @@ def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) ->
     0:[f3<=0.5] yes=1 no=2 missing=yes gain=12.3 count=400
       1:leaf=0.0123 count=250
       2:leaf=-0.0456 count=150
+
+    A node is indented by two blanks a level down to :data:`MAX_DUMP_INDENT` (32)
+    levels; a deeper node is written at that indentation and its line ends with
+    ``depth=D`` (its depth, root 0), so that the text of a tree grows with its nodes,
+    not with their depth times their number.
     """
     if isinstance(precision, bool) or not isinstance(precision, int | np.integer) or precision < 0:
         # failed at format time ("Format specifier missing precision"), naming nothing
@@ -187,10 +197,12 @@ def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) ->
         while stack:
             k, indent = stack.pop()
             node = nodes[k]
-            pad = "  " * indent
+            pad = "  " * min(indent, MAX_DUMP_INDENT)
+            deep = f" depth={indent}" if indent > MAX_DUMP_INDENT else ""
             if node["is_leaf"]:
                 lines.append(
-                    f"{pad}{k}:leaf={float(node['value']):.{precision}g} count={int(node['count'])}"
+                    f"{pad}{k}:leaf={float(node['value']):.{precision}g} "
+                    f"count={int(node['count'])}{deep}"
                 )
                 continue
             left, right = int(node["left"]), int(node["right"])
@@ -199,7 +211,7 @@ def dump_text(booster: Any, iteration: int | None = None, precision: int = 6) ->
                 f"{pad}{k}:[{names[int(node['feature_idx'])]}<="
                 f"{float(node['num_threshold']):.{precision}g}] yes={left} no={right} "
                 f"missing={missing} gain={float(node['gain']):.{precision}g} "
-                f"count={int(node['count'])}"
+                f"count={int(node['count'])}{deep}"
             )
             stack.append((right, indent + 1))
             stack.append((left, indent + 1))

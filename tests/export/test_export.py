@@ -378,7 +378,10 @@ def test_ranker_export_and_feature_names(tmp_path):
     ("names", "match"),
     [
         (["a", "b"], "2 feature names given but the model has 6"),
-        (["a", "b", "c", "d", "e", "a"], "'a' appears more than once"),
+        (
+            ["a", "b", "c", "d", "e", "a"],
+            r"feature_names\[5\]='a' appears more than once \(also feature_names\[0\]\)",
+        ),
         (["a", "b", "c", "d", "e", "f g"], "whitespace"),
     ],
 )
@@ -404,7 +407,7 @@ def test_feature_names_the_consumer_refuses(fmt, name, allowed, tmp_path):
     its consumer cannot use; other formats take the name."""
     b, _, _ = model("lambdamart", True)
     names = ["a", "b", "c", "d", "e", name]
-    with pytest.raises(ExportError, match=f"feature name 6 .*{fmt!r}|format {fmt!r}: feature"):
+    with pytest.raises(ExportError, match=rf"format {fmt!r}: feature_names\[5\]="):
         b.export(tmp_path / "m.out", format=fmt, feature_names=names)
     assert not list(tmp_path.iterdir())
     for other in allowed:

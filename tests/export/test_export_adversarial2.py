@@ -85,7 +85,7 @@ def test_dataframe_column_names_with_spaces_say_how_to_export():
     with pytest.raises(ExportError) as e:
         export_bytes(r.booster_, "lightgbm")
     msg = str(e.value)
-    assert "the model's feature name 2 ('page rank')" in msg
+    assert "the model's feature_names[1]='page rank'" in msg
     assert "feature_names=" in msg
     assert "\n" not in msg
     text = export_bytes(r.booster_, "lightgbm", ["bm25", "page_rank"]).decode()
@@ -113,7 +113,10 @@ def test_feature_names_file_errors_name_the_file(tmp_path, capsys):
     from ltrboost.cli import main
 
     model_path = _two_feature_model_file(tmp_path)
-    for text, needle in [("bm25\n", "1 feature names given"), ("a\na\n", "'a' appears more")]:
+    for text, needle in [
+        ("bm25\n", "1 feature names given"),
+        ("a\na\n", "feature_names[1]='a' (line 2) appears more"),
+    ]:
         names = tmp_path / "names.txt"
         names.write_text(text)
         argv = ["export", str(model_path), "-f", "solr", "-o", "-", "--feature-names", str(names)]

@@ -17,8 +17,15 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from ltrboost.export._trees import ExportError, Float32RangeWarning, collect, read_feature_names
+from ltrboost.export._trees import (
+    ExportError,
+    Float32RangeWarning,
+    collect,
+    feature_name_line,
+    read_feature_names,
+)
 
 FORMATS = ("lightgbm", "xgboost", "xgboost-dump", "solr", "ranklib", "onnx")
 
@@ -76,10 +83,30 @@ def _collect(booster, feature_names, iteration: int | None):
     try:
         return collect(booster, names, iteration=iteration)
     except ExportError as e:
-        if isinstance(feature_names, str | os.PathLike):
-            where = os.fspath(feature_names)
-            raise ExportError(f"{where}: {e}", cli=f"{where}: {e.cli_message}") from None
-        raise
+        raise _in_names_file(e, feature_names) from None
+
+
+def _in_names_file(e: ExportError, feature_names: Any) -> ExportError:
+    """``e`` naming the feature names file it is about (``FILE: problem``, and the line
+    of the name it names); ``e`` itself when the names came from no file, or when it
+    names the file already."""
+    if not isinstance(feature_names, str | os.PathLike) or getattr(e, "names_file", False):
+        return e
+    where = os.fspath(feature_names)
+    message, cli = str(e), e.cli_message
+    line = None if e.feature is None else feature_name_line(where, e.feature)
+    if line is not None and e.feature_words:
+        words = e.feature_words
+        message = message.replace(words, f"{words} (line {line})", 1)
+        cli = cli.replace(words, f"{words} (line {line})", 1)
+    located = ExportError(
+        f"{where}: {message}",
+        cli=f"{where}: {cli}",
+        feature=e.feature,
+        feature_words=e.feature_words,
+    )
+    located.names_file = True  # type: ignore[attr-defined]
+    return located
 
 
 def _check_format(format: str) -> str:
@@ -114,6 +141,14 @@ def export_bytes(
     booster = _as_booster(booster)
     _check_format(format)
     model = _collect(booster, feature_names, iteration)
+    try:
+        return _convert(booster, model, format, name, assume_no_missing)
+    except ExportError as e:  # a name the format refuses: named in its file
+        raise _in_names_file(e, feature_names) from None
+
+
+def _convert(booster, model, format: str, name: str, assume_no_missing: bool) -> bytes:
+    """``model`` (collected from ``booster``) in ``format``, as :func:`export_bytes`."""
     if format == "lightgbm":
         from ltrboost.export.lightgbm import to_lightgbm
 
@@ -155,7 +190,10 @@ def createmodel_body(
 
     booster = _as_booster(booster)
     model = _collect(booster, feature_names, iteration)
-    return json.dumps(body(model, name), indent=1) + "\n"
+    try:
+        return json.dumps(body(model, name), indent=1) + "\n"
+    except ExportError as e:  # a name the format refuses: named in its file
+        raise _in_names_file(e, feature_names) from None
 
 
 def export_model(

@@ -48,9 +48,27 @@ class ExportError(ValueError):
     when not given).
     """
 
-    def __init__(self, message: str, *, cli: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        cli: str | None = None,
+        feature: int | None = None,
+        feature_words: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.cli_message = message if cli is None else cli
+        # the feature name the message names: its 0-based index and the words naming it
+        # (``feature_names[k]='name'``, as fit and save name one), so that the line of a
+        # names file can be added after them
+        self.feature = feature
+        self.feature_words = feature_words
+
+
+def name_words(k: int, name: str) -> str:
+    """Feature name ``k`` as fit and save name it: ``feature_names[k]='name'`` (0-based
+    index and the name; a LETOR model's ``fK`` is ``feature_names[K-1]``)."""
+    return f"feature_names[{k}]={name!r}"
 
 
 class Float32RangeWarning(UserWarning):
@@ -208,13 +226,15 @@ class ExportModel:
             bad = sorted({c for c in name if c in forbidden})
             if bad:
                 problem = (
-                    f"feature name {i + 1} ({name!r}) contains "
+                    f"{name_words(i, name)} contains "
                     f"{' '.join(repr(c) for c in bad)}, which its consumer does not accept "
                     f"in a feature name (none of {' '.join(forbidden)}); "
                 )
                 raise ExportError(
                     f"format {fmt!r}: {problem}pass other names (feature_names=)",
                     cli=f"--format {fmt}: {problem}give other names (--feature-names FILE)",
+                    feature=i,
+                    feature_words=name_words(i, name),
                 )
 
 
@@ -310,36 +330,61 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
     names = [str(s) for s in feature_names]
     if len(names) != n:
         raise ExportError(f"{len(names)} feature names given but the model has {n} features")
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for i, s in enumerate(names):
         # control characters: JSON writes them as \u escapes that XGBoost keeps as is,
         # and no engine's feature set names a feature with one
         if not s or any(c.isspace() or unicodedata.category(c) == "Cc" for c in s):
             problem = (
-                f"{whose}feature name {i + 1} ({s!r}) is empty or has whitespace or a "
-                "control character; "
+                f"{whose}{name_words(i, s)} is empty or has whitespace or a control character; "
             )
             raise ExportError(
                 f"{problem}pass the engine's names (feature_names=)",
                 cli=f"{problem}give the engine's names (--feature-names FILE)",
+                feature=i,
+                feature_words=name_words(i, s),
             )
         if any(unicodedata.category(c) == "Cs" for c in s):  # "\ud800": UTF-8 cannot write it
+            problem = (
+                f"{whose}{name_words(i, s)} holds a lone surrogate, which is no Unicode "
+                "text (exports are UTF-8); "
+            )
             raise ExportError(
-                f"{whose}feature name {i + 1} ({s!r}) holds a lone surrogate, which is no "
-                "Unicode text (exports are UTF-8); pass the engine's names (feature_names=, "
-                "or --feature-names FILE)"
+                f"{problem}pass the engine's names (feature_names=)",
+                cli=f"{problem}give the engine's names (--feature-names FILE)",
+                feature=i,
+                feature_words=name_words(i, s),
             )
         if s in seen:
-            raise ExportError(f"feature name {s!r} appears more than once")
-        seen.add(s)
+            raise ExportError(
+                f"{whose}{name_words(i, s)} appears more than once (also feature_names[{seen[s]}])",
+                feature=i,
+                feature_words=name_words(i, s),
+            )
+        seen[s] = i
     return names
 
 
 def read_feature_names(path: str) -> list[str]:
     """One name per line; blank lines and ``#`` comments ignored."""
+    return [name for _, name in _numbered_names(path)]
+
+
+def feature_name_line(path: str, k: int) -> int | None:
+    """The 1-based line of ``path`` holding its feature name ``k`` (0-based, as
+    :func:`read_feature_names` counts them); None when it cannot be told."""
+    try:
+        lines = [line for line, _ in _numbered_names(path)]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return lines[k] if 0 <= k < len(lines) else None
+
+
+def _numbered_names(path: str) -> list[tuple[int, str]]:
+    """``(1-based line, name)`` of every name of a feature names file."""
     with open(path, encoding="utf-8-sig") as fh:  # -sig: a BOM is no part of a name
-        lines = [ln.strip() for ln in fh]
-    return [ln for ln in lines if ln and not ln.startswith("#")]
+        lines = [(n, ln.strip()) for n, ln in enumerate(fh, 1)]
+    return [(n, ln) for n, ln in lines if ln and not ln.startswith("#")]
 
 
 # --- thresholds ---------------------------------------------------------------------

@@ -22,7 +22,8 @@ Conventions (documented once, here; every metric and objective follows them):
 * ``k = 0`` means "no cut-off" (the whole list); a ``k`` larger than a query is the
   whole query.
 * Labels must be finite and non-negative; scores must not be NaN (infinite scores rank
-  first or last, as ordinary numbers would).
+  first or last, as ordinary numbers would).  Scores written as text are refused (as
+  features are); labels written as text are read as numbers (as ``fit`` reads them).
 """
 
 from __future__ import annotations
@@ -164,6 +165,8 @@ def _validate_scores(scores: ArrayLike, n_samples: int) -> NDArray[np.float64]:
     if np.iscomplexobj(scores):  # float64 would drop the imaginary part, as for labels
         dtype = np.asarray(scores).dtype
         raise ValueError(f"scores are complex ({dtype}); a ranking needs real scores")
+    if not (isinstance(scores, np.ndarray) and scores.dtype.kind == "f"):
+        _refuse_text_scores(scores)
     try:
         scores = np.ascontiguousarray(scores, dtype=np.float64)
     except OverflowError:  # a Python int beyond float64 (the labels' check names it too)
@@ -182,6 +185,35 @@ def _validate_scores(scores: ArrayLike, n_samples: int) -> NDArray[np.float64]:
         row = int(np.flatnonzero(np.isnan(scores))[0])
         raise ValueError(f"scores[{row}] is NaN; a ranking needs comparable scores")
     return scores
+
+
+def _refuse_text_scores(scores: ArrayLike) -> None:
+    """Refuse scores written as text (a string or bytes array, or an object array or a
+    list holding one), naming the first: NumPy parsed ``"0.5"``, ``" 1e3"`` and
+    ``"inf"`` silently, whereas a model's scores are numbers and features written as
+    text are refused (:func:`ltrboost.dataset.make_dataset`).  Labels written as text
+    are read, as ``fit``, ``Ranker.score`` and ``make_scorer`` read them."""
+    try:
+        arr = np.asarray(scores)
+    except (TypeError, ValueError):  # ragged: the float conversion names it
+        return
+    if arr.ndim != 1 or not arr.size:
+        return
+    if arr.dtype.kind in "US":
+        row = 0
+    elif arr.dtype.kind == "O":
+        is_text = np.frompyfunc(lambda v: isinstance(v, str | bytes), 1, 1)(arr).astype(bool)
+        if not is_text.any():
+            return  # numbers in an object array (a mixed DataFrame's to_numpy()): read
+        row = int(np.flatnonzero(is_text)[0])
+    else:
+        return
+    value = arr[row]
+    value = value.item() if isinstance(value, np.generic) else value
+    raise ValueError(
+        f"scores[{row}]={value!r} is not a number (scores written as text are refused, "
+        "as features are: convert them first, e.g. np.asarray(scores, dtype=float))"
+    )
 
 
 def _validate_k(k: int) -> int:

@@ -25,6 +25,28 @@ from ltrboost.metrics._dcg import (
 )
 
 
+def query_words(q: int) -> str:
+    """Query ``q`` (0-based position) in words, ``"the 1st query"``, ``"the 2nd
+    query"``, ...: a metric knows no query ids, and "query 0" read as a ``qid``.
+
+    An error naming a query this way carries ``query`` (``q``) and ``query_words`` (the
+    words it used, e.g. ``"the 2nd query (rows 4 to 23)"``), so that a caller who knows
+    the ids (:func:`ltrboost.dataset.rows_located`) names it ``query <qid>`` instead.
+    """
+    n = q + 1
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"the {n}{suffix} query"
+
+
+def query_error(message: str, q: int, words: str) -> ValueError:
+    """A ValueError whose ``message`` names query ``q`` as ``words`` (see
+    :func:`query_words`), with the attributes that let a caller name it by its id."""
+    error = ValueError(message)
+    error.query = q  # type: ignore[attr-defined]
+    error.query_words = words  # type: ignore[attr-defined]
+    return error
+
+
 class QueryMetricEvaluator:
     """A metric of each query, for labels and queries fixed once.
 

@@ -54,7 +54,7 @@ from ltrboost.metrics._dcg import (
     _validate_scores,
     ranked_prefix_all_queries,
 )
-from ltrboost.metrics.base import QueryMetricEvaluator
+from ltrboost.metrics.base import QueryMetricEvaluator, query_error, query_words
 
 # Columns of the per-query pair counts (int64, shape (n_queries, 4)).
 _ABOVE = 0  # pairs strictly above the cut value
@@ -254,13 +254,17 @@ def _check_pair_memory(n_pairs: NDArray[np.int64], query_offsets: NDArray[np.int
     limit = _pair_memory_limit()
     if need > limit:
         q = int(np.argmax(n_pairs))
-        size = int(query_offsets[q + 1] - query_offsets[q])
-        raise ValueError(
+        lo, hi = int(query_offsets[q]), int(query_offsets[q + 1])
+        # by position here (no ids); rows_located names it by its qid where known
+        words = f"{query_words(q)} (rows {lo} to {hi - 1})"
+        raise query_error(
             f"pair_precision needs {need / 2**30:.1f} GiB for the {total} pairs of "
-            f"documents with different labels (16 bytes a pair; query {q} alone has "
-            f"{int(n_pairs[q])} pairs of {size} documents), over half of "
+            f"documents with different labels (16 bytes a pair; {words} alone has "
+            f"{int(n_pairs[q])} pairs of {hi - lo} documents), over half of "
             f"{_config.memory_budget()[1]} ({limit / 2**30:.1f} GiB); evaluate it on "
-            "fewer or shorter queries"
+            "fewer or shorter queries",
+            q,
+            words,
         )
 
 
