@@ -483,7 +483,10 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "--n-threads",
         type=int,
         default=None,
-        help="threads (default, 0 or negative: all cores; more than the cores: capped)",
+        help=(
+            "threads (default, 0 or negative: OMP_NUM_THREADS, else all cores under the CPU "
+            "quota; more than the cores: capped)"
+        ),
     )
     _add_metric_option_flags(p)
     _add_quiet_flag(p, "no 'compiling kernels' notice on a terminal")
