@@ -1619,6 +1619,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         reworded = None
         if args.n_features is not None and init_model is None:
             reworded = width_error_as(e, width, f"is above --n-features {args.n_features}")
+        wide = getattr(e, "width_guard", None)
+        if reworded is None and wide is not None and "If it is intended" in e.problem:
+            # the reader's size guard advises Python's n_features=: train's is a flag
+            problem = e.problem[: e.problem.index("If it is intended")]
+            problem += f"If it is intended, give --n-features {wide}"
+            reworded = LTRInputError(problem, path=e.path, line=e.line)
         if reworded is None:
             raise
         raise reworded from None
