@@ -1859,6 +1859,17 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
     now = asdict(params)
     if now.get("objective") != recorded.get("objective", now.get("objective")):
         return  # refused by the resume itself, in one error line
+    # a parameter the model left to its default (None) is compared as the value it
+    # trained with: a flag giving that value (--learning-rate 0.1) changes nothing
+    used = dict(getattr(model, "objective_params", None) or {})
+    if recorded.get("learning_rate", 0) is None:
+        from ltrboost.inspection import _learning_rate
+
+        used["learning_rate"] = _learning_rate(model)
+    recorded = {
+        k: used[k] if v is None and now.get(k) is not None and used.get(k) is not None else v
+        for k, v in recorded.items()
+    }
     diff = [
         f"{_param_flag(k)} {now[k]!r} (model: {recorded[k]!r})"
         for k in sorted(recorded)
