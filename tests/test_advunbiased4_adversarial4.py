@@ -153,7 +153,7 @@ def test_cli_resume_warns_of_a_bias_norm_the_model_left_at_its_default(files, ca
     argv = ["train", files["train"], "-o", tmp_path / "m.json", "-q", "--n-estimators", "3"]
     rc, err = run([*argv, *flags, "--position-bias-norm", "1", "--resume", first], capsys)
     assert rc == 0, err
-    assert "--position-bias-norm 1.0 (model: None) differ from the model's" in err
+    assert "--position-bias-norm 1.0 (model: 0.5) differ from the model's" in err  # its default
     rc, err = run([*argv, *flags, "--resume", first], capsys)  # the same flags: no word
     assert rc == 0, err
     assert "differ" not in err

@@ -483,7 +483,10 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "--n-threads",
         type=int,
         default=None,
-        help="threads (default, 0 or negative: all cores; more than the cores: capped)",
+        help=(
+            "threads (default, 0 or negative: OMP_NUM_THREADS, else all cores under the CPU "
+            "quota; more than the cores: capped)"
+        ),
     )
     _add_metric_option_flags(p)
     _add_quiet_flag(p, "no 'compiling kernels' notice on a terminal")
@@ -1616,6 +1619,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         reworded = None
         if args.n_features is not None and init_model is None:
             reworded = width_error_as(e, width, f"is above --n-features {args.n_features}")
+        wide = getattr(e, "width_guard", None)
+        if reworded is None and wide is not None and "If it is intended" in e.problem:
+            # the reader's size guard advises Python's n_features=: train's is a flag
+            problem = e.problem[: e.problem.index("If it is intended")]
+            problem += f"If it is intended, give --n-features {wide}"
+            reworded = LTRInputError(problem, path=e.path, line=e.line)
         if reworded is None:
             raise
         raise reworded from None
@@ -1850,6 +1859,17 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
     now = asdict(params)
     if now.get("objective") != recorded.get("objective", now.get("objective")):
         return  # refused by the resume itself, in one error line
+    # a parameter the model left to its default (None) is compared as the value it
+    # trained with: a flag giving that value (--learning-rate 0.1) changes nothing
+    used = dict(getattr(model, "objective_params", None) or {})
+    if recorded.get("learning_rate", 0) is None:
+        from ltrboost.inspection import _learning_rate
+
+        used["learning_rate"] = _learning_rate(model)
+    recorded = {
+        k: used[k] if v is None and now.get(k) is not None and used.get(k) is not None else v
+        for k, v in recorded.items()
+    }
     diff = [
         f"{_param_flag(k)} {now[k]!r} (model: {recorded[k]!r})"
         for k in sorted(recorded)
