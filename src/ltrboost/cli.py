@@ -341,6 +341,16 @@ class _LazyParser(_Parser):
 
 # Training parameters cv's help leaves out: the two it refuses (no validation set, no
 # --position file in a fold) and those used by --unbiased only.
+# train's file flags that cv has no use for, each refused saying why (unknown, they got
+# argparse's "did you mean --pairs-per-sample?")
+_CV_REFUSED_FILES = {
+    "--pairs": "its folds learn from the data file's labels alone (train --pairs trains "
+    "on a pairs file)",
+    "--position": "it has no --unbiased (cross-validate a click model with "
+    "ltrboost.Ranker and GroupKFold instead)",
+    "--resume": "each fold trains from scratch (train --resume continues a model)",
+    "--checkpoint-every": "cv writes no model (train --checkpoint-every checkpoints one)",
+}
 _CV_UNLISTED = ("early_stopping_rounds", "unbiased", "position_bias_norm", "max_positions")
 
 
@@ -521,6 +531,8 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     hidden = dict(default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.add_argument("--valid", dest="cv_valid", action="append", **hidden)
     p.add_argument("-o", "--output", dest="cv_output", **hidden)
+    for flag in _CV_REFUSED_FILES:
+        p.add_argument(flag, dest="cv_" + flag[2:].replace("-", "_"), **hidden)
     # listed by `cv --help` they read as available; cv refuses them, saying why
     p.defer(partial(add_training_flags, unlisted=_CV_UNLISTED), lazy=lazy)
     p.set_defaults(func=cmd_cv)
@@ -2543,6 +2555,9 @@ def cmd_cv(args: argparse.Namespace) -> int:
             "--valid is not available in cv: each fold is scored on its own held-out "
             "queries; give a validation file to train --valid"
         )
+    for flag, why in _CV_REFUSED_FILES.items():
+        if hasattr(args, "cv_" + flag[2:].replace("-", "_")):
+            raise ValueError(f"{flag} is not available in cv: {why}")
     if hasattr(args, "cv_output"):
         raise ValueError(
             "--output is not available in cv: it writes no model (one line per fold on "

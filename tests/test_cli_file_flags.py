@@ -1,4 +1,4 @@
-"""`ltrboost train --n-features N`: a validation file may use higher feature indices than
+"""`ltrboost train --n-features N` (and cv's refusal of train's file flags): a validation file may use higher feature indices than
 the training file (a sparse subsample of Yahoo!'s 700 features, say); the training data
 is then read that wide (the extra features are absent in it, so no tree splits on them)."""
 
@@ -61,3 +61,19 @@ def test_n_features_must_be_positive_and_agree_with_a_resumed_model(tmp_path, ca
     err = capsys.readouterr().err
     assert "--n-features 5" in err, err
     assert "has 2 features" in err, err
+
+
+def test_cv_names_why_it_refuses_trains_file_flags(tmp_path, capsys):
+    # they got argparse's "did you mean --pairs-per-sample?" (for --pairs) or similar
+    tr, _, _ = _files(tmp_path)
+    for flag, value, why in [
+        ("--pairs", "p.txt", "labels alone"),
+        ("--position", "p.pos", "no --unbiased"),
+        ("--resume", "m.json", "from scratch"),
+        ("--checkpoint-every", "3", "writes no model"),
+    ]:
+        assert main(["cv", tr, flag, value]) == 2
+        err = capsys.readouterr().err
+        assert f"{flag} is not available in cv: " in err, err
+        assert why in err, err
+        assert "did you mean" not in err, err
