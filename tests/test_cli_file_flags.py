@@ -1,6 +1,7 @@
-"""`ltrboost train --n-features N` (and cv's refusal of train's file flags): a validation file may use higher feature indices than
+"""`ltrboost train --n-features N`: a validation file may use higher feature indices than
 the training file (a sparse subsample of Yahoo!'s 700 features, say); the training data
-is then read that wide (the extra features are absent in it, so no tree splits on them)."""
+is then read that wide (the extra features are absent in it, so no tree splits on them).
+And cv's refusals of train's file flags, saying why."""
 
 from __future__ import annotations
 
