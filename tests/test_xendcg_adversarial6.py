@@ -10,6 +10,7 @@ the CLI; and, with lightgbm installed, a loose quality check against ``rank_xend
 
 from __future__ import annotations
 
+import itertools
 import json
 import warnings
 
@@ -359,3 +360,20 @@ def test_quality_close_to_lightgbm_rank_xendcg():
     untrained = ndcg(np.zeros(y[te].size), y[te], te_ds.query_offsets)
     assert ours > untrained + 0.05
     assert abs(ours - theirs) < 0.03, (ours, theirs)
+
+
+def test_loss_is_the_cross_entropy_at_the_rounds_gammas():
+    X, y, qid = _data()
+    w = np.random.default_rng(4).uniform(0.5, 2.0, y.size)
+    ds = make_dataset(X, y, qid=qid, sample_weight=w)
+    s = np.random.default_rng(0).normal(size=y.size)
+    obj = XENDCG(random_state=9)
+    gam = obj.gammas(ds, 2)
+    qo = ds.query_offsets
+    w = np.asarray(ds.weights, dtype=np.float64)  # as the dataset holds them
+    want = sum(
+        w[a:b].mean() * xendcg_loss_one_query(s[a:b], np.exp2(y[a:b]), gam[a:b])
+        for a, b in itertools.pairwise(qo)
+    )
+    assert obj.loss(s, ds, iteration=2) == pytest.approx(want, rel=1e-12)
+    assert obj.loss(s, ds, iteration=2) != obj.loss(s, ds, iteration=3)
