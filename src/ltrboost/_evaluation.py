@@ -55,6 +55,12 @@ def check_training_setup(params, objective, valid_sets) -> None:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"validation sets must have distinct names; repeated: {dup}")
+    refused = getattr(objective, "ole_refused", None)
+    if params.split_criterion == "ole" and refused:
+        raise ParameterError(
+            f"split_criterion='ole' is not available for objective {objective.name!r}: "
+            f"{refused}; use split_criterion='newton' (default) or 'se'"
+        )
     if params.ole_top_features is not None and not (
         params.split_criterion == "ole" and objective.is_pairwise
     ):

@@ -17,9 +17,11 @@ iterations): the bias tree makes that ``T + 1``.
 
 The objective is written as ``lambdarank`` (LightGBM's ranking objective, whose output
 is the raw score: every ltrboost objective's but ``mcrank``, which is refused), except
-for a custom objective (a Python callable): ``custom``, LightGBM's own name for a loss
-it does not know (``Booster.params`` says ``custom``, prediction is the raw score, and,
-as for LightGBM's own custom-objective models, ``dump_model()`` has no ``objective``).
+for ``xendcg``, written as LightGBM's own name of that loss, ``rank_xendcg`` (raw score
+too), and a custom objective (a Python callable): ``custom``, LightGBM's own name for a
+loss it does not know (``Booster.params`` says ``custom``, prediction is the raw score,
+and, as for LightGBM's own custom-objective models, ``dump_model()`` has no
+``objective``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from ltrboost.export._trees import (
     ExportTree,
     f64_str,
 )
+
+# ltrboost objectives LightGBM knows under a name of its own (the others: lambdarank)
+LIGHTGBM_OBJECTIVE_NAMES = {"xendcg": "rank_xendcg"}
 
 
 def _tree_block(index: int, tree: ExportTree) -> str:
@@ -99,7 +104,11 @@ def to_lightgbm(model: ExportModel) -> str:
     if not trees:
         raise AssertionError("collect() always yields a tree when there are none")
     # a custom objective is no LambdaMART: LightGBM's name for a loss it does not know
-    objective = "custom" if model.objective.startswith("custom:") else "lambdarank"
+    objective = (
+        "custom"
+        if model.objective.startswith("custom:")
+        else LIGHTGBM_OBJECTIVE_NAMES.get(model.objective, "lambdarank")
+    )
     header = [
         "tree",
         "version=v4",

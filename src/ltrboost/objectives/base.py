@@ -89,6 +89,9 @@ class Objective:
     needs_integer_labels : True when labels must be non-negative integer grades.
     update_rule : ``"additive"`` (F_k = F_{k-1} + eta * f_k) or ``"averaged"`` (GBRank,
         F_k = (k F_{k-1} + eta f_k) / (k + 1)).
+    ole_refused : why ``split_criterion="ole"`` is refused (a loss that couples documents
+        without pair terms, e.g. ``xendcg``'s softmax), or None: accepted (a pointwise
+        loss's OLE split is its Newton split, seed 000 Theorem 1).
     """
 
     name: ClassVar[str] = ""
@@ -97,6 +100,7 @@ class Objective:
     leaf_rule: ClassVar[Literal["newton", "mean_target", "line_search"]] = "newton"
     needs_integer_labels: ClassVar[bool] = False
     update_rule: ClassVar[Literal["additive", "averaged"]] = "additive"
+    ole_refused: ClassVar[str | None] = None
     default_metric: ClassVar[str] = "ndcg@10"
     # Shrinkage used when ``learning_rate`` is left unset (None).
     default_learning_rate: ClassVar[float] = 0.1

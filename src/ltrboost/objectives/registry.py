@@ -19,6 +19,7 @@ _BUILTIN_MODULES = (
     "gbrank",
     "qbrank",
     "yetirank",
+    "xendcg",
 )
 
 
