@@ -434,3 +434,75 @@ def test_ordinary_train_and_predict_do_not_touch_the_shap_kernels():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("kind", ["pred_contrib", "pred_leaf", None])
+def test_missing_nan_sparse_warning_points_at_the_caller(kind):
+    b, X = _model(0, n_estimators=2)
+    b.missing = "nan"
+    kw = {kind: True} if kind else {}
+    with pytest.warns(UserWarning, match="absent entries of a sparse X are 0") as rec:
+        b.predict(sp.csr_matrix(np.nan_to_num(X)), **kw)
+    assert rec[0].filename == __file__
+
+
+# ====================================================================== ltrboost predict --contrib
+
+
+def _letor(tmp_path, seed=5, n=200, n_features=6):
+    rng = np.random.default_rng(seed)
+    lines = []
+    for i in range(n):
+        feats = " ".join(
+            f"{j + 1}:{rng.normal():.4f}" for j in range(n_features) if rng.random() < 0.7
+        )
+        lines.append(f"{rng.integers(0, 3)} qid:{i // 10} {feats}")
+    data = tmp_path / "train.txt"
+    data.write_text("\n".join(lines) + "\n")
+    return data
+
+
+@pytest.mark.parametrize("objective", ["lambdamart", "mcrank"])
+def test_cli_predict_contrib(tmp_path, objective):
+    from ltrboost.cli import main
+    from ltrboost.io.letor import load_svmlight
+    from ltrboost.model import load_model
+
+    data = _letor(tmp_path)
+    model = tmp_path / "m.json"
+    argv = ["train", str(data), "-o", str(model), "--n-estimators", "4", "--quiet"]
+    assert main([*argv, "--objective", objective]) in (0, None)
+    out, scores = tmp_path / "contrib.tsv", tmp_path / "scores.txt"
+    assert main(["predict", str(model), str(data), "-o", str(out), "--contrib"]) in (0, None)
+    assert main(["predict", str(model), str(data), "-o", str(scores), "--iteration", "2"]) in (
+        0,
+        None,
+    )
+    b = load_model(model)
+    X = load_svmlight(str(data), n_features=b.n_features).X
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    got = np.array(rows, dtype=np.float64)
+    np.testing.assert_array_equal(got, b.predict(X, pred_contrib=True))
+    if objective == "lambdamart":
+        assert got.shape == (200, b.n_features + 1)
+        out2 = tmp_path / "c2.tsv"
+        argv = ["predict", str(model), str(data), "-o", str(out2), "--contrib"]
+        assert main([*argv, "--iteration", "2"]) in (0, None)
+        c2 = np.loadtxt(out2, delimiter="\t")
+        s2 = np.loadtxt(scores)
+        np.testing.assert_allclose(c2.sum(1), s2, rtol=1e-9, atol=1e-12)
+
+
+def test_cli_predict_contrib_refuses_a_very_wide_model(tmp_path, capsys):
+    from ltrboost.cli import main
+
+    b = _booster(TINY_TREES, 70_000)
+    model = tmp_path / "wide.json"
+    b.save_model(model)
+    data = _letor(tmp_path, n=20)
+    out = tmp_path / "c.tsv"
+    rc = main(["predict", str(model), str(data), "-o", str(out), "--contrib"])
+    assert rc not in (0, None)
+    err = capsys.readouterr().err
+    assert "--contrib: the model has 70000 features" in err
+    assert not out.exists()

@@ -168,7 +168,7 @@ class Booster:
 
         A C-ordered, writeable float64 or float32 NumPy ``X`` is read in place, never
         copied or changed; any other ``X`` is converted to such a copy first."""
-        X = self._feature_matrix(X)
+        X = self._feature_matrix(X, stacklevel=4)
         n_iter = self._resolve_iterations(iteration)
         out = np.empty((self.n_outputs, X.shape[0]), dtype=SCORE_DTYPE)
         out[:] = self.init_score[:, None]
@@ -178,9 +178,9 @@ class Booster:
             out /= averaged_divisor(n_iter)
         return out
 
-    def _feature_matrix(self, X: Any) -> Any:
+    def _feature_matrix(self, X: Any, stacklevel: int) -> Any:
         """``X`` as prediction reads it (a float NumPy array or a SciPy sparse matrix),
-        its width checked against the model's."""
+        its width checked against the model's; a warning ``stacklevel`` frames up."""
         from ltrboost.dataset import as_feature_matrix
 
         # read in place when it can be: a copy doubled the memory of predicting
@@ -196,7 +196,7 @@ class Booster:
                 "follow the splits' zero side, not the missing side; give the data as "
                 "ltrboost.load_svmlight(path, missing='nan') reads it",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=stacklevel,
             )
         if X.shape[1] != self.n_features:
             raise ValueError(
@@ -247,7 +247,7 @@ class Booster:
             return np.ascontiguousarray(self.get_objective().transform(raw))
         from ltrboost import explain
 
-        X = self._feature_matrix(X)
+        X = self._feature_matrix(X, stacklevel=3)
         n_iter = self._resolve_iterations(iteration)
         ens = self._packed_for(n_iter)
         with threads(n_threads):
