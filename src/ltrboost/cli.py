@@ -461,6 +461,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
             "quota; more than the cores: capped)"
         ),
     )
+    p.add_argument(
+        "--contrib",
+        action="store_true",
+        help="write each row's TreeSHAP feature contributions instead of its score: "
+        "N + 1 tab-separated numbers a line (feature 1..N, then the expected score; "
+        "they add up to the score)",
+    )
     _add_quiet_flag(p, "no 'compiling kernels' notice on a terminal")
     _add_missing_token_flag(p)
     p.set_defaults(func=cmd_predict)
@@ -2189,6 +2196,12 @@ def _predicted_lines(args: argparse.Namespace, booster, missing: str) -> Iterato
     from ltrboost.io.letor import WIDE, dense_blocks
 
     n_model = booster.n_features
+    if getattr(args, "contrib", False) and n_model > WIDE:
+        raise ValueError(
+            f"--contrib: the model has {n_model} features (more than {WIDE}), so each line "
+            f"would hold {n_model + 1} numbers; use Booster.predict(X, pred_contrib=True) "
+            "in Python on the rows you need"
+        )
     width = n_model if n_model <= WIDE else _features_used(booster)
     if width != n_model:
         booster = copy.copy(booster)  # a view of the trees for rows of that width
@@ -2210,6 +2223,12 @@ def _scored(blocks, booster, args: argparse.Namespace, n_model: int) -> Iterator
 
     try:
         for X in blocks:
+            if getattr(args, "contrib", False):
+                contrib = booster.predict(
+                    X, iteration=args.iteration, n_threads=args.n_threads, pred_contrib=True
+                )
+                yield from _contrib_lines(contrib)
+                continue
             scores = booster.predict(X, iteration=args.iteration, n_threads=args.n_threads)
             yield from _score_lines(scores)
     except LTRInputError as e:
@@ -2266,6 +2285,15 @@ def _score_lines(scores) -> Iterator[str]:
     """``predict``'s output, one score a line (shortest round-trip repr), in blocks."""
     for i in range(0, len(scores), _SCORE_LINES_BLOCK):
         yield "".join(f"{s!r}\n" for s in scores[i : i + _SCORE_LINES_BLOCK].tolist())
+
+
+def _contrib_lines(contrib) -> Iterator[str]:
+    """``predict --contrib``'s output: a row's contributions a line, tab-separated
+    (shortest round-trip repr), in blocks of rows."""
+    step = max(1, _SCORE_LINES_BLOCK // max(1, contrib.shape[1]))
+    for i in range(0, contrib.shape[0], step):
+        rows = contrib[i : i + step].tolist()
+        yield "".join("\t".join(map(repr, row)) + "\n" for row in rows)
 
 
 # ----------------------------------------------------------------------------- eval

@@ -168,6 +168,19 @@ class Booster:
 
         A C-ordered, writeable float64 or float32 NumPy ``X`` is read in place, never
         copied or changed; any other ``X`` is converted to such a copy first."""
+        X = self._feature_matrix(X, stacklevel=4)
+        n_iter = self._resolve_iterations(iteration)
+        out = np.empty((self.n_outputs, X.shape[0]), dtype=SCORE_DTYPE)
+        out[:] = self.init_score[:, None]
+        with threads(n_threads):
+            predict_raw(self._packed_for(n_iter), X, out)
+        if self.update_rule == "averaged":
+            out /= averaged_divisor(n_iter)
+        return out
+
+    def _feature_matrix(self, X: Any, stacklevel: int) -> Any:
+        """``X`` as prediction reads it (a float NumPy array or a SciPy sparse matrix),
+        its width checked against the model's; a warning ``stacklevel`` frames up."""
         from ltrboost.dataset import as_feature_matrix
 
         # read in place when it can be: a copy doubled the memory of predicting
@@ -183,26 +196,22 @@ class Booster:
                 "follow the splits' zero side, not the missing side; give the data as "
                 "ltrboost.load_svmlight(path, missing='nan') reads it",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
         if X.shape[1] != self.n_features:
             raise ValueError(
                 f"X has {X.shape[1]} features but the model was trained with {self.n_features}"
             )
-        n_iter = self._resolve_iterations(iteration)
-        out = np.empty((self.n_outputs, X.shape[0]), dtype=SCORE_DTYPE)
-        out[:] = self.init_score[:, None]
-        with threads(n_threads):
-            predict_raw(self._packed_for(n_iter), X, out)
-        if self.update_rule == "averaged":
-            out /= averaged_divisor(n_iter)
-        return out
+        return X
 
     def predict(
         self,
         X: NDArray[np.floating],
         iteration: int | None = None,
         n_threads: int | None = None,
+        *,
+        pred_contrib: bool = False,
+        pred_leaf: bool = False,
     ) -> NDArray[np.float64]:
         """Ranking scores of ``X``, shape (n_samples,): higher means ranked higher.
 
@@ -210,9 +219,50 @@ class Booster:
         ``iteration`` and ``n_threads`` as in :meth:`predict_raw`.  For a model trained
         with ``ltrboost train --missing nan`` (``missing == "nan"``) read LETOR data
         as ``load_svmlight(path, missing="nan")`` does, as ``ltrboost predict`` reads
-        it: a sparse ``X`` (whose absent entries are 0) warns."""
-        raw = self.predict_raw(X, iteration=iteration, n_threads=n_threads)
-        return np.ascontiguousarray(self.get_objective().transform(raw))
+        it: a sparse ``X`` (whose absent entries are 0) warns.
+
+        ``pred_contrib=True``: TreeSHAP feature contributions instead (LightGBM's
+        ``pred_contrib``, XGBoost's ``pred_contribs``; path-dependent, each branch
+        weighted by the training documents that reached it), float64 of shape
+        (n_samples, n_features + 1): column ``j`` is feature ``j``'s contribution,
+        the last column the expected score (initial score plus each tree's
+        document-weighted mean leaf value, divided as the scores are under GBRank's
+        averaged update), and each row sums to the score ``predict(X)``.  For
+        ``mcrank`` (several outputs combined into an expected grade, which is not
+        additive) the contributions are those of each output's raw score (the grade
+        logits of :meth:`predict_raw`), LightGBM's multiclass layout: shape
+        (n_samples, n_outputs * (n_features + 1)), columns ``k * (n_features + 1)``
+        onward for output ``k``, each block summing to ``predict_raw(X)[k]``.
+
+        ``pred_leaf=True``: the leaf each row reaches in each tree used, int32 of shape
+        (n_samples, n_trees): column ``t`` is tree ``trees[t]`` (McRank: ``n_outputs``
+        trees a round) and the value the leaf's node index within that tree, the
+        ``node`` column of :meth:`trees_to_dataframe` and the number ``dump_text``
+        starts its line with (XGBoost's numbering, not LightGBM's 0..leaves-1).
+        """
+        if pred_contrib and pred_leaf:
+            raise ValueError("pred_contrib=True and pred_leaf=True: ask for one of them")
+        if not (pred_contrib or pred_leaf):
+            raw = self.predict_raw(X, iteration=iteration, n_threads=n_threads)
+            return np.ascontiguousarray(self.get_objective().transform(raw))
+        from ltrboost import explain
+
+        X = self._feature_matrix(X, stacklevel=3)
+        n_iter = self._resolve_iterations(iteration)
+        ens = self._packed_for(n_iter)
+        with threads(n_threads):
+            if pred_leaf:
+                return explain.predict_leaf(ens, X)
+            count = [t["count"] for t in self.trees[: n_iter * self.n_outputs]]
+            out = explain.predict_contrib(
+                ens,
+                np.concatenate(count) if count else np.zeros(0, np.int64),
+                X,
+                self.n_outputs,
+                self.init_score,
+                averaged_divisor(n_iter) if self.update_rule == "averaged" else 1,
+            )
+        return out.reshape(out.shape[0], out.shape[1] * out.shape[2])
 
     # Inspection: thin wrappers over ltrboost.inspection (documented there).
     def feature_importance(

@@ -371,7 +371,14 @@ class Ranker(BaseEstimator):
         total = imp.sum()
         return imp / total if total > 0 else imp
 
-    def predict(self, X: Any, *, iteration: int | None = None) -> NDArray[np.float64]:
+    def predict(
+        self,
+        X: Any,
+        *,
+        iteration: int | None = None,
+        pred_contrib: bool = False,
+        pred_leaf: bool = False,
+    ) -> NDArray[np.float64]:
         """Ranking scores of ``X`` (higher ranks higher); comparable only within a query.
 
         ``iteration``: the first rounds used (default: ``best_iteration_`` when early
@@ -380,11 +387,23 @@ class Ranker(BaseEstimator):
         An array given to a model fitted with names (or a DataFrame to one without) is
         taken by position, with scikit-learn's warning.
         Runs on ``n_threads`` threads, as ``fit`` does.
+
+        ``pred_contrib=True``: TreeSHAP feature contributions, shape (n_samples,
+        n_features + 1), the last column the expected score, each row summing to the
+        score; ``pred_leaf=True``: the leaf (node index within its tree) each row
+        reaches in each tree, int32 of shape (n_samples, n_trees).  As
+        :meth:`ltrboost.Booster.predict` (which says what McRank gives).
         """
         self._check_fitted()
         X, _ = self._drop_qid_column(X)
         self._check_n_features(X)
-        return self.booster_.predict(X, iteration=iteration, n_threads=self.n_threads)
+        return self.booster_.predict(
+            X,
+            iteration=iteration,
+            n_threads=self.n_threads,
+            pred_contrib=pred_contrib,
+            pred_leaf=pred_leaf,
+        )
 
     def _check_n_features(self, X: Any) -> None:
         """Refuse an array (not a DataFrame: its columns are taken by name) with

@@ -1,0 +1,440 @@
+"""Per-row explanations of predictions: the leaf each row reaches in each tree
+(``predict(X, pred_leaf=True)``) and TreeSHAP feature contributions
+(``predict(X, pred_contrib=True)``).
+
+TreeSHAP is Algorithm 2 of Lundberg, Erion & Lee (2018), "Consistent Individualized
+Feature Attribution for Tree Ensembles": the exact Shapley values of each tree's output
+under the *path-dependent* conditional expectation, where ``E[f(x) | x_S]`` follows ``x``
+at the splits on features of ``S`` and elsewhere averages both children, each weighted
+by the training documents that reached it (the node's ``count``; LightGBM's
+``internal_count``/``leaf_count``, XGBoost's ``cover``).  A child's weight is its count
+over the sum of both children's counts (1/2 each when both are 0: a hand-made tree).
+
+The kernel walks a tree depth-first with an explicit stack (Numba and deep trees do not
+mix with recursion); each visited node keeps its own copy of the path in one buffer, at
+an offset past its parent's, as the reference implementation's ``unique_path`` does.  A
+branch whose path element has both fractions 0 (a second split on a feature the row
+went the other way on, into documents that never reached it) contributes exactly 0 and
+is skipped: its unwinding would divide 0 by 0.
+
+Kernels here are compiled on their first use only: ordinary prediction and training
+never import this module (no warm-up profile names its kernels).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ltrboost._numba import inline_kernel, kernel, over_rows
+from ltrboost.tree import SPARSE_PREDICT_CHUNK_BYTES, PackedEnsemble
+
+# One TreeSHAP row costs O(leaves * depth^2) per tree, far more than a thread hand-off
+# (~30 us), so a handful of rows already pays for a thread.
+SHAP_MIN_ROWS_PER_THREAD = 8
+LEAF_MIN_ROWS_PER_THREAD = 64
+
+
+def branch_fractions(count: NDArray[np.int64], left, right, is_leaf, tree_offsets):
+    """Per node of the packed ensemble: the share of its parent's training documents
+    that its left and right child hold (``zl``, ``zr``, 0 at leaves).  Node counts are
+    the training documents per node; a negative count (only a hand-edited model file
+    holds one) is refused."""
+    n = int(tree_offsets[-1])  # the packed trees' nodes (the arrays may hold more)
+    count = np.asarray(count, dtype=np.int64)[:n]
+    left, right, is_leaf = left[:n], right[:n], is_leaf[:n]
+    if (count < 0).any():
+        k = int(np.flatnonzero(count < 0)[0])
+        t = int(np.searchsorted(tree_offsets, k, side="right") - 1)
+        raise ValueError(
+            f"tree {t} node {k - int(tree_offsets[t])} has count {int(count[k])}: "
+            "pred_contrib weights each branch by its training documents (count >= 0)"
+        )
+    inner = np.flatnonzero(is_leaf == 0)
+    base = np.repeat(tree_offsets[:-1], np.diff(tree_offsets))[inner]
+    cl = count[base + left[inner]].astype(np.float64)
+    cr = count[base + right[inner]].astype(np.float64)
+    total = cl + cr
+    zl = np.zeros(n, dtype=np.float64)
+    zr = np.zeros(n, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        zl[inner] = np.where(total > 0, cl / total, 0.5)
+        zr[inner] = np.where(total > 0, cr / total, 0.5)
+    return zl, zr
+
+
+def expected_values(ens: PackedEnsemble, zl, zr) -> NDArray[np.float64]:
+    """Each tree's expected output: its leaf values weighted by the share of training
+    documents reaching them (the TreeSHAP bias of the tree), shape (n_trees,).  Walks
+    all trees a level at a time."""
+    n_trees = ens.tree_offsets.shape[0] - 1
+    out = np.zeros(n_trees, dtype=np.float64)
+    if n_trees == 0:
+        return out
+    nodes = ens.tree_offsets[:-1].astype(np.int64)  # the roots
+    base = nodes.copy()
+    tree = np.arange(n_trees)
+    prob = np.ones(n_trees, dtype=np.float64)
+    while nodes.shape[0]:
+        leaf = ens.is_leaf[nodes] != 0
+        np.add.at(out, tree[leaf], prob[leaf] * ens.value[nodes[leaf]])
+        k, b, t, p = nodes[~leaf], base[~leaf], tree[~leaf], prob[~leaf]
+        nodes = np.concatenate([b + ens.left[k], b + ens.right[k]])
+        prob = np.concatenate([p * zl[k], p * zr[k]])
+        base = np.concatenate([b, b])
+        tree = np.concatenate([t, t])
+    return out
+
+
+def max_depth(ens: PackedEnsemble) -> int:
+    """The largest depth of a leaf (root 0) over the packed trees."""
+    nodes = ens.tree_offsets[:-1].astype(np.int64)
+    base = nodes.copy()
+    depth = -1
+    while nodes.shape[0]:
+        depth += 1
+        inner = ens.is_leaf[nodes] == 0
+        k, b = nodes[inner], base[inner]
+        nodes = np.concatenate([b + ens.left[k], b + ens.right[k]])
+        base = np.concatenate([b, b])
+    return max(depth, 0)
+
+
+def _dense_blocks(X, n_features: int):
+    """``(r0, r1, block)``: ``X`` itself (dense), or a SciPy sparse ``X`` densified
+    :data:`~ltrboost.tree.SPARSE_PREDICT_CHUNK_BYTES` of floats at a time."""
+    if not (hasattr(X, "tocsr") and hasattr(X, "nnz")):
+        yield 0, X.shape[0], X
+        return
+    Xr = X.tocsr()
+    step = max(1, SPARSE_PREDICT_CHUNK_BYTES // max(1, n_features * 8))
+    for r0 in range(0, Xr.shape[0], step):
+        r1 = min(Xr.shape[0], r0 + step)
+        block = Xr[r0:r1].toarray()
+        if block.dtype != np.float32:
+            block = block.astype(np.float64, copy=False)
+        yield r0, r1, np.ascontiguousarray(block)
+
+
+def predict_contrib(
+    ens: PackedEnsemble,
+    count: NDArray[np.int64],
+    X,
+    n_outputs: int,
+    init_score: NDArray[np.float64],
+    divisor: float,
+) -> NDArray[np.float64]:
+    """TreeSHAP contributions of the packed ensemble on ``X``, shape (n_samples,
+    n_outputs, n_features + 1): column ``j < n_features`` is feature ``j``'s share of
+    the raw score of each output, the last column the expected raw score
+    (``init_score`` plus every tree's expected output); everything divided by
+    ``divisor`` (GBRank's averaged update), as the raw scores are.  Each row of an
+    output sums to its raw score."""
+    n, n_features = X.shape
+    out = np.zeros((n, n_outputs, n_features + 1), dtype=np.float64)
+    zl, zr = branch_fractions(count, ens.left, ens.right, ens.is_leaf, ens.tree_offsets)
+    bias = np.asarray(init_score, dtype=np.float64).reshape(n_outputs).copy()
+    np.add.at(bias, ens.tree_output, expected_values(ens, zl, zr))
+    depth = max_depth(ens)
+    if n and ens.tree_offsets.shape[0] > 1:
+        for r0, r1, block in _dense_blocks(X, n_features):
+            part = out[r0:r1]
+            over_rows(
+                _tree_shap_rows, r1 - r0, ens.value, ens.feature_idx, ens.num_threshold,
+                ens.missing_go_to_left, ens.is_leaf, ens.left, ens.right, zl, zr,
+                ens.tree_offsets, ens.tree_output, block, depth, part,
+                min_rows_per_thread=SHAP_MIN_ROWS_PER_THREAD,
+            )  # fmt: skip
+    out[:, :, n_features] = bias
+    if divisor != 1:
+        out /= divisor
+    return out
+
+
+def predict_leaf(ens: PackedEnsemble, X) -> NDArray[np.int32]:
+    """The node (its index within its tree) of the leaf each row of ``X`` reaches in
+    each packed tree, shape (n_samples, n_trees), int32."""
+    n = X.shape[0]
+    n_trees = ens.tree_offsets.shape[0] - 1
+    out = np.zeros((n, n_trees), dtype=np.int32)
+    if n and n_trees:
+        for r0, r1, block in _dense_blocks(X, X.shape[1]):
+            part = out[r0:r1]
+            over_rows(
+                _predict_leaf_rows, r1 - r0, ens.feature_idx, ens.num_threshold,
+                ens.missing_go_to_left, ens.is_leaf, ens.left, ens.right,
+                ens.tree_offsets, block, part,
+                min_rows_per_thread=LEAF_MIN_ROWS_PER_THREAD,
+            )  # fmt: skip
+    return out
+
+
+# --- kernels ---
+
+
+@kernel
+def _predict_leaf_rows(
+    r0, r1, feature_idx, num_threshold, missing_left, is_leaf, left, right, tree_offsets,
+    X, out,
+):  # fmt: skip
+    # X: IN float (n_rows, n_features); out: OUT int32 (n_rows, n_trees), rows r0..r1-1
+    n_trees = tree_offsets.shape[0] - 1
+    for i in range(r0, r1):
+        for t in range(n_trees):
+            base = tree_offsets[t]
+            k = 0
+            while not is_leaf[base + k]:
+                x = X[i, feature_idx[base + k]]
+                if np.isnan(x):
+                    go_left = missing_left[base + k] != 0
+                else:
+                    go_left = x <= num_threshold[base + k]
+                k = left[base + k] if go_left else right[base + k]
+            out[i, t] = k
+
+
+@inline_kernel
+def _extend_path(feat, zero, one, pw, off, ud, z, o, f):
+    # add element ud (feature f, fractions z and o) to the path at off; reweight
+    feat[off + ud] = f
+    zero[off + ud] = z
+    one[off + ud] = o
+    pw[off + ud] = 1.0 if ud == 0 else 0.0
+    for j in range(ud - 1, -1, -1):
+        pw[off + j + 1] += o * pw[off + j] * (j + 1) / (ud + 1)
+        pw[off + j] = z * pw[off + j] * (ud - j) / (ud + 1)
+
+
+@inline_kernel
+def _unwind_path(feat, zero, one, pw, off, ud, p):
+    # take element p out of the path at off (length ud + 1): undo its extension
+    o = one[off + p]
+    z = zero[off + p]
+    nxt = pw[off + ud]
+    for j in range(ud - 1, -1, -1):
+        if o != 0.0:
+            tmp = pw[off + j]
+            pw[off + j] = nxt * (ud + 1) / ((j + 1) * o)
+            nxt = tmp - pw[off + j] * z * (ud - j) / (ud + 1)
+        else:
+            pw[off + j] = pw[off + j] * (ud + 1) / (z * (ud - j))
+    for j in range(p, ud):
+        feat[off + j] = feat[off + j + 1]
+        zero[off + j] = zero[off + j + 1]
+        one[off + j] = one[off + j + 1]
+
+
+@inline_kernel
+def _unwound_sum(zero, one, pw, off, ud, p):
+    # total weight of the path at off without element p (the path is left unchanged)
+    o = one[off + p]
+    z = zero[off + p]
+    nxt = pw[off + ud]
+    total = 0.0
+    for j in range(ud - 1, -1, -1):
+        if o != 0.0:
+            tmp = nxt * (ud + 1) / ((j + 1) * o)
+            total += tmp
+            nxt = pw[off + j] - tmp * z * (ud - j) / (ud + 1)
+        else:
+            total += pw[off + j] / (z * (ud - j) / (ud + 1))
+    return total
+
+
+@kernel
+def _tree_shap_rows(
+    r0, r1, value, feature_idx, num_threshold, missing_left, is_leaf, left, right, zl, zr,
+    tree_offsets, tree_output, X, depth, out,
+):  # fmt: skip
+    # X: IN float (n_rows, n_features); out: IN/OUT float64 (n_rows, n_outputs,
+    # n_features + 1), contributions added for rows r0..r1-1.  zl/zr: the left/right
+    # child's share of each node's documents.  depth: the deepest leaf's depth.
+    n_trees = tree_offsets.shape[0] - 1
+    size = (depth + 2) * (depth + 3) // 2 + depth + 2
+    feat = np.empty(size, dtype=np.int64)
+    zero = np.empty(size, dtype=np.float64)
+    one = np.empty(size, dtype=np.float64)
+    pw = np.empty(size, dtype=np.float64)
+    n_stack = depth + 3
+    s_node = np.empty(n_stack, dtype=np.int64)
+    s_poff = np.empty(n_stack, dtype=np.int64)
+    s_ud = np.empty(n_stack, dtype=np.int64)
+    s_z = np.empty(n_stack, dtype=np.float64)
+    s_o = np.empty(n_stack, dtype=np.float64)
+    s_f = np.empty(n_stack, dtype=np.int64)
+    for i in range(r0, r1):
+        for t in range(n_trees):
+            base = tree_offsets[t]
+            if is_leaf[base]:
+                continue  # a one-leaf tree: only its (expected) value, in the bias
+            o_col = tree_output[t]
+            s_node[0] = 0
+            s_poff[0] = 0
+            s_ud[0] = 0
+            s_z[0] = 1.0
+            s_o[0] = 1.0
+            s_f[0] = -1
+            sp = 1
+            while sp > 0:
+                sp -= 1
+                node = s_node[sp]
+                poff = s_poff[sp]
+                ud = s_ud[sp]
+                # this node's path: a copy of its parent's, then extended
+                off = poff + ud + 1
+                for j in range(ud):
+                    feat[off + j] = feat[poff + j]
+                    zero[off + j] = zero[poff + j]
+                    one[off + j] = one[poff + j]
+                    pw[off + j] = pw[poff + j]
+                _extend_path(feat, zero, one, pw, off, ud, s_z[sp], s_o[sp], s_f[sp])
+                k = base + node
+                if is_leaf[k]:
+                    v = value[k]
+                    for j in range(1, ud + 1):
+                        w = _unwound_sum(zero, one, pw, off, ud, j)
+                        out[i, o_col, feat[off + j]] += w * (one[off + j] - zero[off + j]) * v
+                    continue
+                f = feature_idx[k]
+                x = X[i, f]
+                if np.isnan(x):
+                    go_left = missing_left[k] != 0
+                else:
+                    go_left = x <= num_threshold[k]
+                if go_left:
+                    hot, cold, hz, cz = left[k], right[k], zl[k], zr[k]
+                else:
+                    hot, cold, hz, cz = right[k], left[k], zr[k], zl[k]
+                iz = 1.0
+                io = 1.0
+                p = 0
+                while p <= ud and feat[off + p] != f:
+                    p += 1
+                if p <= ud:  # split on f before: undo it, its fractions carry over
+                    iz = zero[off + p]
+                    io = one[off + p]
+                    _unwind_path(feat, zero, one, pw, off, ud, p)
+                    ud -= 1
+                # cold below hot on the stack: hot is visited first, as in recursion
+                if cz * iz != 0.0:
+                    s_node[sp] = cold
+                    s_poff[sp] = off
+                    s_ud[sp] = ud + 1
+                    s_z[sp] = cz * iz
+                    s_o[sp] = 0.0
+                    s_f[sp] = f
+                    sp += 1
+                if hz * iz != 0.0 or io != 0.0:
+                    s_node[sp] = hot
+                    s_poff[sp] = off
+                    s_ud[sp] = ud + 1
+                    s_z[sp] = hz * iz
+                    s_o[sp] = io
+                    s_f[sp] = f
+                    sp += 1
+
+
+# --- references ---
+
+
+def _predict_leaf_reference(trees: list[NDArray], X) -> NDArray[np.int32]:
+    out = np.zeros((X.shape[0], len(trees)), dtype=np.int32)
+    for t, nodes in enumerate(trees):
+        for i in range(X.shape[0]):
+            k = 0
+            while not nodes[k]["is_leaf"]:
+                x = X[i, nodes[k]["feature_idx"]]
+                if np.isnan(x):
+                    go_left = bool(nodes[k]["missing_go_to_left"])
+                else:
+                    go_left = x <= nodes[k]["num_threshold"]
+                k = nodes[k]["left"] if go_left else nodes[k]["right"]
+            out[i, t] = k
+    return out
+
+
+def _tree_shap_reference(
+    trees: list[NDArray],
+    outputs: list[int],
+    X,
+    n_outputs: int,
+    init_score,
+    divisor: float = 1.0,
+) -> NDArray[np.float64]:
+    """Recursive TreeSHAP (the paper's Algorithm 2) on node arrays, the path as
+    Python lists copied at every node; the layout of :func:`predict_contrib`."""
+    n, n_features = X.shape
+    out = np.zeros((n, n_outputs, n_features + 1), dtype=np.float64)
+
+    def share(nodes, k, child):
+        a, b = int(nodes[nodes[k]["left"]]["count"]), int(nodes[nodes[k]["right"]]["count"])
+        c = a if child == nodes[k]["left"] else b
+        return c / (a + b) if a + b else 0.5
+
+    def expected(nodes, k):
+        if nodes[k]["is_leaf"]:
+            return float(nodes[k]["value"])
+        lft, rgt = int(nodes[k]["left"]), int(nodes[k]["right"])
+        return share(nodes, k, lft) * expected(nodes, lft) + share(nodes, k, rgt) * expected(
+            nodes, rgt
+        )
+
+    def extend(path, z, o, f):
+        path = [list(e) for e in path]  # [feature, zero, one, weight]
+        d = len(path)
+        path.append([f, z, o, 1.0 if d == 0 else 0.0])
+        for j in range(d - 1, -1, -1):
+            path[j + 1][3] += o * path[j][3] * (j + 1) / (d + 1)
+            path[j][3] = z * path[j][3] * (d - j) / (d + 1)
+        return path
+
+    def unwind(path, p):
+        d = len(path) - 1
+        _, z, o, _ = path[p]
+        w = [e[3] for e in path]
+        nxt = w[d]
+        for j in range(d - 1, -1, -1):
+            if o != 0:
+                tmp = w[j]
+                w[j] = nxt * (d + 1) / ((j + 1) * o)
+                nxt = tmp - w[j] * z * (d - j) / (d + 1)
+            else:
+                w[j] = w[j] * (d + 1) / (z * (d - j))
+        rest = [e[:3] for e in path[:p] + path[p + 1 :]]
+        return [[*e, w[j]] for j, e in enumerate(rest)]
+
+    def recurse(nodes, k, x, phi, path, z, o, f):
+        if z == 0 and o == 0:
+            return  # contributes nothing (and would divide 0 by 0)
+        path = extend(path, z, o, f)
+        if nodes[k]["is_leaf"]:
+            v = float(nodes[k]["value"])
+            for p in range(1, len(path)):
+                w = sum(e[3] for e in unwind(path, p))
+                phi[path[p][0]] += w * (path[p][2] - path[p][1]) * v
+            return
+        sf = int(nodes[k]["feature_idx"])
+        xv = x[sf]
+        if np.isnan(xv):
+            go_left = bool(nodes[k]["missing_go_to_left"])
+        else:
+            go_left = xv <= nodes[k]["num_threshold"]
+        lft, rgt = int(nodes[k]["left"]), int(nodes[k]["right"])
+        hot, cold = (lft, rgt) if go_left else (rgt, lft)
+        iz = io = 1.0
+        seen = [p for p in range(len(path)) if path[p][0] == sf]
+        if seen:
+            iz, io = path[seen[0]][1], path[seen[0]][2]
+            path = unwind(path, seen[0])
+        recurse(nodes, hot, x, phi, path, share(nodes, k, hot) * iz, io, sf)
+        recurse(nodes, cold, x, phi, path, share(nodes, k, cold) * iz, 0.0, sf)
+
+    bias = np.array(init_score, dtype=np.float64).reshape(n_outputs)
+    for nodes, o in zip(trees, outputs, strict=True):
+        bias[o] += expected(nodes, 0)
+        for i in range(n):
+            phi = np.zeros(n_features)
+            recurse(nodes, 0, X[i], phi, [], 1.0, 1.0, -1)
+            out[i, o, :n_features] += phi
+    out[:, :, n_features] = bias
+    return out / divisor
