@@ -379,10 +379,11 @@ def test_inspect_says_the_importances_stop_at_the_best_iteration(folder, tmp_pat
 
 def test_flags_are_not_abbreviated(folder, tmp_path, capsys) -> None:
     """argparse matched prefixes: `cv --pairs 3` (cv has no --pairs) set
-    --pairs-per-sample=3 silently, and `cv --pairs FILE` failed as an invalid int."""
+    --pairs-per-sample=3 silently, and `cv --pairs FILE` failed as an invalid int.
+    (cv now refuses --pairs by name, saying why: tests/test_cli_file_flags.py.)"""
     tr = folder / "train.txt"
     for argv in (
-        ["cv", tr, "--folds", "2", "--pairs", "3"],
+        ["cv", tr, "--folds", "2", "--pairs-per", "3"],
         ["train", tr, "-o", tmp_path / "m.json", "--n-est", "3"],
     ):
         with pytest.raises(SystemExit) as exc:
