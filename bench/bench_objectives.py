@@ -56,10 +56,12 @@ OBJECTIVES = [
     ("mcrank", []),
     ("gbrank", ["--learning-rate", "1.0"]),  # averaged update: its default, see README
     ("qbrank", []),
+    ("xendcg", []),
 ]
 PEERS = [
     "CatBoost YetiRank",
     "LightGBM lambdarank",
+    "LightGBM rank_xendcg",
     "XGBoost rank:ndcg",
     "XGBoost rank:pairwise",
     "XGBoost rank:map",
@@ -256,6 +258,12 @@ def main(argv=None) -> int:
     ap.add_argument("--fixed-trees", type=int, default=100, help="rounds without validation")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--datasets", default=ALL_DATASETS)
+    ap.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated rows to run (objective or peer names, e.g. "
+        "'xendcg,LightGBM rank_xendcg'); default: every row",
+    )
     ap.add_argument("--output", default=str(REPO / "bench" / "results" / "objectives.md"))
     args = ap.parse_args(argv)
     unknown = sorted(set(args.datasets.split(",")) - set(ALL_DATASETS.split(",")))
@@ -271,11 +279,16 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for group, split, train, valid, test in datasets(args.datasets.split(","), tmp):
             trees = args.trees if valid is not None else args.fixed_trees
+            only = None if args.only is None else set(args.only.split(","))
             for name, extra in OBJECTIVES:
+                if only is not None and name not in only:
+                    continue
                 r = run_ltrboost(name, extra, train, valid, test, trees, args.threads, tmp)
                 results.setdefault((group, name), []).append(r)
                 print(group, split, name, r, file=sys.stderr, flush=True)
             for peer in PEERS:
+                if only is not None and peer not in only:
+                    continue
                 r = run_peer(peer, train, valid, test, trees, args.threads)
                 results.setdefault((group, peer), []).append(r)
                 print(group, split, peer, r, file=sys.stderr, flush=True)

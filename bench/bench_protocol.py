@@ -101,6 +101,7 @@ SYSTEMS = {
         },
     ),
     "LightGBM lambdarank": ("lightgbm", {}),
+    "LightGBM rank_xendcg": ("lightgbm", {"objective": "rank_xendcg"}),
     "XGBoost rank:ndcg": ("xgboost", {}),
 }
 
@@ -108,7 +109,7 @@ SYSTEMS = {
 DEFAULT_SYSTEMS = [
     s
     for s in SYSTEMS
-    if s not in ("ltrboost lambdamart err, OLE", "ltrboost ranknet, OLE")
+    if s not in ("ltrboost lambdamart err, OLE", "ltrboost ranknet, OLE", "LightGBM rank_xendcg")
     and not s.startswith("CatBoost YetiRank, ")
 ]
 
@@ -189,7 +190,7 @@ def fit_predict(lib, opts, tr, va, te, threads, ndcg, settings=None):
         dtr = lgb.Dataset(tr[0], tr[1], group=group_sizes(tr[2]), params={"max_bin": 255})
         dva = dtr.create_valid(va[0], va[1], group=group_sizes(va[2]))
         params = {
-            "objective": "lambdarank",
+            "objective": opts.get("objective", "lambdarank"),
             "num_leaves": leaves,
             "learning_rate": rate,
             "min_data_in_leaf": min_leaf,
