@@ -1884,11 +1884,15 @@ def train(
     return model
 
 
-def _predict_frame(df, booster, iteration, partition_info=None):
-    """One partition's scores: its columns taken as ``Booster.predict`` takes a
-    DataFrame's (by name, numeric or nullable, ``<NA>`` missing).  An input error is
-    ``partition N: row R: problem``, as training names a partition's row."""
+def _predict_frame(df, booster, iteration, explain=None, partition_info=None):
+    """One partition's scores (``explain`` None), or its ``pred_contrib`` /
+    ``pred_leaf`` rows (``explain`` a dict of those keywords) as a DataFrame with the
+    partition's index and columns 0, 1, ...: its columns taken as ``Booster.predict``
+    takes a DataFrame's (by name, numeric or nullable, ``<NA>`` missing).  An input
+    error is ``partition N: row R: problem``, as training names a partition's row."""
     try:
+        if explain:
+            return pd.DataFrame(booster.predict(df, iteration=iteration, **explain), index=df.index)
         return pd.Series(booster.predict(df, iteration=iteration), index=df.index)
     except LTRInputError as e:
         if partition_info is None:
@@ -1896,14 +1900,16 @@ def _predict_frame(df, booster, iteration, partition_info=None):
         raise _located(int(partition_info["number"]), e) from None
 
 
-def _predict_block(block, booster, iteration, block_info=None):
-    """One chunk's scores, the chunk taken as ``Booster.predict`` takes an array (or a
-    SciPy sparse matrix): as it is, so that text, complex numbers or dates are refused
-    as locally (a conversion to float64 here parsed "1.5", dropped imaginary parts and
-    read dates as numbers).  An input error is ``partition N: row R: problem``, N the
-    chunk's index along the rows, R its row there (as training names them)."""
+def _predict_block(block, booster, iteration, explain=None, block_info=None):
+    """One chunk's scores (or its ``pred_contrib`` / ``pred_leaf`` rows, ``explain``
+    a dict of those keywords), the chunk taken as ``Booster.predict`` takes an array
+    (or a SciPy sparse matrix): as it is, so that text, complex numbers or dates are
+    refused as locally (a conversion to float64 here parsed "1.5", dropped imaginary
+    parts and read dates as numbers).  An input error is ``partition N: row R:
+    problem``, N the chunk's index along the rows, R its row there (as training names
+    them)."""
     try:
-        return booster.predict(block, iteration=iteration)
+        return booster.predict(block, iteration=iteration, **(explain or {}))
     except LTRInputError as e:
         if not block_info or 0 not in block_info:
             raise
@@ -2007,14 +2013,29 @@ class DaskRanker(Ranker):
         self._set_fitted(period, params, eval_metric)
         return self
 
-    def predict(self, X: Any, *, iteration: int | None = None):  # type: ignore[override]
+    def predict(  # type: ignore[override]
+        self,
+        X: Any,
+        *,
+        iteration: int | None = None,
+        pred_contrib: bool = False,
+        pred_leaf: bool = False,
+    ):
         """Lazy scores: a Dask Series (DataFrame input: the features taken by name, a
         missing one refused at once; other columns, such as the qid and the labels, are
-        ignored) or a 1-D Dask array, partition by partition with the plain booster."""
+        ignored) or a 1-D Dask array, partition by partition with the plain booster.
+
+        ``pred_contrib=True`` / ``pred_leaf=True``: :meth:`ltrboost.Ranker.predict`'s
+        rows instead, partition by partition: a Dask DataFrame (the input's index,
+        columns ``0, 1, ...``, as LightGBM's Dask estimators give them) or a 2-D Dask
+        array, float64 contributions or int32 leaf indices."""
         self._check_fitted()
         booster = self.booster_
         # checked here as Ranker.predict checks it (the default: the best iteration)
         n_iter = booster._resolve_iterations(iteration)
+        explain = {"pred_contrib": True} if pred_contrib else {}
+        if pred_leaf:
+            explain["pred_leaf"] = True
         if _is_dask_frame(X) and hasattr(X, "columns"):
             names = booster.feature_names
             if names is not None:  # the features by name; others (labels, qid) unused
@@ -2030,12 +2051,15 @@ class DaskRanker(Ranker):
                     X = X.drop(columns="qid")
             # non-numeric columns and a wrong width are named now, as Ranker.predict
             # names them, not as a KeyError or a float() error when the result is
-            # computed (a category was read as its values)
+            # computed (a category was read as its values); so are both flags
             _refuse_numbers_made_text(X, {}, "feature", None)
-            booster.predict(X._meta, iteration=n_iter)
-            return X.map_partitions(
-                _predict_frame, booster, n_iter, meta=pd.Series(dtype=np.float64)
-            )
+            empty = booster.predict(X._meta, iteration=n_iter, **explain)
+            if not explain:
+                return X.map_partitions(
+                    _predict_frame, booster, n_iter, meta=pd.Series(dtype=np.float64)
+                )
+            meta = pd.DataFrame(empty, index=X._meta.index)
+            return X.map_partitions(_predict_frame, booster, n_iter, explain, meta=meta)
         if not (hasattr(X, "map_blocks") and hasattr(X, "numblocks")):
             raise TypeError(
                 f"X must be a dask DataFrame or dask array, not {type(X).__name__}; for "
@@ -2044,12 +2068,24 @@ class DaskRanker(Ranker):
         if X.ndim != 2:
             raise LTRInputError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
         # the width and the dtype (text, complex, dates), now
-        booster.predict(np.empty((0, X.shape[1]), dtype=X.dtype), iteration=n_iter)
+        empty = booster.predict(
+            np.empty((0, X.shape[1]), dtype=X.dtype), iteration=n_iter, **explain
+        )
         if booster.feature_names is not None:  # scikit-learn's warning, as Ranker.predict
             self._warn_named_fit(stacklevel=3)
         if X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
-        return X.map_blocks(_predict_block, booster, n_iter, drop_axis=1, dtype=np.float64)
+        if not explain:
+            return X.map_blocks(_predict_block, booster, n_iter, drop_axis=1, dtype=np.float64)
+        return X.map_blocks(
+            _predict_block,
+            booster,
+            n_iter,
+            explain,
+            chunks=(X.chunks[0], (empty.shape[1],)),
+            dtype=empty.dtype,
+            meta=empty,
+        )
 
     def score(  # type: ignore[override]
         self,

@@ -131,7 +131,7 @@ def predict_contrib(
     ``divisor`` (GBRank's averaged update), as the raw scores are.  Each row of an
     output sums to its raw score."""
     n, n_features = X.shape
-    out = np.zeros((n, n_outputs, n_features + 1), dtype=np.float64)
+    out = _output_array(n, n_outputs * (n_features + 1)).reshape(n, n_outputs, n_features + 1)
     zl, zr = branch_fractions(count, ens.left, ens.right, ens.is_leaf, ens.tree_offsets)
     bias = np.asarray(init_score, dtype=np.float64).reshape(n_outputs).copy()
     np.add.at(bias, ens.tree_output, expected_values(ens, zl, zr))
@@ -149,6 +149,24 @@ def predict_contrib(
     if divisor != 1:
         out /= divisor
     return out
+
+
+def _output_array(n: int, width: int) -> NDArray[np.float64]:
+    """The zeroed (n, width) float64 contributions; a ``MemoryError`` naming them (rows,
+    columns, size) where they cannot be allocated, not numpy's internal 3-D shape."""
+    try:
+        return np.zeros((n, width), dtype=np.float64)
+    except MemoryError:
+        size, unit = float(n) * width * 8, "bytes"
+        for u in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+            if size < 1024:
+                break
+            size, unit = size / 1024, u
+        raise MemoryError(
+            f"pred_contrib=True: {n} rows x {width} columns of float64 contributions "
+            f"need {size:.1f} {unit}, more than can be allocated; predict fewer rows at "
+            "a time"
+        ) from None
 
 
 def predict_leaf(ens: PackedEnsemble, X) -> NDArray[np.int32]:
