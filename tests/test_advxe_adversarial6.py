@@ -98,3 +98,19 @@ def test_dask_warns_as_locally(client):
     dist = _noise(_messages(lambda: ldask.train(client, FAST, dd)))
     assert len(local) == 1
     assert dist == local
+
+
+# --- coverage (passed before): every export consumer, as for the other objectives ----
+
+
+@pytest.mark.parametrize("nan", [True, False], ids=["nan", "dense"])
+def test_every_export_consumer_agrees(nan, tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "export"))
+    import test_export as T
+
+    b, X, qid = T.model("xendcg", nan)
+    assert b.objective == "xendcg"
+    T.check_all(b, X, qid, tmp_path)
