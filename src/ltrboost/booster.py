@@ -495,14 +495,29 @@ def warn_if_constant_model(
     same score (all labels equal, queries without two grades for a pairwise loss, every
     column one bin (``one_bin``), or split limits no split meets), which trained
     silently (LightGBM warns that no leaf meets the split requirements).  The message
-    names the likely cause.  ``zero_weights``: whether some document has weight 0 (by
+    names the likely cause.  A loss that learns noise there instead
+    (``learns_noise_without_grades``, xendcg) warns, when its trees grew, that no query
+    holds two labels.  ``zero_weights``: whether some document has weight 0 (by
     default read off ``train_set.weights``; Dask passes a summary set without them)."""
-    if not model.trees or any(t.shape[0] > 1 for t in model.trees):
+    if not model.trees:
+        return
+    grew = any(t.shape[0] > 1 for t in model.trees)
+    noise = getattr(objective, "learns_noise_without_grades", None)
+    if grew and noise is None:
         return
     if zero_weights is None:
         zero_weights = train_set.weights is not None and not (train_set.weights > 0).all()
     weighted = " of positive weight" if zero_weights else ""
     top, bottom = query_label_range(train_set.y, train_set.query_offsets, train_set.weights).T
+    if grew:  # a loss with gradients on one-grade queries (xendcg): they are noise
+        if (top <= bottom).all():
+            warnings.warn(
+                f"objective {objective.name!r} trained on data where no query holds two "
+                f"documents of different labels{weighted}: {noise}",
+                ParameterWarning,
+                stacklevel=3,
+            )
+        return
     own = (
         objective.constant_model_cause(train_set)
         if hasattr(objective, "constant_model_cause")

@@ -92,6 +92,11 @@ class Objective:
     ole_refused : why ``split_criterion="ole"`` is refused (a loss that couples documents
         without pair terms, e.g. ``xendcg``'s softmax), or None: accepted (a pointwise
         loss's OLE split is its Newton split, seed 000 Theorem 1).
+    learns_noise_without_grades : what the loss fits when no query holds two documents
+        of different labels (of positive weight), or None: then it fits nothing (its
+        trees are one leaf, and training warns that the model is constant).  A loss
+        with gradients there anyway (``xendcg``'s random target) names them, and
+        training warns that the model it grew ranks by noise.
     """
 
     name: ClassVar[str] = ""
@@ -101,6 +106,7 @@ class Objective:
     needs_integer_labels: ClassVar[bool] = False
     update_rule: ClassVar[Literal["additive", "averaged"]] = "additive"
     ole_refused: ClassVar[str | None] = None
+    learns_noise_without_grades: ClassVar[str | None] = None
     default_metric: ClassVar[str] = "ndcg@10"
     # Shrinkage used when ``learning_rate`` is left unset (None).
     default_learning_rate: ClassVar[float] = 0.1

@@ -103,6 +103,10 @@ class XENDCG(Objective):
         "a listwise softmax loss that couples every document of a query, not a "
         "pairwise one; OLE needs pair terms"
     )
+    learns_noise_without_grades: ClassVar[str | None] = (
+        "its target 2^y - gamma is then the random gamma alone, so the trees fit noise "
+        "and the model ranks at random (a pairwise loss learns nothing there)"
+    )
     # ``(n_queries, first)`` when the data are one shard of a larger training set
     # (ltrboost.dask): its ``n_queries`` queries in all, this shard's first query number
     _seed_shard: tuple[int, int] | None = None
