@@ -318,28 +318,48 @@ _quota_cache: dict[tuple[str, str], tuple[float, int | None]] = {}
 
 def _read_cgroup_cpu_quota(root: str, proc_cgroup: str) -> int | None:
     """:func:`_cgroup_cpu_quota` read from the files now."""
+    quotas = _cgroup_values(
+        root,
+        proc_cgroup,
+        "cpu",
+        lambda folder: _read_cpu_max(os.path.join(folder, "cpu.max")),
+        _read_cfs_quota,
+    )
+    if quotas is None:
+        return None
+    found = [q for q in quotas if q > 0]
+    if not found:
+        return None
+    return max(1, math.ceil(min(found)))
+
+
+def _cgroup_values(
+    root: str,
+    proc_cgroup: str,
+    controller: str,
+    read_v2: Callable[[str], float],
+    read_v1: Callable[[str], float],
+) -> list[float] | None:
+    """``read_v2(folder)`` over this process's unified (v2) cgroup folder and its
+    ancestors, and ``read_v1(folder)`` over those of ``controller``'s v1 hierarchy, as
+    listed by ``proc_cgroup`` (None: that file is unreadable)."""
     try:
         with open(proc_cgroup, encoding="utf-8") as f:
             lines = f.read().splitlines()
     except (OSError, UnicodeDecodeError):
         return None
-    quotas: list[float] = []
+    values: list[float] = []
     for line in lines:
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
         _, controllers, path = parts
         if controllers == "":  # v2 (unified)
-            for folder in _cgroup_folders(root, path):
-                quotas.append(_read_cpu_max(os.path.join(folder, "cpu.max")))
-        elif "cpu" in controllers.split(","):  # v1
-            for base in (os.path.join(root, "cpu"), os.path.join(root, controllers)):
-                for folder in _cgroup_folders(base, path):
-                    quotas.append(_read_cfs_quota(folder))
-    found = [q for q in quotas if q > 0]
-    if not found:
-        return None
-    return max(1, math.ceil(min(found)))
+            values += [read_v2(folder) for folder in _cgroup_folders(root, path)]
+        elif controller in controllers.split(","):  # v1
+            for base in (os.path.join(root, controller), os.path.join(root, controllers)):
+                values += [read_v1(folder) for folder in _cgroup_folders(base, path)]
+    return values
 
 
 def _cgroup_folders(base: str, path: str) -> list[str]:
@@ -390,26 +410,15 @@ def _cgroup_memory_limit(root: str | None = None, proc_cgroup: str | None = None
     """
     root = CGROUP_ROOT if root is None else root
     proc_cgroup = PROC_SELF_CGROUP if proc_cgroup is None else proc_cgroup
-    try:
-        with open(proc_cgroup, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
-    limits: list[int] = []
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        if controllers == "":  # v2 (unified)
-            for folder in _cgroup_folders(root, path):
-                limits.append(_read_memory_bytes(os.path.join(folder, "memory.max")))
-        elif "memory" in controllers.split(","):  # v1
-            for base in (os.path.join(root, "memory"), os.path.join(root, controllers)):
-                for folder in _cgroup_folders(base, path):
-                    limits.append(_read_memory_bytes(os.path.join(folder, "memory.limit_in_bytes")))
-    found = [m for m in limits if m > 0]
-    return min(found) if found else None
+    limits = _cgroup_values(
+        root,
+        proc_cgroup,
+        "memory",
+        lambda folder: _read_memory_bytes(os.path.join(folder, "memory.max")),
+        lambda folder: _read_memory_bytes(os.path.join(folder, "memory.limit_in_bytes")),
+    )
+    found = [m for m in limits or () if m > 0]
+    return int(min(found)) if found else None
 
 
 # A v1 cgroup without a limit reports about 2**63 (rounded down to a page).
