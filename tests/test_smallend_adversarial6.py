@@ -108,6 +108,16 @@ def test_random_state_beyond_the_streams_is_refused(seed):
         ltrboost.Ranker(random_state=seed, **FAST).fit(X, y, qid=qid)
 
 
+@pytest.mark.parametrize("name", ["lambdamart", "yetirank", "ranknet", "rankboost", "xendcg"])
+def test_objective_random_state_beyond_the_streams_is_refused(name):
+    from ltrboost.objectives.registry import objective_class
+
+    cls = objective_class(name)
+    with pytest.raises(ValueError, match=r"random_state=\d+ must be at most 2\*\*62 - 1"):
+        cls(random_state=2**64)
+    cls(random_state=2**62 - 1)
+
+
 def test_random_state_at_the_top_of_the_range_is_taken():
     BoosterParams(random_state=2**62 - 1).validate()
     BoosterParams(random_state=np.uint64(2**62 - 1)).validate()
