@@ -1432,15 +1432,57 @@ def _with_dataset(data, path: str, require_queries: bool = True, *, letor_names:
 def _warn_unread_sidecars(path: str) -> None:
     """Warn about a ``.weight`` or ``.init`` file beside the data ``path``: LightGBM
     reads these sidecars as it reads FILE.query; ltrboost reads only the .query one,
-    and must not train or score without the others silently."""
-    for suffix, what in ((".weight", "per-row weights"), (".init", "initial scores")):
-        if os.path.isfile(f"{path}{suffix}"):
-            warnings.warn(
-                f"{path}{suffix} is not read: ltrboost takes no {what} from LightGBM's "
-                f"{suffix} files, only query sizes from {path}.query"
-                + (" (Python: Ranker.fit(..., sample_weight=...))" if suffix == ".weight" else ""),
-                stacklevel=3,
-            )
+    and must not train or score without the others silently.  The warning says where
+    the queries came from: ``qid:`` on the lines, FILE.query, or neither (it said
+    "only query sizes from FILE.query" where the file has ``qid:`` and none was read)."""
+    sidecars = [(".weight", "per-row weights"), (".init", "initial scores")]
+    sidecars = [(s, what) for s, what in sidecars if os.path.isfile(f"{path}{s}")]
+    if not sidecars:
+        return
+    has_qid = _first_line_has_qid(path)
+    if has_qid:
+        queries = f"the queries come from the qid: fields of {path}"
+    elif has_qid is False and os.path.isfile(f"{path}.query"):
+        queries = f"only query sizes from {path}.query"
+    elif has_qid is False:
+        queries = f"of LightGBM's sidecars ltrboost reads only {path}.query (query sizes)"
+    else:  # not a regular file, or no data line near its start: say the rule
+        queries = (
+            f"of LightGBM's sidecars ltrboost reads only {path}.query (query sizes, for a "
+            "file without qid:)"
+        )
+    for suffix, what in sidecars:
+        sep = ", " if queries.startswith("only") else "; "
+        warnings.warn(
+            f"{path}{suffix} is not read: ltrboost takes no {what} from LightGBM's "
+            f"{suffix} files{sep}{queries}"
+            + (" (Python: Ranker.fit(..., sample_weight=...))" if suffix == ".weight" else ""),
+            stacklevel=3,
+        )
+
+
+def _first_line_has_qid(path: str, limit: int = 1 << 20) -> bool | None:
+    """Whether the first data line of the LETOR file ``path`` has ``qid:`` (the reader
+    refuses a file where some lines have it and others not, so the first one tells);
+    None when ``path`` is no regular file or its first ``limit`` bytes hold no data line."""
+    try:
+        if not os.path.isfile(path):
+            return None
+        with open(path, "rb") as f:
+            head = f.read(limit)
+    except OSError:
+        return None
+    lines = head.split(b"\n")
+    if len(head) == limit:
+        lines = lines[:-1]  # the last one may be cut
+    for k, raw in enumerate(lines):
+        line = raw.split(b"#", 1)[0]
+        if k == 0:
+            line = line.removeprefix(b"\xef\xbb\xbf")
+        tokens = line.split()
+        if tokens:
+            return len(tokens) > 1 and tokens[1].startswith(b"qid:")
+    return None
 
 
 def _read_for_model(
