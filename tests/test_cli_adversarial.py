@@ -34,12 +34,16 @@ def letor(tmp_path: Path) -> Path:
 
 def test_seeds_beyond_int64_train():
     """random_state at or above 2**63 (a valid Python int) used to overflow the
-    per-query seeds; seeds below 2**62 keep their streams."""
+    per-query seeds; seeds below 2**62 keep their streams.  Larger ones were then taken
+    modulo 2**62 (2**64 was seed 0 in disguise): now refused, naming the range
+    (test_smallend_adversarial6)."""
     X, y, q = make_ranking(n_queries=8, docs_per_query=(5, 10), n_features=4, random_state=0)[:3]
     ds = make_dataset(X, y, qid=q)
-    for rs in (2**63 - 1, 2**64 + 5, 2**100):
-        for obj, kw in (("yetirank", {}), ("ranknet", {"pair_method": "sampled"})):
-            train(BoosterParams(objective=obj, n_estimators=2, random_state=rs, **kw), ds)
+    for obj, kw in (("yetirank", {}), ("ranknet", {"pair_method": "sampled"})):
+        train(BoosterParams(objective=obj, n_estimators=2, random_state=2**62 - 1, **kw), ds)
+        for rs in (2**63 - 1, 2**64 + 5, 2**100):
+            with pytest.raises(ValueError, match=r"must be at most 2\*\*62 - 1"):
+                train(BoosterParams(objective=obj, n_estimators=2, random_state=rs, **kw), ds)
     assert query_seed_base(5, 2, 10) == 25
     assert query_seed_base(2**62 + 7, 0, 10) == 7
 

@@ -492,8 +492,10 @@ def warn_if_constant_model(
     zero_weights: bool | None = None,
 ) -> None:
     """Warn when every tree of ``model`` is one leaf: the model gives every document the
-    same score (all labels equal, queries without two grades for a pairwise loss, every
-    column one bin (``one_bin``), or split limits no split meets), which trained
+    same score (all labels equal, queries without two grades for a loss of pairs of one
+    query's documents (``Objective.learns_without_query_grades``: not for a pointwise
+    loss, which learns from labels that differ between queries), every column one bin
+    (``one_bin``), or split limits no split meets), which trained
     silently (LightGBM warns that no leaf meets the split requirements).  The message
     names the likely cause.  A loss that learns noise there instead
     (``learns_noise_without_grades``, xendcg) warns, when its trees grew, that no query
@@ -532,17 +534,25 @@ def warn_if_constant_model(
             f"min_samples_bin={params.min_samples_bin} leaves every feature column one bin "
             "(its other values are rarer; lower min_samples_bin)"
         )
-    elif (top <= bottom).all():
-        cause = (
-            "no query holds two documents of different labels, so a pairwise or "
-            "listwise loss has no pair"
-        )
     else:
-        cause = (
+        limits = (
             f"no split meets min_samples_leaf={params.min_samples_leaf}, "
             f"min_sum_hessian_in_leaf={params.min_sum_hessian_in_leaf} and "
             f"min_gain_to_split={params.min_gain_to_split}"
         )
+        no_pair = "no query holds two documents of different labels"
+        learns = getattr(objective, "learns_without_query_grades", lambda data: None)
+        # a pointwise loss learns from labels that differ between queries (xendcg from
+        # its random target, a pairwise one from explicit pairs): the limits are the cause
+        learns_anyway = learns(train_set) if (top <= bottom).all() else True
+        if learns_anyway is False:
+            cause = f"{no_pair}, so objective {objective.name!r} has no pair to learn from"
+        elif learns_anyway is None:  # a custom loss: pointwise or pairwise, unknown
+            cause = f"{no_pair} (a pairwise or listwise loss has no pair), or {limits}"
+        else:
+            cause = limits
+            if noise is not None and (top <= bottom).all():
+                cause += f" (and {no_pair}{weighted}: {noise})"
     warnings.warn(
         f"every tree is one leaf, the model predicts one constant score: {cause}",
         ParameterWarning,  # the cause may name parameters

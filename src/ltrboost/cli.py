@@ -284,7 +284,21 @@ def _close_flag(parser: argparse.ArgumentParser, extras: list[str]) -> str:
         for o in a.option_strings
         if o.startswith("--") and o != "--help"
     ]
+    # a hidden flag the command refuses with a reason (cv's --output): named with it,
+    # where it is the closest (`cv --out` was offered --quiet)
+    refused = {
+        o: a.refused
+        for a in parser._actions
+        if getattr(a, "refused", None)
+        for o in a.option_strings
+        if o.startswith("--")
+    }
     import difflib
+
+    def offer(flag: str) -> str:
+        if flag in refused:
+            return f"; {flag} is not available in {parser.prog.split()[-1]}: {refused[flag]}"
+        return f"; did you mean {flag}?"
 
     for word in extras:
         if not word.startswith("--"):
@@ -295,9 +309,12 @@ def _close_flag(parser: argparse.ArgumentParser, extras: list[str]) -> str:
         longer = [f for f in flags if f.startswith(given)]
         if 1 < len(longer) <= 3:  # `--n`: --n-estimators or --n-threads
             return f"; did you mean {', '.join(longer[:-1])} or {longer[-1]}?"
-        close = difflib.get_close_matches(given, longer or flags, 1, 0.6 if not longer else 0)
+        if not longer:  # a refused flag it begins (--out for --output) before a guess
+            longer = [f for f in refused if f.startswith(given)][:1]
+        pool = longer or flags + list(refused)
+        close = difflib.get_close_matches(given, pool, 1, 0.6 if not longer else 0)
         if close:
-            return f"; did you mean {close[0]}?"
+            return offer(close[0])
     return ""
 
 
@@ -350,6 +367,14 @@ _CV_REFUSED_FILES = {
     "ltrboost.Ranker and GroupKFold instead)",
     "--resume": "each fold trains from scratch (train --resume continues a model)",
     "--checkpoint-every": "cv writes no model (train --checkpoint-every checkpoints one)",
+}
+# cv's other refused flags (dests of their own): why, as cmd_cv and a close misspelling
+# (`cv --out`, offered --quiet while --output was hidden) say it
+_CV_REFUSED_OUTPUTS = {
+    "--valid": "each fold is scored on its own held-out queries; give a validation file "
+    "to train --valid",
+    "--output": "it writes no model (one line per fold on stdout, --json for "
+    "machine-readable output); train --output writes one",
 }
 _CV_UNLISTED = ("early_stopping_rounds", "unbiased", "position_bias_norm", "max_positions")
 
@@ -536,10 +561,14 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     # argparse's "did you mean --gain?" / "--tau?")
     # (dests of their own: the checks of inputs and outputs run before the command)
     hidden = dict(default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    p.add_argument("--valid", dest="cv_valid", action="append", **hidden)
-    p.add_argument("-o", "--output", dest="cv_output", **hidden)
-    for flag in _CV_REFUSED_FILES:
-        p.add_argument(flag, dest="cv_" + flag[2:].replace("-", "_"), **hidden)
+    p.add_argument(
+        "--valid", dest="cv_valid", action="append", **hidden
+    ).refused = _CV_REFUSED_OUTPUTS["--valid"]
+    p.add_argument("-o", "--output", dest="cv_output", **hidden).refused = _CV_REFUSED_OUTPUTS[
+        "--output"
+    ]
+    for flag, why in _CV_REFUSED_FILES.items():
+        p.add_argument(flag, dest="cv_" + flag[2:].replace("-", "_"), **hidden).refused = why
     # listed by `cv --help` they read as available; cv refuses them, saying why
     p.defer(partial(add_training_flags, unlisted=_CV_UNLISTED), lazy=lazy)
     p.set_defaults(func=cmd_cv)
@@ -1403,15 +1432,57 @@ def _with_dataset(data, path: str, require_queries: bool = True, *, letor_names:
 def _warn_unread_sidecars(path: str) -> None:
     """Warn about a ``.weight`` or ``.init`` file beside the data ``path``: LightGBM
     reads these sidecars as it reads FILE.query; ltrboost reads only the .query one,
-    and must not train or score without the others silently."""
-    for suffix, what in ((".weight", "per-row weights"), (".init", "initial scores")):
-        if os.path.isfile(f"{path}{suffix}"):
-            warnings.warn(
-                f"{path}{suffix} is not read: ltrboost takes no {what} from LightGBM's "
-                f"{suffix} files, only query sizes from {path}.query"
-                + (" (Python: Ranker.fit(..., sample_weight=...))" if suffix == ".weight" else ""),
-                stacklevel=3,
-            )
+    and must not train or score without the others silently.  The warning says where
+    the queries came from: ``qid:`` on the lines, FILE.query, or neither (it said
+    "only query sizes from FILE.query" where the file has ``qid:`` and none was read)."""
+    sidecars = [(".weight", "per-row weights"), (".init", "initial scores")]
+    sidecars = [(s, what) for s, what in sidecars if os.path.isfile(f"{path}{s}")]
+    if not sidecars:
+        return
+    has_qid = _first_line_has_qid(path)
+    if has_qid:
+        queries = f"the queries come from the qid: fields of {path}"
+    elif has_qid is False and os.path.isfile(f"{path}.query"):
+        queries = f"only query sizes from {path}.query"
+    elif has_qid is False:
+        queries = f"of LightGBM's sidecars ltrboost reads only {path}.query (query sizes)"
+    else:  # not a regular file, or no data line near its start: say the rule
+        queries = (
+            f"of LightGBM's sidecars ltrboost reads only {path}.query (query sizes, for a "
+            "file without qid:)"
+        )
+    for suffix, what in sidecars:
+        sep = ", " if queries.startswith("only") else "; "
+        warnings.warn(
+            f"{path}{suffix} is not read: ltrboost takes no {what} from LightGBM's "
+            f"{suffix} files{sep}{queries}"
+            + (" (Python: Ranker.fit(..., sample_weight=...))" if suffix == ".weight" else ""),
+            stacklevel=3,
+        )
+
+
+def _first_line_has_qid(path: str, limit: int = 1 << 20) -> bool | None:
+    """Whether the first data line of the LETOR file ``path`` has ``qid:`` (the reader
+    refuses a file where some lines have it and others not, so the first one tells);
+    None when ``path`` is no regular file or its first ``limit`` bytes hold no data line."""
+    try:
+        if not os.path.isfile(path):
+            return None
+        with open(path, "rb") as f:
+            head = f.read(limit)
+    except OSError:
+        return None
+    lines = head.split(b"\n")
+    if len(head) == limit:
+        lines = lines[:-1]  # the last one may be cut
+    for k, raw in enumerate(lines):
+        line = raw.split(b"#", 1)[0]
+        if k == 0:
+            line = line.removeprefix(b"\xef\xbb\xbf")
+        tokens = line.split()
+        if tokens:
+            return len(tokens) > 1 and tokens[1].startswith(b"qid:")
+    return None
 
 
 def _read_for_model(
@@ -2579,18 +2650,12 @@ def cmd_cv(args: argparse.Namespace) -> int:
 
     params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
     if hasattr(args, "cv_valid"):
-        raise ValueError(
-            "--valid is not available in cv: each fold is scored on its own held-out "
-            "queries; give a validation file to train --valid"
-        )
+        raise ValueError(f"--valid is not available in cv: {_CV_REFUSED_OUTPUTS['--valid']}")
     for flag, why in _CV_REFUSED_FILES.items():
         if hasattr(args, "cv_" + flag[2:].replace("-", "_")):
             raise ValueError(f"{flag} is not available in cv: {why}")
     if hasattr(args, "cv_output"):
-        raise ValueError(
-            "--output is not available in cv: it writes no model (one line per fold on "
-            "stdout, --json for machine-readable output); train --output writes one"
-        )
+        raise ValueError(f"--output is not available in cv: {_CV_REFUSED_OUTPUTS['--output']}")
     _validate_as_flags(params)
     if params.early_stopping_rounds is not None:
         raise ValueError(

@@ -126,6 +126,7 @@ from ltrboost.dataset import (
     as_feature_matrix,
     check_labels,
     check_sample_weight,
+    close_names,
     group_by_qid,
     qid_value_kind,
     select_columns,
@@ -239,13 +240,7 @@ def _input_parts(
         if roles["y"] is None:
             raise LTRInputError("labels y are required")
         if roles["qid"] is None:
-            spelled = _qid_spelled_otherwise(X)  # a 'QID' header: named, as Ranker.fit
-            found = (
-                f"X has no 'qid' column but has {', '.join(map(repr, spelled))} (names "
-                "are matched exactly: rename it 'qid'); or "
-                if spelled
-                else ""
-            )
+            found = _qid_spelled_otherwise(X)  # a 'QID' header: named, as Ranker.fit
             raise LTRInputError(f"{found}give qid= (a column name, a dask Series or array)")
         named = {}
         for role, value in roles.items():
@@ -352,15 +347,13 @@ def _refuse_numbers_made_text(
 def _not_a_column(role: str, name: str, columns) -> LTRInputError:
     """``y='Label' is not a column of X``, pointing at a column that is ``name`` but for
     case or surrounding spaces (names are matched exactly, as Ranker.fit's ``qid``
-    column and the feature columns are)."""
-    key = name.strip().casefold()
-    near = [c for c in columns if isinstance(c, str) and c.strip().casefold() == key]
+    column and the feature columns are), else at one spelled close to it (``lable``:
+    :func:`~ltrboost.dataset.close_names`, as local fit's hints)."""
+    near, case_only = close_names(name, columns) if isinstance(name, str) else ([], False)
     hint = ""
     if near:
-        hint = (
-            f": X has {', '.join(map(repr, near))} (names are matched exactly; give "
-            f"{role}={near[0]!r})"
-        )
+        how = "names are matched exactly" if case_only else "spelled close to it"
+        hint = f": X has {', '.join(map(repr, near))} ({how}; give {role}={near[0]!r})"
     return LTRInputError(f"{role}={name!r} is not a column of X{hint}")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import decimal
 import numbers
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -1002,21 +1002,44 @@ def _columns_by_name(
         if twice:  # also beside a missing one: ['a', 'a'] for ['a', 'b'] said only 'b'
             parts.append(f"duplicate column names {twice}")
         # names are matched exactly (a model may have both 'a' and 'A'): point at an
-        # unknown column that is a missing one but for case or surrounding spaces
-        near = [
-            f"{u!r} for {m!r}"
-            for m in missing
-            for u in unknown
-            if u.strip().casefold() == m.strip().casefold()
-        ]
-        if near:
+        # unknown column that is a missing one but for case or surrounding spaces, or
+        # spelled close to it (a typo)
+        near: dict[bool, list[str]] = {True: [], False: []}
+        for m in missing:
+            found, case_only = close_names(m, unknown, n=1)
+            if found:
+                near[case_only].append(f"{found[0]!r} for {m!r}")
+        if near[True]:
             parts.append(
                 "names are matched exactly, and these differ only in case or in spaces "
-                "around them: " + ", ".join(near)
+                "around them: " + ", ".join(near[True])
             )
+        if near[False]:
+            parts.append("these are spelled close to a missing one: " + ", ".join(near[False]))
         raise LTRInputError(f"the DataFrame's columns do not match {against}: " + "; ".join(parts))
     position = {c: k for k, c in enumerate(names)}
     return X.iloc[:, [position[c] for c in expected]]
+
+
+def close_names(name: str, names: Iterable[Any], n: int = 3) -> tuple[list[str], bool]:
+    """The string names among ``names`` a user who typed ``name`` may have meant, for
+    the hint of a column not found, and whether they differ from it only in case or in
+    surrounding spaces: those first (``(found, True)``), else up to ``n`` that
+    :func:`difflib.get_close_matches` finds close, compared casefolded (``lable`` for
+    ``label``, ``qdi`` for ``qid``: ``(found, False)``); ``([], False)`` when none is.
+    One helper for local fit, predict and Dask, so their hints agree."""
+    import difflib
+
+    strings = [c for c in names if isinstance(c, str) and c != name]
+    key = name.strip().casefold()
+    same = [c for c in strings if c.strip().casefold() == key]
+    if same:
+        return same, True
+    folded: dict[str, list[str]] = {}
+    for c in strings:
+        folded.setdefault(c.strip().casefold(), []).append(c)
+    close = difflib.get_close_matches(key, list(folded), n=n)
+    return [c for k in close for c in folded[k]][:n], False
 
 
 def _refuse_duplicate_names(names: Sequence[str], *, columns: bool = False) -> None:

@@ -252,6 +252,22 @@ INT_PARAM_NAMES: tuple[str, ...] = tuple(
 REAL_PARAM_NAMES: tuple[str, ...] = tuple(
     p.name for p in PARAMS if p.annotation.split(" |")[0] == "float"
 )
+# The largest random_state: the per-query streams (yetirank, xendcg, sampled pairs) take
+# their seeds modulo 2**62 (objectives.pair_selection.SEED_MODULUS), so a larger one
+# would be another seed's in disguise.
+MAX_RANDOM_STATE = 2**62 - 1
+
+
+def check_random_state_range(random_state: Any) -> None:
+    """Refuse an integer seed above :data:`MAX_RANDOM_STATE` (``random_state=2**64``
+    silently gave seed 0's yetirank, xendcg and sampled-pairs models), naming the range."""
+    if int(random_state) > MAX_RANDOM_STATE:
+        raise ValueError(
+            f"random_state={random_state} must be at most 2**62 - 1 (the per-query "
+            "random streams of yetirank, xendcg and sampled pairs take seeds modulo 2**62)"
+        )
+
+
 # integer parameters whose None means their default (``random_state=None``: seed 0, as
 # ``Ranker(random_state=None)`` and LightGBM's / XGBoost's None); resolved by
 # ``booster.as_params``, so the model records the seed it was trained with
@@ -417,6 +433,8 @@ class _BoosterParamsMethods:
             self.random_state is None or int(self.random_state) >= 0,
             f"random_state={self.random_state} must be >= 0 (it seeds every random draw)",
         )
+        if self.random_state is not None:  # the per-query streams wrapped a larger one
+            check_random_state_range(self.random_state)
         check(
             self.early_stopping_rounds is None or int(self.early_stopping_rounds) >= 1,
             f"early_stopping_rounds={self.early_stopping_rounds} must be >= 1 or None",

@@ -730,12 +730,7 @@ def _require_queries(
                 "ColumnTransformer(..., verbose_feature_names_out=False) keeps the name "
                 "'qid'); or "
             )
-        spelled = _qid_spelled_otherwise(X)
-        if spelled:
-            found += (
-                f"X has no 'qid' column but has {', '.join(map(repr, spelled))} (names are "
-                "matched exactly: rename it 'qid'); or "
-            )
+        found += _qid_spelled_otherwise(X)
         raise LTRInputError(
             f"{method} needs the query of every row: {found}give qid= (a query id per "
             "row), group= (documents per query) or X as a DataFrame with a 'qid' column; "
@@ -751,10 +746,27 @@ def _renamed_qid_columns(X: Any, exclude: Sequence[str] = ()) -> list[str]:
     return [c for c in _frame_names(X) if c.endswith("__qid") and c not in exclude]
 
 
-def _qid_spelled_otherwise(X: Any) -> list[str]:
-    """The columns of a DataFrame ``X`` that are ``qid`` but for case or surrounding
-    spaces (``QID`` from a CSV or Parquet header): not read as the queries."""
-    return [c for c in _frame_names(X) if c != "qid" and c.strip().casefold() == "qid"]
+def _qid_spelled_otherwise(X: Any) -> str:
+    """``X has no 'qid' column but has 'QID' (...); or `` for the error of a fit
+    without queries, naming the columns of a DataFrame ``X`` that are ``qid`` but for
+    case or surrounding spaces (``QID`` from a CSV or Parquet header), else those
+    spelled close to it (``qdi``): not read as the queries; ``""`` when none is.
+    Local and Dask fit share it (:func:`ltrboost.dataset.close_names`)."""
+    from ltrboost.dataset import close_names
+
+    near, case_only = close_names("qid", _frame_names(X))
+    if not near:
+        return ""
+    names = ", ".join(map(repr, near))
+    if case_only:
+        return (
+            f"X has no 'qid' column but has {names} (names are matched exactly: rename "
+            "it 'qid'); or "
+        )
+    return (
+        f"X has no 'qid' column but has {names}, spelled close to it (if it holds the "
+        "query ids, rename it 'qid'); or "
+    )
 
 
 def _frame_names(X: Any) -> list[str]:

@@ -93,10 +93,15 @@ class Objective:
         without pair terms, e.g. ``xendcg``'s softmax), or None: accepted (a pointwise
         loss's OLE split is its Newton split, seed 000 Theorem 1).
     learns_noise_without_grades : what the loss fits when no query holds two documents
-        of different labels (of positive weight), or None: then it fits nothing (its
-        trees are one leaf, and training warns that the model is constant).  A loss
+        of different labels (of positive weight), or None: then it fits the labels'
+        differences between queries (``learns_across_queries``) or nothing.  A loss
         with gradients there anyway (``xendcg``'s random target) names them, and
         training warns that the model it grew ranks by noise.
+    learns_across_queries : True when the loss learns from labels that differ between
+        queries (a pointwise loss), so data where no query holds two labels still
+        trains it; False when it learns from pairs of documents of one query only;
+        None: unknown (a custom loss).  Read by :meth:`learns_without_query_grades`
+        for the cause the warning of a constant model names.
     """
 
     name: ClassVar[str] = ""
@@ -107,6 +112,7 @@ class Objective:
     update_rule: ClassVar[Literal["additive", "averaged"]] = "additive"
     ole_refused: ClassVar[str | None] = None
     learns_noise_without_grades: ClassVar[str | None] = None
+    learns_across_queries: ClassVar[bool | None] = False
     default_metric: ClassVar[str] = "ndcg@10"
     # Shrinkage used when ``learning_rate`` is left unset (None).
     default_learning_rate: ClassVar[float] = 0.1
@@ -199,6 +205,24 @@ class Objective:
         the whole training set (after :meth:`prepare`; a Dask shard's ``prepare`` sees
         only its rows): a threshold that puts every document on one side leaves
         nothing to learn.  Nothing to check here."""
+
+    def learns_without_query_grades(self, data: RankingDataset) -> bool | None:
+        """Whether the loss has something to learn from ``data`` although no query holds
+        two documents of different labels: labels that differ between queries
+        (``learns_across_queries``), a random target (``learns_noise_without_grades``)
+        or explicit preference pairs it uses.  None: unknown (a custom loss).  A model
+        of one-leaf trees then comes from the split limits, not from a lack of pairs."""
+        if self.learns_across_queries is None:
+            return None
+        if self.learns_across_queries or self.learns_noise_without_grades is not None:
+            return True
+        pairs = getattr(data, "pairs", None)
+        return bool(
+            self.uses_preference_pairs
+            and pairs is not None
+            and len(pairs) > 0
+            and self.explicit_pairs_ignored() is None
+        )
 
     def constant_model_cause(self, data: RankingDataset) -> str | None:
         """Why ``data`` (after :meth:`prepare`) leaves this objective nothing to learn,

@@ -76,6 +76,7 @@ class CustomObjective(Objective):
     """
 
     name: ClassVar[str] = "custom"  # the instance's own name is set in __init__
+    learns_across_queries: ClassVar[bool | None] = None  # pointwise or pairwise: unknown
 
     def __init__(self, function: Callable | None = None, *, name: str | None = None) -> None:
         super().__init__()

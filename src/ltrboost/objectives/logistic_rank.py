@@ -83,6 +83,7 @@ class LogisticRank(Objective):
     """
 
     name: ClassVar[str] = "logistic_rank"
+    learns_across_queries: ClassVar[bool | None] = True  # pointwise
 
     def __init__(
         self,

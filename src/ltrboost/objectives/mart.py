@@ -50,6 +50,7 @@ class MART(Objective):
     """
 
     name: ClassVar[str] = "mart"
+    learns_across_queries: ClassVar[bool | None] = True  # pointwise
     hessian_is_constant: ClassVar[bool] = True
 
     def __init__(self, *, init: str = "mean") -> None:

@@ -77,6 +77,7 @@ class McRank(Objective):
     """
 
     name: ClassVar[str] = "mcrank"
+    learns_across_queries: ClassVar[bool | None] = True  # pointwise
     needs_integer_labels: ClassVar[bool] = True
 
     def __init__(

@@ -74,7 +74,7 @@ from ltrboost.objectives.pair_selection import (
     query_seed_base,
 )
 from ltrboost.objectives.preferences import check_pair_sources, explicit_pairs
-from ltrboost.params import ParameterError, ParameterWarning
+from ltrboost.params import ParameterError, ParameterWarning, check_random_state_range
 
 METRIC_NONE = 0  # |dZ| = 1: RankNet, RankBoost
 METRIC_NDCG = 1
@@ -172,6 +172,7 @@ class PairwiseObjective(Objective):
             or random_state < 0
         ):
             raise ValueError(f"random_state={random_state!r} should be a non-negative integer")
+        check_random_state_range(random_state)
         self._random_state = int(random_state)
 
     @staticmethod

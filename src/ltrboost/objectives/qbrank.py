@@ -130,6 +130,11 @@ class QBRank(Objective):
             )
         return None
 
+    def learns_without_query_grades(self, data: RankingDataset) -> bool | None:
+        """Its labelled part (weight ``1 - preference_weight``) learns from labels that
+        differ between queries; the pairs only with ``preference_weight=1``."""
+        return self._w < 1.0 or bool(super().learns_without_query_grades(data))
+
     def prepare(self, data: RankingDataset) -> None:
         """Validate labels and explicit pairs; cache the per-dataset arrays."""
         self._constants(data)

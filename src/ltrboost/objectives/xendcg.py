@@ -80,6 +80,7 @@ from ltrboost.objectives.pair_selection import (
     random_uniform_reference,
 )
 from ltrboost.objectives.registry import register
+from ltrboost.params import check_random_state_range
 
 # LightGBM's terms: the exact gradient and two terms of the Neumann series (module doc)
 LIGHTGBM_TERMS = 3
@@ -118,6 +119,7 @@ class XENDCG(Objective):
             or random_state < 0
         ):
             raise ValueError(f"random_state={random_state!r} should be a non-negative integer")
+        check_random_state_range(random_state)
         super().__init__(random_state=int(random_state))
         self._random_state = int(random_state)
 
