@@ -2450,15 +2450,17 @@ def _eval_streamed(path: str, booster, missing: str, args, metrics: list[str], o
         path, n_model, missing=missing, na_values=args.missing_token,
         block_bytes=_EVAL_BLOCK_BYTES,
     )  # fmt: skip
-    seen = np.empty(0, dtype=np.int64)  # the ids of the queries evaluated, sorted
+    # the ids of the queries evaluated (a set: a sorted array merged at every block
+    # cost O(queries so far) a block, quadratic over a file of many blocks)
+    seen: set[int] = set()
     carry = None  # (scores, y, qid) of the last query read: it may go on in the next block
 
     def evaluate_queries(scores, y, qid, starts) -> None:
-        nonlocal seen
-        ids = qid[starts]
-        if np.unique(ids).shape[0] < ids.shape[0] or np.isin(ids, seen).any():
+        ids = qid[starts].tolist()
+        before = len(seen)
+        seen.update(ids)
+        if len(seen) - before < len(ids):
             raise _WholeFile  # not contiguous: the whole-file read regroups them
-        seen = np.union1d(seen, ids)
         offsets = np.append(starts, y.shape[0]).astype(np.int64)
         try:
             acc.add(scores, y, offsets)
