@@ -685,6 +685,9 @@ class Training:
         self.rng = np.random.default_rng(params.random_state)
         prepare_objective(objective, train_set)
         self.n_out = objective.n_outputs(train_set)
+        # each output's training scores (min, max) after the last round (None: unknown,
+        # the first round of a run), for check_round_finite's collapse check
+        self.score_ranges: list[tuple[float, float] | None] = [None] * self.n_out
         self.n = train_set.n_samples
         self.n_features = train_set.X.shape[1]
         self.averaged = objective.update_rule == "averaged"
@@ -976,7 +979,7 @@ class Training:
             _apply_tree_train(grown, nodes["value"], raw[k], self.grower)
             # the first NaN/inf stops training, naming the round; so do scores that the
             # tree made one number (their (min, max) before it: None in a run's first round)
-            ranges = self.__dict__.setdefault("score_ranges", [None] * n_out)
+            ranges = self.score_ranges
             ranges[k] = check_round_finite(
                 it, gradients=gradients[k], hessians=hessians[k],
                 leaf_values=nodes["value"], hessian_sums=nodes["sum_hessians"], scores=raw[k],

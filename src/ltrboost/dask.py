@@ -1386,6 +1386,7 @@ class _DaskTraining(Training):
         self.n_threads = int(params.n_threads or 1)
         self.rng = np.random.default_rng(params.random_state)
         self.n_out = 1
+        self.score_range: tuple[float, float] | None = None  # the collapse check's
         self.averaged = objective.update_rule == "averaged"
         futures, metas, feature_names = train
         self.train_set = types.SimpleNamespace(feature_names=feature_names)
@@ -1602,7 +1603,7 @@ class _DaskTraining(Training):
         ranges = [r for r in ranges if r is not None]
         merged = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else None
         check_scores_collapsed(
-            it, getattr(self, "score_range", None), merged, nodes["value"], params=p,
+            it, self.score_range, merged, nodes["value"], params=p,
             learning_rate=self.learning_rate,
         )  # fmt: skip
         self.score_range = merged
