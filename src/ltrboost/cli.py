@@ -2289,24 +2289,17 @@ def _predicted_lines(args: argparse.Namespace, booster, missing: str) -> Iterato
 
 
 def _scored(blocks, booster, args: argparse.Namespace, n_model: int) -> Iterator[str]:
-    """The score lines of each block of rows, as it is read."""
-    from ltrboost.dataset import LTRInputError
-
-    try:
-        for X in blocks:
-            if getattr(args, "contrib", False):
-                contrib = booster.predict(
-                    X, iteration=args.iteration, n_threads=args.n_threads, pred_contrib=True
-                )
-                yield from _contrib_lines(contrib)
-                continue
-            scores = booster.predict(X, iteration=args.iteration, n_threads=args.n_threads)
-            yield from _score_lines(scores)
-    except LTRInputError as e:
-        reworded = _beyond_the_model(e, n_model, args.model)
-        if reworded is None:
-            raise
-        raise reworded from None
+    """The score lines of each block of rows, as it is read (the reader's errors as
+    :func:`_reworded` names them)."""
+    for X in _reworded(blocks, n_model, args.model):
+        if getattr(args, "contrib", False):
+            contrib = booster.predict(
+                X, iteration=args.iteration, n_threads=args.n_threads, pred_contrib=True
+            )
+            yield from _contrib_lines(contrib)
+            continue
+        scores = booster.predict(X, iteration=args.iteration, n_threads=args.n_threads)
+        yield from _score_lines(scores)
 
 
 def _beyond_the_model(e, n_model: int, model: str):
