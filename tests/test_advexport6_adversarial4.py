@@ -261,9 +261,11 @@ def vespa_dump_leaves(dump: list, names: list[str], X64) -> np.ndarray:
 def vespa_lightgbm_leaves(dump: dict, X64) -> np.ndarray:
     """Vespa ``lightgbm()`` (LightGBMParser) on LightGBM's ``dump_model()``: each split
     becomes ``if (!(x >= t), left, right)`` with default_left, else ``if (x < t, ..)``,
-    in double; ``average_output`` and ``missing_type`` are not read; the lambdarank
-    objective is used raw."""
-    assert dump["objective"].split()[0] == "lambdarank"
+    in double; ``average_output`` and ``missing_type`` are not read; the objective
+    (``custom`` where the dump has none, as docs/deploy.md's conversion sets it) is one
+    Vespa uses raw."""
+    objective = dump.get("objective", "custom").split()[0]
+    assert objective in ("lambdarank", "rank_xendcg", "regression", "custom"), objective
 
     def step(n, row):
         if "leaf_value" in n:

@@ -15,13 +15,34 @@ result is identical, not merely close.  GBRank's averaged update ``(F_0 + sum) /
 1)`` uses LightGBM's ``average_output`` (``GBDT::Predict`` divides by the number of
 iterations): the bias tree makes that ``T + 1``.
 
-The objective is written as ``lambdarank`` (LightGBM's ranking objective, whose output
-is the raw score: every ltrboost objective's but ``mcrank``, which is refused), except
-for ``xendcg``, written as LightGBM's own name of that loss, ``rank_xendcg`` (raw score
-too), and a custom objective (a Python callable): ``custom``, LightGBM's own name for a
-loss it does not know (``Booster.params`` says ``custom``, prediction is the raw score,
-and, as for LightGBM's own custom-objective models, ``dump_model()`` has no
-``objective``).
+The objective (``objective=`` and ``[objective: ...]``; ``Booster.params["objective"]``
+and ``dump_model()["objective"]`` once loaded) is LightGBM's name of the loss the model
+was trained with where LightGBM has one whose prediction is the raw score, else
+``custom``:
+
+=================================================  ===============
+ltrboost objective                                 LightGBM name
+=================================================  ===============
+``lambdamart`` (any ``lambda_metric``, unbiased)   ``lambdarank``
+``xendcg``                                         ``rank_xendcg``
+``mart`` (least squares on the grades)             ``regression``
+``logistic_rank``, ``ranknet``, ``rankboost``,     ``custom``
+``gbrank``, ``qbrank``, ``yetirank``, a Python
+callable (``custom:<name>``)
+``mcrank``                                         refused
+=================================================  ===============
+
+``custom`` is LightGBM's own name for a loss it does not know: ``Booster.params`` says
+``custom``, prediction is the raw score, and, as for LightGBM's own custom-objective
+models, ``dump_model()`` has no ``objective`` (treelite and lleaves read all four names as the
+identity; Vespa's importer needs the key, docs/deploy.md fills it in).  LightGBM has no
+pairwise RankNet/RankBoost/GBRank loss and no YetiRank.  Names whose output LightGBM
+transforms are never written, so that LightGBM predicts ltrboost's scores: ``binary``
+(LogisticRank's loss family) would apply a sigmoid, ``multiclass`` a softmax (McRank's
+expected grade is no LightGBM output: refused, ONNX carries it), ``regression sqrt``,
+``cross_entropy``, ``poisson``, ``gamma`` and ``tweedie`` their transforms too.
+Unbiased LambdaMART (Hu et al.) is LambdaMART's loss, debiased during training only:
+``lambdarank``, the name LightGBM also writes for its own position-debiased models.
 """
 
 from __future__ import annotations
@@ -37,8 +58,18 @@ from ltrboost.export._trees import (
     f64_str,
 )
 
-# ltrboost objectives LightGBM knows under a name of its own (the others: lambdarank)
-LIGHTGBM_OBJECTIVE_NAMES = {"xendcg": "rank_xendcg"}
+# ltrboost objectives LightGBM knows under a name of its own whose output is the raw
+# score (the others: custom; see the module docstring)
+LIGHTGBM_OBJECTIVE_NAMES = {
+    "lambdamart": "lambdarank",
+    "xendcg": "rank_xendcg",
+    "mart": "regression",
+}
+
+
+def lightgbm_objective(objective: str) -> str:
+    """LightGBM's name for the ltrboost ``objective`` (``custom`` where it has none)."""
+    return LIGHTGBM_OBJECTIVE_NAMES.get(objective, "custom")
 
 
 def _tree_block(index: int, tree: ExportTree) -> str:
@@ -103,12 +134,7 @@ def to_lightgbm(model: ExportModel) -> str:
     trees = model.raw_trees if model.averaged else model.trees
     if not trees:
         raise AssertionError("collect() always yields a tree when there are none")
-    # a custom objective is no LambdaMART: LightGBM's name for a loss it does not know
-    objective = (
-        "custom"
-        if model.objective.startswith("custom:")
-        else LIGHTGBM_OBJECTIVE_NAMES.get(model.objective, "lambdarank")
-    )
+    objective = lightgbm_objective(model.objective)
     header = [
         "tree",
         "version=v4",
