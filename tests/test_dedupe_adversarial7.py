@@ -42,3 +42,54 @@ def test_sidecar_readers_take_a_bom_crlf_and_blank_lines(tmp_path, read, what, s
     path.write_bytes(b"\xef\xbb\xbf3\r\n\r\nx\r\n")  # blank lines still count
     with pytest.raises(LTRInputError, match=r":3: "):
         read(path)
+
+
+OFFSETS = np.array([0, 4], dtype=np.int64)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (np.inf, "sample_weight[2]=inf must be finite, >= 0 and at most 3.403e+38 (weights are float32)"),
+        (-1.0, "sample_weight[2]=-1.0 must be finite, >= 0 and at most 3.403e+38 (weights are float32)"),
+        (1e39, "sample_weight[2]=1e+39 must be finite, >= 0 and at most 3.403e+38 (weights are float32)"),
+        (1e-46, "sample_weight[2]=1e-46 is positive but would become 0 as float32 (weights are float32, the smallest positive is 1.4e-45): scale the weights up"),
+    ],
+)  # fmt: skip
+def test_sample_weight_refusals_name_the_row(value, message):
+    from ltrboost.dataset import check_sample_weight
+
+    w = [1.0, 0.5, value, 2.0]
+    with pytest.raises(LTRInputError) as err:
+        check_sample_weight(w, 4)
+    assert err.value.row == 2
+    assert str(err.value) == f"row 2: {message}"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (np.nan, "pairs.weight[1]=nan must be finite, >= 0 and at most 3.403e+38 (pair weights scale float32 gradients)"),
+        (-1.0, "pairs.weight[1]=-1.0 must be finite, >= 0 and at most 3.403e+38 (pair weights scale float32 gradients)"),
+        (1e39, "pairs.weight[1]=1e+39 must be finite, >= 0 and at most 3.403e+38 (pair weights scale float32 gradients)"),
+        (1e-46, "pairs.weight[1]=1e-46 is positive but would become 0 in float32 gradients (the smallest positive float32 is 1.4e-45): scale the weights up"),
+    ],
+)  # fmt: skip
+def test_pair_weight_refusals_name_the_pair(value, message):
+    from ltrboost.dataset import check_preference_pairs
+
+    with pytest.raises(LTRInputError) as err:
+        check_preference_pairs([0, 1], [2, 3], [1.0, value], OFFSETS)
+    assert err.value.pair == 1
+    assert str(err.value) == f"pair 1: {message}"
+
+
+def test_float32_weight_checks_keep_their_values():
+    from ltrboost.dataset import check_preference_pairs, check_sample_weight
+
+    w = check_sample_weight([0.0, 1e-45, 3.4e38, 1], 4)
+    assert w.dtype == np.float32
+    np.testing.assert_array_equal(w, np.array([0.0, 1e-45, 3.4e38, 1], dtype=np.float32))
+    _, _, pw, _ = check_preference_pairs([0, 1], [2, 3], [0.0, 1e-45], OFFSETS)
+    assert pw.dtype == np.float64
+    np.testing.assert_array_equal(pw, [0.0, 1e-45])
