@@ -45,17 +45,26 @@ def test_sidecar_readers_take_a_bom_crlf_and_blank_lines(tmp_path, read, what, s
 
 
 OFFSETS = np.array([0, 4], dtype=np.int64)
+RANGE = "must be finite, >= 0 and at most 3.403e+38"
+SAMPLE_LOST = (
+    "is positive but would become 0 as float32 (weights are float32, the smallest "
+    "positive is 1.4e-45): scale the weights up"
+)
+PAIR_LOST = (
+    "is positive but would become 0 in float32 gradients (the smallest positive float32 "
+    "is 1.4e-45): scale the weights up"
+)
 
 
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (np.inf, "sample_weight[2]=inf must be finite, >= 0 and at most 3.403e+38 (weights are float32)"),
-        (-1.0, "sample_weight[2]=-1.0 must be finite, >= 0 and at most 3.403e+38 (weights are float32)"),
-        (1e39, "sample_weight[2]=1e+39 must be finite, >= 0 and at most 3.403e+38 (weights are float32)"),
-        (1e-46, "sample_weight[2]=1e-46 is positive but would become 0 as float32 (weights are float32, the smallest positive is 1.4e-45): scale the weights up"),
+        (np.inf, f"sample_weight[2]=inf {RANGE} (weights are float32)"),
+        (-1.0, f"sample_weight[2]=-1.0 {RANGE} (weights are float32)"),
+        (1e39, f"sample_weight[2]=1e+39 {RANGE} (weights are float32)"),
+        (1e-46, f"sample_weight[2]=1e-46 {SAMPLE_LOST}"),
     ],
-)  # fmt: skip
+)
 def test_sample_weight_refusals_name_the_row(value, message):
     from ltrboost.dataset import check_sample_weight
 
@@ -69,12 +78,12 @@ def test_sample_weight_refusals_name_the_row(value, message):
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        (np.nan, "pairs.weight[1]=nan must be finite, >= 0 and at most 3.403e+38 (pair weights scale float32 gradients)"),
-        (-1.0, "pairs.weight[1]=-1.0 must be finite, >= 0 and at most 3.403e+38 (pair weights scale float32 gradients)"),
-        (1e39, "pairs.weight[1]=1e+39 must be finite, >= 0 and at most 3.403e+38 (pair weights scale float32 gradients)"),
-        (1e-46, "pairs.weight[1]=1e-46 is positive but would become 0 in float32 gradients (the smallest positive float32 is 1.4e-45): scale the weights up"),
+        (np.nan, f"pairs.weight[1]=nan {RANGE} (pair weights scale float32 gradients)"),
+        (-1.0, f"pairs.weight[1]=-1.0 {RANGE} (pair weights scale float32 gradients)"),
+        (1e39, f"pairs.weight[1]=1e+39 {RANGE} (pair weights scale float32 gradients)"),
+        (1e-46, f"pairs.weight[1]=1e-46 {PAIR_LOST}"),
     ],
-)  # fmt: skip
+)
 def test_pair_weight_refusals_name_the_pair(value, message):
     from ltrboost.dataset import check_preference_pairs
 
