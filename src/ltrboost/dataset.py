@@ -472,22 +472,10 @@ def check_preference_pairs(
             )
         # as sample weights (check_sample_weight): they scale float32 gradients, so a
         # weight beyond float32's maximum made them inf, one below its smallest 0
-        badw = ~np.isfinite(w) | (w < 0) | (w > _FLOAT32_MAX)
-        if badw.any():
-            k = int(np.flatnonzero(badw)[0])
-            raise LTRInputError(
-                f"pairs.weight[{k}]={w[k]} must be finite, >= 0 and at most "
-                f"{_FLOAT32_MAX:.4g} (pair weights scale float32 gradients)",
-                pair=k,
-            )
-        lost = (w > 0) & (w.astype(np.float32) == 0)
-        if lost.any():
-            k = int(np.flatnonzero(lost)[0])
-            raise LTRInputError(
-                f"pairs.weight[{k}]={w[k]:g} is positive but would become 0 in float32 "
-                "gradients (the smallest positive float32 is 1.4e-45): scale the weights up",
-                pair=k,
-            )
+        _as_float32_weights(
+            w, "pairs.weight", "pair weights scale float32 gradients",
+            "in float32 gradients (the smallest positive float32 is 1.4e-45)", "pair",
+        )  # fmt: skip
     return pref, oth, w, q_pref.astype(np.int64)
 
 
@@ -516,22 +504,37 @@ def check_sample_weight(sample_weight: ArrayLike, n: int) -> NDArray[np.float32]
     if w.shape[0] != n:
         raise LTRInputError(f"sample_weight has {w.shape[0]} rows but X has {n}")
     # weights are kept as float32: larger ones would become inf
+    return _as_float32_weights(
+        w, "sample_weight", "weights are float32",
+        "as float32 (weights are float32, the smallest positive is 1.4e-45)", "row",
+    )  # fmt: skip
+
+
+def _as_float32_weights(
+    w: NDArray[np.float64], name: str, why: str, lost_as: str, index: str
+) -> NDArray[np.float32]:
+    """``w`` (float64, 1-D) as float32, refusing the first weight that is not finite,
+    negative or above float32's maximum (it would become inf), then the first positive
+    one below float32's smallest subnormal (it would become 0).
+
+    The error reads ``{name}[k]=... must be finite, >= 0 and at most ... ({why})`` or
+    ``{name}[k]=... is positive but would become 0 {lost_as}: scale the weights up``
+    and carries ``k`` as its ``index`` attribute (``"row"`` or ``"pair"``).
+    """
     bad = ~np.isfinite(w) | (w < 0) | (w > _FLOAT32_MAX)
     if bad.any():
-        row = int(np.flatnonzero(bad)[0])
+        k = int(np.flatnonzero(bad)[0])
         raise LTRInputError(
-            f"sample_weight[{row}]={w[row]} must be finite, >= 0 and at most "
-            f"{_FLOAT32_MAX:.4g} (weights are float32)",
-            row=row,
+            f"{name}[{k}]={w[k]} must be finite, >= 0 and at most {_FLOAT32_MAX:.4g} ({why})",
+            **{index: k},
         )
     w32 = w.astype(np.float32)
     lost = (w > 0) & (w32 == 0)  # positive, but below float32's smallest subnormal
     if lost.any():
-        row = int(np.flatnonzero(lost)[0])
+        k = int(np.flatnonzero(lost)[0])
         raise LTRInputError(
-            f"sample_weight[{row}]={w[row]:g} is positive but would become 0 as float32 "
-            "(weights are float32, the smallest positive is 1.4e-45): scale the weights up",
-            row=row,
+            f"{name}[{k}]={w[k]:g} is positive but would become 0 {lost_as}: scale the weights up",
+            **{index: k},
         )
     return w32
 

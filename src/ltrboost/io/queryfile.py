@@ -11,7 +11,7 @@ directory, ``fsync``, ``os.replace``), a helper :mod:`ltrboost.io.letor` shares.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -60,27 +60,8 @@ def read_query_file(path: str | os.PathLike[str]) -> NDArray[np.int64]:
         read ...`` for a file that is missing, a folder or unreadable.
     """
     spath = os.fsdecode(path)
-    try:
-        data = Path(spath).read_bytes()
-    except OSError as e:  # missing, a directory, unreadable: one line naming the file
-        raise LTRInputError(f"cannot read the query file: {e.strerror}", path=spath) from None
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise LTRInputError(
-            f"not UTF-8 text (byte 0x{data[err.start]:02x}); "
-            "a .query file holds one integer per line",
-            path=spath,
-            line=line,
-        ) from None
     sizes: list[int] = []
-    for lineno, raw in enumerate(text.split("\n"), start=1):
-        token = raw.strip(_WS)
-        if not token:
-            continue
+    for lineno, token in _numbered_tokens(spath, "the query file", ".query"):
         # int() would also take "1_000", "+3" or non-ASCII digits: plain digits only.
         if not (token.isascii() and token.isdigit()):
             raise LTRInputError(
@@ -163,28 +144,9 @@ def read_position_file(
     :class:`LTRInputError` ``path:line: problem``.
     """
     spath = os.fspath(path)
-    try:
-        data = Path(spath).read_bytes()
-    except OSError as e:
-        raise LTRInputError(f"cannot read position file: {e.strerror}", path=spath) from None
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise LTRInputError(
-            f"not UTF-8 text (byte 0x{data[err.start]:02x}); a .position file holds one "
-            "integer per line",
-            path=spath,
-            line=line,
-        ) from None
     positions: list[int] = []
     last_line = 1  # of the last position read (1 when none)
-    for lineno, raw in enumerate(text.split("\n"), start=1):
-        token = raw.strip(_WS)
-        if not token:
-            continue
+    for lineno, token in _numbered_tokens(spath, "position file", ".position"):
         if n_rows is not None and len(positions) == n_rows:
             raise LTRInputError(
                 f"more positions than the {n_rows} data rows (one per row, in order)",
@@ -231,6 +193,41 @@ def position_lines(positions: ArrayLike) -> Iterable[str]:
     if arr.size and int(arr.min()) < 1:
         raise ValueError("positions must be >= 1 (1-based)")
     return (f"{int(p)}\n" for p in arr.tolist())
+
+
+def _numbered_tokens(spath: str, what: str, suffix: str) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each non-blank line of the one-integer-per-line file
+    ``spath`` (a ``.query`` or ``.position`` file, ``suffix``), whitespace stripped; a
+    UTF-8 BOM and CRLF line ends are accepted, blank lines skipped (still counted).
+
+    The whole file is read and decoded before the first line is given, so an
+    :class:`LTRInputError` for a file that cannot be read (``cannot read WHAT: ...``)
+    or is not UTF-8 text comes before any about its lines.
+    """
+    try:
+        data = Path(spath).read_bytes()
+    except OSError as e:  # missing, a directory, unreadable: one line naming the file
+        raise LTRInputError(f"cannot read {what}: {e.strerror}", path=spath) from None
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise LTRInputError(
+            f"not UTF-8 text (byte 0x{data[err.start]:02x}); "
+            f"a {suffix} file holds one integer per line",
+            path=spath,
+            line=line,
+        ) from None
+    return _non_blank(text)
+
+
+def _non_blank(text: str) -> Iterator[tuple[int, str]]:
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        token = raw.strip(_WS)
+        if token:
+            yield lineno, token
 
 
 def _count(digits: str) -> int:

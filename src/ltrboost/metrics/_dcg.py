@@ -287,6 +287,20 @@ def ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked
     )  # fmt: skip
 
 
+def over_ranked_prefixes(kernel_range, scores, query_offsets, k, order, scratch, out, *args):
+    """Rank every query's first ``min(k, n)`` documents (:func:`ranked_prefix_all_queries`)
+    and run ``kernel_range(q0, q1, *args, order, n_ranked, out)`` over the queries
+    (:func:`ltrboost._numba.over_queries`): the driver of every metric kernel that reads
+    a ranked prefix.
+
+    ``order``, ``scratch``: clobbered int32 (n_samples,); ``out``: the kernel's output;
+    ``n_ranked`` (int64 (n_queries,), allocated here) holds each prefix's length.
+    """
+    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
+    ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked)
+    over_queries(kernel_range, query_offsets, *args, order, n_ranked, out)
+
+
 def rerank_all_queries(scores, query_offsets, order, scratch, n_ranked):
     """:func:`ranked_prefix_all_queries` with no cut-off, starting from a ranking.
 
@@ -375,11 +389,10 @@ def _inverse_max_dcg_all_queries(gains, query_offsets, k, out):
     n = gains.shape[0]
     order = np.empty(n, dtype=INDEX_DTYPE)
     scratch = np.empty(n, dtype=INDEX_DTYPE)
-    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
-    ranked_prefix_all_queries(gains, query_offsets, k, order, scratch, n_ranked)
-    over_queries(
-        _inverse_max_dcg_queries, query_offsets, gains, query_offsets, order, n_ranked, out
-    )
+    over_ranked_prefixes(
+        _inverse_max_dcg_queries, gains, query_offsets, k, order, scratch, out, gains,
+        query_offsets,
+    )  # fmt: skip
 
 
 @kernel

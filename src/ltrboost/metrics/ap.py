@@ -24,18 +24,16 @@ from __future__ import annotations
 from itertools import pairwise
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
-from ltrboost._numba import kernel, over_queries
+from ltrboost._numba import kernel
 from ltrboost.metrics._dcg import (
-    _binary_relevance,
-    _validate_empty_query_score,
-    ranked_prefix_all_queries,
+    over_ranked_prefixes,
 )
-from ltrboost.metrics.base import QueryMetricEvaluator
+from ltrboost.metrics.base import BinaryRelevanceEvaluator
 
 
-class APEvaluator(QueryMetricEvaluator):
+class APEvaluator(BinaryRelevanceEvaluator):
     """AP@k of each query, for labels and queries fixed once.
 
     Parameters
@@ -47,21 +45,6 @@ class APEvaluator(QueryMetricEvaluator):
     empty_query_score : float, default=1.0
         AP of a query without relevant documents.
     """
-
-    def __init__(
-        self,
-        y: ArrayLike,
-        query_offsets: ArrayLike,
-        *,
-        k: int = 0,
-        relevance_threshold: float = 1.0,
-        empty_query_score: float = 1.0,
-    ) -> None:
-        super().__init__(y, query_offsets, k=k)
-        self.empty_query_score = _validate_empty_query_score(empty_query_score)
-        self.relevant, self.n_relevant = _binary_relevance(
-            self.y, self.query_offsets, relevance_threshold
-        )
 
     def _compute(self, scores: NDArray[np.float64], out: NDArray[np.float64]) -> None:
         _ap_all_queries(
@@ -133,11 +116,9 @@ def _ap_all_queries(
     # scores: IN float64 (n_samples,); relevant: IN uint8 (n_samples,)
     # n_relevant: IN int64 (n_queries,); query_offsets: IN int64 (n_queries + 1,)
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
-    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
-    ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked)
-    over_queries(
-        _ap_queries, query_offsets, relevant, n_relevant, query_offsets, k,
-        empty_query_score, order, n_ranked, out,
+    over_ranked_prefixes(
+        _ap_queries, scores, query_offsets, k, order, scratch, out, relevant, n_relevant,
+        query_offsets, k, empty_query_score,
     )  # fmt: skip
 
 

@@ -18,6 +18,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import INDEX_DTYPE
 from ltrboost.metrics._dcg import (
+    _binary_relevance,
+    _validate_empty_query_score,
     _validate_k,
     _validate_labels,
     _validate_query_offsets,
@@ -95,3 +97,42 @@ class QueryMetricEvaluator:
     def _compute(self, scores: NDArray[np.float64], out: NDArray[np.float64]) -> None:
         """Write every query's value into ``out`` (scores already validated)."""
         raise NotImplementedError
+
+
+class BinaryRelevanceEvaluator(QueryMetricEvaluator):
+    """The constructor of the metrics on binary relevance with an empty-query score
+    (AP, RR): a document is relevant when ``y >= relevance_threshold``, and a query
+    without relevant documents scores ``empty_query_score``.
+
+    Parameters
+    ----------
+    y, query_offsets, k
+        As for :class:`QueryMetricEvaluator`.
+    relevance_threshold : float, default=1.0
+        Labels at or above it are relevant.
+    empty_query_score : float, default=1.0
+        The value of a query without relevant documents.
+
+    Attributes
+    ----------
+    empty_query_score : float
+    relevant : ndarray of shape (n_samples,), dtype=uint8
+        1 where the document is relevant.
+    n_relevant : ndarray of shape (n_queries,), dtype=int64
+        Relevant documents per query.
+    """
+
+    def __init__(
+        self,
+        y: ArrayLike,
+        query_offsets: ArrayLike,
+        *,
+        k: int = 0,
+        relevance_threshold: float = 1.0,
+        empty_query_score: float = 1.0,
+    ) -> None:
+        super().__init__(y, query_offsets, k=k)
+        self.empty_query_score = _validate_empty_query_score(empty_query_score)
+        self.relevant, self.n_relevant = _binary_relevance(
+            self.y, self.query_offsets, relevance_threshold
+        )

@@ -39,8 +39,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost._config import MAX_EXP_GAIN_LABEL
-from ltrboost._numba import kernel, over_queries
-from ltrboost.metrics._dcg import ranked_prefix_all_queries
+from ltrboost._numba import kernel
+from ltrboost.metrics._dcg import over_ranked_prefixes
 from ltrboost.metrics.base import QueryMetricEvaluator
 
 # Largest y_max LambdaMART's |delta ERR| accepts: the error of :func:`delta_err` grows
@@ -160,11 +160,10 @@ def delta_err(r_a, r_b, p_a, p_b, middle, a, b):
 def _err_all_queries(scores, stop_probabilities, query_offsets, k, order, scratch, out):
     # scores, stop_probabilities: IN float64 (n_samples,); query_offsets: IN int64
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
-    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
-    ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked)
-    over_queries(
-        _err_queries, query_offsets, stop_probabilities, query_offsets, order, n_ranked, out
-    )
+    over_ranked_prefixes(
+        _err_queries, scores, query_offsets, k, order, scratch, out, stop_probabilities,
+        query_offsets,
+    )  # fmt: skip
 
 
 @kernel

@@ -23,14 +23,14 @@ from typing import NoReturn
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost._numba import inline_kernel, kernel, over_queries
+from ltrboost._numba import inline_kernel, kernel
 from ltrboost.dataset import LTRInputError
 from ltrboost.metrics._dcg import (
     _validate_empty_query_score,
     discounts,
     inverse_max_dcg,
     label_gains,
-    ranked_prefix_all_queries,
+    over_ranked_prefixes,
 )
 from ltrboost.metrics.base import QueryMetricEvaluator
 
@@ -176,11 +176,9 @@ def _ndcg_all_queries(
     # inverse_max_dcgs: IN float64 (n_queries,), 0 where IDCG@k = 0 (read if normalize)
     # discount_table: IN float64, 1/log2(r+2), length >= min(k, n) of every query
     # order, scratch: clobbered (n_samples,); out: OUT float64 (n_queries,)
-    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
-    ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked)
-    over_queries(
-        _ndcg_queries, query_offsets, gains, query_offsets, normalize, inverse_max_dcgs,
-        empty_query_score, discount_table, order, n_ranked, out,
+    over_ranked_prefixes(
+        _ndcg_queries, scores, query_offsets, k, order, scratch, out, gains, query_offsets,
+        normalize, inverse_max_dcgs, empty_query_score, discount_table,
     )  # fmt: skip
 
 

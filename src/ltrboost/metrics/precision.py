@@ -52,7 +52,7 @@ from ltrboost.metrics._dcg import (
     _binary_relevance,
     _validate_empty_query_score,
     _validate_scores,
-    ranked_prefix_all_queries,
+    over_ranked_prefixes,
 )
 from ltrboost.metrics.base import QueryMetricEvaluator, query_error, query_words
 
@@ -281,11 +281,10 @@ def _precision_all_queries(scores, relevant, query_offsets, k, order, scratch, o
     # query_offsets: IN int64 (n_queries + 1,); k >= 1; order, scratch: clobbered
     # (n_samples,); out: OUT float64 (n_queries,).  Ranked by the metrics' one ranking
     # kernel; no sort (and no parfor) compiled here.
-    n_ranked = np.empty(query_offsets.shape[0] - 1, dtype=np.int64)
-    ranked_prefix_all_queries(scores, query_offsets, k, order, scratch, n_ranked)
-    over_queries(
-        _precision_queries, query_offsets, relevant, query_offsets, k, order, n_ranked, out
-    )
+    over_ranked_prefixes(
+        _precision_queries, scores, query_offsets, k, order, scratch, out, relevant,
+        query_offsets, k,
+    )  # fmt: skip
 
 
 @kernel

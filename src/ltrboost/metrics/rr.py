@@ -16,14 +16,13 @@ from __future__ import annotations
 from itertools import pairwise
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from ltrboost._numba import kernel, over_queries
-from ltrboost.metrics._dcg import _binary_relevance, _validate_empty_query_score
-from ltrboost.metrics.base import QueryMetricEvaluator
+from ltrboost.metrics.base import BinaryRelevanceEvaluator
 
 
-class RREvaluator(QueryMetricEvaluator):
+class RREvaluator(BinaryRelevanceEvaluator):
     """RR@k of each query, for labels and queries fixed once.
 
     Parameters
@@ -37,21 +36,6 @@ class RREvaluator(QueryMetricEvaluator):
     """
 
     sorts = False  # one pass per query, no sort (module docstring)
-
-    def __init__(
-        self,
-        y: ArrayLike,
-        query_offsets: ArrayLike,
-        *,
-        k: int = 0,
-        relevance_threshold: float = 1.0,
-        empty_query_score: float = 1.0,
-    ) -> None:
-        super().__init__(y, query_offsets, k=k)
-        self.empty_query_score = _validate_empty_query_score(empty_query_score)
-        self.relevant, self.n_relevant = _binary_relevance(
-            self.y, self.query_offsets, relevance_threshold
-        )
 
     def _compute(self, scores: NDArray[np.float64], out: NDArray[np.float64]) -> None:
         _rr_all_queries(
