@@ -5,7 +5,10 @@
   training score of an output one number: the model then ranks every document alike.
   Training now stops there with :class:`NonFiniteTrainingError` naming the round and
   the likely cause, in Python and in the CLI (one line, the flags, no model file);
-  before, it returned (and the CLI saved) the constant model without a word.
+  before, it returned (and the CLI saved) the constant model without a word.  Since
+  such a tree (a root alone, its hessian sum under ``min_sum_hessian_in_leaf``) gets
+  value 0 (tests/test_vanish_adversarial7.py), the check is reached with
+  ``min_sum_hessian_in_leaf=0`` and a round whose feature draw leaves no split.
 * The pairwise objectives' gradients and hessians agree with finite differences of
   their loss at saturated scores (margins of hundreds to thousands, ``sigma=1e4``);
   RankBoost's clipped exponent is the documented exception.
@@ -64,17 +67,24 @@ def _train(params, X=X, y=Y, qid=QID, w=None):
 # --- a leaf value that wipes out the scores' differences ------------------------------
 
 
-@pytest.mark.parametrize("objective", ["logistic_rank", "mcrank"])
-def test_huge_learning_rate_that_collapses_the_scores_stops_training(objective) -> None:
-    # round 1 ranks (scores -1921..676); round 2's Newton step divides by hessians that
-    # underflowed at those saturated scores: a leaf of ~5e26 (logistic_rank) or ~-2e33
-    # (mcrank's grade 0) makes every training score one number. It returned a model
-    # predicting one constant for every document, silently.
+# one varying column and a constant one: colsample_bytree=0.5 draws one of them per
+# round, and a round that draws the constant one grows a root alone
+X_ONE = np.c_[X[:, 0], np.ones(X.shape[0])]
+COLLAPSE = dict(min_sum_hessian_in_leaf=0.0, colsample_bytree=0.5)
+
+
+def test_huge_learning_rate_that_collapses_the_scores_stops_training() -> None:
+    # round 1 ranks; round 2's tree is a root alone whose Newton step divides by
+    # hessians that underflowed at those saturated scores: a leaf of ~-7e43 (mcrank's
+    # grade 4) makes every training score of that output one number. It returned a model predicting
+    # one constant for every document, silently. (With min_sum_hessian_in_leaf at its
+    # default such a root gets value 0: tests/test_vanish_adversarial7.py.)
+    params = dict(objective="mcrank", learning_rate=1e3, n_estimators=5, random_state=1)
     with pytest.raises(NonFiniteTrainingError) as info:
-        _train(dict(objective=objective, learning_rate=1e3, n_estimators=5))
+        _train(dict(params, **COLLAPSE), X=X_ONE)
     msg = str(info.value)
     assert msg.startswith("round 2: ")
-    assert "every training score" in msg
+    assert "every training score of output 4 (of 5)" in msg
     assert "learning_rate=1000" in msg
     assert "l2_regularization" in msg
 
@@ -93,32 +103,35 @@ def test_huge_learning_rate_collapse_cli_one_line_no_file(tmp_path: Path, capsys
     from ltrboost.io.letor import dump_svmlight
 
     data = tmp_path / "train.txt"
-    dump_svmlight(data, X, Y, qid=QID)
+    dump_svmlight(data, X_ONE, Y, qid=QID)
     out = tmp_path / "m.json"
-    args = ["train", data, "-q", "-o", out, "--objective", "logistic_rank"]
+    args = ["train", data, "-q", "-o", out, "--objective", "mcrank", "--random-state", "1"]
     args += ["--n-estimators", "5", "--learning-rate", "1000", "--min-samples-leaf", "5"]
+    args += ["--min-sum-hessian-in-leaf", "0", "--colsample-bytree", "0.5"]
     code = main([str(a) for a in args])
     err = capsys.readouterr().err
     assert code == 2, err
     assert "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1, err
-    assert err.startswith("ltrboost: error: round 2: ")
-    assert "--learning-rate=1000" in err
-    assert "--l2-regularization" in err
+    # after the colsample_bytree warning line: the error, one line
+    errors = [
+        line for line in err.strip().splitlines() if not line.startswith("ltrboost: warning:")
+    ]
+    assert len(errors) == 1, err
+    assert errors[0].startswith("ltrboost: error: round 2: ")
+    assert "--learning-rate=1000" in errors[0]
+    assert "--l2-regularization" in errors[0]
     assert "learning_rate" not in err
     assert not out.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Newton leaf -G/(H+l2) on vanished hessians: logistic_rank's h = 4wc q(1-q) "
-    "underflows to 0 in float32 (the hessians' dtype) once |2s| exceeds ~100 while "
-    "g = -2wc t q stays finite, so the root leaf is ~G/1e-40; needs a bounded step "
-    "(max_delta_step, or no one-leaf tree whose hessian sum is under "
-    "min_sum_hessian_in_leaf, as LightGBM) -- a maths change",
-)
-def test_huge_learning_rate_logistic_rank_still_ranks() -> None:
-    b = _train(dict(objective="logistic_rank", learning_rate=1e3, n_estimators=5))
+@pytest.mark.parametrize("objective", ["logistic_rank", "mcrank"])
+def test_huge_learning_rate_logistic_rank_still_ranks(objective) -> None:
+    # was xfail: the Newton leaf -G/(H+l2) on vanished hessians (logistic_rank's
+    # h = 4wc q(1-q) underflows to 0 in float32 once |2s| exceeds ~100 while
+    # g = -2wc t q stays finite) made the root leaf ~G/1e-22 and collapsed the scores;
+    # a root alone under min_sum_hessian_in_leaf now gets value 0, as in LightGBM
+    with pytest.warns(UserWarning, match=r"^round 2: .*min_sum_hessian_in_leaf=0\.001"):
+        b = _train(dict(objective=objective, learning_rate=1e3, n_estimators=5))
     assert np.unique(b.predict(X)).size > 10
 
 
@@ -266,11 +279,12 @@ def test_huge_learning_rate_collapse_stops_dask_training_as_local() -> None:
     from ltrboost import dask as ldask
 
     params = dict(BASE, objective=_saturating_logistic, learning_rate=100.0, n_estimators=5)
-    with pytest.raises(NonFiniteTrainingError, match=r"^round 4: the tree made every") as local:
-        _train(params)
+    params.update(COLLAPSE, random_state=1)
+    with pytest.raises(NonFiniteTrainingError, match=r"^round 3: the tree made every") as local:
+        _train(params, X=X_ONE)
     chunks = (100, 100)  # two partitions of 10 whole queries each
     data = ldask.DaskData(
-        da.from_array(X, chunks=(chunks, X.shape[1])),
+        da.from_array(X_ONE, chunks=(chunks, X_ONE.shape[1])),
         da.from_array(Y, chunks=(chunks,)),
         da.from_array(QID, chunks=(chunks,)),
     )

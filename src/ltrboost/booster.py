@@ -675,6 +675,8 @@ class Training:
     # unbiased LambdaMART's position biases after round ``best_iter`` (a class default:
     # a backend's __init__ need not set it)
     best_bias: dict[str, list[float]] | None = None
+    # whether a root without curvature was warned about (warn_if_flat_root: once a run)
+    flat_root_warned: bool = False
 
     def __init__(self, params, objective, train_set, valid_sets, n_threads) -> None:
         self.t_start = time.perf_counter()
@@ -964,6 +966,7 @@ class Training:
         for k in range(n_out):
             feats = self.used.to_compact(self.draw_features())
             grown = self.grower.grow(gradients[k], hessians[k], sample_indices, feats, pairs)
+            self.warn_if_flat_root(it, (k, n_out) if n_out > 1 else None)
             nodes = grown.nodes
             if self.objective.leaf_rule == "line_search":
                 check_round_finite(  # before the line search walks a non-finite tree
@@ -991,6 +994,31 @@ class Training:
                 predict_binned_tree(nodes, v.X_binned, self.binner.missing_bin_, v.raw[k])
             self.trees.append(self.used.to_original(nodes))
             self.outputs.append(k)
+
+    def warn_if_flat_root(self, it: int, output: tuple[int, int] | None = None) -> None:
+        """Warn, once a run, when the tree just grown is a root whose hessian sum is
+        under ``min_sum_hessian_in_leaf`` and so got value 0 instead of a Newton step
+        (:meth:`TreeGrower._flatten_root <ltrboost.grower.TreeGrower._flatten_root>`):
+        the hessians vanished, where the scores saturated under a large
+        ``learning_rate``, or for a class (mcrank's grade) that almost no document is in.
+        ``output``: ``(k, n_outputs)`` of a multi-output objective."""
+        flat = self.grower.flat_root
+        if flat is None or self.flat_root_warned:
+            return
+        lost, hessian_sum = flat
+        self.flat_root_warned = True
+        of_output = "" if output is None else f" of output {output[0]} (of {output[1]})"
+        limit = self.params.min_sum_hessian_in_leaf
+        warnings.warn(
+            f"round {it + 1}: the tree{of_output} is one leaf whose hessian sum "
+            f"{hessian_sum:.3g} is under min_sum_hessian_in_leaf={limit:g}, as no leaf of a "
+            f"split may be: its value is 0, not the Newton step -G/(H+l2)={lost:.3g}, and "
+            "so is every such tree after it (the hessians all but vanished: saturated "
+            "scores, e.g. under a large learning_rate, or a class almost no document is "
+            "in; min_sum_hessian_in_leaf=0 takes the step)",
+            ParameterWarning,
+            stacklevel=2,
+        )
 
     def booster(self) -> Booster:
         """The model so far."""

@@ -1590,6 +1590,7 @@ class _DaskTraining(Training):
         feats = self.used.to_compact(self.draw_features())
         self.builder.output = 0
         grown = self.grower.grow(None, None, chosen, feats, pairs)
+        self.warn_if_flat_root(it)
         nodes = grown.nodes
         nodes["value"] *= self.learning_rate
         ranges = c.call(

@@ -179,6 +179,9 @@ class TreeGrower:
         self.all_features = np.arange(self.n_features, dtype=np.int32)
         # OLE: free pair-histogram buffers (TreeGrower._pair_buffer), kept across trees
         self._pair_pool: list[NDArray[np.float64]] = []
+        # (Newton step, hessian sum) of the last tree's root when min_sum_hessian_in_leaf
+        # made its value 0 instead (None: it did not; see _flatten_root)
+        self.flat_root: tuple[float, float] | None = None
 
     # ------------------------------------------------------------------ public
     def grow(
@@ -266,6 +269,7 @@ class TreeGrower:
             self._release_pair_hist(node)
         if use_pairs:
             data.end_pairs()
+        self.flat_root = self._flatten_root(root)
         return self._finalize(root)
 
     def add_to_scores(
@@ -277,6 +281,25 @@ class TreeGrower:
         self.histograms.add_tree(nodes, grown.leaves, out)
 
     # ----------------------------------------------------------------- internals
+    def _flatten_root(self, root: TreeNode) -> tuple[float, float] | None:
+        """A root left unsplit whose hessian sum is under ``min_sum_hessian_in_leaf``
+        gets value 0, not its Newton step; returns ``(the step it lost, its hessian
+        sum)``, None when the rule changed nothing.
+
+        No split makes a child under that limit, so the root is the only leaf that can
+        be one; a Newton step ``-G/(H + l2)`` there divides by hessians that vanished
+        (saturated scores: ~G/1e-22).  LightGBM adds no one-leaf tree at all; here the
+        tree stays, as for any root that cannot be split, and moves no score.  A
+        non-finite step is kept, for the round's finiteness check to name.
+        """
+        if root.left is not None or not root.sum_hessians < self.params.min_sum_hessian_in_leaf:
+            return None
+        lost = root.value
+        if not np.isfinite(lost):
+            return None
+        root.value = 0.0
+        return (lost, root.sum_hessians) if lost != 0.0 else None
+
     def _pair_sum(self, node: TreeNode) -> float:
         return self.histograms.pair_sum(node.rows) if self._use_pairs else 0.0
 

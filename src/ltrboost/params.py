@@ -48,7 +48,13 @@ PARAMS: tuple[Param, ...] = (
     Param("max_leaf_nodes", 31, "int", "tree", "leaves per tree"),
     Param("max_depth", None, "int | None", "tree", "None: unlimited"),
     Param("min_samples_leaf", 20, "int", "tree", "documents per leaf, at least"),
-    Param("min_sum_hessian_in_leaf", 1e-3, "float", "tree", "hessian sum per leaf"),
+    Param(
+        "min_sum_hessian_in_leaf",
+        1e-3,
+        "float",
+        "tree",
+        "hessian sum per leaf, at least (a tree that is its root alone under it: value 0)",
+    ),
     Param("l2_regularization", 0.0, "float", "tree", "lambda in -G/(H+lambda)"),
     Param(
         "min_gain_to_split",
