@@ -3,6 +3,8 @@ became one (a pure refactor must keep every message, value and file)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -102,3 +104,12 @@ def test_float32_weight_checks_keep_their_values():
     _, _, pw, _ = check_preference_pairs([0, 1], [2, 3], [0.0, 1e-45], OFFSETS)
     assert pw.dtype == np.float64
     np.testing.assert_array_equal(pw, [0.0, 1e-45])
+
+
+@pytest.mark.parametrize("reader", [read_query_file, read_position_file])
+def test_readers_take_a_bytes_path(tmp_path, reader) -> None:
+    # both readers take what os.fsdecode takes (the .position reader used os.fspath and
+    # raised a TypeError traceback on a bytes path)
+    p = tmp_path / "f.txt"
+    p.write_text("3\n1\n")
+    assert list(reader(os.fsencode(p))) == list(reader(p))

@@ -143,7 +143,7 @@ def read_position_file(
     line of the first extra position, or the last position of a short file).  Raises
     :class:`LTRInputError` ``path:line: problem``.
     """
-    spath = os.fspath(path)
+    spath = os.fsdecode(path)
     positions: list[int] = []
     last_line = 1  # of the last position read (1 when none)
     for lineno, token in _numbered_tokens(spath, "position file", ".position"):
