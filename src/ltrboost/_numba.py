@@ -43,6 +43,7 @@ import itertools
 import logging
 import os
 import re
+import stat
 import tempfile
 import threading
 import time
@@ -116,14 +117,17 @@ def _cache_subpath(source_dir: str) -> str:
     return f"{os.path.basename(source_dir)}_{digest}"
 
 
-def kernel_cache_files() -> list[str]:
+def kernel_cache_files(unreadable: list[str] | None = None) -> list[str]:
     """Every kernel cache file of this ltrboost install that exists, wherever Numba may
     have written it: the package's ``__pycache__`` folders, this package's sub-folders
     of ``NUMBA_CACHE_DIR`` and of Numba's own per-user folder (its fallback), and every
     cache file in ltrboost's per-user folder (:func:`user_cache_dir`, ltrboost's alone,
     so other installs' entries too).  Only files named as Numba names the entries of
     one of the package's modules are listed: never a ``.pyc``, never another project's
-    kernels, never anything else a shared ``NUMBA_CACHE_DIR`` holds."""
+    kernels, never anything else a shared ``NUMBA_CACHE_DIR`` holds.
+
+    ``unreadable``, when given, gets the folders that exist but could not be looked
+    into (another user's private cache folder): their files, if any, are not listed."""
     package = os.path.dirname(os.path.abspath(__file__))
     roots = [user_cache_dir()]
     if numba.config.CACHE_DIR:
@@ -140,27 +144,70 @@ def kernel_cache_files() -> list[str]:
         modules = {n[:-3] for n in names if n.endswith(".py")}
         if not modules:
             continue
-        folders = [os.path.join(source_dir, "__pycache__")]
-        folders += [os.path.join(root, _cache_subpath(source_dir)) for root in roots]
-        for folder in dict.fromkeys(folders):
-            found += _cache_files_in(folder, modules)
+        in_tree = os.path.join(source_dir, "__pycache__")
+        folders = {in_tree: in_tree}
+        for root in roots:
+            folders.setdefault(os.path.join(root, _cache_subpath(source_dir)), root)
+        for folder, top in folders.items():
+            found += _cache_files_in(folder, modules, unreadable, top)
     ours = user_cache_dir()
-    for sub in _listdir(ours):  # ltrboost's own folder: any install's entries
-        found += _cache_files_in(os.path.join(ours, sub), None)
+    for sub in _listdir(ours, unreadable, ours):  # ltrboost's own folder: any install's
+        found += _cache_files_in(os.path.join(ours, sub), None, unreadable, ours)
+    if unreadable is not None:
+        unreadable[:] = sorted(set(unreadable))
     return sorted(set(found))
 
 
-def _listdir(folder: str) -> list[str]:
+def _listdir(folder: str, unreadable: list[str] | None = None, top: str | None = None) -> list[str]:
+    """The names in ``folder``; none when it is missing or not a folder, and none when
+    it cannot be read, which is noted in ``unreadable`` (when given) as the first
+    folder from ``top`` (a cache folder ``folder`` is in) down to ``folder`` that
+    exists but cannot be looked into: a private ``NUMBA_CACHE_DIR`` of another user
+    (mode 700) hides every sub-folder of it.  Folders above ``top`` are not looked at
+    (a ``HOME`` that is not the user's hides a cache that is not theirs either)."""
     try:
         return os.listdir(folder)
-    except OSError:  # missing, not a folder, unreadable: nothing listed
+    except PermissionError:
+        if unreadable is not None:
+            blocked = _first_closed_folder(folder, folder if top is None else top)
+            if blocked is not None:
+                unreadable.append(blocked)
+        return []
+    except OSError:  # missing, not a folder: nothing listed
         return []
 
 
-def _cache_files_in(folder: str, modules: set[str] | None) -> list[str]:
-    """The Numba cache files in ``folder`` (of ``modules`` only, unless None)."""
+def _first_closed_folder(folder: str, top: str) -> str | None:
+    """See :func:`_listdir` (None: none, e.g. ``folder`` or ``top`` is not there, or
+    ``top`` itself cannot be reached)."""
+    path, top = os.path.abspath(folder), os.path.abspath(top)
+    chain = [path]
+    while chain[-1] != top and os.path.dirname(chain[-1]) != chain[-1]:
+        chain.append(os.path.dirname(chain[-1]))
+    if chain[-1] != top:  # not under top: the folder alone
+        chain = [path]
+    for p in reversed(chain):
+        try:
+            st = os.stat(p)
+        except OSError:  # missing, or behind a folder above top that is closed
+            return None
+        if not stat.S_ISDIR(st.st_mode):
+            return None
+        if not os.access(p, os.R_OK | os.X_OK):
+            return p
+    return None
+
+
+def _cache_files_in(
+    folder: str,
+    modules: set[str] | None,
+    unreadable: list[str] | None = None,
+    top: str | None = None,
+) -> list[str]:
+    """The Numba cache files in ``folder`` (of ``modules`` only, unless None); see
+    :func:`_listdir` for ``unreadable`` and ``top``."""
     out = []
-    for name in _listdir(folder):
+    for name in _listdir(folder, unreadable, top):
         m = _CACHE_FILE_RE.match(name)
         if m and (modules is None or m.group("module") in modules):
             path = os.path.join(folder, name)
@@ -182,13 +229,15 @@ def clear_kernel_cache() -> tuple[list[str], int, list[tuple[str, str]]]:
     n_bytes : int
         Their total size.
     failed : list of (str, str)
-        ``(path, why)`` for each file that could not be removed.
+        ``(path, why)`` for each file that could not be removed, and for each cache
+        folder that could not be looked into (its files, if any, are kept).
     """
     removed: list[str] = []
     failed: list[tuple[str, str]] = []
     n_bytes = 0
     folders: set[str] = set()
-    for path in kernel_cache_files():
+    unreadable: list[str] = []
+    for path in kernel_cache_files(unreadable):
         try:
             size = os.stat(path).st_size
             os.remove(path)
@@ -200,6 +249,10 @@ def clear_kernel_cache() -> tuple[list[str], int, list[tuple[str, str]]]:
         removed.append(path)
         n_bytes += size
         folders.add(os.path.dirname(path))
+    # a cache folder this process cannot look into may hold files: never "none to
+    # remove"; named first (the CLI's error gives the first as its example)
+    why = "Permission denied (cannot look into this cache folder; its files are kept)"
+    failed[:0] = [(f, why) for f in unreadable]
     ours = user_cache_dir()
     for folder in sorted(folders):
         if os.path.basename(folder) != "__pycache__":

@@ -5,7 +5,9 @@
 * a regular file, or nothing yet: the text goes to a temporary file in the target's
   folder, is flushed and ``fsync``-ed, then renamed over the target, so readers (and a
   crash or ``kill -9``) see the old file or the new one, never half of one; a replaced
-  file keeps its mode, a new one gets the mode ``open()`` would give it (the umask's);
+  file keeps its mode, and its owner and group as far as this process may set them
+  (root: both; a member of the file's group: the group), a new one gets the mode
+  ``open()`` would give it (the umask's);
 * a symbolic link: it is followed, the file it points to is replaced, the link is kept;
 * a descriptor of this process (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
   ``/proc/self/fd/N``): written to that descriptor, as the shell opened it (append
@@ -14,7 +16,9 @@
   written in place, never renamed or replaced;
 * a directory, socket or block device: refused (``IsADirectoryError`` / ``OSError``);
   so is a regular file this process may not write (``PermissionError``), as ``open()``
-  refuses it, although the rename could replace it.
+  refuses it, although the rename could replace it, and one of another user in a
+  folder with the sticky bit that is not ours (``/tmp``: the rename would fail), both
+  refused before anything is written (:func:`check_output`).
 
 :func:`atomic_write_files` writes several outputs all or none (each to its temporary
 file first, renamed only when all are complete).
@@ -369,11 +373,39 @@ def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:
             )
         # the rename needs only the folder's permission; open() would refuse the file
         if not os.access(target, os.W_OK):
-            raise PermissionError(
-                errno.EACCES, "is read-only; not replacing it (chmod u+w to allow)", user_path
-            )
+            if _owned_by_another_user(st):
+                why = "is read-only to you (a file of another user); not replacing it"
+            else:
+                why = "is read-only; not replacing it (chmod u+w to allow)"
+            raise PermissionError(errno.EACCES, why, user_path)
+        _check_sticky_folder(target.parent, st, user_path)
     check_folder(target.parent, user_path)
     return target, st
+
+
+def _owned_by_another_user(st: os.stat_result) -> bool:
+    geteuid = getattr(os, "geteuid", None)  # not on Windows: no owners to compare
+    return geteuid is not None and st.st_uid != geteuid()
+
+
+def _check_sticky_folder(directory: Path, st: os.stat_result, user_path: str) -> None:
+    """Refuse a file of another user in a folder with the sticky bit (``/tmp``, a shared
+    drop folder) that is not ours: only the file's or the folder's owner (or root) may
+    rename over it, so the write, which replaces the file, would fail at the very end
+    (after a training) with ``Operation not permitted``, although the file is writable."""
+    if not _owned_by_another_user(st) or os.geteuid() == 0:
+        return
+    try:
+        folder = os.stat(directory)
+    except OSError:
+        return  # check_folder says what is wrong with it
+    if folder.st_mode & stat.S_ISVTX and folder.st_uid != os.geteuid():
+        raise PermissionError(
+            errno.EPERM,
+            "is a file of another user in a folder with the sticky bit (as /tmp): only "
+            "its owner may replace it; not replacing it (give another output)",
+            user_path,
+        )
 
 
 def check_folder(directory: str | os.PathLike[str], user_path: str) -> None:
@@ -388,6 +420,27 @@ def check_folder(directory: str | os.PathLike[str], user_path: str) -> None:
     raise FileNotFoundError(
         errno.ENOENT, f"cannot write: directory {directory} does not exist", user_path
     )
+
+
+def _keep_owner(fd: int, st: os.stat_result) -> None:
+    """Give the new file (``fd``) the owner and group of the file it replaces (``st``),
+    as far as this process may: root both (``sudo ltrboost train -o ~alice/model.json``
+    left alice a model of root's), a member of the file's group that group (a group's
+    shared file stays the group's); never the owner of another user's file, which only
+    root may give away.  Called before the mode is set (a change of owner clears the
+    set-user-ID and set-group-ID bits)."""
+    fchown = getattr(os, "fchown", None)  # not on Windows
+    if fchown is None:
+        return
+    current = os.fstat(fd)
+    if (current.st_uid, current.st_gid) == (st.st_uid, st.st_gid):
+        return
+    for uid in (st.st_uid, -1):
+        try:
+            fchown(fd, uid, st.st_gid)
+            return
+        except OSError:  # EPERM: not root / not a member of the group
+            continue
 
 
 def _stage(
@@ -416,6 +469,7 @@ def _stage(
     try:
         with os.fdopen(fd, "wb") as handle:
             if st is not None:
+                _keep_owner(handle.fileno(), st)
                 mode = st.st_mode & 0o7777
             else:
                 mode = 0o666 & ~current_umask() if new_mode is None else new_mode
