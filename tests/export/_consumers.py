@@ -242,7 +242,10 @@ def opensearch_raw_score(model: dict, X) -> np.ndarray:
     weight 1 in float32, ``base_score`` ignored; features by name in the feature set."""
     learner = model["learner"]
     assert all(t == "float" for t in learner["feature_types"])
-    assert learner["objective"]["name"] in ("rank:pairwise", "rank:ndcg", "rank:map", "reg:linear")
+    # XGBoostObjective.setName's raw (NOOP) names; it refuses any but these and the
+    # sigmoid ones
+    raw = ("binary:logitraw", "rank:ndcg", "rank:map", "rank:pairwise", "reg:linear")
+    assert learner["objective"]["name"] in raw
     X = np.asarray(X, dtype=np.float32)
     out = np.zeros(X.shape[0], dtype=np.float32)
     for tree in learner["gradient_booster"]["model"]["trees"]:

@@ -26,6 +26,7 @@ import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -143,6 +144,8 @@ class ExportModel:
     n_iterations: int
     averaged: bool = False
     raw_trees: list[ExportTree] = field(default_factory=list)  # undivided (LightGBM)
+    # the objective's parameters as the model file has them (XGBoost's lambdarank_param)
+    objective_params: dict[str, Any] = field(default_factory=dict)
 
     def check_single_output(self, fmt: str) -> None:
         if self.n_outputs != 1:
@@ -314,6 +317,7 @@ def collect(booster, feature_names=None, iteration: int | None = None) -> Export
         n_iterations=n_iter,
         averaged=averaged,
         raw_trees=raw,
+        objective_params=dict(getattr(booster, "objective_params", None) or {}),
     )
 
 

@@ -1,4 +1,4 @@
-"""RankLib ensemble text (``## LambdaMART`` header, ``<ensemble>`` XML body).
+"""RankLib ensemble text (``## LambdaMART`` or ``## MART`` header, ``<ensemble>`` XML body).
 
 RankLib (``ciir.umass.edu.learning.tree.Ensemble`` / ``Split``, the codelibs fork the
 OpenSearch / Elasticsearch LTR plugin loads as ``model/ranklib``) keeps features and
@@ -6,6 +6,14 @@ thresholds as float32, goes left when ``x <= threshold`` and scores
 ``sum_i weight_i * output(tree_i)``; features are 1-based positions in the feature set.
 Thresholds are ``m``, the largest float32 ``<= t`` (selecting the same float32 inputs as
 ltrboost's ``x <= t``); weights are 1 and leaf outputs carry everything else.
+
+The first line names the RankLib class that loads the file (``RankerFactory``):
+``## MART`` for a ``mart`` model (RankLib's ``MART extends LambdaMART``: the same
+ensemble format, loaded and scored the same way; MART is the least-squares booster
+that ltrboost's ``mart`` is), ``## LambdaMART`` for every other objective: the RankLib
+classes named after them, where there are any (``## RankBoost``, ``## RankNet``, ...),
+read other model formats.  The objective ltrboost trained with is the next line, a
+``##`` comment.
 
 RankLib has no missing values: an absent feature is 0.  A model is exported only when
 that changes no route, i.e. every split sends NaN the way it sends 0; otherwise the
@@ -82,7 +90,8 @@ def to_ranklib(model: ExportModel, assume_no_missing: bool = False) -> str:
                 "which keeps the NaN direction",
             )
     lines = [
-        "## LambdaMART",
+        # the class RankLib loads the ensemble with (module docstring)
+        "## MART" if model.objective == "mart" else "## LambdaMART",
         # one line: a custom objective's name is the user's (a newline in it would
         # put text outside the '##' comments, into RankLib's XML)
         f"## exported by ltrboost: objective = {' '.join(model.objective.split())}",

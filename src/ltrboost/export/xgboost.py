@@ -13,11 +13,49 @@ Leaf values and sums are float32 in XGBoost: scores differ from ltrboost's float
 by rounding only (every row reaches the same leaves).  ``base_score`` is 0: the initial
 score is a one-leaf tree, which the dump (which has no base score) needs anyway.
 
-``objective.name`` is ``rank:pairwise`` for every model: XGBoost refuses a name it does
-not know and OpenSearch's ``model/xgboost+json+raw`` parser accepts only a few, and this
-one adds nothing to the raw score.  The objective ltrboost trained with (``lambdamart``,
-``custom:<function name>`` for a Python callable, ...) is the learner attribute
-``ltrboost_objective`` (``xgboost.Booster.attr("ltrboost_objective")``).
+``objective.name`` is XGBoost's name of the loss the model was trained with where XGBoost
+has one whose prediction is the raw score and OpenSearch's ``model/xgboost+json+raw``
+parser knows it (it accepts ``rank:ndcg``, ``rank:map``, ``rank:pairwise``,
+``reg:linear`` and ``binary:logitraw`` as raw scores, refuses any other name; XGBoost
+refuses names it does not know), else ``rank:pairwise`` (no XGBoost name; the loss is
+in ``ltrboost_objective``):
+
+==================================================  ===================
+ltrboost objective                                  ``objective.name``
+==================================================  ===================
+``lambdamart``, ``lambda_metric="ndcg"``            ``rank:ndcg``
+(unbiased too)
+``lambdamart``, ``lambda_metric="map"``             ``rank:map``
+``ranknet``                                         ``rank:pairwise``
+``mart`` (least squares on the grades)              ``reg:linear``
+``lambdamart`` with ``"err"``, ``xendcg``,          ``rank:pairwise``
+``logistic_rank``, ``rankboost``, ``gbrank``,       (no XGBoost name)
+``qbrank``, ``yetirank``, a Python callable
+``mcrank``                                          refused
+==================================================  ===================
+
+``reg:linear`` is XGBoost's old name of ``reg:squarederror``: XGBoost loads it with a
+deprecation warning (and calls it ``reg:squarederror`` from then on), OpenSearch and
+Elasticsearch LTR know only the old one.  XGBoost's ``binary:logitraw`` is not
+``logistic_rank``'s loss (LR-1 is ``log(1 + exp(-2 t s))``, per-grade scaled; XGBoost's
+``log(1 + exp(-t s))``), and names with an output transform (``binary:logistic``,
+``reg:logistic``: a sigmoid) are never written, so XGBoost and OpenSearch predict
+ltrboost's scores.  ``rank:ndcg``, ``rank:map`` and RankNet's ``rank:pairwise`` carry,
+in ``lambdarank_param``, what XGBoost can represent of ltrboost's pair parameters:
+``pair_method="topk"`` is ``lambdarank_pair_method="topk"`` with
+``lambdarank_num_pair_per_sample`` the ``truncation_level``; ``"all"`` (or no
+truncation) is ``"topk"`` with k = 4294967294, XGBoost's largest (its 2**32 - 1 means
+"not set", i.e. k = 32); ``"sampled"`` is ``"mean"`` with ``pairs_per_sample``.
+``ndcg_exp_gain`` is ``gain == "exp"``; ``lambdarank_normalization`` and
+``lambdarank_score_normalization`` are ``lambda_normalization`` (RankNet's: ``"0"``).
+``sigma``, ``relevance_threshold``, an NDCG truncation other than the pairs' and
+explicit preference pairs have no XGBoost parameter.  ``lambdarank_unbiased`` stays
+``"0"`` for Unbiased LambdaMART: XGBoost refuses ``"1"`` without its own bias arrays
+(``ti+``, ``tj-``), and the debiasing is training only (prediction never uses
+positions).  Models with no XGBoost name keep XGBoost's default ``lambdarank_param``.
+The objective ltrboost trained with (``lambdamart``, ``custom:<function name>`` for a
+Python callable, ...) is the learner attribute ``ltrboost_objective``
+(``xgboost.Booster.attr("ltrboost_objective")``).
 
 The tree dump is what ``Booster.get_dump(dump_format="json")`` prints for the exported
 model; the OpenSearch / Elasticsearch LTR plugin reads it as ``model/xgboost+json``
@@ -31,7 +69,9 @@ which every reader, float32 or double, parses to the same number.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +84,63 @@ from ltrboost.export._trees import (
     f32_json,
     json_text,
 )
+
+# no XGBoost name for the loss: the name written (raw score in XGBoost and OpenSearch)
+NO_XGBOOST_NAME = "rank:pairwise"
+# XGBoost's largest top-k: every document in it (2**32 - 1 is its "not set": k = 32)
+ALL_PAIRS_K = 2**32 - 2
+# XGBoost's lambdarank_param for a model with no XGBoost name (the defaults it writes)
+DEFAULT_LAMBDARANK_PARAM = {
+    "lambdarank_num_pair_per_sample": "1",
+    "lambdarank_pair_method": "mean",
+    "lambdarank_unbiased": "0",
+    "lambdarank_bias_norm": "1",
+    "ndcg_exp_gain": "1",
+}
+
+
+def xgboost_objective_name(objective: str, params: Mapping[str, Any]) -> str:
+    """XGBoost's ``objective.name`` for the ltrboost ``objective`` (module docstring)."""
+    if objective == "lambdamart":
+        metric = params.get("lambda_metric", "ndcg")
+        return {"ndcg": "rank:ndcg", "map": "rank:map"}.get(metric, NO_XGBOOST_NAME)
+    if objective == "mart":
+        return "reg:linear"
+    return "rank:pairwise" if objective == "ranknet" else NO_XGBOOST_NAME
+
+
+def _flag(value: bool) -> str:
+    return "1" if value else "0"
+
+
+def xgboost_objective(objective: str, params: Mapping[str, Any]) -> dict:
+    """The learner's ``objective`` object: name and the parameters XGBoost can hold."""
+    name = xgboost_objective_name(objective, params)
+    if name == "reg:linear":
+        return {"name": name, "reg_loss_param": {"scale_pos_weight": "1"}}
+    if name not in ("rank:ndcg", "rank:map") and objective != "ranknet":
+        return {"name": name, "lambdarank_param": dict(DEFAULT_LAMBDARANK_PARAM)}
+    method = params.get("pair_method", "topk" if objective == "lambdamart" else "all")
+    if method == "sampled":
+        pairs = ("mean", int(params.get("pairs_per_sample", 1)))
+    else:
+        k = params.get("truncation_level", 30) if method == "topk" else None
+        # None (or 0, as the parameter spells it): no truncation, every pair
+        pairs = ("topk", min(int(k), ALL_PAIRS_K) if k else ALL_PAIRS_K)
+    normalize = objective == "lambdamart" and bool(params.get("lambda_normalization", True))
+    return {
+        "name": name,
+        "lambdarank_param": {
+            "lambdarank_num_pair_per_sample": str(pairs[1]),
+            "lambdarank_pair_method": pairs[0],
+            # XGBoost refuses "1" without its bias arrays; debiasing is training only
+            "lambdarank_unbiased": "0",
+            "lambdarank_bias_norm": "1",
+            "ndcg_exp_gain": _flag(params.get("gain", "exp") == "exp"),
+            "lambdarank_normalization": _flag(normalize),
+            "lambdarank_score_normalization": _flag(normalize),
+        },
+    }
 
 
 @dataclass
@@ -148,9 +245,10 @@ def to_xgboost_dict(model: ExportModel) -> dict:
     n_trees = len(trees)
     return {
         "learner": {
-            # objective.name below must be one XGBoost and OpenSearch's raw parser know
-            # (it only selects the identity output); the attribute says what the model
-            # was trained with (Booster.attr("ltrboost_objective")), custom ones included
+            # objective.name below is XGBoost's name of the loss where it has one that
+            # OpenSearch's raw parser knows too (module docstring); the attribute says
+            # what the model was trained with (Booster.attr("ltrboost_objective")),
+            # custom ones included
             "attributes": {"ltrboost_objective": model.objective},
             "feature_names": list(model.feature_names),
             "feature_types": ["float"] * model.n_features,
@@ -173,16 +271,7 @@ def to_xgboost_dict(model: ExportModel) -> dict:
                 "num_feature": str(model.n_features),
                 "num_target": "1",
             },
-            "objective": {
-                "name": "rank:pairwise",
-                "lambdarank_param": {
-                    "lambdarank_num_pair_per_sample": "1",
-                    "lambdarank_pair_method": "mean",
-                    "lambdarank_unbiased": "0",
-                    "lambdarank_bias_norm": "1",
-                    "ndcg_exp_gain": "1",
-                },
-            },
+            "objective": xgboost_objective(model.objective, model.objective_params),
         },
         "version": [2, 1, 0],
     }
