@@ -982,6 +982,8 @@ class _Shard:
             )
             self.ds = ds
             self.objective = make_objective(params)
+            if hasattr(self.objective, "curvature_deferred"):  # checked over all shards
+                self.objective.curvature_deferred = True
             if hasattr(self.objective, "_seed_shard"):  # per-query seeds: global numbers
                 self.objective._seed_shard = (self.n_queries_total, self.q_lo)
             self._guard(self.objective.prepare, ds)
@@ -1048,7 +1050,9 @@ class _Shard:
 
     def gradients(self, it: int, chosen, ole: bool):
         """Round ``it``: gradients of every output, the bag (``chosen`` global query
-        numbers or None) and the OLE pairs; returns the number of pairs."""
+        numbers or None) and the OLE pairs; returns the number of pairs and a custom
+        objective's curvature flags (None for others), which the driver checks over
+        all shards (``CustomObjective.check_curvature``)."""
         with _LOCK, threads(self.n_threads), np.errstate(over="ignore", invalid="ignore"):
             raw = self.raw
             scores = raw / averaged_divisor(it) if self.averaged else raw
@@ -1057,6 +1061,7 @@ class _Shard:
             g = self.g[0] if n_out == 1 else self.g
             h = self.h[0] if n_out == 1 else self.h
             self.objective.gradient_hessian(s, self.ds, g, h, iteration=it)
+            curvature = getattr(self.objective, "curvature_flags", None)
             in_bag = None
             self.bag = None
             if chosen is not None:
@@ -1073,7 +1078,7 @@ class _Shard:
             self.hist.end_pairs()  # the last tree's pairs go before this round's come
             if ole:
                 self.pairs = self.objective.ole_pairs(s, self.ds, iteration=it, in_bag=in_bag)
-            return 0 if self.pairs is None else self.pairs.n_pairs
+            return (0 if self.pairs is None else self.pairs.n_pairs), curvature
 
     def start_tree(self, k: int, feats, use_pairs: bool):
         with _LOCK:
@@ -1585,7 +1590,11 @@ class _DaskTraining(Training):
         c.stage = f"round {it + 1}"
         chosen = self.draw_bag()
         ole = p.split_criterion == "ole" and self.objective.is_pairwise
-        n_pairs = sum(c.same("gradients", it, chosen, ole))
+        answers = c.same("gradients", it, chosen, ole)
+        n_pairs = sum(a[0] for a in answers)
+        flags = [a[1] for a in answers if a[1] is not None]
+        if flags:  # a custom objective's "hess is 0 for every document", over all rows
+            self.objective.check_curvature(it, *(any(f[k] for f in flags) for k in range(3)))
         pairs = _RemotePairs(n_pairs) if ole else None
         feats = self.used.to_compact(self.draw_features())
         self.builder.output = 0

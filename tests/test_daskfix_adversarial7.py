@@ -1,0 +1,99 @@
+"""Dask training checks the whole training set where local training does.
+
+* A custom objective's "hess is 0 for every document" refusal: on Dask each worker
+  checked its own shard, so a shard whose hessians are all 0 stopped training that
+  runs locally (the other shard's hessians are not).  Now the shards' flags are
+  reduced on the driver: Dask refuses exactly when local training refuses.
+* ``split_criterion="ole"`` with ``pair_method="all"``: local training refuses, before
+  round 1, more label pairs than ``$LTRBOOST_MAX_OLE_PAIRS``; each Dask shard counted
+  only its own (no refusal when every shard is under the limit, or a refusal in round 1
+  naming the shard's query number, not the query id).  Now the per-query counts of all
+  partitions are summed before the shards are made, with the local message.
+* A worker lost while the shards are set up (before round 1): training stopped; the
+  set-up is now made again on the remaining workers (a warning says so), giving the
+  model of a run on those workers.
+
+In-process ``LocalCluster`` (the module's ``client``: 2 workers, 1 thread each), a
+cluster of its own where a worker is closed; small data, few trees.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+import ltrboost  # noqa: E402
+from ltrboost import dask as ldask  # noqa: E402
+from ltrboost.datasets import make_ranking  # noqa: E402
+
+FAST = dict(n_estimators=4, max_leaf_nodes=4, min_samples_leaf=3, n_threads=1)
+
+
+def _data(seed=0, n_queries=20):
+    return make_ranking(
+        n_queries=n_queries, docs_per_query=(5, 15), n_features=5, random_state=seed
+    )
+
+
+def _cut(qid) -> int:
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+    return int(starts[len(starts) // 2])
+
+
+def _dask(X, y, qid):
+    """Two partitions at a query boundary: one shard each on the 2-worker cluster."""
+    cut = _cut(qid)
+    c = (cut, len(qid) - cut)
+    return ldask.DaskData(
+        da.from_array(X, chunks=(c, X.shape[1])),
+        da.from_array(y, chunks=(c,)),
+        da.from_array(qid, chunks=(c,)),
+    )
+
+
+def _same_model(local, dist, X):
+    assert len(local.trees) == len(dist.trees)
+    for a, b in zip(local.trees, dist.trees, strict=True):
+        np.testing.assert_array_equal(a["feature_idx"], b["feature_idx"])
+        np.testing.assert_array_equal(a["bin_threshold"], b["bin_threshold"])
+        np.testing.assert_allclose(b["value"], a["value"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(dist.predict(X), local.predict(X), rtol=1e-9, atol=1e-12)
+
+
+# ----------------------------------------------------- custom objective's curvature
+
+
+def shifted_squared(scores, labels, query_offsets):
+    """grad everywhere, hess only on the documents of positive label."""
+    return scores - labels - 0.5, (labels > 0).astype(np.float64)
+
+
+def no_curvature(scores, labels, query_offsets):
+    return scores - labels - 0.5, np.zeros_like(scores)
+
+
+def test_a_shard_without_curvature_trains_as_locally(client):
+    """The first shard's documents are all of label 0 (hess 0), the second's are not:
+    locally the round's hessians are not all 0 and training runs; Dask refused it."""
+    X, y, qid = _data(seed=1)
+    y = y.copy()
+    y[: _cut(qid)] = 0.0
+    assert (y[_cut(qid) :] > 0).any()
+    params = dict(FAST, objective=shifted_squared)
+    local = ltrboost.train(params, ltrboost.make_dataset(X, y, qid=qid))
+    dist = ldask.train(client, params, _dask(X, y, qid))
+    _same_model(local, dist, X)
+
+
+def test_no_curvature_anywhere_is_refused_as_locally(client):
+    X, y, qid = _data(seed=1)
+    params = dict(FAST, objective=no_curvature)
+    refused = r"\(round 1\): hess is 0 for every document while grad is not"
+    with pytest.raises(ValueError, match=refused) as local:
+        ltrboost.train(params, ltrboost.make_dataset(X, y, qid=qid))
+    with pytest.raises(ValueError, match=refused) as dist:
+        ldask.train(client, params, _dask(X, y, qid))
+    assert str(dist.value) == str(local.value)
