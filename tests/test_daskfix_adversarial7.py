@@ -28,6 +28,7 @@ da = pytest.importorskip("dask.array")
 import ltrboost  # noqa: E402
 from ltrboost import dask as ldask  # noqa: E402
 from ltrboost.datasets import make_ranking  # noqa: E402
+from ltrboost.params import ParameterError  # noqa: E402
 
 FAST = dict(n_estimators=4, max_leaf_nodes=4, min_samples_leaf=3, n_threads=1)
 
@@ -97,3 +98,60 @@ def test_no_curvature_anywhere_is_refused_as_locally(client):
     with pytest.raises(ValueError, match=refused) as dist:
         ldask.train(client, params, _dask(X, y, qid))
     assert str(dist.value) == str(local.value)
+
+
+# ------------------------------------------------------ OLE pair_method="all" limit
+
+OLE_ALL = dict(FAST, objective="ranknet", split_criterion="ole", pair_method="all", n_estimators=2)
+
+
+def _ole_data():
+    """Query ids that are not the query numbers (the message names the id)."""
+    X, y, qid = _data(seed=3)
+    return X, y, qid * 10 + 1000
+
+
+def _label_pairs(y, qid):
+    total, per_shard = 0, [0, 0]
+    cut = _cut(qid)
+    for q in np.unique(qid):
+        rows = np.flatnonzero(qid == q)
+        yq = y[rows]
+        n = (len(yq) ** 2 - sum(int((yq == g).sum()) ** 2 for g in np.unique(yq))) // 2
+        total += n
+        per_shard[int(rows[0] >= cut)] += n
+    return total, per_shard
+
+
+@pytest.mark.parametrize("over", ["the whole set only", "a shard too"])
+def test_ole_all_pairs_over_the_limit_are_refused_up_front_as_locally(client, monkeypatch, over):
+    X, y, qid = _ole_data()
+    total, per_shard = _label_pairs(y, qid)
+    # every shard under the limit and the set over it, or the first shard over it too
+    limit = max(per_shard) if over == "the whole set only" else per_shard[0] - 1
+    assert total > limit
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", str(limit))
+    with pytest.raises(ParameterError) as local:
+        ltrboost.train(OLE_ALL, ltrboost.make_dataset(X, y, qid=qid))
+    assert f"{total} pairs" in str(local.value)
+    steps = []
+    gather = ldask._gather
+
+    def recorded(c, futures, timeout, what, workers=None):
+        steps.append(what)
+        return gather(c, futures, timeout, what, workers)
+
+    monkeypatch.setattr(ldask, "_gather", recorded)
+    with pytest.raises(ParameterError) as dist:
+        ldask.train(client, OLE_ALL, _dask(X, y, qid))
+    assert str(dist.value) == str(local.value)
+    assert "fitting the bin edges" not in steps  # before the bins and the shards
+
+
+def test_ole_all_pairs_under_the_limit_train_as_locally(client, monkeypatch):
+    X, y, qid = _ole_data()
+    total, _ = _label_pairs(y, qid)
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", str(total))
+    local = ltrboost.train(OLE_ALL, ltrboost.make_dataset(X, y, qid=qid))
+    dist = ldask.train(client, OLE_ALL, _dask(X, y, qid))
+    _same_model(local, dist, X)

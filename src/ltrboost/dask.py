@@ -141,6 +141,11 @@ from ltrboost.histogram import (
 )
 from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
+from ltrboost.objectives.pair_engine import (
+    counts_ole_pairs_up_front,
+    label_pairs_per_query,
+    refuse_ole_pair_counts,
+)
 from ltrboost.params import PARAM_NAMES, BoosterParams, ParameterError, ParameterWarning
 from ltrboost.sklearn import (
     ESTIMATOR_PARAM_NAMES,
@@ -952,6 +957,12 @@ def _fit_binner(p: BoosterParams, *samples) -> BinMapper:
     return binner.fit(np.concatenate(samples))
 
 
+def _label_pair_counts(part, objective) -> NDArray[np.int64]:
+    """A partition's label pairs per query (``pair_method="all"``'s OLE pairs)."""
+    ds = RankingDataset(X=None, y=part["y"], query_offsets=part["offsets"], weights=part["w"])
+    return label_pairs_per_query(ds, objective)
+
+
 def _init_partials(part) -> tuple[float, float, float, int]:
     """``(sum w*y, sum w, sum y, n)`` of a shard (mart's mean label)."""
     y = part["y"]
@@ -1434,9 +1445,11 @@ class _DaskTraining(Training):
         self.used = UsedFeatures(np.vstack(summaries))
         self.n_features = self.used.n_features
         p = params
-        check_histogram_memory(
-            self.used, p, self.n, p.split_criterion == "ole" and objective.is_pairwise
-        )
+        ole = p.split_criterion == "ole" and objective.is_pairwise
+        check_histogram_memory(self.used, p, self.n, ole)
+        if ole and counts_ole_pairs_up_front(objective, p.subsample < 1):
+            # before the bins, as locally (a shard saw only its own queries' pairs)
+            self._refuse_ole_pairs(client, futures, metas, timeout)
         rows = None  # BinMapper.fit's draw over the global rows, when it subsamples
         if self.n > DEFAULT_SUBSAMPLE:
             rng = np.random.default_rng(p.random_state)
@@ -1559,6 +1572,19 @@ class _DaskTraining(Training):
         self.learning_rate = float(
             objective.default_learning_rate if p.learning_rate is None else p.learning_rate
         )
+
+    def _refuse_ole_pairs(self, client, futures, metas, timeout: float) -> None:
+        """``refuse_ole_pairs_up_front`` of local training on the whole training set:
+        each partition counts its queries' label pairs (O(queries) to the driver),
+        refused over ``$LTRBOOST_MAX_OLE_PAIRS`` with the local message."""
+        what = "counting the OLE pairs"
+        counts = client.map(_label_pair_counts, futures, objective=self.objective, pure=False)
+        per_query = np.concatenate(_gather(client, counts, timeout, what))
+        ids = types.SimpleNamespace(
+            query_ids=np.concatenate([m["qids"] for m in metas]),
+            query_offsets=self.query_offsets,
+        )
+        refuse_ole_pair_counts(per_query, ids, self.objective)
 
     def draw_bag(self):
         """The bag's query numbers (None: all), drawn as ``booster._draw_bag`` draws."""
