@@ -19,6 +19,9 @@ cluster of its own where a worker is closed; small data, few trees.
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+
 import numpy as np
 import pytest
 
@@ -155,3 +158,127 @@ def test_ole_all_pairs_under_the_limit_train_as_locally(client, monkeypatch):
     local = ltrboost.train(OLE_ALL, ltrboost.make_dataset(X, y, qid=qid))
     dist = ldask.train(client, OLE_ALL, _dask(X, y, qid))
     _same_model(local, dist, X)
+
+
+# ------------------------------------------------------- a worker lost at set-up
+
+
+@contextlib.contextmanager
+def _own_cluster():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster)
+    try:
+        yield cluster, client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _close_worker(cluster, client, address) -> None:
+    name = next(k for k, w in cluster.workers.items() if w.address == address)
+    client.sync(cluster.workers[name].close)
+
+
+@pytest.mark.parametrize("stage", ["finding the constant features", "binning the shards"])
+def test_a_worker_lost_during_set_up_is_replaced_by_the_others(monkeypatch, tmp_path, stage):
+    """The second shard's worker closes while the shards are set up: the set-up is made
+    again on the remaining worker, with a warning, and the model is that of a run on
+    that worker alone (shard-independent up to float summation order: the local one)."""
+    X, y, qid = _data(seed=5)
+    with _own_cluster() as (cluster, client):
+        victim = sorted(cluster.scheduler.workers)[1]
+        lost = []
+        if stage == "finding the constant features":
+            gather = ldask._gather
+
+            def closing_gather(c, futures, timeout, what, workers=None):
+                if what == stage and not lost:
+                    lost.append(victim)
+                    _close_worker(cluster, client, victim)
+                return gather(c, futures, timeout, what, workers)
+
+            monkeypatch.setattr(ldask, "_gather", closing_gather)
+        else:
+            wait = ldask._Cluster._wait
+
+            def closing_wait(self, i, fut):
+                if self.stage == stage and not lost:
+                    lost.append(victim)
+                    _close_worker(cluster, client, victim)
+                return wait(self, i, fut)
+
+            monkeypatch.setattr(ldask._Cluster, "_wait", closing_wait)
+        with pytest.warns(UserWarning, match=r"was lost while the shards were set up") as rec:
+            model = ldask.train(client, FAST, _dask(X, y, qid), timeout=30)
+        assert lost
+        msg = next(str(w.message) for w in rec if "was lost" in str(w.message))
+        assert f"worker {victim} (shard 1, partition 1) was lost" in msg
+        assert stage in msg
+        assert "1 remaining worker" in msg
+        monkeypatch.undo()
+        # the model of a run on the remaining worker, byte for byte
+        again = ldask.train(client, FAST, _dask(X, y, qid), timeout=30)
+        model.save_model(tmp_path / "retried.json")
+        again.save_model(tmp_path / "again.json")
+        assert (tmp_path / "retried.json").read_bytes() == (tmp_path / "again.json").read_bytes()
+    local = ltrboost.train(FAST, ltrboost.make_dataset(X, y, qid=qid))
+    _same_model(local, model, X)
+
+
+def test_a_worker_lost_after_round_1_still_stops_training():
+    """After round 1 the shards hold scores of the rounds so far: a lost worker stops
+    training with the error saying so (checkpoints: env.snapshot())."""
+    X, y, qid = _data(seed=5)
+    with _own_cluster() as (cluster, client):
+        victim = sorted(cluster.scheduler.workers)[1]
+
+        def close(env):
+            if env.iteration == 0:
+                _close_worker(cluster, client, victim)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # no set-up retry announced
+            with pytest.raises(ldask.DistributedTrainingError, match=r"was lost \(round 2\)"):
+                ldask.train(client, FAST, _dask(X, y, qid), callbacks=[close], timeout=30)
+
+
+@pytest.mark.slow
+def test_a_worker_process_killed_during_set_up_is_replaced():
+    """SIGKILL of the second shard's worker process while the constant features are
+    found: the set-up is made again (on the survivor, or on it and the nanny's new
+    worker), the partitions the dead worker held recomputed by Dask."""
+    import os
+    import signal
+
+    X, y, qid = _data(seed=6)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    client = distributed.Client(cluster)
+    try:
+        client.wait_for_workers(2, timeout=60)
+        pids = client.run(os.getpid)
+        victim = sorted(pids)[1]
+        gather = ldask._gather
+        killed = []
+
+        def killing_gather(c, futures, timeout, what, workers=None):
+            if what == "finding the constant features" and not killed:
+                killed.append(victim)
+                os.kill(pids[victim], signal.SIGKILL)
+            return gather(c, futures, timeout, what, workers)
+
+        ldask._gather = killing_gather
+        try:
+            with pytest.warns(UserWarning, match=rf"worker {victim} \(shard 1, partition 1\)"):
+                model = ldask.train(client, FAST, _dask(X, y, qid), timeout=60)
+        finally:
+            ldask._gather = gather
+        assert killed
+    finally:
+        client.close()
+        cluster.close()
+    local = ltrboost.train(FAST, ltrboost.make_dataset(X, y, qid=qid))
+    _same_model(local, model, X)

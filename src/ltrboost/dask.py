@@ -51,9 +51,12 @@ same splits, leaf values and predictions up to float summation order (within 1e-
 relative, tested; often bit-equal); repeated runs with the same partitioning and workers
 are byte-identical.
 
-Faults: a lost worker stops training with :class:`DistributedTrainingError` (its rows
-lived only there); a callback saving ``env.snapshot()`` gives a checkpoint to continue
-from with ``init_model=`` on a new cluster, to the same model as an uninterrupted run.
+Faults: a worker lost while the shards are made (before round 1) costs a set-up: they
+are made again on the remaining workers (a warning; :data:`SETUP_ATTEMPTS`), the model
+that of a run started on them.  Lost in a round, it stops training with
+:class:`DistributedTrainingError` (its rows lived only there); a callback saving
+``env.snapshot()`` gives a checkpoint to continue from with ``init_model=`` on a new
+cluster, to the same model as an uninterrupted run.
 
 Not supported on Dask (a clear error): explicit preference pairs, ``line_search``
 objectives (qbrank), multi-output (mcrank), objectives with a data-dependent initial
@@ -161,7 +164,28 @@ __all__ = ["DaskData", "DaskRanker", "DistributedTrainingError", "ShardedHistogr
 
 
 class DistributedTrainingError(RuntimeError):
-    """A worker holding a shard was lost, or did not answer within ``timeout``."""
+    """A worker holding a shard was lost, or did not answer within ``timeout``.
+
+    ``lost``: for a lost worker, who it was (``worker W (shard i, partitions a-b)``),
+    else None; ``stage``: what training was doing then (e.g. ``round 3``)."""
+
+    lost: str | None = None
+    stage: str | None = None
+
+
+def _lost_worker(who: str, stage: str, advice: str) -> DistributedTrainingError:
+    """The error of a lost worker ``who`` (during ``stage``): its rows lived only there."""
+    e = DistributedTrainingError(
+        f"{who} was lost ({stage}); training stopped. Its rows lived only there: {advice}"
+    )
+    e.lost, e.stage = who, stage
+    return e
+
+
+#: Set-ups of the shards (before round 1) that a lost worker may cost: each lost
+#: worker's shard is made again from the input partitions on the remaining workers
+#: (Dask recomputes the partitions it held), up to this many attempts in all.
+SETUP_ATTEMPTS = 3
 
 
 # --------------------------------------------------------------------------- inputs
@@ -788,10 +812,7 @@ def _check_workers(client, workers: dict[str, str], what: str) -> None:
         )
     lost = [w for w in workers if w not in info["workers"]]
     if lost:
-        raise DistributedTrainingError(
-            f"{workers[lost[0]]} was lost ({what}); training stopped. Its rows lived only "
-            "there: train again"
-        )
+        raise _lost_worker(workers[lost[0]], what, "train again")
 
 
 def _pick(pieces, k):
@@ -1249,11 +1270,15 @@ class _Cluster:
         alive = set(info["workers"])
         for i, w in enumerate(self.workers):
             if w not in alive or self.creation[i].status not in ("finished", "pending"):
-                raise DistributedTrainingError(
-                    f"{self._who(i)} was lost ({self.stage}); training stopped. Its rows "
-                    "lived only there: train again (a callback saving env.snapshot() "
-                    "gives checkpoints to continue from with init_model=)"
+                e = _lost_worker(
+                    self._who(i),
+                    self.stage,
+                    "train again (a callback saving env.snapshot() gives checkpoints to "
+                    "continue from with init_model=)",
                 )
+                if w in alive:  # its shard's creation failed or was cancelled
+                    e.lost = None
+                raise e
 
 
 def _payload_bytes(obj) -> int:
@@ -1395,7 +1420,10 @@ def _unsupported(objective, params) -> str | None:
 class _DaskTraining(Training):
     """:class:`~ltrboost.booster.Training` whose data steps run on the shards."""
 
-    def __init__(self, client, params, objective, train, valid, timeout, init_model=None):
+    def __init__(
+        self, client, params, objective, train, valid, timeout, init_model=None, made=None
+    ):
+        """``made``: a list the futures of the set-up are added to (for :func:`_cancel`)."""
         self.t_start = time.perf_counter()
         self.params = params
         self.objective = objective
@@ -1424,6 +1452,7 @@ class _DaskTraining(Training):
             client.submit(_concat_parts, *[futures[j] for j in b], workers=[w], pure=False)
             for b, w in zip(blocks, shard_workers, strict=True)
         ]
+        _hold(made, data)
         row_lo = [0]
         q_lo = [0]
         for b in blocks:
@@ -1462,6 +1491,7 @@ class _DaskTraining(Training):
                 lo, hi = row_lo[s], row_lo[s + 1]
                 r = rows[(rows >= lo) & (rows < hi)] - lo
             samples.append(client.submit(_sample, d, r, ids, workers=[w], pure=False))
+        _hold(made, samples)
         self.binner = _gather(
             client,
             client.submit(_fit_binner, p, *samples, workers=[shard_workers[0]], pure=False),
@@ -1520,6 +1550,7 @@ class _DaskTraining(Training):
                         )
                     )
             shard_valid.append(entries)
+        _hold(made, [f for entries in shard_valid for _, f, _ in entries])
         creation = [
             client.submit(
                 _Shard,
@@ -1541,6 +1572,7 @@ class _DaskTraining(Training):
             )
             for s in range(n_shards)
         ]
+        _hold(made, creation)
         self.cluster = _Cluster(
             client, [None] * n_shards, creation, shard_workers, partitions, timeout
         )
@@ -1708,6 +1740,32 @@ class _DaskTraining(Training):
 
 
 # --------------------------------------------------------------------------- public API
+
+
+def _set_up(client, params, objective, tr, vs, timeout, init_model) -> _DaskTraining:
+    """The shards made on the workers there are.  A worker lost before round 1 (its
+    shard, or the rows it was to get, gone): made again on the remaining workers, with
+    a warning, up to :data:`SETUP_ATTEMPTS` times.  No round has run: the input
+    partitions (recomputed by Dask where the lost worker held them) are all there is,
+    so the model is that of a run started on those workers (the same trees; the sums of
+    fewer shards may round differently, as on any other number of workers)."""
+    for attempt in range(1, SETUP_ATTEMPTS + 1):
+        made: list = []
+        try:
+            return _DaskTraining(client, params, objective, tr, vs, timeout, init_model, made)
+        except DistributedTrainingError as e:
+            n = _n_workers(client)
+            if e.lost is None or not n or attempt == SETUP_ATTEMPTS:
+                raise
+            _cancel(client, made)  # the shards made so far and the tasks pinned to them
+            warnings.warn(
+                f"{e.lost} was lost while the shards were set up ({e.stage}); setting "
+                f"them up again on the {n} remaining worker{'s' if n > 1 else ''} (no "
+                "round had run: the model is that of a run started on them)",
+                UserWarning,
+                stacklevel=3,
+            )
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _on_cluster(
@@ -1883,7 +1941,7 @@ def train(
         metas = tr[1]
         labels = _label_summary(metas)
         with np.errstate(over="ignore", invalid="ignore"):
-            run = _DaskTraining(client, params, objective, tr, vs, timeout, init_model)
+            run = _set_up(client, params, objective, tr, vs, timeout, init_model)
             del tr, vs  # the shards hold their rows (binned) now: free the input partitions
             inputs[:] = [run.cluster.creation]  # and cancel the shards at the end
             if run.used.n_used:  # as ltrboost.train warns
