@@ -51,9 +51,12 @@ same splits, leaf values and predictions up to float summation order (within 1e-
 relative, tested; often bit-equal); repeated runs with the same partitioning and workers
 are byte-identical.
 
-Faults: a lost worker stops training with :class:`DistributedTrainingError` (its rows
-lived only there); a callback saving ``env.snapshot()`` gives a checkpoint to continue
-from with ``init_model=`` on a new cluster, to the same model as an uninterrupted run.
+Faults: a worker lost while the shards are made (before round 1) costs a set-up: they
+are made again on the remaining workers (a warning; :data:`SETUP_ATTEMPTS`), the model
+that of a run started on them.  Lost in a round, it stops training with
+:class:`DistributedTrainingError` (its rows lived only there); a callback saving
+``env.snapshot()`` gives a checkpoint to continue from with ``init_model=`` on a new
+cluster, to the same model as an uninterrupted run.
 
 Not supported on Dask (a clear error): explicit preference pairs, ``line_search``
 objectives (qbrank), multi-output (mcrank), objectives with a data-dependent initial
@@ -141,6 +144,11 @@ from ltrboost.histogram import (
 )
 from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
+from ltrboost.objectives.pair_engine import (
+    counts_ole_pairs_up_front,
+    label_pairs_per_query,
+    refuse_ole_pair_counts,
+)
 from ltrboost.params import PARAM_NAMES, BoosterParams, ParameterError, ParameterWarning
 from ltrboost.sklearn import (
     ESTIMATOR_PARAM_NAMES,
@@ -156,7 +164,28 @@ __all__ = ["DaskData", "DaskRanker", "DistributedTrainingError", "ShardedHistogr
 
 
 class DistributedTrainingError(RuntimeError):
-    """A worker holding a shard was lost, or did not answer within ``timeout``."""
+    """A worker holding a shard was lost, or did not answer within ``timeout``.
+
+    ``lost``: for a lost worker, who it was (``worker W (shard i, partitions a-b)``),
+    else None; ``stage``: what training was doing then (e.g. ``round 3``)."""
+
+    lost: str | None = None
+    stage: str | None = None
+
+
+def _lost_worker(who: str, stage: str, advice: str) -> DistributedTrainingError:
+    """The error of a lost worker ``who`` (during ``stage``): its rows lived only there."""
+    e = DistributedTrainingError(
+        f"{who} was lost ({stage}); training stopped. Its rows lived only there: {advice}"
+    )
+    e.lost, e.stage = who, stage
+    return e
+
+
+#: Set-ups of the shards (before round 1) that a lost worker may cost: each lost
+#: worker's shard is made again from the input partitions on the remaining workers
+#: (Dask recomputes the partitions it held), up to this many attempts in all.
+SETUP_ATTEMPTS = 3
 
 
 # --------------------------------------------------------------------------- inputs
@@ -783,10 +812,7 @@ def _check_workers(client, workers: dict[str, str], what: str) -> None:
         )
     lost = [w for w in workers if w not in info["workers"]]
     if lost:
-        raise DistributedTrainingError(
-            f"{workers[lost[0]]} was lost ({what}); training stopped. Its rows lived only "
-            "there: train again"
-        )
+        raise _lost_worker(workers[lost[0]], what, "train again")
 
 
 def _pick(pieces, k):
@@ -952,6 +978,12 @@ def _fit_binner(p: BoosterParams, *samples) -> BinMapper:
     return binner.fit(np.concatenate(samples))
 
 
+def _label_pair_counts(part, objective) -> NDArray[np.int64]:
+    """A partition's label pairs per query (``pair_method="all"``'s OLE pairs)."""
+    ds = RankingDataset(X=None, y=part["y"], query_offsets=part["offsets"], weights=part["w"])
+    return label_pairs_per_query(ds, objective)
+
+
 def _init_partials(part) -> tuple[float, float, float, int]:
     """``(sum w*y, sum w, sum y, n)`` of a shard (mart's mean label)."""
     y = part["y"]
@@ -982,6 +1014,8 @@ class _Shard:
             )
             self.ds = ds
             self.objective = make_objective(params)
+            if hasattr(self.objective, "curvature_deferred"):  # checked over all shards
+                self.objective.curvature_deferred = True
             if hasattr(self.objective, "_seed_shard"):  # per-query seeds: global numbers
                 self.objective._seed_shard = (self.n_queries_total, self.q_lo)
             self._guard(self.objective.prepare, ds)
@@ -1048,7 +1082,9 @@ class _Shard:
 
     def gradients(self, it: int, chosen, ole: bool):
         """Round ``it``: gradients of every output, the bag (``chosen`` global query
-        numbers or None) and the OLE pairs; returns the number of pairs."""
+        numbers or None) and the OLE pairs; returns the number of pairs and a custom
+        objective's curvature flags (None for others), which the driver checks over
+        all shards (``CustomObjective.check_curvature``)."""
         with _LOCK, threads(self.n_threads), np.errstate(over="ignore", invalid="ignore"):
             raw = self.raw
             scores = raw / averaged_divisor(it) if self.averaged else raw
@@ -1057,6 +1093,7 @@ class _Shard:
             g = self.g[0] if n_out == 1 else self.g
             h = self.h[0] if n_out == 1 else self.h
             self.objective.gradient_hessian(s, self.ds, g, h, iteration=it)
+            curvature = getattr(self.objective, "curvature_flags", None)
             in_bag = None
             self.bag = None
             if chosen is not None:
@@ -1073,7 +1110,7 @@ class _Shard:
             self.hist.end_pairs()  # the last tree's pairs go before this round's come
             if ole:
                 self.pairs = self.objective.ole_pairs(s, self.ds, iteration=it, in_bag=in_bag)
-            return 0 if self.pairs is None else self.pairs.n_pairs
+            return (0 if self.pairs is None else self.pairs.n_pairs), curvature
 
     def start_tree(self, k: int, feats, use_pairs: bool):
         with _LOCK:
@@ -1233,11 +1270,15 @@ class _Cluster:
         alive = set(info["workers"])
         for i, w in enumerate(self.workers):
             if w not in alive or self.creation[i].status not in ("finished", "pending"):
-                raise DistributedTrainingError(
-                    f"{self._who(i)} was lost ({self.stage}); training stopped. Its rows "
-                    "lived only there: train again (a callback saving env.snapshot() "
-                    "gives checkpoints to continue from with init_model=)"
+                e = _lost_worker(
+                    self._who(i),
+                    self.stage,
+                    "train again (a callback saving env.snapshot() gives checkpoints to "
+                    "continue from with init_model=)",
                 )
+                if w in alive:  # its shard's creation failed or was cancelled
+                    e.lost = None
+                raise e
 
 
 def _payload_bytes(obj) -> int:
@@ -1379,7 +1420,10 @@ def _unsupported(objective, params) -> str | None:
 class _DaskTraining(Training):
     """:class:`~ltrboost.booster.Training` whose data steps run on the shards."""
 
-    def __init__(self, client, params, objective, train, valid, timeout, init_model=None):
+    def __init__(
+        self, client, params, objective, train, valid, timeout, init_model=None, made=None
+    ):
+        """``made``: a list the futures of the set-up are added to (for :func:`_cancel`)."""
         self.t_start = time.perf_counter()
         self.params = params
         self.objective = objective
@@ -1408,6 +1452,7 @@ class _DaskTraining(Training):
             client.submit(_concat_parts, *[futures[j] for j in b], workers=[w], pure=False)
             for b, w in zip(blocks, shard_workers, strict=True)
         ]
+        _hold(made, data)
         row_lo = [0]
         q_lo = [0]
         for b in blocks:
@@ -1429,9 +1474,11 @@ class _DaskTraining(Training):
         self.used = UsedFeatures(np.vstack(summaries))
         self.n_features = self.used.n_features
         p = params
-        check_histogram_memory(
-            self.used, p, self.n, p.split_criterion == "ole" and objective.is_pairwise
-        )
+        ole = p.split_criterion == "ole" and objective.is_pairwise
+        check_histogram_memory(self.used, p, self.n, ole)
+        if ole and counts_ole_pairs_up_front(objective, p.subsample < 1):
+            # before the bins, as locally (a shard saw only its own queries' pairs)
+            self._refuse_ole_pairs(client, futures, metas, timeout)
         rows = None  # BinMapper.fit's draw over the global rows, when it subsamples
         if self.n > DEFAULT_SUBSAMPLE:
             rng = np.random.default_rng(p.random_state)
@@ -1444,6 +1491,7 @@ class _DaskTraining(Training):
                 lo, hi = row_lo[s], row_lo[s + 1]
                 r = rows[(rows >= lo) & (rows < hi)] - lo
             samples.append(client.submit(_sample, d, r, ids, workers=[w], pure=False))
+        _hold(made, samples)
         self.binner = _gather(
             client,
             client.submit(_fit_binner, p, *samples, workers=[shard_workers[0]], pure=False),
@@ -1502,6 +1550,7 @@ class _DaskTraining(Training):
                         )
                     )
             shard_valid.append(entries)
+        _hold(made, [f for entries in shard_valid for _, f, _ in entries])
         creation = [
             client.submit(
                 _Shard,
@@ -1523,6 +1572,7 @@ class _DaskTraining(Training):
             )
             for s in range(n_shards)
         ]
+        _hold(made, creation)
         self.cluster = _Cluster(
             client, [None] * n_shards, creation, shard_workers, partitions, timeout
         )
@@ -1555,6 +1605,19 @@ class _DaskTraining(Training):
             objective.default_learning_rate if p.learning_rate is None else p.learning_rate
         )
 
+    def _refuse_ole_pairs(self, client, futures, metas, timeout: float) -> None:
+        """``refuse_ole_pairs_up_front`` of local training on the whole training set:
+        each partition counts its queries' label pairs (O(queries) to the driver),
+        refused over ``$LTRBOOST_MAX_OLE_PAIRS`` with the local message."""
+        what = "counting the OLE pairs"
+        counts = client.map(_label_pair_counts, futures, objective=self.objective, pure=False)
+        per_query = np.concatenate(_gather(client, counts, timeout, what))
+        ids = types.SimpleNamespace(
+            query_ids=np.concatenate([m["qids"] for m in metas]),
+            query_offsets=self.query_offsets,
+        )
+        refuse_ole_pair_counts(per_query, ids, self.objective)
+
     def draw_bag(self):
         """The bag's query numbers (None: all), drawn as ``booster._draw_bag`` draws."""
         p = self.params
@@ -1585,7 +1648,11 @@ class _DaskTraining(Training):
         c.stage = f"round {it + 1}"
         chosen = self.draw_bag()
         ole = p.split_criterion == "ole" and self.objective.is_pairwise
-        n_pairs = sum(c.same("gradients", it, chosen, ole))
+        answers = c.same("gradients", it, chosen, ole)
+        n_pairs = sum(a[0] for a in answers)
+        flags = [a[1] for a in answers if a[1] is not None]
+        if flags:  # a custom objective's "hess is 0 for every document", over all rows
+            self.objective.check_curvature(it, *(any(f[k] for f in flags) for k in range(3)))
         pairs = _RemotePairs(n_pairs) if ole else None
         feats = self.used.to_compact(self.draw_features())
         self.builder.output = 0
@@ -1674,6 +1741,32 @@ class _DaskTraining(Training):
 
 
 # --------------------------------------------------------------------------- public API
+
+
+def _set_up(client, params, objective, tr, vs, timeout, init_model) -> _DaskTraining:
+    """The shards made on the workers there are.  A worker lost before round 1 (its
+    shard, or the rows it was to get, gone): made again on the remaining workers, with
+    a warning, up to :data:`SETUP_ATTEMPTS` times.  No round has run: the input
+    partitions (recomputed by Dask where the lost worker held them) are all there is,
+    so the model is that of a run started on those workers (the same trees; the sums of
+    fewer shards may round differently, as on any other number of workers)."""
+    for attempt in range(1, SETUP_ATTEMPTS + 1):
+        made: list = []
+        try:
+            return _DaskTraining(client, params, objective, tr, vs, timeout, init_model, made)
+        except DistributedTrainingError as e:
+            n = _n_workers(client)
+            if e.lost is None or not n or attempt == SETUP_ATTEMPTS:
+                raise
+            _cancel(client, made)  # the shards made so far and the tasks pinned to them
+            warnings.warn(
+                f"{e.lost} was lost while the shards were set up ({e.stage}); setting "
+                f"them up again on the {n} remaining worker{'s' if n > 1 else ''} (no "
+                "round had run: the model is that of a run started on them)",
+                UserWarning,
+                stacklevel=3,
+            )
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _on_cluster(
@@ -1849,7 +1942,7 @@ def train(
         metas = tr[1]
         labels = _label_summary(metas)
         with np.errstate(over="ignore", invalid="ignore"):
-            run = _DaskTraining(client, params, objective, tr, vs, timeout, init_model)
+            run = _set_up(client, params, objective, tr, vs, timeout, init_model)
             del tr, vs  # the shards hold their rows (binned) now: free the input partitions
             inputs[:] = [run.cluster.creation]  # and cancel the shards at the end
             if run.used.n_used:  # as ltrboost.train warns

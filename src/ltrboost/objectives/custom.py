@@ -92,6 +92,11 @@ class CustomObjective(Objective):
         # hess == 0 everywhere leaves nothing to learn unless l2_regularization > 0 and
         # min_sum_hessian_in_leaf == 0 (then leaves are -G / l2): set from the params
         self.needs_curvature = True
+        # a Dask shard defers the check: each round's (any hess, any grad, any float64
+        # hess) flags are kept in curvature_flags, and the driver checks those of all
+        # shards together (:meth:`check_curvature`), as one machine checks every row's
+        self.curvature_deferred = False
+        self.curvature_flags: tuple[bool, bool, bool] | None = None
 
     def get_params(self) -> dict[str, Any]:
         # the callable is not stored; the name carries the objective in the model file
@@ -157,16 +162,31 @@ class CustomObjective(Objective):
         grad, hess = _check_result(result, n, self.name, iteration)
         np.copyto(g, grad, casting="same_kind")
         np.copyto(h, hess, casting="same_kind")
-        # on the engine's float32 values: a hess of 1e-50 is 0 there
-        if self.needs_curvature and not h.any() and g.any():
-            where = " (in float32, the engine's precision)" if hess.any() else ""
-            raise ValueError(
-                f"objective {self.name!r} (round {iteration + 1}): hess is 0 for every "
-                f"document{where} while grad is not, so every leaf -G / (H + "
-                "l2_regularization) is 0 and no split gains: the model would learn "
-                "nothing; return the curvature (a constant such as 1.0 makes each leaf a "
-                "gradient step)"
-            )
+        if self.needs_curvature:
+            # on the engine's float32 values: a hess of 1e-50 is 0 there
+            flags = (bool(h.any()), bool(g.any()), bool(hess.any()))
+            if self.curvature_deferred:
+                self.curvature_flags = flags
+            else:
+                self.check_curvature(iteration, *flags)
+
+    def check_curvature(
+        self, iteration: int, any_hess: bool, any_grad: bool, any_hess_64: bool
+    ) -> None:
+        """Refuse a round whose hessians are 0 for every training document (in float32;
+        ``any_hess_64``: some was not in float64) while its gradients are not: such a
+        round learns nothing.  Flags of the whole round's documents (on Dask: every
+        shard's, combined by the driver)."""
+        if any_hess or not any_grad:
+            return
+        where = " (in float32, the engine's precision)" if any_hess_64 else ""
+        raise ValueError(
+            f"objective {self.name!r} (round {iteration + 1}): hess is 0 for every "
+            f"document{where} while grad is not, so every leaf -G / (H + "
+            "l2_regularization) is 0 and no split gains: the model would learn "
+            "nothing; return the curvature (a constant such as 1.0 makes each leaf a "
+            "gradient step)"
+        )
 
     def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
         raise NotImplementedError(

@@ -462,17 +462,23 @@ def _label_pairs_per_query(data: RankingDataset, objective: Any) -> NDArray[np.i
     return ((sizes.astype(np.float64) ** 2 - same) // 2).astype(np.int64)
 
 
+def _pairs_are_label_pairs(objective: Any) -> bool:
+    """Whether a round's OLE pairs are all the label pairs of two grades
+    (``pair_method="all"``, not YetiRank's draws, no position-bias weighting)."""
+    return not (
+        objective.name == "yetirank"
+        or objective._method != PAIR_ALL
+        or getattr(objective, "unbiased", False)
+    )
+
+
 def _refuse_all_pairs_early(data: RankingDataset, objective: Any, iteration: int) -> None:
     """With ``pair_method="all"`` a round's OLE pairs are the label pairs of two grades
     (plus explicit ones), known from the labels: refuse as :func:`_check_ole_pair_count`
     would, before the O(sum n_q^2) pass that counts them (15-23 s for one query of
     50 000 documents).  Callers use it only where the count is of every such pair (no
     bag applied while counting)."""
-    if (
-        objective.name == "yetirank"
-        or objective._method != PAIR_ALL
-        or getattr(objective, "unbiased", False)
-    ):
+    if not _pairs_are_label_pairs(objective):
         return
     # the labels do not change between rounds: counted once per training set (a
     # lexsort of every row, ~0.1 us a row), not at every round's pair terms
@@ -491,11 +497,33 @@ def refuse_ole_pairs_up_front(data: RankingDataset, objective: Any, bagged: bool
     first round's gradients (for ranknet, another O(sum n_q^2) pass).  ``bagged``:
     rounds draw a bag (``subsample < 1``), which LambdaMART's NDCG pairs apply while
     counting (``objective._bag_applied_in_count``): then nothing is refused here."""
+    if counts_ole_pairs_up_front(objective, bagged):
+        _refuse_all_pairs_early(data, objective, 0)
+
+
+def counts_ole_pairs_up_front(objective: Any, bagged: bool) -> bool:
+    """Whether :func:`refuse_ole_pairs_up_front` counts ``objective``'s pairs: the label
+    pairs of each query (:func:`label_pairs_per_query`), refused over the limit."""
     if not hasattr(objective, "_method"):
-        return
+        return False
     if bagged and getattr(objective, "_bag_applied_in_count", lambda: False)():
-        return
-    _refuse_all_pairs_early(data, objective, 0)
+        return False
+    return _pairs_are_label_pairs(objective)
+
+
+def label_pairs_per_query(data: RankingDataset, objective: Any) -> NDArray[np.int64]:
+    """Per query of ``data``, the pairs :func:`refuse_ole_pairs_up_front` counts (the
+    label pairs of two grades), for training that counts them where the rows are
+    (Dask: per partition) and refuses with :func:`refuse_ole_pair_counts`."""
+    return _label_pairs_per_query(data, objective)
+
+
+def refuse_ole_pair_counts(per_query: NDArray[np.int64], data: Any, objective: Any) -> None:
+    """:func:`refuse_ole_pairs_up_front` from counts made elsewhere: ``per_query`` the
+    :func:`label_pairs_per_query` of every query of the training set in order, ``data``
+    its ``query_ids`` and ``query_offsets`` (what the message names); the same message."""
+    if int(per_query.sum()) > _pair_selection.max_ole_pairs():
+        _check_ole_pair_count(per_query, data, objective, 0)
 
 
 def _warn_later_rounds_over(total: int, limit: int, data: RankingDataset, objective: Any) -> None:
