@@ -25,7 +25,7 @@ import pytest
 
 import ltrboost
 from ltrboost import _numba
-from ltrboost._compile_notice import TEXT, CompileNotice
+from ltrboost._compile_notice import TEXT, TEXT_UNCACHED, CompileNotice
 from ltrboost.cli import build_parser
 
 SRC = Path(ltrboost.__file__).resolve().parents[1]
@@ -163,7 +163,7 @@ def test_detaching_the_bar_reports_a_burst_that_just_ended() -> None:
         notice.compile_finished("k", 0.1)
         notice.attach_bar(None)
         assert len(bar.lines) == 1
-        assert "compiled 1 kernels" in bar.lines[0]
+        assert "compiled 1 kernel in" in bar.lines[0]  # singular
     assert len(bar.lines) == 1  # reported once
 
 
@@ -550,3 +550,20 @@ def test_threaded_engine_drivers_give_the_serial_model(monkeypatch) -> None:
     assert fit(2) == serial
     assert fit(2, split_criterion="ole") == serial_ole
     assert [fit(2, objective=o) for o in pointwise] == serial_pointwise
+
+
+def test_notice_does_not_say_first_run_only_when_nothing_is_cached(monkeypatch) -> None:
+    # a process with no writable cache folder compiles on every run: the live text must
+    # not promise "first run only"
+    import ltrboost._numba as nb
+
+    monkeypatch.setattr(nb, "_UNCACHED_REASON", "the folder is read-only")
+    stream = _Tty()
+    with CompileNotice(stream) as notice:
+        notice.compile_started("k")
+        notice.compile_finished("k", 0.1)
+    text = stream.getvalue()
+    assert f"\r{TEXT_UNCACHED} 0 s" in text
+    assert "first run only" not in text
+    assert "compiled 1 kernel in" in text
+    assert "not cached" in text

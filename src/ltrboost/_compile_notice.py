@@ -26,6 +26,8 @@ import time
 from typing import Any, TextIO
 
 TEXT = "compiling kernels, first run only …"
+# the same, when this process keeps no compiled kernel (no writable cache folder)
+TEXT_UNCACHED = "compiling kernels (not cached: every run compiles) …"
 IDLE_S = 1.0  # a compile burst ends after this long without a compilation
 TICK_S = 0.5
 
@@ -136,7 +138,9 @@ class CompileNotice:
                 self._show(time.perf_counter() - start)
 
     def _show(self, elapsed: float) -> None:
-        text = f"{TEXT} {elapsed:.0f} s"
+        from ltrboost._numba import kernels_uncached
+
+        text = f"{TEXT_UNCACHED if kernels_uncached() else TEXT} {elapsed:.0f} s"
         bar = self._bar
         if bar is not None:
             bar.set_description_str(text, refresh=True)
@@ -153,7 +157,8 @@ class CompileNotice:
             end = self._last_end
         if start is None:
             return
-        line = f"ltrboost: compiled {n} kernels in {max(end - start, 0.0):.1f} s ({cache_note()})"
+        kernels = "kernel" if n == 1 else "kernels"
+        line = f"ltrboost: compiled {n} {kernels} in {max(end - start, 0.0):.1f} s ({cache_note()})"
         bar = self._bar
         if bar is not None:
             bar.set_description_str("", refresh=False)

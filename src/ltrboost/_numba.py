@@ -298,6 +298,12 @@ def _package_cache() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
 
 
+def kernels_uncached() -> bool:
+    """Whether this process keeps no kernel it compiles (no writable cache folder, or a
+    write failed): its compilations are not "first run only"."""
+    return _warned_uncached or _UNCACHED_REASON is not None or _CACHE_WRITE_ERROR is not None
+
+
 def cache_note() -> str:
     """How this process caches kernels, for the compile notice: ``first run only;
     cached in FOLDER``,
