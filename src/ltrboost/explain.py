@@ -12,7 +12,13 @@ over the sum of both children's counts (1/2 each when both are 0: a hand-made tr
 
 The kernel walks a tree depth-first with an explicit stack (Numba and deep trees do not
 mix with recursion); each visited node keeps its own copy of the path in one buffer, at
-an offset past its parent's, as the reference implementation's ``unique_path`` does.  A
+an offset past its parent's, as the reference implementation's ``unique_path`` does.
+A path holds the root's element and one per distinct feature split on above the node
+(a feature split again is unwound first), so the buffer a thread needs grows with depth
+x distinct features on a path (:func:`_path_buffer_lengths`), not with depth^2: a
+10,000-deep chain on 136 features takes 44 MB a thread, not 1.6 GB.  The output and
+these buffers are checked up front against half of what the process may use
+(:func:`ltrboost._config.memory_budget`), as training's histograms are.  A
 branch whose path element has both fractions 0 (a second split on a feature the row
 went the other way on, into documents that never reached it) contributes exactly 0 and
 is skipped: its unwinding would divide 0 by 0.
@@ -26,7 +32,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._numba import inline_kernel, kernel, over_rows
+from ltrboost import _config
+from ltrboost._numba import inline_kernel, kernel, num_threads, over_rows, threads
 from ltrboost.tree import SPARSE_PREDICT_CHUNK_BYTES, PackedEnsemble
 
 # One TreeSHAP row costs O(leaves * depth^2) per tree, far more than a thread hand-off
@@ -100,6 +107,116 @@ def max_depth(ens: PackedEnsemble) -> int:
     return max(depth, 0)
 
 
+def _path_buffer_lengths(ens: PackedEnsemble):
+    """Per packed tree: its depth ``D`` (the deepest leaf's, root 0), the distinct
+    features ``U`` its splits use, and the path buffer length ``L`` the TreeSHAP
+    kernel's walk of it needs (int64 arrays of shape (n_trees,)).
+
+    A node at depth ``d`` has a path of ``ud + 1`` elements, ``ud`` the distinct
+    features split on above it (at most ``m(d) = min(d, U)``), kept at
+    ``off(d) = off(d - 1) + ud + 1`` (``off(0) = 1``), so the largest index a tree
+    touches is below ``L = 2 + D + m(D) + sum_{e=1..D} m(e)``: exactly that on a chain
+    whose first ``U`` splits are on distinct features, ``D^2 / 2 + O(D)`` only when
+    ``U >= D``."""
+    offsets = ens.tree_offsets
+    n_trees = offsets.shape[0] - 1
+    depth = np.zeros(n_trees, dtype=np.int64)
+    nodes = offsets[:-1].astype(np.int64)
+    base = nodes.copy()
+    tree = np.arange(n_trees)
+    level = 0
+    while nodes.shape[0]:
+        depth[tree] = level  # each level deeper overwrites: the deepest leaf's
+        inner = ens.is_leaf[nodes] == 0
+        k, b, t = nodes[inner], base[inner], tree[inner]
+        nodes = np.concatenate([b + ens.left[k], b + ens.right[k]])
+        base = np.concatenate([b, b])
+        tree = np.concatenate([t, t])
+        level += 1
+    n = int(offsets[-1])
+    inner = np.flatnonzero(ens.is_leaf[:n] == 0)
+    tree_of = np.repeat(np.arange(n_trees, dtype=np.int64), np.diff(offsets))[inner]
+    feature = ens.feature_idx[inner].astype(np.int64)
+    span = int(feature.max()) + 1 if feature.size else 1
+    pairs = np.unique(tree_of * span + feature)
+    distinct = np.bincount(pairs // span, minlength=n_trees).astype(np.int64)
+    m = np.minimum(depth, distinct)
+    length = 2 + depth + m + m * (m + 1) // 2 + (depth - m) * m
+    return depth, distinct, length
+
+
+def _path_buffer_length(ens: PackedEnsemble) -> int:
+    """The path buffer length (elements) TreeSHAP's kernel allocates a thread: the
+    largest :func:`_path_buffer_lengths` over the packed trees (0: none)."""
+    _, _, length = _path_buffer_lengths(ens)
+    return int(length.max()) if length.shape[0] else 0
+
+
+def _thread_bytes(path_length: int, depth: int) -> int:
+    """Bytes one thread of :func:`_tree_shap_rows` allocates: four path arrays (int64
+    features, float64 fractions and weights) and six stack arrays of ``depth + 3``."""
+    return 32 * path_length + 48 * (depth + 3)
+
+
+def _bytes_text(nbytes: float) -> str:
+    """``nbytes`` in the largest binary unit under 1024 of it (``8.2 MiB``)."""
+    size, unit = float(nbytes), "bytes"
+    for u in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, u
+    return f"{int(size)} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+
+
+def _contrib_plan(ens: PackedEnsemble, n: int, width: int, kernel_runs: bool):
+    """``(threads, path_length, depth)`` for TreeSHAP on ``n`` rows: the threads it may
+    run on, the path buffer length (:func:`_path_buffer_length`) and the deepest leaf's
+    depth, such that the (n, width) float64 output plus a path buffer and stack per
+    thread fit in half of what this process may use (:func:`ltrboost._config.
+    memory_budget`: physical memory, a cgroup memory limit, ``ulimit -v``); fewer
+    threads than asked when only their buffers are over it (the contributions do not
+    depend on the thread count).  ``kernel_runs`` False (no rows, no trees): no
+    buffers.  A ``MemoryError`` naming the shape, the bytes and what to do when not
+    even one thread fits: an output NumPy maps lazily (over physical memory but not
+    over the address space) was otherwise found out midway, by swapping or the OOM
+    killer."""
+    out_bytes, row_bytes = n * width * 8, width * 8
+    path_length, per_thread, asked, depth = 0, 0, 1, 0
+    if kernel_runs:
+        depths, distinct, lengths = _path_buffer_lengths(ens)
+        path_length, depth = int(lengths.max()), int(depths.max())
+        per_thread = _thread_bytes(path_length, depth)
+        asked = max(1, min(num_threads(), n // SHAP_MIN_ROWS_PER_THREAD))
+    budget, what = _config.memory_budget()
+    limit = max(1, budget // 2)
+    if out_bytes + per_thread <= limit:
+        fit = (limit - out_bytes) // per_thread if per_thread else asked
+        return max(1, min(asked, fit)), path_length, depth
+    over = f"over half of {what} ({_bytes_text(limit)}, {limit} bytes)"
+    if per_thread + row_bytes > limit and per_thread >= row_bytes:  # the tree, not the rows
+        t = int(np.argmax(lengths))
+        raise MemoryError(
+            f"pred_contrib=True: tree {t} is {int(depths[t])} splits deep with "
+            f"{int(distinct[t])} distinct features on its paths: TreeSHAP's path "
+            f"buffer (a path of up to min(depth, features) + 1 elements for each level) "
+            f"takes {_bytes_text(per_thread)} ({per_thread} bytes) for one thread, "
+            f"{over}, whatever the rows; explain a model of shallower trees (max_depth) "
+            "or let this process use more memory"
+        )
+    most = (limit - per_thread) // row_bytes
+    buffers = f" plus {_bytes_text(per_thread)} of TreeSHAP path buffer" if per_thread else ""
+    way_out = (
+        f"predict fewer rows at a time (at most {most} rows; `ltrboost predict "
+        "--contrib` streams its file in blocks)"
+        if most >= 1
+        else "not one row fits; let this process use more memory"
+    )
+    raise MemoryError(
+        f"pred_contrib=True: {n} rows x {width} columns of float64 contributions need "
+        f"{_bytes_text(out_bytes)} ({out_bytes} bytes){buffers}, {over}; {way_out}"
+    )
+
+
 def _dense_blocks(X, n_features: int):
     """``(r0, r1, block)``: ``X`` itself (dense), or a SciPy sparse ``X`` densified
     :data:`~ltrboost.tree.SPARSE_PREDICT_CHUNK_BYTES` of floats at a time."""
@@ -131,20 +248,23 @@ def predict_contrib(
     ``divisor`` (GBRank's averaged update), as the raw scores are.  Each row of an
     output sums to its raw score."""
     n, n_features = X.shape
-    out = _output_array(n, n_outputs * (n_features + 1)).reshape(n, n_outputs, n_features + 1)
     zl, zr = branch_fractions(count, ens.left, ens.right, ens.is_leaf, ens.tree_offsets)
+    runs = bool(n) and ens.tree_offsets.shape[0] > 1
+    width = n_outputs * (n_features + 1)
+    n_threads, path_length, depth = _contrib_plan(ens, n, width, runs)
+    out = _output_array(n, width).reshape(n, n_outputs, n_features + 1)
     bias = np.asarray(init_score, dtype=np.float64).reshape(n_outputs).copy()
     np.add.at(bias, ens.tree_output, expected_values(ens, zl, zr))
-    depth = max_depth(ens)
-    if n and ens.tree_offsets.shape[0] > 1:
-        for r0, r1, block in _dense_blocks(X, n_features):
-            part = out[r0:r1]
-            over_rows(
-                _tree_shap_rows, r1 - r0, ens.value, ens.feature_idx, ens.num_threshold,
-                ens.missing_go_to_left, ens.is_leaf, ens.left, ens.right, zl, zr,
-                ens.tree_offsets, ens.tree_output, block, depth, part,
-                min_rows_per_thread=SHAP_MIN_ROWS_PER_THREAD,
-            )  # fmt: skip
+    if runs:
+        with threads(n_threads):
+            for r0, r1, block in _dense_blocks(X, n_features):
+                part = out[r0:r1]
+                over_rows(
+                    _tree_shap_rows, r1 - r0, ens.value, ens.feature_idx, ens.num_threshold,
+                    ens.missing_go_to_left, ens.is_leaf, ens.left, ens.right, zl, zr,
+                    ens.tree_offsets, ens.tree_output, block, depth, path_length, part,
+                    min_rows_per_thread=SHAP_MIN_ROWS_PER_THREAD,
+                )  # fmt: skip
     out[:, :, n_features] = bias
     if divisor != 1:
         out /= divisor
@@ -157,15 +277,10 @@ def _output_array(n: int, width: int) -> NDArray[np.float64]:
     try:
         return np.zeros((n, width), dtype=np.float64)
     except MemoryError:
-        size, unit = float(n) * width * 8, "bytes"
-        for u in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-            if size < 1024:
-                break
-            size, unit = size / 1024, u
         raise MemoryError(
             f"pred_contrib=True: {n} rows x {width} columns of float64 contributions "
-            f"need {size:.1f} {unit}, more than can be allocated; predict fewer rows at "
-            "a time"
+            f"need {_bytes_text(float(n) * width * 8)}, more than can be allocated; "
+            "predict fewer rows at a time"
         ) from None
 
 
@@ -262,13 +377,15 @@ def _unwound_sum(zero, one, pw, off, ud, p):
 @kernel
 def _tree_shap_rows(
     r0, r1, value, feature_idx, num_threshold, missing_left, is_leaf, left, right, zl, zr,
-    tree_offsets, tree_output, X, depth, out,
+    tree_offsets, tree_output, X, depth, path_length, out,
 ):  # fmt: skip
     # X: IN float (n_rows, n_features); out: IN/OUT float64 (n_rows, n_outputs,
     # n_features + 1), contributions added for rows r0..r1-1.  zl/zr: the left/right
     # child's share of each node's documents.  depth: the deepest leaf's depth.
+    # path_length: the path buffer's length, _path_buffer_length (each node's path
+    # at its parent's offset + its own length; unchecked: a shorter one overruns)
     n_trees = tree_offsets.shape[0] - 1
-    size = (depth + 2) * (depth + 3) // 2 + depth + 2
+    size = path_length
     feat = np.empty(size, dtype=np.int64)
     zero = np.empty(size, dtype=np.float64)
     one = np.empty(size, dtype=np.float64)

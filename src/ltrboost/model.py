@@ -232,7 +232,10 @@ class Booster:
         additive) the contributions are those of each output's raw score (the grade
         logits of :meth:`predict_raw`), LightGBM's multiclass layout: shape
         (n_samples, n_outputs * (n_features + 1)), columns ``k * (n_features + 1)``
-        onward for output ``k``, each block summing to ``predict_raw(X)[k]``.
+        onward for output ``k``, each block summing to ``predict_raw(X)[k]``.  An
+        output (plus TreeSHAP's per-thread path buffers) over half the memory this
+        process may use is refused up front with a ``MemoryError`` naming the most
+        rows that fit: predict in row blocks (README, *Inspection*).
 
         ``pred_leaf=True``: the leaf each row reaches in each tree used, int32 of shape
         (n_samples, n_trees): column ``t`` is tree ``trees[t]`` (McRank: ``n_outputs``
