@@ -292,6 +292,8 @@ def _check_tree(X, nodes, call, drawn, p, lr, l2, cuts=None):
         if nd["is_leaf"]:
             g, h, _, _ = nd_.sums(rows, ole)
             expected = lr * (-g / (h + l2) if h + l2 > 0 else 0.0)
+            if k == 0 and call["h"][rows].sum() < p.min_sum_hessian_in_leaf:
+                expected = 0.0  # a root alone under min_sum_hessian_in_leaf: no step
             np.testing.assert_allclose(nd["value"], expected, rtol=1e-6, atol=1e-12)
             room = n_leaves < p.max_leaf_nodes and (
                 p.max_depth is None or nd["depth"] < p.max_depth
