@@ -42,6 +42,10 @@ How a model is trained (``docs/scaling.md`` has the communication model):
    :func:`ltrboost.histogram.reduce_histograms` in shard order, so counts
    (``min_samples_leaf``) and sums are global; the split is decided once and every
    shard applies it.  A split and the smaller child's histogram are one round trip.
+   Under ``split_criterion="ole"`` each shard counts its round's pairs and sends the
+   count (and its query with the most pairs): the driver checks the round's total
+   against ``$LTRBOOST_MAX_OLE_PAIRS`` and warns in round 1, as one process does
+   (:func:`ltrboost.objectives.pair_engine.check_ole_round_counts`).
 5. **Validation.**  Each shard scores its validation rows and returns per-query metric
    values; the driver takes their mean over all queries (the same value as local).
 
@@ -145,10 +149,14 @@ from ltrboost.histogram import (
 from ltrboost.model import Booster, averaged_divisor
 from ltrboost.objectives.base import Objective
 from ltrboost.objectives.pair_engine import (
+    OlePairsOverLimit,
+    check_ole_round_counts,
+    counting_ole_pairs,
     counts_ole_pairs_up_front,
     label_pairs_per_query,
     refuse_ole_pair_counts,
 )
+from ltrboost.objectives.pair_selection import max_ole_pairs
 from ltrboost.params import PARAM_NAMES, BoosterParams, ParameterError, ParameterWarning
 from ltrboost.sklearn import (
     ESTIMATOR_PARAM_NAMES,
@@ -1013,6 +1021,7 @@ class _Shard:
                 X=None, y=part["y"], query_offsets=part["offsets"], weights=part["w"]
             )
             self.ds = ds
+            self.query_ids = part["qids"]  # to name a query in the OLE pair refusal
             self.objective = make_objective(params)
             if hasattr(self.objective, "curvature_deferred"):  # checked over all shards
                 self.objective.curvature_deferred = True
@@ -1080,11 +1089,13 @@ class _Shard:
             problem = e.problem.replace(f"y[{r}]", f"y[{row}]", 1)
             raise _located(int(src[r]), LTRInputError(problem, row=row)) from None
 
-    def gradients(self, it: int, chosen, ole: bool):
+    def gradients(self, it: int, chosen, ole_limit: int | None):
         """Round ``it``: gradients of every output, the bag (``chosen`` global query
-        numbers or None) and the OLE pairs; returns the number of pairs and a custom
-        objective's curvature flags (None for others), which the driver checks over
-        all shards (``CustomObjective.check_curvature``)."""
+        numbers or None) and the OLE pairs (``ole_limit``: the driver's pair limit, None
+        without OLE); returns the number of pairs, a custom objective's curvature flags
+        (None for others) and the round's OLE count (``pair_engine.OleRoundCount``, or
+        None), which the driver checks over all shards
+        (``CustomObjective.check_curvature``, ``check_ole_round_counts``)."""
         with _LOCK, threads(self.n_threads), np.errstate(over="ignore", invalid="ignore"):
             raw = self.raw
             scores = raw / averaged_divisor(it) if self.averaged else raw
@@ -1108,9 +1119,19 @@ class _Shard:
                 in_bag[rows] = True
             self.pairs = None
             self.hist.end_pairs()  # the last tree's pairs go before this round's come
-            if ole:
-                self.pairs = self.objective.ole_pairs(s, self.ds, iteration=it, in_bag=in_bag)
-            return (0 if self.pairs is None else self.pairs.n_pairs), curvature
+            counted = None
+            if ole_limit is not None:
+                # the limit is the whole round's: checked on the driver, over all shards
+                with counting_ole_pairs(ole_limit, self.query_ids) as counted:
+                    try:
+                        self.pairs = self.objective.ole_pairs(
+                            s, self.ds, iteration=it, in_bag=in_bag
+                        )
+                    except OlePairsOverLimit:  # over it alone: the round is refused
+                        self.pairs = None
+                if not counted.recorded:
+                    counted = None  # an objective that does not count its pairs
+            return (0 if self.pairs is None else self.pairs.n_pairs), curvature, counted
 
     def start_tree(self, k: int, feats, use_pairs: bool):
         with _LOCK:
@@ -1648,11 +1669,14 @@ class _DaskTraining(Training):
         c.stage = f"round {it + 1}"
         chosen = self.draw_bag()
         ole = p.split_criterion == "ole" and self.objective.is_pairwise
-        answers = c.same("gradients", it, chosen, ole)
+        limit = max_ole_pairs() if ole else None  # the driver's, as locally
+        answers = c.same("gradients", it, chosen, limit)
         n_pairs = sum(a[0] for a in answers)
         flags = [a[1] for a in answers if a[1] is not None]
         if flags:  # a custom objective's "hess is 0 for every document", over all rows
             self.objective.check_curvature(it, *(any(f[k] for f in flags) for k in range(3)))
+        if ole:  # the round's pairs over all shards, as one process's
+            check_ole_round_counts([a[2] for a in answers], self.objective, it, limit)
         pairs = _RemotePairs(n_pairs) if ole else None
         feats = self.used.to_compact(self.draw_features())
         self.builder.output = 0

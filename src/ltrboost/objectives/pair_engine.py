@@ -34,10 +34,14 @@ Sign convention: ``gradients`` are dL/ds (descent is ``-gradients``).  Seed 001'
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
 import math
 import numbers
 import warnings
 import weakref
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -397,7 +401,13 @@ def _check_ole_pair_count(
     """Refuse to hold more than ``pair_selection.max_ole_pairs()`` pairs (OLE), naming
     the query with the most pairs, the round (``topk`` pairs, a bag and YetiRank's draws
     change from round to round) and what to change, given ``objective``'s settings; in
-    the first round, warn when a later round could go over (:func:`ole_pair_bound`)."""
+    the first round, warn when a later round could go over (:func:`ole_pair_bound`).
+    Within :func:`counting_ole_pairs` (a part of the training set) the counts are
+    recorded for the whole set's check instead (:func:`check_ole_round_counts`)."""
+    counting = _ROUND_COUNT.get()
+    if counting is not None:
+        counting[0].record(counts, data, objective, iteration, counting[1])
+        return
     total = int(counts.sum())
     limit = _pair_selection.max_ole_pairs()
     if total <= limit:
@@ -407,13 +417,128 @@ def _check_ole_pair_count(
     q = int(np.argmax(counts))
     name = data.query_ids[q] if data.query_ids is not None else q
     n_q = int(data.query_offsets[q + 1] - data.query_offsets[q])
+    raise _ole_pairs_over(total, limit, name, int(counts[q]), n_q, objective, iteration)
+
+
+def _ole_pairs_over(
+    total: int, limit: int, name: Any, most: int, n_q: int, objective: Any, iteration: int
+) -> ParameterError:
+    """:func:`_check_ole_pair_count`'s refusal: ``total`` pairs of round ``iteration``
+    over ``limit``, query ``name`` (``n_q`` documents) the one with the ``most``."""
     when = f" in round {iteration + 1} (the pairs follow the scores and bag)" if iteration else ""
-    raise ParameterError(
+    return ParameterError(
         f"split_criterion='ole' holds every pair of a round in memory: {total} pairs "
         f"(~{total * 22 / 2**30:.1f} GiB){when} are over the limit of {limit} "
-        f"($LTRBOOST_MAX_OLE_PAIRS); query {name} alone has {int(counts[q])} pairs "
+        f"($LTRBOOST_MAX_OLE_PAIRS); query {name} alone has {most} pairs "
         f"({n_q} documents). {_fewer_pairs_advice(objective)}, or "
         f"split_criterion='newton' ({objective.name})"
+    )
+
+
+@dataclasses.dataclass
+class OleRoundCount:
+    """A round's OLE pairs on a part of the training set (a Dask shard's whole
+    queries), recorded by :func:`counting_ole_pairs` for the driver's
+    :func:`check_ole_round_counts`: a few numbers, not the per-query counts.
+
+    ``total`` the part's pairs; ``most``, ``most_query`` (its id) and ``most_docs`` its
+    first query with the most pairs; ``bound`` its :func:`ole_pair_bound` (round 1
+    only, else None); ``over`` whether ``total`` alone is over the limit (then the
+    pairs were not built); ``recorded`` whether the objective counted at all."""
+
+    limit: int
+    total: int = 0
+    most: int = 0
+    most_query: Any = None
+    most_docs: int = 0
+    bound: int | None = None
+    over: bool = False
+    recorded: bool = False
+
+    def record(
+        self,
+        counts: NDArray[np.int64],
+        data: RankingDataset,
+        objective: Any,
+        iteration: int,
+        query_ids: Any = None,
+    ) -> None:
+        """Keep the round's counts (``query_ids``: the part's, else ``data``'s); stop
+        building the part's pairs (raise :class:`OlePairsOverLimit`) when they alone
+        are over the limit."""
+        self.recorded = True
+        self.total = int(counts.sum())
+        if counts.shape[0]:
+            q = int(np.argmax(counts))
+            ids = query_ids if query_ids is not None else data.query_ids
+            self.most = int(counts[q])
+            self.most_query = ids[q] if ids is not None else q
+            self.most_docs = int(data.query_offsets[q + 1] - data.query_offsets[q])
+        self.over = self.total > self.limit
+        if self.over:
+            raise OlePairsOverLimit(self)
+        self.bound = ole_pair_bound(data, objective) if iteration == 0 else None
+
+
+class OlePairsOverLimit(Exception):
+    """Raised inside :func:`counting_ole_pairs` when a part's own pairs are over the
+    limit: the pairs are not built, the whole set's check refuses the round."""
+
+    def __init__(self, counted: OleRoundCount):
+        super().__init__(f"{counted.total} OLE pairs over the limit of {counted.limit}")
+        self.counted = counted
+
+
+# within counting_ole_pairs: (the count, the part's query ids)
+_ROUND_COUNT: contextvars.ContextVar[tuple[OleRoundCount, Any] | None] = contextvars.ContextVar(
+    "ltrboost_ole_round_count", default=None
+)
+
+
+def _ole_limit() -> int:
+    """The OLE pair limit in force: :func:`counting_ole_pairs`' (the driver's) within
+    it, else ``pair_selection.max_ole_pairs()``."""
+    counting = _ROUND_COUNT.get()
+    return _pair_selection.max_ole_pairs() if counting is None else counting[0].limit
+
+
+@contextlib.contextmanager
+def counting_ole_pairs(limit: int, query_ids: Any = None) -> Iterator[OleRoundCount]:
+    """Within: a round's OLE pairs (``objective.ole_pairs`` of a part of the training
+    set, whole queries) are recorded in the yielded :class:`OleRoundCount`, neither
+    refused nor warned about; ``limit`` is the whole set's (the driver's
+    ``$LTRBOOST_MAX_OLE_PAIRS``), ``query_ids`` the part's, to name its query with the
+    most pairs.  A part over ``limit`` alone raises :class:`OlePairsOverLimit` before
+    its pairs are built: the whole round is over it too.  Nothing is recorded for an
+    objective that does not count its pairs (a custom one)."""
+    counted = OleRoundCount(int(limit))
+    token = _ROUND_COUNT.set((counted, query_ids))
+    try:
+        yield counted
+    finally:
+        _ROUND_COUNT.reset(token)
+
+
+def check_ole_round_counts(
+    counts: Sequence[OleRoundCount | None], objective: Any, iteration: int, limit: int
+) -> None:
+    """:func:`_check_ole_pair_count` of round ``iteration`` on the whole training set
+    from the :class:`OleRoundCount` of each of its parts in query order (None: a part
+    that counted nothing): refused when their total is over ``limit`` (naming the first
+    query with the most pairs), in round 1 the warning of a later round over it; the
+    local message and warning."""
+    parts = [c for c in counts if c is not None]
+    if not parts:
+        return
+    total = sum(c.total for c in parts)
+    if total <= limit:
+        if iteration == 0:
+            bound = sum(c.bound or 0 for c in parts)
+            _warn_later_rounds(total, bound, limit, objective, stacklevel=3)
+        return
+    top = max(parts, key=lambda c: c.most)  # the first of the largest: argmax's
+    raise _ole_pairs_over(
+        total, limit, top.most_query, top.most, top.most_docs, objective, iteration
     )
 
 
@@ -486,7 +611,7 @@ def _refuse_all_pairs_early(data: RankingDataset, objective: Any, iteration: int
     if checked is not None and checked[0]() is data.y and checked[1] == data.n_samples:
         return
     per_query = _label_pairs_per_query(data, objective)
-    if int(per_query.sum()) > _pair_selection.max_ole_pairs():
+    if int(per_query.sum()) > _ole_limit():
         _check_ole_pair_count(per_query, data, objective, iteration)
     if data.y is not None:
         objective._all_pairs_checked = (weakref.ref(data.y), data.n_samples)
@@ -530,7 +655,11 @@ def _warn_later_rounds_over(total: int, limit: int, data: RankingDataset, object
     """Warn, in round 1, when a later round's pairs may go over the OLE limit (``topk``
     pairs follow the scores, bags and YetiRank's draws change): the error would come
     after hours of training."""
-    bound = ole_pair_bound(data, objective)
+    _warn_later_rounds(total, ole_pair_bound(data, objective), limit, objective, stacklevel=3)
+
+
+def _warn_later_rounds(total: int, bound: int, limit: int, objective: Any, stacklevel: int) -> None:
+    """:func:`_warn_later_rounds_over` given the bound (:func:`ole_pair_bound`)."""
     if bound <= limit:
         return
     warnings.warn(
@@ -541,7 +670,7 @@ def _warn_later_rounds_over(total: int, limit: int, data: RankingDataset, object
         f"{_fewer_pairs_advice(objective)}, or split_criterion='newton' "
         f"({objective.name})",
         ParameterWarning,
-        stacklevel=2,
+        stacklevel=stacklevel,
     )
 
 
