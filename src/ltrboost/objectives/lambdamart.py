@@ -148,6 +148,8 @@ class LambdaMART(PairwiseObjective):
     position_bias_norm : float, default=0.5
         ``unbiased``: the regularisation exponent ``p`` of the bias estimates
         (``t = ratio ** (1 / (1 + p))``; 0: none; XGBoost's ``lambdarank_bias_norm``).
+        Each estimate is kept in ``[1e-6, 1e6]``; one at that bound warns: with 0 the
+        estimates of some click logs grow every round (no finite solution).
     max_positions : int, default=32
         ``unbiased``: positions tracked; deeper positions share the last one's bias.
     """
@@ -334,7 +336,7 @@ class LambdaMART(PairwiseObjective):
             ParameterWarning(
                 f"unbiased=True: the position bias {name} of position {position} is "
                 f"{value:g} after round {iteration}, the bound of the estimates "
-                f"(1/{_unbiased.BIAS_BOUND:g} to {_unbiased.BIAS_BOUND:g}): {why}"
+                f"({1.0 / _unbiased.BIAS_BOUND:g} to {_unbiased.BIAS_BOUND:g}): {why}"
             ),
             stacklevel=2,
         )
