@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -62,7 +63,7 @@ from ltrboost.objectives.pair_selection import (
 from ltrboost.objectives.preferences import no_explicit_pairs
 from ltrboost.objectives.registry import register
 from ltrboost.pair_csr import PAIR_RHO_DTYPE, PairCSR, offset_dtype
-from ltrboost.params import ParameterError
+from ltrboost.params import ParameterError, ParameterWarning
 
 
 @register
@@ -147,6 +148,8 @@ class LambdaMART(PairwiseObjective):
     position_bias_norm : float, default=0.5
         ``unbiased``: the regularisation exponent ``p`` of the bias estimates
         (``t = ratio ** (1 / (1 + p))``; 0: none; XGBoost's ``lambdarank_bias_norm``).
+        Each estimate is kept in ``[1e-6, 1e6]``; one at that bound warns: with 0 the
+        estimates of some click logs grow every round (no finite solution).
     max_positions : int, default=32
         ``unbiased``: positions tracked; deeper positions share the last one's bias.
     """
@@ -268,6 +271,7 @@ class LambdaMART(PairwiseObjective):
         k = self._max_positions
         self._bias = _unbiased.PositionBias(np.ones(k), np.ones(k))
         self._pending = None
+        self._bound_warned = False
 
     def set_position_bias(self, t_plus: Any, t_minus: Any) -> None:
         """Continue from saved estimates (resuming training from a model)."""
@@ -282,7 +286,10 @@ class LambdaMART(PairwiseObjective):
                 f"(t_minus) values, for max_positions={k}: resume with the model's "
                 f"max_positions ({tp.size}; give max_positions={tp.size})"
             )
-        self._bias = _unbiased.PositionBias(tp.copy(), tm.copy())
+        # within the bound: a file may hold any positive finite values (one written
+        # before the bound, or edited); 1e-25 overflowed the float32 gradients
+        bound = _unbiased.bound_position_bias
+        self._bias = _unbiased.PositionBias(bound(tp), bound(tm))
         self._pending = None
 
     def position_bias(self) -> _unbiased.PositionBias | None:
@@ -303,7 +310,36 @@ class LambdaMART(PairwiseObjective):
         if self._pending is not None and self._pending[0] < iteration:
             self._bias = self.position_bias()
             self._pending = None
+        if not self._bound_warned:
+            self._warn_at_bound(self._bias, iteration)
         return self._bias
+
+    def _warn_at_bound(self, bias: _unbiased.PositionBias, iteration: int) -> None:
+        """Warn (once a run) when an estimate the gradients use sits at the bound."""
+        at = _unbiased.first_at_bound(bias)
+        if at is None:
+            return
+        self._bound_warned = True
+        name, position, value = at
+        if self._bias_norm == 0.0:
+            why = (
+                "without regularisation (position_bias_norm=0) the estimates of Hu et "
+                "al.'s eqs. 30, 31 have no finite solution on some click logs and grow "
+                "every round; give position_bias_norm > 0 (the default is 0.5)"
+            )
+        else:
+            why = (
+                f"no click log supports an estimate that far from position 1's; check "
+                f"the clicks and sample weights at position {position}"
+            )
+        warnings.warn(
+            ParameterWarning(
+                f"unbiased=True: the position bias {name} of position {position} is "
+                f"{value:g} after round {iteration}, the bound of the estimates "
+                f"({1.0 / _unbiased.BIAS_BOUND:g} to {_unbiased.BIAS_BOUND:g}): {why}"
+            ),
+            stacklevel=2,
+        )
 
     def _cache_key(self) -> tuple[Any, ...]:
         return (
@@ -485,6 +521,7 @@ class LambdaMART(PairwiseObjective):
         return PairCSR(ptr, offset, rho)
 
     _round = 0
+    _bound_warned = False  # unbiased: warned of an estimate at the bound this run
     # (query_offsets, ranking) of the last fused gradient, see _ranking_buffer
     _ranking: tuple[NDArray[np.int64], NDArray[np.int32]] | None = None
 

@@ -32,6 +32,30 @@ Choices, where the paper leaves room:
   their division instead, which treats a deep position as if it were the top one).
 * A position without any pair in a round keeps its previous estimate; the estimates are
   not updated at all in a round where position 1 has no pair.
+* Every estimate is kept in ``[1 / BIAS_BOUND, BIAS_BOUND]`` (``1e6``), and a warning
+  (:class:`~ltrboost.params.ParameterWarning`, once a run) names the first position
+  whose estimate sits at the bound.  Without regularisation (``p = 0``) eqs. 30, 31
+  need not have a finite solution, and their round-by-round iteration then diverges
+  geometrically: positions 1 and 2 shown together, clicked at 1 as often as at 2, plus
+  impressions of positions (2, k) clicked at 2 for ``m`` deeper ``k`` give ``t+_2 =
+  (1 + m) t-_2`` and ``t-_2 = t+_2``, so both grew ``1 + m``-fold every two rounds (1e7
+  after 20 rounds with ``m = 4``, toward ``inf`` and ``0`` after some hundreds: a model
+  file that cannot be written, and gradients divided by 0), each pair through position
+  2 weighted ever less.  With ``p > 0`` the exponent ``1 / (1 + p)`` damps the
+  iteration and the same log settles (``t+_2 = 2.3, t-_2 = 1.75`` at ``p = 0.5``).
+  The bound sits where no log gives an estimate: a ratio of ``1e6`` to position 1's
+  takes more than a million impressions per click; inside it the formula is
+  unchanged bit for bit.  Biases read from a model file (any positive finite value)
+  are clipped to it too: ``1e-25`` made float32 gradients ``inf``.
+* The loss sums of eqs. 30, 31 are sums, not means: they assume that every tracked
+  position is shown equally often (every query at least ``max_positions`` long, as in
+  the paper's simulation).  A position that fewer queries reach gets a proportionally
+  smaller ``t+`` and ``t-`` (lists of 5 and of 10 results, half each: ``t+_6..10``
+  about half the true examination, ``t-`` 0.7 for 1; a position shown once in 200
+  queries: ``t+ = 0.005``), and the last tracked position sums all the deeper ones
+  (``max_positions = 4`` on lists of 10: ``t+_4 = 1.2, t-_4 = 9`` for the true ``0.16,
+  1``).  XGBoost sums too (it drops the deeper positions' losses instead of pooling
+  them).
 * ``C_ij`` of eqs. 30, 31 is ``log(1 + exp(sigma (s_i - s_j)))``, XGBoost's choice, not
   the loss of the pair in its observed order ``log(1 + exp(-sigma (s_i - s_j)))`` that
   the paper's eq. 25 and its authors' code (acbull/Unbiased_LambdaMart) use, because the
@@ -85,6 +109,8 @@ DEFAULT_POSITION_BIAS_NORM = 0.5
 DEFAULT_MAX_POSITIONS = 32
 # Below this a position's loss sum is treated as "no data" (XGBoost's Eps64).
 _EPS = 1e-16
+# Every estimate is kept in [1 / BIAS_BOUND, BIAS_BOUND] (module docstring).
+BIAS_BOUND = 1e6
 
 
 class PositionBias(NamedTuple):
@@ -100,6 +126,12 @@ def position_index(position: NDArray[np.int64], max_positions: int) -> NDArray[n
     return np.ascontiguousarray(np.minimum(position, max_positions) - 1, dtype=np.int64)
 
 
+def bound_position_bias(t: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``t`` clipped to ``[1 / BIAS_BOUND, BIAS_BOUND]`` (a copy; values inside are
+    returned bit for bit)."""
+    return np.clip(np.asarray(t, dtype=np.float64), 1.0 / BIAS_BOUND, BIAS_BOUND)
+
+
 def update_position_bias(
     bias: PositionBias,
     loss_plus: NDArray[np.float64],
@@ -107,7 +139,8 @@ def update_position_bias(
     norm: float,
 ) -> PositionBias:
     """Hu et al. eqs. 30 and 31: ``t = (l / l_1) ** (1 / (1 + norm))`` where there was
-    a loss; elsewhere (and everywhere when ``l_1`` is 0) the previous estimate."""
+    a loss; elsewhere (and everywhere when ``l_1`` is 0) the previous estimate; each
+    kept in ``[1 / BIAS_BOUND, BIAS_BOUND]``."""
     exponent = 1.0 / (1.0 + norm)
     out = []
     for t, loss in ((bias.t_plus, loss_plus), (bias.t_minus, loss_minus)):
@@ -115,8 +148,18 @@ def update_position_bias(
         if loss[0] >= _EPS:
             ok = loss >= _EPS
             t[ok] = (loss[ok] / loss[0]) ** exponent
-        out.append(t)
+        out.append(bound_position_bias(t))
     return PositionBias(out[0], out[1])
+
+
+def first_at_bound(bias: PositionBias) -> tuple[str, int, float] | None:
+    """``(name, position, value)`` of the first estimate at the bound (``"t_plus"``
+    before ``"t_minus"``, 1-based position), or None."""
+    for name, t in (("t_plus", bias.t_plus), ("t_minus", bias.t_minus)):
+        at = np.flatnonzero((t >= BIAS_BOUND) | (t <= 1.0 / BIAS_BOUND))
+        if at.size:
+            return name, int(at[0]) + 1, float(t[at[0]])
+    return None
 
 
 def losses_by_position(
