@@ -47,6 +47,7 @@ from ltrboost.cli._common import (
     _refuse_stdin_input,
     _refuse_stdout_output,
     _show_warning,
+    _write_all,
 )
 from ltrboost.cli._parser import _repeated_flags, add_training_flags, build_parser
 
@@ -139,14 +140,8 @@ class _Stdout:
         # or a disk that fills) for the whole text, dropping the rest silently (predict
         # | head exited 0).  Write the bytes until all are written or the error shows.
         self._call("flush")
-        data = memoryview(text.encode(self._stream.encoding, self._stream.errors or "strict"))
-        while data:
-            n = self._call("write", data, on=raw)
-            if n is None:  # a non-blocking stdout that is full: wait, do not spin
-                import select
-
-                select.select([], [raw], [])
-            data = data[n or 0 :]
+        data = text.encode(self._stream.encoding, self._stream.errors or "strict")
+        _write_all(raw, data, write=lambda view: self._call("write", view, on=raw))
         return len(text)
 
     def flush(self) -> None:

@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 from ltrboost.params import PARAM_NAMES, BoosterParams
@@ -73,6 +74,23 @@ _GAIN_COMMANDS = ("train", "cv", "eval")
 
 # The commands whose --output may be '-' (stdout): the others write files or folders.
 _STDOUT_COMMANDS = ("predict", "export")
+
+
+def _write_all(raw: Any, data: bytes, write: Any = None) -> None:
+    """Write all of ``data`` to the raw file ``raw`` (stdout under ``python -u``), whose
+    ``write`` may take part of it (a short write: the reader of a pipe left, a signal,
+    a disk that filled), until all is written or the error shows; a non-blocking file
+    that is full is waited on, not spun on.  ``write``: the call that writes, when not
+    ``raw.write`` (one that rewords its errors)."""
+    write = raw.write if write is None else write
+    view = memoryview(data)
+    while view:
+        n = write(view)
+        if n is None:  # a non-blocking file that is full: wait, do not spin
+            import select
+
+            select.select([], [raw], [])
+        view = view[n or 0 :]
 
 
 def _refuse_stdout_output(args: argparse.Namespace) -> None:
@@ -302,6 +320,20 @@ def resolve_missing(flag: str | None, model, model_path: str) -> str:
     return flag or recorded or "zero"
 
 
+def _width_guard_as_flag(e: Exception):
+    """The reader's size guard (a feature index so high that the matrix would be huge)
+    as an :class:`~ltrboost.dataset.LTRInputError` whose remedy is the flag
+    ``--n-features N``, not Python's ``n_features=``; None for any other error."""
+    wide = getattr(e, "width_guard", None)
+    if wide is None or "If it is intended" not in e.problem:
+        return None
+    from ltrboost.dataset import LTRInputError
+
+    problem = e.problem[: e.problem.index("If it is intended")]
+    problem += f"If it is intended, give --n-features {wide}"
+    return LTRInputError(problem, path=e.path, line=e.line)
+
+
 def _load(
     path: str,
     *,
@@ -489,6 +521,23 @@ def _labels_teach(params: BoosterParams, objective: Any) -> bool:
     )
 
 
+def _refuse_pairs_alone(params: BoosterParams, objective: Any, remedy: str) -> None:
+    """Refuse ``--use-label-pairs false`` for a pair objective that then has no pair to
+    learn from (:func:`_labels_teach`); ``remedy``, the end of the message, says what
+    the command takes instead."""
+    if objective.uses_preference_pairs and not _labels_teach(params, objective):
+        raise ValueError(
+            f"--use-label-pairs false: {objective.name} then learns from explicit "
+            f"preference pairs alone{remedy}"
+        )
+
+
+def _training_params(args: argparse.Namespace) -> BoosterParams:
+    """The training parameters given as flags (``train``, ``cv``); the others at their
+    defaults."""
+    return BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
+
+
 def _progress_bar(
     params: BoosterParams, notice=None, file=None, mininterval: float = 0.1, initial: int = 0
 ):
@@ -563,6 +612,14 @@ def _load_for_iteration(args: argparse.Namespace):
             f"(give 0..{booster.n_iterations})"
         )
     return booster
+
+
+def _print_columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A table on stdout: columns left-aligned, two blanks apart, no trailing blanks
+    after the last column (``eval``'s results, ``inspect``'s top features)."""
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    for line in (header, *rows):
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
 
 
 def _count(n: int, noun: str) -> str:

@@ -356,8 +356,6 @@ class _Command:
         return f"<command ltrboost.cli.{self.module}.{self.name}>"
 
 
-# Training parameters cv's help leaves out: the two it refuses (no validation set, no
-# --position file in a fold) and those used by --unbiased only.
 # train's file flags that cv has no use for, each refused saying why (unknown, they got
 # argparse's "did you mean --pairs-per-sample?")
 _CV_REFUSED_FILES = {
@@ -380,6 +378,8 @@ _CV_REFUSED_OUTPUTS = {
 }
 
 
+# Training parameters cv's help leaves out: the two it refuses (no validation set, no
+# --position file in a fold) and those used by --unbiased only.
 _CV_UNLISTED = ("early_stopping_rounds", "unbiased", "position_bias_norm", "max_positions")
 
 
@@ -403,24 +403,16 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument(
         "--output", "-o", default="model.json", help="model file (JSON; default model.json)"
     )
-    p.add_argument(
-        "--metric",
-        dest="eval_metric",
-        type=_none_or(str),
-        action=_MetricFlag,
-        default=None,
-        metavar="METRICS",
-        help="comma-separated validation metrics, the first drives early stopping "
-        "(default: the objective's, ndcg@10; map or err@10 under --lambda-metric map "
-        "or err)",
+    _add_training_metric_flag(
+        p,
+        "comma-separated validation metrics, the first drives early stopping (default: "
+        "the objective's, ndcg@10; map or err@10 under --lambda-metric map or err)",
     )
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    p.add_argument(
-        "--missing",
-        choices=("zero", "nan"),
-        default=None,
-        help="value of features absent from a sparse line (default zero, or the "
-        "resumed model's); recorded in the model, and used by predict and eval",
+    _add_quiet_flag(p)
+    _add_missing_flag(
+        p,
+        "value of features absent from a sparse line (default zero, or the resumed "
+        "model's); recorded in the model, and used by predict and eval",
     )
     p.add_argument(
         "--checkpoint-every",
@@ -468,28 +460,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("data")
     p.add_argument("--output", "-o", default="-", help="score file (default -: stdout)")
-    p.add_argument(
-        "--missing",
-        choices=("zero", "nan"),
-        default=None,
-        help="absent sparse features (default: the model's convention; a different "
-        "one is an error)",
-    )
-    p.add_argument(
-        "--iteration",
-        type=int,
-        default=None,
-        help="use the first N rounds (default: best iteration, else all)",
-    )
-    p.add_argument(
-        "--n-threads",
-        type=int,
-        default=None,
-        help=(
-            "threads (default, 0 or negative: OMP_NUM_THREADS, else all cores under the CPU "
-            "quota; more than the cores: capped)"
-        ),
-    )
+    _add_scoring_flags(p)
     p.add_argument(
         "--contrib",
         action="store_true",
@@ -512,28 +483,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="comma-separated metrics (default: %(default)s)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument(
-        "--missing",
-        choices=("zero", "nan"),
-        default=None,
-        help="absent sparse features (default: the model's convention; a different "
-        "one is an error)",
-    )
-    p.add_argument(
-        "--iteration",
-        type=int,
-        default=None,
-        help="use the first N rounds (default: best iteration, else all)",
-    )
-    p.add_argument(
-        "--n-threads",
-        type=int,
-        default=None,
-        help=(
-            "threads (default, 0 or negative: OMP_NUM_THREADS, else all cores under the CPU "
-            "quota; more than the cores: capped)"
-        ),
-    )
+    _add_scoring_flags(p)
     _add_metric_option_flags(p)
     _add_quiet_flag(p, "no 'compiling kernels' notice on a terminal")
     _add_missing_token_flag(p)
@@ -542,23 +492,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("cv", help="cross-validate over query folds: mean and std of each metric")
     p.add_argument("data", help="LETOR/svmlight file with qid: (or a .query sidecar)")
     p.add_argument("--folds", type=int, default=5, help="query folds (default 5)")
-    p.add_argument(
-        "--metric",
-        dest="eval_metric",
-        type=_none_or(str),
-        action=_MetricFlag,
-        default=None,
-        metavar="METRICS",
-        help="comma-separated metrics reported per fold (default: the objective's, "
-        "ndcg@10; map or err@10 under --lambda-metric map or err, as train)",
+    _add_training_metric_flag(
+        p,
+        "comma-separated metrics reported per fold (default: the objective's, ndcg@10; "
+        "map or err@10 under --lambda-metric map or err, as train)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument(
-        "--missing",
-        choices=("zero", "nan"),
-        default="zero",
-        help="value of features absent from a sparse line (default zero)",
-    )
+    _add_missing_flag(p, "value of features absent from a sparse line (default zero)", "zero")
     _add_quiet_flag(p, "no progress bar (one per fold, on stderr)")
     _add_missing_token_flag(p)
     # train's flags that cv has no use for: refused saying why (unknown, they got
@@ -609,12 +549,10 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         default="gain",
         help="rank features by total split gain (default) or number of splits",
     )
-    p.add_argument(
-        "--iteration",
-        type=int,
-        default=None,
-        help="count and dump the first N rounds (default: importances of the best "
-        "iteration, else all; the dump holds every round)",
+    _add_iteration_flag(
+        p,
+        "count and dump the first N rounds (default: importances of the best iteration, "
+        "else all; the dump holds every round)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--dump", action="store_true", help="also print every tree as indented text")
@@ -638,12 +576,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         metavar="FILE",
         help="the engine's feature names, one per line, in ltrboost's feature order",
     )
-    p.add_argument(
-        "--iteration",
-        type=int,
-        default=None,
-        help="use the first N rounds (default: best iteration, else all)",
-    )
+    _add_iteration_flag(p)
     p.add_argument(
         "--name",
         default=None,
@@ -701,12 +634,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="close a file at the first query boundary after N rows (default 1000000); "
         "each file is one partition of dask.dataframe.read_parquet, queries whole",
     )
-    p.add_argument(
-        "--missing",
-        choices=("zero", "nan"),
-        default="zero",
-        help="value of features absent from a sparse line (default zero)",
-    )
+    _add_missing_flag(p, "value of features absent from a sparse line (default zero)", "zero")
     p.add_argument(
         "--n-features",
         type=int,
@@ -715,7 +643,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="columns f1..fN (default: the file's highest feature index); give the "
         "training file's to convert a validation or test file to the same columns",
     )
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    _add_quiet_flag(p)
     _add_missing_token_flag(p)
     p.set_defaults(func=_Command("convert", "cmd_convert"))
 
@@ -724,9 +652,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     )
     csub = p.add_subparsers(dest="clicks_command", metavar="COMMAND", required=True)
     c = csub.add_parser("mine", help="mine skip-above / skip-next pairs into a --pairs file")
-    c.add_argument("log", help="click log (qid docid position clicked [impression])")
-    c.add_argument("--data", required=True, help="the LETOR file the docids belong to")
-    c.add_argument("--output", "-o", required=True, help="pairs file to write")
+    _add_click_log_arguments(c, "pairs file to write")
     c.add_argument(
         "--strategy",
         choices=("skip-above", "skip-next"),
@@ -743,9 +669,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="click log -> training data for --unbiased true: a LETOR file (one query per "
         "impression, clicks as labels) and OUTPUT.position",
     )
-    c.add_argument("log", help="click log (qid docid position clicked [impression])")
-    c.add_argument("--data", required=True, help="the LETOR file the docids belong to")
-    c.add_argument("--output", "-o", required=True, help="LETOR file to write")
+    _add_click_log_arguments(c, "LETOR file to write")
     _add_missing_token_flag(c)
     c.set_defaults(func=_Command("clicks", "cmd_clicks_dataset"))
     c = csub.add_parser("simulate", help="simulate a click log from a graded LETOR file")
@@ -818,7 +742,7 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         default=None,
         help="threads (default: OMP_NUM_THREADS, else all cores under the CPU quota)",
     )
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    _add_quiet_flag(p, "no progress bars")
     p.add_argument(
         "--patience",
         type=int,
@@ -864,6 +788,61 @@ def _add_missing_token_flag(p: argparse.ArgumentParser) -> None:
         help="a feature value such as NULL (LETOR 3.0 'Feature-null' files) that means "
         "missing and reads as NaN (repeatable; default: such a value is an error)",
     )
+
+
+def _add_training_metric_flag(p: argparse.ArgumentParser, text: str) -> None:
+    """``--metric`` of the commands that train (``train``, ``cv``): the training
+    parameter ``eval_metric`` (its deprecated flag ``--eval-metric`` is
+    :func:`add_training_flags`'s), one value, not two (:class:`_MetricFlag`)."""
+    p.add_argument(
+        "--metric",
+        dest="eval_metric",
+        type=_none_or(str),
+        action=_MetricFlag,
+        default=None,
+        metavar="METRICS",
+        help=text,
+    )
+
+
+def _add_missing_flag(p: argparse.ArgumentParser, text: str, default: str | None = None) -> None:
+    """``--missing zero|nan``: the value of a feature absent from a sparse line."""
+    p.add_argument("--missing", choices=("zero", "nan"), default=default, help=text)
+
+
+def _add_iteration_flag(
+    p: argparse.ArgumentParser,
+    text: str = "use the first N rounds (default: best iteration, else all)",
+) -> None:
+    p.add_argument("--iteration", type=int, default=None, help=text)
+
+
+def _add_scoring_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of the commands that score data with a model (``predict``, ``eval``):
+    ``--missing`` (the model's convention unless given), ``--iteration``,
+    ``--n-threads``."""
+    _add_missing_flag(
+        p,
+        "absent sparse features (default: the model's convention; a different one is an error)",
+    )
+    _add_iteration_flag(p)
+    p.add_argument(
+        "--n-threads",
+        type=int,
+        default=None,
+        help=(
+            "threads (default, 0 or negative: OMP_NUM_THREADS, else all cores under the CPU "
+            "quota; more than the cores: capped)"
+        ),
+    )
+
+
+def _add_click_log_arguments(p: argparse.ArgumentParser, output: str) -> None:
+    """LOG, ``--data`` and ``--output`` of ``clicks mine`` and ``clicks dataset``:
+    a click log, the LETOR file its docids belong to, the file to write."""
+    p.add_argument("log", help="click log (qid docid position clicked [impression])")
+    p.add_argument("--data", required=True, help="the LETOR file the docids belong to")
+    p.add_argument("--output", "-o", required=True, help=output)
 
 
 def _add_protocol_arguments(p: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ltrboost.cli._common import _check_inputs, _count
+from ltrboost.cli._common import _check_inputs, _count, _width_guard_as_flag
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -34,11 +34,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
             n_features=args.n_features,
         )
     except LTRInputError as e:  # the reader's remedies in convert's flags, not Python's
-        wide = getattr(e, "width_guard", None)
-        if wide is not None and "If it is intended" in e.problem:
-            problem = e.problem[: e.problem.index("If it is intended")]
-            problem += f"If it is intended, give --n-features {wide}"
-            raise LTRInputError(problem, path=e.path, line=e.line) from None
+        guard = _width_guard_as_flag(e)
+        if guard is not None:
+            raise guard from None
         n = args.n_features
         reworded = None if n is None else width_error_as(e, n, f"is larger than --n-features={n}")
         if reworded is None:

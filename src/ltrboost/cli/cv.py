@@ -10,13 +10,13 @@ import warnings
 from ltrboost.cli._common import (
     _check_inputs,
     _error_as_flags,
-    _labels_teach,
     _load,
     _progress_bar,
+    _refuse_pairs_alone,
+    _training_params,
     _validate_as_flags,
 )
 from ltrboost.cli._parser import _CV_REFUSED_FILES, _CV_REFUSED_OUTPUTS
-from ltrboost.params import PARAM_NAMES, BoosterParams
 
 
 def cmd_cv(args: argparse.Namespace) -> int:
@@ -29,7 +29,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
     from ltrboost.metrics import evaluate, parse_metric_list
     from ltrboost.params import ParameterWarning
 
-    params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
+    params = _training_params(args)
     if hasattr(args, "cv_valid"):
         raise ValueError(f"--valid is not available in cv: {_CV_REFUSED_OUTPUTS['--valid']}")
     for flag, why in _CV_REFUSED_FILES.items():
@@ -51,12 +51,12 @@ def cmd_cv(args: argparse.Namespace) -> int:
     if args.folds < 2:  # the flag alone: before the data is read
         raise ValueError(f"--folds={args.folds} must be at least 2")
     objective = make_objective(params)
-    if objective.uses_preference_pairs and not _labels_teach(params, objective):
-        raise ValueError(
-            f"--use-label-pairs false: {objective.name} then learns from explicit "
-            "preference pairs alone, and cv takes no --pairs file; drop "
-            "--use-label-pairs, or cross-validate with ltrboost.Ranker and GroupKFold"
-        )
+    _refuse_pairs_alone(
+        params,
+        objective,
+        ", and cv takes no --pairs file; drop --use-label-pairs, or cross-validate with "
+        "ltrboost.Ranker and GroupKFold",
+    )
     # without --metric: what train validates on, the objective's metric (map under
     # --lambda-metric map, err@10 under err, else ndcg@10)
     metrics = parse_metric_list(params.eval_metric or objective.default_metric)

@@ -12,11 +12,11 @@ import sys
 from ltrboost.cli._common import _check_inputs
 
 
-def _print_table(output: str) -> None:
-    """The report's ``table.md`` (UTF-8) on stdout, with each character the stdout's
-    encoding lacks as ``\\uXXXX``: seed 004's union and plus-minus signs on a cp1252 stdout (a
-    Windows console, or a redirect there) failed the finished run with "'charmap' codec
-    can't encode character"."""
+def _print_report(output: str) -> None:
+    """The report's ``table.md`` (UTF-8) on stdout, then where the report is on stderr.
+    Each character the stdout's encoding lacks is written as ``\\uXXXX``: seed 004's
+    union and plus-minus signs on a cp1252 stdout (a Windows console, or a redirect
+    there) failed the finished run with "'charmap' codec can't encode character"."""
     with open(os.path.join(output, "table.md"), encoding="utf-8") as f:
         text = f.read()
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
@@ -27,6 +27,7 @@ def _print_table(output: str) -> None:
     except LookupError:  # an encoding Python does not know: the stream's own to report
         pass
     print(text)
+    print(f"report written to {output}", file=sys.stderr)
 
 
 def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
@@ -47,8 +48,7 @@ def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             na_values=args.missing_token,
         )
-    _print_table(args.output)
-    print(f"report written to {args.output}", file=sys.stderr)
+    _print_report(args.output)
     return 0
 
 
@@ -180,8 +180,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             system_grids=system_grids,
             na_values=args.missing_token,
         )
-    _print_table(args.output)
-    print(f"report written to {args.output}", file=sys.stderr)
+    _print_report(args.output)
     if not summary["n_cells"]:
         print(
             "ltrboost: the table is empty: it compares each 'ole' cell with its 'se' "

@@ -9,7 +9,7 @@ import os
 import sys
 import warnings
 
-from ltrboost.cli._common import _count, _load_for_iteration
+from ltrboost.cli._common import _count, _load_for_iteration, _print_columns, _write_all
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -42,14 +42,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 # under python -u the buffer is the raw file, which takes part of a
                 # write when the reader of a pipe leaves (or a signal interrupts it):
                 # continue until all is written or the error shows (it exited 0)
-                view = memoryview(data)
-                while view:
-                    n = out.write(view)
-                    if n is None:  # a non-blocking stdout that is full: wait
-                        import select
-
-                        select.select([], [out], [])
-                    view = view[n or 0 :]
+                _write_all(out, data)
                 out.flush()
             except BrokenPipeError:
                 raise
@@ -154,11 +147,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     ]
     if rows:
         header = ("feature", "splits", "gain", "gain %")
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
         print(f"\ntop {len(rows)} features by {info['importance_type']}{rounds}:")
-        for line in (header, *rows):
-            cells = (c.ljust(w) for c, w in zip(line, widths, strict=True))
-            print("  ".join(cells).rstrip())
+        _print_columns(header, rows)
     if args.dump:
         print()
         past = counted * booster.n_outputs  # the first tree the importances leave out

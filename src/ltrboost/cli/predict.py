@@ -15,6 +15,7 @@ from typing import Any
 from ltrboost.cli._common import (
     _load_for_iteration,
     _metric_as_flag,
+    _print_columns,
     _show_warning,
     _warn_unread_sidecars,
     _with_dataset,
@@ -194,9 +195,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 0
     header = ["data", *metrics, "queries"]
     rows = [[p, *(f"{r[m]:.4f}" for m in metrics), str(r["n_queries"])] for p, r in results.items()]
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    for line in (header, *rows):  # no trailing blanks after the last column (as inspect)
-        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+    _print_columns(header, rows)
     return 0
 
 

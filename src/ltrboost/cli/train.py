@@ -17,11 +17,14 @@ from ltrboost.cli._common import (
     _param_flag,
     _params_as_flags,
     _progress_bar,
+    _refuse_pairs_alone,
+    _training_params,
     _validate_as_flags,
+    _width_guard_as_flag,
     checkpoint_path,
     resolve_missing,
 )
-from ltrboost.params import PARAM_NAMES, BoosterParams
+from ltrboost.params import BoosterParams
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -32,7 +35,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ltrboost.io.letor import imposed_width, width_error_as
     from ltrboost.model import load_model
 
-    params = BoosterParams(**{k: v for k, v in vars(args).items() if k in PARAM_NAMES})
+    params = _training_params(args)
     _validate_as_flags(params)
     if args.n_features is not None and args.n_features < 1:
         raise ValueError(f"--n-features={args.n_features} must be >= 1")
@@ -113,12 +116,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         reworded = None
         if args.n_features is not None and init_model is None:
             reworded = width_error_as(e, width, f"is above --n-features {args.n_features}")
-        wide = getattr(e, "width_guard", None)
-        if reworded is None and wide is not None and "If it is intended" in e.problem:
-            # the reader's size guard advises Python's n_features=: train's is a flag
-            problem = e.problem[: e.problem.index("If it is intended")]
-            problem += f"If it is intended, give --n-features {wide}"
-            reworded = LTRInputError(problem, path=e.path, line=e.line)
+        if reworded is None:
+            reworded = _width_guard_as_flag(e)
         if reworded is None:
             raise
         raise reworded from None
@@ -261,13 +260,9 @@ def _check_train_flags(args: argparse.Namespace, params: BoosterParams) -> None:
     if args.pairs is None and isinstance(params.objective, str):
         from ltrboost.booster import make_objective
 
-        objective = make_objective(params)
-        if objective.uses_preference_pairs and not _labels_teach(params, objective):
-            raise ValueError(
-                f"--use-label-pairs false: {objective.name} then learns from explicit "
-                "preference pairs alone; give them (--pairs FILE) or drop "
-                "--use-label-pairs"
-            )
+        _refuse_pairs_alone(
+            params, make_objective(params), "; give them (--pairs FILE) or drop --use-label-pairs"
+        )
 
 
 def _valid_names(paths: list[str]) -> list[str]:
