@@ -354,7 +354,3 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as e:
         return _interrupted(e)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
