@@ -1,5 +1,5 @@
-"""Command-line interface: ``ltrboost train | predict | eval | export | cv | inspect |
-...``.
+"""Command-line interface: ``ltrboost train | predict | eval | export | cv |
+inspect``.
 
 The CLI has no logic of its own: each subcommand calls one public function.  Every
 training parameter of :data:`ltrboost.params.PARAMS` is a flag spelled in kebab-case

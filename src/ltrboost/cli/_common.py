@@ -18,17 +18,9 @@ from typing import Any
 from ltrboost.params import PARAM_NAMES, BoosterParams
 
 EXIT_BAD_INPUT = 2
-
-
 EXIT_INTERRUPTED = 130
-
-
 EXIT_TERMINATED = 143  # 128 + SIGTERM
-
-
 EXIT_HANGUP = 129  # 128 + SIGHUP (the terminal closed)
-
-
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a program the pipe's signal ended
 
 
@@ -63,14 +55,11 @@ def _error_as_flags(e: Exception) -> str:
 # Arguments that name files a command writes; and inputs a command may rewrite on
 # purpose (train --resume M --output M extends the model M).
 _OUTPUT_ARGS = ("output", "createmodel")
-
-
 _REWRITABLE_INPUTS = ("resume",)
 
 
 # The commands that take --gain (a label above 31 names it as the remedy).
 _GAIN_COMMANDS = ("train", "cv", "eval")
-
 
 # The commands whose --output may be '-' (stdout): the others write files or folders.
 _STDOUT_COMMANDS = ("predict", "export")

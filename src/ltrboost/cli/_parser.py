@@ -366,8 +366,6 @@ _CV_REFUSED_FILES = {
     "--resume": "each fold trains from scratch (train --resume continues a model)",
     "--checkpoint-every": "cv writes no model (train --checkpoint-every checkpoints one)",
 }
-
-
 # cv's other refused flags (dests of their own): why, as cmd_cv and a close misspelling
 # (`cv --out`, offered --quiet while --output was hidden) say it
 _CV_REFUSED_OUTPUTS = {
@@ -376,8 +374,6 @@ _CV_REFUSED_OUTPUTS = {
     "--output": "it writes no model (one line per fold on stdout, --json for "
     "machine-readable output); train --output writes one",
 }
-
-
 # Training parameters cv's help leaves out: the two it refuses (no validation set, no
 # --position file in a fold) and those used by --unbiased only.
 _CV_UNLISTED = ("early_stopping_rounds", "unbiased", "position_bias_norm", "max_positions")
