@@ -198,7 +198,7 @@ def test_warmup_on_a_full_disk_fails(monkeypatch, capsys):
 def test_cli_warning_has_one_prefix(capsys):
     """`ltrboost: warning: ltrboost: no writable folder ...`: the CLI's warning prefix
     in front of the library's own."""
-    from ltrboost.cli import _show_warning
+    from ltrboost.cli._common import _show_warning
 
     _show_warning(RuntimeWarning("ltrboost: no writable folder"), RuntimeWarning, "f", 1)
     assert capsys.readouterr().err == "ltrboost: warning: no writable folder\n"

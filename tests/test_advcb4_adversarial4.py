@@ -125,7 +125,7 @@ def test_cli_bar_of_a_resumed_run_counts_the_resumed_rounds_as_done(letor, capsy
 
 def test_progress_bar_starts_at_the_resumed_rounds():
     from ltrboost.booster import CallbackEnv
-    from ltrboost.cli import _progress_bar
+    from ltrboost.cli._common import _progress_bar
     from ltrboost.params import BoosterParams
 
     sink = io.StringIO()

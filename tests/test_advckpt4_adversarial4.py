@@ -250,7 +250,7 @@ def test_a_checkpoint_is_no_more_readable_than_the_output_it_stands_for(
     the usual umask) beside it for the whole run, a full copy of the model."""
     import stat
 
-    import ltrboost.cli as cli
+    import ltrboost.cli.train as cli
 
     out = tmp_path / "m.json"
     assert main(_train(letor, out, 2)) == 0

@@ -141,7 +141,7 @@ def _ltrboost_commands(text: str) -> list[str]:
 def test_documented_commands_parse_and_their_parameters_validate(doc):
     """The commands a newcomer copies from README and docs/deploy.md exist with their
     flags, and the training parameters they give pass the CLI's checks."""
-    from ltrboost.cli import _validate_as_flags
+    from ltrboost.cli._common import _validate_as_flags
     from ltrboost.params import PARAM_NAMES, BoosterParams
 
     commands = _ltrboost_commands(DOCS[doc])

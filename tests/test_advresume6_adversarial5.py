@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ltrboost.cli as cli
+import ltrboost.cli.train as cli
 from ltrboost.io.model_schema import ModelFormatError
 from ltrboost.model import load_model, model_from_json
 from test_cli import run

@@ -203,12 +203,13 @@ def test_cleanup_error_after_an_interrupt_is_still_the_interrupt(model, tmp_path
     import sys
     sys.path.insert(0, {SRC!r})
     import ltrboost.cli as cli
+    import ltrboost.cli.export as export
     def broken(args):
         try:
             raise KeyboardInterrupt
         finally:
             raise AttributeError("module 'coverage' has no attribute 'types'")
-    cli.cmd_inspect = broken
+    export.cmd_inspect = broken
     sys.exit(cli.main(["inspect", {str(model)!r}]))
     """
     done = _run_script(code, tmp_path)
@@ -316,12 +317,13 @@ def test_cleanup_os_error_after_an_interrupt_is_not_bad_input(model, tmp_path):
     import errno, sys
     sys.path.insert(0, {SRC!r})
     import ltrboost.cli as cli
+    import ltrboost.cli.export as export
     def broken(args):
         try:
             raise KeyboardInterrupt
         finally:
             raise OSError(errno.EACCES, "Permission denied", "x.tmp")
-    cli.cmd_inspect = broken
+    export.cmd_inspect = broken
     sys.exit(cli.main(["inspect", {str(model)!r}]))
     """
     done = _run_script(code, tmp_path)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import ltrboost
-from ltrboost.cli import _params_as_flags, main
+from ltrboost.cli import main
+from ltrboost.cli._common import _params_as_flags
 from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
 from ltrboost.io.letor import dump_svmlight

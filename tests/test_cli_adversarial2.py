@@ -233,9 +233,10 @@ def test_ctrl_c_inside_an_exec_still_exits_130(tmp_path):
     script.write_text(
         "import sys\n"
         "from ltrboost import cli\n"
+        "from ltrboost.cli import export\n"
         "def interrupted(args):\n"
         "    exec('raise KeyboardInterrupt')\n"
-        "cli.cmd_inspect = interrupted\n"
+        "export.cmd_inspect = interrupted\n"
         "sys.exit(cli.main(['inspect', 'model.json']))\n"
     )
     src = str(Path(__file__).resolve().parents[1] / "src")

@@ -14,7 +14,8 @@ import pytest
 
 from ltrboost import load_model, load_svmlight
 from ltrboost.booster import BoosterParams, train
-from ltrboost.cli import _progress_bar, main, query_folds
+from ltrboost.cli import main, query_folds
+from ltrboost.cli._common import _progress_bar
 from ltrboost.dataset import make_dataset
 from ltrboost.io.letor import dump_svmlight
 from ltrboost.metrics import evaluate

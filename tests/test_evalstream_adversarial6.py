@@ -14,7 +14,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-import ltrboost.cli as cli
+import ltrboost.cli.predict as cli
 import ltrboost.io.letor as letor
 from ltrboost import Ranker
 from ltrboost.cli import main
@@ -22,7 +22,7 @@ from ltrboost.datasets import make_ranking
 
 FAST = dict(n_estimators=4, max_leaf_nodes=6, min_samples_leaf=3, random_state=0)
 
-# (letor._BLOCK_BYTES: text read at a time, cli._EVAL_BLOCK_BYTES: dense rows scored at
+# (letor._BLOCK_BYTES: text read at a time, predict._EVAL_BLOCK_BYTES: dense rows scored at
 # a time); None keeps the default.  8 bytes is one row a block, 8 * 4 * 9 one query of
 # the 9-row queries below.
 BLOCKS = [
@@ -94,7 +94,7 @@ def _set_blocks(monkeypatch, text_bytes, dense_bytes):
     if text_bytes is not None:
         monkeypatch.setattr(letor, "_BLOCK_BYTES", text_bytes)
     if dense_bytes is not None:
-        monkeypatch.setattr(cli, "_EVAL_BLOCK_BYTES", dense_bytes, raising=False)
+        monkeypatch.setattr(cli, "_EVAL_BLOCK_BYTES", dense_bytes)
 
 
 def _whole_file(argv, capsys):

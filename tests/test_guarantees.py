@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ltrboost.cli as cli
+import ltrboost.cli.train as cli
 from ltrboost import Ranker, load_model, train
 from ltrboost.cli import main
 from ltrboost.dataset import PreferencePairs, make_dataset

@@ -14,7 +14,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-import ltrboost.cli as cli
+import ltrboost.cli.predict as cli
 import ltrboost.io.letor as letor
 from ltrboost import Ranker, load_model
 from ltrboost.cli import main
@@ -24,7 +24,7 @@ from ltrboost.io.letor import load_svmlight
 
 FAST = dict(n_estimators=4, max_leaf_nodes=6, min_samples_leaf=3, random_state=0)
 
-# (letor._BLOCK_BYTES: text read at a time, cli._PREDICT_BLOCK_BYTES: dense rows scored
+# (letor._BLOCK_BYTES: text read at a time, predict._PREDICT_BLOCK_BYTES: dense rows scored
 # at a time); None keeps the default.  8 bytes is one row a block at any width.
 BLOCKS = [(None, None), (64, 8), (257, 8 * 4 * 7), (1000, 1 << 30), (1 << 30, 100)]
 

@@ -183,7 +183,7 @@ def test_cli_resume_on_file_without_last_feature(tmp_path: Path, capsys) -> None
 def test_cli_checkpoint_then_resume_equals_uninterrupted(
     tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ltrboost.cli as cli
+    import ltrboost.cli.train as cli
 
     folder = tmp_path / "d"
     generate(folder, 30, 6, 10)

@@ -1,0 +1,223 @@
+"""``ltrboost experiment``: seed 000's grid (``--protocol xia``) or seed 004's six
+runs (``--protocol qbrank``), with a report folder and its table on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import sys
+
+from ltrboost.cli._common import _check_inputs
+
+
+def _print_report(output: str) -> None:
+    """The report's ``table.md`` (UTF-8) on stdout, then where the report is on stderr.
+    Each character the stdout's encoding lacks is written as ``\\uXXXX``: seed 004's
+    union and plus-minus signs on a cp1252 stdout (a Windows console, or a redirect
+    there) failed the finished run with "'charmap' codec can't encode character"."""
+    with open(os.path.join(output, "table.md"), encoding="utf-8") as f:
+        text = f.read()
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        text = text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # an encoding Python does not know: the stream's own to report
+        pass
+    print(text)
+    print(f"report written to {output}", file=sys.stderr)
+
+
+def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
+    from ltrboost.experiment_qbrank import DEFAULT_TREES, Settings, run_qbrank_experiment
+
+    settings = Settings(
+        n_estimators=args.max_trees or DEFAULT_TREES,
+        min_samples_leaf=args.min_samples_leaf,
+        ties=args.ties,
+    )
+    _check_inputs(args)
+    with _experiment_flags(args):
+        run_qbrank_experiment(
+            args.folder,
+            args.output,
+            settings=settings,
+            n_threads=args.n_threads,
+            progress=not args.quiet,
+            na_values=args.missing_token,
+        )
+    _print_report(args.output)
+    return 0
+
+
+# run_experiment's arguments and each cell's parameters, as the flags that set them
+_EXPERIMENT_FLAGS = {
+    "patience": "--patience",
+    "max_trees": "--max-trees",
+    "n_estimators": "--max-trees",
+    "systems": "--systems",
+    "objective": "--systems",
+    "criteria": "--criteria",
+    "split_criterion": "--criteria",
+    "leaves": "--leaves",
+    "max_leaf_nodes": "--leaves",
+    "learning_rates": "--learning-rates",
+    "learning_rate": "--learning-rates",
+    "growth": "--growth",
+    "min_samples_leaf": "--min-samples-leaf",
+    "n_threads": "--n-threads",
+    "pair_method": "--ranknet-pair-method",
+    "output": "--output",
+}
+
+
+@contextlib.contextmanager
+def _experiment_flags(args: argparse.Namespace):
+    """A settings error of the experiment (``max_leaf_nodes=1 should not be smaller
+    than 2``) naming the flag that set it (``--leaves=1 ...``); an error that begins
+    with anything else (a data file's ``FILE:LINE``) is left as it is."""
+
+    from ltrboost.experiment import SettingsChanged
+
+    try:
+        yield
+    except SettingsChanged as e:  # a resume with another value: the flag that set it
+        raise ValueError(e.text({**_EXPERIMENT_FLAGS, "na_values": "--missing-token"})) from None
+    except ValueError as e:
+        names = "|".join(sorted(_EXPERIMENT_FLAGS, key=len, reverse=True))
+        match = re.match(rf"({names})(?=[=\[ ])", str(e))
+        if match is None or type(e) is not ValueError:
+            raise
+        flag = _EXPERIMENT_FLAGS[match.group(1)]
+        hint = ""
+        if flag in ("--leaves", "--learning-rates") and args.system_grid:
+            hint = f" (a value of {flag} or --system-grid)"
+        raise ValueError(flag + str(e)[match.end() :] + hint) from e
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    if args.max_trees is not None and args.max_trees < 1:
+        raise ValueError(f"--max-trees {args.max_trees} must be >= 1 (leave it out: the default)")
+    if args.patience is not None and args.patience < 1:
+        raise ValueError(
+            f"--patience {args.patience} must be >= 1 (leave it out: train every tree)"
+        )
+    if args.protocol == "qbrank":
+        for flag, given in (
+            ("--patience", args.patience is not None),
+            ("--growth", args.growth != "breadth_first"),
+            ("--ranknet-pair-method", args.ranknet_pair_method is not None),
+        ):
+            if given:
+                raise ValueError(
+                    f"{flag} is a flag of the default protocol (xia); --protocol qbrank "
+                    "does not read it"
+                )
+        return cmd_experiment_qbrank(args)
+    if args.ties:
+        raise ValueError("--ties is a flag of --protocol qbrank")
+    from ltrboost.experiment import run_experiment
+
+    def split(s: str, typ):
+        return [typ(v.strip()) for v in s.split(",") if v.strip()]
+
+    def grid(flag: str, typ, example: str) -> list:
+        text = getattr(args, flag[2:].replace("-", "_"))
+        try:
+            values = split(text, typ)
+        except ValueError:
+            what = "integers" if typ is int else "numbers"
+            raise ValueError(
+                f"{flag} {text!r} must be {what}, comma-separated, e.g. {flag} {example}"
+            ) from None
+        if not values:
+            raise ValueError(f"{flag} {text!r} gives no value: the grid would have no cell")
+        return values
+
+    systems = grid("--systems", str, "mcrank,lambdamart")
+    system_grids = _system_grids(args.system_grid, split)
+    not_run = sorted(set(system_grids) - set(systems))
+    if not_run:
+        raise ValueError(
+            f"--system-grid names {', '.join(not_run)}, which is not among --systems "
+            f"{args.systems!r}: that grid would never run"
+        )
+    if args.ranknet_pair_method and "ranknet" not in systems:
+        raise ValueError(
+            f"--ranknet-pair-method sets RankNet's pairs, and ranknet is not among --systems "
+            f"{args.systems!r}"
+        )
+    from ltrboost.experiment import SYSTEMS
+
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        raise ValueError(
+            f"--systems {args.systems!r}: {', '.join(map(repr, unknown))} is not one of "
+            f"{', '.join(SYSTEMS)}"
+        )
+    _check_inputs(args)
+    with _experiment_flags(args):
+        summary = run_experiment(
+            args.folder,
+            args.output,
+            systems=systems,
+            criteria=grid("--criteria", str, "se,ole"),
+            leaves=grid("--leaves", int, "10,20"),
+            learning_rates=grid("--learning-rates", float, "0.06,0.10,0.12"),
+            max_trees=args.max_trees,
+            growth=args.growth,
+            min_samples_leaf=args.min_samples_leaf,
+            n_threads=args.n_threads,
+            progress=not args.quiet,
+            patience=args.patience,
+            system_params=(
+                {"ranknet": {"pair_method": args.ranknet_pair_method}}
+                if args.ranknet_pair_method
+                else None
+            ),
+            system_grids=system_grids,
+            na_values=args.missing_token,
+        )
+    _print_report(args.output)
+    if not summary["n_cells"]:
+        print(
+            "ltrboost: the table is empty: it compares each 'ole' cell with its 'se' "
+            "cell, and no cell of this run has both (--criteria se,ole); the finished "
+            f"cells are in {os.path.join(args.output, 'cells')}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _system_grids(specs: list[str], split) -> dict:
+    """``["ranknet=20:0.1"]`` -> ``{"ranknet": ([20], [0.1])}``."""
+    grids: dict = {}
+    given: dict[str, str] = {}
+    for spec in specs:
+        system, eq, grid = spec.partition("=")
+        leaves, colon, rates = grid.partition(":")
+        system = system.strip()
+        if not eq or not colon or not system:
+            raise ValueError(f"--system-grid {spec!r} must look like SYSTEM=LEAVES:RATES")
+        if system in given:  # the first was dropped unsaid
+            raise ValueError(
+                f"--system-grid {given[system]!r} and {spec!r} both give {system}'s grid; "
+                f"give it once, with comma lists (e.g. {system}=10,20:0.05,0.1)"
+            )
+        given[system] = spec
+        try:
+            grids[system] = (split(leaves, int), split(rates, float))
+        except ValueError:
+            raise ValueError(
+                f"--system-grid {spec!r}: LEAVES must be integers and RATES numbers, "
+                "comma-separated, e.g. ranknet=10,20:0.05,0.1"
+            ) from None
+        for part, values in zip(("LEAVES", "RATES"), grids[system], strict=True):
+            if not values:
+                raise ValueError(
+                    f"--system-grid {spec!r} gives no {part}: the grid would have no cell"
+                )
+    return grids
