@@ -532,14 +532,7 @@ def test_clear_with_an_unreadable_sub_folder_names_it(shared, site):
     assert entry.exists()
 
 
-# ---------------------------------------------------- the CLI's warnings (cli.py)
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.py (being split into a package): the run function enters "
-    "_background_compile(args), whose cold-cache check imports the reader's kernel "
-    "module, before it sets warnings.showwarning = _show_warning, so a warning raised "
-    "at that import is printed in Python's default format (file:line and '@kernel')",
-)
+# ------------------------------------------------------------- the CLI's warnings
 def test_a_cache_folder_warning_at_import_is_one_cli_line(shared):
     """A user's NUMBA_CACHE_DIR (a shared /tmp folder) whose sub-folder for
     ``ltrboost/io`` another user made: Numba caches those kernels elsewhere and ltrboost

@@ -315,17 +315,18 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
         _refuse_stdout_output(args)
         _refuse_stdin_input(args)
         _refuse_output_over_input(args)
-        with warnings.catch_warnings(), _background_compile(args):
-            warnings.showwarning = _show_warning
-            if getattr(args, "quiet", False):
-                rc = int(args.func(args) or 0)
-            else:
-                from ltrboost._compile_notice import CompileNotice
-
-                with CompileNotice() as args.compile_notice:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning  # before _background_compile's imports
+            with _background_compile(args):
+                if getattr(args, "quiet", False):
                     rc = int(args.func(args) or 0)
-            sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
-            return rc
+                else:
+                    from ltrboost._compile_notice import CompileNotice
+
+                    with CompileNotice() as args.compile_notice:
+                        rc = int(args.func(args) or 0)
+                sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+                return rc
     except BrokenPipeError:
         # the reader of stdout left (`ltrboost inspect M --dump | head`): not an error
         # to report; stdout goes to /dev/null so that the exit's flush does not fail too
