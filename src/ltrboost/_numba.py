@@ -732,7 +732,9 @@ class _CompileMonitor(_numba_event.Listener):
         self._local.counting = True
         with self._lock:
             first = self.n_compiled == 0
-        if first:
+        if first and kernels_uncached():  # nothing is kept: not "first run only"
+            logger.info("compiling kernels (%s)", cache_note())
+        elif first:
             logger.info(
                 "compiling kernels, first run only: later runs load them from %s",
                 cache_location(),
