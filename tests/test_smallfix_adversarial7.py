@@ -30,8 +30,6 @@ import pytest
 import ltrboost
 import ltrboost._config as _config
 import ltrboost._warmup as _warmup
-from ltrboost import explain
-from ltrboost.model import Booster
 from test_contribmem_adversarial7 import SMALL_TREE, _booster, _chain
 
 
@@ -92,7 +90,9 @@ def test_pred_leaf_guard_counts_every_output_and_the_ranker_refuses_too(monkeypa
     """McRank's K trees a round are K columns each; Ranker.predict(pred_leaf=True)
     goes through the same guard (a Ranker trained here)."""
     K = 3
-    b = _booster([SMALL_TREE] * (K * 30), 4, outputs=[0, 1, 2] * 30, n_outputs=K, objective="mcrank")
+    b = _booster(
+        [SMALL_TREE] * (K * 30), 4, outputs=[0, 1, 2] * 30, n_outputs=K, objective="mcrank"
+    )
     _limit_budget(monkeypatch, 1 << 20)
     with pytest.raises(MemoryError, match=r"^pred_leaf=True: 5000 rows x 90 columns"):
         b.predict(np.zeros((5_000, 4)), pred_leaf=True)
@@ -180,7 +180,8 @@ def test_cli_contrib_refused_for_a_deep_tree_names_the_flag_once(tmp_path, monke
     assert line.count("memory") == line.count("memory limit") + line.count("more memory")
     assert "out of memory" not in line  # the guard says what is over what
     assert "half of the cgroup memory limit" in line
-    assert "max_depth" not in line and "--max-depth" in line
+    assert "max_depth" not in line
+    assert "--max-depth" in line
     assert not out.exists()
 
 
@@ -272,9 +273,8 @@ def test_dask_query_pair_limit_is_the_drivers(client, monkeypatch, setting):
     """The driver's limit under the longest query's pairs, the workers' unset: Dask
     refuses as local training does (it trained); the driver's unset, the workers' under
     it: Dask trains the local model (it refused)."""
-    from test_daskfix_adversarial7 import FAST, _dask, _data, _same_model
-
     from ltrboost import dask as ldask
+    from test_daskfix_adversarial7 import FAST, _dask, _data, _same_model
 
     X, y, qid = _data(seed=3)
     params = dict(FAST, **QUERY_PAIR_SETTINGS[setting])
@@ -283,7 +283,8 @@ def test_dask_query_pair_limit_is_the_drivers(client, monkeypatch, setting):
     monkeypatch.setenv("LTRBOOST_MAX_QUERY_PAIRS", "3")
     _worker_env(monkeypatch, None)
     refused = _outcome(lambda: ltrboost.train(params, ltrboost.make_dataset(X, y, qid=qid)))
-    assert isinstance(refused, str) and "over the limit of 3" in refused
+    assert isinstance(refused, str)
+    assert "over the limit of 3" in refused
     dist = _outcome(lambda: ldask.train(client, params, _dask(X, y, qid)))
     assert dist == refused
 
@@ -334,16 +335,12 @@ def _resume_warnings(tmp_path, capsys, first: list[str], then: list[str]) -> lis
     ],
     ids=["learning-rate", "sigma", "gbrank", "lambdamart-params"],
 )
-def test_resume_with_the_default_equal_to_the_recorded_value_does_not_warn(
-    tmp_path, capsys, first
-):
+def test_resume_with_the_default_equal_to_the_recorded_value_does_not_warn(tmp_path, capsys, first):
     then = first[:2] if first[0] == "--objective" else []
     assert _resume_warnings(tmp_path, capsys, first, then) == []
 
 
-def test_resume_with_a_default_that_differs_still_warns_with_the_effective_value(
-    tmp_path, capsys
-):
+def test_resume_with_a_default_that_differs_still_warns_with_the_effective_value(tmp_path, capsys):
     """The model trained with --learning-rate 0.2, this run leaves it to the default
     (0.1): warned, naming the value the new rounds use, not None."""
     (line,) = _resume_warnings(tmp_path, capsys, ["--learning-rate", "0.2"], [])
