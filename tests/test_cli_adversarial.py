@@ -264,7 +264,8 @@ def test_resume_with_other_parameters_warns(letor, tmp_path, capsys):
         capsys,
     )
     assert rc == 0
-    assert "--learning-rate None (model: 0.2), --subsample 1.0 (model: 0.8) differ" in err
+    # the value the new rounds use (the default), not None
+    assert "--learning-rate 0.1 (model: 0.2), --subsample 1.0 (model: 0.8) differ" in err
     rc, _, err = run(
         ["train", letor, *flags, "-o", tmp_path / "r3.json", "--n-estimators", "5",
          "--resume", first],

@@ -196,6 +196,7 @@ def test_cli_predict_contrib_streams_blocks_under_the_limit(tmp_path, monkeypatc
     the whole file's contributions exceed (Booster.predict of all rows is refused),
     each block fits and the output is the one written without the limit."""
     import ltrboost.cli as cli
+    import ltrboost.cli.predict as cli_predict
     from ltrboost.io.letor import load_svmlight
     from ltrboost.model import load_model
 
@@ -212,7 +213,7 @@ def test_cli_predict_contrib_streams_blocks_under_the_limit(tmp_path, monkeypatc
     free, limited = tmp_path / "free.tsv", tmp_path / "limited.tsv"
     assert cli.main(["predict", str(model), str(data), "-o", str(free), "--contrib"]) in (0, None)
 
-    monkeypatch.setattr(cli, "_PREDICT_BLOCK_BYTES", 256 * 6 * 8)  # 256 rows a block
+    monkeypatch.setattr(cli_predict, "_PREDICT_BLOCK_BYTES", 256 * 6 * 8)  # 256 rows a block
     _limit_cgroup(monkeypatch, 100_000)  # contributions: 168,000 bytes; a block 14,336
     b = load_model(model)
     X = load_svmlight(str(data), n_features=b.n_features).X

@@ -63,10 +63,16 @@ def env_count(name: str, default: int) -> int:
     negative or a fraction: ``2.5`` was taken as 2), instead of a conversion error that
     names nothing or a limit that refuses every run.
     """
-    import math
     import os
 
-    text = os.environ.get(name)
+    return count_setting(name, os.environ.get(name), default)
+
+
+def count_setting(name: str, text: str | None, default: int) -> int:
+    """:func:`env_count` of ``text``, the value of the environment variable ``name``
+    somewhere else (a Dask driver's, used on its workers; None: unset there)."""
+    import math
+
     if not text:
         return int(default)
     try:

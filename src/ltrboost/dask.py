@@ -45,7 +45,9 @@ How a model is trained (``docs/scaling.md`` has the communication model):
    Under ``split_criterion="ole"`` each shard counts its round's pairs and sends the
    count (and its query with the most pairs): the driver checks the round's total
    against ``$LTRBOOST_MAX_OLE_PAIRS`` and warns in round 1, as one process does
-   (:func:`ltrboost.objectives.pair_engine.check_ole_round_counts`).
+   (:func:`ltrboost.objectives.pair_engine.check_ole_round_counts`).  The per-query
+   pair limit (``$LTRBOOST_MAX_QUERY_PAIRS``) the shards' objectives check is the
+   driver's too (:func:`ltrboost.objectives.pair_selection.using_query_pair_setting`).
 5. **Validation.**  Each shard scores its validation rows and returns per-query metric
    values; the driver takes their mean over all queries (the same value as local).
 
@@ -156,7 +158,11 @@ from ltrboost.objectives.pair_engine import (
     label_pairs_per_query,
     refuse_ole_pair_counts,
 )
-from ltrboost.objectives.pair_selection import max_ole_pairs
+from ltrboost.objectives.pair_selection import (
+    max_ole_pairs,
+    query_pair_setting,
+    using_query_pair_setting,
+)
 from ltrboost.params import PARAM_NAMES, BoosterParams, ParameterError, ParameterWarning
 from ltrboost.sklearn import (
     ESTIMATOR_PARAM_NAMES,
@@ -1004,11 +1010,26 @@ class _Shard:
     histogram state and validation rows.  Lives on the worker as a Dask Actor."""
 
     def __init__(
-        self, index, part, valid, binner, used_ids, params, q_lo, n_queries, n_out, init, resume
+        self,
+        index,
+        part,
+        valid,
+        binner,
+        used_ids,
+        params,
+        q_lo,
+        n_queries,
+        n_out,
+        init,
+        resume,
+        query_pairs=None,
     ):
         """``valid``: ``(name, rows, y_max)`` per validation set with rows on this shard,
-        ``y_max`` the largest label of the whole set (ERR's, as one machine's)."""
-        with _LOCK:
+        ``y_max`` the largest label of the whole set (ERR's, as one machine's).
+        ``query_pairs``: the driver's ``$LTRBOOST_MAX_QUERY_PAIRS`` (its text, None:
+        unset), the per-query pair limit the objective checks here, not this worker's."""
+        self.query_pairs = query_pairs
+        with _LOCK, using_query_pair_setting(query_pairs):
             self.index = index
             self.origin = part["origin"]  # for the errors of the setup; dropped after
             self.params = params
@@ -1096,7 +1117,12 @@ class _Shard:
         (None for others) and the round's OLE count (``pair_engine.OleRoundCount``, or
         None), which the driver checks over all shards
         (``CustomObjective.check_curvature``, ``check_ole_round_counts``)."""
-        with _LOCK, threads(self.n_threads), np.errstate(over="ignore", invalid="ignore"):
+        with (
+            _LOCK,
+            threads(self.n_threads),
+            np.errstate(over="ignore", invalid="ignore"),
+            using_query_pair_setting(self.query_pairs),  # the driver's, as in __init__
+        ):
             raw = self.raw
             scores = raw / averaged_divisor(it) if self.averaged else raw
             n_out = raw.shape[0]
@@ -1572,6 +1598,8 @@ class _DaskTraining(Training):
                     )
             shard_valid.append(entries)
         _hold(made, [f for entries in shard_valid for _, f, _ in entries])
+        # the per-query pair limit the shards' objectives check: the driver's, as locally
+        query_pairs = query_pair_setting()
         creation = [
             client.submit(
                 _Shard,
@@ -1586,6 +1614,7 @@ class _DaskTraining(Training):
                 1,
                 init,
                 resume,
+                query_pairs,
                 workers=[shard_workers[s]],
                 actor=True,
                 allow_other_workers=False,

@@ -192,29 +192,83 @@ def _contrib_plan(ens: PackedEnsemble, n: int, width: int, kernel_runs: bool):
     if out_bytes + per_thread <= limit:
         fit = (limit - out_bytes) // per_thread if per_thread else asked
         return max(1, min(asked, fit)), path_length, depth
-    over = f"over half of {what} ({_bytes_text(limit)}, {limit} bytes)"
+    over = _over_words(limit, what)
     if per_thread + row_bytes > limit and per_thread >= row_bytes:  # the tree, not the rows
         t = int(np.argmax(lengths))
-        raise MemoryError(
-            f"pred_contrib=True: tree {t} is {int(depths[t])} splits deep with "
-            f"{int(distinct[t])} distinct features on its paths: TreeSHAP's path "
-            f"buffer (a path of up to min(depth, features) + 1 elements for each level) "
-            f"takes {_bytes_text(per_thread)} ({per_thread} bytes) for one thread, "
-            f"{over}, whatever the rows; explain a model of shallower trees (max_depth) "
-            "or let this process use more memory"
+        problem = (
+            f"tree {t} is {int(depths[t])} splits deep with {int(distinct[t])} distinct "
+            "features on its paths: TreeSHAP's path buffer (a path of up to min(depth, "
+            f"features) + 1 elements for each level) takes {_bytes_text(per_thread)} "
+            f"({per_thread} bytes) for one thread, {over}, whatever the rows; explain a "
+            "model of shallower trees"
         )
-    most = (limit - per_thread) // row_bytes
+        more = "or let this process use more memory"
+        raise PredictMemoryError(
+            f"pred_contrib=True: {problem} (max_depth) {more}",
+            cli=f"--contrib: {problem} (train --max-depth) {more}",
+        )
     buffers = f" plus {_bytes_text(per_thread)} of TreeSHAP path buffer" if per_thread else ""
-    way_out = (
-        f"predict fewer rows at a time (at most {most} rows; `ltrboost predict "
-        "--contrib` streams its file in blocks)"
-        if most >= 1
-        else "not one row fits; let this process use more memory"
+    raise _output_refused(
+        "pred_contrib=True", n, width, "float64 contributions", 8, per_thread, buffers, limit,
+        what, cli="--contrib", cli_rows="one block of the rows `ltrboost predict` scores at a time",
+    )  # fmt: skip
+
+
+class PredictMemoryError(MemoryError):
+    """An output of ``predict(X, pred_contrib=True)`` or ``pred_leaf=True`` (or
+    TreeSHAP's buffers) refused because it would not fit in memory.
+
+    The message names the keyword as Python spells it (``pred_contrib=True``) and a way
+    out there (fewer rows at a time); ``cli_message`` is the same refusal as ``ltrboost
+    predict`` words it (``--contrib``, whose blocks of rows are its own), or None where
+    the CLI has no such flag.  A ``MemoryError``, as before, for callers that catch it."""
+
+    def __init__(self, message: str, *, cli: str | None = None) -> None:
+        super().__init__(message)
+        self.cli_message = cli
+
+
+def _over_words(limit: int, what: str) -> str:
+    return f"over half of {what} ({_bytes_text(limit)}, {limit} bytes)"
+
+
+def _output_refused(
+    flag: str,
+    n: int,
+    width: int,
+    words: str,
+    itemsize: int,
+    per_thread: int,
+    buffers: str,
+    limit: int,
+    what: str,
+    *,
+    cli: str | None = None,
+    cli_rows: str = "",
+) -> PredictMemoryError:
+    """The refusal of an (n, width) output of ``itemsize``-byte ``words`` (plus
+    ``per_thread`` bytes of buffers, described by ``buffers``) over ``limit`` (half of
+    ``what``): the most rows that fit, or that not one row does.  ``cli``: the CLI's
+    flag for ``flag``, whose rows are ``cli_rows`` (not the user's to make fewer)."""
+    out_bytes = n * width * itemsize
+    need = (
+        f"{n} rows x {width} columns of {words} need {_bytes_text(out_bytes)} "
+        f"({out_bytes} bytes){buffers}, {_over_words(limit, what)}"
     )
-    raise MemoryError(
-        f"pred_contrib=True: {n} rows x {width} columns of float64 contributions need "
-        f"{_bytes_text(out_bytes)} ({out_bytes} bytes){buffers}, {over}; {way_out}"
-    )
+    most = (limit - per_thread) // (width * itemsize) if width else n
+    if most >= 1:
+        streams = "; `ltrboost predict --contrib` streams its file in blocks" if cli else ""
+        way_out = f"predict fewer rows at a time (at most {most} rows{streams})"
+    else:
+        way_out = "not one row fits; let this process use more memory"
+    cli_text = None
+    if cli is not None:
+        cli_text = (
+            f"{cli}: {n} rows x {width} columns of {words} ({cli_rows}) need "
+            f"{_bytes_text(out_bytes)} ({out_bytes} bytes){buffers}, "
+            f"{_over_words(limit, what)}; let this process use more memory"
+        )
+    return PredictMemoryError(f"{flag}: {need}; {way_out}", cli=cli_text)
 
 
 def _dense_blocks(X, n_features: int):
@@ -277,19 +331,43 @@ def _output_array(n: int, width: int) -> NDArray[np.float64]:
     try:
         return np.zeros((n, width), dtype=np.float64)
     except MemoryError:
-        raise MemoryError(
-            f"pred_contrib=True: {n} rows x {width} columns of float64 contributions "
-            f"need {_bytes_text(float(n) * width * 8)}, more than can be allocated; "
+        need = (
+            f"{n} rows x {width} columns of float64 contributions need "
+            f"{_bytes_text(float(n) * width * 8)}, more than can be allocated"
+        )
+        raise PredictMemoryError(
+            f"pred_contrib=True: {need}; predict fewer rows at a time",
+            cli=f"--contrib: {need}; let this process use more memory",
+        ) from None
+
+
+def _leaf_array(n: int, n_trees: int) -> NDArray[np.int32]:
+    """The zeroed (n, n_trees) int32 leaves of ``predict_leaf``, refused up front (a
+    ``MemoryError`` naming the shape, the bytes and the most rows that fit) when over
+    half of what this process may use (:func:`ltrboost._config.memory_budget`), as
+    the contributions are (:func:`_contrib_plan`)."""
+    budget, what = _config.memory_budget()
+    limit = max(1, budget // 2)
+    if n * n_trees * 4 > limit:
+        words = "int32 leaf indices"
+        raise _output_refused("pred_leaf=True", n, n_trees, words, 4, 0, "", limit, what)
+    try:
+        return np.zeros((n, n_trees), dtype=np.int32)
+    except MemoryError:
+        raise PredictMemoryError(
+            f"pred_leaf=True: {n} rows x {n_trees} columns of int32 leaf indices need "
+            f"{_bytes_text(float(n) * n_trees * 4)}, more than can be allocated; "
             "predict fewer rows at a time"
         ) from None
 
 
 def predict_leaf(ens: PackedEnsemble, X) -> NDArray[np.int32]:
     """The node (its index within its tree) of the leaf each row of ``X`` reaches in
-    each packed tree, shape (n_samples, n_trees), int32."""
+    each packed tree, shape (n_samples, n_trees), int32; refused up front when over
+    half of the memory this process may use (:func:`_leaf_array`)."""
     n = X.shape[0]
     n_trees = ens.tree_offsets.shape[0] - 1
-    out = np.zeros((n, n_trees), dtype=np.int32)
+    out = _leaf_array(n, n_trees)
     if n and n_trees:
         for r0, r1, block in _dense_blocks(X, X.shape[1]):
             part = out[r0:r1]

@@ -241,7 +241,9 @@ class Booster:
         (n_samples, n_trees): column ``t`` is tree ``trees[t]`` (McRank: ``n_outputs``
         trees a round) and the value the leaf's node index within that tree, the
         ``node`` column of :meth:`trees_to_dataframe` and the number ``dump_text``
-        starts its line with (XGBoost's numbering, not LightGBM's 0..leaves-1).
+        starts its line with (XGBoost's numbering, not LightGBM's 0..leaves-1).  An
+        output over half the memory this process may use is refused up front, as
+        ``pred_contrib``'s (:class:`ltrboost.explain.PredictMemoryError`).
         """
         if pred_contrib and pred_leaf:
             raise ValueError("pred_contrib=True and pred_leaf=True: ask for one of them")

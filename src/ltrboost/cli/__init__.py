@@ -346,6 +346,10 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
         print(f"ltrboost: error: {msg}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError as e:  # e.g. NumPy: "Unable to allocate 2.4 GiB for an array …"
+        cli_message = getattr(e, "cli_message", None)
+        if cli_message:  # a guard's refusal (predict --contrib): it says what and why
+            print(f"ltrboost: error: {cli_message}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         detail = f": {e}" if str(e) else ""
         print(
             f"ltrboost: error: out of memory{detail}; the data or the settings need more "

@@ -351,6 +351,14 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
         k: used[k] if v is None and now.get(k) is not None and used.get(k) is not None else v
         for k, v in recorded.items()
     }
+    # and one this run leaves to its default (None) as the value it will train with: a
+    # model trained with --learning-rate 0.1 resumed without the flag changes nothing
+    # (it warned "--learning-rate None (model: 0.1)")
+    effective = _effective_defaults(params)
+    now = {
+        k: effective[k] if v is None and recorded.get(k) is not None and k in effective else v
+        for k, v in now.items()
+    }
     diff = [
         f"{_param_flag(k)} {now[k]!r} (model: {recorded[k]!r})"
         for k in sorted(recorded)
@@ -365,6 +373,24 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
             UserWarning,
             stacklevel=2,
         )
+
+
+def _effective_defaults(params: BoosterParams) -> dict[str, Any]:
+    """The values this run's parameters left to their default (None) train with: the
+    objective's learning rate and its resolved parameters (``sigma``, ``gain``, ...),
+    as the model file's ``objective_params`` records them; a parameter whose None is a
+    value of its own (``max_depth``: unlimited) is not among them."""
+    from ltrboost.booster import make_objective
+
+    made = make_objective(params)  # _check_resumable made it already: no error here
+    effective = {
+        k: v
+        for k, v in dict(getattr(made, "params", None) or {}).items()
+        if getattr(params, k, None) is None and v is not None
+    }
+    if params.learning_rate is None:
+        effective["learning_rate"] = made.default_learning_rate
+    return effective
 
 
 # The training files a model file does not hold, by their key in its

@@ -45,12 +45,16 @@ every array argument, which costs more than the pair itself.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._config import env_count
+from ltrboost._config import count_setting, env_count
 from ltrboost._numba import inline_kernel, kernel
 from ltrboost.metrics._dcg import rank_order_one_query
 from ltrboost.params import ParameterError
@@ -99,10 +103,43 @@ def kernel_count(value: int) -> int:
     return min(int(value), MAX_PAIR_PARAMETER)
 
 
+_QUERY_PAIRS_ENV = "LTRBOOST_MAX_QUERY_PAIRS"
+
+# within using_query_pair_setting: ``(text,)``, a Dask driver's $LTRBOOST_MAX_QUERY_PAIRS
+# (None: unset there), read instead of this process's environment
+_DRIVER_QUERY_PAIRS: contextvars.ContextVar[tuple[str | None] | None] = contextvars.ContextVar(
+    "ltrboost_driver_query_pairs", default=None
+)
+
+
 def query_pair_limit() -> int:
     """Pairs one query may hold at once: ``$LTRBOOST_MAX_QUERY_PAIRS``, else
-    ``MAX_QUERY_PAIRS``."""
-    return env_count("LTRBOOST_MAX_QUERY_PAIRS", MAX_QUERY_PAIRS)
+    ``MAX_QUERY_PAIRS``; within :func:`using_query_pair_setting` (a Dask worker) the
+    driver's variable, not this process's."""
+    given = _DRIVER_QUERY_PAIRS.get()
+    if given is not None:
+        return count_setting(_QUERY_PAIRS_ENV, given[0], MAX_QUERY_PAIRS)
+    return env_count(_QUERY_PAIRS_ENV, MAX_QUERY_PAIRS)
+
+
+def query_pair_setting() -> str | None:
+    """This process's ``$LTRBOOST_MAX_QUERY_PAIRS`` as text (None: unset), for
+    :func:`using_query_pair_setting` on the Dask workers.  The text, not the limit: an
+    invalid value is refused where the limit is read, as locally (only by an objective
+    that holds a query's pairs)."""
+    return os.environ.get(_QUERY_PAIRS_ENV)
+
+
+@contextlib.contextmanager
+def using_query_pair_setting(text: str | None) -> Iterator[None]:
+    """Within: :func:`query_pair_limit` reads ``text`` (a Dask driver's
+    :func:`query_pair_setting`) instead of this process's environment, so that every
+    worker refuses a query as the driver's process would."""
+    token = _DRIVER_QUERY_PAIRS.set((text,))
+    try:
+        yield
+    finally:
+        _DRIVER_QUERY_PAIRS.reset(token)
 
 
 def _longest_query(data, two_labels: bool = False) -> tuple[Any, int] | None:
