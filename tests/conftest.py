@@ -22,6 +22,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # The CLI's first-run background compilation (ltrboost._warmup) would start a second
 # process from every in-process CLI test that compiles; tests/test_warmup.py turns it on.
 os.environ.setdefault("LTRBOOST_BACKGROUND_COMPILE", "0")
+import signal
+
+# A test run started in the background by a non-interactive shell (`pytest ... &`) has
+# SIGINT ignored, and every child process inherits SIG_IGN: the tests that interrupt a
+# CLI run with SIGINT would see it finish instead.  Take Python's own handler back here,
+# as a foreground run has it (an exec resets a handled signal to its default).
+if hasattr(signal, "SIGINT") and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
