@@ -141,6 +141,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                 stacklevel=1,
             )
     _attach_positions(args, params, train_set)
+    if init_model is not None:  # the parameters whose value the labels decide
+        _warn_resume_scales_differ(params, init_model, args.resume, train_set, args.train)
     inputs = _training_inputs(args, params, init_model)
     n_features = train_set.X.shape[1]
     # NaN read under the "zero" convention (nan or NA tokens): the trees learn NaN
@@ -359,10 +361,15 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
         k: effective[k] if v is None and recorded.get(k) is not None and k in effective else v
         for k, v in now.items()
     }
+    later = _resolved_on_data(params)
     diff = [
         f"{_param_flag(k)} {now[k]!r} (model: {recorded[k]!r})"
         for k in sorted(recorded)
-        if k in now and k not in _RESUME_FREE and now[k] != recorded[k] and not callable(now[k])
+        if k in now
+        and k not in _RESUME_FREE
+        and k not in later
+        and now[k] != recorded[k]
+        and not callable(now[k])
     ]
     if diff:
         shown = ", ".join(diff[:4]) + (f" and {len(diff) - 4} more" if len(diff) > 4 else "")
@@ -370,6 +377,82 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
             f"--resume {path}: {shown} differ from the model's; the new rounds use this "
             "run's values and the model file records them (repeat the original flags to "
             "continue the same training)",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
+def _resolved_on_data(params: BoosterParams) -> tuple[str, ...]:
+    """The parameters whose value this run trains with is known only once the data is
+    read, compared then instead of by their flags (which said "--positive-threshold None
+    (model: 2.0)" of a default resolving to the model's 2): logistic_rank's
+    ``label_scale`` (:func:`_warn_resume_scales_differ`), and its
+    ``positive_threshold`` when left to its default (the objective warns when the
+    threshold it resolves on the labels is not the model's)."""
+    from ltrboost.booster import make_objective
+    from ltrboost.objectives.logistic_rank import LogisticRank
+
+    if not isinstance(make_objective(params), LogisticRank):
+        return ()
+    if params.positive_threshold is None:
+        return ("label_scale", "positive_threshold")
+    return ("label_scale",)
+
+
+def _warn_resume_scales_differ(
+    params: BoosterParams, model: Any, path: str, train_set, train_path: str
+) -> None:
+    """Warn, once the training data is read, when the scale logistic_rank's
+    ``label_scale`` gives a grade of these labels (of positive weight) differs from the
+    scale the model trained with: each side's mapping or list, or the default
+    ``y - positive_threshold + 1`` at its own threshold (this run's resolved on these
+    labels).  A list and a mapping giving the same scales, or a mapping giving the
+    default's, are no difference; nor a grade these labels do not hold.  Both left to
+    the default is no difference of ``label_scale`` (a threshold resolving elsewhere
+    is warned of by the objective)."""
+    import numpy as np
+
+    from ltrboost.objectives.logistic_rank import (
+        LogisticRank,
+        default_positive_threshold,
+        grade_scales,
+    )
+
+    if model.objective != LogisticRank.name:
+        return
+    used = dict(getattr(model, "objective_params", None) or {})
+    # as its flag gave it ({"4": 3}; the objective's record is {"4.0": 3.0})
+    was = (getattr(model, "params", None) or {}).get("label_scale", used.get("label_scale"))
+    given = params.label_scale
+    if was is None and given is None:
+        return
+    y = np.asarray(train_set.y, dtype=np.float64)
+    if train_set.weights is not None:
+        y = y[np.asarray(train_set.weights) > 0]
+    if not np.isfinite(y).all():
+        return  # refused by the training, naming the label
+    grades = np.unique(y)
+    t_now = params.positive_threshold
+    t_now = default_positive_threshold(y) if t_now is None else float(t_now)
+    t_was = used.get("positive_threshold")
+    t_was = t_now if t_was is None else float(t_was)
+    try:
+        now, before = grade_scales(grades, t_now, given), grade_scales(grades, t_was, was)
+    except ValueError:
+        return  # refused by the training, naming the entry
+    differ = [
+        f"grade {g:g}: {a:g} (model: {b:g})"
+        for g, a, b in zip(grades, now, before, strict=True)
+        if a != b
+    ]
+    if differ:
+        shown = "default" if given is None else repr(given)
+        warnings.warn(
+            f"--resume {path}: {_param_flag('label_scale')} {shown} (model: "
+            f"{'default' if was is None else repr(was)}) differ from the model's on the "
+            f"labels of {train_path} ({', '.join(differ)}); the new rounds use this "
+            "run's values and the model file records them (repeat the original flags "
+            "to continue the same training)",
             UserWarning,
             stacklevel=2,
         )

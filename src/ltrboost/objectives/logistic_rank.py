@@ -117,7 +117,7 @@ class LogisticRank(Objective):
         t = self.params["positive_threshold"]
         if t is None:
             top = float(y.max()) if y.size else 0.0
-            t = float(max(1.0, math.ceil(top / 2.0)))
+            t = default_positive_threshold(y)
             self.params["positive_threshold"] = t
             was = self._model_threshold
             if was is not None and float(was) != t:
@@ -234,6 +234,26 @@ class LogisticRank(Objective):
     def transform(self, raw_scores: NDArray[np.float64]) -> NDArray[np.float64]:
         """Rank by the raw score (identity; P(relevant) = sigmoid(2 s) is monotone)."""
         return identity_transform(raw_scores)
+
+
+def default_positive_threshold(y: NDArray[np.float64]) -> float:
+    """The threshold ``positive_threshold=None`` resolves to on the training labels
+    ``y``: ``max(1, ceil(K / 2))`` with ``K`` the largest grade (0 for no label)."""
+    top = float(np.max(y)) if np.size(y) else 0.0
+    return float(max(1.0, math.ceil(top / 2.0)))
+
+
+def grade_scales(
+    grades: NDArray[np.float64],
+    threshold: float,
+    label_scale: Mapping[Any, float] | Sequence[float] | None,
+) -> NDArray[np.float64]:
+    """The scale ``c`` each of ``grades`` trains with under ``positive_threshold``
+    ``threshold`` (resolved) and ``label_scale`` as given (a mapping, a sequence or
+    None: the default's ``y - threshold + 1`` for positives); equal scales train the
+    same rounds however ``label_scale`` spells them (``ltrboost train --resume``)."""
+    g = np.asarray(grades, dtype=np.float64)
+    return _label_scales(g, float(threshold), _normalise_label_scale(label_scale))
 
 
 def _normalise_label_scale(
