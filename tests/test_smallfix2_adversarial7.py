@@ -7,9 +7,13 @@
   gives every grade the default's scale (or a list and a mapping giving the same
   scales).  Now both are compared as the value the run trains with, once the data is
   read, and a warning names only a real difference.
+* Dask warns of a validation set whose MAP / MRR / P@k cannot move under
+  ``relevance_threshold`` as local training does (regression test: it had no test).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -119,3 +123,47 @@ def test_other_parameters_still_warn_before_the_data(graded, tmp_path, capsys):
     assert "--learning-rate 0.1 (model: 0.2)" in lines[0]
     assert "threshold" not in lines[0]
     assert "scale" not in lines[0]
+
+
+# ---------------------------------------------------------------------------- Dask
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+import ltrboost  # noqa: E402
+from ltrboost import dask as ldask  # noqa: E402
+from ltrboost.dataset import make_dataset  # noqa: E402
+from ltrboost.datasets import make_ranking  # noqa: E402
+from test_daskfix_adversarial7 import FAST, _dask  # noqa: E402
+
+
+def _flat_warnings(fn) -> list[tuple[type, str]]:
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        fn()
+    return [(w.category, str(w.message)) for w in rec if "whatever the scores" in str(w.message)]
+
+
+@pytest.mark.parametrize("threshold", [0, 10])
+def test_dask_warns_of_a_validation_metric_that_cannot_move_as_locally(client, threshold):
+    """relevance_threshold 0 (every document relevant) or 10 (none) on grades 0..4: the
+    MAP that drives early stopping is the same whatever the scores; the driver warns
+    with the local message, once, and not for a threshold inside the grades."""
+    X, y, qid = make_ranking(n_queries=20, docs_per_query=(5, 15), n_features=5, random_state=3)
+    Xv, yv, qv = make_ranking(n_queries=20, docs_per_query=(5, 15), n_features=5, random_state=4)
+    params = dict(FAST, early_stopping_rounds=2, eval_metric="map", relevance_threshold=threshold)
+    local = _flat_warnings(
+        lambda: ltrboost.train(
+            params, make_dataset(X, y, qid=qid), [("v", make_dataset(Xv, yv, qid=qv))]
+        )
+    )
+    assert len(local) == 1
+    assert "validation set 'v'" in local[0][1]
+    dist = _flat_warnings(
+        lambda: ldask.train(client, params, _dask(X, y, qid), [("v", _dask(Xv, yv, qv))])
+    )
+    assert dist == local
+    params["relevance_threshold"] = 2
+    assert not _flat_warnings(
+        lambda: ldask.train(client, params, _dask(X, y, qid), [("v", _dask(Xv, yv, qv))])
+    )
