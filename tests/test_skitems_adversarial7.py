@@ -9,9 +9,10 @@ import json
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.base import clone
 
-from ltrboost import Ranker
+from ltrboost import LTRInputError, Ranker
 from ltrboost.datasets import make_ranking
 
 FAST = dict(n_estimators=4, min_samples_leaf=3, max_leaf_nodes=6)
@@ -29,6 +30,58 @@ def frame(data):
     pd = pytest.importorskip("pandas")
     X, _, qid = data
     return pd.DataFrame(X, columns=COLS).assign(qid=qid)
+
+
+# ------------------------------------------------------------ 2. ColumnTransformer
+def _scaling_everything(ranker):
+    """A ColumnTransformer that scales every numeric column: the qid column too, which
+    comes out as 'num__qid' holding scaled ids."""
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    selector = make_column_selector(dtype_include="number")
+    ct = ColumnTransformer([("num", StandardScaler(), selector)])
+    return make_pipeline(ct, ranker).set_output(transform="pandas")
+
+
+def test_a_transformed_qid_column_is_not_taken_as_a_feature(data, frame):
+    """With qid routed, a 'qid' column scaled by the ColumnTransformer ('num__qid', a
+    value per query, one query per value) was silently a feature: the query ids, in
+    another coding, leaked into the model (the exact ids were refused already)."""
+    _, y, qid = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        ranker = Ranker(**FAST).set_fit_request(qid=True)
+        with pytest.raises(LTRInputError, match=r"'num__qid'.*query ids.*Leave 'qid' out"):
+            _scaling_everything(ranker).fit(frame, y, qid=qid)
+        # ids of the same queries in another coding (0..n-1 by first appearance)
+        recoded = np.unique(qid, return_inverse=True)[1] + 1000
+        with pytest.raises(LTRInputError, match=r"'num__qid'"):
+            _scaling_everything(ranker).fit(frame, y, qid=recoded)
+
+
+def test_the_way_out_named_for_a_transformed_qid_column_works(data, frame):
+    """The error's way out: leave 'qid' out of what the transformers select."""
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    _, y, qid = data
+    selector = make_column_selector(pattern="^(?!qid$)", dtype_include="number")
+    with sklearn.config_context(enable_metadata_routing=True):
+        ranker = Ranker(**FAST).set_fit_request(qid=True)
+        ct = ColumnTransformer([("num", StandardScaler(), selector)])
+        pipe = make_pipeline(ct, ranker).set_output(transform="pandas")
+        pipe.fit(frame, y, qid=qid)
+    assert list(pipe[-1].feature_names_in_) == [f"num__{c}" for c in COLS]
+
+
+def test_a_feature_named_qid_that_splits_otherwise_stays_a_feature(data, frame):
+    """A '<name>__qid' column constant over several queries is no query-id column."""
+    _, y, qid = data
+    other = frame[COLS].assign(doc__qid=qid // 2)
+    model = Ranker(**FAST).fit(other, y, qid=qid)
+    assert list(model.feature_names_in_) == [*COLS, "doc__qid"]
 
 
 # ------------------------------------------------------------ 3. random_state=None

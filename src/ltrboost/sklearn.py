@@ -784,11 +784,14 @@ def _refuse_renamed_qid(X: Any, qid: Any, group: Any) -> None:
     """Refuse a ``<name>__qid`` column of ``X`` that splits the rows into the queries
     training uses: a ``qid`` column renamed by a ColumnTransformer in a Pipeline (with
     qid routed as well), which was silently a feature, leaking the query ids into the
-    model.  A column of another content with such a name stays a feature."""
-    for name in _renamed_qid_columns(X):
-        if _same_queries(X[name].to_numpy(), qid, group):
-            from ltrboost.dataset import LTRInputError
+    model.  Also one that holds them in another coding, one value per query (a 'qid'
+    column a transformer scaled: ``num__qid``).  A column of another content with such
+    a name stays a feature."""
+    from ltrboost.dataset import LTRInputError
 
+    for name in _renamed_qid_columns(X):
+        column = X[name].to_numpy()
+        if _same_queries(column, qid, group):
             raise LTRInputError(
                 f"X's column {name!r} holds the query ids (a ColumnTransformer names a "
                 "'qid' column it passes through '<name>__qid'): as a feature it would "
@@ -796,6 +799,14 @@ def _refuse_renamed_qid(X: Any, qid: Any, group: Any) -> None:
                 "ColumnTransformer(..., verbose_feature_names_out=False) (a 'qid' column "
                 "is read as the queries, no feature), or leave the column out of the "
                 "transformed features (remainder='drop') and route qid"
+            )
+        if qid is not None and _same_partition(column, qid):
+            raise LTRInputError(
+                f"X's column {name!r} holds the query ids in another coding (one value "
+                "per query of qid=: a 'qid' column one of a ColumnTransformer's "
+                "transformers selected, e.g. scaled): as a feature it would leak them "
+                "into the model. Leave 'qid' out of the columns its transformers select "
+                "(e.g. make_column_selector(pattern='^(?!qid$)')) and route qid"
             )
 
 
@@ -847,6 +858,22 @@ def _same_queries(column: Any, qid: Any, group: Any) -> bool:
         return blocks_constant and len(set(firsts.tolist())) == firsts.shape[0]
     except (TypeError, ValueError):
         return True
+
+
+def _same_partition(column: Any, qid: Any) -> bool:
+    """Whether ``column`` holds one value per query of ``qid`` and ``qid`` one id per
+    value of ``column``: the same queries in another coding (scaled, renumbered)."""
+    try:
+        q = np.asarray(qid).ravel()
+        if q.shape != column.shape or q.shape[0] == 0:
+            return False
+        _, a = np.unique(column, return_inverse=True)
+        _, b = np.unique(q, return_inverse=True)
+        na, nb = int(a.max()) + 1, int(b.max()) + 1
+        pairs = np.unique(a.astype(np.int64) * nb + b.astype(np.int64)).shape[0]
+        return na == nb == pairs
+    except (TypeError, ValueError):
+        return False
 
 
 def _same_ids(column: Any, qid: Any) -> bool:
