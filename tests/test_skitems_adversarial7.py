@@ -6,6 +6,7 @@ failed before its fix."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from sklearn.base import clone
 
 from ltrboost import LTRInputError, Ranker
 from ltrboost.datasets import make_ranking
+from ltrboost.metrics import make_scorer
 
 FAST = dict(n_estimators=4, min_samples_leaf=3, max_leaf_nodes=6)
 RAND = dict(FAST, subsample=0.5, colsample_bytree=0.5)
@@ -30,6 +32,64 @@ def frame(data):
     pd = pytest.importorskip("pandas")
     X, _, qid = data
     return pd.DataFrame(X, columns=COLS).assign(qid=qid)
+
+
+def _permuting_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught if "permutation" in str(w.message)]
+
+
+# ------------------------------------------------------------ 1. permutation importance
+@pytest.mark.parametrize("scoring", [None, "scorer"])
+def test_permutation_importance_of_a_qid_column_is_named_meaningless(data, frame, scoring):
+    """permutation_importance(ranker, X, y) permutes X's 'qid' column like a feature:
+    the queries are scrambled and 'qid' got an importance (0.11 here) with no word
+    said.  Scoring that reads the queries from that column now warns, naming the
+    column and the way out (bind the queries with make_scorer(..., qid=qid))."""
+    from sklearn.inspection import permutation_importance
+
+    _, y, _ = data
+    model = Ranker(**FAST).fit(frame, y)
+    scorer = None if scoring is None else make_scorer("ndcg@10")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = permutation_importance(model, frame, y, scoring=scorer, n_repeats=2)
+    messages = _permuting_warnings(caught)
+    assert messages, "no warning about the permuted qid column"
+    shown = [w for w in caught if "permutation" in str(w.message)]
+    assert {w.filename for w in shown} == {__file__}  # at the call of permutation_importance
+    assert "'qid'" in messages[0]
+    assert "make_scorer(" in messages[0]
+    assert "qid=qid" in messages[0]
+    assert result.importances.shape == (5, 2)  # the results still come back
+
+
+def test_permutation_importance_with_bound_queries_does_not_warn(data, frame):
+    """The way out: queries bound to the scorer; the qid column is ignored (importance
+    0) and nothing is said."""
+    from sklearn.inspection import permutation_importance
+
+    _, y, qid = data
+    model = Ranker(**FAST).fit(frame, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = permutation_importance(
+            model, frame, y, scoring=make_scorer("ndcg@10", qid=qid), n_repeats=2
+        )
+        permutation_importance(
+            model, frame[COLS], y, scoring=make_scorer("ndcg@10", qid=qid), n_repeats=2
+        )
+    assert _permuting_warnings(caught) == []
+    assert np.all(result.importances[-1] == 0.0)
+
+
+def test_score_with_a_qid_column_outside_permutation_importance_does_not_warn(data, frame):
+    _, y, _ = data
+    model = Ranker(**FAST).fit(frame, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.score(frame, y)
+        make_scorer("ndcg@10")(model, frame, y)
+    assert _permuting_warnings(caught) == []
 
 
 # ------------------------------------------------------------ 2. ColumnTransformer

@@ -522,7 +522,7 @@ class Ranker(BaseEstimator):
         ``ltrboost eval``) says when MAP, MRR or P@k is the same whatever the scores: its
         ``relevance_threshold`` counts every document of ``y`` relevant, or none.
         """
-        from ltrboost._evaluation import warn_if_metric_flat
+        from ltrboost._evaluation import warn_if_metric_flat, warn_if_queries_permuted
         from ltrboost.booster import metric_options
         from ltrboost.metrics import Metric, get_metric
 
@@ -531,6 +531,9 @@ class Ranker(BaseEstimator):
         self._check_n_features(X)
         if qid is None and group is None:
             qid = qid_col
+            if qid_col is not None:  # permuted like a feature by permutation_importance?
+                name = metric if isinstance(metric, str) else getattr(metric, "name", None)
+                warn_if_queries_permuted(name or self._default_metric_name())
         elif qid_col is not None and not _same_queries(qid_col, qid, group):
             given = "qid" if qid is not None else "group"
             warnings.warn(  # fit warns too (there the column becomes a feature)
@@ -547,18 +550,7 @@ class Ranker(BaseEstimator):
 
             raise LTRInputError("score's X has no rows: there is no query to evaluate")
         if metric is None:
-            m = getattr(self, "_fit_eval_metric", None)
-            if m is None:
-                m = self.eval_metric
-            if isinstance(m, str):
-                m = m.split(",")
-            elif callable(m):
-                m = [m]
-            # training skips empty entries (",ndcg@5" records ndcg@5 only): so does score
-            m = [x for x in (m or []) if not (isinstance(x, str) and not x.strip())]
-            if not m:  # what training evaluates without eval_metric: the objective's
-                m = [self.booster_.get_objective().default_metric]  # (map, err@10, ndcg@10)
-            metric = m[0].strip() if isinstance(m[0], str) else m[0]
+            metric = self._default_metric()
         scores = self.booster_.predict(ds.X, n_threads=self.n_threads)
         if callable(metric) and not isinstance(metric, Metric):  # eval_metric's check
             from ltrboost._evaluation import custom_metric_value
@@ -582,6 +574,27 @@ class Ranker(BaseEstimator):
         # MAP / MRR / P@k that no ranking changes: warned as ltrboost eval warns
         warn_if_metric_flat(metric, ds.y, "the data given to score")
         return value
+
+    def _default_metric(self) -> str | Callable:
+        """``score``'s metric when none is given: fit's ``eval_metric`` when given,
+        else the constructor's, first entry; else what training validates on."""
+        m = getattr(self, "_fit_eval_metric", None)
+        if m is None:
+            m = self.eval_metric
+        if isinstance(m, str):
+            m = m.split(",")
+        elif callable(m):
+            m = [m]
+        # training skips empty entries (",ndcg@5" records ndcg@5 only): so does score
+        m = [x for x in (m or []) if not (isinstance(x, str) and not x.strip())]
+        if not m:  # what training evaluates without eval_metric: the objective's
+            m = [self.booster_.get_objective().default_metric]  # (map, err@10, ndcg@10)
+        return m[0].strip() if isinstance(m[0], str) else m[0]
+
+    def _default_metric_name(self) -> str:
+        """The name of :meth:`_default_metric` (ndcg@10 for a callable or a Metric)."""
+        m = self._default_metric()
+        return m if isinstance(m, str) else str(getattr(m, "name", "ndcg@10"))
 
     def save_model(self, path: str | os.PathLike) -> None:
         """Write the fitted model to ``path`` as JSON, atomically (:meth:`Booster.save_model`)."""
