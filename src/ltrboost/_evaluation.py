@@ -151,6 +151,49 @@ def warn_if_metric_flat(metric, y, where: str, stacklevel: int = 3) -> None:
         warnings.warn(msg, ParameterWarning, stacklevel=stacklevel)
 
 
+def warn_if_queries_permuted(metric_name: str) -> None:
+    """Warn when a ``qid`` column of ``X`` gives the queries of a scoring that
+    ``permutation_importance`` asked for (a module named ``[_]permutation_importance``
+    on the call stack: scikit-learn's, eli5's): it permutes that column like a
+    feature, which scrambles the queries, so the importance it reports for ``qid``
+    means nothing.  The way out is
+    named: queries bound to the scorer (``make_scorer(..., qid=qid)``), under which
+    the column is ignored.  Nothing can tell from inside the scoring whether this call
+    scores the permuted column; the warning points at the caller of
+    ``permutation_importance``, so it is shown once there."""
+    import sys
+
+    frames = []  # the caller's frame first, outwards
+    frame = sys._getframe(1)
+    while frame is not None and len(frames) < 256:
+        frames.append(str(frame.f_globals.get("__name__", "")))
+        frame = frame.f_back
+
+    def permuting(module: str) -> bool:  # sklearn.inspection._permutation_importance
+        return module.rpartition(".")[2].lstrip("_") == "permutation_importance"
+
+    found = [k for k, name in enumerate(frames) if permuting(name)]
+    if not found:
+        return
+    # the code that called permutation_importance: past its module and scikit-learn's
+    # wrappers (validate_params), to the first frame outside them
+    level = found[-1]
+    while level + 1 < len(frames) and (
+        permuting(frames[level + 1]) or frames[level + 1].startswith("sklearn.")
+    ):
+        level += 1
+    warnings.warn(
+        "permutation_importance permutes X's 'qid' column like a feature, and the "
+        "queries are read from it: permuted, it scrambles the queries, so the "
+        "importance reported for 'qid' means nothing (the other columns' are sound). "
+        "Bind the queries to the scorer instead: permutation_importance(model, X, y, "
+        f"scoring=ltrboost.metrics.make_scorer({metric_name!r}, qid=qid)), which "
+        "ignores the 'qid' column (its importance comes out 0)",
+        UserWarning,
+        stacklevel=level + 3,  # 1: this function, 2: frames[0]
+    )
+
+
 def threshold_separates_nothing(names, options: dict, y, where: str) -> str | None:
     """The message of :func:`warn_if_threshold_separates_nothing` for the metric
     ``names`` (the MAP, MRR and P@k among them count) under the metric ``options``,

@@ -41,10 +41,13 @@ class Ranker(BaseEstimator):
     :func:`ltrboost.callbacks.log_evaluation`); True means every round, a negative
     value (LightGBM's ``verbose=-1``) is silent, as 0.
 
-    ``random_state`` also takes scikit-learn's other forms: None is the default seed 0
-    (reproducible, as LightGBM's and XGBoost's None), and a ``np.random.RandomState``
-    or ``Generator`` gives a seed drawn from it at each fit (recorded in the model as
-    ``booster_.params["random_state"]``); ``get_params`` returns it as given.
+    ``random_state`` also takes scikit-learn's other forms (``check_random_state``'s):
+    None is NumPy's global generator (``np.random.seed`` sets it), and it or a
+    ``np.random.RandomState`` or ``Generator`` gives a seed drawn from it at each fit,
+    so successive fits differ; the seed drawn is recorded in the model
+    (``booster_.params["random_state"]``, the saved file's ``params``): passing it
+    as ``random_state`` trains the same model again.  ``get_params`` returns
+    ``random_state`` as given.  The default, 0, is a fixed seed.
 
     Attributes
     ----------
@@ -519,7 +522,7 @@ class Ranker(BaseEstimator):
         ``ltrboost eval``) says when MAP, MRR or P@k is the same whatever the scores: its
         ``relevance_threshold`` counts every document of ``y`` relevant, or none.
         """
-        from ltrboost._evaluation import warn_if_metric_flat
+        from ltrboost._evaluation import warn_if_metric_flat, warn_if_queries_permuted
         from ltrboost.booster import metric_options
         from ltrboost.metrics import Metric, get_metric
 
@@ -528,6 +531,9 @@ class Ranker(BaseEstimator):
         self._check_n_features(X)
         if qid is None and group is None:
             qid = qid_col
+            if qid_col is not None:  # permuted like a feature by permutation_importance?
+                name = metric if isinstance(metric, str) else getattr(metric, "name", None)
+                warn_if_queries_permuted(name or self._default_metric_name())
         elif qid_col is not None and not _same_queries(qid_col, qid, group):
             given = "qid" if qid is not None else "group"
             warnings.warn(  # fit warns too (there the column becomes a feature)
@@ -544,18 +550,7 @@ class Ranker(BaseEstimator):
 
             raise LTRInputError("score's X has no rows: there is no query to evaluate")
         if metric is None:
-            m = getattr(self, "_fit_eval_metric", None)
-            if m is None:
-                m = self.eval_metric
-            if isinstance(m, str):
-                m = m.split(",")
-            elif callable(m):
-                m = [m]
-            # training skips empty entries (",ndcg@5" records ndcg@5 only): so does score
-            m = [x for x in (m or []) if not (isinstance(x, str) and not x.strip())]
-            if not m:  # what training evaluates without eval_metric: the objective's
-                m = [self.booster_.get_objective().default_metric]  # (map, err@10, ndcg@10)
-            metric = m[0].strip() if isinstance(m[0], str) else m[0]
+            metric = self._default_metric()
         scores = self.booster_.predict(ds.X, n_threads=self.n_threads)
         if callable(metric) and not isinstance(metric, Metric):  # eval_metric's check
             from ltrboost._evaluation import custom_metric_value
@@ -579,6 +574,27 @@ class Ranker(BaseEstimator):
         # MAP / MRR / P@k that no ranking changes: warned as ltrboost eval warns
         warn_if_metric_flat(metric, ds.y, "the data given to score")
         return value
+
+    def _default_metric(self) -> str | Callable:
+        """``score``'s metric when none is given: fit's ``eval_metric`` when given,
+        else the constructor's, first entry; else what training validates on."""
+        m = getattr(self, "_fit_eval_metric", None)
+        if m is None:
+            m = self.eval_metric
+        if isinstance(m, str):
+            m = m.split(",")
+        elif callable(m):
+            m = [m]
+        # training skips empty entries (",ndcg@5" records ndcg@5 only): so does score
+        m = [x for x in (m or []) if not (isinstance(x, str) and not x.strip())]
+        if not m:  # what training evaluates without eval_metric: the objective's
+            m = [self.booster_.get_objective().default_metric]  # (map, err@10, ndcg@10)
+        return m[0].strip() if isinstance(m[0], str) else m[0]
+
+    def _default_metric_name(self) -> str:
+        """The name of :meth:`_default_metric` (ndcg@10 for a callable or a Metric)."""
+        m = self._default_metric()
+        return m if isinstance(m, str) else str(getattr(m, "name", "ndcg@10"))
 
     def save_model(self, path: str | os.PathLike) -> None:
         """Write the fitted model to ``path`` as JSON, atomically (:meth:`Booster.save_model`)."""
@@ -627,14 +643,15 @@ class Ranker(BaseEstimator):
 def _seed(random_state: Any) -> Any:
     """``random_state`` as the integer seed training takes (scikit-learn's forms).
 
-    None is the default seed 0: reproducible, as LightGBM's and XGBoost's None (not
-    scikit-learn's global NumPy generator).  A ``np.random.RandomState`` or
+    As scikit-learn's ``check_random_state``: None is NumPy's global generator
+    (``np.random.seed`` governs it), and it or a ``np.random.RandomState`` or
     ``np.random.Generator`` gives a seed drawn from it at each fit, as scikit-learn's
     estimators, LightGBM and XGBoost draw one: the same state gives the same model and
-    successive fits with one instance differ.  Anything else is left to the parameter
-    check (an integer >= 0)."""
-    if random_state is None:
-        return 0
+    successive fits differ.  The seed drawn is the one training records in the model
+    (``params["random_state"]``), so a model file says how to train it again.  Anything
+    else is left to the parameter check (an integer >= 0)."""
+    if random_state is None:  # check_random_state(None): the global RandomState
+        random_state = np.random.mtrand._rand
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(np.iinfo(np.int32).max))
     if isinstance(random_state, np.random.Generator):
@@ -780,11 +797,14 @@ def _refuse_renamed_qid(X: Any, qid: Any, group: Any) -> None:
     """Refuse a ``<name>__qid`` column of ``X`` that splits the rows into the queries
     training uses: a ``qid`` column renamed by a ColumnTransformer in a Pipeline (with
     qid routed as well), which was silently a feature, leaking the query ids into the
-    model.  A column of another content with such a name stays a feature."""
-    for name in _renamed_qid_columns(X):
-        if _same_queries(X[name].to_numpy(), qid, group):
-            from ltrboost.dataset import LTRInputError
+    model.  Also one that holds them in another coding, one value per query (a 'qid'
+    column a transformer scaled: ``num__qid``).  A column of another content with such
+    a name stays a feature."""
+    from ltrboost.dataset import LTRInputError
 
+    for name in _renamed_qid_columns(X):
+        column = X[name].to_numpy()
+        if _same_queries(column, qid, group):
             raise LTRInputError(
                 f"X's column {name!r} holds the query ids (a ColumnTransformer names a "
                 "'qid' column it passes through '<name>__qid'): as a feature it would "
@@ -792,6 +812,14 @@ def _refuse_renamed_qid(X: Any, qid: Any, group: Any) -> None:
                 "ColumnTransformer(..., verbose_feature_names_out=False) (a 'qid' column "
                 "is read as the queries, no feature), or leave the column out of the "
                 "transformed features (remainder='drop') and route qid"
+            )
+        if qid is not None and _same_partition(column, qid):
+            raise LTRInputError(
+                f"X's column {name!r} holds the query ids in another coding (one value "
+                "per query of qid=: a 'qid' column one of a ColumnTransformer's "
+                "transformers selected, e.g. scaled): as a feature it would leak them "
+                "into the model. Leave 'qid' out of the columns its transformers select "
+                "(e.g. make_column_selector(pattern='^(?!qid$)')) and route qid"
             )
 
 
@@ -843,6 +871,22 @@ def _same_queries(column: Any, qid: Any, group: Any) -> bool:
         return blocks_constant and len(set(firsts.tolist())) == firsts.shape[0]
     except (TypeError, ValueError):
         return True
+
+
+def _same_partition(column: Any, qid: Any) -> bool:
+    """Whether ``column`` holds one value per query of ``qid`` and ``qid`` one id per
+    value of ``column``: the same queries in another coding (scaled, renumbered)."""
+    try:
+        q = np.asarray(qid).ravel()
+        if q.shape != column.shape or q.shape[0] == 0:
+            return False
+        _, a = np.unique(column, return_inverse=True)
+        _, b = np.unique(q, return_inverse=True)
+        na, nb = int(a.max()) + 1, int(b.max()) + 1
+        pairs = np.unique(a.astype(np.int64) * nb + b.astype(np.int64)).shape[0]
+        return na == nb == pairs
+    except (TypeError, ValueError):
+        return False
 
 
 def _same_ids(column: Any, qid: Any) -> bool:

@@ -12,7 +12,8 @@ two ways:
 3. ids bound to the rows of one ``X``: ``make_scorer("ndcg@10", qid=qid)``, for tools
    that route no metadata and must not see the ids as a column, such as
    ``sklearn.inspection.permutation_importance`` (which permutes every column of ``X``,
-   a ``qid`` column too: that scrambled the queries).
+   a ``qid`` column too: that scrambles the queries, and reading them from that
+   column there warns).
 
 Example
 -------
@@ -126,7 +127,7 @@ class RankingScorer(_BaseScorer):
         sample_weight=None,
         **_: Any,
     ) -> float:
-        from ltrboost._evaluation import warn_if_metric_flat
+        from ltrboost._evaluation import warn_if_metric_flat, warn_if_queries_permuted
         from ltrboost.dataset import arrow_as_frame, make_dataset, rows_located
 
         X = arrow_as_frame(X)
@@ -135,6 +136,7 @@ class RankingScorer(_BaseScorer):
         elif qid is None and group is None:
             if hasattr(X, "columns") and "qid" in list(X.columns):
                 qid = X["qid"].to_numpy()
+                warn_if_queries_permuted(self.metric.name)  # by permutation_importance?
             else:
                 raise ValueError(
                     "the scorer needs the query of every row: give X as a DataFrame "
