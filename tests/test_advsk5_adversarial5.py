@@ -128,20 +128,19 @@ def test_a_feature_that_merely_ends_in_qid_stays_a_feature(data, frame):
 
 
 # ------------------------------------------------------------ random_state
-def test_random_state_none_is_taken(data):
+def test_random_state_none_is_the_default_seed(data):
     """random_state=None was refused ('not allowed (default 0)'); scikit-learn
-    estimators take it.  It draws a seed from NumPy's global generator (scikit-learn's
-    check_random_state; pass 7: tests/test_skitems_adversarial7.py), recorded in the
-    model; get_params and clone keep None."""
+    estimators take it.  It is the default seed 0: reproducible, as LightGBM's and
+    XGBoost's None; get_params and clone keep None."""
     X, y, qid = data
     rand = dict(FAST, subsample=0.5, colsample_bytree=0.5)
     est = Ranker(random_state=None, **rand)
     assert clone(est).get_params()["random_state"] is None
     est.fit(X, y, qid=qid)
     assert est.get_params()["random_state"] is None
-    seed = est.booster_.params["random_state"]
-    ref = Ranker(random_state=seed, **rand).fit(X, y, qid=qid)
+    ref = Ranker(random_state=0, **rand).fit(X, y, qid=qid)
     np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    assert est.booster_.params["random_state"] == 0
 
 
 @pytest.mark.parametrize("kind", ["RandomState", "Generator"])

@@ -120,10 +120,8 @@ def _file_bytes(booster, path) -> bytes:
 
 
 def test_train_takes_random_state_none_as_the_default_seed(tmp_path):
-    """ltrboost.train and BoosterParams refused None ("random_state=None is not
-    allowed (default 0)"); they take it as seed 0, as LightGBM and XGBoost.
-    (Ranker(random_state=None) draws a seed from NumPy's global generator, as
-    scikit-learn: tests/test_skitems_adversarial7.py.)"""
+    """Ranker(random_state=None) trains with seed 0; ltrboost.train and BoosterParams
+    refused None ("random_state=None is not allowed (default 0)")."""
     X, y, qid = _data()
     ds = make_dataset(X, y, qid=qid)
     rand = dict(FAST, subsample=0.5, colsample_bytree=0.7, n_estimators=4)
@@ -138,7 +136,7 @@ def test_train_takes_random_state_none_as_the_default_seed(tmp_path):
     assert _file_bytes(none, tmp_path / "none.json") == zero_file
     assert _file_bytes(given, tmp_path / "given.json") == zero_file
     assert json.loads(zero_file)["params"]["random_state"] == 0
-    sk = ltrboost.Ranker(**rand, random_state=0).fit(X, y, qid=qid)
+    sk = ltrboost.Ranker(**rand, random_state=None).fit(X, y, qid=qid)
     np.testing.assert_array_equal(sk.predict(X), zero.predict(X))
 
 

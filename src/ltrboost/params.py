@@ -275,8 +275,7 @@ def check_random_state_range(random_state: Any) -> None:
 
 
 # integer parameters whose None means their default (``random_state=None``: seed 0, as
-# LightGBM's / XGBoost's None; ``Ranker(random_state=None)`` follows scikit-learn
-# instead and draws a seed from NumPy's global generator); resolved by
+# ``Ranker(random_state=None)`` and LightGBM's / XGBoost's None); resolved by
 # ``booster.as_params``, so the model records the seed it was trained with
 NONE_MEANS_DEFAULT: tuple[str, ...] = ("random_state",)
 BOOL_PARAM_NAMES: tuple[str, ...] = tuple(
@@ -491,7 +490,5 @@ BoosterParams.__doc__ = (
     + "\n".join(f"* ``{p.name}`` = ``{p.default!r}``: {p.doc}" for p in PARAMS)
     + "\n\nEarly stopping uses the first metric of ``eval_metric`` on the first "
     "validation set.  ``truncation_level=0`` means all pairs.  ``random_state=None`` "
-    "is the default seed 0 (as LightGBM's and XGBoost's None): training records 0.  "
-    "``Ranker(random_state=None)`` follows scikit-learn instead: a seed drawn from "
-    "NumPy's global generator at each fit, recorded in the model."
+    "is the default seed 0 (as ``Ranker(random_state=None)``): training records 0."
 )

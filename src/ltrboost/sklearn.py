@@ -41,13 +41,10 @@ class Ranker(BaseEstimator):
     :func:`ltrboost.callbacks.log_evaluation`); True means every round, a negative
     value (LightGBM's ``verbose=-1``) is silent, as 0.
 
-    ``random_state`` also takes scikit-learn's other forms (``check_random_state``'s):
-    None is NumPy's global generator (``np.random.seed`` sets it), and it or a
-    ``np.random.RandomState`` or ``Generator`` gives a seed drawn from it at each fit,
-    so successive fits differ; the seed drawn is recorded in the model
-    (``booster_.params["random_state"]``, the saved file's ``params``): passing it
-    as ``random_state`` trains the same model again.  ``get_params`` returns
-    ``random_state`` as given.  The default, 0, is a fixed seed.
+    ``random_state`` also takes scikit-learn's other forms: None is the default seed 0
+    (reproducible, as LightGBM's and XGBoost's None), and a ``np.random.RandomState``
+    or ``Generator`` gives a seed drawn from it at each fit (recorded in the model as
+    ``booster_.params["random_state"]``); ``get_params`` returns it as given.
 
     Attributes
     ----------
@@ -643,15 +640,14 @@ class Ranker(BaseEstimator):
 def _seed(random_state: Any) -> Any:
     """``random_state`` as the integer seed training takes (scikit-learn's forms).
 
-    As scikit-learn's ``check_random_state``: None is NumPy's global generator
-    (``np.random.seed`` governs it), and it or a ``np.random.RandomState`` or
+    None is the default seed 0: reproducible, as LightGBM's and XGBoost's None (not
+    scikit-learn's global NumPy generator).  A ``np.random.RandomState`` or
     ``np.random.Generator`` gives a seed drawn from it at each fit, as scikit-learn's
     estimators, LightGBM and XGBoost draw one: the same state gives the same model and
-    successive fits differ.  The seed drawn is the one training records in the model
-    (``params["random_state"]``), so a model file says how to train it again.  Anything
-    else is left to the parameter check (an integer >= 0)."""
-    if random_state is None:  # check_random_state(None): the global RandomState
-        random_state = np.random.mtrand._rand
+    successive fits with one instance differ.  Anything else is left to the parameter
+    check (an integer >= 0)."""
+    if random_state is None:
+        return 0
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(np.iinfo(np.int32).max))
     if isinstance(random_state, np.random.Generator):
