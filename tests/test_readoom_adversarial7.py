@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import ltrboost._config as _config
+import ltrboost.binning  # noqa: F401  (imported before any patch: it binds memory_budget by name)
 import ltrboost.io.letor as letor
 from ltrboost.io.letor import dense_blocks, labelled_blocks, load_svmlight
 
@@ -82,14 +83,17 @@ def test_file_too_large_for_the_budget_is_refused_after_its_first_block(tmp_path
     msg = _one_line(str(info.value))
     assert msg.startswith(f"{data}: ")
     assert "x 20 features of float64" in msg
-    assert "rows (estimated from the first" in msg
+    assert "rows (estimated from the " in msg
     assert "over the cgroup memory limit (97.7 KiB, 100000 bytes)" in msg
-    assert "dense_blocks" in msg and "let this process use more memory" in msg
+    assert "dense_blocks" in msg
+    assert "let this process use more memory" in msg
     assert blocks[0] <= 2  # the file is about 100 blocks
     rows = int(msg.split(" rows (estimated")[0].rsplit(" ", 1)[1])
     assert 2000 < rows < 4500  # the projection from one block is about right
     err = info.value
-    assert err.path == str(data) and err.shape[1] == N_FEAT and err.nbytes > 100_000
+    assert err.path == str(data)
+    assert err.shape[1] == N_FEAT
+    assert err.nbytes > 100_000
 
 
 def test_file_that_fits_the_budget_reads_as_before(tmp_path, monkeypatch):
@@ -246,8 +250,10 @@ def test_cli_train_refused_up_front_names_the_file_and_flags(tmp_path, monkeypat
     assert line.startswith(f"ltrboost: error: {data}: ")
     assert "x 20 features of float64" in line
     assert "the cgroup memory limit" in line
-    assert "ltrboost predict" in line and "split" in line
-    assert "dense_blocks" not in line and "n_features=" not in line  # Python's words
+    assert "ltrboost predict" in line
+    assert "split" in line
+    assert "dense_blocks" not in line
+    assert "n_features=" not in line
     assert not model.exists()
 
 
@@ -261,7 +267,8 @@ def test_cli_train_n_features_too_wide_names_the_flag(tmp_path, monkeypatch, cap
     assert rc == 2
     line = _error_line(capsys)
     assert line.startswith(f"ltrboost: error: {data}: ")
-    assert "read 200000 features wide" in line and "highest feature index read is 20" in line
+    assert "read 200000 features wide" in line
+    assert "highest feature index read is 20" in line
     assert "--n-features" in line
     assert not model.exists()
 
@@ -321,12 +328,35 @@ def test_convert_memory_error_writing_a_file_names_rows_per_file(tmp_path, monke
         letor_to_parquet(data, out, rows_per_file=1000)
     msg = _one_line(str(info.value))
     assert msg.startswith(f"{out}: out of memory writing part.00000.parquet: ")
-    assert "1000 rows x 22 columns" in msg and "rows_per_file=" in msg
+    assert "1000 rows x 22 columns" in msg
+    assert "rows_per_file=" in msg
     assert not out.exists()
 
     rc = cli.main(["convert", str(data), str(out), "--rows-per-file", "1000"])
     assert rc == 2
     line = _error_line(capsys)
     assert line.startswith(f"ltrboost: error: {out}: out of memory writing part.00000.parquet")
-    assert "--rows-per-file" in line and "rows_per_file=" not in line
+    assert "--rows-per-file" in line
+    assert "rows_per_file=" not in line
     assert not out.exists()
+
+
+def test_cli_eval_wide_model_padding_refused_up_front(tmp_path, monkeypatch, capsys):
+    """eval of a model claiming 100000 features whose tree splits on feature 70000 reads
+    a 20-feature file whole and pads it to the 70001 features the trees use: 60 rows are
+    33.6 MB of X, refused up front under a 10 MB limit (they were allocated, and a larger
+    file failed with NumPy's bare message)."""
+    import ltrboost.cli as cli
+    from test_contribmem_adversarial7 import _booster, _chain
+
+    b = _booster([_chain(2, lambda d: 70_000 if d == 0 else 3)], 100_000)
+    model = tmp_path / "m.json"
+    b.save_model(model)
+    data = _write(tmp_path / "test.txt", n_rows=60)
+    _limit_budget(monkeypatch, 10_000_000)
+    rc = cli.main(["eval", str(model), str(data)])
+    assert rc == 2
+    line = _error_line(capsys)
+    assert line.startswith(f"ltrboost: error: {data}: ")
+    assert "60 rows x 70001 features of float64" in line
+    assert "the model's trees use feature 70001" in line
