@@ -213,10 +213,11 @@ def test_cli_predict_contrib_streams_blocks_under_the_limit(tmp_path, monkeypatc
     free, limited = tmp_path / "free.tsv", tmp_path / "limited.tsv"
     assert cli.main(["predict", str(model), str(data), "-o", str(free), "--contrib"]) in (0, None)
 
+    b = load_model(model)
+    # read before the limit: its 3000 x 6 X and labels (216,000 bytes) are over it too
+    X = load_svmlight(str(data), n_features=b.n_features).X
     monkeypatch.setattr(cli_predict, "_PREDICT_BLOCK_BYTES", 256 * 6 * 8)  # 256 rows a block
     _limit_cgroup(monkeypatch, 100_000)  # contributions: 168,000 bytes; a block 14,336
-    b = load_model(model)
-    X = load_svmlight(str(data), n_features=b.n_features).X
     with pytest.raises(MemoryError, match="3000 rows x 7 columns"):
         b.predict(X, pred_contrib=True)
     argv = ["predict", str(model), str(data), "-o", str(limited), "--contrib"]

@@ -328,7 +328,8 @@ def test_gbrank_qbrank_long_query_is_refused_naming_it(objective, monkeypatch) -
 
 def test_cli_out_of_memory_is_one_error_line(tmp_path: Path) -> None:
     """Evaluating 1000 rows with a 200000-feature model needs a 1.6 GB dense X: under
-    the address-space limit the CLI reports it in one line, status 2, no traceback.
+    the address-space limit the CLI refuses it up front in one line naming the file,
+    status 2, no traceback.
     (``predict`` was the example; it now reads and scores a block of rows at a time,
     and predicts these rows in the limit: tests/test_predstream_adversarial6.py.)"""
     from ltrboost.cli import main
@@ -349,7 +350,12 @@ def test_cli_out_of_memory_is_one_error_line(tmp_path: Path) -> None:
         tmp_path,
     )
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert proc.stderr.startswith("ltrboost: error: out of memory: Unable to allocate")
+    # refused up front, naming the file, the shape and the limit (it was NumPy's
+    # "out of memory: Unable to allocate ...", which named no file: readoom, stop 38)
+    assert proc.stderr.startswith(f"ltrboost: error: {data}: reading it needs about 1.5 GiB")
+    assert "1000 rows x 200000 features of float64" in proc.stderr
+    assert "over the address space left under RLIMIT_AS (ulimit -v)" in proc.stderr
+    assert proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
 
 

@@ -342,7 +342,7 @@ def _read_for_model(
     import numpy as np
 
     from ltrboost.dataset import LTRInputError
-    from ltrboost.io.letor import WIDE
+    from ltrboost.io.letor import WIDE, _padded
     from ltrboost.io.letor import load_svmlight as _load_svmlight
 
     def load_svmlight(path, **kw):
@@ -373,10 +373,10 @@ def _read_for_model(
         load_svmlight(path, n_features=n_model, missing=missing)
     used = _features_used(booster)
     X = data.X
-    if width < used:
+    if width < used:  # refused up front when over the memory this process may use
         fill = 0.0 if missing == "zero" else np.nan
-        pad = np.full((X.shape[0], used - width), fill, dtype=X.dtype)
-        X = np.ascontiguousarray(np.concatenate([X, pad], axis=1))
+        why = f"the model's trees use feature {used} of its {n_model}"
+        X = _padded(X, used, fill, path, why)
     view = copy.copy(booster)
     view.n_features = X.shape[1]
     return data._replace(X=X), view

@@ -61,6 +61,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ltrboost import _config
 from ltrboost._numba import inline_kernel, kernel
 from ltrboost.dataset import LTRInputError, check_labels
 from ltrboost.io._atomic import atomic_write
@@ -68,6 +69,7 @@ from ltrboost.io.queryfile import read_query_file
 
 __all__ = [
     "LetorData",
+    "ReadMemoryError",
     "dump_svmlight",
     "letor_feature_names",
     "load_svmlight",
@@ -130,6 +132,176 @@ class LetorData(NamedTuple):
     @property
     def feature_names(self) -> list[str]:
         return letor_feature_names(self.X.shape[1])
+
+
+class ReadMemoryError(MemoryError):
+    """A data file whose arrays do not fit in memory.
+
+    Raised by :func:`load_svmlight` up front, when the rows its first blocks project
+    for the whole file (from the bytes a row so far) make ``X`` and a label, query id
+    and line number a row more than this process may use
+    (:func:`ltrboost._config.memory_budget`: physical memory, a cgroup memory limit,
+    ``ulimit -v``); and by it and the block readers (:func:`dense_blocks`,
+    :func:`labelled_blocks`) for a ``MemoryError`` while reading, instead of NumPy's
+    "Unable to allocate ..." that names no file; by
+    :func:`~ltrboost.io.parquet.letor_to_parquet` for a Parquet file's table (named by
+    the output folder).  The message is one line,
+    ``FILE: ...``, naming the shape, the bytes and what to do; ``cli_message`` says
+    the same in the words of ltrboost's commands (their flags), which the CLI prints.
+    A ``MemoryError``, as before, for callers that catch one.
+
+    Attributes: ``path``, ``shape`` ``(rows, features)`` (rows projected or asked
+    for; None where a block of lines failed to parse) and ``nbytes``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        cli: str,
+        path: str,
+        shape: tuple[int, int] | None,
+        nbytes: int,
+    ) -> None:
+        super().__init__(message)
+        self.cli_message = cli
+        self.path = path
+        self.shape = shape
+        self.nbytes = nbytes
+
+
+# A row's label, query id and line number, held beside X while reading (float64,
+# int64, int64): the bytes a row costs besides its features.
+_ROW_EXTRA_BYTES = 24
+
+
+def _reading_bytes(rows: int, width: int) -> int:
+    """Bytes of :func:`load_svmlight`'s arrays for ``rows`` rows ``width`` wide."""
+    return rows * (8 * width + _ROW_EXTRA_BYTES)
+
+
+def _bytes_text(nbytes: float) -> str:
+    from ltrboost.explain import _bytes_text as text
+
+    return text(nbytes)
+
+
+def _memory_advice(n_features: int | None, max_idx: int) -> tuple[str, str]:
+    """What to do about a file that does not fit, in Python's words and the CLI's."""
+    py = cli = ""
+    if n_features is not None and max_idx < n_features:
+        py = (
+            f"n_features={n_features} but the highest feature index read is {max_idx}: "
+            "a smaller n_features (or none) reads narrower rows; "
+        )
+        cli = (
+            f"its rows are read {n_features} features wide (--n-features, or the model's "
+            f"or the training data's width) but the highest feature index read is "
+            f"{max_idx}; "
+        )
+    py += (
+        "read it a block of rows at a time (ltrboost.io.letor.dense_blocks) or a part of "
+        "it at a time, or let this process use more memory"
+    )
+    cli += (
+        "`ltrboost predict` reads its data a block of rows at a time, and `ltrboost eval` "
+        "a file whose queries' lines are contiguous; otherwise split the file (whole "
+        "queries) or let this process use more memory"
+    )
+    return py, cli
+
+
+def _read_refused(
+    path: str,
+    rows: int,
+    width: int,
+    estimated: str,
+    budget: tuple[int, str],
+    n_features: int | None,
+    max_idx: int,
+) -> ReadMemoryError:
+    """The up-front refusal of a file projected to ``rows`` rows ``width`` wide
+    (``estimated``: how the rows were projected, or "") over ``budget``."""
+    nbytes = _reading_bytes(rows, width)
+    limit, what = budget
+    need = (
+        f"reading it needs about {_bytes_text(nbytes)} ({nbytes} bytes): {rows} rows"
+        f"{estimated} x {width} features of float64, with a label, query id and line "
+        f"number a row, over {what} ({_bytes_text(limit)}, {limit} bytes)"
+    )
+    py, cli = _memory_advice(n_features, max_idx)
+    return ReadMemoryError(
+        f"{path}: {need}; {py}",
+        cli=f"{path}: {need}; {cli}",
+        path=path,
+        shape=(rows, width),
+        nbytes=nbytes,
+    )
+
+
+def _read_failed(
+    path: str, line: int, rows: int, width: int, n_features: int | None, max_idx: int
+) -> ReadMemoryError:
+    """A ``MemoryError`` at ``line`` (the first line of the block being read) while
+    the arrays held or asked for are ``rows`` rows ``width`` wide."""
+    nbytes = _reading_bytes(rows, width)
+    problem = (
+        f"out of memory at line {line}: {rows} rows x {width} features of float64, with "
+        f"a label, query id and line number a row, take {_bytes_text(nbytes)} "
+        f"({nbytes} bytes), more than could be allocated"
+    )
+    py, cli = _memory_advice(n_features, max_idx)
+    return ReadMemoryError(
+        f"{path}: {problem}; {py}",
+        cli=f"{path}: {problem}; {cli}",
+        path=path,
+        shape=(rows, width),
+        nbytes=nbytes,
+    )
+
+
+def _block_failed(path: str, line: int, block_len: int | None) -> ReadMemoryError:
+    """A ``MemoryError`` reading or parsing the ``block_len`` bytes of lines from
+    ``line`` (None: while reading them) in the block readers, whose arrays are a
+    block's, never the file's."""
+    what = "reading the lines" if block_len is None else (
+        f"parsing the {_bytes_text(block_len)} ({block_len} bytes) of lines read"
+    )  # fmt: skip
+    problem = f"out of memory at line {line}: {what} from there needs more than could be allocated"
+    if block_len is not None and block_len > 2 * _BLOCK_BYTES:
+        problem += f" (a line in them is over {_BLOCK_BYTES} bytes long: is the file LETOR text?)"
+    problem += "; let this process use more memory"
+    return ReadMemoryError(
+        f"{path}: {problem}", cli=f"{path}: {problem}", path=path, shape=None, nbytes=block_len or 0
+    )
+
+
+def _padded(X: NDArray[np.float64], width: int, fill: float, path: str, why: str):
+    """``X`` with columns of ``fill`` up to ``width`` (``ltrboost eval`` of a model whose
+    trees use a feature beyond the data's, ``why``), refused up front as
+    :class:`ReadMemoryError` when the padded matrix is over what this process may use,
+    and named so when it cannot be allocated (NumPy's message names no file)."""
+    rows = X.shape[0]
+    nbytes = rows * width * 8
+    limit, what = _config.memory_budget()
+    shape = (
+        f"{rows} rows x {width} features of float64 take {_bytes_text(nbytes)} "
+        f"({nbytes} bytes) ({why}, the file's highest feature index is {X.shape[1]})"
+    )
+    way = "split the file (whole queries) or let this process use more memory"
+    if nbytes > limit:
+        problem = f"{shape}, over {what} ({_bytes_text(limit)}, {limit} bytes)"
+    else:
+        try:
+            out = np.empty((rows, width), dtype=X.dtype)
+            out[:, : X.shape[1]] = X
+            out[:, X.shape[1] :] = fill
+            return out
+        except MemoryError:
+            problem = f"out of memory: {shape}, more than could be allocated"
+    raise ReadMemoryError(
+        f"{path}: {problem}; {way}", cli=f"{path}: {problem}; {way}", path=path,
+        shape=(rows, width), nbytes=nbytes,
+    )  # fmt: skip
 
 
 def sidecar_problem(path: str | os.PathLike[str]) -> str:
@@ -201,6 +373,13 @@ def load_svmlight(
         ``.query`` file).
     ValueError
         For a bad ``n_features``, ``missing`` or ``na_values`` argument.
+    ReadMemoryError
+        A ``MemoryError`` naming the file, the shape and the bytes: when the rows the
+        first blocks project for the whole file (from its size) make the arrays more
+        than this process may use (:func:`ltrboost._config.memory_budget`), raised
+        then, not after the file is read; or when an allocation fails while reading
+        (the line reached named).  A width from ``n_features`` above the file's highest
+        index is named as a likely cause.
 
     Notes
     -----
@@ -350,10 +529,16 @@ def _dense_blocks_of(
         first = True
         while True:
             block = b = None  # gone before the next block is read (peak memory)
-            block = _next_block(blocks, path, info)
-            if block is None:
-                break
-            b = _checked_block(block, first, path, n_features, info, na_buf, na_off)
+            at_line = int(info[_I_LINES]) + 1
+            try:  # NumPy's "Unable to allocate ..." names no file
+                block = _next_block(blocks, path, info)
+                if block is None:
+                    break
+                b = _checked_block(block, first, path, n_features, info, na_buf, na_off)
+            except MemoryError:
+                size = None if block is None else len(block)
+                block = None
+                raise _block_failed(path, at_line, size) from None
             first = False
             nb = b.n_rows
             if nb == 0:
@@ -972,66 +1157,96 @@ def _parse_stream(
     row_line = np.empty(0, dtype=np.int64)
     comments: list[str] | None = [] if return_comments else None
     consumed = 0
+    budget: tuple[int, str] | None = None  # _config.memory_budget(), at the first rows
+    at_line, asked = 1, 0  # where a MemoryError happens, and the rows then asked for
     blocks = iter(blocks)
-    while True:
-        # The last block and its tokens go before the next block is read (peak memory).
-        block = b = None
-        block = _next_block(blocks, path, info)
-        if block is None:
-            break
-        first = consumed == 0
-        consumed += len(block)
-        if n_bytes is None:
-            guard = dense_limit(consumed)
-        b = _checked_block(block, first, path, n_features, info, na_buf, na_off)
-        nb = b.n_rows
-        if b.max_idx > max_idx:
-            max_idx, max_idx_line = b.max_idx, b.max_idx_line
-        need = n_rows + nb
-        if n_features is None and need * max_idx * 8 > guard:
-            X = None  # too wide: keep reading only to report the file's first error
-        if nb == 0:
-            continue
-        cap = y.shape[0]
-        if need > cap:
-            # Rows expected in the whole file, from the bytes per row so far, but at
-            # most twice the rows read (lines may get longer): what is reserved and
-            # not yet written costs address space only, and growth is a realloc.
+    try:
+        while True:
+            # The last block and its tokens go before the next block is read (peak memory).
+            block = b = None
+            at_line, asked = int(info[_I_LINES]) + 1, y.shape[0]
+            block = _next_block(blocks, path, info)
+            if block is None:
+                break
+            first = consumed == 0
+            consumed += len(block)
             if n_bytes is None:
-                cap = 2 * need  # a stream: amortised growth, shrunk at the end
-            elif consumed < n_bytes:
-                cap = min(int(need * (n_bytes / consumed) * 1.02) + 16, 2 * need)
-                cap = max(need, cap)
-            else:
-                cap = need
-            if X is not None and n_features is None and max_idx:
-                cap = max(need, min(cap, guard // (8 * max_idx)))
-            _grow(y, (cap,))
-            _grow(qid, (cap,))
-            _grow(row_line, (cap,))
-        y[n_rows:need] = b.y
-        qid[n_rows:need] = b.qid
-        row_line[n_rows:need] = b.row_line
-        if comments is not None:
-            comments.extend(
-                block[s:e].decode("utf-8").strip() if s >= 0 else ""
-                for s, e in zip(b.com_start.tolist(), b.com_end.tolist(), strict=True)
-            )
-        if X is not None:
-            if X.shape[0] == 0:
-                width = max(width, max_idx)
-                X = np.empty((cap, width), dtype=np.float64)
-            elif n_features is None and max_idx > width:
-                # Rare after the first block: wider rows.  Widen in place (realloc,
-                # then move the rows read so far to their new stride), so the peak
-                # stays one matrix, not two.
-                _grow(X, (cap, max_idx))
-                _widen_rows(X.reshape(-1), n_rows, width, max_idx, fill)
-                width = max_idx
-            elif X.shape[0] < cap:
-                _grow(X, (cap, width))
-            _fill_block(b, X, n_rows, fill)
-        n_rows = need
+                guard = dense_limit(consumed)
+            b = _checked_block(block, first, path, n_features, info, na_buf, na_off)
+            nb = b.n_rows
+            if b.max_idx > max_idx:
+                max_idx, max_idx_line = b.max_idx, b.max_idx_line
+            need = n_rows + nb
+            if n_features is None and need * max_idx * 8 > guard:
+                X = None  # too wide: keep reading only to report the file's first error
+            if nb == 0:
+                continue
+            # Refused up front, from the rows the file projects (the bytes a row so
+            # far), not after minutes of reading, midway, by NumPy's bare MemoryError.
+            if budget is None:
+                budget = _config.memory_budget()
+            w = 0 if X is None else n_features if n_features is not None else max(width, max_idx)
+            rows = need
+            if n_bytes is not None and consumed < n_bytes:
+                rows = max(need, int(need * (n_bytes / consumed)))
+            # (a width the file's own index sets, past the dense-size guard: that
+            # guard's error, a likely typo, once the file is read; X is capped by it)
+            typo = n_features is None and rows * w * 8 > guard
+            if _reading_bytes(rows, w) > budget[0] and not typo:
+                estimated = ""
+                if rows > need:
+                    estimated = (
+                        f" (estimated from the {need} in its first {consumed} of {n_bytes} bytes)"
+                    )
+                raise _read_refused(path, rows, w, estimated, budget, n_features, max_idx)
+            at_line = int(b.row_line[0])
+            cap = y.shape[0]
+            if need > cap:
+                # Rows expected in the whole file, from the bytes per row so far, but
+                # at most twice the rows read (lines may get longer): what is reserved
+                # and not yet written costs address space only, and growth is a realloc.
+                if n_bytes is None:
+                    cap = 2 * need  # a stream: amortised growth, shrunk at the end
+                elif consumed < n_bytes:
+                    cap = min(int(need * (n_bytes / consumed) * 1.02) + 16, 2 * need)
+                    cap = max(need, cap)
+                else:
+                    cap = need
+                if X is not None and n_features is None and max_idx:
+                    cap = max(need, min(cap, guard // (8 * max_idx)))
+                asked = cap
+                _grow(y, (cap,))
+                _grow(qid, (cap,))
+                _grow(row_line, (cap,))
+            y[n_rows:need] = b.y
+            qid[n_rows:need] = b.qid
+            row_line[n_rows:need] = b.row_line
+            if comments is not None:
+                comments.extend(
+                    block[s:e].decode("utf-8").strip() if s >= 0 else ""
+                    for s, e in zip(b.com_start.tolist(), b.com_end.tolist(), strict=True)
+                )
+            if X is not None:
+                if X.shape[0] == 0:
+                    width = max(width, max_idx)
+                    X = np.empty((cap, width), dtype=np.float64)
+                elif n_features is None and max_idx > width:
+                    # Rare after the first block: wider rows.  Widen in place (realloc,
+                    # then move the rows read so far to their new stride), so the peak
+                    # stays one matrix, not two.
+                    _grow(X, (cap, max_idx))
+                    _widen_rows(X.reshape(-1), n_rows, width, max_idx, fill)
+                    width = max_idx
+                elif X.shape[0] < cap:
+                    _grow(X, (cap, width))
+                _fill_block(b, X, n_rows, fill)
+            n_rows = need
+    except ReadMemoryError:
+        raise
+    except MemoryError:  # NumPy's "Unable to allocate ...", which names no file
+        block = b = None
+        w = 0 if X is None else max(width, max_idx) if n_features is None else n_features
+        raise _read_failed(path, at_line, max(asked, n_rows), w, n_features, max_idx) from None
     if n_rows == 0:
         raise _empty_file_error(path)
     if X is None:

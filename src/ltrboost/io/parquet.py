@@ -157,10 +157,18 @@ def letor_to_parquet(
             # Interleaved queries: a file's rows are gathered through the permutation,
             # one column at a time, never X[order] (a second X in memory).
             rows = slice(a, b) if order is None else order[a:b]
-            cols = [pa.array(qid[rows].astype(np.int64)), pa.array(y[rows])]
-            cols += [pa.array(np.ascontiguousarray(X[rows, j])) for j in range(X.shape[1])]
-            table = pa.Table.from_arrays(cols, names=names)
-            pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
+            try:
+                cols = [pa.array(qid[rows].astype(np.int64)), pa.array(y[rows])]
+                cols += [pa.array(np.ascontiguousarray(X[rows, j])) for j in range(X.shape[1])]
+                table = pa.Table.from_arrays(cols, names=names)
+                pq.write_table(table, os.path.join(tmp, name), row_group_size=max(1, b - a))
+            except MemoryError:  # NumPy's or pyarrow's words name no file, no flag
+                cols = table = None
+                one_query = int(np.searchsorted(offsets, b)) - int(np.searchsorted(offsets, a)) == 1
+                raise _part_memory_error(
+                    out, name, b - a, len(names), int(rows_per_file), one_query
+                ) from None
+            cols = table = None
         try:
             # the folder mkdir would make (the temporary one's is 0o700), or the replaced one's mode
             if os.path.isdir(target):
@@ -180,3 +188,35 @@ def letor_to_parquet(
             shutil.rmtree(folder, ignore_errors=True)
         raise
     return [os.path.join(out, name) for name in files]
+
+
+def _part_memory_error(
+    out: str, name: str, rows: int, columns: int, rows_per_file: int, one_query: bool
+):
+    """The :class:`~ltrboost.io.letor.ReadMemoryError` of a Parquet file of ``rows``
+    rows x ``columns`` whose table could not be allocated: its size, and
+    ``rows_per_file`` as the way out (unless the file is ``one_query`` over it)."""
+    from ltrboost.io.letor import ReadMemoryError, _bytes_text
+
+    nbytes = rows * columns * 8
+    problem = (
+        f"out of memory writing {name}: its {rows} rows x {columns} columns (qid, label, "
+        f"features) take {_bytes_text(nbytes)} ({nbytes} bytes) as a table, besides the "
+        "data read, more than could be allocated"
+    )
+    if one_query and rows > rows_per_file:  # a file holds whole queries
+        py = cli = (
+            f"the file is one query of {rows} rows, which no smaller rows per file splits; "
+            "let this process use more memory"
+        )
+    else:
+        way = "fewer rows a file (whole queries each), or let this process use more memory"
+        py = f"a smaller rows_per_file= (now {rows_per_file}) writes {way}"
+        cli = f"a smaller --rows-per-file (now {rows_per_file}) writes {way}"
+    return ReadMemoryError(
+        f"{out}: {problem}; {py}",
+        cli=f"{out}: {problem}; {cli}",
+        path=out,
+        shape=(rows, columns),
+        nbytes=nbytes,
+    )
