@@ -70,26 +70,32 @@ def _one_line(msg: str) -> str:
 # ====================================================================== 1. up front
 
 
-def test_file_too_large_for_the_budget_is_refused_after_its_first_block(tmp_path, monkeypatch):
-    """3000 rows x 20 float64 features (480 kB of X) under a 100 kB limit: refused after
-    the first 4 KiB block, from the rows the file's size projects, naming the file, the
-    shape, the bytes, the limit and the ways out; not read to its end first."""
+def test_file_too_large_for_the_budget_warns_then_is_refused_midway(tmp_path, monkeypatch):
+    """3000 rows x 20 float64 features (480 kB of X) under a 100 kB limit: after the
+    first 4 KiB block a warning gives the rows the file's size projects (a guess: not a
+    refusal); refused, naming the file, the shape, the bytes, the limit and the ways
+    out, once the rows read pass the limit, not after the whole file."""
     data = _write(tmp_path / "big.txt")
     monkeypatch.setattr(letor, "_BLOCK_BYTES", 4096)
     blocks = _counting_blocks(monkeypatch)
     _limit_budget(monkeypatch, 100_000)
-    with pytest.raises(MemoryError) as info:
-        load_svmlight(data)
+    with pytest.warns(UserWarning, match="may need about") as caught:
+        with pytest.raises(MemoryError) as info:
+            load_svmlight(data)
+    warned = [str(w.message) for w in caught if "may need about" in str(w.message)]
+    assert len(warned) == 1
+    assert warned[0].startswith(f"{data}: ")
+    assert "rows (estimated from the " in warned[0]
+    rows = int(warned[0].split(" rows (estimated")[0].rsplit(" ", 1)[1])
+    assert 2000 < rows < 4500  # the projection from one block is about right
     msg = _one_line(str(info.value))
     assert msg.startswith(f"{data}: ")
     assert "x 20 features of float64" in msg
-    assert "rows (estimated from the " in msg
+    assert "estimated" not in msg  # refused on the rows read, not on a guess
     assert "over the cgroup memory limit (97.7 KiB, 100000 bytes)" in msg
     assert "dense_blocks" in msg
     assert "let this process use more memory" in msg
-    assert blocks[0] <= 2  # the file is about 100 blocks
-    rows = int(msg.split(" rows (estimated")[0].rsplit(" ", 1)[1])
-    assert 2000 < rows < 4500  # the projection from one block is about right
+    assert blocks[0] < 50  # the file is about 100 blocks
     err = info.value
     assert err.path == str(data)
     assert err.shape[1] == N_FEAT
@@ -360,3 +366,21 @@ def test_cli_eval_wide_model_padding_refused_up_front(tmp_path, monkeypatch, cap
     assert line.startswith(f"ltrboost: error: {data}: ")
     assert "60 rows x 70001 features of float64" in line
     assert "the model's trees use feature 70001" in line
+
+
+def test_short_first_lines_do_not_refuse_a_file_that_fits(tmp_path, monkeypatch):
+    """The projection counts rows from the bytes a row so far: a file whose first lines
+    are much shorter than the rest projects more rows than it has.  Its arrays fit the
+    limit, so it must read (a refusal on a guess would lose a file that fits)."""
+    rng = np.random.default_rng(0)
+    lines = [f"{i % 3} qid:{i // 10} 1:{i}" for i in range(300)]  # ~16 bytes a line
+    long_values = " ".join(f"{j}:{rng.random():.15f}" for j in range(1, N_FEAT + 1))
+    lines += [f"{i % 3} qid:{30 + i // 10} {long_values}" for i in range(200)]
+    data = tmp_path / "mixed.txt"
+    data.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(letor, "_BLOCK_BYTES", 4096)
+    need = 500 * (8 * N_FEAT + 24)
+    _limit_budget(monkeypatch, int(need * 1.3))  # fits, with the reader's slack
+    with pytest.warns(UserWarning, match="may need about"):  # the projection: a guess
+        d = load_svmlight(data)
+    assert d.X.shape == (500, N_FEAT)

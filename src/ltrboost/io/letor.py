@@ -137,9 +137,8 @@ class LetorData(NamedTuple):
 class ReadMemoryError(MemoryError):
     """A data file whose arrays do not fit in memory.
 
-    Raised by :func:`load_svmlight` up front, when the rows its first blocks project
-    for the whole file (from the bytes a row so far) make ``X`` and a label, query id
-    and line number a row more than this process may use
+    Raised by :func:`load_svmlight` as soon as the rows read so far make ``X`` and a
+    label, query id and line number a row more than this process may use
     (:func:`ltrboost._config.memory_budget`: physical memory, a cgroup memory limit,
     ``ulimit -v``); and by it and the block readers (:func:`dense_blocks`,
     :func:`labelled_blocks`) for a ``MemoryError`` while reading, instead of NumPy's
@@ -150,7 +149,7 @@ class ReadMemoryError(MemoryError):
     the same in the words of ltrboost's commands (their flags), which the CLI prints.
     A ``MemoryError``, as before, for callers that catch one.
 
-    Attributes: ``path``, ``shape`` ``(rows, features)`` (rows projected or asked
+    Attributes: ``path``, ``shape`` ``(rows, features)`` (rows read or asked
     for; None where a block of lines failed to parse) and ``nbytes``."""
 
     def __init__(
@@ -374,12 +373,13 @@ def load_svmlight(
     ValueError
         For a bad ``n_features``, ``missing`` or ``na_values`` argument.
     ReadMemoryError
-        A ``MemoryError`` naming the file, the shape and the bytes: when the rows the
-        first blocks project for the whole file (from its size) make the arrays more
-        than this process may use (:func:`ltrboost._config.memory_budget`), raised
-        then, not after the file is read; or when an allocation fails while reading
-        (the line reached named).  A width from ``n_features`` above the file's highest
-        index is named as a likely cause.
+        A ``MemoryError`` naming the file, the shape and the bytes: as soon as the
+        rows read so far make the arrays more than this process may use
+        (:func:`ltrboost._config.memory_budget`), not after the file is read (the rows
+        the first block projects for the whole file, from its size, only warn: a
+        guess); or when an allocation fails while reading (the line reached named).
+        A width from ``n_features`` above the file's highest index is named as a
+        likely cause.
 
     Notes
     -----
@@ -1158,6 +1158,7 @@ def _parse_stream(
     comments: list[str] | None = [] if return_comments else None
     consumed = 0
     budget: tuple[int, str] | None = None  # _config.memory_budget(), at the first rows
+    warned = False  # whether a projection over the budget was warned about
     at_line, asked = 1, 0  # where a MemoryError happens, and the rows then asked for
     blocks = iter(blocks)
     try:
@@ -1181,8 +1182,8 @@ def _parse_stream(
                 X = None  # too wide: keep reading only to report the file's first error
             if nb == 0:
                 continue
-            # Refused up front, from the rows the file projects (the bytes a row so
-            # far), not after minutes of reading, midway, by NumPy's bare MemoryError.
+            # Checked at every block, not after minutes of reading or midway by
+            # NumPy's bare MemoryError naming no file.
             if budget is None:
                 budget = _config.memory_budget()
             w = 0 if X is None else n_features if n_features is not None else max(width, max_idx)
@@ -1192,13 +1193,24 @@ def _parse_stream(
             # (a width the file's own index sets, past the dense-size guard: that
             # guard's error, a likely typo, once the file is read; X is capped by it)
             typo = n_features is None and rows * w * 8 > guard
-            if _reading_bytes(rows, w) > budget[0] and not typo:
-                estimated = ""
-                if rows > need:
-                    estimated = (
-                        f" (estimated from the {need} in its first {consumed} of {n_bytes} bytes)"
-                    )
-                raise _read_refused(path, rows, w, estimated, budget, n_features, max_idx)
+            # Refused once the rows read so far are over the limit (certain); a
+            # projection over it only warns, once: the first lines may be shorter than
+            # the rest (more rows projected than there are), and a file that fits must
+            # not be refused on a guess.
+            if not typo and _reading_bytes(need, w) > budget[0]:
+                raise _read_refused(path, need, w, "", budget, n_features, max_idx)
+            if not typo and not warned and _reading_bytes(rows, w) > budget[0]:
+                warned = True
+                projected = _reading_bytes(rows, w)
+                warnings.warn(
+                    f"{path}: reading it may need about {_bytes_text(projected)}: {rows} "
+                    f"rows (estimated from the {need} in its first {consumed} of {n_bytes} "
+                    f"bytes) x {w} features of float64, over {budget[1]} "
+                    f"({_bytes_text(budget[0])}); it is read on, and refused if the rows "
+                    "read pass that",
+                    UserWarning,
+                    stacklevel=2,
+                )
             at_line = int(b.row_line[0])
             cap = y.shape[0]
             if need > cap:
