@@ -9,6 +9,9 @@
   (root: both; a member of the file's group: the group), a new one gets the mode
   ``open()`` would give it (the umask's);
 * a symbolic link: it is followed, the file it points to is replaced, the link is kept;
+  a path through a link of another user in a world-writable folder with the sticky
+  bit (``/tmp``) that is not that user's is refused, as Linux's
+  ``fs.protected_symlinks`` refuses ``open()`` (:func:`check_output`);
 * a descriptor of this process (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
   ``/proc/self/fd/N``): written to that descriptor, as the shell opened it (append
   mode is respected), nothing renamed;
@@ -353,6 +356,7 @@ def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:
         # replaced model.json; open() refuses both
         what = "is empty" if not user_path else "names a directory (ends with '/', '.' or '..')"
         raise IsADirectoryError(errno.EISDIR, f"{what}; give a file name", user_path)
+    _check_links(user_path)
     target = Path(os.path.realpath(user_path))
     try:
         st = os.stat(target)
@@ -381,6 +385,68 @@ def _check_target(user_path: str) -> tuple[Path, os.stat_result | None]:
         _check_sticky_folder(target.parent, st, user_path)
     check_folder(target.parent, user_path)
     return target, st
+
+
+def _links_followed(path: str, limit: int = 40) -> Iterable[tuple[str, os.stat_result]]:
+    """Each symbolic link that resolving ``path`` follows, as ``os.path.realpath``
+    does (a folder on the way too), with its ``lstat``; at most ``limit`` (a loop is
+    left to the ``stat`` after it)."""
+    parts = os.path.join(os.getcwd(), path).split(os.sep)[::-1]  # '..' after links
+    resolved = os.sep
+    while parts and limit > 0:
+        name = parts.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        here = os.path.join(resolved, name)
+        try:
+            st = os.lstat(here)
+        except OSError:
+            resolved = here  # nothing there (yet): the rest is not looked at
+            continue
+        if not stat.S_ISLNK(st.st_mode):
+            resolved = here
+            continue
+        yield here, st
+        limit -= 1
+        try:
+            link = os.readlink(here)
+        except OSError:
+            return
+        if os.path.isabs(link):
+            resolved = os.sep
+        parts.extend(link.split(os.sep)[::-1])
+
+
+def _check_links(user_path: str) -> None:
+    """Refuse a path through a link of another user in a world-writable folder with
+    the sticky bit (``/tmp``), unless the folder is that user's: the rule of Linux's
+    ``fs.protected_symlinks``, which ``open()`` obeys but ``realpath`` (how the link is
+    followed here, to replace its target) does not.  Such a link, planted in
+    ``/tmp`` (``/tmp/model.json -> ~you/.bashrc``), made the output replace the file it
+    points to, with this process's rights (root's too)."""
+    geteuid = getattr(os, "geteuid", None)  # not on Windows: no owners to compare
+    if geteuid is None:
+        return
+    for link, st in _links_followed(user_path):
+        if st.st_uid == geteuid():
+            continue
+        try:
+            folder = os.stat(os.path.dirname(link))
+        except OSError:
+            continue
+        world_sticky = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+        if world_sticky and folder.st_uid != st.st_uid:
+            raise PermissionError(
+                errno.EACCES,
+                f"goes through {link}, a link of another user in a world-writable folder "
+                "with the sticky bit (as /tmp), which is not followed (as Linux's "
+                "fs.protected_symlinks; it could point anywhere); give the file it "
+                "should be, not the link",
+                user_path,
+            )
 
 
 def _owned_by_another_user(st: os.stat_result) -> bool:
