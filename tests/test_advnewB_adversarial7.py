@@ -136,3 +136,33 @@ def test_cli_refuses_the_planted_link_in_one_line(planted, tmp_path):
     assert str(link) in lines[0], lines[0]
     assert "link of another user" in lines[0], lines[0]
     assert victim.read_text() == "precious\n"
+
+
+PI_SCRIPT = """
+import numpy as np, pandas as pd
+from sklearn.inspection import permutation_importance
+from ltrboost.sklearn import Ranker
+rng = np.random.default_rng(0)
+qid = np.repeat(np.arange(20), 8)
+X = pd.DataFrame({"a": rng.normal(size=160), "b": rng.normal(size=160), "qid": qid})
+y = np.clip(np.round(X.a + rng.normal(size=160) * 0.5), 0, 3)
+r = Ranker(n_estimators=3, min_samples_leaf=2).fit(X, y)
+permutation_importance(r, X, y, n_repeats=2, random_state=0, n_jobs=2)
+"""
+
+
+def test_permutation_importance_with_n_jobs_warns_once_at_the_callers_line(tmp_path):
+    """Old: besides the caller's warning (the baseline score, in this process), each of
+    joblib's worker processes printed it again, pointing at ``joblib/parallel.py``."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("pandas")
+    script = tmp_path / "pi.py"
+    script.write_text(PI_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if "permutes X's 'qid' column" in ln]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"{script}:10: UserWarning"), lines[0]
