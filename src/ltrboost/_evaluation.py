@@ -151,6 +151,10 @@ def warn_if_metric_flat(metric, y, where: str, stacklevel: int = 3) -> None:
         warnings.warn(msg, ParameterWarning, stacklevel=stacklevel)
 
 
+# where the scoring of a worker of permutation_importance(n_jobs=...) is called from
+_WORKER_MODULES = ("joblib", "threading", "concurrent.", "multiprocessing.")
+
+
 def warn_if_queries_permuted(metric_name: str) -> None:
     """Warn when a ``qid`` column of ``X`` gives the queries of a scoring that
     ``permutation_importance`` asked for (a module named ``[_]permutation_importance``
@@ -160,7 +164,8 @@ def warn_if_queries_permuted(metric_name: str) -> None:
     named: queries bound to the scorer (``make_scorer(..., qid=qid)``), under which
     the column is ignored.  Nothing can tell from inside the scoring whether this call
     scores the permuted column; the warning points at the caller of
-    ``permutation_importance``, so it is shown once there."""
+    ``permutation_importance``, so it is shown once there (not again from the workers
+    of its ``n_jobs``)."""
     import sys
 
     frames = []  # the caller's frame first, outwards
@@ -182,6 +187,10 @@ def warn_if_queries_permuted(metric_name: str) -> None:
         permuting(frames[level + 1]) or frames[level + 1].startswith("sklearn.")
     ):
         level += 1
+    # a worker of its n_jobs (joblib, threads): no caller of ours there; the baseline
+    # score, in the caller's process and thread, has warned at the caller's line
+    if level + 1 >= len(frames) or frames[level + 1].startswith(_WORKER_MODULES):
+        return
     warnings.warn(
         "permutation_importance permutes X's 'qid' column like a feature, and the "
         "queries are read from it: permuted, it scrambles the queries, so the "
