@@ -62,6 +62,7 @@ from ltrboost.model import Booster, averaged_divisor, feature_importance_gain
 from ltrboost.objectives.pair_engine import refuse_ole_pairs_up_front
 from ltrboost.objectives.registry import get_objective
 from ltrboost.params import (
+    DEFAULTS,
     OBJECTIVE_PARAM_NAMES,
     BoosterParams,
     ParameterError,
@@ -1000,7 +1001,9 @@ class Training:
         under ``min_sum_hessian_in_leaf`` and so got value 0 instead of a Newton step
         (:meth:`TreeGrower._flatten_root <ltrboost.grower.TreeGrower._flatten_root>`):
         the hessians vanished, where the scores saturated under a large
-        ``learning_rate``, or for a class (mcrank's grade) that almost no document is in.
+        ``learning_rate``, or for a class (mcrank's grade) that almost no document is in;
+        or, for a hessian sum the default limit would have taken, the limit is above
+        the data's curvature, which the warning names instead.
         ``output``: ``(k, n_outputs)`` of a multi-output objective."""
         flat = self.grower.flat_root
         if flat is None or self.flat_root_warned:
@@ -1009,13 +1012,24 @@ class Training:
         self.flat_root_warned = True
         of_output = "" if output is None else f" of output {output[0]} (of {output[1]})"
         limit = self.params.min_sum_hessian_in_leaf
+        if hessian_sum >= DEFAULTS["min_sum_hessian_in_leaf"]:
+            # not vanished hessians (the default limit would have taken the step): a
+            # limit above the curvature of every document the tree was grown on
+            why = (
+                f"min_sum_hessian_in_leaf={limit:g} is above the hessian sum of all the "
+                "documents the tree was grown on: lower it"
+            )
+        else:
+            why = (
+                "the hessians all but vanished: saturated scores, e.g. under a large "
+                "learning_rate, or a class almost no document is in; "
+                "min_sum_hessian_in_leaf=0 takes the step"
+            )
         warnings.warn(
             f"round {it + 1}: the tree{of_output} is one leaf whose hessian sum "
             f"{hessian_sum:.3g} is under min_sum_hessian_in_leaf={limit:g}, as no leaf of a "
             f"split may be: its value is 0, not the Newton step -G/(H+l2)={lost:.3g}, and "
-            "so is every such tree after it (the hessians all but vanished: saturated "
-            "scores, e.g. under a large learning_rate, or a class almost no document is "
-            "in; min_sum_hessian_in_leaf=0 takes the step)",
+            f"so is every such tree after it ({why})",
             ParameterWarning,
             stacklevel=2,
         )

@@ -47,6 +47,7 @@ from ltrboost.cli._common import (
     _refuse_stdin_input,
     _refuse_stdout_output,
     _show_warning,
+    _warning_text,
     _write_all,
 )
 from ltrboost.cli._parser import _repeated_flags, add_training_flags, build_parser
@@ -344,6 +345,14 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
         if getattr(args, "command", None) in _GAIN_COMMANDS:  # the remedy as their flag
             msg = msg.replace("use gain='linear'", "use --gain linear")
         print(f"ltrboost: error: {msg}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Warning as e:
+        # a warning raised as an error (python -W error, PYTHONWARNINGS=error): the
+        # warning's line as an error line, the command stopped where it was raised (it
+        # left as a traceback)
+        if (interrupt := _interrupt_behind(e)) is not None:
+            return _interrupted(interrupt)
+        print(f"ltrboost: error: {_warning_text(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError as e:  # e.g. NumPy: "Unable to allocate 2.4 GiB for an array …"
         cli_message = getattr(e, "cli_message", None)

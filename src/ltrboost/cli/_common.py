@@ -277,12 +277,21 @@ def checkpoint_path(output: str) -> str:
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings as one ``ltrboost: warning: ...`` line, like errors; the parameters a
     :class:`~ltrboost.params.ParameterWarning` names are spelled as their flags."""
+    print(f"ltrboost: warning: {_warning_text(message, category)}", file=sys.stderr)
+
+
+def _warning_text(message, category=None) -> str:
+    """A warning's text as the CLI shows it (:func:`_show_warning`; also its error
+    line when warnings are errors, ``python -W error``): a
+    :class:`~ltrboost.params.ParameterWarning`'s parameters spelled as their flags,
+    without the library's own ``ltrboost:`` prefix."""
     from ltrboost.params import ParameterWarning
 
+    if category is None:
+        category = type(message)
     if isinstance(category, type) and issubclass(category, ParameterWarning):
         message = _params_as_flags(str(message), bare=True)
-    message = str(message).removeprefix("ltrboost: ")  # the library's own prefix
-    print(f"ltrboost: warning: {message}", file=sys.stderr)
+    return str(message).removeprefix("ltrboost: ")  # the library's own prefix
 
 
 def _check_missing_tokens(args: argparse.Namespace) -> None:

@@ -272,6 +272,7 @@ class LambdaMART(PairwiseObjective):
         self._bias = _unbiased.PositionBias(np.ones(k), np.ones(k))
         self._pending = None
         self._bound_warned = False
+        self._clipped_bias = None
 
     def set_position_bias(self, t_plus: Any, t_minus: Any) -> None:
         """Continue from saved estimates (resuming training from a model)."""
@@ -291,6 +292,29 @@ class LambdaMART(PairwiseObjective):
         bound = _unbiased.bound_position_bias
         self._bias = _unbiased.PositionBias(bound(tp), bound(tm))
         self._pending = None
+        self._clipped_bias = None
+        for name, given, kept in (
+            ("t_plus", tp, self._bias.t_plus),
+            ("t_minus", tm, self._bias.t_minus),
+        ):
+            changed = np.flatnonzero(given != kept)
+            if changed.size:
+                # named as the file's value: the at-bound warning of the first round
+                # (which blames the click log) is not given for these estimates
+                self._clipped_bias = self._bias
+                i = int(changed[0])
+                warnings.warn(
+                    ParameterWarning(
+                        f"unbiased=True: the position bias {name} of position {i + 1} is "
+                        f"{float(given[i]):g} in the model continued from, outside the "
+                        f"bound of the estimates ({1.0 / _unbiased.BIAS_BOUND:g} to "
+                        f"{_unbiased.BIAS_BOUND:g}): clipped to {float(kept[i]):g}, and "
+                        "every estimate outside it likewise (a model written before the "
+                        "bound, or edited); the new rounds update them from there"
+                    ),
+                    stacklevel=2,
+                )
+                break
 
     def position_bias(self) -> _unbiased.PositionBias | None:
         """The current estimates ``(t_plus, t_minus)`` (those the next round would use),
@@ -315,7 +339,10 @@ class LambdaMART(PairwiseObjective):
         return self._bias
 
     def _warn_at_bound(self, bias: _unbiased.PositionBias, iteration: int) -> None:
-        """Warn (once a run) when an estimate the gradients use sits at the bound."""
+        """Warn (once a run) when an estimate the gradients use sits at the bound (not
+        for those clipped from a model file, warned of by :meth:`set_position_bias`)."""
+        if bias is self._clipped_bias:
+            return
         at = _unbiased.first_at_bound(bias)
         if at is None:
             return
@@ -522,6 +549,8 @@ class LambdaMART(PairwiseObjective):
 
     _round = 0
     _bound_warned = False  # unbiased: warned of an estimate at the bound this run
+    # unbiased: the estimates continued from, when clipped from a model file's values
+    _clipped_bias: _unbiased.PositionBias | None = None
     # (query_offsets, ranking) of the last fused gradient, see _ranking_buffer
     _ranking: tuple[NDArray[np.int64], NDArray[np.int32]] | None = None
 
