@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from ltrboost import _config
 from ltrboost._numba import inline_kernel, kernel, num_threads, over_rows, threads
-from ltrboost.tree import SPARSE_PREDICT_CHUNK_BYTES, PackedEnsemble
+from ltrboost.tree import SPARSE_PREDICT_CHUNK_BYTES, PackedEnsemble, split_columns_only
 
 # One TreeSHAP row costs O(leaves * depth^2) per tree, far more than a thread hand-off
 # (~30 us), so a handful of rows already pays for a thread.
@@ -364,11 +364,15 @@ def _leaf_array(n: int, n_trees: int) -> NDArray[np.int32]:
 def predict_leaf(ens: PackedEnsemble, X) -> NDArray[np.int32]:
     """The node (its index within its tree) of the leaf each row of ``X`` reaches in
     each packed tree, shape (n_samples, n_trees), int32; refused up front when over
-    half of the memory this process may use (:func:`_leaf_array`)."""
+    half of the memory this process may use (:func:`_leaf_array`).  A SciPy sparse
+    ``X`` is densified in the columns the trees split on only, as ``predict`` does it
+    (:func:`ltrboost.tree.split_columns_only`): the guard counts the output alone."""
     n = X.shape[0]
     n_trees = ens.tree_offsets.shape[0] - 1
     out = _leaf_array(n, n_trees)
     if n and n_trees:
+        if hasattr(X, "tocsr") and hasattr(X, "nnz"):
+            ens, X = split_columns_only(ens, X)
         for r0, r1, block in _dense_blocks(X, X.shape[1]):
             part = out[r0:r1]
             over_rows(
