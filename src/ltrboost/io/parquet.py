@@ -195,7 +195,9 @@ def _part_memory_error(
 ):
     """The :class:`~ltrboost.io.letor.ReadMemoryError` of a Parquet file of ``rows``
     rows x ``columns`` whose table could not be allocated: its size, and
-    ``rows_per_file`` as the way out (unless the file is ``one_query`` over it)."""
+    ``rows_per_file`` as the way out, unless the file is ``one_query``: no
+    ``rows_per_file`` splits a query (the last file, or a data set of one query, is one
+    under ``rows_per_file``), so a smaller one writes that file again."""
     from ltrboost.io.letor import ReadMemoryError, _bytes_text
 
     nbytes = rows * columns * 8
@@ -204,7 +206,7 @@ def _part_memory_error(
         f"features) take {_bytes_text(nbytes)} ({nbytes} bytes) as a table, besides the "
         "data read, more than could be allocated"
     )
-    if one_query and rows > rows_per_file:  # a file holds whole queries
+    if one_query:  # a file holds whole queries
         py = cli = (
             f"the file is one query of {rows} rows, which no smaller rows per file splits; "
             "let this process use more memory"
