@@ -173,6 +173,25 @@ class ReadMemoryError(MemoryError):
 _ROW_EXTRA_BYTES = 24
 
 
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` at which a warning raised by the function calling this one
+    names the first frame outside the ltrboost package: the user's call of
+    ``load_svmlight`` or of what reads through it (``letor_to_parquet``), whatever the
+    frames between (a fixed level named a line of the reader itself).  The outermost
+    frame when every frame is ltrboost's (the CLI, whose warnings name no line)."""
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame = sys._getframe(2)  # the caller of the function that warns: stacklevel 2
+    level = 2
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        package
+    ):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 def _reading_bytes(rows: int, width: int) -> int:
     """Bytes of :func:`load_svmlight`'s arrays for ``rows`` rows ``width`` wide."""
     return rows * (8 * width + _ROW_EXTRA_BYTES)
@@ -1209,7 +1228,7 @@ def _parse_stream(
                     f"({_bytes_text(budget[0])}); it is read on, and refused if the rows "
                     "read pass that",
                     UserWarning,
-                    stacklevel=2,
+                    stacklevel=_caller_stacklevel(),
                 )
             at_line = int(b.row_line[0])
             cap = y.shape[0]
