@@ -60,12 +60,12 @@ def _projection_warnings(caught):
 
 
 def test_projection_warning_points_at_the_callers_line(tmp_path, monkeypatch):
-    """A file the first block projects over the limit, whose rows read fit: one
+    """A file the first block projects over the limit (then refused midway): one
     warning, located at this file's call of load_svmlight (not inside letor.py)."""
     data = _write(tmp_path / "d.txt")
     monkeypatch.setattr(letor, "_BLOCK_BYTES", 4096)
     need = 600 * (8 * N_FEAT + 24)
-    _limit_budget(monkeypatch, need // 2 + need // 4)  # projected over, read... refused
+    _limit_budget(monkeypatch, need // 2 + need // 4)  # projected over, then refused
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(MemoryError):
@@ -95,9 +95,7 @@ def test_projection_warning_of_convert_points_at_the_callers_line(tmp_path, monk
     assert not (tmp_path / "out.parquet").exists()
 
 
-def test_projection_warning_filtered_by_the_callers_module_becomes_an_error(
-    tmp_path, monkeypatch
-):
+def test_projection_warning_filtered_by_the_callers_module_becomes_an_error(tmp_path, monkeypatch):
     """``-W error::UserWarning:<caller's module>`` (a filter on the module of the
     warning's location) turns it into an error raised from the reader, before any
     refusal: the file is not read on."""
