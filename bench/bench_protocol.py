@@ -75,6 +75,15 @@ SYSTEMS = {
         {"objective": "lambdamart", "lambda_metric": "err", "split_criterion": "ole"},
     ),
     "ltrboost ranknet, OLE": ("ltrboost", {"objective": "ranknet", "split_criterion": "ole"}),
+    # CatBoost's random_strength in ltrboost (not in the default run; off by default)
+    "ltrboost yetirank, random_strength=1": (
+        "ltrboost",
+        {"objective": "yetirank", "random_strength": 1.0},
+    ),
+    "ltrboost lambdamart, random_strength=1": (
+        "ltrboost",
+        {"objective": "lambdamart", "random_strength": 1.0},
+    ),
     "ltrboost logistic_rank": ("ltrboost", {"objective": "logistic_rank"}),
     "ltrboost mcrank": ("ltrboost", {"objective": "mcrank"}),
     "CatBoost YetiRank": ("catboost", {"grow_policy": "Lossguide"}),
@@ -111,6 +120,7 @@ DEFAULT_SYSTEMS = [
     for s in SYSTEMS
     if s not in ("ltrboost lambdamart err, OLE", "ltrboost ranknet, OLE", "LightGBM rank_xendcg")
     and not s.startswith("CatBoost YetiRank, ")
+    and "random_strength" not in s
 ]
 
 

@@ -421,9 +421,24 @@ def _read_only(a):
 
 
 # Parameters added after the model format was settled, left out of a model file while
-# None (their default): models trained without them keep the same bytes, and reading a
-# file without them gives the default.
-WRITTEN_ONLY_WHEN_SET = ("ole_top_features", "unbiased", "position_bias_norm", "max_positions")
+# at their default (None, or random_strength's 0.0): models trained without them keep the
+# same bytes, and reading a file without them gives the default.
+WRITTEN_ONLY_WHEN_SET = (
+    "ole_top_features",
+    "unbiased",
+    "position_bias_norm",
+    "max_positions",
+    "random_strength",
+)
+
+
+def left_out_of_file(name: str, value: Any) -> bool:
+    """Whether parameter ``name`` of :data:`WRITTEN_ONLY_WHEN_SET` at ``value`` is left
+    out of a model file: at its default (``None``; ``0.0`` for ``random_strength``)."""
+    from ltrboost.params import DEFAULTS
+
+    default = DEFAULTS[name]
+    return value is None if default is None else value == default
 
 
 def _params_for_model(params) -> dict[str, Any]:
@@ -443,7 +458,7 @@ def _params_for_model(params) -> dict[str, Any]:
         params = replace(params, eval_metric=names)
     p = written_numbers(asdict(params))
     for name in WRITTEN_ONLY_WHEN_SET:
-        if p[name] is None:
+        if left_out_of_file(name, p[name]):
             del p[name]
     return p
 

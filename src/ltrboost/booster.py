@@ -68,6 +68,7 @@ from ltrboost.params import (
     ParameterError,
     ParameterWarning,
 )
+from ltrboost.splitting import split_noise_seed, split_noise_sigma
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = [
@@ -966,7 +967,10 @@ class Training:
         pairs = self.ole_pairs(obj_scores, in_bag, it)
         for k in range(n_out):
             feats = self.used.to_compact(self.draw_features())
-            grown = self.grower.grow(gradients[k], hessians[k], sample_indices, feats, pairs)
+            noise = self.split_noise(it, k, gradients[k], hessians[k])
+            grown = self.grower.grow(
+                gradients[k], hessians[k], sample_indices, feats, pairs, split_noise=noise
+            )
             self.warn_if_flat_root(it, (k, n_out) if n_out > 1 else None)
             nodes = grown.nodes
             if self.objective.leaf_rule == "line_search":
@@ -995,6 +999,31 @@ class Training:
                 predict_binned_tree(nodes, v.X_binned, self.binner.missing_bin_, v.raw[k])
             self.trees.append(self.used.to_original(nodes))
             self.outputs.append(k)
+
+    def split_noise(self, it: int, k: int, gradients, hessians) -> tuple[int, float] | None:
+        """``random_strength``'s noise of round ``it``'s tree of output ``k``: ``(seed,
+        sigma)`` for :meth:`TreeGrower.grow <ltrboost.grower.TreeGrower.grow>`, None when
+        off.  The scale is over every training document's gradient and hessian (the
+        bag's too: CatBoost's, before its bootstrap), see
+        :func:`~ltrboost.splitting.split_noise_sigma`."""
+        p = self.params
+        if not p.random_strength > 0:
+            return None
+        g = np.asarray(gradients, dtype=np.float64)
+        sum_h = (
+            float(self.n)
+            if p.split_criterion == "se"
+            else float(np.sum(hessians, dtype=np.float64))
+        )
+        return self.noise_of(it, k, float(np.sum(g * g)), sum_h)
+
+    def noise_of(self, it: int, k: int, sum_g2: float, sum_h: float) -> tuple[int, float]:
+        """``(seed, sigma)`` from the round's sums (local or over shards)."""
+        p = self.params
+        sigma = split_noise_sigma(
+            float(p.random_strength), sum_g2, sum_h, self.n, it, self.learning_rate
+        )
+        return split_noise_seed(int(p.random_state), it, k), sigma
 
     def warn_if_flat_root(self, it: int, output: tuple[int, int] | None = None) -> None:
         """Warn, once a run, when the tree just grown is a root whose hessian sum is

@@ -1114,9 +1114,11 @@ class _Shard:
         """Round ``it``: gradients of every output, the bag (``chosen`` global query
         numbers or None) and the OLE pairs (``ole_limit``: the driver's pair limit, None
         without OLE); returns the number of pairs, a custom objective's curvature flags
-        (None for others) and the round's OLE count (``pair_engine.OleRoundCount``, or
+        (None for others), the round's OLE count (``pair_engine.OleRoundCount``, or
         None), which the driver checks over all shards
-        (``CustomObjective.check_curvature``, ``check_ole_round_counts``)."""
+        (``CustomObjective.check_curvature``, ``check_ole_round_counts``), and under
+        ``random_strength > 0`` the shard's ``(sum g^2, sum h)`` for the noise's scale
+        (None otherwise)."""
         with (
             _LOCK,
             threads(self.n_threads),
@@ -1157,7 +1159,17 @@ class _Shard:
                         self.pairs = None
                 if not counted.recorded:
                     counted = None  # an objective that does not count its pairs
-            return (0 if self.pairs is None else self.pairs.n_pairs), curvature, counted
+            noise_sums = None
+            if self.params.random_strength > 0:  # random_strength's scale, summed on the driver
+                g64 = self.g[0].astype(np.float64)
+                sum_h = (
+                    float(self.n)
+                    if self.params.split_criterion == "se"
+                    else float(np.sum(self.h[0], dtype=np.float64))
+                )
+                noise_sums = (float(np.sum(g64 * g64)), sum_h)
+            n_pairs = 0 if self.pairs is None else self.pairs.n_pairs
+            return n_pairs, curvature, counted, noise_sums
 
     def start_tree(self, k: int, feats, use_pairs: bool):
         with _LOCK:
@@ -1709,7 +1721,14 @@ class _DaskTraining(Training):
         pairs = _RemotePairs(n_pairs) if ole else None
         feats = self.used.to_compact(self.draw_features())
         self.builder.output = 0
-        grown = self.grower.grow(None, None, chosen, feats, pairs)
+        noise = None
+        if p.random_strength > 0:  # the scale over every shard's rows, in shard order
+            sum_g2 = sum_h = 0.0
+            for a in answers:
+                sum_g2 += a[3][0]
+                sum_h += a[3][1]
+            noise = self.noise_of(it, 0, sum_g2, sum_h)
+        grown = self.grower.grow(None, None, chosen, feats, pairs, split_noise=noise)
         self.warn_if_flat_root(it)
         nodes = grown.nodes
         nodes["value"] *= self.learning_rate

@@ -45,7 +45,13 @@ from ltrboost.criteria import CRITERION_CODES
 from ltrboost.histogram import HistogramBuilder, subtract_histograms
 from ltrboost.pair_csr import PairCSR, n_pairs_of
 from ltrboost.params import DEFAULTS, TREE_PARAM_NAMES
-from ltrboost.splitting import SplitInfo, SplitParams, Splitter, features_with_split
+from ltrboost.splitting import (
+    SplitInfo,
+    SplitNoise,
+    SplitParams,
+    Splitter,
+    features_with_split,
+)
 
 GROWTH_POLICIES = ("best_first", "breadth_first", "depth_first")
 
@@ -182,6 +188,7 @@ class TreeGrower:
         # (Newton step, hessian sum) of the last tree's root when min_sum_hessian_in_leaf
         # made its value 0 instead (None: it did not; see _flatten_root)
         self.flat_root: tuple[float, float] | None = None
+        self._noise: tuple[int, float] | None = None  # random_strength's, per tree (grow)
 
     # ------------------------------------------------------------------ public
     def grow(
@@ -191,6 +198,7 @@ class TreeGrower:
         sample_indices: NDArray[np.int32] | None = None,
         feature_indices: NDArray[np.int32] | None = None,
         pairs: PairCSR | tuple[NDArray, NDArray, NDArray] | None = None,
+        split_noise: tuple[int, float] | None = None,
     ) -> GrownTree:
         """Grow one tree.  ``sample_indices`` restricts it to a bag of rows.
 
@@ -198,8 +206,14 @@ class TreeGrower:
         with ``doc_i`` the preferred document; global rows) enables the exact OLE
         hessian correction when ``split_criterion == "ole"``; pairs with a document
         outside the bag must already be removed.
+
+        ``split_noise``: ``(seed, sigma)`` of ``random_strength``
+        (:func:`~ltrboost.splitting.split_noise_sigma`); every node's split is then
+        chosen by noisy scores drawn from stream ``seed`` by node id (creation order),
+        feature and bin.  None or ``sigma == 0``: none.
         """
         p = self.params
+        self._noise = split_noise if split_noise is not None and split_noise[1] > 0.0 else None
         feats = self.all_features if feature_indices is None else feature_indices
         self._features = feats
         use_pairs = p.split_criterion == "ole" and pairs is not None and n_pairs_of(pairs) > 0
@@ -343,6 +357,12 @@ class TreeGrower:
         top = top[np.isfinite(gains[top])]
         return self._features[np.sort(top)]
 
+    def _node_noise(self, node: TreeNode) -> SplitNoise | None:
+        """The node's split-score noise (None: none this tree)."""
+        if self._noise is None:
+            return None
+        return SplitNoise(self._noise[0], self._noise[1], node.node_id)
+
     def _can_split(self, count: int, depth: int) -> bool:
         """Whether a node of ``count`` documents at ``depth`` may be split at all."""
         p = self.params
@@ -358,7 +378,12 @@ class TreeGrower:
                 node.split_info = self._ole_split(node, self._ole_features(node))
             else:
                 node.split_info = self.splitter.find_split(
-                    node.hist, self._features, node.sum_gradients, node.sum_hessians, node.count
+                    node.hist,
+                    self._features,
+                    node.sum_gradients,
+                    node.sum_hessians,
+                    node.count,
+                    noise=self._node_noise(node),
                 )
         if node.split_info is None:
             self.histograms.release(node.hist)
@@ -405,6 +430,7 @@ class TreeGrower:
         data = self.histograms
         sp = self.splitter
         stats = self.ole_stats
+        noise = self._node_noise(node)
         g, h, n = node.sum_gradients, node.sum_hessians, node.count
         n_pairs = data.pair_count(node.rows) if hasattr(data, "pair_count") else 0
         where = "root" if node.depth == 0 else "deep"
@@ -421,11 +447,13 @@ class TreeGrower:
                     node.pair_feats = np.flatnonzero(have).astype(np.int32)
                     stats[where + "_built"] += n_pairs * missing.shape[0]
             return sp.find_split(
-                node.hist, feats, g, h, n, pair_hist=node.pair_hist, pair_sum=self._pair_sum(node)
-            )
+                node.hist, feats, g, h, n, pair_hist=node.pair_hist,
+                pair_sum=self._pair_sum(node), noise=noise,
+            )  # fmt: skip
         bounds = None
         if (
-            OLE_BRANCH_AND_BOUND
+            noise is None  # the bound prunes by exact gains: noise may pick any feature
+            and OLE_BRANCH_AND_BOUND
             and hasattr(data, "pair_mass_histogram")
             and len(feats) > OLE_BOUND_BLOCK
             and n_pairs * len(feats) >= OLE_BOUND_MIN_WORK
@@ -440,12 +468,15 @@ class TreeGrower:
             if not self._subtract_pairs:
                 pair_hist, pair_sum = data.pair_histogram(node.rows, feats)
                 return sp.find_split(
-                    node.hist, feats, g, h, n, pair_hist=pair_hist, pair_sum=pair_sum
-                )
+                    node.hist, feats, g, h, n, pair_hist=pair_hist, pair_sum=pair_sum,
+                    noise=noise,
+                )  # fmt: skip
             # kept (until the node is split or made a leaf) for the children's subtraction
             node.pair_hist, node.pair_feats = self._pair_buffer(), feats
             pair_hist, pair_sum = data.pair_histogram(node.rows, feats, out=node.pair_hist)
-            return sp.find_split(node.hist, feats, g, h, n, pair_hist=pair_hist, pair_sum=pair_sum)
+            return sp.find_split(
+                node.hist, feats, g, h, n, pair_hist=pair_hist, pair_sum=pair_sum, noise=noise
+            )
         order = np.argsort(-bounds, kind="stable")  # NaN bounds are +inf already
         best = -np.inf
         acc = None  # the node's pair histograms of the features built so far

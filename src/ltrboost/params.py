@@ -97,6 +97,15 @@ PARAMS: tuple[Param, ...] = (
     ),
     Param("random_state", 0, "int", "engine", "seed of every random draw"),
     Param(
+        "random_strength",
+        0.0,
+        "float",
+        "engine",
+        "CatBoost's random_strength: Gaussian noise on every candidate split's score when "
+        "a node's split is chosen, its scale shrinking as the model grows (0: off; "
+        "ltrboost.splitting.split_noise_sigma)",
+    ),
+    Param(
         "n_threads",
         None,
         "int | None",
@@ -429,6 +438,11 @@ class _BoosterParamsMethods:
         check(
             0 < self.colsample_bytree <= 1,
             f"colsample_bytree={self.colsample_bytree} must be in (0, 1]",
+        )
+        check(
+            self.random_strength >= 0,
+            f"random_strength={self.random_strength} must be >= 0 (0: no noise on the "
+            "split scores)",
         )
         check(
             self.truncation_level is None or int(self.truncation_level) >= 0,

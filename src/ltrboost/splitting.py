@@ -30,6 +30,7 @@ from ltrboost.criteria import (
     _split_gain,
     ole_hessian,
 )
+from ltrboost.objectives.pair_selection import _hash32, _hash64_to_32
 
 # The scalar criteria called from Python run as the kernels' Python functions: the same
 # IEEE float64 operations in the same order (hence the same values) with nothing to
@@ -63,6 +64,79 @@ class SplitParams(NamedTuple):
     criterion_code: int  # 0 newton, 1 se, 2 ole
 
 
+class SplitNoise(NamedTuple):
+    """CatBoost's ``random_strength`` noise for one node's split search (see
+    :func:`split_noise_sigma`): the draws of stream ``seed`` (one per tree,
+    :func:`split_noise_seed`) from counter ``node * stride`` on, of scale ``sigma``."""
+
+    seed: int
+    sigma: float
+    node: int
+
+
+def split_noise_sigma(
+    random_strength: float,
+    sum_squared_gradients: float,
+    sum_hessians: float,
+    n_samples: int,
+    iteration: int,
+    learning_rate: float,
+) -> float:
+    """The standard deviation of the split-score noise of round ``iteration`` (0-based).
+
+    CatBoost (``greedy_tensor_search.cpp``, ``CalcScoreStDev`` with its default score
+    type ``NormalWithModelSizeDecrease``; ``tensor_search_helpers.cpp``,
+    ``SetBestScore``) adds to every candidate split's *score* a draw of
+    ``N(0, s^2)``::
+
+        s = random_strength * sqrt(sum_i g_i^2 / N) * N / (N + exp(t * eta))
+
+    with ``g_i`` the weighted derivatives of all ``N`` training documents, ``t`` the
+    trees already built and ``eta`` the learning rate (``modelLength = t * eta``;
+    ``CalcDerivativesStDevFromZeroMultiplier`` is ``e^(ln N - L) / (1 + e^(ln N -
+    L))``): the noise fades out once ``t * eta`` passes ``ln N``.
+
+    Its score is not our gain.  CatBoost's default score function (``Cosine``, the
+    one YetiRank trains with; ``score_calcers.h``) of a split into leaves ``L``, ``R``
+    is, with its ``l2_leaf_reg`` -> 0, ``sqrt(G_L^2/W_L + G_R^2/W_R)`` (``W`` the
+    documents' weights): the square root of the Newton score with unit hessians.  So
+    the noise is added to ``sqrt(Q)``, where ``Q = gain + G^2/(H + lam)`` is the
+    criterion's children score (eq. 9 of seed 000 for ``"newton"``, with counts for
+    ``"se"``, eq. 13's one-leaf hessians for ``"ole"``): the parent's term is the same
+    for every candidate of a node, so without noise ``argmax sqrt(Q)`` is the split
+    ``argmax gain`` chooses.  ``sqrt(Q)`` is in units of ``g / sqrt(h)``, so the
+    gradients' scale ``sqrt(sum g^2 / N)`` becomes ``sqrt(sum g^2 / sum h)`` (the
+    criterion's hessians: ``sum h = N`` under ``"se"``, and for unit hessians, where it
+    is CatBoost's exactly).  This keeps the noise's effect unchanged when a loss is
+    scaled (``g, h -> a g, a h`` scales ``sqrt(Q)`` and ``s`` by ``sqrt(a)``), which
+    adding CatBoost's ``s`` to the gain itself (its ``L2`` score function) would not.
+    0 when ``random_strength`` is 0 or the hessians do not sum to a positive number.
+    """
+    if not random_strength > 0 or not sum_hessians > 0 or not n_samples > 0:
+        return 0.0
+    scale = math.sqrt(max(float(sum_squared_gradients), 0.0) / float(sum_hessians))
+    x = float(iteration) * float(learning_rate) - math.log(float(n_samples))
+    multiplier = 1.0 / (1.0 + math.exp(x)) if x < 700.0 else 0.0
+    sigma = float(random_strength) * scale * multiplier
+    return sigma if math.isfinite(sigma) else 0.0
+
+
+_NOISE_SEED_MODULUS = 2**62
+
+
+def split_noise_seed(random_state: int, iteration: int, output: int) -> int:
+    """The noise stream of the tree of ``output`` in round ``iteration``: a function of
+    the three alone (SplitMix64 of each in turn), so a model is the same whatever the
+    threads, and a resumed run draws what the uninterrupted one drew."""
+    x = 0
+    for v in (int(random_state), int(iteration), int(output)):
+        x = (x ^ v) + 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EB & 0xFFFFFFFFFFFFFFFF
+        x ^= x >> 31
+    return x % _NOISE_SEED_MODULUS
+
+
 # Below these sizes the serial kernels run: a parallel launch costs more than the work.
 # Split search is ~3-5 ns per feature x bin: a node of 136 features x 256 bins takes
 # ~0.15 ms serially, about what handing blocks to Python threads costs on a busy
@@ -83,17 +157,29 @@ def find_node_split(
     pair_hist: NDArray[np.float64] | None = None,
     pair_sum: float = 0.0,
     buffers: tuple[NDArray, ...] | None = None,
+    noise: SplitNoise | None = None,
 ) -> SplitInfo | None:
     """Best split over the selected features, or None when no valid split exists.
 
     ``pair_hist`` (n_features, n_bins, 3) and ``pair_sum`` are the node's pair hessian
-    histograms for the ``"ole"`` criterion (see :mod:`ltrboost.histogram`).
+    histograms for the ``"ole"`` criterion (see :mod:`ltrboost.histogram`).  ``noise``
+    (``random_strength``; None or ``sigma == 0``: none): the split is chosen by noisy
+    scores (:func:`_noisy_split_body`); its gain, sums and leaf values are the
+    noiseless ones of that split.
     """
     n_features = hist.shape[0]
     if feature_indices.shape[0] == 0:
         return None  # no usable feature (all constant, or none drawn): a leaf
     if buffers is None:
         buffers = alloc_split_buffers(n_features)
+    if noise is not None and noise.sigma > 0.0:
+        k = _search_features_noisy(
+            hist, feature_indices, n_bins_non_missing, missing_bin, sum_gradients,
+            sum_hessians, count, params, pair_hist, pair_sum, buffers, noise,
+        )  # fmt: skip
+        if k < 0:
+            return None  # no candidate above min_gain_to_split: a leaf, as without noise
+        return pick_split(feature_indices, sum_gradients, sum_hessians, count, params, buffers, k)
     # the first selected feature of largest gain (ties -> lowest selected index)
     k = _search_features(
         hist, feature_indices, n_bins_non_missing, missing_bin, sum_gradients,
@@ -190,6 +276,58 @@ def _search_features(
         return int(_best_split_body(args[0], args[1], 0, n_sel, *args[2:]))
     _find_best_split_per_feature(*args)
     return int(np.argmax(gains[feature_indices]))
+
+
+def _search_features_noisy(
+    hist, feature_indices, n_bins_non_missing, missing_bin, sum_gradients, sum_hessians,
+    count, params, pair_hist, pair_sum, buffers, noise,
+) -> int:  # fmt: skip
+    """:func:`_search_features` with ``random_strength`` noise: fills ``buffers`` with
+    each selected feature's split chosen by noisy score (:func:`_noisy_split_body`) and
+    returns the position in ``feature_indices`` of the feature of largest noisy score
+    (ties: the first), -1 when no feature has a candidate above ``min_gain_to_split``.
+    The draws depend only on (stream, node, feature, missing side, bin): the result is
+    the same whatever the threads."""
+    gains, bins, miss_left, stats = buffers
+    n_sel = feature_indices.shape[0]
+    keys = np.empty(n_sel, dtype=np.float64)
+    use_pairs = pair_hist is not None and params.criterion_code == 2
+    n_bins = hist.shape[1]
+    stride = 2 * n_bins * hist.shape[0]  # counters of one node: (feature, side, bin)
+    args = (
+        hist,
+        feature_indices,
+        n_bins_non_missing,
+        missing_bin,
+        float(sum_gradients),
+        float(sum_hessians),
+        float(count),
+        params.min_samples_leaf,
+        params.min_sum_hessian_in_leaf,
+        params.l2_regularization,
+        float(params.min_gain_to_split),
+        params.criterion_code,
+        pair_hist if use_pairs else None,
+        float(pair_sum),
+        np.int64(noise.seed),
+        np.int64(int(noise.node) * stride),
+        float(noise.sigma),
+        gains,
+        bins,
+        miss_left,
+        stats,
+        keys,
+    )
+    if n_sel * n_bins < SERIAL_SPLIT_WORK:
+        _noisy_split_body(args[0], args[1], 0, n_sel, *args[2:])
+    else:
+        over_rows(
+            lambda k0, k1: _noisy_split_body(args[0], args[1], k0, k1, *args[2:]),
+            n_sel,
+            min_rows_per_thread=1,
+        )
+    k = int(np.argmax(keys))
+    return k if keys[k] > -np.inf else -1
 
 
 def newton_feature_gains(
@@ -317,6 +455,7 @@ class Splitter:
         count: int,
         pair_hist: NDArray[np.float64] | None = None,
         pair_sum: float = 0.0,
+        noise: SplitNoise | None = None,
     ) -> SplitInfo | None:
         """The node's best split (None: make it a leaf); see :func:`find_node_split`."""
         return find_node_split(
@@ -331,6 +470,7 @@ class Splitter:
             pair_hist=pair_hist,
             pair_sum=pair_sum,
             buffers=self._buffers,
+            noise=noise,
         )
 
     def search(
@@ -635,6 +775,188 @@ def _best_split_body(
         stats_out[f, 3] = b_hlc
         stats_out[f, 4] = b_hrc
     return top_k
+
+
+# The split-score noise's own stream keys (pair_selection's are 0x9E3779B9 and
+# 0x632BE5AB): its draws are not those of yetirank's or the sampled pairs' streams.
+_KEY_NOISE_SEED = np.uint64(0x85EBCA6B)
+_KEY_NOISE_COUNTER = np.uint64(0xC2B2AE35)
+
+
+@kernel
+def noise_normal(seed, counter):
+    """Standard normal draw ``counter`` of the noise stream ``seed`` (both >= 0): Box-
+    Muller over two uniforms on (0, 1) of the counter-based hash of
+    :func:`ltrboost.objectives.pair_selection.random_uniform` (counters ``2c``,
+    ``2c + 1``), under the noise's own keys."""
+    stream = _hash64_to_32(np.uint64(seed), _KEY_NOISE_SEED)
+    c = np.uint64(counter) * np.uint64(2)
+    z1 = _hash32(stream ^ _hash64_to_32(c, _KEY_NOISE_COUNTER))
+    z2 = _hash32(stream ^ _hash64_to_32(c + np.uint64(1), _KEY_NOISE_COUNTER))
+    u1 = (np.float64(z1) + 0.5) * 2.3283064365386963e-10  # 2**-32
+    u2 = (np.float64(z2) + 0.5) * 2.3283064365386963e-10
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(6.283185307179586 * u2)
+
+
+@kernel
+def _noisy_split_body(
+    hist,
+    feature_indices,
+    k_lo,
+    k_hi,
+    n_bins_non_missing,
+    missing_bin,
+    sum_g,
+    sum_h,
+    count,
+    min_samples_leaf,
+    min_sum_hessian,
+    l2,
+    min_gain,
+    criterion_code,
+    pair_hist,
+    pair_sum,
+    seed,
+    node_base,
+    sigma,
+    gains_out,
+    bins_out,
+    miss_left_out,
+    stats_out,
+    keys_out,
+):
+    # _best_split_body (same thresholds, limits and sums, in the same order: the same
+    # floats) with CatBoost's random_strength (SetBestScore, then SelectBestCandidate):
+    # every candidate (feature, missing side, bin) whose criterion gain is above
+    # min_gain gets score sqrt(Q) + sigma * z (Q = gain + the parent's term: the
+    # children's score, see split_noise_sigma), a feature's split is its candidate of
+    # largest noisy score, and the feature gets a fresh draw on its split's sqrt(Q) in
+    # keys_out[k] (-inf: no candidate).  Draw counters: node_base + (f * 2 + side) *
+    # n_bins + bin; the feature's draw at bin = missing_bin (never a threshold).
+    # gains_out, stats_out etc. are the chosen split's noiseless values, as
+    # _best_split_body writes them.  sigma > 0 only: sigma == 0 is _best_split_body.
+    use_counts = criterion_code == 1
+    parent_h_crit = count if use_counts else sum_h
+    if pair_hist is not None:
+        parent_h_crit = ole_hessian(sum_h, pair_sum)
+    parent_score = _side_score(sum_g, parent_h_crit, l2)
+    n_bins = hist.shape[1]
+    for k in range(k_lo, k_hi):
+        f = feature_indices[k]
+        h = hist[f]
+        nb = n_bins_non_missing[f]
+        miss_g = h[missing_bin, 0]
+        miss_h = h[missing_bin, 1]
+        miss_n = h[missing_bin, 2]
+        best_key = -np.inf
+        best_gain = -np.inf
+        best_bin = 0
+        best_ml = 0
+        b_gl = 0.0
+        b_hl = 0.0
+        b_nl = 0.0
+        b_hlc = 0.0
+        b_hrc = 0.0
+        b_cross = 0.0
+        pmin_total = 0.0
+        q_total = 0.0
+        if pair_hist is not None:
+            for b in range(nb):
+                pmin_total += pair_hist[f, b, 1]
+                q_total += pair_hist[f, b, 2]
+        for direction in range(2):
+            if direction == 1 and miss_n == 0.0:
+                break
+            gl = 0.0
+            hl = 0.0
+            nl = 0.0
+            if direction == 1:
+                gl = miss_g
+                hl = miss_h
+                nl = miss_n
+            cum_pmax = 0.0
+            cum_pmin = 0.0
+            cum_q = 0.0
+            last = nb - 1 if direction == 1 else nb
+            if direction == 0 and miss_n == 0.0:
+                last = nb - 1
+            for b in range(last):
+                gl += h[b, 0]
+                hl += h[b, 1]
+                nl += h[b, 2]
+                if pair_hist is not None:
+                    cum_pmax += pair_hist[f, b, 0]
+                    cum_pmin += pair_hist[f, b, 1]
+                    cum_q += pair_hist[f, b, 2]
+                nr = count - nl
+                if nl < min_samples_leaf or nr < min_samples_leaf:
+                    continue
+                hr = sum_h - hl
+                if hl < min_sum_hessian or hr < min_sum_hessian:
+                    continue
+                gr = sum_g - gl
+                if use_counts:
+                    hl_crit = nl
+                    hr_crit = nr
+                else:
+                    hl_crit = hl
+                    hr_crit = hr
+                hl_val = hl
+                hr_val = hr
+                left_pairs = 0.0
+                right_pairs = 0.0
+                if pair_hist is not None:
+                    if direction == 0:
+                        left_pairs = cum_pmax
+                        right_pairs = pair_sum - cum_pmin
+                    else:
+                        both_missing = pair_hist[f, missing_bin, 1]
+                        left_pairs = cum_pmax + cum_q + both_missing
+                        right_pairs = (pmin_total - cum_pmin) - (q_total - cum_q)
+                    hl_val = ole_hessian(hl, left_pairs)
+                    hr_val = ole_hessian(hr, right_pairs)
+                    hl_crit = hl_val
+                    hr_crit = hr_val
+                gain = _split_gain(gl, hl_crit, gr, hr_crit, sum_g, parent_h_crit, l2)
+                if not gain > min_gain:
+                    continue
+                counter = node_base + (f * 2 + direction) * n_bins + b
+                key = math.sqrt(max(gain + parent_score, 0.0)) + sigma * noise_normal(seed, counter)
+                if key > best_key:
+                    best_key = key
+                    best_gain = gain
+                    best_bin = b
+                    best_ml = direction
+                    b_gl = gl
+                    b_hl = hl
+                    b_nl = nl
+                    b_hlc = hl_val
+                    b_hrc = hr_val
+                    if pair_hist is not None:
+                        b_cross = pair_sum - left_pairs - right_pairs
+        if miss_n == 0.0 and best_gain > -np.inf:
+            best_ml = 1 if b_nl >= count - b_nl else 0
+        reported = best_gain
+        if pair_hist is not None:
+            if best_gain > -np.inf:
+                reported = _two_leaf_gain(
+                    b_gl, b_hlc, sum_g - b_gl, b_hrc, b_cross, sum_g, parent_h_crit, l2
+                )
+        keys_out[k] = -np.inf
+        if best_gain > -np.inf:
+            counter = node_base + (f * 2) * n_bins + missing_bin
+            keys_out[k] = math.sqrt(max(best_gain + parent_score, 0.0)) + sigma * noise_normal(
+                seed, counter
+            )
+        stats_out[f, 5] = reported
+        gains_out[f] = best_gain
+        bins_out[f] = best_bin
+        miss_left_out[f] = best_ml
+        stats_out[f, 0] = b_gl
+        stats_out[f, 1] = b_hl
+        stats_out[f, 2] = b_nl
+        stats_out[f, 3] = b_hlc
+        stats_out[f, 4] = b_hrc
 
 
 @kernel

@@ -335,10 +335,11 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
     from dataclasses import asdict
 
     from ltrboost._evaluation import WRITTEN_ONLY_WHEN_SET
+    from ltrboost.params import DEFAULTS
 
     recorded = getattr(model, "params", None) or {}
-    if recorded:  # left out of the file at their default (None): compared as that
-        recorded = {**dict.fromkeys(WRITTEN_ONLY_WHEN_SET), **recorded}
+    if recorded:  # left out of the file at their default: compared as that
+        recorded = {**{k: DEFAULTS[k] for k in WRITTEN_ONLY_WHEN_SET}, **recorded}
     now = asdict(params)
     if now.get("objective") != recorded.get("objective", now.get("objective")):
         return  # refused by the resume itself, in one error line
