@@ -171,3 +171,33 @@ def test_a_failed_stdout_is_left_as_it_was_for_a_python_caller(files, capsys, mo
         assert os.path.samefile(f"/proc/self/fd/{full.fileno()}", "/dev/full")
     assert rc == 2
     assert capsys.readouterr().err.splitlines() == [FULL]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["train", "--help"]])
+def test_help_on_a_full_stdout_is_one_error_line(argv):
+    """``ltrboost --help > /dev/full`` (``--version``, a command's ``--help``): exit
+    status 120 after Python's "Exception ignored in: <_io.TextIOWrapper
+    name='<stdout>'>"; now the error line of any other output, status 2."""
+    _assert_one_line(_cli(argv, "full"), FULL)
+
+
+def test_help_to_a_reader_that_left_is_141(tmp_path):
+    """``ltrboost train --help | head -1`` where head has left before the interpreter's
+    last flush: status 120 and "Exception ignored ... BrokenPipeError"; now 141 and
+    nothing on stderr, as for a command's output (README: exit statuses)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["PYTHONPATH"] = os.pathsep.join([SRC, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    read, write = os.pipe()
+    os.close(read)  # the reader left before anything was written
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "ltrboost.cli", "train", "--help"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert (run.returncode, run.stderr) == (141, "")

@@ -55,6 +55,25 @@ def _drop_unwritten(stream: Any) -> None:
         os.close(saved)
 
 
+def _print_help_text(parser: argparse.ArgumentParser, text: str) -> None:
+    """Print the text of ``--help`` or ``--version`` on stdout, flushed: a stdout that
+    cannot take it (``> /dev/full``) is the one error line and status 2, a reader that
+    left (``| head -1``) status 141, silently, as for a command's output.  argparse
+    dropped the write's error (a long help was lost and the status was 0), or a short
+    help failed at the interpreter's last flush: status 120 after "Exception ignored
+    in: <_io.TextIOWrapper name='<stdout>'>"."""
+    stream = sys.stdout
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        _drop_unwritten(stream)
+        raise SystemExit(EXIT_BROKEN_PIPE) from None
+    except OSError as e:
+        _drop_unwritten(stream)
+        parser.exit(EXIT_BAD_INPUT, f"ltrboost: error: stdout: {e.strerror or e}\n")
+
+
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
