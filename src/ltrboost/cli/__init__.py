@@ -42,6 +42,7 @@ from ltrboost.cli._common import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
     _check_missing_tokens,
+    _drop_unwritten,
     _error_as_flags,
     _refuse_output_over_input,
     _refuse_stdin_input,
@@ -124,7 +125,7 @@ class _Stdout:
 
     def _call(self, name: str, *args: Any, on: Any = None) -> Any:
         if self._stream is None:
-            raise OSError(errno.EBADF, "closed (nowhere to write the output)", "stdout")
+            raise self._closed()
         try:
             return getattr(self._stream if on is None else on, name)(*args)
         except BrokenPipeError:
@@ -148,6 +149,23 @@ class _Stdout:
     def flush(self) -> None:
         if self._stream is not None:  # nothing written to a closed stdout: no error
             self._call("flush")
+
+    @property
+    def buffer(self) -> Any:
+        """The stream's binary layer (export's bytes); on a closed stdout the error every
+        write gets, not the AttributeError that left export as a traceback."""
+        if self._stream is None:
+            raise self._closed()
+        return self._stream.buffer
+
+    @staticmethod
+    def _closed() -> OSError:
+        return OSError(errno.EBADF, "closed (nowhere to write the output)", "stdout")
+
+    def drop_unwritten(self) -> None:
+        """After a write error: :func:`_drop_unwritten` of the stream."""
+        if self._stream is not None:
+            _drop_unwritten(self._stream)
 
     def __getattr__(self, name: str) -> Any:
         if self._stream is None:
@@ -339,6 +357,9 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
     except (LTRInputError, ModelFormatError, ValueError, OSError) as e:
         if (interrupt := _interrupt_behind(e)) is not None:  # a cleanup's error
             return _interrupted(interrupt)
+        if isinstance(e, OSError) and e.filename == "stdout":
+            with contextlib.suppress(AttributeError):  # sys.stdout is main's _Stdout
+                sys.stdout.drop_unwritten()
         msg = _error_as_flags(e)
         if isinstance(e, OSError) and e.filename:  # FILE: problem, like data errors
             msg = f"{e.filename}: {e.strerror}"

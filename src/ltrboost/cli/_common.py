@@ -24,6 +24,56 @@ EXIT_HANGUP = 129  # 128 + SIGHUP (the terminal closed)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a program the pipe's signal ended
 
 
+def _drop_unwritten(stream: Any) -> None:
+    """After a write error on stdout (``> /dev/full``): write the text the failed write
+    left in Python's buffer of ``stream`` to /dev/null, so that the interpreter's last
+    flush has nothing to write and fails no more (it printed "Exception ignored in:
+    <_io.TextIOWrapper name='<stdout>'> OSError" after the error line, and the exit
+    status was 120).  The file descriptor is then put back: a Python caller's stdout
+    still goes where it went (where the reader of a pipe left, the CLI points it at
+    /dev/null for good instead)."""
+    try:
+        fd = stream.fileno()
+        saved = os.dup(fd)
+    except (OSError, ValueError, AttributeError):  # closed, or no file (a StringIO)
+        return
+    try:
+        inheritable = os.get_inheritable(fd)
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, fd, inheritable=inheritable)
+        finally:
+            os.close(null)
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, fd, inheritable=inheritable)
+    except OSError:
+        pass  # the write error is reported all the same
+    finally:
+        os.close(saved)
+
+
+def _print_help_text(parser: argparse.ArgumentParser, text: str) -> None:
+    """Print the text of ``--help`` or ``--version`` on stdout, flushed: a stdout that
+    cannot take it (``> /dev/full``) is the one error line and status 2, a reader that
+    left (``| head -1``) status 141, silently, as for a command's output.  argparse
+    dropped the write's error (a long help was lost and the status was 0), or a short
+    help failed at the interpreter's last flush: status 120 after "Exception ignored
+    in: <_io.TextIOWrapper name='<stdout>'>"."""
+    stream = sys.stdout
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        _drop_unwritten(stream)
+        raise SystemExit(EXIT_BROKEN_PIPE) from None
+    except OSError as e:
+        _drop_unwritten(stream)
+        parser.exit(EXIT_BAD_INPUT, f"ltrboost: error: stdout: {e.strerror or e}\n")
+
+
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from functools import partial
 from typing import Any, NoReturn
 
 from ltrboost._version import __version__
-from ltrboost.cli._common import EXIT_BAD_INPUT, _flag
+from ltrboost.cli._common import EXIT_BAD_INPUT, _flag, _print_help_text
 from ltrboost.params import PARAMS
 
 
@@ -205,6 +206,14 @@ class _Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"-\.?\d")
         self.register("action", None, _StoreNoting)  # a flag given twice is noted
         self.register("action", "store", _StoreNoting)
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse's one writer (help, usage, version, errors): its text on stdout with
+        # the write errors of any other output on stdout (argparse dropped them)
+        if message and file is not None and file is sys.stdout:
+            _print_help_text(self, message)
+        else:
+            super()._print_message(message, file)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"ltrboost: error: {message} (see '{self.prog} --help')\n")

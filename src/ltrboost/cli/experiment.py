@@ -27,6 +27,9 @@ def _print_report(output: str) -> None:
     except LookupError:  # an encoding Python does not know: the stream's own to report
         pass
     print(text)
+    # the table out before the line after it (in order under 2>&1), and a stdout that
+    # cannot take it (> /dev/full) is the error alone, not after "report written"
+    sys.stdout.flush()
     print(f"report written to {output}", file=sys.stderr)
 
 
