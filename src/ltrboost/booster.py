@@ -968,8 +968,10 @@ class Training:
         for k in range(n_out):
             feats = self.used.to_compact(self.draw_features())
             noise = self.split_noise(it, k, gradients[k], hessians[k])
+            # (split_noise only when random_strength > 0: the default call is unchanged)
+            extra = {} if noise is None else {"split_noise": noise}
             grown = self.grower.grow(
-                gradients[k], hessians[k], sample_indices, feats, pairs, split_noise=noise
+                gradients[k], hessians[k], sample_indices, feats, pairs, **extra
             )
             self.warn_if_flat_root(it, (k, n_out) if n_out > 1 else None)
             nodes = grown.nodes

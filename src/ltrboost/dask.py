@@ -1728,7 +1728,8 @@ class _DaskTraining(Training):
                 sum_g2 += a[3][0]
                 sum_h += a[3][1]
             noise = self.noise_of(it, 0, sum_g2, sum_h)
-        grown = self.grower.grow(None, None, chosen, feats, pairs, split_noise=noise)
+        extra = {} if noise is None else {"split_noise": noise}  # as Training.boost_round
+        grown = self.grower.grow(None, None, chosen, feats, pairs, **extra)
         self.warn_if_flat_root(it)
         nodes = grown.nodes
         nodes["value"] *= self.learning_rate
