@@ -282,3 +282,21 @@ def test_a_worker_process_killed_during_set_up_is_replaced():
         cluster.close()
     local = ltrboost.train(FAST, ltrboost.make_dataset(X, y, qid=qid))
     _same_model(local, model, X)
+
+
+# ------------------------------------------------- the scheduler's own list of workers
+
+
+def test_a_failed_scheduler_info_query_is_not_an_empty_cluster(client, monkeypatch):
+    """``Client.scheduler_info()`` answers from its periodic cache, whose ``workers`` is
+    empty, when its query fails (an OSError it only logs): training said "the Dask
+    cluster has no workers" (or called a live worker lost) now and then, under load.
+    The workers are asked of the scheduler itself; the model is the one of a run
+    whose query did not fail."""
+    X, y, qid = _data(seed=3)
+    expected = ldask.train(client, FAST, _dask(X, y, qid))
+    monkeypatch.setattr(
+        type(client), "scheduler_info", lambda self, *a, **k: {"workers": {}, "type": "Scheduler"}
+    )
+    again = ldask.train(client, FAST, _dask(X, y, qid))
+    _same_model(expected, again, X)

@@ -799,10 +799,30 @@ def _first_failed(futs) -> int | None:
     return next((k for k, f in enumerate(futs) if f.status == "error"), None)
 
 
+def _scheduler_workers(client, tries: int = 3) -> dict[str, Any]:
+    """The cluster's workers now (address -> the scheduler's record), asked of the
+    scheduler itself.
+
+    Not ``Client.scheduler_info()``: when its query fails (an ``OSError`` it only logs,
+    e.g. while a connection is re-established) it returns its periodic cache, whose
+    ``workers`` is empty, so a live cluster looked empty and every worker lost (an
+    intermittent "the Dask cluster has no workers").  A failed query is asked again
+    (``tries`` in all, 0.2 s apart); what still fails is raised (a closed client raises
+    many kinds)."""
+    for k in range(tries):
+        try:
+            return dict(client.sync(client.scheduler.identity, n_workers=-1)["workers"])
+        except OSError:
+            if k + 1 == tries:
+                raise
+            time.sleep(0.2)
+    raise AssertionError("unreachable")
+
+
 def _n_workers(client) -> int | None:
     """Workers in the cluster now (None: the scheduler did not say)."""
     try:
-        return len(client.scheduler_info(n_workers=-1)["workers"])
+        return len(_scheduler_workers(client))
     except Exception:  # a closed client raises many kinds; the caller finds out
         return None
 
@@ -817,7 +837,7 @@ def _check_workers(client, workers: dict[str, str], what: str) -> None:
     """DistributedTrainingError when the client or cluster went away or one of
     ``workers`` (address: its name in messages) is no longer in the cluster."""
     try:
-        info = client.scheduler_info(n_workers=-1)
+        info = {"workers": _scheduler_workers(client)}
     except Exception:  # a closed client raises many kinds
         info = {}
     if "workers" not in info:
@@ -1319,7 +1339,7 @@ class _Cluster:
 
     def _check_alive(self) -> None:
         try:
-            info = self.client.scheduler_info(n_workers=-1)
+            info = {"workers": _scheduler_workers(self.client)}
         except Exception as e:  # a closed client raises many kinds
             info = {"error": e}
         if "workers" not in info:  # the client or the cluster was closed under us
@@ -1498,7 +1518,7 @@ class _DaskTraining(Training):
         np.cumsum(sizes, out=self.query_offsets[1:])
         self.n = int(self.query_offsets[-1])
         # partitions -> workers in contiguous blocks, in sorted worker order
-        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        workers = sorted(_scheduler_workers(client))
         if not workers:
             raise DistributedTrainingError("the Dask cluster has no workers")
         n_parts = len(futures)
