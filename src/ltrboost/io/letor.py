@@ -228,32 +228,39 @@ def _memory_advice(n_features: int | None, max_idx: int) -> tuple[str, str]:
     return py, cli
 
 
+def _read_memory_error(
+    path: str, problem: str, rows: int, width: int, n_features: int | None, max_idx: int
+) -> ReadMemoryError:
+    """``FILE: problem; advice`` for ``rows`` rows ``width`` wide, in Python's words and
+    the CLI's (:func:`_memory_advice`)."""
+    py, cli = _memory_advice(n_features, max_idx)
+    return ReadMemoryError(
+        f"{path}: {problem}; {py}",
+        cli=f"{path}: {problem}; {cli}",
+        path=path,
+        shape=(rows, width),
+        nbytes=_reading_bytes(rows, width),
+    )
+
+
 def _read_refused(
     path: str,
     rows: int,
     width: int,
-    estimated: str,
     budget: tuple[int, str],
     n_features: int | None,
     max_idx: int,
 ) -> ReadMemoryError:
-    """The up-front refusal of a file projected to ``rows`` rows ``width`` wide
-    (``estimated``: how the rows were projected, or "") over ``budget``."""
+    """The refusal of a file whose ``rows`` rows read so far, ``width`` wide, are over
+    ``budget``."""
     nbytes = _reading_bytes(rows, width)
     limit, what = budget
     need = (
         f"reading it needs about {_bytes_text(nbytes)} ({nbytes} bytes): {rows} rows"
-        f"{estimated} x {width} features of float64, with a label, query id and line "
+        f" x {width} features of float64, with a label, query id and line "
         f"number a row, over {what} ({_bytes_text(limit)}, {limit} bytes)"
     )
-    py, cli = _memory_advice(n_features, max_idx)
-    return ReadMemoryError(
-        f"{path}: {need}; {py}",
-        cli=f"{path}: {need}; {cli}",
-        path=path,
-        shape=(rows, width),
-        nbytes=nbytes,
-    )
+    return _read_memory_error(path, need, rows, width, n_features, max_idx)
 
 
 def _read_failed(
@@ -267,14 +274,7 @@ def _read_failed(
         f"a label, query id and line number a row, take {_bytes_text(nbytes)} "
         f"({nbytes} bytes), more than could be allocated"
     )
-    py, cli = _memory_advice(n_features, max_idx)
-    return ReadMemoryError(
-        f"{path}: {problem}; {py}",
-        cli=f"{path}: {problem}; {cli}",
-        path=path,
-        shape=(rows, width),
-        nbytes=nbytes,
-    )
+    return _read_memory_error(path, problem, rows, width, n_features, max_idx)
 
 
 def _block_failed(path: str, line: int, block_len: int | None) -> ReadMemoryError:
@@ -1217,7 +1217,7 @@ def _parse_stream(
             # the rest (more rows projected than there are), and a file that fits must
             # not be refused on a guess.
             if not typo and _reading_bytes(need, w) > budget[0]:
-                raise _read_refused(path, need, w, "", budget, n_features, max_idx)
+                raise _read_refused(path, need, w, budget, n_features, max_idx)
             if not typo and not warned and _reading_bytes(rows, w) > budget[0]:
                 warned = True
                 projected = _reading_bytes(rows, w)
