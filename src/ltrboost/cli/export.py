@@ -12,6 +12,18 @@ import warnings
 from ltrboost.cli._common import _count, _load_for_iteration, _print_columns, _write_all
 
 
+# The formats whose file is not text (export_bytes: UTF-8 text for every other one).
+_BINARY_FORMATS = ("onnx",)
+
+
+def _stdout_bytes():
+    """The binary layer of ``sys.stdout``, where the bytes of ``-o -`` go; None for a
+    text stream that has none (``io.StringIO``: a notebook's, pytest's ``capsys``,
+    ``contextlib.redirect_stdout``), which takes a text format as text (it raised
+    AttributeError).  A closed stdout raises the CLI's ``stdout: closed`` error."""
+    return getattr(sys.stdout, "buffer", None)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from ltrboost.export import createmodel_body, export_model
 
@@ -33,12 +45,22 @@ def cmd_export(args: argparse.Namespace) -> int:
     model_to_stdout = args.output == "-"  # as predict's -o -
     if to_stdout and model_to_stdout:
         raise ValueError("--output - and --createmodel -: only one of them can be stdout")
+    if model_to_stdout and args.format in _BINARY_FORMATS and _stdout_bytes() is None:
+        raise ValueError(
+            "stdout: a text stream with no binary layer (an io.StringIO, as a notebook or "
+            f"contextlib.redirect_stdout gives); --format {args.format} is binary: give "
+            "-o FILE"
+        )
 
     def print_bytes(data: bytes):
         def write() -> None:
             try:
                 sys.stdout.flush()
-                out = sys.stdout.buffer
+                out = _stdout_bytes()
+                if out is None:  # a text stream (io.StringIO): the format's text (UTF-8)
+                    sys.stdout.write(data.decode("utf-8"))
+                    sys.stdout.flush()
+                    return
                 # under python -u the buffer is the raw file, which takes part of a
                 # write when the reader of a pipe leaves (or a signal interrupts it):
                 # continue until all is written or the error shows (it exited 0)
