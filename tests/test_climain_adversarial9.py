@@ -103,7 +103,8 @@ def test_export_onnx_to_a_text_stdout_is_one_error_line(files, monkeypatch, caps
     assert text.getvalue() == ""
     (line,) = err.splitlines()
     assert line.startswith("ltrboost: error: stdout: "), line
-    assert "binary" in line and "onnx" in line and "-o FILE" in line, line
+    for needle in ("binary", "onnx", "-o FILE"):
+        assert needle in line, line
 
 
 # ------------------------------------------------ 2. a reader of stdout that left
@@ -121,7 +122,7 @@ def test_a_reader_that_left_leaves_the_callers_stream_where_it_was(files, monkey
     descriptor of /dev/null opened for it was never closed.  Now the descriptor is the
     pipe again, a write to it fails as it should, and no descriptor is left open."""
     write, before = _reader_gone()
-    stream = open(write, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    stream = open(write, "w", encoding="utf-8", closefd=False)
     try:
         fds = sorted(os.listdir("/proc/self/fd"))
         monkeypatch.setattr(sys, "stdout", stream)

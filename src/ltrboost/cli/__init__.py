@@ -348,11 +348,13 @@ def _run(args: argparse.Namespace, metric_error: str | None = None) -> int:
                 return rc
     except BrokenPipeError:
         # the reader of stdout left (`ltrboost inspect M --dump | head`): not an error
-        # to report; stdout goes to /dev/null so that the exit's flush does not fail too
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
+        # to report.  The text the failed write kept in stdout's buffer is dropped, so
+        # that the interpreter's last flush has nothing to write and does not fail too;
+        # the descriptor stays where it was.  (It was pointed at /dev/null for good: a
+        # Python caller of main() then wrote into nothing for the rest of its process,
+        # without an error, and each call left a descriptor of /dev/null open.)
+        with contextlib.suppress(AttributeError):  # sys.stdout is _main's _Stdout
+            sys.stdout.drop_unwritten()
         return EXIT_BROKEN_PIPE
     except (LTRInputError, ModelFormatError, ValueError, OSError) as e:
         if (interrupt := _interrupt_behind(e)) is not None:  # a cleanup's error

@@ -30,8 +30,8 @@ def _drop_unwritten(stream: Any) -> None:
     flush has nothing to write and fails no more (it printed "Exception ignored in:
     <_io.TextIOWrapper name='<stdout>'> OSError" after the error line, and the exit
     status was 120).  The file descriptor is then put back: a Python caller's stdout
-    still goes where it went (where the reader of a pipe left, the CLI points it at
-    /dev/null for good instead)."""
+    still goes where it went.  The same after a reader of the pipe left (status 141),
+    where the interpreter's last flush failed with BrokenPipeError."""
     try:
         fd = stream.fileno()
         saved = os.dup(fd)

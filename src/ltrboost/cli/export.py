@@ -11,7 +11,6 @@ import warnings
 
 from ltrboost.cli._common import _count, _load_for_iteration, _print_columns, _write_all
 
-
 # The formats whose file is not text (export_bytes: UTF-8 text for every other one).
 _BINARY_FORMATS = ("onnx",)
 
