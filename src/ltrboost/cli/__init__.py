@@ -41,6 +41,7 @@ from ltrboost.cli._common import (
     EXIT_HANGUP,
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
+    STDOUT_CLOSED,
     _check_missing_tokens,
     _drop_unwritten,
     _error_as_flags,
@@ -160,7 +161,7 @@ class _Stdout:
 
     @staticmethod
     def _closed() -> OSError:
-        return OSError(errno.EBADF, "closed (nowhere to write the output)", "stdout")
+        return OSError(errno.EBADF, STDOUT_CLOSED, "stdout")
 
     def drop_unwritten(self) -> None:
         """After a write error: :func:`_drop_unwritten` of the stream."""

@@ -23,6 +23,9 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_HANGUP = 129  # 128 + SIGHUP (the terminal closed)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a program the pipe's signal ended
 
+# The problem of a closed stdout (``>&-``, pythonw: Python's is None), after "stdout: ".
+STDOUT_CLOSED = "closed (nowhere to write the output)"
+
 
 def _drop_unwritten(stream: Any) -> None:
     """After a write error on stdout (``> /dev/full``): write the text the failed write
@@ -61,8 +64,12 @@ def _print_help_text(parser: argparse.ArgumentParser, text: str) -> None:
     left (``| head -1``) status 141, silently, as for a command's output.  argparse
     dropped the write's error (a long help was lost and the status was 0), or a short
     help failed at the interpreter's last flush: status 120 after "Exception ignored
-    in: <_io.TextIOWrapper name='<stdout>'>"."""
+    in: <_io.TextIOWrapper name='<stdout>'>".  A closed stdout (``>&-``, pythonw:
+    Python's is None) is its error line and status 2, as for a command's output (the
+    help went to stderr, status 0)."""
     stream = sys.stdout
+    if stream is None:
+        parser.exit(EXIT_BAD_INPUT, f"ltrboost: error: stdout: {STDOUT_CLOSED}\n")
     try:
         stream.write(text)
         stream.flush()

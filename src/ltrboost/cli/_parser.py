@@ -209,8 +209,11 @@ class _Parser(argparse.ArgumentParser):
 
     def _print_message(self, message: str, file: Any = None) -> None:
         # argparse's one writer (help, usage, version, errors): its text on stdout with
-        # the write errors of any other output on stdout (argparse dropped them)
-        if message and file is not None and file is sys.stdout:
+        # the write errors of any other output on stdout (argparse dropped them).  A
+        # closed stdout (>&-, pythonw) is None here, and argparse then wrote the help on
+        # stderr, status 0; main's stderr is never None, so a None that is not stderr
+        # is stdout
+        if message and file is sys.stdout and file is not sys.stderr:
             _print_help_text(self, message)
         else:
             super()._print_message(message, file)
