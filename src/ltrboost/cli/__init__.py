@@ -204,6 +204,15 @@ class _Stderr:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv`` (default ``sys.argv[1:]``) and return its exit status:
+    the ``ltrboost`` program, and the same callable from Python (README: *From
+    Python*).  A bad command line, ``--help`` and ``--version`` raise ``SystemExit``
+    with theirs, as argparse does.  The output goes to the current ``sys.stdout`` (any
+    text stream: ``export -o -`` of a text format into an ``io.StringIO`` too), the
+    messages to ``sys.stderr``; either may be None (closed, pythonw).  Nothing of the
+    process is left changed: the streams, the SIGTERM/SIGHUP handlers, the warning
+    filters, and stdout's file descriptor (after a reader that left or a write error
+    only the text that could not be written is dropped)."""
     stderr = sys.stderr
     sys.stderr = messages = _Stderr(stderr)
     try:
