@@ -74,6 +74,11 @@ class SplitNoise(NamedTuple):
     node: int
 
 
+# The largest noise scale: a standard normal draw of noise_normal is below 6.77 in size
+# (Box-Muller from uniforms of at least 2**-33), so sigma * z stays under 2**1023.
+SPLIT_NOISE_SIGMA_MAX = 2.0**1020
+
+
 def split_noise_sigma(
     random_strength: float,
     sum_squared_gradients: float,
@@ -111,6 +116,9 @@ def split_noise_sigma(
     scaled (``g, h -> a g, a h`` scales ``sqrt(Q)`` and ``s`` by ``sqrt(a)``), which
     adding CatBoost's ``s`` to the gain itself (its ``L2`` score function) would not.
     0 when ``random_strength`` is 0 or the hessians do not sum to a positive number.
+    At most ``SPLIT_NOISE_SIGMA_MAX`` (``2**1020``; a huge ``random_strength`` such as
+    1e308): every noisy score ``sqrt(Q) + s z`` stays finite (``|z| < 8``), and a scale
+    that large leaves the choice to the noise alone, as any scale that dwarfs the scores.
     """
     if not random_strength > 0 or not sum_hessians > 0 or not n_samples > 0:
         return 0.0
@@ -118,7 +126,11 @@ def split_noise_sigma(
     x = float(iteration) * float(learning_rate) - math.log(float(n_samples))
     multiplier = 1.0 / (1.0 + math.exp(x)) if x < 700.0 else 0.0
     sigma = float(random_strength) * scale * multiplier
-    return sigma if math.isfinite(sigma) else 0.0
+    if math.isinf(sigma):  # random_strength * scale overflowed: multiply the small ones first
+        sigma = float(random_strength) * (scale * multiplier)
+    if not math.isfinite(sigma):  # NaN (sum g^2 was); inf (the scale's overflow) is capped
+        return SPLIT_NOISE_SIGMA_MAX if sigma > 0 else 0.0
+    return min(sigma, SPLIT_NOISE_SIGMA_MAX)
 
 
 _NOISE_SEED_MODULUS = 2**62
@@ -311,7 +323,7 @@ def _search_features_noisy(
         float(pair_sum),
         np.int64(noise.seed),
         np.int64(int(noise.node) * stride),
-        float(noise.sigma),
+        min(float(noise.sigma), SPLIT_NOISE_SIGMA_MAX),  # finite noisy scores
         gains,
         bins,
         miss_left,
