@@ -209,8 +209,10 @@ class _Parser(argparse.ArgumentParser):
 
     def _print_message(self, message: str, file: Any = None) -> None:
         # argparse's one writer (help, usage, version, errors): its text on stdout with
-        # the write errors of any other output on stdout (argparse dropped them)
-        if message and file is not None and file is sys.stdout:
+        # the write errors of any other output on stdout (argparse dropped them).  A
+        # closed stdout (>&-) is None, which argparse took for stderr: help and version
+        # went there with status 0
+        if message and file is sys.stdout:
             _print_help_text(self, message)
         else:
             super()._print_message(message, file)
