@@ -280,6 +280,11 @@ def _valid_names(paths: list[str]) -> list[str]:
     return names
 
 
+# Boolean parameters whose None (the default) means a value that the objective's
+# recorded parameters do not spell out: training always has labels, so None is the
+# label pairs as well; unbiased None is plain LambdaMART.
+_NONE_MEANS = {"unbiased": False, "use_label_pairs": True}
+
 # Parameters a resumed run may change without changing what the model's trees mean.
 _RESUME_FREE = ("n_estimators", "n_threads", "early_stopping_rounds", "eval_metric")
 
@@ -362,6 +367,14 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
         k: effective[k] if v is None and recorded.get(k) is not None and k in effective else v
         for k, v in now.items()
     }
+    # a boolean whose None the objective does not resolve into its recorded parameters
+    # means one value on both sides: --unbiased false warned "False (model: None)", and
+    # a run leaving it out named None, not the value its new rounds use
+    for k, meant in _NONE_MEANS.items():
+        if k in recorded and recorded[k] is None:
+            recorded[k] = meant
+        if now.get(k, meant) is None:
+            now[k] = meant
     later = _resolved_on_data(params)
     diff = [
         f"{_param_flag(k)} {now[k]!r} (model: {recorded[k]!r})"
