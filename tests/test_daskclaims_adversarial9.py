@@ -60,7 +60,7 @@ def _two_files(tmp_path, df, second):
 
 
 def _reversed(frame):
-    return frame[COLS[::-1] + ["qid", "label"]]
+    return frame[[*COLS[::-1], "qid", "label"]]
 
 
 def test_a_file_of_another_column_order_trains_the_local_model(client, tmp_path):
@@ -88,7 +88,7 @@ def test_a_file_of_another_column_order_trains_the_local_model(client, tmp_path)
 
 
 @pytest.mark.parametrize(
-    "second, missing",
+    ("second", "missing"),
     [
         (lambda f: f.drop(columns="label"), "missing columns ['label']"),
         (lambda f: f.drop(columns="c"), "missing columns ['c']"),
@@ -100,7 +100,8 @@ def test_a_partition_without_a_column_of_the_meta_is_named(client, tmp_path, sec
     d = _two_files(tmp_path, _frame(), second)
     with pytest.raises(LTRInputError, match=r"^partition 1: ") as e:
         ldask.DaskRanker(client=client, **FAST).fit(d, "label")
-    assert missing in str(e.value) and "\n" not in str(e.value)
+    assert missing in str(e.value)
+    assert "\n" not in str(e.value)
     # a validation set's partition: the same, after the set's name
     train = dd.from_pandas(_frame(), npartitions=2)
     with pytest.raises(LTRInputError, match=r"^validation set 'v': partition 1: ") as e:

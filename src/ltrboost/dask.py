@@ -13,16 +13,16 @@ How a model is trained (``docs/scaling.md`` has the communication model):
 
 1. **Queries whole.**  Each input partition is validated on its worker (labels, qids,
    features: the same checks and one-line messages as local training, prefixed with
-   ``partition N:``) and grouped by qid inside the partition.  Only the query ids of
-   every partition travel to the driver (O(queries)).  Queries found in several
-   partitions (``regroup=False``: refused, naming one and two of its partitions)
-   are made whole: when few (:data:`MOVE_PIECES_PER_PARTITION`; partitions cut from
-   sorted rows), each goes whole to the first partition holding it and the other rows
-   stay, O(P) tasks, the rows then in the order of the partitions concatenated,
-   grouped by qid as local training groups them; interleaved data takes one stable
-   hash-of-qid shuffle (every row goes to partition ``hash(qid) % P``, rows keep their
-   order), P² + 4P tasks.  Empty partitions are dropped.  Never one partition per
-   query.
+   ``partition N:``; a DataFrame partition's columns taken by the names its meta lists,
+   as ``compute()`` aligns them) and grouped by qid inside the partition.  Only the query
+   ids of every partition travel to the driver (O(queries)).  Queries found in several
+   partitions (``regroup=False``: refused, naming one and two of its partitions) are
+   made whole: when few (:data:`MOVE_PIECES_PER_PARTITION`; partitions cut from sorted
+   rows), each goes whole to the first partition holding it and the other rows stay,
+   O(P) tasks, the rows then in the order of the partitions concatenated, grouped by qid
+   as local training groups them; interleaved data takes one stable hash-of-qid shuffle
+   (every row goes to partition ``hash(qid) % P``, rows keep their order), P² + 4P
+   tasks.  Empty partitions are dropped.  Never one partition per query.
 2. **Shards.**  Partitions ``0..P-1`` are dealt to the sorted workers in contiguous
    blocks; each worker concatenates its block into one shard (an
    :class:`~distributed.Actor`), so the training set is the partitions in order and
@@ -130,6 +130,7 @@ from ltrboost.dataset import (
     ALL_ZERO_WEIGHTS,
     LTRInputError,
     RankingDataset,
+    _columns_by_name,
     _is_object_dtype,
     _refuse_duplicate_names,
     as_feature_matrix,
@@ -307,6 +308,7 @@ def _input_parts(
                 named,
                 columns,
                 prefix,
+                cols,
             )
             for i, f in enumerate(frames)
         ]
@@ -407,14 +409,48 @@ def _located(i: int, e: Exception, prefix: str | None = None) -> LTRInputError:
     return err
 
 
-def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
+def _listed_columns(X, listed: list):
+    """A partition ``X`` of a Dask DataFrame with the columns its meta lists
+    (``listed``), in that order, as ``compute()`` (``pd.concat``) aligns them by name.
+
+    A partition may hold them otherwise: ``dd.read_csv`` of files whose headers order
+    the columns differently keeps each file's order, and a file may lack a column or
+    hold another (also ``dd.from_delayed(..., verify_meta=False)``).  Taken by
+    position, a file of another order trained with its features swapped.  A missing or
+    unknown column is an LTRInputError naming it (``pd.concat`` would make a missing
+    feature NaN, a missing label a NaN label)."""
+    have = list(X.columns)
+    if have == list(listed):
+        return X
+    return _columns_by_name(
+        X,
+        [str(c) for c in have],
+        [str(c) for c in listed],
+        against="the columns the dask DataFrame lists (its meta)",
+    )
+
+
+def _partition_listed_columns(df, listed: list, partition_info=None):
+    """:func:`_listed_columns` of a partition to predict: an input error is
+    ``partition N: ...``, as training names a partition."""
+    try:
+        return _listed_columns(df, listed)
+    except LTRInputError as e:
+        if partition_info is None:
+            raise
+        raise _located(int(partition_info["number"]), e) from None
+
+
+def _make_part(i, X, y, qid, w, named, columns=None, prefix=None, listed=None):
     """Validate partition ``i`` (on its worker) and group its rows by qid, stably.
 
     ``origin``: each row's input partition and its row there, so that an error found
     later (on a shard, after grouping and regrouping) names the row the user gave.
 
     ``named``: for a DataFrame partition, the columns holding ``y``, ``qid``, ``w``;
-    ``columns``: the feature names its remaining columns are taken by (validation).
+    ``columns``: the feature names its remaining columns are taken by (validation);
+    ``listed``: the frame's columns as its meta lists them, which the partition's are
+    taken by first (:func:`_listed_columns`).
 
     A frame's ``qid`` column beside query ids given apart is compared with them
     (``qid_column``: True when the same, None without rows or such a column); the
@@ -422,6 +458,8 @@ def _make_part(i, X, y, qid, w, named, columns=None, prefix=None):
     ``columns`` without ``"qid"``, it is no feature of the model and is dropped."""
     qid_column = None
     try:
+        if listed is not None:
+            X = _listed_columns(X, listed)
         if named:
             y = X[named["y"]].to_numpy() if "y" in named else y
             qid = X[named["qid"]].to_numpy() if "qid" in named else qid
@@ -2218,6 +2256,9 @@ class DaskRanker(Ranker):
         if pred_leaf:
             explain["pred_leaf"] = True
         if _is_dask_frame(X) and hasattr(X, "columns"):
+            # each partition's columns by the names of the meta (another order in a
+            # partition, a read_csv file's: by name, as compute() takes them)
+            X = X.map_partitions(_partition_listed_columns, list(X.columns), meta=X._meta)
             names = booster.feature_names
             if names is not None:  # the features by name; others (labels, qid) unused
                 label = {str(c): c for c in X.columns}  # names as Ranker.predict reads them
