@@ -127,3 +127,25 @@ def test_predict_names_a_partition_missing_a_feature(client):
     np.testing.assert_array_equal(
         model.predict(d).compute().to_numpy(), model.to_local().predict(df[COLS])
     )
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        (lambda d: (d.drop(columns="qid"), "label"), "give qid="),
+        (lambda d: (d, "lable"), "y='lable' is not a column of X"),
+        (lambda d: (d, None), "labels y are required"),
+        (lambda d: (d, d["label"].repartition(npartitions=1)), "y has 1 partitions but X has 2"),
+    ],
+    ids=["no qid", "no such column", "no labels", "other partitions"],
+)
+def test_a_validation_sets_error_found_on_the_driver_names_the_set(client, entry, problem):
+    """The README: bad input is the local error prefixed with ``validation set 'NAME': ``
+    in a validation set; those found before any partition is read said nothing of the
+    set (``give qid=`` read as the training set's)."""
+    d = dd.from_pandas(_frame(), npartitions=2)
+    with pytest.raises(LTRInputError, match=r"^validation set 'v': ") as e:
+        ldask.DaskRanker(client=client, **FAST).fit(
+            d, "label", eval_set=[entry(d)], eval_names=["v"]
+        )
+    assert problem in str(e.value)
