@@ -1910,7 +1910,12 @@ def _on_cluster(
     if not isinstance(data, DaskData):
         raise TypeError(f"{what} must be a DaskData(X, y, qid), not {type(data).__name__}")
     prefix = what if what.startswith("validation set") else None
-    parts, feature_names = _input_parts(data, columns, prefix)
+    try:
+        parts, feature_names = _input_parts(data, columns, prefix)
+    except LTRInputError as e:  # found on the driver: a validation set's is named too
+        if prefix is None or str(e).startswith(f"{prefix}: "):
+            raise
+        raise LTRInputError(f"{prefix}: {e}") from None
     futures = client.compute(parts)
     _hold(inputs, futures)
     if columns is None and feature_names is not None and "qid" in feature_names:
