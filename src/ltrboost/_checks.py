@@ -72,7 +72,12 @@ def check_param_types(params: Any) -> None:
             raise ValueError(f"{name}={v!r} must be True or False")
     for name in ("tau", "label_scale"):  # numbers or names: numbers must be finite
         v = getattr(params, name)
-        values = v if isinstance(v, list | tuple) else [v]
+        # a mapping's scales too: {"1": inf} of an objective that ignores it passed,
+        # trained, and failed writing the model ("Out of range float values ...")
+        if isinstance(v, Mapping):
+            values = list(v.values())
+        else:
+            values = v if isinstance(v, list | tuple) else [v]
         for x in values:
             if isinstance(x, complex | np.complexfloating) or (
                 _is_real(x) and not _finite_number(x)

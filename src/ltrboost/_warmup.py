@@ -702,6 +702,9 @@ class BackgroundCompile:
         pass
 
     def close(self) -> None:
+        # registered by _start: a process that runs many commands (ltrboost.cli.main
+        # called again and again on a cold cache) gathered one handler per command
+        atexit.unregister(self.close)
         _numba = sys.modules.get("ltrboost._numba")  # not imported: no waiter was set
         if _numba is not None and _numba._cache_waiter == self.wait_for:
             _numba.set_cache_waiter(None)

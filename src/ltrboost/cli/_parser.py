@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from functools import partial
@@ -30,10 +31,54 @@ def _parse_bool(s: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {s!r}")
 
 
-def _parse_any(s: str) -> Any:
-    """Numbers as numbers, JSON lists/objects as such, anything else as a string."""
+class FloatTextError(ValueError):
+    """A number that :func:`parse_float` refuses: ``float()`` reads it as another."""
+
+
+# the infinities as float() reads them spelled out: typed on purpose (the parameter's own
+# check names them); any other text float() reads as infinite overflowed
+_INF_WORD = re.compile(r"\s*[+-]?(inf|infinity)\s*", re.IGNORECASE)
+
+
+def parse_float(text: str) -> float:
+    """``float(text)`` (ValueError: not a number), refusing with :class:`FloatTextError`
+    a number that ``float()`` reads as another, its message quoting ``text`` as typed:
+    one beyond a float's range (``1e400`` read as inf: ``--random-strength 1e400`` was
+    reported as ``--random-strength=inf must be ...``) and a nonzero one too small for a
+    float (``1e-400`` read as 0: "--learning-rate=0.0 must be > 0", or a parameter that 0
+    switches off, switched off unsaid).  ``inf``, ``-Infinity`` and ``nan`` pass, for the
+    parameter's check to name.  ``-0`` is 0: no parameter means anything by a negative
+    zero, and a model file recorded ``-0.0`` (a file other than ``0``'s)."""
+    value = float(text)
+    if math.isinf(value) and not _INF_WORD.fullmatch(text):
+        raise FloatTextError(f"{text!r} is out of a float's range (magnitudes up to about 1.8e308)")
+    if value == 0 and re.search("[1-9]", re.split("[eE]", text)[0]):
+        raise FloatTextError(
+            f"{text!r} is too small for a float: it would be zero (the smallest "
+            "positive float is about 4.9e-324)"
+        )
+    return value + 0.0  # -0.0 + 0.0 is 0.0
+
+
+def _float_flag(s: str) -> float:
+    """A float flag's value (:func:`parse_float`); argparse reports ``argument --FLAG:
+    MESSAGE`` for a refused number, ``invalid float value: 'abc'`` for a non-number."""
     try:
-        return json.loads(s)
+        return parse_float(s)
+    except FloatTextError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+_float_flag.__name__ = "float"  # argparse's "invalid float value: ..."
+
+
+def _parse_any(s: str) -> Any:
+    """Numbers as numbers, JSON lists/objects as such, anything else as a string.  A
+    JSON number ``float()`` would misread (``1e400``) is refused (:func:`parse_float`)."""
+    try:
+        return json.loads(s, parse_float=parse_float)
+    except FloatTextError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     except ValueError:
         return s
 
@@ -56,7 +101,7 @@ def _arg_type(annotation: str):
     if base == "int":
         typ = int
     elif base == "float":
-        typ = float
+        typ = _float_flag
     elif base == "bool":
         typ = _parse_bool
     elif base == "str" and "list" not in ann:
@@ -144,7 +189,7 @@ def _add_metric_option_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--relevance-threshold",
-        type=float,
+        type=_float_flag,
         default=None,
         metavar="T",
         help="MAP/MRR/P@k count labels >= T as relevant (default: the model's, else 1)",
@@ -203,7 +248,8 @@ class _Parser(argparse.ArgumentParser):
         # A value that starts with '-' and a digit is a number, not a flag: before Python
         # 3.13 only -1 and -1.5 were, so `--min-gain-to-split -1e-3` (or -1e-05, as
         # Python writes 0.00001) failed with "expected one argument".  3.13's own test.
-        self._negative_number_matcher = re.compile(r"-\.?\d")
+        # `--random-strength -inf` (-nan, -Infinity) too: "expected one argument"
+        self._negative_number_matcher = re.compile(r"-\.?\d|-(inf|infinity|nan)$", re.I)
         self.register("action", None, _StoreNoting)  # a flag given twice is noted
         self.register("action", "store", _StoreNoting)
 
@@ -693,15 +739,17 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     c.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
     c.add_argument("--top-k", type=int, default=10, help="results shown (default 10)")
     c.add_argument(
-        "--eta", type=float, default=None, help="position_based: (1/rank)^eta (default 1)"
+        "--eta", type=_float_flag, default=None, help="position_based: (1/rank)^eta (default 1)"
     )
     c.add_argument(
         "--satisfaction",
-        type=float,
+        type=_float_flag,
         default=None,
         help="cascade: probability of stopping after a click (default 0.5)",
     )
-    c.add_argument("--noise", type=float, default=0.0, help="click probability floor (default 0.0)")
+    c.add_argument(
+        "--noise", type=_float_flag, default=0.0, help="click probability floor (default 0.0)"
+    )
     _add_missing_token_flag(c)
     c.set_defaults(func=_Command("clicks", "cmd_clicks_simulate"))
 

@@ -10,6 +10,7 @@ import re
 import sys
 
 from ltrboost.cli._common import _check_inputs
+from ltrboost.cli._parser import FloatTextError, parse_float
 
 
 def _print_report(output: str) -> None:
@@ -124,12 +125,15 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from ltrboost.experiment import run_experiment
 
     def split(s: str, typ):
+        typ = parse_float if typ is float else typ  # 1e400: not read as inf
         return [typ(v.strip()) for v in s.split(",") if v.strip()]
 
     def grid(flag: str, typ, example: str) -> list:
         text = getattr(args, flag[2:].replace("-", "_"))
         try:
             values = split(text, typ)
+        except FloatTextError as e:
+            raise ValueError(f"{flag} {text!r}: {e}") from None
         except ValueError:
             what = "integers" if typ is int else "numbers"
             raise ValueError(
@@ -213,6 +217,8 @@ def _system_grids(specs: list[str], split) -> dict:
         given[system] = spec
         try:
             grids[system] = (split(leaves, int), split(rates, float))
+        except FloatTextError as e:
+            raise ValueError(f"--system-grid {spec!r}: {e}") from None
         except ValueError:
             raise ValueError(
                 f"--system-grid {spec!r}: LEAVES must be integers and RATES numbers, "
