@@ -9,6 +9,11 @@ Signals are sent by the process to itself from a hook at the exact moment (as in
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -77,3 +82,180 @@ def test_resume_unbiased_model_without_unbiased_names_only_unbiased(
     assert "--unbiased False (model: True)" in resume[0]
     assert "--max-positions" not in resume[0]
     assert "--position-bias-norm" not in resume[0]
+
+
+# ------------------------------------------- 2. a signal between the renames of a set
+pytestmark_posix = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+
+
+def _run_script(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+def _one_line(done: subprocess.CompletedProcess, status: int, words: str) -> str:
+    """The process ended with ``status`` and one line of message, naming ``words``."""
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == status, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert words in lines[0], lines[0]
+    return lines[0]
+
+
+def _hidden(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob(".*"))
+
+
+# the signal is sent by the process to itself just before the rename whose target's
+# name is ``target`` (the handler runs before os.kill returns)
+_SIGNAL_AT_RENAME = """
+import os, signal, sys
+sys.path.insert(0, {src!r})
+target = {target!r}
+for name in ("replace", "rename"):
+    real = getattr(os, name)
+    def hook(src, dst, *a, _real=real, _name=name, **k):
+        if os.path.basename(os.fsdecode(dst)) == target:
+            setattr(os, _name, _real)
+            os.kill(os.getpid(), signal.{sig})
+        return _real(src, dst, *a, **k)
+    setattr(os, name, hook)
+from ltrboost.cli import main
+sys.exit(main({argv!r}))
+"""
+
+
+def _at_rename(cwd: Path, target: str, sig: str, argv: list[str]) -> subprocess.CompletedProcess:
+    code = _SIGNAL_AT_RENAME.format(src=SRC, target=target, sig=sig, argv=[str(a) for a in argv])
+    return _run_script(code, cwd)
+
+
+def _status(sig: str) -> tuple[int, str]:
+    return 128 + int(getattr(signal, sig)), "interrupted" if sig == "SIGINT" else sig
+
+
+@pytest.fixture(scope="module")
+def letor(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("memsig") / "d"
+    argv = ["generate", str(folder), "--n-queries", "12", "--docs-per-query", "8"]
+    assert main([*argv, "--n-features", "4"]) == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def model(letor: Path) -> Path:
+    path = letor.parent / "m.json"
+    assert main(["train", str(letor / "train.txt"), "-o", str(path), *FAST]) == 0
+    return path
+
+
+@pytestmark_posix
+@pytest.mark.parametrize("second", ["vali.txt", "test.txt"])
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_generate_interrupted_between_its_renames_is_all_or_none(tmp_path, sig, second):
+    """``generate`` writes its three files "all or none": a signal after train.txt was
+    renamed into place, before vali.txt was, left the folder with the new train.txt
+    beside the previous run's vali.txt and test.txt (a set of splits from two seeds,
+    and queries shared between them), with status 143 and "none was left
+    half-written".  The set is now renamed into place as one: all new or all old."""
+    out = tmp_path / "data"
+    out.mkdir()
+    names = ("train.txt", "vali.txt", "test.txt")
+    for name in names:
+        (out / name).write_text(SENTINEL)
+    argv = ["generate", out, "--n-queries", "6", "--docs-per-query", "4", "--n-features", "3"]
+    done = _at_rename(tmp_path, second, sig, argv)
+    status, words = _status(sig)
+    _one_line(done, status, words)
+    old = [(out / name).read_text() == SENTINEL for name in names]
+    assert old in ([True] * 3, [False] * 3), old
+    assert _hidden(tmp_path) == []
+
+
+@pytestmark_posix
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_generate_new_folder_interrupted_between_its_renames(tmp_path, sig):
+    """The same into a new folder: train.txt alone stayed in it."""
+    out = tmp_path / "data"
+    argv = ["generate", out, "--n-queries", "6", "--docs-per-query", "4", "--n-features", "3"]
+    done = _at_rename(tmp_path, "vali.txt", sig, argv)
+    status, words = _status(sig)
+    _one_line(done, status, words)
+    held = sorted(p.name for p in out.iterdir()) if out.exists() else []
+    assert held in ([], ["test.txt", "train.txt", "vali.txt"]), held
+    assert _hidden(tmp_path) == []
+
+
+@pytestmark_posix
+def test_export_with_createmodel_interrupted_between_its_renames(model, tmp_path):
+    """``export -f xgboost-dump -o M --createmodel C`` writes two files, all or none."""
+    (tmp_path / "m.txt").write_text(SENTINEL)
+    (tmp_path / "c.json").write_text(SENTINEL)
+    argv = ["export", model, "-f", "xgboost-dump", "-o", "m.txt", "--createmodel", "c.json"]
+    done = _at_rename(tmp_path, "c.json", "SIGTERM", argv)
+    _one_line(done, 143, "SIGTERM")
+    old = [(tmp_path / n).read_text() == SENTINEL for n in ("m.txt", "c.json")]
+    assert old in ([True, True], [False, False]), old
+    assert _hidden(tmp_path) == []
+
+
+@pytestmark_posix
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_atomic_write_files_signal_between_renames(tmp_path, sig):
+    """:func:`atomic_write_files` itself (``clicks dataset``'s CLICKS and
+    CLICKS.position, export, generate): a signal landing after the first rename
+    and before the last."""
+    code = f"""
+    import os, signal, sys
+    sys.path.insert(0, {SRC!r})
+    from ltrboost.io._atomic import atomic_write_files
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        def term(signum, frame):
+            raise SystemExit(143)
+        signal.signal(signal.SIGTERM, term)
+    real = os.replace
+    def hook(src, dst, *a, **k):
+        if os.path.basename(os.fsdecode(dst)) == "b":
+            os.kill(os.getpid(), signal.{sig})
+        return real(src, dst, *a, **k)
+    os.replace = hook
+    try:
+        atomic_write_files([("a", b"new a"), ("b", b"new b"), ("c", b"new c")])
+    except (KeyboardInterrupt, SystemExit):
+        print("interrupted")
+    print([open(n).read() for n in "abc"])
+    """
+    for name in "abc":
+        (tmp_path / name).write_text("old")
+    done = _run_script(code, tmp_path)
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = done.stdout.split("\n")
+    assert lines[0] == "interrupted", done.stdout
+    assert lines[1] in ("['old', 'old', 'old']", "['new a', 'new b', 'new c']"), done.stdout
+    assert _hidden(tmp_path) == []
+
+
+# -------------------------------------------- 3. convert onto an empty output folder
+@pytestmark_posix
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_convert_interrupted_at_its_rename_keeps_an_empty_output_folder(letor, tmp_path, sig):
+    """``convert`` into an existing empty folder removed that folder and then renamed
+    its finished hidden folder to its name: a signal between the two left neither
+    (the user's folder, its mode, gone with "none was left half-written")."""
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "o.parquet"
+    out.mkdir()
+    out.chmod(0o750)
+    done = _at_rename(tmp_path, "o.parquet", sig, ["convert", letor / "train.txt", out, "-q"])
+    status, words = _status(sig)
+    _one_line(done, status, words)
+    assert out.is_dir()
+    assert _hidden(tmp_path) == []
+    if not any(out.iterdir()):  # the previous, empty folder, as it was
+        assert (out.stat().st_mode & 0o777) == 0o750
