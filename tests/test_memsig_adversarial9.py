@@ -259,3 +259,42 @@ def test_convert_interrupted_at_its_rename_keeps_an_empty_output_folder(letor, t
     assert _hidden(tmp_path) == []
     if not any(out.iterdir()):  # the previous, empty folder, as it was
         assert (out.stat().st_mode & 0o777) == 0o750
+
+
+# ------------------------------------------ 4. experiment: its report, all or none
+@pytest.fixture(scope="module")
+def folds(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("memsig_folds") / "folds"
+    argv = ["generate", str(folder / "Fold1"), "--n-queries", "20", "--docs-per-query", "10"]
+    assert main([*argv, "--n-features", "5", "--random-state", "1"]) == 0
+    return folder
+
+
+_XIA_REPORT = ("iterations.csv", "final_loss.csv", "table.md", "paired.json", "paired.md")
+_QBRANK_REPORT = ("table.md", "dcg5.csv", "results.json")
+
+
+@pytestmark_posix
+@pytest.mark.parametrize(
+    ("protocol", "target"),
+    [("xia", "table.md"), ("xia", "paired.md"), ("qbrank", "dcg5.csv"), ("qbrank", "results.json")],
+)
+def test_experiment_interrupted_while_writing_its_report(folds, tmp_path, protocol, target):
+    """A signal while ``experiment`` wrote its report files one after the other left
+    some of them (``table.md`` of this run beside a previous run's ``paired.md``, or
+    alone in a new folder), with "none was left half-written".  The finished cells
+    (the checkpoints) stay; the report is now all new or all as it was."""
+    argv = ["experiment", folds, "-o", "rep", "--max-trees", "2", "-q"]
+    argv += ["--min-samples-leaf", "2", "--protocol", protocol]
+    if protocol == "xia":
+        argv += ["--systems", "lambdamart", "--leaves", "4", "--learning-rates", "0.1"]
+    done = _at_rename(tmp_path, target, "SIGTERM", argv)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 143, done.stderr
+    # (qbrank's GBT(L1) warns that its every label is one grade: the protocol's point)
+    assert "terminated (SIGTERM)" in done.stderr.strip().splitlines()[-1], done.stderr
+    names = _XIA_REPORT if protocol == "xia" else _QBRANK_REPORT
+    held = [(tmp_path / "rep" / n).exists() for n in names]
+    assert held in ([False] * len(names), [True] * len(names)), held
+    assert any((tmp_path / "rep" / ("cells" if protocol == "xia" else "folds")).iterdir())
+    assert _hidden(tmp_path) == []
