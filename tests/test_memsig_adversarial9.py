@@ -298,3 +298,48 @@ def test_experiment_interrupted_while_writing_its_report(folds, tmp_path, protoc
     assert held in ([False] * len(names), [True] * len(names)), held
     assert any((tmp_path / "rep" / ("cells" if protocol == "xia" else "folds")).iterdir())
     assert _hidden(tmp_path) == []
+
+
+# ----------------------------------------------- 5. a model file too large to read
+def _no_memory(*args, **kwargs):
+    raise MemoryError  # as json.loads, bytes + bytes, str.decode raise it: no words
+
+
+@pytest.mark.parametrize("command", ["predict", "eval", "export", "inspect"])
+def test_cli_model_file_out_of_memory_names_the_file(model, tmp_path, monkeypatch, capsys, command):
+    """A model file too large to read under the memory this process may use (1.6 GB
+    of JSON under ``ulimit -v 2500000``) ended ``ltrboost: error: out of memory; the
+    data or the settings need more memory ...``: no file, no size, although the README
+    promises memory errors that name what is over what (the data files' do)."""
+    from ltrboost.io import model_json
+
+    monkeypatch.setattr(model_json, "model_fields_from_json", _no_memory)
+    test = model.parent / "d" / "test.txt"
+    argv = {
+        "predict": ["predict", model, test, "-o", tmp_path / "p.txt"],
+        "eval": ["eval", model, test],
+        "export": ["export", model, "-f", "lightgbm", "-o", tmp_path / "m.txt"],
+        "inspect": ["inspect", model],
+    }[command]
+    rc, err = run(argv, capsys)
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    size = model.stat().st_size
+    assert lines[0].startswith(f"ltrboost: error: {model}: out of memory reading the model"), err
+    assert f"{size} bytes" in lines[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_python_model_file_out_of_memory_is_a_memory_error_naming_the_file(model, monkeypatch):
+    """``ltrboost.load_model`` too: a ``MemoryError`` (as before) whose words name the
+    file and its size (it had none)."""
+    from ltrboost.io import model_json
+    from ltrboost.model import load_model
+
+    monkeypatch.setattr(model_json, "model_fields_from_json", _no_memory)
+    with pytest.raises(MemoryError, match="out of memory reading the model file") as info:
+        load_model(model)
+    assert str(model) in str(info.value)
+    assert info.value.path == str(model)
+    assert info.value.nbytes == model.stat().st_size
