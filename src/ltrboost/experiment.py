@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ltrboost.io._atomic import atomic_write_bytes, atomic_write_text
+from ltrboost.io._atomic import atomic_write_files, atomic_write_text
 
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@10", "err")
 # The paper's caps; RankNet (not in the paper) gets LambdaMART's, the other pairwise one.
@@ -759,6 +759,10 @@ class SettingsChanged(ValueError):
 
 
 def write_report(output: str, cells: list[Cell]) -> dict:
+    """The report's files from the finished ``cells``, written all or none (one after
+    the other, a signal between two left this run's ``table.md`` beside another run's
+    ``paired.md``)."""
+    files: list[tuple[str, bytes]] = []  # (path, contents), written together at the end
     results = {}
     for c in cells:
         with open(os.path.join(output, "cells", c.key + ".json")) as f:
@@ -782,11 +786,13 @@ def write_report(output: str, cells: list[Cell]) -> dict:
                     ]
                 )
     _write_csv(
+        files,
         os.path.join(output, "iterations.csv"),
         ["system", "criterion", "leaves", "learning_rate", "fold", "split", "iteration", *METRICS],
         rows,
     )
     _write_csv(
+        files,
         os.path.join(output, "final_loss.csv"),
         [
             "system",
@@ -852,16 +858,15 @@ def write_report(output: str, cells: list[Cell]) -> dict:
         f"OLE better by > 0.1 point in {wins} of {len(table)} cells, "
         f"worse by > 0.1 point in {losses}.",
     ]
-    atomic_write_text(os.path.join(output, "table.md"), "\n".join(lines) + "\n")
+    files.append((os.path.join(output, "table.md"), ("\n".join(lines) + "\n").encode()))
     paired = paired_test(results)
-    atomic_write_text(
-        os.path.join(output, "paired.json"),
-        json.dumps(_finite_or_null(paired), indent=1, allow_nan=False),
-    )
-    atomic_write_text(os.path.join(output, "paired.md"), format_paired(paired))
+    text = json.dumps(_finite_or_null(paired), indent=1, allow_nan=False)
+    files.append((os.path.join(output, "paired.json"), text.encode()))
+    files.append((os.path.join(output, "paired.md"), format_paired(paired).encode()))
     curves = ole_minus_se_curves(results)
-    _write_curves(output, curves)
-    _plot(output, curves)
+    _write_curves(files, output, curves)
+    _plot(files, output, curves)
+    atomic_write_files(files)
     return {
         "table": table,
         "wins": wins,
@@ -926,20 +931,22 @@ def ole_minus_se_curves(results: dict, metric: str = "ndcg@10") -> dict:
     return out
 
 
-def _write_csv(path: str, header: list, rows) -> None:
-    """A CSV file (``csv.writer``'s dialect), written atomically: an interrupted
-    report leaves the previous file, never half of one."""
+def _write_csv(files: list[tuple[str, bytes]], path: str, header: list, rows) -> None:
+    """A CSV file (``csv.writer``'s dialect) added to the report's ``files``, which are
+    written atomically: an interrupted report leaves the previous files, never half of
+    one, nor some of them."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(header)
     w.writerows(rows)
-    atomic_write_text(path, buf.getvalue())
+    files.append((path, buf.getvalue().encode()))
 
 
-def _write_curves(output: str, curves: dict) -> None:
+def _write_curves(files: list[tuple[str, bytes]], output: str, curves: dict) -> None:
     keys = list(curves)
     n = max((v.size for v in curves.values()), default=0)
     _write_csv(
+        files,
         os.path.join(output, "ole_minus_se.csv"),
         ["iteration", *(f"{s}_L{nl}_lr{rate_text(lr)}" for s, nl, lr in keys)],
         ([it + 1, *(f"{held_curve(curves[k], n)[it]:.5f}" for k in keys)] for it in range(n)),
@@ -1058,7 +1065,8 @@ def format_paired(paired: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _plot(output: str, curves: dict) -> None:
+def _plot(files: list[tuple[str, bytes]], output: str, curves: dict) -> None:
+    """``ole_minus_se_SYSTEM.png`` (with matplotlib) added to the report's ``files``."""
     try:
         import matplotlib
 
@@ -1083,4 +1091,4 @@ def _plot(output: str, curves: dict) -> None:
         png = io.BytesIO()
         fig.savefig(png, format="png", dpi=110)
         plt.close(fig)
-        atomic_write_bytes(os.path.join(output, f"ole_minus_se_{system}.png"), png.getvalue())
+        files.append((os.path.join(output, f"ole_minus_se_{system}.png"), png.getvalue()))

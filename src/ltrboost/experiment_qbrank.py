@@ -72,7 +72,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost.dataset import RankingDataset, make_dataset
-from ltrboost.io._atomic import atomic_write_bytes, atomic_write_text
+from ltrboost.io._atomic import atomic_write_files, atomic_write_text
 from ltrboost.objectives.qbrank import QBRank
 
 RUNS = ("gbt_l1", "gbt_l2", "gbt_l1_l2", "ranksvm_p2", "qbrank_p2", "qbrank_p2_l1")
@@ -840,8 +840,11 @@ def _markdown_precision(precision: dict[str, dict[str, tuple[float, float]]]) ->
 
 def write_report(output: str, results: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """``table.md``, ``dcg5.csv``, ``dcg5.png`` and ``results.json`` from the folds
-    (in the natural order of their names: ``Fold2`` before ``Fold10``)."""
+    (in the natural order of their names: ``Fold2`` before ``Fold10``), written all or
+    none (one after the other, a signal between two left some of them)."""
     from ltrboost.experiment import fold_sort_key
+
+    files: list[tuple[str, bytes]] = []  # (path, contents), written together at the end
 
     folds = sorted(results, key=fold_sort_key)
     precision_vali = _precision_table(results, folds, "precision_vali")
@@ -889,7 +892,7 @@ def write_report(output: str, results: dict[str, Any], settings: Settings) -> di
             f"(L1 grades {results[f]['L1_grades']}), {pr['P2']} / {pr['P3']} pairs; "
             f"RankSVM C = {runs[f]['ranksvm_p2']['C']:g}"
         )
-    atomic_write_text(os.path.join(output, "table.md"), "\n".join(lines) + "\n")
+    files.append((os.path.join(output, "table.md"), ("\n".join(lines) + "\n").encode()))
     # dcg5.csv: the curves (RankSVM: one row, iteration 0 = not iterative)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -907,7 +910,7 @@ def write_report(output: str, results: dict[str, Any], settings: Settings) -> di
                 start=1,
             ):
                 w.writerow([r, f, it, f"{d:.5f}", f"{pl:.5f}", f"{pv:.5f}"])
-    atomic_write_text(os.path.join(output, "dcg5.csv"), buf.getvalue())
+    files.append((os.path.join(output, "dcg5.csv"), buf.getvalue().encode()))
     summary = {
         "settings": _settings_json(settings),
         "folds": folds,
@@ -919,8 +922,10 @@ def write_report(output: str, results: dict[str, Any], settings: Settings) -> di
         "per_fold": _without_curves(results),  # the curves are in dcg5.csv
         "total_seconds": float(sum(results[f].get("seconds", 0.0) for f in folds)),
     }
-    atomic_write_text(os.path.join(output, "results.json"), json.dumps(summary, indent=1))
-    _plot(output, results, folds)
+    text = json.dumps(summary, indent=1)
+    files.append((os.path.join(output, "results.json"), text.encode()))
+    _plot(files, output, results, folds)
+    atomic_write_files(files)
     return summary
 
 
@@ -940,9 +945,12 @@ def _without_curves(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _plot(output: str, results: dict[str, Any], folds: list[str]) -> bool:
+def _plot(
+    files: list[tuple[str, bytes]], output: str, results: dict[str, Any], folds: list[str]
+) -> bool:
     """Figure 1's layout (mean DCG-5 on L3 per iteration, RankSVM as a flat line), and
-    precision at 100% on P3 per iteration beside it."""
+    precision at 100% on P3 per iteration beside it: ``dcg5.png``, added to the
+    report's ``files``."""
     try:
         import matplotlib
 
@@ -984,5 +992,5 @@ def _plot(output: str, results: dict[str, Any], folds: list[str]) -> bool:
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
-    atomic_write_bytes(os.path.join(output, "dcg5.png"), png.getvalue())
+    files.append((os.path.join(output, "dcg5.png"), png.getvalue()))
     return True

@@ -288,6 +288,10 @@ _NONE_MEANS = {"unbiased": False, "use_label_pairs": True}
 # Parameters a resumed run may change without changing what the model's trees mean.
 _RESUME_FREE = ("n_estimators", "n_threads", "early_stopping_rounds", "eval_metric")
 
+# Parameters only ``--unbiased true`` uses (without it, giving one is an error): a run
+# resuming an unbiased model without ``--unbiased`` does not use them in its new rounds.
+_UNBIASED_ONLY = ("position_bias_norm", "max_positions")
+
 
 def _check_resumable(params: BoosterParams, model: Any, path: str) -> None:
     """What the training run would refuse once the data is read and binned: another
@@ -376,12 +380,16 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
         if now.get(k, meant) is None:
             now[k] = meant
     later = _resolved_on_data(params)
+    # unused by new rounds without --unbiased true: it warned "--max-positions None
+    # (model: 10)" beside "--unbiased False (model: True)", which is the one difference
+    unused = () if now.get("unbiased") else _UNBIASED_ONLY
     diff = [
         f"{_param_flag(k)} {now[k]!r} (model: {recorded[k]!r})"
         for k in sorted(recorded)
         if k in now
         and k not in _RESUME_FREE
         and k not in later
+        and k not in unused
         and now[k] != recorded[k]
         and not callable(now[k])
     ]

@@ -24,7 +24,8 @@
   refused before anything is written (:func:`check_output`).
 
 :func:`atomic_write_files` writes several outputs all or none (each to its temporary
-file first, renamed only when all are complete).
+file first, renamed only when all are complete; a signal that ends the command
+arriving during the renames is acted on once the last is done: :func:`signals_held`).
 
 Every error names the user's path (``OSError.filename``), never the temporary file: a
 full disk reads ``model.json: No space left on device``.  ``unchanged_since`` (a
@@ -35,13 +36,14 @@ the earlier model is about to be overwritten).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import secrets
 import stat
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +118,50 @@ def _claim(
             created.remove(path)
             raise
     raise FileExistsError(errno.EEXIST, f"no free temporary {what} name", directory)
+
+
+# The signals that end a command (Ctrl-C, ``kill``, the terminal closed), held while a
+# set of files is renamed into place.
+_HELD_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP that arrive in the block until it ends, then act
+    on them as they would have been (the same handlers, raised again): for a block
+    that must not stop half-way, such as the renames of a set of files that is
+    written all or none (a signal after the first rename left the new file beside the
+    previous run's others).  Only in the main thread (the only one whose handlers
+    Python runs or may change), and only for a signal handled from Python or by
+    default: an ignored one stays ignored, one handled by C code is left alone."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    replaced: dict[int, Any] = {}
+
+    def hold(signum: int, frame: Any) -> None:
+        held.append(signum)
+
+    try:
+        for name in _HELD_SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is None:
+                continue
+            handler = signal.getsignal(signum)
+            if handler is None or handler is signal.SIG_IGN:
+                continue
+            replaced[signum] = handler
+            signal.signal(signum, hold)
+        yield
+    finally:
+        for signum, handler in replaced.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(held):  # each once, in the order they came
+            signal.raise_signal(signum)
 
 
 def _remove_temps(created: Iterable[str]) -> None:
@@ -237,7 +283,9 @@ def atomic_write_files(
     untouched).  Each target's data is bytes or UTF-8 text chunks (as
     :func:`atomic_write` takes them); each has the guarantees of :func:`atomic_write`.
     ``before_commit`` runs once every file is complete, before any is renamed (an
-    output that cannot be staged, such as stdout); when it raises, none is written."""
+    output that cannot be staged, such as stdout); when it raises, none is written.
+    Ctrl-C, SIGTERM or SIGHUP arriving during the renames is acted on once the last
+    is done (:func:`signals_held`): all are written, then the signal ends the run."""
     staged: list[_Staged] = []
     created: list[str] = []  # every temporary file, even one whose _stage was interrupted
     try:
@@ -246,8 +294,11 @@ def atomic_write_files(
             staged.append(_stage(path, blobs, UNKNOWN_STATE, created))
         if before_commit is not None:
             before_commit()
-        for st in staged:
-            st.commit()
+        # a signal between two renames left the first file new and the others old
+        # (generate's train.txt beside another run's vali.txt): acted on once all are
+        with signals_held() if len(staged) > 1 else contextlib.nullcontext():
+            for st in staged:
+                st.commit()
     except BaseException:
         _remove_temps(created)  # the committed ones are gone (renamed): untouched
         raise

@@ -342,12 +342,53 @@ def write_model(
 save_model = write_model  # the name used before the model layer moved out
 
 
+class ModelMemoryError(MemoryError):
+    """A model file too large to read (its bytes, its text and the parsed JSON) in the
+    memory this process may use: the bare ``MemoryError`` of ``bytes``, ``decode`` or
+    ``json.loads`` named neither the file nor its size.  The message, one line, names
+    both; ``cli_message`` is the same (the CLI prints it).  Attributes: ``path`` and
+    ``nbytes`` (the file's size; 0 when it could not be told)."""
+
+    def __init__(self, path: str, nbytes: int) -> None:
+        # in binary units, as the other memory errors (nothing imported: memory is short)
+        amount, unit = float(nbytes), "bytes"
+        for u in ("KiB", "MiB", "GiB", "TiB"):
+            if amount < 1024:
+                break
+            amount, unit = amount / 1024, u
+        text = f"{amount:.1f} {unit}, " if unit != "bytes" else ""
+        size = f" ({text}{nbytes} bytes)" if nbytes else ""
+        message = (
+            f"{path}: out of memory reading the model file{size}: reading takes a few "
+            "times its size while its JSON is parsed; let this process use more memory"
+        )
+        super().__init__(message)
+        self.cli_message = message
+        self.path = path
+        self.nbytes = nbytes
+
+
 def read_model_fields(path: str | os.PathLike) -> dict[str, Any]:
     """Read a model file; the validated fields (see :func:`model_fields_from_dict`).
 
     A file that is not UTF-8 JSON text is named for what it is where its start tells:
-    empty, compressed, UTF-16 / UTF-32, binary, another library's model, a data file."""
+    empty, compressed, UTF-16 / UTF-32, binary, another library's model, a data file.
+    One too large to read in memory is a :class:`ModelMemoryError` naming it."""
     path = os.fspath(path)
+    try:
+        return _read_model_fields(path)
+    except MemoryError as e:
+        if isinstance(e, ModelMemoryError):
+            raise
+    # raised outside the handler: the MemoryError's frames (the partial text) are freed
+    try:
+        nbytes = os.stat(path).st_size
+    except OSError:
+        nbytes = 0
+    raise ModelMemoryError(path, nbytes)
+
+
+def _read_model_fields(path: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
             head = f.read(_HEAD_BYTES)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ltrboost.dataset import LTRInputError, group_by_qid
-from ltrboost.io._atomic import check_folder, current_umask, new_temp_dir
+from ltrboost.io._atomic import check_folder, current_umask, new_temp_dir, signals_held
 
 # pyarrow writes at most 64 Mi rows in one row group (pyarrow._parquet._MAX_ROW_GROUP_SIZE,
 # whatever row_group_size asks): a longer file would be several row groups, which
@@ -173,10 +173,17 @@ def letor_to_parquet(
             # the folder mkdir would make (the temporary one's is 0o700), or the replaced one's mode
             if os.path.isdir(target):
                 os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
-                os.rmdir(target)  # empty (checked above): replaced by the finished folder
+                if os.name == "posix":
+                    # rename(2) replaces an empty folder in one step; removing it first
+                    # and renaming after, a signal between the two left neither
+                    os.rename(tmp, target)
+                else:  # the rename refuses an existing folder: nothing in between
+                    with signals_held():
+                        os.rmdir(target)  # empty (checked above)
+                        os.rename(tmp, target)
             else:
                 os.chmod(tmp, 0o777 & ~current_umask())
-            os.rename(tmp, target)
+                os.rename(tmp, target)
         except OSError as e:  # another run wrote OUT meanwhile: name OUT, never the tmp
             raise type(e)(
                 e.errno,
