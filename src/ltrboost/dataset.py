@@ -182,7 +182,7 @@ def check_dataset_structure(ds: RankingDataset, what: str) -> None:
 
 def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int64]:
     """Offsets from LightGBM-style group sizes; sizes must be positive and sum to n_samples."""
-    sizes = _as_array(group, "group")
+    sizes = _as_vector(group, "group")
     if sizes.ndim != 1:
         raise LTRInputError(f"group must be 1-D (query sizes), got shape {sizes.shape}")
     if sizes.dtype.kind not in "biuf":  # object (Python ints beyond int64), strings
@@ -603,8 +603,10 @@ def make_dataset(
             "are taken from its column named 'qid' when neither qid= nor group= is given)"
         )
     if qid is not None:
-        qid_arr = _as_array(qid, "qid")
-        if qid_arr.ndim != 1 or qid_arr.shape[0] != n:
+        qid_arr = _as_vector(qid, "qid")
+        if qid_arr.ndim != 1:
+            raise LTRInputError(f"qid must be 1-D (a query id per row), got shape {qid_arr.shape}")
+        if qid_arr.shape[0] != n:
             raise LTRInputError(f"qid has shape {qid_arr.shape} but X has {n} rows")
         offsets, order, query_ids = group_by_qid(qid_arr)
     else:
@@ -648,8 +650,12 @@ def check_positions(position: ArrayLike, n_samples: int) -> NDArray[np.int64]:
 
     Returns int64.  The first offending row is named (``LTRInputError.row``, 0-based).
     """
-    arr = _as_array(position, "position")
-    if arr.ndim != 1 or arr.shape[0] != n_samples:
+    arr = _as_vector(position, "position")
+    if arr.ndim != 1:
+        raise LTRInputError(
+            f"position must be 1-D (the position of each row), got shape {arr.shape}"
+        )
+    if arr.shape[0] != n_samples:
         raise LTRInputError(
             f"position has shape {arr.shape} but X has {n_samples} rows; give the 1-based "
             "position each row was shown at"
@@ -895,6 +901,16 @@ def _as_array(values: Any, name: str) -> NDArray[Any]:
     raise LTRInputError(f"{name} must be a flat array, one value per entry: {error}")
 
 
+def _as_vector(values: Any, name: str) -> NDArray[Any]:
+    """:func:`_as_array`, with a column or row vector (``qid[:, None]``, a one-column
+    DataFrame ``df[["qid"]]``) flattened, as labels and sample weights are; any other
+    shape as it is, for the caller to refuse."""
+    arr = _as_array(values, name)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = np.ravel(arr)
+    return arr
+
+
 def _ragged(X: Any, error: Exception) -> LTRInputError:
     """The error for rows of different lengths (a list of lists), naming the first row
     whose length differs from row 0's."""
@@ -1045,6 +1061,19 @@ def close_names(name: str, names: Iterable[Any], n: int = 3) -> tuple[list[str],
     return [c for k in close for c in folded[k]][:n], False
 
 
+def qid_column(X: Any) -> Any:
+    """The ids of the ``qid`` column of a DataFrame ``X``; LTRInputError when several
+    columns are named ``qid`` (``X["qid"]`` is then a frame: its (n, 2) ids were
+    refused as "qid has shape (120, 2) but X has 120 rows")."""
+    n = list(X.columns).count("qid")
+    if n > 1:
+        raise LTRInputError(
+            f"X has {n} columns named 'qid': the query ids are read from the one "
+            "column of that name; drop or rename the others"
+        )
+    return X["qid"].to_numpy()
+
+
 def _refuse_duplicate_names(names: Sequence[str], *, columns: bool = False) -> None:
     """A model takes a DataFrame's columns by name (``predict``, ``score``, warm
     starts), so two features of one name would be ambiguous: refuse them, naming them.
@@ -1080,10 +1109,15 @@ def _check_numeric_columns(X: Any) -> None:
         kind = getattr(dtype, "kind", "O")
         if str(getattr(dtype, "pyarrow_dtype", "")) == "null" or _holds_numbers(dtype):
             continue
+        # an Arrow dictionary column is a categorical one (a pandas category column
+        # written to Parquet, read back with dtype_backend="pyarrow")
+        categorical = str(dtype) == "category" or str(
+            getattr(dtype, "pyarrow_dtype", "")
+        ).startswith("dictionary")
         if str(dtype) == "category" or kind not in "biuf":
             if kind in "mM":
                 advice = "convert dates and durations to numbers first, NaT to NaN"
-            elif str(dtype) == "category":
+            elif categorical:
                 advice = (
                     "encode categories as numbers first, e.g. with .cat.codes or an OrdinalEncoder"
                 )

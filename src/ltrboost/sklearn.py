@@ -19,7 +19,13 @@ from sklearn.base import BaseEstimator
 
 from ltrboost.booster import CallbackEnv, check_callbacks, train
 from ltrboost.callbacks import check_period, log_best, log_evaluation
-from ltrboost.dataset import RankingDataset, arrow_as_frame, make_dataset, rows_located
+from ltrboost.dataset import (
+    RankingDataset,
+    arrow_as_frame,
+    make_dataset,
+    qid_column,
+    rows_located,
+)
 from ltrboost.model import Booster
 from ltrboost.params import PARAM_NAMES, BoosterParams
 
@@ -456,7 +462,7 @@ class Ranker(BaseEstimator):
         elif names is not None and not hasattr(X, "columns"):
             self._warn_named_fit(stacklevel=4)
         if _has_qid_column(X) and (names is None or "qid" not in names):
-            return X.drop(columns="qid"), X["qid"].to_numpy()
+            return X.drop(columns="qid"), qid_column(X)
         return X, None
 
     @property
@@ -834,7 +840,7 @@ def _split_qid_column(X: Any, qid: Any, group: Any) -> tuple[Any, Any]:
     as a feature with a warning (it was kept silently: a leak of the query ids)."""
     if not _has_qid_column(X):
         return X, qid
-    column = X["qid"].to_numpy()
+    column = qid_column(X)
     if qid is None and group is None:
         return X.drop(columns="qid"), column
     if qid is not None and _same_ids(column, qid):
@@ -891,6 +897,8 @@ def _same_ids(column: Any, qid: Any) -> bool:
     """Whether a ``qid`` column holds exactly the ids ``qid`` gives, row by row."""
     try:
         q = np.asarray(qid)
+        if q.ndim == 2 and 1 in q.shape:  # qid[:, None], as make_dataset takes it
+            q = np.ravel(q)
         return bool(q.shape == column.shape and np.all(column == q))
     except (TypeError, ValueError):
         return False
@@ -923,8 +931,13 @@ def _eval_queries(eval_set: list, eval_qid, eval_group) -> list[tuple[Any, Any]]
     given, name = (eval_qid, "eval_qid") if eval_qid is not None else (eval_group, "eval_group")
     if given is None:
         return [(None, None)] * len(eval_set)
-    if isinstance(given, np.ndarray) and given.ndim == 1 and len(eval_set) == 1:
-        given = [given]  # one set's array, not wrapped in a list
+    if (
+        len(eval_set) == 1
+        and not isinstance(given, list | tuple)
+        and hasattr(given, "__array__")
+        and np.ndim(given) == 1
+    ):  # one set's array (NumPy, a Series, pyarrow), not wrapped in a list
+        given = [given]
     given = list(given)
     if len(given) != len(eval_set):
         raise ValueError(
@@ -961,7 +974,7 @@ def _eval_dataset(
     if es:
         es = (arrow_as_frame(es[0]), *es[1:])
     if es and _has_qid_column(es[0]) and not (names is not None and "qid" in names):
-        X0, q0 = es[0].drop(columns="qid"), es[0]["qid"].to_numpy()
+        X0, q0 = es[0].drop(columns="qid"), qid_column(es[0])
         es = (_by_names(X0, names, f"eval_set[{index}]"), *es[1:])
         if len(es) == 2 and qid is None and group is None:
             return make_dataset(es[0], es[1], qid=q0)

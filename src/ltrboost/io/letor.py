@@ -63,7 +63,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ltrboost import _config
 from ltrboost._numba import inline_kernel, kernel
-from ltrboost.dataset import LTRInputError, check_labels
+from ltrboost.dataset import LTRInputError, as_feature_matrix, check_labels
 from ltrboost.io._atomic import atomic_write
 from ltrboost.io.queryfile import read_query_file
 
@@ -670,7 +670,10 @@ def dump_svmlight(
         Destination.  The text goes to a temporary file in the same directory, is
         flushed and ``fsync``-ed, then replaces ``path`` with ``os.replace``.
     X : array-like of shape (n_samples, n_features)
-        Finite numbers or NaN.
+        Finite numbers or NaN, read as :class:`ltrboost.Ranker` reads it: a NumPy
+        array, a pandas DataFrame (``<NA>`` of a nullable or Arrow-backed column is
+        missing), a pyarrow Table or a SciPy sparse matrix (written densely, its zeros
+        included).
     y : array-like of shape (n_samples,)
         Finite labels.
     qid : array-like of shape (n_samples,), optional
@@ -694,19 +697,17 @@ def _check_svmlight_arrays(
     X: ArrayLike, y: ArrayLike, qid: ArrayLike | None, comments: Sequence[str] | None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], list[int] | None, list[str] | None]:
     """:func:`dump_svmlight`'s checks; ``(X, y, qid as ints or None, comments)``."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {X.shape}")
+    # X read as fit reads it: a DataFrame's <NA> (nullable, Arrow-backed) is NaN, a
+    # sparse matrix is densified, text, dates and inf are refused naming row and
+    # column; np.asarray(X, dtype=float64) raised a bare TypeError for <NA> and
+    # "setting an array element with a sequence" for a sparse matrix
+    X, _ = as_feature_matrix(X, copy=False)
+    X = np.asarray(X, dtype=np.float64)  # float32 written as the float64 it is
     n_samples = X.shape[0]
     y = np.asarray(y, dtype=np.float64)
     if y.shape != (n_samples,):
         raise ValueError(f"y has shape {y.shape}, expected ({n_samples},)")
     y = check_labels(y, n_samples)  # the package's one label check (finite)
-    if np.isinf(X).any():
-        row, col = (int(v) for v in np.argwhere(np.isinf(X))[0])
-        raise ValueError(
-            f"X[{row}, {col}] is infinite; use NaN for a missing value (load_svmlight rejects inf)"
-        )
     qid_list: list[int] | None = None
     if qid is not None:
         q = np.asarray(qid)

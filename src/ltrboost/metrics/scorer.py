@@ -128,14 +128,14 @@ class RankingScorer(_BaseScorer):
         **_: Any,
     ) -> float:
         from ltrboost._evaluation import warn_if_metric_flat, warn_if_queries_permuted
-        from ltrboost.dataset import arrow_as_frame, make_dataset, rows_located
+        from ltrboost.dataset import arrow_as_frame, make_dataset, qid_column, rows_located
 
         X = arrow_as_frame(X)
         if self._bound is not None:  # a qid column of X is ignored: not a feature
             qid, group = self._bound_queries(X, qid, group)
         elif qid is None and group is None:
             if hasattr(X, "columns") and "qid" in list(X.columns):
-                qid = X["qid"].to_numpy()
+                qid = qid_column(X)  # several columns of that name are refused
                 warn_if_queries_permuted(self.metric.name)  # by permutation_importance?
             else:
                 raise ValueError(
