@@ -182,8 +182,10 @@ def ranklib_check_schema(text: str, n_features: int) -> None:
 def ranklib_score(text: str, X) -> np.ndarray:
     """Ensemble.eval: sum of weight * tree output (double); Split.eval goes left when
     the float feature value <= the float threshold; feature ids are 1-based; an absent
-    feature is 0 (NaN is given as 0 here)."""
-    X = np.nan_to_num(np.asarray(X, dtype=np.float32), nan=0.0)
+    feature is 0 (NaN is given as 0 here; a value beyond float32's range stays
+    +-Infinity, as Float.parseFloat reads it)."""
+    X = np.asarray(X, dtype=np.float32)
+    X = np.where(np.isnan(X), F32(0.0), X)
     out = np.zeros(X.shape[0], dtype=np.float64)
     for w, root in ranklib_parse(text):
         for i in range(X.shape[0]):

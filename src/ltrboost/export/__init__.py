@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,24 @@ def _in_names_file(e: ExportError, feature_names: Any) -> ExportError:
     return located
 
 
+def _check_model_name(name: str) -> str:
+    """``name`` as a Solr model or ``_createmodel`` name: one the engine's query can
+    refer to (Solr's ``{!ltr model=NAME}``, OpenSearch's ``sltr`` ``"model"``), so not
+    empty or blank and without control characters (a newline, a tab, NUL)."""
+    if not isinstance(name, str):
+        raise ExportError(f"the model name must be a str, not {type(name).__name__} {name!r:.60}")
+    if not name.strip() or any(unicodedata.category(c) == "Cc" for c in name):
+        problem = (
+            f"the model name {name!r} is empty or blank or holds a control character, "
+            "which the engine's query (Solr's {!ltr model=...}, OpenSearch's sltr) "
+            "cannot name; "
+        )
+        raise ExportError(
+            f"{problem}pass another name (name=)", cli=f"{problem}give another --name"
+        )
+    return name
+
+
 def _check_format(format: str) -> str:
     if format not in FORMATS:
         raise ExportError(f"unknown export format {format!r}; one of: {', '.join(FORMATS)}")
@@ -131,7 +150,8 @@ def export_bytes(
     ``feature_names``: the engine's name of ltrboost feature ``i`` (a list, or a file
     with one name per line); default the model's names, else ``f0, f1, ...``.
     ``iteration``: rounds to export (default as ``predict``: the best iteration, else
-    all).  ``name``: the model name written into ``solr`` files.  ``assume_no_missing``:
+    all).  ``name``: the model name written into ``solr`` files (not blank, no control
+    character: Solr's ``{!ltr model=...}`` names the model by it).  ``assume_no_missing``:
     ``ranklib`` only, see :mod:`ltrboost.export.ranklib`; implied for a model whose file
     records that missing features mean 0 (``ltrboost train --missing zero``, the CLI's
     default) and whose training data held no NaN (no ``nan`` or ``--missing-token``
@@ -140,6 +160,8 @@ def export_bytes(
     """
     booster = _as_booster(booster)
     _check_format(format)
+    if format == "solr":
+        _check_model_name(name)
     model = _collect(booster, feature_names, iteration)
     try:
         return _convert(booster, model, format, name, assume_no_missing)
@@ -185,10 +207,12 @@ def createmodel_body(
     name: str = "ltrboost",
     iteration: int | None = None,
 ) -> str:
-    """OpenSearch / Elasticsearch LTR ``_createmodel`` body (``model/xgboost+json``)."""
+    """OpenSearch / Elasticsearch LTR ``_createmodel`` body (``model/xgboost+json``);
+    ``name`` (not blank, no control character) is what ``sltr`` queries name."""
     from ltrboost.export.xgboost import createmodel_body as body
 
     booster = _as_booster(booster)
+    _check_model_name(name)
     model = _collect(booster, feature_names, iteration)
     try:
         return json.dumps(body(model, name), indent=1) + "\n"
@@ -243,6 +267,8 @@ def export_model(
             "model (the same file); give another path"
         )
     name = name or Path(os.fspath(path)).stem or "ltrboost"
+    if format == "solr" or createmodel is not None:  # before anything is written
+        _check_model_name(name)
     if feature_names is not None and not isinstance(feature_names, str | os.PathLike):
         # read once: an iterator (a generator of names) was empty for the createmodel body
         feature_names = _names(feature_names)

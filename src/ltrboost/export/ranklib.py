@@ -5,7 +5,9 @@ OpenSearch / Elasticsearch LTR plugin loads as ``model/ranklib``) keeps features
 thresholds as float32, goes left when ``x <= threshold`` and scores
 ``sum_i weight_i * output(tree_i)``; features are 1-based positions in the feature set.
 Thresholds are ``m``, the largest float32 ``<= t`` (selecting the same float32 inputs as
-ltrboost's ``x <= t``); weights are 1 and leaf outputs carry everything else.
+ltrboost's ``x <= t``; ``Infinity`` for a missing-vs-present split, ``t = +inf``, so
+that a value beyond float32's range, which RankLib reads as ``Infinity``, goes left
+there as in ltrboost); weights are 1 and leaf outputs carry everything else.
 
 The first line names the RankLib class that loads the file (``RankerFactory``):
 ``## MART`` for a ``mart`` model (RankLib's ``MART extends LambdaMART``: the same
@@ -25,7 +27,6 @@ the engine never lacks a feature (or missing means 0 in your training data too, 
 from __future__ import annotations
 
 from ltrboost.export._trees import (
-    FLT_MAX,
     ExportError,
     ExportModel,
     ExportTree,
@@ -61,7 +62,10 @@ def _splits(tree: ExportTree, m, indent: str, out: list[str]) -> None:
             continue
         out.append(f"{ind}{tag}")
         out.append(f"{ind}\t<feature> {int(tree.feature[k]) + 1} </feature>")
-        thr = f32_str(min(m[k], FLT_MAX))  # +inf (missing-vs-present): all go left
+        # +inf (a missing-vs-present split) stays "Infinity" (Float.parseFloat reads
+        # it): every present value goes left, one beyond float32's range (Infinity in
+        # RankLib: a LETOR 1e300) too, as in ltrboost; FLT_MAX sent that one right
+        thr = f32_str(m[k])
         out.append(f"{ind}\t<threshold> {thr} </threshold>")
         stack += [
             (k, None, ind, True),
