@@ -30,6 +30,10 @@ import signal
 # as a foreground run has it (an exec resets a handled signal to its default).
 if hasattr(signal, "SIGINT") and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# Likewise SIGHUP under `nohup pytest ...`: ignored, and inherited so by the CLI
+# processes that the SIGHUP tests end with it.
+if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
