@@ -136,23 +136,7 @@ def folds(name: str):
         X, y, qid = make_ranking_mslr_like(
             SYNTH["n_samples"], SYNTH["docs_per_query"], random_state=SYNTH["random_state"]
         )
-        uq = np.unique(qid)
-        parts = np.array_split(uq, SYNTH["parts"])
-        which = np.empty(qid.max() + 1, dtype=np.int64)
-        for k, p in enumerate(parts):
-            which[p] = k
-        part = which[qid]
-        n = SYNTH["parts"]
-        for k in range(n):
-            te = part == k
-            va = part == (k + 1) % n
-            tr = ~(te | va)
-            yield (
-                f"part{k + 1}",
-                (X[tr], y[tr], qid[tr]),
-                (X[va], y[va], qid[va]),
-                (X[te], y[te], qid[te]),
-            )
+        yield from query_parts(X, y, qid, SYNTH["parts"])
     else:
         train, test = {
             "lightgbm_example": ("lightgbm_example/rank.train", "lightgbm_example/rank.test"),
@@ -162,6 +146,27 @@ def folds(name: str):
         tr = _load(d / train)
         te = _load(d / test, tr[0].shape[1])
         yield "test", tr, te, te
+
+
+def query_parts(X, y, qid, n):
+    """Yield (fold name, train, valid, test) over ``n`` parts of the queries (sorted
+    ids cut into ``n`` runs): fold k tests on part k, validates on part k+1 and trains
+    on the others."""
+    parts = np.array_split(np.unique(qid), n)
+    which = np.empty(qid.max() + 1, dtype=np.int64)
+    for k, p in enumerate(parts):
+        which[p] = k
+    part = which[qid]
+    for k in range(n):
+        te = part == k
+        va = part == (k + 1) % n
+        tr = ~(te | va)
+        yield (
+            f"part{k + 1}",
+            (X[tr], y[tr], qid[tr]),
+            (X[va], y[va], qid[va]),
+            (X[te], y[te], qid[te]),
+        )
 
 
 def offsets_of(qid):

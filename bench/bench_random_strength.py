@@ -52,6 +52,7 @@ import time
 import numpy as np
 
 from bench._common import REPO, machine_description, markdown_table
+from bench.bench_protocol import _ci
 
 ALL_DATASETS = (
     "mq2008",
@@ -75,32 +76,16 @@ def folds(name: str):
         from ltrboost.datasets import make_ranking_mslr_like
 
         X, y, qid = make_ranking_mslr_like(36000, 150, random_state=7)
-        yield from _parts(X, y, qid)
+        yield from bench_parity.query_parts(X, y, qid, 5)
     elif name == "synthetic_short":
         from ltrboost.datasets import make_ranking
 
         X, y, qid = make_ranking(
             700, docs_per_query=(5, 40), n_features=30, missing_rate=0.05, random_state=7
         )
-        yield from _parts(X, y, qid)
+        yield from bench_parity.query_parts(X, y, qid, 5)
     else:
         yield from bench_parity.folds(name)
-
-
-def _parts(X, y, qid, n=5):
-    """The parity study's split: n parts by query; fold k tests on part k, validates on
-    part k+1 and trains on the others."""
-    bounds = [p[0] for p in np.array_split(np.unique(qid), n)[1:]]
-    part = np.searchsorted(bounds, qid, side="right")
-    for k in range(n):
-        te, va = part == k, part == (k + 1) % n
-        tr = ~(te | va)
-        yield (
-            f"part{k + 1}",
-            (X[tr], y[tr], qid[tr]),
-            (X[va], y[va], qid[va]),
-            (X[te], y[te], qid[te]),
-        )
 
 
 def run(dataset: str, objective: str, strength: float, seed: int, threads: int) -> dict:
@@ -126,13 +111,6 @@ def run(dataset: str, objective: str, strength: float, seed: int, threads: int) 
             flush=True,
         )
     return out
-
-
-def _ci(d):
-    from scipy import stats
-
-    h = stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
-    return d.mean(), d.mean() - h, d.mean() + h
 
 
 def report(raw: dict, command: str) -> str:
