@@ -216,8 +216,9 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     or ``trainingset.txt``, ``validationset.txt``, ``testset.txt`` (LETOR 3.0).  A fold
     folder holding some of a naming's three files but not all is an error (an
     interrupted copy must not shrink the mean over folds unseen), and so is a
-    ``Fold*`` link whose target does not exist; a folder holding none is not a fold.  When no fold is found the error says what the folder holds instead
-    (the Yahoo! challenge's ``set1.train.txt ...``, subfolders holding the folds)."""
+    ``Fold*`` link whose target does not exist; a folder holding none is not a fold.
+    When no fold is found the error says what the folder holds instead (the Yahoo!
+    challenge's ``set1.train.txt ...``, subfolders holding the folds)."""
     folds = _folds_in(folder)
     if not folds:
         raise ValueError(f"{folder}: no fold found: {_LAYOUTS}{_no_fold_hint(folder)}")
