@@ -107,6 +107,13 @@ def test_cv_help_says_how_queries_are_dealt(capsys):
     folds = out[out.index("--folds FOLDS ") :][:300]
     for needle in ("whole queries", "--random-state", "number of queries"):
         assert needle in folds, folds
+    # holds (README): the folds depend on the seed and the query ids, not the line order
+    qid = np.repeat([40, 7, 13, 99, 5, 21, 8], 3)
+    perm = np.random.default_rng(0).permutation(qid.size)
+    by_query = dict(zip(qid.tolist(), query_folds(qid, 3, 11).tolist(), strict=True))
+    again = dict(zip(qid[perm].tolist(), query_folds(qid[perm], 3, 11).tolist(), strict=True))
+    assert by_query == again
+    assert by_query != dict(zip(qid.tolist(), query_folds(qid, 3, 12).tolist(), strict=True))
 
 
 # --- experiment: a fold link whose target is gone -----------------------------------
