@@ -196,6 +196,13 @@ def _folds_in(folder: str) -> list[tuple[str, str, str, str]]:
         or [folder]
     )
     for d in candidates:
+        if os.path.islink(d) and not os.path.exists(d):
+            # a link whose target was moved was skipped as "not a fold": the report
+            # averaged the other folds, unseen (as a fold missing one file would)
+            raise ValueError(
+                f"{d}: a link to {os.readlink(d)}, which does not exist: restore the "
+                "fold's folder or remove the link"
+            )
         paths = _fold_files(d)
         if paths is not None:
             folds.append((os.path.basename(os.path.normpath(d)), *paths))
@@ -208,9 +215,10 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     files are ``train.txt``, ``vali.txt``, ``test.txt`` (LETOR 4.0, MSLR-WEB, Istella-S)
     or ``trainingset.txt``, ``validationset.txt``, ``testset.txt`` (LETOR 3.0).  A fold
     folder holding some of a naming's three files but not all is an error (an
-    interrupted copy must not shrink the mean over folds unseen); one holding none is
-    not a fold.  When no fold is found the error says what the folder holds instead
-    (the Yahoo! challenge's ``set1.train.txt ...``, subfolders holding the folds)."""
+    interrupted copy must not shrink the mean over folds unseen), and so is a
+    ``Fold*`` link whose target does not exist; a folder holding none is not a fold.
+    When no fold is found the error says what the folder holds instead (the Yahoo!
+    challenge's ``set1.train.txt ...``, subfolders holding the folds)."""
     folds = _folds_in(folder)
     if not folds:
         raise ValueError(f"{folder}: no fold found: {_LAYOUTS}{_no_fold_hint(folder)}")

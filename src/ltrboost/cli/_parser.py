@@ -545,7 +545,13 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
 
     p = sub.add_parser("cv", help="cross-validate over query folds: mean and std of each metric")
     p.add_argument("data", help="LETOR/svmlight file with qid: (or a .query sidecar)")
-    p.add_argument("--folds", type=int, default=5, help="query folds (default 5)")
+    p.add_argument(
+        "--folds",
+        type=int,
+        default=5,
+        help="query folds, from 2 to the number of queries (default 5): whole queries, "
+        "shuffled with --random-state (the same folds for the same seed) and dealt in turn",
+    )
     _add_training_metric_flag(
         p,
         "comma-separated metrics reported per fold (default: the objective's, ndcg@10; "

@@ -853,11 +853,17 @@ def _check_utf8(data: bytes, path: str, line0: int = 0) -> None:
         data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = line0 + data.count(b"\n", 0, err.start) + 1
-        raise LTRInputError(
-            f"not UTF-8 text (byte 0x{data[err.start]:02x}); is this a binary file?",
-            path=path,
-            line=line,
-        ) from None
+        byte = f"byte 0x{data[err.start]:02x}"
+        # a comment in another encoding (a Latin-1 "# café") was asked "is this a
+        # binary file?": the file is text, its comment is not UTF-8
+        if b"#" in data[data.rfind(b"\n", 0, err.start) + 1 : err.start]:
+            why = (
+                f"not UTF-8 text ({byte}) in the comment after '#' (comments are read as "
+                "UTF-8 too); re-encode the file, e.g. iconv -f latin1 -t utf-8"
+            )
+        else:
+            why = f"not UTF-8 text ({byte}); is this a binary file?"
+        raise LTRInputError(why, path=path, line=line) from None
 
 
 _ZERO_BASED_HINT = " (scikit-learn's dump_svmlight_file writes them from 0 unless zero_based=False)"
