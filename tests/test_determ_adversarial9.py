@@ -39,6 +39,7 @@ random option (also through a file); a fit after other fits (other objectives,
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,3 +103,55 @@ def test_a_negative_zero_parameter_writes_the_file_of_zero(data, tmp_path, name)
     a = Ranker(**FAST, **{name: 0.0}).fit(X, y, qid=qid)
     b = Ranker(**FAST, **{name: -0.0}).fit(X, y, qid=qid)
     assert _file(a, tmp_path / "a.json") == _file(b, tmp_path / "b.json")
+
+
+TIMINGS = ("seconds", "total_seconds")  # wall times: the one part of a report a rerun changes
+
+
+def _without_timings(path) -> object:
+    """A report file's content with its wall times left out (the README's exception)."""
+    if path.suffix == ".json":
+
+        def strip(o):
+            if isinstance(o, dict):
+                return {k: strip(v) for k, v in o.items() if k not in TIMINGS}
+            return [strip(v) for v in o] if isinstance(o, list) else o
+
+        return strip(json.loads(path.read_text()))
+    if path.name == "final_loss.csv":
+        rows = [line.split(",") for line in path.read_text().splitlines()]
+        k = rows[0].index("seconds")
+        return [r[:k] + r[k + 1 :] for r in rows]
+    return path.read_bytes()
+
+
+def _same_report_but_timings(a, b):
+    names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert names
+    for name in names:
+        assert _without_timings(a / name) == _without_timings(b / name), name
+
+
+def test_an_experiment_rerun_writes_the_same_report_but_its_timings(write_letor_folds, tmp_path):
+    """README: a rerun's report holds the same numbers (any thread count); only the
+    timings differ, and README names them."""
+    from ltrboost.experiment import run_experiment
+    from ltrboost.experiment_qbrank import Settings, run_qbrank_experiment
+
+    single = {"train.txt": (0, 3, 7), "test.txt": (1,)}  # L1 queries, for qbrank
+    root = write_letor_folds(tmp_path / "data", 2, 8, 5, single)
+    kw = dict(leaves=(4,), learning_rates=(0.1,), max_trees=3, min_samples_leaf=2)
+    settings = Settings(n_estimators=2, min_samples_leaf=2, ranksvm_c_grid=(1.0,))
+    for n_threads, out in ((1, "a"), (2, "b")):
+        run_experiment(str(root), str(tmp_path / out), n_threads=n_threads, progress=False, **kw)
+        run_qbrank_experiment(
+            str(root), str(tmp_path / f"q{out}"), settings=settings, n_threads=n_threads,
+            progress=False,
+        )  # fmt: skip
+    _same_report_but_timings(tmp_path / "a", tmp_path / "b")
+    _same_report_but_timings(tmp_path / "qa", tmp_path / "qb")
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert "A rerun writes the same report but for its timings" in readme
+    for name in ("`final_loss.csv`'s `seconds` column", "`total_seconds`"):
+        assert name in readme
