@@ -472,23 +472,53 @@ def written_numbers(params: dict[str, Any]) -> dict[str, Any]:
     as a float: ``learning_rate=1`` and ``1.0`` (the CLI's ``--learning-rate 1``) train
     the same model, and the file must not say ``1`` for one and ``1.0`` for the other
     (README: the same parameters give a byte-identical file).  ``tau`` when a number,
-    and the grades and scales of ``label_scale``, likewise; integer parameters and
-    names are left as they are."""
+    and the grades and scales of ``label_scale``, likewise; ``-0.0`` is written as
+    ``0.0`` (the same value).  A ``label_scale`` mapping is one value however its
+    grades are spelled or ordered (``{"4": 3}``, the CLI's, is ``{4.0: 3.0}``), so its
+    grades are written as numbers, in increasing order.  Integer parameters and names
+    are left as they are."""
     from ltrboost.params import REAL_PARAM_NAMES
 
     out = dict(params)
     for name, v in params.items():
         if name in REAL_PARAM_NAMES or name == "tau":
             if _real(v):
-                out[name] = float(v)
+                out[name] = _written_float(v)
         elif name == "label_scale" and v is not None:
             if isinstance(v, Mapping):
-                out[name] = {
-                    float(g) if _real(g) else g: float(c) if _real(c) else c for g, c in v.items()
-                }
+                out[name] = _written_label_scale(v)
             elif isinstance(v, list | tuple | np.ndarray):
-                out[name] = [float(c) if _real(c) else c for c in v]
+                out[name] = [_written_float(c) if _real(c) else c for c in v]
     return out
+
+
+def _written_float(v: Any) -> float:
+    """``v`` as the float a file records (``-0.0`` as ``0.0``)."""
+    return float(v) + 0.0
+
+
+def _grade(g: Any) -> Any:
+    """A ``label_scale`` grade as a number: a real one, or text that reads as one (JSON
+    keys, the CLI's ``--label-scale``); anything else as it is (training refused it)."""
+    if _real(g):
+        return _written_float(g)
+    if isinstance(g, str):
+        try:
+            return _written_float(g)
+        except ValueError:
+            return g
+    return g
+
+
+def _written_label_scale(v: Mapping) -> dict[Any, Any]:
+    """A ``label_scale`` mapping with numeric grades in increasing order (a grade that
+    is no number, which training refuses, keeps its place after them)."""
+    items = [(_grade(g), _written_float(c) if _real(c) else c) for g, c in v.items()]
+    numbers_first = sorted(
+        (i for i in range(len(items)) if _real(items[i][0])), key=lambda i: items[i][0]
+    )
+    others = [i for i in range(len(items)) if not _real(items[i][0])]
+    return dict(items[i] for i in numbers_first + others)
 
 
 class QueryBlocksEvaluation:
