@@ -731,11 +731,16 @@ def mine_preferences(
         clk = log.clicked[idx].tolist()
         doc = log.docid[idx].tolist()
         q = log.qid[idx[0]]
+        # the unclicked results above the current one, kept as they are met: scanning
+        # every result above each click was quadratic in the impression's length
+        # (100,000 results all clicked: minutes, to find no pair)
+        skipped: list[int] = []
         for j in range(len(idx)):
             if not clk[j]:
+                skipped.append(j)
                 continue
             if strategy == "skip-above":
-                others = [i for i in range(j) if not clk[i]]
+                others = skipped
             else:
                 others = [j + 1] if j + 1 < len(idx) and pos[j + 1] == pos[j] + 1 else []
                 others = [i for i in others if not clk[i]]
