@@ -102,7 +102,8 @@ def test_skip_above_still_follows_its_definition():
         (a, b, o): int(n)
         for a, b, o, n in zip(mined.qid, mined.preferred, mined.other, mined.count, strict=True)
     }
-    assert got == expected and len(got) > 50
+    assert got == expected
+    assert len(got) > 50
 
 
 def _data(tmp_path: Path) -> Path:
@@ -141,16 +142,16 @@ def test_clicks_output_that_cannot_be_written_is_one_error_before_the_data(
         data.write_text(data.read_text() + "1 qid:3 1:0.5\n")
     rc, _, err = run(argv, capsys)
     line = one_line_error(rc, err, str(out))
-    assert "log.tsv" not in line and "data.txt" not in line, line
+    assert "log.tsv" not in line, line
+    assert "data.txt" not in line, line
     assert not (tmp_path / "out").exists()
     if command == "dataset":
         assert not list(tmp_path.glob("*.position"))
 
 
 def test_clicks_dataset_position_output_is_checked_before_the_data(tmp_path, capsys):
-    """``OUTPUT.position`` in a folder that takes no file... is the same folder as
-    OUTPUT; but OUTPUT.position may be a dangling link into a missing folder: found
-    before the log is read, with OUTPUT left as it was."""
+    """``OUTPUT.position``, the second output, is checked before the log is read too: a
+    link to a missing folder was found after the log (here: its bad last line)."""
     data = _data(tmp_path)
     log = tmp_path / "log.tsv"
     log.write_text("1 a 1 1\n1 b 2 0\n1 c 3\n")  # a bad last line

@@ -45,9 +45,21 @@ def _no_click_warning(log: Any, what: str) -> bool:
     return True
 
 
+def _check_outputs(*paths: str) -> None:
+    """The outputs can be written (not a folder, not in a missing or read-only one),
+    checked before the data is read, as ``train``, ``predict`` and ``convert`` do: a
+    folder as ``--output`` was found only after the log was read and mined, and after a
+    warning about what the file it then did not write would hold."""
+    from ltrboost.io._atomic import check_output
+
+    for path in paths:
+        check_output(path)
+
+
 def cmd_clicks_mine(args: argparse.Namespace) -> int:
     from ltrboost.clicks import mine_preferences, write_pairs
 
+    _check_outputs(args.output)
     _check_inputs(args)
     raw, docids = _letor_docids(args.data, args.missing_token)
     log = _read_click_log(args, raw, docids)
@@ -89,6 +101,7 @@ def cmd_clicks_dataset(args: argparse.Namespace) -> int:
         raise ValueError(
             f"{position_path}: is a directory; clicks dataset writes OUTPUT.position there"
         )
+    _check_outputs(args.output, position_path)
     _check_inputs(args)
     raw, docids = _letor_docids(args.data, args.missing_token)
     log = _read_click_log(args, raw, docids)
@@ -147,6 +160,7 @@ def cmd_clicks_simulate(args: argparse.Namespace) -> int:
                 f"and this log is simulated with --model {args.model}",
                 stacklevel=1,
             )
+    _check_outputs(args.output)
     _check_inputs(args)
     raw, docids = _letor_docids(args.data, args.missing_token)
 
