@@ -122,9 +122,9 @@ def test_experiment_reads_the_first_fold_once_and_checks_only_folds_still_to_tra
     read = []
     real = experiment_module._fold_datasets
 
-    def counting(paths, na_values):
+    def counting(paths, na_values, n_features=None):
         read.append(os.path.basename(os.path.dirname(paths[0])))
-        return real(paths, na_values)
+        return real(paths, na_values, n_features)
 
     monkeypatch.setattr(experiment_module, "_fold_datasets", counting)
     out = tmp_path / "report"

@@ -73,7 +73,9 @@ def test_experiment_paired_folds_and_training_order_are_numeric(
     seen = []
     real = experiment._fold_datasets
     monkeypatch.setattr(
-        experiment, "_fold_datasets", lambda paths, na: seen.append(paths[0]) or real(paths, na)
+        experiment,
+        "_fold_datasets",
+        lambda paths, na, nf=None: seen.append(paths[0]) or real(paths, na, nf),
     )
     run_experiment(
         str(fold_2_and_10), str(tmp_path / "r"), systems=("lambdamart",), leaves=(4,),

@@ -51,8 +51,9 @@ def files(tmp_path_factory) -> dict[str, Path]:
     train(params, make_dataset(X, y, qid=qid)).save_model(model)
     fold = root / "folds" / "Fold1"
     fold.mkdir(parents=True)
-    for name in ("train", "vali", "test"):
-        dump_svmlight(fold / f"{name}.txt", X, y, qid=qid)
+    for k, name in enumerate(("train", "vali", "test")):
+        # other query ids per file: a test file of training queries is warned of
+        dump_svmlight(fold / f"{name}.txt", X, y, qid=qid + 100 * k)
     return {"data": data, "model": model, "folds": root / "folds", "root": root}
 
 

@@ -258,17 +258,25 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
     ``f(scores, labels, query_offsets) -> float`` (higher is better; named by its
     ``__name__``, a non-empty string) or a list mixing names and callables.
     """
+    from ltrboost.metrics.registry import split_metric_list
+
     m = params.eval_metric
     if m is None:
         return [(objective.default_metric, None)]
-    items = [s.strip() for s in m.split(",")] if isinstance(m, str) else m
-    if callable(items):
-        items = [items]
-    elif not isinstance(items, list | tuple):
+    if callable(m):
+        items = [m]
+    elif not isinstance(m, str | list | tuple):
         raise ValueError(
             f"eval_metric={m!r} must be a metric name, a callable f(scores, labels, "
             "query_offsets) -> float, or a list of them"
         )
+    else:
+        # the one grammar of metric lists (--metric's too): "", "ndcg@5," or
+        # ["ndcg@5", ""] is a mistake, not the default metric or one metric less
+        try:
+            items = split_metric_list(m)
+        except ValueError as e:
+            raise ParameterError(f"eval_metric: {e}") from None
     out: dict[str, Any] = {}
     for item in items:
         if callable(item):
@@ -292,7 +300,7 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
                 f"eval_metric entries must be metric names or callables "
                 f"f(scores, labels, query_offsets) -> float, not {item!r}"
             )
-        elif item:
+        else:
             # one name grammar everywhere: "NDCG@05" is recorded as "ndcg@5", once
             from ltrboost.metrics import parse_metric_list
 
@@ -306,8 +314,6 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
                     "name); give the callable another __name__"
                 )
             out.setdefault(item, None)
-    if not out:  # "", ",", " , " or []: not the default metric by accident
-        raise ParameterError(f"eval_metric: no metric given in {m!r}; e.g. 'ndcg@10,err,map'")
     for name, fn in out.items():
         if fn is not None:
             _refuse_built_in_name(name, fn, params)

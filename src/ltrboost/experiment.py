@@ -51,6 +51,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -358,6 +359,7 @@ def run_experiment(
     system_params: dict[str, dict] | None = None,
     system_grids: dict[str, tuple[Sequence[int], Sequence[float]]] | None = None,
     na_values: Sequence[str] | None = None,
+    n_features: int | None = None,
 ) -> dict:
     """Run (or resume) the grid and write the report; returns the summary table data.
 
@@ -375,7 +377,20 @@ def run_experiment(
     na_values : sequence of str, optional
         Feature values that mean missing (``load_svmlight``'s ``na_values``, e.g.
         ``["NULL"]`` for LETOR 3.0's "Feature-null" files).
+    n_features : int, optional
+        Read each fold's training file as this many features wide (default: its
+        highest feature index), for validation and test files that use higher feature
+        indices, as ``ltrboost train --n-features``; the features absent from the
+        training file are never split on, so a cell's results are those of a narrower
+        read, and finished cells are reused whatever the value.
+
+    A fold whose test file shares query ids with its training file gets a
+    ``UserWarning`` naming both files and the count (its test queries were trained
+    on, unless the ids are only per file, as in some LETOR sets).
     """
+    whole = isinstance(n_features, int | np.integer) and not isinstance(n_features, bool)
+    if n_features is not None and (not whole or n_features < 1):
+        raise ValueError(f"n_features={n_features!r} must be an integer >= 1 or None")
     check_report_folder(output)
     systems, criteria, leaves, learning_rates, grids = _checked_grid(
         systems, criteria, leaves, learning_rates, max_trees, patience, system_grids,
@@ -469,7 +484,7 @@ def run_experiment(
         # every fold still to train read and checked before the first cell trains (a
         # malformed line of the last fold failed after hours of the others' cells); the
         # first fold to train is read last and kept for its cells
-        datasets = _check_folds(todo, folds, na_values, cell_params)
+        datasets = _check_folds(todo, folds, na_values, cell_params, n_features)
         bar = None
         if progress:
             from ltrboost._progress import progress_bar
@@ -486,7 +501,7 @@ def run_experiment(
             for k, cell in enumerate(todo):
                 if k > 0 and todo[k - 1].fold != cell.fold:
                     datasets = ()  # the previous fold's data freed before reading the next
-                    datasets = _fold_datasets(fold_paths[cell.fold], na_values)
+                    datasets = _fold_datasets(fold_paths[cell.fold], na_values, n_features)
                 result = {
                     "cell": cell.__dict__,
                     **_train_cell(cell_params(cell), datasets),
@@ -540,12 +555,16 @@ def _checked_grid(
     return systems, criteria, leaves, learning_rates, grids
 
 
-def _check_folds(todo: Sequence[Cell], folds: list, na_values, cell_params) -> tuple:
+def _check_folds(
+    todo: Sequence[Cell], folds: list, na_values, cell_params, n_features: int | None = None
+) -> tuple:
     """Read every fold of the cells ``todo`` (sorted by fold) and check its data as each
     system's training will (:func:`~ltrboost.booster.check_training_data`: the
     objective's label checks, the validation and test files'), one fold in memory at
     a time; returns the datasets of the first fold, read last (``()`` when there is
-    nothing to train).  An error that names no file names the fold."""
+    nothing to train).  An error that names no file names the fold.  A fold whose
+    training and test files share query ids is warned of once, in fold order
+    (:func:`_shared_queries`)."""
     from ltrboost.booster import check_training_data
     from ltrboost.dataset import LTRInputError
 
@@ -553,10 +572,14 @@ def _check_folds(todo: Sequence[Cell], folds: list, na_values, cell_params) -> t
     place = {f[0]: k + 1 for k, f in enumerate(folds)}
     order = list(dict.fromkeys(c.fold for c in todo))
     datasets: tuple = ()
+    shared: dict[str, str] = {}
     for fold in [*order[1:], *order[:1]]:
         datasets = ()  # the previous fold's data freed before reading the next
-        datasets = _fold_datasets(fold_paths[fold], na_values)
+        datasets = _fold_datasets(fold_paths[fold], na_values, n_features)
         tr, va, te = datasets
+        said = _shared_queries(tr, te)
+        if said:
+            shared[fold] = f"fold {place[fold]}/{len(folds)}: {said}"
         first_of_system = {c.system: c for c in reversed(todo) if c.fold == fold}
         for cell in first_of_system.values():
             try:
@@ -567,18 +590,52 @@ def _check_folds(todo: Sequence[Cell], folds: list, na_values, cell_params) -> t
                 raise ValueError(
                     f"fold {place[fold]}/{len(folds)} ({fold_paths[fold][0]}): {cell.system}: {e}"
                 ) from None
+    for fold in sorted(shared, key=place.__getitem__):
+        warnings.warn(shared[fold], UserWarning, stacklevel=3)
     return datasets
 
 
-def _fold_datasets(paths: Sequence[str], na_values: Sequence[str] | None) -> tuple:
-    """A fold's ``(train, vali, test)`` datasets; validation and test are read at the
-    training file's width.  A label error names the file and line."""
-    from ltrboost.dataset import make_dataset
-    from ltrboost.io.letor import load_svmlight, require_qid
+def _shared_queries(train: Any, test: Any) -> str:
+    """What a fold's test set shares with its training set ('' when nothing): the
+    count of query ids in both, naming the files (``RankingDataset.source``).  Folds
+    built by hand that put a query in both report the test metrics of queries the
+    model was trained on.  Not an error: in some LETOR sets the ids are numbered per
+    file, so equal ids are other queries (MQ2008's folds share none)."""
+    if train.query_ids is None or test.query_ids is None:
+        return ""
+    both = np.intersect1d(np.asarray(train.query_ids), np.asarray(test.query_ids))
+    if both.size == 0:
+        return ""
+    return (
+        f"{test.source} shares {both.size} query ids with {train.source} (of its "
+        f"{len(test.query_ids)}; e.g. qid {both[0]}): unless its ids are numbered per file, "
+        "those test queries were trained on and the fold's test metrics are optimistic"
+    )
+
+
+def _fold_datasets(
+    paths: Sequence[str], na_values: Sequence[str] | None, n_features: int | None = None
+) -> tuple:
+    """A fold's ``(train, vali, test)`` datasets; the training file is read
+    ``n_features`` wide (None: its own width), validation and test at the training
+    data's width.  A label error names the file and line."""
+    from ltrboost.dataset import LTRInputError, make_dataset
+    from ltrboost.io.letor import imposed_width, load_svmlight, require_qid, width_error_as
 
     tr_p, va_p, te_p = paths
-    tr = load_svmlight(tr_p, na_values=na_values)
-    va, te = (load_at_training_width(p, tr.X.shape[1], tr_p, na_values) for p in (va_p, te_p))
+    owner = f"n_features={n_features}"
+    n = imposed_width(tr_p, n_features, owner, tr_p, na_values=na_values)
+    try:
+        tr = load_svmlight(tr_p, n_features=n, na_values=na_values)
+    except LTRInputError as e:
+        reworded = None if n is None else width_error_as(e, n, f"is above {owner}")
+        if reworded is None:
+            raise
+        raise reworded from None
+    va, te = (
+        load_at_training_width(p, tr.X.shape[1], tr_p, na_values, widen_hint=True)
+        for p in (va_p, te_p)
+    )
     out = []
     for d, p in zip((tr, va, te), (tr_p, va_p, te_p), strict=True):
         ds = make_dataset(d.X, d.y, qid=require_qid(d, p))
@@ -644,12 +701,18 @@ def _distinct(values) -> list:
 
 
 def load_at_training_width(
-    path: str, width: int, train_path: str, na_values: Sequence[str] | None = None
+    path: str,
+    width: int,
+    train_path: str,
+    na_values: Sequence[str] | None = None,
+    *,
+    widen_hint: bool = False,
 ) -> Any:
     """A fold's validation or test file read at its training file's width (``width``
     features, :func:`~ltrboost.io.letor.load_svmlight`'s data); a feature index above
     it is an error naming the training file ("larger than n_features=5" named a keyword
-    that experiment has no flag for)."""
+    that experiment has no flag for); ``widen_hint``: it says which ``n_features``
+    (:func:`run_experiment`'s, ``--n-features``) reads the training data that wide."""
     from ltrboost.dataset import LTRInputError
     from ltrboost.io.letor import imposed_width, load_svmlight, width_error_as
 
@@ -661,7 +724,15 @@ def load_at_training_width(
         reworded = width_error_as(e, n, instead)
         if reworded is None:
             raise
-        raise reworded from None
+        if not widen_hint:
+            raise reworded from None
+        index = reworded.problem.split()[2]  # "feature index K is above ..."
+        raise LTRInputError(
+            f"{reworded.problem}; give n_features={index} (or more) to read the training "
+            "data that wide",
+            path=reworded.path,
+            line=reworded.line,
+        ) from None
 
 
 def data_sizes(paths: Sequence[str]) -> dict[str, int]:

@@ -705,9 +705,15 @@ def check_eval_set(eval_set: Any, eval_names: Any) -> tuple[list, list | None]:
 def _stored_metric_names(stored: Any) -> Any:
     """A model's ``eval_metric`` without the names of callables (a model file keeps a
     callable metric's ``__name__`` only, which is no metric name: ``score`` and a refit
-    would refuse it as unknown); None when nothing is left."""
-    if stored is None or isinstance(stored, str):
+    would refuse it as unknown); None when nothing is left.  A string of files written
+    before every metric list had one grammar may hold empty entries (``"ndcg@10,"``,
+    which training then skipped and now refuses): they are dropped, the names kept as
+    written."""
+    if stored is None:
         return stored
+    if isinstance(stored, str):
+        names = [s.strip() for s in stored.split(",") if s.strip()]
+        return ",".join(names) if names else None
     from ltrboost.metrics import parse_metric_list
 
     names = []

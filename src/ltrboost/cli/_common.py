@@ -562,10 +562,14 @@ def _validate_as_flags(params: BoosterParams) -> None:
 
 
 def _metric_as_flag(error: ValueError) -> str | None:
-    """A metric name's error (``unknown metric 'ndcg@0' ...``, which names no
-    parameter) as ``--metric: ...``; None for any other error."""
+    """A metric list's error (``unknown metric 'ndcg@0' ...``, ``empty metric name in
+    'ndcg@5,'``, which name no parameter) as ``--metric: ...``; None for any other
+    error."""
+    from ltrboost.metrics.registry import EMPTY_METRIC, NO_METRIC
+
     text = str(error)
-    return f"--metric: {text}" if text.startswith("unknown metric ") else None
+    own = text.startswith(("unknown metric ", EMPTY_METRIC, NO_METRIC))
+    return f"--metric: {text}" if own else None
 
 
 def _labels_teach(params: BoosterParams, objective: Any) -> bool:

@@ -113,6 +113,18 @@ def _arg_type(annotation: str):
     return _none_or(typ) if nullable else typ
 
 
+EVAL_METRICS = "ndcg@1,ndcg@3,ndcg@5,ndcg@10,err@10,map"  # `eval`'s default --metric
+
+
+def _metric_list_flag(text: str) -> str | None:
+    """``--metric``'s value in every command: ``none`` / ``null`` (any case) is the
+    command's default, as without the flag (every training flag's ``none``); anything
+    else is a metric list, read by :func:`~ltrboost.metrics.parse_metric_list` where
+    it is used -- so ``""`` is "no metric given", not the default (an unset shell
+    variable must not pass for a choice)."""
+    return None if text.strip().lower() in ("none", "null") else text
+
+
 class _MetricFlag(argparse.Action):
     """``--metric`` and its deprecated alias ``--eval-metric``: one value, not two.
 
@@ -164,7 +176,7 @@ def add_training_flags(parser: argparse.ArgumentParser, unlisted: tuple[str, ...
             group.add_argument(
                 "--eval-metric",
                 dest="eval_metric",
-                type=_arg_type(p.annotation),
+                type=_metric_list_flag,
                 action=_MetricFlag,
                 default=argparse.SUPPRESS,
                 help=argparse.SUPPRESS,
@@ -531,10 +543,11 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument("data", nargs="+")
     p.add_argument(
         "--metric",
+        type=_metric_list_flag,
         action=_MetricFlag,
-        default="ndcg@1,ndcg@3,ndcg@5,ndcg@10,err@10,map",
+        default=EVAL_METRICS,
         metavar="METRICS",
-        help="comma-separated metrics (default: %(default)s)",
+        help="comma-separated metrics (default: %(default)s; none: the default)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     _add_scoring_flags(p)
@@ -828,6 +841,15 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         help="replace one system's grid, e.g. ranknet=20:0.1 (comma lists allowed); repeatable",
     )
 
+    p.add_argument(
+        "--n-features",
+        type=int,
+        default=None,
+        metavar="N",
+        help="read each fold's training file as N features wide (default: its highest "
+        "feature index), for validation and test files that use higher feature indices; "
+        "the features absent from the training file are never split on",
+    )
     _add_protocol_arguments(p)
     _add_missing_token_flag(p)
     p.set_defaults(func=_Command("experiment", "cmd_experiment"))
@@ -859,7 +881,7 @@ def _add_training_metric_flag(p: argparse.ArgumentParser, text: str) -> None:
     p.add_argument(
         "--metric",
         dest="eval_metric",
-        type=_none_or(str),
+        type=_metric_list_flag,
         action=_MetricFlag,
         default=None,
         metavar="METRICS",

@@ -59,7 +59,9 @@ def cmd_cv(args: argparse.Namespace) -> int:
     )
     # without --metric: what train validates on, the objective's metric (map under
     # --lambda-metric map, err@10 under err, else ndcg@10)
-    metrics = parse_metric_list(params.eval_metric or objective.default_metric)
+    # (a --metric "" was refused by the flag checks above, as train refuses it)
+    default = params.eval_metric is None
+    metrics = parse_metric_list(objective.default_metric if default else params.eval_metric)
     params.eval_metric = None
     # a parameter's warning (one the objective ignores) is the same in every fold: once,
     # now; a fold's own (its training set has every label 0) names the fold below

@@ -83,10 +83,16 @@ def _experiment_flags(args: argparse.Namespace):
     than 2``) naming the flag that set it (``--leaves=1 ...``); an error that begins
     with anything else (a data file's ``FILE:LINE``) is left as it is."""
 
+    from ltrboost.dataset import LTRInputError
     from ltrboost.experiment import SettingsChanged
 
     try:
         yield
+    except LTRInputError as e:  # a file read at n_features=N: the flag that set N
+        flagged = re.sub(r"(?<![\w-])n_features=(\d+)", r"--n-features \1", e.problem)
+        if flagged == e.problem:
+            raise
+        raise LTRInputError(flagged, path=e.path, line=e.line) from None
     except SettingsChanged as e:  # a resume with another value: the flag that set it
         raise ValueError(e.text({**_EXPERIMENT_FLAGS, "na_values": "--missing-token"})) from None
     except ValueError as e:
@@ -104,6 +110,8 @@ def _experiment_flags(args: argparse.Namespace):
 def cmd_experiment(args: argparse.Namespace) -> int:
     if args.max_trees is not None and args.max_trees < 1:
         raise ValueError(f"--max-trees {args.max_trees} must be >= 1 (leave it out: the default)")
+    if args.n_features is not None and args.n_features < 1:  # as train's
+        raise ValueError(f"--n-features={args.n_features} must be >= 1")
     if args.patience is not None and args.patience < 1:
         raise ValueError(
             f"--patience {args.patience} must be >= 1 (leave it out: train every tree)"
@@ -113,6 +121,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             ("--patience", args.patience is not None),
             ("--growth", args.growth != "breadth_first"),
             ("--ranknet-pair-method", args.ranknet_pair_method is not None),
+            ("--n-features", args.n_features is not None),
         ):
             if given:
                 raise ValueError(
@@ -186,6 +195,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             ),
             system_grids=system_grids,
             na_values=args.missing_token,
+            n_features=args.n_features,
         )
     _print_report(args.output)
     if not summary["n_cells"]:

@@ -158,6 +158,7 @@ def _contrib_lines(contrib) -> Iterator[str]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from ltrboost._evaluation import threshold_separates_nothing
+    from ltrboost.cli._parser import EVAL_METRICS
     from ltrboost.dataset import rows_located
     from ltrboost.metrics import evaluate, parse_metric_list
     from ltrboost.params import ParameterWarning
@@ -168,8 +169,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     _check_relevance_threshold(args)
     booster = _load_for_iteration(args)
     missing = resolve_missing(args.missing, booster, args.model)
-    try:
-        metrics = parse_metric_list(args.metric)
+    try:  # --metric none: the default list, as without the flag
+        metrics = parse_metric_list(EVAL_METRICS if args.metric is None else args.metric)
     except ValueError as e:
         raise ValueError(_metric_as_flag(e) or str(e)) from None
     options = _metric_options(args, booster.params)

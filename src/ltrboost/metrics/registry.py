@@ -407,24 +407,64 @@ def get_metric(
     )
 
 
-def parse_metric_list(text: str | Iterable[str]) -> list[str]:
-    """Canonical metric names from a comma-separated list (the CLI's ``--metrics``).
+def split_metric_list(text: str | Iterable[Any]) -> list[Any]:
+    """The entries of a metric list, as given: the one grammar of every metric list
+    (``--metric`` of ``train``, ``cv`` and ``eval``, ``eval_metric=``, :func:`evaluate`).
 
-    ``"NDCG@1, ndcg@3,err"`` -> ``["ndcg@1", "ndcg@3", "err"]``; duplicates are dropped
-    (first kept).  An iterable of names is accepted too.
+    A string is split at commas and each entry stripped of the spaces around it; an
+    iterable is taken entry by entry (a list entry is one name: it is not split).  An
+    empty list, an empty entry (``"ndcg@5,"``, ``",ndcg@5"``, ``"ndcg@5,,map"``,
+    ``["ndcg@5", ""]``) and a list of blanks are refused: a comma too many is a typo,
+    and an empty list (an unset shell variable) must not pass for the default metric.
+    Names are not checked here (:func:`parse_metric_list` does); entries that are not
+    strings (``eval_metric``'s callables) are returned as they are.
+
+    Raises
+    ------
+    ValueError
+        ``no metric given in ...`` or ``empty metric name in ...``.
+    """
+    items = text.split(",") if isinstance(text, str) else list(text)
+    blank = [isinstance(item, str) and not item.strip() for item in items]
+    if all(blank):  # also no item at all
+        raise ValueError(f"{NO_METRIC} in {text!r}; e.g. 'ndcg@10,err,map'")
+    if any(blank):
+        k = blank.index(True)
+        if isinstance(text, str):
+            where = (
+                "a comma at the start"
+                if k == 0
+                else "a comma at the end"
+                if k == len(items) - 1
+                else "two commas with no name between them"
+            )
+        else:
+            where = f"entry {k} is {items[k]!r}"
+        raise ValueError(
+            f"{EMPTY_METRIC} in {text!r} ({where}); separate names by single commas, "
+            "e.g. 'ndcg@5,map'"
+        )
+    return [item.strip() if isinstance(item, str) else item for item in items]
+
+
+NO_METRIC = "no metric given"
+EMPTY_METRIC = "empty metric name"
+
+
+def parse_metric_list(text: str | Iterable[str]) -> list[str]:
+    """Canonical metric names from a metric list (the CLI's ``--metric``).
+
+    ``"NDCG@1, ndcg@3,err"`` -> ``["ndcg@1", "ndcg@3", "err"]``: the entries of
+    :func:`split_metric_list`, each canonicalised (case-insensitive, no leading
+    zeros); duplicates are dropped (first kept).  An iterable of names is accepted too.
 
     Raises
     ------
     ValueError
         For an empty list, an empty entry or an unknown name.
     """
-    items = text.split(",") if isinstance(text, str) else list(text)
-    if not items or all(not str(item).strip() for item in items):
-        raise ValueError(f"no metric given in {text!r}; e.g. 'ndcg@10,err,map'")
     names: list[str] = []
-    for item in items:
-        if isinstance(item, str) and not item.strip():
-            raise ValueError(f"empty metric name in {text!r}; separate names by commas")
+    for item in split_metric_list(text):
         canonical = _parse_name(item)[0]
         if canonical not in names:
             names.append(canonical)
