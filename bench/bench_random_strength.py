@@ -7,6 +7,7 @@ Usage::
                                           [--raw bench/results/random_strength_raw.json]
                                           [--output bench/results/random_strength.md]
     python -m bench.bench_random_strength --report-only
+    python -m bench.bench_random_strength --timing   # its cost: fit seconds, 0 vs 1
 
 The question behind it (issue 15): ``random_strength=1`` is CatBoost's default and moved
 ``yetirank`` and ``lambdamart`` up on MQ2008 by about 0.004 NDCG@10; a default must not be
@@ -113,6 +114,37 @@ def run(dataset: str, objective: str, strength: float, seed: int, threads: int) 
     return out
 
 
+def timing(repeats: int = 3, trees: int = 60) -> str:
+    """Fit seconds with and without the noise (defaults otherwise: 31 leaves, one thread),
+    alternated, fastest of ``repeats``: MQ2008 Fold1 and 100k synthetic documents."""
+    from bench import bench_parity
+    from ltrboost import Ranker
+    from ltrboost.datasets import make_ranking_mslr_like
+
+    data = {"MQ2008 Fold1": next(bench_parity.folds("mq2008"))[1]}
+    data["synthetic 100k"] = make_ranking_mslr_like(100000, 120, random_state=1)
+    rows = []
+    for name, (X, y, q) in data.items():
+        for objective in OBJECTIVES:
+            seconds: dict[float, list[float]] = {0.0: [], 1.0: []}
+            for rs in seconds:  # compile first
+                Ranker(n_estimators=2, objective=objective, random_strength=rs, n_threads=1).fit(
+                    X, y, qid=q
+                )
+            for _ in range(repeats):
+                for rs in seconds:
+                    m = Ranker(
+                        n_estimators=trees, objective=objective, random_strength=rs, n_threads=1
+                    )
+                    t0 = time.perf_counter()
+                    m.fit(X, y, qid=q)
+                    seconds[rs].append(time.perf_counter() - t0)
+            a, b = min(seconds[0.0]), min(seconds[1.0])
+            rows.append([name, objective, f"{a:.2f}", f"{b:.2f}", f"{b / a:.2f}"])
+    head = ["data", "objective", "fit s, 0", "fit s, 1", "ratio"]
+    return markdown_table(head, rows)
+
+
 def report(raw: dict, command: str) -> str:
     rows = []
     pooled = []  # (dataset, objective, per-query differences)
@@ -182,7 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--raw", default=str(REPO / "bench/results/random_strength_raw.json"))
     ap.add_argument("--output", default=str(REPO / "bench/results/random_strength.md"))
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--timing", action="store_true", help="only the cost table")
     a = ap.parse_args(argv)
+    if a.timing:
+        print(timing())
+        return 0
     command = "python -m bench.bench_random_strength " + shlex.join(argv or sys.argv[1:])
     raw = {"strength": a.strength, "results": {}}
     if os.path.exists(a.raw):
