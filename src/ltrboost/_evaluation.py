@@ -520,11 +520,8 @@ def _written_label_scale(v: Mapping) -> dict[Any, Any]:
     """A ``label_scale`` mapping with numeric grades in increasing order (a grade that
     is no number, which training refuses, keeps its place after them)."""
     items = [(_grade(g), _written_float(c) if _real(c) else c) for g, c in v.items()]
-    numbers_first = sorted(
-        (i for i in range(len(items)) if _real(items[i][0])), key=lambda i: items[i][0]
-    )
-    others = [i for i in range(len(items)) if not _real(items[i][0])]
-    return dict(items[i] for i in numbers_first + others)
+    numbers = sorted((gc for gc in items if _real(gc[0])), key=lambda gc: gc[0])
+    return dict(numbers + [gc for gc in items if not _real(gc[0])])
 
 
 class QueryBlocksEvaluation:
