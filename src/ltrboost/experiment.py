@@ -388,9 +388,7 @@ def run_experiment(
     ``UserWarning`` naming both files and the count (its test queries were trained
     on, unless the ids are only per file, as in some LETOR sets).
     """
-    whole = isinstance(n_features, int | np.integer) and not isinstance(n_features, bool)
-    if n_features is not None and (not whole or n_features < 1):
-        raise ValueError(f"n_features={n_features!r} must be an integer >= 1 or None")
+    check_n_features(n_features)
     check_report_folder(output)
     systems, criteria, leaves, learning_rates, grids = _checked_grid(
         systems, criteria, leaves, learning_rates, max_trees, patience, system_grids,
@@ -572,14 +570,12 @@ def _check_folds(
     place = {f[0]: k + 1 for k, f in enumerate(folds)}
     order = list(dict.fromkeys(c.fold for c in todo))
     datasets: tuple = ()
-    shared: dict[str, str] = {}
+    leaks = FoldLeaks(folds)
     for fold in [*order[1:], *order[:1]]:
         datasets = ()  # the previous fold's data freed before reading the next
         datasets = _fold_datasets(fold_paths[fold], na_values, n_features)
         tr, va, te = datasets
-        said = _shared_queries(tr, te)
-        if said:
-            shared[fold] = f"fold {place[fold]}/{len(folds)}: {said}"
+        leaks.check(fold, tr, te)
         first_of_system = {c.system: c for c in reversed(todo) if c.fold == fold}
         for cell in first_of_system.values():
             try:
@@ -590,27 +586,46 @@ def _check_folds(
                 raise ValueError(
                     f"fold {place[fold]}/{len(folds)} ({fold_paths[fold][0]}): {cell.system}: {e}"
                 ) from None
-    for fold in sorted(shared, key=place.__getitem__):
-        warnings.warn(shared[fold], UserWarning, stacklevel=3)
+    leaks.warn(stacklevel=3)
     return datasets
 
 
-def _shared_queries(train: Any, test: Any) -> str:
-    """What a fold's test set shares with its training set ('' when nothing): the
-    count of query ids in both, naming the files (``RankingDataset.source``).  Folds
-    built by hand that put a query in both report the test metrics of queries the
-    model was trained on.  Not an error: in some LETOR sets the ids are numbered per
-    file, so equal ids are other queries (MQ2008's folds share none)."""
-    if train.query_ids is None or test.query_ids is None:
-        return ""
-    both = np.intersect1d(np.asarray(train.query_ids), np.asarray(test.query_ids))
-    if both.size == 0:
-        return ""
-    return (
-        f"{test.source} shares {both.size} query ids with {train.source} (of its "
-        f"{len(test.query_ids)}; e.g. qid {both[0]}): unless its ids are numbered per file, "
-        "those test queries were trained on and the fold's test metrics are optimistic"
-    )
+class FoldLeaks:
+    """The folds whose test file shares query ids with their training file, for both
+    protocols (:func:`run_experiment`, :func:`~ltrboost.experiment_qbrank.
+    run_qbrank_experiment`): :meth:`check` each fold as it is read (in any order),
+    then :meth:`warn` once per such fold, in the folds' order.  Folds built by hand
+    that put a query in both report the test metrics of queries the model was trained
+    on (:func:`~ltrboost.io.letor.shared_query_ids`: a warning, not an error)."""
+
+    def __init__(self, folds: Sequence[Sequence[str]]) -> None:
+        self._place = {f[0]: k + 1 for k, f in enumerate(folds)}
+        self._notes: dict[str, str] = {}
+
+    def check(self, fold: str, train: Any, test: Any) -> None:
+        """Note ``fold`` if its ``test`` dataset shares query ids with ``train``."""
+        from ltrboost.io.letor import shared_query_ids
+
+        said = shared_query_ids(
+            train,
+            test,
+            "those test queries were trained on and the fold's test metrics are optimistic",
+        )
+        if said:
+            self._notes[fold] = f"fold {self._place[fold]}/{len(self._place)}: {said}"
+
+    def warn(self, stacklevel: int = 2) -> None:
+        """One ``UserWarning`` per noted fold, in the folds' order (``stacklevel`` as
+        :func:`warnings.warn`'s, counted from the caller of this method)."""
+        for fold in sorted(self._notes, key=self._place.__getitem__):
+            warnings.warn(self._notes[fold], UserWarning, stacklevel=stacklevel + 1)
+
+
+def check_n_features(n_features: Any) -> None:
+    """Both protocols' ``n_features``: None or an integer >= 1 (ValueError naming it)."""
+    whole = isinstance(n_features, int | np.integer) and not isinstance(n_features, bool)
+    if n_features is not None and (not whole or n_features < 1):
+        raise ValueError(f"n_features={n_features!r} must be an integer >= 1 or None")
 
 
 def _fold_datasets(

@@ -495,41 +495,41 @@ def _load_fold(
     *,
     no_missing: bool = False,
     na_values: Sequence[str] | None = None,
+    n_features: int | None = None,
 ) -> tuple[RankingDataset, ...]:
-    """The fold's train, vali and test sets; ``no_missing``: a missing value (``nan``)
-    is an error naming its file and line (RankSVM, a linear model, cannot take one)."""
+    """The fold's train, vali and test sets, read as the default protocol reads them
+    (:func:`~ltrboost.experiment._fold_datasets`: the training file ``n_features``
+    wide, None: its own width; the others at its width); ``no_missing``: a missing
+    value (``nan``) is an error naming its file and line (RankSVM, a linear model,
+    cannot take one)."""
     from ltrboost.dataset import LTRInputError
-    from ltrboost.experiment import load_at_training_width
-    from ltrboost.io.letor import load_svmlight, require_qid
+    from ltrboost.experiment import _fold_datasets
 
-    out = []
-    nf = None
-    for p in paths:
-        if nf is None:
-            d = load_svmlight(p, na_values=na_values)
-        else:
-            d = load_at_training_width(p, nf, paths[0], na_values)
-        nf = d.X.shape[1]
-        if no_missing:
-            bad = np.flatnonzero(np.isnan(d.X).any(axis=1))
-            if bad.size:
-                raise LTRInputError(
-                    "a missing feature value (nan): seed 004's protocol fits RankSVM, a "
-                    "linear model that cannot take missing values",
-                    path=p,
-                    line=None if d.lines is None else int(d.lines[bad[0]]),
-                )
-        out.append(make_dataset(d.X, d.y, qid=require_qid(d, p)))
-    return tuple(out)
+    out = _fold_datasets(paths, na_values, n_features)
+    for d, p in zip(out, paths, strict=True):
+        bad = np.flatnonzero(np.isnan(d.X).any(axis=1)) if no_missing else ()
+        if len(bad):
+            raise LTRInputError(
+                "a missing feature value (nan): seed 004's protocol fits RankSVM, a "
+                "linear model that cannot take missing values",
+                path=p,
+                line=None if d.row_lines is None else int(d.row_lines[bad].min()),
+            )
+    return out
 
 
 def _fold_inputs(
-    paths: tuple[str, str, str], runs: Sequence[str], na_values: Sequence[str] | None
+    paths: tuple[str, str, str],
+    runs: Sequence[str],
+    na_values: Sequence[str] | None,
+    n_features: int | None = None,
 ) -> tuple:
-    """The fold's ``(train, vali, test, split, vali_multi)``: its files read and split
-    (L1 / L2 / L3, the multi-grade validation queries), each part ``runs`` needs
-    checked not empty (an error naming its file)."""
-    train, vali, test = _load_fold(paths, no_missing="ranksvm_p2" in runs, na_values=na_values)
+    """The fold's ``(train, vali, test, split, vali_multi)``: its files read
+    (:func:`_load_fold`) and split (L1 / L2 / L3, the multi-grade validation queries),
+    each part ``runs`` needs checked not empty (an error naming its file)."""
+    train, vali, test = _load_fold(
+        paths, no_missing="ranksvm_p2" in runs, na_values=na_values, n_features=n_features
+    )
     split = split_queries(train, test)
     if split.l2.size == 0:
         raise ValueError(f"{paths[0]}: no training query with two grades (L2 is empty)")
@@ -551,12 +551,14 @@ def run_fold(
     runs: Sequence[str] = RUNS,
     na_values: Sequence[str] | None = None,
     inputs: tuple | None = None,
+    n_features: int | None = None,
 ) -> dict[str, Any]:
     """The six runs on one fold (``train``, ``vali``, ``test`` paths); a JSON-able dict.
     ``na_values``: feature values that mean missing (``load_svmlight``'s); ``inputs``:
-    the fold's :func:`_fold_inputs` when already read (for ``RUNS``)."""
+    the fold's :func:`_fold_inputs` when already read (for ``RUNS``); ``n_features``:
+    :func:`run_qbrank_experiment`'s."""
     if inputs is None:
-        inputs = _fold_inputs(paths, runs, na_values)
+        inputs = _fold_inputs(paths, runs, na_values, n_features)
     train, vali, test, split, vali_multi = inputs
     l2 = subset_queries(train, split.l2)
     l3 = subset_queries(test, split.l3)
@@ -639,12 +641,33 @@ def run_qbrank_experiment(
     n_threads: int | None = None,
     progress: bool = True,
     na_values: Sequence[str] | None = None,
+    n_features: int | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) seed 004's protocol on every fold below ``folder``; write the
     report into ``output`` and return the summary (see the module docstring).
-    ``na_values``: feature values that mean missing (``load_svmlight``'s)."""
-    from ltrboost.experiment import check_report_folder, data_sizes, find_folds, report_folder
+    ``na_values``: feature values that mean missing (``load_svmlight``'s).
 
+    ``n_features``: read each fold's training file this many features wide (default:
+    its highest feature index), for validation and test files that use higher feature
+    indices, as :func:`~ltrboost.experiment.run_experiment`'s.  The features absent
+    from the training file are all zero there: no tree splits on them and RankSVM's
+    weight for them is 0, so every number is that of a narrower read, and finished
+    folds are reused whatever the value.
+
+    A fold whose test file shares query ids with its training file gets a
+    ``UserWarning`` naming both files and the count, as in the default protocol
+    (:class:`~ltrboost.experiment.FoldLeaks`).
+    """
+    from ltrboost.experiment import (
+        FoldLeaks,
+        check_n_features,
+        check_report_folder,
+        data_sizes,
+        find_folds,
+        report_folder,
+    )
+
+    check_n_features(n_features)
     check_report_folder(output, "qbrank")
     settings = settings or Settings()
     _check_settings(settings)
@@ -670,9 +693,12 @@ def run_qbrank_experiment(
         # malformed line, an empty L1 of the last fold failed after the others ran);
         # one fold in memory at a time, the first to run read last and kept
         inputs = None
-        for _, paths in [*todo[1:], *todo[:1]]:
+        leaks = FoldLeaks(folds)
+        for name, paths in [*todo[1:], *todo[:1]]:
             inputs = None
-            inputs = _fold_inputs(paths, RUNS, na_values)
+            inputs = _fold_inputs(paths, RUNS, na_values, n_features)
+            leaks.check(name, inputs[0], inputs[2])
+        leaks.warn(stacklevel=2)
         for k, (name, paths) in enumerate(todo):
             t0 = time.perf_counter()
             res = run_fold(
@@ -681,6 +707,7 @@ def run_qbrank_experiment(
                 n_threads=n_threads,
                 na_values=na_values,
                 inputs=inputs if k == 0 else None,
+                n_features=n_features,
             )
             inputs = None
             res["settings"] = settings_json

@@ -206,8 +206,9 @@ class _Stderr:
 def main(argv: list[str] | None = None) -> int:
     """Run the command ``argv`` (default ``sys.argv[1:]``) and return its exit status:
     the ``ltrboost`` program, and the same callable from Python (README: *From
-    Python*).  A bad command line, ``--help`` and ``--version`` raise ``SystemExit``
-    with theirs, as argparse does.  The output goes to the current ``sys.stdout`` (any
+    Python*): 2 for a bad command line too (its one line printed on stderr, as for any
+    other error), 0 for ``--help`` and ``--version`` (printed on stdout); none of
+    them raises ``SystemExit``.  The output goes to the current ``sys.stdout`` (any
     text stream: ``export -o -`` of a text format into an ``io.StringIO`` too), the
     messages to ``sys.stderr``; either may be None (closed, pythonw).  Nothing of the
     process is left changed: the streams, the SIGTERM/SIGHUP handlers, the warning
@@ -235,7 +236,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = build_parser(lazy=True)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        # the parser's end: a bad command line (its one line printed, status 2),
+        # --help / --version (printed, 0), a stdout that could not take them (2, 141).
+        # Returned as every other status is: from Python, main() raised SystemExit
+        # for these alone; `python -m ltrboost` and the console script exit with it
+        return _exit_status(e)
     vars(args).pop("_metric_flag", None)  # _MetricFlag's note of the first flag used
     metric_error = vars(args).pop("_metric_error", None)
     for text in _repeated_flags(vars(args).pop("_flags_given", {})):
@@ -246,6 +254,18 @@ def _main(argv: list[str] | None) -> int:
         return _run(args, metric_error)
     finally:
         sys.stdout = stdout
+
+
+def _exit_status(e: SystemExit) -> int:
+    """The exit status ``sys.exit`` would give for ``e``: its code when an int (the
+    parser's are), 0 for None, 1 for anything else (after printing it on stderr, as
+    Python does)."""
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code
+    print(e.code, file=sys.stderr)
+    return 1
 
 
 class _Terminated(KeyboardInterrupt):

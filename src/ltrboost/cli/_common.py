@@ -440,7 +440,9 @@ def _warn_unread_sidecars(path: str) -> None:
     sidecars = [(s, what) for s, what in sidecars if os.path.isfile(f"{path}{s}")]
     if not sidecars:
         return
-    has_qid = _first_line_has_qid(path)
+    from ltrboost.io.letor import first_line_has_qid  # loaded: the data was just read
+
+    has_qid = first_line_has_qid(path)
     if has_qid:
         queries = f"the queries come from the qid: fields of {path}"
     elif has_qid is False and os.path.isfile(f"{path}.query"):
@@ -460,30 +462,6 @@ def _warn_unread_sidecars(path: str) -> None:
             + (" (Python: Ranker.fit(..., sample_weight=...))" if suffix == ".weight" else ""),
             stacklevel=3,
         )
-
-
-def _first_line_has_qid(path: str, limit: int = 1 << 20) -> bool | None:
-    """Whether the first data line of the LETOR file ``path`` has ``qid:`` (the reader
-    refuses a file where some lines have it and others not, so the first one tells);
-    None when ``path`` is no regular file or its first ``limit`` bytes hold no data line."""
-    try:
-        if not os.path.isfile(path):
-            return None
-        with open(path, "rb") as f:
-            head = f.read(limit)
-    except OSError:
-        return None
-    lines = head.split(b"\n")
-    if len(head) == limit:
-        lines = lines[:-1]  # the last one may be cut
-    for k, raw in enumerate(lines):
-        line = raw.split(b"#", 1)[0]
-        if k == 0:
-            line = line.removeprefix(b"\xef\xbb\xbf")
-        tokens = line.split()
-        if tokens:
-            return len(tokens) > 1 and tokens[1].startswith(b"qid:")
-    return None
 
 
 def _as_flags(msg: str) -> str | None:

@@ -937,8 +937,8 @@ def _add_protocol_arguments(p: argparse.ArgumentParser) -> None:
         default="xia",
         help="xia: seed 000's grid (Xia et al., the default); qbrank: seed 004's six runs "
         "(L1/L2/L3 split, precision at K%%, DCG-5; reads --max-trees (default 500), "
-        "--min-samples-leaf, --n-threads, --output, --quiet, --missing-token; ignores "
-        "the grid flags)",
+        "--min-samples-leaf, --n-threads, --output, --quiet, --missing-token, "
+        "--n-features; ignores the grid flags)",
     )
     p.add_argument(
         "--ties",

@@ -51,6 +51,7 @@ def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
             n_threads=args.n_threads,
             progress=not args.quiet,
             na_values=args.missing_token,
+            n_features=args.n_features,
         )
     _print_report(args.output)
     return 0
@@ -121,7 +122,6 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             ("--patience", args.patience is not None),
             ("--growth", args.growth != "breadth_first"),
             ("--ranknet-pair-method", args.ranknet_pair_method is not None),
-            ("--n-features", args.n_features is not None),
         ):
             if given:
                 raise ValueError(

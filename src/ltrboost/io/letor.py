@@ -625,6 +625,54 @@ def require_qid(data: LetorData, path: str | os.PathLike[str]) -> NDArray[np.int
     return data.qid
 
 
+def first_line_has_qid(path: str, limit: int = 1 << 20) -> bool | None:
+    """Whether the first data line of the LETOR file ``path`` has ``qid:`` (the reader
+    refuses a file where some lines have it and others not, so the first one tells);
+    None when ``path`` is no regular file or its first ``limit`` bytes hold no data line."""
+    try:
+        if not os.path.isfile(path):
+            return None
+        with open(path, "rb") as f:
+            head = f.read(limit)
+    except OSError:
+        return None
+    lines = head.split(b"\n")
+    if len(head) == limit:
+        lines = lines[:-1]  # the last one may be cut
+    for k, raw in enumerate(lines):
+        line = raw.split(b"#", 1)[0]
+        if k == 0:
+            line = line.removeprefix(_BOM)
+        tokens = line.split()
+        if tokens:
+            return len(tokens) > 1 and tokens[1].startswith(b"qid:")
+    return None
+
+
+def shared_query_ids(train: Any, other: Any, consequence: str) -> str:
+    """What the dataset ``other`` (a validation or test file's) shares with the training
+    set ``train`` ('' when nothing): the count of query ids in both, naming the files
+    (:attr:`~ltrboost.dataset.RankingDataset.source`), then ``consequence`` (what the
+    shared queries make of ``other``'s numbers).  Files cut from one set by rows rather
+    than by queries put a query in both.  The callers warn, not refuse: in some LETOR
+    sets the ids are numbered per file, so equal ids are other queries (MQ2008's folds
+    share none); and ids that a ``.query`` file gave (``0, 1, ...`` in every file, the
+    line having no ``qid:``) are never compared."""
+    if train.query_ids is None or other.query_ids is None:
+        return ""
+    both = np.intersect1d(np.asarray(train.query_ids), np.asarray(other.query_ids))
+    if both.size == 0:
+        return ""
+    for ds in (train, other):  # sizes from FILE.query: numbered per file
+        if ds.source is not None and first_line_has_qid(ds.source) is False:
+            return ""
+    return (
+        f"{other.source} shares {both.size} query ids with {train.source} (of its "
+        f"{len(other.query_ids)}; e.g. qid {both[0]}): unless its ids are numbered per file, "
+        f"{consequence}"
+    )
+
+
 def parse_docids(comments: Iterable[str | None]) -> list[str | None]:
     """Extract the LETOR document id (``docid = GX000-00-0000000``) from each comment.
 
