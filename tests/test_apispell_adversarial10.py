@@ -10,13 +10,16 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ltrboost import Ranker, load_model, make_dataset, train
 from ltrboost.cli import main
+from ltrboost.dataset import LTRInputError
 from ltrboost.datasets import make_ranking
 from ltrboost.metrics import get_metric
 
@@ -155,3 +158,76 @@ def test_cli_metric_spellings_write_the_same_model_file(tmp_path):
     assert _recorded(want) == "ndcg@10,map"
     for k, metric in enumerate(["NDCG@10, MAP", " ndcg@010 ,map,NDCG@10"]):
         assert _cli_model(tmp_path, tmp_path / "d", metric, f"got{k}") == want
+
+
+# --- 2. Booster.predict and a qid column --------------------------------------------
+
+
+def _frame(X, qid, qid_first=False):
+    df = pd.DataFrame(X, columns=[f"f{k}" for k in range(X.shape[1])]).assign(qid=qid)
+    return df[["qid", *df.columns[:-1]]] if qid_first else df
+
+
+@pytest.mark.parametrize("qid_first", [False, True])
+def test_booster_predict_ignores_a_qid_column_as_ranker_predict_does(data, tmp_path, qid_first):
+    # Booster.predict: "unknown columns ['qid']" where Ranker.predict ignored it
+    X, y, qid = data
+    df = _frame(X, qid)
+    model = Ranker(**FAST).fit(df, y)  # the qid column gives the queries
+    model.save_model(tmp_path / "m.json")
+    pred_df = _frame(X, qid, qid_first)
+    want = model.predict(pred_df)
+    for booster in (model.booster_, load_model(tmp_path / "m.json")):
+        assert np.array_equal(booster.predict(pred_df), want)
+        assert np.array_equal(booster.predict_raw(pred_df), booster.predict_raw(X))
+        assert np.array_equal(
+            booster.predict(pred_df, pred_contrib=True),
+            model.predict(pred_df, pred_contrib=True),
+        )
+        assert np.array_equal(
+            booster.predict(pred_df, pred_leaf=True), model.predict(pred_df, pred_leaf=True)
+        )
+
+
+def test_booster_of_an_array_model_drops_a_qid_column_as_ranker_predict_does(data):
+    # fitted on an array: "X has 5 features but the model was trained with 4"
+    X, y, qid = data
+    model = Ranker(**FAST).fit(X, y, qid=qid)
+    df = _frame(X, qid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's "X has feature names" (Ranker)
+        want = model.predict(df)
+        got = model.booster_.predict(df)
+    assert np.array_equal(got, want)
+    assert np.array_equal(got, model.predict(X))
+
+
+def test_booster_predict_reads_a_qid_column_of_an_arrow_table(data):
+    pa = pytest.importorskip("pyarrow")
+    X, y, qid = data
+    df = _frame(X, qid)
+    model = Ranker(**FAST).fit(df, y)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    assert np.array_equal(model.booster_.predict(table), model.predict(df))
+
+
+def test_booster_predict_keeps_a_qid_feature(data):
+    # a model whose feature is named qid (fit warned, kept it): still a feature
+    X, y, qid = data
+    other = np.arange(len(y)) % 3
+    df = _frame(X, other)
+    with pytest.warns(UserWarning, match="used as a feature"):
+        model = Ranker(**FAST).fit(df, y, qid=qid)
+    assert "qid" in model.booster_.feature_names
+    assert np.array_equal(model.booster_.predict(df), model.predict(df))
+
+
+def test_booster_predict_refuses_two_qid_columns_as_ranker_predict_does(data):
+    X, y, qid = data
+    df = _frame(X, qid)
+    model = Ranker(**FAST).fit(df, y)
+    two = pd.concat([df, df[["qid"]]], axis=1)
+    with pytest.raises(LTRInputError, match="2 columns named 'qid'"):
+        model.predict(two)
+    with pytest.raises(LTRInputError, match="2 columns named 'qid'"):
+        model.booster_.predict(two)
