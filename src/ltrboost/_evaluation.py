@@ -455,18 +455,36 @@ def _params_for_model(params) -> dict[str, Any]:
         from ltrboost.objectives.custom import custom_name
 
         params = replace(params, objective=custom_name(params.objective))
-    m = params.eval_metric
-    if m is not None and not isinstance(m, str):
+    if params.eval_metric is not None:
         # named before asdict(), which turned a Metric (a dataclass) into a dict of its
         # fields (a Fraction among them: the model file could not be written)
-        m = [m] if callable(m) else m
-        names = [getattr(x, "__name__", "custom") if callable(x) else x for x in m]
-        params = replace(params, eval_metric=names)
+        params = replace(params, eval_metric=recorded_eval_metric(params))
     p = written_numbers(asdict(params))
     for name in WRITTEN_ONLY_WHEN_SET:
         if left_out_of_file(name, p[name]):
             del p[name]
     return p
+
+
+def recorded_eval_metric(params) -> str | list[str] | None:
+    """``params.eval_metric`` as a model file records it: one spelling per metric list.
+
+    The names :func:`_metrics` evaluates (those of ``evals_result`` and early stopping),
+    in its order: canonical (``"NDCG@05"`` is ``"ndcg@5"``), each once.  A list of
+    built-in metrics (names, or ``get_metric`` objects, which must be the built-in) is
+    the comma-joined string ``"ndcg@10,map"`` however it was given (``"NDCG@10, MAP"``,
+    ``["ndcg@10", "map"]``), as files have recorded ``"ndcg@10"``; with a callable
+    among them, a list of names (a callable's ``__name__`` is no metric name and may
+    hold a comma).  So the same metrics write the same file.  None stays None (the
+    objective's default)."""
+    from ltrboost.metrics.registry import Metric
+
+    if params.eval_metric is None:
+        return None
+    items = _metrics(params, None)  # the objective is read only for None
+    if all(fn is None or isinstance(fn, Metric) for _, fn in items):
+        return ",".join(name for name, _ in items)
+    return [name for name, _ in items]
 
 
 def _real(v: Any) -> bool:

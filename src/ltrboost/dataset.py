@@ -1061,6 +1061,23 @@ def close_names(name: str, names: Iterable[Any], n: int = 3) -> tuple[list[str],
     return [c for k in close for c in folded[k]][:n], False
 
 
+def has_qid_column(X: Any) -> bool:
+    """X is a DataFrame with a ``qid`` column (call on :func:`arrow_as_frame`'s output)."""
+    return hasattr(X, "columns") and hasattr(X, "drop") and "qid" in list(X.columns)
+
+
+def split_prediction_qid(X: Any, feature_names: Sequence[str] | None) -> tuple[Any, Any]:
+    """``(X, qid)``: a DataFrame ``X`` (or Arrow table, polars frame) without its ``qid``
+    column, and that column's ids, when the model has no feature named ``qid``;
+    otherwise ``(X, None)``.  The one rule of ``Ranker.predict`` and ``Booster.predict``
+    (README: a ``qid`` column is not a feature): a frame holding its query ids predicts
+    as the frame without them.  Two ``qid`` columns are refused (:func:`qid_column`)."""
+    X = arrow_as_frame(X)
+    if has_qid_column(X) and (feature_names is None or "qid" not in feature_names):
+        return X.drop(columns="qid"), qid_column(X)
+    return X, None
+
+
 def qid_column(X: Any) -> Any:
     """The ids of the ``qid`` column of a DataFrame ``X``; LTRInputError when several
     columns are named ``qid`` (``X["qid"]`` is then a frame: its (n, 2) ids were

@@ -181,8 +181,11 @@ class Booster:
     def _feature_matrix(self, X: Any, stacklevel: int) -> Any:
         """``X`` as prediction reads it (a float NumPy array or a SciPy sparse matrix),
         its width checked against the model's; a warning ``stacklevel`` frames up."""
-        from ltrboost.dataset import as_feature_matrix
+        from ltrboost.dataset import as_feature_matrix, split_prediction_qid
 
+        # a frame's qid column is no feature (unless the model has one of that name), as
+        # Ranker.predict reads it: a load_model Booster predicts what the Ranker did
+        X, _ = split_prediction_qid(X, self.feature_names)
         # read in place when it can be: a copy doubled the memory of predicting
         X, _ = as_feature_matrix(X, self.feature_names, keep_sparse=True, copy=False)
         from ltrboost.binning import is_sparse
@@ -216,6 +219,8 @@ class Booster:
         """Ranking scores of ``X``, shape (n_samples,): higher means ranked higher.
 
         ``X`` as in training (array, DataFrame taken by column name, sparse matrix);
+        a DataFrame's ``qid`` column is no feature and is ignored, as
+        ``Ranker.predict`` ignores it (unless the model has a feature named ``qid``);
         ``iteration`` and ``n_threads`` as in :meth:`predict_raw`.  For a model trained
         with ``ltrboost train --missing nan`` (``missing == "nan"``) read LETOR data
         as ``load_svmlight(path, missing="nan")`` does, as ``ltrboost predict`` reads

@@ -22,9 +22,11 @@ from ltrboost.callbacks import check_period, log_best, log_evaluation
 from ltrboost.dataset import (
     RankingDataset,
     arrow_as_frame,
+    has_qid_column,
     make_dataset,
     qid_column,
     rows_located,
+    split_prediction_qid,
 )
 from ltrboost.model import Booster
 from ltrboost.params import PARAM_NAMES, BoosterParams
@@ -461,9 +463,7 @@ class Ranker(BaseEstimator):
             self._warn_unnamed_fit(stacklevel=4)
         elif names is not None and not hasattr(X, "columns"):
             self._warn_named_fit(stacklevel=4)
-        if _has_qid_column(X) and (names is None or "qid" not in names):
-            return X.drop(columns="qid"), qid_column(X)
-        return X, None
+        return split_prediction_qid(X, names)
 
     @property
     def predict_proba(self) -> Callable[..., NDArray[np.float64]]:
@@ -833,18 +833,13 @@ def _refuse_renamed_qid(X: Any, qid: Any, group: Any) -> None:
             )
 
 
-def _has_qid_column(X: Any) -> bool:
-    """X is a DataFrame with a ``qid`` column (call on :func:`arrow_as_frame`'s output)."""
-    return hasattr(X, "columns") and hasattr(X, "drop") and "qid" in list(X.columns)
-
-
 def _split_qid_column(X: Any, qid: Any, group: Any) -> tuple[Any, Any]:
     """A DataFrame's ``qid`` column as the query ids when neither qid= nor group=.
 
     Given as well, the column is dropped when it holds the same ids as ``qid=`` (the
     query ids twice: a query id is no feature; predict drops it too), and otherwise kept
     as a feature with a warning (it was kept silently: a leak of the query ids)."""
-    if not _has_qid_column(X):
+    if not has_qid_column(X):
         return X, qid
     column = qid_column(X)
     if qid is None and group is None:
@@ -979,7 +974,7 @@ def _eval_dataset(
     es = tuple(es)
     if es:
         es = (arrow_as_frame(es[0]), *es[1:])
-    if es and _has_qid_column(es[0]) and not (names is not None and "qid" in names):
+    if es and has_qid_column(es[0]) and not (names is not None and "qid" in names):
         X0, q0 = es[0].drop(columns="qid"), qid_column(es[0])
         es = (_by_names(X0, names, f"eval_set[{index}]"), *es[1:])
         if len(es) == 2 and qid is None and group is None:
@@ -994,7 +989,7 @@ def _eval_dataset(
                 "entry must be (X, y): its queries come from "
                 f"{name}[{index}]"
             )
-        X = es[0].drop(columns="qid") if _has_qid_column(es[0]) else es[0]
+        X = es[0].drop(columns="qid") if has_qid_column(es[0]) else es[0]
         try:
             return make_dataset(X, es[1], qid=qid, group=group)
         except ValueError as e:  # name the entry (LTRInputError keeps its type)
@@ -1002,7 +997,7 @@ def _eval_dataset(
             from ltrboost.dataset import LTRInputError
 
             raise (LTRInputError(msg) if isinstance(e, LTRInputError) else ValueError(msg)) from e
-    if len(es) == 2 and _has_qid_column(es[0]):
+    if len(es) == 2 and has_qid_column(es[0]):
         X, qid = _split_qid_column(es[0], None, None)
         return make_dataset(X, es[1], qid=qid)
     if len(es) == 3:

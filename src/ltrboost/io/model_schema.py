@@ -30,6 +30,8 @@ Rules (format_version 1)
   :meth:`BoosterParams.validate`; ``n_threads`` (a run-time setting, no longer written)
   is ignored when present.  ``eval_metric`` is null, a string of built-in metric names,
   or a non-empty list of names (built-in ones, or a callable metric's ``__name__``).
+  Training writes the canonical form (``ltrboost._evaluation.recorded_eval_metric``:
+  ``"ndcg@10,map"``, a list only with a callable); files of other spellings load.
   The model's objective must accept ``params``' objective parameters (``sigma``,
   ``pair_method``, ...) and the metrics their ``gain`` / ``relevance_threshold``:
   ``Ranker.from_booster`` scores and refits with them.  One exception, for files of
