@@ -52,6 +52,17 @@ def my_metric(scores, labels, query_offsets):
     return 0.5
 
 
+def _spell_id(spelling):
+    # a stable test id (repr would show a function's address: xdist's workers must
+    # collect the same ids)
+    def one(x):
+        return getattr(x, "__name__", None) or getattr(x, "name", None) or repr(x)
+
+    if isinstance(spelling, (list, tuple)):
+        return type(spelling).__name__ + ":" + ",".join(one(x) for x in spelling)
+    return one(spelling)
+
+
 TWO = [
     "NDCG@10,MAP",
     "ndcg@10, map",
@@ -65,7 +76,7 @@ TWO = [
 ]
 
 
-@pytest.mark.parametrize("spelling", TWO, ids=repr)
+@pytest.mark.parametrize("spelling", TWO, ids=_spell_id)
 def test_spellings_of_one_metric_list_write_the_same_model_file(data, tmp_path, spelling):
     # the params section recorded the spelling: "NDCG@10,MAP", ["ndcg@10", "map"] and
     # "ndcg@10, map" trained one model and wrote three files
@@ -78,7 +89,7 @@ def test_spellings_of_one_metric_list_write_the_same_model_file(data, tmp_path, 
 @pytest.mark.parametrize(
     "spelling",
     ["NDCG@10", " ndcg@010 ", ["ndcg@10"], ("NDCG@10",), get_metric("ndcg@10")],
-    ids=repr,
+    ids=_spell_id,
 )
 def test_spellings_of_one_metric_write_the_canonical_string(data, tmp_path, spelling):
     # "ndcg@10", as files have always recorded it (the CLI's and README's spelling):
@@ -92,7 +103,7 @@ def test_spellings_of_one_metric_write_the_canonical_string(data, tmp_path, spel
 @pytest.mark.parametrize(
     "spelling",
     [[my_metric, "NDCG@10"], (my_metric, "ndcg@010"), [my_metric, "ndcg@10", "Ndcg@10"]],
-    ids=repr,
+    ids=_spell_id,
 )
 def test_a_list_with_a_callable_records_canonical_names_in_a_list(data, tmp_path, spelling):
     # a callable's __name__ is no metric name (and may hold a comma): such a list stays
