@@ -68,7 +68,7 @@ from ltrboost.params import (
     ParameterError,
     ParameterWarning,
 )
-from ltrboost.splitting import split_noise_seed, split_noise_sigma
+from ltrboost.splitting import SplitNoiseSeeds, split_noise_sigma
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = [
@@ -679,6 +679,8 @@ class Training:
     best_bias: dict[str, list[float]] | None = None
     # whether a root without curvature was warned about (warn_if_flat_root: once a run)
     flat_root_warned: bool = False
+    # random_strength's seeds of the run's trees (noise_of, made on its first call)
+    noise_seeds: SplitNoiseSeeds | None = None
 
     def __init__(self, params, objective, train_set, valid_sets, n_threads) -> None:
         self.t_start = time.perf_counter()
@@ -1020,12 +1022,16 @@ class Training:
         return self.noise_of(it, k, float(np.sum(g * g)), sum_h)
 
     def noise_of(self, it: int, k: int, sum_g2: float, sum_h: float) -> tuple[int, float]:
-        """``(seed, sigma)`` from the round's sums (local or over shards)."""
+        """``(seed, sigma)`` from the round's sums (local or over shards); the seed is
+        the tree's own stream (:class:`~ltrboost.splitting.SplitNoiseSeeds`, made on
+        the first call: a resumed run recomputes the earlier trees' there)."""
         p = self.params
         sigma = split_noise_sigma(
             float(p.random_strength), sum_g2, sum_h, self.n, it, self.learning_rate
         )
-        return split_noise_seed(int(p.random_state), it, k), sigma
+        if self.noise_seeds is None:
+            self.noise_seeds = SplitNoiseSeeds(int(p.random_state), self.n_out)
+        return self.noise_seeds(it, k), sigma
 
     def warn_if_flat_root(self, it: int, output: tuple[int, int] | None = None) -> None:
         """Warn, once a run, when the tree just grown is a root whose hessian sum is

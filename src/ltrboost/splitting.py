@@ -30,7 +30,7 @@ from ltrboost.criteria import (
     _split_gain,
     ole_hessian,
 )
-from ltrboost.objectives.pair_selection import _hash32, _hash64_to_32
+from ltrboost.objectives.pair_selection import _M32, _hash32, _hash32_reference, _hash64_to_32
 
 # The scalar criteria called from Python run as the kernels' Python functions: the same
 # IEEE float64 operations in the same order (hence the same values) with nothing to
@@ -67,7 +67,7 @@ class SplitParams(NamedTuple):
 class SplitNoise(NamedTuple):
     """CatBoost's ``random_strength`` noise for one node's split search (see
     :func:`split_noise_sigma`): the draws of stream ``seed`` (one per tree,
-    :func:`split_noise_seed`) from counter ``node * stride`` on, of scale ``sigma``."""
+    :class:`SplitNoiseSeeds`) from counter ``node * stride`` on, of scale ``sigma``."""
 
     seed: int
     sigma: float
@@ -136,17 +136,69 @@ def split_noise_sigma(
 _NOISE_SEED_MODULUS = 2**62
 
 
-def split_noise_seed(random_state: int, iteration: int, output: int) -> int:
-    """The noise stream of the tree of ``output`` in round ``iteration``: a function of
-    the three alone (SplitMix64 of each in turn), so a model is the same whatever the
-    threads, and a resumed run draws what the uninterrupted one drew."""
+def _splitmix_chain(values) -> int:
+    """SplitMix64 of each of ``values`` in turn, below ``2**62``."""
     x = 0
-    for v in (int(random_state), int(iteration), int(output)):
-        x = (x ^ v) + 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF
+    for v in values:
+        x = (x ^ int(v)) + 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF
         x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF
         x = (x ^ (x >> 27)) * 0x94D049BB133111EB & 0xFFFFFFFFFFFFFFFF
         x ^= x >> 31
     return x % _NOISE_SEED_MODULUS
+
+
+def split_noise_seed(random_state: int, iteration: int, output: int) -> int:
+    """The noise seed of the tree of ``output`` in round ``iteration`` before
+    :class:`SplitNoiseSeeds` moves it off a stream an earlier tree drew: a function of
+    the three alone (SplitMix64 of each in turn), so a model is the same whatever the
+    threads, and a resumed run draws what the uninterrupted one drew."""
+    return _splitmix_chain((random_state, iteration, output))
+
+
+class SplitNoiseSeeds:
+    """The noise seeds of one run's trees (tree ``t = iteration * n_outputs + output``).
+
+    :func:`noise_normal` draws from a 32-bit stream, a hash of the tree's seed
+    (:meth:`stream`): the seeds of :func:`split_noise_seed` give two trees of a run one
+    stream (every draw the same) with probability ~ ``trees**2 / 2**33`` (5% at 20,000
+    trees; ``random_state=58``: rounds 4105 and 7375).  So tree ``t`` takes
+    ``split_noise_seed(random_state, iteration, output)`` unless an earlier tree of the
+    run already drew from its stream; then the first of ``_splitmix_chain((random_state,
+    iteration, output, attempt))``, ``attempt = 1, 2, ...``, whose stream is new.  Every
+    tree of a run (up to ``2**32``) has its own stream, and a tree whose stream no
+    earlier tree had (each but with probability ``earlier trees / 2**32``) keeps the
+    seed, hence the draws, of earlier versions.  A function of ``(random_state,
+    n_outputs, iteration, output)`` alone: the same on Dask and after
+    ``init_model``/``--resume`` (which recompute the earlier trees' streams, ~3 us a
+    tree); the trees are asked for in order, and memory is ~100 bytes a tree.
+    """
+
+    def __init__(self, random_state: int, n_outputs: int) -> None:
+        self.random_state = int(random_state)
+        self.n_outputs = int(n_outputs)
+        self._seeds: list[int] = []
+        self._streams: set[int] = set()
+
+    @staticmethod
+    def stream(seed: int) -> int:
+        """The 32-bit stream :func:`noise_normal` draws from for ``seed`` (its first line)."""
+        h = _hash32_reference
+        v = int(seed)
+        return h((v & 0xFFFFFFFF) ^ h((v >> 32) ^ int(_KEY_NOISE_SEED)))
+
+    def __call__(self, iteration: int, output: int) -> int:
+        t = int(iteration) * self.n_outputs + int(output)
+        seeds, streams, rs, n_out = self._seeds, self._streams, self.random_state, self.n_outputs
+        while len(seeds) <= t:
+            it, k = divmod(len(seeds), n_out)
+            seed = split_noise_seed(rs, it, k)
+            attempt = 0
+            while (st := self.stream(seed)) in streams:
+                attempt += 1
+                seed = _splitmix_chain((rs, it, k, attempt))
+            streams.add(st)
+            seeds.append(seed)
+        return seeds[t]
 
 
 # Below these sizes the serial kernels run: a parallel launch costs more than the work.
@@ -793,6 +845,22 @@ def _best_split_body(
 # 0x632BE5AB): its draws are not those of yetirank's or the sampled pairs' streams.
 _KEY_NOISE_SEED = np.uint64(0x85EBCA6B)
 _KEY_NOISE_COUNTER = np.uint64(0xC2B2AE35)
+# Counters from 2**31 on (words 2c, 2c + 1 of 33 bits and more): the low and high
+# halves of a word hashed apart under these keys (see noise_normal).
+_KEY_NOISE_WORD_LO = np.uint64(0x27D4EB2F)
+_KEY_NOISE_WORD_HI = np.uint64(0x165667B1)
+NOISE_COUNTER_32 = 2**31  # the counters drawn as in every version (words below 2**32)
+
+
+@kernel
+def _noise_word(v):
+    """Hash of the 64-bit word ``v`` (uint64) of a counter past ``NOISE_COUNTER_32``,
+    below ``2**32``: the halves are hashed before they are combined, so two words
+    agree on one uniform with probability 2**-32 and on both (``2c``, ``2c + 1``) never
+    but by chance."""
+    lo = _hash32((v & _M32) ^ _KEY_NOISE_WORD_LO)
+    hi = _hash32((v >> np.uint64(32)) ^ _KEY_NOISE_WORD_HI)
+    return _hash32(lo ^ hi)
 
 
 @kernel
@@ -800,11 +868,24 @@ def noise_normal(seed, counter):
     """Standard normal draw ``counter`` of the noise stream ``seed`` (both >= 0): Box-
     Muller over two uniforms on (0, 1) of the counter-based hash of
     :func:`ltrboost.objectives.pair_selection.random_uniform` (counters ``2c``,
-    ``2c + 1``), under the noise's own keys."""
+    ``2c + 1``), under the noise's own keys.
+
+    That hash takes a counter's word ``v`` to ``h(v) = H(lo ^ H(hi ^ key))``: for
+    ``v >= 2**32`` the XOR inside ``H`` made ``2c`` and ``2c + 1`` land on the words
+    of one lower counter (in order or swapped), so from counter ``2**31`` on (a node
+    of 700 features x 4095 leaves) each draw repeated a lower one's uniforms.  Counters
+    from ``NOISE_COUNTER_32`` on hash their word with :func:`_noise_word`; those below
+    draw as in every version.  Distinct trees' streams: :class:`SplitNoiseSeeds`."""
     stream = _hash64_to_32(np.uint64(seed), _KEY_NOISE_SEED)
     c = np.uint64(counter) * np.uint64(2)
-    z1 = _hash32(stream ^ _hash64_to_32(c, _KEY_NOISE_COUNTER))
-    z2 = _hash32(stream ^ _hash64_to_32(c + np.uint64(1), _KEY_NOISE_COUNTER))
+    if counter < NOISE_COUNTER_32:
+        w1 = _hash64_to_32(c, _KEY_NOISE_COUNTER)
+        w2 = _hash64_to_32(c + np.uint64(1), _KEY_NOISE_COUNTER)
+    else:
+        w1 = _noise_word(c)
+        w2 = _noise_word(c + np.uint64(1))
+    z1 = _hash32(stream ^ w1)
+    z2 = _hash32(stream ^ w2)
     u1 = (np.float64(z1) + 0.5) * 2.3283064365386963e-10  # 2**-32
     u2 = (np.float64(z2) + 0.5) * 2.3283064365386963e-10
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(6.283185307179586 * u2)
