@@ -203,10 +203,20 @@ def test_label_32_under_exponential_gain_names_file_and_line(tmp_path, capsys):
     assert rc == 0, err
     rc, _, err = run(["eval", tmp_path / "g.json", path], capsys)
     one_line_error(rc, err, f"{path}:6:", "label 32")
-    # in a validation file, and a non-integer grade
+    # in a validation file (its own queries: one sharing the training file's ids is
+    # warned of first), and a non-integer grade
+    other = tmp_path / "other.txt"
+    other.write_text(path.read_text().replace("qid:", "qid:1"))
+    argv = ["train", good, "--valid", other, "-o", tmp_path / "v.json", *FLAGS]
+    rc, _, err = run(argv, capsys)
+    one_line_error(rc, err, f"{other}:6:", "label 32")
     argv = ["train", good, "--valid", path, "-o", tmp_path / "v.json", *FLAGS]
     rc, _, err = run(argv, capsys)
-    one_line_error(rc, err, f"{path}:6:", "label 32")
+    assert rc == 2
+    warning, error = err.strip().splitlines()
+    assert "shares 2 query ids" in warning
+    assert f"{path}:6:" in error
+    assert "label 32" in error
     half = tmp_path / "half.txt"
     half.write_text("1 qid:1 1:0.5\n0 qid:2 1:0.2\n0.5 qid:1 1:0.1\n")
     rc, _, err = run(["train", half, "-o", tmp_path / "h.json", *FLAGS], capsys)
