@@ -334,8 +334,11 @@ def test_feature_names_reach_lightgbm_and_xgboost_as_written(name, tmp_path):
         ("a:b", {"lightgbm"}),
         ("a\\b", {"lightgbm"}),
         ("a<b", {"xgboost", "xgboost-dump"}),  # XGBoost's DMatrix rejects [ ] <
-        ("a b", {"lightgbm", "xgboost", "xgboost-dump", "solr", "onnx", "ranklib"}),
-        ("", {"lightgbm", "xgboost", "xgboost-dump", "solr", "onnx", "ranklib"}),
+        # LightGBM's line of names is split by spaces; the JSON formats escape the
+        # name, RankLib and ONNX are positional (tests/test_expnames_adversarial10.py)
+        ("a b", {"lightgbm"}),
+        ("", {"lightgbm"}),
+        ("a\x01b", {"lightgbm", "xgboost"}),  # XGBoost keeps the \u0001 escape as is
     ],
 )
 def test_feature_names_a_format_refuses(name, refused_by):

@@ -207,21 +207,21 @@ def test_feature_name_refusal_names_one_spelling(tmp_path, capsys):
 
 
 def test_feature_name_with_a_space_names_one_spelling(tmp_path, capsys):
-    """A feature name with whitespace: the same "(feature_names=, or --feature-names
-    FILE)" to both readers."""
+    """A feature name with a space (which LightGBM's file cannot hold): the same
+    "(feature_names=, or --feature-names FILE)" to both readers."""
     from ltrboost.export import ExportError, export_bytes
 
     booster = _nan_model()
     with pytest.raises(ExportError) as e:
-        export_bytes(booster, "xgboost", ["a", "b c", "d"])
+        export_bytes(booster, "lightgbm", ["a", "b c", "d"])
     assert "feature_names=" in str(e.value)
     assert "--feature-names" not in str(e.value)
     model, names = tmp_path / "m.json", tmp_path / "names.txt"
     booster.save_model(str(model))
     names.write_text("a\nb c\nd\n")
-    out = tmp_path / "m.json.out"
+    out = tmp_path / "m.txt"
     rc, _, err = run(
-        ["export", model, "-f", "xgboost", "-o", out, "--feature-names", names], capsys
+        ["export", model, "-f", "lightgbm", "-o", out, "--feature-names", names], capsys
     )
     line = one_line_error(rc, err, "--feature-names FILE", "'b c'")
     assert "feature_names=" not in line, line

@@ -146,6 +146,9 @@ class ExportModel:
     raw_trees: list[ExportTree] = field(default_factory=list)  # undivided (LightGBM)
     # the objective's parameters as the model file has them (XGBoost's lambdarank_param)
     objective_params: dict[str, Any] = field(default_factory=dict)
+    # "the model's " when the names are the model's own (a DataFrame's columns), which
+    # were never chosen for an engine: messages say so
+    names_whose: str = ""
 
     def check_single_output(self, fmt: str) -> None:
         if self.n_outputs != 1:
@@ -222,32 +225,120 @@ class ExportModel:
                 "format 'lightgbm' (float64)"
             )
 
-    def check_name_characters(self, fmt: str, forbidden: str) -> None:
-        """Refuse feature names that the format's consumer rejects (LightGBM: JSON
-        punctuation; XGBoost: ``[``, ``]``, ``<``), naming the first one."""
+    def check_feature_names(self, fmt: str) -> None:
+        """Refuse the first feature name that ``fmt``'s consumer cannot read back as
+        written (:data:`NAME_RULES`), naming it, the character and what to do."""
+        rules = NAME_RULES.get(fmt, ())
         for i, name in enumerate(self.feature_names):
-            bad = sorted({c for c in name if c in forbidden})
-            if bad:
-                problem = (
-                    f"{name_words(i, name)} contains "
-                    f"{' '.join(repr(c) for c in bad)}, which its consumer does not accept "
-                    f"in a feature name (none of {' '.join(forbidden)}); "
-                )
-                raise ExportError(
-                    f"format {fmt!r}: {problem}pass other names (feature_names=)",
-                    cli=f"--format {fmt}: {problem}give other names (--feature-names FILE)",
-                    feature=i,
-                    feature_words=name_words(i, name),
-                )
+            problem = _name_problem(rules, name)
+            if problem is None:
+                continue
+            words = f"{self.names_whose}{name_words(i, name)}"
+            remedy = "pass other names (feature_names=)"
+            cli_remedy = "give other names (--feature-names FILE)"
+            if problem.startswith("contains ' ' (a space)") and fmt == "lightgbm":
+                remedy, cli_remedy = self._lightgbm_spelling(i, name)
+            text = f"{words} {problem}; "
+            raise ExportError(
+                f"format {fmt!r}: {text}{remedy}",
+                cli=f"--format {fmt}: {text}{cli_remedy}",
+                feature=i,
+                feature_words=name_words(i, name),
+            )
+
+    def _lightgbm_spelling(self, i: int, name: str) -> tuple[str, str]:
+        """The remedy for a name with a space in a LightGBM file: LightGBM's own
+        spelling of such a DataFrame column (``Dataset`` turns each space into ``_``,
+        LightGBM PR #426), unless another feature already has that spelling."""
+        spelled = name.replace(" ", "_")
+        rename = " or rename the column" if self.names_whose else ""
+        if spelled in self.feature_names:
+            j = self.feature_names.index(spelled)
+            said = f"LightGBM would write it {spelled!r}, which is also feature_names[{j}]: "
+            return (
+                f"{said}pass other names (feature_names=){rename}",
+                f"{said}give other names (--feature-names FILE)",
+            )
+        said = f"LightGBM itself writes each space of a column name as '_' ({spelled!r}): "
+        return (
+            f"{said}pass names spelled so (feature_names=){rename}",
+            f"{said}give names spelled so (--feature-names FILE)",
+        )
 
 
-# Characters a consumer refuses in a feature name: LightGBM's model loader rejects
-# "special JSON characters" (Common::CheckAllowedJSON), and its dump_model() JSON (what
-# Vespa reads) writes names unescaped, so a backslash starts an escape there (a\b came
-# back with a backspace); XGBoost's DMatrix rejects names with '[', ']' or '<' (they
-# delimit the split conditions of its text dumps).
+# What each format's consumer cannot read back as written in a feature name: per format,
+# (characters, why), tested in order; "" stands for an empty name.  The JSON formats
+# escape everything else (json.dumps), RankLib and the ONNX input are positional.
+#
+# LightGBM's text model has one ``feature_names=`` line, split on ' ' (LightGBM's own
+# Dataset turns a space into '_'), ending at a line break; its model loader refuses
+# "special JSON characters" (Common::CheckAllowedJSON); its dump_model() JSON (what Vespa
+# reads) writes names unescaped, so a backslash starts an escape there (a\b came back
+# with a backspace) and a control character makes the JSON invalid (Python's json and
+# Vespa refuse it).  A tab, U+00A0, U+2028 and the like split nothing there and are kept.
+# XGBoost's DMatrix refuses '[', ']' and '<' (they delimit the split conditions of its
+# text dumps); its JSON reader decodes \t \n \r \" \\ \/ but keeps a \uXXXX escape as
+# its six characters and refuses \b and \f, which json.dumps writes for the other
+# characters below U+0020.
 LIGHTGBM_FORBIDDEN = '",:[]{}\\'
 XGBOOST_FORBIDDEN = "[]<"
+_JSON_CONTROL = "".join(map(chr, range(0x20)))
+NAME_RULES: dict[str, tuple[tuple[str, str], ...]] = {
+    "lightgbm": (
+        ("", "which LightGBM's text model cannot hold (one line lists the names, split by spaces)"),
+        (
+            LIGHTGBM_FORBIDDEN,
+            "which LightGBM does not accept in a feature name "
+            f"(none of {' '.join(LIGHTGBM_FORBIDDEN)})",
+        ),
+        ("\n\r", "which would end the line of LightGBM's text model that lists the names"),
+        (
+            _JSON_CONTROL,
+            "which LightGBM's dump_model() JSON (what Vespa reads) would hold unescaped, "
+            "and no JSON reader reads that",
+        ),
+        (
+            " ",
+            "which LightGBM's text model cannot hold (one line lists the names, split by spaces)",
+        ),
+    ),
+    "xgboost": (
+        (
+            XGBOOST_FORBIDDEN,
+            "which XGBoost does not accept in a feature name "
+            f"(none of {' '.join(XGBOOST_FORBIDDEN)})",
+        ),
+        (
+            "".join(c for c in _JSON_CONTROL if c not in "\t\n\r"),
+            "which XGBoost's JSON reader does not read back (it keeps a \\u escape as "
+            "written and refuses \\b and \\f)",
+        ),
+    ),
+    "xgboost-dump": (
+        (
+            XGBOOST_FORBIDDEN,
+            "which XGBoost does not accept in a feature name "
+            f"(none of {' '.join(XGBOOST_FORBIDDEN)})",
+        ),
+    ),
+}
+
+
+def _char_words(c: str) -> str:
+    return "' ' (a space)" if c == " " else repr(c)
+
+
+def _name_problem(rules: tuple[tuple[str, str], ...], name: str) -> str | None:
+    """What the first rule ``name`` breaks says of it (None: the name is fine)."""
+    for chars, why in rules:
+        if chars == "":
+            if not name:
+                return f"is empty, {why}"
+            continue
+        bad = sorted({c for c in name if c in chars})
+        if bad:
+            return f"contains {' '.join(_char_words(c) for c in bad)}, {why}"
+    return None
 
 
 def _tree_from_nodes(nodes, divisor: float, output: int) -> ExportTree:
@@ -318,17 +409,27 @@ def collect(booster, feature_names=None, iteration: int | None = None) -> Export
         averaged=averaged,
         raw_trees=raw,
         objective_params=dict(getattr(booster, "objective_params", None) or {}),
+        names_whose=_names_whose(booster, feature_names),
     )
+
+
+def _names_whose(booster, feature_names) -> str:
+    """``"the model's "`` when the export uses the model's own names: they (a
+    DataFrame's columns) were never chosen for an engine, so messages say where they
+    come from and how to give others."""
+    return "" if feature_names is not None or not booster.feature_names else "the model's "
 
 
 def resolve_feature_names(booster, feature_names) -> list[str]:
     """Explicit names > the booster's (a DataFrame's columns, or the LETOR ids
     ``f1, f2, ...`` that ``ltrboost train`` stores for a LETOR file) > ``f0, f1, ...``
-    (0-based columns)."""
+    (0-based columns).
+
+    Checks what no format takes (a wrong count, a lone surrogate, a name twice); what
+    one format's consumer cannot read back is :meth:`ExportModel.check_feature_names`.
+    """
     n = int(booster.n_features)
-    # the model's names (a DataFrame's columns) were never chosen for an engine: say
-    # where they come from and how to give others
-    whose = "" if feature_names is not None or not booster.feature_names else "the model's "
+    whose = _names_whose(booster, feature_names)
     if feature_names is None:
         feature_names = booster.feature_names or [f"f{i}" for i in range(n)]
     names = [str(s) for s in feature_names]
@@ -336,18 +437,6 @@ def resolve_feature_names(booster, feature_names) -> list[str]:
         raise ExportError(f"{len(names)} feature names given but the model has {n} features")
     seen: dict[str, int] = {}
     for i, s in enumerate(names):
-        # control characters: JSON writes them as \u escapes that XGBoost keeps as is,
-        # and no engine's feature set names a feature with one
-        if not s or any(c.isspace() or unicodedata.category(c) == "Cc" for c in s):
-            problem = (
-                f"{whose}{name_words(i, s)} is empty or has whitespace or a control character; "
-            )
-            raise ExportError(
-                f"{problem}pass the engine's names (feature_names=)",
-                cli=f"{problem}give the engine's names (--feature-names FILE)",
-                feature=i,
-                feature_words=name_words(i, s),
-            )
         if any(unicodedata.category(c) == "Cs" for c in s):  # "\ud800": UTF-8 cannot write it
             problem = (
                 f"{whose}{name_words(i, s)} holds a lone surrogate, which is no Unicode "

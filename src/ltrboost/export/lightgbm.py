@@ -52,7 +52,6 @@ import numpy as np
 from ltrboost.export._trees import (
     DBL_MAX,
     FLT_MAX,
-    LIGHTGBM_FORBIDDEN,
     ExportModel,
     ExportTree,
     f64_str,
@@ -128,7 +127,7 @@ def _tree_block(index: int, tree: ExportTree) -> str:
 
 def to_lightgbm(model: ExportModel) -> str:
     model.check_single_output("lightgbm")
-    model.check_name_characters("lightgbm", LIGHTGBM_FORBIDDEN)
+    model.check_feature_names("lightgbm")
     # averaged: every tree undivided, a bias tree always, LightGBM divides by T + 1;
     # additive: the divisor is 1 and a bias tree only where the initial score is not 0.
     trees = model.raw_trees if model.averaged else model.trees

@@ -12,9 +12,16 @@ The initial scores are one-leaf trees (as in the other formats).  McRank (one tr
 grade) becomes a ``C``-target ensemble (each tree adds to its grade's target), then
 ``Softmax`` over the grades and a ``MatMul`` with ``[0, 1, .., C-1]``: the expected
 grade that ``Booster.predict`` returns.
+
+The input is positional (column ``i`` is feature ``i``); the names are metadata only:
+``feature_names_json``, a JSON array of every name as written, and ``feature_names``,
+the names joined by spaces, written only when no name is empty or holds whitespace (it
+would split into other names).  ``objective`` is ltrboost's objective.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 
@@ -149,9 +156,17 @@ def build_graph(model: ExportModel, leaf_ids: bool = False):
         producer_name="ltrboost",
     )
     m.ir_version = 8
+    names = model.feature_names
+    # feature_names_json: every name as written (a JSON array); feature_names, space-
+    # joined as ever, only where that splits back into the names (none empty, none
+    # holding whitespace): "BM25 title" would read as two names there
+    if all(n and not any(c.isspace() for c in n) for n in names):
+        meta = m.metadata_props.add()
+        meta.key = "feature_names"
+        meta.value = " ".join(names)
     meta = m.metadata_props.add()
-    meta.key = "feature_names"
-    meta.value = " ".join(model.feature_names)
+    meta.key = "feature_names_json"
+    meta.value = json.dumps(names, ensure_ascii=False)
     meta = m.metadata_props.add()
     meta.key = "objective"
     meta.value = model.objective

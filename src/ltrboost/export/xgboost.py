@@ -77,7 +77,6 @@ import numpy as np
 
 from ltrboost.export._trees import (
     FLT_MAX,
-    XGBOOST_FORBIDDEN,
     ExportModel,
     ExportTree,
     f32_floor,
@@ -205,7 +204,7 @@ def xgb_tree(tree: ExportTree) -> XGBTree:
 
 def to_xgboost_dict(model: ExportModel) -> dict:
     model.check_single_output("xgboost")
-    model.check_name_characters("xgboost", XGBOOST_FORBIDDEN)
+    model.check_feature_names("xgboost")
     model.check_float32_values("xgboost")
     model.warn_float32_thresholds("xgboost")
     model.check_float32_sums("xgboost")
@@ -286,7 +285,7 @@ def to_xgboost(model: ExportModel) -> str:
 def dump_trees(model: ExportModel) -> list[dict]:
     """The trees as ``get_dump(dump_format="json")`` objects, names as ``split``."""
     model.check_single_output("xgboost-dump")
-    model.check_name_characters("xgboost-dump", XGBOOST_FORBIDDEN)
+    model.check_feature_names("xgboost-dump")
     model.check_float32_values("xgboost-dump")
     model.warn_float32_thresholds("xgboost-dump")
     model.check_float32_sums("xgboost-dump")
