@@ -342,6 +342,8 @@ def _preset(**options: Any) -> Callable[[Callable], Any]:
     uncached = numba.njit(cache=False, **options)
 
     def decorate(fn: Callable) -> Any:
+        if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1: plain Python, no cache
+            return fn
         # The cache locator is chosen when the dispatcher is created, from
         # numba.config.CACHE_DIR: point it at our folder for this one call only.
         saved = numba.config.CACHE_DIR
@@ -886,6 +888,18 @@ def add_gh1(typingctx, sub, t, b, g, h):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1 (debugging): the intrinsics in Python
+
+    def prefetch(arr: Any, idx: Any) -> None:  # type: ignore[no-redef]
+        """A hint only: nothing to do in Python."""
+
+    def add_gh1(sub: Any, t: Any, b: Any, g: Any, h: Any) -> None:  # type: ignore[no-redef]
+        """``sub[t, b, :3] += (g, h, 1.0)``: the intrinsic's three scalar additions."""
+        sub[t, b, 0] += float(g)
+        sub[t, b, 1] += float(h)
+        sub[t, b, 2] += 1.0
 
 
 def _resolve_n_threads(n_threads: int | None) -> int:
