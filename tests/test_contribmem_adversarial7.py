@@ -306,7 +306,7 @@ def test_threads_are_capped_to_the_buffers_that_fit(monkeypatch):
     b = _booster([deep], F)
     X = np.random.default_rng(3).uniform(-1, 1, size=(64, F))
     want = b.predict(X, pred_contrib=True, n_threads=2)
-    per_thread = 32 * explain._path_buffer_length(b._packed_for(1)) + 48 * (300 + 3)
+    per_thread = explain._thread_bytes(explain._path_buffer_length(b._packed_for(1)), 300)
     out_bytes = X.shape[0] * (F + 1) * 8
     _limit_budget(monkeypatch, 2 * (out_bytes + per_thread + per_thread // 2))
     seen = []

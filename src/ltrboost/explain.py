@@ -2,26 +2,47 @@
 (``predict(X, pred_leaf=True)``) and TreeSHAP feature contributions
 (``predict(X, pred_contrib=True)``).
 
-TreeSHAP is Algorithm 2 of Lundberg, Erion & Lee (2018), "Consistent Individualized
-Feature Attribution for Tree Ensembles": the exact Shapley values of each tree's output
-under the *path-dependent* conditional expectation, where ``E[f(x) | x_S]`` follows ``x``
-at the splits on features of ``S`` and elsewhere averages both children, each weighted
-by the training documents that reached it (the node's ``count``; LightGBM's
+TreeSHAP gives the exact Shapley values of each tree's output under the
+*path-dependent* conditional expectation of Lundberg, Erion & Lee (2018), "Consistent
+Individualized Feature Attribution for Tree Ensembles", where ``E[f(x) | x_S]`` follows
+``x`` at the splits on features of ``S`` and elsewhere averages both children, each
+weighted by the training documents that reached it (the node's ``count``; LightGBM's
 ``internal_count``/``leaf_count``, XGBoost's ``cover``).  A child's weight is its count
 over the sum of both children's counts (1/2 each when both are 0: a hand-made tree).
+
+The tree walk is the paper's Algorithm 2: a path of one element per distinct feature
+split on above a node (a feature split again is merged into its element), each element
+``j`` holding ``z_j``, the product of the document shares of the branches taken at the
+splits on that feature, and ``o_j``, 1 when ``x`` takes them all (else 0).  A leaf of
+value ``v`` whose path has ``d`` elements then gives feature ``p``
+
+    phi_p += v (o_p - z_p) sum_{S in P - p} |S|! (d - 1 - |S|)! / d!
+                 prod_{j in S} o_j prod_{j in P - p - S} z_j
+           = v (o_p - z_p) int_0^1 prod_{j != p} (z_j (1 - t) + o_j t) dt,
+
+the Shapley weight being the Beta integral ``int_0^1 t^k (1 - t)^(d-1-k) dt``.  The
+integrand is a polynomial of degree ``d - 1``, so a Gauss-Legendre rule of
+``ceil(d / 2)`` nodes integrates it exactly (the leaf's ``d`` products by prefix and
+suffix products, O(d^2) per leaf as Algorithm 2's unwinding).  Every factor lies in
+[0, 1] and every term is positive: no cancellation.  Algorithm 2's own leaf sum (its
+``UNWIND`` of the permutation weights, which the reference implementation and
+LightGBM's and XGBoost's use, and :func:`_tree_shap_reference` here) multiplies its
+rounding error by about ``z * d / j`` at each step ``j``: past ~100 distinct features
+on a path its rows no longer summed to the score (off by 1e18 on 300); this one's error
+stays at rounding (shapiq's Quadrature-TreeSHAP takes the same integral form).
 
 The kernel walks a tree depth-first with an explicit stack (Numba and deep trees do not
 mix with recursion); each visited node keeps its own copy of the path in one buffer, at
 an offset past its parent's, as the reference implementation's ``unique_path`` does.
 A path holds the root's element and one per distinct feature split on above the node
-(a feature split again is unwound first), so the buffer a thread needs grows with depth
+(a feature split again is taken out first), so the buffer a thread needs grows with depth
 x distinct features on a path (:func:`_path_buffer_lengths`), not with depth^2: a
-10,000-deep chain on 136 features takes 44 MB a thread, not 1.6 GB.  The output and
+10,000-deep chain on 136 features takes 33 MB a thread, not 1.2 GB.  The output and
 these buffers are checked up front against half of what the process may use
 (:func:`ltrboost._config.memory_budget`), as training's histograms are.  A
 branch whose path element has both fractions 0 (a second split on a feature the row
 went the other way on, into documents that never reached it) contributes exactly 0 and
-is skipped: its unwinding would divide 0 by 0.
+is skipped.
 
 Kernels here are compiled on their first use only: ordinary prediction and training
 never import this module (no warm-up profile names its kernels).
@@ -29,11 +50,14 @@ never import this module (no warm-up profile names its kernels).
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost import _config
-from ltrboost._numba import inline_kernel, kernel, num_threads, over_rows, threads
+from ltrboost._numba import kernel, num_threads, over_rows, threads
 from ltrboost.tree import SPARSE_PREDICT_CHUNK_BYTES, PackedEnsemble, split_columns_only
 
 # One TreeSHAP row costs O(leaves * depth^2) per tree, far more than a thread hand-off
@@ -153,9 +177,10 @@ def _path_buffer_length(ens: PackedEnsemble) -> int:
 
 
 def _thread_bytes(path_length: int, depth: int) -> int:
-    """Bytes one thread of :func:`_tree_shap_rows` allocates: four path arrays (int64
-    features, float64 fractions and weights) and six stack arrays of ``depth + 3``."""
-    return 32 * path_length + 48 * (depth + 3)
+    """Bytes one thread of :func:`_tree_shap_rows` allocates: three path arrays (int64
+    features, float64 zero and one fractions), six stack arrays and three leaf arrays
+    (factors, prefix products, integrals) of ``depth + 3``."""
+    return 24 * path_length + 72 * (depth + 3)
 
 
 def _bytes_text(nbytes: float) -> str:
@@ -271,6 +296,64 @@ def _output_refused(
     return PredictMemoryError(f"{flag}: {need}; {way_out}", cli=cli_text)
 
 
+@functools.cache
+def _gauss_legendre(n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The ``n``-node Gauss-Legendre rule on [0, 1]: nodes ``t`` (ascending) and
+    weights ``w`` (summing to 1), exact for polynomials of degree below ``2 n``.
+    Newton's method on the Legendre recurrence from the usual cosine guesses, O(n^2)
+    (numpy's ``leggauss`` solves an n x n eigenproblem, O(n^3)); cached per ``n``."""
+    x = np.cos(np.pi * (np.arange(1, n + 1) - 0.25) / (n + 0.5))
+
+    def legendre(x):  # P_n(x), P_{n-1}(x)
+        p0, p1 = np.ones_like(x), x.copy()
+        for k in range(2, n + 1):
+            p0, p1 = p1, ((2 * k - 1) * x * p1 - (k - 1) * p0) / k
+        return p1, p0
+
+    for _ in range(100):
+        p1, p0 = legendre(x)
+        dx = p1 / (n * (x * p1 - p0) / ((x - 1) * (x + 1)))
+        x = x - dx
+        if np.abs(dx).max() <= 1e-15:
+            break
+    p1, p0 = legendre(x)
+    dp = n * (x * p1 - p0) / ((x - 1) * (x + 1))
+    w = 2.0 / ((1 - x) * (1 + x) * dp * dp)
+    t = (1 + x[::-1]) / 2
+    w = w[::-1] / 2
+    t.flags.writeable = w.flags.writeable = False
+    return t, w
+
+
+# Gauss-Legendre rules kept: every size up to this many nodes, then sizes 25% apart
+# (a leaf of d path elements takes the smallest size of at least ceil(d / 2) nodes,
+# exact either way: at most 25% more nodes than it needs)
+_EXACT_RULE_SIZES = 64
+
+
+def _rule_sizes(n_max: int) -> list[int]:
+    """The Gauss-Legendre sizes used for up to ``n_max`` nodes (the last >= n_max)."""
+    sizes = list(range(1, min(n_max, _EXACT_RULE_SIZES) + 1)) or [1]
+    while sizes[-1] < n_max:
+        sizes.append(math.ceil(sizes[-1] * 1.25))
+    return sizes
+
+
+def _quadrature_table(max_elements: int):
+    """``(t, w, start, length)``: the Gauss-Legendre rules a leaf of ``d <=
+    max_elements`` path elements integrates its polynomial of degree ``d - 1`` with
+    (nodes ``t[start[d]:start[d] + length[d]]``, weights ``w`` alike, at least
+    ``ceil(d / 2)`` nodes: exact)."""
+    sizes = _rule_sizes(max(1, (max_elements + 1) // 2))
+    rules = [_gauss_legendre(n) for n in sizes]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    t = np.concatenate([r[0] for r in rules])
+    w = np.concatenate([r[1] for r in rules])
+    need = (np.arange(max_elements + 1, dtype=np.int64) + 1) // 2
+    pick = np.searchsorted(np.asarray(sizes, dtype=np.int64), np.maximum(need, 1))
+    return t, w, offsets[pick], np.asarray(sizes, dtype=np.int64)[pick]
+
+
 def _dense_blocks(X, n_features: int):
     """``(r0, r1, block)``: ``X`` itself (dense), or a SciPy sparse ``X`` densified
     :data:`~ltrboost.tree.SPARSE_PREDICT_CHUNK_BYTES` of floats at a time."""
@@ -310,13 +393,19 @@ def predict_contrib(
     bias = np.asarray(init_score, dtype=np.float64).reshape(n_outputs).copy()
     np.add.at(bias, ens.tree_output, expected_values(ens, zl, zr))
     if runs:
+        # a path has at most depth elements: min(depth, distinct features) per tree
+        depths, distinct, _ = _path_buffer_lengths(ens)
+        rule_t, rule_w, rule_start, rule_len = _quadrature_table(
+            int(np.minimum(depths, distinct).max())
+        )
         with threads(n_threads):
             for r0, r1, block in _dense_blocks(X, n_features):
                 part = out[r0:r1]
                 over_rows(
                     _tree_shap_rows, r1 - r0, ens.value, ens.feature_idx, ens.num_threshold,
                     ens.missing_go_to_left, ens.is_leaf, ens.left, ens.right, zl, zr,
-                    ens.tree_offsets, ens.tree_output, block, depth, path_length, part,
+                    ens.tree_offsets, ens.tree_output, block, depth, path_length, rule_t,
+                    rule_w, rule_start, rule_len, part,
                     min_rows_per_thread=SHAP_MIN_ROWS_PER_THREAD,
                 )  # fmt: skip
     out[:, :, n_features] = bias
@@ -408,70 +497,24 @@ def _predict_leaf_rows(
             out[i, t] = k
 
 
-@inline_kernel
-def _extend_path(feat, zero, one, pw, off, ud, z, o, f):
-    # add element ud (feature f, fractions z and o) to the path at off; reweight
-    feat[off + ud] = f
-    zero[off + ud] = z
-    one[off + ud] = o
-    pw[off + ud] = 1.0 if ud == 0 else 0.0
-    for j in range(ud - 1, -1, -1):
-        pw[off + j + 1] += o * pw[off + j] * (j + 1) / (ud + 1)
-        pw[off + j] = z * pw[off + j] * (ud - j) / (ud + 1)
-
-
-@inline_kernel
-def _unwind_path(feat, zero, one, pw, off, ud, p):
-    # take element p out of the path at off (length ud + 1): undo its extension
-    o = one[off + p]
-    z = zero[off + p]
-    nxt = pw[off + ud]
-    for j in range(ud - 1, -1, -1):
-        if o != 0.0:
-            tmp = pw[off + j]
-            pw[off + j] = nxt * (ud + 1) / ((j + 1) * o)
-            nxt = tmp - pw[off + j] * z * (ud - j) / (ud + 1)
-        else:
-            pw[off + j] = pw[off + j] * (ud + 1) / (z * (ud - j))
-    for j in range(p, ud):
-        feat[off + j] = feat[off + j + 1]
-        zero[off + j] = zero[off + j + 1]
-        one[off + j] = one[off + j + 1]
-
-
-@inline_kernel
-def _unwound_sum(zero, one, pw, off, ud, p):
-    # total weight of the path at off without element p (the path is left unchanged)
-    o = one[off + p]
-    z = zero[off + p]
-    nxt = pw[off + ud]
-    total = 0.0
-    for j in range(ud - 1, -1, -1):
-        if o != 0.0:
-            tmp = nxt * (ud + 1) / ((j + 1) * o)
-            total += tmp
-            nxt = pw[off + j] - tmp * z * (ud - j) / (ud + 1)
-        else:
-            total += pw[off + j] / (z * (ud - j) / (ud + 1))
-    return total
-
-
 @kernel
 def _tree_shap_rows(
     r0, r1, value, feature_idx, num_threshold, missing_left, is_leaf, left, right, zl, zr,
-    tree_offsets, tree_output, X, depth, path_length, out,
+    tree_offsets, tree_output, X, depth, path_length, rule_t, rule_w, rule_start, rule_len,
+    out,
 ):  # fmt: skip
     # X: IN float (n_rows, n_features); out: IN/OUT float64 (n_rows, n_outputs,
     # n_features + 1), contributions added for rows r0..r1-1.  zl/zr: the left/right
     # child's share of each node's documents.  depth: the deepest leaf's depth.
     # path_length: the path buffer's length, _path_buffer_length (each node's path
-    # at its parent's offset + its own length; unchecked: a shorter one overruns)
+    # at its parent's offset + its own length; unchecked: a shorter one overruns).
+    # rule_*: _quadrature_table (a leaf of d path elements: nodes and weights
+    # rule_t/rule_w[rule_start[d]:rule_start[d] + rule_len[d]])
     n_trees = tree_offsets.shape[0] - 1
     size = path_length
     feat = np.empty(size, dtype=np.int64)
     zero = np.empty(size, dtype=np.float64)
     one = np.empty(size, dtype=np.float64)
-    pw = np.empty(size, dtype=np.float64)
     n_stack = depth + 3
     s_node = np.empty(n_stack, dtype=np.int64)
     s_poff = np.empty(n_stack, dtype=np.int64)
@@ -479,6 +522,9 @@ def _tree_shap_rows(
     s_z = np.empty(n_stack, dtype=np.float64)
     s_o = np.empty(n_stack, dtype=np.float64)
     s_f = np.empty(n_stack, dtype=np.int64)
+    factor = np.empty(n_stack, dtype=np.float64)
+    prefix = np.empty(n_stack, dtype=np.float64)
+    integral = np.empty(n_stack, dtype=np.float64)
     for i in range(r0, r1):
         for t in range(n_trees):
             base = tree_offsets[t]
@@ -497,20 +543,40 @@ def _tree_shap_rows(
                 node = s_node[sp]
                 poff = s_poff[sp]
                 ud = s_ud[sp]
-                # this node's path: a copy of its parent's, then extended
+                # this node's path: a copy of its parent's, then its own element ud
+                # (element 0 is the root's, feature -1, fractions 1: no feature)
                 off = poff + ud + 1
                 for j in range(ud):
                     feat[off + j] = feat[poff + j]
                     zero[off + j] = zero[poff + j]
                     one[off + j] = one[poff + j]
-                    pw[off + j] = pw[poff + j]
-                _extend_path(feat, zero, one, pw, off, ud, s_z[sp], s_o[sp], s_f[sp])
+                feat[off + ud] = s_f[sp]
+                zero[off + ud] = s_z[sp]
+                one[off + ud] = s_o[sp]
                 k = base + node
                 if is_leaf[k]:
+                    # feature j's share: v (o_j - z_j) int_0^1 prod_{i != j} f_i(t) dt,
+                    # f_i(t) = z_i (1 - t) + o_i t, by the rule of >= ceil(ud / 2)
+                    # nodes (exact), the products left and right of j by prefix and
+                    # suffix: all terms >= 0, nothing cancels
                     v = value[k]
+                    q0 = rule_start[ud]
                     for j in range(1, ud + 1):
-                        w = _unwound_sum(zero, one, pw, off, ud, j)
-                        out[i, o_col, feat[off + j]] += w * (one[off + j] - zero[off + j]) * v
+                        integral[j] = 0.0
+                    for q in range(q0, q0 + rule_len[ud]):
+                        tq = rule_t[q]
+                        run = 1.0
+                        for j in range(1, ud + 1):
+                            prefix[j] = run
+                            factor[j] = zero[off + j] * (1.0 - tq) + one[off + j] * tq
+                            run *= factor[j]
+                        run = rule_w[q]
+                        for j in range(ud, 0, -1):
+                            integral[j] += run * prefix[j]
+                            run *= factor[j]
+                    for j in range(1, ud + 1):
+                        share = integral[j] * (one[off + j] - zero[off + j]) * v
+                        out[i, o_col, feat[off + j]] += share
                     continue
                 f = feature_idx[k]
                 x = X[i, f]
@@ -527,10 +593,13 @@ def _tree_shap_rows(
                 p = 0
                 while p <= ud and feat[off + p] != f:
                     p += 1
-                if p <= ud:  # split on f before: undo it, its fractions carry over
-                    iz = zero[off + p]
+                if p <= ud:  # split on f before: take its element out, its fractions
+                    iz = zero[off + p]  # carry over into the children's
                     io = one[off + p]
-                    _unwind_path(feat, zero, one, pw, off, ud, p)
+                    for j in range(p, ud):
+                        feat[off + j] = feat[off + j + 1]
+                        zero[off + j] = zero[off + j + 1]
+                        one[off + j] = one[off + j + 1]
                     ud -= 1
                 # cold below hot on the stack: hot is visited first, as in recursion
                 if cz * iz != 0.0:
@@ -578,8 +647,11 @@ def _tree_shap_reference(
     init_score,
     divisor: float = 1.0,
 ) -> NDArray[np.float64]:
-    """Recursive TreeSHAP (the paper's Algorithm 2) on node arrays, the path as
-    Python lists copied at every node; the layout of :func:`predict_contrib`."""
+    """Recursive TreeSHAP (the paper's Algorithm 2, its ``UNWIND`` leaf sums: the
+    reference implementation's, LightGBM's) on node arrays, the path as Python lists
+    copied at every node; the layout of :func:`predict_contrib`.  Independent of the
+    kernel's quadrature leaf sums, and as they are to rounding up to ~60 distinct
+    features on a path (past ~100 its unwinding loses every digit)."""
     n, n_features = X.shape
     out = np.zeros((n, n_outputs, n_features + 1), dtype=np.float64)
 

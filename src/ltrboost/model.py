@@ -228,7 +228,8 @@ class Booster:
 
         ``pred_contrib=True``: TreeSHAP feature contributions instead (LightGBM's
         ``pred_contrib``, XGBoost's ``pred_contribs``; path-dependent, each branch
-        weighted by the training documents that reached it), float64 of shape
+        weighted by the training documents that reached it; exact to rounding at any
+        depth, see :mod:`ltrboost.explain`), float64 of shape
         (n_samples, n_features + 1): column ``j`` is feature ``j``'s contribution,
         the last column the expected score (initial score plus each tree's
         document-weighted mean leaf value, divided as the scores are under GBRank's
