@@ -281,7 +281,8 @@ def warn_if_validation_shares_queries(
     """A :class:`~ltrboost.io.letor.SharedQueriesWarning` for each validation set that
     shares query ids with ``train_set`` (:func:`~ltrboost.io.letor.shared_query_ids`),
     naming it by its name and index (by its path when read from a file, as by
-    ``ltrboost train --valid``); ``stacklevel`` as :func:`warnings.warn`'s, from here.
+    ``ltrboost train --valid``); ``stacklevel`` as :func:`warnings.warn`'s, counted
+    from this function (1).
     The training set itself given as a validation set, to watch its metrics, is no
     leak (:func:`_same_data`)."""
     from ltrboost.io.letor import SharedQueriesWarning, shared_query_ids
@@ -302,7 +303,7 @@ def warn_if_validation_shares_queries(
             other_name=f"validation set {name!r} (index {k})",
         )
         if said:
-            warnings.warn(said, SharedQueriesWarning, stacklevel=stacklevel + 1)
+            warnings.warn(said, SharedQueriesWarning, stacklevel=stacklevel)
 
 
 def _same_data(a: RankingDataset, b: RankingDataset) -> bool:
