@@ -23,7 +23,7 @@ SMALL = dict(n_estimators=12, max_leaf_nodes=7, min_samples_leaf=5, n_threads=1)
 def data():
     X, y, qid = make_ranking(n_queries=30, docs_per_query=(4, 10), n_features=5, random_state=0)
     Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=(4, 10), n_features=5, random_state=1)
-    return X, y, qid, Xv, yv, qv
+    return X, y, qid, Xv, yv, qv + 1000  # queries of their own: none shared
 
 
 def _write_letor(path, X, y, qid) -> None:

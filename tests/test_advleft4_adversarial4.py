@@ -142,6 +142,7 @@ def test_continuing_a_model_that_stopped_early_warns():
     and said nothing: the model came back as it was."""
     X, y, qid = make_ranking(n_queries=30, docs_per_query=8, n_features=5, random_state=0)
     Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=8, n_features=5, random_state=1)
+    qv = qv + 1000  # queries of their own (equal ids would be warned of as shared)
     kw = dict(early_stopping_rounds=2, **SMALL)
     first = Ranker(n_estimators=100, **kw).fit(X, y, qid=qid, eval_set=[(Xv, yv, qv)])
     done = first.booster_.n_iterations

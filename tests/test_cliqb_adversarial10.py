@@ -195,10 +195,12 @@ def _rewrite(path: Path, qid_offset: int = 0, extra: str = "") -> None:
 
 @pytest.fixture
 def qb_folds(tmp_path, write_letor_folds):
-    """Two folds whose test queries are their own (ids shifted by 100)."""
+    """Two folds whose validation and test queries are their own (ids shifted by 200
+    and 100: a shared validation query is warned of too)."""
     single = {"train.txt": (0, 3, 7), "test.txt": (1,)}
     root = write_letor_folds(tmp_path / "qdata", 2, 8, 5, single)
     for k in (1, 2):
+        _rewrite(root / f"Fold{k}" / "vali.txt", qid_offset=200)
         _rewrite(root / f"Fold{k}" / "test.txt", qid_offset=100)
     return root
 

@@ -5,8 +5,8 @@ Public names: :class:`Ranker` (scikit-learn estimator), :func:`train`,
 :func:`make_dataset`, :func:`load_model`, :func:`load_svmlight`, :func:`dump_svmlight`,
 :func:`log_evaluation` (a training callback); the errors :class:`LTRInputError` (bad
 input, located), :class:`ModelFormatError` (a bad model file) and
-:class:`NonFiniteTrainingError`; the warnings :class:`PairsIgnoredWarning` and
-:class:`PositionIgnoredWarning` (named in README).
+:class:`NonFiniteTrainingError`; the warnings :class:`PairsIgnoredWarning`,
+:class:`PositionIgnoredWarning` and :class:`SharedQueriesWarning` (named in README).
 
 Importing the package is cheap: the public names are resolved on first use (module
 ``__getattr__``, PEP 562), so ``import ltrboost`` does not import Numba, scikit-learn or
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from ltrboost.booster import PositionIgnoredWarning, train
     from ltrboost.callbacks import log_evaluation
     from ltrboost.dataset import LTRInputError, RankingDataset, make_dataset
-    from ltrboost.io.letor import dump_svmlight, load_svmlight
+    from ltrboost.io.letor import SharedQueriesWarning, dump_svmlight, load_svmlight
     from ltrboost.io.model_json import ModelFormatError
     from ltrboost.model import Booster, load_model
     from ltrboost.objectives.base import PairsIgnoredWarning
@@ -47,6 +47,7 @@ _LAZY = {
     "NonFiniteTrainingError": "ltrboost._checks",
     "PairsIgnoredWarning": "ltrboost.objectives.base",
     "PositionIgnoredWarning": "ltrboost.booster",
+    "SharedQueriesWarning": "ltrboost.io.letor",
     # the functions themselves, so that help() and signature() show their parameters
     # (they were wrappers f(*args, **kwargs) with a one-line docstring)
     "load_svmlight": "ltrboost.io.letor",
@@ -77,6 +78,7 @@ __all__ = [
     "PositionIgnoredWarning",
     "Ranker",
     "RankingDataset",
+    "SharedQueriesWarning",
     "__version__",
     "dump_svmlight",
     "load_model",

@@ -26,7 +26,9 @@ homes (:mod:`ltrboost.model`, :mod:`ltrboost.params`) for existing imports.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -49,11 +51,12 @@ from ltrboost._evaluation import (
     written_numbers,
 )
 from ltrboost._numba import threads
-from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory
+from ltrboost.binning import BinMapper, UsedFeatures, check_histogram_memory, is_sparse
 from ltrboost.dataset import (
     LTRInputError,
     RankingDataset,
     check_dataset_structure,
+    check_feature_names_text,
     check_positions,
     rows_located,
 )
@@ -220,11 +223,36 @@ def train(
         as an uninterrupted run, because the random generator is fast-forwarded).  Its
         initial score is kept (on other data too); column names, when both have them,
         must be the model's in its order.
+
+    Warns
+    -----
+    SharedQueriesWarning
+        (a ``UserWarning``) for each validation set that shares query ids with
+        ``train_set``, before the first round: its metrics, best iteration and early
+        stopping are those of queries the model trains on.  Not for ``train_set`` itself
+        as a validation set (the same object, or a dataset of identical arrays).
     """
+    return _train(params, train_set, valid_sets, callbacks, init_model)
+
+
+def _train(
+    params: BoosterParams | dict[str, Any],
+    train_set: RankingDataset,
+    valid_sets: Sequence[tuple[str, RankingDataset]] = (),
+    callbacks: Sequence[Callable[[CallbackEnv], bool | None]] = (),
+    init_model: Booster | None = None,
+    *,
+    check_leaks: bool = True,
+) -> Booster:
+    """:func:`train`; ``check_leaks=False`` for the experiment protocols, which warn of
+    a fold's shared queries once per fold (:class:`~ltrboost.experiment.FoldLeaks`),
+    not once per trained cell."""
     params = as_params(params)
     valid_sets = _check_train_inputs(train_set, valid_sets, init_model)
     callbacks = check_callbacks(callbacks)
     objective = _checked_setup(params, train_set, valid_sets, init_model)
+    if check_leaks:
+        warn_if_validation_shares_queries(train_set, valid_sets, stacklevel=4)
     # NaN/inf is detected after each tree (check_round_finite) and reported as one
     # error naming the round; NumPy's overflow warnings before it would only be noise.
     quiet = np.errstate(over="ignore", invalid="ignore")
@@ -239,6 +267,83 @@ def train(
         one_bin = bool(((binner.n_bins_non_missing_ <= 1) & ~binner.has_missing_).all())
         warn_if_constant_model(params, objective, model, train_set, one_bin)
     return model
+
+
+VALIDATION_LEAK = (
+    "the model trains on those validation queries, so their metrics, the best "
+    "iteration and early stopping chosen on them are optimistic"
+)
+
+
+def warn_if_validation_shares_queries(
+    train_set: RankingDataset, valid_sets: Sequence[tuple[str, RankingDataset]], stacklevel: int
+) -> None:
+    """A :class:`~ltrboost.io.letor.SharedQueriesWarning` for each validation set that
+    shares query ids with ``train_set`` (:func:`~ltrboost.io.letor.shared_query_ids`),
+    naming it by its name and index (by its path when read from a file, as by
+    ``ltrboost train --valid``); ``stacklevel`` as :func:`warnings.warn`'s, counted
+    from this function (1).
+    The training set itself given as a validation set, to watch its metrics, is no
+    leak (:func:`_same_data`)."""
+    from ltrboost.io.letor import SharedQueriesWarning, shared_query_ids
+
+    for k, (name, vs) in enumerate(valid_sets):
+        if train_set.query_ids is None or vs.query_ids is None or _same_data(train_set, vs):
+            continue
+        files = train_set.source is not None and vs.source is not None
+        said = shared_query_ids(
+            train_set,
+            vs,
+            VALIDATION_LEAK
+            if files
+            else VALIDATION_LEAK
+            + "; split the data by query (e.g. scikit-learn's GroupShuffleSplit with "
+            "groups=qid); sets that number their queries apart need ids of their own "
+            "(or filter ltrboost.SharedQueriesWarning)",
+            other_name=f"validation set {name!r} (index {k})",
+        )
+        if said:
+            warnings.warn(said, SharedQueriesWarning, stacklevel=stacklevel)
+
+
+def _same_data(a: RankingDataset, b: RankingDataset) -> bool:
+    """Whether ``b`` is the training set ``a`` again: the same object, the same file,
+    or the same queries, labels and features (NaN equal to NaN; dense rows compared a
+    block at a time, so no copy of ``X``'s size is made).  Weights, positions and pairs
+    are not compared: they do not change what a validation set's queries are."""
+    if a is b:
+        return True
+    if a.source is not None and b.source is not None:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(a.source, b.source):
+                return True
+    if (
+        a.X.shape != b.X.shape
+        or not np.array_equal(a.query_offsets, b.query_offsets)
+        or not np.array_equal(np.asarray(a.query_ids), np.asarray(b.query_ids))
+        or a.y is None
+        or b.y is None
+        or not np.array_equal(a.y, b.y)
+    ):
+        return False
+    sparse = (is_sparse(a.X), is_sparse(b.X))
+    if sparse != (False, False):
+        if sparse != (True, True):
+            return False
+        ca, cb = (m.tocsr().copy() for m in (a.X, b.X))  # canonical: sorted, no zeros
+        for m in (ca, cb):
+            m.sum_duplicates()
+            m.eliminate_zeros()
+        return (
+            np.array_equal(ca.indptr, cb.indptr)
+            and np.array_equal(ca.indices, cb.indices)
+            and np.array_equal(ca.data, cb.data, equal_nan=True)
+        )
+    step = max(1, (1 << 22) // max(1, a.X.shape[1]))
+    for r in range(0, a.X.shape[0], step):
+        if not np.array_equal(a.X[r : r + step], b.X[r : r + step], equal_nan=True):
+            return False
+    return True
 
 
 def _checked_setup(params: BoosterParams, train_set, valid_sets: list, init_model):
@@ -419,6 +524,7 @@ def _check_train_inputs(train_set, valid_sets, init_model) -> list:
         # the name keys evals_result, in memory and in the model file (JSON: a string)
         valid_sets[k] = (str(entry[0]), entry[1])
     check_dataset_structure(train_set, "train_set")
+    check_feature_names_text(train_set.feature_names, "train_set.feature_names")
     for name, vs in valid_sets:
         check_dataset_structure(vs, f"validation set {name!r}")
     if init_model is not None and not isinstance(init_model, Booster):

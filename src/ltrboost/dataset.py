@@ -1091,21 +1091,30 @@ def qid_column(X: Any) -> Any:
     return X["qid"].to_numpy()
 
 
+def check_feature_names_text(names: Sequence[Any] | None, what: str | None) -> None:
+    """Refuse a feature name holding a lone surrogate (``"\\ud800"``: no Unicode
+    text; a model file is UTF-8 JSON, and the exporters write UTF-8), naming it
+    ``what[k]`` (``X column k`` for a DataFrame's columns, ``what`` None).  Before any
+    training: a dataset whose ``feature_names`` were set by hand trained every round,
+    then failed to save."""
+    for k, name in enumerate(names or ()):
+        bad = lone_surrogate(str(name))
+        if bad is not None:
+            where = f"X column {k} ({str(name)!r})" if what is None else f"{what}[{k}]={name!r}"
+            raise LTRInputError(
+                f"{where} holds a lone surrogate ({bad}), which is no Unicode text: a "
+                "model file and its exports are UTF-8, so feature names must be valid "
+                "text; rename the feature"
+            )
+
+
 def _refuse_duplicate_names(names: Sequence[str], *, columns: bool = False) -> None:
     """A model takes a DataFrame's columns by name (``predict``, ``score``, warm
     starts), so two features of one name would be ambiguous: refuse them, naming them.
     A name holding a lone surrogate (``"\\ud800"``: no Unicode text) is refused too,
     naming its index (``X column k`` for a DataFrame's ``columns``, else
     ``feature_names[k]``): a model file is UTF-8 JSON, and the exporters write UTF-8."""
-    for k, name in enumerate(names):
-        bad = lone_surrogate(str(name))
-        if bad is not None:
-            where = f"X column {k} ({str(name)!r})" if columns else f"feature_names[{k}]={name!r}"
-            raise LTRInputError(
-                f"{where} holds a lone surrogate ({bad}), which is no Unicode text: a "
-                "model file and its exports are UTF-8, so feature names must be valid "
-                "text; rename the feature"
-            )
+    check_feature_names_text(names, None if columns else "feature_names")
     seen: set[str] = set()
     dup = [str(c) for c in names if str(c) in seen or seen.add(str(c))]
     if dup:

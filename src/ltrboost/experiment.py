@@ -384,9 +384,10 @@ def run_experiment(
         training file are never split on, so a cell's results are those of a narrower
         read, and finished cells are reused whatever the value.
 
-    A fold whose test file shares query ids with its training file gets a
-    ``UserWarning`` naming both files and the count (its test queries were trained
-    on, unless the ids are only per file, as in some LETOR sets).
+    A fold whose validation or test file shares query ids with its training file gets
+    a ``UserWarning`` (:class:`~ltrboost.io.letor.SharedQueriesWarning`) per such file,
+    naming both files and the count (those queries were trained on, unless the ids are
+    only per file, as in some LETOR sets); the cells' trainings do not repeat it.
     """
     check_n_features(n_features)
     check_report_folder(output)
@@ -561,8 +562,8 @@ def _check_folds(
     objective's label checks, the validation and test files'), one fold in memory at
     a time; returns the datasets of the first fold, read last (``()`` when there is
     nothing to train).  An error that names no file names the fold.  A fold whose
-    training and test files share query ids is warned of once, in fold order
-    (:func:`_shared_queries`)."""
+    validation or test file shares query ids with its training file is warned of once
+    per such file, in fold order (:class:`FoldLeaks`)."""
     from ltrboost.booster import check_training_data
     from ltrboost.dataset import LTRInputError
 
@@ -575,7 +576,7 @@ def _check_folds(
         datasets = ()  # the previous fold's data freed before reading the next
         datasets = _fold_datasets(fold_paths[fold], na_values, n_features)
         tr, va, te = datasets
-        leaks.check(fold, tr, te)
+        leaks.check(fold, tr, va, te)
         first_of_system = {c.system: c for c in reversed(todo) if c.fold == fold}
         for cell in first_of_system.values():
             try:
@@ -591,34 +592,50 @@ def _check_folds(
 
 
 class FoldLeaks:
-    """The folds whose test file shares query ids with their training file, for both
-    protocols (:func:`run_experiment`, :func:`~ltrboost.experiment_qbrank.
-    run_qbrank_experiment`): :meth:`check` each fold as it is read (in any order),
-    then :meth:`warn` once per such fold, in the folds' order.  Folds built by hand
-    that put a query in both report the test metrics of queries the model was trained
-    on (:func:`~ltrboost.io.letor.shared_query_ids`: a warning, not an error)."""
+    """The folds whose validation or test file shares query ids with their training
+    file, for both protocols (:func:`run_experiment`, :func:`~ltrboost.experiment_qbrank.
+    run_qbrank_experiment`): :meth:`check` each fold as it is read (in any order), then
+    :meth:`warn` once per such file, in the folds' order.  Folds built by hand that put
+    a query in both report the metrics of queries the model was trained on: a test
+    file's are optimistic, and so is everything chosen on a validation file's (the best
+    iteration, RankSVM's C) (:func:`~ltrboost.io.letor.shared_query_ids`: a
+    :class:`~ltrboost.io.letor.SharedQueriesWarning`, not an error).  The protocols'
+    trainings do not warn again per cell."""
 
     def __init__(self, folds: Sequence[Sequence[str]]) -> None:
         self._place = {f[0]: k + 1 for k, f in enumerate(folds)}
-        self._notes: dict[str, str] = {}
+        self._notes: dict[str, list[str]] = {}
 
-    def check(self, fold: str, train: Any, test: Any) -> None:
-        """Note ``fold`` if its ``test`` dataset shares query ids with ``train``."""
+    def check(self, fold: str, train: Any, vali: Any, test: Any) -> None:
+        """Note ``fold``'s ``vali`` and ``test`` datasets that share query ids with
+        ``train``."""
         from ltrboost.io.letor import shared_query_ids
 
-        said = shared_query_ids(
-            train,
-            test,
-            "those test queries were trained on and the fold's test metrics are optimistic",
-        )
-        if said:
-            self._notes[fold] = f"fold {self._place[fold]}/{len(self._place)}: {said}"
+        said = [
+            shared_query_ids(
+                train,
+                vali,
+                "those validation queries were trained on, so the best iteration (and "
+                "any setting) chosen on them and the fold's validation metrics are optimistic",
+            ),
+            shared_query_ids(
+                train,
+                test,
+                "those test queries were trained on and the fold's test metrics are optimistic",
+            ),
+        ]
+        where = f"fold {self._place[fold]}/{len(self._place)}"
+        self._notes[fold] = [f"{where}: {s}" for s in said if s]
 
     def warn(self, stacklevel: int = 2) -> None:
-        """One ``UserWarning`` per noted fold, in the folds' order (``stacklevel`` as
-        :func:`warnings.warn`'s, counted from the caller of this method)."""
+        """One :class:`~ltrboost.io.letor.SharedQueriesWarning` per noted file, in the
+        folds' order, validation before test (``stacklevel`` as :func:`warnings.warn`'s,
+        counted from the caller of this method)."""
+        from ltrboost.io.letor import SharedQueriesWarning
+
         for fold in sorted(self._notes, key=self._place.__getitem__):
-            warnings.warn(self._notes[fold], UserWarning, stacklevel=stacklevel + 1)
+            for note in self._notes[fold]:
+                warnings.warn(note, SharedQueriesWarning, stacklevel=stacklevel + 1)
 
 
 def check_n_features(n_features: Any) -> None:
@@ -664,11 +681,12 @@ def _fold_datasets(
 def _train_cell(params: Any, datasets: tuple) -> dict:
     """Train one cell on its fold's ``(train, vali, test)``: the record's measured part
     (time, best iteration by validation NDCG@10, curves, final training loss)."""
-    from ltrboost.booster import train
+    from ltrboost.booster import _train
 
     tr_ds, va_ds, te_ds = datasets
     t0 = time.perf_counter()
-    booster = train(params, tr_ds, [("vali", va_ds), ("test", te_ds)])
+    # shared queries were warned of once for the fold (FoldLeaks), not per cell
+    booster = _train(params, tr_ds, [("vali", va_ds), ("test", te_ds)], check_leaks=False)
     seconds = time.perf_counter() - t0
     best = int(np.argmax(booster.evals_result["vali"]["ndcg@10"]))
     obj = booster._objective_instance()

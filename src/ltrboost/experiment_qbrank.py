@@ -398,7 +398,7 @@ def _fit_tree_run(
     """
     from ltrboost._numba import threads
     from ltrboost.booster import Training
-    from ltrboost.booster import train as train_booster
+    from ltrboost.booster import _train as train_booster
     from ltrboost.params import BoosterParams
 
     params = BoosterParams(
@@ -412,8 +412,8 @@ def _fit_tree_run(
         random_state=settings.random_state,
     )
     valid = [("vali", vali), ("L3", l3)]
-    if objective == "mart":
-        booster = train_booster(params, train, valid)
+    if objective == "mart":  # shared queries: warned of once per fold (FoldLeaks)
+        booster = train_booster(params, train, valid, check_leaks=False)
     else:
         params.validate()
         obj = SplitQBRank(labelled_queries, settings.preference_weight, settings.ties)
@@ -654,9 +654,9 @@ def run_qbrank_experiment(
     weight for them is 0, so every number is that of a narrower read, and finished
     folds are reused whatever the value.
 
-    A fold whose test file shares query ids with its training file gets a
-    ``UserWarning`` naming both files and the count, as in the default protocol
-    (:class:`~ltrboost.experiment.FoldLeaks`).
+    A fold whose validation or test file shares query ids with its training file gets a
+    ``UserWarning`` (:class:`~ltrboost.io.letor.SharedQueriesWarning`) naming both files
+    and the count, as in the default protocol (:class:`~ltrboost.experiment.FoldLeaks`).
     """
     from ltrboost.experiment import (
         FoldLeaks,
@@ -697,7 +697,7 @@ def run_qbrank_experiment(
         for name, paths in [*todo[1:], *todo[:1]]:
             inputs = None
             inputs = _fold_inputs(paths, RUNS, na_values, n_features)
-            leaks.check(name, inputs[0], inputs[2])
+            leaks.check(name, inputs[0], inputs[1], inputs[2])
         leaks.warn(stacklevel=2)
         for k, (name, paths) in enumerate(todo):
             t0 = time.perf_counter()

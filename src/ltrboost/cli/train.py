@@ -5,7 +5,6 @@ checks of the resumed model, the warnings when this run differs from its trainin
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import warnings
@@ -185,7 +184,6 @@ def cmd_train(args: argparse.Namespace) -> int:
                     line=reworded.line,
                 )
             raise reworded from None
-        _warn_shared_queries(train_set, vs, vpath, args.train)
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
@@ -267,27 +265,6 @@ def _check_train_flags(args: argparse.Namespace, params: BoosterParams) -> None:
         _refuse_pairs_alone(
             params, make_objective(params), "; give them (--pairs FILE) or drop --use-label-pairs"
         )
-
-
-def _warn_shared_queries(train_set: Any, valid_set: Any, vpath: str, tpath: str) -> None:
-    """Warn when the validation file ``vpath`` shares query ids with the training file
-    (:func:`~ltrboost.io.letor.shared_query_ids`, as ``experiment`` warns of a fold's
-    test file): a validation file cut from the training data by rows, not by queries,
-    chooses the best iteration and stops early on queries the model trains on.  Not
-    for the training file itself given as ``--valid`` (to watch its metrics)."""
-    from ltrboost.io.letor import shared_query_ids
-
-    with contextlib.suppress(OSError):
-        if os.path.samefile(vpath, tpath):
-            return
-    said = shared_query_ids(
-        train_set,
-        valid_set,
-        "the model trains on those validation queries, so their metrics, the best "
-        "iteration and early stopping chosen on them are optimistic",
-    )
-    if said:
-        warnings.warn(said, UserWarning, stacklevel=1)
 
 
 def _valid_names(paths: list[str]) -> list[str]:

@@ -649,15 +649,33 @@ def first_line_has_qid(path: str, limit: int = 1 << 20) -> bool | None:
     return None
 
 
-def shared_query_ids(train: Any, other: Any, consequence: str) -> str:
-    """What the dataset ``other`` (a validation or test file's) shares with the training
-    set ``train`` ('' when nothing): the count of query ids in both, naming the files
-    (:attr:`~ltrboost.dataset.RankingDataset.source`), then ``consequence`` (what the
-    shared queries make of ``other``'s numbers).  Files cut from one set by rows rather
-    than by queries put a query in both.  The callers warn, not refuse: in some LETOR
-    sets the ids are numbered per file, so equal ids are other queries (MQ2008's folds
-    share none); and ids that a ``.query`` file gave (``0, 1, ...`` in every file, the
-    line having no ``qid:``) are never compared."""
+class SharedQueriesWarning(UserWarning):
+    """A validation (or test) set shares query ids with the training set: its metrics,
+    and the best iteration and early stopping chosen on them, are those of queries the
+    model trains on (:func:`shared_query_ids`).  Filter this class where the sets number
+    their queries apart (equal ids, other queries)."""
+
+
+def shared_query_ids(
+    train: Any,
+    other: Any,
+    consequence: str,
+    *,
+    other_name: str | None = None,
+    train_name: str = "the training set",
+) -> str:
+    """What the dataset ``other`` (a validation or test set) shares with the training
+    set ``train`` ('' when nothing): the count of query ids in both, naming the sets,
+    then ``consequence`` (what the shared queries make of ``other``'s numbers).  Sets
+    cut from one by rows rather than by queries put a query in both.
+
+    A set read from a file (:attr:`~ltrboost.dataset.RankingDataset.source`) is named
+    by its path, else by ``other_name`` / ``train_name``.  Files get a caveat: in some
+    LETOR sets the ids are numbered per file, so equal ids are other queries (MQ2008's
+    folds share none); ids that a ``.query`` file gave (``0, 1, ...`` in every file,
+    the line having no ``qid:``) are never compared.  Ids given in Python are the
+    caller's: equal ids are one query.  The callers warn (:class:`SharedQueriesWarning`),
+    not refuse."""
     if train.query_ids is None or other.query_ids is None:
         return ""
     both = np.intersect1d(np.asarray(train.query_ids), np.asarray(other.query_ids))
@@ -666,10 +684,13 @@ def shared_query_ids(train: Any, other: Any, consequence: str) -> str:
     for ds in (train, other):  # sizes from FILE.query: numbered per file
         if ds.source is not None and first_line_has_qid(ds.source) is False:
             return ""
+    files = train.source is not None and other.source is not None
+    named = other.source if other.source is not None else other_name
+    with_ = train.source if train.source is not None else train_name
     return (
-        f"{other.source} shares {both.size} query ids with {train.source} (of its "
-        f"{len(other.query_ids)}; e.g. qid {both[0]}): unless its ids are numbered per file, "
-        f"{consequence}"
+        f"{named} shares {both.size} query ids with {with_} (of its "
+        f"{len(other.query_ids)}; e.g. qid {both[0]}): "
+        f"{'unless its ids are numbered per file, ' if files else ''}{consequence}"
     )
 
 
