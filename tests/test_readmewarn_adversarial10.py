@@ -29,6 +29,13 @@ def _shared(caught) -> list[str]:
     return [str(w.message) for w in caught if issubclass(w.category, ltrboost.SharedQueriesWarning)]
 
 
+def _set(first, n_queries=6, seed=0):
+    """``(X, y, qid)``: 5 documents a query, grades 0-2, ids ``first, first + 1, ...``."""
+    rng = np.random.default_rng(seed)
+    q = np.repeat(np.arange(first, first + n_queries), 5)
+    return rng.normal(size=(q.size, 3)), rng.integers(0, 3, q.size).astype(float), q
+
+
 # --- 1. make_ranking(first_qid=) -------------------------------------------------------
 
 
@@ -94,7 +101,37 @@ def test_readme_names_first_qid_for_generated_validation_sets():
     assert "first_qid=" in text
 
 
-# --- 2. Dask ---------------------------------------------------------------------------
+# --- 2. ids of two kinds: numbers for training, strings for validation -----------------
+
+
+@pytest.mark.parametrize(
+    "as_text", [lambda q: q.astype(str), lambda q: q.astype(str).astype(object)]
+)
+def test_train_numeric_and_text_query_ids_are_other_queries(as_text):
+    """The leak check compared the training set's numbers with a validation set's
+    strings: ``"0"`` equalled ``0`` (NumPy made both text: a false warning), and an
+    object array of strings (a pandas column) stopped training with NumPy's
+    ``TypeError: '<' not supported between instances of 'str' and 'int'``.  Grouping
+    takes 5 and ``"5"`` for two queries; so does the check now."""
+    X, y, q = _set(0, 8)
+    Xv, yv, qv = _set(0, 4, seed=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train(PARAMS, make_dataset(X, y, qid=q), [("v", make_dataset(Xv, yv, qid=as_text(qv)))])
+        Ranker(n_estimators=2, n_threads=1).fit(X, y, qid=q, eval_set=[(Xv, yv, as_text(qv))])
+    assert _shared(caught) == []
+
+
+def test_train_text_query_ids_shared_are_warned_of():
+    X, y, q = _set(0, 8)
+    Xv, yv, qv = _set(6, 4, seed=1)
+    text = np.array([f"q{v}" for v in q], dtype=object)
+    vtext = np.array([f"q{v}" for v in qv], dtype=object)
+    with pytest.warns(ltrboost.SharedQueriesWarning, match=r"shares 2 query ids .*e\.g\. qid q6"):
+        train(PARAMS, make_dataset(X, y, qid=text), [("v", make_dataset(Xv, yv, qid=vtext))])
+
+
+# --- 3. Dask ---------------------------------------------------------------------------
 
 
 def _dask_data(X, y, qid, n_parts=2, w=None):
@@ -109,12 +146,6 @@ def _dask_data(X, y, qid, n_parts=2, w=None):
         return None if a is None else da.from_array(a, chunks=(chunks, *a.shape[1:]))
 
     return ldask.DaskData(arr(X), arr(y), arr(qid), arr(w))
-
-
-def _set(first, n_queries=6, seed=0):
-    rng = np.random.default_rng(seed)
-    q = np.repeat(np.arange(first, first + n_queries), 5)
-    return rng.normal(size=(q.size, 3)), rng.integers(0, 3, q.size).astype(float), q
 
 
 def _dask_train(client, tr, valid_sets, **params):
@@ -181,7 +212,9 @@ def test_dask_train_shared_string_query_ids_are_warned_of(client):
         client, ldask.DaskData(tr, "label", "qid"), [("v", ldask.DaskData(vs, "label", "qid"))]
     )
     shared = _shared(caught)
-    assert len(shared) == 1 and "shares 2 query ids" in shared[0] and "'q6'" in shared[0], shared
+    assert len(shared) == 1, shared
+    assert "shares 2 query ids" in shared[0]
+    assert "e.g. qid q6" in shared[0]
     # numbers in one set, strings in the other: other queries (5 and "5" are two)
     Xv, yv, qv = _set(0, 4, 1)
     df = pd.DataFrame(Xv, columns=["a", "b", "c"]).assign(label=yv, qid=[str(v) for v in qv])
