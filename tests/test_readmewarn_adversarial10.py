@@ -265,3 +265,12 @@ def test_local_ranker_and_dask_ranker_agree_on_generated_sets(client):
             tr.X, tr.y, qid=tr.qid, eval_set=[(vs.X, vs.y, vs.qid)]
         )
     assert _shared(caught) == []
+
+
+def test_dask_an_equal_copy_of_the_training_set_under_another_graph_is_warned_of(client):
+    """README's documented difference: telling an equal copy from the training set would
+    take a pass over its rows, so on Dask only the same collections are exempt."""
+    X, y, q = _set(0, 6)
+    tr = _dask_data(X, y, q)
+    copy = ltrboost.dask.DaskData(tr.X + 0.0, tr.y, tr.qid)  # the same values, another graph
+    assert len(_shared(_dask_train(client, tr, [("copy", copy)]))) == 1

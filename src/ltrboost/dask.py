@@ -2070,6 +2070,15 @@ def train(
         ``env.snapshot()``) up to ``n_estimators`` rounds in all, as
         :func:`ltrboost.train`: the shards replay its trees on their rows, and the same
         data and parameters give the same model as an uninterrupted run.
+
+    Warns
+    -----
+    SharedQueriesWarning
+        As :func:`ltrboost.train`, for each validation set that shares query ids with
+        ``train``, from the query ids the driver holds (no pass over the rows); not for
+        ``train`` given again (the same DaskData, or the same ``X``, ``y``, ``qid``
+        collections), but for an equal copy under another Dask graph, which local
+        training recognises by its values.
     """
     _check_dask_options(regroup, timeout)
     if stats is not None and not isinstance(stats, dict):  # filled after the last round
