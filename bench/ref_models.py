@@ -36,7 +36,9 @@ if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 X, y, qid = make_ranking(n_queries=60, docs_per_query=(5, 25), n_features=10, random_state=7)[:3]
-Xv, yv, qv = make_ranking(n_queries=20, docs_per_query=(5, 25), n_features=10, random_state=8)[:3]
+Xv, yv, qv = make_ranking(
+    n_queries=20, docs_per_query=(5, 25), n_features=10, random_state=8, first_qid=60
+)[:3]  # ids of its own: not the training queries 0..59
 train = make_dataset(X, y, qid=qid)
 valid = make_dataset(Xv, yv, qid=qv)
 base = dict(n_estimators=6, max_leaf_nodes=7, min_samples_leaf=5, random_state=3, n_threads=2)

@@ -285,25 +285,35 @@ def warn_if_validation_shares_queries(
     from this function (1).
     The training set itself given as a validation set, to watch its metrics, is no
     leak (:func:`_same_data`)."""
-    from ltrboost.io.letor import SharedQueriesWarning, shared_query_ids
+    from ltrboost.io.letor import SharedQueriesWarning
 
     for k, (name, vs) in enumerate(valid_sets):
         if train_set.query_ids is None or vs.query_ids is None or _same_data(train_set, vs):
             continue
-        files = train_set.source is not None and vs.source is not None
-        said = shared_query_ids(
-            train_set,
-            vs,
-            VALIDATION_LEAK
-            if files
-            else VALIDATION_LEAK
-            + "; split the data by query (e.g. scikit-learn's GroupShuffleSplit with "
-            "groups=qid); sets that number their queries apart need ids of their own "
-            "(or filter ltrboost.SharedQueriesWarning)",
-            other_name=f"validation set {name!r} (index {k})",
-        )
+        said = validation_shares_queries(train_set, name, k, vs)
         if said:
             warnings.warn(said, SharedQueriesWarning, stacklevel=stacklevel)
+
+
+def validation_shares_queries(train_set: Any, name: str, k: int, vs: Any) -> str:
+    """The words of :func:`warn_if_validation_shares_queries` for validation set ``vs``
+    (named ``name``, index ``k``), '' when it shares no query id with ``train_set``.
+    Both need only ``query_ids`` and ``source`` (``ltrboost.dask`` passes the query ids
+    its driver holds)."""
+    from ltrboost.io.letor import shared_query_ids
+
+    files = train_set.source is not None and vs.source is not None
+    return shared_query_ids(
+        train_set,
+        vs,
+        VALIDATION_LEAK
+        if files
+        else VALIDATION_LEAK
+        + "; split the data by query (e.g. scikit-learn's GroupShuffleSplit with "
+        "groups=qid); sets that number their queries apart need ids of their own "
+        "(or filter ltrboost.SharedQueriesWarning)",
+        other_name=f"validation set {name!r} (index {k})",
+    )
 
 
 def _same_data(a: RankingDataset, b: RankingDataset) -> bool:

@@ -121,6 +121,7 @@ from ltrboost.booster import (
     check_resumable,
     make_objective,
     query_label_range,
+    validation_shares_queries,
     warn_if_colsample_misses,
     warn_if_constant_model,
     warn_if_no_split_possible,
@@ -138,7 +139,7 @@ from ltrboost.dataset import (
     check_sample_weight,
     close_names,
     group_by_qid,
-    qid_value_kind,
+    qid_array_kind,
     select_columns,
 )
 from ltrboost.grower import GrowerParams, TreeGrower
@@ -647,6 +648,54 @@ def _warn_if_threshold_flat(client, params, objective, vs, timeout: float) -> No
             warnings.warn(msg, ParameterWarning, stacklevel=3)
 
 
+def _same_collections(a: DaskData, b: DaskData) -> bool:
+    """Whether ``b`` is the training set ``a`` given again: the same :class:`DaskData`,
+    or the same ``X``, ``y`` and ``qid`` (the same objects, or Dask collections of the
+    same graph key: ``dask.base.tokenize``, which reads a collection's name, not its
+    rows; a qid of None is the ``"qid"`` column).  Weights are not compared, as
+    locally.  An equal copy under another graph (the rows read again by another
+    route) is not recognised: that would need a pass over the rows."""
+    if a is b:
+        return True
+    from dask.base import tokenize
+
+    def qid(d: DaskData) -> Any:
+        return "qid" if d.qid is None else d.qid
+
+    for x, y in ((a.X, b.X), (a.y, b.y), (qid(a), qid(b))):
+        if x is y:
+            continue
+        try:
+            if tokenize(x) != tokenize(y):
+                return False
+        except Exception:  # an object tokenize cannot read: not known to be the same
+            return False
+    return True
+
+
+def _warn_if_validation_shares_queries(train: DaskData, valid_sets, tr_metas, vs) -> None:
+    """:func:`ltrboost.train`'s :class:`~ltrboost.io.letor.SharedQueriesWarning`, with
+    its words (:func:`~ltrboost.booster.validation_shares_queries`), for each validation
+    set sharing query ids with the training set, decided from the query ids the driver
+    already holds (each partition's, :func:`_part_meta`; every query whole by now): no
+    pass over the rows.  Not for the training set given again
+    (:func:`_same_collections`).  It points at :func:`train`'s caller."""
+    from ltrboost.io.letor import SharedQueriesWarning
+
+    def ids(metas) -> types.SimpleNamespace:
+        return types.SimpleNamespace(
+            query_ids=np.concatenate([m["qids"] for m in metas]), source=None
+        )
+
+    tr = ids(tr_metas)
+    for k, ((name, data), (_, (_, metas, _))) in enumerate(zip(valid_sets, vs, strict=True)):
+        if _same_collections(train, data):
+            continue
+        said = validation_shares_queries(tr, name, k, ids(metas))
+        if said:
+            warnings.warn(said, SharedQueriesWarning, stacklevel=3)
+
+
 def _hash_buckets(qid: NDArray, n_buckets: int) -> NDArray[np.int64]:
     """A stable (seed-free, process-independent) hash of each qid, modulo ``n_buckets``.
 
@@ -688,21 +737,7 @@ def _hash_numbers(q: NDArray) -> NDArray[np.uint64]:
     return out
 
 
-def _qid_kind(qids: NDArray) -> str:
-    """What a partition's query ids are, as :func:`ltrboost.dataset.group_by_qid` tells
-    them apart: ``"number"`` (a numeric dtype, or Python/NumPy numbers in an object
-    array), ``"str"``, ``"bytes"``, else the dtype or the type's name.  One partition's
-    ids are one kind (grouping refused a mix); an object array is judged by its first."""
-    k = qids.dtype.kind
-    if k in "biuf":
-        return "number"
-    if k in "US":
-        return "str" if k == "U" else "bytes"
-    if k in "mM":
-        return "timedelta64" if k == "m" else "datetime64"
-    if k != "O" or qids.shape[0] == 0:
-        return str(qids.dtype)
-    return qid_value_kind(qids[0])
+_qid_kind = qid_array_kind  # one partition's ids: numbers, strings, ...
 
 
 def _refuse_mixed_kinds(metas, prefix: str | None) -> None:
@@ -2035,6 +2070,15 @@ def train(
         ``env.snapshot()``) up to ``n_estimators`` rounds in all, as
         :func:`ltrboost.train`: the shards replay its trees on their rows, and the same
         data and parameters give the same model as an uninterrupted run.
+
+    Warns
+    -----
+    SharedQueriesWarning
+        As :func:`ltrboost.train`, for each validation set that shares query ids with
+        ``train``, from the query ids the driver holds (no pass over the rows); not for
+        ``train`` given again (the same DaskData, or the same ``X``, ``y``, ``qid``
+        collections), but for an equal copy under another Dask graph, which local
+        training recognises by its values.
     """
     _check_dask_options(regroup, timeout)
     if stats is not None and not isinstance(stats, dict):  # filled after the last round
@@ -2071,6 +2115,7 @@ def train(
                     f"set has {tr[1][0]['width']}"
                 )
         # as ltrboost.train warns, from the partitions' summaries (no pass over the rows)
+        _warn_if_validation_shares_queries(train, valid_sets, tr[1], vs)
         warn_if_early_stopping_blind(
             params, objective, [(n, _graded_summary(m)) for n, (_, m, _) in vs[:1]]
         )

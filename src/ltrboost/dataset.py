@@ -255,6 +255,23 @@ def qid_value_kind(v: Any) -> str:
     return type(v).__name__
 
 
+def qid_array_kind(qids: NDArray[Any]) -> str:
+    """What a set's (or a Dask partition's) query ids are, as :func:`group_by_qid` tells
+    them apart: ``"number"`` (a numeric dtype, or Python/NumPy numbers in an object
+    array), ``"str"``, ``"bytes"``, else the dtype or the type's name.  One set's
+    ids are one kind (grouping refused a mix); an object array is judged by its first."""
+    k = qids.dtype.kind
+    if k in "biuf":
+        return "number"
+    if k in "US":
+        return "str" if k == "U" else "bytes"
+    if k in "mM":
+        return "timedelta64" if k == "m" else "datetime64"
+    if k != "O" or qids.shape[0] == 0:
+        return str(qids.dtype)
+    return qid_value_kind(qids[0])
+
+
 def _check_object_qids(qid: NDArray[Any]) -> None:
     """Object qids must be one comparable kind (all strings or all numbers; grouping
     sorts them): None, NaN or a mix is an error naming the first odd row.  Run only

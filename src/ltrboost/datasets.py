@@ -88,6 +88,7 @@ def make_ranking(
     return_dataset: bool = False,
     dtype: DTypeLike = np.float64,
     return_signal: bool = False,
+    first_qid: int = 0,
 ) -> Any:
     """Generate a seeded synthetic learning-to-rank dataset.
 
@@ -140,6 +141,13 @@ def make_ranking(
     return_signal : bool, default=False
         Also return the noiseless relevance ``f + o_q`` (float64, one per document), the
         quantity the grades are cut from; used by tests to check that labels follow it.
+    first_qid : int, default=0
+        The first query's id (an integer >= 0): the queries are numbered
+        ``first_qid, first_qid + 1, ...``.  Only the ids change (the same seed gives the
+        same documents and grades).  Give a second generated set, e.g. a validation
+        set, ids of its own (``first_qid=n_queries`` of the first): two sets both
+        numbered from 0 share ids, which ``ltrboost.train`` and ``Ranker.fit`` take
+        for the same queries (:class:`~ltrboost.io.letor.SharedQueriesWarning`).
 
     Returns
     -------
@@ -147,8 +155,8 @@ def make_ranking(
     y : ndarray of shape (n_samples,), dtype=float64
         Grades in ``0..max_label``.
     qid : ndarray of shape (n_samples,), dtype=int64
-        Query id per document, ``0..n_queries-1``; each query's documents are
-        contiguous.
+        Query id per document, ``first_qid..first_qid+n_queries-1`` (``0..n_queries-1``
+        by default); each query's documents are contiguous.
 
     or ``dataset`` (a RankingDataset) when ``return_dataset=True``; with
     ``return_signal=True`` the signal is appended: ``(X, y, qid, signal)`` or
@@ -171,6 +179,7 @@ def make_ranking(
     # Generator as it was (the same call, corrected, then gives the data it would have)
     _check_recipe(dtype, noise, missing_rate, n_informative)
     _check_feature_kinds(feature_kinds, n_features)
+    first_qid = _check_first_qid(first_qid, n_queries)
     # the sizes are summed in int64: a wrapped-around sum made np.repeat write past its
     # buffer (a segfault); no memory holds 2**62 values anyway
     if n_queries * hi * n_features > _MAX_VALUES:
@@ -194,6 +203,7 @@ def make_ranking(
         rng=rng,
         dtype=dtype,
     )
+    qid += first_qid
     out: tuple[Any, ...]
     if return_dataset:
         out = (make_dataset(X, y, qid=qid),)
@@ -208,6 +218,8 @@ def make_ranking_mslr_like(
     n_samples: int,
     docs_per_query: int | tuple[int, int] = 120,
     random_state: int | np.random.Generator | None = None,
+    *,
+    first_qid: int = 0,
 ) -> tuple[NDArray[np.float32], NDArray[np.float64], NDArray[np.int64]]:
     """An MSLR-WEB10K-shaped dataset: 136 float32 features, ~120 documents per query.
 
@@ -227,15 +239,20 @@ def make_ranking_mslr_like(
         range given.
     random_state : int, numpy.random.Generator or None, default=None
         Seed or generator, as in :func:`make_ranking` (None: unseeded).
+    first_qid : int, default=0
+        The first query's id, as in :func:`make_ranking` (ids of their own for a second
+        generated set).
 
     Returns
     -------
     X : ndarray of shape (n_samples, 136), dtype=float32
     y : ndarray of shape (n_samples,), dtype=float64
-    qid : ndarray of shape (n_samples,), dtype=int64, contiguous queries
+    qid : ndarray of shape (n_samples,), dtype=int64, contiguous queries from ``first_qid``
     """
     rng = _rng(random_state)
     n_samples = _check_int("n_samples", n_samples, 1)
+    # at most n_samples queries: checked before the first draw
+    first_qid = _check_first_qid(first_qid, n_samples)
     size = _docs_per_query(docs_per_query)
     if isinstance(size, tuple):
         lo, hi = size
@@ -275,6 +292,7 @@ def make_ranking_mslr_like(
         rng=rng,
         dtype=np.float32,
     )
+    qid += first_qid
     return X, y, qid
 
 
@@ -349,6 +367,22 @@ def _check_int(name: str, value: Any, low: int) -> int:
     if value < low:
         raise ValueError(f"{name}={value} should not be smaller than {low}")
     return int(value)
+
+
+def _check_first_qid(first_qid: Any, n_queries: int) -> int:
+    """``first_qid`` checked: an integer >= 0 whose last query's id (``first_qid +
+    n_queries - 1``) fits in int64."""
+    if isinstance(first_qid, bool | np.bool_) or not isinstance(first_qid, int | np.integer):
+        raise ValueError(f"first_qid={first_qid!r} must be an integer >= 0")
+    first_qid = int(first_qid)
+    if first_qid < 0:
+        raise ValueError(f"first_qid={first_qid} must be an integer >= 0")
+    if first_qid > np.iinfo(np.int64).max - (n_queries - 1):
+        raise ValueError(
+            f"first_qid={first_qid} is too large: ids up to first_qid + {n_queries - 1} "
+            "would not fit in int64"
+        )
+    return first_qid
 
 
 def _label_probabilities(

@@ -63,7 +63,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ltrboost import _config
 from ltrboost._numba import inline_kernel, kernel
-from ltrboost.dataset import LTRInputError, as_feature_matrix, check_labels
+from ltrboost.dataset import LTRInputError, as_feature_matrix, check_labels, qid_array_kind
 from ltrboost.io._atomic import atomic_write
 from ltrboost.io.queryfile import read_query_file
 
@@ -674,11 +674,17 @@ def shared_query_ids(
     LETOR sets the ids are numbered per file, so equal ids are other queries (MQ2008's
     folds share none); ids that a ``.query`` file gave (``0, 1, ...`` in every file,
     the line having no ``qid:``) are never compared.  Ids given in Python are the
-    caller's: equal ids are one query.  The callers warn (:class:`SharedQueriesWarning`),
-    not refuse."""
+    caller's: equal ids are one query; ids of two kinds (numbers in one set, strings in
+    the other) are other queries, as grouping takes them.  The callers warn
+    (:class:`SharedQueriesWarning`), not refuse."""
     if train.query_ids is None or other.query_ids is None:
         return ""
-    both = np.intersect1d(np.asarray(train.query_ids), np.asarray(other.query_ids))
+    ids, other_ids = np.asarray(train.query_ids), np.asarray(other.query_ids)
+    # numbers in one set, strings in the other: other queries, as grouping takes 5 and
+    # "5" (NumPy compared them as text, "0" == 0, or raised on an object array's str < int)
+    if qid_array_kind(ids) != qid_array_kind(other_ids):
+        return ""
+    both = np.intersect1d(ids, other_ids)
     if both.size == 0:
         return ""
     for ds in (train, other):  # sizes from FILE.query: numbered per file
