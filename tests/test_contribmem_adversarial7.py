@@ -17,34 +17,11 @@ import pytest
 
 import ltrboost._config as _config
 import ltrboost._warmup as _warmup
+from _tree_specs import nodes_from_spec as _nodes
 from ltrboost import explain
-from ltrboost._config import NODE_DTYPE
 from ltrboost._numba import _resolve_n_threads, num_threads
 from ltrboost.explain import _tree_shap_reference
 from ltrboost.model import Booster
-
-
-def _nodes(spec):
-    """A tree from ``[(feature, threshold, missing_left, left, right, count) | (value,
-    count)]``, node 0 the root (as tests/test_shap_adversarial6.py builds them)."""
-    nodes = np.zeros(len(spec), dtype=NODE_DTYPE)
-    for k, s in enumerate(spec):
-        if len(s) == 2:
-            nodes[k]["value"], nodes[k]["count"] = s
-            nodes[k]["is_leaf"] = 1
-            nodes[k]["feature_idx"] = -1
-            nodes[k]["left"] = nodes[k]["right"] = -1
-        else:
-            f, t, m, lft, rgt, c = s
-            nodes[k]["feature_idx"], nodes[k]["num_threshold"] = f, t
-            nodes[k]["missing_go_to_left"] = m
-            nodes[k]["left"], nodes[k]["right"], nodes[k]["count"] = lft, rgt, c
-    depth = np.zeros(len(spec), dtype=np.int32)
-    for k in range(len(spec)):
-        if not nodes[k]["is_leaf"]:
-            depth[nodes[k]["left"]] = depth[nodes[k]["right"]] = depth[k] + 1
-    nodes["depth"] = depth
-    return nodes
 
 
 def _chain(depth, feature_of):

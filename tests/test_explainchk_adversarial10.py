@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from _tree_specs import REPEATED_FEATURE_TREE
+from _tree_specs import nodes_from_spec as _nodes
 from ltrboost import Ranker, make_dataset, train
-from ltrboost._config import NODE_DTYPE
 from ltrboost.model import Booster, load_model
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -30,29 +31,6 @@ COMPAT = Path(__file__).parent / "data" / "compat"
 
 
 # ====================================================================== helpers
-
-
-def _nodes(spec):
-    """A tree from ``[(feature, threshold, missing_left, left, right, count) | (value,
-    count)]``, node 0 the root."""
-    nodes = np.zeros(len(spec), dtype=NODE_DTYPE)
-    for k, s in enumerate(spec):
-        if len(s) == 2:
-            nodes[k]["value"], nodes[k]["count"] = s
-            nodes[k]["is_leaf"] = 1
-            nodes[k]["feature_idx"] = -1
-            nodes[k]["left"] = nodes[k]["right"] = -1
-        else:
-            f, t, m, lft, rgt, c = s
-            nodes[k]["feature_idx"], nodes[k]["num_threshold"] = f, t
-            nodes[k]["missing_go_to_left"] = m
-            nodes[k]["left"], nodes[k]["right"], nodes[k]["count"] = lft, rgt, c
-    depth = np.zeros(len(spec), dtype=np.int32)
-    for k in range(len(spec)):
-        if not nodes[k]["is_leaf"]:
-            depth[nodes[k]["left"]] = depth[nodes[k]["right"]] = depth[k] + 1
-    nodes["depth"] = depth
-    return nodes
 
 
 def _booster(trees, n_features, init=0.25):
@@ -203,19 +181,7 @@ def test_exact_oracle_agrees_with_the_brute_force_on_small_trees():
     trees of <= 5 features (repeated features on a path, NaN both ways, a zero-count
     branch)."""
     trees = [
-        _nodes(
-            [
-                (0, 0.0, 1, 1, 2, 10),
-                (1, 0.5, 0, 3, 4, 6),
-                (0, 1.0, 0, 5, 6, 4),
-                (2.0, 4),
-                (0, -1.0, 1, 7, 8, 2),
-                (-1.0, 3),
-                (0.5, 1),
-                (3.0, 2),
-                (-4.0, 0),
-            ]
-        ),
+        _nodes(REPEATED_FEATURE_TREE),
         _chain(5, 50, lambda d: d % 3, lambda d: d - 2.0),
     ]
     rng = np.random.default_rng(4)

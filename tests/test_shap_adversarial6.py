@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from _tree_specs import REPEATED_FEATURE_TREE
+from _tree_specs import nodes_from_spec as _nodes
 from ltrboost import Ranker, make_dataset, train
-from ltrboost._config import NODE_DTYPE
 from ltrboost.explain import (
     _predict_leaf_reference,
     _tree_shap_reference,
@@ -59,29 +60,6 @@ def _divisor(b, n_iter):
     return n_iter + 1 if b.update_rule == "averaged" else 1
 
 
-def _nodes(spec):
-    """A tree from ``[(feature, threshold, missing_left, left, right, count) | (value,
-    count)]``, node 0 the root."""
-    nodes = np.zeros(len(spec), dtype=NODE_DTYPE)
-    for k, s in enumerate(spec):
-        if len(s) == 2:
-            nodes[k]["value"], nodes[k]["count"] = s
-            nodes[k]["is_leaf"] = 1
-            nodes[k]["feature_idx"] = -1
-            nodes[k]["left"] = nodes[k]["right"] = -1
-        else:
-            f, t, m, lft, rgt, c = s
-            nodes[k]["feature_idx"], nodes[k]["num_threshold"] = f, t
-            nodes[k]["missing_go_to_left"] = m
-            nodes[k]["left"], nodes[k]["right"], nodes[k]["count"] = lft, rgt, c
-    depth = np.zeros(len(spec), dtype=np.int32)
-    for k in range(len(spec)):
-        if not nodes[k]["is_leaf"]:
-            depth[nodes[k]["left"]] = depth[nodes[k]["right"]] = depth[k] + 1
-    nodes["depth"] = depth
-    return nodes
-
-
 def _booster(trees, n_features, init=0.25, outputs=None, **kw):
     return Booster(
         objective=kw.pop("objective", "lambdamart"),
@@ -98,19 +76,7 @@ def _booster(trees, n_features, init=0.25, outputs=None, **kw):
 # both ways, a leaf no training document reached (count 0) and a node whose children
 # both hold 0 documents (hand-made: weighted 1/2 each).
 TINY_TREES = [
-    _nodes(
-        [
-            (0, 0.0, 1, 1, 2, 10),
-            (1, 0.5, 0, 3, 4, 6),
-            (0, 1.0, 0, 5, 6, 4),
-            (2.0, 4),
-            (0, -1.0, 1, 7, 8, 2),
-            (-1.0, 3),
-            (0.5, 1),
-            (3.0, 2),
-            (-4.0, 0),
-        ]
-    ),
+    _nodes(REPEATED_FEATURE_TREE),
     _nodes([(2, 0.0, 0, 1, 2, 5), (1.5, 5), (2, 1.0, 1, 3, 4, 0), (-2.0, 0), (7.0, 0)]),
     _nodes([(4.0, 9)]),  # one leaf: only its value, in the bias
 ]
