@@ -194,10 +194,11 @@ def _bytes_text(nbytes: float) -> str:
 
 
 def _contrib_plan(ens: PackedEnsemble, n: int, width: int, kernel_runs: bool):
-    """``(threads, path_length, depth)`` for TreeSHAP on ``n`` rows: the threads it may
-    run on, the path buffer length (:func:`_path_buffer_length`) and the deepest leaf's
-    depth, such that the (n, width) float64 output plus a path buffer and stack per
-    thread fit in half of what this process may use (:func:`ltrboost._config.
+    """``(threads, path_length, depth, elements)`` for TreeSHAP on ``n`` rows: the
+    threads it may run on, the path buffer length (:func:`_path_buffer_length`), the
+    deepest leaf's depth and the most elements a leaf's path holds (min(depth, distinct
+    features) over the trees), such that the (n, width) float64 output plus a path
+    buffer and stack per thread fit in half of what this process may use (:func:`ltrboost._config.
     memory_budget`: physical memory, a cgroup memory limit, ``ulimit -v``); fewer
     threads than asked when only their buffers are over it (the contributions do not
     depend on the thread count).  ``kernel_runs`` False (no rows, no trees): no
@@ -206,17 +207,18 @@ def _contrib_plan(ens: PackedEnsemble, n: int, width: int, kernel_runs: bool):
     over the address space) was otherwise found out midway, by swapping or the OOM
     killer."""
     out_bytes, row_bytes = n * width * 8, width * 8
-    path_length, per_thread, asked, depth = 0, 0, 1, 0
+    path_length, per_thread, asked, depth, elements = 0, 0, 1, 0, 0
     if kernel_runs:
         depths, distinct, lengths = _path_buffer_lengths(ens)
         path_length, depth = int(lengths.max()), int(depths.max())
+        elements = int(np.minimum(depths, distinct).max())
         per_thread = _thread_bytes(path_length, depth)
         asked = max(1, min(num_threads(), n // SHAP_MIN_ROWS_PER_THREAD))
     budget, what = _config.memory_budget()
     limit = max(1, budget // 2)
     if out_bytes + per_thread <= limit:
         fit = (limit - out_bytes) // per_thread if per_thread else asked
-        return max(1, min(asked, fit)), path_length, depth
+        return max(1, min(asked, fit)), path_length, depth, elements
     over = _over_words(limit, what)
     if per_thread + row_bytes > limit and per_thread >= row_bytes:  # the tree, not the rows
         t = int(np.argmax(lengths))
@@ -388,16 +390,12 @@ def predict_contrib(
     zl, zr = branch_fractions(count, ens.left, ens.right, ens.is_leaf, ens.tree_offsets)
     runs = bool(n) and ens.tree_offsets.shape[0] > 1
     width = n_outputs * (n_features + 1)
-    n_threads, path_length, depth = _contrib_plan(ens, n, width, runs)
+    n_threads, path_length, depth, elements = _contrib_plan(ens, n, width, runs)
     out = _output_array(n, width).reshape(n, n_outputs, n_features + 1)
     bias = np.asarray(init_score, dtype=np.float64).reshape(n_outputs).copy()
     np.add.at(bias, ens.tree_output, expected_values(ens, zl, zr))
     if runs:
-        # a path has at most depth elements: min(depth, distinct features) per tree
-        depths, distinct, _ = _path_buffer_lengths(ens)
-        rule_t, rule_w, rule_start, rule_len = _quadrature_table(
-            int(np.minimum(depths, distinct).max())
-        )
+        rule_t, rule_w, rule_start, rule_len = _quadrature_table(elements)
         with threads(n_threads):
             for r0, r1, block in _dense_blocks(X, n_features):
                 part = out[r0:r1]

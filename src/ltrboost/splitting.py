@@ -30,7 +30,12 @@ from ltrboost.criteria import (
     _split_gain,
     ole_hessian,
 )
-from ltrboost.objectives.pair_selection import _M32, _hash32, _hash32_reference, _hash64_to_32
+from ltrboost.objectives.pair_selection import (
+    _M32,
+    _hash32,
+    _hash64_to_32,
+    _hash64_to_32_reference,
+)
 
 # The scalar criteria called from Python run as the kernels' Python functions: the same
 # IEEE float64 operations in the same order (hence the same values) with nothing to
@@ -182,9 +187,7 @@ class SplitNoiseSeeds:
     @staticmethod
     def stream(seed: int) -> int:
         """The 32-bit stream :func:`noise_normal` draws from for ``seed`` (its first line)."""
-        h = _hash32_reference
-        v = int(seed)
-        return h((v & 0xFFFFFFFF) ^ h((v >> 32) ^ int(_KEY_NOISE_SEED)))
+        return _hash64_to_32_reference(int(seed), int(_KEY_NOISE_SEED))
 
     def __call__(self, iteration: int, output: int) -> int:
         t = int(iteration) * self.n_outputs + int(output)

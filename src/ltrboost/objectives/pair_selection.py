@@ -485,22 +485,20 @@ def _hash32_reference(x: int) -> int:
     return x ^ (x >> 16)
 
 
+def _hash64_to_32_reference(v: int, key: int) -> int:
+    """Python-int twin of :func:`_hash64_to_32`."""
+    return _hash32_reference((v & 0xFFFFFFFF) ^ _hash32_reference((v >> 32) ^ key))
+
+
 def _random_index_reference(seed: int, counter: int, m: int) -> int:
     """Python-int twin of :func:`_random_index`."""
-
-    def h64(v: int, key: int) -> int:
-        return _hash32_reference((v & 0xFFFFFFFF) ^ _hash32_reference((v >> 32) ^ key))
-
-    stream = h64(seed, 0x9E3779B9)
-    return _hash32_reference(stream ^ h64(counter, 0x632BE5AB)) % m
+    stream = _hash64_to_32_reference(seed, 0x9E3779B9)
+    return _hash32_reference(stream ^ _hash64_to_32_reference(counter, 0x632BE5AB)) % m
 
 
 def random_uniform_reference(seed: int, counter: int) -> float:
     """Python-int twin of :func:`random_uniform`."""
-
-    def h64(v: int, key: int) -> int:
-        return _hash32_reference((v & 0xFFFFFFFF) ^ _hash32_reference((v >> 32) ^ key))
-
+    h64 = _hash64_to_32_reference
     z = _hash32_reference(h64(seed, 0x9E3779B9) ^ h64(counter, 0x632BE5AB))
     return (z + 0.5) * 2.0**-32
 
