@@ -411,8 +411,13 @@ def custom_metric_value(fn, scores, labels, query_offsets) -> float:
         raise
     if getattr(v, "shape", None) == () and hasattr(v, "item"):  # a 0-d NumPy array
         v = v.item()
-    if isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v):
-        return float(v)
+    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        try:  # a Python int or Fraction beyond float64 (10**400): refused as inf is
+            value = float(v)
+        except OverflowError:
+            value = math.inf
+        if math.isfinite(value):
+            return value
     raise ValueError(
         f"eval_metric {name!r} returned {v!r}; a metric must return a finite real "
         "number (higher is better)"

@@ -29,6 +29,7 @@ the dump and ``ltrboost inspect``'s table; the DataFrame and the JSON keep it as
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -336,7 +337,9 @@ def partial_dependence(
         (and bool) columns are read as float (scikit-learn refuses them: the grid
         values would be rounded into them); a SciPy sparse ``X`` is densified (its
         absent entries 0, as ``predict`` reads them: pass a sample of rows); ``X``
-        itself is not changed.
+        itself is not changed.  Missing values (NaN) are left out of a feature's
+        grid, which is built from the values it takes (scikit-learn's, from a column
+        holding NaN, was NaN throughout); a feature missing in every row is refused.
     features : int, str, or a list of one or two of them
         As scikit-learn's: ``[0]``, ``["bm25"]``, or ``[0, 1]`` for the joint dependence on
         two features.  Integers are column positions in ``X``; names are a DataFrame's
@@ -373,6 +376,10 @@ def partial_dependence(
     view, X, names = _score_view(model, X, features, iteration, n_threads)
     if names is not None:  # an array: scikit-learn takes names for DataFrames only
         features, custom_values = _by_position(features, custom_values, names)
+    keys = [features] if isinstance(features, str | numbers.Integral) else features
+    custom_values = grids_without_missing(
+        X, keys, custom_values, categorical_features, grid_resolution, percentiles, names
+    )
     return sklearn_partial_dependence(
         view,
         X,
@@ -434,6 +441,115 @@ def _score_view(
         )
     view = _score_regressor_class()(booster=booster, iteration=iteration, n_threads=n_threads)
     return view, X, (None if is_frame else feature_names(booster))
+
+
+def grids_without_missing(
+    X: Any,
+    features: Sequence[Any],
+    custom_values: dict | None,
+    categorical_features: Any,
+    grid_resolution: Any,
+    percentiles: Any,
+    names: Sequence[str] | None,
+    *,
+    by_index: bool = False,
+) -> dict | None:
+    """``custom_values`` plus, for each feature of ``features`` (column positions or a
+    DataFrame's names) that has a missing value (NaN) in ``X``, the grid scikit-learn
+    would build from the values it takes.  scikit-learn builds it from the column with
+    its NaN (its percentiles of a column holding one NaN are NaN): every grid value
+    NaN, one flat number for the curve and an empty plot, or NaN appended to the grid
+    of a feature of few values.  Features in ``custom_values`` or categorical ones are
+    left to scikit-learn; a feature missing in every row is refused, naming it.
+    ``by_index``: key the grids by column position (``PartialDependenceDisplay``'s
+    keys), else as ``features`` names them."""
+    if not _valid_grid_settings(grid_resolution, percentiles):
+        return custom_values  # scikit-learn's own error says what is wrong
+    is_frame = hasattr(X, "columns") and hasattr(X, "iloc")
+    columns = list(X.columns) if is_frame else None
+    out = dict(custom_values or {})
+    for key in _flat_features(features):
+        if isinstance(key, str):
+            known = columns if columns is not None else list(names or ())
+            if key not in known:
+                continue  # scikit-learn names what it cannot find
+            index = known.index(key)
+        elif isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            index = int(key)
+        else:
+            continue
+        if not 0 <= index < X.shape[1]:
+            continue
+        label = columns[index] if is_frame else (names[index] if names else index)
+        if key in out or index in out or label in out:
+            continue
+        if _is_categorical(categorical_features, index, label, X.shape[1]):
+            continue
+        try:
+            column = X.iloc[:, index] if is_frame else X[:, index]
+            if is_frame:
+                column = column.astype("float64")
+            values = np.asarray(column, dtype=np.float64)
+        except (TypeError, ValueError):
+            continue  # not numbers: scikit-learn's (or predict's) error
+        missing = np.isnan(values)
+        if not missing.any():
+            continue
+        if missing.all():
+            raise ValueError(
+                f"features: {label!r} is missing (NaN) in every row of X: there is no "
+                "value to build its grid from; give its grid in custom_values, or X "
+                "with rows where it has a value"
+            )
+        out[index if by_index else key] = _grid_of(values[~missing], grid_resolution, percentiles)
+    return out or custom_values
+
+
+def _flat_features(features: Sequence[Any]) -> list[Any]:
+    """Each feature of ``features`` (single ones and pairs), once."""
+    flat: list[Any] = []
+    for item in features:
+        group = [item] if isinstance(item, str) or np.ndim(item) == 0 else list(item)
+        flat += [f for f in group if f not in flat]
+    return flat
+
+
+def _valid_grid_settings(grid_resolution: Any, percentiles: Any) -> bool:
+    """Whether ``grid_resolution`` and ``percentiles`` are ones scikit-learn takes."""
+    try:
+        lo, hi = percentiles
+        return int(grid_resolution) == grid_resolution > 1 and 0 <= lo < hi <= 1
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_categorical(categorical_features: Any, index: int, label: Any, n_features: int) -> bool:
+    """Whether column ``index`` (named ``label``) is among ``categorical_features``
+    (scikit-learn's forms: a boolean mask, positions or names)."""
+    if categorical_features is None:
+        return False
+    cats = np.asarray(categorical_features)
+    if cats.dtype.kind == "b":
+        return cats.size == n_features and bool(cats[index])
+    return any(c == index or c == label for c in cats.tolist())
+
+
+def _grid_of(values: NDArray[np.float64], grid_resolution: int, percentiles: Any):
+    """scikit-learn's grid of a column (``_grid_from_X``) from its present ``values``:
+    its distinct values when fewer than ``grid_resolution``, else ``grid_resolution``
+    points from its lower to its upper percentile."""
+    from scipy.stats.mstats import mquantiles
+
+    uniques = np.unique(values)
+    if uniques.shape[0] < grid_resolution:
+        return uniques
+    lo, hi = mquantiles(values, prob=percentiles, axis=0)
+    if np.allclose(lo, hi):
+        raise ValueError(
+            "percentiles are too close to each other, unable to build the grid. "
+            "Please choose percentiles that are further apart."
+        )
+    return np.linspace(lo, hi, num=int(grid_resolution), endpoint=True)
 
 
 def _by_position(

@@ -19,6 +19,7 @@ graphviz.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import os
 from typing import Any
@@ -561,7 +562,7 @@ def plot_partial_dependence(
     _pyplot()
     from sklearn.inspection import PartialDependenceDisplay
 
-    from ltrboost.inspection import _score_view
+    from ltrboost.inspection import _score_view, grids_without_missing
 
     if "method" in display_kwargs and display_kwargs["method"] != "brute":
         raise ValueError(
@@ -570,6 +571,20 @@ def plot_partial_dependence(
         )
     display_kwargs.pop("method", None)
     view, X, names = _score_view(model, X, features, iteration, n_threads)
+    # a feature with missing values: its grid from the values it takes (scikit-learn's
+    # percentiles of a column holding NaN are NaN, an empty panel)
+    custom_values = grids_without_missing(
+        X,
+        [features] if isinstance(features, str | numbers.Integral) else features,
+        display_kwargs.pop("custom_values", None),
+        display_kwargs.get("categorical_features"),
+        display_kwargs.get("grid_resolution", 100),
+        display_kwargs.get("percentiles", (0.05, 0.95)),
+        names,
+        by_index=True,
+    )
+    if custom_values is not None:
+        display_kwargs["custom_values"] = custom_values
     if ax is None:
         ax = _axes(None, figsize)
     return PartialDependenceDisplay.from_estimator(
