@@ -128,3 +128,27 @@ def test_custom_metric_returning_an_int_beyond_float_is_named():
 
     with pytest.raises(ValueError, match=r"eval_metric 'huge' returned 1000.*finite real"):
         Ranker(n_estimators=2, eval_metric=[huge]).fit(X, y, qid=qid, eval_set=[(X, y, qid)])
+
+
+def test_shared_query_warning_compares_uint64_and_int64_ids_exactly():
+    """64-bit hashed query ids (uint64, above 2**63) against int64 ids: NumPy compared
+    them as float64, so distinct ids 2**64 - 30 ... collapsed, matched -30 ... and the
+    warning said a set of 10 queries shared 19 ids with the training set."""
+    import warnings
+
+    from ltrboost import SharedQueriesWarning
+
+    X, y, qid = make_ranking(n_queries=20, docs_per_query=6, n_features=3, random_state=0)
+    Xv, yv, qv = make_ranking(
+        n_queries=10, docs_per_query=6, n_features=3, random_state=1, first_qid=100
+    )
+    hashed = qid.astype(np.uint64) + np.uint64(2**64 - 30)  # 2**64 - 30 .. 2**64 - 11
+    other = (qv - 130).astype(np.int64)  # -30 .. -21: other numbers
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SharedQueriesWarning)
+        Ranker(n_estimators=2).fit(X, y, qid=hashed, eval_set=[(Xv, yv, other)])
+    shared = np.where(qv == 100, 3, qv).astype(np.int64)  # qid 3 is a training query
+    with pytest.warns(
+        SharedQueriesWarning, match=r"shares 1 query ids .*of its 10; e\.g\. qid 3\)"
+    ):
+        Ranker(n_estimators=2).fit(X, y, qid=qid.astype(np.uint64), eval_set=[(Xv, yv, shared)])
