@@ -684,7 +684,7 @@ def shared_query_ids(
     # "5" (NumPy compared them as text, "0" == 0, or raised on an object array's str < int)
     if qid_array_kind(ids) != qid_array_kind(other_ids):
         return ""
-    both = np.intersect1d(ids, other_ids)
+    both = np.intersect1d(*_exactly_comparable(ids, other_ids))
     if both.size == 0:
         return ""
     for ds in (train, other):  # sizes from FILE.query: numbered per file
@@ -698,6 +698,20 @@ def shared_query_ids(
         f"{len(other.query_ids)}; e.g. qid {both[0]}): "
         f"{'unless its ids are numbered per file, ' if files else ''}{consequence}"
     )
+
+
+def _exactly_comparable(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` in one integer dtype when one holds uint64 ids and the other
+    signed ones (NumPy compares that pair as float64, where 64-bit ids, hashes say,
+    beyond 2**53 collapse into each other): the negative ids, which no uint64 id
+    equals, are left out and the rest taken as uint64."""
+    kinds = {a.dtype.kind, b.dtype.kind}
+    if kinds != {"u", "i"}:
+        return a, b
+    signed, unsigned = (a, b) if a.dtype.kind == "i" else (b, a)
+    signed = signed[signed >= 0].astype(np.uint64)
+    unsigned = unsigned.astype(np.uint64)
+    return (signed, unsigned) if a.dtype.kind == "i" else (unsigned, signed)
 
 
 def parse_docids(comments: Iterable[str | None]) -> list[str | None]:
