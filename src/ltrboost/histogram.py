@@ -67,6 +67,7 @@ from ltrboost._numba import add_gh1, inline_kernel, kernel, num_threads, over_ro
 from ltrboost.pair_csr import PairCSR, pairs_to_csr
 from ltrboost.quantize import (
     QuantSpec,
+    exact_row_sums,
     float_sums,
     packed_sums,
     quantize,
@@ -909,11 +910,8 @@ class LocalHistograms:
     def exact_sums(self, rows: RowRange) -> tuple[float, float]:
         """The exact (float64) gradient and hessian sums of the node's rows in this
         shard, in their partition order (the leaves of a quantised tree)."""
-        idx = self._part[rows.start : rows.stop]
-        return (
-            float(np.sum(self._gradients[idx], dtype=np.float64)),
-            float(np.sum(self._hessians[idx], dtype=np.float64)),
-        )
+        g, h = exact_row_sums(self._gradients, self._hessians, self._part[rows.start : rows.stop])
+        return float(g), float(h)
 
     def add_tree(self, nodes, leaves, out) -> None:
         """Add a grown tree's leaf values (``nodes["value"]``) to the shard's scores.

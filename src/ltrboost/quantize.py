@@ -162,6 +162,18 @@ def packed_sums(packed, rows, n, indexed):
     return sg, sh, n
 
 
+@kernel
+def exact_row_sums(gradients, hessians, rows):
+    """The float64 sums of ``gradients[rows]`` and ``hessians[rows]``, in row order."""
+    g = 0.0
+    h = 0.0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        g += gradients[r]
+        h += hessians[r]
+    return g, h
+
+
 def float_sums(spec: QuantSpec, sg: int, sh: int, count: int) -> tuple[float, float]:
     """The gradient and hessian sums of lane sums ``sg``, ``sh`` over ``count`` rows."""
     return (
