@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ltrboost._numba import inline_kernel, kernel, over_rows, prefetch
+from ltrboost._numba import inline_kernel, kernel, over_rows, prefetch, vector_kernel
 
 # bits of each lane of a packed row: count (bits 0-20), hessian (21-41), gradient (42-62)
 LANE_BITS = 21
@@ -114,38 +114,35 @@ def _spec_args(spec: QuantSpec) -> tuple:
     return (seed, spec.g_inv, spec.g_off, spec.h_inv, spec.h_off, spec.h_hi)
 
 
-@inline_kernel
-def _mix64(x):
-    """SplitMix64's finaliser (uint64 -> uint64)."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-@inline_kernel
-def _level(x, lo, hi):
-    """``floor(x)`` clamped to ``[lo, hi]``; NaN gives ``lo`` (the tree is refused
-    afterwards, naming the round)."""
-    if not x >= lo:
-        return lo
-    if x >= hi:
-        return hi
-    return np.int64(math.floor(x))
-
-
-@kernel
+# error_model="numpy": no division here; it lets LLVM keep the loop branch-free (with
+# the clamps as selects: measured 4.0 -> 1.5 ms for 500k rows, one thread).
+@vector_kernel
 def _quantize_body(
     gradients, hessians, out, row_start, seed, g_inv, g_off, h_inv, h_off, h_hi, lo, hi
 ):
     # gradients, hessians: IN float32 (n,); out: OUT int64 (n,) packed rows: levels
     # -g_off .. g_off and -h_off .. h_hi, stored plus their offsets (never negative).
+    # Row r's two uniforms are 24-bit slices of SplitMix64(r * golden ^ seed).  A NaN
+    # (or a value past the top) is clamped to the bottom (top) level: the tree is refused
+    # afterwards anyway, naming the round.
     scale24 = 1.0 / 16777216.0
+    g_lo = float(-g_off)
+    g_hi = float(g_off)
+    h_lo = float(-h_off)
+    h_top = float(h_hi)
     for i in range(lo, hi):
-        w = _mix64((np.uint64(row_start + i) * np.uint64(0x9E3779B97F4A7C15)) ^ seed)
-        u_g = np.float64(w >> np.uint64(40)) * scale24
-        u_h = np.float64((w >> np.uint64(16)) & np.uint64(0xFFFFFF)) * scale24
-        gq = _level(gradients[i] * g_inv + u_g, -g_off, g_off) + g_off
-        hq = _level(hessians[i] * h_inv + u_h, -h_off, h_hi) + h_off
+        x = (np.uint64(row_start + i) * np.uint64(0x9E3779B97F4A7C15)) ^ seed
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        w = x ^ (x >> np.uint64(31))
+        u_g = np.float64(np.int64(w >> np.uint64(40))) * scale24
+        u_h = np.float64(np.int64((w >> np.uint64(16)) & np.uint64(0xFFFFFF))) * scale24
+        a = np.float64(gradients[i]) * g_inv + u_g
+        b = np.float64(hessians[i]) * h_inv + u_h
+        a = g_lo if not a >= g_lo else (g_hi if a > g_hi else a)
+        b = h_lo if not b >= h_lo else (h_top if b > h_top else b)
+        gq = np.int64(math.floor(a)) + g_off
+        hq = np.int64(math.floor(b)) + h_off
         out[i] = (gq << 42) | (hq << 21) | 1
 
 
