@@ -3,6 +3,7 @@
 Usage::
 
     python -m bench.bench_interleaved [--docs 500000] [--pairs 5] [--trees 21] [--threads 2]
+                                      [--quantized K]
 
 ``bench_speed`` runs each library's repeats one after the other, so a machine whose speed
 drifts (a shared virtual machine: ±20% within minutes) puts the drift on one side of the
@@ -17,6 +18,12 @@ bootstrap 90% interval over the pairs.
 Data and settings are ``bench_speed``'s (its cached ``make_ranking_mslr_like`` arrays;
 LambdaMART / ``lambdarank``, 31 leaves, 255 bins, learning rate 0.1, at least 20
 documents per leaf, pairs truncated at 30).
+
+``--quantized K`` adds two runs to every round of the comparison: ltrboost with
+``quantized_gradients=K`` and LightGBM with ``use_quantized_grad=True,
+num_grad_quant_bins=K, quant_train_renew_leaf=True`` (the same method: stochastic
+rounding, leaves renewed from the exact gradients); each is timed against LightGBM's
+default (exact) run of the same round, and the quantised pair against each other.
 """
 
 from __future__ import annotations
@@ -37,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--trees", type=int, default=21)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument(
+        "--quantized", type=int, default=0, metavar="K",
+        help="also time ltrboost quantized_gradients=K and LightGBM use_quantized_grad "
+        "(num_grad_quant_bins=K)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     if args.trees < 2 or args.pairs < 1:  # a tree is (end of round --trees - end of round 1)
         ap.error("--trees must be at least 2 and --pairs at least 1")
@@ -62,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         "num_threads": args.threads, "verbose": -1,
     }  # fmt: skip
 
+    k = args.quantized
+    theirs_q = dict(
+        theirs, use_quantized_grad=True, num_grad_quant_bins=k, quant_train_renew_leaf=True
+    )
+
     def fit(lib: str, n: int) -> list[float]:
         """Train ``n`` trees; the clock at the end of each round."""
         ends: list[float] = []
@@ -71,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
 
         if lib == "ltrboost":
             ltrboost.train(dict(ours, n_estimators=n), ds, callbacks=[tick])
+        elif lib == "ltrboost-q":
+            ltrboost.train(dict(ours, n_estimators=n, quantized_gradients=k), ds, callbacks=[tick])
+        elif lib == "lightgbm-q":
+            lgb.train(theirs_q, dtrain, num_boost_round=n, callbacks=[tick])
         else:
             lgb.train(theirs, dtrain, num_boost_round=n, callbacks=[tick])
         return ends
@@ -79,25 +100,33 @@ def main(argv: list[str] | None = None) -> int:
         ends = fit(lib, args.trees)
         return (ends[-1] - ends[0]) / (len(ends) - 1) * 1e3
 
-    fit("ltrboost", 1)  # compile / warm up both
-    fit("lightgbm", 1)
+    libs = ["ltrboost", "lightgbm"] + (["ltrboost-q", "lightgbm-q"] if k else [])
+    for lib in libs:  # compile / warm up each
+        fit(lib, 1)
     print(f"{args.docs} documents, {args.threads} threads, {args.trees} trees a fit")
-    print("| pair | ltrboost ms/tree | LightGBM ms/tree | ratio |")
-    print("|---|---|---|---|")
-    ratios = []
-    for k in range(args.pairs):
-        a = per_tree("ltrboost")
-        b = per_tree("lightgbm")
-        ratios.append(a / b)
-        print(f"| {k + 1} | {a:.1f} | {b:.1f} | {a / b:.3f} |", flush=True)
-    med = statistics.median(ratios)
+    # ratios: (numerator, denominator) of the runs of one round
+    pairs = [("ltrboost", "lightgbm")]
+    if k:
+        pairs += [("ltrboost-q", "lightgbm"), ("ltrboost-q", "lightgbm-q")]
+    heads = [f"{lib} ms/tree" for lib in libs] + [f"{a} / {b}" for a, b in pairs]
+    print("| round | " + " | ".join(heads) + " |")
+    print("|---|" + "---|" * len(heads))
+    ratios: dict[tuple[str, str], list[float]] = {p: [] for p in pairs}
+    for r in range(args.pairs):
+        t = {lib: per_tree(lib) for lib in libs}
+        for a, b in pairs:
+            ratios[(a, b)].append(t[a] / t[b])
+        cells = [f"{t[lib]:.1f}" for lib in libs] + [f"{t[a] / t[b]:.3f}" for a, b in pairs]
+        print(f"| {r + 1} | " + " | ".join(cells) + " |", flush=True)
     rng = np.random.default_rng(0)
-    boot = np.median(rng.choice(ratios, size=(10_000, len(ratios))), axis=1)
-    lo, hi = np.quantile(boot, [0.05, 0.95])
-    print(
-        f"median ratio {med:.3f} (bootstrap 90% interval {lo:.3f}-{hi:.3f}; "
-        f"min {min(ratios):.3f}, max {max(ratios):.3f})"
-    )
+    for (a, b), rs in ratios.items():
+        med = statistics.median(rs)
+        boot = np.median(rng.choice(rs, size=(10_000, len(rs))), axis=1)
+        lo, hi = np.quantile(boot, [0.05, 0.95])
+        print(
+            f"{a} / {b}: median ratio {med:.3f} (bootstrap 90% interval {lo:.3f}-{hi:.3f}; "
+            f"min {min(rs):.3f}, max {max(rs):.3f})"
+        )
     return 0
 
 

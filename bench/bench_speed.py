@@ -88,7 +88,11 @@ def data_paths(n_samples: int, docs_per_query: int | None = None) -> dict[str, s
 
 
 def worker(spec: dict) -> dict:
-    lib = spec["lib"]
+    # "ltrboost-q4" / "lightgbm-q4": quantised gradients with 4 levels (ltrboost's
+    # quantized_gradients=4; LightGBM's use_quantized_grad, num_grad_quant_bins=4 and
+    # quant_train_renew_leaf, the same method)
+    lib, _, quant = spec["lib"].partition("-q")
+    k = int(quant) if quant else 0
     s = SETTINGS
     d = {k: np.load(v) for k, v in spec["paths"].items()}
     Xtr, ytr, qtr, Xte, yte, qte = (d[k] for k in ("Xtr", "ytr", "qtr", "Xte", "yte", "qte"))
@@ -122,6 +126,7 @@ def worker(spec: dict) -> dict:
             max_bins=s["max_bins"],
             truncation_level=s["truncation"],
             n_threads=s["threads"],
+            quantized_gradients=k,
         )
         t0 = time.perf_counter()
         booster = train(params, ds)
@@ -157,6 +162,15 @@ def worker(spec: dict) -> dict:
                 "num_threads": s["threads"],
                 "verbose": -1,
                 "seed": 0,
+                **(
+                    {
+                        "use_quantized_grad": True,
+                        "num_grad_quant_bins": k,
+                        "quant_train_renew_leaf": True,
+                    }
+                    if k
+                    else {}
+                ),
             },
             dtrain,
             num_boost_round=n_trees,
@@ -200,6 +214,8 @@ def worker(spec: dict) -> dict:
     t0 = time.perf_counter()
     scores = predict(Xte)
     out["predict_docs_per_s"] = Xte.shape[0] / (time.perf_counter() - t0)
+    if spec.get("scores_out"):  # the test scores, for paired comparisons (bench_quantized)
+        np.save(spec["scores_out"], np.asarray(scores, np.float64))
     # batch of one query, repeated
     q_sizes = group_sizes(qte)
     first = Xte[: q_sizes[0]]

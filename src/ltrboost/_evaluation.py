@@ -61,6 +61,12 @@ def check_training_setup(params, objective, valid_sets) -> None:
             f"split_criterion='ole' is not available for objective {objective.name!r}: "
             f"{refused}; use split_criterion='newton' (default) or 'se'"
         )
+    if params.quantized_gradients and params.split_criterion == "ole" and objective.is_pairwise:
+        raise ParameterError(
+            f"quantized_gradients={params.quantized_gradients} does not combine with "
+            "split_criterion='ole' (its pair histograms are exact); use "
+            "split_criterion='newton' (default) or quantized_gradients=0"
+        )
     if params.ole_top_features is not None and not (
         params.split_criterion == "ole" and objective.is_pairwise
     ):
@@ -432,20 +438,22 @@ def _read_only(a):
 
 
 # Parameters added after the model format was settled, left out of a model file while
-# at their default (None, or random_strength's 0.0): models trained without them keep the
-# same bytes, and reading a file without them gives the default.
+# at their default (None, or random_strength's and quantized_gradients' 0): models
+# trained without them keep the same bytes, and reading a file without them gives the default.
 WRITTEN_ONLY_WHEN_SET = (
     "ole_top_features",
     "unbiased",
     "position_bias_norm",
     "max_positions",
     "random_strength",
+    "quantized_gradients",
 )
 
 
 def left_out_of_file(name: str, value: Any) -> bool:
     """Whether parameter ``name`` of :data:`WRITTEN_ONLY_WHEN_SET` at ``value`` is left
-    out of a model file: at its default (``None``; ``0.0`` for ``random_strength``)."""
+    out of a model file: at its default (``None``; ``0`` for ``random_strength`` and
+    ``quantized_gradients``)."""
     from ltrboost.params import DEFAULTS
 
     default = DEFAULTS[name]

@@ -71,7 +71,7 @@ from ltrboost.params import (
     ParameterError,
     ParameterWarning,
 )
-from ltrboost.splitting import SplitNoiseSeeds, split_noise_sigma
+from ltrboost.splitting import SplitNoiseSeeds, _splitmix_chain, split_noise_sigma
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = [
@@ -1088,6 +1088,11 @@ class Training:
             noise = self.split_noise(it, k, gradients[k], hessians[k])
             # (split_noise only when random_strength > 0: the default call is unchanged)
             extra = {} if noise is None else {"split_noise": noise}
+            if self.params.quantized_gradients:
+                extra["quantize"] = (
+                    int(self.params.quantized_gradients),
+                    _splitmix_chain((self.params.random_state, it, k, _QUANT_STREAM)),
+                )
             grown = self.grower.grow(
                 gradients[k], hessians[k], sample_indices, feats, pairs, **extra
             )
@@ -1295,6 +1300,11 @@ class Training:
             if stop:
                 break
         return self.booster()
+
+
+# The last word of quantized_gradients' rounding seeds (random_state, round, output, this):
+# its streams are not random_strength's.
+_QUANT_STREAM = 0x5155414E54  # "QUANT"
 
 
 def _apply_tree_train(grown, values, out, grower) -> None:

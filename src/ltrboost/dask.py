@@ -2094,6 +2094,12 @@ def train(
         )
     check_metrics(params, objective)
     check_training_setup(params, objective, valid_sets)
+    if params.quantized_gradients:
+        raise ParameterError(
+            f"quantized_gradients={params.quantized_gradients} is not available on Dask yet "
+            "(the scales would need every worker's largest gradient before any histogram); "
+            "use quantized_gradients=0 (default) or train on one machine"
+        )
     callbacks = check_callbacks(callbacks)  # before any data moves, as locally
     # every set's input partitions, then the shards made from them: cancelled at the
     # end, which frees everything made from them on the workers, also when training

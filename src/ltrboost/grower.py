@@ -45,6 +45,7 @@ from ltrboost.criteria import CRITERION_CODES
 from ltrboost.histogram import HistogramBuilder, subtract_histograms
 from ltrboost.pair_csr import PairCSR, n_pairs_of
 from ltrboost.params import DEFAULTS, TREE_PARAM_NAMES
+from ltrboost.quantize import quant_spec
 from ltrboost.splitting import (
     SplitInfo,
     SplitNoise,
@@ -199,6 +200,7 @@ class TreeGrower:
         feature_indices: NDArray[np.int32] | None = None,
         pairs: PairCSR | tuple[NDArray, NDArray, NDArray] | None = None,
         split_noise: tuple[int, float] | None = None,
+        quantize: tuple[int, int] | None = None,
     ) -> GrownTree:
         """Grow one tree.  ``sample_indices`` restricts it to a bag of rows.
 
@@ -211,6 +213,12 @@ class TreeGrower:
         (:func:`~ltrboost.splitting.split_noise_sigma`); every node's split is then
         chosen by noisy scores drawn from stream ``seed`` by node id (creation order),
         feature and bin.  None or ``sigma == 0``: none.
+
+        ``quantize``: ``(bins, seed)`` of ``quantized_gradients``
+        (:mod:`ltrboost.quantize`): the histograms, hence the splits, are built from the
+        gradients rounded to ``bins`` levels (stochastically, from stream ``seed``,
+        scales over every row given); then every node's value and hessian sum are
+        recomputed from the exact gradients of its rows.  Not with OLE's pairs.
         """
         p = self.params
         self._noise = split_noise if split_noise is not None and split_noise[1] > 0.0 else None
@@ -243,8 +251,14 @@ class TreeGrower:
             0,
         )
         data = self.histograms
+        quant = None
+        if quantize is not None:
+            if use_pairs:
+                raise ValueError("quantized gradients do not combine with OLE's pairs")
+            quant = quant_spec(int(quantize[0]), int(quantize[1]), gradients, hessians)
+        extra = {} if quant is None else {"quant": quant}  # (other builders: exact only)
         root_rows = data.start_tree(
-            gradients, hessians, sample_indices, feats, pairs if use_pairs else None
+            gradients, hessians, sample_indices, feats, pairs if use_pairs else None, **extra
         )
         stats = data.root(root_rows, feats)
         ids = itertools.count()
@@ -283,6 +297,8 @@ class TreeGrower:
             self._release_pair_hist(node)
         if use_pairs:
             data.end_pairs()
+        if quant is not None:
+            self._renew_from_exact(root)
         self.flat_root = self._flatten_root(root)
         return self._finalize(root)
 
@@ -295,6 +311,27 @@ class TreeGrower:
         self.histograms.add_tree(nodes, grown.leaves, out)
 
     # ----------------------------------------------------------------- internals
+    def _renew_from_exact(self, root: TreeNode) -> None:
+        """A quantised tree's values and hessian sums from the exact gradients: each
+        leaf's sums over its rows, each inner node's the sum of its children's (LightGBM's
+        ``quant_train_renew_leaf``); the splits stay those the quantised sums chose."""
+        order: list[TreeNode] = []
+        stack = [root]
+        while stack:
+            nd = stack.pop()
+            order.append(nd)
+            if nd.left is not None:
+                stack.append(nd.left)
+                stack.append(nd.right)
+        for nd in reversed(order):  # children before their parent
+            if nd.left is None:
+                g, h = self.histograms.exact_sums(nd.rows)
+            else:
+                g = nd.left.sum_gradients + nd.right.sum_gradients
+                h = nd.left.sum_hessians + nd.right.sum_hessians
+            nd.sum_gradients, nd.sum_hessians = g, h
+            nd.value = self.splitter.leaf_value(g, h, 0.0)
+
     def _flatten_root(self, root: TreeNode) -> tuple[float, float] | None:
         """A root left unsplit whose hessian sum is under ``min_sum_hessian_in_leaf``
         gets value 0, not its Newton step; returns ``(the step it lost, its hessian

@@ -65,6 +65,15 @@ from numpy.typing import NDArray
 from ltrboost._config import INDEX_DTYPE, N_HIST_STATS, SUM_DTYPE
 from ltrboost._numba import add_gh1, inline_kernel, kernel, num_threads, over_rows, prefetch
 from ltrboost.pair_csr import PairCSR, pairs_to_csr
+from ltrboost.quantize import (
+    QuantSpec,
+    exact_row_sums,
+    float_sums,
+    packed_sums,
+    quantize,
+    quantized_histogram_body,
+    quantized_histogram_rows_body,
+)
 from ltrboost.splitting import SplitInfo, split_indices
 from ltrboost.tree import add_leaf_values, predict_binned_tree
 
@@ -216,6 +225,78 @@ def build_histogram(
             X_binned, sample_indices, og, oh, feature_indices, hist_out, n, True, nbins
         )
     return og, oh
+
+
+def build_quantized_histogram(
+    X_binned, rows, packed, feature_indices, hist_out, n, indexed, spec: QuantSpec,
+    X_rows=None, n_bins_non_missing=None,
+):  # fmt: skip
+    """Histogram from quantised rows (:mod:`ltrboost.quantize`): rows ``0..n-1`` with
+    ``packed`` per row (``indexed`` False: the root), or ``rows[:n]`` with ``packed``
+    gathered in their order.  ``X_rows`` as in :func:`build_histogram` (indexed only)."""
+    nbins = feature_bins(hist_out, n_bins_non_missing)
+    scales = (spec.g_scale, spec.g_off, spec.h_scale, spec.h_off)
+    if X_rows is not None:
+        n_features = X_rows.shape[1]
+        node_rows = rows[:n]
+
+        def body(f0, f1):
+            quantized_histogram_rows_body(
+                X_rows, node_rows, packed, f0, f1, hist_out, nbins, spec.chunk, *scales,
+                ROW_PREFETCH_DISTANCE,
+            )  # fmt: skip
+
+        if n * n_features < PARALLEL_MIN_WORK:
+            body(0, n_features)
+        else:
+            n_blocks = min(n_features, ROW_BLOCKS_PER_THREAD * num_threads())
+            over_rows(
+                body,
+                n_features,
+                min_rows_per_thread=1,
+                align=-(-n_features // n_blocks),
+                blocks_per_thread=ROW_BLOCKS_PER_THREAD,
+            )
+        return
+
+    def column(k0, k1):
+        quantized_histogram_body(
+            X_binned, rows, packed, feature_indices, k0, k1, hist_out, n, indexed, nbins,
+            spec.chunk, *scales,
+        )  # fmt: skip
+
+    n_feat = feature_indices.shape[0]
+    if n * n_feat < PARALLEL_MIN_WORK:
+        column(0, n_feat)
+    else:
+        over_rows(
+            column,
+            n_feat,
+            min_rows_per_thread=1,
+            align=2,
+            blocks_per_thread=(
+                HISTOGRAM_BLOCKS_PER_THREAD if n * n_feat >= HISTOGRAM_BALANCE_MIN_WORK else 1
+            ),
+        )
+
+
+@kernel
+def _gather_packed(sample_indices, packed, out, lo, hi):
+    for i in range(lo, hi):
+        out[i] = packed[sample_indices[i]]
+
+
+def gather_packed(sample_indices, packed, out) -> None:
+    """``out[:n] = packed[sample_indices]`` (on threads over blocks of rows when large)."""
+    n = sample_indices.shape[0]
+    if n < PARALLEL_MIN_WORK:
+        _gather_packed(sample_indices, packed, out, 0, n)
+    else:
+        over_rows(
+            lambda r0, r1: _gather_packed(sample_indices, packed, out, r0, r1),
+            n,
+            min_rows_per_thread=65536,
+        )
 
 
 # A node is built from the row-major copy when at most one in this many rows of the
@@ -510,10 +591,24 @@ class LocalHistograms:
         self._ordered_h = np.empty(n, dtype=np.float32)
         self._X_rows: NDArray[np.uint8] | None = None
         self._pairs: tuple[NDArray, NDArray, NDArray] | None = None
+        # quantised gradients (quantized_gradients > 0): the tree's spec, packed rows and
+        # their gathered copy (allocated at the first quantised tree)
+        self._quant: QuantSpec | None = None
+        self._packed: NDArray[np.int64] | None = None
+        self._ordered_p: NDArray[np.int64] | None = None
 
     # --- one tree ---
-    def start_tree(self, gradients, hessians, sample_indices, feature_indices, pairs):
-        """Bind the tree's inputs (shard-local rows); return the root's rows."""
+    def start_tree(self, gradients, hessians, sample_indices, feature_indices, pairs, quant=None):
+        """Bind the tree's inputs (shard-local rows); return the root's rows.
+
+        ``quant``: a :class:`~ltrboost.quantize.QuantSpec` (scales over every shard's
+        rows) to build this tree's histograms from quantised gradients; None: exact."""
+        self._quant = quant
+        if quant is not None:
+            if self._packed is None:
+                self._packed = np.empty(self.n_samples, dtype=np.int64)
+                self._ordered_p = np.empty(self.n_samples, dtype=np.int64)
+            quantize(gradients, hessians, quant, self.row_start, self._packed)
         self._gradients = gradients
         self._hessians = hessians
         self._features = feature_indices
@@ -580,6 +675,21 @@ class LocalHistograms:
     def root_histogram(self, rows: RowRange) -> NodeHistogram:
         """The root's partial histogram, with the shard's sums and row count."""
         hist = self.pool.get()
+        q = self._quant
+        if q is not None:  # the sums of the quantised values the histogram holds
+            n = rows.stop - rows.start
+            if self._bagged:
+                gather_packed(self._part, self._packed, self._ordered_p)
+                src = self._ordered_p
+            else:
+                src = self._packed
+            build_quantized_histogram(
+                self.X_binned, self._part, src, self._features, hist, n, self._bagged, q,
+                n_bins_non_missing=self.n_bins_non_missing,
+            )  # fmt: skip
+            sg, sh, _ = packed_sums(src, _NO_ROWS, n, False)
+            sum_g, sum_h = float_sums(q, int(sg), int(sh), n)
+            return NodeHistogram(hist, sum_g, sum_h, n)
         if not self._bagged:
             build_histogram_root(
                 self.X_binned,
@@ -611,6 +721,14 @@ class LocalHistograms:
         """A node's partial histogram (brute force over its rows of this shard)."""
         hist = self.pool.get()
         node_rows = self._part[rows.start : rows.stop]
+        if self._quant is not None:
+            n = node_rows.shape[0]
+            gather_packed(node_rows, self._packed, self._ordered_p)
+            build_quantized_histogram(
+                self.X_binned, node_rows, self._ordered_p, self._features, hist, n, True,
+                self._quant, X_rows=self._row_major(n), n_bins_non_missing=self.n_bins_non_missing,
+            )  # fmt: skip
+            return hist
         build_histogram(
             self.X_binned,
             node_rows,
@@ -789,6 +907,12 @@ class LocalHistograms:
         """The number of the node's pairs in this shard."""
         return max(0, rows.n_pairs)
 
+    def exact_sums(self, rows: RowRange) -> tuple[float, float]:
+        """The exact (float64) gradient and hessian sums of the node's rows in this
+        shard, in their partition order (the leaves of a quantised tree)."""
+        g, h = exact_row_sums(self._gradients, self._hessians, self._part[rows.start : rows.stop])
+        return float(g), float(h)
+
     def add_tree(self, nodes, leaves, out) -> None:
         """Add a grown tree's leaf values (``nodes["value"]``) to the shard's scores.
 
@@ -840,12 +964,17 @@ class HistogramBuilder:
         """The row partition of a single-shard builder (None when sharded)."""
         return self.shards[0].partition if len(self.shards) == 1 else None
 
-    def start_tree(self, gradients, hessians, sample_indices, feature_indices, pairs) -> Any:
-        """Hand each shard its rows' inputs; return the root's rows (one per shard)."""
+    def start_tree(
+        self, gradients, hessians, sample_indices, feature_indices, pairs, quant=None
+    ) -> Any:
+        """Hand each shard its rows' inputs; return the root's rows (one per shard).
+
+        ``quant``: the tree's :class:`~ltrboost.quantize.QuantSpec` (every shard
+        quantises its rows with it), or None."""
         if len(self.shards) == 1 and self._bounds[0][0] == 0:
             return (
                 self.shards[0].start_tree(
-                    gradients, hessians, sample_indices, feature_indices, pairs
+                    gradients, hessians, sample_indices, feature_indices, pairs, quant
                 ),
             )
         roots = []
@@ -860,9 +989,19 @@ class HistogramBuilder:
                     pairs = pairs_to_csr(*pairs, self._bounds[-1][1])
                 sp = pairs.slice_rows(lo, hi)
             roots.append(
-                shard.start_tree(gradients[lo:hi], hessians[lo:hi], si, feature_indices, sp)
+                shard.start_tree(gradients[lo:hi], hessians[lo:hi], si, feature_indices, sp, quant)
             )
         return tuple(roots)
+
+    def exact_sums(self, rows) -> tuple[float, float]:
+        """The exact gradient and hessian sums of a node's rows, over the shards in
+        order (a quantised tree's leaves)."""
+        g = h = 0.0
+        for shard, r in zip(self.shards, rows, strict=True):
+            sg, sh = shard.exact_sums(r)
+            g += sg
+            h += sh
+        return g, h
 
     def end_pairs(self) -> None:
         """Every shard drops the grown tree's pairs (see :meth:`LocalHistograms.end_pairs`)."""

@@ -106,6 +106,15 @@ PARAMS: tuple[Param, ...] = (
         "ltrboost.splitting.split_noise_sigma)",
     ),
     Param(
+        "quantized_gradients",
+        0,
+        "int",
+        "engine",
+        "LightGBM's use_quantized_grad with num_grad_quant_bins=k: histograms from "
+        "gradients stochastically rounded to k levels (faster; leaf values from the exact "
+        "gradients); 0: off (exact); k in 2..255 (ltrboost.quantize)",
+    ),
+    Param(
         "n_threads",
         None,
         "int | None",
@@ -438,6 +447,12 @@ class _BoosterParamsMethods:
         check(
             0 < self.colsample_bytree <= 1,
             f"colsample_bytree={self.colsample_bytree} must be in (0, 1]",
+        )
+        check(
+            self.quantized_gradients == 0 or 2 <= self.quantized_gradients <= 255,
+            f"quantized_gradients={self.quantized_gradients} must be 0 (exact gradients) "
+            "or a number of levels in 2..255 (LightGBM's num_grad_quant_bins; 4 is its "
+            "default)",
         )
         check(
             self.random_strength >= 0,

@@ -101,6 +101,7 @@ class Ranker(BaseEstimator):
         colsample_bytree: float = 1.0,
         random_state: int | np.random.RandomState | np.random.Generator | None = 0,
         random_strength: float = 0.0,
+        quantized_gradients: int = 0,
         n_threads: int | None = None,
         early_stopping_rounds: int | None = None,
         eval_metric: str | list[str] | None = None,
@@ -143,6 +144,7 @@ class Ranker(BaseEstimator):
         self.colsample_bytree = colsample_bytree
         self.random_state = random_state
         self.random_strength = random_strength
+        self.quantized_gradients = quantized_gradients
         self.n_threads = n_threads
         self.early_stopping_rounds = early_stopping_rounds
         self.eval_metric = eval_metric
