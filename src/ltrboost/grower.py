@@ -217,8 +217,10 @@ class TreeGrower:
         ``quantize``: ``(bins, seed)`` of ``quantized_gradients``
         (:mod:`ltrboost.quantize`): the histograms, hence the splits, are built from the
         gradients rounded to ``bins`` levels (stochastically, from stream ``seed``,
-        scales over every row given); then every node's value and hessian sum are
-        recomputed from the exact gradients of its rows.  Not with OLE's pairs.
+        scales over every row given); a split whose child's exact hessian sum is under
+        ``min_sum_hessian_in_leaf`` is not made (the node stays a leaf); then every
+        node's value and hessian sum are recomputed from the exact gradients of its
+        rows.  Not with OLE's pairs.
         """
         p = self.params
         self._noise = split_noise if split_noise is not None and split_noise[1] > 0.0 else None
@@ -282,11 +284,19 @@ class TreeGrower:
         n_leaves = 1
         while heap and n_leaves < p.max_leaf_nodes:
             _, _, node = heapq.heappop(heap)
+            children = None
+            if quant is not None:
+                children = self._exact_children(node)
+                if children is None:  # a child under min_sum_hessian_in_leaf: a leaf
+                    data.release(node.hist)
+                    node.hist = None
+                    node.split_info = None
+                    continue
             n_leaves += 1
             # the split that makes the last leaf: its children stay leaves (no histogram
             # and no split search for them)
             last = n_leaves >= p.max_leaf_nodes
-            left, right = self._apply_split(node, ids, last)
+            left, right = self._apply_split(node, ids, last, children)
             if not last:
                 for child in (left, right):
                     self._consider(child, heap, order)
@@ -311,6 +321,25 @@ class TreeGrower:
         self.histograms.add_tree(nodes, grown.leaves, out)
 
     # ----------------------------------------------------------------- internals
+    def _exact_children(self, node: TreeNode):
+        """A quantised tree's split of ``node``, checked on the exact hessians: the
+        children's rows (the node's partitioned), or None when a child's exact hessian
+        sum is under ``min_sum_hessian_in_leaf`` (the node then stays a leaf; its rows,
+        reordered within its range, are still its own).
+
+        The split search checks that limit on the quantised sums: a document of hessian
+        2e-4 rounded up to one level of 1/16 let a leaf of exact hessian 2e-4 through,
+        under the limit of 1e-3 that no exact tree's leaf is (its Newton step divides
+        by it).  The sums are those :meth:`_renew_from_exact` gives a leaf (the same
+        rows in the same order)."""
+        data = self.histograms
+        left_rows, right_rows = data.split(node.rows, node.split_info)
+        limit = self.params.min_sum_hessian_in_leaf
+        for rows in (left_rows, right_rows):
+            if data.exact_sums(rows)[1] < limit:
+                return None
+        return left_rows, right_rows
+
     def _renew_from_exact(self, root: TreeNode) -> None:
         """A quantised tree's values and hessian sums from the exact gradients: each
         leaf's sums over its rows, each inner node's the sum of its children's (LightGBM's
@@ -541,12 +570,13 @@ class TreeGrower:
         stats["needed_work"] += n_pairs * int(np.sum(~(bounds < threshold)))
         return sp.pick(feats[np.sort(order[:done])], g, h, n)
 
-    def _apply_split(self, node: TreeNode, ids: itertools.count, last: bool = False):
+    def _apply_split(self, node: TreeNode, ids: itertools.count, last: bool = False, children=None):
         """Split ``node``; build the children's histograms that a split search will read
-        (none when ``last``: the children stay leaves)."""
+        (none when ``last``: the children stay leaves).  ``children``: the rows of an
+        already partitioned node (:meth:`_exact_children`)."""
         info = node.split_info
         data = self.histograms
-        left_rows, right_rows = data.split(node.rows, info)
+        left_rows, right_rows = children if children is not None else data.split(node.rows, info)
         self._n_splits += 1
         left = TreeNode(
             node_id=next(ids),
