@@ -296,7 +296,10 @@ class TreeGrower:
             # the split that makes the last leaf: its children stay leaves (no histogram
             # and no split search for them)
             last = n_leaves >= p.max_leaf_nodes
-            left, right = self._apply_split(node, ids, last, children)
+            if children is None:
+                left, right = self._apply_split(node, ids, last)
+            else:  # (the exact path's call unchanged: subclasses override it)
+                left, right = self._apply_split(node, ids, last, children)
             if not last:
                 for child in (left, right):
                     self._consider(child, heap, order)
