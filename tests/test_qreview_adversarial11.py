@@ -94,3 +94,39 @@ def test_lanes_hold_a_full_chunk_of_top_levels(negative_h, where):
     assert hist[1, 0, 2] + hist[1, 1, 2] == n
     sg, sh, m = packed_sums(packed, rows[:0], n, False)
     assert (int(sg), int(sh), int(m)) == (int(gl.sum()), int(hl.sum()), n)
+
+
+@pytest.mark.parametrize("subsample", [1.0, 0.8])
+def test_training_does_not_depend_on_the_lane_chunk_or_threads(subsample, monkeypatch):
+    """The chunk only bounds the lane sums: a chunk of 5 or 64 rows (every node, root,
+    gathered and row-major, over many chunks) grows the same trees as the real one
+    (~8,191 rows at k=255), on one thread or two."""
+    import ltrboost.grower as grower_module
+
+    X, y, q = make_ranking(n_queries=300, docs_per_query=(10, 60), n_features=9, random_state=3)[:3]
+    ds = ltrboost.make_dataset(X, y, qid=q)
+    params = {
+        "n_estimators": 3,
+        "quantized_gradients": 255,
+        "subsample": subsample,
+        "colsample_bytree": 0.7,
+        "max_leaf_nodes": 40,
+        "min_samples_leaf": 3,
+    }
+    real = grower_module.quant_spec
+
+    def trees(chunk, n_threads):
+        if chunk is not None:
+            monkeypatch.setattr(
+                grower_module, "quant_spec", lambda *a: real(*a)._replace(chunk=chunk)
+            )
+        try:
+            b = ltrboost.train({**params, "n_threads": n_threads}, ds)
+        finally:
+            monkeypatch.setattr(grower_module, "quant_spec", real)
+        return [t.tobytes() for t in b.trees]
+
+    reference = trees(None, 1)
+    for chunk in (5, 64):
+        for n_threads in (1, 2):
+            assert trees(chunk, n_threads) == reference
