@@ -45,7 +45,7 @@ from ltrboost.criteria import CRITERION_CODES
 from ltrboost.histogram import HistogramBuilder, subtract_histograms
 from ltrboost.pair_csr import PairCSR, n_pairs_of
 from ltrboost.params import DEFAULTS, TREE_PARAM_NAMES
-from ltrboost.quantize import quant_spec
+from ltrboost.quantize import QuantSpec, quant_spec
 from ltrboost.splitting import (
     SplitInfo,
     SplitNoise,
@@ -214,13 +214,14 @@ class TreeGrower:
         chosen by noisy scores drawn from stream ``seed`` by node id (creation order),
         feature and bin.  None or ``sigma == 0``: none.
 
-        ``quantize``: ``(bins, seed)`` of ``quantized_gradients``
+        ``quantize``: ``(bins, seed)`` of ``quantized_gradients`` (or the tree's
+        :class:`~ltrboost.quantize.QuantSpec` itself)
         (:mod:`ltrboost.quantize`): the histograms, hence the splits, are built from the
         gradients rounded to ``bins`` levels (stochastically, from stream ``seed``,
-        scales over every row given); a split whose child's exact hessian sum is under
-        ``min_sum_hessian_in_leaf`` is not made (the node stays a leaf); then every
-        node's value and hessian sum are recomputed from the exact gradients of its
-        rows.  Not with OLE's pairs.
+        scales over every row given); then every node's value and hessian sum are
+        recomputed from the exact gradients of its rows, and a split that left a leaf
+        under ``min_sum_hessian_in_leaf`` on those is undone
+        (:meth:`_renew_from_exact`).  Not with OLE's pairs.
         """
         p = self.params
         self._noise = split_noise if split_noise is not None and split_noise[1] > 0.0 else None
@@ -257,7 +258,11 @@ class TreeGrower:
         if quantize is not None:
             if use_pairs:
                 raise ValueError("quantized gradients do not combine with OLE's pairs")
-            quant = quant_spec(int(quantize[0]), int(quantize[1]), gradients, hessians)
+            quant = (
+                quantize  # scales made elsewhere (Dask: over every shard's rows)
+                if isinstance(quantize, QuantSpec)
+                else quant_spec(int(quantize[0]), int(quantize[1]), gradients, hessians)
+            )
         extra = {} if quant is None else {"quant": quant}  # (other builders: exact only)
         root_rows = data.start_tree(
             gradients, hessians, sample_indices, feats, pairs if use_pairs else None, **extra
@@ -284,22 +289,11 @@ class TreeGrower:
         n_leaves = 1
         while heap and n_leaves < p.max_leaf_nodes:
             _, _, node = heapq.heappop(heap)
-            children = None
-            if quant is not None:
-                children = self._exact_children(node)
-                if children is None:  # a child under min_sum_hessian_in_leaf: a leaf
-                    data.release(node.hist)
-                    node.hist = None
-                    node.split_info = None
-                    continue
             n_leaves += 1
             # the split that makes the last leaf: its children stay leaves (no histogram
             # and no split search for them)
             last = n_leaves >= p.max_leaf_nodes
-            if children is None:
-                left, right = self._apply_split(node, ids, last)
-            else:  # (the exact path's call unchanged: subclasses override it)
-                left, right = self._apply_split(node, ids, last, children)
+            left, right = self._apply_split(node, ids, last)
             if not last:
                 for child in (left, right):
                     self._consider(child, heap, order)
@@ -324,40 +318,48 @@ class TreeGrower:
         self.histograms.add_tree(nodes, grown.leaves, out)
 
     # ----------------------------------------------------------------- internals
-    def _exact_children(self, node: TreeNode):
-        """A quantised tree's split of ``node``, checked on the exact hessians: the
-        children's rows (the node's partitioned), or None when a child's exact hessian
-        sum is under ``min_sum_hessian_in_leaf`` (the node then stays a leaf; its rows,
-        reordered within its range, are still its own).
-
-        The split search checks that limit on the quantised sums: a document of hessian
-        2e-4 rounded up to one level of 1/16 let a leaf of exact hessian 2e-4 through,
-        under the limit of 1e-3 that no exact tree's leaf is (its Newton step divides
-        by it).  The sums are those :meth:`_renew_from_exact` gives a leaf (the same
-        rows in the same order)."""
-        data = self.histograms
-        left_rows, right_rows = data.split(node.rows, node.split_info)
-        limit = self.params.min_sum_hessian_in_leaf
-        for rows in (left_rows, right_rows):
-            if data.exact_sums(rows)[1] < limit:
-                return None
-        return left_rows, right_rows
-
     def _renew_from_exact(self, root: TreeNode) -> None:
         """A quantised tree's values and hessian sums from the exact gradients: each
         leaf's sums over its rows, each inner node's the sum of its children's (LightGBM's
-        ``quant_train_renew_leaf``); the splits stay those the quantised sums chose."""
-        order: list[TreeNode] = []
-        stack = [root]
-        while stack:
-            nd = stack.pop()
-            order.append(nd)
-            if nd.left is not None:
-                stack.append(nd.left)
-                stack.append(nd.right)
+        ``quant_train_renew_leaf``); the splits stay those the quantised sums chose.
+
+        The split search checks ``min_sum_hessian_in_leaf`` on the quantised sums: a
+        document of hessian 2e-4 rounded up a level lets a leaf through whose exact sum
+        is under the limit (its Newton step divides by it).  Such a leaf's parent is
+        made a leaf again (its split undone, with its other subtree), until every leaf
+        holds the limit; the tree then has fewer leaves.  Checked here, on the sums the
+        leaves need anyway, it costs nothing when no leaf is under the limit (checking
+        each split as it is made cost ~5% of a tree at 500k documents).  A root alone is
+        left to :meth:`_flatten_root`, as in exact training."""
+        limit = self.params.min_sum_hessian_in_leaf
+        while True:
+            order: list[TreeNode] = []
+            parent: dict[int, TreeNode] = {}
+            stack = [root]
+            while stack:
+                nd = stack.pop()
+                order.append(nd)
+                if nd.left is not None:
+                    for child in (nd.right, nd.left):
+                        parent[id(child)] = nd
+                        stack.append(child)
+            leaves = [nd for nd in order if nd.left is None]
+            sums = dict(
+                zip(
+                    map(id, leaves),
+                    self.histograms.exact_leaf_sums([nd.rows for nd in leaves]),
+                    strict=True,
+                )
+            )
+            under = [parent[id(nd)] for nd in leaves if nd is not root and sums[id(nd)][1] < limit]
+            if not under:
+                break
+            for nd in under:  # its rows are its children's, in its range of the partition
+                nd.left = nd.right = None
+                nd.split_info = None
         for nd in reversed(order):  # children before their parent
             if nd.left is None:
-                g, h = self.histograms.exact_sums(nd.rows)
+                g, h = sums[id(nd)]
             else:
                 g = nd.left.sum_gradients + nd.right.sum_gradients
                 h = nd.left.sum_hessians + nd.right.sum_hessians
@@ -573,13 +575,12 @@ class TreeGrower:
         stats["needed_work"] += n_pairs * int(np.sum(~(bounds < threshold)))
         return sp.pick(feats[np.sort(order[:done])], g, h, n)
 
-    def _apply_split(self, node: TreeNode, ids: itertools.count, last: bool = False, children=None):
+    def _apply_split(self, node: TreeNode, ids: itertools.count, last: bool = False):
         """Split ``node``; build the children's histograms that a split search will read
-        (none when ``last``: the children stay leaves).  ``children``: the rows of an
-        already partitioned node (:meth:`_exact_children`)."""
+        (none when ``last``: the children stay leaves)."""
         info = node.split_info
         data = self.histograms
-        left_rows, right_rows = children if children is not None else data.split(node.rows, info)
+        left_rows, right_rows = data.split(node.rows, info)
         self._n_splits += 1
         left = TreeNode(
             node_id=next(ids),

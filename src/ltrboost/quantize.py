@@ -21,11 +21,10 @@ Gradient Boosting Decision Trees", NeurIPS 2022, the method behind LightGBM 4's
 
 The splits are chosen from the quantised sums; the leaves' values come from the exact
 gradients of their rows (LightGBM's ``quant_train_renew_leaf=True``), as do the stored
-hessian sums (:meth:`ltrboost.grower.TreeGrower.grow`).  A chosen split is made only if
-each child's *exact* hessian sum reaches ``min_sum_hessian_in_leaf`` (else the node
-stays a leaf): a hessian rounded up a level would otherwise let through a leaf under the
-limit, whose exact Newton step divides by that small sum (LightGBM checks the quantised
-sums only).  The exact path is untouched:
+hessian sums (:meth:`ltrboost.grower.TreeGrower.grow`).  A leaf whose *exact* hessian
+sum is under ``min_sum_hessian_in_leaf`` (a hessian rounded up a level lets one through
+the split search) has its parent's split undone, so no leaf is under the limit, as in
+exact training (LightGBM checks the rounded sums only).  The exact path is untouched:
 with ``quantized_gradients=0`` (the default) models are byte-identical to before.
 """
 
