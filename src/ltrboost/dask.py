@@ -100,6 +100,7 @@ except ImportError as e:
     ) from None
 from numpy.typing import NDArray
 
+from ltrboost._callsite import external_stacklevel
 from ltrboost._checks import check_scores_collapsed
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
 from ltrboost._evaluation import (
@@ -525,7 +526,7 @@ def _qid_column(client, futures, names: list[str], what: str, timeout: float):
             "X has a column named 'qid' that differs from the qid= given: it is used as a "
             "feature (rename it if it is one; drop it if it holds query ids)",
             UserWarning,
-            stacklevel=4,
+            stacklevel=external_stacklevel(),
         )
     return futures, names
 
@@ -645,7 +646,7 @@ def _warn_if_threshold_flat(client, params, objective, vs, timeout: float) -> No
         grades = _all_grades(client, futures, False, timeout, where)
         msg = threshold_separates_nothing(names, options, grades, where)
         if msg is not None:
-            warnings.warn(msg, ParameterWarning, stacklevel=3)
+            warnings.warn(msg, ParameterWarning, stacklevel=external_stacklevel())
 
 
 def _same_collections(a: DaskData, b: DaskData) -> bool:
@@ -693,7 +694,7 @@ def _warn_if_validation_shares_queries(train: DaskData, valid_sets, tr_metas, vs
             continue
         said = validation_shares_queries(tr, name, k, ids(metas))
         if said:
-            warnings.warn(said, SharedQueriesWarning, stacklevel=3)
+            warnings.warn(said, SharedQueriesWarning, stacklevel=external_stacklevel())
 
 
 def _hash_buckets(qid: NDArray, n_buckets: int) -> NDArray[np.int64]:
@@ -1930,7 +1931,7 @@ def _set_up(client, params, objective, tr, vs, timeout, init_model) -> _DaskTrai
                 f"them up again on the {n} remaining worker{'s' if n > 1 else ''} (no "
                 "round had run: the model is that of a run started on them)",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=external_stacklevel(),
             )
     raise AssertionError("unreachable")  # pragma: no cover
 
