@@ -72,7 +72,8 @@ from ltrboost.params import (
     ParameterError,
     ParameterWarning,
 )
-from ltrboost.splitting import SplitNoiseSeeds, _splitmix_chain, split_noise_sigma
+from ltrboost.quantize import quant_seed
+from ltrboost.splitting import SplitNoiseSeeds, split_noise_sigma
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = [
@@ -1097,7 +1098,7 @@ class Training:
             if self.params.quantized_gradients:
                 extra["quantize"] = (
                     int(self.params.quantized_gradients),
-                    _splitmix_chain((self.params.random_state, it, k, _QUANT_STREAM)),
+                    quant_seed(self.params.random_state, it, k),
                 )
             grown = self.grower.grow(
                 gradients[k], hessians[k], sample_indices, feats, pairs, **extra
@@ -1306,11 +1307,6 @@ class Training:
             if stop:
                 break
         return self.booster()
-
-
-# The last word of quantized_gradients' rounding seeds (random_state, round, output, this):
-# its streams are not random_strength's.
-_QUANT_STREAM = 0x5155414E54  # "QUANT"
 
 
 def _apply_tree_train(grown, values, out, grower) -> None:

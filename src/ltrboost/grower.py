@@ -45,7 +45,7 @@ from ltrboost.criteria import CRITERION_CODES
 from ltrboost.histogram import HistogramBuilder, subtract_histograms
 from ltrboost.pair_csr import PairCSR, n_pairs_of
 from ltrboost.params import DEFAULTS, TREE_PARAM_NAMES
-from ltrboost.quantize import quant_spec
+from ltrboost.quantize import QuantSpec, quant_spec
 from ltrboost.splitting import (
     SplitInfo,
     SplitNoise,
@@ -214,7 +214,8 @@ class TreeGrower:
         chosen by noisy scores drawn from stream ``seed`` by node id (creation order),
         feature and bin.  None or ``sigma == 0``: none.
 
-        ``quantize``: ``(bins, seed)`` of ``quantized_gradients``
+        ``quantize``: ``(bins, seed)`` of ``quantized_gradients`` (or the tree's
+        :class:`~ltrboost.quantize.QuantSpec` itself)
         (:mod:`ltrboost.quantize`): the histograms, hence the splits, are built from the
         gradients rounded to ``bins`` levels (stochastically, from stream ``seed``,
         scales over every row given); then every node's value and hessian sum are
@@ -255,7 +256,11 @@ class TreeGrower:
         if quantize is not None:
             if use_pairs:
                 raise ValueError("quantized gradients do not combine with OLE's pairs")
-            quant = quant_spec(int(quantize[0]), int(quantize[1]), gradients, hessians)
+            quant = (
+                quantize  # scales made elsewhere (Dask: over every shard's rows)
+                if isinstance(quantize, QuantSpec)
+                else quant_spec(int(quantize[0]), int(quantize[1]), gradients, hessians)
+            )
         extra = {} if quant is None else {"quant": quant}  # (other builders: exact only)
         root_rows = data.start_tree(
             gradients, hessians, sample_indices, feats, pairs if use_pairs else None, **extra
@@ -323,9 +328,17 @@ class TreeGrower:
             if nd.left is not None:
                 stack.append(nd.left)
                 stack.append(nd.right)
+        leaves = [nd for nd in order if nd.left is None]
+        sums = dict(
+            zip(
+                map(id, leaves),
+                self.histograms.exact_leaf_sums([nd.rows for nd in leaves]),
+                strict=True,
+            )
+        )
         for nd in reversed(order):  # children before their parent
             if nd.left is None:
-                g, h = self.histograms.exact_sums(nd.rows)
+                g, h = sums[id(nd)]
             else:
                 g = nd.left.sum_gradients + nd.right.sum_gradients
                 h = nd.left.sum_hessians + nd.right.sum_hessians
