@@ -318,14 +318,17 @@ def write_letor_folds() -> Callable[..., Path]:
 @pytest.fixture(scope="module")
 def frames():
     """Training and validation DataFrames (columns a..e) with labels and query ids, for
-    the scikit-learn tests that take columns by name."""
+    the scikit-learn tests that take columns by name; the validation queries are others
+    (ids 30..49), as a validation set's should be (SharedQueriesWarning)."""
     import pandas as pd
 
     from ltrboost.datasets import make_ranking
 
     cols = ["a", "b", "c", "d", "e"]
     X, y, qid = make_ranking(n_queries=30, docs_per_query=10, n_features=5, random_state=0)[:3]
-    Xv, yv, qv = make_ranking(n_queries=20, docs_per_query=10, n_features=5, random_state=1)[:3]
+    Xv, yv, qv = make_ranking(
+        n_queries=20, docs_per_query=10, n_features=5, random_state=1, first_qid=30
+    )[:3]  # queries of its own (ids 30..49): not the training set's 0..29
     return pd.DataFrame(X, columns=cols), y, qid, pd.DataFrame(Xv, columns=cols), yv, qv
 
 

@@ -232,7 +232,8 @@ def test_unseen_nan_follows_the_child_with_more_training_documents():
     r = Ranker(eval_metric="ndcg@10", **{**FAST, "max_leaf_nodes": 8, "min_samples_leaf": 2})
     Xv = X.copy()
     Xv[::2] = np.nan  # every feature of every other row
-    r.fit(X, y, qid=qid, eval_set=[(Xv, y, qid)], eval_names=["v"])
+    # the training rows, NaN-ed, under ids of their own (not a leak of training queries)
+    r.fit(X, y, qid=qid, eval_set=[(Xv, y, qid + qid.max() + 1)], eval_names=["v"])
     n_splits = 0
     for nodes in r.booster_.trees:
         for k in np.flatnonzero(nodes["is_leaf"] == 0):

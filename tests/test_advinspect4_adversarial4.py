@@ -81,7 +81,9 @@ def test_json_keeps_the_names_as_they_are(odd_names, capsys):
 def stopped(tmp_path_factory):
     """An early-stopped McRank model (5 outputs): rounds past the best one kept."""
     X, y, qid = make_ranking(n_queries=30, docs_per_query=10, n_features=5, random_state=0)
-    Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=10, n_features=5, random_state=1)
+    Xv, yv, qv = make_ranking(
+        n_queries=10, docs_per_query=10, n_features=5, first_qid=30, random_state=1
+    )
     model = Ranker(objective="mcrank", n_estimators=30, max_leaf_nodes=4, min_samples_leaf=3)
     model.fit(
         X,
@@ -222,7 +224,9 @@ def test_importances_match_a_hand_count_for_every_objective(tmp_path):
     best iteration, for objectives with several outputs, averaged updates and
     line searches."""
     X, y, qid = make_ranking(n_queries=20, docs_per_query=8, n_features=4, random_state=2)
-    Xv, yv, qv = make_ranking(n_queries=8, docs_per_query=8, n_features=4, random_state=3)
+    Xv, yv, qv = make_ranking(
+        n_queries=8, docs_per_query=8, n_features=4, first_qid=20, random_state=3
+    )
     for kw in (
         {"objective": "mcrank"},
         {"objective": "gbrank"},

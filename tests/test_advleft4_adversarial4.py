@@ -165,7 +165,9 @@ def test_continuing_a_model_that_stopped_early_warns():
 
 def test_cli_resume_of_a_model_that_stopped_early_warns_with_flags(tmp_path, capsys):
     X, y, qid = make_ranking(n_queries=30, docs_per_query=8, n_features=5, random_state=0)
-    Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=8, n_features=5, random_state=1)
+    Xv, yv, qv = make_ranking(
+        n_queries=10, docs_per_query=8, n_features=5, first_qid=30, random_state=1
+    )
     dump_svmlight(tmp_path / "t.txt", X, y, qid)
     dump_svmlight(tmp_path / "v.txt", Xv, yv, qv)
     common = ["--valid", tmp_path / "v.txt", "--early-stopping-rounds", "2", "-q"]

@@ -153,6 +153,7 @@ def test_position_bias_after_early_stopping_is_the_kept_iterations(tmp_path):
     were dropped); it is now the estimates of a run of ``best_iteration`` rounds."""
     X, clicks, qid, pos = _pbm_clicks(4)
     Xv, cv, qv, _ = _pbm_clicks(5, n_queries=60)
+    qv = qv + qid.max() + 1  # the validation queries are others
     p = dict(max_leaf_nodes=15, min_samples_leaf=5, unbiased=True, max_positions=10)
     model = Ranker(n_estimators=40, early_stopping_rounds=3, **p).fit(
         X, clicks, qid=qid, position=pos, eval_set=[(Xv, cv, qv)]

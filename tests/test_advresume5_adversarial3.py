@@ -48,6 +48,7 @@ def test_zero_new_rounds_on_another_validation_set_keeps_every_tree(data, other)
     predicted its initial score alone (a constant) by default."""
     X, y, qid = data
     Xo, yo, qo = other
+    qo = qo + 100  # validation queries of their own
     model = train(FAST, make_dataset(X, y, qid=qid))
     params = dict(FAST, early_stopping_rounds=2)
     for name in ("valid_0", "elsewhere"):
@@ -136,7 +137,7 @@ def test_train_refuses_a_validation_set_named_otherwise_than_the_model(data):
     X, y, qid = data
     names = ["a", "b", "c", "d"]
     model = train(FAST, make_dataset(pd.DataFrame(X, columns=names), y, qid=qid))
-    swapped = make_dataset(pd.DataFrame(X[:, ::-1], columns=names[::-1]), y, qid=qid)
+    swapped = make_dataset(pd.DataFrame(X[:, ::-1], columns=names[::-1]), y, qid=qid + 100)
     with pytest.raises(ValueError, match=r"validation set 'v' has feature 0 named 'd'"):
         train(
             dict(FAST, n_estimators=5), make_dataset(X, y, qid=qid), [("v", swapped)],

@@ -53,7 +53,7 @@ def test_an_eval_name_0_is_kept(data):
     """``eval_names=[0, 1]`` recorded the sets as 'valid_0' and '1': 0 is falsy."""
     X, y, qid = data
     model = Ranker(**FAST).fit(
-        X, y, qid=qid, eval_set=[(X, y, qid), (X[:40], y[:40], qid[:40])], eval_names=[0, 1]
+        X, y, qid=qid, eval_set=[(X, y, qid), (X[:40], y[:40], qid[:40] + 100)], eval_names=[0, 1]
     )
     assert list(model.evals_result_) == ["0", "1"]
     with pytest.raises(ValueError, match="distinct"):  # 0 and '0' are one name

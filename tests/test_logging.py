@@ -25,7 +25,9 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 @pytest.fixture(scope="module")
 def data():
     X, y, qid = make_ranking(n_queries=24, docs_per_query=(4, 10), n_features=5, random_state=0)
-    Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=(4, 10), n_features=5, random_state=1)
+    Xv, yv, qv = make_ranking(
+        n_queries=10, docs_per_query=(4, 10), n_features=5, first_qid=24, random_state=1
+    )
     return X, y, qid, Xv, yv, qv
 
 

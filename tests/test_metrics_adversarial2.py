@@ -20,7 +20,9 @@ def test_best_iteration_is_1_based_as_readme_says():
     """README: ``best_iteration_`` is 1-based (LightGBM's convention), the number of
     rounds ``predict`` uses, and the first of equal best values wins."""
     X, y, q = make_ranking(n_queries=30, docs_per_query=8, n_features=5, random_state=0)[:3]
-    Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=8, n_features=5, random_state=1)[:3]
+    Xv, yv, qv = make_ranking(
+        n_queries=10, docs_per_query=8, n_features=5, first_qid=30, random_state=1
+    )[:3]
     r = Ranker(n_estimators=30, eval_metric="ndcg@5", early_stopping_rounds=3).fit(
         X, y, qid=q, eval_set=[(Xv, yv, qv)]
     )
@@ -40,7 +42,9 @@ def test_a_warm_start_on_another_eval_set_does_not_compare_with_the_old_history(
     early_stopping_rounds new rounds out of the 30 asked and predicted with a round
     chosen on the other data, dropping trees of the init model."""
     X, y, q = make_ranking(n_queries=30, docs_per_query=8, n_features=5, random_state=0)[:3]
-    Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=8, n_features=5, random_state=1)[:3]
+    Xv, yv, qv = make_ranking(
+        n_queries=10, docs_per_query=8, n_features=5, first_qid=30, random_state=1
+    )[:3]
     init = Ranker(n_estimators=10, eval_metric="ndcg@5").fit(X, y, qid=q, eval_set=[(X, y, q)])
     more = Ranker(n_estimators=30, eval_metric="ndcg@5", early_stopping_rounds=5).fit(
         X, y, qid=q, eval_set=[(Xv, yv, qv)], init_model=init
@@ -58,7 +62,9 @@ def test_resuming_on_the_same_eval_set_keeps_the_history():
     """The same data under the same name: the history is that of the data, and a
     resumed run stops where the uninterrupted one does."""
     X, y, q = make_ranking(n_queries=30, docs_per_query=8, n_features=5, random_state=0)[:3]
-    Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=8, n_features=5, random_state=1)[:3]
+    Xv, yv, qv = make_ranking(
+        n_queries=10, docs_per_query=8, n_features=5, first_qid=30, random_state=1
+    )[:3]
     kw = dict(eval_metric="ndcg@5,err", early_stopping_rounds=3, learning_rate=0.3)
     whole = Ranker(n_estimators=40, **kw).fit(X, y, qid=q, eval_set=[(Xv, yv, qv)])
     init = Ranker(n_estimators=2, **kw).fit(X, y, qid=q, eval_set=[(Xv, yv, qv)])
@@ -85,7 +91,9 @@ def test_train_summary_after_a_resume_without_a_record_names_the_best_rounds_val
     The init model's rounds are now measured on the set too."""
 
     X, y, q = make_ranking(n_queries=20, docs_per_query=8, n_features=4, random_state=0)[:3]
-    Xv, yv, qv = make_ranking(n_queries=8, docs_per_query=8, n_features=4, random_state=1)[:3]
+    Xv, yv, qv = make_ranking(
+        n_queries=8, docs_per_query=8, n_features=4, first_qid=20, random_state=1
+    )[:3]
     train, valid = tmp_path / "train.txt", tmp_path / "valid.txt"
     dump_svmlight(train, X, y, q)
     dump_svmlight(valid, Xv, yv, qv)
@@ -109,7 +117,9 @@ def test_logged_best_round_value_after_a_warm_start_without_a_record(caplog):
     """Ranker(verbose=...) logs the best round's value from the record, which covers
     only the rounds added to an init_model trained without that eval_set."""
     X, y, q = make_ranking(n_queries=20, docs_per_query=8, n_features=4, random_state=0)[:3]
-    Xv, yv, qv = make_ranking(n_queries=8, docs_per_query=8, n_features=4, random_state=1)[:3]
+    Xv, yv, qv = make_ranking(
+        n_queries=8, docs_per_query=8, n_features=4, first_qid=20, random_state=1
+    )[:3]
     init = Ranker(n_estimators=5).fit(X, y, qid=q)
     with caplog.at_level(logging.INFO, logger="ltrboost"):
         more = Ranker(n_estimators=40, eval_metric="ndcg@5", early_stopping_rounds=3).fit(
@@ -129,7 +139,9 @@ def test_resuming_a_record_of_the_last_rounds_takes_the_best_round_by_its_number
     first, unvalidated trees.  Such a record is now measured again from the trees, and
     early stopping looks at the new rounds."""
     X, y, q = make_ranking(n_queries=20, docs_per_query=8, n_features=4, random_state=0)[:3]
-    Xv, yv, qv = make_ranking(n_queries=8, docs_per_query=8, n_features=4, random_state=1)[:3]
+    Xv, yv, qv = make_ranking(
+        n_queries=8, docs_per_query=8, n_features=4, first_qid=20, random_state=1
+    )[:3]
     first = Ranker(n_estimators=5).fit(X, y, qid=q)
     kw = dict(eval_metric="ndcg@5")
     second = Ranker(n_estimators=8, **kw).fit(

@@ -25,7 +25,9 @@ NAMES = [f"feat_{k}" for k in range(6)]
 def ranker():
     X, y, qid = make_ranking(n_queries=40, docs_per_query=10, n_features=6, random_state=3)
     df = pd.DataFrame(X, columns=NAMES)
-    Xv, yv, qv = make_ranking(n_queries=15, docs_per_query=10, n_features=6, random_state=4)
+    Xv, yv, qv = make_ranking(
+        n_queries=15, docs_per_query=10, n_features=6, first_qid=40, random_state=4
+    )
     dv = pd.DataFrame(Xv, columns=NAMES)
     return Ranker(n_estimators=6, max_leaf_nodes=5, random_state=0).fit(
         df, y, qid=qid, eval_set=[(dv, yv, qv), (df, y, qid)], eval_names=["valid", "train"]
@@ -96,7 +98,9 @@ def test_metric_from_dict_and_choice_of_metric():
 
 def test_metric_marks_best_iteration():
     X, y, qid = make_ranking(n_queries=30, docs_per_query=8, n_features=4, random_state=0)
-    Xv, yv, qv = make_ranking(n_queries=10, docs_per_query=8, n_features=4, random_state=9)
+    Xv, yv, qv = make_ranking(
+        n_queries=10, docs_per_query=8, n_features=4, first_qid=30, random_state=9
+    )
     model = Ranker(n_estimators=60, learning_rate=0.5, early_stopping_rounds=2).fit(
         X, y, qid=qid, eval_set=[(Xv, yv, qv)]
     )

@@ -323,21 +323,32 @@ def test_ole_pairs_are_refused():
         )
 
 
-def test_dask_refuses_it_up_front():
-    distributed = pytest.importorskip("distributed")
+@pytest.mark.parametrize("subsample", [1.0, 0.7])
+def test_dask_grows_the_local_model(client, subsample):
+    """Scales over every shard's rows, rows rounded by their global number: the same
+    trees as one machine (sums differ only in their order)."""
     da = pytest.importorskip("dask.array")
     from ltrboost import dask as ltr_dask
 
-    X, y, q = _data()
-    data = ltr_dask.DaskData(da.from_array(X, chunks=len(y)), da.from_array(y), da.from_array(q))
-    with (
-        distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
-        ) as cluster,
-        distributed.Client(cluster) as client,
-        pytest.raises(ParameterError, match="not available on Dask"),
-    ):
-        ltr_dask.train(client, {"quantized_gradients": 4}, data)
+    X, y, q = _data(4)
+    params = {"n_estimators": 6, "quantized_gradients": 4, "subsample": subsample}
+    local = ltrboost.train(params, ltrboost.make_dataset(X, y, qid=q))
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    cuts = [0, int(starts[len(starts) // 3]), int(starts[2 * len(starts) // 3]), len(q)]
+    chunks = tuple(np.diff(cuts))
+    data = ltr_dask.DaskData(
+        da.from_array(X, chunks=(chunks, X.shape[1])),
+        da.from_array(y, chunks=(chunks,)),
+        da.from_array(q, chunks=(chunks,)),
+    )
+    dist = ltr_dask.train(client, params, data)
+    assert len(dist.trees) == len(local.trees)
+    for a, b in zip(local.trees, dist.trees, strict=True):
+        for field in ("feature_idx", "bin_threshold", "count", "is_leaf"):
+            np.testing.assert_array_equal(a[field], b[field])
+        leaf = a["is_leaf"] == 1
+        np.testing.assert_allclose(b["value"][leaf], a["value"][leaf], rtol=1e-9)
+    np.testing.assert_allclose(dist.predict(X), local.predict(X), rtol=1e-9, atol=1e-12)
 
 
 def test_ranker_takes_it():

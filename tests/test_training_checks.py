@@ -285,7 +285,7 @@ def test_qbrank_overflowing_pair_weight_is_refused_before_training() -> None:
 def test_a_validation_label_error_names_the_validation_set() -> None:
     """'row 0: label 40 is too large ...' did not say that the row is one of the
     validation set's, not of the training set."""
-    bad = make_dataset(X, Y + 40, qid=QID)
+    bad = make_dataset(X, Y + 40, qid=QID + 100)  # queries of its own
     with pytest.raises(
         LTRInputError, match=r"^validation set 'v': row 0: label \d+ is too large"
     ) as e:

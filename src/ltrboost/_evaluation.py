@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ltrboost._callsite import external_stacklevel
 from ltrboost.dataset import RankingDataset, rows_located
 from ltrboost.params import ParameterError, ParameterWarning
 
@@ -76,7 +77,7 @@ def check_training_setup(params, objective, valid_sets) -> None:
             f"split_criterion={params.split_criterion!r} and objective {objective.name!r} "
             "it is ignored",
             ParameterWarning,
-            stacklevel=3,
+            stacklevel=external_stacklevel(),
         )
     from ltrboost.params import OBJECTIVE_PARAM_NAMES
 
@@ -92,7 +93,7 @@ def check_training_setup(params, objective, valid_sets) -> None:
             + ", ".join(f"{k}={getattr(params, k)!r}" for k in unused)
             + "; these parameters are ignored",
             ParameterWarning,
-            stacklevel=3,
+            stacklevel=external_stacklevel(),
         )
     _warn_pair_params_ignored(params, objective)
 
@@ -125,7 +126,7 @@ def warn_if_early_stopping_blind(params, objective, valid_sets) -> None:
         "model predicts with its first tree alone (best_iteration 1); give a validation "
         "set with judged queries first",
         UserWarning,
-        stacklevel=3,
+        stacklevel=external_stacklevel(),
     )
 
 
@@ -142,7 +143,7 @@ def warn_if_threshold_separates_nothing(params, objective, y, where: str) -> Non
     names = [name for name, fn in _metrics(params, objective) if fn is None]
     msg = threshold_separates_nothing(names, options, y, where)
     if msg is not None:
-        warnings.warn(msg, ParameterWarning, stacklevel=4)
+        warnings.warn(msg, ParameterWarning, stacklevel=external_stacklevel())
 
 
 def warn_if_metric_flat(metric, y, where: str, stacklevel: int = 3) -> None:
@@ -253,7 +254,7 @@ def _warn_pair_params_ignored(params, objective) -> None:
             + ", ".join(ignored)
             + "; these parameters are ignored",
             ParameterWarning,
-            stacklevel=4,
+            stacklevel=external_stacklevel(),
         )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._callsite import external_stacklevel
 from ltrboost._checks import _is_int
 from ltrboost._config import MAX_BINS, X_BINNED_DTYPE, env_count, memory_budget
 from ltrboost._numba import kernel, over_rows
@@ -628,7 +629,7 @@ class UsedFeatures:
                 f"all {self.n_features} feature columns are constant (or absent): "
                 "no tree can split, the model predicts one constant score",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=external_stacklevel(),
             )
 
     @property

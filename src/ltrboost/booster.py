@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._callsite import external_stacklevel
 from ltrboost._checks import check_round_finite
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
 from ltrboost._evaluation import (
@@ -71,7 +72,8 @@ from ltrboost.params import (
     ParameterError,
     ParameterWarning,
 )
-from ltrboost.splitting import SplitNoiseSeeds, _splitmix_chain, split_noise_sigma
+from ltrboost.quantize import quant_seed
+from ltrboost.splitting import SplitNoiseSeeds, split_noise_sigma
 from ltrboost.tree import pack_trees, predict_binned_tree, predict_raw
 
 __all__ = [
@@ -252,7 +254,7 @@ def _train(
     callbacks = check_callbacks(callbacks)
     objective = _checked_setup(params, train_set, valid_sets, init_model)
     if check_leaks:
-        warn_if_validation_shares_queries(train_set, valid_sets, stacklevel=4)
+        warn_if_validation_shares_queries(train_set, valid_sets)
     # NaN/inf is detected after each tree (check_round_finite) and reported as one
     # error naming the round; NumPy's overflow warnings before it would only be noise.
     quiet = np.errstate(over="ignore", invalid="ignore")
@@ -276,13 +278,17 @@ VALIDATION_LEAK = (
 
 
 def warn_if_validation_shares_queries(
-    train_set: RankingDataset, valid_sets: Sequence[tuple[str, RankingDataset]], stacklevel: int
+    train_set: RankingDataset,
+    valid_sets: Sequence[tuple[str, RankingDataset]],
+    stacklevel: int | None = None,
 ) -> None:
     """A :class:`~ltrboost.io.letor.SharedQueriesWarning` for each validation set that
     shares query ids with ``train_set`` (:func:`~ltrboost.io.letor.shared_query_ids`),
     naming it by its name and index (by its path when read from a file, as by
     ``ltrboost train --valid``); ``stacklevel`` as :func:`warnings.warn`'s, counted
-    from this function (1).
+    from this function (1); None: the first frame outside ltrboost
+    (:func:`~ltrboost._callsite.external_stacklevel`), the user's call of ``train`` or
+    of ``Ranker.fit``.
     The training set itself given as a validation set, to watch its metrics, is no
     leak (:func:`_same_data`)."""
     from ltrboost.io.letor import SharedQueriesWarning
@@ -292,7 +298,8 @@ def warn_if_validation_shares_queries(
             continue
         said = validation_shares_queries(train_set, name, k, vs)
         if said:
-            warnings.warn(said, SharedQueriesWarning, stacklevel=stacklevel)
+            level = external_stacklevel() if stacklevel is None else stacklevel
+            warnings.warn(said, SharedQueriesWarning, stacklevel=level)
 
 
 def validation_shares_queries(train_set: Any, name: str, k: int, vs: Any) -> str:
@@ -558,7 +565,7 @@ def warn_if_pairs_ignored(objective, train_set: RankingDataset) -> None:
                 f"objective {objective.name!r}: {why}; the model is the same as without "
                 "the explicit pairs"
             ),
-            stacklevel=3,
+            stacklevel=external_stacklevel(),
         )
     elif not getattr(objective, "uses_preference_pairs", False):
         warnings.warn(
@@ -567,7 +574,7 @@ def warn_if_pairs_ignored(objective, train_set: RankingDataset) -> None:
                 "model is the same as without them (pairs are used by ranknet, "
                 "rankboost, gbrank and qbrank)"
             ),
-            stacklevel=3,
+            stacklevel=external_stacklevel(),
         )
 
 
@@ -581,7 +588,7 @@ def warn_if_no_split_possible(params: BoosterParams, train_set: RankingDataset) 
             f"node and the training set has {train_set.n_samples} documents: every tree is "
             "one leaf, the model predicts one constant score",
             ParameterWarning,
-            stacklevel=3,
+            stacklevel=external_stacklevel(),
         )
 
 
@@ -635,7 +642,7 @@ def warn_if_constant_model(
                 f"objective {objective.name!r} trained on data where no query holds two "
                 f"documents of different labels{weighted}: {noise}",
                 ParameterWarning,
-                stacklevel=3,
+                stacklevel=external_stacklevel(),
             )
         return
     own = (
@@ -674,7 +681,7 @@ def warn_if_constant_model(
     warnings.warn(
         f"every tree is one leaf, the model predicts one constant score: {cause}",
         ParameterWarning,  # the cause may name parameters
-        stacklevel=3,
+        stacklevel=external_stacklevel(),
     )
 
 
@@ -694,7 +701,7 @@ def warn_if_colsample_misses(params: BoosterParams, used) -> None:
             "varying columns on average, most trees are one leaf (the draw counts "
             "constant and absent columns; raise colsample_bytree)",
             ParameterWarning,
-            stacklevel=3,
+            stacklevel=external_stacklevel(),
         )
 
 
@@ -720,7 +727,7 @@ def check_positions_use(params: BoosterParams, objective, train_set: RankingData
                 "positions are used by unbiased=True only (objective='lambdamart'); "
                 "the model is the same as without them"
             ),
-            stacklevel=3,
+            stacklevel=external_stacklevel(),
         )
     position = train_set.position
     if unbiased and position is not None:
@@ -746,7 +753,7 @@ def check_positions_use(params: BoosterParams, objective, train_set: RankingData
                 "to position 1: they stay 1 and the model is plain LambdaMART's; give "
                 "1-based positions (1 = top of the result list)"
             ),
-            stacklevel=3,
+            stacklevel=external_stacklevel(),
         )
 
 
@@ -961,7 +968,7 @@ class Training:
                         "after that; no round was added (early_stopping_rounds=None, or "
                         "a larger value, trains on)",
                         ParameterWarning,
-                        stacklevel=4,
+                        stacklevel=external_stacklevel(),
                     )
                 return max(done, int(self.params.n_estimators))
         return done
@@ -1091,7 +1098,7 @@ class Training:
             if self.params.quantized_gradients:
                 extra["quantize"] = (
                     int(self.params.quantized_gradients),
-                    _splitmix_chain((self.params.random_state, it, k, _QUANT_STREAM)),
+                    quant_seed(self.params.random_state, it, k),
                 )
             grown = self.grower.grow(
                 gradients[k], hessians[k], sample_indices, feats, pairs, **extra
@@ -1189,7 +1196,7 @@ class Training:
             f"split may be: its value is 0, not the Newton step -G/(H+l2)={lost:.3g}, and "
             f"so is every such tree after it ({why})",
             ParameterWarning,
-            stacklevel=2,
+            stacklevel=external_stacklevel(),
         )
 
     def booster(self) -> Booster:
@@ -1300,11 +1307,6 @@ class Training:
             if stop:
                 break
         return self.booster()
-
-
-# The last word of quantized_gradients' rounding seeds (random_state, round, output, this):
-# its streams are not random_strength's.
-_QUANT_STREAM = 0x5155414E54  # "QUANT"
 
 
 def _apply_tree_train(grown, values, out, grower) -> None:

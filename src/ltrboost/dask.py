@@ -100,6 +100,7 @@ except ImportError as e:
     ) from None
 from numpy.typing import NDArray
 
+from ltrboost._callsite import external_stacklevel
 from ltrboost._checks import check_scores_collapsed
 from ltrboost._config import G_H_DTYPE, INDEX_DTYPE, SCORE_DTYPE
 from ltrboost._evaluation import (
@@ -166,6 +167,7 @@ from ltrboost.objectives.pair_selection import (
     using_query_pair_setting,
 )
 from ltrboost.params import PARAM_NAMES, BoosterParams, ParameterError, ParameterWarning
+from ltrboost.quantize import quant_seed, quant_stats, spec_from_stats
 from ltrboost.sklearn import (
     ESTIMATOR_PARAM_NAMES,
     Ranker,
@@ -525,7 +527,7 @@ def _qid_column(client, futures, names: list[str], what: str, timeout: float):
             "X has a column named 'qid' that differs from the qid= given: it is used as a "
             "feature (rename it if it is one; drop it if it holds query ids)",
             UserWarning,
-            stacklevel=4,
+            stacklevel=external_stacklevel(),
         )
     return futures, names
 
@@ -645,7 +647,7 @@ def _warn_if_threshold_flat(client, params, objective, vs, timeout: float) -> No
         grades = _all_grades(client, futures, False, timeout, where)
         msg = threshold_separates_nothing(names, options, grades, where)
         if msg is not None:
-            warnings.warn(msg, ParameterWarning, stacklevel=3)
+            warnings.warn(msg, ParameterWarning, stacklevel=external_stacklevel())
 
 
 def _same_collections(a: DaskData, b: DaskData) -> bool:
@@ -693,7 +695,7 @@ def _warn_if_validation_shares_queries(train: DaskData, valid_sets, tr_metas, vs
             continue
         said = validation_shares_queries(tr, name, k, ids(metas))
         if said:
-            warnings.warn(said, SharedQueriesWarning, stacklevel=3)
+            warnings.warn(said, SharedQueriesWarning, stacklevel=external_stacklevel())
 
 
 def _hash_buckets(qid: NDArray, n_buckets: int) -> NDArray[np.int64]:
@@ -1116,11 +1118,14 @@ class _Shard:
         init,
         resume,
         query_pairs=None,
+        row_lo=0,
     ):
         """``valid``: ``(name, rows, y_max)`` per validation set with rows on this shard,
         ``y_max`` the largest label of the whole set (ERR's, as one machine's).
         ``query_pairs``: the driver's ``$LTRBOOST_MAX_QUERY_PAIRS`` (its text, None:
-        unset), the per-query pair limit the objective checks here, not this worker's."""
+        unset), the per-query pair limit the objective checks here, not this worker's.
+        ``row_lo``: the global number of the shard's first row (``quantized_gradients``
+        rounds each row by its global number, as one machine does)."""
         self.query_pairs = query_pairs
         with _LOCK, using_query_pair_setting(query_pairs):
             self.index = index
@@ -1145,7 +1150,9 @@ class _Shard:
             self.n = ds.n_samples
             self.X_binned = binner.transform(_sample(part, None, used_ids))
             self.missing_bin = binner.missing_bin_
-            self.hist = LocalHistograms(self.X_binned, self.missing_bin, self.n_threads)
+            self.hist = LocalHistograms(
+                self.X_binned, self.missing_bin, self.n_threads, row_start=row_lo
+            )
             self.raw = np.empty((n_out, self.n), dtype=SCORE_DTYPE)
             self.raw[:] = np.asarray(init)[:, None]
             # init_model: its trees' scores, from the raw features (as Training.resume)
@@ -1211,7 +1218,8 @@ class _Shard:
         None), which the driver checks over all shards
         (``CustomObjective.check_curvature``, ``check_ole_round_counts``), and under
         ``random_strength > 0`` the shard's ``(sum g^2, sum h)`` for the noise's scale
-        (None otherwise)."""
+        (None otherwise), and under ``quantized_gradients`` its gradients' and hessians'
+        extremes (:func:`~ltrboost.quantize.quant_stats`; None otherwise)."""
         with (
             _LOCK,
             threads(self.n_threads),
@@ -1261,14 +1269,23 @@ class _Shard:
                     else float(np.sum(self.h[0], dtype=np.float64))
                 )
                 noise_sums = (float(np.sum(g64 * g64)), sum_h)
+            quant = None
+            if self.params.quantized_gradients:  # the scales' extremes, combined on the driver
+                quant = quant_stats(self.g[0], self.h[0])
             n_pairs = 0 if self.pairs is None else self.pairs.n_pairs
-            return n_pairs, curvature, counted, noise_sums
+            return n_pairs, curvature, counted, noise_sums, quant
 
-    def start_tree(self, k: int, feats, use_pairs: bool):
-        with _LOCK:
+    def start_tree(self, k: int, feats, use_pairs: bool, quant=None):
+        with _LOCK, threads(self.n_threads):
             self.feats = feats
             pairs = self.pairs if use_pairs else None
-            return self.hist.start_tree(self.g[k], self.h[k], self.bag, feats, pairs)
+            return self.hist.start_tree(self.g[k], self.h[k], self.bag, feats, pairs, quant)
+
+    def exact_sums(self, leaves):
+        """The exact gradient and hessian sums of each of a quantised tree's leaves'
+        rows on this shard (one round trip for the tree)."""
+        with _LOCK:
+            return [self.hist.exact_sums(r) for r in leaves]
 
     def root(self, rows):
         with _LOCK, threads(self.n_threads):
@@ -1474,14 +1491,28 @@ class ShardedHistograms:
         self._pair_sums: dict[int, float] = {}
         self._use_pairs = False
 
-    def start_tree(self, gradients, hessians, sample_indices, feature_indices, pairs):
+    def start_tree(self, gradients, hessians, sample_indices, feature_indices, pairs, quant=None):
         self._features = feature_indices
         self._pending.clear()
         self._pair_sums.clear()
         self._use_pairs = pairs is not None
         return tuple(
-            self.cluster.same("start_tree", self.output, feature_indices, pairs is not None)
+            self.cluster.same("start_tree", self.output, feature_indices, pairs is not None, quant)
         )
+
+    def exact_leaf_sums(self, leaves) -> list[tuple[float, float]]:
+        """Every leaf's exact sums, over the shards in order: one round trip."""
+        parts = self.cluster.call(
+            "exact_sums", [([r[s] for r in leaves],) for s in range(len(self.cluster.actors))]
+        )
+        out = []
+        for k in range(len(leaves)):
+            g = h = 0.0
+            for part in parts:
+                g += part[k][0]
+                h += part[k][1]
+            out.append((g, h))
+        return out
 
     def _reduce(self, parts, features):
         if len(parts) == 1:
@@ -1720,6 +1751,7 @@ class _DaskTraining(Training):
                 init,
                 resume,
                 query_pairs,
+                row_lo[s],
                 workers=[shard_workers[s]],
                 actor=True,
                 allow_other_workers=False,
@@ -1822,6 +1854,15 @@ class _DaskTraining(Training):
                 sum_h += a[3][1]
             noise = self.noise_of(it, 0, sum_g2, sum_h)
         extra = {} if noise is None else {"split_noise": noise}  # as Training.boost_round
+        if p.quantized_gradients:  # the scales over every shard's rows
+            stats = [a[4] for a in answers]
+            extra["quantize"] = spec_from_stats(
+                int(p.quantized_gradients),
+                quant_seed(p.random_state, it, 0),
+                max(s[0] for s in stats),
+                min(s[1] for s in stats),
+                max(s[2] for s in stats),
+            )
         grown = self.grower.grow(None, None, chosen, feats, pairs, **extra)
         self.warn_if_flat_root(it)
         nodes = grown.nodes
@@ -1930,7 +1971,7 @@ def _set_up(client, params, objective, tr, vs, timeout, init_model) -> _DaskTrai
                 f"them up again on the {n} remaining worker{'s' if n > 1 else ''} (no "
                 "round had run: the model is that of a run started on them)",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=external_stacklevel(),
             )
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -2094,12 +2135,6 @@ def train(
         )
     check_metrics(params, objective)
     check_training_setup(params, objective, valid_sets)
-    if params.quantized_gradients:
-        raise ParameterError(
-            f"quantized_gradients={params.quantized_gradients} is not available on Dask yet "
-            "(the scales would need every worker's largest gradient before any histogram); "
-            "use quantized_gradients=0 (default) or train on one machine"
-        )
     callbacks = check_callbacks(callbacks)  # before any data moves, as locally
     # every set's input partitions, then the shards made from them: cancelled at the
     # end, which frees everything made from them on the workers, also when training

@@ -993,6 +993,10 @@ class HistogramBuilder:
             )
         return tuple(roots)
 
+    def exact_leaf_sums(self, leaves) -> list[tuple[float, float]]:
+        """:meth:`exact_sums` of each of a quantised tree's leaves."""
+        return [self.exact_sums(rows) for rows in leaves]
+
     def exact_sums(self, rows) -> tuple[float, float]:
         """The exact gradient and hessian sums of a node's rows, over the shards in
         order (a quantised tree's leaves)."""

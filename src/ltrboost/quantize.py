@@ -62,13 +62,24 @@ class QuantSpec(NamedTuple):
 
 def quant_spec(bins: int, seed: int, gradients, hessians) -> QuantSpec:
     """The scales of :func:`quantize` for ``bins`` levels over these rows."""
+    return spec_from_stats(bins, seed, *quant_stats(gradients, hessians))
+
+
+def quant_stats(gradients, hessians) -> tuple[float, float, float]:
+    """``(max |g|, min h, max |h|)`` over the finite values of some rows: what the
+    scales need, combined over shards by max, min, max (a shard without rows gives
+    ``(0, inf, 0)``)."""
     g = np.asarray(gradients)
     h = np.asarray(hessians)
+    finite_h = h[np.isfinite(h)] if h.shape[0] else h
+    h_min = float(np.min(finite_h)) if finite_h.shape[0] else math.inf
+    return _finite_max_abs(g), h_min, _finite_max_abs(h)
+
+
+def spec_from_stats(bins: int, seed: int, g_max: float, h_min: float, h_max: float) -> QuantSpec:
+    """The :class:`QuantSpec` of ``bins`` levels for rows of these extremes."""
     half = bins / 2.0
-    g_max = _finite_max_abs(g)
     g_scale = g_max / half if g_max > 0.0 else 1.0
-    h_min = float(np.min(h)) if h.shape[0] else 0.0
-    h_max = _finite_max_abs(h)
     if h_min >= 0.0:  # the usual case: levels 0..bins
         h_scale, h_off = (h_max / bins if h_max > 0.0 else 1.0), 0
     else:  # a hessian can be negative (a custom objective): as the gradient
@@ -87,6 +98,18 @@ def quant_spec(bins: int, seed: int, gradients, hessians) -> QuantSpec:
         h_hi=h_hi,
         chunk=LANE_MASK // top,
     )
+
+
+# The last word of the rounding seeds (random_state, round, output, this): their streams
+# are not random_strength's.
+_QUANT_STREAM = 0x5155414E54  # "QUANT"
+
+
+def quant_seed(random_state: int, iteration: int, output: int) -> int:
+    """The rounding seed of the tree of ``output`` in round ``iteration``."""
+    from ltrboost.splitting import _splitmix_chain
+
+    return _splitmix_chain((int(random_state), int(iteration), int(output), _QUANT_STREAM))
 
 
 def _finite_max_abs(x) -> float:

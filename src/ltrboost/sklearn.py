@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
+from ltrboost._callsite import external_stacklevel
 from ltrboost.booster import CallbackEnv, check_callbacks, train
 from ltrboost.callbacks import check_period, log_best, log_evaluation
 from ltrboost.dataset import (
@@ -855,7 +856,7 @@ def _split_qid_column(X: Any, qid: Any, group: Any) -> tuple[Any, Any]:
         f"{'qid' if qid is not None else 'group'}= given: it is used as a feature "
         "(rename it if it is one; drop it if it holds query ids)",
         UserWarning,
-        stacklevel=3,
+        stacklevel=external_stacklevel(),
     )
     return X, qid
 

@@ -62,6 +62,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ltrboost import _config
+from ltrboost._callsite import external_stacklevel
 from ltrboost._numba import inline_kernel, kernel
 from ltrboost.dataset import LTRInputError, as_feature_matrix, check_labels, qid_array_kind
 from ltrboost.io._atomic import atomic_write
@@ -171,25 +172,6 @@ class ReadMemoryError(MemoryError):
 # A row's label, query id and line number, held beside X while reading (float64,
 # int64, int64): the bytes a row costs besides its features.
 _ROW_EXTRA_BYTES = 24
-
-
-def _caller_stacklevel() -> int:
-    """The ``stacklevel`` at which a warning raised by the function calling this one
-    names the first frame outside the ltrboost package: the user's call of
-    ``load_svmlight`` or of what reads through it (``letor_to_parquet``), whatever the
-    frames between (a fixed level named a line of the reader itself).  The outermost
-    frame when every frame is ltrboost's (the CLI, whose warnings name no line)."""
-    import sys
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame = sys._getframe(2)  # the caller of the function that warns: stacklevel 2
-    level = 2
-    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-        package
-    ):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def _reading_bytes(rows: int, width: int) -> int:
@@ -1324,7 +1306,7 @@ def _parse_stream(
                     f"({_bytes_text(budget[0])}); it is read on, and refused if the rows "
                     "read pass that",
                     UserWarning,
-                    stacklevel=_caller_stacklevel(),
+                    stacklevel=external_stacklevel(),  # the user's call of the reader
                 )
             at_line = int(b.row_line[0])
             cap = y.shape[0]
