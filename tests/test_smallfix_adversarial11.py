@@ -85,6 +85,25 @@ def test_bool_eval_group_is_refused_naming_the_entry(data):
         Ranker(**FAST).fit(X, y, qid=qid, eval_set=[(X, y, None, np.ones(n, dtype=bool))])
 
 
+def test_score_refuses_bool_group_sizes_without_a_qid_column_warning(data):
+    """score(group=bools) scored one-document queries (NDCG 1.0 everywhere); with a
+    DataFrame's ``qid`` column it also warned that the column "differs from group=",
+    before any error."""
+    pd = pytest.importorskip("pandas")
+    X, y, qid = data
+    model = Ranker(**FAST).fit(X, y, qid=qid)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(qid=qid)
+    model_f = Ranker(**FAST).fit(frame, y)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(LTRInputError, match=r"group.*bool"):
+            model.score(X, y, group=np.ones(X.shape[0], dtype=bool))
+        with pytest.raises(LTRInputError, match=r"group.*bool"):
+            model_f.score(frame, y, group=np.ones(X.shape[0], dtype=bool))
+
+
 @pytest.mark.parametrize(
     ("sizes", "needle"),
     [

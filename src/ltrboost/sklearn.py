@@ -203,7 +203,8 @@ class Ranker(BaseEstimator):
             column is not a feature.
         y : array-like of shape (n_samples,)
         qid : query id per row (rows of a query need not be contiguous), or
-        group : documents per query, in row order (LightGBM style). Exactly one
+        group : documents per query, in row order (LightGBM style): whole numbers
+            >= 1 summing to the rows (booleans are refused). Exactly one
             (or a ``qid`` column in ``X``).
         sample_weight : per-document weights (LightGBM's convention).
         pairs : optional explicit preferences, array of shape (n_pairs, 2) or (n_pairs, 3)
@@ -865,7 +866,10 @@ def _same_queries(column: Any, qid: Any, group: Any) -> bool:
     if qid is not None:
         return _same_ids(column, qid)
     try:
-        sizes = np.asarray(group).astype(np.int64, casting="same_kind").ravel()
+        sizes = np.asarray(group)
+        if sizes.dtype.kind == "b":  # refused by make_dataset (not sizes)
+            return True
+        sizes = sizes.astype(np.int64, casting="same_kind").ravel()
     except (TypeError, ValueError):
         return True
     if sizes.size == 0 or np.any(sizes <= 0) or int(sizes.sum()) != column.shape[0]:
