@@ -8,7 +8,7 @@ Kept out of :mod:`ltrboost.booster` so the boosting loop only calls these helper
 * ``eval_metric`` may mix metric names and callables ``f(scores, labels,
   query_offsets) -> float`` (higher is better), named by their ``__name__``.
 * :func:`check_training_setup`: early stopping needs a validation set, validation
-  sets need distinct names, parameters the objective (or its ``pair_method``) ignores
+  sets need distinct, non-empty names, parameters the objective (or its ``pair_method``) ignores
   are warned about.
 """
 
@@ -43,15 +43,20 @@ def metric_options(params: Any) -> dict[str, Any]:
 
 
 def check_training_setup(params, objective, valid_sets) -> None:
-    """Refuse early stopping without a validation set, duplicate validation names; warn
-    about parameters the objective ignores (and ``ole_top_features`` without pairwise
-    OLE)."""
+    """Refuse early stopping without a validation set, duplicate or empty validation
+    names; warn about parameters the objective ignores (and ``ole_top_features``
+    without pairwise OLE)."""
     if params.early_stopping_rounds is not None and not valid_sets:
         raise ValueError(
             f"early_stopping_rounds={params.early_stopping_rounds} needs a validation "
             "set (eval_set= in Python, --valid on the command line)"
         )
     names = [name for name, _ in valid_sets]
+    if "" in names:  # the CLI's names (files') are never empty
+        raise ValueError(
+            f"valid_sets[{names.index('')}] has an empty name: a validation set's name "
+            "keys evals_result and the log lines (\"NAME's ndcg@10\"); give it one"
+        )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"validation sets must have distinct names; repeated: {dup}")
