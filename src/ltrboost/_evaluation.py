@@ -6,7 +6,8 @@ Kept out of :mod:`ltrboost.booster` so the boosting loop only calls these helper
   *and* evaluation options, so validation metrics, early stopping, ``Ranker.score`` and
   ``ltrboost eval`` judge a model with the gains it was trained for.
 * ``eval_metric`` may mix metric names and callables ``f(scores, labels,
-  query_offsets) -> float`` (higher is better), named by their ``__name__``.
+  query_offsets) -> float`` (higher is better), named by their ``__name__``
+  (:func:`callable_name`: a ``functools.partial`` is ``"partial"``).
 * :func:`check_training_setup`: early stopping needs a validation set, validation
   sets need distinct, non-empty names, parameters the objective (or its ``pair_method``) ignores
   are warned about.
@@ -285,7 +286,7 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
     out: dict[str, Any] = {}
     for item in items:
         if callable(item):
-            name = getattr(item, "__name__", "custom")
+            name = callable_name(item)
             if not isinstance(name, str) or not name.strip():
                 # the name is its key in evals_result_ and the model file, which holds
                 # non-empty names only: the saved model could not be loaded
@@ -389,6 +390,19 @@ class _CustomMetric:
         return custom_metric_value(self.fn, scores, self.y, self.query_offsets)
 
 
+def callable_name(fn: Any) -> Any:
+    """The name a callable metric is recorded by (its key in ``evals_result_`` and the
+    model file): its ``__name__``, else its type's name -- ``"partial"`` for a
+    :func:`functools.partial`, the class name for an instance with ``__call__``.  The
+    rule of a custom objective's ``"custom:<name>"``
+    (:func:`ltrboost.objectives.custom.custom_name`): a partial metric was ``"custom"``
+    where the same partial as an objective was ``"custom:partial"``.  A ``__name__``
+    that is no non-empty string is returned as it is, for :func:`_metrics` to refuse
+    (the model file keeps non-empty metric names only)."""
+    name = getattr(fn, "__name__", None)
+    return type(fn).__name__ if name is None else name
+
+
 def custom_metric_value(fn, scores, labels, query_offsets) -> float:
     """``fn(scores, labels, query_offsets)`` as a float; anything but a finite real
     number is refused naming the metric (a NaN would freeze early stopping at its round
@@ -399,7 +413,7 @@ def custom_metric_value(fn, scores, labels, query_offsets) -> float:
     round's metrics and early stopping (and the caller's data), silently.  The scores
     are a copy: training adds the next trees to its own in place, and scores a metric
     kept from a round (to compare rounds) turned into the next round's."""
-    name = getattr(fn, "__name__", "custom")
+    name = callable_name(fn)
     scores = np.array(scores, dtype=np.float64)  # never the engine's buffer
     try:
         v = fn(*(_read_only(a) for a in (scores, labels, query_offsets)))

@@ -558,10 +558,10 @@ class Ranker(BaseEstimator):
             metric = self._default_metric()
         scores = self.booster_.predict(ds.X, n_threads=self.n_threads)
         if callable(metric) and not isinstance(metric, Metric):  # eval_metric's check
-            from ltrboost._evaluation import custom_metric_value
+            from ltrboost._evaluation import callable_name, custom_metric_value
 
             if ds.weights is not None:  # f(scores, labels, query_offsets) takes none
-                name = getattr(metric, "__name__", "custom")
+                name = callable_name(metric)
                 raise ValueError(
                     f"sample_weight cannot weight the metric {name!r}, a callable "
                     "f(scores, labels, query_offsets) (it was ignored); weight inside "
