@@ -290,3 +290,18 @@ def test_a_metric_beyond_float64_is_refused_in_one_line(data, value):
     model = Ranker(**FAST).fit(X, y, qid=qid)
     with pytest.raises(ValueError, match="eval_metric 'huge' returned .* beyond float64"):
         model.score(X, y, qid=qid, metric=huge)
+
+
+def test_other_refusals_of_an_int_of_more_than_4300_digits_say_what_it_is(data):
+    """The same failure behind the other refusals that show the value: a parameter
+    (``learning_rate=10**5000``), a group size, a label.  Each said only
+    "Exceeds the limit (4300 digits) for integer string conversion"."""
+    X, y, qid = data
+    huge = 10**5000
+    with pytest.raises(ValueError, match=r"learning_rate=<an int of about 5001 digits> must"):
+        Ranker(learning_rate=huge).fit(X, y, qid=qid)
+    with pytest.raises(LTRInputError, match=r"group\[0\]=<an int of about 5001 digits> is too"):
+        make_dataset(X, y, group=[huge, 47])
+    labels = np.array([*y[:-1], -huge], dtype=object)
+    with pytest.raises(LTRInputError, match=r"y\[47\]=<a negative int of about 5001 digits>"):
+        make_dataset(X, labels, qid=qid)

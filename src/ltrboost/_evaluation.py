@@ -431,15 +431,23 @@ def custom_metric_value(fn, scores, labels, query_offsets) -> float:
     if getattr(v, "shape", None) == () and hasattr(v, "item"):  # a 0-d NumPy array
         v = v.item()
     if isinstance(v, numbers.Real) and not isinstance(v, bool):
-        try:  # a Python int or Fraction beyond float64 (10**400): refused as inf is
+        try:
             value = float(v)
         except OverflowError:
-            value = math.inf
+            # a Python int or Fraction beyond float64 (10**400): its digits say nothing,
+            # and past 4300 of them Python will not write them (the message failed)
+            kind = "an int" if isinstance(v, int) else f"a {type(v).__name__}"
+            raise ValueError(
+                f"eval_metric {name!r} returned {kind} beyond float64's range (magnitude "
+                "over 1.8e308); a metric must return a finite real number (higher is better)"
+            ) from None
         if math.isfinite(value):
             return value
+    from ltrboost._checks import _short_repr
+
     raise ValueError(
-        f"eval_metric {name!r} returned {v!r}; a metric must return a finite real "
-        "number (higher is better)"
+        f"eval_metric {name!r} returned {_short_repr(v)}; a metric must return a finite "
+        "real number (higher is better)"
     )
 
 
