@@ -34,8 +34,8 @@ import pytest
 import ltrboost
 from ltrboost import Ranker, load_model
 from ltrboost.cli import main
-from ltrboost.datasets import make_ranking
 from ltrboost.dataset import LTRInputError, make_dataset
+from ltrboost.datasets import make_ranking
 from ltrboost.io.letor import dump_svmlight
 from ltrboost.objectives.custom import CUSTOM_PREFIX, custom_name
 
@@ -78,9 +78,7 @@ def test_bool_eval_group_is_refused_naming_the_entry(data):
     X, y, qid = data
     n = X.shape[0]
     with pytest.raises(LTRInputError, match=r"eval_group\[0\].*group.*bool"):
-        Ranker(**FAST).fit(
-            X, y, qid=qid, eval_set=[(X, y)], eval_group=[np.ones(n, dtype=bool)]
-        )
+        Ranker(**FAST).fit(X, y, qid=qid, eval_set=[(X, y)], eval_group=[np.ones(n, dtype=bool)])
     with pytest.raises(LTRInputError, match=r"eval_set\[0\].*group.*bool"):
         Ranker(**FAST).fit(X, y, qid=qid, eval_set=[(X, y, None, np.ones(n, dtype=bool))])
 
@@ -131,9 +129,7 @@ def test_an_empty_eval_name_is_refused_naming_its_position(data):
     X, y, qid = data
     for names, k in (([""], 0), (["a", ""], 1)):
         with pytest.raises(ValueError, match=rf"eval_names\[{k}\] is empty"):
-            Ranker(**FAST).fit(
-                X, y, qid=qid, eval_set=[(X, y, qid)] * len(names), eval_names=names
-            )
+            Ranker(**FAST).fit(X, y, qid=qid, eval_set=[(X, y, qid)] * len(names), eval_names=names)
 
 
 def test_none_still_means_the_default_name(data):
@@ -203,7 +199,8 @@ def _run(argv, capsys):
 def _one_line_error(rc, err):
     assert rc == 2, err
     lines = err.strip().split("\n")
-    assert len(lines) == 1 and lines[0].startswith("ltrboost: error: "), lines
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("ltrboost: error: "), lines
     return lines[0]
 
 
@@ -280,7 +277,7 @@ def test_a_metric_beyond_float64_is_refused_in_one_line(data, value):
     def huge(scores, labels, query_offsets):
         return value
 
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match="eval_metric") as info:
         Ranker(**FAST, eval_metric=huge).fit(X, y, qid=qid, eval_set=[(X, y, qid)])
     msg = str(info.value)
     assert "eval_metric 'huge'" in msg
@@ -288,7 +285,7 @@ def test_a_metric_beyond_float64_is_refused_in_one_line(data, value):
     assert "\n" not in msg
     assert len(msg) < 300  # not the number's digits
     model = Ranker(**FAST).fit(X, y, qid=qid)
-    with pytest.raises(ValueError, match="eval_metric 'huge' returned .* beyond float64"):
+    with pytest.raises(ValueError, match=r"eval_metric 'huge' returned .* beyond float64"):
         model.score(X, y, qid=qid, metric=huge)
 
 

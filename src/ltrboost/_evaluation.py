@@ -56,7 +56,7 @@ def check_training_setup(params, objective, valid_sets) -> None:
     if "" in names:  # the CLI's names (files') are never empty
         raise ValueError(
             f"valid_sets[{names.index('')}] has an empty name: a validation set's name "
-            "keys evals_result and the log lines (\"NAME's ndcg@10\"); give it one"
+            "keys evals_result and the log lines (NAME's ndcg@10); give it one"
         )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

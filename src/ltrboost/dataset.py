@@ -575,12 +575,13 @@ def make_dataset(
     """Validate user arrays and build a :class:`RankingDataset`.
 
     Exactly one of ``qid`` (query id per row) or ``group`` (documents per query: whole
-    numbers >= 1 summing to the rows; booleans are refused) must be given.  ``X`` may be a NumPy array, a pandas DataFrame or a SciPy sparse matrix; it is
-    converted to a dense float array (float32 kept, anything else float64), except a
-    sparse matrix, which stays sparse (CSR of float32 or float64; an absent entry is a
-    zero, a stored NaN is missing) and is binned without densifying.  NaN marks a
-    missing value; +/-inf is refused (clip it or replace it by NaN).  ``position`` (click
-    data, see :func:`check_positions`) is the 1-based position each row was shown at.
+    numbers >= 1 summing to the rows; booleans are refused) must be given.  ``X`` may
+    be a NumPy array, a pandas DataFrame or a SciPy sparse matrix; it is converted to a
+    dense float array (float32 kept, anything else float64), except a sparse matrix,
+    which stays sparse (CSR of float32 or float64; an absent entry is a zero, a stored
+    NaN is missing) and is binned without densifying.  NaN marks a missing value;
+    +/-inf is refused (clip it or replace it by NaN).  ``position`` (click data, see
+    :func:`check_positions`) is the 1-based position each row was shown at.
     ``feature_names`` names an array's columns; for a DataFrame they must be its column
     names, whose columns are then taken by name in that order.  ``y``: one label per row,
     required unless ``require_labels=False`` (data to predict).  ``sample_weight``: one
