@@ -164,13 +164,13 @@ class _MetricFlag(argparse.Action):
         setattr(namespace, self.dest, values)
 
     def _conflict(self, first: str, flag: str, before: str | None, values: str | None) -> str:
-        shown = f"({'none' if before is None else before!r}, then "
-        shown += f"{'none' if values is None else values!r})"
+        old, new = ("'none'" if v is None else repr(v) for v in (before, values))
         if first != flag:
             return (
                 f"--metric and --eval-metric (a deprecated alias) disagree: "
-                f"{shown.replace(', then ', ' vs ')[1:-1]}; give --metric once"
+                f"{old} vs {new}; give --metric once"
             )
+        shown = f"({old}, then {new})"
         a, b = _metric_names(before), _metric_names(values)
         if before is None or values is None:  # no list to join with the default
             return f"{flag} given twice {shown}; give it once (none: the default metrics)"
