@@ -86,8 +86,17 @@ def check_param_types(params: Any) -> None:
 
 
 def _short_repr(v: Any) -> str:
-    """``repr(v)``, its middle left out when longer than 60 characters (10**400)."""
-    r = repr(v)
+    """``repr(v)``, its middle left out when longer than 60 characters (10**400).  An
+    int of more than 4300 digits, which Python will not write out (``sys.
+    get_int_max_str_digits``: the ``repr`` itself raises ValueError), or anything
+    holding one, is described instead."""
+    try:
+        r = repr(v)
+    except ValueError:
+        if isinstance(v, int):
+            digits = int(abs(v).bit_length() * math.log10(2)) + 1
+            return f"<{'a negative' if v < 0 else 'an'} int of about {digits} digits>"
+        return f"<a {type(v).__name__} too long to write out>"
     return r if len(r) <= 60 else f"{r[:24]}...{r[-8:]} ({len(r)} characters)"
 
 

@@ -6,9 +6,10 @@ Kept out of :mod:`ltrboost.booster` so the boosting loop only calls these helper
   *and* evaluation options, so validation metrics, early stopping, ``Ranker.score`` and
   ``ltrboost eval`` judge a model with the gains it was trained for.
 * ``eval_metric`` may mix metric names and callables ``f(scores, labels,
-  query_offsets) -> float`` (higher is better), named by their ``__name__``.
+  query_offsets) -> float`` (higher is better), named by their ``__name__``
+  (:func:`callable_name`: a ``functools.partial`` is ``"partial"``).
 * :func:`check_training_setup`: early stopping needs a validation set, validation
-  sets need distinct names, parameters the objective (or its ``pair_method``) ignores
+  sets need distinct, non-empty names, parameters the objective (or its ``pair_method``) ignores
   are warned about.
 """
 
@@ -44,15 +45,20 @@ def metric_options(params: Any) -> dict[str, Any]:
 
 
 def check_training_setup(params, objective, valid_sets) -> None:
-    """Refuse early stopping without a validation set, duplicate validation names; warn
-    about parameters the objective ignores (and ``ole_top_features`` without pairwise
-    OLE)."""
+    """Refuse early stopping without a validation set, duplicate or empty validation
+    names; warn about parameters the objective ignores (and ``ole_top_features``
+    without pairwise OLE)."""
     if params.early_stopping_rounds is not None and not valid_sets:
         raise ValueError(
             f"early_stopping_rounds={params.early_stopping_rounds} needs a validation "
             "set (eval_set= in Python, --valid on the command line)"
         )
     names = [name for name, _ in valid_sets]
+    if "" in names:  # the CLI's names (files') are never empty
+        raise ValueError(
+            f"valid_sets[{names.index('')}] has an empty name: a validation set's name "
+            "keys evals_result and the log lines (NAME's ndcg@10); give it one"
+        )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"validation sets must have distinct names; repeated: {dup}")
@@ -287,7 +293,7 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
     out: dict[str, Any] = {}
     for item in items:
         if callable(item):
-            name = getattr(item, "__name__", "custom")
+            name = callable_name(item)
             if not isinstance(name, str) or not name.strip():
                 # the name is its key in evals_result_ and the model file, which holds
                 # non-empty names only: the saved model could not be loaded
@@ -391,6 +397,19 @@ class _CustomMetric:
         return custom_metric_value(self.fn, scores, self.y, self.query_offsets)
 
 
+def callable_name(fn: Any) -> Any:
+    """The name a callable metric is recorded by (its key in ``evals_result_`` and the
+    model file): its ``__name__``, else its type's name -- ``"partial"`` for a
+    :func:`functools.partial`, the class name for an instance with ``__call__``.  The
+    rule of a custom objective's ``"custom:<name>"``
+    (:func:`ltrboost.objectives.custom.custom_name`): a partial metric was ``"custom"``
+    where the same partial as an objective was ``"custom:partial"``.  A ``__name__``
+    that is no non-empty string is returned as it is, for :func:`_metrics` to refuse
+    (the model file keeps non-empty metric names only)."""
+    name = getattr(fn, "__name__", None)
+    return type(fn).__name__ if name is None else name
+
+
 def custom_metric_value(fn, scores, labels, query_offsets) -> float:
     """``fn(scores, labels, query_offsets)`` as a float; anything but a finite real
     number is refused naming the metric (a NaN would freeze early stopping at its round
@@ -401,7 +420,7 @@ def custom_metric_value(fn, scores, labels, query_offsets) -> float:
     round's metrics and early stopping (and the caller's data), silently.  The scores
     are a copy: training adds the next trees to its own in place, and scores a metric
     kept from a round (to compare rounds) turned into the next round's."""
-    name = getattr(fn, "__name__", "custom")
+    name = callable_name(fn)
     scores = np.array(scores, dtype=np.float64)  # never the engine's buffer
     try:
         v = fn(*(_read_only(a) for a in (scores, labels, query_offsets)))
@@ -419,15 +438,23 @@ def custom_metric_value(fn, scores, labels, query_offsets) -> float:
     if getattr(v, "shape", None) == () and hasattr(v, "item"):  # a 0-d NumPy array
         v = v.item()
     if isinstance(v, numbers.Real) and not isinstance(v, bool):
-        try:  # a Python int or Fraction beyond float64 (10**400): refused as inf is
+        try:
             value = float(v)
         except OverflowError:
-            value = math.inf
+            # a Python int or Fraction beyond float64 (10**400): its digits say nothing,
+            # and past 4300 of them Python will not write them (the message failed)
+            kind = "an int" if isinstance(v, int) else f"a {type(v).__name__}"
+            raise ValueError(
+                f"eval_metric {name!r} returned {kind} beyond float64's range (magnitude "
+                "over 1.8e308); a metric must return a finite real number (higher is better)"
+            ) from None
         if math.isfinite(value):
             return value
+    from ltrboost._checks import _short_repr
+
     raise ValueError(
-        f"eval_metric {name!r} returned {v!r}; a metric must return a finite real "
-        "number (higher is better)"
+        f"eval_metric {name!r} returned {_short_repr(v)}; a metric must return a finite "
+        "real number (higher is better)"
     )
 
 

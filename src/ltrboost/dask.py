@@ -2292,9 +2292,7 @@ class DaskRanker(Ranker):
                 )
                 raise ValueError(f"eval_set[{k}] has {len(es)} elements; each must be {shapes}")
             vq = es[2] if len(es) > 2 else (eval_qid[k] if eval_qid is not None else None)
-            name = eval_names[k] if eval_names else None
-            if name is None or name == "":  # a name 0 is "0", not valid_0 (as Ranker)
-                name = f"valid_{k}"
+            name = eval_names[k] if eval_names else f"valid_{k}"  # a name 0 is "0"
             valid.append((name, DaskData(es[0], es[1], vq)))
         client = self.client
         if client is None:

@@ -185,6 +185,11 @@ def query_offsets_from_group(group: ArrayLike, n_samples: int) -> NDArray[np.int
     sizes = _as_vector(group, "group")
     if sizes.ndim != 1:
         raise LTRInputError(f"group must be 1-D (query sizes), got shape {sizes.shape}")
+    if sizes.dtype.kind == "b":  # True read as 1: every document its own query, silently
+        raise LTRInputError(
+            "group holds booleans, not sizes: group= takes the number of documents of "
+            "each query, in row order (a mask or a per-row flag is no grouping)"
+        )
     if sizes.dtype.kind not in "biuf":  # object (Python ints beyond int64), strings
         values = sizes.tolist()
         for k, v in enumerate(values):
@@ -569,13 +574,14 @@ def make_dataset(
 ) -> RankingDataset:
     """Validate user arrays and build a :class:`RankingDataset`.
 
-    Exactly one of ``qid`` (query id per row) or ``group`` (documents per query) must be
-    given.  ``X`` may be a NumPy array, a pandas DataFrame or a SciPy sparse matrix; it is
-    converted to a dense float array (float32 kept, anything else float64), except a
-    sparse matrix, which stays sparse (CSR of float32 or float64; an absent entry is a
-    zero, a stored NaN is missing) and is binned without densifying.  NaN marks a
-    missing value; +/-inf is refused (clip it or replace it by NaN).  ``position`` (click
-    data, see :func:`check_positions`) is the 1-based position each row was shown at.
+    Exactly one of ``qid`` (query id per row) or ``group`` (documents per query: whole
+    numbers >= 1 summing to the rows; booleans are refused) must be given.  ``X`` may
+    be a NumPy array, a pandas DataFrame or a SciPy sparse matrix; it is converted to a
+    dense float array (float32 kept, anything else float64), except a sparse matrix,
+    which stays sparse (CSR of float32 or float64; an absent entry is a zero, a stored
+    NaN is missing) and is binned without densifying.  NaN marks a missing value;
+    +/-inf is refused (clip it or replace it by NaN).  ``position`` (click data, see
+    :func:`check_positions`) is the 1-based position each row was shown at.
     ``feature_names`` names an array's columns; for a DataFrame they must be its column
     names, whose columns are then taken by name in that order.  ``y``: one label per row,
     required unless ``require_labels=False`` (data to predict).  ``sample_weight``: one

@@ -298,7 +298,9 @@ def plot_metric(
                 "is {set name: {metric name: [value per round]}}"
             )
     if callable(metric):  # the callable given to eval_metric: recorded by its __name__
-        metric = getattr(metric, "__name__", "custom")
+        from ltrboost._evaluation import callable_name
+
+        metric = callable_name(metric)
     if metric is None:
         if not evals[names[0]]:
             raise ValueError(f"no metric recorded on {names[0]!r}")

@@ -206,7 +206,8 @@ class Ranker(BaseEstimator):
             column is not a feature.
         y : array-like of shape (n_samples,)
         qid : query id per row (rows of a query need not be contiguous), or
-        group : documents per query, in row order (LightGBM style). Exactly one
+        group : documents per query, in row order (LightGBM style): whole numbers
+            >= 1 summing to the rows (booleans are refused). Exactly one
             (or a ``qid`` column in ``X``).
         sample_weight : per-document weights (LightGBM's convention).
         pairs : optional explicit preferences, array of shape (n_pairs, 2) or (n_pairs, 3)
@@ -223,7 +224,8 @@ class Ranker(BaseEstimator):
             Give sizes as a 4th element ``(X, y, None, sizes)``;
             ``(X, y)`` alone when ``X`` is a DataFrame with a ``qid`` column, or
             with ``eval_qid`` / ``eval_group``.
-        eval_names : one distinct name per ``eval_set`` entry (default ``valid_K``).
+        eval_names : one distinct name per ``eval_set`` entry (default ``valid_K``;
+            a None entry takes its default, an empty name is refused).
         eval_qid, eval_group : the queries of ``eval_set`` given apart, as XGBoost
             (``eval_qid``: query id per row) and LightGBM (``eval_group``: documents
             per query) take them: one entry per ``eval_set`` entry, which is then
@@ -274,9 +276,7 @@ class Ranker(BaseEstimator):
             names = init_model.feature_names
         valid_sets = []
         for k, es in enumerate(eval_set):
-            name = eval_names[k] if eval_names else None
-            if name is None or name == "":  # a name 0 is "0", not valid_0
-                name = f"valid_{k}"
+            name = eval_names[k] if eval_names else f"valid_{k}"  # a name 0 is "0"
             try:
                 vds = _eval_dataset(es, *eval_queries[k], index=k, names=names)
             except ValueError as e:  # say which validation set the bad row is in
@@ -561,10 +561,10 @@ class Ranker(BaseEstimator):
             metric = self._default_metric()
         scores = self.booster_.predict(ds.X, n_threads=self.n_threads)
         if callable(metric) and not isinstance(metric, Metric):  # eval_metric's check
-            from ltrboost._evaluation import custom_metric_value
+            from ltrboost._evaluation import callable_name, custom_metric_value
 
             if ds.weights is not None:  # f(scores, labels, query_offsets) takes none
-                name = getattr(metric, "__name__", "custom")
+                name = callable_name(metric)
                 raise ValueError(
                     f"sample_weight cannot weight the metric {name!r}, a callable "
                     "f(scores, labels, query_offsets) (it was ignored); weight inside "
@@ -667,7 +667,8 @@ def _seed(random_state: Any) -> Any:
 
 
 def check_eval_set(eval_set: Any, eval_names: Any) -> tuple[list, list | None]:
-    """``eval_set`` and ``eval_names`` as lists, one distinct name per set.
+    """``eval_set`` and ``eval_names`` as lists, one distinct name per set (a None
+    name is its default ``valid_K``; an empty one is refused).
 
     A DataFrame, an array or a bare ``(X, y, qid)`` tuple given as ``eval_set`` (not
     wrapped in a list) is refused naming the expected form: it was read as a list of
@@ -699,6 +700,15 @@ def check_eval_set(eval_set: Any, eval_names: Any) -> tuple[list, list | None]:
             f"eval_names has {len(eval_names)} names but eval_set has "
             f"{len(eval_set)} entries; give one name per validation set"
         )
+    for k, name in enumerate(eval_names):
+        if isinstance(name, str) and name == "":
+            # it keys evals_result_, the model file and the log lines ("NAME's ndcg@10")
+            raise ValueError(
+                f"eval_names[{k}] is empty: a validation set's name keys evals_result_ "
+                f"and the log; give a name, or None for the default valid_{k}"
+            )
+    # a None entry is its default (two Nones are valid_0 and valid_1, not one name twice)
+    eval_names = [f"valid_{k}" if n is None else n for k, n in enumerate(eval_names)]
     dup = sorted({n for n in eval_names if eval_names.count(n) > 1})
     if dup:
         raise ValueError(f"eval_names must be distinct; repeated: {dup}")
@@ -868,7 +878,10 @@ def _same_queries(column: Any, qid: Any, group: Any) -> bool:
     if qid is not None:
         return _same_ids(column, qid)
     try:
-        sizes = np.asarray(group).astype(np.int64, casting="same_kind").ravel()
+        sizes = np.asarray(group)
+        if sizes.dtype.kind == "b":  # refused by make_dataset (not sizes)
+            return True
+        sizes = sizes.astype(np.int64, casting="same_kind").ravel()
     except (TypeError, ValueError):
         return True
     if sizes.size == 0 or np.any(sizes <= 0) or int(sizes.sum()) != column.shape[0]:

@@ -125,32 +125,72 @@ def _metric_list_flag(text: str) -> str | None:
     return None if text.strip().lower() in ("none", "null") else text
 
 
+def _metric_names(value: str | None) -> list[str] | None:
+    """A ``--metric`` value's canonical metric names (``"NDCG@03, map"`` is ``["ndcg@3",
+    "map"]``); None for ``none`` (the default) or a list the command will refuse."""
+    if value is None:
+        return None
+    from ltrboost.metrics import parse_metric_list
+
+    try:
+        return parse_metric_list(value)
+    except ValueError:
+        return None
+
+
 class _MetricFlag(argparse.Action):
     """``--metric`` and its deprecated alias ``--eval-metric``: one value, not two.
 
-    Both set ``eval_metric``; two different values (the flag repeated, or both flags)
-    are an error instead of the later one silently winning.  Several metrics are one
-    comma-separated list, which the message says when the same flag is repeated.
+    Both set ``eval_metric``; two different metric lists (the flag repeated, or both
+    flags) are an error instead of the later one silently winning.  The same metrics
+    again (``ndcg@3``, then ``NDCG@03``) are one value, as any flag given twice with
+    one value (``--learning-rate 0.1 --learning-rate 0.10``) and as ``--metric
+    ndcg@3,ndcg@03``.  Several metrics are one comma-separated list, which the message
+    says, with an example the command takes, when the same flag is repeated.
     """
 
     def __call__(self, parser, namespace, values, option_string=None):
         before = getattr(namespace, self.dest, None)
         first = getattr(namespace, "_metric_flag", None)  # the flag given first, if any
-        if first is not None and before != values and not hasattr(namespace, "_metric_error"):
+        if (
+            first is not None
+            and before != values
+            and not hasattr(namespace, "_metric_error")
+            and (_metric_names(before) is None or _metric_names(before) != _metric_names(values))
+        ):
             # reported by main as one line (parser.error would print the usage too)
-            if first == option_string:
-                namespace._metric_error = (
-                    f"{option_string} given twice ({before!r}, then {values!r}); several "
-                    f"metrics are one comma-separated list, e.g. {option_string} "
-                    f"{before},{values}"
-                )
-            else:
-                namespace._metric_error = (
-                    f"--metric and --eval-metric (a deprecated alias) disagree: "
-                    f"{before!r} vs {values!r}; give --metric once"
-                )
+            namespace._metric_error = self._conflict(first, option_string, before, values)
         namespace._metric_flag = first or option_string
         setattr(namespace, self.dest, values)
+
+    def _conflict(self, first: str, flag: str, before: str | None, values: str | None) -> str:
+        old, new = ("'none'" if v is None else repr(v) for v in (before, values))
+        if first != flag:
+            return (
+                f"--metric and --eval-metric (a deprecated alias) disagree: "
+                f"{old} vs {new}; give --metric once"
+            )
+        shown = f"({old}, then {new})"
+        a, b = _metric_names(before), _metric_names(values)
+        if before is None or values is None:  # no list to join with the default
+            return f"{flag} given twice {shown}; give it once (none: the default metrics)"
+        if a is not None and b is not None and sorted(a) == sorted(b):
+            order = (
+                "the first drives early stopping"
+                if self.dest == "eval_metric"
+                else "the order of the output"
+            )
+            return (
+                f"{flag} given twice {shown}: the same metrics in another order ({order}); "
+                "give it once"
+            )
+        # the union, each metric once, as the command reads a list (ndcg@3 and ndcg@03
+        # are one metric: "ndcg@3,ndcg@03" was the example)
+        joined = ",".join(a + [m for m in b if m not in a]) if a and b else f"{before},{values}"
+        return (
+            f"{flag} given twice {shown}; several metrics are one comma-separated list, "
+            f"e.g. {flag} {joined}"
+        )
 
 
 def add_training_flags(parser: argparse.ArgumentParser, unlisted: tuple[str, ...] = ()) -> None:
