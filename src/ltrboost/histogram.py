@@ -63,7 +63,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._config import INDEX_DTYPE, N_HIST_STATS, SUM_DTYPE
-from ltrboost._numba import add_gh1, inline_kernel, kernel, num_threads, over_rows, prefetch
+from ltrboost._numba import (
+    COLUMN_PREFETCH_DISTANCE,
+    add_gh1,
+    inline_kernel,
+    kernel,
+    num_threads,
+    over_rows,
+    prefetch,
+    prefetch_bins,
+)
 from ltrboost.pair_csr import PairCSR, pairs_to_csr
 from ltrboost.quantize import (
     QuantSpec,
@@ -1221,6 +1230,8 @@ def _accumulate2(col_a, col_b, rows, gradients, hessians, n, indexed, sub_a, sub
     # loop-invariant branch, which LLVM unswitches), so the accumulation is typed and
     # lowered once, not twice.
     for i in range(0, m, 4):
+        if indexed and i + COLUMN_PREFETCH_DISTANCE + 4 < n:
+            prefetch_bins(col_a, col_b, rows, i + COLUMN_PREFETCH_DISTANCE)
         for t in range(4):
             r = rows[i + t] if indexed else i + t
             g = gradients[i + t]
