@@ -82,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
             for lib, m in med.items()
         ]
         print(markdown_table(["run", "ms/tree", "peak RSS MB", "test NDCG@10"], rows))
-        q, e, lg, lq = libs
+        exact, quant, lgb, lgb_q = libs
         print()
-        comparisons = [(q, lg), (q, lq), (q, e), (e, lg), (lq, lg)]
+        comparisons = [(quant, lgb), (quant, lgb_q), (quant, exact), (exact, lgb), (lgb_q, lgb)]
         print(
             markdown_table(
                 ["a / b", "time per tree a/b", "peak RSS a/b", "NDCG@10 a - b (paired, 95%)"],
