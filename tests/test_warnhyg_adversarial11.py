@@ -196,19 +196,6 @@ def test_external_stacklevel_counts_from_the_warning_function():
     assert warns() == 2
 
 
-@pytest.fixture(scope="module")
-def client():
-    distributed = pytest.importorskip("distributed")
-    pytest.importorskip("dask.array")
-    cluster = distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
-    )
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
 def _dask(a):
     """Two partitions cut between queries (6 documents each, an even number of them)."""
     import dask.array as da

@@ -64,15 +64,14 @@ from numpy.typing import NDArray
 
 from ltrboost._config import INDEX_DTYPE, N_HIST_STATS, SUM_DTYPE
 from ltrboost._numba import (
-    COLUMN_PREFETCH_DISTANCE,
     add_gh1,
     inline_kernel,
     kernel,
     num_threads,
     over_rows,
     prefetch,
-    prefetch_bins,
 )
+from ltrboost._prefetch import COLUMN_PREFETCH_DISTANCE, prefetch_bins
 from ltrboost.pair_csr import PairCSR, pairs_to_csr
 from ltrboost.quantize import (
     QuantSpec,

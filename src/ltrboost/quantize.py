@@ -37,14 +37,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ltrboost._numba import (
-    COLUMN_PREFETCH_DISTANCE,
     inline_kernel,
     kernel,
     over_rows,
     prefetch,
-    prefetch_bins,
     vector_kernel,
 )
+from ltrboost._prefetch import COLUMN_PREFETCH_DISTANCE, prefetch_bins
 
 # bits of each lane of a packed row: count (bits 0-20), hessian (21-41), gradient (42-62)
 LANE_BITS = 21
