@@ -356,3 +356,29 @@ def test_ranker_takes_it():
     r = ltrboost.Ranker(n_estimators=5, quantized_gradients=4).fit(X, y, qid=q)
     assert r.get_params()["quantized_gradients"] == 4
     assert np.isfinite(r.predict(X)).all()
+
+
+def test_dask_adds_one_round_trip_a_tree(client):
+    """docs/scaling.md: `quantized_gradients` adds one round trip a tree on Dask (the
+    leaves' exact sums), none when no leaf is under ``min_sum_hessian_in_leaf``."""
+    da = pytest.importorskip("dask.array")
+    from ltrboost import dask as ltr_dask
+
+    X, y, q = _data(5)
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    cut = int(starts[len(starts) // 2])
+    chunks = (cut, len(q) - cut)
+    data = ltr_dask.DaskData(
+        da.from_array(X, chunks=(chunks, X.shape[1])),
+        da.from_array(y, chunks=(chunks,)),
+        da.from_array(q, chunks=(chunks,)),
+    )
+    trips = []
+    for k in (0, 4):
+        stats: dict = {}
+        booster = ltr_dask.train(
+            client, {"n_estimators": 3, "quantized_gradients": k}, data, stats=stats
+        )
+        leaves = sum(int(t["is_leaf"].sum()) for t in booster.trees)
+        trips.append(stats["round_trips"] - leaves)
+    assert trips == [3 * 3, 3 * 4]
