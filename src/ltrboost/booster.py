@@ -1185,10 +1185,12 @@ class Training:
                 "documents the tree was grown on: lower it"
             )
         else:
+            shrunk = getattr(self.objective, "vanished_hessian_cause", lambda: None)()
             why = (
-                "the hessians all but vanished: saturated scores, e.g. under a large "
-                "learning_rate, or a class almost no document is in; "
-                "min_sum_hessian_in_leaf=0 takes the step"
+                "the hessians all but vanished: "
+                + ("" if shrunk is None else f"{shrunk} (raise it), or ")
+                + "saturated scores, e.g. under a large learning_rate, or a class almost "
+                "no document is in; min_sum_hessian_in_leaf=0 takes the step"
             )
         warnings.warn(
             f"round {it + 1}: the tree{of_output} is one leaf whose hessian sum "
