@@ -616,11 +616,12 @@ def warn_if_constant_model(
     one_bin: bool = False,
     zero_weights: bool | None = None,
 ) -> None:
-    """Warn when every tree of ``model`` is one leaf: the model gives every document the
-    same score (all labels equal, queries without two grades for a loss of pairs of one
-    query's documents (``Objective.learns_without_query_grades``: not for a pointwise
-    loss, which learns from labels that differ between queries), every column one bin
-    (``one_bin``), or split limits no split meets), which trained
+    """Warn when every tree of ``model`` is one leaf, or leaves of one value: the model
+    gives every document the same score (all labels equal, queries without two grades
+    for a loss of pairs of one query's documents
+    (``Objective.learns_without_query_grades``: not for a pointwise loss, which learns
+    from labels that differ between queries), every column one bin (``one_bin``), or
+    split limits no split meets), which trained
     silently (LightGBM warns that no leaf meets the split requirements).  The message
     names the likely cause.  A loss that learns noise there instead
     (``learns_noise_without_grades``, xendcg) warns, when its trees grew, that no query
@@ -628,7 +629,10 @@ def warn_if_constant_model(
     default read off ``train_set.weights``; Dask passes a summary set without them)."""
     if not model.trees:
         return
-    grew = any(t.shape[0] > 1 for t in model.trees)
+    # a tree whose leaves all hold one value adds the same to every score, as one leaf
+    # does: a split of rounding-noise gain between two equal Newton leaves, or QBRank's
+    # line search stepping 0 along a tree that is no descent direction
+    grew = any(_tree_varies(t) for t in model.trees)
     noise = getattr(objective, "learns_noise_without_grades", None)
     if grew and noise is None:
         return
@@ -678,11 +682,25 @@ def warn_if_constant_model(
             cause = limits
             if noise is not None and (top <= bottom).all():
                 cause += f" (and {no_pair}{weighted}: {noise})"
+    trees = (
+        "every tree is one leaf"
+        if all(t.shape[0] == 1 for t in model.trees)
+        else "every tree is one leaf or leaves of one value"
+    )
     warnings.warn(
-        f"every tree is one leaf, the model predicts one constant score: {cause}",
+        f"{trees}, the model predicts one constant score: {cause}",
         ParameterWarning,  # the cause may name parameters
         stacklevel=external_stacklevel(),
     )
+
+
+def _tree_varies(tree) -> bool:
+    """Whether ``tree`` (a NODE_DTYPE array) gives two documents different values:
+    it has two leaves of different values."""
+    if tree.shape[0] <= 1:
+        return False
+    values = tree["value"][tree["is_leaf"] != 0]
+    return bool(values.size > 1 and (values != values[0]).any())
 
 
 def warn_if_colsample_misses(params: BoosterParams, used) -> None:
@@ -1185,10 +1203,12 @@ class Training:
                 "documents the tree was grown on: lower it"
             )
         else:
+            shrunk = getattr(self.objective, "vanished_hessian_cause", lambda: None)()
             why = (
-                "the hessians all but vanished: saturated scores, e.g. under a large "
-                "learning_rate, or a class almost no document is in; "
-                "min_sum_hessian_in_leaf=0 takes the step"
+                "the hessians all but vanished: "
+                + ("" if shrunk is None else f"{shrunk} (raise it), or ")
+                + "saturated scores, e.g. under a large learning_rate, or a class almost "
+                "no document is in; min_sum_hessian_in_leaf=0 takes the step"
             )
         warnings.warn(
             f"round {it + 1}: the tree{of_output} is one leaf whose hessian sum "

@@ -230,6 +230,12 @@ class Objective:
         beyond the generic ones (equal labels, no query with two labels)."""
         return None
 
+    def vanished_hessian_cause(self) -> str | None:
+        """A parameter of this objective that shrinks every hessian (RankNet's and
+        LambdaMART's ``sigma`` below 1: they scale with ``sigma^2``), for the warning of
+        a tree whose root's hessians all but vanished; None: none."""
+        return None
+
     def loss(self, scores: NDArray[np.float64], data: RankingDataset) -> float:
         """The objective value (used by finite-difference tests and line searches)."""
         raise NotImplementedError

@@ -189,6 +189,15 @@ class PairwiseObjective(Objective):
             raise ValueError(f"sigma={sigma} should be greater than 0")
         return float(sigma)
 
+    def vanished_hessian_cause(self) -> str | None:
+        """``sigma`` below 1 (RankNet, LambdaMART): a pair's hessian is ``sigma^2
+        rho (1 - rho)`` (its gradient ``sigma rho``), so ``sigma=1e-6`` leaves every root
+        under the default ``min_sum_hessian_in_leaf``."""
+        sigma = getattr(self, "_sigma", None)
+        if sigma is None or sigma >= 1.0:
+            return None
+        return f"sigma={sigma:g} scales every pair's hessian by sigma^2 = {sigma * sigma:.3g}"
+
     # -- per-dataset constants --------------------------------------------------------
 
     def _cache_key(self) -> tuple[Any, ...]:

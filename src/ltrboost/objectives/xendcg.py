@@ -153,6 +153,19 @@ class XENDCG(Objective):
         """Check the labels: integer grades 0..31."""
         self._pow2(data)
 
+    def constant_model_cause(self, data: RankingDataset) -> str | None:
+        """Every query holds one document: a query of one document gets no gradient
+        (its softmax is 1 whatever the score), so there is neither a grade to learn
+        nor the random target's noise.  Read off ``n_samples`` and the number of
+        queries only, which Dask's stand-in training set keeps too."""
+        n_queries = len(data.query_offsets) - 1
+        if n_queries == 0 or data.n_samples != n_queries:
+            return None
+        return (
+            f"every query holds one document, and objective {self.name!r} gives a query "
+            "of one document no gradient (the softmax of one score is 1 whatever the score)"
+        )
+
     def gammas(self, data: RankingDataset, iteration: int = 0) -> NDArray[np.float64]:
         """Round ``iteration``'s ``gamma`` per document (what :meth:`gradient_hessian`
         draws)."""
