@@ -577,6 +577,7 @@ def _check_folds(
         datasets = _fold_datasets(fold_paths[fold], na_values, n_features)
         tr, va, te = datasets
         leaks.check(fold, tr, va, te)
+        _check_rankable(fold_paths[fold][1:], (va, te))
         first_of_system = {c.system: c for c in reversed(todo) if c.fold == fold}
         for cell in first_of_system.values():
             try:
@@ -589,6 +590,28 @@ def _check_folds(
                 ) from None
     leaks.warn(stacklevel=3)
     return datasets
+
+
+def _check_rankable(paths: Sequence[str], datasets: Sequence[Any]) -> None:
+    """A fold's validation and test files (``paths``, ``datasets``) must each hold a
+    query with two grades: in a file whose every query has one grade (no judged
+    query: all 0) NDCG and ERR are the same whatever the scores, so every cell's best
+    iteration would be its first tree and the fold's test metrics 100.00 for SE and
+    OLE alike (``--protocol qbrank`` refuses such files too)."""
+    whys = (
+        "its NDCG@10 is the same whatever the scores, so every cell's best iteration "
+        "would be its first tree",
+        "every test metric is the same whatever the scores, for SE and OLE alike",
+    )
+    for path, ds, what, why in zip(paths, datasets, ("validation", "test"), whys, strict=True):
+        off = np.asarray(ds.query_offsets)
+        y = np.asarray(ds.y, dtype=np.float64)
+        starts = off[:-1][np.diff(off) > 0]
+        if not np.any(np.maximum.reduceat(y, starts) > np.minimum.reduceat(y, starts)):
+            raise ValueError(
+                f"{path}: no {what} query with two grades: {why}; give the fold a file "
+                "with judged queries, or leave the fold out"
+            )
 
 
 class FoldLeaks:
