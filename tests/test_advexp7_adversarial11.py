@@ -76,7 +76,7 @@ def test_qbrank_run_warnings_name_the_fold_and_run(tmp_path, write_letor_folds):
         run_qbrank_experiment(str(folds), str(tmp_path / "r"), settings=settings, progress=False)
     texts = [str(w.message) for w in caught if "every tree is one leaf" in str(w.message)]
     assert any(t.startswith("Fold1: GBT(L1): ") for t in texts), texts
-    assert any(t.startswith("Fold2: QBRank(P2): ") for t in texts), texts
+    assert any(t.startswith("Fold2: GBT(L2): ") for t in texts), texts
     assert all(t.startswith(("Fold1: ", "Fold2: ")) for t in texts), texts
 
 

@@ -585,46 +585,59 @@ def run_fold(
         },
         "runs": {},
     }
+    from ltrboost.experiment import warnings_named
+
     vali_m = subset_queries(vali, vali_multi)
+    # a run's warnings name the fold (its folder) and the run
+    fold = os.path.basename(os.path.dirname(os.path.abspath(paths[0])))
     for run in runs:
-        t0 = time.perf_counter()
-        if run == "ranksvm_p2":
-            coef, c, by_c = fit_ranksvm(l2, vali_m, settings.ranksvm_c_grid)
-            scores = np.asarray(l3.X, dtype=np.float64) @ coef
-            prec = precision_at_percent(scores, l3.y, l3.query_offsets)
-            res: dict[str, Any] = {
-                "precision_vali": prec,
-                "precision_last": prec,
-                "iteration_vali": 1,
-                "dcg5": [_dcg5(scores, l3)],
-                "C": c,
-                "vali_precision_by_C": by_c,
-            }
-        else:
-            with_l1 = run in ("gbt_l1_l2", "qbrank_p2_l1")
-            parts = (
-                (split.l1,) if run == "gbt_l1" else (split.l1, split.l2) if with_l1 else (split.l2,)
-            )
-            data = subset_queries(train, *(p for p in parts if p.size))
-            labelled = None
-            if run.startswith("qbrank"):
-                labelled = np.zeros(data.n_queries, dtype=bool)
-                if with_l1:
-                    labelled[: split.l1.size] = True  # L1's queries come first in ``data``
-            objective = "qbrank" if run.startswith("qbrank") else "mart"
-            fit = _fit_tree_run(settings, objective, data, labelled, vali_m, l3, n_threads)
-            res = {
-                "precision_vali": precision_at_percent(
-                    fit.pop("scores_vali"), l3.y, l3.query_offsets
-                ),
-                "precision_last": precision_at_percent(
-                    fit.pop("scores_last"), l3.y, l3.query_offsets
-                ),
-                **fit,
-            }
-        res["seconds"] = time.perf_counter() - t0
-        info["runs"][run] = res
+        with warnings_named(f"{fold}: {RUN_NAMES[run]}"):
+            info["runs"][run] = _one_run(run, settings, train, split, l2, l3, vali_m, n_threads)
     return info
+
+
+def _one_run(
+    run: str,
+    settings: Settings,
+    train: RankingDataset,
+    split: QuerySplit,
+    l2: RankingDataset,
+    l3: RankingDataset,
+    vali_m: RankingDataset,
+    n_threads: int | None,
+) -> dict[str, Any]:
+    """One of :func:`run_fold`'s runs: its JSON-able result."""
+    t0 = time.perf_counter()
+    if run == "ranksvm_p2":
+        coef, c, by_c = fit_ranksvm(l2, vali_m, settings.ranksvm_c_grid)
+        scores = np.asarray(l3.X, dtype=np.float64) @ coef
+        prec = precision_at_percent(scores, l3.y, l3.query_offsets)
+        res: dict[str, Any] = {
+            "precision_vali": prec,
+            "precision_last": prec,
+            "iteration_vali": 1,
+            "dcg5": [_dcg5(scores, l3)],
+            "C": c,
+            "vali_precision_by_C": by_c,
+        }
+    else:
+        with_l1 = run in ("gbt_l1_l2", "qbrank_p2_l1")
+        parts = (split.l1,) if run == "gbt_l1" else (split.l1, split.l2) if with_l1 else (split.l2,)
+        data = subset_queries(train, *(p for p in parts if p.size))
+        labelled = None
+        if run.startswith("qbrank"):
+            labelled = np.zeros(data.n_queries, dtype=bool)
+            if with_l1:
+                labelled[: split.l1.size] = True  # L1's queries come first in ``data``
+        objective = "qbrank" if run.startswith("qbrank") else "mart"
+        fit = _fit_tree_run(settings, objective, data, labelled, vali_m, l3, n_threads)
+        res = {
+            "precision_vali": precision_at_percent(fit.pop("scores_vali"), l3.y, l3.query_offsets),
+            "precision_last": precision_at_percent(fit.pop("scores_last"), l3.y, l3.query_offsets),
+            **fit,
+        }
+    res["seconds"] = time.perf_counter() - t0
+    return res
 
 
 def _dcg5(scores: NDArray[np.float64], data: RankingDataset) -> float:
