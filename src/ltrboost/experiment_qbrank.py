@@ -46,7 +46,8 @@ performance"), i.e. a penalty ``w/2 (h(a) - h(b))^2``.  RankSVM and GBT are unch
 ``P3`` never contains ties (an equal-grade pair cannot be contradicted).
 
 The output folder holds ``table.md`` (Table 1 layout: one row per K, one column per
-run, mean over folds; at the validation iteration and after the last tree; DCG-5),
+run, mean over folds; at the validation iteration and after the last tree; DCG-5 as
+mean ± sd over folds, the sd of a single fold ``nan``, ``null`` in ``results.json``),
 ``dcg5.csv`` (per iteration, run and fold: DCG-5 on ``L3`` and precision at 100% on
 ``P3`` and on the validation pairs), ``dcg5.png`` (Figure 1 layout, mean over folds,
 with precision at 100% per iteration beside it; when matplotlib is installed),
@@ -850,8 +851,11 @@ def _settings_json(s: Settings) -> dict[str, Any]:
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1) over folds; the deviation of one
+    fold is nan (``nan`` in ``table.md``, ``null`` in ``results.json``): it was 0,
+    a spread of none where none can be measured."""
     a = np.asarray(values, dtype=np.float64)
-    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
+    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else float("nan")
 
 
 def _precision_table(
@@ -882,7 +886,7 @@ def write_report(output: str, results: dict[str, Any], settings: Settings) -> di
     """``table.md``, ``dcg5.csv``, ``dcg5.png`` and ``results.json`` from the folds
     (in the natural order of their names: ``Fold2`` before ``Fold10``), written all or
     none (one after the other, a signal between two left some of them)."""
-    from ltrboost.experiment import fold_sort_key
+    from ltrboost.experiment import _finite_or_null, fold_sort_key
 
     files: list[tuple[str, bytes]] = []  # (path, contents), written together at the end
 
@@ -962,7 +966,8 @@ def write_report(output: str, results: dict[str, Any], settings: Settings) -> di
         "per_fold": _without_curves(results),  # the curves are in dcg5.csv
         "total_seconds": float(sum(results[f].get("seconds", 0.0) for f in folds)),
     }
-    text = json.dumps(summary, indent=1)
+    # JSON has no NaN (a strict reader refuses it): the sd of one fold is null
+    text = json.dumps(_finite_or_null(summary), indent=1, allow_nan=False)
     files.append((os.path.join(output, "results.json"), text.encode()))
     _plot(files, output, results, folds)
     atomic_write_files(files)
