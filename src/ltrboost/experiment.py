@@ -1127,8 +1127,14 @@ def t_interval(x: ArrayLike, confidence: float = 0.95) -> tuple[float, float, fl
     mean = float(x.mean()) if n else float("nan")
     if n < 2:
         return mean, float("nan"), float("nan"), float("nan")
+    if np.all(x == x[0]):
+        # tested on the values, not on their std: the mean of three 0.1s is
+        # 0.10000000000000002, whose rounding made a spread (an interval 4e-17 wide,
+        # p = 1e-32)
+        v = float(x[0])
+        return v, v, v, float(v == 0.0)
     se = float(x.std(ddof=1)) / np.sqrt(n)
-    if se == 0.0:
+    if se == 0.0:  # values apart by less than the std can hold (subnormal)
         return mean, mean, mean, float(mean == 0.0)
     q = float(stats.t.ppf(0.5 + confidence / 2, n - 1))
     p = float(2 * stats.t.sf(abs(mean / se), n - 1))
