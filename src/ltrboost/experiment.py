@@ -206,7 +206,9 @@ def _folds_in(folder: str) -> list[tuple[str, str, str, str]]:
             )
         paths = _fold_files(d)
         if paths is not None:
-            folds.append((os.path.basename(os.path.normpath(d)), *paths))
+            # the folder's own name: "." (a run inside the fold's folder) named its
+            # cells "..._..json" and its rows "."
+            folds.append((os.path.basename(os.path.abspath(d)), *paths))
     return folds
 
 
