@@ -108,6 +108,9 @@ FOLD_FILE_NAMES = (
     ("trainingset.txt", "validationset.txt", "testset.txt"),
 )
 
+# The endings of a fold's files still compressed (train.txt.gz): not read, not skipped.
+_PACKED = (".gz", ".bz2", ".xz", ".zst", ".zip", ".7z")
+
 # What a folder without a fold is told about the layouts read.
 _LAYOUTS = (
     "experiment reads FoldK/ (or SeedK/) folders, or FOLDS_DIR itself, holding "
@@ -131,6 +134,19 @@ def _fold_files(d: str) -> tuple[str, str, str] | None:
     if complete:
         a, b, c = (os.path.join(d, f) for f in complete[0])
         return a, b, c
+    packed = [
+        f + ext
+        for names in FOLD_FILE_NAMES
+        for f in names
+        for ext in _PACKED
+        if os.path.isfile(os.path.join(d, f + ext))
+    ]
+    if packed:  # a fold not yet decompressed was "not a fold": skipped, unsaid
+        raise ValueError(
+            f"{d}: holds {', '.join(packed)}, compressed; experiment reads the text "
+            f"files: decompress {'it' if len(packed) == 1 else 'them'} (gunzip, unxz, ...) "
+            "in the fold's folder"
+        )
     best = max(range(len(found)), key=lambda k: sum(found[k]))
     if not any(found[best]):
         return None
@@ -219,7 +235,9 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     or ``trainingset.txt``, ``validationset.txt``, ``testset.txt`` (LETOR 3.0).  A fold
     folder holding some of a naming's three files but not all is an error (an
     interrupted copy must not shrink the mean over folds unseen), and so is a
-    ``Fold*`` link whose target does not exist; a folder holding none is not a fold.
+    ``Fold*`` link whose target does not exist, or a folder holding the files
+    compressed (``train.txt.gz``: they are not read); a folder holding none is not a
+    fold.
     When no fold is found the error says what the folder holds instead (the Yahoo!
     challenge's ``set1.train.txt ...``, subfolders holding the folds)."""
     folds = _folds_in(folder)
