@@ -108,6 +108,9 @@ FOLD_FILE_NAMES = (
     ("trainingset.txt", "validationset.txt", "testset.txt"),
 )
 
+# The endings of a fold's files still compressed (train.txt.gz): not read, not skipped.
+_PACKED = (".gz", ".bz2", ".xz", ".zst", ".zip", ".7z")
+
 # What a folder without a fold is told about the layouts read.
 _LAYOUTS = (
     "experiment reads FoldK/ (or SeedK/) folders, or FOLDS_DIR itself, holding "
@@ -131,6 +134,19 @@ def _fold_files(d: str) -> tuple[str, str, str] | None:
     if complete:
         a, b, c = (os.path.join(d, f) for f in complete[0])
         return a, b, c
+    packed = [
+        f + ext
+        for names in FOLD_FILE_NAMES
+        for f in names
+        for ext in _PACKED
+        if os.path.isfile(os.path.join(d, f + ext))
+    ]
+    if packed:  # a fold not yet decompressed was "not a fold": skipped, unsaid
+        raise ValueError(
+            f"{d}: holds {', '.join(packed)}, compressed; experiment reads the text "
+            f"files: decompress {'it' if len(packed) == 1 else 'them'} (gunzip, unxz, ...) "
+            "in the fold's folder"
+        )
     best = max(range(len(found)), key=lambda k: sum(found[k]))
     if not any(found[best]):
         return None
@@ -206,7 +222,9 @@ def _folds_in(folder: str) -> list[tuple[str, str, str, str]]:
             )
         paths = _fold_files(d)
         if paths is not None:
-            folds.append((os.path.basename(os.path.normpath(d)), *paths))
+            # the folder's own name: "." (a run inside the fold's folder) named its
+            # cells "..._..json" and its rows "."
+            folds.append((os.path.basename(os.path.abspath(d)), *paths))
     return folds
 
 
@@ -217,7 +235,9 @@ def find_folds(folder: str) -> list[tuple[str, str, str, str]]:
     or ``trainingset.txt``, ``validationset.txt``, ``testset.txt`` (LETOR 3.0).  A fold
     folder holding some of a naming's three files but not all is an error (an
     interrupted copy must not shrink the mean over folds unseen), and so is a
-    ``Fold*`` link whose target does not exist; a folder holding none is not a fold.
+    ``Fold*`` link whose target does not exist, or a folder holding the files
+    compressed (``train.txt.gz``: they are not read); a folder holding none is not a
+    fold.
     When no fold is found the error says what the folder holds instead (the Yahoo!
     challenge's ``set1.train.txt ...``, subfolders holding the folds)."""
     folds = _folds_in(folder)
@@ -501,9 +521,11 @@ def run_experiment(
                 if k > 0 and todo[k - 1].fold != cell.fold:
                     datasets = ()  # the previous fold's data freed before reading the next
                     datasets = _fold_datasets(fold_paths[cell.fold], na_values, n_features)
+                with warnings_named(f"cell {cell.key}"):
+                    measured = _train_cell(cell_params(cell), datasets)
                 result = {
                     "cell": cell.__dict__,
-                    **_train_cell(cell_params(cell), datasets),
+                    **measured,
                     "settings": settings(cell),
                     "data": data_sizes(fold_paths[cell.fold]),
                 }
@@ -577,6 +599,7 @@ def _check_folds(
         datasets = _fold_datasets(fold_paths[fold], na_values, n_features)
         tr, va, te = datasets
         leaks.check(fold, tr, va, te)
+        _check_rankable(fold_paths[fold][1:], (va, te))
         first_of_system = {c.system: c for c in reversed(todo) if c.fold == fold}
         for cell in first_of_system.values():
             try:
@@ -589,6 +612,28 @@ def _check_folds(
                 ) from None
     leaks.warn(stacklevel=3)
     return datasets
+
+
+def _check_rankable(paths: Sequence[str], datasets: Sequence[Any]) -> None:
+    """A fold's validation and test files (``paths``, ``datasets``) must each hold a
+    query with two grades: in a file whose every query has one grade (no judged
+    query: all 0) NDCG and ERR are the same whatever the scores, so every cell's best
+    iteration would be its first tree and the fold's test metrics 100.00 for SE and
+    OLE alike (``--protocol qbrank`` refuses such files too)."""
+    whys = (
+        "its NDCG@10 is the same whatever the scores, so every cell's best iteration "
+        "would be its first tree",
+        "every test metric is the same whatever the scores, for SE and OLE alike",
+    )
+    for path, ds, what, why in zip(paths, datasets, ("validation", "test"), whys, strict=True):
+        off = np.asarray(ds.query_offsets)
+        y = np.asarray(ds.y, dtype=np.float64)
+        starts = off[:-1][np.diff(off) > 0]
+        if not np.any(np.maximum.reduceat(y, starts) > np.minimum.reduceat(y, starts)):
+            raise ValueError(
+                f"{path}: no {what} query with two grades: {why}; give the fold a file "
+                "with judged queries, or leave the fold out"
+            )
 
 
 class FoldLeaks:
@@ -676,6 +721,26 @@ def _fold_datasets(
             ds.row_lines = d.lines if ds.order is None else d.lines[ds.order]
         out.append(ds)
     return tuple(out)
+
+
+@contextlib.contextmanager
+def warnings_named(where: str) -> Iterator[None]:
+    """The warnings of the block given again as it ends, each text once, led by
+    ``where`` (``"cell lambdamart_se_L10_lr0.1_Fold3: ..."``, the name of the cell's
+    file in ``cells/``): a training's "every tree is one leaf ..." named neither the
+    cell nor the fold, and a grid trains dozens."""
+    from ltrboost._callsite import external_stacklevel
+
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        for text in dict.fromkeys(str(w.message) for w in caught):
+            category = next(w.category for w in caught if str(w.message) == text)
+            bare = text.removeprefix("ltrboost: ")
+            warnings.warn(f"{where}: {bare}", category, stacklevel=external_stacklevel())
 
 
 def _train_cell(params: Any, datasets: tuple) -> dict:
@@ -1082,8 +1147,14 @@ def t_interval(x: ArrayLike, confidence: float = 0.95) -> tuple[float, float, fl
     mean = float(x.mean()) if n else float("nan")
     if n < 2:
         return mean, float("nan"), float("nan"), float("nan")
+    if np.all(x == x[0]):
+        # tested on the values, not on their std: the mean of three 0.1s is
+        # 0.10000000000000002, whose rounding made a spread (an interval 4e-17 wide,
+        # p = 1e-32)
+        v = float(x[0])
+        return v, v, v, float(v == 0.0)
     se = float(x.std(ddof=1)) / np.sqrt(n)
-    if se == 0.0:
+    if se == 0.0:  # values apart by less than the std can hold (subnormal)
         return mean, mean, mean, float(mean == 0.0)
     q = float(stats.t.ppf(0.5 + confidence / 2, n - 1))
     p = float(2 * stats.t.sf(abs(mean / se), n - 1))

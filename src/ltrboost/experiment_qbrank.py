@@ -46,7 +46,8 @@ performance"), i.e. a penalty ``w/2 (h(a) - h(b))^2``.  RankSVM and GBT are unch
 ``P3`` never contains ties (an equal-grade pair cannot be contradicted).
 
 The output folder holds ``table.md`` (Table 1 layout: one row per K, one column per
-run, mean over folds; at the validation iteration and after the last tree; DCG-5),
+run, mean over folds; at the validation iteration and after the last tree; DCG-5 as
+mean ± sd over folds, the sd of a single fold ``nan``, ``null`` in ``results.json``),
 ``dcg5.csv`` (per iteration, run and fold: DCG-5 on ``L3`` and precision at 100% on
 ``P3`` and on the validation pairs), ``dcg5.png`` (Figure 1 layout, mean over folds,
 with precision at 100% per iteration beside it; when matplotlib is installed),
@@ -585,46 +586,59 @@ def run_fold(
         },
         "runs": {},
     }
+    from ltrboost.experiment import warnings_named
+
     vali_m = subset_queries(vali, vali_multi)
+    # a run's warnings name the fold (its folder) and the run
+    fold = os.path.basename(os.path.dirname(os.path.abspath(paths[0])))
     for run in runs:
-        t0 = time.perf_counter()
-        if run == "ranksvm_p2":
-            coef, c, by_c = fit_ranksvm(l2, vali_m, settings.ranksvm_c_grid)
-            scores = np.asarray(l3.X, dtype=np.float64) @ coef
-            prec = precision_at_percent(scores, l3.y, l3.query_offsets)
-            res: dict[str, Any] = {
-                "precision_vali": prec,
-                "precision_last": prec,
-                "iteration_vali": 1,
-                "dcg5": [_dcg5(scores, l3)],
-                "C": c,
-                "vali_precision_by_C": by_c,
-            }
-        else:
-            with_l1 = run in ("gbt_l1_l2", "qbrank_p2_l1")
-            parts = (
-                (split.l1,) if run == "gbt_l1" else (split.l1, split.l2) if with_l1 else (split.l2,)
-            )
-            data = subset_queries(train, *(p for p in parts if p.size))
-            labelled = None
-            if run.startswith("qbrank"):
-                labelled = np.zeros(data.n_queries, dtype=bool)
-                if with_l1:
-                    labelled[: split.l1.size] = True  # L1's queries come first in ``data``
-            objective = "qbrank" if run.startswith("qbrank") else "mart"
-            fit = _fit_tree_run(settings, objective, data, labelled, vali_m, l3, n_threads)
-            res = {
-                "precision_vali": precision_at_percent(
-                    fit.pop("scores_vali"), l3.y, l3.query_offsets
-                ),
-                "precision_last": precision_at_percent(
-                    fit.pop("scores_last"), l3.y, l3.query_offsets
-                ),
-                **fit,
-            }
-        res["seconds"] = time.perf_counter() - t0
-        info["runs"][run] = res
+        with warnings_named(f"{fold}: {RUN_NAMES[run]}"):
+            info["runs"][run] = _one_run(run, settings, train, split, l2, l3, vali_m, n_threads)
     return info
+
+
+def _one_run(
+    run: str,
+    settings: Settings,
+    train: RankingDataset,
+    split: QuerySplit,
+    l2: RankingDataset,
+    l3: RankingDataset,
+    vali_m: RankingDataset,
+    n_threads: int | None,
+) -> dict[str, Any]:
+    """One of :func:`run_fold`'s runs: its JSON-able result."""
+    t0 = time.perf_counter()
+    if run == "ranksvm_p2":
+        coef, c, by_c = fit_ranksvm(l2, vali_m, settings.ranksvm_c_grid)
+        scores = np.asarray(l3.X, dtype=np.float64) @ coef
+        prec = precision_at_percent(scores, l3.y, l3.query_offsets)
+        res: dict[str, Any] = {
+            "precision_vali": prec,
+            "precision_last": prec,
+            "iteration_vali": 1,
+            "dcg5": [_dcg5(scores, l3)],
+            "C": c,
+            "vali_precision_by_C": by_c,
+        }
+    else:
+        with_l1 = run in ("gbt_l1_l2", "qbrank_p2_l1")
+        parts = (split.l1,) if run == "gbt_l1" else (split.l1, split.l2) if with_l1 else (split.l2,)
+        data = subset_queries(train, *(p for p in parts if p.size))
+        labelled = None
+        if run.startswith("qbrank"):
+            labelled = np.zeros(data.n_queries, dtype=bool)
+            if with_l1:
+                labelled[: split.l1.size] = True  # L1's queries come first in ``data``
+        objective = "qbrank" if run.startswith("qbrank") else "mart"
+        fit = _fit_tree_run(settings, objective, data, labelled, vali_m, l3, n_threads)
+        res = {
+            "precision_vali": precision_at_percent(fit.pop("scores_vali"), l3.y, l3.query_offsets),
+            "precision_last": precision_at_percent(fit.pop("scores_last"), l3.y, l3.query_offsets),
+            **fit,
+        }
+    res["seconds"] = time.perf_counter() - t0
+    return res
 
 
 def _dcg5(scores: NDArray[np.float64], data: RankingDataset) -> float:
@@ -837,8 +851,11 @@ def _settings_json(s: Settings) -> dict[str, Any]:
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1) over folds; the deviation of one
+    fold is nan (``nan`` in ``table.md``, ``null`` in ``results.json``): it was 0,
+    a spread of none where none can be measured."""
     a = np.asarray(values, dtype=np.float64)
-    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
+    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else float("nan")
 
 
 def _precision_table(
@@ -869,7 +886,7 @@ def write_report(output: str, results: dict[str, Any], settings: Settings) -> di
     """``table.md``, ``dcg5.csv``, ``dcg5.png`` and ``results.json`` from the folds
     (in the natural order of their names: ``Fold2`` before ``Fold10``), written all or
     none (one after the other, a signal between two left some of them)."""
-    from ltrboost.experiment import fold_sort_key
+    from ltrboost.experiment import _finite_or_null, fold_sort_key
 
     files: list[tuple[str, bytes]] = []  # (path, contents), written together at the end
 
@@ -949,7 +966,8 @@ def write_report(output: str, results: dict[str, Any], settings: Settings) -> di
         "per_fold": _without_curves(results),  # the curves are in dcg5.csv
         "total_seconds": float(sum(results[f].get("seconds", 0.0) for f in folds)),
     }
-    text = json.dumps(summary, indent=1)
+    # JSON has no NaN (a strict reader refuses it): the sd of one fold is null
+    text = json.dumps(_finite_or_null(summary), indent=1, allow_nan=False)
     files.append((os.path.join(output, "results.json"), text.encode()))
     _plot(files, output, results, folds)
     atomic_write_files(files)
