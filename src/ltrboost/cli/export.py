@@ -115,8 +115,9 @@ def cmd_export(args: argparse.Namespace) -> int:
                 createmodel=None if to_stdout else args.createmodel,
                 before_commit=body_out,
             )
-    for w in caught:
-        print(f"ltrboost: warning: {w.message}", file=sys.stderr)
+    # once each: the createmodel body repeats the dump's warnings
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        print(f"ltrboost: warning: {message}", file=sys.stderr)
     return 0
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import unicodedata
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -283,7 +284,10 @@ def export_model(
     if createmodel is None:
         atomic_write_files([(path, data)], before_commit=before_commit)
         return
-    extra = createmodel_body(booster, feature_names, name=name, iteration=iteration)
+    with warnings.catch_warnings():
+        # the body's definition is the dump just written, whose warnings were given
+        warnings.simplefilter("ignore")
+        extra = createmodel_body(booster, feature_names, name=name, iteration=iteration)
     # both or neither: an unwritable createmodel path must not leave the model written
     atomic_write_files([(path, data), (createmodel, extra.encode())], before_commit=before_commit)
 

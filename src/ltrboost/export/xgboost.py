@@ -69,6 +69,7 @@ which every reader, float32 or double, parses to the same number.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -282,6 +283,26 @@ def to_xgboost(model: ExportModel) -> str:
     return json.dumps(to_xgboost_dict(model), separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
+# Jackson's default ``StreamReadConstraints`` nesting limit, which the OpenSearch /
+# Elasticsearch LTR plugin (OpenSearch's ``opensearch.xcontent.depth.max`` defaults to
+# it) and Vespa's ``xgboost()`` importer read the dump with.
+JSON_MAX_NESTING = 1000
+
+
+class DumpDepthWarning(UserWarning):
+    """A tree of the dump nests deeper than :data:`JSON_MAX_NESTING` levels of JSON: the
+    dump nests each tree level twice (a node object in its parent's ``children``
+    array), so a tree deeper than 499 levels is a document that Jackson-based readers
+    refuse by default.  ``tree`` is its index in the dump (the initial score's one-leaf
+    tree, when written, is 0), ``depth`` its depth, ``nesting`` the JSON nesting."""
+
+    def __init__(self, message: str, tree: int, depth: int, nesting: int):
+        super().__init__(message)
+        self.tree = tree
+        self.depth = depth
+        self.nesting = nesting
+
+
 def dump_trees(model: ExportModel) -> list[dict]:
     """The trees as ``get_dump(dump_format="json")`` objects, names as ``split``."""
     model.check_single_output("xgboost-dump")
@@ -290,7 +311,36 @@ def dump_trees(model: ExportModel) -> list[dict]:
     model.warn_float32_thresholds("xgboost-dump")
     model.check_float32_sums("xgboost-dump")
     names = model.feature_names
-    return [_dump_tree(xgb_tree(tree), names) for tree in model.trees]
+    xtrees = [xgb_tree(tree) for tree in model.trees]
+    _warn_dump_depth(xtrees)
+    return [_dump_tree(t, names) for t in xtrees]
+
+
+def _warn_dump_depth(xtrees: list[XGBTree]) -> None:
+    """Warn (:class:`DumpDepthWarning`) of the deepest tree when the dump, ``[`` then
+    each tree's root object and two levels per tree level, nests beyond
+    :data:`JSON_MAX_NESTING`."""
+    depths = [max(t.depth) for t in xtrees]
+    if not depths or 2 + 2 * max(depths) <= JSON_MAX_NESTING:
+        return
+    k = int(np.argmax(depths))
+    depth = depths[k]
+    nesting = 2 + 2 * depth
+    deep = sum(2 + 2 * d > JSON_MAX_NESTING for d in depths)
+    warnings.warn(
+        DumpDepthWarning(
+            f"xgboost-dump: tree {k} is {depth} levels deep ({deep} tree(s) deeper than "
+            f"{(JSON_MAX_NESTING - 2) // 2}), so the dump nests {nesting} levels of JSON, "
+            f"beyond the {JSON_MAX_NESTING} that the OpenSearch / Elasticsearch LTR plugin "
+            "and Vespa's xgboost() read by default (Jackson's limit): they refuse the "
+            "model unless the limit is raised (OpenSearch: -Dopensearch.xcontent.depth.max); "
+            "train with max_depth <= 499 or use format 'onnx'",
+            k,
+            depth,
+            nesting,
+        ),
+        stacklevel=3,
+    )
 
 
 def _dump_tree(t: XGBTree, names: list[str]) -> dict:
