@@ -82,3 +82,24 @@ def test_score_qid_column_and_flat_metric_warnings_point_at_the_caller(client):
     )
     _at_this_file(caught, "counts no document of the data given to score relevant")
 
+
+def test_a_closed_client_is_named_not_a_distributed_error():
+    """A fit given a closed client (or one whose cluster was closed, which closes an
+    in-process client) failed with distributed's "Client is closed. Can't send
+    update-graph message.", a ``ClosedClientError`` the documented
+    ``DistributedTrainingError`` does not catch."""
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    c = distributed.Client(cluster)
+    ddf = _frame()
+    cluster.close()
+    c.close()
+    with pytest.raises(ldask.DistributedTrainingError, match="client is closed") as e:
+        ldask.DaskRanker(client=c, **FAST).fit(
+            ddf[["f0", "f1", "f2", "qid"]], ddf["label"], qid="qid"
+        )
+    assert "\n" not in str(e.value)
+    data = ldask.DaskData(ddf[["f0", "f1", "f2"]], ddf["label"], ddf["qid"])
+    with pytest.raises(ldask.DistributedTrainingError, match="client is closed"):
+        ldask.train(c, FAST, data)

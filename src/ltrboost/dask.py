@@ -2050,6 +2050,11 @@ def _check_train_inputs(client, valid_sets, init_model) -> list:
 
     if not isinstance(client, Client):
         raise TypeError(f"client must be a distributed.Client, not {type(client).__name__}")
+    if client.status in ("closing", "closed"):  # was distributed's ClosedClientError
+        raise DistributedTrainingError(
+            f"the Dask client is closed (its status is {client.status!r}; closing its "
+            "cluster closes it too): nothing was trained; start a new distributed.Client"
+        )
     valid_sets = list(valid_sets)
     for k, entry in enumerate(valid_sets):
         if not (isinstance(entry, tuple | list) and len(entry) == 2):
