@@ -2050,6 +2050,11 @@ def _check_train_inputs(client, valid_sets, init_model) -> list:
 
     if not isinstance(client, Client):
         raise TypeError(f"client must be a distributed.Client, not {type(client).__name__}")
+    if client.status in ("closing", "closed"):  # was distributed's ClosedClientError
+        raise DistributedTrainingError(
+            f"the Dask client is closed (its status is {client.status!r}; closing its "
+            "cluster closes it too): nothing was trained; start a new distributed.Client"
+        )
     valid_sets = list(valid_sets)
     for k, entry in enumerate(valid_sets):
         if not (isinstance(entry, tuple | list) and len(entry) == 2):
@@ -2357,7 +2362,7 @@ class DaskRanker(Ranker):
                 if any(not isinstance(c, str) for c in X.columns):  # integer labels
                     X = X.rename(columns={label[n]: n for n in names})
             else:  # scikit-learn's warning, as Ranker.predict gives it
-                self._warn_unnamed_fit(stacklevel=3)
+                self._warn_unnamed_fit()
                 if "qid" in X.columns:
                     X = X.drop(columns="qid")
             # non-numeric columns and a wrong width are named now, as Ranker.predict
@@ -2383,7 +2388,7 @@ class DaskRanker(Ranker):
             np.empty((0, X.shape[1]), dtype=X.dtype), iteration=n_iter, **explain
         )
         if booster.feature_names is not None:  # scikit-learn's warning, as Ranker.predict
-            self._warn_named_fit(stacklevel=3)
+            self._warn_named_fit()
         if X.numblocks[1] != 1:
             X = X.rechunk({1: -1})
         if not explain:

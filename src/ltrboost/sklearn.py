@@ -438,34 +438,36 @@ class Ranker(BaseEstimator):
                 f"features as input (the model was trained with {n})"
             )
 
-    def _warn_unnamed_fit(self, stacklevel: int) -> None:
+    def _warn_unnamed_fit(self) -> None:
         """scikit-learn's warning, in its words, for a frame given to a model fitted
-        without feature names: its columns are taken by position."""
+        without feature names: its columns are taken by position.  It points at the
+        user's call (``predict``, ``score``; ``DaskRanker.score`` is one frame deeper)."""
         warnings.warn(
             f"X has feature names, but {type(self).__name__} was fitted without "
             "feature names (its columns are taken by position)",
             UserWarning,
-            stacklevel=stacklevel,
+            stacklevel=external_stacklevel(),
         )
 
-    def _warn_named_fit(self, stacklevel: int) -> None:
+    def _warn_named_fit(self) -> None:
         """scikit-learn's warning, in its words, for an array (or sparse matrix) given
-        to a model fitted with feature names: its columns are taken by position."""
+        to a model fitted with feature names: its columns are taken by position.  It
+        points at the user's call, as :meth:`_warn_unnamed_fit`."""
         warnings.warn(
             f"X does not have valid feature names, but {type(self).__name__} was fitted "
             "with feature names (its columns are taken by position, in the order of "
             "feature_names_in_)",
             UserWarning,
-            stacklevel=stacklevel,
+            stacklevel=external_stacklevel(),
         )
 
     def _drop_qid_column(self, X: Any) -> tuple[Any, Any]:
         X = arrow_as_frame(X)
         names = self.booster_.feature_names
         if names is None and hasattr(X, "columns"):
-            self._warn_unnamed_fit(stacklevel=4)
+            self._warn_unnamed_fit()
         elif names is not None and not hasattr(X, "columns"):
-            self._warn_named_fit(stacklevel=4)
+            self._warn_named_fit()
         return split_prediction_qid(X, names)
 
     @property
@@ -548,7 +550,7 @@ class Ranker(BaseEstimator):
                 f"X has a column named 'qid' that differs from the {given}= given: "
                 f"score uses {given}= (drop the column, or give only one of them)",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=external_stacklevel(),  # the user's line (DaskRanker.score too)
             )
         _require_queries(qid, group, "score", X, exclude=self.booster_.feature_names)
         X = _by_names(X, self.booster_.feature_names, "score's X")
@@ -580,7 +582,10 @@ class Ranker(BaseEstimator):
         with rows_located(ds):  # a refused label named by the caller's row
             value = float(metric(scores, ds.y, ds.query_offsets, qw))
         # MAP / MRR / P@k that no ranking changes: warned as ltrboost eval warns
-        warn_if_metric_flat(metric, ds.y, "the data given to score")
+        # at the user's line (warn_if_metric_flat warns one frame below this one)
+        warn_if_metric_flat(
+            metric, ds.y, "the data given to score", stacklevel=external_stacklevel() + 1
+        )
         return value
 
     def _default_metric(self) -> str | Callable:
