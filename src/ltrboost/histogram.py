@@ -127,44 +127,66 @@ def feature_bins(
 
 
 def _column_histograms(X_binned, rows, og, oh, feature_indices, hist_out, n, indexed, nbins):
-    """Histograms of ``feature_indices`` from the column-major bins: serial when small,
-    else parallel over features (one body and one driver serve the root and nodes)."""
-    args = (X_binned, rows, og, oh, feature_indices)
-    if n * feature_indices.shape[0] < PARALLEL_MIN_WORK:
-        _histogram_body(*args, 0, feature_indices.shape[0], hist_out, n, indexed, nbins)
-    else:
-        _histogram_parallel(*args, hist_out, n, indexed, nbins)
-
-
-def _histogram_parallel(
-    X_binned, sample_indices, ordered_gradients, ordered_hessians, feature_indices,
-    hist_out, n, indexed, n_bins_non_missing,
-):  # fmt: skip
-    """:func:`_histogram_body` over blocks of the selected features on Python threads
-    (each feature's histogram is its own: the result does not depend on the split)."""
-    over_rows(
+    """Histograms of ``feature_indices`` from the column-major bins (one body and one
+    driver serve the root and nodes)."""
+    _over_features(
         lambda k0, k1: _histogram_body(
-            X_binned,
-            sample_indices,
-            ordered_gradients,
-            ordered_hessians,
-            feature_indices,
-            k0,
-            k1,
-            hist_out,
-            n,
-            indexed,
-            n_bins_non_missing,
+            X_binned, rows, og, oh, feature_indices, k0, k1, hist_out, n, indexed, nbins
         ),
         feature_indices.shape[0],
+        n,
+    )
+
+
+def _over_features(body, n_features: int, n: int) -> None:
+    """``body(k0, k1)`` over the selected features ``0 .. n_features-1`` of a
+    column-wise histogram of ``n`` rows: serial when small, else on Python threads over
+    blocks of whole pairs of features (each feature's histogram is its own: the result
+    does not depend on the split).  The exact and the quantised kernels' driver."""
+    if n * n_features < PARALLEL_MIN_WORK:
+        body(0, n_features)
+        return
+    over_rows(
+        body,
+        n_features,
         min_rows_per_thread=1,
         align=2,  # whole pairs of features (see _histogram_body)
         blocks_per_thread=(
-            HISTOGRAM_BLOCKS_PER_THREAD
-            if n * feature_indices.shape[0] >= HISTOGRAM_BALANCE_MIN_WORK
-            else 1
+            HISTOGRAM_BLOCKS_PER_THREAD if n * n_features >= HISTOGRAM_BALANCE_MIN_WORK else 1
         ),
     )
+
+
+def _over_rows_features(body, n: int, n_features: int) -> None:
+    """``body(f0, f1)`` over every feature of a row-wise histogram of ``n`` rows:
+    serial when small, else on Python threads over blocks of features
+    (:func:`_over_feature_blocks`).  The exact and the quantised kernels' driver."""
+    if n * n_features < PARALLEL_MIN_WORK:
+        body(0, n_features)
+        return
+    n_blocks = min(n_features, ROW_BLOCKS_PER_THREAD * num_threads())
+    _over_feature_blocks(body, n_features, -(-n_features // n_blocks))
+
+
+def _over_feature_blocks(body, n_features: int, block: int) -> None:
+    """``body(f0, f1)`` on Python threads over blocks of features (starts multiples of
+    ``block``), ``ROW_BLOCKS_PER_THREAD`` a thread taken in turn."""
+    over_rows(
+        body,
+        n_features,
+        min_rows_per_thread=1,
+        align=block,
+        blocks_per_thread=ROW_BLOCKS_PER_THREAD,  # the blocks of `block` features, in turn
+    )
+
+
+def _over_gathered_rows(body, n: int) -> None:
+    """``body(r0, r1)`` over the rows ``0 .. n-1`` of a gather: serial when small, else
+    on Python threads over blocks of rows."""
+    if n < PARALLEL_MIN_WORK:
+        body(0, n)
+    else:
+        over_rows(body, n, min_rows_per_thread=65536)
 
 
 # Blocks of features per thread of a large column-wise histogram, taken in turn as the
@@ -216,18 +238,15 @@ def build_histogram(
     nbins = feature_bins(hist_out, n_bins_non_missing)
     og = ordered_gradients[:n]
     oh = ordered_hessians[:n]
-    if n < PARALLEL_MIN_WORK:
-        _gather_body(sample_indices, gradients, hessians, og, oh, 0, n)
-    else:
-        _gather(sample_indices, gradients, hessians, og, oh)
+    _gather(sample_indices, gradients, hessians, og, oh)
     if X_rows is not None:
-        n_features = X_rows.shape[1]
-        n_blocks = min(n_features, ROW_BLOCKS_PER_THREAD * num_threads())
-        block = -(-n_features // n_blocks)
-        if n * n_features < PARALLEL_MIN_WORK:
-            _histogram_rows_body(X_rows, sample_indices, og, oh, 0, n_features, hist_out, nbins)
-        else:
-            _build_histogram_rows(X_rows, sample_indices, og, oh, block, hist_out, nbins)
+        _over_rows_features(
+            lambda f0, f1: _histogram_rows_body(
+                X_rows, sample_indices, og, oh, f0, f1, hist_out, nbins
+            ),
+            n,
+            X_rows.shape[1],
+        )
     else:
         _column_histograms(
             X_binned, sample_indices, og, oh, feature_indices, hist_out, n, True, nbins
@@ -245,47 +264,24 @@ def build_quantized_histogram(
     nbins = feature_bins(hist_out, n_bins_non_missing)
     scales = (spec.g_scale, spec.g_off, spec.h_scale, spec.h_off)
     if X_rows is not None:
-        n_features = X_rows.shape[1]
         node_rows = rows[:n]
-
-        def body(f0, f1):
-            quantized_histogram_rows_body(
+        _over_rows_features(
+            lambda f0, f1: quantized_histogram_rows_body(
                 X_rows, node_rows, packed, f0, f1, hist_out, nbins, spec.chunk, *scales,
                 ROW_PREFETCH_DISTANCE,
-            )  # fmt: skip
-
-        if n * n_features < PARALLEL_MIN_WORK:
-            body(0, n_features)
-        else:
-            n_blocks = min(n_features, ROW_BLOCKS_PER_THREAD * num_threads())
-            over_rows(
-                body,
-                n_features,
-                min_rows_per_thread=1,
-                align=-(-n_features // n_blocks),
-                blocks_per_thread=ROW_BLOCKS_PER_THREAD,
-            )
-        return
-
-    def column(k0, k1):
-        quantized_histogram_body(
-            X_binned, rows, packed, feature_indices, k0, k1, hist_out, n, indexed, nbins,
-            spec.chunk, *scales,
-        )  # fmt: skip
-
-    n_feat = feature_indices.shape[0]
-    if n * n_feat < PARALLEL_MIN_WORK:
-        column(0, n_feat)
-    else:
-        over_rows(
-            column,
-            n_feat,
-            min_rows_per_thread=1,
-            align=2,
-            blocks_per_thread=(
-                HISTOGRAM_BLOCKS_PER_THREAD if n * n_feat >= HISTOGRAM_BALANCE_MIN_WORK else 1
             ),
-        )
+            n,
+            X_rows.shape[1],
+        )  # fmt: skip
+    else:
+        _over_features(
+            lambda k0, k1: quantized_histogram_body(
+                X_binned, rows, packed, feature_indices, k0, k1, hist_out, n, indexed, nbins,
+                spec.chunk, *scales,
+            ),
+            feature_indices.shape[0],
+            n,
+        )  # fmt: skip
 
 
 @kernel
@@ -296,15 +292,10 @@ def _gather_packed(sample_indices, packed, out, lo, hi):
 
 def gather_packed(sample_indices, packed, out) -> None:
     """``out[:n] = packed[sample_indices]`` (on threads over blocks of rows when large)."""
-    n = sample_indices.shape[0]
-    if n < PARALLEL_MIN_WORK:
-        _gather_packed(sample_indices, packed, out, 0, n)
-    else:
-        over_rows(
-            lambda r0, r1: _gather_packed(sample_indices, packed, out, r0, r1),
-            n,
-            min_rows_per_thread=65536,
-        )
+    _over_gathered_rows(
+        lambda r0, r1: _gather_packed(sample_indices, packed, out, r0, r1),
+        sample_indices.shape[0],
+    )
 
 
 # A node is built from the row-major copy when at most one in this many rows of the
@@ -1002,18 +993,17 @@ class HistogramBuilder:
         return tuple(roots)
 
     def exact_leaf_sums(self, leaves) -> list[tuple[float, float]]:
-        """:meth:`exact_sums` of each of a quantised tree's leaves."""
-        return [self.exact_sums(rows) for rows in leaves]
-
-    def exact_sums(self, rows) -> tuple[float, float]:
-        """The exact gradient and hessian sums of a node's rows, over the shards in
-        order (a quantised tree's leaves)."""
-        g = h = 0.0
-        for shard, r in zip(self.shards, rows, strict=True):
-            sg, sh = shard.exact_sums(r)
-            g += sg
-            h += sh
-        return g, h
+        """The exact gradient and hessian sums of each of a quantised tree's leaves'
+        rows, over the shards in order."""
+        out = []
+        for rows in leaves:
+            g = h = 0.0
+            for shard, r in zip(self.shards, rows, strict=True):
+                sg, sh = shard.exact_sums(r)
+                g += sg
+                h += sh
+            out.append((g, h))
+        return out
 
     def end_pairs(self) -> None:
         """Every shard drops the grown tree's pairs (see :meth:`LocalHistograms.end_pairs`)."""
@@ -1298,14 +1288,13 @@ def _gather_body(sample_indices, gradients, hessians, ordered_gradients, ordered
 
 
 def _gather(sample_indices, gradients, hessians, ordered_gradients, ordered_hessians):
-    """ordered_*: OUT float32 (n_node,) = gradients[sample_indices], on Python threads
-    over blocks of rows."""
-    over_rows(
+    """ordered_*: OUT float32 (n_node,) = gradients[sample_indices] (on Python threads
+    over blocks of rows when large)."""
+    _over_gathered_rows(
         lambda r0, r1: _gather_body(
             sample_indices, gradients, hessians, ordered_gradients, ordered_hessians, r0, r1
         ),
         sample_indices.shape[0],
-        min_rows_per_thread=65536,
     )
 
 
@@ -1348,14 +1337,12 @@ def _build_histogram_rows(
     """Row-major node histogram of every feature, on Python threads over blocks of
     features (starts multiples of ``block``)."""
     nbins = feature_bins(hist_out, n_bins_non_missing)
-    over_rows(
+    _over_feature_blocks(
         lambda f0, f1: _histogram_rows_body(
             X_rows, sample_indices, ordered_gradients, ordered_hessians, f0, f1, hist_out, nbins
         ),
         X_rows.shape[1],
-        min_rows_per_thread=1,
-        align=block,
-        blocks_per_thread=ROW_BLOCKS_PER_THREAD,  # the blocks of `block` features, in turn
+        block,
     )
 
 
