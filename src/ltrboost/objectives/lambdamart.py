@@ -440,7 +440,21 @@ class LambdaMART(PairwiseObjective):
             gradients, hessians, counts, order, ranked,
         )  # fmt: skip
         self._ranking = (data.query_offsets, order)  # now a ranking of data's queries
+        # under OLE (once ole_pairs has run): the scores ranked, so that the round's
+        # pairs can read this ranking instead of sorting again (_gradient_ranking)
+        self._ranked_scores = scores.copy() if self._ole_reuse else None
         return True
+
+    def _gradient_ranking(self, scores, data) -> NDArray[np.int32] | None:
+        """The last gradient's ranking of ``data``'s queries when it ranked these very
+        scores (compared in full: a caller may have changed them in place), else None.
+        Read, not handed out: the next gradient re-sorts it in place."""
+        held, ranked = self._ranking, self._ranked_scores
+        if held is None or ranked is None or held[0] is not data.query_offsets:
+            return None
+        if ranked.shape != scores.shape or not np.array_equal(ranked, scores):
+            return None
+        return held[1]
 
     def _ranking_buffer(self, data: RankingDataset) -> tuple[NDArray[np.int32], bool]:
         """``(buffer, ranked)``: the ranking of this objective's last gradient on
@@ -521,11 +535,16 @@ class LambdaMART(PairwiseObjective):
         c = self._constants(data)
         offsets_q = data.query_offsets
         n = s.shape[0]
-        order = np.empty(n, dtype=INDEX_DTYPE)
-        scratch = np.empty(n, dtype=INDEX_DTYPE)
-        n_ranked = np.empty(offsets_q.shape[0] - 1, dtype=np.int64)
-        ranked_prefix_all_queries(s, offsets_q, 0, order, scratch, n_ranked)
-        del scratch
+        # the round's gradient ranked these scores already (the booster asks for the
+        # pairs right after it): the same ranking, not sorted again
+        order = self._gradient_ranking(s, data)
+        self._ole_reuse = True
+        if order is None:
+            order = np.empty(n, dtype=INDEX_DTYPE)
+            scratch = np.empty(n, dtype=INDEX_DTYPE)
+            n_ranked = np.empty(offsets_q.shape[0] - 1, dtype=np.int64)
+            ranked_prefix_all_queries(s, offsets_q, 0, order, scratch, n_ranked)
+            del scratch
         bag = np.zeros(0, dtype=np.bool_) if in_bag is None else np.ascontiguousarray(in_bag)
         ptr = np.zeros(n + 1, dtype=np.int64)
         over_queries(
@@ -553,6 +572,10 @@ class LambdaMART(PairwiseObjective):
     _clipped_bias: _unbiased.PositionBias | None = None
     # (query_offsets, ranking) of the last fused gradient, see _ranking_buffer
     _ranking: tuple[NDArray[np.int64], NDArray[np.int32]] | None = None
+    # OLE: the scores the last fused gradient ranked (_gradient_ranking), kept once
+    # ole_pairs has been asked for (_ole_reuse)
+    _ranked_scores: NDArray[np.float64] | None = None
+    _ole_reuse = False
 
 
 def _check_unbiased(unbiased: Any, position_bias_norm: Any, max_positions: Any) -> dict[str, Any]:
@@ -930,14 +953,24 @@ def _ndcg_pair(a, b, a_preferred, s, v, disc, ex, order_q, inv_norm_q, sigma, sc
     return i, j, 2.0 * (sigma * dz * rho), sigma * sigma * dz * rho * one_minus_rho
 
 
-@kernel
+@vector_kernel
 def _ndcg_pair_doc_counts_queries(
     q0, q1, labels, inv_norm, query_offsets, method, truncation, order, in_bag, counts_out
 ):  # fmt: skip
     # queries q0..q1-1: counts_out[d + 1] += the pairs of _ndcg_pair_csr_queries whose
     # preferred document is row d (the candidate pairs of the ranking ``order`` whose
-    # labels differ, with both documents in the bag; in_bag empty: no bag)
+    # labels differ, with both documents in the bag; in_bag empty: no bag).  Counted by
+    # rank, the labels and bag flags copied into rank order once per query: the inner
+    # loop has no data-dependent branch and no gather (SIMD), and a pair (a, b) adds to
+    # rank a's count when a is preferred, else to rank b's (contiguous in b).  Integer
+    # sums: the same counts in any order.  (vector_kernel: no division.)
     has_bag = in_bag.shape[0] > 0
+    max_n = 0
+    for q in range(q0, q1):
+        max_n = max(max_n, query_offsets[q + 1] - query_offsets[q])
+    lab = np.empty(max_n)
+    ok = np.empty(max_n, dtype=np.int64)
+    cnt = np.empty(max_n, dtype=np.int64)
     for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
@@ -946,78 +979,219 @@ def _ndcg_pair_doc_counts_queries(
         if n < 2 or inv_norm[q] <= 0.0 or not has_two_labels(labels_q):
             continue
         order_q = order[lo:hi]
+        for r in range(n):
+            d = order_q[r]
+            lab[r] = labels_q[d]
+            ok[r] = 1 if (not has_bag or in_bag[lo + d]) else 0
+            cnt[r] = 0
         for a in range(n_outer_ranks(n, method, truncation)):
-            ia = order_q[a]
-            la = labels_q[ia]
-            for b in range(a + 1, n):
-                ib = order_q[b]
-                lb = labels_q[ib]
-                if lb == la:
-                    continue
-                if has_bag and not (in_bag[lo + ia] and in_bag[lo + ib]):
-                    continue
-                counts_out[lo + (ia if la > lb else ib) + 1] += 1
+            if ok[a] == 0:
+                continue
+            la = lab[a]
+            # ranks a+1..n-1 as views indexed from 0 (no negative-index wrap-around)
+            lab_b = lab[a + 1 : n]
+            ok_b = ok[a + 1 : n]
+            cnt_b = cnt[a + 1 : n]
+            c = 0
+            for k in range(n - a - 1):
+                lb = lab_b[k]
+                o = ok_b[k]
+                c += o if la > lb else 0
+                cnt_b[k] += o if la < lb else 0
+            cnt[a] += c
+        for r in range(n):
+            counts_out[lo + order_q[r] + 1] += cnt[r]
 
 
-@kernel
+@vector_kernel
 def _ndcg_pair_csr_queries(
     q0, q1, scores, labels, values, inv_norm, weights, query_offsets, method, truncation,
     sigma, normalize, order, in_bag, ptr, cursor, offset, rho_out,
 ):  # fmt: skip
     # queries q0..q1-1 of LambdaMART._ndcg_ole_pairs: the OLE pairs of the NDCG
-    # lambdas, pair by pair as _lambdamart_ndcg_scalar (the engine's pairs and order:
-    # rank a < n_outer, b > a, labels differ; doc_i the preferred one) with the
-    # engine's pair_terms arithmetic, rho = hess * (w_i + w_j) / 2 * the query's
-    # lambdarank_norm factor (computed over all of the query's pairs, as pair_terms
-    # does before the bag is applied), rounded once to float32.  Each kept pair (both
-    # documents in the bag) is written at its preferred document's cursor (ptr[:-1] on
-    # entry).
+    # lambdas in the engine's order (rank a < n_outer, b > a, labels differ; doc_i the
+    # preferred one) with the engine's pair_terms arithmetic, rho = hess * (w_i + w_j)
+    # / 2 * the query's lambdarank_norm factor (computed over all of the query's
+    # pairs, as pair_terms does before the bag is applied), rounded once to float32.
+    # Each kept pair (both documents in the bag) goes to its preferred document's
+    # slice, after the ones before it (ptr: the CSR's row pointers; cursor: ptr[:-1],
+    # clobbered).
+    #
+    # As _lambdamart_ndcg_fused: for each rank a, pass 1 computes every pair's lambda
+    # and hessian over the ranks b > a without a data-dependent branch (SIMD; a tied
+    # pair's lambda is zero); pass 2, in increasing b, sums the lambdas and places the
+    # pairs, also without a branch.  Each pair's arithmetic is _ndcg_pair's on the same
+    # operands (sigma2 = sigma * sigma is _ndcg_pair's first product; w_a + w_b ==
+    # w_b + w_a), so rho and the lambda sum are bit-identical to the pair-by-pair loop
+    # (tested against the engine).  The places come from per-rank cursors: rank r's
+    # slice takes first its pairs as the lower rank b of earlier rows a (in increasing
+    # a), then its own row's (its first in the slice plus a count) -- the pair-by-pair
+    # order.  The query's pairs are assembled in scratch (a pair that is not kept goes
+    # to a spare slot) and copied to its part of the CSR, which is contiguous.  A query
+    # with a tiny exponential (the direct sigmoid form) is left to the pair-by-pair
+    # loop (_ndcg_pair_csr_query).  (vector_kernel: the divisors 0.01 + |diff| and
+    # e_a + e_b of non-tiny exponentials are never zero.)
     has_w = weights.shape[0] > 0
     has_bag = in_bag.shape[0] > 0
+    max_n = 0
+    max_kept = 0
     for q in range(q0, q1):
         lo = query_offsets[q]
         hi = query_offsets[q + 1]
-        n_kept = ptr[hi] - ptr[lo]
+        max_n = max(max_n, hi - lo)
+        max_kept = max(max_kept, ptr[hi] - ptr[lo])
+    disc, work = _ndcg_fused_workspace(max_n)
+    # a query's kept pairs and one spare slot (pass 2 writes every pair somewhere)
+    h_loc = np.empty(max_kept + 1, dtype=np.float64)
+    off_loc = np.empty(max_kept + 1, dtype=offset.dtype)
+    at = np.empty(max_kept + 1, dtype=np.int64)  # the pair-by-pair fallback's
+    cur = np.empty(max_n, dtype=np.int64)  # by rank: next place in the query's part
+    ok = np.empty(max_n, dtype=np.bool_)  # by rank: in the bag
+    sigma2 = sigma * sigma
+    for q in range(q0, q1):
+        lo = query_offsets[q]
+        hi = query_offsets[q + 1]
+        base = ptr[lo]
+        n_kept = ptr[hi] - base
         if n_kept == 0:
             continue
         n = hi - lo
         order_q = order[lo:hi]
         weights_q = weights[lo:hi] if has_w else weights[0:0]
         inv_norm_q = inv_norm[q]
-        s, v, lab, disc, ex = rank_ordered_query(
-            order_q, scores[lo:hi], values[lo:hi], labels[lo:hi], sigma
-        )
+        s = work[0:n]
+        v = work[n : 2 * n]
+        lab = work[2 * n : 3 * n]
+        ex = work[3 * n : 4 * n]
+        lam_b = work[4 * n : 5 * n]  # pass 1 -> pass 2, by b - a - 1
+        hess_b = work[5 * n : 6 * n]
+        w_r = work[6 * n : 7 * n]
+        for r in range(n):
+            d = order_q[r]
+            s[r] = scores[lo + d]
+            v[r] = values[lo + d]
+            lab[r] = labels[lo + d]
+            w_r[r] = np.float64(weights_q[d]) if has_w else 1.0
+            ok[r] = in_bag[lo + d] if has_bag else True
+            cur[r] = ptr[lo + d] - base
+        exp_below_max(s, s[0], sigma, ex)  # s[0] is the query's highest score
+        tiny = False
+        for r in range(n):
+            tiny |= ex[r] < TINY_EXP
+        if tiny:
+            _ndcg_pair_csr_query(
+                lo, hi, order_q, scores, labels, values, inv_norm_q, weights_q, method,
+                truncation, sigma, normalize, in_bag, cursor, offset, rho_out, h_loc, at,
+            )  # fmt: skip
+            continue
         scale_by_diff = normalize and s[0] != s[n - 1]
-        hess_kept = np.empty(n_kept, dtype=np.float64)
-        at = np.empty(n_kept, dtype=np.int64)
-        k = 0
         sum_lambdas = 0.0
         for a in range(n_outer_ranks(n, method, truncation)):
             la = lab[a]
-            for b in range(a + 1, n):
-                lb = lab[b]
-                if la == lb:
-                    continue
-                i, j, lam, hess = _ndcg_pair(
-                    a, b, la > lb, s, v, disc, ex, order_q, inv_norm_q, sigma, scale_by_diff
-                )
-                sum_lambdas += lam
-                if has_bag and not (in_bag[lo + i] and in_bag[lo + j]):
-                    continue
+            va = v[a]
+            da = disc[a]
+            sa = s[a]
+            ea = ex[a]
+            wa = w_r[a]
+            ia = order_q[a]
+            oka = ok[a]
+            # ranks a+1..n-1 as views indexed from 0 (no negative-index wrap-around)
+            lab_r = lab[a + 1 : n]
+            v_r = v[a + 1 : n]
+            disc_r = disc[a + 1 : n]
+            s_r = s[a + 1 : n]
+            ex_r = ex[a + 1 : n]
+            w_rb = w_r[a + 1 : n]
+            ok_r = ok[a + 1 : n]
+            cur_r = cur[a + 1 : n]
+            order_r = order_q[a + 1 : n]
+            m = n - a - 1
+            for k in range(m):  # pass 1
+                up = la > lab_r[k]
+                tie = la == lab_r[k]
+                t = 1.0 if up else -1.0
+                dz = delta_ndcg(va, v_r[k], da, disc_r[k], inv_norm_q)
+                diff = t * (sa - s_r[k])  # s_i - s_j
+                if scale_by_diff:
+                    dz /= 0.01 + abs(diff)
+                eb = ex_r[k]
+                inv = 1.0 / (ea + eb)  # sigmoid_from_exp(e_i, e_j, .) = (e_j, e_i) * inv
+                p_a = ea * inv
+                p_b = eb * inv
+                rho = p_b if up else p_a
+                one_minus_rho = p_a if up else p_b
+                lam_b[k] = 0.0 if tie else 2.0 * (sigma * dz * rho)
+                hess = sigma2 * dz * rho * one_minus_rho
                 if has_w:
-                    hess *= 0.5 * (np.float64(weights_q[i]) + np.float64(weights_q[j]))
-                c = cursor[lo + i]
-                cursor[lo + i] = c + 1
-                offset[c] = j - i
-                hess_kept[k] = hess
-                at[k] = c
-                k += 1
+                    hess *= 0.5 * (wa + w_rb[k])
+                hess_b[k] = hess
+            c_a = cur[a]  # rank a's own pairs follow its pairs of earlier rows
+            for k in range(m):  # pass 2
+                lb = lab_r[k]
+                sum_lambdas += lam_b[k]  # a tied pair's +0.0 changes no bit
+                up = la > lb
+                keep = (la != lb) & oka & ok_r[k]
+                c_b = cur_r[k]
+                place = c_a if up else c_b
+                place = place if keep else n_kept  # the spare slot
+                ib = order_r[k]
+                off_loc[place] = (ib - ia) if up else (ia - ib)
+                h_loc[place] = hess_b[k]
+                c_a += keep & up
+                cur_r[k] = c_b + (keep & (not up))
         factor = lambda_norm_factor(normalize, sum_lambdas)
-        for t in range(k):
-            h = hess_kept[t]
+        for u in range(n_kept):
+            h = h_loc[u]
             if factor != 1.0:
                 h *= factor
-            rho_out[at[t]] = h
+            offset[base + u] = off_loc[u]
+            rho_out[base + u] = h
+
+
+@inline_kernel
+def _ndcg_pair_csr_query(
+    lo, hi, order_q, scores, labels, values, inv_norm_q, weights_q, method, truncation,
+    sigma, normalize, in_bag, cursor, offset, rho_out, hess_kept, at,
+):  # fmt: skip
+    # One query of _ndcg_pair_csr_queries pair by pair as _lambdamart_ndcg_scalar
+    # (_ndcg_pair, whose sigmoid_from_exp takes the direct form for tiny
+    # exponentials): for the queries whose scores span so much that the fused passes
+    # cannot run.  hess_kept, at: scratch of at least the query's kept pairs.
+    has_w = weights_q.shape[0] > 0
+    has_bag = in_bag.shape[0] > 0
+    n = hi - lo
+    s, v, lab, disc, ex = rank_ordered_query(
+        order_q, scores[lo:hi], values[lo:hi], labels[lo:hi], sigma
+    )
+    scale_by_diff = normalize and s[0] != s[n - 1]
+    k = 0
+    sum_lambdas = 0.0
+    for a in range(n_outer_ranks(n, method, truncation)):
+        la = lab[a]
+        for b in range(a + 1, n):
+            lb = lab[b]
+            if la == lb:
+                continue
+            i, j, lam, hess = _ndcg_pair(
+                a, b, la > lb, s, v, disc, ex, order_q, inv_norm_q, sigma, scale_by_diff
+            )
+            sum_lambdas += lam
+            if has_bag and not (in_bag[lo + i] and in_bag[lo + j]):
+                continue
+            if has_w:
+                hess *= 0.5 * (np.float64(weights_q[i]) + np.float64(weights_q[j]))
+            c = cursor[lo + i]
+            cursor[lo + i] = c + 1
+            offset[c] = j - i
+            hess_kept[k] = hess
+            at[k] = c
+            k += 1
+    factor = lambda_norm_factor(normalize, sum_lambdas)
+    for t in range(k):
+        h = hess_kept[t]
+        if factor != 1.0:
+            h *= factor
+        rho_out[at[t]] = h
 
 
 @inline_kernel
