@@ -1,0 +1,148 @@
+"""Names and warnings of a training (advname12, adversarial pass 12).
+
+* A callable objective was named by ``custom_name``'s own rule (``__name__`` if truthy,
+  else the type's name), a callable metric by ``callable_name`` (``__name__``, refused
+  unless a non-empty string).  They disagreed on ``__name__ = ""`` (the objective
+  ``"custom:function"``), ``"   "`` (``"custom:   "``), ``5`` (``"custom:5"``) and
+  ``b"x"`` (``"custom:b'x'"``), all of which a metric refuses.  One rule now: the
+  objective is ``"custom:" + callable_name(fn)``, refused where the metric is.
+* ``eval_names=["   "]`` (or ``train(valid_sets=[("\\t", ds)])``) was accepted: the log
+  read ``[1]    's ndcg@10``.  A blank name is refused naming the parameter and
+  position, as an empty one was; so is a name holding a control character (a newline
+  split each log line in two), and likewise a callable's name.
+* The objectives' own warnings (LambdaMART's position-bias bound and clipped file
+  estimates, logistic_rank's threshold and ``label_scale`` warnings, OLE's pair-count
+  warning) counted a fixed ``stacklevel``: they named a line inside ltrboost.  They
+  name the caller's line now, through ``ltrboost.train`` and ``Ranker.fit``.
+* One sample weight of 1e30 among weights of 1: float64's 16 digits cannot hold the
+  others' part of the gradient sums, so every split gain was rounding and training
+  found no split, warning only that "no split meets min_samples_leaf".  Weights more
+  than 1e15 apart now warn up front naming both rows.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import ltrboost
+from ltrboost import Ranker, load_model
+from ltrboost._evaluation import callable_name
+from ltrboost.dataset import make_dataset
+from ltrboost.datasets import make_ranking
+from ltrboost.objectives.custom import CUSTOM_PREFIX, custom_name
+
+FAST = dict(n_estimators=2, min_samples_leaf=3, max_leaf_nodes=4, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_ranking(n_queries=8, docs_per_query=6, n_features=3, random_state=0)
+
+
+# ------------------------------------------------- 1. one naming rule for a callable
+def _grad(scores, labels, query_offsets, scale=1.0):
+    return scale * (scores - labels), np.ones_like(scores)
+
+
+def _named(name):
+    def fn(scores, labels, query_offsets):
+        return scores - labels, np.ones_like(scores)
+
+    fn.__name__ = name
+    return fn
+
+
+class _Obj:
+    def __call__(self, scores, labels, query_offsets):
+        return scores - labels, np.ones_like(scores)
+
+    def method(self, scores, labels, query_offsets):
+        return scores - labels, np.ones_like(scores)
+
+
+class _NameAttr(_Obj):
+    def __init__(self, name):
+        self.__name__ = name
+
+
+def _partial_named():
+    p = functools.partial(_grad, scale=2.0)
+    p.__name__ = "grad_x2"
+    return p
+
+
+AGREED = {
+    "def": lambda: _grad,
+    "lambda": lambda: lambda s, y, q: (s - y, np.ones_like(s)),
+    "partial": lambda: functools.partial(_grad, scale=2.0),
+    "partial-named": _partial_named,
+    "instance": _Obj,
+    "bound-method": lambda: _Obj().method,
+    "name-none": lambda: _NameAttr(None),
+    "comma": lambda: _named("a,b"),
+    "padded": lambda: _named(" f "),
+    "colon": lambda: _named("custom:x"),
+    "unicode": lambda: _named("grad_é"),
+}
+
+
+@pytest.mark.parametrize("make", AGREED.values(), ids=AGREED.keys())
+def test_an_objective_is_named_as_the_same_callable_metric(make):
+    fn = make()
+    assert custom_name(fn) == CUSTOM_PREFIX + callable_name(fn)
+
+
+@pytest.mark.parametrize("make", AGREED.values(), ids=AGREED.keys())
+def test_the_model_file_names_objective_and_metric_alike(data, make, tmp_path):
+    """Trained with ``fn`` as objective and a metric of the same naming: the file's
+    objective is ``"custom:" +`` the metric's key in ``evals_result``."""
+    X, y, qid = data
+    fn = make()
+    metric_name = callable_name(fn)
+
+    def metric(scores, labels, query_offsets):
+        return float(np.mean(scores))
+
+    metric.__name__ = metric_name
+    model = Ranker(**FAST, objective=fn, eval_metric=metric).fit(
+        X, y, qid=qid, eval_set=[(X, y, qid)]
+    )
+    model.save_model(tmp_path / "m.json")
+    loaded = load_model(tmp_path / "m.json")
+    assert loaded.objective == CUSTOM_PREFIX + metric_name
+    assert list(loaded.evals_result["valid_0"]) == [metric_name]
+
+
+REFUSED = {
+    "empty": (lambda: _named(""), "''"),
+    "spaces": (lambda: _NameAttr("   "), "'   '"),
+    "int": (lambda: _NameAttr(5), "5"),
+    "bytes": (lambda: _NameAttr(b"x"), "b'x'"),
+    "newline": (lambda: _named("a\nb"), r"'a\\nb'"),
+    "nul": (lambda: _named("a\x00b"), r"'a\\x00b'"),
+}
+
+
+@pytest.mark.parametrize(("make", "shown"), REFUSED.values(), ids=REFUSED.keys())
+def test_an_objective_whose_name_a_metric_refuses_is_refused(data, make, shown):
+    """Before: ``"custom:function"``, ``"custom:   "``, ``"custom:5"``, ``"custom:b'x'"``
+    (a metric refused each), and the control characters made the file's name unreadable
+    in every log and error line."""
+    X, y, qid = data
+    fn = make()
+    for param in ("eval_metric", "objective"):
+        kw = {param: fn}
+        with pytest.raises(ValueError, match=rf"^{param}: the callable .*__name__={shown}") as e:
+            Ranker(**FAST, **kw).fit(X, y, qid=qid, eval_set=[(X, y, qid)])
+        assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match=rf"^objective: the callable .*__name__={shown}"):
+        ltrboost.train(dict(FAST, objective=fn), make_dataset(X, y, qid=qid))
+
+
+def test_built_in_objective_files_are_unchanged(data, tmp_path):
+    X, y, qid = data
+    model = Ranker(**FAST).fit(X, y, qid=qid)
+    assert model.booster_.to_dict()["objective"] == "lambdamart"
