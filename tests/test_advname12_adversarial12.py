@@ -146,3 +146,41 @@ def test_built_in_objective_files_are_unchanged(data, tmp_path):
     X, y, qid = data
     model = Ranker(**FAST).fit(X, y, qid=qid)
     assert model.booster_.to_dict()["objective"] == "lambdamart"
+
+
+# -------------------------------------------------------- 2. blank validation names
+@pytest.mark.parametrize(
+    ("names", "k", "what"),
+    [
+        (["   "], 0, r"is blank \('   '\)"),
+        (["a", "\t"], 1, r"is blank \('\\t'\)"),
+        (["a", "\u3000"], 1, "is blank"),
+        ([""], 0, "is empty"),
+        (["a\nb"], 0, r"holds a control character \('\\n'\)"),
+        (["ok", "x\x1b[31m"], 1, r"holds a control character \('\\x1b'\)"),
+    ],
+)
+def test_a_blank_eval_name_is_refused_naming_its_position(data, names, k, what):
+    X, y, qid = data
+    with pytest.raises(ValueError, match=rf"^eval_names\[{k}\].* {what}") as e:
+        Ranker(**FAST).fit(X, y, qid=qid, eval_set=[(X, y, qid)] * len(names), eval_names=names)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [("  ", "is blank"), ("\n", "is blank"), ("v\r", "holds a control character")],
+)
+def test_train_refuses_a_blank_validation_name(data, name, what):
+    X, y, qid = data
+    ds = make_dataset(X, y, qid=qid)
+    with pytest.raises(ValueError, match=rf"^valid_sets\[1\].* {what}") as e:
+        ltrboost.train(dict(n_estimators=1), ds, valid_sets=[("v", ds), (name, ds)])
+    assert "\n" not in str(e.value)
+
+
+def test_padded_and_numeric_eval_names_still_work(data):
+    """Names are not stripped anywhere: ' a' and 'a' are two names, as before."""
+    X, y, qid = data
+    model = Ranker(**FAST).fit(X, y, qid=qid, eval_set=[(X, y, qid)] * 3, eval_names=[" a", "a", 0])
+    assert list(model.evals_result_) == [" a", "a", "0"]

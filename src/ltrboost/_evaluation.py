@@ -9,8 +9,8 @@ Kept out of :mod:`ltrboost.booster` so the boosting loop only calls these helper
   query_offsets) -> float`` (higher is better), named by their ``__name__``
   (:func:`callable_name`: a ``functools.partial`` is ``"partial"``).
 * :func:`check_training_setup`: early stopping needs a validation set, validation
-  sets need distinct, non-empty names, parameters the objective (or its ``pair_method``) ignores
-  are warned about.
+  sets need distinct names, neither empty nor blank nor holding a control character;
+  parameters the objective (or its ``pair_method``) ignores are warned about.
 """
 
 from __future__ import annotations
@@ -46,20 +46,23 @@ def metric_options(params: Any) -> dict[str, Any]:
 
 
 def check_training_setup(params, objective, valid_sets) -> None:
-    """Refuse early stopping without a validation set, duplicate or empty validation
-    names; warn about parameters the objective ignores (and ``ole_top_features``
-    without pairwise OLE)."""
+    """Refuse early stopping without a validation set, duplicate validation names or
+    ones :func:`name_problem` refuses (empty, blank, a control character); warn about
+    parameters the objective ignores (and ``ole_top_features`` without pairwise OLE)."""
     if params.early_stopping_rounds is not None and not valid_sets:
         raise ValueError(
             f"early_stopping_rounds={params.early_stopping_rounds} needs a validation "
             "set (eval_set= in Python, --valid on the command line)"
         )
     names = [name for name, _ in valid_sets]
-    if "" in names:  # the CLI's names (files') are never empty
-        raise ValueError(
-            f"valid_sets[{names.index('')}] has an empty name: a validation set's name "
-            "keys evals_result and the log lines (NAME's ndcg@10); give it one"
-        )
+    for k, name in enumerate(names):  # the CLI's names (files') are never empty
+        problem = name_problem(name)
+        if problem is not None:
+            what = "has an empty name" if name == "" else f"name {problem}"
+            raise ValueError(
+                f"valid_sets[{k}] {what}: a validation set's name keys evals_result and "
+                "the log lines (NAME's ndcg@10); give it one"
+            )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"validation sets must have distinct names; repeated: {dup}")
