@@ -23,6 +23,8 @@
 from __future__ import annotations
 
 import functools
+import json
+import warnings
 
 import numpy as np
 import pytest
@@ -184,3 +186,120 @@ def test_padded_and_numeric_eval_names_still_work(data):
     X, y, qid = data
     model = Ranker(**FAST).fit(X, y, qid=qid, eval_set=[(X, y, qid)] * 3, eval_names=[" a", "a", 0])
     assert list(model.evals_result_) == [" a", "a", "0"]
+
+
+# ----------------------------------------- 3. objectives' warnings name the user's line
+def _only_ours(caught, match):
+    hits = [w for w in caught if match in str(w.message)]
+    assert hits, [str(w.message) for w in caught]
+    return hits
+
+
+def _assert_here(caught, match):
+    for w in _only_ours(caught, match):
+        assert w.filename == __file__, (w.filename, w.lineno, str(w.message)[:80])
+
+
+def _grades():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = rng.integers(0, 5, size=120).astype(float)
+    return X, y, np.repeat(np.arange(12), 10)
+
+
+ROUTES = ["train", "fit"]
+
+
+def _fit(route, params, X, y, qid, **kw):
+    """Train through ``ltrboost.train`` or ``Ranker.fit``; the warnings come from the
+    line of the call below (this file)."""
+    if route == "train":
+        init = kw.pop("init_model", None)
+        if isinstance(init, Ranker):
+            init = init.booster_
+        ds = make_dataset(X, y, qid=qid, position=kw.pop("position", None))
+        return ltrboost.train(params, ds, init_model=init)
+    return Ranker(**params).fit(X, y, qid=qid, **kw)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_label_scale_warning_names_the_callers_line(route):
+    X, y, qid = _grades()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _fit(route, dict(FAST, objective="logistic_rank", label_scale={7: 2}), X, y, qid)
+    _assert_here(caught, "label_scale names grade 7")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_logistic_threshold_warning_names_the_callers_line(route):
+    X, y, qid = _grades()
+    p = dict(FAST, objective="logistic_rank")
+    first = Ranker(**p).fit(X, y, qid=qid)  # grades 0..4: threshold 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _fit(route, p, X, np.minimum(y, 2), qid, init_model=first)  # 0..2: threshold 1
+    _assert_here(caught, "positive_threshold resolves to 1")
+
+
+def _cycle_log(n=10, deep=(3, 4, 5, 6), seed=7):
+    """test_ubias_adversarial7's log on which eqs. 30, 31 have no finite solution."""
+    rng = np.random.default_rng(seed)
+    X, y, qid, pos = [], [], [], []
+    kinds = [((1, 2), (1, 0)), ((1, 2), (0, 1))] + [((2, k), (1, 0)) for k in deep]
+    for kind, (shown, clicked) in enumerate(kinds):
+        for k in range(n):
+            X.append(rng.normal(size=(2, 3)))
+            y += clicked
+            pos += shown
+            qid += [kind * 100_000 + k] * 2
+    return np.vstack(X), np.array(y, float), np.array(qid), np.array(pos)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_position_bias_bound_warning_names_the_callers_line(route):
+    X, y, qid, pos = _cycle_log()
+    p = dict(unbiased=True, n_estimators=20, max_positions=6, position_bias_norm=0.0, n_threads=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _fit(route, p, X, y, qid, position=pos)
+    _assert_here(caught, "the bound of the estimates")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_clipped_file_bias_warning_names_the_callers_line(route):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    pos = np.tile(np.arange(1, 5), 100)
+    y = (rng.random(pos.size) < 0.5 / pos).astype(float)
+    qid = np.repeat(np.arange(100), 4)
+    p = dict(unbiased=True, n_estimators=2, max_positions=4, n_threads=1)
+    first = ltrboost.train(p, make_dataset(X, y, qid=qid, position=pos))
+    d = json.loads(json.dumps(first.to_dict()))
+    d["position_bias"] = {"t_plus": [1, 1e-25, 1, 1], "t_minus": [1, 1, 1, 1]}
+    extreme = ltrboost.model.booster_from_dict(d)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _fit(route, p, X, y, qid, position=pos, init_model=extreme)
+    _assert_here(caught, "in the model continued from")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_ole_later_rounds_warning_names_the_callers_line(route, monkeypatch):
+    """Round 1 holds 36 pairs, a later round may hold more than 200."""
+    monkeypatch.setenv("LTRBOOST_MAX_OLE_PAIRS", "200")
+    rng = np.random.default_rng(0)
+    y = np.tile(np.r_[np.zeros(3), np.ones(3), np.zeros(24)], 4)
+    qid = np.repeat(np.arange(4), 30)
+    X = np.c_[y + rng.normal(0, 0.1, y.size), rng.normal(size=y.size)]
+    p = dict(
+        split_criterion="ole",
+        pair_method="topk",
+        truncation_level=3,
+        n_estimators=1,
+        min_samples_leaf=2,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _fit(route, p, X, y, qid)
+    _assert_here(caught, "holds every pair of a round in memory")
