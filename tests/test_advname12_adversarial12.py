@@ -35,6 +35,7 @@ from ltrboost._evaluation import callable_name
 from ltrboost.dataset import make_dataset
 from ltrboost.datasets import make_ranking
 from ltrboost.objectives.custom import CUSTOM_PREFIX, custom_name
+from ltrboost.params import ParameterWarning
 
 FAST = dict(n_estimators=2, min_samples_leaf=3, max_leaf_nodes=4, random_state=0)
 
@@ -303,3 +304,40 @@ def test_ole_later_rounds_warning_names_the_callers_line(route, monkeypatch):
         warnings.simplefilter("always")
         _fit(route, p, X, y, qid)
     _assert_here(caught, "holds every pair of a round in memory")
+
+
+# --------------------------------------------------- 4. weights too far apart to add
+@pytest.mark.parametrize("route", ROUTES)
+def test_weights_beyond_float64s_digits_warn_naming_the_rows(route):
+    """One weight of 1e30 among 1s: every tree was one leaf ("no split meets
+    min_samples_leaf=..."), with nothing said of the weights."""
+    X, y, qid = _grades()
+    w = np.ones(y.size)
+    w[7] = 1e30
+    w[3] = 0.0  # zero weights are not the smallest positive one
+    p = dict(FAST, objective="lambdamart")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if route == "train":
+            ltrboost.train(p, make_dataset(X, y, qid=qid, sample_weight=w))
+        else:
+            Ranker(**p).fit(X, y, qid=qid, sample_weight=w)
+    hits = _only_ours(caught, "sample_weight[7]=1e+30")
+    assert len(hits) == 1
+    msg = str(hits[0].message)
+    assert "sample_weight[0]=1" in msg
+    assert "1e+15" in msg
+    assert "\n" not in msg
+    assert issubclass(hits[0].category, ParameterWarning)
+    assert hits[0].filename == __file__
+
+
+@pytest.mark.parametrize("top", [1.0, 1e6, 1e15])
+def test_ordinary_weights_do_not_warn(top):
+    X, y, qid = _grades()
+    w = np.ones(y.size)
+    w[7] = top
+    w[3] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Ranker(**FAST).fit(X, y, qid=qid, sample_weight=w)
