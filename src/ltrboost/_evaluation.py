@@ -9,8 +9,8 @@ Kept out of :mod:`ltrboost.booster` so the boosting loop only calls these helper
   query_offsets) -> float`` (higher is better), named by their ``__name__``
   (:func:`callable_name`: a ``functools.partial`` is ``"partial"``).
 * :func:`check_training_setup`: early stopping needs a validation set, validation
-  sets need distinct, non-empty names, parameters the objective (or its ``pair_method``) ignores
-  are warned about.
+  sets need distinct names, neither empty nor blank nor holding a control character;
+  parameters the objective (or its ``pair_method``) ignores are warned about.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import unicodedata
 import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, replace
@@ -45,20 +46,23 @@ def metric_options(params: Any) -> dict[str, Any]:
 
 
 def check_training_setup(params, objective, valid_sets) -> None:
-    """Refuse early stopping without a validation set, duplicate or empty validation
-    names; warn about parameters the objective ignores (and ``ole_top_features``
-    without pairwise OLE)."""
+    """Refuse early stopping without a validation set, duplicate validation names or
+    ones :func:`name_problem` refuses (empty, blank, a control character); warn about
+    parameters the objective ignores (and ``ole_top_features`` without pairwise OLE)."""
     if params.early_stopping_rounds is not None and not valid_sets:
         raise ValueError(
             f"early_stopping_rounds={params.early_stopping_rounds} needs a validation "
             "set (eval_set= in Python, --valid on the command line)"
         )
     names = [name for name, _ in valid_sets]
-    if "" in names:  # the CLI's names (files') are never empty
-        raise ValueError(
-            f"valid_sets[{names.index('')}] has an empty name: a validation set's name "
-            "keys evals_result and the log lines (NAME's ndcg@10); give it one"
-        )
+    for k, name in enumerate(names):  # the CLI's names (files') are never empty
+        problem = name_problem(name)
+        if problem is not None:
+            what = "has an empty name" if name == "" else f"name {problem}"
+            raise ValueError(
+                f"valid_sets[{k}] {what}: a validation set's name keys evals_result and "
+                "the log lines (NAME's ndcg@10); give it one"
+            )
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ValueError(f"validation sets must have distinct names; repeated: {dup}")
@@ -293,15 +297,10 @@ def _metrics(params, objective) -> list[tuple[str, Any]]:
     out: dict[str, Any] = {}
     for item in items:
         if callable(item):
-            name = callable_name(item)
-            if not isinstance(name, str) or not name.strip():
-                # the name is its key in evals_result_ and the model file, which holds
-                # non-empty names only: the saved model could not be loaded
-                raise ValueError(
-                    f"eval_metric: the callable {item!r} has __name__={name!r}; a metric "
-                    "is recorded by its name (evals_result_, the model file): give it a "
-                    "non-empty string __name__"
-                )
+            # the name is its key in evals_result_ and the model file, which holds
+            # non-empty names only: the saved model could not be loaded
+            recorded = "a metric is recorded by its name (evals_result_, the model file)"
+            name = recorded_callable_name(item, "eval_metric", recorded)
             if name in out and out[name] is not item:
                 raise ValueError(
                     f"eval_metric: two metrics are named {name!r} (results are kept by "
@@ -399,15 +398,54 @@ class _CustomMetric:
 
 def callable_name(fn: Any) -> Any:
     """The name a callable metric is recorded by (its key in ``evals_result_`` and the
-    model file): its ``__name__``, else its type's name -- ``"partial"`` for a
-    :func:`functools.partial`, the class name for an instance with ``__call__``.  The
-    rule of a custom objective's ``"custom:<name>"``
-    (:func:`ltrboost.objectives.custom.custom_name`): a partial metric was ``"custom"``
-    where the same partial as an objective was ``"custom:partial"``.  A ``__name__``
-    that is no non-empty string is returned as it is, for :func:`_metrics` to refuse
-    (the model file keeps non-empty metric names only)."""
+    model file), and a custom objective (``"custom:<name>"``,
+    :func:`ltrboost.objectives.custom.custom_name`): its ``__name__``, else its type's
+    name -- ``"partial"`` for a :func:`functools.partial`, the class name for an
+    instance with ``__call__``.  A ``__name__`` that is no string is returned as it
+    is, for :func:`recorded_callable_name` to refuse."""
     name = getattr(fn, "__name__", None)
     return type(fn).__name__ if name is None else name
+
+
+def name_problem(name: Any) -> str | None:
+    """Why ``name`` cannot name a validation set, a callable metric or a custom
+    objective, None when it can: it keys ``evals_result``, the model file and every log
+    line (``[5] NAME's ndcg@10: ...``), so it must be a string neither empty, nor blank
+    (only whitespace), nor holding a control character (a newline split each log line
+    in two; an escape sequence recoloured the terminal).  Names are never stripped:
+    ``" a"`` and ``"a"`` are two names."""
+    if not isinstance(name, str):
+        return f"is a {type(name).__name__}, not a string"
+    if name == "":
+        return "is empty"
+    if not name.strip():
+        return f"is blank ({name!r})"
+    bad = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        return f"holds a control character ({bad!r})"
+    return None
+
+
+def recorded_callable_name(fn: Any, param: str, recorded: str) -> str:
+    """:func:`callable_name` of ``fn``, given as parameter ``param`` (``"eval_metric"``,
+    ``"objective"``), refused (one-line ``ValueError``) when :func:`name_problem` finds
+    one; ``recorded`` says where the name goes."""
+    name = callable_name(fn)
+    if name_problem(name) is not None:
+        raise ValueError(
+            f"{param}: the callable {_one_line(fn)} has __name__={name!r}; {recorded}: "
+            "give it a non-empty string __name__ without control characters"
+        )
+    return name
+
+
+def _one_line(obj: Any) -> str:
+    """``repr(obj)`` shortened as :func:`~ltrboost._checks._short_repr` does, on one
+    line (a user class's repr may be anything)."""
+    from ltrboost._checks import _short_repr
+
+    text = _short_repr(obj)
+    return text if "\n" not in text and "\r" not in text else repr(text)
 
 
 def custom_metric_value(fn, scores, labels, query_offsets) -> float:

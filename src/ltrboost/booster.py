@@ -60,6 +60,7 @@ from ltrboost.dataset import (
     check_feature_names_text,
     check_positions,
     rows_located,
+    warn_if_weights_too_far_apart,
 )
 from ltrboost.grower import GrowerParams, TreeGrower
 from ltrboost.model import Booster, averaged_divisor, feature_importance_gain
@@ -381,6 +382,7 @@ def _checked_setup(params: BoosterParams, train_set, valid_sets: list, init_mode
     check_training_setup(params, objective, valid_sets)
     warn_if_early_stopping_blind(params, objective, valid_sets)
     warn_if_pairs_ignored(objective, train_set)
+    warn_if_weights_too_far_apart(train_set)
     if getattr(objective, "uses_preference_pairs", False):
         from ltrboost.objectives.pairwise import refuse_contradicting_pairs
 

@@ -561,6 +561,53 @@ def _as_float32_weights(
     return w32
 
 
+# Sample weights more than this factor apart are warned about (README, "sample_weight"):
+# float64 holds ~16 significant digits, so in a sum (gradients, hessians) that holds the
+# heaviest row, a row lighter by more than this factor changes the last digit or none,
+# and the split gains (differences of such sums) of the lighter rows are rounding.
+WEIGHT_RATIO_LIMIT = 1e15
+
+
+def warn_if_weights_too_far_apart(ds: RankingDataset) -> None:
+    """Warn (:class:`~ltrboost.params.ParameterWarning`, at the caller's line) when the
+    largest sample weight of ``ds`` is more than :data:`WEIGHT_RATIO_LIMIT` times the
+    smallest positive one, naming both rows (the caller's numbering).
+
+    One weight of 1e30 among 1s: the gradient sums hold the other rows' part below
+    float64's last digit, so every split gain is rounding and training found no split
+    ("no split meets min_samples_leaf=..."), saying nothing of the weights.  Weights
+    are not rescaled (a model of ordinary weights must not change), nor refused (a few
+    rows weighted 1e-20 do what such weights say: next to nothing)."""
+    if ds.weights is None:
+        return
+    w = np.asarray(ds.weights, dtype=np.float64)
+    positive = np.flatnonzero(w > 0)
+    if positive.size == 0:
+        return
+    top = int(np.argmax(w))
+    low = int(positive[np.argmin(w[positive])])
+    if not w[top] > WEIGHT_RATIO_LIMIT * w[low]:
+        return
+    i, j = (int(r) if ds.order is None else int(ds.order[r]) for r in (top, low))
+    import warnings
+
+    from ltrboost._callsite import external_stacklevel
+    from ltrboost.params import ParameterWarning
+
+    warnings.warn(
+        ParameterWarning(
+            f"sample_weight[{i}]={w[top]:.6g} is {w[top] / w[low]:.3g} times "
+            f"sample_weight[{j}]={w[low]:.6g}, the smallest positive weight: more than "
+            f"{WEIGHT_RATIO_LIMIT:g} apart, beyond float64's 16 digits, in which the "
+            "gradient and hessian sums of a node add up its rows, so rows that much "
+            "lighter than the heaviest change no split gain (training may find no "
+            "split, or splits of rounding); rescale or clip the weights to within "
+            f"{WEIGHT_RATIO_LIMIT:g} of each other"
+        ),
+        stacklevel=external_stacklevel(),
+    )
+
+
 def make_dataset(
     X: Any,
     y: ArrayLike | None = None,

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
 from ltrboost._callsite import external_stacklevel
+from ltrboost._evaluation import name_problem
 from ltrboost.booster import CallbackEnv, check_callbacks, train
 from ltrboost.callbacks import check_period, log_best, log_evaluation
 from ltrboost.dataset import (
@@ -225,7 +226,8 @@ class Ranker(BaseEstimator):
             ``(X, y)`` alone when ``X`` is a DataFrame with a ``qid`` column, or
             with ``eval_qid`` / ``eval_group``.
         eval_names : one distinct name per ``eval_set`` entry (default ``valid_K``;
-            a None entry takes its default, an empty name is refused).
+            a None entry takes its default; an empty or blank name, or one holding a
+            control character, is refused).
         eval_qid, eval_group : the queries of ``eval_set`` given apart, as XGBoost
             (``eval_qid``: query id per row) and LightGBM (``eval_group``: documents
             per query) take them: one entry per ``eval_set`` entry, which is then
@@ -673,7 +675,8 @@ def _seed(random_state: Any) -> Any:
 
 def check_eval_set(eval_set: Any, eval_names: Any) -> tuple[list, list | None]:
     """``eval_set`` and ``eval_names`` as lists, one distinct name per set (a None
-    name is its default ``valid_K``; an empty one is refused).
+    name is its default ``valid_K``; an empty or blank one, or one holding a control
+    character, is refused: :func:`~ltrboost._evaluation.name_problem`).
 
     A DataFrame, an array or a bare ``(X, y, qid)`` tuple given as ``eval_set`` (not
     wrapped in a list) is refused naming the expected form: it was read as a list of
@@ -706,10 +709,12 @@ def check_eval_set(eval_set: Any, eval_names: Any) -> tuple[list, list | None]:
             f"{len(eval_set)} entries; give one name per validation set"
         )
     for k, name in enumerate(eval_names):
-        if isinstance(name, str) and name == "":
-            # it keys evals_result_, the model file and the log lines ("NAME's ndcg@10")
+        # it keys evals_result_, the model file and the log lines ("NAME's ndcg@10"):
+        # "", "   " or "a\nb" made them unreadable (a number is its text: 0 is "0")
+        problem = name_problem(name) if isinstance(name, str) else None
+        if problem is not None:
             raise ValueError(
-                f"eval_names[{k}] is empty: a validation set's name keys evals_result_ "
+                f"eval_names[{k}] {problem}: a validation set's name keys evals_result_ "
                 f"and the log; give a name, or None for the default valid_{k}"
             )
     # a None entry is its default (two Nones are valid_0 and valid_1, not one name twice)

@@ -25,9 +25,11 @@ gradients and hessians.  ``split_criterion="se"`` works too (it uses the same gr
 ``"ole"`` needs per-pair hessian terms a callable does not provide and is refused.
 
 The model file stores the objective as the name ``"custom:<fn.__name__>"`` with no
-parameters: such a model predicts (prediction needs no gradient; scores are the raw
-scores), but continuing its training (``init_model=``, ``--resume``) needs the callable
-again (``objective=fn``).
+parameters (a callable without ``__name__`` by its type's name, as a callable
+``eval_metric`` is named; a ``__name__`` that is no string, empty, blank or holding a
+control character is refused): such a model predicts (prediction needs no gradient;
+scores are the raw scores), but continuing its training (``init_model=``,
+``--resume``) needs the callable again (``objective=fn``).
 """
 
 from __future__ import annotations
@@ -59,9 +61,20 @@ def is_custom(objective: Any) -> bool:
 
 
 def custom_name(function: Callable) -> str:
-    """The model-file name of a callable objective: ``"custom:<__name__>"``."""
-    name = getattr(function, "__name__", None) or type(function).__name__
-    return CUSTOM_PREFIX + str(name)
+    """The model-file name of a callable objective: ``"custom:<name>"``, its name by
+    the rule of a callable ``eval_metric``
+    (:func:`ltrboost._evaluation.callable_name`: ``__name__``, else the type's name), so
+    a model file and an eval log name the same callable alike; a name a metric may not
+    have (not a string, empty, blank or holding a control character) is refused
+    (``ValueError`` naming ``objective``)."""
+    from ltrboost._evaluation import recorded_callable_name
+
+    name = recorded_callable_name(
+        function,
+        "objective",
+        'a custom objective is recorded by its name ("custom:<name>" in the model file)',
+    )
+    return CUSTOM_PREFIX + name
 
 
 class CustomObjective(Objective):

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._callsite import external_stacklevel
 from ltrboost._config import INDEX_DTYPE
 from ltrboost._numba import inline_kernel, kernel, over_queries, vector_kernel
 from ltrboost.dataset import LTRInputError, ParameterInputError, RankingDataset
@@ -312,7 +313,7 @@ class LambdaMART(PairwiseObjective):
                         "every estimate outside it likewise (a model written before the "
                         "bound, or edited); the new rounds update them from there"
                     ),
-                    stacklevel=2,
+                    stacklevel=external_stacklevel(),
                 )
                 break
 
@@ -365,7 +366,7 @@ class LambdaMART(PairwiseObjective):
                 f"{value:g} after round {iteration}, the bound of the estimates "
                 f"({1.0 / _unbiased.BIAS_BOUND:g} to {_unbiased.BIAS_BOUND:g}): {why}"
             ),
-            stacklevel=2,
+            stacklevel=external_stacklevel(),
         )
 
     def _cache_key(self) -> tuple[Any, ...]:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._callsite import external_stacklevel
 from ltrboost._numba import POINTWISE_ROWS_PER_THREAD, kernel, over_rows
 from ltrboost.dataset import RankingDataset
 from ltrboost.objectives.base import (
@@ -128,7 +129,7 @@ class LogisticRank(Objective):
                     f"different classes; pass positive_threshold={float(was):g} to keep "
                     "the model's",
                     ParameterWarning,
-                    stacklevel=2,
+                    stacklevel=external_stacklevel(),
                 )
         return float(t)
 
@@ -168,7 +169,7 @@ class LogisticRank(Objective):
                     + f" that no training document has (the labels hold {grades_text(y)}): "
                     "ignored; a grade label_scale does not name gets scale 1",
                     ParameterWarning,
-                    stacklevel=3,
+                    stacklevel=external_stacklevel(),
                 )
 
     def constant_model_cause(self, data: RankingDataset) -> str | None:

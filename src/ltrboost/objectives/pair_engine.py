@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from ltrboost._callsite import external_stacklevel
 from ltrboost._numba import inline_kernel, kernel, over_queries
 from ltrboost.dataset import RankingDataset
 from ltrboost.metrics._dcg import discount
@@ -543,7 +544,7 @@ def check_ole_round_counts(
     if total <= limit:
         if iteration == 0:
             bound = sum(c.bound or 0 for c in parts)
-            _warn_later_rounds(total, bound, limit, objective, stacklevel=3)
+            _warn_later_rounds(total, bound, limit, objective)
         return
     top = max(parts, key=lambda c: c.most)  # the first of the largest: argmax's
     raise _ole_pairs_over(
@@ -664,10 +665,10 @@ def _warn_later_rounds_over(total: int, limit: int, data: RankingDataset, object
     """Warn, in round 1, when a later round's pairs may go over the OLE limit (``topk``
     pairs follow the scores, bags and YetiRank's draws change): the error would come
     after hours of training."""
-    _warn_later_rounds(total, ole_pair_bound(data, objective), limit, objective, stacklevel=3)
+    _warn_later_rounds(total, ole_pair_bound(data, objective), limit, objective)
 
 
-def _warn_later_rounds(total: int, bound: int, limit: int, objective: Any, stacklevel: int) -> None:
+def _warn_later_rounds(total: int, bound: int, limit: int, objective: Any) -> None:
     """:func:`_warn_later_rounds_over` given the bound (:func:`ole_pair_bound`)."""
     if bound <= limit:
         return
@@ -679,7 +680,7 @@ def _warn_later_rounds(total: int, bound: int, limit: int, objective: Any, stack
         f"{_fewer_pairs_advice(objective)}, or split_criterion='newton' "
         f"({objective.name})",
         ParameterWarning,
-        stacklevel=stacklevel,
+        stacklevel=external_stacklevel(),
     )
 
 
