@@ -509,7 +509,9 @@ def _validate_as_flags(params: BoosterParams) -> None:
     """``params.validate()``, then the objective's own checks of its parameters
     (:func:`~ltrboost.booster.make_objective`) and the metrics' (``--metric``, and
     ``--gain`` / ``--relevance-threshold`` as the metrics read them, whatever the
-    objective), the error naming the flag: ``--n-estimators=0 must be >= 1`` or
+    objective) and the combinations the training refuses from the parameters alone
+    (:func:`~ltrboost.booster.check_setup_parameters`), the error naming the flag:
+    ``--n-estimators=0 must be >= 1`` or
     ``--decay=2.0 should be a number in (0, 1]`` where the Python API says
     ``n_estimators=0`` / ``decay=2.0`` (a CLI user has no ``n_estimators``).  All
     before any data is read: cv met a bad ``--gain`` of an objective that ignores it
@@ -526,9 +528,13 @@ def _validate_as_flags(params: BoosterParams) -> None:
     try:
         params.validate()
         if isinstance(params.objective, str):  # the CLI's: a registered name
-            from ltrboost.booster import check_metrics, make_objective
+            from ltrboost.booster import check_metrics, check_setup_parameters, make_objective
 
-            check_metrics(params, make_objective(params))
+            objective = make_objective(params)
+            check_metrics(params, objective)
+            # combinations (--split-criterion ole with --quantized-gradients, --unbiased
+            # with another objective): they came after train's progress bar had started
+            check_setup_parameters(params, objective)
     except ValueError as e:
         from ltrboost.params import ParameterError
 
