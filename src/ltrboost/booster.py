@@ -394,6 +394,8 @@ def check_training_data(
     params: BoosterParams | dict[str, Any],
     train_set: RankingDataset,
     valid_sets: Sequence[tuple[str, RankingDataset]] = (),
+    *,
+    init_model: Booster | None = None,
 ) -> None:
     """Raise the error :func:`train` would raise on this data before its first round,
     without training: the checks of :func:`train`, the objective's label checks
@@ -402,18 +404,47 @@ def check_training_data(
     sets' (labels, width, column names, the metrics' label checks).
 
     For runs of many trainings (``ltrboost cv``, ``ltrboost experiment``): a problem
-    of the last fold's data then fails before the first fold trains.  Warnings are
-    not given here (the training gives them).  The objective is a fresh one, so the
-    training's own is not changed by the check.  Not checked: the memory of the
-    histograms and anything found while training (a round's NaN)."""
+    of the last fold's data then fails before the first fold trains; for ``ltrboost
+    train``: before its progress bar is drawn.  Warnings are not given here (the
+    training gives them).  The objective is a fresh one, so the training's own is not
+    changed by the check.  Checked too: the memory of the histograms and pairwise
+    OLE's label pairs over their limit (:func:`check_training_resources`).  Not
+    checked: anything found while training (a round's NaN).  ``init_model``: the
+    model the training continues, as :func:`train`'s."""
     params = as_params(params)
-    valid_sets = _check_train_inputs(train_set, valid_sets, None)
+    valid_sets = _check_train_inputs(train_set, valid_sets, init_model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        objective = _checked_setup(params, train_set, valid_sets, None)
+        objective = _checked_setup(params, train_set, valid_sets, init_model)
         prepare_objective(objective, train_set)
+        check_training_resources(params, objective, train_set)
         for name, vs in valid_sets:
             check_validation_set(params, objective, name, vs, train_set)
+
+
+class _EveryColumn:
+    """Stand-in for :class:`~ltrboost.binning.UsedFeatures` that counts every column
+    used: the histograms' memory bound without the pass over ``X`` that finds the
+    constant ones."""
+
+    def __init__(self, n_features: int) -> None:
+        self.n_features = self.n_used = int(n_features)
+
+
+def check_training_resources(params: BoosterParams, objective, train_set) -> None:
+    """The refusals :class:`Training` makes before its first round from the data's
+    size (:func:`~ltrboost.binning.check_histogram_memory`) and, under pairwise OLE,
+    its label pairs (``refuse_ole_pairs_up_front``), for ``objective`` prepared on
+    ``train_set``.  The memory is first bounded counting every column used; only a
+    bound over the limit looks for the constant columns, which cost nothing."""
+    with_pairs = params.split_criterion == "ole" and objective.is_pairwise
+    n_samples = train_set.n_samples
+    try:
+        check_histogram_memory(_EveryColumn(train_set.X.shape[1]), params, n_samples, with_pairs)
+    except ParameterError:
+        check_histogram_memory(UsedFeatures(train_set.X), params, n_samples, with_pairs)
+    if with_pairs:
+        refuse_ole_pairs_up_front(train_set, objective, params.subsample < 1)
 
 
 def prepare_objective(objective, train_set: RankingDataset) -> None:
@@ -731,8 +762,8 @@ class PositionIgnoredWarning(ParameterWarning):
     without them."""
 
 
-def check_positions_use(params: BoosterParams, objective, train_set: RankingDataset) -> None:
-    """``unbiased`` only for LambdaMART, never with OLE; positions without it warn."""
+def check_unbiased_use(params: BoosterParams, objective) -> None:
+    """``unbiased`` only for LambdaMART, never with OLE (the parameters alone)."""
     unbiased = bool(getattr(objective, "unbiased", False))
     if params.unbiased and not unbiased:
         raise ParameterError(
@@ -741,6 +772,30 @@ def check_positions_use(params: BoosterParams, objective, train_set: RankingData
         )
     if unbiased and params.split_criterion == "ole":
         raise ParameterError("unbiased=True does not support split_criterion='ole'")
+
+
+def check_setup_parameters(params: BoosterParams, objective=None) -> None:
+    """The refusals of :func:`train`'s setup that the parameters alone decide, without
+    any data: ``unbiased`` with another objective than LambdaMART or with OLE
+    (:func:`check_unbiased_use`), ``split_criterion="ole"`` for an objective that
+    refuses it, ``quantized_gradients`` with pairwise OLE
+    (:func:`~ltrboost._evaluation.check_training_setup`'s).  The command line runs
+    them with its flag checks, before it reads a file or draws a progress bar (they
+    came after ``ltrboost train``'s bar had started).  Warnings are not given here
+    (the training gives them); early stopping's need of a validation set is not
+    checked (the caller knows its validation files)."""
+    if objective is None:
+        objective = make_objective(params)
+    check_unbiased_use(params, objective)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_training_setup(replace(params, early_stopping_rounds=None), objective, [])
+
+
+def check_positions_use(params: BoosterParams, objective, train_set: RankingDataset) -> None:
+    """``unbiased`` only for LambdaMART, never with OLE; positions without it warn."""
+    check_unbiased_use(params, objective)
+    unbiased = bool(getattr(objective, "unbiased", False))
     if train_set.position is not None and not unbiased:
         warnings.warn(
             PositionIgnoredWarning(

@@ -484,7 +484,8 @@ def run_experiment(
                 todo.append(c)
                 continue
             try:
-                _check_resumed_cell(path, settings(c), data_sizes(fold_paths[c.fold]))
+                paths = fold_paths[c.fold]
+                _check_resumed_cell(path, settings(c), data_sizes(paths), data_digests(paths))
             except ValueError as e:
                 if not during:
                     raise
@@ -528,6 +529,7 @@ def run_experiment(
                     **measured,
                     "settings": settings(cell),
                     "data": data_sizes(fold_paths[cell.fold]),
+                    "data_sha256": data_digests(fold_paths[cell.fold]),
                 }
                 atomic_write_text(os.path.join(cells_dir, cell.key + ".json"), json.dumps(result))
                 if bar is not None:
@@ -840,6 +842,59 @@ def data_sizes(paths: Sequence[str]) -> dict[str, int]:
     return {os.path.basename(p): os.path.getsize(p) for p in paths}
 
 
+# file -> (its stat's identity, its SHA-256): a fold's files are hashed once per
+# process, not once per cell (a grid checks every cell of a fold against them)
+_DIGESTS: dict[str, tuple[tuple[int, ...], str]] = {}
+
+
+def data_digests(paths: Sequence[str]) -> dict[str, str]:
+    """``{file name: SHA-256 hex digest of its bytes}`` of a fold's files, recorded
+    with each finished cell (and fold, under ``--protocol qbrank``) beside
+    :func:`data_sizes`: a file changed in place with the same size (a label edited)
+    was reused unnoticed.  A digest is computed again whenever the file's ``stat``
+    (device, inode, size, modification and change times) differs from the one it was
+    computed for; the change time cannot be set back by ``touch``."""
+    import hashlib
+
+    out = {}
+    for p in paths:
+        st = os.stat(p)
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        real = os.path.realpath(p)
+        known = _DIGESTS.get(real)
+        if known is None or known[0] != key:
+            digest = hashlib.sha256()
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            known = _DIGESTS[real] = (key, digest.hexdigest())
+        out[os.path.basename(p)] = known[1]
+    return out
+
+
+def data_changed(
+    saved_sizes: Any, saved_digests: Any, sizes: dict[str, int], digests: dict[str, str]
+) -> str | None:
+    """What differs between the data files a finished cell (or fold) recorded and this
+    run's, in words (``train.txt 1200 bytes (this run: 1300)``, ``vali.txt: another
+    content of the same size``); None when nothing does.  A record without digests
+    (made before they were recorded) is compared by sizes alone."""
+    if saved_sizes is not None and saved_sizes != sizes:
+        return ", ".join(
+            f"{k} {saved_sizes.get(k)} bytes (this run: {sizes.get(k)})"
+            for k in sorted(set(saved_sizes) | set(sizes))
+            if saved_sizes.get(k) != sizes.get(k)
+        )
+    if saved_digests is not None and saved_digests != digests:
+        return ", ".join(
+            f"{k}: another content (SHA-256 {str(saved_digests.get(k))[:12]}..., this run "
+            f"{str(digests.get(k))[:12]}...)"
+            for k in sorted(set(saved_digests) | set(digests))
+            if saved_digests.get(k) != digests.get(k)
+        )
+    return None
+
+
 _CELL_KEYS = ("curves", "test_at_best", "final_train_loss", "seconds", "best_iteration")
 
 
@@ -873,16 +928,22 @@ def _cell_shape_problem(record: dict) -> str | None:
     for key in ("seconds", "final_train_loss"):
         if not _is_number(record[key]):
             return f"{key} {record[key]!r} is not a number"
-    for key in ("settings", "data"):  # optional (cells from before they were recorded)
+    for key in ("settings", "data", "data_sha256"):  # optional (older cells lack them)
         if record.get(key) is not None and not isinstance(record[key], dict):
             return f"{key} {record[key]!r} is not an object"
     return None
 
 
-def _check_resumed_cell(path: str, wanted: dict, data: dict[str, int] | None = None) -> None:
+def _check_resumed_cell(
+    path: str,
+    wanted: dict,
+    data: dict[str, int] | None = None,
+    digests: dict[str, str] | None = None,
+) -> None:
     """A finished cell is reused only if it was made with this run's settings from
-    files of the same sizes: a report must not mix cells of different tree caps,
-    patience, parameters or data sets unawares."""
+    files of the same sizes and contents (``digests``, :func:`data_digests`; a cell
+    recorded without them is compared by sizes alone): a report must not mix cells of
+    different tree caps, patience, parameters or data sets unawares."""
     try:
         with open(path) as f:
             record = json.load(f)
@@ -896,13 +957,11 @@ def _check_resumed_cell(path: str, wanted: dict, data: dict[str, int] | None = N
             raise ValueError(problem)
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: cannot read this finished cell ({e}); delete it") from None
-    saved_data = record.get("data")
-    if data is not None and saved_data is not None and saved_data != data:
-        what = ", ".join(
-            f"{k} {saved_data.get(k)} bytes (this run: {data.get(k)})"
-            for k in sorted(set(saved_data) | set(data))
-            if saved_data.get(k) != data.get(k)
-        )
+    what = None
+    if data is not None:
+        saved_digests = record.get("data_sha256") if digests is not None else None
+        what = data_changed(record.get("data"), saved_digests, data, digests or {})
+    if what is not None:
         raise ValueError(
             f"{path}: this finished cell was made from other data files ({what}); "
             "write to another output folder"

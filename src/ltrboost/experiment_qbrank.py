@@ -676,6 +676,7 @@ def run_qbrank_experiment(
         FoldLeaks,
         check_n_features,
         check_report_folder,
+        data_digests,
         data_sizes,
         find_folds,
         report_folder,
@@ -696,7 +697,7 @@ def run_qbrank_experiment(
         todo = []
         for name, *paths in folds:
             path = os.path.join(fold_dir, f"{name}.json")
-            cached = _finished_fold(path, settings_json, data_sizes(paths))
+            cached = _finished_fold(path, settings_json, data_sizes(paths), data_digests(paths))
             if cached is not None:
                 results[name] = cached
                 if progress:
@@ -726,6 +727,7 @@ def run_qbrank_experiment(
             inputs = None
             res["settings"] = settings_json
             res["data"] = data_sizes(paths)
+            res["data_sha256"] = data_digests(paths)
             res["seconds"] = time.perf_counter() - t0
             atomic_write_text(os.path.join(fold_dir, f"{name}.json"), json.dumps(res))
             results[name] = res
@@ -738,11 +740,15 @@ def run_qbrank_experiment(
 
 
 def _finished_fold(
-    path: str, settings_json: dict[str, Any], data: dict[str, int] | None = None
+    path: str,
+    settings_json: dict[str, Any],
+    data: dict[str, int] | None = None,
+    digests: dict[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """The fold saved at ``path`` when it was made with these settings from files of
-    these sizes (:func:`~ltrboost.experiment.data_sizes`; not checked for folds saved
-    before sizes were recorded) and holds every run (else None: it is computed again
+    these sizes and contents (:func:`~ltrboost.experiment.data_sizes`,
+    :func:`~ltrboost.experiment.data_digests`; not checked for folds saved before
+    they were recorded) and holds every run (else None: it is computed again
     and replaced, with a warning naming the difference); an unreadable file is an error
     naming it, not a file to overwrite unseen."""
     if not os.path.exists(path):
@@ -755,7 +761,12 @@ def _finished_fold(
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: cannot read this finished fold ({e}); delete it") from None
     saved = cached.get("settings")
-    saved_data = cached.get("data", data)
+    from ltrboost.experiment import data_changed
+
+    changed = None
+    if data is not None:
+        saved_digests = cached.get("data_sha256") if digests is not None else None
+        changed = data_changed(cached.get("data"), saved_digests, data, digests or {})
     runs = cached.get("runs")
     why = None
     if not isinstance(saved, dict):
@@ -766,8 +777,8 @@ def _finished_fold(
             for k in sorted(set(saved) | set(settings_json))
             if saved.get(k) != settings_json.get(k)
         )
-    elif data is not None and saved_data != data:
-        why = f"from other data files ({saved_data!r}; this run: {data!r})"
+    elif changed is not None:
+        why = f"from other data files ({changed})"
     elif not isinstance(runs, dict) or any(r not in runs for r in RUNS):
         lacking = [r for r in RUNS if not isinstance(runs, dict) or r not in runs]
         why = f"without the runs {', '.join(lacking)}"

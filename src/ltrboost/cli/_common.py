@@ -351,6 +351,41 @@ def _warning_text(message, category=None) -> str:
     return str(message).removeprefix("ltrboost: ")  # the library's own prefix
 
 
+def one_grade_queries(y, query_offsets) -> int:
+    """How many queries of ``y`` (grouped by ``query_offsets``) hold documents of one
+    grade only: no ranking changes any metric of such a query (NDCG is 1.0)."""
+    import numpy as np
+
+    offsets = np.asarray(query_offsets)
+    if offsets.shape[0] < 2:
+        return 0
+    y = np.asarray(y, dtype=np.float64)
+    starts = offsets[:-1]
+    sizes = np.diff(offsets)
+    full = sizes > 0
+    top = np.maximum.reduceat(y, starts[full]) if y.size else np.empty(0)
+    bottom = np.minimum.reduceat(y, starts[full]) if y.size else np.empty(0)
+    return int((top == bottom).sum()) + int((~full).sum())
+
+
+def one_grade_warning(n_one: int, n_queries: int, where: str, noun: str) -> str | None:
+    """The warning of ``ltrboost eval`` for a file, and of ``ltrboost cv`` for a fold's
+    test queries, whose every query holds one grade (``n_one == n_queries``): each
+    metric is then the same whatever the scores (NDCG 1.0), so the number says
+    nothing of the model.  None otherwise: queries of one grade among judged ones are
+    common (most of MQ2008's), and are not warned of.  ``noun``: what a query is
+    called there (``"query"``, ``"test query"``)."""
+    if n_queries == 0 or n_one < n_queries:
+        return None
+    plural = noun[: -len("query")] + "queries"
+    what = f"its only {noun} holds" if n_queries == 1 else f"all {n_queries} of its {plural} hold"
+    return (
+        f"{where}: {what} documents of one grade: no ranking changes their metrics, "
+        "which are the same whatever the scores (NDCG 1.0); the numbers say nothing of "
+        "the model"
+    )
+
+
 def _check_missing_tokens(args: argparse.Namespace) -> None:
     """``--missing-token`` values, checked as ``na_values`` are; the error names the
     flag, not the Python keyword."""
@@ -509,7 +544,9 @@ def _validate_as_flags(params: BoosterParams) -> None:
     """``params.validate()``, then the objective's own checks of its parameters
     (:func:`~ltrboost.booster.make_objective`) and the metrics' (``--metric``, and
     ``--gain`` / ``--relevance-threshold`` as the metrics read them, whatever the
-    objective), the error naming the flag: ``--n-estimators=0 must be >= 1`` or
+    objective) and the combinations the training refuses from the parameters alone
+    (:func:`~ltrboost.booster.check_setup_parameters`), the error naming the flag:
+    ``--n-estimators=0 must be >= 1`` or
     ``--decay=2.0 should be a number in (0, 1]`` where the Python API says
     ``n_estimators=0`` / ``decay=2.0`` (a CLI user has no ``n_estimators``).  All
     before any data is read: cv met a bad ``--gain`` of an objective that ignores it
@@ -526,9 +563,13 @@ def _validate_as_flags(params: BoosterParams) -> None:
     try:
         params.validate()
         if isinstance(params.objective, str):  # the CLI's: a registered name
-            from ltrboost.booster import check_metrics, make_objective
+            from ltrboost.booster import check_metrics, check_setup_parameters, make_objective
 
-            check_metrics(params, make_objective(params))
+            objective = make_objective(params)
+            check_metrics(params, objective)
+            # combinations (--split-criterion ole with --quantized-gradients, --unbiased
+            # with another objective): they came after train's progress bar had started
+            check_setup_parameters(params, objective)
     except ValueError as e:
         from ltrboost.params import ParameterError
 

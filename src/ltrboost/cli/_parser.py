@@ -824,17 +824,20 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
     p.add_argument(
         "--output", "-o", default="experiment-report", help="report folder (default %(default)s)"
     )
+    # default None: --protocol qbrank tells a flag given from one left out (it honours
+    # --leaves and --learning-rates, one value each, and refuses --systems/--criteria)
+    p.add_argument("--systems", default=None, help="comma-separated (default mcrank,lambdamart)")
+    p.add_argument("--criteria", default=None, help="comma-separated (default se,ole)")
     p.add_argument(
-        "--systems", default="mcrank,lambdamart", help="comma-separated (default %(default)s)"
-    )
-    p.add_argument("--criteria", default="se,ole", help="comma-separated (default %(default)s)")
-    p.add_argument(
-        "--leaves", default="10,20", help="leaves per tree, comma-separated (default %(default)s)"
+        "--leaves",
+        default=None,
+        help="leaves per tree, comma-separated (default 10,20; --protocol qbrank: one "
+        "value, default 20)",
     )
     p.add_argument(
         "--learning-rates",
-        default="0.06,0.10,0.12",
-        help="comma-separated (default %(default)s)",
+        default=None,
+        help="comma-separated (default 0.06,0.10,0.12; --protocol qbrank: one value, default 0.05)",
     )
     p.add_argument(
         "--max-trees",
@@ -977,8 +980,10 @@ def _add_protocol_arguments(p: argparse.ArgumentParser) -> None:
         default="xia",
         help="xia: seed 000's grid (Xia et al., the default); qbrank: seed 004's six runs "
         "(L1/L2/L3 split, precision at K%%, DCG-5; reads --max-trees (default 500), "
+        "--leaves (one value, default 20), --learning-rates (one value, default 0.05), "
         "--min-samples-leaf, --n-threads, --output, --quiet, --missing-token, "
-        "--n-features; ignores the grid flags)",
+        "--n-features; refuses --systems, --criteria, --system-grid, --patience, "
+        "--growth, --ranknet-pair-method)",
     )
     p.add_argument(
         "--ties",

@@ -15,6 +15,8 @@ from ltrboost.cli._common import (
     _refuse_pairs_alone,
     _training_params,
     _validate_as_flags,
+    one_grade_queries,
+    one_grade_warning,
 )
 from ltrboost.cli._parser import _CV_REFUSED_FILES, _CV_REFUSED_OUTPUTS
 
@@ -103,6 +105,15 @@ def cmd_cv(args: argparse.Namespace) -> int:
         with _fold_errors(k, args.folds):
             test = folds == k
             tr, te = fold_part(~test), fold_part(test)
+            # a fold of one-grade test queries scores 1.0 whatever the model: said
+            said_flat = one_grade_warning(
+                one_grade_queries(te.y, te.query_offsets),
+                te.n_queries,
+                f"fold {k + 1}/{args.folds}",
+                "test query",
+            )
+            if said_flat is not None:
+                warnings.warn(said_flat, UserWarning, stacklevel=1)
             if flat is None:
                 where = f"the fold's test queries of {args.data}"
                 fold_flat = threshold_separates_nothing(metrics, options, te.y, where)

@@ -34,14 +34,83 @@ def _print_report(output: str) -> None:
     print(f"report written to {output}", file=sys.stderr)
 
 
-def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
-    from ltrboost.experiment_qbrank import DEFAULT_TREES, Settings, run_qbrank_experiment
+# the default protocol's grid: what --systems, --criteria, --leaves and
+# --learning-rates give when left out (None in the parser, so that --protocol qbrank
+# can tell a flag given from its default)
+GRID_DEFAULTS = {
+    "--systems": "mcrank,lambdamart",
+    "--criteria": "se,ole",
+    "--leaves": "10,20",
+    "--learning-rates": "0.06,0.10,0.12",
+}
 
-    settings = Settings(
-        n_estimators=args.max_trees or DEFAULT_TREES,
-        min_samples_leaf=args.min_samples_leaf,
-        ties=args.ties,
+
+def _split(text: str, typ) -> list:
+    typ = parse_float if typ is float else typ  # 1e400: not read as inf
+    return [typ(v.strip()) for v in text.split(",") if v.strip()]
+
+
+def _grid(args: argparse.Namespace, flag: str, typ, example: str) -> list:
+    """The comma-separated values of ``flag`` (its default when not given), each a
+    ``typ``; an error naming the flag for a value that is not one, or for no value."""
+    text = _flag_text(args, flag)
+    try:
+        values = _split(text, typ)
+    except FloatTextError as e:
+        raise ValueError(f"{flag} {text!r}: {e}") from None
+    except ValueError:
+        what = "integers" if typ is int else "numbers"
+        raise ValueError(
+            f"{flag} {text!r} must be {what}, comma-separated, e.g. {flag} {example}"
+        ) from None
+    if not values:
+        raise ValueError(f"{flag} {text!r} gives no value: the grid would have no cell")
+    return values
+
+
+def _flag_text(args: argparse.Namespace, flag: str) -> str:
+    given = getattr(args, flag[2:].replace("-", "_"))
+    return GRID_DEFAULTS[flag] if given is None else given
+
+
+def _qbrank_tree_settings(args: argparse.Namespace) -> dict:
+    """``--leaves`` and ``--learning-rates`` under ``--protocol qbrank``: one value
+    each, the trees of its GBT and QBRank runs (seed 004's 20 leaves and 0.05 when
+    left out); a list is refused (the protocol has no grid)."""
+    out = {}
+    for flag, typ, key, paper in (
+        ("--leaves", int, "max_leaf_nodes", "20"),
+        ("--learning-rates", float, "learning_rate", "0.05"),
+    ):
+        if getattr(args, flag[2:].replace("-", "_")) is None:
+            continue
+        values = _grid(args, flag, typ, paper)
+        if len(set(values)) > 1:
+            raise ValueError(
+                f"{flag} {_flag_text(args, flag)!r}: --protocol qbrank trains one "
+                f"{'tree size' if typ is int else 'learning rate'} for its GBT and QBRank "
+                f"runs, not a grid; give one value (default {paper}, seed 004's)"
+            )
+        out[key] = values[0]
+    return out
+
+
+def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
+    from ltrboost.experiment_qbrank import (
+        DEFAULT_TREES,
+        Settings,
+        _check_settings,
+        run_qbrank_experiment,
     )
+
+    with _experiment_flags(args):  # the flags' errors, before any file is looked at
+        settings = Settings(
+            n_estimators=args.max_trees or DEFAULT_TREES,
+            min_samples_leaf=args.min_samples_leaf,
+            ties=args.ties,
+            **_qbrank_tree_settings(args),
+        )
+        _check_settings(settings)
     _check_inputs(args)
     with _experiment_flags(args):
         run_qbrank_experiment(
@@ -122,6 +191,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             ("--patience", args.patience is not None),
             ("--growth", args.growth != "breadth_first"),
             ("--ranknet-pair-method", args.ranknet_pair_method is not None),
+            ("--systems", args.systems is not None),  # its six runs are fixed
+            ("--criteria", args.criteria is not None),
+            ("--system-grid", bool(args.system_grid)),
         ):
             if given:
                 raise ValueError(
@@ -133,44 +205,29 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         raise ValueError("--ties is a flag of --protocol qbrank")
     from ltrboost.experiment import run_experiment
 
-    def split(s: str, typ):
-        typ = parse_float if typ is float else typ  # 1e400: not read as inf
-        return [typ(v.strip()) for v in s.split(",") if v.strip()]
-
     def grid(flag: str, typ, example: str) -> list:
-        text = getattr(args, flag[2:].replace("-", "_"))
-        try:
-            values = split(text, typ)
-        except FloatTextError as e:
-            raise ValueError(f"{flag} {text!r}: {e}") from None
-        except ValueError:
-            what = "integers" if typ is int else "numbers"
-            raise ValueError(
-                f"{flag} {text!r} must be {what}, comma-separated, e.g. {flag} {example}"
-            ) from None
-        if not values:
-            raise ValueError(f"{flag} {text!r} gives no value: the grid would have no cell")
-        return values
+        return _grid(args, flag, typ, example)
 
+    systems_text = _flag_text(args, "--systems")
     systems = grid("--systems", str, "mcrank,lambdamart")
-    system_grids = _system_grids(args.system_grid, split)
+    system_grids = _system_grids(args.system_grid, _split)
     not_run = sorted(set(system_grids) - set(systems))
     if not_run:
         raise ValueError(
             f"--system-grid names {', '.join(not_run)}, which is not among --systems "
-            f"{args.systems!r}: that grid would never run"
+            f"{systems_text!r}: that grid would never run"
         )
     if args.ranknet_pair_method and "ranknet" not in systems:
         raise ValueError(
             f"--ranknet-pair-method sets RankNet's pairs, and ranknet is not among --systems "
-            f"{args.systems!r}"
+            f"{systems_text!r}"
         )
     from ltrboost.experiment import SYSTEMS
 
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise ValueError(
-            f"--systems {args.systems!r}: {', '.join(map(repr, unknown))} is not one of "
+            f"--systems {systems_text!r}: {', '.join(map(repr, unknown))} is not one of "
             f"{', '.join(SYSTEMS)}"
         )
     _check_inputs(args)

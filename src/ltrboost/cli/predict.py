@@ -19,6 +19,8 @@ from ltrboost.cli._common import (
     _show_warning,
     _warn_unread_sidecars,
     _with_dataset,
+    one_grade_queries,
+    one_grade_warning,
     resolve_missing,
 )
 
@@ -178,7 +180,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for path in args.data:
         streamed = _eval_streamed(path, booster, missing, args, metrics, options)
         if streamed is not None:
-            results[path], flat = streamed
+            results[path], flat, n_one = streamed
         else:  # the whole file at once: its queries regrouped, or its first error named
             data, fitted = _read_for_model(
                 path, booster, missing, args.missing_token, model=args.model
@@ -189,8 +191,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 results[path] = evaluate(scores, ds.y, ds.query_offsets, metrics=metrics, **options)
             results[path]["n_queries"] = ds.n_queries
             flat = threshold_separates_nothing(metrics, options, ds.y, path)
+            n_one = one_grade_queries(ds.y, ds.query_offsets)
         if flat is not None:  # MAP / MRR / P@k that no ranking changes
             _show_warning(flat, ParameterWarning, __file__, 0)
+        # every query of one grade: every metric 1.0 (or constant) whatever the model
+        said = one_grade_warning(n_one, results[path]["n_queries"], path, "query")
+        if said is not None:
+            _show_warning(said, UserWarning, __file__, 0)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
@@ -232,12 +239,13 @@ class _WholeFile(Exception):
 
 
 def _eval_streamed(path: str, booster, missing: str, args, metrics: list[str], options: dict):
-    """``(results, flat)`` of ``path`` for ``cmd_eval``, read, scored and evaluated a
+    """``(results, flat, n_one)`` of ``path`` for ``cmd_eval``, read, scored and evaluated a
     block of whole queries at a time (:data:`_EVAL_BLOCK_BYTES`), so that the memory is
     a block's and a float a query, not the file's dense matrix
     (:class:`~ltrboost._evaluation.QueryBlocksEvaluation`); the numbers are the
     whole-file read's bit for bit.  ``flat``: the warning of
-    :func:`~ltrboost._evaluation.threshold_separates_nothing`, or None.
+    :func:`~ltrboost._evaluation.threshold_separates_nothing`, or None; ``n_one``: the
+    queries of one grade (:func:`~ltrboost.cli._common.one_grade_queries`).
 
     None when only the whole file gives the answer, which ``cmd_eval`` then reads as
     before: a qid seen again after other queries (the whole-file read groups such
@@ -262,6 +270,7 @@ def _eval_streamed(path: str, booster, missing: str, args, metrics: list[str], o
     # the ids of the queries evaluated (a set: a sorted array merged at every block
     # cost O(queries so far) a block, quadratic over a file of many blocks)
     seen: set[int] = set()
+    one_grade = [0]  # queries of one grade evaluated so far
     carry = None  # (scores, y, qid) of the last query read: it may go on in the next block
 
     def evaluate_queries(scores, y, qid, starts) -> None:
@@ -275,6 +284,7 @@ def _eval_streamed(path: str, booster, missing: str, args, metrics: list[str], o
             acc.add(scores, y, offsets)
         except ValueError:
             raise _WholeFile from None
+        one_grade[0] += one_grade_queries(y, offsets)
 
     no_queries = False
     stream = _reworded(blocks, n_model, args.model)  # the file's errors, raised as read
@@ -313,7 +323,8 @@ def _eval_streamed(path: str, booster, missing: str, args, metrics: list[str], o
     if no_queries:
         require_qid(LetorData(np.empty((0, 0)), np.empty(0), None, None), path)
     results["n_queries"] = acc.n_queries
-    return results, threshold_separates_nothing(metrics, options, acc.grades, path)
+    flat = threshold_separates_nothing(metrics, options, acc.grades, path)
+    return results, flat, one_grade[0]
 
 
 def _reworded(blocks, n_model: int, model: str):

@@ -28,7 +28,7 @@ from ltrboost.params import BoosterParams
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ltrboost.booster import make_objective, train
+    from ltrboost.booster import check_training_data, make_objective, train
     from ltrboost.callbacks import recorded_value
     from ltrboost.dataset import LTRInputError
     from ltrboost.io._atomic import check_output, file_state
@@ -187,6 +187,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         valid_sets.append((name, vs))
     if valid_sets and train_set.X.shape[1] < max(v.X.shape[1] for _, v in valid_sets):
         raise ValueError("validation data has more features than the training data")
+    # what training refuses of this data (labels, thresholds, positions, pairs, the
+    # histograms' memory) before the progress bar is drawn: it came after it
+    check_training_data(params, train_set, valid_sets, init_model=init_model)
     callbacks = []
     checkpoint = None
     if args.checkpoint_every is not None:
