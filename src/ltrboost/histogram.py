@@ -1572,33 +1572,41 @@ def _split_node_pairs_body(
         d = rows[t]
         left = t < mid
         start = ptr[d]
-        w = start
+        n_live = live[d]
+        # the row's slice as views counted from 0: an index LLVM knows is >= 0 carries
+        # no negative-index wrap-around
+        off_d = offset[start : start + n_live]
+        rho_d = rho[start : start + n_live]
+        w = 0
         k = 0
         total = 0.0
-        for p in range(start, start + live[d]):
-            o = offset[p]
+        for p in range(n_live):
+            # no data-dependent branch (which side a partner lies on is a coin toss
+            # near the root): each pair is written to both places, and only the one
+            # of its side advances (the kept place w <= p was read already); adding
+            # -0.0 leaves every sum as it is, -0.0 included
+            o = off_d[p]
+            rp = rho_d[p]
             b = col[d + o]
             j_left = missing_left if b == missing_bin else b <= bin_idx
-            if j_left == left:
-                rp = rho[p]
-                offset[w] = o
-                rho[w] = rp
-                total += np.float64(rp)
-                w += 1
-            else:
-                scratch_o[k] = o
-                scratch_r[k] = rho[p]
-                k += 1
+            same = j_left == left
+            off_d[w] = o
+            rho_d[w] = rp
+            scratch_o[k] = o
+            scratch_r[k] = rp
+            total += np.float64(rp) if same else -0.0
+            w += same
+            k += not same
         for u in range(k):
-            offset[w + u] = scratch_o[u]
-            rho[w + u] = scratch_r[u]
-        live[d] = w - start
+            off_d[w + u] = scratch_o[u]
+            rho_d[w + u] = scratch_r[u]
+        live[d] = w
         cross[d] = k
         row_sums[t] = total
         if left:
-            n_l += w - start
+            n_l += w
         else:
-            n_r += w - start
+            n_r += w
         n_x += k
     return n_l, n_r, n_x
 
