@@ -75,7 +75,9 @@ def _positive_weight_of_one_grade():
     [
         {"objective": "lambdamart", "lambda_metric": "err"},
         {"objective": "yetirank"},
-        {"objective": "qbrank"},
+        # qbrank left this case: its risk weighs a pair by the mean weight of its two
+        # documents, so pairs with a zero-weight document count half and the (now
+        # consistent) gradient learns from them (tests/test_mathfix12_adversarial12.py)
     ],
     ids=lambda p: "-".join(str(v) for v in p.values()),
 )

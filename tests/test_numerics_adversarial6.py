@@ -11,7 +11,7 @@
   ``min_sum_hessian_in_leaf=0`` and a round whose feature draw leaves no split.
 * The pairwise objectives' gradients and hessians agree with finite differences of
   their loss at saturated scores (margins of hundreds to thousands, ``sigma=1e4``);
-  RankBoost's clipped exponent is the documented exception.
+  RankBoost's past its exponent clip too (tests/test_mathfix12_adversarial12.py).
 * The other adversarial settings of this pass end with finite scores (or one of the
   errors above): ``learning_rate`` 1e-12, ``sigma`` 1e-6 and 1e4, ``l2_regularization``
   0 and 1e12, ``min_sum_hessian_in_leaf`` 0 and 1e300, features mixing 1e300 and
@@ -168,8 +168,8 @@ def test_pairwise_gradients_numerically_at_saturated_scores(params, scale) -> No
 
 
 def test_rankboost_gradients_numerically_up_to_its_exponent_clip() -> None:
-    # below EXP_CLIP = 50 the gradient is the loss's derivative even at e^45; above
-    # it the loss is constant and the gradient stays exp(50) (documented overflow guard)
+    # below EXP_CLIP = 50 the gradient is the loss's derivative even at e^45; above it
+    # the loss is Huberised (tests/test_mathfix12_adversarial12.py checks that side)
     from ltrboost.objectives.pairwise import RankBoost
 
     data, s = make_lambdamart_data(1, ties=False)

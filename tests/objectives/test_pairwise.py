@@ -139,7 +139,13 @@ def test_rankboost_exponent_is_clipped():
     g, h = grad_hess(RankBoost(), s, data)
     assert np.all(np.isfinite(g))
     assert np.all(np.isfinite(h))
-    np.testing.assert_allclose(g, [-math.exp(EXP_CLIP), math.exp(EXP_CLIP)], rtol=1e-6)
+    # past the clip the loss is e^C (1 + u + u^2 / 2), u = 800 - C: gradient e^C (1 + u)
+    u = 800.0 - EXP_CLIP
+    np.testing.assert_allclose(
+        g, [-math.exp(EXP_CLIP) * (1 + u), math.exp(EXP_CLIP) * (1 + u)], rtol=1e-6
+    )
+    np.testing.assert_allclose(h, [math.exp(EXP_CLIP)] * 2, rtol=1e-6)
+    assert RankBoost().loss(s, data) == pytest.approx(math.exp(EXP_CLIP) * (1 + u + u * u / 2))
 
 
 def test_ranknet_extreme_scores_are_finite():

@@ -96,7 +96,7 @@ def away_from_kinks(obj, data, rng, eps=1e-3):
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("w", [0.0, 0.3, 0.5, 1.0])
 @pytest.mark.parametrize("tau", ["grade_difference", 0.5])
-@pytest.mark.parametrize("weights", [None, "query"])
+@pytest.mark.parametrize("weights", [None, "query", "doc"])
 def test_gradients_hessians_numerically(seed, w, tau, weights):
     data, _ = make_data(seed, weights=weights, pairs=seed == 2)
     obj = QBRank(preference_weight=w, tau=tau)
@@ -115,14 +115,16 @@ def test_gradients_hessians_numerically(seed, w, tau, weights):
     scale = max(1.0, np.abs(num_g).max())
     np.testing.assert_allclose(g, num_g, rtol=1e-5, atol=1e-6 * scale)
     assert np.abs(g).max() > 0
-    # h is Algorithm 2's W: the exact diagonal plus w * (weight of satisfied pairs)
+    # h is Algorithm 2's W: the exact diagonal plus w * (weight of satisfied pairs), a
+    # pair weighing omega (nu_x + nu_y) / 2
     x, y, om, tp = reference(obj, data, s)
-    satisfied = s[y] - s[x] + tp <= 0
-    extra = np.zeros(s.size)
-    np.add.at(extra, x[satisfied], w * om[satisfied])
-    np.add.at(extra, y[satisfied], w * om[satisfied])
     nu = np.ones(s.size) if data.weights is None else data.weights.astype(np.float64)
-    np.testing.assert_allclose(h, num_h + nu * extra, rtol=1e-4, atol=1e-4)
+    satisfied = s[y] - s[x] + tp <= 0
+    c = (w * om * 0.5 * (nu[x] + nu[y]))[satisfied]
+    extra = np.zeros(s.size)
+    np.add.at(extra, x[satisfied], c)
+    np.add.at(extra, y[satisfied], c)
+    np.testing.assert_allclose(h, num_h + extra, rtol=1e-4, atol=1e-4)
     assert np.all(h >= num_h - 1e-4)
 
 

@@ -90,9 +90,11 @@ LAMBDA_METRICS = {"ndcg": METRIC_NDCG, "err": METRIC_ERR, "map": METRIC_MAP}
 LOSS_LOGISTIC = 0  # log(1 + exp(-sigma (s_i - s_j)))   (RankNet, LambdaMART)
 LOSS_EXP = 1  # exp(s_j - s_i)                         (RankBoost)
 
-# exp() argument cap of the RankBoost loss: exp(50) ~ 5e21 keeps float32 gradients
-# finite and summable; a pair misordered by more than 50 has constant gradient beyond.
+# Where RankBoost's exp(x) (x = s_j - s_i) turns into its second-order Taylor polynomial
+# at the clip (see exp_pair_loss): exp(50) ~ 5e21 keeps float32 gradients finite and
+# summable, and the loss, gradient and hessian stay one another's derivatives past it.
 EXP_CLIP = 50.0
+EXP_CLIP_VALUE = math.exp(EXP_CLIP)
 
 
 class PairEngineConstants(NamedTuple):
@@ -755,6 +757,29 @@ def sigmoid_pair(x):
     return inv, t * inv
 
 
+@inline_kernel
+def exp_pair_loss(x):
+    """RankBoost's pair loss at ``x = s_j - s_i`` and its derivatives in ``x``:
+    ``(loss, d loss / dx, d2 loss / dx2)``.
+
+    ``exp(x)`` for ``x <= EXP_CLIP``; past the clip the second-order Taylor polynomial of
+    ``exp`` at the clip, ``e^C (1 + u + u^2 / 2)`` with ``u = x - C`` (a "Huberised"
+    exponential: convex, twice differentiable, with gradient ``e^C (1 + u)`` and hessian
+    ``e^C``), so that the gradients are the derivative of the loss everywhere and stay
+    finite in float32 (the engine's old clip made the loss flat past ``C`` while its
+    gradient stayed ``e^C``).  NaN stays NaN.
+    """
+    if not x > EXP_CLIP:
+        e = math.exp(x)
+        return e, e, e
+    u = x - EXP_CLIP
+    return (
+        EXP_CLIP_VALUE * (1.0 + u + 0.5 * u * u),
+        EXP_CLIP_VALUE * (1.0 + u),
+        EXP_CLIP_VALUE,
+    )
+
+
 # Below this, exp(sigma (s - s_max)) is too close to the subnormal range for the ratio
 # form of :func:`sigmoid_from_exp` to keep full precision.
 TINY_EXP = 1e-280
@@ -1003,9 +1028,10 @@ def _pair_derivatives(
     chunks, so the result does not depend on the chunk size).
 
     ``grad_out[t]`` is ``sigma |dZ| rho_ij`` (``= -lambda_ij``, seed 001) for the
-    logistic loss and ``|dZ| exp(s_j - s_i)`` for RankBoost's; ``hess_out[t]`` its
-    second derivative.  ``sum_lambdas`` (LightGBM's, for :func:`lambda_norm_factor`) is
-    taken at ``ref_q`` unless ``same_scores``.  ``ex``: :func:`_pair_exponentials`.
+    logistic loss and ``|dZ| exp(s_j - s_i)`` for RankBoost's (past the clip, the first
+    derivative of :func:`exp_pair_loss`); ``hess_out[t]`` its second derivative.
+    ``sum_lambdas`` (LightGBM's, for :func:`lambda_norm_factor`) is taken at ``ref_q``
+    unless ``same_scores``.  ``ex``: :func:`_pair_exponentials`.
     """
     logistic = loss_code == LOSS_LOGISTIC
     for t in range(k):
@@ -1022,10 +1048,10 @@ def _pair_derivatives(
             else:
                 rho_ref, _ = sigmoid_pair(sigma * (ref_q[i] - ref_q[j]))
                 sum_lambdas += 2.0 * sigma * d * rho_ref
-        else:  # RankBoost: exp(s_j - s_i), seed 000 example 3
-            e = math.exp(min(scores_q[j] - scores_q[i], EXP_CLIP))
-            grad = d * e
-            hess = d * e
+        else:  # RankBoost: exp(s_j - s_i), seed 000 example 3 (Huberised past the clip)
+            _, e1, e2 = exp_pair_loss(scores_q[j] - scores_q[i])
+            grad = d * e1
+            hess = d * e2
             sum_lambdas += 2.0 * grad
         grad_out[t] = grad
         hess_out[t] = hess
@@ -1237,8 +1263,8 @@ def _losses_all_queries(
     """The surrogate loss of every query (OUT float64 (n_queries,)).
 
     Pair ``(i, j)`` adds ``|dZ| log(1 + exp(-sigma (s_i - s_j)))`` (or ``|dZ| exp(s_j -
-    s_i)``) times ``(w_i + w_j) / 2``; the query's sum is multiplied by its
-    normalisation factor.
+    s_i)``, continued past the clip as :func:`exp_pair_loss`) times ``(w_i + w_j) / 2``;
+    the query's sum is multiplied by its normalisation factor.
     """
     over_queries(
         _losses_queries, query_offsets, scores, ref_scores, labels, values, inv_norm, weights,
@@ -1298,8 +1324,7 @@ def _losses_queries(
                     x_ij = sigma * (scores_q[i] - scores_q[j])
                     pair_loss = dz[t] * _logistic(x_ij)[2]
                 else:
-                    e = math.exp(min(scores_q[j] - scores_q[i], EXP_CLIP))
-                    pair_loss = dz[t] * e
+                    pair_loss = dz[t] * exp_pair_loss(scores_q[j] - scores_q[i])[0]
                 loss += pair_loss * _pair_weight(weights_q, i, j)
         loss_out[q] = loss * lambda_norm_factor(normalize, sum_lambdas)
 
@@ -1411,8 +1436,12 @@ def pair_engine_reference(
             lp = dz * np.logaddexp(0.0, -x)
             lam = 2.0 * sigma * dz / (1.0 + np.exp(sigma * (ref[di] - ref[dj])))
         else:
-            e = np.exp(np.minimum(s[dj] - s[di], EXP_CLIP))
-            gp = hp = lp = dz * e
+            x = s[dj] - s[di]
+            u = np.maximum(x - EXP_CLIP, 0.0)
+            e = np.exp(np.minimum(x, EXP_CLIP))  # = EXP_CLIP_VALUE where u > 0
+            lp = dz * np.where(u > 0, EXP_CLIP_VALUE * (1.0 + u + 0.5 * u * u), e)
+            gp = dz * np.where(u > 0, EXP_CLIP_VALUE * (1.0 + u), e)
+            hp = dz * e
             lam = 2.0 * gp
         gq = np.zeros(hi - lo)
         hq = np.zeros(hi - lo)

@@ -1,8 +1,10 @@
 """QBRank (seed 004, Algorithm 2): preference and labelled data in one quadratic risk.
 
-Pairs, margins and weights follow :mod:`ltrboost.objectives.preferences` (label pairs
-from the grades, explicit ``data.pairs``, ``tau`` constant or the grade difference,
-document weights multiplying g and h).  The risk is in :class:`QBRank`'s docstring; the
+Pairs, margins and pair weights follow :mod:`ltrboost.objectives.preferences` (label
+pairs from the grades, explicit ``data.pairs``, ``tau`` constant or the grade
+difference).  Document weights weigh the risk itself: a pair by the mean weight of its
+two documents, a labelled document by its own; ``g``, ``h`` and the line search all
+derive from that one weighted risk.  The risk is in :class:`QBRank`'s docstring; the
 derivation of ``g`` and ``h`` and the line search in ``docs/theory.md`` ("QBRank").
 """
 
@@ -56,13 +58,21 @@ class QBRank(Objective):
         R(h) = w/2 sum_{pairs x > y} omega (max{0, h(y) - h(x) + tau})^2
              + (1 - w)/2 sum_{labelled z} (l_z - h(z))^2                   (QB-1)
 
-    ``gradients`` are the exact dR/dh (QB-2) and ``hessians`` Algorithm 2's diagonal
-    weight ``W`` (QB-3: ``w`` per pair the document is in, plus ``1 - w``; constant),
-    so the Newton leaf is the least-squares fit of Algorithm 2's training set (seed
-    004, eq. 3, 5-6).  The step ``alpha`` minimising ``R(h + alpha delta)`` (QB-4) comes
-    from :meth:`line_search`, a safeguarded Newton search on the convex piecewise
-    quadratic; leaves are scaled by ``alpha * eta``.  Derivation and the line search:
-    ``docs/theory.md``, section "QBRank".
+    Document weights ``nu`` (``sample_weight``; 1 without) weigh the terms of (QB-1):
+    a pair's by ``nu_xy = (nu_x + nu_y) / 2`` (the package's pair convention, as in the
+    loss of :class:`~ltrboost.objectives.pair_engine.PairwiseObjective`), a labelled
+    document's by ``nu_z``; ``omega`` becomes ``omega nu_xy``.  ``gradients`` are the
+    exact dR/dh of this weighted risk (QB-2) and ``hessians`` Algorithm 2's diagonal
+    weight ``W`` (QB-3: ``w omega nu_xy`` per pair the document is in, plus
+    ``(1 - w) nu_z``; constant), so the Newton leaf is the least-squares fit of
+    Algorithm 2's training set with those entry weights (seed 004, eq. 3, 5-6).  The
+    step ``alpha`` minimising ``R(h + alpha delta)`` (QB-4), the same weighted risk whose
+    gradient the tree fits, comes from :meth:`line_search`, a safeguarded Newton search
+    on the convex piecewise quadratic; leaves are scaled by ``alpha * eta``.  With one
+    weight per query the weighting is the document weight multiplying ``g`` and ``h``
+    (LightGBM's convention); with weights that differ inside a query, weighing each
+    document's share of a pair by its own weight would not be the gradient of any risk.
+    Derivation and the line search: ``docs/theory.md``, section "QBRank".
 
     Parameters
     ----------
@@ -279,6 +289,10 @@ def _qbrank_one_query(
     weights_q: IN float32 (n,) or (0,).  xp_*: IN explicit pairs (rows in the query).
     grad_q, hess_q: OUT float32 (n,) or (0,) (not wanted): dR/dh and Algorithm 2's W.
     out: OUT float64 (3,): phi, phi', phi'' of this query's R along ``delta``.
+
+    Every term carries its document weight (a pair ``(nu_i + nu_j) / 2``, a labelled
+    document ``nu_z``) in ``c``, the one coefficient of its value, gradient, W and line
+    search derivatives: they are all of one weighted risk.
     """
     n = scores_q.shape[0]
     has_w = weights_q.shape[0] > 0
@@ -314,16 +328,16 @@ def _qbrank_one_query(
                 sj += alpha * delta_q[j]
                 dd = delta_q[j] - delta_q[i]
             m = sj - si + t
+            c = w_pref * omega
+            if has_w:
+                c *= 0.5 * (np.float64(weights_q[i]) + np.float64(weights_q[j]))
             if want_gh:
-                h_acc[i] += w_pref * omega
-                h_acc[j] += w_pref * omega
+                h_acc[i] += c
+                h_acc[j] += c
             if m > 0.0:
                 if want_gh:
-                    g_acc[i] -= w_pref * omega * m
-                    g_acc[j] += w_pref * omega * m
-                c = w_pref * omega
-                if has_w:
-                    c *= 0.5 * (np.float64(weights_q[i]) + np.float64(weights_q[j]))
+                    g_acc[i] -= c * m
+                    g_acc[j] += c * m
                 phi += 0.5 * c * m * m
                 d1 += c * m * dd
                 d2 += c * dd * dd
@@ -336,18 +350,17 @@ def _qbrank_one_query(
                 dz = delta_q[z]
                 s += alpha * dz
             r = labels_q[z] - s
-            if want_gh:
-                g_acc[z] -= wl * r
-                h_acc[z] += wl
             c = wl * (np.float64(weights_q[z]) if has_w else 1.0)
+            if want_gh:
+                g_acc[z] -= c * r
+                h_acc[z] += c
             phi += 0.5 * c * r * r
             d1 -= c * r * dz
             d2 += c * dz * dz
     if want_gh:
         for z in range(n):
-            nu = np.float64(weights_q[z]) if has_w else 1.0
-            grad_q[z] = nu * g_acc[z]
-            hess_q[z] = nu * h_acc[z]
+            grad_q[z] = g_acc[z]
+            hess_q[z] = h_acc[z]
     out[0] = phi
     out[1] = d1
     out[2] = d2
@@ -412,24 +425,26 @@ def _qbrank_reference(
     weights: NDArray[np.floating] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """Vectorised ``(g, h, R)`` on pair arrays from
-    :func:`ltrboost.objectives.preferences.preference_pairs_reference`."""
+    :func:`ltrboost.objectives.preferences.preference_pairs_reference` (document
+    weights: a pair weighs ``(nu_x + nu_y) / 2``, a labelled document ``nu_z``)."""
     s = np.asarray(scores, dtype=np.float64)
     n = s.size
     nu = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     v = np.maximum(s[y] - s[x] + tau_p, 0.0)
+    cp = w * omega * 0.5 * (nu[x] + nu[y])
     g = np.zeros(n)
     h = np.zeros(n)
-    np.add.at(g, x, -w * omega * v)
-    np.add.at(g, y, w * omega * v)
-    np.add.at(h, x, w * omega)
-    np.add.at(h, y, w * omega)
-    loss = 0.5 * w * float(np.sum(omega * 0.5 * (nu[x] + nu[y]) * v**2))
+    np.add.at(g, x, -cp * v)
+    np.add.at(g, y, cp * v)
+    np.add.at(h, x, cp)
+    np.add.at(h, y, cp)
+    loss = 0.5 * float(np.sum(cp * v**2))
     if labels is not None:
         r = np.asarray(labels, dtype=np.float64) - s
-        g -= (1.0 - w) * r
-        h += 1.0 - w
+        g -= (1.0 - w) * nu * r
+        h += (1.0 - w) * nu
         loss += 0.5 * (1.0 - w) * float(np.sum(nu * r**2))
-    return nu * g, nu * h, loss
+    return g, h, loss
 
 
 def _qbrank_line_search_reference(

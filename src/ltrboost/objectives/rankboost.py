@@ -27,10 +27,22 @@ class RankBoost(LabelOrPairObjective):
     (seed 000's toy example: L'(o=0|d1) = -s1 - s2, L''(o=0|d1) = s1 + s2, ...).
     ``gradients`` are dL/ds; descent is ``-gradients``.  Leaves take the Newton step.
 
-    Overflow guard: the exponent is clipped at ``EXP_CLIP = 50``, i.e.
-    ``e_ij = exp(min(s_j - s_i, 50))`` in the loss, gradients and hessians alike; a pair
-    misordered by more than 50 contributes the constant ``exp(50)`` (gradients stay
-    finite in float32 for up to ~10^16 such pairs per document).
+    Overflow guard (a "Huberised" exponential): past ``C = EXP_CLIP = 50`` the pair loss
+    ``exp(x)``, ``x = s_j - s_i``, continues as its second-order Taylor polynomial at
+    ``C``, with the derivatives of that polynomial::
+
+        l(x)   = exp(x)                          for x <= C
+               = e^C (1 + u + u^2 / 2),  u = x - C   for x > C
+        l'(x)  = e^C (1 + u),   l''(x) = e^C     for x > C
+
+    so the loss is convex and twice continuously differentiable, ``gradients`` and
+    ``hessians`` are its exact first and second derivatives on both sides of the clip
+    (:func:`ltrboost.objectives.pair_engine.exp_pair_loss`), and nothing inside the clip
+    changes.  A pair misordered by more than 50 pulls with a force growing linearly,
+    not exponentially: gradients stay finite in float32 while a document's
+    ``sum (1 + u)`` over such pairs is below ~6e16.  (Before, the exponent itself was
+    clipped: the loss was the constant ``e^C`` past the clip while the gradient stayed
+    ``e^C``, not the loss's derivative.)
 
     Parameters
     ----------
