@@ -172,3 +172,39 @@ def test_warmed_mode_profile_leaves_a_quantised_noisy_train_nothing_to_compile(
     ]  # fmt: skip
     proc = run([sys.executable, "-c", _COMMANDS, json.dumps(train)])
     assert int(proc.stdout.strip().splitlines()[-1]) == 0
+
+
+# ---------------------------------------------------------------- the quantised gather
+def test_quantised_gather_counts_rows_from_zero_without_index_wraparound() -> None:
+    """``_gather_packed`` looped ``range(lo, hi)``: from a variable start Numba keeps its
+    negative-index wrap-around (a compare and a select per access of the row index) in
+    the loop; on slices counted from 0 LLVM drops it (as in the histogram kernels)."""
+    import re
+
+    from ltrboost import histogram
+    from ltrboost._warmup import signature
+
+    (types_text,) = {
+        t for _, name, t in _own("train:lambdamart+quantized") if name == "_gather_packed"
+    }
+    sig = signature(types_text)
+    histogram._gather_packed.compile(sig)
+    ir = histogram._gather_packed.inspect_llvm(sig)
+    start = re.search(r"define [^\n]*_gather_packed", ir).start()
+    body = ir[start : ir.index("\n}\n", start)]
+    assert not re.findall(r"icmp slt i64 %[.\w]+, 0\b", body)
+
+
+@pytest.mark.parametrize("n", [1000, 300_001])  # serial; threads over blocks of rows
+def test_quantised_gather_fills_the_first_n_rows(n) -> None:
+    import numpy as np
+
+    from ltrboost.histogram import gather_packed
+
+    rng = np.random.default_rng(n)
+    packed = rng.integers(0, 1 << 62, size=n + 17, dtype=np.int64)
+    rows = rng.permutation(n + 17)[:n].astype(np.int32)
+    out = np.full(n + 5, -1, dtype=np.int64)
+    gather_packed(rows, packed, out)
+    np.testing.assert_array_equal(out[:n], packed[rows])
+    assert (out[n:] == -1).all()
