@@ -76,8 +76,11 @@ def _later(manifest: dict[str, Any], profile: str) -> int:
 
 
 def _load() -> dict[str, Any]:
+    """The manifest, with the mode profiles it does not record (:func:`_add_mode_profiles`)."""
     with open(MANIFEST, encoding="utf-8") as f:
-        return json.load(f)
+        manifest = json.load(f)
+    _add_mode_profiles(manifest)
+    return manifest
 
 
 def profile_names() -> list[str]:
@@ -90,18 +93,103 @@ def profile_names() -> list[str]:
 OLE_PROFILE_OBJECTIVES = ("lambdamart", "ranknet", "rankboost", "yetirank")
 
 
+# Opt-in training modes that compile kernels of their own in place of some of a train
+# profile's: profile suffixes ``+quantized`` (``quantized_gradients`` > 0: quantize.py's
+# histogram and row-sum kernels and the packed gather, for the exact histogram and gather
+# kernels) and ``+noise`` (``random_strength`` > 0: the noisy split search for the plain
+# one), with the CLI flags that turn them on when a profile is recorded.  Each is
+# recorded on :data:`MODE_REFERENCE` alone (:data:`MODE_PROFILES`); the other objectives'
+# ``train:OBJECTIVE[+ole]+MODE[+MODE]`` are derived (:func:`_add_mode_profiles`): a
+# mode's kernels and argument types do not depend on the objective.  Pairwise OLE
+# refuses quantised gradients (and every ``+ole`` profile is a pairwise objective's).
+MODE_FLAGS = {"quantized": ("--quantized-gradients", "4"), "noise": ("--random-strength", "1")}
+MODE_REFERENCE = "lambdamart"
+MODE_PROFILES = (
+    f"train:{MODE_REFERENCE}+quantized",
+    f"train:{MODE_REFERENCE}+noise",
+    f"train:{MODE_REFERENCE}+ole+noise",
+)
+
+
 def command_profile(
-    command: str | None, objective: str | None = None, criterion: str | None = None
+    command: str | None,
+    objective: str | None = None,
+    criterion: str | None = None,
+    quantized_gradients: int | None = None,
+    random_strength: float | None = None,
 ) -> str | None:
-    """The manifest profile of a CLI command (None: no profile)."""
+    """The manifest profile of a CLI command (None: no profile): ``train:OBJECTIVE``,
+    with ``+ole``, ``+quantized`` (``quantized_gradients`` > 0, not with ``+ole``) and
+    ``+noise`` (``random_strength`` > 0) where the run compiles their kernels."""
     if command in ("train", "cv"):
         name = objective or "lambdamart"
-        if criterion == "ole" and name in OLE_PROFILE_OBJECTIVES:
-            return f"train:{name}+ole"
-        return f"train:{name}"
+        ole = criterion == "ole" and name in OLE_PROFILE_OBJECTIVES
+        profile = f"train:{name}+ole" if ole else f"train:{name}"
+        if quantized_gradients and not ole:
+            profile += "+quantized"
+        if random_strength is not None and random_strength > 0:
+            profile += "+noise"
+        return profile
     if command in ("eval", "predict"):
         return command
     return None
+
+
+def _add_mode_profiles(manifest: dict[str, Any]) -> None:
+    """Add to ``manifest`` (in place) ``BASE+MODE`` and ``BASE+quantized+noise`` for every
+    recorded train profile ``BASE`` (``train:OBJECTIVE[+ole]``) whose family (Newton or
+    OLE) has the mode recorded on :data:`MODE_REFERENCE` (:data:`MODE_PROFILES`), unless
+    recorded itself.  Each mode, in turn, takes out of the profile's own kernels those the
+    reference's run with the mode no longer compiles and puts in the ones it compiles
+    instead, each before the first kernel that follows it in that run and in the profile
+    (where the command meets it); the next command's kernels (``later``) stay last."""
+    profiles = manifest["profiles"]
+    later = manifest.setdefault("later", {})
+    bases = [
+        p for p in profiles
+        if p.startswith("train:") and not set(p.split("+")[1:]) & set(MODE_FLAGS)
+    ]  # fmt: skip
+    for base in bases:
+        family = f"train:{MODE_REFERENCE}" + ("+ole" if base.endswith("+ole") else "")
+        for modes in (("quantized",), ("noise",), ("quantized", "noise")):
+            name = base + "".join(f"+{m}" for m in modes)
+            refs = [f"{family}+{m}" for m in modes]
+            if name in profiles or family not in profiles or not all(r in profiles for r in refs):
+                continue
+            own = _own(manifest, base)
+            for ref in refs:
+                own = _apply_mode(own, _own(manifest, family), _own(manifest, ref))
+            n_later = len(profiles[base]) - len(_own(manifest, base))
+            profiles[name] = own + profiles[base][len(profiles[base]) - n_later :]
+            if n_later:
+                later[name] = n_later
+
+
+def _own(manifest: dict[str, Any], profile: str) -> list[list[str]]:
+    """``profile``'s entries without the next command's (``later``)."""
+    entries = manifest["profiles"][profile]
+    return entries[: len(entries) - min(_later(manifest, profile), len(entries))]
+
+
+def _apply_mode(
+    own: list[list[str]], reference: list[list[str]], with_mode: list[list[str]]
+) -> list[list[str]]:
+    """A command's kernels ``own`` with a mode: ``reference`` and ``with_mode`` are
+    another command's kernels without and with it (see :func:`_add_mode_profiles`)."""
+    before = {tuple(e) for e in reference}
+    after = {tuple(e) for e in with_mode}
+    out = [e for e in own if tuple(e) in after or tuple(e) not in before]
+    have = {tuple(e) for e in out}
+    for i, entry in enumerate(with_mode):
+        if tuple(entry) in before or tuple(entry) in have:
+            continue
+        at = next(
+            (out.index(e) for e in with_mode[i + 1 :] if tuple(e) in before and e in out),
+            len(out),
+        )
+        out.insert(at, entry)
+        have.add(tuple(entry))
+    return out
 
 
 def signature(text: str) -> tuple:
@@ -765,8 +853,9 @@ def _record_child(profile: str, folder: str, out: str) -> None:
     test = os.path.join(data, "test.txt")
     if profile.startswith("train:"):
         model = os.path.join(folder, "model-" + profile.replace(":", "-") + ".json")
-        objective, _, criterion = profile.split(":", 1)[1].partition("+")
-        extra = ["--split-criterion", criterion] if criterion else []
+        objective, *suffixes = profile.split(":", 1)[1].split("+")
+        extra = ["--split-criterion", "ole"] if "ole" in suffixes else []
+        extra += [flag for mode in suffixes for flag in MODE_FLAGS.get(mode, ())]
         rows = _record_one([
             "train", os.path.join(data, "train.txt"), "--valid", os.path.join(data, "vali.txt"),
             "--output", model, *_RECORD_ARGS.split(), "--objective", objective, *extra,
@@ -794,6 +883,8 @@ def record(objectives: list[str] | None = None, path: str = MANIFEST) -> dict:
     objectives = objectives or available_objectives()
     profiles = [f"train:{o}" for o in objectives]
     profiles += [f"train:{o}+ole" for o in objectives if o in OLE_PROFILE_OBJECTIVES]
+    if MODE_REFERENCE in objectives:  # the others' mode profiles are derived from these
+        profiles += list(MODE_PROFILES)
     profiles += ["eval", "predict"]
     result: dict[str, list[list[str]]] = {}
     later: dict[str, int] = {}
@@ -830,7 +921,8 @@ def record(objectives: list[str] | None = None, path: str = MANIFEST) -> dict:
 
     doc = {
         "about": "kernels each CLI command compiles on a first run, in order; written by "
-        "`python -m ltrboost._warmup --record` (see ltrboost/_warmup.py)",
+        "`python -m ltrboost._warmup --record` (see ltrboost/_warmup.py); the +quantized "
+        "and +noise profiles of objectives other than lambdamart are derived when read",
         "numba": numba.__version__,
         "numpy": numpy.__version__,
         "profiles": result,

@@ -285,15 +285,18 @@ def build_quantized_histogram(
 
 
 @kernel
-def _gather_packed(sample_indices, packed, out, lo, hi):
-    for i in range(lo, hi):
+def _gather_packed(sample_indices, packed, out):
+    # A block's rows as slices, counted from 0 (as the histogram kernels'): a loop from
+    # a variable start (``range(lo, hi)``) left Numba's negative-index wrap-around, a
+    # compare and two selects, on both of its row accesses.
+    for i in range(sample_indices.shape[0]):
         out[i] = packed[sample_indices[i]]
 
 
 def gather_packed(sample_indices, packed, out) -> None:
     """``out[:n] = packed[sample_indices]`` (on threads over blocks of rows when large)."""
     _over_gathered_rows(
-        lambda r0, r1: _gather_packed(sample_indices, packed, out, r0, r1),
+        lambda r0, r1: _gather_packed(sample_indices[r0:r1], packed, out[r0:r1]),
         sample_indices.shape[0],
     )
 

@@ -106,11 +106,15 @@ def _background_compile(args: argparse.Namespace) -> Any:
 
     objective = getattr(args, "objective", None)
     criterion = getattr(args, "split_criterion", None)
+    bins = getattr(args, "quantized_gradients", None)
+    strength = getattr(args, "random_strength", None)
     return BackgroundCompile(
         command_profile(
             args.command,
             objective if isinstance(objective, str) else None,
             criterion if isinstance(criterion, str) else None,
+            bins if isinstance(bins, int) else None,
+            float(strength) if isinstance(strength, (int, float)) else None,
         )
     )
 

@@ -27,7 +27,7 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     args.profiles = args.profiles or list(_WARMUP_DEFAULT)
     for name in args.profiles:  # beside 'all' too: a typo is never skipped silently
         if name != "all" and name not in known:
-            raise ValueError(f"unknown profile {name!r}; known: all, {', '.join(known)}")
+            raise ValueError(f"unknown profile {name!r}; known: {_known_profiles(known)}")
     profiles = known if "all" in args.profiles else args.profiles
     for name in profiles:
         t = time.perf_counter()
@@ -56,6 +56,19 @@ def cmd_warmup(args: argparse.Namespace) -> int:
         where = f"{', '.join(prewarmed)} (read-only, prewarmed); new kernels: {where}"
     print(f"kernel cache: {where}", file=sys.stderr)
     return 0
+
+
+def _known_profiles(known: list[str]) -> str:
+    """The profiles for an error line: the mode profiles (``+quantized``, ``+noise``:
+    one for nearly every train profile) as suffixes, not by name."""
+    from ltrboost._warmup import MODE_FLAGS
+
+    plain = [p for p in known if not set(p.split("+")[1:]) & set(MODE_FLAGS)]
+    return (
+        f"all, {', '.join(plain)}; a train profile also with +quantized "
+        f"({MODE_FLAGS['quantized'][0]}; not after +ole) and/or +noise "
+        f"({MODE_FLAGS['noise'][0]}), in that order"
+    )
 
 
 def _clear_kernel_cache(args: argparse.Namespace) -> int:
