@@ -108,6 +108,28 @@ def test_pair_histogram_is_the_numpy_reference_bit_for_bit(
         assert np.isnan(out[others]).all()  # features not selected are not touched
 
 
+@pytest.mark.parametrize("n_sel", [1, 2, 3, 5, 6, 7])
+def test_pair_walk_of_a_tail_of_one_to_three_features(n_sel):
+    """A selection that is not a multiple of four (the walk of four interleaved
+    features, then the last one to three in one more walk whose unused lanes sum into
+    a spare histogram): every selected feature equals the reference bit for bit and no
+    other feature is touched."""
+    _, X_binned, pairs, rows, live, cross, missing_bin = _pair_problem(5)
+    di, dj, rho = _node_pairs_reference(rows, pairs, live, cross, False)
+    n_features = X_binned.shape[1]
+    feats = np.array([10, 3, 7, 0, 5, 9, 1][:n_sel], dtype=np.int32)
+    out = np.full((n_features, missing_bin + 1, 3), np.nan)
+    build_pair_histogram(
+        X_binned, rows, pairs, live, cross, feats, missing_bin, out, di.shape[0]
+    )  # fmt: skip
+    ref = _pair_histogram_reference(
+        X_binned, di, dj, rho, np.arange(di.shape[0]), feats, missing_bin, missing_bin + 1
+    )
+    np.testing.assert_array_equal(out[feats], ref[feats])
+    others = np.setdiff1d(np.arange(n_features), feats)
+    assert np.isnan(out[others]).all()
+
+
 def test_node_pairs_reference_is_a_plain_loop():
     """The reference's pairs: for each node row in order, the first live[d] pairs of its
     slice (or, crossing, the cross[d] after them), in slice order."""
