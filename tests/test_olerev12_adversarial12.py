@@ -313,3 +313,20 @@ def test_training_reads_the_gradient_ranking_without_changing_the_model(kw, monk
     assert reused == [False, True, True, True]
     monkeypatch.setattr(lambdamart.LambdaMART, "_gradient_ranking", staticmethod(lambda *a: None))
     assert _model_hash(params, ds, tmp_path) == with_reuse
+
+
+def test_a_long_query_whose_pairs_lie_close_takes_the_engines_int16_offsets():
+    """A query of more than 32768 documents whose pairs all lie less than 32768 rows
+    apart: the engine's ``pairs_to_csr`` holds them as int16 (6 bytes a pair);
+    ``ole_pairs`` chose int32 from the query's length alone (the same values, another
+    dtype, 2 bytes more a pair)."""
+    n = 40000
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 3, n).astype(np.float64)
+    ds = make_dataset(np.zeros((n, 1)), y, qid=np.zeros(n, dtype=np.int64))
+    s = rng.normal(size=n)
+    s[20000] = 10.0  # the best document mid-query: its pairs reach 20,000 rows at most
+    obj = _lambdamart(truncation_level=1)
+    want = _engine(obj, s, ds)
+    assert want.offset.dtype == np.int16
+    _assert_same(want, obj.ole_pairs(s, ds))

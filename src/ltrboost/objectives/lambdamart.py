@@ -583,6 +583,12 @@ class LambdaMART(PairwiseObjective):
             c.weights, offsets_q, self._method, self._truncation, self._sigma,
             self._normalize, order, bag, ptr, cursor, offset, rho,
         )  # fmt: skip
+        if offset.dtype != np.int16:
+            # a query longer than int16 reaches: the type of the pairs' own span, as
+            # pairs_to_csr picks it (int16 when they all lie close)
+            far = int(np.max(np.abs(offset), initial=0))
+            if offset_dtype(far + 1) == np.int16:
+                offset = offset.astype(np.int16)
         return PairCSR(ptr, offset, rho)
 
     _round = 0
