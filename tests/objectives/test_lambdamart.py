@@ -930,6 +930,6 @@ def test_rounds_reuse_the_ranking_and_give_a_fresh_objectives_gradients(pair_met
         got = grad_hess(obj, scores, data)
         fresh = grad_hess(LambdaMART(pair_method=pair_method, truncation_level=10), scores, data)
         assert obj._ranking is not None
-        assert obj._ranking[0] is data.query_offsets
+        assert obj._ranking.query_offsets is data.query_offsets
         for a, b in zip(got, fresh, strict=True):
             np.testing.assert_array_equal(a.view(np.int32), b.view(np.int32))

@@ -434,43 +434,49 @@ class LambdaMART(PairwiseObjective):
         if self.unbiased:
             self._unbiased_gradients(scores, data, c, gradients, hessians, counts)
             return True
-        order, ranked = self._ranking_buffer(data)
+        held, ranked = self._ranking_buffer(data)
         _lambdamart_ndcg_all_queries(
             scores, c.labels, c.values, c.inv_norm, c.weights, data.query_offsets,
             self._method, self._truncation, self._sigma, self._normalize,
-            gradients, hessians, counts, order, ranked,
+            gradients, hessians, counts, held.order, ranked,
         )  # fmt: skip
-        self._ranking = (data.query_offsets, order)  # now a ranking of data's queries
-        # under OLE (once ole_pairs has run): the scores ranked, so that the round's
-        # pairs can read this ranking instead of sorting again (_gradient_ranking)
-        self._ranked_scores = scores.copy() if self._ole_reuse else None
+        # now a ranking of data's queries; under OLE (once ole_pairs has run) with the
+        # scores it ranks, so that the round's pairs can read it instead of sorting
+        # again (_gradient_ranking)
+        held.scores = scores.copy() if self._ole_reuse else None
+        self._ranking = held
         return True
 
-    def _gradient_ranking(self, scores, data) -> NDArray[np.int32] | None:
-        """The last gradient's ranking of ``data``'s queries when it ranked these very
-        scores (compared in full: a caller may have changed them in place), else None.
-        Read, not handed out: the next gradient re-sorts it in place."""
-        held, ranked = self._ranking, self._ranked_scores
-        if held is None or ranked is None or held[0] is not data.query_offsets:
+    @staticmethod
+    def _gradient_ranking(held, scores, data) -> NDArray[np.int32] | None:
+        """``held``'s ranking (a gradient's, :class:`_HeldRanking`) of ``data``'s
+        queries when it ranks these very scores (compared in full: a caller may have
+        changed them in place), else None."""
+        if held is None or held.scores is None or held.query_offsets is not data.query_offsets:
             return None
+        ranked = held.scores
         if ranked.shape != scores.shape or not np.array_equal(ranked, scores):
             return None
-        return held[1]
+        return held.order
 
-    def _ranking_buffer(self, data: RankingDataset) -> tuple[NDArray[np.int32], bool]:
-        """``(buffer, ranked)``: the ranking of this objective's last gradient on
-        ``data`` (``ranked``: each round re-sorts the previous round's ranking instead of
-        sorting from scratch; the result is the same, see ``rerank_all_queries``), or a
-        new buffer the first time.
+    def _ranking_buffer(self, data: RankingDataset) -> tuple[_HeldRanking, bool]:
+        """``(held, ranked)``: the ranking of this objective's last gradient on ``data``
+        (``ranked``: each round re-sorts the previous round's ranking instead of sorting
+        from scratch; the result is the same, see ``rerank_all_queries``), or a new
+        buffer the first time.
 
         Kept on the objective, one dataset at a time, not in ``data.cache``: two
         trainings on one dataset in two threads must not share it.  Handed out once:
-        until the gradient that fills it returns, it is no ranking.
+        until the gradient that fills it returns, it is no ranking (its ``scores``
+        cleared: a shallow copy of the objective that shares it reads no ranking of
+        them either).
         """
         held, self._ranking = self._ranking, None
-        if held is not None and held[0] is data.query_offsets:
-            return held[1], True
-        return np.empty(data.n_samples, dtype=INDEX_DTYPE), False
+        if held is not None and held.query_offsets is data.query_offsets:
+            held.scores = None
+            return held, True
+        order = np.empty(data.n_samples, dtype=INDEX_DTYPE)
+        return _HeldRanking(data.query_offsets, order), False
 
     def _unbiased_gradients(self, scores, data, c, gradients, hessians, counts) -> None:
         bias = self._bias_for_round(self._round)
@@ -533,13 +539,25 @@ class LambdaMART(PairwiseObjective):
         s = self._scores(scores, data, "scores")
         if in_bag is None:  # a bag drops pairs while counting
             _engine._refuse_all_pairs_early(data, self, iteration)
+        # the round's gradient ranked these scores already (the booster asks for the
+        # pairs right after it): the same ranking, not sorted again.  Held while the
+        # kernels read it (a gradient meanwhile, in another thread, ranks into a buffer
+        # of its own instead of re-sorting this one), then handed back.
+        held, self._ranking = self._ranking, None
+        self._ole_reuse = True
+        try:
+            return self._ndcg_ole_pairs_ranked(
+                s, data, in_bag, iteration, self._gradient_ranking(held, s, data)
+            )
+        finally:
+            if self._ranking is None:
+                self._ranking = held
+
+    def _ndcg_ole_pairs_ranked(self, s, data, in_bag, iteration, order) -> PairCSR:
+        """:meth:`_ndcg_ole_pairs` given the ranking of ``s`` (None: rank here)."""
         c = self._constants(data)
         offsets_q = data.query_offsets
         n = s.shape[0]
-        # the round's gradient ranked these scores already (the booster asks for the
-        # pairs right after it): the same ranking, not sorted again
-        order = self._gradient_ranking(s, data)
-        self._ole_reuse = True
         if order is None:
             order = np.empty(n, dtype=INDEX_DTYPE)
             scratch = np.empty(n, dtype=INDEX_DTYPE)
@@ -565,18 +583,38 @@ class LambdaMART(PairwiseObjective):
             c.weights, offsets_q, self._method, self._truncation, self._sigma,
             self._normalize, order, bag, ptr, cursor, offset, rho,
         )  # fmt: skip
+        if offset.dtype != np.int16:
+            # a query longer than int16 reaches: the type of the pairs' own span, as
+            # pairs_to_csr picks it (int16 when they all lie close)
+            far = int(np.max(np.abs(offset), initial=0))
+            if offset_dtype(far + 1) == np.int16:
+                offset = offset.astype(np.int16)
         return PairCSR(ptr, offset, rho)
 
     _round = 0
     _bound_warned = False  # unbiased: warned of an estimate at the bound this run
     # unbiased: the estimates continued from, when clipped from a model file's values
     _clipped_bias: _unbiased.PositionBias | None = None
-    # (query_offsets, ranking) of the last fused gradient, see _ranking_buffer
-    _ranking: tuple[NDArray[np.int64], NDArray[np.int32]] | None = None
-    # OLE: the scores the last fused gradient ranked (_gradient_ranking), kept once
-    # ole_pairs has been asked for (_ole_reuse)
-    _ranked_scores: NDArray[np.float64] | None = None
+    # the ranking of the last fused gradient, see _ranking_buffer
+    _ranking: _HeldRanking | None = None
+    # OLE: the gradient keeps the scores it ranked (_gradient_ranking) once ole_pairs
+    # has been asked for
     _ole_reuse = False
+
+
+class _HeldRanking:
+    """The ranking ``order`` (int32 (n_samples,), local positions) of the queries of
+    ``query_offsets`` that a LambdaMART gradient made, and ``scores``, a copy of the
+    scores it ranks (None: not kept, or being re-sorted).  One per buffer: whoever
+    re-sorts ``order`` in place clears ``scores`` first and sets them after, so that
+    every objective holding it (a shallow copy shares it) reads the truth."""
+
+    __slots__ = ("order", "query_offsets", "scores")
+
+    def __init__(self, query_offsets, order):
+        self.query_offsets = query_offsets
+        self.order = order
+        self.scores: NDArray[np.float64] | None = None
 
 
 def _check_unbiased(unbiased: Any, position_bias_norm: Any, max_positions: Any) -> dict[str, Any]:
