@@ -445,6 +445,10 @@ def split_node_pairs(
 
 # A split reorders its node's pairs on several threads from this many pairs.
 PAIR_SPLIT_PARALLEL = 1 << 16
+# Rows ahead whose pair slices the split's reordering prefetches.
+PAIR_SPLIT_PREFETCH = 16
+# Rows ahead whose bins and pairs a walk of four features prefetches.
+PAIR_WALK_PREFETCH = 16
 
 
 def build_pair_mass_histogram(
@@ -1524,6 +1528,14 @@ def _pair_walk4(
     # additions (a single feature waits on the previous addition to a bin whenever
     # neighbouring pairs share it).  Each feature's bins still see the pairs in order.
     for i in range(i0, i1):
+        if i + PAIR_WALK_PREFETCH < i1:  # a later row's bins and pairs (rows lie apart)
+            a = active[i + PAIR_WALK_PREFETCH]
+            prefetch(c0, a)
+            prefetch(c1, a)
+            prefetch(c2, a)
+            prefetch(c3, a)
+            prefetch(offset, starts[i + PAIR_WALK_PREFETCH])
+            prefetch(rho, starts[i + PAIR_WALK_PREFETCH])
         d = active[i]
         x0 = c0[d]
         x1 = c1[d]
@@ -1583,6 +1595,14 @@ def _split_node_pairs_body(
     n_r = 0
     n_x = 0
     for t in range(t0, t1):
+        if t + 2 * PAIR_SPLIT_PREFETCH < t1:  # later rows' entries (rows lie apart)
+            far = rows[t + 2 * PAIR_SPLIT_PREFETCH]
+            prefetch(ptr, far)
+            prefetch(live, far)
+            near = rows[t + PAIR_SPLIT_PREFETCH]
+            prefetch(offset, ptr[near])
+            prefetch(rho, ptr[near])
+            prefetch(col, near)
         d = rows[t]
         left = t < mid
         start = ptr[d]
