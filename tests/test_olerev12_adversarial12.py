@@ -330,3 +330,28 @@ def test_a_long_query_whose_pairs_lie_close_takes_the_engines_int16_offsets():
     want = _engine(obj, s, ds)
     assert want.offset.dtype == np.int16
     _assert_same(want, obj.ole_pairs(s, ds))
+
+
+@pytest.mark.parametrize("length", [10, "rows+1", "2d"])
+def test_ole_pairs_refuse_a_bag_of_the_wrong_shape(length):
+    """A bag that is not one flag a row used to be read past its end by the pair
+    kernels (garbage pairs); LambdaMART's own path and pairs_to_csr refuse it."""
+    from ltrboost.booster import BoosterParams, make_objective
+    from ltrboost.dataset import make_dataset
+    from ltrboost.datasets import make_ranking
+    from ltrboost.pair_csr import pairs_to_csr
+
+    X, y, qid = make_ranking(n_queries=5, docs_per_query=(5, 10), n_features=3, random_state=0)[:3]
+    ds = make_dataset(X, y, qid=qid)
+    n = ds.n_samples
+    bag = {
+        10: np.ones(10, dtype=bool),
+        "rows+1": np.ones(n + 1, dtype=bool),
+        "2d": np.ones((n, 1), dtype=bool),
+    }[length]
+    obj = make_objective(BoosterParams(objective="lambdamart"))
+    s = np.random.default_rng(0).normal(size=n)
+    with pytest.raises(ValueError, match=r"in_bag must be one flag a row"):
+        obj.ole_pairs(s, ds, in_bag=bag)
+    with pytest.raises(ValueError, match=r"in_bag must be one flag a row"):
+        pairs_to_csr(np.array([0]), np.array([1]), np.array([1.0]), n, bag)

@@ -106,7 +106,7 @@ def pairs_to_csr(
             )
     di = np.ascontiguousarray(doc_i, dtype=np.int32)
     dj = np.ascontiguousarray(doc_j, dtype=np.int32)
-    bag = np.zeros(0, dtype=np.bool_) if in_bag is None else np.ascontiguousarray(in_bag)
+    bag = bag_mask(in_bag, n_rows)
     ptr = np.zeros(n_rows + 1, dtype=np.int64)
     n = _csr_counts(di, dj, bag, ptr)
     np.cumsum(ptr, out=ptr)
@@ -116,6 +116,20 @@ def pairs_to_csr(
     cursor = ptr[:-1].copy()
     _csr_fill(di, dj, np.ascontiguousarray(rho, dtype=np.float64), bag, cursor, offset, out_rho)
     return PairCSR(ptr, offset, out_rho)
+
+
+def bag_mask(in_bag: NDArray[np.bool_] | None, n_rows: int) -> NDArray[np.bool_]:
+    """``in_bag`` as the pair kernels read it (empty: no bag); ValueError unless it is
+    one flag a row of the ``n_rows`` (the kernels index it by row, unchecked)."""
+    if in_bag is None:
+        return np.zeros(0, dtype=np.bool_)
+    bag = np.ascontiguousarray(in_bag, dtype=np.bool_)
+    if bag.shape != (n_rows,):
+        raise ValueError(
+            f"OLE pairs: in_bag must be one flag a row of the {n_rows} rows of the "
+            f"training data; got shape {np.shape(in_bag)}"
+        )
+    return bag
 
 
 def offset_dtype(span: int) -> type[np.signedinteger]:

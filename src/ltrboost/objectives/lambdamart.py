@@ -63,7 +63,7 @@ from ltrboost.objectives.pair_selection import (
 )
 from ltrboost.objectives.preferences import no_explicit_pairs
 from ltrboost.objectives.registry import register
-from ltrboost.pair_csr import PAIR_RHO_DTYPE, PairCSR, offset_dtype
+from ltrboost.pair_csr import PAIR_RHO_DTYPE, PairCSR, bag_mask, offset_dtype
 from ltrboost.params import ParameterError, ParameterWarning
 
 
@@ -564,7 +564,7 @@ class LambdaMART(PairwiseObjective):
             n_ranked = np.empty(offsets_q.shape[0] - 1, dtype=np.int64)
             ranked_prefix_all_queries(s, offsets_q, 0, order, scratch, n_ranked)
             del scratch
-        bag = np.zeros(0, dtype=np.bool_) if in_bag is None else np.ascontiguousarray(in_bag)
+        bag = bag_mask(in_bag, n)
         ptr = np.zeros(n + 1, dtype=np.int64)
         over_queries(
             _ndcg_pair_doc_counts_queries, offsets_q, c.labels, c.inv_norm, offsets_q,
