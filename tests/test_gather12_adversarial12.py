@@ -13,7 +13,9 @@
 from __future__ import annotations
 
 import json
+import re
 
+import numpy as np
 import pytest
 
 from ltrboost import _warmup
@@ -127,3 +129,56 @@ def test_recordable_profiles_are_the_manifests_recorded_ones() -> None:
     with open(_warmup.MANIFEST, encoding="utf-8") as f:
         stored = json.load(f)["profiles"]
     assert sorted(_warmup.recordable_profiles()) == sorted(stored)
+
+
+# ---------------------------------------------------------------- the exact gather
+def _gather_types(profile: str = "train:lambdamart") -> str:
+    (types_text,) = {t for _, name, t in _warmup.load_manifest()[profile] if name == "_gather_body"}
+    return types_text
+
+
+def test_exact_gather_counts_rows_from_zero_without_index_wraparound() -> None:
+    """``_gather_body`` looped ``range(lo, hi)``: from a variable start Numba keeps its
+    negative-index wrap-around (a compare and a select per access of the row index) on
+    its five row accesses; on slices counted from 0 LLVM drops it."""
+    import numba
+
+    from ltrboost import histogram
+
+    # an uncached copy (kernel's options): a kernel loaded from the cache has no IR to
+    # inspect (Numba warns and returns a stub)
+    copy = numba.njit(nogil=True, cache=False)(histogram._gather_body.py_func)
+    sig = _warmup.signature(_gather_types())
+    copy.compile(sig)
+    ir = copy.inspect_llvm(sig)
+    start = re.search(r"define [^\n]*_gather_body", ir).start()
+    body = ir[start : ir.index("\n}\n", start)]
+    assert not re.findall(r"icmp slt i64 %[.\w]+, 0\b", body)
+
+
+def test_every_profile_records_one_exact_gather_signature() -> None:
+    """The manifest names the kernel with the types the training run passes now."""
+    texts = {
+        t
+        for entries in _warmup.load_manifest().values()
+        for _, name, t in entries
+        if name == "_gather_body"
+    }
+    assert texts == {_gather_types()}
+
+
+@pytest.mark.parametrize("n", [0, 1, 1000, 300_001])  # serial; threads over blocks of rows
+def test_exact_gather_fills_the_first_n_rows(n) -> None:
+    from ltrboost.histogram import _gather
+
+    rng = np.random.default_rng(n + 1)
+    g = rng.standard_normal(n + 17).astype(np.float32)
+    h = rng.random(n + 17).astype(np.float32)
+    rows = rng.permutation(n + 17)[:n].astype(np.int32)
+    og = np.full(n + 5, -1, dtype=np.float32)
+    oh = np.full(n + 5, -2, dtype=np.float32)
+    _gather(rows, g, h, og, oh)
+    np.testing.assert_array_equal(og[:n], g[rows])
+    np.testing.assert_array_equal(oh[:n], h[rows])
+    assert (og[n:] == -1).all()
+    assert (oh[n:] == -2).all()
