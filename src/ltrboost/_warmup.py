@@ -862,56 +862,110 @@ def _record_child(profile: str, folder: str, out: str) -> None:
         ])  # fmt: skip
         later = _record_one(["eval", model, test])  # kernels README's next command needs
         rows += later
-    else:  # the model was trained by another process (another cache)
+    elif profile in ("eval", "predict"):  # the model was trained by another process
         later = []
         model = os.path.join(folder, "model.json")
         if profile == "eval":
             rows = _record_one(["eval", model, test])
         else:
             rows = _record_one(["predict", model, test, "--output", model + ".txt"])
+    else:  # record() refuses it first: not recorded as another command under its name
+        raise ValueError(f"cannot record profile {profile!r}")
     with open(out, "w", encoding="utf-8") as f:
         json.dump({"rows": rows, "later": len(later)}, f)
 
 
-def record(objectives: list[str] | None = None, path: str = MANIFEST) -> dict:
-    """Re-record the manifest: each profile in a fresh process with an empty cache."""
-    import tempfile
-
-    from ltrboost.cli import main as cli_main
+def recordable_profiles() -> list[str]:
+    """The profiles ``--record`` records, in its order: ``train:OBJECTIVE`` for every
+    objective, ``train:OBJECTIVE+ole`` for :data:`OLE_PROFILE_OBJECTIVES`, the modes' on
+    :data:`MODE_REFERENCE` (:data:`MODE_PROFILES`; the other objectives' are derived when
+    read, :func:`_add_mode_profiles`), ``eval`` and ``predict``."""
     from ltrboost.objectives.registry import available_objectives
 
-    objectives = objectives or available_objectives()
+    objectives = available_objectives()
     profiles = [f"train:{o}" for o in objectives]
     profiles += [f"train:{o}+ole" for o in objectives if o in OLE_PROFILE_OBJECTIVES]
-    if MODE_REFERENCE in objectives:  # the others' mode profiles are derived from these
-        profiles += list(MODE_PROFILES)
-    profiles += ["eval", "predict"]
-    result: dict[str, list[list[str]]] = {}
-    later: dict[str, int] = {}
+    return [*profiles, *MODE_PROFILES, "eval", "predict"]
 
-    def run(code: str, cache: str) -> None:
-        env = {**os.environ, "NUMBA_CACHE_DIR": os.path.join(tmp, cache), ENV_SWITCH: "0"}
-        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
-        if done.returncode:
-            raise RuntimeError(f"recording failed:\n{done.stderr.decode(errors='replace')}")
+
+def _unrecordable(profile: str) -> str | None:
+    """Why ``--record`` cannot record ``profile`` (None: it can)."""
+    known = recordable_profiles()
+    if profile in known:
+        return None
+    objective = profile.removeprefix("train:").partition("+")[0]
+    if profile.startswith("train:") and f"train:{objective}" in known:
+        modes = [
+            command_profile("train", objective, criterion, quantized, noise)
+            for criterion in (None, "ole") for quantized in (0, 1) for noise in (0, 1)
+        ]  # fmt: skip
+        if profile in modes:  # a valid train profile, not recorded: a derived one
+            return (
+                "derived when the manifest is read from the profiles recorded with "
+                f"the mode on {MODE_REFERENCE} ({', '.join(MODE_PROFILES)}): record those"
+            )
+    return f"unknown profile; recordable: {', '.join(known)}"
+
+
+def _record_setup(tmp: str) -> None:
+    """The data (``ltrboost generate``) and, trained in its own process and cache, the
+    model that :func:`_record_child` records ``eval`` and ``predict`` on."""
+    from ltrboost.cli import main as cli_main
+
+    data = os.path.join(tmp, "data")
+    cli_main(["generate", data, "--n-queries", "30"])
+    model = ["train", os.path.join(data, "train.txt"), "--output"]
+    model += [os.path.join(tmp, "model.json"), "--n-estimators", "3", "--quiet"]
+    _record_run(f"from ltrboost.cli import main; main({model!r})", tmp, "cache-model")
+
+
+def _record_run(code: str, tmp: str, cache: str) -> None:
+    """``python -c code`` with an empty kernel cache of its own and no helper."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": os.path.join(tmp, cache), ENV_SWITCH: "0"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
+    if done.returncode:
+        raise RuntimeError(f"recording failed:\n{done.stderr.decode(errors='replace')}")
+
+
+def _record_profile(profile: str, tmp: str) -> tuple[list[list[str]], int]:
+    """One profile recorded in a fresh process (:func:`_record_child`): its entries and
+    how many of the last are the next command's (``later``)."""
+    out = os.path.join(tmp, "rows.json")
+    code = "from ltrboost._warmup import _record_child; "
+    code += f"_record_child({profile!r}, {tmp!r}, {out!r})"
+    _record_run(code, tmp, "cache-" + profile.replace(":", "-"))
+    with open(out, encoding="utf-8") as f:
+        recorded = json.load(f)
+    return recorded["rows"], int(recorded["later"])
+
+
+def record(profiles: list[str] | None = None, path: str = MANIFEST) -> dict:
+    """Re-record the manifest at ``path``: each profile in a fresh process with an empty
+    cache.  ``profiles``: only these (:func:`recordable_profiles`), each put in its place
+    in the manifest as it is (a new one last), every other profile kept as it was; None:
+    all of them, in a new manifest."""
+    import tempfile
+
+    wanted = recordable_profiles() if profiles is None else list(profiles)
+    for profile in wanted:
+        why = _unrecordable(profile)
+        if why is not None:
+            raise ValueError(f"cannot record {profile!r}: {why}")
+    doc: dict[str, Any] = {"profiles": {}, "later": {}}
+    if profiles is not None:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    result: dict[str, list[list[str]]] = doc["profiles"]
+    later: dict[str, int] = doc.setdefault("later", {})
 
     with tempfile.TemporaryDirectory() as tmp:
-        data = os.path.join(tmp, "data")
-        cli_main(["generate", data, "--n-queries", "30"])
-        model = ["train", os.path.join(data, "train.txt"), "--output"]
-        model += [os.path.join(tmp, "model.json"), "--n-estimators", "3", "--quiet"]
-        run(f"from ltrboost.cli import main; main({model!r})", "cache-model")
-        for profile in profiles:
-            out = os.path.join(tmp, "rows.json")
+        _record_setup(tmp)
+        for profile in wanted:
             t = time.perf_counter()
-            code = "from ltrboost._warmup import _record_child; "
-            code += f"_record_child({profile!r}, {tmp!r}, {out!r})"
-            run(code, "cache-" + profile.replace(":", "-"))
-            with open(out, encoding="utf-8") as f:
-                recorded = json.load(f)
-            result[profile] = recorded["rows"]
-            if recorded["later"]:
-                later[profile] = recorded["later"]
+            result[profile], n_later = _record_profile(profile, tmp)
+            later.pop(profile, None)
+            if n_later:
+                later[profile] = n_later
             print(
                 f"{profile}: {len(result[profile])} kernels, {time.perf_counter() - t:.1f} s",
                 file=sys.stderr,
@@ -945,15 +999,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("profiles", nargs="*", help="e.g. train:lambdamart, eval, predict")
     ap.add_argument("--background", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--parent", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--record", action="store_true", help="re-record the manifest")
+    ap.add_argument(
+        "--record",
+        action="store_true",
+        help="re-record the manifest: the profiles given (the others are kept), else all",
+    )
     args = ap.parse_args(argv)
     if args.record:
-        names = [p.split(":", 1)[1].partition("+")[0] for p in args.profiles]
-        record([n for p, n in zip(args.profiles, names, strict=True) if p.startswith("train:")]
-               or None)  # fmt: skip
+        for profile in args.profiles:
+            why = _unrecordable(profile)
+            if why is not None:
+                ap.error(f"cannot record {profile!r}: {why}")
+        record(args.profiles or None)
         return 0
     if args.background:
         return _run_background(args.profiles, args.parent, sys.stdin.buffer, sys.stdout.buffer)
+    known = load_manifest()
+    for profile in args.profiles:
+        if profile not in known:  # was a KeyError traceback
+            ap.error(f"unknown profile {profile!r}; known: {', '.join(sorted(known))}")
     for profile in args.profiles:
         counts = compile_profile(profile)
         print(f"{profile}: {counts}", file=sys.stderr)

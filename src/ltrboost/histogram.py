@@ -1287,8 +1287,11 @@ def _histogram_body(
 
 
 @kernel
-def _gather_body(sample_indices, gradients, hessians, ordered_gradients, ordered_hessians, lo, hi):
-    for i in range(lo, hi):
+def _gather_body(sample_indices, gradients, hessians, ordered_gradients, ordered_hessians):
+    # A block's rows as slices, counted from 0 (as _gather_packed's): a loop from a
+    # variable start (``range(lo, hi)``) left Numba's negative-index wrap-around, a
+    # compare and a select, on each of its three row accesses.
+    for i in range(sample_indices.shape[0]):
         idx = sample_indices[i]
         ordered_gradients[i] = gradients[idx]
         ordered_hessians[i] = hessians[idx]
@@ -1299,7 +1302,11 @@ def _gather(sample_indices, gradients, hessians, ordered_gradients, ordered_hess
     over blocks of rows when large)."""
     _over_gathered_rows(
         lambda r0, r1: _gather_body(
-            sample_indices, gradients, hessians, ordered_gradients, ordered_hessians, r0, r1
+            sample_indices[r0:r1],
+            gradients,
+            hessians,
+            ordered_gradients[r0:r1],
+            ordered_hessians[r0:r1],
         ),
         sample_indices.shape[0],
     )
