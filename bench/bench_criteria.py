@@ -25,8 +25,8 @@ and their ``ole``/``newton`` ratio; the peak resident memory of the ``newton`` a
 largest round's OLE pairs as the grower holds them (``ole pair MB``: the PairCSR and
 its two counts a row) beside the binned data (``binned MB``: a byte a document and
 feature) and the pairs per document.
-``--ole-top-features K`` adds the approximate OLE (``ole_top_features=K``) as a fourth
-criterion.  ``--repeats R`` trains R times in the
+``--ole-top-features K [K ...]`` adds the approximate OLE (``ole_top_features=K``) as
+one more criterion per K.  ``--repeats R`` trains R times in the
 worker and keeps the fastest (on a shared machine the slow runs are other jobs' time).
 """
 
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trees", type=int, default=50, help="trees on MQ2008 Fold1")
     ap.add_argument("--synthetic", type=int, default=500_000, help="documents (0: skip)")
     ap.add_argument("--synthetic-trees", type=int, default=10)
-    ap.add_argument("--ole-top-features", type=int, default=None)
+    ap.add_argument("--ole-top-features", type=int, nargs="+", default=None)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
@@ -157,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             (str(args.synthetic), f"synthetic {args.synthetic:,}", args.synthetic_trees)
         )
     criteria = list(CRITERIA)
-    if args.ole_top_features is not None:
-        criteria.append(f"ole k={args.ole_top_features}")
+    for k in args.ole_top_features or ():
+        criteria.append(f"ole k={k}")
     rows = []
     for key, label, trees in datasets:
         for system in args.systems:
@@ -197,7 +197,11 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Command: `python -m bench.bench_criteria --trees {args.trees} "
             f"--synthetic {args.synthetic} --synthetic-trees {args.synthetic_trees}"
-            + (f" --ole-top-features {args.ole_top_features}" if args.ole_top_features else "")
+            + (
+                f" --ole-top-features {' '.join(map(str, args.ole_top_features))}"
+                if args.ole_top_features
+                else ""
+            )
             + f" --repeats {args.repeats} --threads {args.threads}"
             + f" --systems {' '.join(args.systems)}`",
             "",

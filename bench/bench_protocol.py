@@ -75,6 +75,14 @@ SYSTEMS = {
         {"objective": "lambdamart", "lambda_metric": "err", "split_criterion": "ole"},
     ),
     "ltrboost ranknet, OLE": ("ltrboost", {"objective": "ranknet", "split_criterion": "ole"}),
+    # the approximate OLE of issue 16 item 2 (not in the default run)
+    **{
+        f"ltrboost lambdamart, OLE k={k}": (
+            "ltrboost",
+            {"objective": "lambdamart", "split_criterion": "ole", "ole_top_features": k},
+        )
+        for k in (3, 5, 8, 10)
+    },
     # CatBoost's random_strength in ltrboost (not in the default run; off by default)
     "ltrboost yetirank, random_strength=1": (
         "ltrboost",
@@ -121,6 +129,7 @@ DEFAULT_SYSTEMS = [
     if s not in ("ltrboost lambdamart err, OLE", "ltrboost ranknet, OLE", "LightGBM rank_xendcg")
     and not s.startswith("CatBoost YetiRank, ")
     and "random_strength" not in s
+    and "OLE k=" not in s
 ]
 
 
