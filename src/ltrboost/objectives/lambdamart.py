@@ -764,18 +764,10 @@ def _lambdamart_ndcg_fused(
             up = la > lb  # t = +1: (i, j) = (a, b)
             tie = la == lb
             t = 1.0 if up else -1.0
-            dz = delta_ndcg(va, v_b[k], da, disc_b[k], inv_norm_q)
-            diff = t * (sa - s_b[k])  # s_i - s_j
-            if scale_by_diff:
-                dz /= 0.01 + abs(diff)
-            eb = ex_b[k]
-            inv = 1.0 / (ea + eb)  # sigmoid_from_exp(e_i, e_j, .) = (e_j, e_i) * inv
-            p_a = ea * inv
-            p_b = eb * inv
-            rho = p_b if up else p_a
-            one_minus_rho = p_a if up else p_b
-            grad = sigma * dz * rho
-            hess = sigma2 * dz * rho * one_minus_rho
+            grad, hess = _fused_pair_terms(
+                up, va, v_b[k], da, disc_b[k], sa, s_b[k], ea, ex_b[k], inv_norm_q, sigma,
+                sigma2, scale_by_diff,
+            )  # fmt: skip
             grad = 0.0 if tie else grad
             hess = 0.0 if tie else hess
             n_ties += tie
@@ -798,6 +790,27 @@ def _lambdamart_ndcg_fused(
         n_pairs += m - n_ties
     _scatter_by_rank(order, g_acc, h_acc, normalize, sum_lambdas, weights_q, grad_q, hess_q)
     return n_pairs
+
+
+@inline_kernel
+def _fused_pair_terms(up, va, vb, da, db, sa, sb, ea, eb, inv_norm_q, sigma, sigma2, scale):
+    """The pair of ranks a < b's gradient term ``sigma |dZ| rho`` and hessian term
+    ``sigma^2 |dZ| rho (1 - rho)`` (``up``: a's document preferred), from the rank-ordered
+    gains, discounts, scores and exponentials (:func:`_ndcg_pair`'s arithmetic on the
+    same operands; ``sigma2 = sigma * sigma``), with no data-dependent branch: the
+    passes of :func:`_lambdamart_ndcg_fused` and :func:`_ndcg_pair_csr_queries` run it
+    in SIMD.  ``scale``: ``dZ / (0.01 + |s_i - s_j|)`` (``lambdarank_norm``'s form)."""
+    t = 1.0 if up else -1.0
+    dz = delta_ndcg(va, vb, da, db, inv_norm_q)
+    diff = t * (sa - sb)  # s_i - s_j
+    if scale:
+        dz /= 0.01 + abs(diff)
+    inv = 1.0 / (ea + eb)  # sigmoid_from_exp(e_i, e_j, .) = (e_j, e_i) * inv
+    p_a = ea * inv
+    p_b = eb * inv
+    rho = p_b if up else p_a
+    one_minus_rho = p_a if up else p_b
+    return sigma * dz * rho, sigma2 * dz * rho * one_minus_rho
 
 
 @inline_kernel
@@ -1148,19 +1161,11 @@ def _ndcg_pair_csr_queries(
             for k in range(m):  # pass 1
                 up = la > lab_r[k]
                 tie = la == lab_r[k]
-                t = 1.0 if up else -1.0
-                dz = delta_ndcg(va, v_r[k], da, disc_r[k], inv_norm_q)
-                diff = t * (sa - s_r[k])  # s_i - s_j
-                if scale_by_diff:
-                    dz /= 0.01 + abs(diff)
-                eb = ex_r[k]
-                inv = 1.0 / (ea + eb)  # sigmoid_from_exp(e_i, e_j, .) = (e_j, e_i) * inv
-                p_a = ea * inv
-                p_b = eb * inv
-                rho = p_b if up else p_a
-                one_minus_rho = p_a if up else p_b
-                lam_b[k] = 0.0 if tie else 2.0 * (sigma * dz * rho)
-                hess = sigma2 * dz * rho * one_minus_rho
+                grad, hess = _fused_pair_terms(
+                    up, va, v_r[k], da, disc_r[k], sa, s_r[k], ea, ex_r[k], inv_norm_q,
+                    sigma, sigma2, scale_by_diff,
+                )  # fmt: skip
+                lam_b[k] = 0.0 if tie else 2.0 * grad
                 if has_w:
                     hess *= 0.5 * (wa + w_rb[k])
                 hess_b[k] = hess
