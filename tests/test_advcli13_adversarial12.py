@@ -138,6 +138,9 @@ def test_a_compressed_query_or_position_file_says_so(tmp_path, kind, sidecar):
     _assert_named_compressed(e.value, path, kind)
 
 
+SMALL = ["--min-samples-leaf", "2", "--max-leaf-nodes", "4"]  # trees of 30 documents
+
+
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from ltrboost.cli import main
@@ -146,7 +149,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     argv = ["generate", folder / "d", "--n-queries", "6", "--docs-per-query", "5"]
     assert main([str(a) for a in [*argv, "--n-features", "3"]]) == 0
     out = folder / "m.json"
-    argv = ["train", folder / "d" / "train.txt", "-o", out, "--n-estimators", "2", "-q"]
+    argv = ["train", folder / "d" / "train.txt", "-o", out, "-q", *SMALL, "--n-estimators", "2"]
     assert main([str(a) for a in argv]) == 0
     return out
 
@@ -184,3 +187,39 @@ def test_clicks_mine_names_a_compressed_log_in_one_line(tmp_path, capsys):
     rc, _, err = run(["clicks", "mine", log, "--data", data, "--output", out], capsys)
     one_line_error(rc, err, f"{log}:1: ", "gzip-compressed", "decompress it first")
     assert not out.exists()
+
+
+# ------------------------------------- 3. a checkpoint left by a run that did not finish
+def _train(data: Path, out: Path, *extra) -> list:
+    return ["train", data, "-o", out, "--n-estimators", "3", "-q", *SMALL, *extra]
+
+
+def test_a_left_checkpoint_is_not_replaced_unsaid(model, tmp_path, capsys):
+    """``OUT.checkpoint`` of a killed run (hours of rounds) and the same command run
+    again, ``--resume`` forgotten: the new run's first checkpoint replaced it and its
+    end removed it, without a word; now a warning names it and how to continue it."""
+    data = model.parent / "d" / "train.txt"
+    out = tmp_path / "z.json"
+    ck = tmp_path / "z.json.checkpoint"
+    ck.write_bytes(model.read_bytes())
+    rc, _, err = run(_train(data, out, "--checkpoint-every", "1"), capsys)
+    assert rc == 0, err
+    warned = [x for x in err.splitlines() if x.startswith("ltrboost: warning:")]
+    assert len(warned) == 1, err
+    assert str(ck) in warned[0], warned
+    assert f"--resume {ck}" in warned[0], warned
+
+
+def test_no_checkpoint_warning_when_resuming_it_or_without_checkpoints(model, tmp_path, capsys):
+    data = model.parent / "d" / "train.txt"
+    out = tmp_path / "z.json"
+    ck = tmp_path / "z.json.checkpoint"
+    ck.write_bytes(model.read_bytes())
+    rc, _, err = run(_train(data, out, "--checkpoint-every", "1", "--resume", ck), capsys)
+    assert rc == 0, err
+    assert "ltrboost: warning" not in err, err
+    ck.write_bytes(model.read_bytes())
+    rc, _, err = run(_train(data, out), capsys)  # no checkpoints: it is left as it is
+    assert rc == 0, err
+    assert "ltrboost: warning" not in err, err
+    assert ck.read_bytes() == model.read_bytes()
