@@ -123,7 +123,15 @@ def _fold_files(d: str) -> tuple[str, str, str] | None:
     """The train, validation and test files of the fold folder ``d`` (one naming of
     :data:`FOLD_FILE_NAMES`), None when it holds none of them; ValueError when it holds
     some of a naming but not all (an interrupted copy must not shrink the mean over
-    folds unseen) or all of two (which three are the fold is not for us to guess)."""
+    folds unseen) or all of two (which three are the fold is not for us to guess).
+    A file of these names that is there but is no regular file (a broken link, a
+    folder, a FIFO) is a ValueError too: it made the fold "without" it, or, all three
+    so, no fold at all, skipped unsaid (a fold of links to a disk that is gone)."""
+    for names in FOLD_FILE_NAMES:
+        for f in names:
+            problem = _not_a_data_file(os.path.join(d, f))
+            if problem is not None:
+                raise ValueError(f"{os.path.join(d, f)}: {problem}")
     found = [[os.path.isfile(os.path.join(d, f)) for f in names] for names in FOLD_FILE_NAMES]
     complete = [names for names, ok in zip(FOLD_FILE_NAMES, found, strict=True) if all(ok)]
     if len(complete) > 1:
@@ -161,6 +169,24 @@ def _fold_files(d: str) -> tuple[str, str, str] | None:
     raise ValueError(
         f"{d}: fold without {', '.join(missing)} (each Fold*/ or Seed*/ folder needs "
         f"{', '.join(FOLD_FILE_NAMES[best])}){why}"
+    )
+
+
+def _not_a_data_file(path: str) -> str | None:
+    """Why the fold file ``path``, which is there, cannot be read as one (None: it is a
+    regular file, a link to one included, or nothing is there)."""
+    if os.path.isfile(path) or not os.path.lexists(path):
+        return None
+    if os.path.islink(path) and not os.path.exists(path):
+        return (
+            f"a link to {os.readlink(path)}, which does not exist: restore the fold's "
+            "file or remove the link"
+        )
+    if os.path.isdir(path):
+        return "is a folder, not a data file"
+    return (
+        "not a regular file (a FIFO, socket or device?): experiment reads a fold's files "
+        "more than once; give the file itself"
     )
 
 

@@ -54,6 +54,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.pairs is not None and pairs_ignored is not None:  # the model is the same
         raise ValueError(f"--pairs: {_params_as_flags(pairs_ignored)}")
     _check_train_flags(args, params)
+    _warn_checkpoint_replaced(args)
     # What is at the output now: at the end, warn if another run replaced it meanwhile.
     output_state = file_state(args.output)
     # A resumed model fixes the feature count: a sparse file may not mention the
@@ -593,6 +594,31 @@ def _warn_resume_inputs_differ(recorded: dict, inputs: dict, given: set[str], pa
                 "continue the same training)"
             )
         warnings.warn(f"--resume {path}: {msg}", UserWarning, stacklevel=3)
+
+
+def _warn_checkpoint_replaced(args: argparse.Namespace) -> None:
+    """Warn, before anything is read, when ``--checkpoint-every`` will replace an
+    ``OUTPUT.checkpoint`` that is there and that ``--resume`` does not continue: a
+    finished run removes its checkpoint, so one that is there is a run that did not
+    finish (killed after hours of rounds), and the same command run again without
+    ``--resume`` replaced it at its first checkpoint and removed it at its end, unsaid."""
+    if args.checkpoint_every is None:
+        return  # left as it is
+    ck = checkpoint_path(args.output)
+    if not os.path.isfile(ck):
+        return
+    if args.resume is not None:
+        try:
+            if os.path.samefile(args.resume, ck):
+                return  # continuing it
+        except OSError:
+            pass  # --resume's own check names the problem
+    warnings.warn(
+        f"{ck} exists (left by a run that did not finish?); this run's checkpoints "
+        f"replace it: to continue that run instead, give --resume {ck}",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 def _check_checkpointable(output: str) -> None:

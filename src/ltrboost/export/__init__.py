@@ -49,11 +49,8 @@ def _names(feature_names) -> list[str] | None:
             return read_feature_names(os.fspath(feature_names))
         except OSError as e:
             raise ExportError(f"cannot read feature names {feature_names}: {e.strerror}") from None
-        except UnicodeDecodeError as e:
-            raise ExportError(
-                f"cannot read feature names {feature_names}: not UTF-8 text (byte "
-                f"0x{e.object[e.start]:02x} at offset {e.start})"
-            ) from None
+        except UnicodeDecodeError:
+            raise ExportError(_not_utf8(os.fspath(feature_names))) from None
     try:
         return [str(s) for s in feature_names]
     except TypeError:  # a number, an object that is no list of names
@@ -61,6 +58,25 @@ def _names(feature_names) -> list[str] | None:
             f"feature_names must be a list of names or a file of them, not "
             f"{type(feature_names).__name__} {feature_names!r}"
         ) from None
+
+
+def _not_utf8(path: str) -> str:
+    """``FILE:LINE: not UTF-8 text (byte 0x..)`` of the feature names file ``path``,
+    which did not decode, as the other inputs' readers say it (it said "cannot read
+    feature names FILE: ... at offset N", N counted in the decoder's chunk, not the
+    file), and a compressed file named as one."""
+    from ltrboost.io.letor import compressed_problem
+
+    try:
+        raw = Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf")
+        raw.decode("utf-8")
+    except OSError as e:  # gone since: say so
+        return f"cannot read feature names {path}: {e.strerror}"
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        problem = f"not UTF-8 text (byte 0x{raw[err.start]:02x})"
+        return f"{path}:{line}: {compressed_problem(raw, problem) or problem}"
+    return f"cannot read feature names {path}: not UTF-8 text"  # changed since: no line
 
 
 def _as_booster(booster):

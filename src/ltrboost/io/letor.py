@@ -1031,6 +1031,18 @@ def _compression(block: bytes) -> str | None:
     return next((kind for magic, kind in _MAGIC if block.startswith(magic)), None)
 
 
+def compressed_problem(head: bytes, problem: str) -> str | None:
+    """The ``problem`` a text file's reader met, said of a compressed file for what it
+    is, when its first bytes ``head`` are a compression format's magic number (LETOR
+    sets, click logs and pairs files ship compressed); None for any other file."""
+    kind = _compression(head)
+    if kind is None:
+        return None
+    return (
+        f"the file is {kind}-compressed ({problem}): decompress it first; ltrboost reads plain text"
+    )
+
+
 def dense_limit(n_bytes: int) -> int:
     """The most bytes a dense ``X`` read from an ``n_bytes`` file may take unless its
     width is confirmed (``n_features=``): a typo'd index, or a model's claim, must not
@@ -1419,14 +1431,9 @@ def _checked_block(
             raise LTRInputError(  # no line: a line number in a binary file points nowhere
                 f"the file is Parquet ({_PARQUET_HINT}", path=e.path
             ) from None
-        kind = _compression(block) if first else None
-        if kind is not None:  # LETOR data sets ship compressed (MSLR .zip, Yahoo .bz2)
-            raise LTRInputError(
-                f"the file is {kind}-compressed ({e.problem}): decompress it first; "
-                "ltrboost reads plain text",
-                path=e.path,
-                line=e.line,
-            ) from None
+        packed = compressed_problem(block, e.problem) if first else None
+        if packed is not None:  # LETOR data sets ship compressed (MSLR .zip, Yahoo .bz2)
+            raise LTRInputError(packed, path=e.path, line=e.line) from None
         # CR alone is whitespace inside a line; a file of classic Mac OS line ends
         # (no LF at all, CRs between records) reads as one long line: say why
         if first and b"\n" not in block and block.count(b"\r", 0, 1 << 20) > 1:

@@ -276,6 +276,7 @@ def _text_lines(f, path: str, what: str, block_bytes: int) -> Iterator[str]:
     lineno = 0  # lines yielded so far
     rest = b""
     first = True
+    head = b""  # the file's first bytes: a compressed file is named as one
     try:
         while True:
             try:
@@ -284,6 +285,7 @@ def _text_lines(f, path: str, what: str, block_bytes: int) -> Iterator[str]:
                 raise LTRInputError(f"cannot read {what}: {e.strerror}", path=path) from None
             more = bool(block)  # not at the end of the file yet
             if first:
+                head = block[:16]
                 block = block.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM
                 first = False
             data = rest + block
@@ -297,10 +299,13 @@ def _text_lines(f, path: str, what: str, block_bytes: int) -> Iterator[str]:
                 try:
                     text = part.decode("utf-8")
                 except UnicodeDecodeError as err:
+                    from ltrboost.io.letor import compressed_problem
+
                     bad = lineno + len(_lines(part[: err.start].decode("utf-8")))
-                    raise LTRInputError(
-                        f"not UTF-8 text (byte 0x{part[err.start]:02x})", path=path, line=bad
-                    ) from None
+                    problem = f"not UTF-8 text (byte 0x{part[err.start]:02x})"
+                    if lineno == 0:  # in the first lines: a compressed file?
+                        problem = compressed_problem(head, problem) or problem
+                    raise LTRInputError(problem, path=path, line=bad) from None
                 lines = _lines(text)
                 if more:
                     lines.pop()  # the "" after the part's last line ending

@@ -213,13 +213,14 @@ def _numbered_tokens(spath: str, what: str, suffix: str) -> Iterator[tuple[int, 
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
+        from ltrboost.io.letor import compressed_problem
+
         line = data.count(b"\n", 0, err.start) + 1
-        raise LTRInputError(
-            f"not UTF-8 text (byte 0x{data[err.start]:02x}); "
-            f"a {suffix} file holds one integer per line",
-            path=spath,
-            line=line,
-        ) from None
+        problem = f"not UTF-8 text (byte 0x{data[err.start]:02x})"
+        problem = compressed_problem(data, problem) or (
+            f"{problem}; a {suffix} file holds one integer per line"
+        )
+        raise LTRInputError(problem, path=spath, line=line) from None
     return _non_blank(text)
 
 
