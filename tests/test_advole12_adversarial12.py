@@ -100,3 +100,102 @@ def test_resume_still_names_another_k_of_an_ole_model(letor, tmp_path, capsys):
     )
     assert rc == 0
     assert (tmp_path / "m3.json").read_bytes() == (tmp_path / "full.json").read_bytes()
+
+
+# ------------------------------------------- histogram memory of the top-k mode
+
+
+def _wide(n_queries=30, per=10, n_features=20, n_constant=0, seed=0):
+    rng = np.random.default_rng(seed)
+    n = n_queries * per
+    X = rng.normal(size=(n, n_features))
+    X[:, :n_constant] = 1.0
+    y = rng.integers(0, 3, n).astype(float)
+    return ltrboost.make_dataset(X, y, qid=np.repeat(np.arange(n_queries), per))
+
+
+def _need(params: dict, ds) -> int:
+    """The bytes of histograms the memory check says ``params`` need on ``ds``."""
+    from ltrboost.params import ParameterError
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LTRBOOST_MAX_HISTOGRAM_BYTES", "1")
+        with pytest.raises(ParameterError, match="of histograms") as e:
+            ltrboost.train(params, ds)
+    return int(str(e.value).split(" bytes)")[0].split("(")[-1])
+
+
+OLE = dict(objective="lambdamart", n_estimators=2, max_leaf_nodes=8, min_samples_leaf=3,
+           split_criterion="ole")  # fmt: skip
+
+
+def test_top_k_below_the_features_keeps_no_pair_histogram_per_leaf(monkeypatch):
+    """README: OLE keeps a pair histogram per splittable leaf (for the subtraction
+    trick) and 4 more.  ``ole_top_features=k`` below a tree's features never subtracts
+    (the grower builds a node's k features afresh), so it holds no histogram per leaf,
+    yet the check counted them: a top-k run that fits was refused, its need
+    overstated by ``leaves`` histograms.  Failed before."""
+    ds = _wide()
+    per_hist = 20 * 256 * 3 * 8
+    leaves = 8
+    exact = _need(OLE, ds)
+    assert exact == per_hist * (leaves + 1 + leaves + 4)
+    top = _need(dict(OLE, ole_top_features=3), ds)
+    assert top == per_hist * (leaves + 1 + 4)
+    # between the two: exact OLE is refused, top-k trains
+    monkeypatch.setenv("LTRBOOST_MAX_HISTOGRAM_BYTES", str(top))
+    ltrboost.train(dict(OLE, ole_top_features=3), ds)
+    from ltrboost.params import ParameterError
+
+    with pytest.raises(ParameterError, match="gradient and OLE pair histograms"):
+        ltrboost.train(OLE, ds)
+
+
+@pytest.mark.parametrize(
+    "k, colsample, n_constant, keeps",
+    [
+        (20, 1.0, 0, True),  # k at least the features: exact OLE, subtraction on
+        (19, 1.0, 0, False),
+        (17, 1.0, 3, True),  # 17 columns vary: k=17 is exact OLE
+        (16, 1.0, 3, False),
+        # 10 of 20 columns a tree, 3 of them possibly constant: a tree may hold 7
+        (7, 0.5, 3, True),
+        (6, 0.5, 3, False),
+        (9, 0.5, 0, False),
+        (10, 0.5, 0, True),
+    ],
+)
+def test_top_k_memory_counts_the_kept_histograms_whenever_a_tree_can_subtract(
+    k, colsample, n_constant, keeps
+):
+    """The per-leaf pair histograms are counted whenever some tree's features (after
+    ``colsample_bytree``, constant columns left out) can be at most k, where the grower
+    subtracts: the check stays an upper bound."""
+    ds = _wide(n_constant=n_constant)
+    used = 20 - n_constant
+    per_hist = used * 256 * 3 * 8
+    leaves = 8
+    need = _need(dict(OLE, ole_top_features=k, colsample_bytree=colsample), ds)
+    assert need == per_hist * (leaves + 1 + (leaves + 4 if keeps else 4))
+
+
+def test_top_k_trees_that_subtract_are_counted_as_exact_oles():
+    """The grower's own rule, checked on the trees: a tree subtracts (keeps pair
+    histograms) exactly when k is at least its features."""
+    from ltrboost.grower import TreeGrower
+
+    seen = []
+    grow = TreeGrower.grow
+
+    def record(self, *args, **kwargs):
+        out = grow(self, *args, **kwargs)
+        seen.append((len(self._features), self._subtract_pairs))
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(TreeGrower, "grow", record)
+        ltrboost.train(
+            dict(OLE, ole_top_features=7, colsample_bytree=0.5, n_estimators=12),
+            _wide(n_constant=3),
+        )
+    assert seen and all(sub == (7 >= n) for n, sub in seen)
