@@ -6,7 +6,6 @@ found right, where no test held it yet."""
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
@@ -46,7 +45,7 @@ def _train(letor, out, *flags, n, capsys):
 
 
 @pytest.mark.parametrize(
-    "first, again",
+    ("first", "again"),
     [
         # a Newton model given --ole-top-features (ignored, with a warning), resumed
         # without it: its rounds and the new ones are the same Newton rounds
@@ -152,7 +151,7 @@ def test_top_k_below_the_features_keeps_no_pair_histogram_per_leaf(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "k, colsample, n_constant, keeps",
+    ("k", "colsample", "n_constant", "keeps"),
     [
         (20, 1.0, 0, True),  # k at least the features: exact OLE, subtraction on
         (19, 1.0, 0, False),
@@ -198,4 +197,5 @@ def test_top_k_trees_that_subtract_are_counted_as_exact_oles():
             dict(OLE, ole_top_features=7, colsample_bytree=0.5, n_estimators=12),
             _wide(n_constant=3),
         )
-    assert seen and all(sub == (7 >= n) for n, sub in seen)
+    assert seen
+    assert all(sub == (7 >= n) for n, sub in seen)
