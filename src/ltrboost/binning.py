@@ -699,7 +699,9 @@ def check_histogram_memory(
     splittable leaves are disjoint and hold ``2 * min_samples_leaf`` rows each).  OLE
     (``with_pairs``) keeps a pair histogram per splittable leaf too (for its children's
     subtraction), plus the split's two scratch ones (the smaller child's, the crossing
-    pairs'), the builder's own and its pair-mass histogram: ``leaves + 4`` more.
+    pairs'), the builder's own and its pair-mass histogram: ``leaves + 4`` more; 4 more
+    only when ``ole_top_features`` is below the features of every tree (the grower
+    subtracts only when k is at least a tree's features: :func:`_keeps_pair_histograms`).
     ``params``: a :class:`~ltrboost.booster.BoosterParams`.
     """
     max_bins = int(params.max_bins)
@@ -708,7 +710,13 @@ def check_histogram_memory(
         leaves = min(leaves, 2 ** min(int(params.max_depth), 62))
     leaves = min(leaves, max(1, int(n_samples) // (2 * int(params.min_samples_leaf))))
     per_hist = used.n_used * (max_bins + 1) * 3 * 8
-    n_hist = leaves + 1 + (leaves + 4 if with_pairs else 0)
+    if not with_pairs:
+        n_pair_hist = 0
+    elif _keeps_pair_histograms(used, params):
+        n_pair_hist = leaves + 4
+    else:
+        n_pair_hist = 4
+    n_hist = leaves + 1 + n_pair_hist
     need = per_hist * n_hist
     limit, source = _histogram_limit()
     if need > limit:
@@ -722,6 +730,22 @@ def check_histogram_memory(
             f"lower max_bins or max_leaf_nodes, select features, or raise "
             f"${_HISTOGRAM_LIMIT_ENV}"
         )
+
+
+def _keeps_pair_histograms(used: Any, params: Any) -> bool:
+    """Whether some tree of OLE may keep a pair histogram per splittable leaf: exact
+    OLE, or ``ole_top_features=k`` at least the fewest features a tree can hold (its
+    ``colsample_bytree`` draw of all columns less the constant ones; the grower
+    subtracts when k is at least the tree's features).  True when ``used`` only bounds
+    the columns used (``n_used_is_bound``: any of them may be constant)."""
+    k = params.ole_top_features
+    if k is None or getattr(used, "n_used_is_bound", False):
+        return True
+    fewest = used.n_used
+    if params.colsample_bytree < 1.0:  # booster._draw_features' count
+        drawn = max(1, int(round(params.colsample_bytree * used.n_features)))
+        fewest = max(0, drawn - (used.n_features - used.n_used))
+    return int(k) >= fewest
 
 
 def _columns_vary(X: NDArray[np.floating], out: NDArray[np.bool_]) -> None:

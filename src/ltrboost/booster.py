@@ -427,6 +427,8 @@ class _EveryColumn:
     used: the histograms' memory bound without the pass over ``X`` that finds the
     constant ones."""
 
+    n_used_is_bound = True  # any column may be constant: a tree may hold none
+
     def __init__(self, n_features: int) -> None:
         self.n_features = self.n_used = int(n_features)
 

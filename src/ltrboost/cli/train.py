@@ -387,6 +387,12 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
     # unused by new rounds without --unbiased true: it warned "--max-positions None
     # (model: 10)" beside "--unbiased False (model: True)", which is the one difference
     unused = () if now.get("unbiased") else _UNBIASED_ONLY
+    # ole_top_features approximates OLE's pair criterion: ignored by Newton, SE and an
+    # objective without pairs (gbrank), so compared only when the model's rounds and
+    # the new ones both use it (it warned "--ole-top-features None (model: 3)" of a
+    # Newton model given the flag)
+    if not (_uses_ole_pairs(params, now) and _uses_ole_pairs(params, recorded)):
+        unused = (*unused, "ole_top_features")
     diff = [
         f"{_param_flag(k)} {now[k]!r} (model: {recorded[k]!r})"
         for k in sorted(recorded)
@@ -406,6 +412,15 @@ def _warn_resume_differs(params: BoosterParams, model: Any, path: str) -> None:
             UserWarning,
             stacklevel=2,
         )
+
+
+def _uses_ole_pairs(params: BoosterParams, values: dict) -> bool:
+    """Whether training with ``values``' ``split_criterion`` (the objective of
+    ``params``: a resumed model's is the same) uses OLE's pairs, and so
+    ``ole_top_features`` (``check_training_setup`` warns it is ignored otherwise)."""
+    from ltrboost.booster import make_objective
+
+    return values.get("split_criterion") == "ole" and bool(make_objective(params).is_pairwise)
 
 
 def _resolved_on_data(params: BoosterParams) -> tuple[str, ...]:
