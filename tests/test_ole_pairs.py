@@ -108,12 +108,15 @@ def test_pair_histogram_is_the_numpy_reference_bit_for_bit(
         assert np.isnan(out[others]).all()  # features not selected are not touched
 
 
+@pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("n_sel", [1, 2, 3, 5, 6, 7])
-def test_pair_walk_of_a_tail_of_one_to_three_features(n_sel):
-    """A selection that is not a multiple of four (the walk of four interleaved
-    features, then the last one to three in one more walk whose unused lanes sum into
-    a spare histogram): every selected feature equals the reference bit for bit and no
-    other feature is touched."""
+def test_pair_walk_of_a_tail_of_one_to_three_features(n_sel, parallel, monkeypatch):
+    """A selection that is not a multiple of four (walks of four interleaved features,
+    the last three in one more walk of four whose spare lane sums into a scratch
+    histogram, one or two in walks of one; fewer than four spread over the threads):
+    every selected feature equals the reference bit for bit and no other feature is
+    touched."""
+    monkeypatch.setattr(histogram, "PARALLEL_MIN_WORK", 0 if parallel else 10**12)
     _, X_binned, pairs, rows, live, cross, missing_bin = _pair_problem(5)
     di, dj, rho = _node_pairs_reference(rows, pairs, live, cross, False)
     n_features = X_binned.shape[1]
