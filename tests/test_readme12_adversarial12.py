@@ -52,7 +52,9 @@ def test_qbrank_python_api_still_names_the_settings_fields(qb_folds, tmp_path):
     """The library's own callers know ``Settings``' fields, not the CLI's flags."""
     out = tmp_path / "q"
     kw = dict(n_threads=1, progress=False)
-    run_qbrank_experiment(str(qb_folds), str(out), settings=Settings(n_estimators=2, min_samples_leaf=2), **kw)
+    run_qbrank_experiment(
+        str(qb_folds), str(out), settings=Settings(n_estimators=2, min_samples_leaf=2), **kw
+    )
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         settings = Settings(n_estimators=3, min_samples_leaf=2)
