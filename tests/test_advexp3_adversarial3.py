@@ -133,7 +133,7 @@ def test_qbrank_rerun_with_other_settings_names_what_it_replaces(qb_folds, tmp_p
     assert rc == 0, err
     rc, _, err = run(["experiment", qb_folds, "-o", out, *QB, "--ties"], capsys)
     assert rc == 0, err
-    assert "Fold1.json: this finished fold was made with ties False (this run: True)" in err
+    assert "Fold1.json: this finished fold was made with --ties False (this run: True)" in err
     assert "computing it again" in err
     # the same settings again: kept, no warning
     rc, _, err = run(["experiment", qb_folds, "-o", out, *QB, "--ties"], capsys)

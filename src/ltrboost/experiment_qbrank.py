@@ -65,7 +65,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, NamedTuple
 
@@ -656,10 +656,16 @@ def run_qbrank_experiment(
     progress: bool = True,
     na_values: Sequence[str] | None = None,
     n_features: int | None = None,
+    setting_names: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) seed 004's protocol on every fold below ``folder``; write the
     report into ``output`` and return the summary (see the module docstring).
     ``na_values``: feature values that mean missing (``load_svmlight``'s).
+
+    A finished fold made with other ``settings`` is computed again, with a warning
+    naming each field that differs (``max_leaf_nodes 5 (this run: 6)``);
+    ``setting_names`` maps fields to the names the caller gave them (the CLI: its
+    flags, ``--leaves 5 (this run: 6)``).
 
     ``n_features``: read each fold's training file this many features wide (default:
     its highest feature index), for validation and test files that use higher feature
@@ -697,7 +703,9 @@ def run_qbrank_experiment(
         todo = []
         for name, *paths in folds:
             path = os.path.join(fold_dir, f"{name}.json")
-            cached = _finished_fold(path, settings_json, data_sizes(paths), data_digests(paths))
+            cached = _finished_fold(
+                path, settings_json, data_sizes(paths), data_digests(paths), setting_names
+            )
             if cached is not None:
                 results[name] = cached
                 if progress:
@@ -744,13 +752,15 @@ def _finished_fold(
     settings_json: dict[str, Any],
     data: dict[str, int] | None = None,
     digests: dict[str, str] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """The fold saved at ``path`` when it was made with these settings from files of
     these sizes and contents (:func:`~ltrboost.experiment.data_sizes`,
     :func:`~ltrboost.experiment.data_digests`; not checked for folds saved before
     they were recorded) and holds every run (else None: it is computed again
-    and replaced, with a warning naming the difference); an unreadable file is an error
-    naming it, not a file to overwrite unseen."""
+    and replaced, with a warning naming the difference, each setting by its ``names``
+    entry, else its field); an unreadable file is an error naming it, not a file to
+    overwrite unseen."""
     if not os.path.exists(path):
         return None
     try:
@@ -773,7 +783,7 @@ def _finished_fold(
         why = "without its settings"
     elif saved != settings_json:
         why = "with " + ", ".join(
-            f"{k} {saved.get(k)!r} (this run: {settings_json.get(k)!r})"
+            f"{(names or {}).get(k, k)} {saved.get(k)!r} (this run: {settings_json.get(k)!r})"
             for k in sorted(set(saved) | set(settings_json))
             if saved.get(k) != settings_json.get(k)
         )

@@ -372,8 +372,8 @@ def one_grade_warning(n_one: int, n_queries: int, where: str, noun: str) -> str 
     """The warning of ``ltrboost eval`` for a file, and of ``ltrboost cv`` for a fold's
     test queries, whose every query holds one grade (``n_one == n_queries``): each
     metric is then the same whatever the scores (NDCG 1.0), so the number says
-    nothing of the model.  None otherwise: queries of one grade among judged ones are
-    common (most of MQ2008's), and are not warned of.  ``noun``: what a query is
+    nothing of the model.  None otherwise: queries of one grade among others are
+    common (22-33% of each MQ2008 file's queries), and are not warned of.  ``noun``: what a query is
     called there (``"query"``, ``"test query"``)."""
     if n_queries == 0 or n_one < n_queries:
         return None

@@ -639,7 +639,9 @@ def build_parser(*, lazy: bool = False) -> argparse.ArgumentParser:
         "profiles",
         nargs="*",
         default=[],  # [] either way for a '*' positional: the default is set below
-        help="train:OBJECTIVE, train:OBJECTIVE+ole, eval, predict or all (default: "
+        help="train:OBJECTIVE, train:OBJECTIVE+ole (lambdamart, ranknet, rankboost, "
+        "yetirank), either with +quantized (not after +ole) and/or +noise, in that order "
+        "(train:ranknet+quantized+noise); eval, predict or all (default: "
         "train:lambdamart eval predict)",
     )
     p.add_argument(

@@ -121,6 +121,7 @@ def cmd_experiment_qbrank(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             na_values=args.missing_token,
             n_features=args.n_features,
+            setting_names={**_EXPERIMENT_FLAGS, "ties": "--ties"},
         )
     _print_report(args.output)
     return 0
