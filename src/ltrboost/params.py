@@ -352,6 +352,27 @@ _OTHER_NAMES: dict[str, str] = {
         k: f"{k}: ltrboost has no L1 regularisation (l2_regularization is L2's)"
         for k in ("reg_alpha", "lambda_l1", "alpha")
     },
+    # LightGBM's quantised training is one parameter here (README's table)
+    **{
+        k: (
+            f"{k} is quantized_gradients here: use_quantized_grad=True with "
+            "num_grad_quant_bins=k is quantized_gradients=k (k in 2..255; LightGBM's "
+            "default k is 4), use_quantized_grad=False is quantized_gradients=0"
+        )
+        for k in ("use_quantized_grad", "num_grad_quant_bins")
+    },
+    "quant_train_renew_leaf": (
+        "quant_train_renew_leaf is always on with quantized_gradients: leaf values come "
+        "from the exact gradients; there is no switch"
+    ),
+    "bagging_by_query": (
+        "bagging_by_query is always on here: subsample draws whole queries (LightGBM's "
+        "bagging_fraction with bagging_by_query=True is subsample)"
+    ),
+    "lambdarank_num_pair_per_sample": (
+        "lambdarank_num_pair_per_sample is truncation_level here under "
+        "pair_method='topk' (XGBoost's default), pairs_per_sample under 'sampled'"
+    ),
 }
 
 
@@ -477,7 +498,9 @@ class _BoosterParamsMethods:
 
     @classmethod
     def from_dict(cls, params: dict[str, Any]):
-        """Build from a dict, refusing unknown names (a typo must not pass silently)."""
+        """Build from a dict, refusing unknown names (a typo must not pass silently); a
+        LightGBM or XGBoost name of README's parameter table (``num_leaves``,
+        ``num_grad_quant_bins``) is refused naming the parameter it is here."""
         unknown = sorted(set(params) - set(PARAM_NAMES))
         if unknown:
             hints = [_OTHER_NAMES[k] for k in unknown if k in _OTHER_NAMES]
