@@ -561,6 +561,22 @@ def _as_float32_weights(
     return w32
 
 
+def one_grade_queries(y: ArrayLike, query_offsets: ArrayLike) -> NDArray[np.bool_]:
+    """Per query of ``y`` (grouped by ``query_offsets``): whether it holds no two
+    documents of different grades (an empty query included).  No ranking changes a
+    metric of such a query (NDCG 1.0): ``ltrboost eval`` and ``cv`` warn of a file or
+    fold of them, ``ltrboost experiment`` refuses one."""
+    offsets = np.asarray(query_offsets)
+    n_queries = max(offsets.shape[0] - 1, 0)
+    out = np.ones(n_queries, dtype=np.bool_)
+    y = np.asarray(y, dtype=np.float64)
+    full = np.diff(offsets) > 0
+    if y.size and full.any():
+        starts = offsets[:-1][full]
+        out[full] = np.maximum.reduceat(y, starts) == np.minimum.reduceat(y, starts)
+    return out
+
+
 # Sample weights more than this factor apart are warned about (README, "sample_weight"):
 # float64 holds ~16 significant digits, so in a sum (gradients, hessians) that holds the
 # heaviest row, a row lighter by more than this factor changes the last digit or none,

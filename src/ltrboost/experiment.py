@@ -653,11 +653,10 @@ def _check_rankable(paths: Sequence[str], datasets: Sequence[Any]) -> None:
         "would be its first tree",
         "every test metric is the same whatever the scores, for SE and OLE alike",
     )
+    from ltrboost.dataset import one_grade_queries
+
     for path, ds, what, why in zip(paths, datasets, ("validation", "test"), whys, strict=True):
-        off = np.asarray(ds.query_offsets)
-        y = np.asarray(ds.y, dtype=np.float64)
-        starts = off[:-1][np.diff(off) > 0]
-        if not np.any(np.maximum.reduceat(y, starts) > np.minimum.reduceat(y, starts)):
+        if one_grade_queries(ds.y, ds.query_offsets).all():
             raise ValueError(
                 f"{path}: no {what} query with two grades: {why}; give the fold a file "
                 "with judged queries, or leave the fold out"

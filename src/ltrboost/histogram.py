@@ -389,14 +389,10 @@ def build_pair_histogram(
     if n_sel < 4:
         # fewer features than a walk of four: one or two a thread (at the 500k root,
         # one thread: a walk of one 24 ms, of four 57, two walks of one 44)
-        over_rows(
-            lambda k0, k1: kernel(X, *walk, feature_indices, k0, k1, missing_bin, PAIR_CHUNK, out),
-            n_sel,
-            min_rows_per_thread=1,
-        )
-        return
-    n_blocks = min(-(-n_sel // 4), 2 * num_threads())
-    block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_walk4
+        block = 1
+    else:
+        n_blocks = min(-(-n_sel // 4), 2 * num_threads())
+        block = 4 * -(-n_sel // (4 * n_blocks))  # multiples of 4: _pair_walk4
     over_rows(
         lambda k0, k1: kernel(X, *walk, feature_indices, k0, k1, missing_bin, PAIR_CHUNK, out),
         n_sel,

@@ -353,19 +353,10 @@ def _warning_text(message, category=None) -> str:
 
 def one_grade_queries(y, query_offsets) -> int:
     """How many queries of ``y`` (grouped by ``query_offsets``) hold documents of one
-    grade only: no ranking changes any metric of such a query (NDCG is 1.0)."""
-    import numpy as np
+    grade only (:func:`ltrboost.dataset.one_grade_queries`)."""
+    from ltrboost.dataset import one_grade_queries as one_grade
 
-    offsets = np.asarray(query_offsets)
-    if offsets.shape[0] < 2:
-        return 0
-    y = np.asarray(y, dtype=np.float64)
-    starts = offsets[:-1]
-    sizes = np.diff(offsets)
-    full = sizes > 0
-    top = np.maximum.reduceat(y, starts[full]) if y.size else np.empty(0)
-    bottom = np.minimum.reduceat(y, starts[full]) if y.size else np.empty(0)
-    return int((top == bottom).sum()) + int((~full).sum())
+    return int(one_grade(y, query_offsets).sum())
 
 
 def one_grade_warning(n_one: int, n_queries: int, where: str, noun: str) -> str | None:
